@@ -1,0 +1,672 @@
+"""The commands: option parsing, exit codes, and human or ``--json`` output.
+
+Each subcommand is reachable as ``git autoresearch <cmd>`` and as its own executable
+``git-autoresearch-<cmd>``; both go through :func:`_main`, which maps errors to the exit codes of
+DESIGN.md section 5 (0 done, 1 internal error, 2 usage, 3 refused, 4 stop) and never shows a
+traceback unless ``GIT_AUTORESEARCH_DEBUG`` is set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, NoReturn
+
+import click
+
+from . import __version__
+from .errors import EXIT_INTERNAL, EXIT_USAGE, AutoresearchError, Refused, UsageError
+from .measure import Measurement
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+def emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False))
+
+
+def warn(message: str) -> None:
+    click.echo(f"warning: {message}", err=True)
+
+
+def _progress() -> Callable[[float, str], None] | None:
+    """A live ``[12s] last log line`` on stderr while a measurement runs on a terminal."""
+    if not sys.stderr.isatty():
+        return None
+    width = shutil.get_terminal_size((80, 20)).columns
+
+    def show(elapsed: float, line: str) -> None:
+        text = f"[{elapsed:5.0f}s] {line}"[: width - 1]
+        sys.stderr.write("\r\x1b[K" + text)
+        sys.stderr.flush()
+
+    return show
+
+
+def _clear_progress() -> None:
+    if sys.stderr.isatty():
+        sys.stderr.write("\r\x1b[K")
+        sys.stderr.flush()
+
+
+json_option = click.option("--json", "as_json", is_flag=True,
+                           help="Print one JSON document on stdout.")
+
+
+def _description_option(required: bool = True) -> Callable[[Callable[..., Any]], Any]:
+    return click.option("-d", "--description", required=required,
+                        help="One sentence saying what this run tried.")
+
+
+def _asi_options(f: Callable[..., Any]) -> Any:
+    f = click.option("--asi-json", metavar="JSON",
+                     help="Annotations for the run as a JSON object.")(f)
+    return click.option("--asi", "asi_pairs", multiple=True, metavar="KEY=VALUE",
+                        help="An annotation for the run (hypothesis=..., rollback_reason=..., "
+                             "next_action_hint=...). Repeatable.")(f)
+
+
+# --- start --------------------------------------------------------------------------------------
+
+
+@click.command("start", context_settings=CONTEXT)
+@click.option("--goal", help="What the session optimises, in a few words.")
+@click.option("--command", "command_", metavar="SHELL", help="The experiment command.")
+@click.option("--metric-name", help="Name of the primary metric (default: metric).")
+@click.option("--metric-unit", help="Unit of the primary metric, e.g. ms.")
+@click.option("--direction", help="lower or higher is better (default: lower).")
+@click.option("--metric-pattern", metavar="REGEX",
+              help="Regex with one capture group; its last match in the run log is the metric.")
+@click.option("--metric-command", metavar="SHELL",
+              help="A command whose stdout is the metric (instead of --metric-pattern).")
+@click.option("--scope", multiple=True, metavar="PATH",
+              help="A path an experiment may change (repeatable; none: any unprotected path).")
+@click.option("--protected", multiple=True, metavar="PATH",
+              help="A path no revert may touch and no keep may commit (repeatable).")
+@click.option("--checks-command", metavar="SHELL",
+              help="A command that must succeed for a run to be kept.")
+@click.option("--timeout-seconds", type=float, help="Limit per measurement (default 600).")
+@click.option("--checks-timeout-seconds", type=float, help="Limit for the checks (default 300).")
+@click.option("--runs-per-experiment", type=int, help="Samples per measurement (default 1).")
+@click.option("--aggregate", type=click.Choice(["median", "min", "mean"]),
+              help="How samples combine (default median).")
+@click.option("--max-experiments", type=int, help="Stop after this many runs in a segment.")
+@click.option("--session-id", help="Session id (default: the goal in kebab case plus the date).")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Read the configuration keys from this TOML file.")
+@click.option("--new-segment", is_flag=True,
+              help="Start a new segment of the existing session with changed options.")
+@click.option("--no-baseline", is_flag=True, help="Do not measure the baseline now.")
+@click.option("--force", is_flag=True,
+              help="Start despite untracked files (they are then never touched).")
+@json_option
+def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
+              metric_unit: str | None, direction: str | None, metric_pattern: str | None,
+              metric_command: str | None, scope: tuple[str, ...], protected: tuple[str, ...],
+              checks_command: str | None, timeout_seconds: float | None,
+              checks_timeout_seconds: float | None, runs_per_experiment: int | None,
+              aggregate: str | None, max_experiments: int | None, session_id: str | None,
+              config_file: Path | None, new_segment: bool, no_baseline: bool, force: bool,
+              as_json: bool) -> None:
+    """Create a session: branch autoresearch/<id>, .auto/, the ledger, and the baseline run."""
+    from .session import StartOptions, start
+
+    values = {
+        "goal": goal, "command": command_, "metric_name": metric_name,
+        "metric_unit": metric_unit, "direction": direction, "metric_pattern": metric_pattern,
+        "metric_command": metric_command, "scope": list(scope) or None,
+        "protected": list(protected) or None, "checks_command": checks_command,
+        "timeout_seconds": timeout_seconds, "checks_timeout_seconds": checks_timeout_seconds,
+        "runs_per_experiment": runs_per_experiment, "aggregate": aggregate,
+        "max_experiments": max_experiments, "session_id": session_id,
+    }
+    opts = StartOptions(values=values, config_file=config_file, new_segment=new_segment,
+                        no_baseline=no_baseline, force=force)
+    try:
+        session, record, result = start(opts, progress=_progress())
+    finally:
+        _clear_progress()
+    cfg = session.config
+    if as_json:
+        emit_json({"session_id": cfg.session_id, "branch": f"autoresearch/{cfg.session_id}",
+                   "segment": session.segment.index, "config": cfg.to_dict(),
+                   "baseline": record})
+        return
+    click.echo(f"session {cfg.session_id} on branch autoresearch/{cfg.session_id}, "
+               f"segment {session.segment.index}")
+    click.echo(f"metric {cfg.metric_name} ({cfg.direction} is better)")
+    if record:
+        click.echo(f"baseline: {cfg.metric_name} = {record['metric']}"
+                   f"{' ' + cfg.metric_unit if cfg.metric_unit else ''} (run {record['run']})")
+    else:
+        click.echo("no baseline measured yet: the first run of the segment will be kept as it")
+
+
+# --- measure / run -----------------------------------------------------------------------------
+
+
+def _measurement_json(result: Measurement) -> dict[str, Any]:
+    data = result.to_dict()
+    data["status"] = result.status
+    return data
+
+
+def _print_measurement(result: Measurement, metric_name: str) -> None:
+    if result.metric is None:
+        click.echo(f"crash: {result.reason}")
+        if result.log_tail:
+            click.echo("---- tail of .auto/run.log ----")
+            click.echo(result.log_tail)
+            click.echo("----")
+        return
+    samples = f" (samples: {', '.join(f'{s:g}' for s in result.samples)})" \
+        if len(result.samples) > 1 else ""
+    click.echo(f"{metric_name} = {result.metric:g}{samples} in {result.duration_s:.1f}s")
+    for name, value in result.metrics.items():
+        click.echo(f"  {name} = {value:g}")
+    if result.checks is not None:
+        verdict = "passed" if result.checks["passed"] else f"FAILED: {result.checks['reason']}"
+        click.echo(f"checks {verdict}")
+        if not result.checks["passed"] and result.checks.get("tail"):
+            click.echo(result.checks["tail"])
+
+
+def _print_steer(stage: str, report: Any) -> None:
+    for message in report.warnings:
+        warn(message)
+    if report.steer:
+        click.echo(f"==== steer from {stage} hooks ====")
+        click.echo(report.steer)
+        click.echo(f"==== end of steer ====")
+
+
+@click.command("measure", context_settings=CONTEXT)
+@json_option
+def measure_cmd(as_json: bool) -> None:
+    """Run the experiment and print the result; record nothing (keep or discard uses it)."""
+    from .session import Session
+
+    session = Session.open()
+    with session.lock("measure"):
+        session.check_stop("measure")
+        before = session.fire_hooks("before")
+        try:
+            result = session.measure(_progress())
+        finally:
+            _clear_progress()
+    if as_json:
+        data = _measurement_json(result)
+        data["steer"] = before.steer or None
+        data["warnings"] = before.warnings
+        emit_json(data)
+        return
+    _print_steer("before", before)
+    _print_measurement(result, session.config.metric_name)
+
+
+def _record_json(record: dict[str, Any], steer: list[str], warnings: list[str]) -> dict[str, Any]:
+    out = dict(record)
+    out["steer"] = "\n".join(s for s in steer if s) or None
+    out["warnings"] = warnings
+    return out
+
+
+def _print_record(session: Any, record: dict[str, Any], previous_best: float | None) -> None:
+    cfg = session.config
+    unit = f" {cfg.metric_unit}" if cfg.metric_unit else ""
+    status = record["status"]
+    line = f"run {record['run']}: {status}"
+    if status != "crash":
+        line += f"  {cfg.metric_name} = {record['metric']}{unit}"
+        if previous_best is not None:
+            line += f" (best was {previous_best:g})"
+    if record.get("reason"):
+        line += f"  [{record['reason']}]"
+    click.echo(line)
+    if status == "keep":
+        click.echo(f"  committed {record['commit']}" if record.get("committed", True)
+                   else "  kept")
+    elif record.get("attempt_ref"):
+        click.echo(f"  reverted; the attempt is kept at {record['attempt_ref']}")
+    if record.get("scope_violations"):
+        click.echo("  reverted out-of-scope changes: " + ", ".join(record["scope_violations"]))
+
+
+@click.command("run", context_settings=CONTEXT)
+@_description_option()
+@_asi_options
+@click.option("--dry-run", is_flag=True, help="Measure and print the decision; apply nothing.")
+@json_option
+def run_cmd(description: str, asi_pairs: tuple[str, ...], asi_json: str | None, dry_run: bool,
+            as_json: bool) -> None:
+    """One iteration: before hooks, measure, decide, keep or revert, record, after hooks."""
+    from .session import Session, parse_asi
+
+    asi = parse_asi(list(asi_pairs), asi_json)
+    session = Session.open()
+    session.check_recordable()
+    with session.lock("run"):
+        session.check_stop("run")
+        before = session.fire_hooks("before")
+        try:
+            result = session.measure(_progress())
+        finally:
+            _clear_progress()
+        decision = session.decide(result)
+        best = session.segment.best
+        previous_best = best.metric if best else None
+        if dry_run:
+            if as_json:
+                data = _measurement_json(result)
+                data.update({"decision": decision, "dry_run": True,
+                             "steer": before.steer or None, "warnings": before.warnings})
+                emit_json(data)
+            else:
+                _print_steer("before", before)
+                _print_measurement(result, session.config.metric_name)
+                click.echo(f"decision: {decision} (dry run: nothing applied)")
+            return
+        hooks = [{"stage": f.stage, "hook": f.hook, "exit_code": f.exit_code,
+                  "timed_out": f.timed_out} for f in before.firings]
+        record = session.record(decision, description, result=result, asi=asi, hooks=hooks)
+        after = session.fire_hooks("after", run_entry=record)
+    if as_json:
+        emit_json(_record_json(record, [before.steer, after.steer],
+                               before.warnings + after.warnings))
+        return
+    _print_steer("before", before)
+    if decision == "crash" or decision == "checks_failed":
+        _print_measurement(result, session.config.metric_name)
+    _print_record(session, record, previous_best)
+    _print_steer("after", after)
+
+
+def _record_command(status: str) -> Callable[..., None]:
+    def body(description: str, metric: float | None, metrics: tuple[str, ...],
+             asi_pairs: tuple[str, ...], asi_json: str | None, force: bool,
+             as_json: bool) -> None:
+        from .session import Session, parse_asi
+
+        asi = parse_asi(list(asi_pairs), asi_json)
+        session = Session.open()
+        session.check_recordable()
+        with session.lock(status):
+            result = session.pending()
+            given = _given_metrics(metrics)
+            if metric is not None or given:
+                if result is None:
+                    result = Measurement(None, {}, [], 0.0)
+                if metric is not None:
+                    result.metric = metric
+                    result.samples = [metric]
+                result.metrics.update(given)
+                name = session.config.metric_name
+                if name in result.metrics:
+                    result.metric = result.metrics.pop(name)
+                    result.samples = [result.metric]
+            chosen = status
+            if status == "keep":
+                if result is None or result.metric is None:
+                    raise Refused("nothing to keep: no pending measurement with a metric "
+                                  "(run git autoresearch measure, or pass --metric VALUE)")
+                if result.status == "checks_failed" and not force:
+                    raise Refused("the pending measurement failed its checks; discard it, or "
+                                  "keep it anyway with --force")
+            elif status == "discard" and result is not None and result.status:
+                chosen = result.status
+            best = session.segment.best
+            previous_best = best.metric if best else None
+            record = session.record(chosen, description, result=result, asi=asi)
+            after = session.fire_hooks("after", run_entry=record)
+        if as_json:
+            emit_json(_record_json(record, [after.steer], after.warnings))
+            return
+        _print_record(session, record, previous_best)
+        _print_steer("after", after)
+
+    return body
+
+
+def _given_metrics(pairs: tuple[str, ...]) -> dict[str, float]:
+    from .measure import parse_number
+
+    out = {}
+    for pair in pairs:
+        name, sep, raw = pair.partition("=")
+        if not sep or not name:
+            raise UsageError(f"--metrics '{pair}' is not NAME=VALUE")
+        value, problem = parse_number(raw)
+        if value is None:
+            raise UsageError(f"--metrics {name}: {problem}")
+        out[name] = value
+    return out
+
+
+def _finite_metric(ctx: click.Context, param: click.Parameter, value: str | None
+                   ) -> float | None:
+    from .measure import parse_number
+
+    if value is None:
+        return None
+    number, problem = parse_number(value)
+    if number is None:
+        raise click.BadParameter(problem or "not a number")
+    return number
+
+
+def _make_record_command(status: str, help_text: str) -> click.Command:
+    params = [
+        click.Option(["-d", "--description"], required=True,
+                     help="One sentence saying what this run tried."),
+        click.Option(["--metric"], callback=_finite_metric, metavar="VALUE",
+                     help="The primary metric, measured by the caller."),
+        click.Option(["--metrics"], multiple=True, metavar="NAME=VALUE",
+                     help="A metric measured by the caller (repeatable)."),
+        click.Option(["--asi"], "asi_pairs", multiple=True, metavar="KEY=VALUE",
+                     help="An annotation for the run (repeatable)."),
+        click.Option(["--asi-json"], metavar="JSON", help="Annotations as a JSON object."),
+        click.Option(["--force"], is_flag=True,
+                     help="Keep a measurement that failed its checks." if status == "keep"
+                     else "Unused; accepted for symmetry."),
+        click.Option(["--json", "as_json"], is_flag=True,
+                     help="Print one JSON document on stdout."),
+    ]
+    params[1].name = "metric"
+    params[3].name = "asi_pairs"
+    params[6].name = "as_json"
+    return click.Command(status, callback=_record_command(status), params=params,
+                         help=help_text, context_settings=CONTEXT)
+
+
+keep_cmd = _make_record_command(
+    "keep", "Record a keep and commit the experiment's in-scope changes with a Result: trailer.")
+discard_cmd = _make_record_command(
+    "discard", "Record a discard (or checks_failed) and revert, keeping the attempt under "
+               "refs/autoresearch/.")
+crash_cmd = _make_record_command(
+    "crash", "Record a crash and revert, keeping the attempt under refs/autoresearch/.")
+
+
+# --- log / status / show / stop ---------------------------------------------------------------
+
+
+@click.command("log", context_settings=CONTEXT)
+@click.option("--segment", type=int, help="Only runs of this segment (0 is the first).")
+@click.option("--status", type=click.Choice(["keep", "discard", "crash", "checks_failed"]),
+              help="Only runs with this status.")
+@click.option("--last", type=click.IntRange(min=0), metavar="N", help="Only the last N runs.")
+@click.option("--tsv", is_flag=True,
+              help="Write the seed's results.tsv columns: experiment commit metric status "
+                   "duration_s description.")
+@json_option
+def log_cmd(segment: int | None, status: str | None, last: int | None, tsv: bool,
+            as_json: bool) -> None:
+    """The runs of the ledger, newest last."""
+    from . import report
+    from .session import Session
+
+    session = Session.open(on_branch=False)
+    for bad in session.ledger.malformed:
+        warn(f"{session.layout.ledger}:{bad.line}: set aside: {bad.reason}"
+             + (" (an append that was cut short)" if bad.torn else ""))
+    rows = report.select_runs(session.ledger, segment=segment, status=status, last=last)
+    if as_json:
+        emit_json([report.run_row(run, seg) for run, seg in rows])
+    elif tsv:
+        click.echo(report.tsv(rows), nl=False)
+    else:
+        width = shutil.get_terminal_size((120, 20)).columns
+        click.echo(report.table(rows, width), nl=False)
+
+
+@click.command("status", context_settings=CONTEXT)
+@json_option
+def status_cmd(as_json: bool) -> None:
+    """Where the session stands: baseline, best, counts, confidence, STOP or limit, warnings."""
+    from . import report
+    from .session import Session, session_branch
+
+    session = Session.open(on_branch=False)
+    cfg = session.config
+    seg = report.segment_summary(session.segment)
+    branch = session_branch(cfg.session_id)
+    base = (session.ledger.segments[0].header or {}).get("base_commit")
+    rec = report.reconcile(session.repo, session.ledger, branch, base)
+    warnings = list(rec.problems)
+    current = session.repo.current_branch()
+    if current != branch:
+        warnings.append(f"HEAD is on {current or 'a detached HEAD'}, not on {branch}")
+    warnings.extend(f"ledger line {m.line} set aside: {m.reason}" for m in
+                    session.ledger.malformed)
+    data = {
+        "session_id": cfg.session_id,
+        "branch": branch,
+        "goal": cfg.goal,
+        "metric_name": cfg.metric_name,
+        "metric_unit": cfg.metric_unit,
+        "direction": cfg.direction,
+        "segment": seg,
+        "total_runs": len(session.ledger.runs),
+        "stop_pending": session.layout.stop.exists(),
+        "limit": cfg.max_experiments,
+        "limit_reached": session.limit_reached(),
+        "warnings": warnings,
+    }
+    if as_json:
+        emit_json(data)
+        return
+    unit = f" {cfg.metric_unit}" if cfg.metric_unit else ""
+    click.echo(f"session     {cfg.session_id} (branch {branch})")
+    click.echo(f"goal        {cfg.goal}")
+    click.echo(f"metric      {cfg.metric_name}{' in ' + cfg.metric_unit if unit else ''}, "
+               f"{cfg.direction} is better")
+    click.echo(f"segment     {seg['index']}: {seg['runs']} runs, {seg['kept']} kept "
+               f"({', '.join(f'{k} {v}' for k, v in sorted(seg['counts'].items()))})")
+    for key in ("baseline", "best"):
+        brief = seg[key]
+        if brief:
+            extra = ""
+            if key == "best" and seg["improvement_pct"] is not None:
+                extra = f", {seg['improvement_pct']:+.2f}% vs baseline"
+            click.echo(f"{key:<11} {brief['metric']:g}{unit} (run {brief['run']}, commit "
+                       f"{brief['commit']}){extra}")
+        else:
+            click.echo(f"{key:<11} -")
+    conf = seg["confidence"]
+    click.echo(f"confidence  {f'{conf:.2f}' if conf is not None else '-'} "
+               f"({seg['confidence_label']})")
+    if seg["stability"]:
+        hint = " (consider raising runs_per_experiment)" if seg["stability"]["label"] == "low" \
+            else ""
+        click.echo(f"stability   {seg['stability']['label']}{hint}")
+    if seg["last"]:
+        last = seg["last"]
+        click.echo(f"last run    {last['run']} {last['status']}: {last['description'][:70]}")
+    if data["stop_pending"]:
+        click.echo("STOP        pending: the next run exits 4")
+    if cfg.max_experiments is not None:
+        click.echo(f"limit       {session.experiments_in_segment()} of {cfg.max_experiments} "
+                   f"experiments{' (reached)' if data['limit_reached'] else ''}")
+    for w in warnings:
+        warn(w)
+
+
+@click.command("show", context_settings=CONTEXT)
+@click.argument("run_number", metavar="RUN", type=int)
+@json_option
+def show_cmd(run_number: int, as_json: bool) -> None:
+    """One run: its record and its diff (the keep commit, or the attempt ref of a non-kept run)."""
+    from .session import Session
+
+    session = Session.open(on_branch=False)
+    run = session.ledger.find(run_number)
+    if run is None:
+        last = session.ledger.next_run_number - 1
+        raise UsageError(f"no run {run_number} in the ledger (runs are 1 to {last})"
+                         if last else f"no run {run_number}: the ledger has no runs yet")
+    repo = session.repo
+    target = None
+    if run.status == "keep":
+        from .report import read_trailers
+
+        base = (session.ledger.segments[0].header or {}).get("base_commit")
+        info = read_trailers(repo, f"autoresearch/{session.config.session_id}", base)
+        if run_number in info:
+            target = info[run_number]["commit"]
+    elif run.data.get("attempt_ref"):
+        target = repo.resolve(str(run.data["attempt_ref"]))
+    diff = ""
+    if target:
+        diff = repo.run("show", "--no-ext-diff", "--stat", "--patch", "--format=commit %H%n%n%B",
+                        target).stdout.decode("utf-8", "replace")
+    if as_json:
+        emit_json({"record": run.data, "diff_commit": target, "diff": diff})
+        return
+    click.echo(json.dumps(run.data, ensure_ascii=False, indent=2))
+    if diff:
+        click.echo(diff, nl=False)
+    elif run.status == "keep":
+        click.echo("(no commit: the kept measurement changed nothing)")
+    else:
+        click.echo("(no attempt ref recorded for this run)")
+
+
+@click.command("stop", context_settings=CONTEXT)
+@json_option
+def stop_cmd(as_json: bool) -> None:
+    """Create .auto/STOP: the next run or measure exits 4 and removes it."""
+    from .session import Layout
+    from .git import Repo
+
+    layout = Layout(Repo.discover())
+    if not layout.config.exists():
+        raise Refused("no session here (no .auto/config.toml)")
+    layout.stop.write_text(f"stop requested at {time.strftime('%Y-%m-%dT%H:%M:%S%z')}\n")
+    if as_json:
+        emit_json({"stop": str(layout.stop)})
+    else:
+        click.echo(f"created {layout.stop}: the loop stops before its next run")
+
+
+@click.command("hook", context_settings=CONTEXT)
+@click.argument("stage", type=click.Choice(["before", "after"]))
+@json_option
+def hook_cmd(stage: str, as_json: bool) -> None:
+    """Fire the before or after hooks by hand, for agents that drive their own loop."""
+    from .session import Session
+
+    session = Session.open()
+    last = session.ledger.last_run
+    if stage == "after" and last is None:
+        raise Refused("no run recorded yet: after hooks need a run entry")
+    report = session.fire_hooks(stage, run_entry=last.data if last else None)
+    if as_json:
+        emit_json({"stage": stage, "steer": report.steer or None, "warnings": report.warnings,
+                   "firings": [f.ledger_line() for f in report.firings]})
+        return
+    _print_steer(stage, report)
+
+
+@click.command("demo", context_settings=CONTEXT)
+@click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
+def demo_cmd(directory: Path | None) -> None:
+    """Copy the bundled example project into DIRECTORY and run a whole session on it."""
+    from .demo import run_demo
+
+    run_demo(directory, echo=click.echo)
+
+
+COMMANDS: dict[str, click.Command] = {
+    "start": start_cmd,
+    "measure": measure_cmd,
+    "run": run_cmd,
+    "keep": keep_cmd,
+    "discard": discard_cmd,
+    "crash": crash_cmd,
+    "log": log_cmd,
+    "status": status_cmd,
+    "show": show_cmd,
+    "stop": stop_cmd,
+    "hook": hook_cmd,
+    "demo": demo_cmd,
+}
+
+
+@click.group("git-autoresearch", context_settings=CONTEXT)
+@click.version_option(__version__, "--version", prog_name="git-autoresearch")
+def cli() -> None:
+    """Git plumbing for autoresearch loops: measure a change, keep it with a Result: trailer or
+    revert it without losing anything, and record every run in .auto/log.jsonl."""
+
+
+for _name, _command in COMMANDS.items():
+    cli.add_command(_command, _name)
+
+
+def _wants_json(args: list[str]) -> bool:
+    return "--json" in args
+
+
+def _main(command: click.Command, prog_name: str) -> NoReturn:
+    args = sys.argv[1:]
+    try:
+        command.main(args=args, prog_name=prog_name, standalone_mode=False)
+        code = 0
+    except click.exceptions.Exit as exc:
+        code = exc.exit_code
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        code = 130
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        code = 130
+    except click.ClickException as exc:
+        exc.show()
+        code = EXIT_USAGE if isinstance(exc, click.UsageError) else exc.exit_code
+    except AutoresearchError as exc:
+        code = exc.exit_code
+        if _wants_json(args):
+            emit_json({"error": exc.message, "exit_code": code})
+        click.echo(f"{prog_name}: {exc.message}", err=True)
+        if exc.detail:
+            click.echo(exc.detail, err=True)
+    except Exception as exc:  # noqa: BLE001 - the one place that turns surprises into exit 1
+        if os.environ.get("GIT_AUTORESEARCH_DEBUG"):
+            raise
+        code = EXIT_INTERNAL
+        click.echo(f"{prog_name}: internal error: {exc.__class__.__name__}: {exc} "
+                   "(set GIT_AUTORESEARCH_DEBUG=1 for the traceback)", err=True)
+    sys.stdout.flush()
+    sys.exit(code)
+
+
+def main() -> NoReturn:
+    """``git-autoresearch``: the command group."""
+    _main(cli, "git autoresearch")
+
+
+def _entry(name: str) -> Callable[[], NoReturn]:
+    def entry() -> NoReturn:
+        _main(COMMANDS[name], f"git autoresearch {name}")
+
+    entry.__name__ = f"{name}_main"
+    entry.__doc__ = f"``git-autoresearch-{name}``."
+    return entry
+
+
+start_main = _entry("start")
+measure_main = _entry("measure")
+run_main = _entry("run")
+keep_main = _entry("keep")
+discard_main = _entry("discard")
+crash_main = _entry("crash")
+log_main = _entry("log")
+status_main = _entry("status")
+show_main = _entry("show")
+stop_main = _entry("stop")
+hook_main = _entry("hook")
+demo_main = _entry("demo")

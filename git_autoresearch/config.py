@@ -1,0 +1,192 @@
+"""The session configuration, ``.auto/config.toml`` (DESIGN.md section 4).
+
+Written once with tomli-w and made read-only (mode 0444); its SHA-256 (of the file's bytes) goes
+into the ledger's config header, and every command compares the two before it acts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+import sys
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import Refused, UsageError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+SESSION_ID_RE = re.compile(r"^[A-Za-z0-9_-]+$")
+METRIC_NAME_RE = re.compile(r"^[\w.µ-]+$")
+DIRECTIONS = {"lower": "lower", "higher": "higher", "minimize": "lower", "maximize": "higher",
+              "min": "lower", "max": "higher"}
+AGGREGATES = ("median", "min", "mean")
+
+
+@dataclass
+class Config:
+    """Every key of section 4; ``None`` means not set (and is left out of the TOML file)."""
+
+    goal: str
+    command: str
+    metric_name: str = "metric"
+    metric_unit: str = ""
+    direction: str = "lower"
+    metric_pattern: str | None = None
+    metric_command: str | None = None
+    scope: list[str] = field(default_factory=list)
+    protected: list[str] = field(default_factory=list)
+    checks_command: str | None = None
+    timeout_seconds: float = 600
+    checks_timeout_seconds: float = 300
+    runs_per_experiment: int = 1
+    aggregate: str = "median"
+    max_experiments: int | None = None
+    session_id: str = ""
+    created_at: str = ""
+
+    @classmethod
+    def keys(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], *, source: str) -> "Config":
+        """Build and validate a configuration; raises :class:`UsageError` naming the bad key."""
+        unknown = sorted(set(data) - set(cls.keys()))
+        if unknown:
+            raise UsageError(f"{source}: unknown configuration key '{unknown[0]}'")
+        for key in ("goal", "command"):
+            if not isinstance(data.get(key), str) or not data[key].strip():
+                raise UsageError(f"{source}: '{key}' is required")
+        cfg = cls(goal=data["goal"], command=data["command"])
+        for key, value in data.items():
+            setattr(cfg, key, value)
+        cfg.validate(source)
+        return cfg
+
+    def validate(self, source: str) -> None:
+        """Check types and values; normalise ``direction``. Raises :class:`UsageError`."""
+
+        def bad(key: str, why: str) -> UsageError:
+            return UsageError(f"{source}: {key} {why}")
+
+        for key in ("goal", "command", "metric_name", "metric_unit", "direction", "aggregate",
+                    "session_id", "created_at"):
+            if not isinstance(getattr(self, key), str):
+                raise bad(key, "must be a string")
+        for key in ("metric_pattern", "metric_command", "checks_command"):
+            value = getattr(self, key)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise bad(key, "must be a non-empty string")
+        if not METRIC_NAME_RE.match(self.metric_name):
+            raise bad("metric_name", f"'{self.metric_name}' may hold only letters, digits, '_', "
+                                     "'.', '-' and 'µ'")
+        direction = DIRECTIONS.get(self.direction.lower())
+        if direction is None:
+            raise bad("direction", f"'{self.direction}' is not 'lower' or 'higher'")
+        self.direction = direction
+        if self.metric_pattern is not None and self.metric_command is not None:
+            raise bad("metric_pattern", "and metric_command are exclusive: set one")
+        if self.metric_pattern is not None:
+            try:
+                compiled = re.compile(self.metric_pattern)
+            except re.error as exc:
+                raise bad("metric_pattern", f"'{self.metric_pattern}' is not a valid regex: "
+                                            f"{exc}") from None
+            if compiled.groups != 1:
+                raise bad("metric_pattern", f"'{self.metric_pattern}' must have exactly one "
+                                            f"capture group, not {compiled.groups}")
+        for key in ("scope", "protected"):
+            value = getattr(self, key)
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise bad(key, "must be a list of paths")
+            for item in value:
+                if item.startswith("/") or ".." in item.split("/"):
+                    raise bad(key, f"'{item}' must be a path inside the repository")
+        for key in ("timeout_seconds", "checks_timeout_seconds"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not math.isfinite(value) or value <= 0:
+                raise bad(key, "must be a positive number of seconds")
+        if isinstance(self.runs_per_experiment, bool) or not isinstance(
+                self.runs_per_experiment, int) or self.runs_per_experiment < 1:
+            raise bad("runs_per_experiment", "must be a whole number of at least 1")
+        if self.aggregate not in AGGREGATES:
+            raise bad("aggregate", f"'{self.aggregate}' is not one of {', '.join(AGGREGATES)}")
+        if self.max_experiments is not None and (
+                isinstance(self.max_experiments, bool) or not isinstance(self.max_experiments, int)
+                or self.max_experiments < 1):
+            raise bad("max_experiments", "must be a whole number of at least 1")
+        if self.session_id and not SESSION_ID_RE.match(self.session_id):
+            raise bad("session_id", f"'{self.session_id}' may hold only letters, digits, '_' "
+                                    "and '-'")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The keys that are set, in declaration order (the TOML file's content)."""
+        return {k: getattr(self, k) for k in self.keys() if getattr(self, k) is not None}
+
+    def render(self) -> bytes:
+        """The exact bytes of ``config.toml``."""
+        import tomli_w
+
+        header = "# git-autoresearch session configuration. Read-only: change it with\n" \
+                 "# `git autoresearch start --new-segment` and new options.\n"
+        return header.encode() + tomli_w.dumps(self.to_dict()).encode("utf-8")
+
+
+def file_hash(data: bytes) -> str:
+    """``sha256:<hex>`` of a file's bytes: the form the ledger's config header records."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def parse_toml(data: bytes, *, source: str) -> dict[str, Any]:
+    """Parse TOML bytes; raises :class:`UsageError` naming ``source`` and the position."""
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{source}: not valid TOML: {exc}") from None
+
+
+def read_config(path: Path) -> tuple[Config, bytes]:
+    """Load ``config.toml``; returns the configuration and the file's bytes.
+
+    Raises :class:`Refused` when the file is missing, :class:`UsageError` when it is invalid.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise Refused(f"no session here: {path} does not exist "
+                      "(start one with `git autoresearch start`)") from None
+    return Config.from_mapping(parse_toml(data, source=str(path)), source=str(path)), data
+
+
+def write_config(path: Path, cfg: Config) -> bytes:
+    """Write ``config.toml`` read-only (0444), replacing any earlier one; returns its bytes."""
+    data = cfg.render()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    if tmp.exists():
+        tmp.chmod(0o644)
+        tmp.unlink()
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    tmp.chmod(0o444)
+    os.replace(tmp, path)
+    return data
+
+
+def describe_changes(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """Human lines naming each key whose value differs between two configurations."""
+    out = []
+    for key in sorted(set(recorded) | set(current)):
+        if recorded.get(key) != current.get(key):
+            out.append(f"{key}: {recorded.get(key)!r} -> {current.get(key)!r}")
+    return out

@@ -1,0 +1,93 @@
+"""``git autoresearch demo``: a whole session on the bundled example project.
+
+It copies the project, commits it, starts a session, then applies each candidate change of
+``candidates/plan.toml`` as an agent would and calls ``git autoresearch run`` for it, showing every
+outcome: keep, discard, crash, checks_failed and a timeout.
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+from .config import parse_toml
+from .errors import Refused
+from .git import run_git
+from .resources import data_path
+
+DEMO_TIMEOUT_SECONDS = 4
+
+
+def _tool(*args: str) -> list[str]:
+    return [sys.executable, "-m", "git_autoresearch", *args]
+
+
+def run_demo(directory: Path | None, *, echo: Callable[[str], None]) -> Path:
+    """Run the demo in ``directory`` (a new temporary folder when None); returns the folder.
+
+    Raises :class:`Refused` when ``directory`` exists and is not empty.
+    """
+    source = data_path("demo")
+    if directory is None:
+        target = Path(tempfile.mkdtemp(prefix="autoresearch-demo-"))
+    else:
+        target = directory.resolve()
+        if target.exists() and any(target.iterdir()):
+            raise Refused(f"{target} is not empty; name a new or empty folder for the demo")
+        target.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(source / "project", target, dirs_exist_ok=True)
+    plan = parse_toml((source / "candidates" / "plan.toml").read_bytes(), source="plan.toml")
+
+    def git(*args: str) -> None:
+        run_git(list(args), cwd=target)
+
+    git("init", "-q")
+    if run_git(["var", "GIT_COMMITTER_IDENT"], cwd=target, allow_non_zero=True).returncode:
+        git("config", "user.name", "Autoresearch Demo")
+        git("config", "user.email", "demo@example.invalid")
+    git("add", "-A")
+    git("commit", "-q", "-m", "Example project: a slow sort, its benchmark and its checks")
+    python = shlex.quote(sys.executable)
+    echo(f"demo project: {target}\n")
+    start = [
+        "start", "--goal", "make the sort faster", "--session-id", "sort-demo",
+        "--command", f"{python} -B bench.py", "--metric-name", "total_ms",
+        "--metric-unit", "ms", "--metric-pattern", r"total_ms: ([0-9.]+)",
+        "--direction", "lower", "--scope", "sortlib.py",
+        "--checks-command", f"{python} -B check.py",
+        "--timeout-seconds", str(DEMO_TIMEOUT_SECONDS),
+    ]
+    _step(start, target, echo)
+    surprises = []
+    for candidate in plan["candidate"]:
+        shutil.copyfile(source / "candidates" / candidate["file"], target / "sortlib.py")
+        echo(f"# the agent edits sortlib.py: {candidate['description']}")
+        args = ["run", "-d", candidate["description"], "--asi",
+                f"hypothesis={candidate['hypothesis']}"]
+        out = _step(args, target, echo)
+        if f": {candidate['expect']}" not in out:
+            surprises.append(f"{candidate['file']}: expected {candidate['expect']}")
+    _step(["log"], target, echo)
+    _step(["status"], target, echo)
+    echo("$ git log --oneline --grep Result:")
+    echo(run_git(["log", "--oneline", "--grep", "Result:"], cwd=target).text + "\n")
+    for surprise in surprises:
+        echo(f"note: {surprise} (timings vary between machines)")
+    echo(f"The session is in {target}: try `git autoresearch show 4` there.")
+    return target
+
+
+def _step(args: list[str], cwd: Path, echo: Callable[[str], None]) -> str:
+    echo("$ git autoresearch " + " ".join(shlex.quote(a) for a in args))
+    proc = subprocess.run(_tool(*args), cwd=cwd, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    out = proc.stdout.decode("utf-8", "replace")
+    echo(out.rstrip("\n") + "\n")
+    if proc.returncode not in (0, 4) and args[0] == "start":
+        raise Refused(f"the demo could not start its session (exit {proc.returncode})")
+    return out

@@ -1,0 +1,240 @@
+"""The git operations of one experiment: what it changed, keep (commit) and revert (DESIGN.md 6).
+
+Nothing here uses ``git stash``, ``git clean`` or ``git checkout -- .``: the user's stash list,
+ignored files and files that were untracked before the experiment began are never touched, nor
+are protected paths. A revert first records the whole attempt as a commit under
+``refs/autoresearch/<session-id>/attempts/<run>``, built in a temporary index.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from .errors import Refused
+from .git import ZERO_OID, Repo, join_z
+from .paths import Boundaries
+
+ATTEMPTS_REF = "refs/autoresearch/{session}/attempts/{run}"
+
+
+def attempt_ref(session_id: str, run: int) -> str:
+    """The ref that keeps the work tree of non-kept run ``run``."""
+    return ATTEMPTS_REF.format(session=session_id, run=run)
+
+
+@dataclass
+class Changes:
+    """What differs from HEAD, sorted into what the experiment may and may not change.
+
+    ``tracked``: tracked paths whose index or work tree differ from HEAD (deletions and mode
+    changes included); ``created``: untracked files that appeared since the experiment began;
+    ``preexisting``: untracked files that were there before (never touched). Paths are relative
+    to the top, with ``/`` separators.
+    """
+
+    tracked: list[str] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)
+    preexisting: list[str] = field(default_factory=list)
+    staged_preexisting: list[str] = field(default_factory=list)
+
+    def changed(self) -> list[str]:
+        return [*self.tracked, *self.created]
+
+
+def survey(repo: Repo, preexisting: set[str] | None) -> Changes:
+    """Classify the work tree against HEAD. ``preexisting`` is the set of untracked files when
+    the experiment began; None (unknown) treats every untracked file as preexisting."""
+    changes = Changes()
+    for entry in repo.status():
+        if entry.untracked:
+            if preexisting is None or entry.path in preexisting:
+                changes.preexisting.append(entry.path)
+            else:
+                changes.created.append(entry.path)
+        elif entry.index == "A" and preexisting is not None and entry.path in preexisting:
+            changes.staged_preexisting.append(entry.path)
+        else:
+            changes.tracked.append(entry.path)
+    return changes
+
+
+def json_number(value: float) -> int | float:
+    """A metric as JSON writes it: whole numbers without ``.0`` (``14600``, as the seed shows)."""
+    if math.isfinite(value) and value == int(value) and abs(value) < 2**53:
+        return int(value)
+    return value
+
+
+def result_trailer(metric_name: str, metric: float, metrics: Mapping[str, float]) -> str:
+    """The ``Result:`` value: compact JSON, ``status`` first, then the primary metric, then the
+    secondary ones, non-ASCII names kept (the shape pi-autoresearch writes)."""
+    body: dict[str, Any] = {"status": "keep", metric_name: json_number(metric)}
+    for name, value in metrics.items():
+        if name not in body:
+            body[name] = json_number(value)
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def commit_message(description: str, trailer: str, run: int, session_id: str) -> str:
+    """The keep commit's message: the description, a blank line, then our trailer block last.
+
+    Only the last paragraph of a message holds trailers, so a description's own ``Result:``
+    line, ``---`` line, tabs or paragraphs can neither forge nor hide ours.
+    """
+    text = description.replace("\r\n", "\n").strip("\n") or f"run {run}"
+    return (f"{text}\n\nResult: {trailer}\nAutoresearch-Run: {run}\n"
+            f"Autoresearch-Session: {session_id}\n")
+
+
+def _remove_files(top: Path, paths: Iterable[str]) -> list[str]:
+    """Delete created files, then the directories they leave empty (never ``top``)."""
+    removed = []
+    parents: set[Path] = set()
+    for rel in paths:
+        full = top / rel
+        try:
+            if full.is_dir() and not full.is_symlink():
+                continue
+            full.unlink()
+        except FileNotFoundError:
+            continue
+        removed.append(rel)
+        parent = full.parent
+        while parent != top and top in parent.parents:
+            parents.add(parent)
+            parent = parent.parent
+    for folder in sorted(parents, key=lambda p: len(p.parts), reverse=True):
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
+    return removed
+
+
+def record_attempt(repo: Repo, head: str, paths: list[str], *, ref: str, message: str) -> str:
+    """Commit the work tree state of ``paths`` on top of ``head`` without touching the user's
+    index, and point ``ref`` at it (it must not exist yet). Returns the commit id."""
+    with tempfile.TemporaryDirectory(prefix="attempt-", dir=_scratch(repo)) as tmp:
+        index = Path(tmp) / "index"
+        real = repo.git_dir / "index"
+        env = {"GIT_INDEX_FILE": str(index)}
+        if real.exists():
+            shutil.copyfile(real, index)
+        else:
+            repo.run("read-tree", head, env=env)
+        repo.add_paths(paths, env=env)
+        tree = repo.run("write-tree", env=env).text
+    commit = repo.run("commit-tree", tree, "-p", head, "-F", "-",
+                      input=message.encode("utf-8")).text
+    repo.update_ref(ref, commit, ZERO_OID, "autoresearch: record attempt")
+    return commit
+
+
+def _scratch(repo: Repo) -> Path:
+    repo.scratch.mkdir(parents=True, exist_ok=True)
+    return repo.scratch
+
+
+@dataclass
+class RevertResult:
+    """What a revert did: the attempt commit and ref, the tracked paths restored to HEAD and the
+    created files removed."""
+
+    attempt_commit: str
+    attempt_ref: str
+    restored: list[str]
+    removed: list[str]
+
+
+def revert(repo: Repo, bounds: Boundaries, changes: Changes, *, head: str, ref: str,
+           message: str, only: list[str] | None = None) -> RevertResult:
+    """Record the attempt at ``ref``, then put every changed path that is not protected back to
+    HEAD: created files removed, tracked paths restored (index and work tree). ``only`` limits
+    the restore to those paths (the attempt still records everything)."""
+    recordable = [p for p in changes.changed() if not bounds.is_protected(p)]
+    commit = record_attempt(repo, head, recordable, ref=ref, message=message)
+    targets = set(only) if only is not None else set(recordable)
+    created = [p for p in changes.created if p in targets and not bounds.is_protected(p)]
+    tracked = [p for p in changes.tracked if p in targets and not bounds.is_protected(p)]
+    removed = _remove_files(repo.top, created)
+    repo.restore_from_head(tracked)
+    repo.unstage(changes.staged_preexisting)
+    return RevertResult(commit, ref, sorted(tracked), sorted(removed))
+
+
+@dataclass
+class KeepResult:
+    """What a keep did: ``commit`` (HEAD afterwards), whether a commit was made, the paths out of
+    scope that were reverted (kept at ``attempt_ref``), and the files left untracked."""
+
+    commit: str
+    committed: bool
+    scope_violations: list[str]
+    attempt_ref: str | None
+    untracked_after: list[str]
+
+
+def keep(repo: Repo, bounds: Boundaries, changes: Changes, *, head: str, message: str,
+         trailer: str, violations_ref: str) -> KeepResult:
+    """Commit the experiment's in-scope changes with ``message``.
+
+    Out-of-scope changes are first recorded at ``violations_ref`` and reverted; protected paths
+    and preexisting untracked files are unstaged and never committed. After the commit the
+    ``Result:`` trailer is read back: :class:`Refused` if a hook changed it. With nothing to
+    commit, HEAD stays and ``committed`` is False.
+    """
+    violations = sorted(p for p in changes.changed()
+                        if not bounds.is_protected(p) and not bounds.in_scope(p))
+    attempt = None
+    if violations:
+        revert(repo, bounds, changes, head=head, ref=violations_ref, only=violations,
+               message=message.split("\n", 1)[0] + "\n\n(out-of-scope changes of a kept run)\n")
+        attempt = violations_ref
+    staged_protected = [p for p in changes.tracked if bounds.is_protected(p)]
+    repo.unstage([*staged_protected, *changes.staged_preexisting])
+    to_stage = [p for p in changes.changed() if bounds.in_scope(p)]
+    repo.add_paths(to_stage)
+    left = sorted({*changes.preexisting, *changes.staged_preexisting,
+                   *(p for p in changes.created if bounds.is_protected(p))})
+    if not repo.has_staged_changes():
+        return KeepResult(head, False, violations, attempt, left)
+    problem = repo.identity_problem()
+    if problem:
+        raise Refused(problem)
+    res = repo.run("commit", "-q", "--cleanup=verbatim", "-F", "-", input=message.encode("utf-8"),
+                   allow_non_zero=True)
+    if res.returncode != 0:
+        detail = res.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise Refused("git commit failed, nothing was recorded: "
+                      + (detail[-1] if detail else f"exit {res.returncode}"))
+    back = repo.run("log", "-1", "--format=%H%x1f%(trailers:key=Result,valueonly,unfold)").text
+    commit, _, read = back.partition("\x1f")
+    values = [v for v in read.split("\n") if v.strip()]
+    if values != [trailer]:
+        raise Refused(f"the Result trailer of commit {commit[:7]} does not read back as written "
+                      f"(a commit-msg hook changed it?): got {values!r}")
+    return KeepResult(commit, True, violations, attempt, left)
+
+
+def save_untracked(path: Path, paths: Iterable[str]) -> None:
+    """Remember the untracked files at the start of an experiment (NUL-separated, atomic)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(join_z(sorted(paths)))
+    os.replace(tmp, path)
+
+
+def load_untracked(path: Path) -> set[str] | None:
+    """The untracked files remembered by :func:`save_untracked`, or None when unknown."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    return {p.decode("utf-8", "surrogateescape") for p in data.split(b"\0") if p}

@@ -1,0 +1,298 @@
+"""The only module that runs git.
+
+Every call goes through :meth:`Repo.run`, which raises :class:`GitError` (argv, exit code, stdout,
+stderr) unless the caller opts in to a non-zero exit with ``allow_non_zero=True``. Only machine
+formats are parsed: ``-z`` lists, ``--porcelain`` and ``--format`` with ``%x1f``/``%x1e``
+separators. Paths handed to git are literal (``--literal-pathspecs``), so a file named ``*`` or
+``:(glob)x`` is that file and nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from subprocess import PIPE
+from typing import Iterable, Mapping, Sequence
+
+from .errors import AutoresearchError, Refused
+
+# Variables that tell git which repository, index or pathspec rules to use. When we are started from
+# inside a git hook (or a test harness) they point at somebody else's state, so every git call runs
+# without them (pre-commit's no_git_env does the same); identity and config variables are kept.
+_LOCATING_VARIABLES = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+    "GIT_LITERAL_PATHSPECS",
+    "GIT_GLOB_PATHSPECS",
+    "GIT_NOGLOB_PATHSPECS",
+    "GIT_ICASE_PATHSPECS",
+    "GIT_QUARANTINE_PATH",
+)
+
+ZERO_OID = "0" * 40
+
+
+class GitError(AutoresearchError):
+    """A git command failed: carries ``argv``, ``returncode``, ``stdout`` and ``stderr`` (bytes)."""
+
+    def __init__(self, argv: Sequence[str], returncode: int, stdout: bytes, stderr: bytes) -> None:
+        lines = [ln for ln in stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+        last = lines[-1].strip() if lines else "no message"
+        shown = " ".join(argv[:4])
+        super().__init__(f"git failed (exit {returncode}) running '{shown}': {last}")
+        self.argv = list(argv)
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a git call returned: exit code and raw output bytes."""
+
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+    @property
+    def text(self) -> str:
+        """stdout decoded as UTF-8 (invalid bytes replaced), trailing newline removed."""
+        return self.stdout.decode("utf-8", "replace").rstrip("\n")
+
+
+@dataclass(frozen=True)
+class StatusEntry:
+    """One line of ``git status --porcelain=v1 -z --no-renames``: index and worktree codes."""
+
+    index: str
+    worktree: str
+    path: str
+
+    @property
+    def untracked(self) -> bool:
+        return self.index == "?"
+
+
+def _environment(extra: Mapping[str, str] | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _LOCATING_VARIABLES}
+    env.setdefault("LC_ALL", "C")
+    if extra:
+        env.update(extra)
+    return env
+
+
+def _git_command():  # type: ignore[no-untyped-def]
+    from plumbum import CommandNotFound, local
+
+    try:
+        return local["git"]
+    except CommandNotFound:
+        raise Refused("git is not installed or not on PATH") from None
+
+
+_GIT = None
+
+
+def run_git(
+    args: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    input: bytes | None = None,
+    env: Mapping[str, str] | None = None,
+    allow_non_zero: bool = False,
+) -> Result:
+    """Run ``git <args>`` and return its :class:`Result`.
+
+    ``env`` adds variables on top of the cleaned environment. Raises :class:`GitError` on a
+    non-zero exit unless ``allow_non_zero``.
+    """
+    global _GIT
+    if _GIT is None:
+        _GIT = _git_command()
+    argv = ["--literal-pathspecs", *args]
+    proc = _GIT.popen(
+        argv,
+        cwd=str(cwd) if cwd is not None else os.getcwd(),
+        env=_environment(env),
+        stdin=PIPE if input is not None else open(os.devnull, "rb"),
+        stdout=PIPE,
+        stderr=PIPE,
+    )
+    out, err = proc.communicate(input)
+    if proc.returncode != 0 and not allow_non_zero:
+        raise GitError(["git", *args], proc.returncode, out or b"", err or b"")
+    return Result(proc.returncode, out or b"", err or b"")
+
+
+def split_z(data: bytes) -> list[str]:
+    """Split NUL-terminated git output into paths (UTF-8, invalid bytes kept as surrogates)."""
+    return [p.decode("utf-8", "surrogateescape") for p in data.split(b"\0") if p]
+
+
+def join_z(paths: Iterable[str]) -> bytes:
+    """Encode paths as a NUL-separated list for ``--pathspec-from-file=- --pathspec-file-nul``."""
+    return b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)
+
+
+class Repo:
+    """A work tree and its git directories, resolved once to absolute paths.
+
+    ``top`` is the work tree root, ``git_dir`` the (per-worktree) git directory, ``common_dir`` the
+    directory shared by linked worktrees, ``scratch`` our per-worktree scratch folder
+    (``git rev-parse --git-path autoresearch``).
+    """
+
+    def __init__(self, top: Path, git_dir: Path, common_dir: Path, scratch: Path) -> None:
+        self.top = top
+        self.git_dir = git_dir
+        self.common_dir = common_dir
+        self.scratch = scratch
+
+    @classmethod
+    def discover(cls, cwd: str | os.PathLike[str] | None = None) -> "Repo":
+        """Find the repository that contains ``cwd``.
+
+        Raises :class:`Refused` outside a repository, in a bare repository, or inside ``.git``.
+        """
+        where = Path(cwd) if cwd is not None else Path.cwd()
+        res = run_git(
+            [
+                "rev-parse",
+                "--is-bare-repository",
+                "--is-inside-work-tree",
+                "--absolute-git-dir",
+                "--git-common-dir",
+                "--git-path",
+                "autoresearch",
+                "--show-toplevel",
+            ],
+            cwd=where,
+            allow_non_zero=True,
+        )
+        lines = res.stdout.decode("utf-8", "surrogateescape").splitlines()
+        if res.returncode != 0 or len(lines) < 5:
+            raise Refused(f"not a git repository: {where}")
+        if lines[0] == "true" or lines[1] != "true" or len(lines) < 6:
+            raise Refused(f"not inside a git work tree: {where}")
+        git_dir = Path(lines[2])
+        common = Path(lines[3])
+        scratch = Path(lines[4])
+        if not common.is_absolute():
+            common = (where / common).resolve()
+        if not scratch.is_absolute():
+            scratch = (where / scratch).resolve()
+        return cls(Path(lines[5]), git_dir, common, scratch)
+
+    def run(
+        self,
+        *args: str,
+        input: bytes | None = None,
+        env: Mapping[str, str] | None = None,
+        allow_non_zero: bool = False,
+    ) -> Result:
+        """Run ``git -C <top> <args>``; see :func:`run_git`."""
+        return run_git(args, cwd=self.top, input=input, env=env, allow_non_zero=allow_non_zero)
+
+    # --- references -------------------------------------------------------------------------
+
+    def head(self) -> str | None:
+        """The full object id of HEAD, or None on an unborn branch."""
+        res = self.run("rev-parse", "-q", "--verify", "HEAD^{commit}", allow_non_zero=True)
+        return res.text or None if res.returncode == 0 else None
+
+    def current_branch(self) -> str | None:
+        """The short name of the checked-out branch, or None on a detached HEAD."""
+        res = self.run("symbolic-ref", "-q", "--short", "HEAD", allow_non_zero=True)
+        return res.text if res.returncode == 0 else None
+
+    def resolve(self, rev: str) -> str | None:
+        """The commit id ``rev`` names, or None when it names no commit."""
+        res = self.run("rev-parse", "-q", "--verify", "--end-of-options", f"{rev}^{{commit}}",
+                       allow_non_zero=True)
+        return res.text if res.returncode == 0 else None
+
+    def short(self, oid: str) -> str:
+        """The 7-character abbreviation pi-autoresearch records (``commit`` field)."""
+        return oid[:7]
+
+    def update_ref(self, ref: str, new: str, old: str, message: str) -> None:
+        """Compare-and-swap ``ref`` from ``old`` (ZERO_OID: must not exist) to ``new``."""
+        self.run("update-ref", "-m", message, ref, new, old)
+
+    def ref_format_ok(self, ref: str) -> bool:
+        """Whether ``git check-ref-format`` accepts ``ref``."""
+        return self.run("check-ref-format", ref, allow_non_zero=True).returncode == 0
+
+    def operation_in_progress(self) -> str | None:
+        """The name of a merge, rebase, cherry-pick, revert or bisect in progress, or None."""
+        markers = (
+            ("MERGE_HEAD", "merge"),
+            ("rebase-merge", "rebase"),
+            ("rebase-apply", "rebase or am"),
+            ("CHERRY_PICK_HEAD", "cherry-pick"),
+            ("REVERT_HEAD", "revert"),
+            ("BISECT_LOG", "bisect"),
+        )
+        for name, what in markers:
+            if (self.git_dir / name).exists():
+                return what
+        return None
+
+    # --- work tree ----------------------------------------------------------------------------
+
+    def status(self) -> list[StatusEntry]:
+        """Every changed tracked path and every untracked, non-ignored file (not directories).
+
+        Renames are reported as a deletion and an addition (``--no-renames``).
+        """
+        res = self.run("status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=all",
+                       "--ignore-submodules=none")
+        entries = []
+        for item in res.stdout.split(b"\0"):
+            if len(item) < 4:
+                continue
+            code = item[:2].decode("ascii")
+            entries.append(StatusEntry(code[0], code[1],
+                                       item[3:].decode("utf-8", "surrogateescape")))
+        return entries
+
+    def untracked(self) -> list[str]:
+        """Untracked, non-ignored files (``git ls-files -o --exclude-standard -z``)."""
+        return split_z(self.run("ls-files", "-z", "-o", "--exclude-standard").stdout)
+
+    def add_paths(self, paths: Sequence[str], env: Mapping[str, str] | None = None) -> None:
+        """Stage exactly ``paths`` as they are in the work tree: additions, edits and deletions."""
+        if paths:
+            self.run("add", "-A", "-f", "--pathspec-from-file=-", "--pathspec-file-nul",
+                     input=join_z(paths), env=env)
+
+    def restore_from_head(self, paths: Sequence[str]) -> None:
+        """Make index and work tree of ``paths`` equal HEAD; paths absent from HEAD are removed."""
+        if paths:
+            self.run("restore", "--source=HEAD", "--staged", "--worktree", "--no-overlay",
+                     "--pathspec-from-file=-", "--pathspec-file-nul", input=join_z(paths))
+
+    def unstage(self, paths: Sequence[str]) -> None:
+        """Make the index entries of ``paths`` equal HEAD, leaving the work tree alone."""
+        if paths:
+            self.run("restore", "--source=HEAD", "--staged", "--no-overlay",
+                     "--pathspec-from-file=-", "--pathspec-file-nul", input=join_z(paths))
+
+    def has_staged_changes(self) -> bool:
+        """Whether the index differs from HEAD."""
+        return self.run("diff", "--cached", "--quiet", "--no-ext-diff",
+                        allow_non_zero=True).returncode == 1
+
+    def identity_problem(self) -> str | None:
+        """Why git could not commit here (no user.name/user.email), or None."""
+        res = self.run("var", "GIT_COMMITTER_IDENT", allow_non_zero=True)
+        if res.returncode == 0:
+            return None
+        return "git has no committer identity: set user.name and user.email (git config)"

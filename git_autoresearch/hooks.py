@@ -1,0 +1,215 @@
+"""Firing the user's hooks (DESIGN.md section 8, ``seeds/autoresearch-hooks.SKILL.txt``).
+
+``.auto/hooks/before.sh`` fires before each run and ``.auto/hooks/after.sh`` after each recorded
+run, then every executable file in ``.auto/hooks/before.d/`` or ``after.d/`` in name order. Each
+gets one JSON line on stdin (then EOF); its stdout, capped at 8 KiB, is a steer message for the
+agent. A non-zero exit or a timeout gives an error steer. A hook never stops a run from being
+recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from .measure import command_environment, end_group
+
+STEER_LIMIT = 8 * 1024
+STDERR_LIMIT = 4 * 1024
+DEFAULT_TIMEOUT = 30.0
+TIMEOUT_VARIABLE = "GIT_AUTORESEARCH_HOOK_TIMEOUT"
+TRUNCATION_MARKER = "\n[steer truncated: the hook printed {total} bytes; the first {kept} are shown]"
+STAGES = ("before", "after")
+
+
+def hook_timeout() -> float:
+    """Seconds a hook may run: ``$GIT_AUTORESEARCH_HOOK_TIMEOUT``, default 30."""
+    try:
+        value = float(os.environ.get(TIMEOUT_VARIABLE, DEFAULT_TIMEOUT))
+    except ValueError:
+        return DEFAULT_TIMEOUT
+    return value if value > 0 else DEFAULT_TIMEOUT
+
+
+def cut(data: bytes, limit: int = STEER_LIMIT) -> tuple[str, bool]:
+    """``data`` as text of at most ``limit`` bytes: cut at the last newline within the limit, or
+    else at a UTF-8 character boundary. Returns the text and whether it was cut."""
+    if len(data) <= limit:
+        return data.decode("utf-8", "replace"), False
+    head = data[:limit]
+    newline = head.rfind(b"\n")
+    if newline > 0:
+        head = head[:newline + 1]
+    else:
+        end = len(head)
+        while end > 0 and (head[end - 1] & 0xC0) == 0x80:
+            end -= 1
+        if end > 0 and head[end - 1] >= 0xC0:
+            end -= 1
+        head = head[:end]
+    return head.decode("utf-8", "replace"), True
+
+
+@dataclass
+class Firing:
+    """One hook firing: which file, its exit code (None when killed on timeout), the steer text
+    (stdout, cut to 8 KiB), whether it is an error steer, and the ledger fields."""
+
+    stage: str
+    hook: str
+    exit_code: int | None
+    duration_ms: int
+    stdout_bytes: int
+    timed_out: bool
+    steer: str
+    error: bool
+    truncated: bool = False
+
+    def ledger_line(self) -> dict[str, Any]:
+        return {"type": "hook", "stage": self.stage, "hook": self.hook,
+                "exit_code": self.exit_code, "duration_ms": self.duration_ms,
+                "stdout_bytes": self.stdout_bytes, "timed_out": self.timed_out,
+                "timestamp": int(time.time() * 1000)}
+
+
+@dataclass
+class HookReport:
+    """All firings of one stage, plus the warnings (hooks not run, and why)."""
+
+    stage: str
+    firings: list[Firing] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def steer(self) -> str:
+        """The steer messages of every firing, joined in firing order."""
+        return "\n".join(f.steer.rstrip("\n") for f in self.firings if f.steer.strip())
+
+
+def hook_files(hooks_dir: Path, stage: str) -> tuple[list[Path], list[str]]:
+    """The hook files of ``stage`` in firing order, and warnings for files that will not run."""
+    candidates: list[Path] = []
+    main = hooks_dir / f"{stage}.sh"
+    if main.is_file():
+        candidates.append(main)
+    folder = hooks_dir / f"{stage}.d"
+    if folder.is_dir():
+        candidates.extend(sorted((p for p in folder.iterdir() if p.is_file()
+                                  and not p.name.startswith(".")), key=lambda p: p.name))
+    runnable, warnings = [], []
+    for path in candidates:
+        rel = path.relative_to(hooks_dir.parent.parent) if hooks_dir.parent.parent in \
+            path.parents else path
+        if not os.access(path, os.X_OK):
+            warnings.append(f"hook {rel} is not executable and was not run "
+                            f"(chmod +x {rel})")
+            continue
+        with open(path, "rb") as fh:
+            first = fh.readline(4096)
+        if first.endswith(b"\r\n"):
+            warnings.append(f"hook {rel} has Windows line endings (its first line ends in a "
+                            "carriage return), so its interpreter may not be found")
+        runnable.append(path)
+    return runnable, warnings
+
+
+def fire_one(path: Path, stage: str, payload: Mapping[str, Any], *, cwd: Path,
+             timeout: float | None = None, label: str | None = None) -> Firing:
+    """Run one hook with ``payload`` as one JSON line on stdin, in its own process group.
+
+    Waits at most ``timeout`` seconds (default :func:`hook_timeout`), then ends the whole group.
+    A background process that keeps the hook's stdout open does not make us wait past the
+    moment the hook itself exits (plus a short drain).
+    """
+    limit = hook_timeout() if timeout is None else timeout
+    started = time.monotonic()
+    proc = subprocess.Popen([str(path)], cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=command_environment(),
+                            start_new_session=True)
+    assert proc.stdin and proc.stdout and proc.stderr
+    try:
+        proc.stdin.write(json.dumps(payload, ensure_ascii=False).encode("utf-8") + b"\n")
+    except BrokenPipeError:
+        pass
+    try:
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass
+    out = bytearray()
+    err = bytearray()
+    total = 0
+    streams = {proc.stdout.fileno(): "out", proc.stderr.fileno(): "err"}
+    deadline = started + limit
+    exited_at: float | None = None
+    timed_out = False
+    while streams:
+        now = time.monotonic()
+        if now >= deadline:
+            timed_out = proc.poll() is None
+            break
+        if exited_at is None and proc.poll() is not None:
+            exited_at = now
+        if exited_at is not None and now - exited_at > 0.5:
+            break
+        ready, _, _ = select.select(list(streams), [], [], min(0.1, deadline - now))
+        for fd in ready:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                del streams[fd]
+                continue
+            if streams[fd] == "out":
+                total += len(chunk)
+                if len(out) <= STEER_LIMIT:
+                    out.extend(chunk[:STEER_LIMIT + 1 - len(out)])
+            elif len(err) < STDERR_LIMIT:
+                err.extend(chunk[:STDERR_LIMIT - len(err)])
+    end_group(proc.pid, grace=0.5)
+    try:
+        code = proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL ignored only by D-state
+        proc.send_signal(signal.SIGKILL)
+        code = proc.wait()
+    proc.stdout.close()
+    proc.stderr.close()
+    duration_ms = int((time.monotonic() - started) * 1000)
+    steer, truncated = cut(bytes(out))
+    if truncated:
+        steer = steer + TRUNCATION_MARKER.format(total=total, kept=len(steer.encode()))
+    name = label or path.name
+    error = timed_out or code != 0
+    if timed_out:
+        steer = (f"[{stage} hook {name} timed out after {limit:g}s and was killed]\n"
+                 + _both(err, steer))
+    elif code != 0:
+        steer = f"[{stage} hook {name} failed with exit code {code}]\n" + _both(err, steer)
+    return Firing(stage, name, None if timed_out else code, duration_ms, total, timed_out,
+                  steer, error, truncated)
+
+
+def _both(err: bytearray, steer: str) -> str:
+    parts = []
+    if err.strip():
+        parts.append("stderr:\n" + cut(bytes(err), STDERR_LIMIT)[0].rstrip("\n"))
+    if steer.strip():
+        parts.append("stdout:\n" + steer.rstrip("\n"))
+    return "\n".join(parts)
+
+
+def fire(hooks_dir: Path, stage: str, payload: Mapping[str, Any], *, cwd: Path) -> HookReport:
+    """Fire every hook of ``stage``; never raises for a failing hook."""
+    report = HookReport(stage)
+    files, report.warnings = hook_files(hooks_dir, stage)
+    for path in files:
+        label = path.name if path.parent == hooks_dir else f"{path.parent.name}/{path.name}"
+        try:
+            report.firings.append(fire_one(path, stage, payload, cwd=cwd, label=label))
+        except OSError as exc:
+            report.warnings.append(f"hook {label} could not be started: {exc.strerror}")
+    return report

@@ -1,0 +1,279 @@
+"""The ledger, ``.auto/log.jsonl``: one JSON object per line (DESIGN.md section 6).
+
+The format is pi-autoresearch 1.6's: a ``{"type":"config",...}`` line opens a segment (``name``,
+``metricName``, ``metricUnit``, ``bestDirection``), a run record has ``run`` (1-based across the
+session), ``commit`` (7 characters), ``metric`` (0 for a crash), ``metrics``, ``status``,
+``description``, ``timestamp`` (epoch milliseconds), ``segment``, ``confidence`` and ``asi``; our
+own fields ride along and readers skip what they do not know. Hook firings are
+``{"type":"hook",...}`` lines. This module never runs git.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import median
+from typing import Any, Iterable, Mapping
+
+STATUSES = ("keep", "discard", "crash", "checks_failed")
+LEDGER_VERSION = 1
+
+
+def dumps(record: Mapping[str, Any]) -> str:
+    """One ledger line (no newline): compact JSON, non-ASCII kept, NaN and infinity refused."""
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def finite(value: Any) -> float | None:
+    """``value`` as a float when it is a finite JSON number (not a bool), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+@dataclass
+class Run:
+    """A run record and where it stands: ``line`` is its 1-based line number in the ledger."""
+
+    data: dict[str, Any]
+    line: int
+    segment: int
+
+    @property
+    def number(self) -> int:
+        return int(self.data["run"])
+
+    @property
+    def status(self) -> str:
+        return str(self.data.get("status", ""))
+
+    @property
+    def metric(self) -> float | None:
+        """The primary metric, or None for a crash (whose recorded 0 is no measurement)."""
+        if self.status == "crash":
+            return None
+        return finite(self.data.get("metric"))
+
+    @property
+    def description(self) -> str:
+        value = self.data.get("description", "")
+        return value if isinstance(value, str) else json.dumps(value)
+
+
+@dataclass
+class Segment:
+    """The runs under one configuration header (``header`` is None for runs before any)."""
+
+    index: int
+    header: dict[str, Any] | None
+    runs: list[Run] = field(default_factory=list)
+
+    @property
+    def direction(self) -> str:
+        value = (self.header or {}).get("bestDirection", "lower")
+        return "higher" if value == "higher" else "lower"
+
+    def better(self, a: float, b: float) -> bool:
+        """Whether metric ``a`` beats ``b`` strictly in this segment's direction."""
+        return a > b if self.direction == "higher" else a < b
+
+    @property
+    def kept(self) -> list[Run]:
+        return [r for r in self.runs if r.status == "keep" and r.metric is not None]
+
+    @property
+    def baseline(self) -> Run | None:
+        """The first kept run of the segment: the measurement of the unmodified code."""
+        kept = self.kept
+        return kept[0] if kept else None
+
+    @property
+    def best(self) -> Run | None:
+        """The kept run with the best metric; the earliest one wins a tie."""
+        best: Run | None = None
+        for run in self.kept:
+            assert run.metric is not None
+            if best is None or self.better(run.metric, best.metric):  # type: ignore[arg-type]
+                best = run
+        return best
+
+
+@dataclass
+class Malformed:
+    """A line that is not a readable ledger entry: its number, a reason, and whether it is the
+    last line without a newline (a torn append)."""
+
+    line: int
+    reason: str
+    torn: bool
+
+
+@dataclass
+class Ledger:
+    """Everything read from a ledger file."""
+
+    segments: list[Segment]
+    hooks: list[dict[str, Any]]
+    events: list[dict[str, Any]]
+    malformed: list[Malformed]
+
+    @property
+    def current(self) -> Segment:
+        return self.segments[-1]
+
+    @property
+    def runs(self) -> list[Run]:
+        return [r for s in self.segments for r in s.runs]
+
+    @property
+    def last_run(self) -> Run | None:
+        for seg in reversed(self.segments):
+            if seg.runs:
+                return seg.runs[-1]
+        return None
+
+    @property
+    def next_run_number(self) -> int:
+        numbers = [r.number for r in self.runs]
+        return max(numbers) + 1 if numbers else 1
+
+    def find(self, number: int) -> Run | None:
+        for run in self.runs:
+            if run.number == number:
+                return run
+        return None
+
+    @property
+    def config_header(self) -> dict[str, Any] | None:
+        return self.current.header
+
+
+def _check_run(obj: dict[str, Any]) -> str | None:
+    run = obj.get("run")
+    if isinstance(run, bool) or not isinstance(run, int) or run < 1:
+        return "'run' is not a positive whole number"
+    if obj.get("status") not in STATUSES:
+        return f"unknown status {obj.get('status')!r}"
+    metric = obj.get("metric")
+    if metric is not None and finite(metric) is None:
+        return "'metric' is not a finite number"
+    return None
+
+
+def parse(data: bytes) -> Ledger:
+    """Read ledger bytes. Unknown fields and line types are kept or skipped, never fatal; a line
+    that is not JSON, or a run record with a bad ``run``, ``status`` or ``metric``, is listed in
+    ``malformed`` and set aside."""
+    segments = [Segment(0, None)]
+    hooks: list[dict[str, Any]] = []
+    events: list[dict[str, Any]] = []
+    malformed: list[Malformed] = []
+    lines = data.split(b"\n")
+    torn_last = bool(lines and lines[-1])
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        is_torn = torn_last and number == len(lines)
+        try:
+            obj = json.loads(raw, parse_constant=_reject_constant)
+        except (ValueError, UnicodeDecodeError) as exc:
+            malformed.append(Malformed(number, f"not JSON ({exc.__class__.__name__})", is_torn))
+            continue
+        if not isinstance(obj, dict):
+            malformed.append(Malformed(number, "not a JSON object", is_torn))
+            continue
+        kind = obj.get("type")
+        if kind == "config":
+            if segments[-1].header is None and not segments[-1].runs and len(segments) == 1:
+                segments[-1].header = obj
+            else:
+                segments.append(Segment(len(segments), obj))
+        elif kind == "hook":
+            hooks.append(obj)
+        elif kind is not None:
+            events.append(obj)
+        elif "run" in obj:
+            problem = _check_run(obj)
+            if problem:
+                malformed.append(Malformed(number, problem, is_torn))
+            else:
+                segments[-1].runs.append(Run(obj, number, segments[-1].index))
+    return Ledger(segments, hooks, events, malformed)
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"non-finite number {name}")
+
+
+def read(path: Path) -> Ledger:
+    """Read the ledger at ``path``; a missing file reads as an empty ledger."""
+    try:
+        return parse(path.read_bytes())
+    except FileNotFoundError:
+        return parse(b"")
+
+
+def append(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
+    """Append records in one ``write`` and ``fsync``.
+
+    A last line without its newline (an append that was cut short) is never glued onto: a newline
+    goes first, so the torn line stays a line of its own that readers report and set aside.
+    """
+    payload = "".join(dumps(r) + "\n" for r in records).encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        if size:
+            with open(path, "rb") as fh:
+                fh.seek(size - 1)
+                if fh.read(1) != b"\n":
+                    payload = b"\n" + payload
+        os.write(fd, payload)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def mad(values: list[float]) -> float:
+    """Median absolute deviation from the median."""
+    centre = median(values)
+    return median(abs(v - centre) for v in values)
+
+
+def confidence(segment: Segment, upto: int | None = None) -> float | None:
+    """pi-autoresearch's confidence: ``|best kept - baseline| / MAD`` over the segment's runs.
+
+    The MAD is over the finite metrics of non-crashed runs (up to and including run ``upto`` when
+    given). None with fewer than 3 such runs, a MAD of 0, or no kept run better than the baseline.
+    """
+    runs = segment.runs if upto is None else [r for r in segment.runs if r.number <= upto]
+    values = [m for m in (r.metric for r in runs) if m is not None]
+    kept = [r for r in runs if r.status == "keep" and r.metric is not None]
+    if len(values) < 3 or not kept:
+        return None
+    baseline = kept[0].metric
+    best = baseline
+    for r in kept:
+        assert r.metric is not None and best is not None
+        if segment.better(r.metric, best):
+            best = r.metric
+    assert best is not None and baseline is not None
+    spread = mad(values)
+    if spread == 0 or best == baseline:
+        return None
+    value = abs(best - baseline) / spread
+    return round(value, 4) if math.isfinite(value) else None
+
+
+def confidence_label(value: float | None) -> str:
+    """*likely real* (>= 2), *marginal* (1 to 2), *within noise* (< 1), or *n/a*."""
+    if value is None:
+        return "n/a"
+    if value >= 2:
+        return "likely real"
+    if value >= 1:
+        return "marginal"
+    return "within noise"

@@ -1,0 +1,77 @@
+"""The session lock: one recording command at a time per work tree.
+
+An exclusive ``flock`` on ``<git-path autoresearch>/lock``. The kernel drops the lock when its
+holder dies, so a lock left by a killed process is simply free again. The holder writes its pid
+and command into the file so that a waiting caller can name it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from pathlib import Path
+from types import TracebackType
+
+from .errors import Refused
+
+DEFAULT_WAIT_SECONDS = 60.0
+WAIT_VARIABLE = "GIT_AUTORESEARCH_LOCK_WAIT"
+
+
+def wait_seconds() -> float:
+    """How long to wait for the lock: ``$GIT_AUTORESEARCH_LOCK_WAIT`` seconds, default 60."""
+    raw = os.environ.get(WAIT_VARIABLE)
+    if raw is None:
+        return DEFAULT_WAIT_SECONDS
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        return DEFAULT_WAIT_SECONDS
+
+
+class SessionLock:
+    """Context manager holding the lock; raises :class:`Refused` after waiting ``wait`` seconds."""
+
+    def __init__(self, folder: Path, what: str, wait: float | None = None) -> None:
+        self.path = folder / "lock"
+        self.what = what
+        self.wait = wait_seconds() if wait is None else wait
+        self.fd: int | None = None
+
+    def __enter__(self) -> "SessionLock":
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        deadline = time.monotonic() + self.wait
+        delay = 0.01
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    holder = self._holder()
+                    os.close(fd)
+                    raise Refused(f"another git-autoresearch command holds the session lock "
+                                  f"({holder}); waited {self.wait:g}s") from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.2)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} {self.what}\n".encode(), 0)
+        self.fd = fd
+        return self
+
+    def _holder(self) -> str:
+        try:
+            text = self.path.read_text(errors="replace").strip()
+        except OSError:
+            text = ""
+        return text or "holder unknown"
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self.fd is not None:
+            os.ftruncate(self.fd, 0)
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None

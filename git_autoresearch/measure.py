@@ -1,0 +1,409 @@
+"""Running the experiment command and reading its metric (DESIGN.md section 7).
+
+The command runs through the shell in a process group of its own, its output streamed to
+``.auto/run.log``. On timeout the whole group gets SIGTERM, then SIGKILL after a grace period, so
+grandchildren die too. The log is read back line by line, never whole.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from statistics import mean, median
+from typing import Any, Callable, Mapping
+
+from .config import Config
+
+KILL_GRACE_SECONDS = 2.0
+TAIL_LINES = 30
+TAIL_CHARS = 4000
+METRIC_LINE_RE = re.compile(r"^\s*METRIC\s+([\w.µ-]+)=(\S+)\s*$")
+NUMBER_RE = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$")
+THOUSANDS_RE = re.compile(r"^[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
+NON_FINITE_RE = re.compile(r"^[+-]?(?:nan|inf|infinity)$", re.I)
+ANSI_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+
+Progress = Callable[[float, str], None]
+
+
+@dataclass
+class Outcome:
+    """How a shell command ended: ``exit_code`` (negative: killed by that signal), whether it
+    ``timed_out``, and its wall time ``duration_s`` in seconds."""
+
+    exit_code: int
+    timed_out: bool
+    duration_s: float
+
+
+def shell() -> str:
+    """The shell commands run through: bash where there is one, else /bin/sh."""
+    return shutil.which("bash") or "/bin/sh"
+
+
+def command_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for user commands: ours, without the variables that pin git to a
+    repository (a command started from inside a git hook must still see its own work tree)."""
+    from .git import _LOCATING_VARIABLES
+
+    env = {k: v for k, v in os.environ.items() if k not in _LOCATING_VARIABLES}
+    if extra:
+        env.update(extra)
+    return env
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def end_group(pgid: int, grace: float = KILL_GRACE_SECONDS) -> None:
+    """SIGTERM the process group, SIGKILL what is left after ``grace`` seconds, and wait (a
+    bounded time) until no member is left."""
+    if not _group_alive(pgid):
+        return
+    _signal_group(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and _group_alive(pgid):
+        time.sleep(0.02)
+    if _group_alive(pgid):
+        _signal_group(pgid, signal.SIGKILL)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and _group_alive(pgid):
+            time.sleep(0.02)
+
+
+def run_shell(
+    command: str,
+    *,
+    cwd: Path,
+    stdout: int,
+    timeout: float,
+    env: Mapping[str, str],
+    stdin: int | None = None,
+    on_tick: Callable[[float], None] | None = None,
+) -> Outcome:
+    """Run ``command`` through :func:`shell` in a new process group.
+
+    ``stdout`` is a file descriptor that receives stdout and stderr. After ``timeout`` seconds
+    the group is ended (:func:`end_group`); members still running when the command itself exits
+    are ended too, so no experiment leaves processes behind. ``on_tick`` is called about once a
+    second with the elapsed seconds.
+    """
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [shell(), "-c", command],
+        cwd=cwd,
+        stdin=stdin if stdin is not None else subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=subprocess.STDOUT,
+        env=dict(env),
+        start_new_session=True,
+    )
+    timed_out = False
+    next_tick = started + 1.0
+    while True:
+        now = time.monotonic()
+        remaining = started + timeout - now
+        if remaining <= 0:
+            timed_out = True
+            break
+        try:
+            proc.wait(timeout=min(remaining, max(0.01, next_tick - now), 0.25))
+            break
+        except subprocess.TimeoutExpired:
+            if on_tick and time.monotonic() >= next_tick:
+                on_tick(time.monotonic() - started)
+                next_tick += 1.0
+    end_group(proc.pid)
+    code = proc.wait()
+    return Outcome(code, timed_out, round(time.monotonic() - started, 3))
+
+
+def clean_line(text: str) -> list[str]:
+    """The visible pieces of one log line: ANSI codes removed, split at carriage returns (each
+    ``\\r`` starts a piece that overwrote the one before), in order."""
+    text = ANSI_RE.sub("", text)
+    return [piece for piece in text.split("\r")]
+
+
+def parse_number(text: str) -> tuple[float | None, str | None]:
+    """Read a metric value: ``(value, None)`` or ``(None, reason)``.
+
+    Accepts ``-0.35``, ``1.2e-3``, ``4.2E+2``; refuses ``nan``, ``inf``, a thousands separator
+    (``14,600``, quoted in the reason) and anything else that is not one plain number.
+    """
+    stripped = text.strip()
+    if NON_FINITE_RE.match(stripped):
+        return None, f"metric '{stripped}' is not a finite number"
+    if THOUSANDS_RE.match(stripped) or "," in stripped:
+        return None, f"metric '{stripped}' has a thousands separator; print it without one"
+    if not NUMBER_RE.match(stripped):
+        return None, f"metric '{stripped[:60]}' is not a number"
+    value = float(stripped)
+    if not math.isfinite(value):
+        return None, f"metric '{stripped}' is not a finite number"
+    return value, None
+
+
+@dataclass
+class LogReading:
+    """What a log held: the primary ``metric`` (or the ``problem`` why not) and the ``metrics``
+    of its ``METRIC name=value`` lines (last one wins, malformed and non-finite ones ignored)."""
+
+    metric: float | None = None
+    problem: str | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+def read_log(path: Path, offset: int, pattern: str | None, metric_name: str) -> LogReading:
+    """Scan ``path`` from byte ``offset``, one line at a time.
+
+    With ``pattern``, the last match of its capture group is the metric; a capture followed by
+    ``,ddd`` is a thousands separator and refused. Without, the primary metric is the last
+    ``METRIC <metric_name>=`` line.
+    """
+    regex = re.compile(pattern) if pattern else None
+    reading = LogReading()
+    last_capture: str | None = None
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        for raw in fh:
+            for piece in clean_line(raw.decode("utf-8", "replace").rstrip("\n")):
+                m = METRIC_LINE_RE.match(piece)
+                if m:
+                    value, _ = parse_number(m.group(2))
+                    if value is not None:
+                        reading.metrics[m.group(1)] = value
+                if regex is not None:
+                    for match in regex.finditer(piece):
+                        capture = match.group(1)
+                        if capture is None:
+                            continue
+                        rest = piece[match.end(1):]
+                        if re.match(r",\d{3}\b", rest):
+                            capture = capture + rest[:4]
+                        last_capture = capture
+    if regex is not None:
+        if last_capture is None:
+            reading.problem = f"metric pattern '{pattern}' matched nothing in the log"
+        else:
+            reading.metric, reading.problem = parse_number(last_capture)
+    elif metric_name in reading.metrics:
+        reading.metric = reading.metrics[metric_name]
+    else:
+        reading.problem = f"no 'METRIC {metric_name}=<number>' line in the log"
+    reading.metrics.pop(metric_name, None)
+    return reading
+
+
+def tail(path: Path, lines: int = TAIL_LINES, limit: int = TAIL_CHARS, offset: int = 0) -> str:
+    """The last ``lines`` lines (at most ``limit`` characters) of a file from byte ``offset``."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return ""
+    with open(path, "rb") as fh:
+        start = max(offset, size - limit * 4)
+        fh.seek(start)
+        data = fh.read()
+    text = ANSI_RE.sub("", data.decode("utf-8", "replace"))
+    out = "\n".join(text.splitlines()[-lines:])
+    return out[-limit:]
+
+
+def last_line(path: Path) -> str:
+    """The last non-empty visible line of a log (for the live progress line)."""
+    for line in reversed(tail(path, lines=5, limit=400).splitlines()):
+        pieces = [p for p in clean_line(line) if p.strip()]
+        if pieces:
+            return pieces[-1].strip()
+    return ""
+
+
+AGGREGATORS: dict[str, Callable[[list[float]], float]] = {"median": median, "min": min,
+                                                          "mean": mean}
+
+
+@dataclass
+class Measurement:
+    """One measured experiment (all samples, then the checks).
+
+    ``metric`` is the aggregate of ``samples`` (None when the run crashed, with ``reason``);
+    ``checks`` is None when no checks ran, else ``passed``, ``exit_code``, ``timed_out``,
+    ``duration_s`` and the ``tail`` of their output.
+    """
+
+    metric: float | None
+    metrics: dict[str, float]
+    samples: list[float]
+    duration_s: float
+    reason: str | None = None
+    exit_code: int | None = None
+    checks: dict[str, Any] | None = None
+    log_tail: str = ""
+    head: str | None = None
+
+    @property
+    def status(self) -> str | None:
+        """``crash``, ``checks_failed``, or None when the measurement can be kept."""
+        if self.metric is None:
+            return "crash"
+        if self.checks is not None and not self.checks["passed"]:
+            return "checks_failed"
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Measurement":
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+
+def _describe_exit(outcome: Outcome, timeout: float, what: str) -> str:
+    if outcome.timed_out:
+        return f"timeout: {what} ran past {timeout:g}s and was killed"
+    if outcome.exit_code < 0:
+        return f"{what} was killed by signal {-outcome.exit_code}"
+    return f"{what} exited with code {outcome.exit_code}"
+
+
+def measure(
+    cfg: Config,
+    *,
+    top: Path,
+    log_path: Path,
+    env: Mapping[str, str],
+    progress: Progress | None = None,
+) -> Measurement:
+    """Run the experiment ``runs_per_experiment`` times, read each sample's metric, aggregate,
+    then run the checks if every sample succeeded. Never raises for a failing command: a failure
+    is a :class:`Measurement` whose ``metric`` is None and whose ``reason`` says why."""
+    samples: list[float] = []
+    per_metric: dict[str, list[float]] = {}
+    started = time.monotonic()
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        for index in range(cfg.runs_per_experiment):
+            if cfg.runs_per_experiment > 1:
+                os.write(fd, f"==== sample {index + 1} of {cfg.runs_per_experiment} ====\n"
+                         .encode())
+            offset = os.lseek(fd, 0, os.SEEK_END)
+
+            def tick(elapsed: float) -> None:
+                if progress:
+                    progress(elapsed, last_line(log_path))
+
+            outcome = run_shell(cfg.command, cwd=top, stdout=fd, timeout=cfg.timeout_seconds,
+                                env=env, on_tick=tick)
+            failure = None
+            if outcome.timed_out or outcome.exit_code != 0:
+                failure = _describe_exit(outcome, cfg.timeout_seconds, "the command")
+                reading = None
+            elif cfg.metric_command:
+                reading = _metric_from_command(cfg, top=top, log_fd=fd,
+                                               out_path=log_path.with_name("metric.out"), env=env)
+            else:
+                reading = read_log(log_path, offset, cfg.metric_pattern, cfg.metric_name)
+            if reading is not None and reading.metric is None:
+                failure = reading.problem
+            if failure is not None:
+                return Measurement(None, reading.metrics if reading else {}, samples,
+                                   round(time.monotonic() - started, 3), reason=failure,
+                                   exit_code=outcome.exit_code, log_tail=tail(log_path))
+            assert reading is not None and reading.metric is not None
+            samples.append(reading.metric)
+            for name, value in reading.metrics.items():
+                per_metric.setdefault(name, []).append(value)
+    finally:
+        os.close(fd)
+    aggregate = AGGREGATORS[cfg.aggregate]
+    metric = float(aggregate(samples))
+    metrics = {name: float(aggregate(values)) for name, values in per_metric.items()}
+    result = Measurement(metric, metrics, samples, round(time.monotonic() - started, 3),
+                         exit_code=0, log_tail=tail(log_path))
+    if cfg.checks_command:
+        result.checks = run_checks(cfg, top=top, log_path=log_path, env=env)
+    return result
+
+
+def _metric_from_command(cfg: Config, *, top: Path, log_fd: int, out_path: Path,
+                         env: Mapping[str, str]) -> LogReading:
+    assert cfg.metric_command is not None
+    os.write(log_fd, f"==== metric_command: {cfg.metric_command} ====\n".encode())
+    with open(out_path, "w+b") as out:
+        outcome = run_shell(cfg.metric_command, cwd=top, stdout=out.fileno(),
+                            timeout=cfg.timeout_seconds, env=env)
+        out.seek(0)
+        data = out.read(1 << 20)
+    os.unlink(out_path)
+    os.write(log_fd, data)
+    reading = LogReading()
+    if outcome.timed_out or outcome.exit_code != 0:
+        reading.problem = _describe_exit(outcome, cfg.timeout_seconds, "the metric command")
+        return reading
+    values = []
+    for line in data.decode("utf-8", "replace").splitlines():
+        pieces = [p for p in clean_line(line) if p.strip()]
+        if not pieces:
+            continue
+        m = METRIC_LINE_RE.match(pieces[-1])
+        if m:
+            value, _ = parse_number(m.group(2))
+            if value is not None:
+                reading.metrics[m.group(1)] = value
+        else:
+            values.append(pieces[-1].strip())
+    if len(values) != 1:
+        reading.problem = (f"the metric command printed {len(values)} values; it must print "
+                           "exactly one number")
+        return reading
+    reading.metric, reading.problem = parse_number(values[0])
+    reading.metrics.pop(cfg.metric_name, None)
+    return reading
+
+
+def run_checks(cfg: Config, *, top: Path, log_path: Path, env: Mapping[str, str]
+               ) -> dict[str, Any]:
+    """Run ``checks_command`` after a successful measurement, its output appended to the run
+    log; returns ``passed``, ``exit_code``, ``timed_out``, ``duration_s`` and ``tail``."""
+    assert cfg.checks_command is not None
+    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND)
+    try:
+        os.write(fd, f"==== checks: {cfg.checks_command} ====\n".encode())
+        offset = os.lseek(fd, 0, os.SEEK_END)
+        outcome = run_shell(cfg.checks_command, cwd=top, stdout=fd,
+                            timeout=cfg.checks_timeout_seconds, env=env)
+    finally:
+        os.close(fd)
+    passed = outcome.exit_code == 0 and not outcome.timed_out
+    return {
+        "passed": passed,
+        "exit_code": outcome.exit_code,
+        "timed_out": outcome.timed_out,
+        "duration_s": outcome.duration_s,
+        "tail": "" if passed else tail(log_path, lines=20, limit=2000, offset=offset),
+        "reason": None if passed else _describe_exit(outcome, cfg.checks_timeout_seconds,
+                                                     "the checks command"),
+    }

@@ -1,0 +1,215 @@
+"""Reading a session for people and scripts: the run table, the status, reconciliation with the
+branch's ``Result:`` trailers. Returns data and plain strings; no click."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from statistics import median
+from typing import Any
+
+from .git import Repo
+from .ledger import Ledger, Run, Segment, confidence, confidence_label, mad
+
+TSV_COLUMNS = ("experiment", "commit", "metric", "status", "duration_s", "description")
+
+
+def fmt(value: float | None) -> str:
+    """A metric for people: up to 6 significant digits, ``-`` when there is none."""
+    if value is None:
+        return "-"
+    return f"{value:.6g}"
+
+
+def delta_pct(value: float | None, baseline: float | None) -> float | None:
+    """Change of ``value`` against ``baseline`` in percent (None when undefined)."""
+    if value is None or baseline is None or baseline == 0:
+        return None
+    return round((value - baseline) / abs(baseline) * 100, 2)
+
+
+def one_line(text: str) -> str:
+    """Tabs, newlines and carriage returns folded to single spaces."""
+    return " ".join(text.replace("\t", " ").replace("\r", " ").replace("\n", " ").split())
+
+
+def run_row(run: Run, segment: Segment) -> dict[str, Any]:
+    """A run as ``log --json`` shows it: the record plus ``delta_pct`` against the baseline."""
+    base = segment.baseline
+    row = dict(run.data)
+    row["segment"] = segment.index
+    row["delta_pct"] = delta_pct(run.metric, base.metric if base else None)
+    return row
+
+
+def select_runs(book: Ledger, *, segment: int | None, status: str | None,
+                last: int | None) -> list[tuple[Run, Segment]]:
+    """Runs of the ledger, oldest first, filtered by segment index, status and count."""
+    out = []
+    for seg in book.segments:
+        if segment is not None and seg.index != segment:
+            continue
+        for run in seg.runs:
+            if status is None or run.status == status:
+                out.append((run, seg))
+    if last is not None:
+        out = out[-last:] if last > 0 else []
+    return out
+
+
+def tsv(rows: list[tuple[Run, Segment]]) -> str:
+    """The seed's ``results.tsv``: a header and six tab-separated fields per run; ``-`` for the
+    commit of a non-kept run and the metric of a crash; secondary metrics appended to the
+    description as ``[name=value, ...]``."""
+    lines = ["\t".join(TSV_COLUMNS)]
+    for run, _ in rows:
+        desc = one_line(run.description)
+        metrics = run.data.get("metrics") or {}
+        if isinstance(metrics, dict) and metrics:
+            desc += " [" + ", ".join(f"{one_line(str(k))}={fmt(_num(v))}"
+                                     for k, v in metrics.items()) + "]"
+        duration = run.data.get("duration_s")
+        lines.append("\t".join([
+            str(run.number),
+            one_line(str(run.data.get("commit", "-"))) if run.status == "keep" else "-",
+            fmt(run.metric),
+            run.status,
+            fmt(_num(duration)) if duration is not None else "-",
+            desc.strip() or "-",
+        ]))
+    return "\n".join(lines) + "\n"
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def table(rows: list[tuple[Run, Segment]], width: int = 100) -> str:
+    """The run table for people: run, status, metric, delta vs baseline, confidence, commit,
+    description; a line marks where each segment begins."""
+    out = []
+    header = f"{'run':>5}  {'status':<13} {'metric':>12} {'vs base':>9} {'conf':>6}  " \
+             f"{'commit':<7}  description"
+    out.append(header)
+    current = None
+    for run, seg in rows:
+        if seg.index != current:
+            current = seg.index
+            name = (seg.header or {}).get("name", "")
+            out.append(f"-- segment {seg.index}: {one_line(str(name))}")
+        base = seg.baseline
+        delta = delta_pct(run.metric, base.metric if base else None)
+        conf = run.data.get("confidence")
+        desc = one_line(run.description)
+        room = max(20, width - len(header) + len("description"))
+        if len(desc) > room:
+            desc = desc[:room - 1] + "…"
+        out.append(
+            f"{run.number:>5}  {run.status:<13} {fmt(run.metric):>12} "
+            f"{(f'{delta:+.1f}%' if delta is not None else '-'):>9} "
+            f"{(f'{conf:.2f}' if isinstance(conf, (int, float)) else '-'):>6}  "
+            f"{str(run.data.get('commit', '-'))[:7]:<7}  {desc}")
+    return "\n".join(out) + "\n"
+
+
+@dataclass
+class Reconciliation:
+    """Kept runs as the branch's trailers show them, and each disagreement with the ledger."""
+
+    trailer_runs: dict[int, dict[str, Any]]
+    problems: list[str]
+
+
+def read_trailers(repo: Repo, branch: str, base: str | None) -> dict[int, dict[str, Any]]:
+    """Kept runs from ``Result:`` trailers on ``branch`` (after ``base``), in one git call:
+    run number -> ``{"commit", "result"}``; commits without ``Autoresearch-Run`` are left out."""
+    spec = f"{base}..{branch}" if base else branch
+    res = repo.run("log", "--format=%H%x1f%(trailers:key=Autoresearch-Run,valueonly)%x1f"
+                   "%(trailers:key=Result,valueonly)%x1e", spec, "--", allow_non_zero=True)
+    found: dict[int, dict[str, Any]] = {}
+    if res.returncode != 0:
+        return found
+    for item in res.stdout.decode("utf-8", "replace").split("\x1e"):
+        parts = item.strip("\n").split("\x1f")
+        if len(parts) != 3 or not parts[2].strip():
+            continue
+        try:
+            number = int(parts[1].strip().splitlines()[0])
+            result = json.loads(parts[2].strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            continue
+        found[number] = {"commit": parts[0], "result": result}
+    return found
+
+
+def reconcile(repo: Repo, book: Ledger, branch: str, base: str | None) -> Reconciliation:
+    """Compare the ledger's kept runs with the branch: a trailer run missing from the ledger, a
+    ledger keep whose commit is not on the branch, a metric that differs."""
+    trailers = read_trailers(repo, branch, base)
+    problems = []
+    on_branch = {v["commit"][:7] for v in trailers.values()}
+    if base:
+        on_branch.add(base[:7])
+    kept = {r.number: r for r in book.runs if r.status == "keep"}
+    for number, info in sorted(trailers.items()):
+        run = kept.get(number)
+        if run is None:
+            problems.append(f"commit {info['commit'][:7]} on {branch} records run {number} as "
+                            "kept, but the ledger has no such keep")
+            continue
+        metric_name = next((k for k in info["result"] if k != "status"), None)
+        value = info["result"].get(metric_name) if metric_name else None
+        if isinstance(value, (int, float)) and run.metric is not None and value != run.metric:
+            problems.append(f"run {number}: the trailer says {value}, the ledger {run.metric}")
+    for number, run in sorted(kept.items()):
+        commit = str(run.data.get("commit", ""))[:7]
+        if number not in trailers and commit not in on_branch:
+            problems.append(f"run {number} is recorded as kept at {commit}, which is not on "
+                            f"{branch}")
+    return Reconciliation(trailers, problems)
+
+
+def stability(segment: Segment) -> dict[str, Any] | None:
+    """The loop seed's stability label over the last 5 kept metrics (from 3 keeps on):
+    relative MAD < 1 % *high*, < 5 % *medium*, else *low*."""
+    values = [r.metric for r in segment.kept if r.metric is not None][-5:]
+    if len(values) < 3:
+        return None
+    centre = median(values)
+    rel = mad(values) / abs(centre) if centre else 0.0
+    label = "high" if rel < 0.01 else "medium" if rel < 0.05 else "low"
+    return {"label": label, "relative_mad": round(rel, 6)}
+
+
+def segment_summary(segment: Segment) -> dict[str, Any]:
+    """Baseline, best, improvement, counts and confidence of one segment."""
+    base, best = segment.baseline, segment.best
+    counts: dict[str, int] = {}
+    for run in segment.runs:
+        counts[run.status] = counts.get(run.status, 0) + 1
+    conf = confidence(segment)
+    return {
+        "index": segment.index,
+        "name": (segment.header or {}).get("name"),
+        "direction": segment.direction,
+        "runs": len(segment.runs),
+        "counts": counts,
+        "kept": counts.get("keep", 0),
+        "baseline": _run_brief(base),
+        "best": _run_brief(best),
+        "improvement_pct": delta_pct(best.metric if best else None,
+                                     base.metric if base else None),
+        "confidence": conf,
+        "confidence_label": confidence_label(conf),
+        "stability": stability(segment),
+        "last": _run_brief(segment.runs[-1]) if segment.runs else None,
+    }
+
+
+def _run_brief(run: Run | None) -> dict[str, Any] | None:
+    if run is None:
+        return None
+    return {"run": run.number, "status": run.status, "metric": run.metric,
+            "commit": run.data.get("commit"), "description": run.description}

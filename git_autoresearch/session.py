@@ -1,0 +1,603 @@
+"""The session: its files, its configuration, its ledger, and the decisions of the loop.
+
+No click here: functions take plain values, return data, and raise the errors of
+:mod:`git_autoresearch.errors`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import re
+import shlex
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from . import ledger as ledger_mod
+from .config import Config, describe_changes, file_hash, parse_toml, read_config, write_config
+from .errors import Refused, StopLoop, UsageError
+from .experiment import (
+    attempt_ref,
+    commit_message,
+    json_number,
+    keep as git_keep,
+    load_untracked,
+    result_trailer,
+    revert as git_revert,
+    save_untracked,
+    survey,
+)
+from .git import Repo
+from .hooks import HookReport, fire
+from .ledger import Ledger, Run, Segment
+from .lock import SessionLock
+from .measure import Measurement, Progress, command_environment, measure as run_measurement
+from .paths import Boundaries
+
+AUTO = ".auto"
+BRANCH_PREFIX = "autoresearch/"
+VERSION = 1
+
+PROMPT_TEMPLATE = """# Autoresearch session: {goal}
+
+Metric: {metric_name} ({direction} is better{unit})
+Command: `{command}`
+Scope: {scope}
+
+## Rules
+- Change only files in scope; never the measure, checks or scoring scripts.
+- One idea per run; describe it in one sentence with `-d`.
+
+## Learnings
+
+## Dead ends (do not retry)
+
+## Promising directions
+"""
+
+
+def session_branch(session_id: str) -> str:
+    return BRANCH_PREFIX + session_id
+
+
+def default_session_id(goal: str, today: _dt.date | None = None) -> str:
+    """The goal in kebab case (at most 40 characters) plus the date: ``sort-speed-2026-11-29``."""
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", goal).strip("-").lower()[:40].strip("-") or "session"
+    return f"{slug}-{(today or _dt.date.today()).isoformat()}"
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass
+class Layout:
+    """Where a work tree keeps its session: ``.auto/`` files and the per-worktree scratch."""
+
+    repo: Repo
+
+    @property
+    def auto(self) -> Path:
+        return self.repo.top / AUTO
+
+    @property
+    def config(self) -> Path:
+        return self.auto / "config.toml"
+
+    @property
+    def ledger(self) -> Path:
+        return self.auto / "log.jsonl"
+
+    @property
+    def run_log(self) -> Path:
+        return self.auto / "run.log"
+
+    @property
+    def stop(self) -> Path:
+        return self.auto / "STOP"
+
+    @property
+    def prompt(self) -> Path:
+        return self.auto / "prompt.md"
+
+    @property
+    def hooks(self) -> Path:
+        return self.auto / "hooks"
+
+    @property
+    def pending(self) -> Path:
+        return self.repo.scratch / "pending.json"
+
+    @property
+    def untracked(self) -> Path:
+        return self.repo.scratch / "untracked"
+
+
+class Session:
+    """An open session: repository, configuration (checked against the ledger) and ledger."""
+
+    def __init__(self, repo: Repo, cfg: Config, cfg_bytes: bytes, book: Ledger) -> None:
+        self.repo = repo
+        self.layout = Layout(repo)
+        self.config = cfg
+        self.config_bytes = cfg_bytes
+        self.ledger = book
+        self.bounds = Boundaries(cfg.scope, cfg.protected)
+
+    # --- opening ----------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, cwd: str | os.PathLike[str] | None = None, *, on_branch: bool = True,
+             check_config: bool = True) -> "Session":
+        """Open the session of the work tree containing ``cwd``.
+
+        Refuses (exit 3) when there is no session, the configuration differs from the one the
+        ledger recorded (naming the changed keys), or, with ``on_branch``, HEAD is not the
+        session branch.
+        """
+        repo = Repo.discover(cwd)
+        layout = Layout(repo)
+        cfg_path = layout.config
+        try:
+            cfg, data = read_config(cfg_path)
+        except UsageError as exc:
+            raise Refused(f"{exc.message}; fix it or start a new segment") from None
+        book = ledger_mod.read(layout.ledger)
+        session = cls(repo, cfg, data, book)
+        if check_config:
+            session.check_config()
+        if on_branch:
+            session.check_branch()
+        return session
+
+    def check_config(self) -> None:
+        """Refuse when ``config.toml`` is not the file the ledger's last header recorded."""
+        header = self.ledger.config_header
+        if header is None or "config_hash" not in header:
+            raise Refused(f"the ledger {self.layout.ledger} has no configuration header from "
+                          "git-autoresearch; start a new segment: git autoresearch start "
+                          "--new-segment")
+        if header["config_hash"] == file_hash(self.config_bytes):
+            return
+        recorded = header.get("config") or {}
+        changes = describe_changes(recorded, self.config.to_dict()) if recorded else []
+        what = "; ".join(changes) if changes else "its bytes differ"
+        raise Refused(f"{self.layout.config} was edited since the segment began ({what}); "
+                      "to measure under the new configuration run: "
+                      "git autoresearch start --new-segment")
+
+    def check_branch(self) -> None:
+        branch = self.repo.current_branch()
+        wanted = session_branch(self.config.session_id)
+        if branch != wanted:
+            where = f"branch {branch}" if branch else "a detached HEAD"
+            raise Refused(f"HEAD is on {where}, not on the session branch {wanted} "
+                          f"(git switch {wanted})")
+
+    def check_recordable(self) -> None:
+        """Refuse while a merge, rebase or the like is in progress."""
+        op = self.repo.operation_in_progress()
+        if op:
+            raise Refused(f"a {op} is in progress; finish or abort it first")
+
+    def lock(self, what: str) -> SessionLock:
+        return SessionLock(self.repo.scratch, what)
+
+    def reload(self) -> None:
+        self.ledger = ledger_mod.read(self.layout.ledger)
+
+    # --- state ------------------------------------------------------------------------------
+
+    @property
+    def segment(self) -> Segment:
+        return self.ledger.current
+
+    def experiments_in_segment(self) -> int:
+        """Runs of the current segment after its baseline."""
+        seg = self.segment
+        base = seg.baseline
+        return len([r for r in seg.runs if base is None or r.number != base.number])
+
+    def limit_reached(self) -> bool:
+        limit = self.config.max_experiments
+        return limit is not None and self.experiments_in_segment() >= limit
+
+    def check_stop(self, command: str) -> None:
+        """Exit 4 when the loop should stop: a STOP sentinel (recorded as a ``stopped`` event and
+        removed) or ``max_experiments`` reached."""
+        if self.layout.stop.exists():
+            ledger_mod.append(self.layout.ledger, [{"type": "stopped", "timestamp": now_ms(),
+                                                    "command": command,
+                                                    "next_run": self.ledger.next_run_number}])
+            self.layout.stop.unlink()
+            raise StopLoop("STOP sentinel found: the loop stops here (the sentinel was removed)")
+        if self.limit_reached():
+            raise StopLoop(f"max_experiments ({self.config.max_experiments}) reached in this "
+                           "segment: the loop stops here")
+
+    def session_summary(self) -> dict[str, Any]:
+        """The ``session`` object of the hook payload (seed contract), within this segment."""
+        seg = self.segment
+        base, best = seg.baseline, seg.best
+        return {
+            "metric_name": self.config.metric_name,
+            "metric_unit": self.config.metric_unit,
+            "direction": self.config.direction,
+            "baseline_metric": base.metric if base else None,
+            "best_metric": best.metric if best else None,
+            "run_count": len(seg.runs),
+            "goal": self.config.goal,
+        }
+
+    # --- measuring --------------------------------------------------------------------------
+
+    def measure(self, progress: Progress | None = None) -> Measurement:
+        """Run the experiment and remember the result as pending (for keep/discard)."""
+        env = command_environment({
+            "AUTORESEARCH_SESSION": self.config.session_id,
+            "AUTORESEARCH_RUN": str(self.ledger.next_run_number),
+            "AUTORESEARCH_RUN_LOG": str(self.layout.run_log),
+        })
+        result = run_measurement(self.config, top=self.repo.top, log_path=self.layout.run_log,
+                                 env=env, progress=progress)
+        result.head = self.repo.head()
+        self.repo.scratch.mkdir(parents=True, exist_ok=True)
+        data = result.to_dict()
+        data["config_hash"] = file_hash(self.config_bytes)
+        tmp = self.layout.pending.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, allow_nan=False))
+        os.replace(tmp, self.layout.pending)
+        return result
+
+    def pending(self) -> Measurement | None:
+        """The measurement taken since the last recorded run, if it is still valid."""
+        try:
+            data = json.loads(self.layout.pending.read_text())
+        except (FileNotFoundError, ValueError):
+            return None
+        if data.get("config_hash") != file_hash(self.config_bytes):
+            return None
+        result = Measurement.from_dict(data)
+        if result.head != self.repo.head():
+            return None
+        return result
+
+    def decide(self, result: Measurement) -> str:
+        """The loop's decision: ``crash`` without a metric, ``checks_failed`` when the checks
+        failed, ``keep`` when the metric strictly beats the segment's best (or nothing is kept
+        yet), else ``discard``."""
+        status = result.status
+        if status:
+            return status
+        best = self.segment.best
+        assert result.metric is not None
+        if best is None or best.metric is None:
+            return "keep"
+        return "keep" if self.segment.better(result.metric, best.metric) else "discard"
+
+    # --- hooks ------------------------------------------------------------------------------
+
+    def fire_hooks(self, stage: str, *, run_entry: Mapping[str, Any] | None = None
+                   ) -> HookReport:
+        """Fire ``stage`` hooks with the seed's payload and log each firing in the ledger."""
+        payload: dict[str, Any] = {"event": stage, "cwd": str(self.repo.top)}
+        if stage == "before":
+            last = self.ledger.last_run
+            payload["next_run"] = self.ledger.next_run_number
+            payload["last_run"] = run_payload(last.data) if last else None
+        else:
+            payload["run_entry"] = run_payload(run_entry or {})
+        payload["session"] = self.session_summary()
+        report = fire(self.layout.hooks, stage, payload, cwd=self.repo.top)
+        if report.firings:
+            ledger_mod.append(self.layout.ledger, [f.ledger_line() for f in report.firings])
+        return report
+
+    # --- recording --------------------------------------------------------------------------
+
+    def record(
+        self,
+        status: str,
+        description: str,
+        *,
+        result: Measurement | None,
+        asi: Mapping[str, Any] | None = None,
+        hooks: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """Apply ``status`` to the work tree (keep: commit; otherwise: revert) and append the run
+        record. Returns the record as written."""
+        self.check_recordable()
+        head = self.repo.head()
+        assert head is not None
+        number = self.ledger.next_run_number
+        preexisting = load_untracked(self.layout.untracked)
+        changes = survey(self.repo, preexisting)
+        metric = result.metric if result else None
+        metrics = dict(result.metrics) if result else {}
+        record: dict[str, Any] = {"run": number}
+        attempt = None
+        violations: list[str] = []
+        commit = head
+        if status == "keep":
+            if metric is None:
+                raise Refused("a keep needs a metric: measure first or pass --metric")
+            trailer = result_trailer(self.config.metric_name, metric, metrics)
+            message = commit_message(description, trailer, number, self.config.session_id)
+            kept = git_keep(self.repo, self.bounds, changes, head=head, message=message,
+                            trailer=trailer,
+                            violations_ref=attempt_ref(self.config.session_id, number))
+            commit, attempt, violations = kept.commit, kept.attempt_ref, kept.scope_violations
+            untracked_after = kept.untracked_after
+        else:
+            message = (f"{description.strip() or f'run {number}'}\n\n"
+                       f"Autoresearch-Status: {status}\nAutoresearch-Run: {number}\n"
+                       f"Autoresearch-Session: {self.config.session_id}\n")
+            reverted = git_revert(self.repo, self.bounds, changes, head=head,
+                                  ref=attempt_ref(self.config.session_id, number),
+                                  message=message)
+            attempt = reverted.attempt_ref
+            untracked_after = sorted({*changes.preexisting, *changes.staged_preexisting,
+                                      *(p for p in changes.created
+                                        if self.bounds.is_protected(p))})
+        record.update({
+            "commit": self.repo.short(commit),
+            "metric": json_number(metric) if metric is not None else 0,
+            "metrics": {k: json_number(v) for k, v in metrics.items()},
+            "status": status,
+            "description": description,
+            "timestamp": now_ms(),
+            "segment": self.segment.index,
+            "confidence": None,
+        })
+        if asi:
+            record["asi"] = dict(asi)
+        record.update({
+            "duration_s": result.duration_s if result else None,
+            "samples": [json_number(s) for s in result.samples] if result else [],
+            "checks": result.checks if result else None,
+            "attempt_ref": attempt,
+            "scope_violations": violations,
+            "hooks": hooks or [],
+        })
+        if result and result.reason and status == "crash":
+            record["reason"] = result.reason
+        elif result and result.checks and not result.checks["passed"]:
+            record["reason"] = result.checks.get("reason")
+        probe = Segment(self.segment.index, self.segment.header, list(self.segment.runs))
+        probe.runs.append(Run(record, 0, probe.index))
+        record["confidence"] = ledger_mod.confidence(probe)
+        ledger_mod.append(self.layout.ledger, [record])
+        save_untracked(self.layout.untracked, untracked_after)
+        try:
+            self.layout.pending.unlink()
+        except FileNotFoundError:
+            pass
+        self.reload()
+        return record
+
+
+def run_payload(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A run as the hook contract shows it: run, status, metric, description, asi."""
+    metric = data.get("metric")
+    if data.get("status") == "crash":
+        metric = None
+    return {"run": data.get("run"), "status": data.get("status"), "metric": metric,
+            "description": data.get("description"), "asi": data.get("asi") or {}}
+
+
+# --- start -------------------------------------------------------------------------------------
+
+
+@dataclass
+class StartOptions:
+    """What ``start`` was given: configuration values (None: not given) and switches."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    config_file: Path | None = None
+    new_segment: bool = False
+    no_baseline: bool = False
+    force: bool = False
+
+
+def _merge_values(opts: StartOptions, base: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    if opts.config_file is not None:
+        try:
+            data = opts.config_file.read_bytes()
+        except OSError as exc:
+            raise UsageError(f"cannot read --config {opts.config_file}: {exc.strerror}") from None
+        merged.update(parse_toml(data, source=str(opts.config_file)))
+    merged.update({k: v for k, v in opts.values.items() if v is not None})
+    return merged
+
+
+def _dirty(repo: Repo, bounds: Boundaries) -> tuple[list[str], list[str]]:
+    tracked, untracked = [], []
+    for entry in repo.status():
+        if bounds.is_protected(entry.path):
+            continue
+        (untracked if entry.untracked else tracked).append(entry.path)
+    return tracked, untracked
+
+
+def _listing(paths: list[str], limit: int = 5) -> str:
+    shown = ", ".join(paths[:limit])
+    return shown + (f" and {len(paths) - limit} more" if len(paths) > limit else "")
+
+
+def script_paths(repo: Repo, command: str) -> list[str]:
+    """Files of the work tree that a shell command names (its scripts, a scorer): words of the
+    command that are paths to existing files, relative to the top."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    found = []
+    for word in words:
+        if not word or word.startswith("-") or "=" in word and not word.startswith("./"):
+            continue
+        candidate = (repo.top / word).resolve() if not os.path.isabs(word) else Path(word)
+        try:
+            rel = candidate.relative_to(repo.top.resolve())
+        except ValueError:
+            continue
+        if candidate.is_file():
+            found.append(rel.as_posix())
+    return found
+
+
+def check_scripts(repo: Repo, cfg: Config) -> None:
+    """Refuse a configuration whose measure, checks or metric command names a file that an
+    experiment may change: it would let an experiment redefine success."""
+    bounds = Boundaries(cfg.scope, cfg.protected)
+    for key in ("command", "metric_command", "checks_command"):
+        value = getattr(cfg, key)
+        if not value:
+            continue
+        for path in script_paths(repo, value):
+            if bounds.in_scope(path):
+                raise Refused(f"{key} runs {path}, which is inside the scope an experiment may "
+                              f"change; narrow --scope or add --protected {path}")
+
+
+def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
+          progress: Progress | None = None) -> tuple[Session, dict[str, Any] | None,
+                                                     Measurement | None]:
+    """Create a session (or, with ``new_segment``, a new segment of the existing one), and run
+    the baseline unless ``no_baseline``. Returns the session, the baseline record and its
+    measurement. Raises :class:`Refused` (exit 3) for a dirty tree, an existing session, an
+    existing branch, or a baseline that crashed or failed its checks (the session is kept)."""
+    repo = Repo.discover(cwd)
+    layout = Layout(repo)
+    op = repo.operation_in_progress()
+    if op:
+        raise Refused(f"a {op} is in progress; finish or abort it first")
+    head = repo.head()
+    if head is None:
+        raise Refused("HEAD has no commit yet; commit the project first")
+    if opts.new_segment:
+        if not layout.config.exists():
+            raise Refused("no session to start a new segment of: run git autoresearch start")
+        old_data = parse_toml(layout.config.read_bytes(), source=str(layout.config))
+        merged = _merge_values(opts, old_data)
+        merged["session_id"] = old_data.get("session_id", "")
+        cfg = Config.from_mapping(merged, source="configuration")
+        branch = repo.current_branch()
+        if branch != session_branch(cfg.session_id):
+            raise Refused(f"check out the session branch {session_branch(cfg.session_id)} "
+                          "before starting a new segment")
+    else:
+        if layout.config.exists():
+            old = parse_toml(layout.config.read_bytes(), source=str(layout.config))
+            raise Refused(f"a session already exists here ({old.get('session_id', '?')}); "
+                          "continue it, or run git autoresearch start --new-segment")
+        merged = _merge_values(opts, {})
+        if not merged.get("command") and (layout.auto / "measure.sh").is_file():
+            merged["command"] = "bash .auto/measure.sh"
+        if not merged.get("checks_command") and (layout.auto / "checks.sh").is_file():
+            merged["checks_command"] = "bash .auto/checks.sh"
+        cfg = Config.from_mapping(merged, source="configuration")
+        cfg.session_id = cfg.session_id or default_session_id(cfg.goal)
+        cfg.created_at = cfg.created_at or _dt.datetime.now(_dt.timezone.utc).strftime(
+            "%Y-%m-%dT%H:%M:%SZ")
+        cfg.validate("configuration")
+        branch = session_branch(cfg.session_id)
+        if not repo.ref_format_ok(f"refs/heads/{branch}"):
+            raise UsageError(f"session id '{cfg.session_id}' does not make a valid branch name")
+        if repo.resolve(f"refs/heads/{branch}"):
+            raise Refused(f"branch {branch} already exists; pick another --session-id, or "
+                          f"check it out and continue")
+    bounds = Boundaries(cfg.scope, cfg.protected)
+    tracked, untracked = _dirty(repo, bounds)
+    if tracked:
+        raise Refused(f"the work tree has uncommitted changes: {_listing(tracked)}; "
+                      "commit or remove them first")
+    if untracked and not opts.force:
+        raise Refused(f"the work tree has untracked files: {_listing(untracked)}; commit or "
+                      "remove them, or pass --force (they are then never touched)")
+    check_scripts(repo, cfg)
+    problem = repo.identity_problem()
+    if problem:
+        raise Refused(problem)
+    if not opts.new_segment:
+        repo.run("switch", "-q", "-c", session_branch(cfg.session_id))
+        _exclude_auto(repo)
+    layout.auto.mkdir(exist_ok=True)
+    data = write_config(layout.config, cfg)
+    header = {
+        "type": "config",
+        "name": cfg.goal,
+        "metricName": cfg.metric_name,
+        "metricUnit": cfg.metric_unit,
+        "bestDirection": cfg.direction,
+        "config_hash": file_hash(data),
+        "session_id": cfg.session_id,
+        "version": VERSION,
+        "config": cfg.to_dict(),
+        "base_commit": head,
+        "timestamp": now_ms(),
+    }
+    ledger_mod.append(layout.ledger, [header])
+    if not layout.prompt.exists():
+        layout.prompt.write_text(PROMPT_TEMPLATE.format(
+            goal=cfg.goal, metric_name=cfg.metric_name, direction=cfg.direction,
+            unit=f", in {cfg.metric_unit}" if cfg.metric_unit else "", command=cfg.command,
+            scope=", ".join(cfg.scope) or "any path outside the protected ones"))
+    try:
+        layout.pending.unlink()
+    except FileNotFoundError:
+        pass
+    session = Session(repo, cfg, data, ledger_mod.read(layout.ledger))
+    save_untracked(layout.untracked, untracked if opts.force else [])
+    if opts.no_baseline:
+        return session, None, None
+    with session.lock("start"):
+        result = session.measure(progress)
+        status = result.status or "keep"
+        save_untracked(layout.untracked, repo.untracked())
+        record = session.record(status, "baseline", result=result)
+    if status != "keep":
+        raise Refused(f"the baseline failed ({record.get('reason') or status}); the session is "
+                      "kept: fix the command, then run git autoresearch start --new-segment",
+                      detail=result.log_tail)
+    return session, record, result
+
+
+def _exclude_auto(repo: Repo) -> None:
+    """Add ``/.auto/`` to ``info/exclude`` (not the user's ``.gitignore``)."""
+    path = repo.common_dir / "info" / "exclude"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        text = ""
+    if any(line.strip() in ("/.auto/", ".auto/", ".auto", "/.auto") for line in text.splitlines()):
+        return
+    if text and not text.endswith("\n"):
+        text += "\n"
+    path.write_text(text + "# git-autoresearch session folder\n/.auto/\n")
+
+
+def parse_asi(pairs: list[str], raw_json: str | None) -> dict[str, Any]:
+    """``asi`` from ``KEY=VALUE`` pairs and/or a JSON object; raises :class:`UsageError`."""
+    asi: dict[str, Any] = {}
+    if raw_json:
+        try:
+            value = json.loads(raw_json)
+        except ValueError:
+            raise UsageError("--asi-json is not valid JSON") from None
+        if not isinstance(value, dict):
+            raise UsageError("--asi-json must be a JSON object")
+        asi.update(value)
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--asi '{pair}' is not KEY=VALUE")
+        asi[key.strip()] = value
+    return asi
+
+
+Callback = Callable[[str], None]
