@@ -1,7 +1,7 @@
 """The commands: option parsing, exit codes, and human or ``--json`` output.
 
 Each subcommand is reachable as ``git autoresearch <cmd>`` and as its own executable
-``git-autoresearch-<cmd>``; both go through :func:`_main`, which maps errors to the exit codes of
+``git-autoresearch-<cmd>``; both go through :func:`invoke`, which maps errors to the exit codes of
 DESIGN.md section 5 (0 done, 1 internal error, 2 usage, 3 refused, 4 stop) and never shows a
 traceback unless ``GIT_AUTORESEARCH_DEBUG`` is set.
 """
@@ -611,8 +611,8 @@ def _wants_json(args: list[str]) -> bool:
     return "--json" in args
 
 
-def _main(command: click.Command, prog_name: str) -> NoReturn:
-    args = sys.argv[1:]
+def invoke(command: click.Command, prog_name: str, args: list[str]) -> int:
+    """Run ``command`` with ``args`` and return the exit code of DESIGN.md section 5."""
     try:
         command.main(args=args, prog_name=prog_name, standalone_mode=False)
         code = 0
@@ -641,17 +641,17 @@ def _main(command: click.Command, prog_name: str) -> NoReturn:
         click.echo(f"{prog_name}: internal error: {exc.__class__.__name__}: {exc} "
                    "(set GIT_AUTORESEARCH_DEBUG=1 for the traceback)", err=True)
     sys.stdout.flush()
-    sys.exit(code)
+    return code
 
 
 def main() -> NoReturn:
     """``git-autoresearch``: the command group."""
-    _main(cli, "git autoresearch")
+    sys.exit(invoke(cli, "git autoresearch", sys.argv[1:]))
 
 
 def _entry(name: str) -> Callable[[], NoReturn]:
     def entry() -> NoReturn:
-        _main(COMMANDS[name], f"git autoresearch {name}")
+        sys.exit(invoke(COMMANDS[name], f"git autoresearch {name}", sys.argv[1:]))
 
     entry.__name__ = f"{name}_main"
     entry.__doc__ = f"``git-autoresearch-{name}``."

@@ -1,0 +1,139 @@
+"""The hermetic seal and the helpers every test uses.
+
+No test reads or writes the real home or git configuration: HOME and XDG_CONFIG_HOME point into
+the test's temporary folder, system config is off, identities and dates are fixed, the editor
+fails, and new repositories get an empty template folder. Every repository is a real one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import stat
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from git_autoresearch import cli
+
+PYTHON = shlex.quote(sys.executable)
+BIN = Path(sys.executable).parent
+
+
+@pytest.fixture(autouse=True)
+def hermetic(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path_factory.mktemp("home")
+    template = tmp_path_factory.mktemp("template")
+    for name in list(os.environ):
+        if name.startswith("GIT_") or name.startswith("AUTORESEARCH_"):
+            monkeypatch.delenv(name)
+    env = {
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "Test Author",
+        "GIT_AUTHOR_EMAIL": "author@example.invalid",
+        "GIT_AUTHOR_DATE": "2026-11-29T12:00:00+00:00",
+        "GIT_COMMITTER_NAME": "Test Committer",
+        "GIT_COMMITTER_EMAIL": "committer@example.invalid",
+        "GIT_COMMITTER_DATE": "2026-11-29T12:00:00+00:00",
+        "GIT_EDITOR": "false",
+        "GIT_TEMPLATE_DIR": str(template),
+        "GIT_AUTORESEARCH_LOCK_WAIT": "20",
+        "LC_ALL": "C.UTF-8",
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+
+
+def git(cwd: Path, *args: str, input: bytes | None = None) -> str:
+    """Run real git; return stdout (text, stripped). Fails the test on a non-zero exit."""
+    proc = subprocess.run(["git", *args], cwd=cwd, input=input, capture_output=True)
+    assert proc.returncode == 0, f"git {' '.join(args)}: {proc.stderr.decode()}"
+    return proc.stdout.decode("utf-8", "surrogateescape").strip()
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+class Tool:
+    """Calls ``git autoresearch`` in-process, from a given directory, with output captured."""
+
+    def __init__(self, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
+        self.capsys = capsys
+        self.monkeypatch = monkeypatch
+
+    def __call__(self, cwd: Path, *args: str, expect: int | None = 0) -> Result:
+        self.capsys.readouterr()
+        self.monkeypatch.chdir(cwd)
+        code = cli.invoke(cli.cli, "git autoresearch", list(args))
+        captured = self.capsys.readouterr()
+        result = Result(code, captured.out, captured.err)
+        if expect is not None:
+            assert code == expect, f"exit {code}, wanted {expect}\nout: {result.out}\nerr: {result.err}"
+        return result
+
+
+@pytest.fixture
+def ar(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Tool:
+    return Tool(capsys, monkeypatch)
+
+
+def write(path: Path, text: str | bytes, mode: int | None = None) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    if mode is not None:
+        path.chmod(mode)
+    return path
+
+
+def make_executable(path: Path) -> None:
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A repository with one commit: a program whose 'speed' is the number in value.txt."""
+    top = tmp_path / "project"
+    top.mkdir()
+    git(top, "init", "-q", "-b", "main")
+    write(top / "value.txt", "100\n")
+    write(top / "src" / "lib.py", "def f():\n    return 1\n")
+    write(top / "README.md", "project\n")
+    write(top / "bench.sh", "#!/bin/sh\necho \"score: $(cat value.txt)\"\n", 0o755)
+    git(top, "add", "-A")
+    git(top, "commit", "-q", "-m", "initial")
+    return top
+
+
+def start_args(*extra: str) -> list[str]:
+    """A start command line for the ``repo`` fixture: metric = the number in value.txt."""
+    return ["start", "--goal", "lower the value", "--session-id", "s1",
+            "--command", "sh bench.sh", "--metric-name", "score",
+            "--metric-pattern", r"score: (\S+)", "--direction", "lower",
+            "--protected", "bench.sh", *extra]
+
+
+def ledger_lines(top: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (top / ".auto" / "log.jsonl").read_text().splitlines()
+            if line.strip()]
+
+
+def runs(top: Path) -> list[dict[str, Any]]:
+    return [line for line in ledger_lines(top) if "run" in line and "type" not in line]

@@ -1,0 +1,289 @@
+"""The loop end to end on real repositories: start, run, keep, discard, crash, log, status."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import git, ledger_lines, runs, start_args, write
+
+
+def test_start_records_baseline_on_new_branch(repo: Path, ar) -> None:
+    res = ar(repo, *start_args(), "--json")
+    data = res.json()
+    assert data["branch"] == "autoresearch/s1"
+    assert data["baseline"]["metric"] == 100
+    assert data["baseline"]["status"] == "keep"
+    assert git(repo, "symbolic-ref", "--short", "HEAD") == "autoresearch/s1"
+    header, baseline = ledger_lines(repo)
+    assert header["type"] == "config"
+    assert header["metricName"] == "score"
+    assert header["bestDirection"] == "lower"
+    assert header["config_hash"].startswith("sha256:")
+    assert baseline["run"] == 1 and baseline["segment"] == 0
+    assert baseline["commit"] == git(repo, "rev-parse", "HEAD")[:7]
+    cfg = repo / ".auto" / "config.toml"
+    assert cfg.stat().st_mode & 0o777 == 0o444
+    assert "/.auto/" in (repo / ".git" / "info" / "exclude").read_text()
+    assert (repo / ".auto" / "prompt.md").read_text().startswith("# Autoresearch session")
+    assert git(repo, "status", "--porcelain") == ""
+
+
+def test_run_keeps_improvement_with_trailer_matching_ledger(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    write(repo / "value.txt", "90\n")
+    res = ar(repo, "run", "-d", "lower the value to 90", "--asi", "hypothesis=smaller is faster",
+             "--json")
+    record = res.json()
+    assert record["status"] == "keep" and record["metric"] == 90 and record["run"] == 2
+    head = git(repo, "rev-parse", "HEAD")
+    assert record["commit"] == head[:7]
+    message = git(repo, "log", "-1", "--format=%B")
+    assert message == ('lower the value to 90\n\nResult: {"status":"keep","score":90}\n'
+                       "Autoresearch-Run: 2\nAutoresearch-Session: s1")
+    trailer = git(repo, "log", "-1", "--format=%(trailers:key=Result,valueonly)")
+    assert json.loads(trailer) == {"status": "keep", "score": 90}
+    assert runs(repo)[-1]["asi"] == {"hypothesis": "smaller is faster"}
+    assert git(repo, "log", "--oneline", "--grep", "Result:").splitlines() == [
+        f"{head[:7]} lower the value to 90"]
+
+
+def test_run_discards_regression_and_keeps_attempt(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    write(repo / "value.txt", "120\n")
+    write(repo / "src" / "new.py", "x = 1\n")
+    before = git(repo, "rev-parse", "HEAD")
+    record = ar(repo, "run", "-d", "raise it", "--json").json()
+    assert record["status"] == "discard"
+    assert record["attempt_ref"] == "refs/autoresearch/s1/attempts/2"
+    assert git(repo, "rev-parse", "HEAD") == before
+    assert (repo / "value.txt").read_text() == "100\n"
+    assert not (repo / "src" / "new.py").exists()
+    assert git(repo, "show", "refs/autoresearch/s1/attempts/2:value.txt") == "120"
+    assert git(repo, "show", "refs/autoresearch/s1/attempts/2:src/new.py") == "x = 1"
+    assert git(repo, "rev-parse", "refs/autoresearch/s1/attempts/2^") == before
+    shown = ar(repo, "show", "2").out
+    assert "-100\n+120" in shown and "src/new.py" in shown
+
+
+def test_equal_metric_is_discarded(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    write(repo / "README.md", "changed\n")
+    assert ar(repo, "run", "-d", "same", "--json").json()["status"] == "discard"
+
+
+def test_higher_direction(repo: Path, ar) -> None:
+    ar(repo, *start_args("--direction", "higher"))
+    write(repo / "value.txt", "90\n")
+    assert ar(repo, "run", "-d", "lower", "--json").json()["status"] == "discard"
+    write(repo / "value.txt", "110\n")
+    assert ar(repo, "run", "-d", "higher", "--json").json()["status"] == "keep"
+
+
+def test_crash_reverts_and_records_reason(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    write(repo / "value.txt", "oops\n")
+    record = ar(repo, "run", "-d", "broken", "--json").json()
+    assert record["status"] == "crash"
+    assert record["metric"] == 0
+    assert "oops" in record["reason"]
+    assert (repo / "value.txt").read_text() == "100\n"
+
+
+def test_checks_failed_is_reverted(repo: Path, ar) -> None:
+    ar(repo, *start_args("--checks-command", "test ! -e src/bad.py"))
+    write(repo / "value.txt", "50\n")
+    write(repo / "src" / "bad.py", "")
+    record = ar(repo, "run", "-d", "fast but wrong", "--json").json()
+    assert record["status"] == "checks_failed"
+    assert record["checks"]["passed"] is False
+    assert (repo / "value.txt").read_text() == "100\n"
+    assert not (repo / "src" / "bad.py").exists()
+
+
+def test_measure_then_keep_and_discard(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    write(repo / "value.txt", "80\n")
+    measured = ar(repo, "measure", "--json").json()
+    assert measured["metric"] == 80 and measured["status"] is None
+    assert len(runs(repo)) == 1, "measure records nothing"
+    kept = ar(repo, "keep", "-d", "eighty", "--json").json()
+    assert kept["metric"] == 80 and kept["status"] == "keep"
+    write(repo / "value.txt", "70\n")
+    ar(repo, "measure")
+    dropped = ar(repo, "discard", "-d", "seventy, but I do not trust it", "--json").json()
+    assert dropped["status"] == "discard" and dropped["metric"] == 70
+    assert (repo / "value.txt").read_text() == "80\n"
+
+
+def test_keep_refuses_failed_checks_unless_forced(repo: Path, ar) -> None:
+    ar(repo, *start_args("--checks-command", "test ! -e src/bad.py"))
+    write(repo / "value.txt", "50\n")
+    write(repo / "src" / "bad.py", "")
+    ar(repo, "measure")
+    res = ar(repo, "keep", "-d", "x", expect=3)
+    assert "failed its checks" in res.err
+    assert ar(repo, "keep", "-d", "x", "--force", "--json").json()["status"] == "keep"
+
+
+def test_discard_of_failed_checks_records_checks_failed(repo: Path, ar) -> None:
+    ar(repo, *start_args("--checks-command", "test $(cat value.txt) != 50"))
+    write(repo / "value.txt", "50\n")
+    ar(repo, "measure", expect=0)
+    assert ar(repo, "discard", "-d", "x", "--json").json()["status"] == "checks_failed"
+
+
+def test_keep_with_metric_given_by_caller(repo: Path, ar) -> None:
+    ar(repo, *start_args("--no-baseline"))
+    write(repo / "value.txt", "1\n")
+    record = ar(repo, "keep", "-d", "measured elsewhere", "--metric", "-0.35",
+                "--metrics", "total_µs=14600", "--json").json()
+    assert record["metric"] == -0.35
+    assert record["metrics"] == {"total_µs": 14600}
+    trailer = git(repo, "log", "-1", "--format=%(trailers:key=Result,valueonly)")
+    assert trailer == '{"status":"keep","score":-0.35,"total_µs":14600}'
+
+
+def test_keep_without_measurement_is_refused(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    res = ar(repo, "keep", "-d", "x", expect=3)
+    assert "nothing to keep" in res.err
+
+
+def test_keep_with_nothing_changed_makes_no_commit(repo: Path, ar) -> None:
+    ar(repo, *start_args("--no-baseline"))
+    head = git(repo, "rev-parse", "HEAD")
+    record = ar(repo, "keep", "-d", "noise", "--metric", "5", "--json").json()
+    assert record["status"] == "keep" and record["commit"] == head[:7]
+    assert git(repo, "rev-parse", "HEAD") == head
+
+
+def test_no_baseline_keeps_first_run(repo: Path, ar) -> None:
+    ar(repo, *start_args("--no-baseline"))
+    write(repo / "value.txt", "500\n")
+    assert ar(repo, "run", "-d", "first", "--json").json()["status"] == "keep"
+
+
+def test_dry_run_applies_nothing(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    write(repo / "value.txt", "10\n")
+    data = ar(repo, "run", "-d", "x", "--dry-run", "--json").json()
+    assert data["decision"] == "keep" and data["dry_run"] is True
+    assert (repo / "value.txt").read_text() == "10\n"
+    assert len(runs(repo)) == 1
+
+
+def test_runs_are_numbered_and_log_tsv(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    for value in ("90", "95", "x", "80"):
+        write(repo / "value.txt", value + "\n")
+        ar(repo, "run", "-d", f"try {value}")
+    assert [r["run"] for r in runs(repo)] == [1, 2, 3, 4, 5]
+    assert [r["status"] for r in runs(repo)] == ["keep", "keep", "discard", "crash", "keep"]
+    tsv = ar(repo, "log", "--tsv").out.splitlines()
+    assert tsv[0] == "experiment\tcommit\tmetric\tstatus\tduration_s\tdescription"
+    assert tsv[3].split("\t")[:4] == ["3", "-", "95", "discard"]
+    assert tsv[4].split("\t")[:4] == ["4", "-", "-", "crash"]
+    rows = ar(repo, "log", "--json", "--status", "keep", "--last", "2").json()
+    assert [r["run"] for r in rows] == [2, 5]
+    assert rows[1]["delta_pct"] == -20.0
+    table = ar(repo, "log").out
+    assert "try 80" in table and "-20.0%" in table
+
+
+def test_status_reports_best_and_agrees_with_branch(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    write(repo / "value.txt", "60\n")
+    ar(repo, "run", "-d", "sixty")
+    data = ar(repo, "status", "--json").json()
+    seg = data["segment"]
+    assert seg["baseline"]["metric"] == 100
+    assert seg["best"]["metric"] == 60 and seg["best"]["run"] == 2
+    assert seg["improvement_pct"] == -40.0
+    assert seg["runs"] == 2 and seg["kept"] == 2
+    assert data["warnings"] == []
+    human = ar(repo, "status").out
+    assert "best        60 (run 2" in human
+
+
+def test_stop_sentinel_ends_loop_with_exit_4(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    ar(repo, "stop")
+    assert (repo / ".auto" / "STOP").exists()
+    res = ar(repo, "run", "-d", "x", expect=4)
+    assert "STOP" in res.err
+    assert not (repo / ".auto" / "STOP").exists()
+    assert any(line.get("type") == "stopped" for line in ledger_lines(repo))
+    ar(repo, "run", "-d", "x", expect=0)
+
+
+def test_max_experiments_ends_loop_with_exit_4(repo: Path, ar) -> None:
+    ar(repo, *start_args("--max-experiments", "2"))
+    ar(repo, "run", "-d", "one")
+    ar(repo, "run", "-d", "two")
+    ar(repo, "run", "-d", "three", expect=4)
+    assert len(runs(repo)) == 3
+
+
+def test_new_segment_after_failed_baseline(repo: Path, ar) -> None:
+    res = ar(repo, *start_args("--metric-pattern", r"nomatch: (\d+)"), expect=3)
+    assert "baseline failed" in res.err
+    assert runs(repo)[0]["status"] == "crash"
+    data = ar(repo, "start", "--new-segment", "--metric-pattern", r"score: (\S+)", "--json").json()
+    assert data["segment"] == 1 and data["baseline"]["metric"] == 100
+    assert ar(repo, "status", "--json").json()["segment"]["baseline"]["run"] == 2
+
+
+def test_edited_config_is_refused_naming_the_key(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    cfg = repo / ".auto" / "config.toml"
+    cfg.chmod(0o644)
+    cfg.write_text(cfg.read_text().replace('direction = "lower"', 'direction = "higher"'))
+    res = ar(repo, "run", "-d", "x", expect=3)
+    assert "direction" in res.err and "--new-segment" in res.err
+    assert len(runs(repo)) == 1
+
+
+def test_runs_from_subdirectory(repo: Path, ar) -> None:
+    ar(repo / "src", *start_args())
+    write(repo / "value.txt", "50\n")
+    assert ar(repo / "src", "run", "-d", "from src", "--json").json()["status"] == "keep"
+    write(repo / "value.txt", "70\n")
+    assert ar(repo / "src", "run", "-d", "worse", "--json").json()["status"] == "discard"
+    assert (repo / "value.txt").read_text() == "50\n"
+
+
+def test_start_from_detached_head(repo: Path, ar) -> None:
+    git(repo, "checkout", "-q", "--detach")
+    ar(repo, *start_args())
+    assert git(repo, "symbolic-ref", "--short", "HEAD") == "autoresearch/s1"
+
+
+def test_linked_worktree(repo: Path, ar, tmp_path: Path) -> None:
+    wt = tmp_path / "wt"
+    git(repo, "worktree", "add", "-q", str(wt), "-b", "other")
+    ar(wt, *start_args())
+    write(wt / "value.txt", "42\n")
+    assert ar(wt, "run", "-d", "in a worktree", "--json").json()["status"] == "keep"
+    write(wt / "value.txt", "43\n")
+    assert ar(wt, "run", "-d", "worse", "--json").json()["status"] == "discard"
+    assert git(repo, "rev-parse", "refs/autoresearch/s1/attempts/3")
+    assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"
+    assert not (repo / ".auto").exists()
+
+
+def test_default_session_id_from_goal(repo: Path, ar) -> None:
+    data = ar(repo, "start", "--goal", "Speed up: the Parser!", "--command", "sh bench.sh",
+              "--protected", "bench.sh",
+              "--metric-pattern", r"score: (\S+)", "--no-baseline", "--json").json()
+    assert data["session_id"].startswith("speed-up-the-parser-20")
+
+
+def test_config_file(repo: Path, ar, tmp_path: Path) -> None:
+    conf = write(tmp_path / "ar.toml", 'goal = "from file"\ncommand = "sh bench.sh"\n'
+                 'metric_pattern = "score: (\\\\S+)"\nmetric_name = "score"\n'
+                 'session_id = "fromfile"\nruns_per_experiment = 3\nprotected = ["bench.sh"]\n')
+    data = ar(repo, "start", "--config", str(conf), "--json").json()
+    assert data["config"]["runs_per_experiment"] == 3
+    assert data["baseline"]["samples"] == [100, 100, 100]
+    assert data["session_id"] == "fromfile"
