@@ -360,24 +360,22 @@ def _finite_metric(ctx: click.Context, param: click.Parameter, value: str | None
 
 def _make_record_command(status: str, help_text: str) -> click.Command:
     params = [
-        click.Option(["-d", "--description"], required=True,
+        click.Option(["-d", "--description", "description"], required=True,
                      help="One sentence saying what this run tried."),
-        click.Option(["--metric"], callback=_finite_metric, metavar="VALUE",
+        click.Option(["--metric", "metric"], callback=_finite_metric, metavar="VALUE",
                      help="The primary metric, measured by the caller."),
-        click.Option(["--metrics"], multiple=True, metavar="NAME=VALUE",
+        click.Option(["--metrics", "metrics"], multiple=True, metavar="NAME=VALUE",
                      help="A metric measured by the caller (repeatable)."),
-        click.Option(["--asi"], "asi_pairs", multiple=True, metavar="KEY=VALUE",
+        click.Option(["--asi", "asi_pairs"], multiple=True, metavar="KEY=VALUE",
                      help="An annotation for the run (repeatable)."),
-        click.Option(["--asi-json"], metavar="JSON", help="Annotations as a JSON object."),
-        click.Option(["--force"], is_flag=True,
+        click.Option(["--asi-json", "asi_json"], metavar="JSON",
+                     help="Annotations as a JSON object."),
+        click.Option(["--force", "force"], is_flag=True,
                      help="Keep a measurement that failed its checks." if status == "keep"
-                     else "Unused; accepted for symmetry."),
+                     else "Accepted for symmetry with keep; changes nothing."),
         click.Option(["--json", "as_json"], is_flag=True,
                      help="Print one JSON document on stdout."),
     ]
-    params[1].name = "metric"
-    params[3].name = "asi_pairs"
-    params[6].name = "as_json"
     return click.Command(status, callback=_record_command(status), params=params,
                          help=help_text, context_settings=CONTEXT)
 

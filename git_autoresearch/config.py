@@ -22,7 +22,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
-SESSION_ID_RE = re.compile(r"^[A-Za-z0-9_-]+$")
+# DESIGN.md's ^[A-Za-z0-9_-]+$, with a letter or digit first so that no id reads as an option.
+SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 METRIC_NAME_RE = re.compile(r"^[\w.µ-]+$")
 DIRECTIONS = {"lower": "lower", "higher": "higher", "minimize": "lower", "maximize": "higher",
               "min": "lower", "max": "higher"}
@@ -125,7 +126,7 @@ class Config:
             raise bad("max_experiments", "must be a whole number of at least 1")
         if self.session_id and not SESSION_ID_RE.match(self.session_id):
             raise bad("session_id", f"'{self.session_id}' may hold only letters, digits, '_' "
-                                    "and '-'")
+                                    "and '-', and must start with a letter or digit")
 
     def to_dict(self) -> dict[str, Any]:
         """The keys that are set, in declaration order (the TOML file's content)."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +52,8 @@ def survey(repo: Repo, preexisting: set[str] | None) -> Changes:
     the experiment began; None (unknown) treats every untracked file as preexisting."""
     changes = Changes()
     for entry in repo.status():
+        if entry.path.endswith("/"):
+            continue  # a nested repository: never ours to add or remove
         if entry.untracked:
             if preexisting is None or entry.path in preexisting:
                 changes.preexisting.append(entry.path)
@@ -122,13 +123,8 @@ def record_attempt(repo: Repo, head: str, paths: list[str], *, ref: str, message
     """Commit the work tree state of ``paths`` on top of ``head`` without touching the user's
     index, and point ``ref`` at it (it must not exist yet). Returns the commit id."""
     with tempfile.TemporaryDirectory(prefix="attempt-", dir=_scratch(repo)) as tmp:
-        index = Path(tmp) / "index"
-        real = repo.git_dir / "index"
-        env = {"GIT_INDEX_FILE": str(index)}
-        if real.exists():
-            shutil.copyfile(real, index)
-        else:
-            repo.run("read-tree", head, env=env)
+        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        repo.run("read-tree", head, env=env)
         repo.add_paths(paths, env=env)
         tree = repo.run("write-tree", env=env).text
     commit = repo.run("commit-tree", tree, "-p", head, "-F", "-",

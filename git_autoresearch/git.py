@@ -268,9 +268,11 @@ class Repo:
         return split_z(self.run("ls-files", "-z", "-o", "--exclude-standard").stdout)
 
     def add_paths(self, paths: Sequence[str], env: Mapping[str, str] | None = None) -> None:
-        """Stage exactly ``paths`` as they are in the work tree: additions, edits and deletions."""
+        """Stage exactly ``paths`` as they are in the work tree: additions, edits, deletions, and
+        a file that replaced a directory or the reverse. Paths are exact names, never patterns,
+        and ignore rules do not apply (``git update-index --add --remove --replace``)."""
         if paths:
-            self.run("add", "-A", "-f", "--pathspec-from-file=-", "--pathspec-file-nul",
+            self.run("update-index", "--add", "--remove", "--replace", "-z", "--stdin",
                      input=join_z(paths), env=env)
 
     def restore_from_head(self, paths: Sequence[str]) -> None:

@@ -170,7 +170,7 @@ def fire_one(path: Path, stage: str, payload: Mapping[str, Any], *, cwd: Path,
                     out.extend(chunk[:STEER_LIMIT + 1 - len(out)])
             elif len(err) < STDERR_LIMIT:
                 err.extend(chunk[:STDERR_LIMIT - len(err)])
-    end_group(proc.pid, grace=0.5)
+    end_group(proc, grace=0.5)
     try:
         code = proc.wait(timeout=5)
     except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL ignored only by D-state

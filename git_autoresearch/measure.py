@@ -59,9 +59,10 @@ def command_environment(extra: Mapping[str, str] | None = None) -> dict[str, str
     return env
 
 
-def _group_alive(pgid: int) -> bool:
+def _group_alive(proc: subprocess.Popen[bytes]) -> bool:
+    proc.poll()  # reap the leader, so that a finished leader does not count as alive
     try:
-        os.killpg(pgid, 0)
+        os.killpg(proc.pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
@@ -76,19 +77,19 @@ def _signal_group(pgid: int, sig: int) -> None:
         pass
 
 
-def end_group(pgid: int, grace: float = KILL_GRACE_SECONDS) -> None:
-    """SIGTERM the process group, SIGKILL what is left after ``grace`` seconds, and wait (a
-    bounded time) until no member is left."""
-    if not _group_alive(pgid):
+def end_group(proc: subprocess.Popen[bytes], grace: float = KILL_GRACE_SECONDS) -> None:
+    """End the process group that ``proc`` leads: SIGTERM, then SIGKILL for what is left after
+    ``grace`` seconds, then wait (at most 5 s) until no member is left."""
+    if not _group_alive(proc):
         return
-    _signal_group(pgid, signal.SIGTERM)
+    _signal_group(proc.pid, signal.SIGTERM)
     deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and _group_alive(pgid):
+    while time.monotonic() < deadline and _group_alive(proc):
         time.sleep(0.02)
-    if _group_alive(pgid):
-        _signal_group(pgid, signal.SIGKILL)
+    if _group_alive(proc):
+        _signal_group(proc.pid, signal.SIGKILL)
         deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and _group_alive(pgid):
+        while time.monotonic() < deadline and _group_alive(proc):
             time.sleep(0.02)
 
 
@@ -134,7 +135,7 @@ def run_shell(
             if on_tick and time.monotonic() >= next_tick:
                 on_tick(time.monotonic() - started)
                 next_tick += 1.0
-    end_group(proc.pid)
+    end_group(proc)
     code = proc.wait()
     return Outcome(code, timed_out, round(time.monotonic() - started, 3))
 

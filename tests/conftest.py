@@ -137,3 +137,8 @@ def ledger_lines(top: Path) -> list[dict[str, Any]]:
 
 def runs(top: Path) -> list[dict[str, Any]]:
     return [line for line in ledger_lines(top) if "run" in line and "type" not in line]
+
+
+def commit_all(top: Path, message: str = "more") -> None:
+    git(top, "add", "-A")
+    git(top, "commit", "-q", "-m", message)

@@ -1,0 +1,106 @@
+"""Man pages generated from the CLI, so that ``git autoresearch --help`` (which git turns into
+``git help autoresearch``, that is ``man git-autoresearch``) and ``git help autoresearch-keep``
+show what the commands really accept.
+
+``python -m git_autoresearch.manpage man/man1`` rewrites the pages; a test fails when the pages
+in the repository no longer match the CLI.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .cli import COMMANDS, cli
+
+EXIT_STATUS = [
+    ("0", "Done. A run that ended in discard or crash is done: it was recorded."),
+    ("1", "Unexpected internal error."),
+    ("2", "Usage error: a bad option, value or argument."),
+    ("3", "Refused: not a git repository, no session, a tampered configuration, a merge or "
+          "rebase in progress, the lock held by another command, or a dirty tree at start."),
+    ("4", "The loop should stop: a STOP sentinel was found or max_experiments was reached."),
+]
+
+
+def _escape(text: str) -> str:
+    text = text.replace("\\", "\\e").replace("-", "\\-")
+    lines = []
+    for line in text.split("\n"):
+        if line.startswith((".", "'")):
+            line = "\\&" + line
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _paragraphs(text: str) -> str:
+    out = []
+    for para in click.unstyle(text).strip().split("\n\n"):
+        out.append(_escape(" ".join(para.split())))
+    return "\n.PP\n".join(out)
+
+
+def render(command: click.Command, name: str, invocation: str) -> str:
+    """The roff source of one page: NAME, SYNOPSIS, DESCRIPTION, OPTIONS (and COMMANDS for the
+    group), EXIT STATUS, SEE ALSO. Deterministic: no date."""
+    ctx = command.make_context(invocation, [], resilient_parsing=True)
+    short = command.get_short_help_str(limit=200).rstrip(".")
+    lines = [
+        f'.TH "{name.upper()}" "1" "" "git-autoresearch {__version__}" "Git Manual"',
+        ".SH NAME",
+        f"{_escape(name)} \\- {_escape(short)}",
+        ".SH SYNOPSIS",
+        f".B {_escape(invocation)}",
+        _escape(" ".join(command.collect_usage_pieces(ctx))),
+        ".SH DESCRIPTION",
+        _paragraphs(command.help or ""),
+    ]
+    options = [p.get_help_record(ctx) for p in command.get_params(ctx)]
+    records = [r for r in options if r]
+    if records:
+        lines.append(".SH OPTIONS")
+        for term, help_text in records:
+            lines += [".TP", f"\\fB{_escape(term)}\\fR", _escape(" ".join(help_text.split()))]
+    if isinstance(command, click.Group):
+        lines.append(".SH COMMANDS")
+        for sub_name, sub in command.commands.items():
+            lines += [".TP", f"\\fBgit autoresearch {_escape(sub_name)}\\fR",
+                      _escape(sub.get_short_help_str(limit=200)) + "\\&",
+                      f"See \\fBgit\\-autoresearch\\-{_escape(sub_name)}\\fR(1)."]
+    lines.append(".SH EXIT STATUS")
+    for code, meaning in EXIT_STATUS:
+        lines += [".TP", f"\\fB{code}\\fR", _escape(meaning)]
+    lines += [".SH SEE ALSO", "\\fBgit\\-autoresearch\\fR(1), \\fBgit\\fR(1)", ""]
+    return "\n".join(lines)
+
+
+def pages() -> dict[str, str]:
+    """File name -> page source, for the group and every subcommand."""
+    out = {"git-autoresearch.1": render(cli, "git-autoresearch", "git autoresearch")}
+    for name, command in COMMANDS.items():
+        out[f"git-autoresearch-{name}.1"] = render(command, f"git-autoresearch-{name}",
+                                                   f"git autoresearch {name}")
+    return out
+
+
+def write_pages(folder: Path) -> list[Path]:
+    """Write every page into ``folder``, removing stale ``git-autoresearch*.1`` files."""
+    folder.mkdir(parents=True, exist_ok=True)
+    wanted = pages()
+    for stale in folder.glob("git-autoresearch*.1"):
+        if stale.name not in wanted:
+            stale.unlink()
+    written = []
+    for filename, text in wanted.items():
+        path = folder / filename
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written
+
+
+if __name__ == "__main__":
+    for written_path in write_pages(Path(sys.argv[1] if len(sys.argv) > 1 else "man/man1")):
+        print(written_path)

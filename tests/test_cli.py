@@ -1,0 +1,202 @@
+"""The command line as users meet it: errors, exit codes, man pages, the installed executables
+through real git, and the demo."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from conftest import BIN, git, runs, start_args, write
+from git_autoresearch.cli import COMMANDS
+from git_autoresearch.manpage import pages
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def one_line_error(res) -> str:
+    lines = [ln for ln in res.err.splitlines() if ln.strip()]
+    assert len(lines) == 1, res.err
+    assert "Traceback" not in res.err
+    return lines[0]
+
+
+def test_not_a_repository(tmp_path: Path, ar) -> None:
+    res = ar(tmp_path, "status", expect=3)
+    assert "not a git repository" in one_line_error(res)
+    res = ar(tmp_path, *start_args(), expect=3)
+    assert "not a git repository" in one_line_error(res)
+
+
+def test_no_session(repo: Path, ar) -> None:
+    for args in (["status"], ["log"], ["run", "-d", "x"], ["keep", "-d", "x"], ["show", "1"]):
+        res = ar(repo, *args, expect=3)
+        assert "no session here" in one_line_error(res)
+
+
+@pytest.mark.parametrize("session_id", ["has space", "dots..", "slash/inside", "ünicode", "-"])
+def test_bad_session_id(repo: Path, ar, session_id: str) -> None:
+    args = start_args()
+    args[args.index("s1")] = session_id
+    res = ar(repo, *args, expect=2)
+    assert "session_id" in one_line_error(res)
+    assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"
+
+
+def test_bad_regex(repo: Path, ar) -> None:
+    res = ar(repo, *start_args("--metric-pattern", "score: ([0-9"), expect=2)
+    assert "metric_pattern" in one_line_error(res)
+    res = ar(repo, *start_args("--metric-pattern", "score: [0-9]+"), expect=2)
+    assert "exactly one capture group" in one_line_error(res)
+
+
+def test_bad_option_values(repo: Path, ar) -> None:
+    assert "direction" in one_line_error(ar(repo, *start_args("--direction", "up"), expect=2))
+    assert "runs_per_experiment" in one_line_error(
+        ar(repo, *start_args("--runs-per-experiment", "0"), expect=2))
+    assert "timeout_seconds" in one_line_error(
+        ar(repo, *start_args("--timeout-seconds", "-1"), expect=2))
+
+
+def test_unknown_run_number(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    res = ar(repo, "show", "99", expect=2)
+    assert "no run 99" in one_line_error(res)
+
+
+def test_command_that_does_not_exist(repo: Path, ar) -> None:
+    res = ar(repo, *start_args("--command", "no-such-command-xyz"), expect=3)
+    assert "baseline failed" in res.err and "exited with code 127" in res.err
+    assert runs(repo)[-1]["status"] == "crash"
+
+
+def test_non_numeric_metric_option(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    for bad in ("abc", "nan", "inf", "14,600"):
+        res = ar(repo, "keep", "-d", "x", "--metric", bad, expect=2)
+        assert "Traceback" not in res.err
+    assert len(runs(repo)) == 1
+
+
+def test_merge_in_progress_is_refused(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    write(repo / ".git" / "MERGE_HEAD", git(repo, "rev-parse", "HEAD") + "\n")
+    res = ar(repo, "run", "-d", "x", expect=3)
+    assert "merge is in progress" in one_line_error(res)
+
+
+def test_detached_head_is_refused_for_recording(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    git(repo, "checkout", "-q", "--detach")
+    res = ar(repo, "run", "-d", "x", expect=3)
+    assert "detached HEAD" in one_line_error(res)
+
+
+def test_existing_session_and_branch_are_refused(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    assert "already exists" in one_line_error(ar(repo, *start_args(), expect=3))
+
+
+def test_json_error_document(repo: Path, ar) -> None:
+    res = ar(repo, "status", "--json", expect=3)
+    assert json.loads(res.out) == {"error": res.err.split(": ", 1)[1].strip(), "exit_code": 3}
+
+
+def test_usage_error_exit_2(repo: Path, ar) -> None:
+    ar(repo, "run", expect=2)
+    ar(repo, "no-such-subcommand", expect=2)
+
+
+def test_man_pages_match_the_cli() -> None:
+    folder = ROOT / "man" / "man1"
+    expected = pages()
+    assert sorted(p.name for p in folder.glob("*.1")) == sorted(expected), \
+        "run: python -m git_autoresearch.manpage man/man1"
+    for name, text in expected.items():
+        assert (folder / name).read_text(encoding="utf-8") == text, \
+            f"{name} is stale: run python -m git_autoresearch.manpage man/man1"
+    assert set(COMMANDS) <= {n[len("git-autoresearch-"):-2] for n in expected if "-" in n[16:]}
+
+
+def _installed_env() -> dict[str, str]:
+    env = dict(os.environ)
+    scripts = sysconfig.get_paths()["scripts"]
+    env["PATH"] = f"{scripts}{os.pathsep}{BIN}{os.pathsep}{env['PATH']}"
+    env["MANPAGER"] = "cat"
+    env["MANWIDTH"] = "80"
+    return env
+
+
+def test_git_finds_the_installed_commands_and_man_pages(repo: Path) -> None:
+    env = _installed_env()
+    for name in COMMANDS:
+        proc = subprocess.run(["git", "autoresearch", name, "-h"], cwd=repo, env=env,
+                              capture_output=True, text=True)
+        assert proc.returncode == 0 and "Usage: git autoresearch" in proc.stdout, name
+        dashed = subprocess.run([f"git-autoresearch-{name}", "-h"], cwd=repo, env=env,
+                                capture_output=True, text=True)
+        assert dashed.returncode == 0 and f"git autoresearch {name}" in dashed.stdout
+    data = Path(sysconfig.get_paths()["data"]) / "share" / "man" / "man1"
+    assert (data / "git-autoresearch-keep.1").is_file(), "man pages are not installed"
+    if subprocess.run(["which", "man"], capture_output=True).returncode == 0:
+        proc = subprocess.run(["git", "help", "autoresearch-keep"], cwd=repo, env=env,
+                              capture_output=True, text=True)
+        assert "GIT-AUTORESEARCH-KEEP" in proc.stdout, proc.stderr
+
+
+def test_loop_through_real_git(repo: Path) -> None:
+    env = _installed_env()
+
+    def call(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", "autoresearch", *args], cwd=repo / "src", env=env,
+                              capture_output=True, text=True)
+
+    assert call(*start_args()).returncode == 0
+    write(repo / "value.txt", "80\n")
+    proc = call("run", "-d", "eighty", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["status"] == "keep"
+    write(repo / "value.txt", "85\n")
+    assert call("run", "-d", "worse").returncode == 0
+    assert call("stop").returncode == 0
+    assert call("run", "-d", "stopped").returncode == 4
+    assert call("start", "--new-segment", "--max-experiments", "2").returncode == 0
+    loop = subprocess.run("n=0; while git autoresearch run -d loop; do n=$((n+1)); done; "
+                          "echo $n", shell=True, cwd=repo, env=env, capture_output=True,
+                          text=True)
+    assert loop.stdout.strip().splitlines()[-1] == "2"
+    log = subprocess.run(["git", "log", "--grep", "Result:", "--format=%s"], cwd=repo,
+                         capture_output=True, text=True).stdout.split()
+    assert log == ["eighty"]
+
+
+def test_demo_shows_every_outcome(tmp_path: Path) -> None:
+    target = tmp_path / "demo"
+    proc = subprocess.run([sys.executable, "-m", "git_autoresearch", "demo", str(target)],
+                          env=_installed_env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    records = [json.loads(line) for line in (target / ".auto" / "log.jsonl").read_text()
+               .splitlines() if '"run"' in line and '"type"' not in line]
+    statuses = [r["status"] for r in records]
+    assert {"keep", "discard", "crash", "checks_failed"} <= set(statuses)
+    assert any(r.get("reason", "").startswith("timeout") for r in records)
+    trailers = subprocess.run(
+        ["git", "log", "--format=%h%x1f%(trailers:key=Result,valueonly)", "--grep", "Result:"],
+        cwd=target, capture_output=True, text=True).stdout.split("\n")
+    trailers = [t for t in trailers if t.strip()]
+    kept = {r["commit"]: r for r in records if r["status"] == "keep" and r["run"] > 1}
+    assert len(trailers) == len(kept) >= 2
+    for line in trailers:
+        commit, value = line.split("\x1f")
+        assert json.loads(value)["total_ms"] == kept[commit[:7]]["metric"]
+    for r in records:
+        if r["status"] != "keep":
+            shown = subprocess.run([sys.executable, "-m", "git_autoresearch", "show",
+                                    str(r["run"])], cwd=target, capture_output=True, text=True)
+            assert shown.returncode == 0 and "sortlib.py" in shown.stdout
+    assert "session     sort-demo" in proc.stdout

@@ -1,0 +1,160 @@
+"""Measuring: metric extraction, timeouts that kill the whole process group, samples, checks."""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, strategies as st
+
+from conftest import PYTHON, commit_all, runs, start_args, write
+from git_autoresearch.measure import clean_line, parse_number, read_log
+
+
+def metric_of(tmp_path: Path, text: str | bytes, pattern: str = r"total: (\S+)") -> object:
+    log = tmp_path / "run.log"
+    log.write_bytes(text.encode() if isinstance(text, str) else text)
+    reading = read_log(log, 0, pattern, "total")
+    return reading.metric if reading.metric is not None else reading.problem
+
+
+@pytest.mark.parametrize("text,value", [
+    ("total: -0.35\n", -0.35),
+    ("total: 1.2e-3\n", 1.2e-3),
+    ("total: 4.2E+2\n", 420.0),
+    ("total: 1\ntotal: 2\ntotal: 3\n", 3.0),
+    ("\x1b[32mtotal: \x1b[1m12.5\x1b[0m\n", 12.5),
+    ("total: 99\rprogress 10%\rprogress 50%\rtotal: 7.5\n", 7.5),
+    ("step 1\rstep 2\rtotal: 3.25", 3.25),
+])
+def test_metric_values_are_read_right(tmp_path: Path, text: str, value: float) -> None:
+    assert metric_of(tmp_path, text) == value
+
+
+@pytest.mark.parametrize("text,problem", [
+    ("total: nan\n", "not a finite number"),
+    ("total: inf\n", "not a finite number"),
+    ("total: -Infinity\n", "not a finite number"),
+    ("total: 14,600\n", "'14,600' has a thousands separator"),
+    ("nothing here\n", "matched nothing"),
+    ("total: 12abc\n", "is not a number"),
+])
+def test_bad_metrics_are_refused_with_reason(tmp_path: Path, text: str, problem: str) -> None:
+    result = metric_of(tmp_path, text)
+    assert isinstance(result, str) and problem in result
+
+
+def test_thousands_separator_refused_even_when_pattern_stops_at_comma(tmp_path: Path) -> None:
+    result = metric_of(tmp_path, "total: 14,600 us\n", r"total: ([0-9.]+)")
+    assert isinstance(result, str) and "14,600" in result
+
+
+def test_metric_lines(tmp_path: Path) -> None:
+    log = tmp_path / "run.log"
+    log.write_text("METRIC rss_mb=88.1\nMETRIC total_µs=14600\nMETRIC bad=abc\n"
+                   "METRIC rss_mb=90\nMETRIC nan_one=nan\n  METRIC spaced=1  \nMETRIC x y=1\n"
+                   "METRIC total=5\n")
+    reading = read_log(log, 0, None, "total")
+    assert reading.metric == 5
+    assert reading.metrics == {"rss_mb": 90, "total_µs": 14600, "spaced": 1}
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_parse_number_round_trips_any_finite_float(value: float) -> None:
+    assert parse_number(repr(value)) == (value, None)
+
+
+@given(st.text())
+def test_parse_number_never_returns_non_finite(text: str) -> None:
+    value, problem = parse_number(text)
+    assert (value is None) != (problem is None)
+    if value is not None:
+        assert math.isfinite(value)
+
+
+@given(st.lists(st.text(alphabet="ab\r\x1b[0123m;", max_size=20), max_size=5))
+def test_clean_line_never_keeps_escape_sequences_of_colour(pieces: list[str]) -> None:
+    for piece in clean_line("\x1b[31m" + "".join(pieces) + "\x1b[0m"):
+        assert "\r" not in piece
+
+
+def test_timeout_kills_background_grandchild(repo: Path, ar, tmp_path: Path) -> None:
+    pidfile = tmp_path / "grandchild.pid"
+    write(repo / "slow.sh", f"#!/bin/sh\n(sleep 300 & echo $! > {pidfile}; wait) &\n"
+                            "sleep 300\n")
+    commit_all(repo)
+    ar(repo, *start_args())
+    cfg_args = ["start", "--new-segment", "--command", "sh slow.sh", "--timeout-seconds", "1",
+                "--protected", "slow.sh"]
+    started = time.monotonic()
+    res = ar(repo, *cfg_args, expect=3)
+    assert time.monotonic() - started < 30
+    assert "timeout" in res.err
+    pid = int(pidfile.read_text())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"grandchild {pid} still alive")
+    assert runs(repo)[-1]["status"] == "crash"
+    assert runs(repo)[-1]["reason"].startswith("timeout")
+
+
+def test_samples_are_aggregated_with_median(repo: Path, ar) -> None:
+    counter = write(repo / "count.sh", "#!/bin/sh\nn=$(cat .n 2>/dev/null || echo 0)\n"
+                    "n=$((n+1)); echo $n > .n\necho \"score: $((n*n))\"\n")
+    write(repo / ".gitignore", ".n\n")
+    commit_all(repo)
+    data = ar(repo, "start", "--goal", "g", "--session-id", "s", "--command", "sh count.sh",
+              "--metric-name", "score", "--metric-pattern", r"score: (\d+)",
+              "--protected", "count.sh", "--runs-per-experiment", "3", "--json").json()
+    assert data["baseline"]["samples"] == [1, 4, 9]
+    assert data["baseline"]["metric"] == 4
+    assert counter.exists()
+
+
+def test_metric_command(repo: Path, ar) -> None:
+    write(repo / "score.sh", "#!/bin/sh\necho 'METRIC parts=3'\necho 41.5\n")
+    commit_all(repo)
+    data = ar(repo, "start", "--goal", "g", "--session-id", "s", "--command", "true",
+              "--metric-command", "sh score.sh", "--protected", "score.sh", "--json").json()
+    assert data["baseline"]["metric"] == 41.5
+    assert data["baseline"]["metrics"] == {"parts": 3}
+
+
+def test_metric_command_inside_scope_is_refused(repo: Path, ar) -> None:
+    write(repo / "score.sh", "#!/bin/sh\necho 1\n")
+    commit_all(repo)
+    res = ar(repo, "start", "--goal", "g", "--command", "true", "--metric-command",
+             "sh ./score.sh", expect=3)
+    assert "score.sh" in res.err
+
+
+def test_checks_timeout_is_checks_failed(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    ar(repo, "start", "--new-segment", "--checks-command", "sleep 30",
+       "--checks-timeout-seconds", "0.5", expect=3)
+    record = runs(repo)[-1]
+    assert record["status"] == "checks_failed"
+    assert record["checks"]["timed_out"] is True
+
+
+def test_run_log_holds_output(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    assert (repo / ".auto" / "run.log").read_text() == "score: 100\n"
+
+
+def test_python_command(repo: Path, ar) -> None:
+    write(repo / "b.py", "print('score:', 3.5)\n")
+    commit_all(repo)
+    data = ar(repo, "start", "--goal", "g", "--command", f"{PYTHON} b.py", "--metric-name",
+              "score", "--metric-pattern", r"score: (\S+)", "--protected", "b.py",
+              "--json").json()
+    assert data["baseline"]["metric"] == 3.5

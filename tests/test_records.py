@@ -1,0 +1,142 @@
+"""Trailers and the ledger: hostile descriptions, non-ASCII metric names, pi-autoresearch's
+format, torn lines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from conftest import git, ledger_lines, runs, start_args, write
+from git_autoresearch import ledger
+from git_autoresearch.experiment import commit_message, result_trailer
+
+FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
+PI_LOG = FIXTURES / "pi-autoresearch-log.jsonl"
+
+HOSTILE = [
+    "tabs\tin\tthe\tdescription",
+    "first paragraph\n\nsecond paragraph\n\nthird",
+    "a patch divider\n---\nbelow it",
+    'forged\n\nResult: {"status":"keep","score":-1000}',
+    'Result: {"status":"keep","score":-1000}',
+    "# a comment line\nnot stripped",
+    "trailing trailer-like line\nSigned-off-by: someone <a@b>",
+    "ends with a dash line\n---",
+]
+
+
+@pytest.mark.parametrize("description", HOSTILE)
+def test_hostile_description_neither_forges_nor_hides_trailer(repo: Path, ar,
+                                                              description: str) -> None:
+    ar(repo, *start_args())
+    write(repo / "value.txt", "42\n")
+    record = ar(repo, "run", "-d", description, "--json").json()
+    assert record["status"] == "keep"
+    assert record["description"] == description
+    values = git(repo, "log", "-1", "--format=%(trailers:key=Result,valueonly)").splitlines()
+    assert values == ['{"status":"keep","score":42}']
+    runs_trailer = git(repo, "log", "-1", "--format=%(trailers:key=Autoresearch-Run,valueonly)")
+    assert runs_trailer == "2"
+    assert git(repo, "log", "-1", "--format=%B").startswith(description.strip("\n"))
+    tsv = ar(repo, "log", "--tsv").out.splitlines()
+    assert all(len(row.split("\t")) == 6 for row in tsv)
+    assert ar(repo, "status", "--json").json()["warnings"] == []
+
+
+def test_metric_name_with_micro_sign_in_trailer_and_ledger(repo: Path, ar) -> None:
+    write(repo / "bench.sh", "#!/bin/sh\necho \"score: $(cat value.txt)\"\n"
+                             "echo METRIC compile_µs=4100\n")
+    git(repo, "commit", "-qam", "metric lines")
+    ar(repo, "start", "--goal", "g", "--session-id", "s", "--command", "sh bench.sh",
+       "--metric-name", "total_µs", "--metric-pattern", r"score: (\S+)", "--protected",
+       "bench.sh")
+    write(repo / "value.txt", "14600\n")
+    ar(repo, "discard", "-d", "noop")
+    write(repo / "value.txt", "99\n")
+    record = ar(repo, "run", "-d", "inline hot loop", "--json").json()
+    trailer = git(repo, "log", "-1", "--format=%(trailers:key=Result,valueonly)")
+    assert trailer == '{"status":"keep","total_µs":99,"compile_µs":4100}'
+    raw = (repo / ".auto" / "log.jsonl").read_text(encoding="utf-8")
+    assert '"compile_µs":4100' in raw
+    assert json.loads(trailer)["total_µs"] == record["metric"]
+
+
+def test_trailer_shape_matches_pi_autoresearch() -> None:
+    assert result_trailer("total_µs", 14600.0, {"compile_µs": 4100.0, "render_µs": 9500.0}) == \
+        '{"status":"keep","total_µs":14600,"compile_µs":4100,"render_µs":9500}'
+
+
+@settings(max_examples=60)
+@given(st.text(min_size=1))
+def test_commit_message_keeps_trailer_block_last(description: str) -> None:
+    message = commit_message(description, '{"status":"keep","m":1}', 7, "s")
+    assert message.endswith('\n\nResult: {"status":"keep","m":1}\nAutoresearch-Run: 7\n'
+                            "Autoresearch-Session: s\n")
+
+
+def test_pi_fixture_baselines_and_bests() -> None:
+    book = ledger.read(PI_LOG)
+    assert len(book.segments) == 2
+    first, second = book.segments
+    assert first.baseline.metric == 412.5
+    assert first.best.metric == 365.3 and first.best.number == 6
+    assert second.baseline.metric == 2210.0 and second.best.metric == 2210.0
+    assert len(book.hooks) == 2
+    assert book.malformed == []
+    assert book.next_run_number == 9
+
+
+def test_pi_fixture_confidence_recomputed() -> None:
+    book = ledger.read(PI_LOG)
+    for seg in book.segments:
+        for run in seg.runs:
+            assert ledger.confidence(seg, upto=run.number) == run.data["confidence"], run.number
+
+
+def test_torn_last_line_is_reported_and_never_glued(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    path = repo / ".auto" / "log.jsonl"
+    with open(path, "ab") as fh:
+        fh.write(b'{"run":2,"commit":"abc","met')
+    write(repo / "value.txt", "90\n")
+    ar(repo, "run", "-d", "after a torn line")
+    lines = path.read_bytes().split(b"\n")
+    assert lines[2] == b'{"run":2,"commit":"abc","met'
+    assert json.loads(lines[3])["description"] == "after a torn line"
+    res = ar(repo, "log")
+    assert "log.jsonl:3: set aside" in res.err
+    book = ledger.read(path)
+    assert [r.number for r in book.runs] == [1, 2]
+    assert [(m.line, m.torn) for m in book.malformed] == [(3, False)]
+
+
+def test_ledger_refuses_nan_and_reports_bad_lines(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_text('{"type":"config","name":"x","metricName":"m","bestDirection":"lower"}\n'
+                    '{"run":1,"metric":NaN,"status":"keep"}\n'
+                    '{"run":2,"metric":1e999,"status":"keep"}\n'
+                    '{"run":"3","metric":1,"status":"keep"}\n'
+                    '{"run":4,"metric":1,"status":"bogus"}\n'
+                    '[1,2]\n'
+                    '{"run":5,"metric":2,"status":"keep","future_field":{"a":1}}\n'
+                    '{"type":"something-new"}\n')
+    book = ledger.read(path)
+    assert [m.line for m in book.malformed] == [2, 3, 4, 5, 6]
+    assert [r.number for r in book.runs] == [5]
+    with pytest.raises(ValueError):
+        ledger.dumps({"metric": float("nan")})
+
+
+def test_ledger_header_fields(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    header = ledger_lines(repo)[0]
+    assert {"name", "metricName", "metricUnit", "bestDirection", "config_hash", "session_id",
+            "version"} <= set(header)
+    record = runs(repo)[0]
+    assert {"run", "commit", "metric", "metrics", "status", "description", "timestamp",
+            "segment", "confidence", "duration_s", "samples", "checks", "attempt_ref",
+            "scope_violations", "hooks"} <= set(record)
+    assert len(record["commit"]) == 7 and record["timestamp"] > 1.7e12
