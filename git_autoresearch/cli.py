@@ -13,8 +13,9 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, NoReturn
+from typing import Any, NoReturn
 
 import click
 
@@ -181,7 +182,7 @@ def _print_steer(stage: str, report: Any) -> None:
     if report.steer:
         click.echo(f"==== steer from {stage} hooks ====")
         click.echo(report.steer)
-        click.echo(f"==== end of steer ====")
+        click.echo("==== end of steer ====")
 
 
 @click.command("measure", context_settings=CONTEXT)
@@ -359,7 +360,7 @@ def _finite_metric(ctx: click.Context, param: click.Parameter, value: str | None
 
 
 def _make_record_command(status: str, help_text: str) -> click.Command:
-    params = [
+    params: list[click.Parameter] = [
         click.Option(["-d", "--description", "description"], required=True,
                      help="One sentence saying what this run tried."),
         click.Option(["--metric", "metric"], callback=_finite_metric, metavar="VALUE",
@@ -537,8 +538,8 @@ def show_cmd(run_number: int, as_json: bool) -> None:
 @json_option
 def stop_cmd(as_json: bool) -> None:
     """Create .auto/STOP: the next run or measure exits 4 and removes it."""
-    from .session import Layout
     from .git import Repo
+    from .session import Layout
 
     layout = Layout(Repo.discover())
     if not layout.config.exists():

@@ -11,9 +11,10 @@ import math
 import os
 import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import Refused, UsageError
 
@@ -57,7 +58,7 @@ class Config:
         return [f.name for f in fields(cls)]
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any], *, source: str) -> "Config":
+    def from_mapping(cls, data: Mapping[str, Any], *, source: str) -> Config:
         """Build and validate a configuration; raises :class:`UsageError` naming the bad key."""
         unknown = sorted(set(data) - set(cls.keys()))
         if unknown:
@@ -149,7 +150,8 @@ def file_hash(data: bytes) -> str:
 def parse_toml(data: bytes, *, source: str) -> dict[str, Any]:
     """Parse TOML bytes; raises :class:`UsageError` naming ``source`` and the position."""
     try:
-        return tomllib.loads(data.decode("utf-8"))
+        parsed: dict[str, Any] = tomllib.loads(data.decode("utf-8"))
+        return parsed
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UsageError(f"{source}: not valid TOML: {exc}") from None
 

@@ -12,8 +12,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from .config import parse_toml
 from .errors import Refused

@@ -12,9 +12,10 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from .errors import Refused
 from .git import ZERO_OID, Repo, join_z

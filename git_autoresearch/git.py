@@ -10,10 +10,11 @@ separators. Paths handed to git are literal (``--literal-pathspecs``), so a file
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from subprocess import PIPE
-from typing import Iterable, Mapping, Sequence
+from typing import Any
 
 from .errors import AutoresearchError, Refused
 
@@ -88,7 +89,7 @@ def _environment(extra: Mapping[str, str] | None) -> dict[str, str]:
     return env
 
 
-def _git_command():  # type: ignore[no-untyped-def]
+def _git_command() -> Any:
     from plumbum import CommandNotFound, local
 
     try:
@@ -97,7 +98,7 @@ def _git_command():  # type: ignore[no-untyped-def]
         raise Refused("git is not installed or not on PATH") from None
 
 
-_GIT = None
+_GIT: Any = None
 
 
 def run_git(
@@ -156,7 +157,7 @@ class Repo:
         self.scratch = scratch
 
     @classmethod
-    def discover(cls, cwd: str | os.PathLike[str] | None = None) -> "Repo":
+    def discover(cls, cwd: str | os.PathLike[str] | None = None) -> Repo:
         """Find the repository that contains ``cwd``.
 
         Raises :class:`Refused` outside a repository, in a bare repository, or inside ``.git``.

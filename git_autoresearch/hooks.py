@@ -15,9 +15,10 @@ import select
 import signal
 import subprocess
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from .measure import command_environment, end_group
 
@@ -25,7 +26,8 @@ STEER_LIMIT = 8 * 1024
 STDERR_LIMIT = 4 * 1024
 DEFAULT_TIMEOUT = 30.0
 TIMEOUT_VARIABLE = "GIT_AUTORESEARCH_HOOK_TIMEOUT"
-TRUNCATION_MARKER = "\n[steer truncated: the hook printed {total} bytes; the first {kept} are shown]"
+TRUNCATION_MARKER = ("\n[steer truncated: the hook printed {total} bytes; "
+                     "the first {kept} are shown]")
 STAGES = ("before", "after")
 
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 STATUSES = ("keep", "discard", "crash", "checks_failed")
 LEDGER_VERSION = 1

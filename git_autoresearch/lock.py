@@ -39,7 +39,7 @@ class SessionLock:
         self.wait = wait_seconds() if wait is None else wait
         self.fd: int | None = None
 
-    def __enter__(self) -> "SessionLock":
+    def __enter__(self) -> SessionLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         deadline = time.monotonic() + self.wait

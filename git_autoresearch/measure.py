@@ -14,10 +14,11 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from statistics import mean, median
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from .config import Config
 
@@ -277,7 +278,7 @@ class Measurement:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Measurement":
+    def from_dict(cls, data: Mapping[str, Any]) -> Measurement:
         return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
 
 

@@ -11,8 +11,8 @@ A rule is a path relative to the top of the work tree, with ``/`` separators:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import lru_cache
-from typing import Iterable
 
 # Protected whatever the configuration says: the session folder, and the layouts older
 # implementations used, so that sessions begun with them survive our reverts.

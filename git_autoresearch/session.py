@@ -12,9 +12,10 @@ import os
 import re
 import shlex
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from . import ledger as ledger_mod
 from .config import Config, describe_changes, file_hash, parse_toml, read_config, write_config
@@ -23,18 +24,23 @@ from .experiment import (
     attempt_ref,
     commit_message,
     json_number,
-    keep as git_keep,
     load_untracked,
     result_trailer,
-    revert as git_revert,
     save_untracked,
     survey,
+)
+from .experiment import (
+    keep as git_keep,
+)
+from .experiment import (
+    revert as git_revert,
 )
 from .git import Repo
 from .hooks import HookReport, fire
 from .ledger import Ledger, Run, Segment
 from .lock import SessionLock
-from .measure import Measurement, Progress, command_environment, measure as run_measurement
+from .measure import Measurement, Progress, command_environment
+from .measure import measure as run_measurement
 from .paths import Boundaries
 
 AUTO = ".auto"
@@ -131,7 +137,7 @@ class Session:
 
     @classmethod
     def open(cls, cwd: str | os.PathLike[str] | None = None, *, on_branch: bool = True,
-             check_config: bool = True) -> "Session":
+             check_config: bool = True) -> Session:
         """Open the session of the work tree containing ``cwd``.
 
         Refuses (exit 3) when there is no session, the configuration differs from the one the
@@ -415,7 +421,8 @@ def _merge_values(opts: StartOptions, base: Mapping[str, Any]) -> dict[str, Any]
 
 
 def _dirty(repo: Repo, bounds: Boundaries) -> tuple[list[str], list[str]]:
-    tracked, untracked = [], []
+    tracked: list[str] = []
+    untracked: list[str] = []
     for entry in repo.status():
         if bounds.is_protected(entry.path):
             continue

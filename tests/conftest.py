@@ -83,7 +83,8 @@ class Tool:
         captured = self.capsys.readouterr()
         result = Result(code, captured.out, captured.err)
         if expect is not None:
-            assert code == expect, f"exit {code}, wanted {expect}\nout: {result.out}\nerr: {result.err}"
+            assert code == expect, \
+                f"exit {code}, wanted {expect}\nout: {result.out}\nerr: {result.err}"
         return result
 
 

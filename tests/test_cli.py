@@ -11,8 +11,8 @@ import sysconfig
 from pathlib import Path
 
 import pytest
-
 from conftest import BIN, git, runs, start_args, write
+
 from git_autoresearch.cli import COMMANDS
 from git_autoresearch.manpage import pages
 

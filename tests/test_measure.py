@@ -8,9 +8,10 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import given, strategies as st
-
 from conftest import PYTHON, commit_all, runs, start_args, write
+from hypothesis import given
+from hypothesis import strategies as st
+
 from git_autoresearch.measure import clean_line, parse_number, read_log
 
 

@@ -7,9 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
-
 from conftest import git, ledger_lines, runs, start_args, write
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from git_autoresearch import ledger
 from git_autoresearch.experiment import commit_message, result_trailer
 
