@@ -16,12 +16,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from .errors import Refused, UsageError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
+from .errors import UsageError
 
 # DESIGN.md's ^[A-Za-z0-9_-]+$, with a letter or digit first so that no id reads as an option.
 SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
@@ -149,24 +144,15 @@ def file_hash(data: bytes) -> str:
 
 def parse_toml(data: bytes, *, source: str) -> dict[str, Any]:
     """Parse TOML bytes; raises :class:`UsageError` naming ``source`` and the position."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib
     try:
         parsed: dict[str, Any] = tomllib.loads(data.decode("utf-8"))
         return parsed
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UsageError(f"{source}: not valid TOML: {exc}") from None
-
-
-def read_config(path: Path) -> tuple[Config, bytes]:
-    """Load ``config.toml``; returns the configuration and the file's bytes.
-
-    Raises :class:`Refused` when the file is missing, :class:`UsageError` when it is invalid.
-    """
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise Refused(f"no session here: {path} does not exist "
-                      "(start one with `git autoresearch start`)") from None
-    return Config.from_mapping(parse_toml(data, source=str(path)), source=str(path)), data
 
 
 def write_config(path: Path, cfg: Config) -> bytes:

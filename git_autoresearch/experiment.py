@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,12 +121,23 @@ def _remove_files(top: Path, paths: Iterable[str]) -> list[str]:
     return removed
 
 
-def record_attempt(repo: Repo, head: str, paths: list[str], *, ref: str, message: str) -> str:
+def record_attempt(repo: Repo, head: str, paths: list[str], *, ref: str, message: str,
+                   reset: Sequence[str] = ()) -> str:
     """Commit the work tree state of ``paths`` on top of ``head`` without touching the user's
-    index, and point ``ref`` at it (it must not exist yet). Returns the commit id."""
+    index, and point ``ref`` at it (it must not exist yet). ``reset`` are staged paths that must
+    not be recorded (they are put back to ``head`` in the temporary index). Returns the commit."""
     with tempfile.TemporaryDirectory(prefix="attempt-", dir=_scratch(repo)) as tmp:
-        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
-        repo.run("read-tree", head, env=env)
+        index = Path(tmp) / "index"
+        env = {"GIT_INDEX_FILE": str(index)}
+        real = repo.git_dir / "index"
+        if real.is_file():
+            # A copy keeps the stat data and cache tree: only ``paths`` are hashed again.
+            shutil.copyfile(real, index)
+            if reset:
+                repo.run("reset", "-q", head, "--pathspec-from-file=-", "--pathspec-file-nul",
+                         input=join_z(reset), env=env)
+        else:
+            repo.run("read-tree", head, env=env)
         repo.add_paths(paths, env=env)
         tree = repo.run("write-tree", env=env).text
     commit = repo.run("commit-tree", tree, "-p", head, "-F", "-",
@@ -156,7 +168,10 @@ def revert(repo: Repo, bounds: Boundaries, changes: Changes, *, head: str, ref: 
     HEAD: created files removed, tracked paths restored (index and work tree). ``only`` limits
     the restore to those paths (the attempt still records everything)."""
     recordable = [p for p in changes.changed() if not bounds.is_protected(p)]
-    commit = record_attempt(repo, head, recordable, ref=ref, message=message)
+    staged_elsewhere = [*(p for p in changes.tracked if bounds.is_protected(p)),
+                        *changes.staged_preexisting]
+    commit = record_attempt(repo, head, recordable, ref=ref, message=message,
+                            reset=staged_elsewhere)
     targets = set(only) if only is not None else set(recordable)
     created = [p for p in changes.created if p in targets and not bounds.is_protected(p)]
     tracked = [p for p in changes.tracked if p in targets and not bounds.is_protected(p)]
@@ -200,11 +215,8 @@ def keep(repo: Repo, bounds: Boundaries, changes: Changes, *, head: str, message
     repo.add_paths(to_stage)
     left = sorted({*changes.preexisting, *changes.staged_preexisting,
                    *(p for p in changes.created if bounds.is_protected(p))})
-    if not repo.has_staged_changes():
+    if not to_stage or not repo.has_staged_changes():
         return KeepResult(head, False, violations, attempt, left)
-    problem = repo.identity_problem()
-    if problem:
-        raise Refused(problem)
     res = repo.run("commit", "-q", "--cleanup=verbatim", "-F", "-", input=message.encode("utf-8"),
                    allow_non_zero=True)
     if res.returncode != 0:

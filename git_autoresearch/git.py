@@ -10,11 +10,10 @@ separators. Paths handed to git are literal (``--literal-pathspecs``), so a file
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from subprocess import PIPE
-from typing import Any
 
 from .errors import AutoresearchError, Refused
 
@@ -89,18 +88,6 @@ def _environment(extra: Mapping[str, str] | None) -> dict[str, str]:
     return env
 
 
-def _git_command() -> Any:
-    from plumbum import CommandNotFound, local
-
-    try:
-        return local["git"]
-    except CommandNotFound:
-        raise Refused("git is not installed or not on PATH") from None
-
-
-_GIT: Any = None
-
-
 def run_git(
     args: Sequence[str],
     *,
@@ -112,24 +99,18 @@ def run_git(
     """Run ``git <args>`` and return its :class:`Result`.
 
     ``env`` adds variables on top of the cleaned environment. Raises :class:`GitError` on a
-    non-zero exit unless ``allow_non_zero``.
+    non-zero exit unless ``allow_non_zero``, and :class:`Refused` when git is not installed.
     """
-    global _GIT
-    if _GIT is None:
-        _GIT = _git_command()
-    argv = ["--literal-pathspecs", *args]
-    proc = _GIT.popen(
-        argv,
-        cwd=str(cwd) if cwd is not None else os.getcwd(),
-        env=_environment(env),
-        stdin=PIPE if input is not None else open(os.devnull, "rb"),
-        stdout=PIPE,
-        stderr=PIPE,
-    )
-    out, err = proc.communicate(input)
+    argv = ["git", "--literal-pathspecs", *args]
+    try:
+        proc = subprocess.run(argv, cwd=cwd, input=input, capture_output=True,
+                              env=_environment(env),
+                              stdin=subprocess.DEVNULL if input is None else None)
+    except FileNotFoundError:
+        raise Refused("git is not installed or not on PATH") from None
     if proc.returncode != 0 and not allow_non_zero:
-        raise GitError(["git", *args], proc.returncode, out or b"", err or b"")
-    return Result(proc.returncode, out or b"", err or b"")
+        raise GitError(["git", *args], proc.returncode, proc.stdout, proc.stderr)
+    return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
 def split_z(data: bytes) -> list[str]:

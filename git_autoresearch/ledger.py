@@ -15,8 +15,8 @@ import math
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from statistics import median
 from typing import Any
 
 STATUSES = ("keep", "discard", "crash", "checks_failed")
@@ -81,17 +81,18 @@ class Segment:
         """Whether metric ``a`` beats ``b`` strictly in this segment's direction."""
         return a > b if self.direction == "higher" else a < b
 
-    @property
+    # Cached: a segment is read whole before anyone asks, and a new run makes a new Segment.
+    @cached_property
     def kept(self) -> list[Run]:
         return [r for r in self.runs if r.status == "keep" and r.metric is not None]
 
-    @property
+    @cached_property
     def baseline(self) -> Run | None:
         """The first kept run of the segment: the measurement of the unmodified code."""
         kept = self.kept
         return kept[0] if kept else None
 
-    @property
+    @cached_property
     def best(self) -> Run | None:
         """The kept run with the best metric; the earliest one wins a tie."""
         best: Run | None = None
@@ -236,6 +237,16 @@ def append(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def median(values: Iterable[float]) -> float:
+    """The median of a non-empty sequence. (``statistics`` costs ~5 ms of start-up, which every
+    command would pay; this is all of it we need.)"""
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[middle]
+    return (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def mad(values: list[float]) -> float:

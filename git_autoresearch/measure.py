@@ -17,10 +17,10 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from statistics import mean, median
 from typing import Any
 
 from .config import Config
+from .ledger import median
 
 KILL_GRACE_SECONDS = 2.0
 TAIL_LINES = 30
@@ -242,8 +242,8 @@ def last_line(path: Path) -> str:
     return ""
 
 
-AGGREGATORS: dict[str, Callable[[list[float]], float]] = {"median": median, "min": min,
-                                                          "mean": mean}
+AGGREGATORS: dict[str, Callable[[list[float]], float]] = {
+    "median": median, "min": min, "mean": lambda values: sum(values) / len(values)}
 
 
 @dataclass

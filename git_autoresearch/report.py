@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from statistics import median
 from typing import Any
 
 from .git import Repo
-from .ledger import Ledger, Run, Segment, confidence, confidence_label, mad
+from .ledger import Ledger, Run, Segment, confidence, confidence_label, mad, median
 
 TSV_COLUMNS = ("experiment", "commit", "metric", "status", "duration_s", "description")
 

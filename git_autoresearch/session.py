@@ -15,10 +15,10 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import ledger as ledger_mod
-from .config import Config, describe_changes, file_hash, parse_toml, read_config, write_config
+from .config import Config, describe_changes, file_hash, parse_toml, write_config
 from .errors import Refused, StopLoop, UsageError
 from .experiment import (
     attempt_ref,
@@ -36,12 +36,14 @@ from .experiment import (
     revert as git_revert,
 )
 from .git import Repo
-from .hooks import HookReport, fire
 from .ledger import Ledger, Run, Segment
 from .lock import SessionLock
 from .measure import Measurement, Progress, command_environment
 from .measure import measure as run_measurement
 from .paths import Boundaries
+
+if TYPE_CHECKING:
+    from .hooks import HookReport
 
 AUTO = ".auto"
 BRANCH_PREFIX = "autoresearch/"
@@ -132,6 +134,16 @@ class Session:
         self.config_bytes = cfg_bytes
         self.ledger = book
         self.bounds = Boundaries(cfg.scope, cfg.protected)
+        self._head: str | None = None
+
+    def head(self) -> str:
+        """HEAD's commit id, asked of git once and then kept up to date by :meth:`record`."""
+        if self._head is None:
+            head = self.repo.head()
+            if head is None:
+                raise Refused("HEAD has no commit yet; commit the project first")
+            self._head = head
+        return self._head
 
     # --- opening ----------------------------------------------------------------------------
 
@@ -146,12 +158,23 @@ class Session:
         """
         repo = Repo.discover(cwd)
         layout = Layout(repo)
-        cfg_path = layout.config
         try:
-            cfg, data = read_config(cfg_path)
+            data = layout.config.read_bytes()
+        except FileNotFoundError:
+            raise Refused(f"no session here: {layout.config} does not exist "
+                          "(start one with `git autoresearch start`)") from None
+        book = ledger_mod.read(layout.ledger)
+        header = book.config_header or {}
+        recorded = header.get("config")
+        try:
+            if header.get("config_hash") == file_hash(data) and isinstance(recorded, dict):
+                # The header holds the very values the file was written from: no TOML to parse.
+                cfg = Config.from_mapping(recorded, source=str(layout.config))
+            else:
+                cfg = Config.from_mapping(parse_toml(data, source=str(layout.config)),
+                                          source=str(layout.config))
         except UsageError as exc:
             raise Refused(f"{exc.message}; fix it or start a new segment") from None
-        book = ledger_mod.read(layout.ledger)
         session = cls(repo, cfg, data, book)
         if check_config:
             session.check_config()
@@ -249,7 +272,7 @@ class Session:
         })
         result = run_measurement(self.config, top=self.repo.top, log_path=self.layout.run_log,
                                  env=env, progress=progress)
-        result.head = self.repo.head()
+        result.head = self.head()
         self.repo.scratch.mkdir(parents=True, exist_ok=True)
         data = result.to_dict()
         data["config_hash"] = file_hash(self.config_bytes)
@@ -267,7 +290,7 @@ class Session:
         if data.get("config_hash") != file_hash(self.config_bytes):
             return None
         result = Measurement.from_dict(data)
-        if result.head != self.repo.head():
+        if result.head != self.head():
             return None
         return result
 
@@ -289,6 +312,10 @@ class Session:
     def fire_hooks(self, stage: str, *, run_entry: Mapping[str, Any] | None = None
                    ) -> HookReport:
         """Fire ``stage`` hooks with the seed's payload and log each firing in the ledger."""
+        from .hooks import HookReport, fire
+
+        if not self.layout.hooks.is_dir():
+            return HookReport(stage)
         payload: dict[str, Any] = {"event": stage, "cwd": str(self.repo.top)}
         if stage == "before":
             last = self.ledger.last_run
@@ -316,8 +343,7 @@ class Session:
         """Apply ``status`` to the work tree (keep: commit; otherwise: revert) and append the run
         record. Returns the record as written."""
         self.check_recordable()
-        head = self.repo.head()
-        assert head is not None
+        head = self.head()
         number = self.ledger.next_run_number
         preexisting = load_untracked(self.layout.untracked)
         changes = survey(self.repo, preexisting)
@@ -336,6 +362,7 @@ class Session:
                             trailer=trailer,
                             violations_ref=attempt_ref(self.config.session_id, number))
             commit, attempt, violations = kept.commit, kept.attempt_ref, kept.scope_violations
+            self._head = kept.commit
             untracked_after = kept.untracked_after
         else:
             message = (f"{description.strip() or f'run {number}'}\n\n"
