@@ -136,6 +136,9 @@ class Repo:
         self.git_dir = git_dir
         self.common_dir = common_dir
         self.scratch = scratch
+        # HEAD as it was when the repository was discovered (None: unborn or detached).
+        self.head_at_discovery: str | None = None
+        self.branch_at_discovery: str | None = None
 
     @classmethod
     def discover(cls, cwd: str | os.PathLike[str] | None = None) -> Repo:
@@ -144,20 +147,14 @@ class Repo:
         Raises :class:`Refused` outside a repository, in a bare repository, or inside ``.git``.
         """
         where = Path(cwd) if cwd is not None else Path.cwd()
-        res = run_git(
-            [
-                "rev-parse",
-                "--is-bare-repository",
-                "--is-inside-work-tree",
-                "--absolute-git-dir",
-                "--git-common-dir",
-                "--git-path",
-                "autoresearch",
-                "--show-toplevel",
-            ],
-            cwd=where,
-            allow_non_zero=True,
-        )
+        query = ["rev-parse", "--is-bare-repository", "--is-inside-work-tree",
+                 "--absolute-git-dir", "--git-common-dir", "--git-path", "autoresearch",
+                 "--show-toplevel"]
+        # HEAD's commit and branch come in the same call (one process fewer per command); on an
+        # unborn branch that part fails, and the question is asked again without it.
+        res = run_git([*query, "HEAD", "--abbrev-ref", "HEAD"], cwd=where, allow_non_zero=True)
+        if res.returncode != 0:
+            res = run_git(query, cwd=where, allow_non_zero=True)
         lines = res.stdout.decode("utf-8", "surrogateescape").splitlines()
         if res.returncode != 0 or len(lines) < 5:
             raise Refused(f"not a git repository: {where}")
@@ -170,7 +167,11 @@ class Repo:
             common = (where / common).resolve()
         if not scratch.is_absolute():
             scratch = (where / scratch).resolve()
-        return cls(Path(lines[5]), git_dir, common, scratch)
+        repo = cls(Path(lines[5]), git_dir, common, scratch)
+        if len(lines) == 8:
+            repo.head_at_discovery = lines[6]
+            repo.branch_at_discovery = None if lines[7] == "HEAD" else lines[7]
+        return repo
 
     def run(
         self,

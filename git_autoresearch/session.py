@@ -139,7 +139,7 @@ class Session:
     def head(self) -> str:
         """HEAD's commit id, asked of git once and then kept up to date by :meth:`record`."""
         if self._head is None:
-            head = self.repo.head()
+            head = self.repo.head_at_discovery or self.repo.head()
             if head is None:
                 raise Refused("HEAD has no commit yet; commit the project first")
             self._head = head
@@ -199,7 +199,7 @@ class Session:
                       "git autoresearch start --new-segment")
 
     def check_branch(self) -> None:
-        branch = self.repo.current_branch()
+        branch = self.repo.branch_at_discovery
         wanted = session_branch(self.config.session_id)
         if branch != wanted:
             where = f"branch {branch}" if branch else "a detached HEAD"
