@@ -43,6 +43,25 @@ def _paragraphs(text: str) -> str:
     return "\n.PP\n".join(out)
 
 
+def _option_record(option: click.Option) -> tuple[str, str]:
+    """``(term, help)`` for an option, built from its attributes alone so that the page does
+    not depend on how a click version formats help."""
+    names = sorted(option.opts, key=lambda name: (name.startswith("--"), name))
+    term = ", ".join([*names, *option.secondary_opts])
+    if not option.is_flag:
+        if option.metavar:
+            metavar = option.metavar
+        elif isinstance(option.type, click.Choice):
+            metavar = "[" + "|".join(str(c) for c in option.type.choices) + "]"
+        else:
+            metavar = option.type.name.upper()
+        term += f" {metavar}"
+    text = option.help or ""
+    if option.required:
+        text += " (required)"
+    return term, text
+
+
 def render(command: click.Command, name: str, invocation: str) -> str:
     """The roff source of one page: NAME, SYNOPSIS, DESCRIPTION, OPTIONS (and COMMANDS for the
     group), EXIT STATUS, SEE ALSO. Deterministic: no date."""
@@ -58,8 +77,8 @@ def render(command: click.Command, name: str, invocation: str) -> str:
         ".SH DESCRIPTION",
         _paragraphs(command.help or ""),
     ]
-    options = [p.get_help_record(ctx) for p in command.get_params(ctx)]
-    records = [r for r in options if r]
+    records = [_option_record(p) for p in command.get_params(ctx)
+               if isinstance(p, click.Option) and not p.hidden]
     if records:
         lines.append(".SH OPTIONS")
         for term, help_text in records:

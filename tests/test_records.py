@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from git_autoresearch import ledger
 from git_autoresearch.experiment import commit_message, result_trailer
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PI_LOG = FIXTURES / "pi-autoresearch-log.jsonl"
 
 HOSTILE = [
