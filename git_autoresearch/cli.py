@@ -570,6 +570,47 @@ def hook_cmd(stage: str, as_json: bool) -> None:
     _print_steer(stage, report)
 
 
+@click.group("hooks", context_settings=CONTEXT)
+def hooks_cmd() -> None:
+    """The example hooks shipped with git-autoresearch: list them, install one."""
+
+
+@hooks_cmd.command("list", context_settings=CONTEXT)
+@json_option
+def hooks_list_cmd(as_json: bool) -> None:
+    """Show the example hooks with a one-line description each."""
+    from .hooks import examples
+
+    found = examples()
+    if as_json:
+        emit_json([{"name": e.name, "stage": e.stage, "summary": e.summary} for e in found])
+        return
+    width = max(len(e.name) for e in found)
+    for e in found:
+        click.echo(f"{e.stage:<6}  {e.name:<{width}}  {e.summary}")
+
+
+@hooks_cmd.command("install", context_settings=CONTEXT)
+@click.argument("name")
+@click.option("--force", is_flag=True, help="Replace an installed hook of the same name.")
+@json_option
+def hooks_install_cmd(name: str, force: bool, as_json: bool) -> None:
+    """Copy the example hook NAME into .auto/hooks/<stage>.d/, executable."""
+    from .git import Repo
+    from .hooks import install
+    from .session import Layout
+
+    layout = Layout(Repo.discover())
+    if not layout.config.exists():
+        raise Refused("no session here (no .auto/config.toml): run git autoresearch start first")
+    target = install(name, layout.hooks, force=force)
+    rel = target.relative_to(layout.repo.top)
+    if as_json:
+        emit_json({"installed": str(rel)})
+    else:
+        click.echo(f"installed {rel}")
+
+
 @click.command("demo", context_settings=CONTEXT)
 @click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
 def demo_cmd(directory: Path | None) -> None:
@@ -591,6 +632,7 @@ COMMANDS: dict[str, click.Command] = {
     "show": show_cmd,
     "stop": stop_cmd,
     "hook": hook_cmd,
+    "hooks": hooks_cmd,
     "demo": demo_cmd,
 }
 
@@ -668,4 +710,5 @@ status_main = _entry("status")
 show_main = _entry("show")
 stop_main = _entry("stop")
 hook_main = _entry("hook")
+hooks_main = _entry("hooks")
 demo_main = _entry("demo")

@@ -137,7 +137,8 @@ def fire_one(path: Path, stage: str, payload: Mapping[str, Any], *, cwd: Path,
                             start_new_session=True)
     assert proc.stdin and proc.stdout and proc.stderr
     try:
-        proc.stdin.write(json.dumps(payload, ensure_ascii=False).encode("utf-8") + b"\n")
+        proc.stdin.write(json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+                         .encode("utf-8") + b"\n")
     except BrokenPipeError:
         pass
     try:
@@ -183,7 +184,8 @@ def fire_one(path: Path, stage: str, payload: Mapping[str, Any], *, cwd: Path,
     duration_ms = int((time.monotonic() - started) * 1000)
     steer, truncated = cut(bytes(out))
     if truncated:
-        steer = steer + TRUNCATION_MARKER.format(total=total, kept=len(steer.encode()))
+        steer = steer.rstrip("\n") + TRUNCATION_MARKER.format(total=total,
+                                                              kept=len(steer.encode()))
     name = label or path.name
     error = timed_out or code != 0
     if timed_out:
@@ -215,3 +217,54 @@ def fire(hooks_dir: Path, stage: str, payload: Mapping[str, Any], *, cwd: Path) 
         except OSError as exc:
             report.warnings.append(f"hook {label} could not be started: {exc.strerror}")
     return report
+
+
+@dataclass
+class Example:
+    """An example hook shipped with the package: ``name`` (file name without ``.py``), its
+    ``stage``, a one-line ``summary`` (from its second line), and its ``path``."""
+
+    name: str
+    stage: str
+    summary: str
+    path: Path
+
+
+def examples() -> list[Example]:
+    """The example hooks in ``hooks/before/`` and ``hooks/after/``, by stage and name."""
+    from .resources import data_path
+
+    root = data_path("hooks")
+    found = []
+    for stage in STAGES:
+        for path in sorted((root / stage).glob("*.py")):
+            with open(path, encoding="utf-8") as fh:
+                fh.readline()
+                second = fh.readline().lstrip("# ").strip()
+            name = path.stem
+            summary = second[len(name) + 1:].strip() if second.startswith(name + ":") else second
+            found.append(Example(name, stage, summary, path))
+    return found
+
+
+def install(name: str, hooks_dir: Path, *, force: bool = False) -> Path:
+    """Copy example ``name`` into ``hooks_dir/<stage>.d/`` with the execute bit; returns the new
+    file. Raises :class:`UsageError` for an unknown name and :class:`Refused` when the file
+    exists (unless ``force``)."""
+    import shutil
+
+    from .errors import Refused, UsageError
+
+    wanted = name.removesuffix(".py")
+    match = [e for e in examples() if e.name == wanted or f"{e.stage}/{e.name}" == wanted]
+    if not match:
+        known = ", ".join(e.name for e in examples())
+        raise UsageError(f"no example hook named '{name}' (there are: {known})")
+    example = match[0]
+    target = hooks_dir / f"{example.stage}.d" / f"{example.name}.py"
+    if target.exists() and not force:
+        raise Refused(f"{target} already exists; pass --force to replace it")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(example.path, target)
+    target.chmod(0o755)
+    return target

@@ -255,8 +255,10 @@ class Session:
             "metric_name": self.config.metric_name,
             "metric_unit": self.config.metric_unit,
             "direction": self.config.direction,
-            "baseline_metric": base.metric if base else None,
-            "best_metric": best.metric if best else None,
+            "baseline_metric": json_number(base.metric) if base and base.metric is not None
+            else None,
+            "best_metric": json_number(best.metric) if best and best.metric is not None
+            else None,
             "run_count": len(seg.runs),
             "goal": self.config.goal,
         }

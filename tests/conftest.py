@@ -22,6 +22,7 @@ import pytest
 from git_autoresearch import cli
 
 PYTHON = shlex.quote(sys.executable)
+FIXTURES_DIR = Path(__file__).resolve().parent / "fixtures"
 BIN = Path(sys.executable).parent
 
 

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_ruff() -> None:
     proc = subprocess.run([sys.executable, "-m", "ruff", "check", "git_autoresearch", "tests",
-                           "bench"], cwd=ROOT, capture_output=True, text=True)
+                           "hooks", "bench"], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 

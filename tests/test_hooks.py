@@ -1,0 +1,347 @@
+"""The hook contract (DESIGN.md section 8) through real runs, and every example hook."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES_DIR, git, ledger_lines, runs, start_args, write
+
+SHELL_DUMP = "#!/bin/sh\ncat > {out}\n"
+
+
+def hook(top: Path, name: str, body: str, mode: int = 0o755) -> Path:
+    return write(top / ".auto" / "hooks" / name, body, mode)
+
+
+def hook_lines(top: Path) -> list[dict]:
+    return [line for line in ledger_lines(top) if line.get("type") == "hook"]
+
+
+@pytest.fixture
+def session(repo: Path, ar) -> Path:
+    ar(repo, *start_args())
+    return repo
+
+
+def test_payloads_have_the_seed_fields_and_values(session: Path, ar, tmp_path: Path) -> None:
+    hook(session, "before.sh", SHELL_DUMP.format(out=tmp_path / "before.json"))
+    hook(session, "after.sh", SHELL_DUMP.format(out=tmp_path / "after.json"))
+    write(session / "value.txt", "90\n")
+    ar(session, "run", "-d", "ninety", "--asi", "hypothesis=smaller")
+    write(session / "value.txt", "95\n")
+    ar(session, "run", "-d", "ninety-five", "--asi", "rollback_reason=worse")
+    before = json.loads((tmp_path / "before.json").read_text())
+    after = json.loads((tmp_path / "after.json").read_text())
+    assert (tmp_path / "before.json").read_text().count("\n") == 1, "exactly one JSON line"
+    shape_before = json.loads((FIXTURES_DIR / "hook-before-payload.json").read_text())
+    shape_after = json.loads((FIXTURES_DIR / "hook-after-payload.json").read_text())
+    assert set(before) == set(shape_before)
+    assert set(after) == set(shape_after)
+    assert set(before["session"]) == set(shape_before["session"])
+    assert before == {
+        "event": "before", "cwd": str(session), "next_run": 3,
+        "last_run": {"run": 2, "status": "keep", "metric": 90, "description": "ninety",
+                     "asi": {"hypothesis": "smaller"}},
+        "session": {"metric_name": "score", "metric_unit": "", "direction": "lower",
+                    "baseline_metric": 100, "best_metric": 90, "run_count": 2,
+                    "goal": "lower the value"},
+    }
+    assert after["event"] == "after"
+    assert after["run_entry"] == {"run": 3, "status": "discard", "metric": 95,
+                                  "description": "ninety-five",
+                                  "asi": {"rollback_reason": "worse"}}
+    assert after["session"]["run_count"] == 3 and after["session"]["best_metric"] == 90
+
+
+def test_fresh_session_has_null_fields(repo: Path, ar, tmp_path: Path) -> None:
+    ar(repo, *start_args("--no-baseline"))
+    hook(repo, "before.sh", SHELL_DUMP.format(out=tmp_path / "b.json"))
+    ar(repo, "measure")
+    payload = json.loads((tmp_path / "b.json").read_text())
+    assert payload["last_run"] is None and payload["next_run"] == 1
+    assert payload["session"]["baseline_metric"] is None
+    assert payload["session"]["best_metric"] is None
+
+
+def test_steer_is_printed_and_returned(session: Path, ar) -> None:
+    hook(session, "after.sh", "#!/bin/sh\necho 'try the other loop'\n")
+    res = ar(session, "run", "-d", "x")
+    assert "==== steer from after hooks ====\ntry the other loop\n==== end of steer ====" \
+        in res.out
+    assert ar(session, "run", "-d", "y", "--json").json()["steer"] == "try the other loop"
+
+
+def test_steer_is_cut_at_8_kib(session: Path, ar) -> None:
+    hook(session, "after.sh", "#!/bin/sh\nyes 'line of output' | head -c 1048576\n")
+    record = ar(session, "run", "-d", "x", "--json").json()
+    steer = record["steer"]
+    body, marker = steer.rsplit("\n[steer truncated", 1)
+    assert len(body.encode()) <= 8192
+    assert body.endswith("line of output")
+    assert "1048576 bytes" in marker
+    assert hook_lines(session)[-1]["stdout_bytes"] == 1048576
+
+
+def test_cut_at_utf8_boundary_without_newlines(session: Path, ar) -> None:
+    hook(session, "after.sh", "#!/usr/bin/env python3\nprint('é' * 10000, end='')\n")
+    steer = ar(session, "run", "-d", "x", "--json").json()["steer"]
+    body = steer.split("\n[steer truncated")[0]
+    assert set(body) == {"é"} and len(body.encode()) <= 8192
+
+
+def test_failing_hook_gives_error_steer_and_run_is_recorded(session: Path, ar) -> None:
+    hook(session, "before.sh", "#!/bin/sh\necho partial\necho boom >&2\nexit 3\n")
+    write(session / "value.txt", "120\n")
+    record = ar(session, "run", "-d", "x", "--json").json()
+    assert record["status"] == "discard"
+    assert "[before hook before.sh failed with exit code 3]" in record["steer"]
+    assert "boom" in record["steer"] and "partial" in record["steer"]
+    assert (session / "value.txt").read_text() == "100\n"
+    line = hook_lines(session)[-1]
+    assert {k: line[k] for k in ("stage", "exit_code", "stdout_bytes", "timed_out")} == \
+        {"stage": "before", "exit_code": 3, "stdout_bytes": 8, "timed_out": False}
+    assert isinstance(line["duration_ms"], int)
+    assert record["hooks"] == [{"stage": "before", "hook": "before.sh", "exit_code": 3,
+                                "timed_out": False}]
+
+
+def test_hanging_hook_is_killed_at_the_limit(session: Path, ar, monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("GIT_AUTORESEARCH_HOOK_TIMEOUT", "1")
+    pidfile = tmp_path / "pid"
+    hook(session, "after.sh", f"#!/bin/sh\necho $$ > {pidfile}\nsleep 1000\n")
+    write(session / "value.txt", "120\n")
+    started = time.monotonic()
+    record = ar(session, "run", "-d", "x", "--json").json()
+    assert time.monotonic() - started < 10
+    assert "timed out after 1s" in record["steer"]
+    assert hook_lines(session)[-1]["timed_out"] is True
+    assert runs(session)[-1]["status"] == "discard"
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pidfile.read_text()), 0)
+
+
+def test_background_child_holding_stdout_does_not_block(session: Path, ar, monkeypatch,
+                                                        tmp_path: Path) -> None:
+    monkeypatch.setenv("GIT_AUTORESEARCH_HOOK_TIMEOUT", "20")
+    hook(session, "after.sh", f"#!/bin/sh\n(sleep 1000; echo late) &\necho $! > {tmp_path}/c\n"
+                              "echo quick steer\nexit 0\n")
+    started = time.monotonic()
+    record = ar(session, "run", "-d", "x", "--json").json()
+    assert time.monotonic() - started < 8
+    assert record["steer"] == "quick steer"
+    with pytest.raises(ProcessLookupError):
+        os.kill(int((tmp_path / "c").read_text()), 0)
+
+
+def test_non_executable_hook_warns_and_is_not_run(session: Path, ar, tmp_path: Path) -> None:
+    hook(session, "after.sh", f"#!/bin/sh\ntouch {tmp_path}/ran\n", mode=0o644)
+    record = ar(session, "run", "-d", "x", "--json").json()
+    assert not (tmp_path / "ran").exists()
+    assert record["warnings"] == ["hook .auto/hooks/after.sh is not executable and was not run "
+                                  "(chmod +x .auto/hooks/after.sh)"]
+    res = ar(session, "run", "-d", "y")
+    assert "chmod +x .auto/hooks/after.sh" in res.err
+    assert hook_lines(session) == []
+
+
+def test_crlf_first_line_warns(session: Path, ar) -> None:
+    hook(session, "before.sh", "#!/bin/sh\r\necho hi\r\n")
+    record = ar(session, "run", "-d", "x", "--json").json()
+    assert any("carriage return" in w for w in record["warnings"])
+
+
+def test_stage_folders_run_in_name_order_after_main_hook(session: Path, ar) -> None:
+    hook(session, "after.sh", "#!/bin/sh\necho main\n")
+    hook(session, "after.d/20-second", "#!/bin/sh\necho second\n")
+    hook(session, "after.d/10-first", "#!/bin/sh\necho first\n")
+    hook(session, "after.d/30-off", "#!/bin/sh\necho off\n", mode=0o644)
+    record = ar(session, "run", "-d", "x", "--json").json()
+    assert record["steer"] == "main\nfirst\nsecond"
+    assert [h["hook"] for h in hook_lines(session)] == ["after.sh", "after.d/10-first",
+                                                         "after.d/20-second"]
+
+
+def test_hooks_fire_for_measure_keep_discard_crash_and_by_hand(session: Path, ar,
+                                                               tmp_path: Path) -> None:
+    log = tmp_path / "fired"
+    body = ("#!/bin/sh\npython3 -c 'import json, sys; "
+            "print(json.loads(sys.stdin.readline())[\"event\"])' >> " f"{log}\n")
+    hook(session, "before.sh", body)
+    hook(session, "after.sh", body)
+    ar(session, "measure")
+    ar(session, "discard", "-d", "d")
+    ar(session, "crash", "-d", "c")
+    write(session / "value.txt", "1\n")
+    ar(session, "keep", "-d", "k", "--metric", "1")
+    ar(session, "hook", "before")
+    ar(session, "hook", "after")
+    assert log.read_text().split() == ["before", "after", "after", "after", "before", "after"]
+
+
+def test_hooks_and_modes_survive_reverts(session: Path, ar) -> None:
+    a = hook(session, "before.d/10-x", "#!/bin/sh\n:\n", mode=0o750)
+    b = hook(session, "after.sh", "#!/bin/sh\n:\n", mode=0o700)
+    for value in ("120", "x"):
+        write(session / "value.txt", value + "\n")
+        ar(session, "run", "-d", value)
+    assert oct(a.stat().st_mode & 0o777) == oct(0o750)
+    assert oct(b.stat().st_mode & 0o777) == oct(0o700)
+    assert a.read_text() == "#!/bin/sh\n:\n"
+
+
+# --- the examples -------------------------------------------------------------------------
+
+
+def install(top: Path, ar, name: str) -> Path:
+    out = ar(top, "hooks", "install", name, "--json").json()
+    path = top / out["installed"]
+    assert os.access(path, os.X_OK)
+    return path
+
+
+def test_hooks_list_names_every_example(repo: Path, ar) -> None:
+    listed = ar(repo, "hooks", "list", "--json").json()
+    assert {(e["stage"], e["name"]) for e in listed} == {
+        ("before", "anti-thrash"), ("before", "context-rotation"), ("before", "idea-rotator"),
+        ("before", "hypothesis-reflection"), ("before", "external-search"),
+        ("before", "qmd-search"), ("after", "auto-tag-winners"),
+        ("after", "learnings-journal"), ("after", "notify")}
+    assert all(e["summary"] for e in listed)
+
+
+def test_hooks_install_refuses_unknown_and_existing(session: Path, ar) -> None:
+    assert "no example hook named" in ar(session, "hooks", "install", "nope", expect=2).err
+    install(session, ar, "notify")
+    assert "already exists" in ar(session, "hooks", "install", "notify", expect=3).err
+    ar(session, "hooks", "install", "notify", "--force")
+
+
+def test_anti_thrash(session: Path, ar, monkeypatch) -> None:
+    monkeypatch.setenv("AUTORESEARCH_THRASH_LIMIT", "2")
+    install(session, ar, "anti-thrash")
+    steers = []
+    for _ in range(4):
+        write(session / "value.txt", "150\n")
+        steers.append(ar(session, "run", "-d", "worse", "--json").json()["steer"])
+    assert steers[0] is None and steers[1] is None
+    assert "the last 2 runs were not kept" in steers[2]
+    assert "the last 3 runs were not kept" in steers[3]
+    write(session / "value.txt", "50\n")
+    ar(session, "run", "-d", "better")
+    assert ar(session, "run", "-d", "again", "--json").json()["steer"] is None
+
+
+def test_context_rotation(session: Path, ar, monkeypatch) -> None:
+    monkeypatch.setenv("AUTORESEARCH_PROMPT_MAX_BYTES", "1000")
+    monkeypatch.setenv("AUTORESEARCH_PROMPT_KEEP_BYTES", "300")
+    install(session, ar, "context-rotation")
+    prompt = session / ".auto" / "prompt.md"
+    original = prompt.read_text()
+    text = original + "".join(f"- learning {i}\n" for i in range(200))
+    prompt.write_text(text)
+    steer = ar(session, "run", "-d", "x", "--json").json()["steer"]
+    kept = prompt.read_text()
+    archived = (session / ".auto" / "prompt.archive.md").read_text()
+    assert len(kept.encode()) <= 300 and kept.endswith("\n") and text.startswith(kept)
+    assert archived.endswith(text[len(kept):]) and "Archived before run 2" in archived
+    assert f"its first {len(kept)} bytes stay" in steer
+    assert ar(session, "run", "-d", "y", "--json").json()["steer"] is None
+
+
+def test_idea_rotator(session: Path, ar) -> None:
+    install(session, ar, "idea-rotator")
+    ideas = write(session / ".auto" / "ideas.md",
+                  "# Ideas\n- [x] tried already\n- [ ] unroll the loop\n- [ ] cache the table\n")
+    first = ar(session, "run", "-d", "x", "--json").json()["steer"]
+    second = ar(session, "run", "-d", "y", "--json").json()["steer"]
+    third = ar(session, "run", "-d", "z", "--json").json()["steer"]
+    assert "unroll the loop" in first and "cache the table" in second and third is None
+    assert ideas.read_text() == ("# Ideas\n- [x] tried already\n"
+                                 "- [~] unroll the loop (offered before run 2)\n"
+                                 "- [~] cache the table (offered before run 3)\n")
+
+
+def test_hypothesis_reflection(session: Path, ar, monkeypatch) -> None:
+    install(session, ar, "hypothesis-reflection")
+    missing = ar(session, "run", "-d", "x", "--json").json()["steer"]
+    assert "failed with exit code 1" in missing and "AUTORESEARCH_LLM_CMD is not set" in missing
+    monkeypatch.setenv("AUTORESEARCH_LLM_CMD", "sed 's/^/LLM> /'")
+    steer = ar(session, "run", "-d", "y", "--json").json()["steer"]
+    notes = (session / ".auto" / "reflections.md").read_text()
+    assert "## Before run 3" in notes and "LLM> Goal: lower the value" in notes
+    assert "- run 2: discard" in notes
+    assert steer.startswith("Reflection on the last 2 runs")
+    monkeypatch.setenv("AUTORESEARCH_LLM_CMD", "no-such-llm-cli")
+    assert "exit code 127" in ar(session, "run", "-d", "z", "--json").json()["steer"]
+
+
+@pytest.mark.parametrize("name,variable,folder", [
+    ("external-search", "AUTORESEARCH_SEARCH_CMD", "search"),
+    ("qmd-search", "AUTORESEARCH_QMD_CMD", "qmd"),
+])
+def test_search_hooks(session: Path, ar, monkeypatch, name: str, variable: str,
+                      folder: str) -> None:
+    install(session, ar, name)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    if name == "external-search":
+        assert f"{variable} is not set" in ar(session, "run", "-d", "x", "--json").json()["steer"]
+    else:
+        assert "'qmd' was not found" in ar(session, "run", "-d", "x", "--json").json()["steer"]
+    monkeypatch.setenv(variable, "no-such-search-cli --flag")
+    assert "'no-such-search-cli' was not found" in \
+        ar(session, "run", "-d", "y", "--asi", "next_action_hint=branchless compare",
+           "--json").json()["steer"]
+    monkeypatch.setenv(variable, "echo RESULT:")
+    steer = ar(session, "run", "-d", "z", "--json").json()["steer"]
+    saved = (session / ".auto" / folder / "run-4.md").read_text()
+    assert "RESULT: lower the value branchless compare" in saved
+    assert "RESULT: lower the value branchless compare" in steer
+
+
+def test_auto_tag_winners(session: Path, ar) -> None:
+    install(session, ar, "auto-tag-winners")
+    write(session / "value.txt", "80\n")
+    ar(session, "run", "-d", "better")
+    head = git(session, "rev-parse", "HEAD")
+    assert git(session, "rev-parse", "autoresearch/s1/best-run-2^{commit}") == head
+    write(session / "value.txt", "79\n")
+    ar(session, "keep", "-d", "a tie is no win", "--metric", "80")
+    write(session / "value.txt", "90\n")
+    ar(session, "keep", "-d", "worse, kept by hand", "--metric", "90")
+    assert git(session, "tag", "--list").split() == ["autoresearch/s1/best-run-2"]
+
+
+def test_learnings_journal(session: Path, ar) -> None:
+    install(session, ar, "learnings-journal")
+    write(session / "value.txt", "80\n")
+    ar(session, "run", "-d", "better\nwith a second line", "--asi", "hypothesis=h1")
+    write(session / "value.txt", "x\n")
+    ar(session, "run", "-d", "broken", "--asi", "rollback_reason=typo")
+    assert (session / ".auto" / "learnings.md").read_text() == (
+        "# Learnings journal\n\n"
+        "- run 2 **keep** 80: better with a second line (hypothesis: h1)\n"
+        "- run 3 **crash** -: broken (rollback_reason: typo)\n")
+
+
+def test_notify(session: Path, ar, monkeypatch, tmp_path: Path) -> None:
+    install(session, ar, "notify")
+    bin_dir = tmp_path / "bin"
+    calls = tmp_path / "calls"
+    write(bin_dir / "notify-send", f"#!/bin/sh\nprintf '%s|' \"$@\" >> {calls}\necho >> {calls}\n",
+          0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    write(session / "value.txt", "120\n")
+    ar(session, "run", "-d", "worse")
+    assert not calls.exists()
+    write(session / "value.txt", "70\n")
+    ar(session, "run", "-d", "new best")
+    assert calls.read_text() == ("autoresearch: new best|score = 70 (run 3, baseline 100): "
+                                 "new best|\n")
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    write(session / "value.txt", "60\n")
+    record = ar(session, "run", "-d", "silent without a notifier", "--json").json()
+    assert record["steer"] is None and record["status"] == "keep"
