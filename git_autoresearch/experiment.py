@@ -12,7 +12,6 @@ import json
 import math
 import os
 import shutil
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -126,9 +125,9 @@ def record_attempt(repo: Repo, head: str, paths: list[str], *, ref: str, message
     """Commit the work tree state of ``paths`` on top of ``head`` without touching the user's
     index, and point ``ref`` at it (it must not exist yet). ``reset`` are staged paths that must
     not be recorded (they are put back to ``head`` in the temporary index). Returns the commit."""
-    with tempfile.TemporaryDirectory(prefix="attempt-", dir=_scratch(repo)) as tmp:
-        index = Path(tmp) / "index"
-        env = {"GIT_INDEX_FILE": str(index)}
+    index = _scratch(repo) / f"attempt-index.{os.getpid()}"
+    env = {"GIT_INDEX_FILE": str(index)}
+    try:
         real = repo.git_dir / "index"
         if real.is_file():
             # A copy keeps the stat data and cache tree: only ``paths`` are hashed again.
@@ -140,6 +139,12 @@ def record_attempt(repo: Repo, head: str, paths: list[str], *, ref: str, message
             repo.run("read-tree", head, env=env)
         repo.add_paths(paths, env=env)
         tree = repo.run("write-tree", env=env).text
+    finally:
+        for leftover in (index, index.with_name(index.name + ".lock")):
+            try:
+                leftover.unlink()
+            except FileNotFoundError:
+                pass
     commit = repo.run("commit-tree", tree, "-p", head, "-F", "-",
                       input=message.encode("utf-8")).text
     repo.update_ref(ref, commit, ZERO_OID, "autoresearch: record attempt")

@@ -6,11 +6,9 @@ No click here: functions take plain values, return data, and raise the errors of
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import os
 import re
-import shlex
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -71,10 +69,10 @@ def session_branch(session_id: str) -> str:
     return BRANCH_PREFIX + session_id
 
 
-def default_session_id(goal: str, today: _dt.date | None = None) -> str:
+def default_session_id(goal: str, today: str | None = None) -> str:
     """The goal in kebab case (at most 40 characters) plus the date: ``sort-speed-2026-11-29``."""
     slug = re.sub(r"[^A-Za-z0-9]+", "-", goal).strip("-").lower()[:40].strip("-") or "session"
-    return f"{slug}-{(today or _dt.date.today()).isoformat()}"
+    return f"{slug}-{today or time.strftime('%Y-%m-%d')}"
 
 
 def now_ms() -> int:
@@ -467,6 +465,8 @@ def _listing(paths: list[str], limit: int = 5) -> str:
 def script_paths(repo: Repo, command: str) -> list[str]:
     """Files of the work tree that a shell command names (its scripts, a scorer): words of the
     command that are paths to existing files, relative to the top."""
+    import shlex
+
     try:
         words = shlex.split(command)
     except ValueError:
@@ -537,8 +537,7 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
             merged["checks_command"] = "bash .auto/checks.sh"
         cfg = Config.from_mapping(merged, source="configuration")
         cfg.session_id = cfg.session_id or default_session_id(cfg.goal)
-        cfg.created_at = cfg.created_at or _dt.datetime.now(_dt.timezone.utc).strftime(
-            "%Y-%m-%dT%H:%M:%SZ")
+        cfg.created_at = cfg.created_at or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         cfg.validate("configuration")
         branch = session_branch(cfg.session_id)
         if not repo.ref_format_ok(f"refs/heads/{branch}"):
