@@ -151,8 +151,15 @@ def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
 
 
 def _measurement_json(result: Measurement) -> dict[str, Any]:
+    from .experiment import json_number
+
     data = result.to_dict()
+    data.pop("fingerprint", None)
     data["status"] = result.status
+    if result.metric is not None:
+        data["metric"] = json_number(result.metric)
+    data["metrics"] = {k: json_number(v) for k, v in result.metrics.items()}
+    data["samples"] = [json_number(s) for s in result.samples]
     return data
 
 
@@ -221,7 +228,7 @@ def _print_record(session: Any, record: dict[str, Any], previous_best: float | N
     unit = f" {cfg.metric_unit}" if cfg.metric_unit else ""
     status = record["status"]
     line = f"run {record['run']}: {status}"
-    if status != "crash":
+    if status != "crash" and record.get("metric") is not None:
         line += f"  {cfg.metric_name} = {record['metric']}{unit}"
         if previous_best is not None:
             line += f" (best was {previous_best:g})"
@@ -229,8 +236,8 @@ def _print_record(session: Any, record: dict[str, Any], previous_best: float | N
         line += f"  [{record['reason']}]"
     click.echo(line)
     if status == "keep":
-        click.echo(f"  committed {record['commit']}" if record.get("committed", True)
-                   else "  kept")
+        click.echo(f"  committed {record['commit']}" if record.get("committed")
+                   else f"  nothing to commit: HEAD stays at {record['commit']}")
     elif record.get("attempt_ref"):
         click.echo(f"  reverted; the attempt is kept at {record['attempt_ref']}")
     if record.get("scope_violations"):
@@ -254,7 +261,7 @@ def run_cmd(description: str, asi_pairs: tuple[str, ...], asi_json: str | None, 
         session.check_stop("run")
         before = session.fire_hooks("before")
         try:
-            result = session.measure(_progress())
+            result = session.measure(_progress(), pending=dry_run)
         finally:
             _clear_progress()
         decision = session.decide(result)
@@ -317,6 +324,11 @@ def _record_command(status: str) -> Callable[..., None]:
                 if result.status == "checks_failed" and not force:
                     raise Refused("the pending measurement failed its checks; discard it, or "
                                   "keep it anyway with --force")
+                best_run = session.segment.best
+                if best_run is not None and best_run.metric is not None and \
+                        not session.segment.better(result.metric, best_run.metric):
+                    warn(f"{result.metric:g} does not beat the best so far ({best_run.metric:g}, "
+                         f"run {best_run.number}); kept because you asked")
             elif status == "discard" and result is not None and result.status:
                 chosen = result.status
             best = session.segment.best
@@ -409,6 +421,9 @@ def log_cmd(segment: int | None, status: str | None, last: int | None, tsv: bool
     from .session import Session
 
     session = Session.open(on_branch=False)
+    if segment is not None and not 0 <= segment < len(session.ledger.segments):
+        raise UsageError(f"no segment {segment} (segments are 0 to "
+                         f"{len(session.ledger.segments) - 1})")
     for bad in session.ledger.malformed:
         warn(f"{session.layout.ledger}:{bad.line}: set aside: {bad.reason}"
              + (" (an append that was cut short)" if bad.torn else ""))
@@ -438,7 +453,8 @@ def status_cmd(as_json: bool) -> None:
     warnings = list(rec.problems)
     current = session.repo.current_branch()
     if current != branch:
-        warnings.append(f"HEAD is on {current or 'a detached HEAD'}, not on {branch}")
+        where = f"branch {current}" if current else "a detached HEAD"
+        warnings.append(f"the work tree is on {where}, not on {branch}")
     warnings.extend(f"ledger line {m.line} set aside: {m.reason}" for m in
                     session.ledger.malformed)
     data = {
@@ -463,7 +479,8 @@ def status_cmd(as_json: bool) -> None:
     click.echo(f"goal        {cfg.goal}")
     click.echo(f"metric      {cfg.metric_name}{' in ' + cfg.metric_unit if unit else ''}, "
                f"{cfg.direction} is better")
-    click.echo(f"segment     {seg['index']}: {seg['runs']} runs, {seg['kept']} kept "
+    runs_word = "run" if seg["runs"] == 1 else "runs"
+    click.echo(f"segment     {seg['index']}: {seg['runs']} {runs_word}, {seg['kept']} kept "
                f"({', '.join(f'{k} {v}' for k, v in sorted(seg['counts'].items()))})")
     for key in ("baseline", "best"):
         brief = seg[key]
@@ -484,7 +501,10 @@ def status_cmd(as_json: bool) -> None:
         click.echo(f"stability   {seg['stability']['label']}{hint}")
     if seg["last"]:
         last = seg["last"]
-        click.echo(f"last run    {last['run']} {last['status']}: {last['description'][:70]}")
+        from .report import one_line
+
+        click.echo(f"last run    {last['run']} {last['status']}: "
+                   f"{one_line(last['description'])[:70]}")
     if data["stop_pending"]:
         click.echo("STOP        pending: the next run exits 4")
     if cfg.max_experiments is not None:
@@ -666,8 +686,14 @@ def invoke(command: click.Command, prog_name: str, args: list[str]) -> int:
         click.echo("interrupted", err=True)
         code = 130
     except click.ClickException as exc:
-        exc.show()
         code = EXIT_USAGE if isinstance(exc, click.UsageError) else exc.exit_code
+        message = " ".join(exc.format_message().split())
+        if _wants_json(args):
+            emit_json({"error": message, "exit_code": code})
+        hint = ""
+        if isinstance(exc, click.UsageError) and exc.ctx is not None:
+            hint = f" (see {exc.ctx.command_path} -h)"
+        click.echo(f"{prog_name}: {message}{hint}", err=True)
     except AutoresearchError as exc:
         code = exc.exit_code
         if _wants_json(args):

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UsageError
+from .paths import check_rule
 
 # DESIGN.md's ^[A-Za-z0-9_-]+$, with a letter or digit first so that no id reads as an option.
 SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
@@ -106,6 +107,9 @@ class Config:
             for item in value:
                 if item.startswith("/") or ".." in item.split("/"):
                     raise bad(key, f"'{item}' must be a path inside the repository")
+                problem = check_rule(item)
+                if problem:
+                    raise bad(key, f"'{item}' is not a valid path pattern: {problem}")
         for key in ("timeout_seconds", "checks_timeout_seconds"):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, (int, float)) \
@@ -116,6 +120,8 @@ class Config:
             raise bad("runs_per_experiment", "must be a whole number of at least 1")
         if self.aggregate not in AGGREGATES:
             raise bad("aggregate", f"'{self.aggregate}' is not one of {', '.join(AGGREGATES)}")
+        if self.max_experiments == 0 and not isinstance(self.max_experiments, bool):
+            self.max_experiments = None  # 0 lifts the limit (for a new segment)
         if self.max_experiments is not None and (
                 isinstance(self.max_experiments, bool) or not isinstance(self.max_experiments, int)
                 or self.max_experiments < 1):
@@ -135,6 +141,38 @@ class Config:
         header = "# git-autoresearch session configuration. Read-only: change it with\n" \
                  "# `git autoresearch start --new-segment` and new options.\n"
         return header.encode() + tomli_w.dumps(self.to_dict()).encode("utf-8")
+
+
+LOCK_WAIT_VARIABLE = "GIT_AUTORESEARCH_LOCK_WAIT"
+LOCK_WAIT_DEFAULT = 60.0
+HOOK_TIMEOUT_VARIABLE = "GIT_AUTORESEARCH_HOOK_TIMEOUT"
+HOOK_TIMEOUT_DEFAULT = 30.0
+
+
+def lock_wait_seconds() -> float:
+    """How long a command waits for the session lock (``$GIT_AUTORESEARCH_LOCK_WAIT``)."""
+    return env_seconds(LOCK_WAIT_VARIABLE, LOCK_WAIT_DEFAULT)
+
+
+def hook_timeout_seconds() -> float:
+    """How long a hook may run (``$GIT_AUTORESEARCH_HOOK_TIMEOUT``)."""
+    return env_seconds(HOOK_TIMEOUT_VARIABLE, HOOK_TIMEOUT_DEFAULT, allow_zero=False)
+
+
+def env_seconds(name: str, default: float, *, allow_zero: bool = True) -> float:
+    """A number of seconds from environment variable ``name`` (``default`` when unset).
+    Raises :class:`UsageError` naming the variable when it is not a finite number of at least
+    0 (above 0 unless ``allow_zero``)."""
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        raise UsageError(f"{name}={raw!r} is not a valid number of seconds")
+    return value
 
 
 def file_hash(data: bytes) -> str:

@@ -48,19 +48,47 @@ class Changes:
         return [*self.tracked, *self.created]
 
 
-def survey(repo: Repo, preexisting: set[str] | None) -> Changes:
-    """Classify the work tree against HEAD. ``preexisting`` is the set of untracked files when
-    the experiment began; None (unknown) treats every untracked file as preexisting."""
+@dataclass
+class Snapshot:
+    """The files that were not tracked when the experiment began: untracked files, and ignored
+    files and folders (``ignored_dirs`` end in ``/``). An experiment never removes or commits
+    them, even if it edits ``.gitignore`` or force-adds one."""
+
+    untracked: set[str] = field(default_factory=set)
+    ignored_files: set[str] = field(default_factory=set)
+    ignored_dirs: set[str] = field(default_factory=set)
+
+    def covers(self, path: str) -> bool:
+        if path in self.untracked or path in self.ignored_files:
+            return True
+        if self.ignored_dirs:
+            cut = path.find("/")
+            while cut != -1:
+                if path[:cut + 1] in self.ignored_dirs:
+                    return True
+                cut = path.find("/", cut + 1)
+        return False
+
+
+def take_snapshot(repo: Repo, untracked: Iterable[str] | None = None) -> Snapshot:
+    """The snapshot of now; ``untracked`` saves a git call when the caller already knows them."""
+    snap = Snapshot(set(repo.untracked() if untracked is None else untracked))
+    for entry in repo.ignored():
+        (snap.ignored_dirs if entry.endswith("/") else snap.ignored_files).add(entry)
+    return snap
+
+
+def survey(repo: Repo, before: Snapshot | None) -> Changes:
+    """Classify the work tree against HEAD. ``before`` is the snapshot taken when the experiment
+    began; None (unknown) treats every untracked file as preexisting."""
     changes = Changes()
     for entry in repo.status():
         if entry.path.endswith("/"):
             continue  # a nested repository: never ours to add or remove
+        known = before is None or before.covers(entry.path)
         if entry.untracked:
-            if preexisting is None or entry.path in preexisting:
-                changes.preexisting.append(entry.path)
-            else:
-                changes.created.append(entry.path)
-        elif entry.index == "A" and preexisting is not None and entry.path in preexisting:
+            (changes.preexisting if known else changes.created).append(entry.path)
+        elif entry.index == "A" and before is not None and before.covers(entry.path):
             changes.staged_preexisting.append(entry.path)
         else:
             changes.tracked.append(entry.path)
@@ -198,57 +226,78 @@ class KeepResult:
     untracked_after: list[str]
 
 
+def scope_violations(bounds: Boundaries, changes: Changes) -> list[str]:
+    """Changed paths that are neither protected nor inside the scope."""
+    return sorted(p for p in changes.changed()
+                  if not bounds.is_protected(p) and not bounds.in_scope(p))
+
+
 def keep(repo: Repo, bounds: Boundaries, changes: Changes, *, head: str, message: str,
          trailer: str, violations_ref: str) -> KeepResult:
     """Commit the experiment's in-scope changes with ``message``.
 
-    Out-of-scope changes are first recorded at ``violations_ref`` and reverted; protected paths
-    and preexisting untracked files are unstaged and never committed. After the commit the
-    ``Result:`` trailer is read back: :class:`Refused` if a hook changed it. With nothing to
-    commit, HEAD stays and ``committed`` is False.
+    Protected paths and preexisting files are unstaged and never committed. Only once the commit
+    has succeeded are out-of-scope changes recorded at ``violations_ref`` and reverted, so a
+    commit refused by a hook leaves the work tree as it was (and the index as HEAD for the
+    staged paths) and raises :class:`Refused`. After the commit the ``Result:`` trailer is read
+    back: :class:`Refused` if a hook changed it. With nothing to commit, HEAD stays and
+    ``committed`` is False.
     """
-    violations = sorted(p for p in changes.changed()
-                        if not bounds.is_protected(p) and not bounds.in_scope(p))
-    attempt = None
-    if violations:
-        revert(repo, bounds, changes, head=head, ref=violations_ref, only=violations,
-               message=message.split("\n", 1)[0] + "\n\n(out-of-scope changes of a kept run)\n")
-        attempt = violations_ref
+    violations = scope_violations(bounds, changes)
     staged_protected = [p for p in changes.tracked if bounds.is_protected(p)]
     repo.unstage([*staged_protected, *changes.staged_preexisting])
     to_stage = [p for p in changes.changed() if bounds.in_scope(p)]
     repo.add_paths(to_stage)
     left = sorted({*changes.preexisting, *changes.staged_preexisting,
                    *(p for p in changes.created if bounds.is_protected(p))})
-    if not to_stage or not repo.has_staged_changes():
-        return KeepResult(head, False, violations, attempt, left)
-    res = repo.run("commit", "-q", "--cleanup=verbatim", "-F", "-", input=message.encode("utf-8"),
-                   allow_non_zero=True)
-    if res.returncode != 0:
-        detail = res.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise Refused("git commit failed, nothing was recorded: "
-                      + (detail[-1] if detail else f"exit {res.returncode}"))
-    back = repo.run("log", "-1", "--format=%H%x1f%(trailers:key=Result,valueonly,unfold)").text
-    commit, _, read = back.partition("\x1f")
-    values = [v for v in read.split("\n") if v.strip()]
-    if values != [trailer]:
-        raise Refused(f"the Result trailer of commit {commit[:7]} does not read back as written "
-                      f"(a commit-msg hook changed it?): got {values!r}")
-    return KeepResult(commit, True, violations, attempt, left)
+    commit, committed = head, False
+    if to_stage and repo.has_staged_changes():
+        res = repo.run("commit", "-q", "--cleanup=verbatim", "-F", "-",
+                       input=message.encode("utf-8"), allow_non_zero=True)
+        if res.returncode != 0:
+            repo.unstage(to_stage)
+            detail = res.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise Refused("git commit failed, nothing was recorded and nothing reverted: "
+                          + (detail[-1] if detail else f"exit {res.returncode}"))
+        back = repo.run("log", "-1",
+                        "--format=%H%x1f%(trailers:key=Result,valueonly,unfold)").text
+        commit, _, read = back.partition("\x1f")
+        values = [v for v in read.split("\n") if v.strip()]
+        if values != [trailer]:
+            raise Refused(f"the Result trailer of commit {commit[:7]} does not read back as "
+                          f"written (a commit-msg hook changed it?): got {values!r}")
+        committed = True
+    attempt = None
+    if violations:
+        revert(repo, bounds, changes, head=head, ref=violations_ref, only=violations,
+               message=message.split("\n", 1)[0] + "\n\n(out-of-scope changes of a kept run)\n")
+        attempt = violations_ref
+    return KeepResult(commit, committed, violations, attempt, left)
 
 
-def save_untracked(path: Path, paths: Iterable[str]) -> None:
-    """Remember the untracked files at the start of an experiment (NUL-separated, atomic)."""
+def save_snapshot(path: Path, snap: Snapshot) -> None:
+    """Write a :class:`Snapshot` (NUL-separated ``u:``/``i:`` entries), atomically."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    entries = [f"u:{p}" for p in sorted(snap.untracked)]
+    entries += [f"i:{p}" for p in sorted(snap.ignored_files | snap.ignored_dirs)]
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(join_z(sorted(paths)))
+    tmp.write_bytes(join_z(entries))
     os.replace(tmp, path)
 
 
-def load_untracked(path: Path) -> set[str] | None:
-    """The untracked files remembered by :func:`save_untracked`, or None when unknown."""
+def load_snapshot(path: Path) -> Snapshot | None:
+    """The snapshot saved by :func:`save_snapshot`, or None when there is none."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
         return None
-    return {p.decode("utf-8", "surrogateescape") for p in data.split(b"\0") if p}
+    snap = Snapshot()
+    for raw in data.split(b"\0"):
+        entry = raw.decode("utf-8", "surrogateescape")
+        if entry.startswith("u:"):
+            snap.untracked.add(entry[2:])
+        elif entry.endswith("/"):
+            snap.ignored_dirs.add(entry[2:])
+        elif entry:
+            snap.ignored_files.add(entry[2:])
+    return snap

@@ -250,6 +250,11 @@ class Repo:
         """Untracked, non-ignored files (``git ls-files -o --exclude-standard -z``)."""
         return split_z(self.run("ls-files", "-z", "-o", "--exclude-standard").stdout)
 
+    def ignored(self) -> list[str]:
+        """Ignored untracked files, and ignored folders as one entry ending in ``/``."""
+        return split_z(self.run("ls-files", "-z", "-o", "-i", "--exclude-standard",
+                                "--directory").stdout)
+
     def add_paths(self, paths: Sequence[str], env: Mapping[str, str] | None = None) -> None:
         """Stage exactly ``paths`` as they are in the work tree: additions, edits, deletions, and
         a file that replaced a directory or the reverse. Paths are exact names, never patterns,

@@ -20,24 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .config import hook_timeout_seconds
 from .measure import command_environment, end_group
 
 STEER_LIMIT = 8 * 1024
 STDERR_LIMIT = 4 * 1024
-DEFAULT_TIMEOUT = 30.0
-TIMEOUT_VARIABLE = "GIT_AUTORESEARCH_HOOK_TIMEOUT"
 TRUNCATION_MARKER = ("\n[steer truncated: the hook printed {total} bytes; "
                      "the first {kept} are shown]")
 STAGES = ("before", "after")
-
-
-def hook_timeout() -> float:
-    """Seconds a hook may run: ``$GIT_AUTORESEARCH_HOOK_TIMEOUT``, default 30."""
-    try:
-        value = float(os.environ.get(TIMEOUT_VARIABLE, DEFAULT_TIMEOUT))
-    except ValueError:
-        return DEFAULT_TIMEOUT
-    return value if value > 0 else DEFAULT_TIMEOUT
 
 
 def cut(data: bytes, limit: int = STEER_LIMIT) -> tuple[str, bool]:
@@ -126,11 +116,12 @@ def fire_one(path: Path, stage: str, payload: Mapping[str, Any], *, cwd: Path,
              timeout: float | None = None, label: str | None = None) -> Firing:
     """Run one hook with ``payload`` as one JSON line on stdin, in its own process group.
 
-    Waits at most ``timeout`` seconds (default :func:`hook_timeout`), then ends the whole group.
+    Waits at most ``timeout`` seconds (default ``$GIT_AUTORESEARCH_HOOK_TIMEOUT``, 30), then
+    ends the whole group.
     A background process that keeps the hook's stdout open does not make us wait past the
     moment the hook itself exits (plus a short drain).
     """
-    limit = hook_timeout() if timeout is None else timeout
+    limit = hook_timeout_seconds() if timeout is None else timeout
     started = time.monotonic()
     proc = subprocess.Popen([str(path)], cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=command_environment(),

@@ -13,21 +13,8 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from .config import lock_wait_seconds
 from .errors import Refused
-
-DEFAULT_WAIT_SECONDS = 60.0
-WAIT_VARIABLE = "GIT_AUTORESEARCH_LOCK_WAIT"
-
-
-def wait_seconds() -> float:
-    """How long to wait for the lock: ``$GIT_AUTORESEARCH_LOCK_WAIT`` seconds, default 60."""
-    raw = os.environ.get(WAIT_VARIABLE)
-    if raw is None:
-        return DEFAULT_WAIT_SECONDS
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        return DEFAULT_WAIT_SECONDS
 
 
 class SessionLock:
@@ -36,7 +23,7 @@ class SessionLock:
     def __init__(self, folder: Path, what: str, wait: float | None = None) -> None:
         self.path = folder / "lock"
         self.what = what
-        self.wait = wait_seconds() if wait is None else wait
+        self.wait = lock_wait_seconds() if wait is None else wait
         self.fd: int | None = None
 
     def __enter__(self) -> SessionLock:

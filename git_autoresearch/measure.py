@@ -264,6 +264,9 @@ class Measurement:
     checks: dict[str, Any] | None = None
     log_tail: str = ""
     head: str | None = None
+    scope_violations: list[str] = field(default_factory=list)
+    scope_ref: str | None = None
+    fingerprint: dict[str, str] | None = None
 
     @property
     def status(self) -> str | None:

@@ -4,8 +4,9 @@ A rule is a path relative to the top of the work tree, with ``/`` separators:
 
 - ``src/sort.py`` matches that file, and ``src`` (or ``src/``) matches everything below it;
 - ``dir/**`` matches ``dir`` and everything below it;
-- a rule with ``*``, ``?`` or ``[`` is a glob (``fnmatch``) over the whole path, where ``**``
-  crosses directories and ``*`` does not.
+- a rule with ``*``, ``?`` or ``[`` is a glob over the whole path, where ``**`` crosses
+  directories and ``*`` does not; a glob without ``/`` (``*.py``) matches at any depth, as in
+  ``.gitignore``.
 """
 
 from __future__ import annotations
@@ -72,7 +73,17 @@ def _compile(rule: str) -> re.Pattern[str]:
         else:
             out.append(re.escape(c))
         i += 1
-    return re.compile("".join(out) + r"(/.*)?\Z", re.S)
+    prefix = "" if "/" in rule else r"(?:.*/)?"
+    return re.compile(prefix + "".join(out) + r"(/.*)?\Z", re.S)
+
+
+def check_rule(rule: str) -> str | None:
+    """Why ``rule`` is not a usable path rule, or None."""
+    try:
+        _compile(normalise(rule))
+    except re.error as exc:
+        return str(exc)
+    return None
 
 
 class PathRules:

@@ -6,26 +6,39 @@ No click here: functions take plain values, return data, and raise the errors of
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import ledger as ledger_mod
-from .config import Config, describe_changes, file_hash, parse_toml, write_config
+from .config import (
+    Config,
+    describe_changes,
+    file_hash,
+    hook_timeout_seconds,
+    lock_wait_seconds,
+    parse_toml,
+    write_config,
+)
 from .errors import Refused, StopLoop, UsageError
 from .experiment import (
+    Changes,
     attempt_ref,
     commit_message,
     json_number,
-    load_untracked,
+    load_snapshot,
     result_trailer,
-    save_untracked,
+    save_snapshot,
+    scope_violations,
     survey,
+    take_snapshot,
 )
 from .experiment import (
     keep as git_keep,
@@ -38,7 +51,7 @@ from .ledger import Ledger, Run, Segment
 from .lock import SessionLock
 from .measure import Measurement, Progress, command_environment
 from .measure import measure as run_measurement
-from .paths import Boundaries
+from .paths import Boundaries, PathRules
 
 if TYPE_CHECKING:
     from .hooks import HookReport
@@ -113,6 +126,16 @@ class Layout:
     def hooks(self) -> Path:
         return self.auto / "hooks"
 
+    def read_config_bytes(self) -> bytes:
+        """The bytes of ``config.toml``; :class:`Refused` when there is no readable file."""
+        try:
+            return self.config.read_bytes()
+        except FileNotFoundError:
+            raise Refused(f"no session here: {self.config} does not exist "
+                          "(start one with `git autoresearch start`)") from None
+        except OSError as exc:
+            raise Refused(f"cannot read {self.config}: {exc.strerror}") from None
+
     @property
     def pending(self) -> Path:
         return self.repo.scratch / "pending.json"
@@ -156,11 +179,7 @@ class Session:
         """
         repo = Repo.discover(cwd)
         layout = Layout(repo)
-        try:
-            data = layout.config.read_bytes()
-        except FileNotFoundError:
-            raise Refused(f"no session here: {layout.config} does not exist "
-                          "(start one with `git autoresearch start`)") from None
+        data = layout.read_config_bytes()
         book = ledger_mod.read(layout.ledger)
         header = book.config_header or {}
         recorded = header.get("config")
@@ -173,6 +192,8 @@ class Session:
                                           source=str(layout.config))
         except UsageError as exc:
             raise Refused(f"{exc.message}; fix it or start a new segment") from None
+        lock_wait_seconds()
+        hook_timeout_seconds()  # a bad setting is refused before anything runs
         session = cls(repo, cfg, data, book)
         if check_config:
             session.check_config()
@@ -201,7 +222,7 @@ class Session:
         wanted = session_branch(self.config.session_id)
         if branch != wanted:
             where = f"branch {branch}" if branch else "a detached HEAD"
-            raise Refused(f"HEAD is on {where}, not on the session branch {wanted} "
+            raise Refused(f"the work tree is on {where}, not on the session branch {wanted} "
                           f"(git switch {wanted})")
 
     def check_recordable(self) -> None:
@@ -210,8 +231,17 @@ class Session:
         if op:
             raise Refused(f"a {op} is in progress; finish or abort it first")
 
-    def lock(self, what: str) -> SessionLock:
-        return SessionLock(self.repo.scratch, what)
+    @contextmanager
+    def lock(self, what: str) -> Iterator[None]:
+        """Hold the session lock; the ledger and HEAD are read again once it is held, since
+        another command may have recorded a run while this one waited."""
+        with SessionLock(self.repo.scratch, what):
+            self.reload()
+            self._head = None
+            self.repo.head_at_discovery = None
+            if self.ledger.config_header is not None:
+                self.check_config()
+            yield
 
     def reload(self) -> None:
         self.ledger = ledger_mod.read(self.layout.ledger)
@@ -240,10 +270,20 @@ class Session:
                                                     "command": command,
                                                     "next_run": self.ledger.next_run_number}])
             self.layout.stop.unlink()
-            raise StopLoop("STOP sentinel found: the loop stops here (the sentinel was removed)")
+            raise StopLoop("STOP sentinel found: the loop stops here (the sentinel was removed)"
+                           + self._unrecorded_note())
         if self.limit_reached():
             raise StopLoop(f"max_experiments ({self.config.max_experiments}) reached in this "
-                           "segment: the loop stops here")
+                           "segment: the loop stops here" + self._unrecorded_note())
+
+    def _unrecorded_note(self) -> str:
+        changes = survey(self.repo, load_snapshot(self.layout.untracked))
+        changed = [p for p in changes.changed() if not self.bounds.is_protected(p)]
+        if not changed:
+            return ""
+        return (f"; the work tree has unrecorded changes ({', '.join(changed[:3])}"
+                f"{' ...' if len(changed) > 3 else ''}): record them with git autoresearch "
+                "discard or keep")
 
     def session_summary(self) -> dict[str, Any]:
         """The ``session`` object of the hook payload (seed contract), within this segment."""
@@ -263,16 +303,90 @@ class Session:
 
     # --- measuring --------------------------------------------------------------------------
 
-    def measure(self, progress: Progress | None = None) -> Measurement:
-        """Run the experiment and remember the result as pending (for keep/discard)."""
-        env = command_environment({
-            "AUTORESEARCH_SESSION": self.config.session_id,
-            "AUTORESEARCH_RUN": str(self.ledger.next_run_number),
-            "AUTORESEARCH_RUN_LOG": str(self.layout.run_log),
-        })
-        result = run_measurement(self.config, top=self.repo.top, log_path=self.layout.run_log,
-                                 env=env, progress=progress)
+    def check_baseline(self) -> None:
+        """Refuse to measure experiments against a segment whose baseline failed."""
+        seg = self.segment
+        if seg.kept:
+            return
+        failed = next((r for r in seg.runs if r.data.get("baseline")), None)
+        if failed is not None:
+            why = failed.data.get("reason") or failed.status
+            raise Refused(f"the baseline of this segment failed (run {failed.number}: {why}); "
+                          "fix the command, then run git autoresearch start --new-segment")
+
+    def _free_ref(self, base: str) -> str:
+        ref, n = base, 1
+        while self.repo.resolve(ref):
+            n += 1
+            ref = f"{base}.{n}"
+        return ref
+
+    def _tampered(self, changes: Changes) -> list[str]:
+        """Tracked files that define success (named by the configured commands, or protected by
+        the configuration) and differ from HEAD."""
+        watched = PathRules(self.config.protected)
+        scripts = set()
+        for command in (self.config.command, self.config.metric_command,
+                        self.config.checks_command):
+            if command:
+                scripts.update(script_paths(self.repo, command))
+        return sorted(p for p in changes.tracked if p in scripts or watched.matches(p))
+
+    def fingerprint(self, changes: Changes) -> dict[str, str]:
+        """What the experiment's changes are now: path -> ``mode:sha256`` (``deleted``)."""
+        out = {}
+        for rel in changes.changed():
+            if self.bounds.is_protected(rel):
+                continue
+            path = self.repo.top / rel
+            try:
+                st = path.lstat()
+                data = os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
+                out[rel] = f"{st.st_mode:o}:{hashlib.sha256(data).hexdigest()}"
+            except FileNotFoundError:
+                out[rel] = "deleted"
+            except OSError:
+                out[rel] = "unreadable"
+        return out
+
+    def measure(self, progress: Progress | None = None, *, pending: bool = True
+                ) -> Measurement:
+        """Run the experiment and, with ``pending``, remember the result for keep/discard.
+
+        Changes outside the scope are saved under ``refs/autoresearch/<id>/scope/<run>`` and
+        reverted first, so that they are never measured; a change to a file that defines success
+        makes the run a crash without running anything."""
+        self.check_baseline()
+        number = self.ledger.next_run_number
+        changes = survey(self.repo, load_snapshot(self.layout.untracked))
+        violations = scope_violations(self.bounds, changes)
+        scope_ref = None
+        if violations:
+            scope_ref = self._free_ref(f"refs/autoresearch/{self.config.session_id}/scope/"
+                                       f"{number}")
+            git_revert(self.repo, self.bounds, changes, head=self.head(), ref=scope_ref,
+                       only=violations, message=f"out-of-scope changes before run {number}\n")
+            changes = survey(self.repo, load_snapshot(self.layout.untracked))
+        tampered = self._tampered(changes)
+        if tampered:
+            result = Measurement(None, {}, [], 0.0, reason=(
+                f"the experiment changed {', '.join(tampered)}, which defines the measurement; "
+                "restore it from HEAD (git restore --source=HEAD -- <path>)"))
+        else:
+            env = command_environment({
+                "AUTORESEARCH_SESSION": self.config.session_id,
+                "AUTORESEARCH_RUN": str(number),
+                "AUTORESEARCH_RUN_LOG": str(self.layout.run_log),
+            })
+            result = run_measurement(self.config, top=self.repo.top,
+                                     log_path=self.layout.run_log, env=env, progress=progress)
         result.head = self.head()
+        result.scope_violations = violations
+        result.scope_ref = scope_ref
+        if not pending:
+            return result
+        after = survey(self.repo, load_snapshot(self.layout.untracked))
+        result.fingerprint = self.fingerprint(after)
         self.repo.scratch.mkdir(parents=True, exist_ok=True)
         data = result.to_dict()
         data["config_hash"] = file_hash(self.config_bytes)
@@ -339,14 +453,23 @@ class Session:
         result: Measurement | None,
         asi: Mapping[str, Any] | None = None,
         hooks: list[dict[str, Any]] | None = None,
+        baseline: bool = False,
     ) -> dict[str, Any]:
         """Apply ``status`` to the work tree (keep: commit; otherwise: revert) and append the run
         record. Returns the record as written."""
         self.check_recordable()
         head = self.head()
         number = self.ledger.next_run_number
-        preexisting = load_untracked(self.layout.untracked)
-        changes = survey(self.repo, preexisting)
+        before = load_snapshot(self.layout.untracked)
+        changes = survey(self.repo, before)
+        if status == "keep" and result is not None and result.fingerprint is not None:
+            now = self.fingerprint(changes)
+            moved = sorted(p for p in set(now) | set(result.fingerprint)
+                           if now.get(p) != result.fingerprint.get(p))
+            if moved:
+                raise Refused("the work tree changed since it was measured ("
+                              + ", ".join(moved[:5]) + (" ..." if len(moved) > 5 else "")
+                              + "); measure again before keeping")
         metric = result.metric if result else None
         metrics = dict(result.metrics) if result else {}
         record: dict[str, Any] = {"run": number}
@@ -364,6 +487,7 @@ class Session:
             commit, attempt, violations = kept.commit, kept.attempt_ref, kept.scope_violations
             self._head = kept.commit
             untracked_after = kept.untracked_after
+            committed = kept.committed
         else:
             message = (f"{description.strip() or f'run {number}'}\n\n"
                        f"Autoresearch-Status: {status}\nAutoresearch-Run: {number}\n"
@@ -372,12 +496,14 @@ class Session:
                                   ref=attempt_ref(self.config.session_id, number),
                                   message=message)
             attempt = reverted.attempt_ref
+            committed = False
             untracked_after = sorted({*changes.preexisting, *changes.staged_preexisting,
                                       *(p for p in changes.created
                                         if self.bounds.is_protected(p))})
         record.update({
             "commit": self.repo.short(commit),
-            "metric": json_number(metric) if metric is not None else 0,
+            "metric": json_number(metric) if metric is not None
+            else (0 if status == "crash" else None),
             "metrics": {k: json_number(v) for k, v in metrics.items()},
             "status": status,
             "description": description,
@@ -392,9 +518,15 @@ class Session:
             "samples": [json_number(s) for s in result.samples] if result else [],
             "checks": result.checks if result else None,
             "attempt_ref": attempt,
-            "scope_violations": violations,
+            "scope_violations": sorted({*violations, *(result.scope_violations if result else [])}),
             "hooks": hooks or [],
         })
+        if status == "keep":
+            record["committed"] = committed
+        if result is not None and result.scope_ref:
+            record["scope_ref"] = result.scope_ref
+        if baseline:
+            record["baseline"] = True
         if result and result.reason and status == "crash":
             record["reason"] = result.reason
         elif result and result.checks and not result.checks["passed"]:
@@ -403,7 +535,7 @@ class Session:
         probe.runs.append(Run(record, 0, probe.index))
         record["confidence"] = ledger_mod.confidence(probe)
         ledger_mod.append(self.layout.ledger, [record])
-        save_untracked(self.layout.untracked, untracked_after)
+        save_snapshot(self.layout.untracked, take_snapshot(self.repo, untracked_after))
         try:
             self.layout.pending.unlink()
         except FileNotFoundError:
@@ -517,7 +649,11 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
     if opts.new_segment:
         if not layout.config.exists():
             raise Refused("no session to start a new segment of: run git autoresearch start")
-        old_data = parse_toml(layout.config.read_bytes(), source=str(layout.config))
+        old_data = parse_toml(layout.read_config_bytes(), source=str(layout.config))
+        given_id = opts.values.get("session_id")
+        if given_id and given_id != old_data.get("session_id"):
+            raise UsageError(f"--session-id cannot change with --new-segment (the session is "
+                             f"{old_data.get('session_id')})")
         merged = _merge_values(opts, old_data)
         merged["session_id"] = old_data.get("session_id", "")
         cfg = Config.from_mapping(merged, source="configuration")
@@ -527,9 +663,10 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
                           "before starting a new segment")
     else:
         if layout.config.exists():
-            old = parse_toml(layout.config.read_bytes(), source=str(layout.config))
+            old = parse_toml(layout.read_config_bytes(), source=str(layout.config))
             raise Refused(f"a session already exists here ({old.get('session_id', '?')}); "
-                          "continue it, or run git autoresearch start --new-segment")
+                          "continue it, run git autoresearch start --new-segment, or move "
+                          ".auto/ aside to start another")
         merged = _merge_values(opts, {})
         if not merged.get("command") and (layout.auto / "measure.sh").is_file():
             merged["command"] = "bash .auto/measure.sh"
@@ -543,10 +680,13 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
         if not repo.ref_format_ok(f"refs/heads/{branch}"):
             raise UsageError(f"session id '{cfg.session_id}' does not make a valid branch name")
         if repo.resolve(f"refs/heads/{branch}"):
-            raise Refused(f"branch {branch} already exists; pick another --session-id, or "
-                          f"check it out and continue")
+            raise Refused(f"branch {branch} already exists (from an earlier session); pick "
+                          "another --session-id")
     bounds = Boundaries(cfg.scope, cfg.protected)
     tracked, untracked = _dirty(repo, bounds)
+    if opts.new_segment:
+        known = load_snapshot(layout.untracked)
+        untracked = [p for p in untracked if known is None or not known.covers(p)]
     if tracked:
         raise Refused(f"the work tree has uncommitted changes: {_listing(tracked)}; "
                       "commit or remove them first")
@@ -586,18 +726,25 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
     except FileNotFoundError:
         pass
     session = Session(repo, cfg, data, ledger_mod.read(layout.ledger))
-    save_untracked(layout.untracked, untracked if opts.force else [])
+    if not opts.new_segment:
+        save_snapshot(layout.untracked, take_snapshot(repo, untracked if opts.force else []))
+    elif opts.force:
+        known = load_snapshot(layout.untracked) or take_snapshot(repo, [])
+        known.untracked.update(untracked)
+        save_snapshot(layout.untracked, known)
     if opts.no_baseline:
         return session, None, None
     with session.lock("start"):
-        result = session.measure(progress)
+        result = session.measure(progress, pending=False)
         status = result.status or "keep"
-        save_untracked(layout.untracked, repo.untracked())
-        record = session.record(status, "baseline", result=result)
+        save_snapshot(layout.untracked, take_snapshot(repo))
+        record = session.record(status, "baseline", result=result, baseline=True)
     if status != "keep":
+        tail = result.checks["tail"] if status == "checks_failed" and result.checks \
+            else result.log_tail
         raise Refused(f"the baseline failed ({record.get('reason') or status}); the session is "
                       "kept: fix the command, then run git autoresearch start --new-segment",
-                      detail=result.log_tail)
+                      detail=tail)
     return session, record, result
 
 

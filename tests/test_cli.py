@@ -200,3 +200,40 @@ def test_demo_shows_every_outcome(tmp_path: Path) -> None:
                                     str(r["run"])], cwd=target, capture_output=True, text=True)
             assert shown.returncode == 0 and "sortlib.py" in shown.stdout
     assert "session     sort-demo" in proc.stdout
+
+
+def test_bad_path_pattern(repo: Path, ar) -> None:
+    res = ar(repo, *start_args("--scope", "[z-a].py"), expect=2)
+    assert "'[z-a].py' is not a valid path pattern" in one_line_error(res)
+
+
+def test_unreadable_config(repo: Path, ar) -> None:
+    (repo / ".auto" / "config.toml").mkdir(parents=True)
+    res = ar(repo, "status", expect=3)
+    assert "cannot read" in one_line_error(res)
+
+
+def test_usage_errors_are_one_line_and_json(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    for args in (["show", "abc", "--json"], ["run", "--json"],
+                 ["keep", "-d", "x", "--metric", "abc", "--json"]):
+        res = ar(repo, *args, expect=2)
+        one_line_error(res)
+        assert json.loads(res.out)["exit_code"] == 2
+
+
+def test_unknown_segment(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    assert "no segment 9" in one_line_error(ar(repo, "log", "--segment", "9", expect=2))
+
+
+def test_bad_environment_settings(repo: Path, ar, monkeypatch) -> None:
+    ar(repo, *start_args())
+    monkeypatch.setenv("GIT_AUTORESEARCH_LOCK_WAIT", "abc")
+    assert "GIT_AUTORESEARCH_LOCK_WAIT" in one_line_error(ar(repo, "run", "-d", "x", expect=2))
+    monkeypatch.setenv("GIT_AUTORESEARCH_LOCK_WAIT", "5")
+    write(repo / ".auto" / "hooks" / "after.sh", "#!/bin/sh\n:\n", 0o755)
+    monkeypatch.setenv("GIT_AUTORESEARCH_HOOK_TIMEOUT", "-3")
+    res = ar(repo, "run", "-d", "x", expect=2)
+    assert "GIT_AUTORESEARCH_HOOK_TIMEOUT" in res.err
+    assert len(runs(repo)) == 1, "refused before anything ran"

@@ -287,3 +287,85 @@ def test_config_file(repo: Path, ar, tmp_path: Path) -> None:
     assert data["config"]["runs_per_experiment"] == 3
     assert data["baseline"]["samples"] == [100, 100, 100]
     assert data["session_id"] == "fromfile"
+
+
+def test_keep_refuses_a_tree_changed_since_measured(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    write(repo / "value.txt", "80\n")
+    ar(repo, "measure")
+    write(repo / "src" / "lib.py", "def f():\n    return 'unmeasured'\n")
+    res = ar(repo, "keep", "-d", "x", expect=3)
+    assert "changed since it was measured (src/lib.py)" in res.err
+    ar(repo, "measure")
+    assert ar(repo, "keep", "-d", "x", "--json").json()["metric"] == 80
+
+
+def test_keep_warns_when_not_better(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    write(repo / "value.txt", "120\n")
+    ar(repo, "measure")
+    res = ar(repo, "keep", "-d", "worse, but simpler")
+    assert "does not beat the best so far (100, run 1)" in res.err
+
+
+def test_discard_without_measurement_has_no_metric(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    write(repo / "value.txt", "1\n")
+    record = ar(repo, "discard", "-d", "changed my mind", "--json").json()
+    assert record["metric"] is None
+    row = ar(repo, "log", "--json").json()[-1]
+    assert row["delta_pct"] is None
+    assert ar(repo, "status", "--json").json()["segment"]["best"]["metric"] == 100
+
+
+def test_keep_with_nothing_to_commit_says_so(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    write(repo / "value.txt", "100\n")
+    res = ar(repo, "keep", "-d", "re-measure", "--metric", "99")
+    assert "nothing to commit: HEAD stays at" in res.out
+    assert runs(repo)[-1]["committed"] is False
+    assert ar(repo, "status", "--json").json()["warnings"] == []
+
+
+def test_run_after_failed_baseline_is_refused(repo: Path, ar) -> None:
+    ar(repo, *start_args("--metric-pattern", r"nomatch: (\d+)"), expect=3)
+    write(repo / "value.txt", "1\n")
+    res = ar(repo, "run", "-d", "x", expect=3)
+    assert "baseline of this segment failed" in res.err
+    assert (repo / "value.txt").read_text() == "1\n"
+
+
+def test_concurrent_callers_get_consecutive_runs(repo: Path, ar) -> None:
+    import subprocess
+    import sys
+
+    ar(repo, *start_args("--command", "sleep 1; sh bench.sh"))
+    write(repo / "value.txt", "90\n")
+    tool = [sys.executable, "-m", "git_autoresearch"]
+    first = subprocess.Popen([*tool, "run", "-d", "holder"], cwd=repo)
+    import time
+
+    time.sleep(0.3)
+    second = subprocess.run([*tool, "discard", "-d", "waiter"], cwd=repo, capture_output=True,
+                            text=True)
+    assert first.wait() == 0 and second.returncode == 0, second.stderr
+    assert [r["run"] for r in runs(repo)] == [1, 2, 3]
+
+
+def test_stop_mentions_unrecorded_changes(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    ar(repo, "stop")
+    write(repo / "value.txt", "1\n")
+    res = ar(repo, "run", "-d", "x", expect=4)
+    assert "unrecorded changes (value.txt)" in res.err
+
+
+def test_new_segment_can_lift_the_limit_but_not_change_the_id(repo: Path, ar) -> None:
+    ar(repo, *start_args("--max-experiments", "1"))
+    ar(repo, "run", "-d", "one")
+    ar(repo, "run", "-d", "two", expect=4)
+    res = ar(repo, "start", "--new-segment", "--session-id", "other", expect=2)
+    assert "--session-id cannot change" in res.err
+    ar(repo, "start", "--new-segment", "--max-experiments", "0")
+    for i in range(3):
+        ar(repo, "run", "-d", f"unlimited {i}")

@@ -70,23 +70,56 @@ def test_file_replaced_by_directory_is_reverted(repo: Path, ar) -> None:
 
 def test_protected_files_are_byte_and_mode_identical(repo: Path, ar) -> None:
     write(repo / "eval" / "score.py", "print('tracked evaluator')\n")
-    git(repo, "add", "eval")
+    write(repo / "autoresearch.md", "tracked legacy notes\n")
+    git(repo, "add", "eval", "autoresearch.md")
     git(repo, "commit", "-q", "-m", "evaluator")
     ar(repo, *start_args("--protected", "eval/**"))
     hook = write(repo / ".auto" / "hooks" / "after.sh", "#!/bin/sh\nexit 0\n", 0o755)
-    legacy = write(repo / "autoresearch.md", "legacy notes\n", 0o640)
+    legacy = write(repo / "autoresearch.md", "notes edited by the agent\n", 0o640)
+    untracked_legacy = write(repo / "autoresearch.ideas.md", "- [ ] idea\n", 0o600)
     prompt = repo / ".auto" / "prompt.md"
     write(prompt, "learnings from this run\n")
-    evaluator = write(repo / "eval" / "score.py", "print('edited by the agent')\n")
     write(repo / "value.txt", "300\n")
-    before = snapshot([hook, legacy, prompt, evaluator])
+    files = [hook, legacy, untracked_legacy, prompt]
+    before = snapshot(files)
     assert ar(repo, "run", "-d", "worse", "--json").json()["status"] == "discard"
-    assert snapshot([hook, legacy, prompt, evaluator]) == before
+    assert snapshot(files) == before
     write(repo / "value.txt", "10\n")
     assert ar(repo, "run", "-d", "better", "--json").json()["status"] == "keep"
-    assert snapshot([hook, legacy, prompt, evaluator]) == before
-    files = git(repo, "show", "--name-only", "--format=", "HEAD").splitlines()
-    assert files == ["value.txt"], "a keep never commits protected paths"
+    assert snapshot(files) == before
+    files_committed = git(repo, "show", "--name-only", "--format=", "HEAD").splitlines()
+    assert files_committed == ["value.txt"], "a keep never commits protected paths"
+
+
+def test_changing_what_defines_success_is_a_crash(repo: Path, ar) -> None:
+    write(repo / "eval" / "score.py", "print('tracked evaluator')\n")
+    git(repo, "add", "eval")
+    git(repo, "commit", "-q", "-m", "evaluator")
+    ar(repo, *start_args("--protected", "eval/**"))
+    evaluator = write(repo / "eval" / "score.py", "print('edited by the agent')\n")
+    write(repo / "value.txt", "1\n")
+    record = ar(repo, "run", "-d", "cheat", "--json").json()
+    assert record["status"] == "crash"
+    assert "eval/score.py" in record["reason"]
+    assert evaluator.read_text() == "print('edited by the agent')\n", "protected: never touched"
+    assert (repo / "value.txt").read_text() == "100\n"
+    write(repo / "bench.sh", "#!/bin/sh\necho 'score: 0'\n")
+    record = ar(repo, "run", "-d", "cheat harder", "--json").json()
+    assert record["status"] == "crash" and "bench.sh" in record["reason"]
+
+
+def test_out_of_scope_changes_are_reverted_before_measuring(repo: Path, ar) -> None:
+    write(repo / "tests" / "test_value.sh", "test $(cat value.txt) -ge 50\n")
+    git(repo, "add", "tests")
+    git(repo, "commit", "-q", "-m", "tests")
+    ar(repo, *start_args("--scope", "value.txt", "--checks-command", "sh tests/test_value.sh"))
+    write(repo / "value.txt", "10\n")
+    write(repo / "tests" / "test_value.sh", "true\n")
+    record = ar(repo, "run", "-d", "fast, and the test neutered", "--json").json()
+    assert record["status"] == "checks_failed"
+    assert record["scope_violations"] == ["tests/test_value.sh"]
+    assert git(repo, "show", f"{record['scope_ref']}:tests/test_value.sh") == "true"
+    assert (repo / "tests" / "test_value.sh").read_text() == "test $(cat value.txt) -ge 50\n"
 
 
 def test_keep_reverts_changes_outside_scope(repo: Path, ar) -> None:
@@ -100,7 +133,7 @@ def test_keep_reverts_changes_outside_scope(repo: Path, ar) -> None:
     assert git(repo, "show", "--name-only", "--format=", "HEAD").splitlines() == ["value.txt"]
     assert (repo / "README.md").read_text() == "project\n"
     assert not (repo / "src" / "extra.py").exists()
-    assert git(repo, "show", f"{record['attempt_ref']}:README.md") == "out of scope"
+    assert git(repo, "show", f"{record['scope_ref']}:README.md") == "out of scope"
 
 
 def test_scripts_inside_scope_are_refused(repo: Path, ar) -> None:
@@ -142,3 +175,52 @@ def test_paths_with_odd_names(repo: Path, ar) -> None:
     for name in odd:
         if "\t" not in name:
             assert name in committed
+
+
+def test_ignored_files_survive_gitignore_edits_and_force_adds(repo: Path, ar) -> None:
+    write(repo / ".gitignore", ".venv/\n.env\n")
+    git(repo, "add", ".gitignore")
+    git(repo, "commit", "-q", "-m", "ignore")
+    venv = write(repo / ".venv" / "bin" / "python", "#!venv\n", 0o755)
+    dotenv = write(repo / ".env", "SECRET=1\n", 0o600)
+    ar(repo, *start_args())
+    before = snapshot([venv, dotenv])
+    write(repo / ".gitignore", "# nothing ignored any more\n")
+    write(repo / "value.txt", "300\n")
+    assert ar(repo, "run", "-d", "un-ignore", "--json").json()["status"] == "discard"
+    assert snapshot([venv, dotenv]) == before
+    assert (repo / ".gitignore").read_text() == ".venv/\n.env\n"
+    git(repo, "add", "-f", ".env")
+    write(repo / "value.txt", "300\n")
+    assert ar(repo, "run", "-d", "force-add", "--json").json()["status"] == "discard"
+    assert snapshot([venv, dotenv]) == before
+    assert git(repo, "ls-files", ".env") == ""
+    git(repo, "add", "-f", ".env")
+    write(repo / "value.txt", "1\n")
+    assert ar(repo, "run", "-d", "keep without the secret", "--json").json()["status"] == "keep"
+    assert git(repo, "show", "--name-only", "--format=", "HEAD").splitlines() == ["value.txt"]
+    assert snapshot([venv, dotenv]) == before
+
+
+def test_commit_refused_by_a_hook_changes_nothing(repo: Path, ar) -> None:
+    ar(repo, *start_args("--scope", "value.txt"))
+    hook = write(repo / ".git" / "hooks" / "pre-commit", "#!/bin/sh\nexit 1\n", 0o755)
+    write(repo / "value.txt", "10\n")
+    write(repo / "README.md", "out of scope\n")
+    ar(repo, "measure")
+    res = ar(repo, "keep", "-d", "blocked", expect=3)
+    assert "git commit failed" in res.err
+    assert (repo / "value.txt").read_text() == "10\n"
+    assert git(repo, "diff", "--cached", "--name-only") == ""
+    hook.unlink()
+    assert ar(repo, "discard", "-d", "after the hook", "--json").json()["run"] == 2
+    assert (repo / "value.txt").read_text() == "100\n"
+
+
+def test_glob_without_slash_matches_at_any_depth(repo: Path, ar) -> None:
+    ar(repo, *start_args("--scope", "*.py", "--scope", "value.txt"))
+    write(repo / "src" / "lib.py", "def f():\n    return 2\n")
+    write(repo / "value.txt", "10\n")
+    record = ar(repo, "run", "-d", "deep python file", "--json").json()
+    assert record["scope_violations"] == []
+    assert "src/lib.py" in git(repo, "show", "--name-only", "--format=", "HEAD").splitlines()
