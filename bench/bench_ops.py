@@ -4,7 +4,10 @@ ledger of 10,000 runs.
     python bench/bench_ops.py [--files 10000] [--repeats 7] [--runs 10000]
 
 Everything runs as users run it: the installed ``git-autoresearch-*`` executables in a fresh
-process each time, against a generated repository in a temporary folder. Prints one line per
+process each time, against a generated repository in a temporary folder. The raw recipe is the
+seeds' (experiment-git-ops): ``git add -A`` and ``git commit`` to keep; staging and stashing the
+session files, ``git checkout -- .``, ``git clean -fd`` and ``git stash pop`` to revert, with
+those session files present in the work tree as they are in a real session. Prints one line per
 measurement (median seconds over the repeats) and the ratios the targets speak of.
 """
 
@@ -41,6 +44,17 @@ def tool(cwd: Path, name: str, *args: str) -> bytes:
     exe = shutil.which(f"git-autoresearch-{name}", path=sysconfig.get_paths()["scripts"])
     argv = [exe, *args] if exe else [sys.executable, "-m", "git_autoresearch", name, *args]
     return subprocess.run(argv, cwd=cwd, check=True, stdout=subprocess.PIPE).stdout
+
+
+def seed_session_files(folder: Path, step: int) -> None:
+    """The files a session of the seeds' recipe has in its work tree (untracked; the ledger
+    grows by a line per run), which its revert stashes and pops."""
+    for name in PROTECTED.split():
+        path = folder / name
+        if not path.exists():
+            path.write_text(f"# {name}\n")
+    with open(folder / "autoresearch.jsonl", "a") as fh:
+        fh.write(json.dumps({"run": step, "metric": 1000 - step, "status": "keep"}) + "\n")
 
 
 def make_repo(folder: Path, files: int) -> Path:
@@ -85,10 +99,12 @@ def bench_keep_discard(root: Path, files: int, repeats: int) -> dict[str, float]
         times["keep"].append(timed(tool, ours, "keep", "-d", f"step {step}", "--metric",
                                    str(1000 - step)))
         edit(raw, step, new_file=True)
+        seed_session_files(raw, step)
         times["raw_keep"].append(timed(sh, raw, RAW_KEEP, f"step {step}"))
         edit(ours, step + 100, new_file=True)
         times["discard"].append(timed(tool, ours, "discard", "-d", f"d {step}"))
         edit(raw, step + 100, new_file=True)
+        seed_session_files(raw, step + 100)
         times["raw_discard"].append(timed(sh, raw, RAW_REVERT))
     return {k: statistics.median(v) for k, v in times.items()}
 
