@@ -455,8 +455,12 @@ def status_cmd(as_json: bool) -> None:
     if current != branch:
         where = f"branch {current}" if current else "a detached HEAD"
         warnings.append(f"the work tree is on {where}, not on {branch}")
-    warnings.extend(f"ledger line {m.line} set aside: {m.reason}" for m in
-                    session.ledger.malformed)
+    warnings.extend(f"ledger line {m.line} is not readable ({m.reason}); git autoresearch "
+                    "resume sets it aside" for m in session.ledger.malformed)
+    interrupted = session.interrupted()
+    if interrupted is not None:
+        warnings.append(f"a {interrupted.get('op')} of run {interrupted.get('run')} was "
+                        "interrupted; the next recording command (or resume) finishes it")
     data = {
         "session_id": cfg.session_id,
         "branch": branch,
@@ -552,6 +556,64 @@ def show_cmd(run_number: int, as_json: bool) -> None:
         click.echo("(no commit: the kept measurement changed nothing)")
     else:
         click.echo("(no attempt ref recorded for this run)")
+
+
+@click.command("resume", context_settings=CONTEXT)
+@click.option("--session-id", help="The session to resume when it cannot be told from the "
+                                   "work tree (several state refs, no .auto/).")
+@json_option
+def resume_cmd(session_id: str | None, as_json: bool) -> None:
+    """Check and repair the session, then say where the loop stands: restore lost session files
+    from the state ref, set malformed ledger lines aside, check the configuration, check out the
+    session branch, finish or roll back an interrupted keep or revert."""
+    from . import report
+    from .session import resume
+
+    session, actions = resume(session_id)
+    seg = report.segment_summary(session.segment)
+    data = {"session_id": session.config.session_id, "actions": actions, "segment": seg,
+            "next_run": session.ledger.next_run_number,
+            "stop_pending": session.layout.stop.exists(),
+            "limit_reached": session.limit_reached(), "warnings": session.warnings}
+    if as_json:
+        emit_json(data)
+        return
+    for action in actions:
+        click.echo(f"- {action}")
+    best, last = seg["best"], seg["last"]
+    click.echo(f"session {session.config.session_id}, segment {seg['index']}: {seg['runs']} "
+               f"run(s), {seg['kept']} kept; next run {data['next_run']}")
+    if best:
+        click.echo(f"best {best['metric']:g} (run {best['run']}, commit {best['commit']})")
+    if last:
+        click.echo(f"last run {last['run']}: {last['status']}")
+    if data["stop_pending"]:
+        click.echo("STOP is pending: the next run exits 4")
+    if data["limit_reached"]:
+        click.echo("max_experiments is reached: the next run exits 4")
+    for w in session.warnings:
+        warn(w)
+
+
+@click.command("doctor", context_settings=CONTEXT)
+@click.option("--fix", is_flag=True, help="Rebuild what can be rebuilt (never deletes a record).")
+@json_option
+def doctor_cmd(fix: bool, as_json: bool) -> None:
+    """Reconcile the ledger, the trailers on the branch, the attempt refs and the state ref."""
+    from .doctor import examine, render
+    from .session import Session
+
+    session = Session.open(on_branch=False)
+    found = render(examine(session, fix=fix))
+    if as_json:
+        emit_json({"findings": found, "fix": fix})
+        return
+    if not found:
+        click.echo("no problems found")
+    for item in found:
+        mark = "fixed" if item["fixed"] else ("fixable with --fix" if item["fix"] else
+                                             "needs a person")
+        click.echo(f"- {item['problem']} [{mark}]")
 
 
 @click.command("stop", context_settings=CONTEXT)
@@ -651,6 +713,8 @@ COMMANDS: dict[str, click.Command] = {
     "status": status_cmd,
     "show": show_cmd,
     "stop": stop_cmd,
+    "resume": resume_cmd,
+    "doctor": doctor_cmd,
     "hook": hook_cmd,
     "hooks": hooks_cmd,
     "demo": demo_cmd,
@@ -735,6 +799,8 @@ log_main = _entry("log")
 status_main = _entry("status")
 show_main = _entry("show")
 stop_main = _entry("stop")
+resume_main = _entry("resume")
+doctor_main = _entry("doctor")
 hook_main = _entry("hook")
 hooks_main = _entry("hooks")
 demo_main = _entry("demo")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import Refused
+from .faults import checkpoint
 from .git import ZERO_OID, Repo, join_z
 from .paths import Boundaries
 
@@ -196,7 +197,7 @@ class RevertResult:
 
 
 def revert(repo: Repo, bounds: Boundaries, changes: Changes, *, head: str, ref: str,
-           message: str, only: list[str] | None = None) -> RevertResult:
+           message: str, only: list[str] | None = None, stage: str = "revert") -> RevertResult:
     """Record the attempt at ``ref``, then put every changed path that is not protected back to
     HEAD: created files removed, tracked paths restored (index and work tree). ``only`` limits
     the restore to those paths (the attempt still records everything)."""
@@ -205,13 +206,32 @@ def revert(repo: Repo, bounds: Boundaries, changes: Changes, *, head: str, ref: 
                         *changes.staged_preexisting]
     commit = record_attempt(repo, head, recordable, ref=ref, message=message,
                             reset=staged_elsewhere)
-    targets = set(only) if only is not None else set(recordable)
-    created = [p for p in changes.created if p in targets and not bounds.is_protected(p)]
-    tracked = [p for p in changes.tracked if p in targets and not bounds.is_protected(p)]
-    removed = _remove_files(repo.top, created)
-    repo.restore_from_head(tracked)
-    repo.unstage(changes.staged_preexisting)
+    checkpoint(f"{stage}:after-attempt")
+    created, tracked = revert_targets(bounds, changes, only)
+    removed = finish_revert(repo, created, tracked, changes.staged_preexisting)
     return RevertResult(commit, ref, sorted(tracked), sorted(removed))
+
+
+def revert_targets(bounds: Boundaries, changes: Changes, only: list[str] | None = None
+                   ) -> tuple[list[str], list[str]]:
+    """The created files to remove and the tracked paths to restore (``only`` those, if given);
+    never protected paths."""
+    recordable = {p for p in changes.changed() if not bounds.is_protected(p)}
+    targets = set(only) if only is not None else recordable
+    created = [p for p in changes.created if p in targets and p in recordable]
+    tracked = [p for p in changes.tracked if p in targets and p in recordable]
+    return created, tracked
+
+
+def finish_revert(repo: Repo, created: list[str], tracked: list[str],
+                  staged_preexisting: list[str]) -> list[str]:
+    """Remove ``created`` files, restore ``tracked`` paths to HEAD, unstage preexisting files.
+    Idempotent, so an interrupted revert can be finished by running it again."""
+    removed = _remove_files(repo.top, created)
+    checkpoint("revert:after-remove")
+    repo.restore_from_head(tracked)
+    repo.unstage(staged_preexisting)
+    return removed
 
 
 @dataclass
@@ -246,8 +266,10 @@ def keep(repo: Repo, bounds: Boundaries, changes: Changes, *, head: str, message
     violations = scope_violations(bounds, changes)
     staged_protected = [p for p in changes.tracked if bounds.is_protected(p)]
     repo.unstage([*staged_protected, *changes.staged_preexisting])
+    checkpoint("keep:staging")
     to_stage = [p for p in changes.changed() if bounds.in_scope(p)]
     repo.add_paths(to_stage)
+    checkpoint("keep:before-commit")
     left = sorted({*changes.preexisting, *changes.staged_preexisting,
                    *(p for p in changes.created if bounds.is_protected(p))})
     commit, committed = head, False
@@ -267,10 +289,12 @@ def keep(repo: Repo, bounds: Boundaries, changes: Changes, *, head: str, message
             raise Refused(f"the Result trailer of commit {commit[:7]} does not read back as "
                           f"written (a commit-msg hook changed it?): got {values!r}")
         committed = True
+    checkpoint("keep:after-commit")
     attempt = None
     if violations:
         revert(repo, bounds, changes, head=head, ref=violations_ref, only=violations,
-               message=message.split("\n", 1)[0] + "\n\n(out-of-scope changes of a kept run)\n")
+               message=message.split("\n", 1)[0] + "\n\n(out-of-scope changes of a kept run)\n",
+               stage="keep")
         attempt = violations_ref
     return KeepResult(commit, committed, violations, attempt, left)
 

@@ -270,10 +270,11 @@ class Repo:
                      "--pathspec-from-file=-", "--pathspec-file-nul", input=join_z(paths))
 
     def unstage(self, paths: Sequence[str]) -> None:
-        """Make the index entries of ``paths`` equal HEAD, leaving the work tree alone."""
+        """Make the index entries of ``paths`` equal HEAD, leaving the work tree alone; a path
+        that neither the index nor HEAD knows is no error."""
         if paths:
-            self.run("restore", "--source=HEAD", "--staged", "--no-overlay",
-                     "--pathspec-from-file=-", "--pathspec-file-nul", input=join_z(paths))
+            self.run("reset", "-q", "HEAD", "--pathspec-from-file=-", "--pathspec-file-nul",
+                     input=join_z(paths))
 
     def has_staged_changes(self) -> bool:
         """Whether the index differs from HEAD."""

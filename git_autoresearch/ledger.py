@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 STATUSES = ("keep", "discard", "crash", "checks_failed")
+MAX_LINE_BYTES = 1 << 20  # a longer line is reported, not parsed
 LEDGER_VERSION = 1
 
 
@@ -179,6 +180,9 @@ def parse(data: bytes) -> Ledger:
         if not raw.strip():
             continue
         is_torn = torn_last and number == len(lines)
+        if len(raw) > MAX_LINE_BYTES:
+            malformed.append(Malformed(number, f"line of {len(raw)} bytes is too long", is_torn))
+            continue
         try:
             obj = json.loads(raw, parse_constant=_reject_constant)
         except (ValueError, UnicodeDecodeError) as exc:

@@ -4,6 +4,7 @@ branch's ``Result:`` trailers. Returns data and plain strings; no click."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,11 +137,19 @@ def read_trailers(repo: Repo, branch: str, base: str | None) -> dict[int, dict[s
             continue
         try:
             number = int(parts[1].strip().splitlines()[0])
-            result = json.loads(parts[2].strip().splitlines()[-1])
+            result = json.loads(parts[2].strip().splitlines()[-1],
+                                parse_constant=_no_constant)
         except (ValueError, IndexError):
+            continue
+        if not isinstance(result, dict) or any(
+                isinstance(v, float) and not math.isfinite(v) for v in result.values()):
             continue
         found[number] = {"commit": parts[0], "result": result}
     return found
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"non-finite number {name}")
 
 
 def reconcile(repo: Repo, book: Ledger, branch: str, base: str | None) -> Reconciliation:

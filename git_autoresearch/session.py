@@ -32,9 +32,11 @@ from .experiment import (
     Changes,
     attempt_ref,
     commit_message,
+    finish_revert,
     json_number,
     load_snapshot,
     result_trailer,
+    revert_targets,
     save_snapshot,
     scope_violations,
     survey,
@@ -46,6 +48,7 @@ from .experiment import (
 from .experiment import (
     revert as git_revert,
 )
+from .faults import checkpoint
 from .git import Repo
 from .ledger import Ledger, Run, Segment
 from .lock import SessionLock
@@ -144,6 +147,10 @@ class Layout:
     def untracked(self) -> Path:
         return self.repo.scratch / "untracked"
 
+    @property
+    def intent(self) -> Path:
+        return self.repo.scratch / "intent.json"
+
 
 class Session:
     """An open session: repository, configuration (checked against the ledger) and ledger."""
@@ -156,6 +163,8 @@ class Session:
         self.ledger = book
         self.bounds = Boundaries(cfg.scope, cfg.protected)
         self._head: str | None = None
+        self.recovered: str | None = None
+        self.warnings: list[str] = []
 
     def head(self) -> str:
         """HEAD's commit id, asked of git once and then kept up to date by :meth:`record`."""
@@ -241,6 +250,7 @@ class Session:
             self.repo.head_at_discovery = None
             if self.ledger.config_header is not None:
                 self.check_config()
+            self.recovered = self.recover()
             yield
 
     def reload(self) -> None:
@@ -441,6 +451,8 @@ class Session:
         report = fire(self.layout.hooks, stage, payload, cwd=self.repo.top)
         if report.firings:
             ledger_mod.append(self.layout.ledger, [f.ledger_line() for f in report.firings])
+            if stage == "after":
+                self.mirror_state("after hooks")
         return report
 
     # --- recording --------------------------------------------------------------------------
@@ -456,12 +468,15 @@ class Session:
         baseline: bool = False,
     ) -> dict[str, Any]:
         """Apply ``status`` to the work tree (keep: commit; otherwise: revert) and append the run
-        record. Returns the record as written."""
+        record. Returns the record as written.
+
+        An intent record is written before anything changes and cleared when the ledger line is
+        written, so that :meth:`recover` can finish or roll back an operation that was killed.
+        """
         self.check_recordable()
         head = self.head()
         number = self.ledger.next_run_number
-        before = load_snapshot(self.layout.untracked)
-        changes = survey(self.repo, before)
+        changes = survey(self.repo, load_snapshot(self.layout.untracked))
         if status == "keep" and result is not None and result.fingerprint is not None:
             now = self.fingerprint(changes)
             moved = sorted(p for p in set(now) | set(result.fingerprint)
@@ -471,58 +486,69 @@ class Session:
                               + ", ".join(moved[:5]) + (" ..." if len(moved) > 5 else "")
                               + "); measure again before keeping")
         metric = result.metric if result else None
-        metrics = dict(result.metrics) if result else {}
-        record: dict[str, Any] = {"run": number}
-        attempt = None
-        violations: list[str] = []
-        commit = head
+        if status == "keep" and metric is None:
+            raise Refused("a keep needs a metric: measure first or pass --metric")
+        draft = self._draft(number, status, description, result, asi, hooks, baseline)
+        ref = attempt_ref(self.config.session_id, number)
+        untracked_after = sorted({*changes.preexisting, *changes.staged_preexisting,
+                                  *(p for p in changes.created if self.bounds.is_protected(p))})
+        intent: dict[str, Any] = {"op": "keep" if status == "keep" else "revert", "run": number,
+                                  "head": head, "ref": ref, "record": draft,
+                                  "untracked_after": untracked_after,
+                                  "staged_preexisting": changes.staged_preexisting}
         if status == "keep":
-            if metric is None:
-                raise Refused("a keep needs a metric: measure first or pass --metric")
-            trailer = result_trailer(self.config.metric_name, metric, metrics)
+            assert metric is not None
+            trailer = result_trailer(self.config.metric_name, metric, draft["metrics"])
             message = commit_message(description, trailer, number, self.config.session_id)
+            violations = scope_violations(self.bounds, changes)
+            intent["to_stage"] = [p for p in changes.changed() if self.bounds.in_scope(p)]
+            intent["created"], intent["tracked"] = revert_targets(self.bounds, changes,
+                                                                  violations)
+            self._write_intent(intent)
             kept = git_keep(self.repo, self.bounds, changes, head=head, message=message,
-                            trailer=trailer,
-                            violations_ref=attempt_ref(self.config.session_id, number))
-            commit, attempt, violations = kept.commit, kept.attempt_ref, kept.scope_violations
+                            trailer=trailer, violations_ref=ref)
             self._head = kept.commit
-            untracked_after = kept.untracked_after
-            committed = kept.committed
+            draft.update({"commit": self.repo.short(kept.commit), "committed": kept.committed,
+                          "attempt_ref": kept.attempt_ref})
+            draft["scope_violations"] = sorted({*draft["scope_violations"],
+                                                *kept.scope_violations})
         else:
             message = (f"{description.strip() or f'run {number}'}\n\n"
                        f"Autoresearch-Status: {status}\nAutoresearch-Run: {number}\n"
                        f"Autoresearch-Session: {self.config.session_id}\n")
-            reverted = git_revert(self.repo, self.bounds, changes, head=head,
-                                  ref=attempt_ref(self.config.session_id, number),
-                                  message=message)
-            attempt = reverted.attempt_ref
-            committed = False
-            untracked_after = sorted({*changes.preexisting, *changes.staged_preexisting,
-                                      *(p for p in changes.created
-                                        if self.bounds.is_protected(p))})
-        record.update({
-            "commit": self.repo.short(commit),
+            intent["created"], intent["tracked"] = revert_targets(self.bounds, changes)
+            self._write_intent(intent)
+            git_revert(self.repo, self.bounds, changes, head=head, ref=ref, message=message)
+            draft["attempt_ref"] = ref
+        return self._append_record(draft, untracked_after)
+
+    def _draft(self, number: int, status: str, description: str, result: Measurement | None,
+               asi: Mapping[str, Any] | None, hooks: list[dict[str, Any]] | None,
+               baseline: bool) -> dict[str, Any]:
+        """The run record, with ``commit`` at HEAD and no attempt ref yet."""
+        metric = result.metric if result else None
+        record: dict[str, Any] = {
+            "run": number,
+            "commit": self.repo.short(self.head()),
             "metric": json_number(metric) if metric is not None
             else (0 if status == "crash" else None),
-            "metrics": {k: json_number(v) for k, v in metrics.items()},
+            "metrics": {k: json_number(v) for k, v in (result.metrics if result else {}).items()},
             "status": status,
             "description": description,
             "timestamp": now_ms(),
             "segment": self.segment.index,
             "confidence": None,
-        })
+        }
         if asi:
             record["asi"] = dict(asi)
         record.update({
             "duration_s": result.duration_s if result else None,
             "samples": [json_number(s) for s in result.samples] if result else [],
             "checks": result.checks if result else None,
-            "attempt_ref": attempt,
-            "scope_violations": sorted({*violations, *(result.scope_violations if result else [])}),
+            "attempt_ref": None,
+            "scope_violations": list(result.scope_violations) if result else [],
             "hooks": hooks or [],
         })
-        if status == "keep":
-            record["committed"] = committed
         if result is not None and result.scope_ref:
             record["scope_ref"] = result.scope_ref
         if baseline:
@@ -531,18 +557,120 @@ class Session:
             record["reason"] = result.reason
         elif result and result.checks and not result.checks["passed"]:
             record["reason"] = result.checks.get("reason")
+        return record
+
+    def _append_record(self, record: dict[str, Any], untracked_after: list[str]
+                       ) -> dict[str, Any]:
+        """Compute the confidence, append the record, and clear what the run left behind."""
         probe = Segment(self.segment.index, self.segment.header, list(self.segment.runs))
         probe.runs.append(Run(record, 0, probe.index))
         record["confidence"] = ledger_mod.confidence(probe)
+        checkpoint("record:before-ledger")
         ledger_mod.append(self.layout.ledger, [record])
+        checkpoint("record:after-ledger")
         save_snapshot(self.layout.untracked, take_snapshot(self.repo, untracked_after))
-        try:
-            self.layout.pending.unlink()
-        except FileNotFoundError:
-            pass
+        self.mirror_state(f"after run {record['run']} ({record['status']})")
+        for leftover in (self.layout.pending, self.layout.intent):
+            try:
+                leftover.unlink()
+            except FileNotFoundError:
+                pass
         self.reload()
         return record
 
+    def mirror_state(self, message: str) -> None:
+        """Mirror the session files on the state ref; a failure is a warning, not an error."""
+        from .git import GitError
+        from .state import mirror
+
+        try:
+            mirror(self.repo, self.layout.auto, self.config.session_id, message)
+        except (GitError, OSError) as exc:
+            self.warnings.append(f"the session files were not mirrored on the state ref: {exc}")
+
+    # --- interrupted operations --------------------------------------------------------------
+
+    def _write_intent(self, intent: dict[str, Any]) -> None:
+        self.repo.scratch.mkdir(parents=True, exist_ok=True)
+        tmp = self.layout.intent.with_name("intent.json.tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(intent, fh, ensure_ascii=False, allow_nan=False)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.layout.intent)
+
+    def interrupted(self) -> dict[str, Any] | None:
+        """The intent record of a keep or revert that did not finish, if any."""
+        try:
+            data = json.loads(self.layout.intent.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except ValueError:
+            return {"op": "unknown", "run": None}
+        return data if isinstance(data, dict) else {"op": "unknown", "run": None}
+
+    def recover(self) -> str | None:
+        """Finish or roll back an interrupted keep or revert; returns what was done, or None.
+
+        A revert whose attempt ref exists is finished (files removed and restored again, the
+        run recorded); one killed before that is rolled back (nothing had changed). A keep whose
+        commit is HEAD is finished; one killed before committing is rolled back: the index goes
+        back to HEAD for the staged paths, and the experiment stays in the work tree, unrecorded.
+        Raises :class:`Refused` when HEAD moved in between and it cannot tell.
+        """
+        intent = self.interrupted()
+        if intent is None:
+            return None
+        number = intent.get("run")
+        if intent.get("op") not in ("keep", "revert") or not isinstance(number, int):
+            self.layout.intent.unlink()
+            return "removed an unreadable intent record"
+        if self.ledger.find(number) is not None:
+            self.layout.intent.unlink()
+            return f"run {number} was already recorded; cleared its intent record"
+        record: dict[str, Any] = intent["record"]
+        head = self.repo.head()
+        ref = intent["ref"]
+        ref_exists = self.repo.resolve(ref) is not None
+        staged_pre = list(intent.get("staged_preexisting", []))
+        if intent["op"] == "revert":
+            if not ref_exists:
+                self.layout.intent.unlink()
+                return f"rolled back the interrupted revert of run {number}: nothing had changed"
+            if head != intent["head"]:
+                raise Refused(f"HEAD moved since the revert of run {number} was interrupted; "
+                              f"its attempt is at {ref}")
+            finish_revert(self.repo, intent["created"], intent["tracked"], staged_pre)
+            record["attempt_ref"] = ref
+            self._append_record(record, intent["untracked_after"])
+            return f"finished the interrupted revert of run {number} ({record['status']})"
+        committed = head != intent["head"]
+        if committed:
+            parent = self.repo.resolve(f"{head}^")
+            run_trailer = self.repo.run("log", "-1", "--format=%(trailers:key=Autoresearch-Run,"
+                                        "valueonly)", str(head)).text.strip()
+            if parent != intent["head"] or run_trailer != str(number):
+                raise Refused(f"HEAD moved since the keep of run {number} was interrupted, and "
+                              "not by that keep; check the branch by hand")
+        elif not ref_exists:
+            self.repo.unstage(intent["to_stage"])
+            self.layout.intent.unlink()
+            return (f"rolled back the interrupted keep of run {number}: nothing was committed, "
+                    "and the experiment is still in the work tree")
+        if intent["created"] or intent["tracked"]:
+            if not ref_exists:
+                changes = survey(self.repo, load_snapshot(self.layout.untracked))
+                git_revert(self.repo, self.bounds, changes, head=intent["head"], ref=ref,
+                           only=[*intent["created"], *intent["tracked"]],
+                           message=f"out-of-scope changes of kept run {number}\n", stage="keep")
+            else:
+                finish_revert(self.repo, intent["created"], intent["tracked"], staged_pre)
+            record["attempt_ref"] = ref
+        assert head is not None
+        self._head = head
+        record.update({"commit": self.repo.short(head), "committed": committed})
+        self._append_record(record, intent["untracked_after"])
+        return f"finished the interrupted keep of run {number}"
 
 def run_payload(data: Mapping[str, Any]) -> dict[str, Any]:
     """A run as the hook contract shows it: run, status, metric, description, asi."""
@@ -733,6 +861,7 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
         known.untracked.update(untracked)
         save_snapshot(layout.untracked, known)
     if opts.no_baseline:
+        session.mirror_state("session started" if not opts.new_segment else "new segment")
         return session, None, None
     with session.lock("start"):
         result = session.measure(progress, pending=False)
@@ -783,3 +912,163 @@ def parse_asi(pairs: list[str], raw_json: str | None) -> dict[str, Any]:
 
 
 Callback = Callable[[str], None]
+
+
+# --- resume --------------------------------------------------------------------------------------
+
+
+def _find_session_id(repo: Repo, layout: Layout, given: str | None) -> str:
+    from .state import sessions
+
+    if given:
+        return given
+    if layout.config.is_file():
+        try:
+            found = parse_toml(layout.read_config_bytes(), source=str(layout.config))
+            if isinstance(found.get("session_id"), str) and found["session_id"]:
+                return str(found["session_id"])
+        except UsageError:
+            pass
+    branch = repo.current_branch()
+    if branch and branch.startswith(BRANCH_PREFIX):
+        return branch[len(BRANCH_PREFIX):]
+    known = sessions(repo)
+    if len(known) == 1:
+        return known[0]
+    if not known:
+        raise Refused("no session to resume: no .auto/config.toml and no "
+                      "refs/autoresearch/*/state ref")
+    raise Refused(f"several sessions could be resumed ({', '.join(sorted(known))}); "
+                  "name one with --session-id")
+
+
+def _lost_lines(current: bytes, saved: bytes) -> bool:
+    """Whether the ledger on disk is a strict prefix of the saved one (lines were lost), its
+    last line possibly torn."""
+    whole = current[:current.rfind(b"\n") + 1]
+    return len(current) < len(saved) and saved.startswith(whole)
+
+
+def _restore_files(repo: Repo, layout: Layout, session_id: str) -> list[str]:
+    """Bring back session files that are missing (or a ledger that lost lines) from the state
+    ref; returns what was restored."""
+    from .state import modes, read
+
+    saved = read(repo, session_id)
+    if saved is None:
+        return []
+    file_modes = modes(repo, session_id)
+    restored = []
+    layout.auto.mkdir(exist_ok=True)
+    for name, data in saved.items():
+        path = layout.auto / name
+        if name == "log.jsonl":
+            try:
+                current = path.read_bytes()
+            except FileNotFoundError:
+                current = None
+            if current is not None and not _lost_lines(current, data):
+                continue
+            if current is not None:
+                kept = path.with_name(f"log.jsonl.before-resume.{int(time.time())}")
+                os.replace(path, kept)
+                restored.append(f".auto/log.jsonl (it had lost lines; the old file is "
+                                f".auto/{kept.name})")
+            else:
+                restored.append(".auto/log.jsonl")
+            path.write_bytes(data)
+            continue
+        if path.exists():
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        path.chmod(0o444 if name == "config.toml" else file_modes.get(name, 0o644))
+        restored.append(f".auto/{name}")
+    return restored
+
+
+def _set_aside_malformed(layout: Layout, book: Ledger) -> list[str]:
+    """Move malformed ledger lines to ``.auto/log.rejected.jsonl`` (with their line numbers and
+    reasons) and rewrite the ledger without them; every readable line stays, in order."""
+    if not book.malformed:
+        return []
+    bad = {m.line: m for m in book.malformed}
+    lines = layout.ledger.read_bytes().split(b"\n")
+    keep, rejected, notes = [], [], []
+    for number, raw in enumerate(lines, start=1):
+        if number in bad:
+            rejected.append(json.dumps({"line": number, "reason": bad[number].reason,
+                                        "text": raw.decode("utf-8", "replace")},
+                                       ensure_ascii=False) + "\n")
+            notes.append(f"ledger line {number} set aside ({bad[number].reason}) in "
+                         ".auto/log.rejected.jsonl")
+        elif raw.strip():
+            keep.append(raw + b"\n")
+    with open(layout.auto / "log.rejected.jsonl", "a", encoding="utf-8") as fh:
+        fh.writelines(rejected)
+    tmp = layout.ledger.with_name("log.jsonl.tmp")
+    tmp.write_bytes(b"".join(keep))
+    os.replace(tmp, layout.ledger)
+    return notes
+
+
+def missing_scripts(repo: Repo, cfg: Config) -> list[str]:
+    """Script-like words of the configured commands (``x.sh``, ``x.py``, ``./x``, ``dir/x``)
+    that name no file."""
+    import shlex
+
+    missing = []
+    for command in (cfg.command, cfg.checks_command, cfg.metric_command):
+        if not command:
+            continue
+        try:
+            words = shlex.split(command)
+        except ValueError:
+            words = command.split()
+        for word in words:
+            looks_like_script = word.endswith((".sh", ".py")) or word.startswith("./")
+            if looks_like_script and not word.startswith("-") and "=" not in word:
+                path = Path(word) if os.path.isabs(word) else repo.top / word
+                if not path.exists():
+                    missing.append(word)
+    return missing
+
+
+def resume(session_id: str | None = None, cwd: str | os.PathLike[str] | None = None
+           ) -> tuple[Session, list[str]]:
+    """Integrity checks and repairs before a loop carries on: restore missing session files
+    from the state ref, set malformed ledger lines aside, check the configuration against the
+    ledger (refusing with the changed keys), check out the session branch, finish or roll back
+    an interrupted keep or revert, and check that the configured scripts exist. Returns the
+    session and the list of what was done."""
+    repo = Repo.discover(cwd)
+    layout = Layout(repo)
+    sid = _find_session_id(repo, layout, session_id)
+    actions = _restore_files(repo, layout, sid)
+    if not layout.config.exists():
+        raise Refused(f"session {sid} has no .auto/config.toml and no state ref to restore it "
+                      "from")
+    _exclude_auto(repo)
+    book = ledger_mod.read(layout.ledger)
+    actions += _set_aside_malformed(layout, book)
+    session = Session.open(cwd, on_branch=False)
+    wanted = session_branch(session.config.session_id)
+    if repo.current_branch() != wanted:
+        if repo.resolve(f"refs/heads/{wanted}") is None:
+            raise Refused(f"the session branch {wanted} does not exist")
+        tracked, _ = _dirty(repo, session.bounds)
+        if tracked:
+            raise Refused(f"cannot check out {wanted}: uncommitted changes in "
+                          f"{_listing(tracked)}")
+        repo.run("switch", "-q", wanted)
+        actions.append(f"checked out {wanted}")
+        session = Session.open(cwd)
+    with session.lock("resume"):
+        if session.recovered:
+            actions.append(session.recovered)
+    missing = missing_scripts(repo, session.config)
+    if missing:
+        raise Refused(f"the configuration names {', '.join(missing)}, which does not exist")
+    if actions:
+        session.mirror_state("resume: " + "; ".join(actions)[:200])
+    return session, actions

@@ -1,0 +1,34 @@
+"""A test-only way to kill the tool at a named step of a keep or a revert.
+
+When ``$GIT_AUTORESEARCH_DIE_AT`` names a step, the process sends itself SIGKILL there: no
+cleanup handler runs, exactly as when the machine or the agent kills us. The steps, in order:
+
+keep:   ``keep:staging`` (index partly prepared), ``keep:before-commit``, ``keep:after-commit``,
+        ``keep:after-attempt`` (out-of-scope changes recorded, not yet reverted)
+revert: ``revert:after-attempt`` (attempt ref written), ``revert:after-remove`` (created files
+        removed, tracked files not yet restored)
+both:   ``record:before-ledger``, ``record:after-ledger`` (ledger line written, intent not cleared)
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+DIE_VARIABLE = "GIT_AUTORESEARCH_DIE_AT"
+STEPS = (
+    "keep:staging",
+    "keep:before-commit",
+    "keep:after-commit",
+    "keep:after-attempt",
+    "revert:after-attempt",
+    "revert:after-remove",
+    "record:before-ledger",
+    "record:after-ledger",
+)
+
+
+def checkpoint(step: str) -> None:
+    """Die with SIGKILL when ``$GIT_AUTORESEARCH_DIE_AT`` is ``step``; otherwise nothing."""
+    if os.environ.get(DIE_VARIABLE) == step:
+        os.kill(os.getpid(), signal.SIGKILL)

@@ -1,0 +1,148 @@
+"""The session's files mirrored in git, at ``refs/autoresearch/<session-id>/state``.
+
+After each recorded run the session files (``config.toml``, ``log.jsonl``, ``prompt.md``,
+``ideas.md`` and ``hooks/``; not ``run.log``) become a commit on that ref, so the session
+survives ``git clean -xfd``, a lost ``.auto/`` or a fresh clone that fetched
+``refs/autoresearch/*``.
+
+Tree layout (format version 1): the files at their ``.auto/`` paths, except the ledger, which is
+split into ``log/00000.jsonl``, ``log/00001.jsonl``, ... of 1,000 lines each: an append touches
+only the last piece, so a long session adds small objects, not a whole ledger per run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from .git import ZERO_OID, Repo, split_z
+
+STATE_REF = "refs/autoresearch/{session}/state"
+LINES_PER_PIECE = 1000
+FILES = ("config.toml", "prompt.md", "ideas.md")
+FORMAT_VERSION = 1
+
+
+def state_ref(session_id: str) -> str:
+    return STATE_REF.format(session=session_id)
+
+
+def _pieces(ledger: bytes) -> list[bytes]:
+    lines = ledger.splitlines(keepends=True)
+    return [b"".join(lines[i:i + LINES_PER_PIECE]) for i in range(0, len(lines),
+                                                                   LINES_PER_PIECE)]
+
+
+def mirror(repo: Repo, auto: Path, session_id: str, message: str) -> str:
+    """Commit the session files of ``auto`` on the state ref (compare-and-swap on its old
+    value); returns the new commit id. Raises GitError if another writer moved the ref."""
+    ref = state_ref(session_id)
+    scratch = repo.scratch
+    scratch.mkdir(parents=True, exist_ok=True)
+    cache_path = scratch / "state-cache.json"
+    try:
+        cache = json.loads(cache_path.read_text())
+    except (FileNotFoundError, ValueError):
+        cache = {}
+    entries: list[tuple[str, str]] = []  # (tree path, file to hash)
+    for name in FILES:
+        if (auto / name).is_file():
+            entries.append((name, str(auto / name)))
+    hooks = auto / "hooks"
+    if hooks.is_dir():
+        for path in sorted(hooks.rglob("*")):
+            if path.is_file() and not path.is_symlink():
+                entries.append((path.relative_to(auto).as_posix(), str(path)))
+    try:
+        ledger = (auto / "log.jsonl").read_bytes()
+    except FileNotFoundError:
+        ledger = b""
+    pieces = _pieces(ledger)
+    known = {int(k): v for k, v in cache.get("pieces", {}).items()}
+    piece_files: list[tuple[int, Path]] = []
+    for index, data in enumerate(pieces):
+        if known.get(index, [None])[0] == len(data):
+            continue
+        tmp = scratch / f"state-piece.{os.getpid()}.{index}"
+        tmp.write_bytes(data)
+        piece_files.append((index, tmp))
+    paths = [p for _, p in entries] + [str(p) for _, p in piece_files]
+    try:
+        ids = repo.run("hash-object", "-w", "--no-filters", "--stdin-paths",
+                       input="".join(p + "\n" for p in paths).encode()).text.split() \
+            if paths else []
+    finally:
+        for _, tmp in piece_files:
+            tmp.unlink()
+    blob_of = dict(zip(paths, ids, strict=True))
+    for index, tmp in piece_files:
+        known[index] = [len(pieces[index]), blob_of[str(tmp)]]
+    lines = []
+    for name, file in entries:
+        mode = "100755" if os.access(file, os.X_OK) else "100644"
+        lines.append(f"{mode} {blob_of[file]}\t{name}")
+    for index in range(len(pieces)):
+        lines.append(f"100644 {known[index][1]}\tlog/{index:05d}.jsonl")
+    index_file = scratch / f"state-index.{os.getpid()}"
+    env = {"GIT_INDEX_FILE": str(index_file)}
+    try:
+        repo.run("update-index", "--index-info", input=("\n".join(lines) + "\n").encode(),
+                 env=env)
+        tree = repo.run("write-tree", env=env).text
+    finally:
+        if index_file.exists():
+            index_file.unlink()
+    old = repo.resolve(ref)
+    parents = ["-p", old] if old else []
+    commit = repo.run("commit-tree", tree, *parents, "-F", "-",
+                      input=f"{message}\n\nAutoresearch-State: {FORMAT_VERSION}\n".encode()).text
+    repo.update_ref(ref, commit, old or ZERO_OID, "autoresearch: mirror session files")
+    cache["pieces"] = {str(k): v for k, v in known.items() if k < len(pieces)}
+    cache_path.write_text(json.dumps(cache))
+    return commit
+
+
+def read(repo: Repo, session_id: str) -> dict[str, bytes] | None:
+    """The session files as the state ref holds them (``log.jsonl`` joined again), keyed by
+    their path under ``.auto/``; None when there is no state ref."""
+    ref = state_ref(session_id)
+    if repo.resolve(ref) is None:
+        return None
+    listing = split_z(repo.run("ls-tree", "-r", "-z", "--full-tree", ref).stdout)
+    files: dict[str, bytes] = {}
+    pieces: list[tuple[str, str]] = []
+    for item in listing:
+        meta, _, path = item.partition("\t")
+        oid = meta.split()[2]
+        if path.startswith("log/"):
+            pieces.append((path, oid))
+        else:
+            files[path] = repo.run("cat-file", "blob", oid).stdout
+    if pieces:
+        files["log.jsonl"] = b"".join(repo.run("cat-file", "blob", oid).stdout
+                                      for _, oid in sorted(pieces))
+    return files
+
+
+def modes(repo: Repo, session_id: str) -> dict[str, int]:
+    """File modes recorded in the state ref (path -> 0o755 or 0o644)."""
+    listing = split_z(repo.run("ls-tree", "-r", "-z", "--full-tree",
+                               state_ref(session_id)).stdout)
+    out = {}
+    for item in listing:
+        meta, _, path = item.partition("\t")
+        out[path] = 0o755 if meta.split()[0] == "100755" else 0o644
+    return out
+
+
+def sessions(repo: Repo) -> list[str]:
+    """Session ids that have a state ref."""
+    res = repo.run("for-each-ref", "--format=%(refname)", "refs/autoresearch/")
+    found = []
+    for name in res.text.splitlines():
+        parts = name.split("/")
+        if len(parts) == 4 and parts[3] == "state":
+            found.append(parts[2])
+    return found
+

@@ -1,0 +1,333 @@
+"""Nothing is lost, whatever is interrupted: a kill at every step of keep and revert, resume
+after `git clean -xfd`, doctor, concurrent callers, stale locks and hostile input."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import git, runs, start_args, write
+
+from git_autoresearch import ledger
+from git_autoresearch.lock import SessionLock
+
+TOOL = [sys.executable, "-m", "git_autoresearch"]
+
+
+def tool(cwd: Path, *args: str, env: dict[str, str] | None = None
+         ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*TOOL, *args], cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})})
+
+
+def files_of(top: Path, names: list[str]) -> dict[str, tuple[bytes, int]]:
+    return {n: ((top / n).read_bytes(), (top / n).stat().st_mode & 0o777) for n in names}
+
+
+@pytest.fixture
+def experiment(repo: Path, ar) -> Path:
+    """A session with user files, ignored files, protected files, and an experiment in the
+    work tree: an in-scope edit, a new in-scope file, and an out-of-scope edit."""
+    write(repo / ".gitignore", ".env\n")
+    git(repo, "add", ".gitignore")
+    git(repo, "commit", "-q", "-m", "ignore")
+    write(repo / ".env", "SECRET=1\n", 0o600)
+    write(repo / "notes.txt", "user notes\n")
+    ar(repo, *start_args("--force", "--scope", "value.txt", "--scope", "src/"))
+    write(repo / ".auto" / "hooks" / "after.sh", "#!/bin/sh\n:\n", 0o755)
+    write(repo / ".auto" / "prompt.md", "agent notes\n")
+    write(repo / "value.txt", "50\n")
+    write(repo / "src" / "new.py", "x = 1\n")
+    write(repo / "README.md", "out of scope\n")
+    return repo
+
+
+PRECIOUS = [".env", "notes.txt", ".auto/hooks/after.sh", ".auto/prompt.md"]
+
+REVERT_STEPS = ["revert:after-attempt", "revert:after-remove", "record:before-ledger",
+                "record:after-ledger"]
+KEEP_STEPS = ["keep:staging", "keep:before-commit", "keep:after-commit", "keep:after-attempt",
+              "record:before-ledger", "record:after-ledger"]
+
+
+@pytest.mark.parametrize("step", REVERT_STEPS)
+def test_kill_during_revert_then_resume(experiment: Path, ar, step: str) -> None:
+    top = experiment
+    precious = files_of(top, PRECIOUS)
+    head = git(top, "rev-parse", "HEAD")
+    killed = tool(top, "discard", "-d", "killed", env={"GIT_AUTORESEARCH_DIE_AT": step})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    res = ar(top, "resume", "--json").json()
+    assert files_of(top, PRECIOUS) == precious
+    assert git(top, "rev-parse", "HEAD") == head
+    numbers = [r["run"] for r in runs(top)]
+    assert numbers == [1, 2], f"{step}: {numbers} ({res['actions']})"
+    assert runs(top)[-1]["status"] == "discard"
+    ref = "refs/autoresearch/s1/attempts/2"
+    assert git(top, "show", f"{ref}:value.txt") == "50"
+    assert git(top, "show", f"{ref}:src/new.py") == "x = 1"
+    assert (top / "value.txt").read_text() == "100\n"
+    assert not (top / "src" / "new.py").exists()
+    assert (top / "README.md").read_text() == "project\n"
+    assert ar(top, "status", "--json").json()["warnings"] == []
+    assert ar(top, "run", "-d", "carries on", "--json").json()["run"] == 3
+
+
+@pytest.mark.parametrize("step", KEEP_STEPS)
+def test_kill_during_keep_then_resume(experiment: Path, ar, step: str) -> None:
+    top = experiment
+    precious = files_of(top, PRECIOUS)
+    head = git(top, "rev-parse", "HEAD")
+    killed = tool(top, "keep", "-d", "killed keep", "--metric", "50",
+                  env={"GIT_AUTORESEARCH_DIE_AT": step})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    res = ar(top, "resume", "--json").json()
+    assert files_of(top, PRECIOUS) == precious
+    numbers = [r["run"] for r in runs(top)]
+    if step in ("keep:staging", "keep:before-commit"):
+        # Rolled back: nothing committed or recorded; the experiment is intact and unstaged.
+        assert numbers == [1], res["actions"]
+        assert git(top, "rev-parse", "HEAD") == head
+        assert git(top, "diff", "--cached", "--name-only") == ""
+        assert (top / "value.txt").read_text() == "50\n"
+        assert (top / "src" / "new.py").read_text() == "x = 1\n"
+        assert (top / "README.md").read_text() == "out of scope\n"
+        assert ar(top, "keep", "-d", "again", "--metric", "50", "--json").json()["run"] == 2
+    else:
+        assert numbers == [1, 2], res["actions"]
+        record = runs(top)[-1]
+        assert record["status"] == "keep" and record["committed"] is True
+        assert git(top, "rev-parse", "HEAD^") == head
+        assert git(top, "log", "-1", "--format=%(trailers:key=Autoresearch-Run,valueonly)") \
+            == "2"
+        assert record["commit"] == git(top, "rev-parse", "--short=7", "HEAD")
+        assert sorted(git(top, "show", "--name-only", "--format=", "HEAD").split()) == \
+            ["src/new.py", "value.txt"]
+        assert (top / "README.md").read_text() == "project\n"
+        assert git(top, "show", "refs/autoresearch/s1/attempts/2:README.md") == "out of scope"
+    assert ar(top, "status", "--json").json()["warnings"] == []
+
+
+def test_next_command_finishes_an_interrupted_revert(experiment: Path, ar) -> None:
+    killed = tool(experiment, "discard", "-d", "killed",
+                  env={"GIT_AUTORESEARCH_DIE_AT": "revert:after-remove"})
+    assert killed.returncode == -signal.SIGKILL
+    assert "interrupted" in " ".join(ar(experiment, "status", "--json").json()["warnings"])
+    record = ar(experiment, "run", "-d", "next", "--json").json()
+    assert record["run"] == 3
+    assert [r["run"] for r in runs(experiment)] == [1, 2, 3]
+
+
+def test_clean_xfd_then_resume_restores_the_session(experiment: Path, ar) -> None:
+    top = experiment
+    ar(top, "discard", "-d", "one")
+    write(top / "value.txt", "20\n")
+    ar(top, "run", "-d", "two")
+    before = {n: (top / ".auto" / n).read_bytes() for n in
+              ("config.toml", "log.jsonl", "prompt.md", "hooks/after.sh")}
+    git(top, "clean", "-xfdq")
+    assert not (top / ".auto").exists()
+    actions = ar(top, "resume", "--json").json()["actions"]
+    assert ".auto/config.toml" in actions and ".auto/log.jsonl" in actions
+    after = {n: (top / ".auto" / n).read_bytes() for n in before}
+    assert after == before
+    assert (top / ".auto" / "config.toml").stat().st_mode & 0o777 == 0o444
+    assert os.access(top / ".auto" / "hooks" / "after.sh", os.X_OK)
+    assert ar(top, "run", "-d", "three", "--json").json()["run"] == 4
+
+
+def test_deleted_ledger_is_restored(experiment: Path, ar) -> None:
+    ar(experiment, "discard", "-d", "one")
+    ledger_path = experiment / ".auto" / "log.jsonl"
+    saved = ledger_path.read_bytes()
+    ledger_path.unlink()
+    assert ar(experiment, "run", "-d", "x", expect=3).code == 3
+    actions = ar(experiment, "resume", "--json").json()["actions"]
+    assert actions[0] == ".auto/log.jsonl"
+    assert ledger_path.read_bytes() == saved
+
+
+def test_truncated_ledger_is_restored_and_the_old_one_kept(experiment: Path, ar) -> None:
+    ar(experiment, "discard", "-d", "one")
+    path = experiment / ".auto" / "log.jsonl"
+    saved = path.read_bytes()
+    path.write_bytes(saved[: saved.index(b"\n") + 1])
+    actions = ar(experiment, "resume", "--json").json()["actions"]
+    assert "it had lost lines" in actions[0]
+    assert path.read_bytes() == saved
+
+
+def test_resume_from_a_fresh_clone(experiment: Path, ar, tmp_path: Path) -> None:
+    ar(experiment, "discard", "-d", "one")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "-b", "main", str(experiment), str(clone))
+    git(clone, "fetch", "-q", "origin", "refs/autoresearch/*:refs/autoresearch/*")
+    git(clone, "branch", "-q", "autoresearch/s1", "origin/autoresearch/s1")
+    data = ar(clone, "resume", "--json").json()
+    assert "checked out autoresearch/s1" in data["actions"]
+    assert data["next_run"] == 3
+    assert ar(clone, "run", "-d", "in the clone", "--json").json()["run"] == 3
+
+
+def test_resume_refuses_edited_config_naming_the_key(experiment: Path, ar) -> None:
+    cfg = experiment / ".auto" / "config.toml"
+    cfg.chmod(0o644)
+    cfg.write_text(cfg.read_text().replace("timeout_seconds = 600", "timeout_seconds = 5"))
+    res = ar(experiment, "resume", expect=3)
+    assert "timeout_seconds: 600 -> 5" in res.err
+
+
+def test_resume_sets_malformed_lines_aside(experiment: Path, ar) -> None:
+    path = experiment / ".auto" / "log.jsonl"
+    with open(path, "ab") as fh:
+        fh.write(b'{"run": "bad"}\n{"torn":')
+    actions = ar(experiment, "resume", "--json").json()["actions"]
+    assert actions == ["ledger line 3 set aside ('run' is not a positive whole number) in "
+                       ".auto/log.rejected.jsonl",
+                       "ledger line 4 set aside (not JSON (JSONDecodeError)) in "
+                       ".auto/log.rejected.jsonl"]
+    rejected = [json.loads(x) for x in (experiment / ".auto" / "log.rejected.jsonl")
+                .read_text().splitlines()]
+    assert [r["line"] for r in rejected] == [3, 4] and rejected[1]["text"] == '{"torn":'
+    assert ledger.read(path).malformed == []
+    assert len(ledger.read(path).runs) == 1
+
+
+def test_resume_reports_a_missing_script(repo: Path, ar) -> None:
+    write(repo / "measure.sh", "echo score: 1\n")
+    git(repo, "add", "measure.sh")
+    git(repo, "commit", "-qm", "script")
+    ar(repo, "start", "--goal", "g", "--session-id", "s", "--command", "sh ./measure.sh",
+       "--metric-pattern", r"score: (\d+)", "--protected", "measure.sh")
+    git(repo, "rm", "-q", "measure.sh")
+    git(repo, "commit", "-qm", "gone")
+    res = ar(repo, "resume", expect=3)
+    assert "./measure.sh, which does not exist" in res.err
+
+
+# --- doctor ------------------------------------------------------------------------------
+
+
+def test_doctor_finds_and_fixes_planted_problems(experiment: Path, ar) -> None:
+    top = experiment
+    ar(top, "run", "-d", "kept")           # run 2: keep, with a trailer
+    write(top / "value.txt", "300\n")
+    ar(top, "run", "-d", "discarded")      # run 3: discard, with an attempt ref
+    assert ar(top, "doctor", "--json").json()["findings"] == []
+    path = top / ".auto" / "log.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    kept = [i for i, ln in enumerate(lines) if '"run":2,' in ln][0]
+    dropped = [i for i, ln in enumerate(lines) if '"run":3,' in ln][0]
+    planted = [ln for i, ln in enumerate(lines) if i not in (kept, dropped)]
+    planted.append('{"run":4,"commit":"abcdef0","metric":1,"status":"discard","description":'
+                   '"ghost","attempt_ref":"refs/autoresearch/s1/attempts/99"}\n')
+    planted.append("not json\n")
+    path.write_text("".join(planted))
+    found = ar(top, "doctor", "--json").json()["findings"]
+    problems = [f["problem"] for f in found]
+    assert any("records run 2 as kept, but the ledger has no run 2" in p for p in problems)
+    assert any("attempt ref of run 3 has no ledger line" in p for p in problems)
+    assert any("is not a readable record" in p for p in problems)
+    assert any("attempts/99, which does not exist" in p for p in problems)
+    assert any("state ref" in p for p in problems)
+    fixed = ar(top, "doctor", "--fix", "--json").json()["findings"]
+    assert all(f["fixed"] for f in fixed if f["fix"])
+    records = {r["run"]: r for r in runs(top)}
+    assert records[2]["status"] == "keep" and records[2]["rebuilt_from"] == "trailer"
+    assert records[2]["metric"] == 50
+    assert records[3]["status"] == "discard" and records[3]["rebuilt_from"] == "attempt"
+    assert records[3]["description"] == "discarded"
+    assert 4 in records, "no record is ever deleted"
+    left = [f["problem"] for f in ar(top, "doctor", "--json").json()["findings"]]
+    assert left == ["run 4 names refs/autoresearch/s1/attempts/99, which does not exist"]
+
+
+# --- concurrency and locks ----------------------------------------------------------------
+
+
+def test_eight_callers_at_once(experiment: Path) -> None:
+    top = experiment
+    env = {**os.environ, "GIT_AUTORESEARCH_LOCK_WAIT": "120"}
+    calls = []
+    for i in range(8):
+        args = ["run", "-d", f"call {i}"] if i % 2 else ["keep", "-d", f"call {i}",
+                                                          "--metric", str(40 - i)]
+        calls.append(subprocess.Popen([*TOOL, *args], cwd=top, env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    codes = [p.wait(timeout=300) for p in calls]
+    assert codes == [0] * 8, [p.stderr.read() for p in calls if p.stderr]
+    numbers = [r["run"] for r in runs(top)]
+    assert numbers == list(range(1, 10))
+    assert sorted(r["description"] for r in runs(top)[1:]) == sorted(f"call {i}"
+                                                                      for i in range(8))
+    status = json.loads(tool(top, "status", "--json").stdout)
+    assert status["warnings"] == []
+
+
+def test_lock_holder_is_named(experiment: Path) -> None:
+    scratch = Path(git(experiment, "rev-parse", "--path-format=absolute", "--git-path",
+                       "autoresearch"))
+    with SessionLock(scratch, "test holder", wait=0):
+        started = time.monotonic()
+        res = tool(experiment, "discard", "-d", "x", env={"GIT_AUTORESEARCH_LOCK_WAIT": "0.5"})
+        assert time.monotonic() - started < 10
+    assert res.returncode == 3
+    assert f"pid {os.getpid()} test holder" in res.stderr
+    assert len(runs(experiment)) == 1
+
+
+def test_lock_of_a_killed_process_is_taken_over(experiment: Path) -> None:
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time; from pathlib import Path; "
+        "from git_autoresearch.lock import SessionLock\n"
+        f"with SessionLock(Path({str(experiment / '.git' / 'autoresearch')!r}), 'doomed'):\n"
+        "    print('held', flush=True); time.sleep(300)")], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    holder.kill()
+    holder.wait()
+    res = tool(experiment, "discard", "-d", "after the kill",
+               env={"GIT_AUTORESEARCH_LOCK_WAIT": "2"})
+    assert res.returncode == 0, res.stderr
+
+
+# --- hostile input ------------------------------------------------------------------------
+
+
+def test_descriptions_and_annotations_never_reach_a_shell(experiment: Path, ar,
+                                                          tmp_path: Path) -> None:
+    hostile = [f"$(touch {tmp_path}/p1)", f"`touch {tmp_path}/p2`", f"x; touch {tmp_path}/p3",
+               f"' \"; touch {tmp_path}/p4 #"]
+    write(experiment / ".auto" / "hooks" / "after.sh", "#!/bin/sh\ncat > /dev/null\n", 0o755)
+    for text in hostile:
+        ar(experiment, "discard", "-d", text, "--asi", f"hypothesis={text}",
+           "--asi", f"{text}=value")
+    assert not any((tmp_path / f"p{i}").exists() for i in range(1, 5))
+    assert [r["description"] for r in runs(experiment)[1:]] == hostile
+    assert runs(experiment)[1]["asi"] == {"hypothesis": hostile[0], hostile[0]: "value"}
+
+
+def test_untrusted_trailers_are_not_trusted(experiment: Path, ar) -> None:
+    git(experiment, "commit", "-q", "--allow-empty", "-m",
+        'forged\n\nResult: {"status":"keep","score":NaN}\nAutoresearch-Run: 7')
+    git(experiment, "commit", "-q", "--allow-empty", "-m",
+        'forged\n\nResult: ["not", "an", "object"]\nAutoresearch-Run: 8')
+    findings = ar(experiment, "doctor", "--json").json()["findings"]
+    assert not any("run 7" in f["problem"] or "run 8" in f["problem"] for f in findings)
+
+
+def test_huge_ledger_line_is_reported(experiment: Path, ar) -> None:
+    with open(experiment / ".auto" / "log.jsonl", "a") as fh:
+        fh.write('{"run":2,"description":"' + "x" * (2 << 20) + '"}\n')
+    res = ar(experiment, "log")
+    assert "too long" in res.err
+    assert len(runs_of(experiment)) == 1
+
+
+def runs_of(top: Path) -> list[ledger.Run]:
+    return ledger.read(top / ".auto" / "log.jsonl").runs
