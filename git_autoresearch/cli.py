@@ -413,14 +413,18 @@ crash_cmd = _make_record_command(
 @click.option("--tsv", is_flag=True,
               help="Write the seed's results.tsv columns: experiment commit metric status "
                    "duration_s description.")
+@click.option("--csv", "as_csv", is_flag=True,
+              help="Write CSV: run, segment, status, metric, delta_pct, confidence, commit, "
+                   "duration_s, description, then one column per secondary metric.")
 @json_option
 def log_cmd(segment: int | None, status: str | None, last: int | None, tsv: bool,
-            as_json: bool) -> None:
-    """The runs of the ledger, newest last."""
+            as_csv: bool, as_json: bool) -> None:
+    """The runs of the ledger, newest last (our session, a pi-autoresearch session read in
+    place, or the Result: trailers of the current branch)."""
     from . import report
     from .session import Session
 
-    session = Session.open(on_branch=False)
+    session = Session.open_for_reading()
     if segment is not None and not 0 <= segment < len(session.ledger.segments):
         raise UsageError(f"no segment {segment} (segments are 0 to "
                          f"{len(session.ledger.segments) - 1})")
@@ -432,6 +436,8 @@ def log_cmd(segment: int | None, status: str | None, last: int | None, tsv: bool
         emit_json([report.run_row(run, seg) for run, seg in rows])
     elif tsv:
         click.echo(report.tsv(rows), nl=False)
+    elif as_csv:
+        click.echo(report.csv_text(rows), nl=False)
     else:
         width = shutil.get_terminal_size((120, 20)).columns
         click.echo(report.table(rows, width), nl=False)
@@ -444,17 +450,18 @@ def status_cmd(as_json: bool) -> None:
     from . import report
     from .session import Session, session_branch
 
-    session = Session.open(on_branch=False)
+    session = Session.open_for_reading()
     cfg = session.config
     seg = report.segment_summary(session.segment)
     branch = session_branch(cfg.session_id)
-    base = (session.ledger.segments[0].header or {}).get("base_commit")
-    rec = report.reconcile(session.repo, session.ledger, branch, base)
-    warnings = list(rec.problems)
-    current = session.repo.current_branch()
-    if current != branch:
-        where = f"branch {current}" if current else "a detached HEAD"
-        warnings.append(f"the work tree is on {where}, not on {branch}")
+    warnings = list(session.warnings)
+    if not session.read_only:
+        base = (session.ledger.segments[0].header or {}).get("base_commit")
+        warnings += report.reconcile(session.repo, session.ledger, branch, base).problems
+        current = session.repo.current_branch()
+        if current != branch:
+            where = f"branch {current}" if current else "a detached HEAD"
+            warnings.append(f"the work tree is on {where}, not on {branch}")
     warnings.extend(f"ledger line {m.line} is not readable ({m.reason}); git autoresearch "
                     "resume sets it aside" for m in session.ledger.malformed)
     interrupted = session.interrupted()
@@ -525,7 +532,7 @@ def show_cmd(run_number: int, as_json: bool) -> None:
     """One run: its record and its diff (the keep commit, or the attempt ref of a non-kept run)."""
     from .session import Session
 
-    session = Session.open(on_branch=False)
+    session = Session.open_for_reading()
     run = session.ledger.find(run_number)
     if run is None:
         last = session.ledger.next_run_number - 1

@@ -80,6 +80,33 @@ def tsv(rows: list[tuple[Run, Segment]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def csv_text(rows: list[tuple[Run, Segment]]) -> str:
+    """The runs as CSV (RFC 4180 quoting): fixed columns, then one per secondary metric."""
+    import csv
+    import io
+
+    names: list[str] = []
+    for run, _ in rows:
+        listed = run.data.get("metrics")
+        if isinstance(listed, dict):
+            names.extend(k for k in listed if k not in names)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["run", "segment", "status", "metric", "delta_pct", "confidence", "commit",
+                     "duration_s", "description", *names])
+    for run, seg in rows:
+        row = run_row(run, seg)
+        found = run.data.get("metrics")
+        values: dict[str, Any] = found if isinstance(found, dict) else {}
+        writer.writerow([run.number, seg.index, run.status,
+                         "" if run.metric is None else run.metric,
+                         "" if row["delta_pct"] is None else row["delta_pct"],
+                         "" if run.data.get("confidence") is None else run.data["confidence"],
+                         run.data.get("commit", ""), run.data.get("duration_s", ""),
+                         run.description, *(values.get(n, "") for n in names)])
+    return out.getvalue()
+
+
 def _num(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
@@ -150,6 +177,40 @@ def read_trailers(repo: Repo, branch: str, base: str | None) -> dict[int, dict[s
 
 def _no_constant(name: str) -> float:
     raise ValueError(f"non-finite number {name}")
+
+
+def ledger_from_trailers(repo: Repo, branch: str) -> Ledger:
+    """Kept runs rebuilt from the ``Result:`` trailers on ``branch`` alone (any tool's: ours,
+    pi-autoresearch's, its ports'), oldest first, numbered from 1."""
+    from .ledger import Ledger, Run, Segment
+
+    res = repo.run("log", "--reverse", "--format=%h%x1f%ct%x1f%s%x1f"
+                   "%(trailers:key=Result,valueonly)%x1e", branch, "--", allow_non_zero=True)
+    segment = Segment(0, None)
+    for item in res.stdout.decode("utf-8", "replace").split("\x1e"):
+        parts = item.strip("\n").split("\x1f")
+        if len(parts) != 4 or not parts[3].strip():
+            continue
+        try:
+            result = json.loads(parts[3].strip().splitlines()[-1], parse_constant=_no_constant)
+        except ValueError:
+            continue
+        if not isinstance(result, dict):
+            continue
+        name = next((k for k in result if k != "status"), None)
+        value = result.get(name) if name else None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if segment.header is None:
+            segment.header = {"type": "config", "name": f"kept runs on {branch}",
+                              "metricName": name, "metricUnit": "", "bestDirection": "lower"}
+        number = len(segment.runs) + 1
+        data = {"run": number, "commit": parts[0][:7], "metric": value,
+                "metrics": {k: v for k, v in result.items() if k not in ("status", name)},
+                "status": "keep", "description": parts[2],
+                "timestamp": int(parts[1] or 0) * 1000, "segment": 0, "confidence": None}
+        segment.runs.append(Run(data, number, 0))
+    return Ledger([segment], [], [], [])
 
 
 def reconcile(repo: Repo, book: Ledger, branch: str, base: str | None) -> Reconciliation:

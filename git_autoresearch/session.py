@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import ledger as ledger_mod
 from .config import (
+    SESSION_ID_RE,
     Config,
     describe_changes,
     file_hash,
@@ -165,6 +166,8 @@ class Session:
         self._head: str | None = None
         self.recovered: str | None = None
         self.warnings: list[str] = []
+        self.read_only = False
+        self.ledger_path = self.layout.ledger
 
     def head(self) -> str:
         """HEAD's commit id, asked of git once and then kept up to date by :meth:`record`."""
@@ -208,6 +211,58 @@ class Session:
             session.check_config()
         if on_branch:
             session.check_branch()
+        return session
+
+    @classmethod
+    def open_for_reading(cls, cwd: str | os.PathLike[str] | None = None) -> Session:
+        """Open a session to read it, never refusing what only a recording command must refuse.
+
+        Our session (an edited configuration or another branch is a warning here); else a
+        pi-autoresearch session read in place (``.auto/log.jsonl`` without ``config.toml``, or
+        the older flat ``autoresearch.jsonl``); else the kept runs of ``Result:`` trailers on
+        the current branch. Such sessions are ``read_only``."""
+        repo = Repo.discover(cwd)
+        layout = Layout(repo)
+        if layout.config.exists():
+            session = cls.open(cwd, on_branch=False, check_config=False)
+            try:
+                session.check_config()
+            except Refused as exc:
+                session.warnings.append(exc.message)
+            return session
+        for path in (layout.ledger, repo.top / "autoresearch.jsonl"):
+            if path.is_file():
+                book = ledger_mod.read(path)
+                return cls._foreign(repo, book, path)
+        from .report import ledger_from_trailers
+
+        branch = repo.current_branch() or "HEAD"
+        book = ledger_from_trailers(repo, branch)
+        if not book.runs:
+            raise Refused("no session here: no .auto/config.toml, no ledger, and no Result: "
+                          f"trailers on {branch}")
+        session = cls._foreign(repo, book, None)
+        session.warnings.append(f"read from the Result: trailers on {branch} alone; the "
+                                "direction is unknown and taken as lower-is-better")
+        return session
+
+    @classmethod
+    def _foreign(cls, repo: Repo, book: Ledger, path: Path | None) -> Session:
+        header = book.config_header or {}
+        branch = repo.branch_at_discovery or ""
+        sid = str(header.get("session_id") or branch.removeprefix(BRANCH_PREFIX) or "session")
+        if not SESSION_ID_RE.match(sid):
+            sid = "session"
+        cfg = Config(goal=str(header.get("name") or "(unnamed session)"),
+                     command="(read only)",
+                     metric_name=str(header.get("metricName") or "metric"),
+                     metric_unit=str(header.get("metricUnit") or ""),
+                     direction="higher" if header.get("bestDirection") == "higher" else "lower",
+                     session_id=sid)
+        session = cls(repo, cfg, b"", book)
+        session.read_only = True
+        if path is not None:
+            session.ledger_path = path
         return session
 
     def check_config(self) -> None:
@@ -254,7 +309,7 @@ class Session:
             yield
 
     def reload(self) -> None:
-        self.ledger = ledger_mod.read(self.layout.ledger)
+        self.ledger = ledger_mod.read(self.ledger_path)
 
     # --- state ------------------------------------------------------------------------------
 
