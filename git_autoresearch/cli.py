@@ -700,6 +700,220 @@ def hooks_install_cmd(name: str, force: bool, as_json: bool) -> None:
         click.echo(f"installed {rel}")
 
 
+def _segment_of(session: Any, segment: int | None) -> Any:
+    if segment is None:
+        return session.ledger.current
+    if not 0 <= segment < len(session.ledger.segments):
+        raise UsageError(f"no segment {segment} (segments are 0 to "
+                         f"{len(session.ledger.segments) - 1})")
+    return session.ledger.segments[segment]
+
+
+@click.command("analyze", context_settings=CONTEXT)
+@click.option("--segment", type=int, help="Analyse this segment (default: the current one).")
+@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="Also draw the runs and the running best: FILE.svg, or FILE.png (needs "
+                   "matplotlib: the 'plot' extra).")
+@json_option
+def analyze_cmd(segment: int | None, plot: Path | None, as_json: bool) -> None:
+    """Counts per status and keep rate; baseline, best and improvement; kept runs ranked by their
+    gain over the best before them; runs spent per improvement; the longest dry streak."""
+    from .insight import analysis_text, analyze
+    from .session import Session
+
+    session = Session.open_for_reading()
+    seg = _segment_of(session, segment)
+    result = analyze(seg)
+    if plot is not None:
+        from .plot import write_plot
+
+        write_plot(plot, session.ledger.segments, session.config.metric_name,
+                   session.config.metric_unit)
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(analysis_text(result, session.config.metric_name, session.config.metric_unit),
+               nl=False)
+    if plot is not None:
+        click.echo(f"plot written to {plot}")
+
+
+@click.command("summary", context_settings=CONTEXT)
+@click.option("--max-bytes", type=click.IntRange(min=200), default=4000, show_default=True,
+              help="Upper bound on the size of the text (UTF-8 bytes).")
+@click.option("--last", type=click.IntRange(min=0), default=30, show_default=True,
+              help="How many recent runs to include at most.")
+def summary_cmd(max_bytes: int, last: int) -> None:
+    """A deterministic text for an agent to resume from after its context was compacted."""
+    from .insight import read_ideas, summary
+    from .session import Session
+
+    session = Session.open_for_reading()
+    cfg = session.config
+    try:
+        prompt = session.layout.prompt.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        prompt = ""
+    text = summary(goal=cfg.goal, metric_name=cfg.metric_name, unit=cfg.metric_unit,
+                   direction=cfg.direction, segment=session.ledger.current, prompt=prompt,
+                   ideas=read_ideas(session.layout.auto / "ideas.md"), max_bytes=max_bytes,
+                   last=last)
+    click.echo(text, nl=False)
+
+
+@click.group("ideas", context_settings=CONTEXT)
+def ideas_cmd() -> None:
+    """The ideas backlog, .auto/ideas.md, as Markdown checkboxes."""
+
+
+def _ideas_path() -> Path:
+    from .git import Repo
+    from .session import Layout
+
+    return Layout(Repo.discover()).auto / "ideas.md"
+
+
+def _idea_json(idea: Any) -> dict[str, Any]:
+    return {"number": idea.number, "state": idea.state, "text": idea.text}
+
+
+@ideas_cmd.command("add", context_settings=CONTEXT)
+@click.argument("text", nargs=-1, required=True)
+@json_option
+def ideas_add_cmd(text: tuple[str, ...], as_json: bool) -> None:
+    """Add an open idea."""
+    from .insight import add_idea
+
+    idea = add_idea(_ideas_path(), " ".join(text))
+    if as_json:
+        emit_json(_idea_json(idea))
+    else:
+        click.echo(f"idea {idea.number}: {idea.text}")
+
+
+@ideas_cmd.command("list", context_settings=CONTEXT)
+@click.option("--all", "show_all", is_flag=True, help="Also the ideas already tried.")
+@json_option
+def ideas_list_cmd(show_all: bool, as_json: bool) -> None:
+    """The open ideas (and those a hook offered), numbered."""
+    from .insight import read_ideas
+
+    ideas = [i for i in read_ideas(_ideas_path()) if show_all or i.state != "done"]
+    if as_json:
+        emit_json([_idea_json(i) for i in ideas])
+        return
+    marks = {"open": "[ ]", "taken": "[~]", "done": "[x]"}
+    for idea in ideas:
+        click.echo(f"{idea.number:>3} {marks[idea.state]} {idea.text}")
+
+
+@ideas_cmd.command("next", context_settings=CONTEXT)
+@json_option
+def ideas_next_cmd(as_json: bool) -> None:
+    """The first open idea (exit 0 with nothing printed when there is none)."""
+    from .insight import read_ideas
+
+    found = next((i for i in read_ideas(_ideas_path()) if i.state == "open"), None)
+    if as_json:
+        emit_json(_idea_json(found) if found else None)
+    elif found:
+        click.echo(f"{found.number}: {found.text}")
+
+
+@ideas_cmd.command("done", context_settings=CONTEXT)
+@click.argument("number", type=int)
+@click.option("--run", "run_number", type=int,
+              help="The run that tried it: its status and metric are noted.")
+@click.option("--note", help="Free text to note instead of (or after) the run.")
+@json_option
+def ideas_done_cmd(number: int, run_number: int | None, note: str | None,
+                   as_json: bool) -> None:
+    """Mark idea NUMBER as tried: - [x] ~~idea~~ → run N, status, metric."""
+    from .insight import mark_done
+    from .report import fmt
+
+    parts = []
+    if run_number is not None:
+        from .session import Session
+
+        session = Session.open_for_reading()
+        run = session.ledger.find(run_number)
+        if run is None:
+            raise UsageError(f"no run {run_number} in the ledger")
+        parts.append(f"run {run.number}, {run.status}, {fmt(run.metric)}")
+    if note:
+        parts.append(note)
+    idea = mark_done(_ideas_path(), number, "; ".join(parts) or None)
+    if as_json:
+        emit_json(_idea_json(idea))
+    else:
+        click.echo(f"idea {idea.number}: {idea.text}")
+
+
+@click.command("import", context_settings=CONTEXT)
+@click.argument("source", type=click.Path(path_type=Path))
+@click.option("--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the ledger here instead of .auto/log.jsonl.")
+@json_option
+def import_cmd(source: Path, output: Path | None, as_json: bool) -> None:
+    """Read another tool's session into a ledger: a pi-autoresearch .auto/log.jsonl or
+    autoresearch.jsonl, a karpathy/autoresearch results.tsv, or a loop seed .autoresearch/
+    folder (or a repository holding one). log, status, analyze and dashboard then read it."""
+    from .git import Repo
+    from .importers import convert
+    from .session import Layout, _exclude_auto
+
+    lines, what = convert(source)
+    if output is None:
+        repo = Repo.discover()
+        layout = Layout(repo)
+        if layout.ledger.exists():
+            raise Refused(f"{layout.ledger} exists already; name another file with --output")
+        layout.auto.mkdir(exist_ok=True)
+        _exclude_auto(repo)
+        output = layout.ledger
+    elif output.exists():
+        raise Refused(f"{output} exists already")
+    output.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    runs = sum(1 for line in lines if '"type"' not in line.split(",", 1)[0])
+    if as_json:
+        emit_json({"source": what, "output": str(output), "lines": len(lines)})
+    else:
+        click.echo(f"imported {what}: {len(lines)} lines ({runs} runs) into {output}")
+
+
+@click.command("dashboard", context_settings=CONTEXT)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Where to write the page (default: .auto/dashboard.html).")
+@click.option("--serve", is_flag=True,
+              help="Serve the page on 127.0.0.1 and refresh it when the ledger changes.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
+              help="The port for --serve (0: any free port).")
+def dashboard_cmd(output: Path | None, serve: bool, port: int) -> None:
+    """One self-contained HTML page (no network requests): cards, the chart of every run with the
+    running best, and the table of runs with their annotations."""
+    from .dashboard import ledger_version, render
+    from .dashboard import serve as serve_page
+    from .session import Session
+
+    session = Session.open_for_reading()
+    cfg = session.config
+
+    def build() -> str:
+        session.reload()
+        return render(session.ledger, goal=cfg.goal, metric_name=cfg.metric_name,
+                      unit=cfg.metric_unit, session_id=cfg.session_id)
+
+    if serve:
+        serve_page(build, lambda: ledger_version(session.ledger_path), port=port,
+                   ready=lambda url: click.echo(f"serving {url} (Ctrl-C to stop)"))
+        return
+    target = output or session.layout.auto / "dashboard.html"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(build(), encoding="utf-8")
+    click.echo(f"wrote {target}")
+
+
 @click.command("demo", context_settings=CONTEXT)
 @click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
 def demo_cmd(directory: Path | None) -> None:
@@ -724,6 +938,11 @@ COMMANDS: dict[str, click.Command] = {
     "doctor": doctor_cmd,
     "hook": hook_cmd,
     "hooks": hooks_cmd,
+    "analyze": analyze_cmd,
+    "summary": summary_cmd,
+    "ideas": ideas_cmd,
+    "import": import_cmd,
+    "dashboard": dashboard_cmd,
     "demo": demo_cmd,
 }
 
@@ -811,3 +1030,8 @@ doctor_main = _entry("doctor")
 hook_main = _entry("hook")
 hooks_main = _entry("hooks")
 demo_main = _entry("demo")
+analyze_main = _entry("analyze")
+summary_main = _entry("summary")
+ideas_main = _entry("ideas")
+import_main = _entry("import")
+dashboard_main = _entry("dashboard")

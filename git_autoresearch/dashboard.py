@@ -1,0 +1,167 @@
+"""``git autoresearch dashboard``: one self-contained HTML file (no network requests), or served on
+127.0.0.1 and refreshed when the ledger changes."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from html import escape
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from .ledger import Ledger
+from .plot import COLOURS, svg
+from .report import delta_pct, fmt, one_line, segment_summary
+
+STYLE = """
+body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#202124;background:#fafafa}
+h1{font-size:20px;margin:0 0 4px} .sub{color:#5f6368;margin-bottom:16px}
+.cards{display:flex;gap:12px;flex-wrap:wrap;margin-bottom:16px}
+.card{background:#fff;border:1px solid #e0e0e0;border-radius:8px;padding:10px 14px;min-width:150px}
+.card .k{color:#5f6368;font-size:12px} .card .v{font-size:20px;font-weight:600}
+.chart{width:100%;max-width:1100px;height:auto;background:#fff;border:1px solid #e0e0e0}
+.legend span{display:inline-block;margin-right:14px;font-size:12px}
+.legend i{display:inline-block;width:10px;height:10px;border-radius:5px;margin-right:4px}
+table{border-collapse:collapse;background:#fff;margin-top:16px;font-size:13px;width:100%}
+th,td{border-bottom:1px solid #eee;padding:4px 8px;text-align:left;vertical-align:top}
+th{position:sticky;top:0;background:#f1f3f4} tr{content-visibility:auto}
+td.n{text-align:right;font-variant-numeric:tabular-nums}
+.keep{color:#1e8e3e}.discard{color:#5f6368}.crash{color:#d93025}.checks_failed{color:#e37400}
+"""
+
+SCRIPT = """
+(function(){
+  var errors = 0;
+  window.addEventListener('error', function(){ errors++;
+    document.body.setAttribute('data-errors', String(errors)); });
+  document.body.setAttribute('data-errors', '0');
+  document.body.setAttribute('data-marks',
+    String(document.querySelectorAll('svg.chart g.mark').length));
+  if (location.protocol === 'http:') {
+    var seen = null;
+    setInterval(function(){
+      fetch('/version').then(function(r){ return r.text(); }).then(function(v){
+        if (seen !== null && v !== seen) { location.reload(); }
+        seen = v;
+      }).catch(function(){});
+    }, 2000);
+  }
+})();
+"""
+
+
+def _card(key: str, value: str) -> str:
+    return f'<div class="card"><div class="k">{escape(key)}</div><div class="v">{escape(value)}' \
+           "</div></div>"
+
+
+def render(book: Ledger, *, goal: str, metric_name: str, unit: str, session_id: str) -> str:
+    """The dashboard page: cards (baseline -> best, improvement, runs, kept), the chart (one
+    mark per run, hover for details), and the table of runs with their annotations."""
+    seg = segment_summary(book.current)
+    u = f" {unit}" if unit else ""
+    base, best = seg["baseline"], seg["best"]
+    cards = [
+        _card("baseline → best", f"{fmt(base['metric']) if base else '-'} → "
+                                 f"{fmt(best['metric']) if best else '-'}{u}"),
+        _card("improvement", f"{seg['improvement_pct']:+.2f}%"
+              if seg["improvement_pct"] is not None else "-"),
+        _card("runs (segment / all)", f"{seg['runs']} / {len(book.runs)}"),
+        _card("kept", str(seg["kept"])),
+        _card("confidence", f"{seg['confidence']:.2f} ({seg['confidence_label']})"
+              if seg["confidence"] is not None else "-"),
+    ]
+    legend = "".join(f'<span><i style="background:{c}"></i>{escape(s)}</span>'
+                     for s, c in COLOURS.items())
+    legend += '<span><i style="background:#1e8e3e;height:2px;border-radius:0"></i>' \
+              "running best</span>"
+    rows = []
+    for segment in book.segments:
+        baseline = segment.baseline
+        for run in reversed(segment.runs):
+            found = run.data.get("asi")
+            asi: dict[str, Any] = found if isinstance(found, dict) else {}
+            delta = delta_pct(run.metric, baseline.metric if baseline else None)
+            conf = run.data.get("confidence")
+            cells = [
+                f'<td class="n">{run.number}</td>', f'<td class="n">{segment.index}</td>',
+                f'<td class="{escape(run.status)}">{escape(run.status)}</td>',
+                f'<td class="n">{escape(fmt(run.metric))}</td>',
+                f'<td class="n">{"" if delta is None else f"{delta:+.1f}%"}</td>',
+                f'<td class="n">{f"{conf:.2f}" if isinstance(conf, (int, float)) else ""}</td>',
+                f"<td><code>{escape(str(run.data.get('commit', '')))}</code></td>",
+                f"<td>{escape(one_line(run.description))}</td>",
+                f"<td>{escape(one_line(str(asi.get('hypothesis', ''))))}</td>",
+                f"<td>{escape(one_line(str(asi.get('rollback_reason', ''))))}</td>",
+                f"<td>{escape(one_line(str(asi.get('next_action_hint') or asi.get('next_focus') or '')))}</td>",  # noqa: E501
+            ]
+            rows.append(f'<tr data-run="{run.number}">{"".join(cells)}</tr>')
+    rows.sort(key=lambda r: -int(r.split('data-run="', 1)[1].split('"', 1)[0]))
+    header = "".join(f"<th>{h}</th>" for h in (
+        "run", "seg", "status", escape(metric_name), "vs baseline", "confidence", "commit",
+        "description", "hypothesis", "rollback reason", "next action"))
+    data = json.dumps({"session": session_id, "runs": len(book.runs)})
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<title>autoresearch: {escape(goal)}</title>"
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<style>{STYLE}</style></head>\n<body>"
+        f"<h1>{escape(goal)}</h1>"
+        f'<div class="sub">session {escape(session_id)} · {escape(metric_name)}{escape(u)}, '
+        f"{escape(seg['direction'])} is better · segment {seg['index']}</div>"
+        f'<div class="cards">{"".join(cards)}</div>'
+        f'<div class="legend">{legend}</div>\n'
+        f"{svg(book.segments, metric_name, unit)}\n"
+        f"<table><thead><tr>{header}</tr></thead><tbody>\n" + "\n".join(rows) +
+        "\n</tbody></table>"
+        f'<script type="application/json" id="session">{escape(data)}</script>'
+        f"<script>{SCRIPT}</script></body></html>\n"
+    )
+
+
+def serve(build: Callable[[], str], version: Callable[[], str], *, port: int,
+          ready: Callable[[str], None], stop: threading.Event | None = None) -> None:
+    """Serve the page on 127.0.0.1:``port`` (0: any free port) until interrupted (or ``stop``
+    is set); ``/version`` changes when the ledger does, and the page reloads itself then."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
+            if self.path == "/version":
+                body, kind = version().encode(), "text/plain"
+            elif self.path in ("/", "/index.html"):
+                body, kind = build().encode("utf-8"), "text/html; charset=utf-8"
+            else:
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    ready(f"http://127.0.0.1:{server.server_address[1]}/")
+    if stop is not None:
+        def watch() -> None:
+            stop.wait()
+            server.shutdown()
+
+        threading.Thread(target=watch, daemon=True).start()
+    try:
+        server.serve_forever(poll_interval=0.2)
+    finally:
+        server.server_close()
+
+
+def ledger_version(path: Path) -> str:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return "none"
+    return f"{st.st_mtime_ns}-{st.st_size}"

@@ -1,0 +1,120 @@
+"""``git autoresearch import``: other tools' sessions as ledger lines, no field lost.
+
+Sources:
+- pi-autoresearch's ``.auto/log.jsonl``, or its older flat ``autoresearch.jsonl``: already our
+  format; lines are copied unchanged (unknown fields and line types included).
+- karpathy/autoresearch's ``results.tsv`` (``commit``, the metric column such as ``val_bpb``,
+  ``memory_gb``, ``status``, ``description``): one run per row, every column kept.
+- the loop seed's ``.autoresearch/config.json`` with ``.autoresearch/results.tsv``
+  (``experiment commit metric status duration_s description``): the config becomes the header
+  (goal, direction; the whole config kept under ``config``), one run per row.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from .errors import UsageError
+from .ledger import dumps
+
+STATUS_WORDS = {"keep": "keep", "kept": "keep", "discard": "discard", "discarded": "discard",
+                "crash": "crash", "crashed": "crash", "checks_failed": "checks_failed",
+                "stopped": None}
+
+
+def _number(text: str) -> float | int | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    if not math.isfinite(value):
+        return None
+    return int(value) if value == int(value) and "." not in text and "e" not in text.lower() \
+        else value
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    text = path.read_text(encoding="utf-8")
+    return [dict(row) for row in csv.DictReader(io.StringIO(text), delimiter="\t")
+            if any((v or "").strip() for v in row.values())]
+
+
+def _tsv_runs(rows: list[dict[str, str]], metric_column: str, source: str
+              ) -> list[dict[str, Any]]:
+    runs: list[dict[str, Any]] = []
+    for row in rows:
+        status = STATUS_WORDS.get((row.get("status") or "").strip().lower(), "discard")
+        if status is None:
+            continue
+        metric = _number((row.get(metric_column) or "").strip())
+        extras = {k: v for k, v in row.items() if k is not None}
+        metrics = {k: n for k, v in extras.items()
+                   if k not in (metric_column, "experiment", "duration_s", "commit")
+                   and (n := _number((v or "").strip())) is not None}
+        commit = (row.get("commit") or "").strip()
+        record = {"run": len(runs) + 1, "commit": "" if commit in ("", "-") else commit[:7],
+                  "metric": 0 if status == "crash" or metric is None else metric,
+                  "metrics": metrics, "status": status if metric is not None or
+                  status == "crash" else "crash",
+                  "description": (row.get("description") or "").strip(), "timestamp": None,
+                  "segment": 0, "confidence": None, "imported_from": source,
+                  "source_row": extras}
+        duration = _number((row.get("duration_s") or "").strip())
+        if duration is not None:
+            record["duration_s"] = duration
+        runs.append(record)
+    return runs
+
+
+def convert(source: Path) -> tuple[list[str], str]:
+    """Ledger lines for ``source`` (a file or a folder holding one of the known layouts), and
+    the name of what was read. Raises :class:`UsageError` when nothing known is there."""
+    if source.is_dir():
+        for candidate in (source / ".auto" / "log.jsonl", source / "autoresearch.jsonl",
+                          source / ".autoresearch" / "results.tsv", source / "results.tsv"):
+            if candidate.is_file():
+                return convert(candidate)
+        raise UsageError(f"{source} holds no .auto/log.jsonl, autoresearch.jsonl, "
+                         ".autoresearch/results.tsv or results.tsv")
+    if not source.is_file():
+        raise UsageError(f"{source} does not exist")
+    if source.suffix == ".jsonl":
+        data = source.read_bytes().decode("utf-8", "replace")
+        lines = [ln for ln in data.split("\n") if ln.strip()]
+        return lines, f"pi-autoresearch ledger {source}"
+    if source.suffix != ".tsv":
+        raise UsageError(f"{source}: import reads .jsonl ledgers and .tsv results")
+    rows = _rows(source)
+    if not rows:
+        raise UsageError(f"{source} has no rows")
+    columns = list(rows[0])
+    config_file = source.parent / "config.json"
+    if "experiment" in columns and "metric" in columns:
+        config: dict[str, Any] = {}
+        if config_file.is_file():
+            try:
+                config = json.loads(config_file.read_text(encoding="utf-8"))
+            except ValueError:
+                raise UsageError(f"{config_file} is not valid JSON") from None
+        direction = str(config.get("direction", "minimize")).lower()
+        header = {"type": "config", "name": config.get("goal") or "loop seed session",
+                  "metricName": "metric", "metricUnit": "",
+                  "bestDirection": "higher" if direction in ("maximize", "higher") else "lower",
+                  "imported_from": "autoresearch loop seed", "config": config}
+        runs = _tsv_runs(rows, "metric", "autoresearch loop seed")
+        for record, row in zip(runs, rows, strict=False):
+            record["experiment"] = row.get("experiment")
+        return [dumps(header), *map(dumps, runs)], f"loop seed session {source.parent}"
+    if "commit" in columns and "status" in columns and len(columns) >= 3:
+        metric = next(c for c in columns if c not in ("commit", "status", "description"))
+        header = {"type": "config", "name": f"karpathy autoresearch ({source.name})",
+                  "metricName": metric, "metricUnit": "", "bestDirection": "lower",
+                  "imported_from": "karpathy/autoresearch results.tsv"}
+        runs = _tsv_runs(rows, metric, "karpathy/autoresearch")
+        return [dumps(header), *map(dumps, runs)], f"karpathy/autoresearch results {source}"
+    raise UsageError(f"{source}: unknown columns {', '.join(columns)}")

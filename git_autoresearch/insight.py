@@ -1,0 +1,271 @@
+"""What a night of runs did, for people and for an agent that lost its context: the analysis
+(counts, keep rate, improvement, ranked gains, runs per improvement, dry streaks), the bounded
+summary, and the ideas backlog in ``.auto/ideas.md``. No click, no git."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .ledger import STATUSES, Segment
+from .report import delta_pct, fmt, one_line
+
+
+def analyze(segment: Segment) -> dict[str, Any]:
+    """The analysis of one segment.
+
+    ``counts`` per status and ``keep_rate`` (kept / runs); ``baseline``, ``best``,
+    ``improvement`` (best - baseline) and ``improvement_pct``; ``gains``: each kept run that
+    beat the best before it, with ``gain`` (its improvement over that best, positive is better)
+    ranked largest first; ``runs_per_improvement``: runs spent since the previous improvement,
+    per improvement; ``longest_streak_without_keep``.
+    """
+    runs = segment.runs
+    counts = {status: 0 for status in STATUSES}
+    for run in runs:
+        counts[run.status] = counts.get(run.status, 0) + 1
+    baseline = segment.baseline
+    best = segment.best
+    sign = 1.0 if segment.direction == "higher" else -1.0
+    gains: list[dict[str, Any]] = []
+    spent: list[dict[str, int]] = []
+    incumbent: float | None = None
+    since = 0
+    streak = longest = 0
+    for run in runs:
+        since += 1
+        if run.status == "keep":
+            streak = 0
+        else:
+            streak += 1
+            longest = max(longest, streak)
+        if run.status != "keep" or run.metric is None:
+            continue
+        if incumbent is None:
+            incumbent, since = run.metric, 0
+            continue
+        if segment.better(run.metric, incumbent):
+            gains.append({"run": run.number, "metric": run.metric, "previous_best": incumbent,
+                          "gain": round(sign * (run.metric - incumbent), 12),
+                          "gain_pct": delta_pct(run.metric, incumbent),
+                          "description": run.description})
+            spent.append({"run": run.number, "runs": since})
+            incumbent, since = run.metric, 0
+    gains.sort(key=lambda g: g["gain"], reverse=True)
+    improvement = None
+    if best is not None and baseline is not None:
+        assert best.metric is not None and baseline.metric is not None
+        improvement = best.metric - baseline.metric
+    return {
+        "segment": segment.index,
+        "direction": segment.direction,
+        "runs": len(runs),
+        "counts": counts,
+        "keep_rate": round(counts["keep"] / len(runs), 4) if runs else None,
+        "baseline": _brief(baseline),
+        "best": _brief(best),
+        "improvement": improvement,
+        "improvement_pct": delta_pct(best.metric if best else None,
+                                     baseline.metric if baseline else None),
+        "gains": gains,
+        "runs_per_improvement": spent,
+        "mean_runs_per_improvement": round(sum(s["runs"] for s in spent) / len(spent), 2)
+        if spent else None,
+        "longest_streak_without_keep": longest,
+    }
+
+
+def _brief(run: Any) -> dict[str, Any] | None:
+    if run is None:
+        return None
+    return {"run": run.number, "metric": run.metric, "commit": run.data.get("commit"),
+            "description": run.description}
+
+
+def analysis_text(result: dict[str, Any], metric_name: str, unit: str) -> str:
+    """The analysis for people."""
+    u = f" {unit}" if unit else ""
+    lines = [f"segment {result['segment']} ({result['direction']} is better): {result['runs']} "
+             f"runs, keep rate {_pct(result['keep_rate'])}"]
+    lines.append("  " + ", ".join(f"{k} {v}" for k, v in result["counts"].items()))
+    base, best = result["baseline"], result["best"]
+    if base and best:
+        lines.append(f"baseline {fmt(base['metric'])}{u} (run {base['run']}) -> best "
+                     f"{fmt(best['metric'])}{u} (run {best['run']}): "
+                     f"{fmt(result['improvement'])}{u}, {result['improvement_pct']:+.2f}%"
+                     if result["improvement_pct"] is not None else "")
+    if result["gains"]:
+        lines.append("kept runs by gain over the best before them:")
+        for g in result["gains"]:
+            lines.append(f"  run {g['run']:>5}  {metric_name} {fmt(g['metric'])}{u}  gain "
+                         f"{fmt(g['gain'])}{u} ({_signed(g['gain_pct'])})  "
+                         f"{one_line(g['description'])[:60]}")
+        lines.append(f"runs per improvement: {result['mean_runs_per_improvement']} on average "
+                     f"({', '.join(str(s['runs']) for s in result['runs_per_improvement'])})")
+    lines.append(f"longest streak without a keep: {result['longest_streak_without_keep']} runs")
+    return "\n".join(lines) + "\n"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:.1f}%"
+
+
+def _signed(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.2f}%"
+
+
+# --- the ideas backlog ---------------------------------------------------------------------
+
+IDEA_RE = re.compile(r"^(\s*[-*]\s+)\[([ xX~])\]\s+(.*\S)\s*$")
+
+
+@dataclass
+class Idea:
+    """A checkbox line of ``.auto/ideas.md``: its 1-based ``number`` among the checkboxes,
+    ``state`` (``open``, ``taken``: offered by a hook, ``done``), ``text`` and file ``line``."""
+
+    number: int
+    state: str
+    text: str
+    line: int
+
+
+def read_ideas(path: Path) -> list[Idea]:
+    try:
+        lines = path.read_text(encoding="utf-8").split("\n")
+    except FileNotFoundError:
+        return []
+    ideas: list[Idea] = []
+    for index, line in enumerate(lines):
+        match = IDEA_RE.match(line)
+        if match:
+            mark = match.group(2)
+            state = "open" if mark == " " else "taken" if mark == "~" else "done"
+            ideas.append(Idea(len(ideas) + 1, state, match.group(3), index))
+    return ideas
+
+
+def add_idea(path: Path, text: str) -> Idea:
+    """Append ``- [ ] text`` (one line) to the backlog, creating it with a heading."""
+    text = one_line(text)
+    if not text:
+        from .errors import UsageError
+
+        raise UsageError("an idea needs some text")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    existing = path.read_text(encoding="utf-8") if path.exists() else "# Ideas backlog\n\n"
+    if existing and not existing.endswith("\n"):
+        existing += "\n"
+    path.write_text(existing + f"- [ ] {text}\n", encoding="utf-8")
+    return read_ideas(path)[-1]
+
+
+def mark_done(path: Path, number: int, note: str | None) -> Idea:
+    """Mark idea ``number`` tried, as the seed writes it: ``- [x] ~~idea~~ → note``."""
+    ideas = read_ideas(path)
+    found = next((i for i in ideas if i.number == number), None)
+    if found is None:
+        from .errors import UsageError
+
+        raise UsageError(f"no idea {number} (there are {len(ideas)})")
+    lines = path.read_text(encoding="utf-8").split("\n")
+    match = IDEA_RE.match(lines[found.line])
+    assert match is not None
+    text = re.sub(r" \(offered before run \d+\)$", "", found.text)
+    if not text.startswith("~~"):
+        text = f"~~{text}~~"
+    lines[found.line] = f"{match.group(1)}[x] {text}" + (f" → {note}" if note else "")
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return read_ideas(path)[number - 1]
+
+
+# --- summary -----------------------------------------------------------------------------
+
+
+def _section(text: str, heading: str) -> str:
+    """The body of a ``## heading`` section of a Markdown file, or ''."""
+    match = re.search(rf"^##\s+{re.escape(heading)}\s*$(.*?)(?=^##\s|\Z)", text, re.M | re.S)
+    return match.group(1).strip() if match else ""
+
+
+def summary(*, goal: str, metric_name: str, unit: str, direction: str, segment: Segment,
+            prompt: str, ideas: list[Idea], max_bytes: int, last: int) -> str:
+    """A deterministic text to resume from: goal, metric, rules, baseline and best, the last
+    ``last`` runs (newest first, with annotations) and the open ideas, within ``max_bytes``
+    (UTF-8). When it must cut, older runs go first, then ideas, then rules; the header, the best
+    run and the last run always stay."""
+    u = f" {unit}" if unit else ""
+    base, best = segment.baseline, segment.best
+    head = [f"# Autoresearch summary: {one_line(goal)}",
+            f"metric: {metric_name}{f' ({unit})' if unit else ''}, {direction} is better; "
+            f"segment {segment.index}, "
+            f"{len(segment.runs)} runs, {len(segment.kept)} kept"]
+    if base is not None:
+        head.append(f"baseline: {fmt(base.metric)}{u} (run {base.number})")
+    if best is not None:
+        pct = delta_pct(best.metric, base.metric if base else None)
+        head.append(f"best: {fmt(best.metric)}{u} (run {best.number}, commit "
+                    f"{best.data.get('commit')}{', ' + _signed(pct) if pct is not None else ''})"
+                    f": {one_line(best.description)[:200]}")
+
+    def run_line(run: Any) -> str:
+        asi = run.data.get("asi") if isinstance(run.data.get("asi"), dict) else {}
+        notes = "; ".join(f"{k}: {one_line(str(v))[:160]}" for k, v in asi.items())
+        reason = run.data.get("reason")
+        extra = f" [{one_line(str(reason))[:120]}]" if reason else ""
+        return (f"- run {run.number} {run.status} {fmt(run.metric)}: "
+                f"{one_line(run.description)[:200]}{extra}" + (f" ({notes})" if notes else ""))
+
+    runs = list(reversed(segment.runs[-last:])) if last > 0 else []
+    run_lines = [run_line(r) for r in runs]
+    best_line = run_line(best) if best is not None else ""
+    rules = _section(prompt, "Rules")
+    dead = _section(prompt, "Dead ends (do not retry)") or _section(prompt, "Dead ends")
+    open_ideas = [i for i in ideas if i.state == "open"]
+
+    def render(n_runs: int, n_ideas: int, with_rules: bool, with_dead: bool) -> str:
+        parts = list(head)
+        if with_rules and rules:
+            parts += ["", "## Rules", rules]
+        if with_dead and dead:
+            parts += ["", "## Dead ends", dead]
+        shown = run_lines[:n_runs]
+        if best is not None and n_runs and best.number not in {r.number for r in runs[:n_runs]}:
+            shown = [*shown, best_line + " (the best run)"]
+        if shown:
+            parts += ["", f"## Last runs, newest first ({n_runs} of {len(segment.runs)})"]
+            parts += shown
+        if n_ideas and open_ideas:
+            parts += ["", "## Open ideas"] + [f"- {i.text}" for i in open_ideas[:n_ideas]]
+        return "\n".join(parts) + "\n"
+
+    def fits(text: str) -> bool:
+        return len(text.encode("utf-8")) <= max_bytes
+
+    n_runs, n_ideas, with_rules, with_dead = len(runs), len(open_ideas), True, True
+    text = render(n_runs, n_ideas, with_rules, with_dead)
+    if not fits(text) and n_runs > 1:
+        low, high = 1, n_runs  # the most runs that fit, by bisection
+        while low < high:
+            middle = (low + high + 1) // 2
+            if fits(render(middle, n_ideas, with_rules, with_dead)):
+                low = middle
+            else:
+                high = middle - 1
+        n_runs = low
+        text = render(n_runs, n_ideas, with_rules, with_dead)
+    while not fits(text) and n_ideas:
+        n_ideas -= 1
+        text = render(n_runs, n_ideas, with_rules, with_dead)
+    if not fits(text):
+        with_dead = False
+        text = render(n_runs, n_ideas, with_rules, with_dead)
+    if not fits(text):
+        with_rules = False
+        text = render(n_runs, n_ideas, with_rules, with_dead)
+    if not fits(text):
+        data = text.encode("utf-8")[:max_bytes]
+        text = data.decode("utf-8", "ignore")
+    return text

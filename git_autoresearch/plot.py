@@ -1,0 +1,144 @@
+"""The chart of a session as SVG: one mark per run, coloured by status, the running best of each
+segment as a line, segment starts marked. Used by ``analyze --plot FILE.svg`` and the dashboard;
+``.png`` goes through matplotlib when it is installed (the ``plot`` extra)."""
+
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+
+from .errors import Refused
+from .ledger import Run, Segment
+from .report import fmt, one_line
+
+COLOURS = {"keep": "#1e8e3e", "discard": "#9aa0a6", "crash": "#d93025",
+           "checks_failed": "#f29900"}
+WIDTH, HEIGHT = 1000, 380
+LEFT, RIGHT, TOP, BOTTOM = 70, 20, 20, 40
+
+
+def _points(segments: list[Segment]) -> list[tuple[int, Run, Segment]]:
+    out: list[tuple[int, Run, Segment]] = []
+    for seg in segments:
+        for run in seg.runs:
+            out.append((len(out), run, seg))
+    return out
+
+
+def svg(segments: list[Segment], metric_name: str, unit: str = "") -> str:
+    """The chart as a standalone SVG document. Each run is one ``<g class="mark">`` holding its
+    shape and a ``<title>`` (shown on hover): run number, status, metric, description."""
+    points = _points(segments)
+    values = [r.metric for _, r, _ in points if r.metric is not None]
+    low, high = (min(values), max(values)) if values else (0.0, 1.0)
+    if high == low:
+        high, low = high + 1, low - 1
+    pad = (high - low) * 0.05
+    low, high = low - pad, high + pad
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    count = max(1, len(points) - 1)
+
+    def x(i: int) -> float:
+        return LEFT + plot_w * (i / count if len(points) > 1 else 0.5)
+
+    def y(v: float) -> float:
+        return TOP + plot_h * (1 - (v - low) / (high - low))
+
+    u = f" {unit}" if unit else ""
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
+           f'class="chart" role="img" aria-label="{escape(metric_name)} per run">',
+           f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="#fff" '
+           'stroke="#ddd"/>']
+    for k in range(5):
+        v = low + (high - low) * k / 4
+        out.append(f'<text x="{LEFT - 6}" y="{y(v) + 4:.1f}" text-anchor="end" '
+                   f'font-size="11" fill="#555">{escape(fmt(v))}</text>')
+        out.append(f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y(v):.1f}" y2="{y(v):.1f}" '
+                   'stroke="#f0f0f0"/>')
+    out.append(f'<text x="{LEFT + plot_w / 2}" y="{HEIGHT - 8}" text-anchor="middle" '
+               f'font-size="12" fill="#333">run</text>')
+    out.append(f'<text x="14" y="{TOP + plot_h / 2}" font-size="12" fill="#333" '
+               f'transform="rotate(-90 14 {TOP + plot_h / 2})" text-anchor="middle">'
+               f'{escape(metric_name + u)}</text>')
+    previous = None
+    for i, _run, seg in points:
+        if seg.index != previous:
+            previous = seg.index
+            out.append(f'<line class="segment" x1="{x(i):.1f}" x2="{x(i):.1f}" y1="{TOP}" '
+                       f'y2="{TOP + plot_h}" stroke="#1a73e8" stroke-dasharray="4 3"/>')
+            out.append(f'<text x="{x(i) + 3:.1f}" y="{TOP + 12}" font-size="11" '
+                       f'fill="#1a73e8">segment {seg.index}</text>')
+    for seg in segments:
+        line, best = [], None
+        for i, run, s in points:
+            if s is not seg or run.status != "keep" or run.metric is None:
+                continue
+            if best is None or seg.better(run.metric, best):
+                if best is not None:
+                    line.append(f"{x(i):.1f},{y(best):.1f}")
+                best = run.metric
+            line.append(f"{x(i):.1f},{y(best):.1f}")
+        last_i = max((i for i, _, s in points if s is seg), default=None)
+        if best is not None and last_i is not None:
+            line.append(f"{x(last_i):.1f},{y(best):.1f}")
+        if line:
+            out.append(f'<polyline class="best" points="{" ".join(line)}" fill="none" '
+                       'stroke="#1e8e3e" stroke-width="1.5"/>')
+    radius = 4 if len(points) <= 300 else 2.5 if len(points) <= 2000 else 1.6
+    for i, run, _ in points:
+        colour = COLOURS.get(run.status, "#000")
+        title = escape(f"run {run.number}: {run.status} {fmt(run.metric)}{u}: "
+                       f"{one_line(run.description)[:160]}")
+        if run.metric is None:
+            cx, cy, r = x(i), TOP + plot_h - 6, radius + 1
+            shape = (f'<path d="M{cx - r:.1f},{cy - r:.1f}L{cx + r:.1f},{cy + r:.1f}'
+                     f'M{cx - r:.1f},{cy + r:.1f}L{cx + r:.1f},{cy - r:.1f}" '
+                     f'stroke="{colour}" stroke-width="1.5"/>')
+        else:
+            shape = (f'<circle cx="{x(i):.1f}" cy="{y(run.metric):.1f}" r="{radius}" '
+                     f'fill="{colour}"/>')
+        out.append(f'<g class="mark {run.status}" data-run="{run.number}">'
+                   f'<title>{title}</title>{shape}</g>')
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def write_plot(path: Path, segments: list[Segment], metric_name: str, unit: str = "") -> None:
+    """Write the chart to ``path``: SVG for ``.svg``, PNG (via matplotlib) for ``.png``.
+    Raises :class:`Refused` for another suffix, or for PNG without matplotlib."""
+    suffix = path.suffix.lower()
+    if suffix == ".svg":
+        path.write_text(svg(segments, metric_name, unit), encoding="utf-8")
+        return
+    if suffix != ".png":
+        raise Refused(f"--plot {path}: write .svg or .png")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise Refused("a .png plot needs matplotlib: pip install 'git-autoresearch[plot]' "
+                      "(or write .svg, which needs nothing)") from None
+    points = _points(segments)
+    fig, ax = plt.subplots(figsize=(10, 3.8), dpi=100)
+    for status, colour in COLOURS.items():
+        xs = [i for i, r, _ in points if r.status == status and r.metric is not None]
+        ys = [r.metric for _, r, _ in points if r.status == status and r.metric is not None]
+        ax.scatter(xs, ys, s=12, c=colour, label=status)
+    for seg in segments:
+        best, bx, by = None, [], []
+        for i, run, s in points:
+            if s is seg and run.status == "keep" and run.metric is not None and (
+                    best is None or seg.better(run.metric, best)):
+                best = run.metric
+            if s is seg and best is not None:
+                bx.append(i)
+                by.append(best)
+        ax.step(bx, by, where="post", color="#1e8e3e", linewidth=1)
+    ax.set_xlabel("run")
+    ax.set_ylabel(metric_name + (f" ({unit})" if unit else ""))
+    ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
