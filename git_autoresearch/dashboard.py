@@ -34,9 +34,12 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}
 SCRIPT = """
 (function(){
   var errors = 0;
-  window.addEventListener('error', function(){ errors++;
-    document.body.setAttribute('data-errors', String(errors)); });
+  function count(){ errors++; document.body.setAttribute('data-errors', String(errors)); }
+  window.addEventListener('error', count);
+  document.addEventListener('securitypolicyviolation', count);
   document.body.setAttribute('data-errors', '0');
+  document.body.setAttribute('data-requests',
+    String(performance.getEntriesByType('resource').length));
   document.body.setAttribute('data-marks',
     String(document.querySelectorAll('svg.chart g.mark').length));
   if (location.protocol === 'http:') {
@@ -105,6 +108,8 @@ def render(book: Ledger, *, goal: str, metric_name: str, unit: str, session_id: 
     data = json.dumps({"session": session_id, "runs": len(book.runs)})
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'\">"
         f"<title>autoresearch: {escape(goal)}</title>"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<style>{STYLE}</style></head>\n<body>"

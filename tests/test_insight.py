@@ -1,0 +1,283 @@
+"""Seeing the results: confidence, analyze, summary, ideas, import, exports and the dashboard
+(rendered in a real headless Chromium when one is installed)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import random
+import shutil
+import subprocess
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES_DIR, git, runs, start_args, write
+
+from git_autoresearch import ledger
+from git_autoresearch.dashboard import ledger_version, render, serve
+from git_autoresearch.report import stability
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def generated_ledger(path: Path, count: int, seed: int = 7) -> list[dict]:
+    """A pi-format ledger of ``count`` runs (lower is better) with a known story."""
+    rng = random.Random(seed)
+    records = [{"type": "config", "name": "generated", "metricName": "ms",
+                "metricUnit": "ms", "bestDirection": "lower"}]
+    best = 1000.0
+    for n in range(1, count + 1):
+        roll = rng.random()
+        if n == 1:
+            status, metric = "keep", best
+        elif roll < 0.1:
+            status, metric = "crash", 0
+        elif roll < 0.2:
+            status, metric = "checks_failed", round(best * 0.9, 3)
+        elif roll < 0.35:
+            metric = round(best * rng.uniform(0.9, 0.999), 3)
+            status, best = "keep", metric
+        else:
+            status, metric = "discard", round(best * rng.uniform(1.0, 1.2), 3)
+        records.append({"run": n, "commit": f"{n:07x}", "metric": metric, "metrics": {},
+                        "status": status, "description": f"idea {n}\twith a tab",
+                        "timestamp": 1764400000000 + n, "segment": 0, "confidence": None,
+                        "asi": {"hypothesis": f"h{n}"}})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return records[1:]
+
+
+def test_stability_label() -> None:
+    seg = ledger.parse(b'{"type":"config","bestDirection":"lower"}\n' + b"".join(
+        json.dumps({"run": i, "metric": m, "status": "keep"}).encode() + b"\n"
+        for i, m in enumerate([100, 100.5, 99.8, 100.2], start=1))).current
+    assert stability(seg)["label"] == "high"
+    noisy = ledger.parse(b"".join(
+        json.dumps({"run": i, "metric": m, "status": "keep"}).encode() + b"\n"
+        for i, m in enumerate([100, 80, 120, 60], start=1))).current
+    assert stability(noisy)["label"] == "low"
+
+
+def test_confidence_is_written_into_records(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    for value in ("90", "95", "92", "80"):
+        write(repo / "value.txt", value + "\n")
+        ar(repo, "run", "-d", value)
+    book = ledger.read(repo / ".auto" / "log.jsonl")
+    for run in book.runs:
+        assert run.data["confidence"] == ledger.confidence(book.current, upto=run.number)
+    assert runs(repo)[-1]["confidence"] is not None
+    status = ar(repo, "status", "--json").json()["segment"]
+    assert status["confidence_label"] in ("likely real", "marginal", "within noise")
+
+
+def test_analyze_matches_an_independent_count(tmp_path: Path, repo: Path, ar) -> None:
+    records = generated_ledger(repo / ".auto" / "log.jsonl", 300)
+    data = ar(repo, "analyze", "--json").json()
+    statuses = [r["status"] for r in records]
+    assert data["counts"] == {s: statuses.count(s) for s in
+                              ("keep", "discard", "crash", "checks_failed")}
+    assert data["keep_rate"] == round(statuses.count("keep") / 300, 4)
+    kept = [r for r in records if r["status"] == "keep"]
+    expected = []
+    for before, after in zip(kept, kept[1:], strict=False):
+        expected.append((after["run"], round(before["metric"] - after["metric"], 12)))
+    expected.sort(key=lambda g: g[1], reverse=True)
+    assert [(g["run"], g["gain"]) for g in data["gains"]] == expected
+    assert data["baseline"]["metric"] == 1000 and data["best"]["metric"] == kept[-1]["metric"]
+    streak = longest = 0
+    for s in statuses:
+        streak = 0 if s == "keep" else streak + 1
+        longest = max(longest, streak)
+    assert data["longest_streak_without_keep"] == longest
+    positions = [i for i, r in enumerate(records) if r["status"] == "keep"]
+    assert [s["runs"] for s in data["runs_per_improvement"]] == [
+        b - a for a, b in zip(positions, positions[1:], strict=False)]
+
+
+def test_analyze_plot_svg_and_png(repo: Path, ar, tmp_path: Path) -> None:
+    generated_ledger(repo / ".auto" / "log.jsonl", 40)
+    ar(repo, "analyze", "--plot", str(tmp_path / "p.svg"))
+    text = (tmp_path / "p.svg").read_text()
+    assert text.count('<g class="mark') == 40 and 'class="best"' in text
+    res = ar(repo, "analyze", "--plot", str(tmp_path / "p.png"), expect=None)
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert res.code == 3 and "git-autoresearch[plot]" in res.err
+    else:
+        assert res.code == 0 and (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_summary_is_bounded_and_keeps_best_and_last(repo: Path, ar) -> None:
+    records = generated_ledger(repo / ".auto" / "log.jsonl", 10000)
+    write(repo / ".auto" / "prompt.md", "# s\n\n## Rules\n- only src/\n\n## Learnings\n- x\n")
+    write(repo / ".auto" / "ideas.md", "- [ ] unroll\n- [x] tried\n")
+    text = ar(repo, "summary", "--max-bytes", "4000").out
+    assert len(text.encode()) <= 4000
+    best = min((r for r in records if r["status"] == "keep"), key=lambda r: r["metric"])
+    assert f"- run {best['run']} keep" in text
+    assert f"- run {records[-1]['run']} " in text
+    assert "## Rules\n- only src/" in text and "- unroll" in text
+    assert ar(repo, "summary", "--max-bytes", "4000").out == text, "deterministic"
+
+
+def test_ideas_backlog(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    ar(repo, "ideas", "add", "unroll", "the", "loop")
+    ar(repo, "ideas", "add", "cache the table")
+    assert ar(repo, "ideas", "next", "--json").json()["text"] == "unroll the loop"
+    write(repo / "value.txt", "90\n")
+    ar(repo, "run", "-d", "unrolled")
+    ar(repo, "ideas", "done", "1", "--run", "2")
+    assert (repo / ".auto" / "ideas.md").read_text() == (
+        "# Ideas backlog\n\n- [x] ~~unroll the loop~~ → run 2, keep, 90\n"
+        "- [ ] cache the table\n")
+    assert [i["text"] for i in ar(repo, "ideas", "list", "--json").json()] == ["cache the table"]
+    assert ar(repo, "ideas", "done", "9", expect=2).code == 2
+
+
+def test_pi_session_read_in_place_and_imported(repo: Path, ar, tmp_path: Path) -> None:
+    write(repo / ".auto" / "log.jsonl", (FIXTURES_DIR / "pi-autoresearch-log.jsonl").read_text())
+    status = ar(repo, "status", "--json").json()
+    assert status["segment"]["baseline"]["metric"] == 2210.0
+    assert status["segment"]["best"]["metric"] == 2210.0
+    first = ar(repo, "log", "--json", "--segment", "0").json()
+    assert [r["run"] for r in first] == [1, 2, 3, 4, 5, 6]
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q")
+    out = ar(other, "import", str(repo / ".auto" / "log.jsonl"), "--json").json()
+    assert out["lines"] == 12
+    imported = (other / ".auto" / "log.jsonl").read_text().splitlines()
+    original = (FIXTURES_DIR / "pi-autoresearch-log.jsonl").read_text().splitlines()
+    assert imported == original, "no field lost"
+    seg0 = ar(other, "analyze", "--segment", "0", "--json").json()
+    assert seg0["baseline"]["metric"] == 412.5 and seg0["best"]["metric"] == 365.3
+
+
+def test_flat_pi_ledger_read_in_place(repo: Path, ar) -> None:
+    write(repo / "autoresearch.jsonl", (FIXTURES_DIR / "pi-autoresearch-log.jsonl").read_text())
+    assert ar(repo, "status", "--json").json()["total_runs"] == 8
+
+
+def test_import_karpathy_results_tsv(repo: Path, ar, tmp_path: Path) -> None:
+    tsv = write(tmp_path / "results.tsv",
+                "commit\tval_bpb\tmemory_gb\tstatus\tdescription\n"
+                "a1b2c3d\t0.997900\t44.0\tkeep\tbaseline\n"
+                "b2c3d4e\t0.993200\t44.2\tkeep\tincrease LR to 0.04\n"
+                "c3d4e5f\t1.005000\t44.0\tdiscard\tswitch to GeLU activation\n"
+                "d4e5f6g\t0.000000\t0.0\tcrash\tdouble model width (OOM)\n")
+    ar(repo, "import", str(tsv))
+    rows = ar(repo, "log", "--json").json()
+    assert [r["status"] for r in rows] == ["keep", "keep", "discard", "crash"]
+    assert rows[1]["metric"] == 0.9932 and rows[1]["metrics"] == {"memory_gb": 44.2}
+    assert rows[2]["source_row"]["description"] == "switch to GeLU activation"
+    status = ar(repo, "status", "--json").json()
+    assert status["metric_name"] == "val_bpb" and status["segment"]["best"]["metric"] == 0.9932
+
+
+def test_import_loop_seed_session(repo: Path, ar, tmp_path: Path) -> None:
+    folder = tmp_path / "seeded" / ".autoresearch"
+    write(folder / "config.json", json.dumps({
+        "goal": "maximize throughput", "command": "make bench", "direction": "maximize",
+        "session_id": "tp", "metric_pattern": "ops: (\\d+)"}))
+    write(folder / "results.tsv",
+          "experiment\tcommit\tmetric\tstatus\tduration_s\tdescription\n"
+          "0\tabc1234\t100\tkeep\t12\tBaseline\n"
+          "1\t-\t90\tdiscard\t11\tsmaller buffer [loss=0.5]\n"
+          "2\tdef5678\t130\tkeep\t12\tbatch writes\n"
+          "3\t-\t-\tcrash\t3\tsyntax error\n")
+    ar(repo, "import", str(tmp_path / "seeded"))
+    status = ar(repo, "status", "--json").json()
+    assert status["goal"] == "maximize throughput" and status["direction"] == "higher"
+    assert status["segment"]["best"]["metric"] == 130
+    rows = ar(repo, "log", "--json").json()
+    assert [r["experiment"] for r in rows] == ["0", "1", "2", "3"]
+    assert rows[3]["status"] == "crash" and rows[0]["duration_s"] == 12
+
+
+def test_result_trailers_alone(repo: Path, ar) -> None:
+    git(repo, "commit", "-q", "--allow-empty", "-m",
+        'faster\n\nResult: {"status":"keep","total_µs":14600,"compile_µs":4100}')
+    git(repo, "commit", "-q", "--allow-empty", "-m",
+        'even faster\n\nResult: {"status":"keep","total_µs":12000}')
+    rows = ar(repo, "log", "--json").json()
+    assert [(r["metric"], r["description"]) for r in rows] == [(14600, "faster"),
+                                                             (12000, "even faster")]
+    status = ar(repo, "status", "--json").json()
+    assert status["segment"]["best"]["metric"] == 12000
+    assert any("Result: trailers" in w for w in status["warnings"])
+
+
+def test_log_csv(repo: Path, ar) -> None:
+    generated_ledger(repo / ".auto" / "log.jsonl", 5)
+    rows = list(csv.reader(io.StringIO(ar(repo, "log", "--csv").out)))
+    assert rows[0][:4] == ["run", "segment", "status", "metric"]
+    assert len(rows) == 6 and all(len(r) == len(rows[0]) for r in rows)
+    assert rows[1][8] == "idea 1\twith a tab"
+
+
+def test_dashboard_file_is_self_contained(repo: Path, ar, tmp_path: Path) -> None:
+    generated_ledger(repo / ".auto" / "log.jsonl", 50)
+    ar(repo, "dashboard", "-o", str(tmp_path / "d.html"))
+    page = (tmp_path / "d.html").read_text()
+    assert page.count('<g class="mark') == 50
+    assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "https://" not in page and "src=" not in page
+    assert "Content-Security-Policy" in page
+
+
+def test_dashboard_serve_refreshes_on_ledger_change(repo: Path, tmp_path: Path) -> None:
+    path = repo / ".auto" / "log.jsonl"
+    generated_ledger(path, 5)
+    stop = threading.Event()
+    urls: list[str] = []
+
+    def build() -> str:
+        return render(ledger.read(path), goal="g", metric_name="ms", unit="ms",
+                      session_id="s")
+
+    thread = threading.Thread(target=serve, kwargs={
+        "build": build, "version": lambda: ledger_version(path), "port": 0,
+        "ready": urls.append, "stop": stop}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not urls and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        first = urllib.request.urlopen(urls[0] + "version").read()
+        page = urllib.request.urlopen(urls[0]).read().decode()
+        assert page.count('<g class="mark') == 5 and urls[0].startswith("http://127.0.0.1:")
+        generated_ledger(path, 7)
+        assert urllib.request.urlopen(urls[0] + "version").read() != first
+        assert urllib.request.urlopen(urls[0]).read().decode().count('<g class="mark') == 7
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (apt-get install chromium)")
+def test_dashboard_in_a_real_browser(repo: Path, ar, tmp_path: Path) -> None:
+    records = generated_ledger(repo / ".auto" / "log.jsonl", 400)
+    page = tmp_path / "dashboard.html"
+    ar(repo, "dashboard", "-o", str(page))
+    flags = [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
+             "--no-first-run", "--disable-background-networking", "--disable-component-update",
+             "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}",
+             "--virtual-time-budget=5000"]
+    dom = subprocess.run([*flags, "--dump-dom", page.as_uri()], capture_output=True,
+                         text=True, timeout=120).stdout
+    body = dom.split("<body", 1)[1].split(">", 1)[0]
+    assert 'data-errors="0"' in body, body
+    assert 'data-requests="0"' in body, body
+    assert f'data-marks="{len(records)}"' in body, body
+    shot = tmp_path / "dashboard.png"
+    subprocess.run([*flags, f"--screenshot={shot}", "--window-size=1280,1400", page.as_uri()],
+                   capture_output=True, timeout=120)
+    assert shot.read_bytes()[:4] == b"\x89PNG" and shot.stat().st_size > 10000
