@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -20,7 +21,14 @@ from typing import Any, NoReturn
 import click
 
 from . import __version__
-from .errors import EXIT_INTERNAL, EXIT_USAGE, AutoresearchError, Refused, UsageError
+from .errors import (
+    EXIT_INTERNAL,
+    EXIT_REFUSED,
+    EXIT_USAGE,
+    AutoresearchError,
+    Refused,
+    UsageError,
+)
 from .measure import Measurement
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -252,9 +260,10 @@ def _print_record(session: Any, record: dict[str, Any], previous_best: float | N
 def run_cmd(description: str, asi_pairs: tuple[str, ...], asi_json: str | None, dry_run: bool,
             as_json: bool) -> None:
     """One iteration: before hooks, measure, decide, keep or revert, record, after hooks."""
-    from .session import Session, parse_asi
+    from .session import Session, check_text, parse_asi
 
     asi = parse_asi(list(asi_pairs), asi_json)
+    check_text("--description", description)
     session = Session.open()
     session.check_recordable()
     with session.lock("run"):
@@ -297,9 +306,10 @@ def _record_command(status: str) -> Callable[..., None]:
     def body(description: str, metric: float | None, metrics: tuple[str, ...],
              asi_pairs: tuple[str, ...], asi_json: str | None, force: bool,
              as_json: bool) -> None:
-        from .session import Session, parse_asi
+        from .session import Session, check_text, parse_asi
 
         asi = parse_asi(list(asi_pairs), asi_json)
+        check_text("--description", description)
         session = Session.open()
         session.check_recordable()
         with session.lock(status):
@@ -606,21 +616,25 @@ def resume_cmd(session_id: str | None, as_json: bool) -> None:
 @click.option("--fix", is_flag=True, help="Rebuild what can be rebuilt (never deletes a record).")
 @json_option
 def doctor_cmd(fix: bool, as_json: bool) -> None:
-    """Reconcile the ledger, the trailers on the branch, the attempt refs and the state ref."""
+    """Reconcile the ledger, the trailers on the branch, the attempt refs and the state ref.
+    Exits 3 when a problem is left that it did not fix."""
     from .doctor import examine, render
     from .session import Session
 
-    session = Session.open(on_branch=False)
+    session = Session.open(on_branch=False, check_config=False)
     found = render(examine(session, fix=fix))
+    left = [f for f in found if not f["fixed"]]
     if as_json:
         emit_json({"findings": found, "fix": fix})
-        return
-    if not found:
-        click.echo("no problems found")
-    for item in found:
-        mark = "fixed" if item["fixed"] else ("fixable with --fix" if item["fix"] else
-                                             "needs a person")
-        click.echo(f"- {item['problem']} [{mark}]")
+    else:
+        if not found:
+            click.echo("no problems found")
+        for item in found:
+            mark = "fixed" if item["fixed"] else ("fixable with --fix" if item["fix"] else
+                                                 "needs a person")
+            click.echo(f"- {item['problem']} [{mark}]")
+    if left:
+        raise click.exceptions.Exit(EXIT_REFUSED)
 
 
 @click.command("stop", context_settings=CONTEXT)
@@ -659,6 +673,20 @@ def hook_cmd(stage: str, as_json: bool) -> None:
     _print_steer(stage, report)
 
 
+def _mirror(message: str) -> None:
+    """Mirror the session files on the state ref after a change outside a run, if there is a
+    session here."""
+    from .session import Session
+
+    try:
+        session = Session.open(on_branch=False, check_config=False)
+    except AutoresearchError:
+        return
+    session.mirror_state(message)
+    for w in session.warnings:
+        warn(w)
+
+
 @click.group("hooks", context_settings=CONTEXT)
 def hooks_cmd() -> None:
     """The example hooks shipped with git-autoresearch: list them, install one."""
@@ -694,6 +722,7 @@ def hooks_install_cmd(name: str, force: bool, as_json: bool) -> None:
         raise Refused("no session here (no .auto/config.toml): run git autoresearch start first")
     target = install(name, layout.hooks, force=force)
     rel = target.relative_to(layout.repo.top)
+    _mirror(f"hooks install {name}")
     if as_json:
         emit_json({"installed": str(rel)})
     else:
@@ -785,6 +814,7 @@ def ideas_add_cmd(text: tuple[str, ...], as_json: bool) -> None:
     from .insight import add_idea
 
     idea = add_idea(_ideas_path(), " ".join(text))
+    _mirror("ideas add")
     if as_json:
         emit_json(_idea_json(idea))
     else:
@@ -844,6 +874,7 @@ def ideas_done_cmd(number: int, run_number: int | None, note: str | None,
     if note:
         parts.append(note)
     idea = mark_done(_ideas_path(), number, "; ".join(parts) or None)
+    _mirror("ideas done")
     if as_json:
         emit_json(_idea_json(idea))
     else:
@@ -965,8 +996,8 @@ def _wants_json(args: list[str]) -> bool:
 def invoke(command: click.Command, prog_name: str, args: list[str]) -> int:
     """Run ``command`` with ``args`` and return the exit code of DESIGN.md section 5."""
     try:
-        command.main(args=args, prog_name=prog_name, standalone_mode=False)
-        code = 0
+        returned = command.main(args=args, prog_name=prog_name, standalone_mode=False)
+        code = returned if isinstance(returned, int) else 0
     except click.exceptions.Exit as exc:
         code = exc.exit_code
     except click.exceptions.Abort:
@@ -975,6 +1006,9 @@ def invoke(command: click.Command, prog_name: str, args: list[str]) -> int:
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         code = 130
+    except Terminated:
+        click.echo("terminated", err=True)
+        code = 143
     except click.ClickException as exc:
         code = EXIT_USAGE if isinstance(exc, click.UsageError) else exc.exit_code
         message = " ".join(exc.format_message().split())
@@ -1001,13 +1035,23 @@ def invoke(command: click.Command, prog_name: str, args: list[str]) -> int:
     return code
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived: unwind like Ctrl-C, so a running experiment's process group is ended."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
 def main() -> NoReturn:
     """``git-autoresearch``: the command group."""
+    signal.signal(signal.SIGTERM, _on_sigterm)
     sys.exit(invoke(cli, "git autoresearch", sys.argv[1:]))
 
 
 def _entry(name: str) -> Callable[[], NoReturn]:
     def entry() -> NoReturn:
+        signal.signal(signal.SIGTERM, _on_sigterm)
         sys.exit(invoke(COMMANDS[name], f"git autoresearch {name}", sys.argv[1:]))
 
     entry.__name__ = f"{name}_main"

@@ -82,6 +82,8 @@ class Config:
             value = getattr(self, key)
             if value is not None and (not isinstance(value, str) or not value.strip()):
                 raise bad(key, "must be a non-empty string")
+        if self.metric_name == "status":
+            raise bad("metric_name", "'status' is taken by the Result trailer's own field")
         if not METRIC_NAME_RE.match(self.metric_name):
             raise bad("metric_name", f"'{self.metric_name}' may hold only letters, digits, '_', "
                                      "'.', '-' and 'µ'")
@@ -126,6 +128,8 @@ class Config:
                 isinstance(self.max_experiments, bool) or not isinstance(self.max_experiments, int)
                 or self.max_experiments < 1):
             raise bad("max_experiments", "must be a whole number of at least 1")
+        if len(self.session_id) > 100:
+            raise bad("session_id", "is longer than 100 characters")
         if self.session_id and not SESSION_ID_RE.match(self.session_id):
             raise bad("session_id", f"'{self.session_id}' may hold only letters, digits, '_' "
                                     "and '-', and must start with a letter or digit")

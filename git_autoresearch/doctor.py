@@ -7,11 +7,13 @@ mirrored again, a malformed line moved aside. No record is deleted.
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import ledger as ledger_mod
-from .report import read_trailers
+from .report import bad_trailers, read_trailers, reconcile
 from .session import Session, _set_aside_malformed, session_branch
 from .state import read as read_state
 
@@ -59,7 +61,48 @@ def _commit_info(session: Session, oid: str) -> dict[str, Any]:
 
 
 def examine(session: Session, *, fix: bool = False) -> Examination:
-    """Find every disagreement; with ``fix``, repair what can be repaired (adding only)."""
+    """Find every disagreement; with ``fix``, repair what can be repaired (adding only). Runs
+    under the session lock, so no command records a run in between."""
+    with session.lock("doctor", recover=False):
+        return _examine(session, fix)
+
+
+def _state_lines(session: Session) -> dict[int, bytes]:
+    """The run lines of the ledger the state ref holds, by run number."""
+    saved = read_state(session.repo, session.config.session_id) or {}
+    found: dict[int, bytes] = {}
+    for raw in saved.get("log.jsonl", b"").split(b"\n"):
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(obj, dict) and "type" not in obj and isinstance(obj.get("run"), int):
+            found.setdefault(obj["run"], raw)
+    return found
+
+
+def _insert_in_order(path: Any, additions: dict[int, bytes]) -> None:
+    """Put each added run line before the first run line with a greater number."""
+    lines = path.read_bytes().split(b"\n")
+    out: list[bytes] = []
+    pending = sorted(additions.items())
+    for raw in lines:
+        if not raw.strip():
+            continue
+        try:
+            number = json.loads(raw).get("run")
+        except (ValueError, AttributeError):
+            number = None
+        while pending and isinstance(number, int) and pending[0][0] < number:
+            out.append(pending.pop(0)[1])
+        out.append(raw)
+    out.extend(line for _, line in pending)
+    tmp = path.with_name("log.jsonl.tmp")
+    tmp.write_bytes(b"\n".join(out) + b"\n")
+    os.replace(tmp, path)
+
+
+def _examine(session: Session, fix: bool) -> Examination:
     exam = Examination()
     repo = session.repo
     sid = session.config.session_id
@@ -68,12 +111,11 @@ def examine(session: Session, *, fix: bool = False) -> Examination:
     book = session.ledger
 
     if book.malformed:
-        for bad in book.malformed:
-            exam.add(f"ledger line {bad.line} is not a readable record ({bad.reason})",
-                     "move it to .auto/log.rejected.jsonl")
+        found = [exam.add(f"ledger line {bad.line} is not a readable record ({bad.reason})",
+                          "move it to .auto/log.rejected.jsonl") for bad in book.malformed]
         if fix:
             _set_aside_malformed(layout, book)
-            for finding in exam.findings:
+            for finding in found:
                 finding.fixed = True
             session.reload()
             book = session.ledger
@@ -81,72 +123,92 @@ def examine(session: Session, *, fix: bool = False) -> Examination:
     intent = session.interrupted()
     if intent is not None:
         finding = exam.add(f"a {intent.get('op')} of run {intent.get('run')} was interrupted",
-                           "finish or roll it back")
+                           "finish it, roll it back, or set it aside when HEAD has moved")
         if fix:
-            with session.lock("doctor"):
-                finding.fixed = session.recovered is not None
+            finding.fixed = session.recover(abandon=True) is not None
             book = session.ledger
 
     if repo.current_branch() != branch:
-        exam.add(f"the work tree is not on the session branch {branch}",
-                 None)
+        exam.add(f"the work tree is not on the session branch {branch}")
 
-    header = book.segments[0].header or {}
-    trailers = read_trailers(repo, branch, header.get("base_commit"))
-    rebuilt: list[dict[str, Any]] = []
+    base = (book.segments[0].header or {}).get("base_commit")
+    for commit in bad_trailers(repo, branch, base):
+        exam.add(f"commit {commit} has a Result trailer that is not a JSON object of finite "
+                 "numbers; it is not trusted")
+    for problem in reconcile(repo, book, branch, base).problems:
+        if "but the ledger has no such keep" not in problem:
+            exam.add(problem)
+
+    saved_lines = _state_lines(session)
+    additions: dict[int, bytes] = {}
+    trailers = read_trailers(repo, branch, base)
     for number, info in sorted(trailers.items()):
         run = book.find(number)
+        if run is not None:
+            if run.status != "keep":
+                exam.add(f"commit {info['commit'][:7]} records run {number} as kept, but the "
+                         f"ledger says {run.status}")
+            continue
+        finding = exam.add(f"commit {info['commit'][:7]} records run {number} as kept, but "
+                           f"the ledger has no run {number}", "restore the run's line")
+        if number in saved_lines:
+            additions[number] = saved_lines[number]
+            finding.fix = "restore the run's line from the state ref"
+            continue
         result = info["result"]
-        if run is None:
-            finding = exam.add(f"commit {info['commit'][:7]} records run {number} as kept, but "
-                               "the ledger has no run " + str(number),
-                               "add the run to the ledger from the trailer")
-            metric_name = next((k for k in result if k != "status"), None)
-            value = ledger_mod.finite(result.get(metric_name)) if metric_name else None
-            if value is None:
-                finding.fix = None
-                finding.problem += " (and its Result trailer has no finite metric)"
-                continue
-            meta = _commit_info(session, info["commit"])
-            rebuilt.append({
-                "run": number, "commit": info["commit"][:7], "metric": result[metric_name],
-                "metrics": {k: v for k, v in result.items()
-                            if k not in ("status", metric_name)
-                            and ledger_mod.finite(v) is not None},
-                "status": "keep", "description": meta["description"],
-                "timestamp": meta["time"] * 1000, "segment": session.segment.index,
-                "confidence": None, "rebuilt_from": "trailer", "committed": True})
-            finding.fixed = fix
-        elif run.status != "keep":
-            exam.add(f"commit {info['commit'][:7]} records run {number} as kept, but the "
-                     f"ledger says {run.status}")
+        metric_name = next((k for k in result if k != "status"), None)
+        value = ledger_mod.finite(result.get(metric_name)) if metric_name else None
+        if value is None:
+            finding.fix = None
+            continue
+        meta = _commit_info(session, info["commit"])
+        finding.fix = "rebuild the run's line from its trailer"
+        additions[number] = ledger_mod.dumps({
+            "run": number, "commit": info["commit"][:7], "metric": result[metric_name],
+            "metrics": {k: v for k, v in result.items() if k not in ("status", metric_name)
+                        and ledger_mod.finite(v) is not None},
+            "status": "keep", "description": meta["description"],
+            "timestamp": meta["time"] * 1000, "segment": session.segment.index,
+            "confidence": None, "rebuilt_from": "trailer", "committed": True}).encode()
 
     for number, oid in sorted(_attempts(session).items()):
-        run = book.find(number)
-        if run is not None or any(r["run"] == number for r in rebuilt):
+        if book.find(number) is not None or number in additions:
+            continue
+        finding = exam.add(f"attempt ref of run {number} has no ledger line")
+        if number in saved_lines:
+            additions[number] = saved_lines[number]
+            finding.fix = "restore the run's line from the state ref"
             continue
         meta = _commit_info(session, oid)
-        status = meta["status"] if meta["status"] in ledger_mod.STATUSES else None
-        finding = exam.add(f"attempt ref of run {number} has no ledger line",
-                           "add the run to the ledger from the attempt commit"
-                           if status else None)
-        if status:
-            rebuilt.append({
-                "run": number, "commit": repo.short(repo.resolve(f"{oid}^") or oid),
-                "metric": 0 if status == "crash" else None, "metrics": {}, "status": status,
-                "description": meta["description"], "timestamp": meta["time"] * 1000,
-                "segment": session.segment.index, "confidence": None,
-                "attempt_ref": f"refs/autoresearch/{sid}/attempts/{number}",
-                "rebuilt_from": "attempt"})
-            finding.fixed = fix
+        if meta["status"] not in ledger_mod.STATUSES:
+            continue
+        finding.fix = "rebuild the run's line from its attempt commit"
+        additions[number] = ledger_mod.dumps({
+            "run": number, "commit": repo.short(repo.resolve(f"{oid}^") or oid),
+            "metric": 0 if meta["status"] == "crash" else None, "metrics": {},
+            "status": meta["status"], "description": meta["description"],
+            "timestamp": meta["time"] * 1000, "segment": session.segment.index,
+            "confidence": None, "attempt_ref": f"refs/autoresearch/{sid}/attempts/{number}",
+            "rebuilt_from": "attempt"}).encode()
 
+    named = set()
     for run in book.runs:
         ref = run.data.get("attempt_ref")
         if isinstance(ref, str) and ref and repo.resolve(ref) is None:
             exam.add(f"run {run.number} names {ref}, which does not exist")
+        if isinstance(run.data.get("scope_ref"), str):
+            named.add(run.data["scope_ref"])
+    prefix = f"refs/autoresearch/{sid}/scope/"
+    for ref in repo.run("for-each-ref", "--format=%(refname)", prefix).text.splitlines():
+        if ref not in named:
+            exam.add(f"{ref} holds out-of-scope changes that no recorded run names (see them: "
+                     f"git show {ref})")
 
-    if fix and rebuilt:
-        ledger_mod.append(layout.ledger, sorted(rebuilt, key=lambda r: r["run"]))
+    if fix and additions:
+        _insert_in_order(layout.ledger, additions)
+        for finding in exam.findings:
+            if finding.fix and finding.fix.startswith(("restore the run", "rebuild the run")):
+                finding.fixed = True
         session.reload()
 
     saved = read_state(repo, sid)

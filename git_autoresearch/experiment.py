@@ -253,7 +253,7 @@ def scope_violations(bounds: Boundaries, changes: Changes) -> list[str]:
 
 
 def keep(repo: Repo, bounds: Boundaries, changes: Changes, *, head: str, message: str,
-         trailer: str, violations_ref: str) -> KeepResult:
+         trailer: str, violations_ref: str, violations_message: str) -> KeepResult:
     """Commit the experiment's in-scope changes with ``message``.
 
     Protected paths and preexisting files are unstaged and never committed. Only once the commit
@@ -293,8 +293,7 @@ def keep(repo: Repo, bounds: Boundaries, changes: Changes, *, head: str, message
     attempt = None
     if violations:
         revert(repo, bounds, changes, head=head, ref=violations_ref, only=violations,
-               message=message.split("\n", 1)[0] + "\n\n(out-of-scope changes of a kept run)\n",
-               stage="keep")
+               message=violations_message, stage="keep")
         attempt = violations_ref
     return KeepResult(commit, committed, violations, attempt, left)
 

@@ -174,6 +174,7 @@ def parse(data: bytes) -> Ledger:
     hooks: list[dict[str, Any]] = []
     events: list[dict[str, Any]] = []
     malformed: list[Malformed] = []
+    seen: dict[int, int] = {}
     lines = data.split(b"\n")
     torn_last = bool(lines and lines[-1])
     for number, raw in enumerate(lines, start=1):
@@ -203,9 +204,12 @@ def parse(data: bytes) -> Ledger:
             events.append(obj)
         elif "run" in obj:
             problem = _check_run(obj)
+            if problem is None and obj["run"] in seen:
+                problem = f"run {obj['run']} again (first on line {seen[obj['run']]})"
             if problem:
                 malformed.append(Malformed(number, problem, is_torn))
             else:
+                seen[obj["run"]] = number
                 segments[-1].runs.append(Run(obj, number, segments[-1].index))
     return Ledger(segments, hooks, events, malformed)
 

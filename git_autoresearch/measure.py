@@ -123,19 +123,24 @@ def run_shell(
     )
     timed_out = False
     next_tick = started + 1.0
-    while True:
-        now = time.monotonic()
-        remaining = started + timeout - now
-        if remaining <= 0:
-            timed_out = True
-            break
-        try:
-            proc.wait(timeout=min(remaining, max(0.01, next_tick - now), 0.25))
-            break
-        except subprocess.TimeoutExpired:
-            if on_tick and time.monotonic() >= next_tick:
-                on_tick(time.monotonic() - started)
-                next_tick += 1.0
+    try:
+        while True:
+            now = time.monotonic()
+            remaining = started + timeout - now
+            if remaining <= 0:
+                timed_out = True
+                break
+            try:
+                proc.wait(timeout=min(remaining, max(0.01, next_tick - now), 0.25))
+                break
+            except subprocess.TimeoutExpired:
+                if on_tick and time.monotonic() >= next_tick:
+                    on_tick(time.monotonic() - started)
+                    next_tick += 1.0
+    except BaseException:
+        end_group(proc)  # interrupted (Ctrl-C, SIGTERM): the command must not outlive us
+        proc.wait()
+        raise
     end_group(proc)
     code = proc.wait()
     return Outcome(code, timed_out, round(time.monotonic() - started, 3))
@@ -308,7 +313,13 @@ def measure(
     per_metric: dict[str, list[float]] = {}
     started = time.monotonic()
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        # A new file, not a truncated one: a command orphaned by a killed earlier measurement
+        # keeps writing to the old inode, never into this measurement's log.
+        log_path.unlink()
+    except FileNotFoundError:
+        pass
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         for index in range(cfg.runs_per_experiment):
             if cfg.runs_per_experiment > 1:

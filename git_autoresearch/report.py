@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,9 +29,13 @@ def delta_pct(value: float | None, baseline: float | None) -> float | None:
     return round((value - baseline) / abs(baseline) * 100, 2)
 
 
+_CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|[\x00-\x1f\x7f]")
+
+
 def one_line(text: str) -> str:
-    """Tabs, newlines and carriage returns folded to single spaces."""
-    return " ".join(text.replace("\t", " ").replace("\r", " ").replace("\n", " ").split())
+    """Tabs, newlines and other control characters (and terminal escapes) folded to single
+    spaces, so that stored text cannot break a table or drive a terminal."""
+    return " ".join(_CONTROL.sub(" ", text).split())
 
 
 def run_row(run: Run, segment: Segment) -> dict[str, Any]:
@@ -211,6 +216,27 @@ def ledger_from_trailers(repo: Repo, branch: str) -> Ledger:
                 "timestamp": int(parts[1] or 0) * 1000, "segment": 0, "confidence": None}
         segment.runs.append(Run(data, number, 0))
     return Ledger([segment], [], [], [])
+
+
+def bad_trailers(repo: Repo, branch: str, base: str | None) -> list[str]:
+    """Commits on ``branch`` whose ``Result:`` trailer is not a JSON object of finite values."""
+    spec = f"{base}..{branch}" if base else branch
+    res = repo.run("log", "--format=%h%x1f%(trailers:key=Result,valueonly)%x1e", spec, "--",
+                   allow_non_zero=True)
+    bad = []
+    for item in res.stdout.decode("utf-8", "replace").split("\x1e"):
+        commit, _, value = item.strip("\n").partition("\x1f")
+        if not value.strip():
+            continue
+        try:
+            result = json.loads(value.strip().splitlines()[-1], parse_constant=_no_constant)
+            ok = isinstance(result, dict) and all(
+                not isinstance(v, float) or math.isfinite(v) for v in result.values())
+        except ValueError:
+            ok = False
+        if not ok:
+            bad.append(commit)
+    return bad
 
 
 def reconcile(repo: Repo, book: Ledger, branch: str, base: str | None) -> Reconciliation:

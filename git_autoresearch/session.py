@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import re
+import secrets
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -203,7 +204,8 @@ class Session:
                 cfg = Config.from_mapping(parse_toml(data, source=str(layout.config)),
                                           source=str(layout.config))
         except UsageError as exc:
-            raise Refused(f"{exc.message}; fix it or start a new segment") from None
+            raise Refused(f"{exc.message}; git autoresearch resume restores it from the state "
+                          "ref") from None
         lock_wait_seconds()
         hook_timeout_seconds()  # a bad setting is refused before anything runs
         session = cls(repo, cfg, data, book)
@@ -269,6 +271,12 @@ class Session:
         """Refuse when ``config.toml`` is not the file the ledger's last header recorded."""
         header = self.ledger.config_header
         if header is None or "config_hash" not in header:
+            from .state import state_ref
+
+            if self.repo.resolve(state_ref(self.config.session_id)):
+                raise Refused(f"the ledger {self.layout.ledger} is missing or lost its "
+                              "configuration header; git autoresearch resume restores it from "
+                              f"{state_ref(self.config.session_id)}")
             raise Refused(f"the ledger {self.layout.ledger} has no configuration header from "
                           "git-autoresearch; start a new segment: git autoresearch start "
                           "--new-segment")
@@ -296,16 +304,18 @@ class Session:
             raise Refused(f"a {op} is in progress; finish or abort it first")
 
     @contextmanager
-    def lock(self, what: str) -> Iterator[None]:
+    def lock(self, what: str, *, recover: bool = True) -> Iterator[None]:
         """Hold the session lock; the ledger and HEAD are read again once it is held, since
-        another command may have recorded a run while this one waited."""
+        another command may have recorded a run while this one waited, and (with ``recover``)
+        an interrupted keep or revert is finished first."""
         with SessionLock(self.repo.scratch, what):
             self.reload()
             self._head = None
             self.repo.head_at_discovery = None
             if self.ledger.config_header is not None:
                 self.check_config()
-            self.recovered = self.recover()
+            if recover:
+                self.recovered = self.recover()
             yield
 
     def reload(self) -> None:
@@ -368,6 +378,15 @@ class Session:
 
     # --- measuring --------------------------------------------------------------------------
 
+    def next_run(self) -> int:
+        """The next run number: after the ledger's last run and after every attempt ref, so a
+        ledger that lost its last lines never makes a number repeat."""
+        prefix = f"refs/autoresearch/{self.config.session_id}/attempts/"
+        res = self.repo.run("for-each-ref", "--format=%(refname)", prefix)
+        numbers = [int(n[len(prefix):]) for n in res.text.splitlines()
+                   if n[len(prefix):].isdigit()]
+        return max([self.ledger.next_run_number, *(n + 1 for n in numbers)])
+
     def check_baseline(self) -> None:
         """Refuse to measure experiments against a segment whose baseline failed."""
         seg = self.segment
@@ -378,6 +397,9 @@ class Session:
             why = failed.data.get("reason") or failed.status
             raise Refused(f"the baseline of this segment failed (run {failed.number}: {why}); "
                           "fix the command, then run git autoresearch start --new-segment")
+        if (seg.header or {}).get("no_baseline") is False:
+            raise Refused("the baseline of this segment was never measured (start was "
+                          "interrupted); run git autoresearch start --new-segment")
 
     def _free_ref(self, base: str) -> str:
         ref, n = base, 1
@@ -414,15 +436,16 @@ class Session:
                 out[rel] = "unreadable"
         return out
 
-    def measure(self, progress: Progress | None = None, *, pending: bool = True
-                ) -> Measurement:
+    def measure(self, progress: Progress | None = None, *, pending: bool = True,
+                baseline: bool = False) -> Measurement:
         """Run the experiment and, with ``pending``, remember the result for keep/discard.
 
         Changes outside the scope are saved under ``refs/autoresearch/<id>/scope/<run>`` and
         reverted first, so that they are never measured; a change to a file that defines success
         makes the run a crash without running anything."""
-        self.check_baseline()
-        number = self.ledger.next_run_number
+        if not baseline:
+            self.check_baseline()
+        number = self.next_run()
         changes = survey(self.repo, load_snapshot(self.layout.untracked))
         violations = scope_violations(self.bounds, changes)
         scope_ref = None
@@ -498,7 +521,7 @@ class Session:
         payload: dict[str, Any] = {"event": stage, "cwd": str(self.repo.top)}
         if stage == "before":
             last = self.ledger.last_run
-            payload["next_run"] = self.ledger.next_run_number
+            payload["next_run"] = self.next_run()
             payload["last_run"] = run_payload(last.data) if last else None
         else:
             payload["run_entry"] = run_payload(run_entry or {})
@@ -530,7 +553,7 @@ class Session:
         """
         self.check_recordable()
         head = self.head()
-        number = self.ledger.next_run_number
+        number = self.next_run()
         changes = survey(self.repo, load_snapshot(self.layout.untracked))
         if status == "keep" and result is not None and result.fingerprint is not None:
             now = self.fingerprint(changes)
@@ -545,10 +568,13 @@ class Session:
             raise Refused("a keep needs a metric: measure first or pass --metric")
         draft = self._draft(number, status, description, result, asi, hooks, baseline)
         ref = attempt_ref(self.config.session_id, number)
+        if self.repo.resolve(ref) is not None:
+            raise Refused(f"{ref} exists already; run git autoresearch doctor")
+        token = secrets.token_hex(8)
         untracked_after = sorted({*changes.preexisting, *changes.staged_preexisting,
                                   *(p for p in changes.created if self.bounds.is_protected(p))})
         intent: dict[str, Any] = {"op": "keep" if status == "keep" else "revert", "run": number,
-                                  "head": head, "ref": ref, "record": draft,
+                                  "id": token, "head": head, "ref": ref, "record": draft,
                                   "untracked_after": untracked_after,
                                   "staged_preexisting": changes.staged_preexisting}
         if status == "keep":
@@ -561,7 +587,9 @@ class Session:
                                                                   violations)
             self._write_intent(intent)
             kept = git_keep(self.repo, self.bounds, changes, head=head, message=message,
-                            trailer=trailer, violations_ref=ref)
+                            trailer=trailer, violations_ref=ref,
+                            violations_message=f"out-of-scope changes of kept run {number}\n\n"
+                                               f"Autoresearch-Intent: {token}\n")
             self._head = kept.commit
             draft.update({"commit": self.repo.short(kept.commit), "committed": kept.committed,
                           "attempt_ref": kept.attempt_ref})
@@ -570,7 +598,8 @@ class Session:
         else:
             message = (f"{description.strip() or f'run {number}'}\n\n"
                        f"Autoresearch-Status: {status}\nAutoresearch-Run: {number}\n"
-                       f"Autoresearch-Session: {self.config.session_id}\n")
+                       f"Autoresearch-Session: {self.config.session_id}\n"
+                       f"Autoresearch-Intent: {token}\n")
             intent["created"], intent["tracked"] = revert_targets(self.bounds, changes)
             self._write_intent(intent)
             git_revert(self.repo, self.bounds, changes, head=head, ref=ref, message=message)
@@ -664,68 +693,132 @@ class Session:
             return {"op": "unknown", "run": None}
         return data if isinstance(data, dict) else {"op": "unknown", "run": None}
 
-    def recover(self) -> str | None:
+    def _ours(self, ref: str, intent: dict[str, Any]) -> bool:
+        """Whether ``ref`` holds the attempt this intent wrote (not an older one)."""
+        commit = self.repo.resolve(ref)
+        if commit is None:
+            return False
+        token = intent.get("id")
+        if not token:
+            return True
+        body = self.repo.run("log", "-1", "--format=%(trailers:key=Autoresearch-Intent,"
+                             "valueonly)", commit).text
+        return token in body.split()
+
+    def _diverged(self, attempt: str, head: str, paths: list[str]) -> list[str]:
+        """Paths whose content is neither the attempt's nor HEAD's: changed after the kill."""
+        if not paths:
+            return []
+
+        def blobs(commit: str) -> dict[str, str]:
+            listing = self.repo.run("ls-tree", "-r", "-z", commit, "--", *paths).stdout
+            out = {}
+            for item in listing.split(b"\0"):
+                if item:
+                    meta, _, name = item.partition(b"\t")
+                    out[name.decode("utf-8", "surrogateescape")] = meta.split()[2].decode()
+            return out
+
+        in_attempt, in_head = blobs(attempt), blobs(head)
+        present = [p for p in paths if "\n" not in p and (self.repo.top / p).is_file()]
+        now = dict(zip(present, self.repo.run(
+            "hash-object", "--stdin-paths",
+            input="".join(p + "\n" for p in present).encode("utf-8", "surrogateescape"))
+            .text.split(), strict=True)) if present else {}
+        return [p for p in paths if "\n" in p or now.get(p) not in (in_attempt.get(p),
+                                                                  in_head.get(p))]
+
+    def _finish_targets(self, intent: dict[str, Any], ref: str) -> str:
+        """Finish restoring an interrupted revert's paths, unless they changed since."""
+        targets = [*intent["created"], *intent["tracked"]]
+        moved = self._diverged(ref, intent["head"], targets)
+        if moved:
+            return (f"; the work tree was left as it is, since {', '.join(moved[:3])} "
+                    "changed after the interruption")
+        finish_revert(self.repo, intent["created"], intent["tracked"],
+                      list(intent.get("staged_preexisting", [])))
+        return ""
+
+    def recover(self, *, abandon: bool = False) -> str | None:
         """Finish or roll back an interrupted keep or revert; returns what was done, or None.
 
-        A revert whose attempt ref exists is finished (files removed and restored again, the
-        run recorded); one killed before that is rolled back (nothing had changed). A keep whose
-        commit is HEAD is finished; one killed before committing is rolled back: the index goes
-        back to HEAD for the staged paths, and the experiment stays in the work tree, unrecorded.
-        Raises :class:`Refused` when HEAD moved in between and it cannot tell.
+        A revert whose attempt ref holds its attempt is finished (the run recorded, and the
+        paths restored unless they changed after the kill, in which case they are left alone:
+        the attempt is safe in its ref); one killed before that is rolled back, since nothing
+        had changed. A keep whose commit is HEAD, or that had nothing to commit, is finished;
+        one killed before committing is rolled back: the index goes back to HEAD for the
+        staged paths and the experiment stays in the work tree, unrecorded. When HEAD moved in
+        between, :class:`Refused`, or with ``abandon`` the intent record is set aside.
         """
+        for pattern in ("attempt-index.*", "state-index.*", "state-piece.*", "*.tmp"):
+            for leftover in self.repo.scratch.glob(pattern):
+                if leftover.name.split(".")[-1] != str(os.getpid()):
+                    leftover.unlink(missing_ok=True)
         intent = self.interrupted()
         if intent is None:
             return None
         number = intent.get("run")
         if intent.get("op") not in ("keep", "revert") or not isinstance(number, int):
-            self.layout.intent.unlink()
-            return "removed an unreadable intent record"
+            self._set_intent_aside()
+            return "set aside an unreadable intent record"
         if self.ledger.find(number) is not None:
             self.layout.intent.unlink()
             return f"run {number} was already recorded; cleared its intent record"
         record: dict[str, Any] = intent["record"]
         head = self.repo.head()
         ref = intent["ref"]
-        ref_exists = self.repo.resolve(ref) is not None
-        staged_pre = list(intent.get("staged_preexisting", []))
+        ours = self._ours(ref, intent)
         if intent["op"] == "revert":
-            if not ref_exists:
+            if not ours:
                 self.layout.intent.unlink()
                 return f"rolled back the interrupted revert of run {number}: nothing had changed"
             if head != intent["head"]:
-                raise Refused(f"HEAD moved since the revert of run {number} was interrupted; "
-                              f"its attempt is at {ref}")
-            finish_revert(self.repo, intent["created"], intent["tracked"], staged_pre)
+                if not abandon:
+                    raise Refused(f"HEAD moved since the revert of run {number} was "
+                                  f"interrupted; its attempt is at {ref} (git autoresearch "
+                                  "doctor --fix sets the interrupted operation aside)")
+                self._set_intent_aside()
+                return f"set aside the interrupted revert of run {number} (HEAD had moved)"
+            note = self._finish_targets(intent, ref)
             record["attempt_ref"] = ref
             self._append_record(record, intent["untracked_after"])
-            return f"finished the interrupted revert of run {number} ({record['status']})"
+            return f"finished the interrupted revert of run {number} ({record['status']}){note}"
         committed = head != intent["head"]
         if committed:
             parent = self.repo.resolve(f"{head}^")
             run_trailer = self.repo.run("log", "-1", "--format=%(trailers:key=Autoresearch-Run,"
                                         "valueonly)", str(head)).text.strip()
             if parent != intent["head"] or run_trailer != str(number):
-                raise Refused(f"HEAD moved since the keep of run {number} was interrupted, and "
-                              "not by that keep; check the branch by hand")
-        elif not ref_exists:
+                if not abandon:
+                    raise Refused(f"HEAD moved since the keep of run {number} was interrupted, "
+                                  "and not by that keep (git autoresearch doctor --fix sets the "
+                                  "interrupted operation aside)")
+                self._set_intent_aside()
+                return f"set aside the interrupted keep of run {number} (HEAD had moved)"
+        elif intent["to_stage"] and not ours:
             self.repo.unstage(intent["to_stage"])
             self.layout.intent.unlink()
             return (f"rolled back the interrupted keep of run {number}: nothing was committed, "
                     "and the experiment is still in the work tree")
+        note = ""
         if intent["created"] or intent["tracked"]:
-            if not ref_exists:
+            if ours:
+                note = self._finish_targets(intent, ref)
+            else:
                 changes = survey(self.repo, load_snapshot(self.layout.untracked))
                 git_revert(self.repo, self.bounds, changes, head=intent["head"], ref=ref,
                            only=[*intent["created"], *intent["tracked"]],
                            message=f"out-of-scope changes of kept run {number}\n", stage="keep")
-            else:
-                finish_revert(self.repo, intent["created"], intent["tracked"], staged_pre)
             record["attempt_ref"] = ref
         assert head is not None
         self._head = head
         record.update({"commit": self.repo.short(head), "committed": committed})
         self._append_record(record, intent["untracked_after"])
-        return f"finished the interrupted keep of run {number}"
+        return f"finished the interrupted keep of run {number}{note}"
+
+    def _set_intent_aside(self) -> None:
+        aside = self.layout.intent.with_name(f"intent.abandoned.{time.time_ns()}.json")
+        os.replace(self.layout.intent, aside)
 
 def run_payload(data: Mapping[str, Any]) -> dict[str, Any]:
     """A run as the hook contract shows it: run, status, metric, description, asi."""
@@ -832,7 +925,17 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
     if opts.new_segment:
         if not layout.config.exists():
             raise Refused("no session to start a new segment of: run git autoresearch start")
-        old_data = parse_toml(layout.read_config_bytes(), source=str(layout.config))
+        try:
+            old_data = parse_toml(layout.read_config_bytes(), source=str(layout.config))
+        except UsageError as exc:
+            raise Refused(f"{exc.message}; git autoresearch resume restores the file from the "
+                          "state ref") from None
+        from .state import state_ref
+
+        if ledger_mod.read(layout.ledger).config_header is None and repo.resolve(
+                state_ref(str(old_data.get("session_id", "")))):
+            raise Refused("the ledger is missing or lost its header while the state ref holds "
+                          "the session: run git autoresearch resume first")
         given_id = opts.values.get("session_id")
         if given_id and given_id != old_data.get("session_id"):
             raise UsageError(f"--session-id cannot change with --new-segment (the session is "
@@ -896,6 +999,7 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
         "version": VERSION,
         "config": cfg.to_dict(),
         "base_commit": head,
+        "no_baseline": opts.no_baseline,
         "timestamp": now_ms(),
     }
     ledger_mod.append(layout.ledger, [header])
@@ -915,11 +1019,11 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
         known = load_snapshot(layout.untracked) or take_snapshot(repo, [])
         known.untracked.update(untracked)
         save_snapshot(layout.untracked, known)
+    session.mirror_state("session started" if not opts.new_segment else "new segment")
     if opts.no_baseline:
-        session.mirror_state("session started" if not opts.new_segment else "new segment")
         return session, None, None
     with session.lock("start"):
-        result = session.measure(progress, pending=False)
+        result = session.measure(progress, pending=False, baseline=True)
         status = result.status or "keep"
         save_snapshot(layout.untracked, take_snapshot(repo))
         record = session.record(status, "baseline", result=result, baseline=True)
@@ -947,14 +1051,28 @@ def _exclude_auto(repo: Repo) -> None:
     path.write_text(text + "# git-autoresearch session folder\n/.auto/\n")
 
 
+def check_text(what: str, text: str) -> str:
+    """``text`` if it can be stored (valid UTF-8, no NUL); else :class:`UsageError`."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(f"{what} is not valid UTF-8") from None
+    if "\0" in text:
+        raise UsageError(f"{what} contains a NUL character")
+    return text
+
+
 def parse_asi(pairs: list[str], raw_json: str | None) -> dict[str, Any]:
-    """``asi`` from ``KEY=VALUE`` pairs and/or a JSON object; raises :class:`UsageError`."""
+    """``asi`` from ``KEY=VALUE`` pairs and/or a JSON object (finite numbers only); raises
+    :class:`UsageError`."""
     asi: dict[str, Any] = {}
     if raw_json:
         try:
-            value = json.loads(raw_json)
+            value = json.loads(check_text("--asi-json", raw_json),
+                               parse_constant=ledger_mod._reject_constant)
+            json.dumps(value, allow_nan=False)
         except ValueError:
-            raise UsageError("--asi-json is not valid JSON") from None
+            raise UsageError("--asi-json is not valid JSON with finite numbers") from None
         if not isinstance(value, dict):
             raise UsageError("--asi-json must be a JSON object")
         asi.update(value)
@@ -962,7 +1080,7 @@ def parse_asi(pairs: list[str], raw_json: str | None) -> dict[str, Any]:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
             raise UsageError(f"--asi '{pair}' is not KEY=VALUE")
-        asi[key.strip()] = value
+        asi[check_text("--asi", key.strip())] = check_text("--asi", value)
     return asi
 
 
@@ -1015,8 +1133,23 @@ def _restore_files(repo: Repo, layout: Layout, session_id: str) -> list[str]:
     file_modes = modes(repo, session_id)
     restored = []
     layout.auto.mkdir(exist_ok=True)
+    # A session folder that lost its configuration or its ledger gets every saved file back;
+    # otherwise a missing hook or note was removed on purpose, and only the configuration (when
+    # it no longer parses) and a ledger that lost lines are repaired.
+    lost = not layout.config.exists() or not layout.ledger.exists()
+    if not lost and "config.toml" in saved:
+        try:
+            parse_toml(layout.config.read_bytes(), source="config.toml")
+        except (UsageError, OSError):
+            broken = layout.config.with_name(f"config.toml.broken.{time.time_ns()}")
+            os.replace(layout.config, broken)
+            restored.append(f".auto/config.toml (it did not parse; it is now .auto/{broken.name})")
+            layout.config.write_bytes(saved["config.toml"])
+            layout.config.chmod(0o444)
     for name, data in saved.items():
         path = layout.auto / name
+        if not lost and name != "log.jsonl":
+            continue
         if name == "log.jsonl":
             try:
                 current = path.read_bytes()
@@ -1025,7 +1158,7 @@ def _restore_files(repo: Repo, layout: Layout, session_id: str) -> list[str]:
             if current is not None and not _lost_lines(current, data):
                 continue
             if current is not None:
-                kept = path.with_name(f"log.jsonl.before-resume.{int(time.time())}")
+                kept = path.with_name(f"log.jsonl.before-resume.{time.time_ns()}")
                 os.replace(path, kept)
                 restored.append(f".auto/log.jsonl (it had lost lines; the old file is "
                                 f".auto/{kept.name})")
@@ -1104,18 +1237,19 @@ def resume(session_id: str | None = None, cwd: str | os.PathLike[str] | None = N
         raise Refused(f"session {sid} has no .auto/config.toml and no state ref to restore it "
                       "from")
     _exclude_auto(repo)
-    book = ledger_mod.read(layout.ledger)
-    actions += _set_aside_malformed(layout, book)
+    with SessionLock(repo.scratch, "resume"):
+        actions += _set_aside_malformed(layout, ledger_mod.read(layout.ledger))
     session = Session.open(cwd, on_branch=False)
     wanted = session_branch(session.config.session_id)
     if repo.current_branch() != wanted:
-        if repo.resolve(f"refs/heads/{wanted}") is None:
-            raise Refused(f"the session branch {wanted} does not exist")
         tracked, _ = _dirty(repo, session.bounds)
         if tracked:
             raise Refused(f"cannot check out {wanted}: uncommitted changes in "
                           f"{_listing(tracked)}")
-        repo.run("switch", "-q", wanted)
+        # git switch also creates the branch from a single remote-tracking one (a fresh clone).
+        if repo.run("switch", "-q", wanted, allow_non_zero=True).returncode != 0:
+            raise Refused(f"the session branch {wanted} does not exist here (fetch it: git "
+                          f"fetch origin {wanted}:{wanted})")
         actions.append(f"checked out {wanted}")
         session = Session.open(cwd)
     with session.lock("resume"):

@@ -214,38 +214,76 @@ def test_resume_reports_a_missing_script(repo: Path, ar) -> None:
 # --- doctor ------------------------------------------------------------------------------
 
 
+def _drop_runs(path: Path, numbers: tuple[int, ...], extra: list[str]) -> dict[int, str]:
+    lines = path.read_text().splitlines(keepends=True)
+    dropped = {n: ln for ln in lines for n in numbers if f'"run":{n},' in ln}
+    path.write_text("".join(ln for ln in lines if ln not in dropped.values()) + "".join(extra))
+    return dropped
+
+
 def test_doctor_finds_and_fixes_planted_problems(experiment: Path, ar) -> None:
     top = experiment
     ar(top, "run", "-d", "kept")           # run 2: keep, with a trailer
     write(top / "value.txt", "300\n")
     ar(top, "run", "-d", "discarded")      # run 3: discard, with an attempt ref
+    write(top / "value.txt", "400\n")
+    ar(top, "run", "-d", "later")          # run 4
     assert ar(top, "doctor", "--json").json()["findings"] == []
     path = top / ".auto" / "log.jsonl"
-    lines = path.read_text().splitlines(keepends=True)
-    kept = [i for i, ln in enumerate(lines) if '"run":2,' in ln][0]
-    dropped = [i for i, ln in enumerate(lines) if '"run":3,' in ln][0]
-    planted = [ln for i, ln in enumerate(lines) if i not in (kept, dropped)]
-    planted.append('{"run":4,"commit":"abcdef0","metric":1,"status":"discard","description":'
-                   '"ghost","attempt_ref":"refs/autoresearch/s1/attempts/99"}\n')
-    planted.append("not json\n")
-    path.write_text("".join(planted))
-    found = ar(top, "doctor", "--json").json()["findings"]
-    problems = [f["problem"] for f in found]
+    ghost = ('{"run":9,"commit":"abcdef0","metric":1,"status":"discard","description":'
+             '"ghost","attempt_ref":"refs/autoresearch/s1/attempts/99"}\n')
+    original = _drop_runs(path, (2, 3), [ghost, "not json\n"])
+    res = ar(top, "doctor", "--json", expect=3)
+    problems = [f["problem"] for f in res.json()["findings"]]
     assert any("records run 2 as kept, but the ledger has no run 2" in p for p in problems)
     assert any("attempt ref of run 3 has no ledger line" in p for p in problems)
     assert any("is not a readable record" in p for p in problems)
     assert any("attempts/99, which does not exist" in p for p in problems)
     assert any("state ref" in p for p in problems)
-    fixed = ar(top, "doctor", "--fix", "--json").json()["findings"]
+    fixed = ar(top, "doctor", "--fix", "--json", expect=3).json()["findings"]
     assert all(f["fixed"] for f in fixed if f["fix"])
+    lines = path.read_text().splitlines(keepends=True)
+    assert original[2] in lines and original[3] in lines, "restored from the state ref"
+    assert [r["run"] for r in runs(top)] == [1, 2, 3, 4, 9], "in order, none deleted"
+    # Without the state ref, the runs are rebuilt from the trailer and the attempt commit.
+    _drop_runs(path, (2, 3), [])
+    git(top, "update-ref", "-d", "refs/autoresearch/s1/state")
+    ar(top, "doctor", "--fix", "--json", expect=3)
     records = {r["run"]: r for r in runs(top)}
     assert records[2]["status"] == "keep" and records[2]["rebuilt_from"] == "trailer"
     assert records[2]["metric"] == 50
     assert records[3]["status"] == "discard" and records[3]["rebuilt_from"] == "attempt"
     assert records[3]["description"] == "discarded"
-    assert 4 in records, "no record is ever deleted"
-    left = [f["problem"] for f in ar(top, "doctor", "--json").json()["findings"]]
-    assert left == ["run 4 names refs/autoresearch/s1/attempts/99, which does not exist"]
+    left = [f["problem"] for f in ar(top, "doctor", "--json", expect=3).json()["findings"]]
+    assert left == ["run 9 names refs/autoresearch/s1/attempts/99, which does not exist",
+                    "refs/autoresearch/s1/scope/2 holds out-of-scope changes that no recorded "
+                    "run names (see them: git show refs/autoresearch/s1/scope/2)"]
+
+
+def test_doctor_reports_a_branch_that_lost_a_keep(experiment: Path, ar) -> None:
+    ar(experiment, "run", "-d", "kept")
+    git(experiment, "reset", "-q", "--hard", "HEAD~1")
+    findings = ar(experiment, "doctor", "--json", expect=3).json()["findings"]
+    assert any("run 2 is recorded as kept" in f["problem"] for f in findings)
+
+
+def test_doctor_sets_aside_a_stuck_interrupted_keep(experiment: Path, ar) -> None:
+    killed = tool(experiment, "keep", "-d", "k", "--metric", "50",
+                  env={"GIT_AUTORESEARCH_DIE_AT": "keep:after-commit"})
+    assert killed.returncode == -signal.SIGKILL
+    git(experiment, "commit", "-q", "--amend", "-m", "rewritten by hand")
+    assert "HEAD moved" in ar(experiment, "run", "-d", "x", expect=3).err
+    ar(experiment, "doctor", "--fix", expect=None)
+    assert ar(experiment, "discard", "-d", "carries on", "--json").json()["status"] \
+        == "discard"
+
+
+def test_duplicate_run_numbers_are_not_trusted(experiment: Path, ar) -> None:
+    with open(experiment / ".auto" / "log.jsonl", "a") as fh:
+        fh.write('{"run":1,"commit":"abc","metric":1,"status":"keep"}\n')
+    status = ar(experiment, "status", "--json").json()
+    assert status["segment"]["best"]["metric"] == 100
+    assert any("run 1 again" in w for w in status["warnings"])
 
 
 # --- concurrency and locks ----------------------------------------------------------------
@@ -317,8 +355,11 @@ def test_untrusted_trailers_are_not_trusted(experiment: Path, ar) -> None:
         'forged\n\nResult: {"status":"keep","score":NaN}\nAutoresearch-Run: 7')
     git(experiment, "commit", "-q", "--allow-empty", "-m",
         'forged\n\nResult: ["not", "an", "object"]\nAutoresearch-Run: 8')
-    findings = ar(experiment, "doctor", "--json").json()["findings"]
-    assert not any("run 7" in f["problem"] or "run 8" in f["problem"] for f in findings)
+    findings = [f["problem"] for f in
+                ar(experiment, "doctor", "--json", expect=3).json()["findings"]]
+    assert not any("run 7" in f or "run 8" in f for f in findings)
+    assert sum("is not a JSON object of finite numbers; it is not trusted" in f
+               for f in findings) == 2
 
 
 def test_huge_ledger_line_is_reported(experiment: Path, ar) -> None:
@@ -331,3 +372,115 @@ def test_huge_ledger_line_is_reported(experiment: Path, ar) -> None:
 
 def runs_of(top: Path) -> list[ledger.Run]:
     return ledger.read(top / ".auto" / "log.jsonl").runs
+
+
+# --- found by trying to break it ----------------------------------------------------------
+
+
+def test_recovery_never_destroys_work_done_after_the_kill(experiment: Path, ar) -> None:
+    killed = tool(experiment, "discard", "-d", "killed",
+                  env={"GIT_AUTORESEARCH_DIE_AT": "revert:after-attempt"})
+    assert killed.returncode == -signal.SIGKILL
+    write(experiment / "value.txt", "70\n")
+    write(experiment / "src" / "new.py", "precious new work\n")
+    record = ar(experiment, "run", "-d", "next idea", "--json").json()
+    assert record["run"] == 3 and record["metric"] == 70
+    assert [r["run"] for r in runs(experiment)] == [1, 2, 3]
+    found = git(experiment, "show", "HEAD:src/new.py") if record["status"] == "keep" else \
+        git(experiment, "show", f"{record['attempt_ref']}:src/new.py")
+    assert found == "precious new work"
+
+
+def test_a_lost_last_ledger_line_never_reuses_a_run_number(experiment: Path, ar) -> None:
+    ar(experiment, "discard", "-d", "bad idea")
+    path = experiment / ".auto" / "log.jsonl"
+    data = path.read_bytes()
+    path.write_bytes(data[:-40])
+    write(experiment / "value.txt", "160\n")
+    write(experiment / "src" / "new.py", "precious work\n")
+    record = ar(experiment, "run", "-d", "another idea", "--json").json()
+    assert record["run"] == 3
+    assert git(experiment, "show", f"{record['attempt_ref']}:src/new.py") == "precious work"
+    assert git(experiment, "show", "refs/autoresearch/s1/attempts/2:value.txt") == "50"
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_interrupting_a_measurement_ends_the_experiment(repo: Path, ar, tmp_path: Path,
+                                                        sig: int, code: int) -> None:
+    ar(repo, *start_args())
+    pidfile = tmp_path / "pid"
+    ar(repo, "start", "--new-segment", "--command",
+       f"echo $$ > {pidfile}; sleep 30; sh bench.sh", "--no-baseline")
+    proc = subprocess.Popen([*TOOL, "run", "-d", "slow"], cwd=repo, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 20
+    while not pidfile.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(sig)
+    assert proc.wait(timeout=30) == code
+    pid = int(pidfile.read_text())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail("the experiment outlived the interrupted command")
+
+
+def test_a_start_killed_during_the_baseline(repo: Path, ar) -> None:
+    killed = tool(repo, *start_args(), env={"GIT_AUTORESEARCH_DIE_AT": "record:before-ledger"})
+    assert killed.returncode == -signal.SIGKILL
+    ar(repo, "resume")
+    record = runs(repo)[0]
+    assert record["run"] == 1 and record["status"] == "keep" and record["baseline"] is True
+
+
+def test_a_baseline_never_measured_is_refused(repo: Path, ar) -> None:
+    write(repo / "slow.sh", "sleep 30\n")
+    git(repo, "add", "slow.sh")
+    git(repo, "commit", "-qm", "slow")
+    proc = subprocess.Popen([*TOOL, *start_args("--command", "sh slow.sh", "--protected",
+                                                 "slow.sh")], cwd=repo)
+    deadline = time.monotonic() + 20
+    while not (repo / ".auto" / "run.log").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.kill()
+    proc.wait()
+    assert "never measured" in ar(repo, "run", "-d", "x", expect=3).err
+
+
+def test_resume_leaves_a_deleted_hook_deleted(experiment: Path, ar) -> None:
+    ar(experiment, "hooks", "install", "notify")
+    (experiment / ".auto" / "hooks" / "after.d" / "notify.py").unlink()
+    ar(experiment, "resume")
+    assert not (experiment / ".auto" / "hooks" / "after.d" / "notify.py").exists()
+    git(experiment, "clean", "-xfdq")
+    ar(experiment, "resume")
+    assert (experiment / ".auto" / "hooks" / "after.sh").exists()
+
+
+def test_resume_restores_a_config_that_does_not_parse(experiment: Path, ar) -> None:
+    cfg = experiment / ".auto" / "config.toml"
+    good = cfg.read_bytes()
+    cfg.chmod(0o644)
+    cfg.write_text("this is = = not toml")
+    assert "resume" in ar(experiment, "run", "-d", "x", expect=3).err
+    actions = ar(experiment, "resume", "--json").json()["actions"]
+    assert "did not parse" in actions[0]
+    assert cfg.read_bytes() == good
+
+
+def test_bad_text_is_refused_before_measuring(experiment: Path, ar) -> None:
+    assert ar(experiment, "run", "-d", "bad \udc80 bytes", expect=2).code == 2
+    assert ar(experiment, "run", "-d", "x", "--asi-json", '{"a": NaN}', expect=2).code == 2
+    assert ar(experiment, "run", "-d", "x", "--asi-json", '{"a": 1e999}', expect=2).code == 2
+    assert len(runs(experiment)) == 1
+    assert not (experiment / ".auto" / "run.log").read_text().count("score: 50")
+
+
+def test_reserved_metric_name(repo: Path, ar) -> None:
+    res = ar(repo, *start_args("--metric-name", "status"), expect=2)
+    assert "'status' is taken" in res.err
