@@ -44,6 +44,7 @@ class Changes:
     created: list[str] = field(default_factory=list)
     preexisting: list[str] = field(default_factory=list)
     staged_preexisting: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)
 
     def changed(self) -> list[str]:
         return [*self.tracked, *self.created]
@@ -71,10 +72,12 @@ class Snapshot:
         return False
 
 
-def take_snapshot(repo: Repo, untracked: Iterable[str] | None = None) -> Snapshot:
-    """The snapshot of now; ``untracked`` saves a git call when the caller already knows them."""
+def take_snapshot(repo: Repo, untracked: Iterable[str] | None = None,
+                  ignored: Iterable[str] | None = None) -> Snapshot:
+    """The snapshot of now; ``untracked`` and ``ignored`` save git calls when the caller already
+    knows them (from :meth:`Repo.status`)."""
     snap = Snapshot(set(repo.untracked() if untracked is None else untracked))
-    for entry in repo.ignored():
+    for entry in (repo.ignored() if ignored is None else ignored):
         (snap.ignored_dirs if entry.endswith("/") else snap.ignored_files).add(entry)
     return snap
 
@@ -84,6 +87,9 @@ def survey(repo: Repo, before: Snapshot | None) -> Changes:
     began; None (unknown) treats every untracked file as preexisting."""
     changes = Changes()
     for entry in repo.status():
+        if entry.ignored:
+            changes.ignored.append(entry.path)
+            continue
         if entry.path.endswith("/"):
             continue  # a nested repository: never ours to add or remove
         known = before is None or before.covers(entry.path)

@@ -79,6 +79,10 @@ class StatusEntry:
     def untracked(self) -> bool:
         return self.index == "?"
 
+    @property
+    def ignored(self) -> bool:
+        return self.index == "!"
+
 
 def _environment(extra: Mapping[str, str] | None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _LOCATING_VARIABLES}
@@ -231,12 +235,13 @@ class Repo:
     # --- work tree ----------------------------------------------------------------------------
 
     def status(self) -> list[StatusEntry]:
-        """Every changed tracked path and every untracked, non-ignored file (not directories).
+        """Every changed tracked path, every untracked non-ignored file, and every ignored file
+        or folder (one entry ending in ``/`` for an ignored folder, code ``!``).
 
         Renames are reported as a deletion and an addition (``--no-renames``).
         """
         res = self.run("status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=all",
-                       "--ignore-submodules=none")
+                       "--ignored=matching", "--ignore-submodules=none")
         entries = []
         for item in res.stdout.split(b"\0"):
             if len(item) < 4:

@@ -381,6 +381,9 @@ class Session:
     def next_run(self) -> int:
         """The next run number: after the ledger's last run and after every attempt ref, so a
         ledger that lost its last lines never makes a number repeat."""
+        number = self.ledger.next_run_number
+        if self.repo.resolve(attempt_ref(self.config.session_id, number)) is None:
+            return number
         prefix = f"refs/autoresearch/{self.config.session_id}/attempts/"
         res = self.repo.run("for-each-ref", "--format=%(refname)", prefix)
         numbers = [int(n[len(prefix):]) for n in res.text.splitlines()
@@ -568,8 +571,6 @@ class Session:
             raise Refused("a keep needs a metric: measure first or pass --metric")
         draft = self._draft(number, status, description, result, asi, hooks, baseline)
         ref = attempt_ref(self.config.session_id, number)
-        if self.repo.resolve(ref) is not None:
-            raise Refused(f"{ref} exists already; run git autoresearch doctor")
         token = secrets.token_hex(8)
         untracked_after = sorted({*changes.preexisting, *changes.staged_preexisting,
                                   *(p for p in changes.created if self.bounds.is_protected(p))})
@@ -604,7 +605,7 @@ class Session:
             self._write_intent(intent)
             git_revert(self.repo, self.bounds, changes, head=head, ref=ref, message=message)
             draft["attempt_ref"] = ref
-        return self._append_record(draft, untracked_after)
+        return self._append_record(draft, untracked_after, changes.ignored)
 
     def _draft(self, number: int, status: str, description: str, result: Measurement | None,
                asi: Mapping[str, Any] | None, hooks: list[dict[str, Any]] | None,
@@ -643,8 +644,8 @@ class Session:
             record["reason"] = result.checks.get("reason")
         return record
 
-    def _append_record(self, record: dict[str, Any], untracked_after: list[str]
-                       ) -> dict[str, Any]:
+    def _append_record(self, record: dict[str, Any], untracked_after: list[str],
+                       ignored: list[str] | None = None) -> dict[str, Any]:
         """Compute the confidence, append the record, and clear what the run left behind."""
         probe = Segment(self.segment.index, self.segment.header, list(self.segment.runs))
         probe.runs.append(Run(record, 0, probe.index))
@@ -652,7 +653,7 @@ class Session:
         checkpoint("record:before-ledger")
         ledger_mod.append(self.layout.ledger, [record])
         checkpoint("record:after-ledger")
-        save_snapshot(self.layout.untracked, take_snapshot(self.repo, untracked_after))
+        save_snapshot(self.layout.untracked, take_snapshot(self.repo, untracked_after, ignored))
         self.mirror_state(f"after run {record['run']} ({record['status']})")
         for leftover in (self.layout.pending, self.layout.intent):
             try:
@@ -859,7 +860,7 @@ def _dirty(repo: Repo, bounds: Boundaries) -> tuple[list[str], list[str]]:
     tracked: list[str] = []
     untracked: list[str] = []
     for entry in repo.status():
-        if bounds.is_protected(entry.path):
+        if entry.ignored or bounds.is_protected(entry.path):
             continue
         (untracked if entry.untracked else tracked).append(entry.path)
     return tracked, untracked

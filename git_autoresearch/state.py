@@ -16,7 +16,7 @@ import json
 import os
 from pathlib import Path
 
-from .git import ZERO_OID, Repo, split_z
+from .git import ZERO_OID, GitError, Repo, split_z
 
 STATE_REF = "refs/autoresearch/{session}/state"
 LINES_PER_PIECE = 1000
@@ -93,11 +93,21 @@ def mirror(repo: Repo, auto: Path, session_id: str, message: str) -> str:
     finally:
         if index_file.exists():
             index_file.unlink()
-    old = repo.resolve(ref)
-    parents = ["-p", old] if old else []
-    commit = repo.run("commit-tree", tree, *parents, "-F", "-",
-                      input=f"{message}\n\nAutoresearch-State: {FORMAT_VERSION}\n".encode()).text
-    repo.update_ref(ref, commit, old or ZERO_OID, "autoresearch: mirror session files")
+    # The ref's value as we last wrote it saves asking git; the compare-and-swap catches any
+    # other writer, and then the ref is read and the commit made again on top of it.
+    old = cache.get("commit") if cache.get("ref") == ref else repo.resolve(ref)
+    for attempt in range(2):
+        parents = ["-p", old] if old else []
+        commit = repo.run("commit-tree", tree, *parents, "-F", "-", input=(
+            f"{message}\n\nAutoresearch-State: {FORMAT_VERSION}\n").encode()).text
+        try:
+            repo.update_ref(ref, commit, old or ZERO_OID, "autoresearch: mirror session files")
+            break
+        except GitError:
+            if attempt:
+                raise
+            old = repo.resolve(ref)
+    cache.update({"ref": ref, "commit": commit})
     cache["pieces"] = {str(k): v for k, v in known.items() if k < len(pieces)}
     cache_path.write_text(json.dumps(cache))
     return commit
