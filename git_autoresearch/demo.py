@@ -74,11 +74,13 @@ def run_demo(directory: Path | None, *, echo: Callable[[str], None]) -> Path:
             surprises.append(f"{candidate['file']}: expected {candidate['expect']}")
     _step(["log"], target, echo)
     _step(["status"], target, echo)
+    _step(["dashboard"], target, echo)
     echo("$ git log --oneline --grep Result:")
     echo(run_git(["log", "--oneline", "--grep", "Result:"], cwd=target).text + "\n")
     for surprise in surprises:
         echo(f"note: {surprise} (timings vary between machines)")
-    echo(f"The session is in {target}: try `git autoresearch show 4` there.")
+    echo(f"The session is in {target}: open .auto/dashboard.html in a browser, or try "
+         "`git autoresearch show 4` or `git autoresearch analyze` there.")
     return target
 
 
