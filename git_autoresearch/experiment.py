@@ -242,14 +242,13 @@ def finish_revert(repo: Repo, created: list[str], tracked: list[str],
 
 @dataclass
 class KeepResult:
-    """What a keep did: ``commit`` (HEAD afterwards), whether a commit was made, the paths out of
-    scope that were reverted (kept at ``attempt_ref``), and the files left untracked."""
+    """What a keep did: ``commit`` (HEAD afterwards), whether a commit was made, and the paths
+    out of scope that were reverted (kept at ``attempt_ref``)."""
 
     commit: str
     committed: bool
     scope_violations: list[str]
     attempt_ref: str | None
-    untracked_after: list[str]
 
 
 def scope_violations(bounds: Boundaries, changes: Changes) -> list[str]:
@@ -276,8 +275,6 @@ def keep(repo: Repo, bounds: Boundaries, changes: Changes, *, head: str, message
     to_stage = [p for p in changes.changed() if bounds.in_scope(p)]
     repo.add_paths(to_stage)
     checkpoint("keep:before-commit")
-    left = sorted({*changes.preexisting, *changes.staged_preexisting,
-                   *(p for p in changes.created if bounds.is_protected(p))})
     commit, committed = head, False
     if to_stage and repo.has_staged_changes():
         res = repo.run("commit", "-q", "--cleanup=verbatim", "-F", "-",
@@ -301,7 +298,7 @@ def keep(repo: Repo, bounds: Boundaries, changes: Changes, *, head: str, message
         revert(repo, bounds, changes, head=head, ref=violations_ref, only=violations,
                message=violations_message, stage="keep")
         attempt = violations_ref
-    return KeepResult(commit, committed, violations, attempt, left)
+    return KeepResult(commit, committed, violations, attempt)
 
 
 def save_snapshot(path: Path, snap: Snapshot) -> None:

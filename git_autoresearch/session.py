@@ -12,7 +12,7 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -1084,8 +1084,6 @@ def parse_asi(pairs: list[str], raw_json: str | None) -> dict[str, Any]:
         asi[check_text("--asi", key.strip())] = check_text("--asi", value)
     return asi
 
-
-Callback = Callable[[str], None]
 
 
 # --- resume --------------------------------------------------------------------------------------

@@ -56,6 +56,12 @@ KEEP_STEPS = ["keep:staging", "keep:before-commit", "keep:after-commit", "keep:a
               "record:before-ledger", "record:after-ledger"]
 
 
+def test_every_named_step_is_in_the_kill_matrix() -> None:
+    from git_autoresearch.faults import STEPS
+
+    assert set(REVERT_STEPS) | set(KEEP_STEPS) == set(STEPS)
+
+
 @pytest.mark.parametrize("step", REVERT_STEPS)
 def test_kill_during_revert_then_resume(experiment: Path, ar, step: str) -> None:
     top = experiment
