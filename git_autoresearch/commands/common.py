@@ -1,0 +1,62 @@
+"""What every command shares: context settings, JSON output, warnings, the live progress line,
+and the options several commands take."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+def emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False))
+
+
+def warn(message: str) -> None:
+    click.echo(f"warning: {message}", err=True)
+
+
+def _progress() -> Callable[[float, str], None] | None:
+    """A live ``[12s] last log line`` on stderr while a measurement runs on a terminal."""
+    if not sys.stderr.isatty():
+        return None
+    width = shutil.get_terminal_size((80, 20)).columns
+
+    def show(elapsed: float, line: str) -> None:
+        text = f"[{elapsed:5.0f}s] {line}"[: width - 1]
+        sys.stderr.write("\r\x1b[K" + text)
+        sys.stderr.flush()
+
+    return show
+
+
+def _clear_progress() -> None:
+    if sys.stderr.isatty():
+        sys.stderr.write("\r\x1b[K")
+        sys.stderr.flush()
+
+
+json_option = click.option("--json", "as_json", is_flag=True,
+                           help="Print one JSON document on stdout.")
+
+
+def _description_option(required: bool = True) -> Callable[[Callable[..., Any]], Any]:
+    return click.option("-d", "--description", required=required,
+                        help="One sentence saying what this run tried.")
+
+
+def _asi_options(f: Callable[..., Any]) -> Any:
+    f = click.option("--asi-json", metavar="JSON",
+                     help="Annotations for the run as a JSON object.")(f)
+    return click.option("--asi", "asi_pairs", multiple=True, metavar="KEY=VALUE",
+                        help="An annotation for the run (hypothesis=..., rollback_reason=..., "
+                             "next_action_hint=...). Repeatable.")(f)
+
+
+# --- start --------------------------------------------------------------------------------------

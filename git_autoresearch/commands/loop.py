@@ -1,0 +1,392 @@
+"""start, measure, run, keep, discard, crash, stop, hook: the loop itself."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..errors import Refused, UsageError
+from ..measure import Measurement
+from .common import (
+    CONTEXT,
+    _asi_options,
+    _clear_progress,
+    _description_option,
+    _progress,
+    emit_json,
+    json_option,
+    warn,
+)
+
+
+@click.command("start", context_settings=CONTEXT)
+@click.option("--goal", help="What the session optimises, in a few words.")
+@click.option("--command", "command_", metavar="SHELL", help="The experiment command.")
+@click.option("--metric-name", help="Name of the primary metric (default: metric).")
+@click.option("--metric-unit", help="Unit of the primary metric, e.g. ms.")
+@click.option("--direction", help="lower or higher is better (default: lower).")
+@click.option("--metric-pattern", metavar="REGEX",
+              help="Regex with one capture group; its last match in the run log is the metric.")
+@click.option("--metric-command", metavar="SHELL",
+              help="A command whose stdout is the metric (instead of --metric-pattern).")
+@click.option("--scope", multiple=True, metavar="PATH",
+              help="A path an experiment may change (repeatable; none: any unprotected path).")
+@click.option("--protected", multiple=True, metavar="PATH",
+              help="A path no revert may touch and no keep may commit (repeatable).")
+@click.option("--checks-command", metavar="SHELL",
+              help="A command that must succeed for a run to be kept.")
+@click.option("--timeout-seconds", type=float, help="Limit per measurement (default 600).")
+@click.option("--checks-timeout-seconds", type=float, help="Limit for the checks (default 300).")
+@click.option("--runs-per-experiment", type=int, help="Samples per measurement (default 1).")
+@click.option("--aggregate", type=click.Choice(["median", "min", "mean"]),
+              help="How samples combine (default median).")
+@click.option("--max-experiments", type=int, help="Stop after this many runs in a segment.")
+@click.option("--session-id", help="Session id (default: the goal in kebab case plus the date).")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Read the configuration keys from this TOML file.")
+@click.option("--new-segment", is_flag=True,
+              help="Start a new segment of the existing session with changed options.")
+@click.option("--no-baseline", is_flag=True, help="Do not measure the baseline now.")
+@click.option("--force", is_flag=True,
+              help="Start despite untracked files (they are then never touched).")
+@json_option
+def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
+              metric_unit: str | None, direction: str | None, metric_pattern: str | None,
+              metric_command: str | None, scope: tuple[str, ...], protected: tuple[str, ...],
+              checks_command: str | None, timeout_seconds: float | None,
+              checks_timeout_seconds: float | None, runs_per_experiment: int | None,
+              aggregate: str | None, max_experiments: int | None, session_id: str | None,
+              config_file: Path | None, new_segment: bool, no_baseline: bool, force: bool,
+              as_json: bool) -> None:
+    """Create a session: branch autoresearch/<id>, .auto/, the ledger, and the baseline run."""
+    from ..session import StartOptions, start
+
+    values = {
+        "goal": goal, "command": command_, "metric_name": metric_name,
+        "metric_unit": metric_unit, "direction": direction, "metric_pattern": metric_pattern,
+        "metric_command": metric_command, "scope": list(scope) or None,
+        "protected": list(protected) or None, "checks_command": checks_command,
+        "timeout_seconds": timeout_seconds, "checks_timeout_seconds": checks_timeout_seconds,
+        "runs_per_experiment": runs_per_experiment, "aggregate": aggregate,
+        "max_experiments": max_experiments, "session_id": session_id,
+    }
+    opts = StartOptions(values=values, config_file=config_file, new_segment=new_segment,
+                        no_baseline=no_baseline, force=force)
+    try:
+        session, record, result = start(opts, progress=_progress())
+    finally:
+        _clear_progress()
+    cfg = session.config
+    if as_json:
+        emit_json({"session_id": cfg.session_id, "branch": f"autoresearch/{cfg.session_id}",
+                   "segment": session.segment.index, "config": cfg.to_dict(),
+                   "baseline": record})
+        return
+    click.echo(f"session {cfg.session_id} on branch autoresearch/{cfg.session_id}, "
+               f"segment {session.segment.index}")
+    click.echo(f"metric {cfg.metric_name} ({cfg.direction} is better)")
+    if record:
+        click.echo(f"baseline: {cfg.metric_name} = {record['metric']}"
+                   f"{' ' + cfg.metric_unit if cfg.metric_unit else ''} (run {record['run']})")
+    else:
+        click.echo("no baseline measured yet: the first run of the segment will be kept as it")
+
+
+# --- measure / run -----------------------------------------------------------------------------
+
+
+def _measurement_json(result: Measurement) -> dict[str, Any]:
+    from ..experiment import json_number
+
+    data = result.to_dict()
+    data.pop("fingerprint", None)
+    data["status"] = result.status
+    if result.metric is not None:
+        data["metric"] = json_number(result.metric)
+    data["metrics"] = {k: json_number(v) for k, v in result.metrics.items()}
+    data["samples"] = [json_number(s) for s in result.samples]
+    return data
+
+
+def _print_measurement(result: Measurement, metric_name: str) -> None:
+    if result.metric is None:
+        click.echo(f"crash: {result.reason}")
+        if result.log_tail:
+            click.echo("---- tail of .auto/run.log ----")
+            click.echo(result.log_tail)
+            click.echo("----")
+        return
+    samples = f" (samples: {', '.join(f'{s:g}' for s in result.samples)})" \
+        if len(result.samples) > 1 else ""
+    click.echo(f"{metric_name} = {result.metric:g}{samples} in {result.duration_s:.1f}s")
+    for name, value in result.metrics.items():
+        click.echo(f"  {name} = {value:g}")
+    if result.checks is not None:
+        verdict = "passed" if result.checks["passed"] else f"FAILED: {result.checks['reason']}"
+        click.echo(f"checks {verdict}")
+        if not result.checks["passed"] and result.checks.get("tail"):
+            click.echo(result.checks["tail"])
+
+
+def _print_steer(stage: str, report: Any) -> None:
+    for message in report.warnings:
+        warn(message)
+    if report.steer:
+        click.echo(f"==== steer from {stage} hooks ====")
+        click.echo(report.steer)
+        click.echo("==== end of steer ====")
+
+
+@click.command("measure", context_settings=CONTEXT)
+@json_option
+def measure_cmd(as_json: bool) -> None:
+    """Run the experiment and print the result; record nothing (keep or discard uses it)."""
+    from ..session import Session
+
+    session = Session.open()
+    with session.lock("measure"):
+        session.check_stop("measure")
+        before = session.fire_hooks("before")
+        try:
+            result = session.measure(_progress())
+        finally:
+            _clear_progress()
+    if as_json:
+        data = _measurement_json(result)
+        data["steer"] = before.steer or None
+        data["warnings"] = before.warnings
+        emit_json(data)
+        return
+    _print_steer("before", before)
+    _print_measurement(result, session.config.metric_name)
+
+
+def _record_json(record: dict[str, Any], steer: list[str], warnings: list[str]) -> dict[str, Any]:
+    out = dict(record)
+    out["steer"] = "\n".join(s for s in steer if s) or None
+    out["warnings"] = warnings
+    return out
+
+
+def _print_record(session: Any, record: dict[str, Any], previous_best: float | None) -> None:
+    cfg = session.config
+    unit = f" {cfg.metric_unit}" if cfg.metric_unit else ""
+    status = record["status"]
+    line = f"run {record['run']}: {status}"
+    if status != "crash" and record.get("metric") is not None:
+        line += f"  {cfg.metric_name} = {record['metric']}{unit}"
+        if previous_best is not None:
+            line += f" (best was {previous_best:g})"
+    if record.get("reason"):
+        line += f"  [{record['reason']}]"
+    click.echo(line)
+    if status == "keep":
+        click.echo(f"  committed {record['commit']}" if record.get("committed")
+                   else f"  nothing to commit: HEAD stays at {record['commit']}")
+    elif record.get("attempt_ref"):
+        click.echo(f"  reverted; the attempt is kept at {record['attempt_ref']}")
+    if record.get("scope_violations"):
+        click.echo("  reverted out-of-scope changes: " + ", ".join(record["scope_violations"]))
+
+
+@click.command("run", context_settings=CONTEXT)
+@_description_option()
+@_asi_options
+@click.option("--dry-run", is_flag=True, help="Measure and print the decision; apply nothing.")
+@json_option
+def run_cmd(description: str, asi_pairs: tuple[str, ...], asi_json: str | None, dry_run: bool,
+            as_json: bool) -> None:
+    """One iteration: before hooks, measure, decide, keep or revert, record, after hooks."""
+    from ..session import Session, check_text, parse_asi
+
+    asi = parse_asi(list(asi_pairs), asi_json)
+    check_text("--description", description)
+    session = Session.open()
+    session.check_recordable()
+    with session.lock("run"):
+        session.check_stop("run")
+        before = session.fire_hooks("before")
+        try:
+            result = session.measure(_progress(), pending=dry_run)
+        finally:
+            _clear_progress()
+        decision = session.decide(result)
+        best = session.segment.best
+        previous_best = best.metric if best else None
+        if dry_run:
+            if as_json:
+                data = _measurement_json(result)
+                data.update({"decision": decision, "dry_run": True,
+                             "steer": before.steer or None, "warnings": before.warnings})
+                emit_json(data)
+            else:
+                _print_steer("before", before)
+                _print_measurement(result, session.config.metric_name)
+                click.echo(f"decision: {decision} (dry run: nothing applied)")
+            return
+        hooks = [{"stage": f.stage, "hook": f.hook, "exit_code": f.exit_code,
+                  "timed_out": f.timed_out} for f in before.firings]
+        record = session.record(decision, description, result=result, asi=asi, hooks=hooks)
+        after = session.fire_hooks("after", run_entry=record)
+    if as_json:
+        emit_json(_record_json(record, [before.steer, after.steer],
+                               before.warnings + after.warnings))
+        return
+    _print_steer("before", before)
+    if decision == "crash" or decision == "checks_failed":
+        _print_measurement(result, session.config.metric_name)
+    _print_record(session, record, previous_best)
+    _print_steer("after", after)
+
+
+def _record_command(status: str) -> Callable[..., None]:
+    def body(description: str, metric: float | None, metrics: tuple[str, ...],
+             asi_pairs: tuple[str, ...], asi_json: str | None, force: bool,
+             as_json: bool) -> None:
+        from ..session import Session, check_text, parse_asi
+
+        asi = parse_asi(list(asi_pairs), asi_json)
+        check_text("--description", description)
+        session = Session.open()
+        session.check_recordable()
+        with session.lock(status):
+            result = session.pending()
+            given = _given_metrics(metrics)
+            if metric is not None or given:
+                if result is None:
+                    result = Measurement(None, {}, [], 0.0)
+                if metric is not None:
+                    result.metric = metric
+                    result.samples = [metric]
+                result.metrics.update(given)
+                name = session.config.metric_name
+                if name in result.metrics:
+                    result.metric = result.metrics.pop(name)
+                    result.samples = [result.metric]
+            chosen = status
+            if status == "keep":
+                if result is None or result.metric is None:
+                    raise Refused("nothing to keep: no pending measurement with a metric "
+                                  "(run git autoresearch measure, or pass --metric VALUE)")
+                if result.status == "checks_failed" and not force:
+                    raise Refused("the pending measurement failed its checks; discard it, or "
+                                  "keep it anyway with --force")
+                best_run = session.segment.best
+                if best_run is not None and best_run.metric is not None and \
+                        not session.segment.better(result.metric, best_run.metric):
+                    warn(f"{result.metric:g} does not beat the best so far ({best_run.metric:g}, "
+                         f"run {best_run.number}); kept because you asked")
+            elif status == "discard" and result is not None and result.status:
+                chosen = result.status
+            best = session.segment.best
+            previous_best = best.metric if best else None
+            record = session.record(chosen, description, result=result, asi=asi)
+            after = session.fire_hooks("after", run_entry=record)
+        if as_json:
+            emit_json(_record_json(record, [after.steer], after.warnings))
+            return
+        _print_record(session, record, previous_best)
+        _print_steer("after", after)
+
+    return body
+
+
+def _given_metrics(pairs: tuple[str, ...]) -> dict[str, float]:
+    from ..measure import parse_number
+
+    out = {}
+    for pair in pairs:
+        name, sep, raw = pair.partition("=")
+        if not sep or not name:
+            raise UsageError(f"--metrics '{pair}' is not NAME=VALUE")
+        value, problem = parse_number(raw)
+        if value is None:
+            raise UsageError(f"--metrics {name}: {problem}")
+        out[name] = value
+    return out
+
+
+def _finite_metric(ctx: click.Context, param: click.Parameter, value: str | None
+                   ) -> float | None:
+    from ..measure import parse_number
+
+    if value is None:
+        return None
+    number, problem = parse_number(value)
+    if number is None:
+        raise click.BadParameter(problem or "not a number")
+    return number
+
+
+def _make_record_command(status: str, help_text: str) -> click.Command:
+    params: list[click.Parameter] = [
+        click.Option(["-d", "--description", "description"], required=True,
+                     help="One sentence saying what this run tried."),
+        click.Option(["--metric", "metric"], callback=_finite_metric, metavar="VALUE",
+                     help="The primary metric, measured by the caller."),
+        click.Option(["--metrics", "metrics"], multiple=True, metavar="NAME=VALUE",
+                     help="A metric measured by the caller (repeatable)."),
+        click.Option(["--asi", "asi_pairs"], multiple=True, metavar="KEY=VALUE",
+                     help="An annotation for the run (repeatable)."),
+        click.Option(["--asi-json", "asi_json"], metavar="JSON",
+                     help="Annotations as a JSON object."),
+        click.Option(["--force", "force"], is_flag=True,
+                     help="Keep a measurement that failed its checks." if status == "keep"
+                     else "Accepted for symmetry with keep; changes nothing."),
+        click.Option(["--json", "as_json"], is_flag=True,
+                     help="Print one JSON document on stdout."),
+    ]
+    return click.Command(status, callback=_record_command(status), params=params,
+                         help=help_text, context_settings=CONTEXT)
+
+
+keep_cmd = _make_record_command(
+    "keep", "Record a keep and commit the experiment's in-scope changes with a Result: trailer.")
+discard_cmd = _make_record_command(
+    "discard", "Record a discard (or checks_failed) and revert, keeping the attempt under "
+               "refs/autoresearch/.")
+crash_cmd = _make_record_command(
+    "crash", "Record a crash and revert, keeping the attempt under refs/autoresearch/.")
+
+
+# --- log / status / show / stop ---------------------------------------------------------------
+
+
+@click.command("stop", context_settings=CONTEXT)
+@json_option
+def stop_cmd(as_json: bool) -> None:
+    """Create .auto/STOP: the next run or measure exits 4 and removes it."""
+    from ..git import Repo
+    from ..session import Layout
+
+    layout = Layout(Repo.discover())
+    if not layout.config.exists():
+        raise Refused("no session here (no .auto/config.toml)")
+    layout.stop.write_text(f"stop requested at {time.strftime('%Y-%m-%dT%H:%M:%S%z')}\n")
+    if as_json:
+        emit_json({"stop": str(layout.stop)})
+    else:
+        click.echo(f"created {layout.stop}: the loop stops before its next run")
+
+
+@click.command("hook", context_settings=CONTEXT)
+@click.argument("stage", type=click.Choice(["before", "after"]))
+@json_option
+def hook_cmd(stage: str, as_json: bool) -> None:
+    """Fire the before or after hooks by hand, for agents that drive their own loop."""
+    from ..session import Session
+
+    session = Session.open()
+    last = session.ledger.last_run
+    if stage == "after" and last is None:
+        raise Refused("no run recorded yet: after hooks need a run entry")
+    report = session.fire_hooks(stage, run_entry=last.data if last else None)
+    if as_json:
+        emit_json({"stage": stage, "steer": report.steer or None, "warnings": report.warnings,
+                   "firings": [f.ledger_line() for f in report.firings]})
+        return
+    _print_steer(stage, report)

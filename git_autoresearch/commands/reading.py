@@ -1,0 +1,271 @@
+"""log, status, show, analyze, summary, dashboard: reading a session."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..errors import UsageError
+from .common import (
+    CONTEXT,
+    emit_json,
+    json_option,
+    warn,
+)
+
+
+@click.command("log", context_settings=CONTEXT)
+@click.option("--segment", type=int, help="Only runs of this segment (0 is the first).")
+@click.option("--status", type=click.Choice(["keep", "discard", "crash", "checks_failed"]),
+              help="Only runs with this status.")
+@click.option("--last", type=click.IntRange(min=0), metavar="N", help="Only the last N runs.")
+@click.option("--tsv", is_flag=True,
+              help="Write the seed's results.tsv columns: experiment commit metric status "
+                   "duration_s description.")
+@click.option("--csv", "as_csv", is_flag=True,
+              help="Write CSV: run, segment, status, metric, delta_pct, confidence, commit, "
+                   "duration_s, description, then one column per secondary metric.")
+@json_option
+def log_cmd(segment: int | None, status: str | None, last: int | None, tsv: bool,
+            as_csv: bool, as_json: bool) -> None:
+    """The runs of the ledger, newest last (our session, a pi-autoresearch session read in
+    place, or the Result: trailers of the current branch)."""
+    from .. import report
+    from ..session import Session
+
+    session = Session.open_for_reading()
+    if segment is not None and not 0 <= segment < len(session.ledger.segments):
+        raise UsageError(f"no segment {segment} (segments are 0 to "
+                         f"{len(session.ledger.segments) - 1})")
+    for bad in session.ledger.malformed:
+        warn(f"{session.layout.ledger}:{bad.line}: set aside: {bad.reason}"
+             + (" (an append that was cut short)" if bad.torn else ""))
+    rows = report.select_runs(session.ledger, segment=segment, status=status, last=last)
+    if as_json:
+        emit_json([report.run_row(run, seg) for run, seg in rows])
+    elif tsv:
+        click.echo(report.tsv(rows), nl=False)
+    elif as_csv:
+        click.echo(report.csv_text(rows), nl=False)
+    else:
+        width = shutil.get_terminal_size((120, 20)).columns
+        click.echo(report.table(rows, width), nl=False)
+
+
+@click.command("status", context_settings=CONTEXT)
+@json_option
+def status_cmd(as_json: bool) -> None:
+    """Where the session stands: baseline, best, counts, confidence, STOP or limit, warnings."""
+    from .. import report
+    from ..session import Session, session_branch
+
+    session = Session.open_for_reading()
+    cfg = session.config
+    seg = report.segment_summary(session.segment)
+    branch = session_branch(cfg.session_id)
+    warnings = list(session.warnings)
+    if not session.read_only:
+        base = (session.ledger.segments[0].header or {}).get("base_commit")
+        warnings += report.reconcile(session.repo, session.ledger, branch, base).problems
+        current = session.repo.current_branch()
+        if current != branch:
+            where = f"branch {current}" if current else "a detached HEAD"
+            warnings.append(f"the work tree is on {where}, not on {branch}")
+    warnings.extend(f"ledger line {m.line} is not readable ({m.reason}); git autoresearch "
+                    "resume sets it aside" for m in session.ledger.malformed)
+    interrupted = session.interrupted()
+    if interrupted is not None:
+        warnings.append(f"a {interrupted.get('op')} of run {interrupted.get('run')} was "
+                        "interrupted; the next recording command (or resume) finishes it")
+    data = {
+        "session_id": cfg.session_id,
+        "branch": branch,
+        "goal": cfg.goal,
+        "metric_name": cfg.metric_name,
+        "metric_unit": cfg.metric_unit,
+        "direction": cfg.direction,
+        "segment": seg,
+        "total_runs": len(session.ledger.runs),
+        "stop_pending": session.layout.stop.exists(),
+        "limit": cfg.max_experiments,
+        "limit_reached": session.limit_reached(),
+        "warnings": warnings,
+    }
+    if as_json:
+        emit_json(data)
+        return
+    unit = f" {cfg.metric_unit}" if cfg.metric_unit else ""
+    click.echo(f"session     {cfg.session_id} (branch {branch})")
+    click.echo(f"goal        {cfg.goal}")
+    click.echo(f"metric      {cfg.metric_name}{' in ' + cfg.metric_unit if unit else ''}, "
+               f"{cfg.direction} is better")
+    runs_word = "run" if seg["runs"] == 1 else "runs"
+    click.echo(f"segment     {seg['index']}: {seg['runs']} {runs_word}, {seg['kept']} kept "
+               f"({', '.join(f'{k} {v}' for k, v in sorted(seg['counts'].items()))})")
+    for key in ("baseline", "best"):
+        brief = seg[key]
+        if brief:
+            extra = ""
+            if key == "best" and seg["improvement_pct"] is not None:
+                extra = f", {seg['improvement_pct']:+.2f}% vs baseline"
+            click.echo(f"{key:<11} {brief['metric']:g}{unit} (run {brief['run']}, commit "
+                       f"{brief['commit']}){extra}")
+        else:
+            click.echo(f"{key:<11} -")
+    conf = seg["confidence"]
+    click.echo(f"confidence  {f'{conf:.2f}' if conf is not None else '-'} "
+               f"({seg['confidence_label']})")
+    if seg["stability"]:
+        hint = " (consider raising runs_per_experiment)" if seg["stability"]["label"] == "low" \
+            else ""
+        click.echo(f"stability   {seg['stability']['label']}{hint}")
+    if seg["last"]:
+        last = seg["last"]
+        from ..report import one_line
+
+        click.echo(f"last run    {last['run']} {last['status']}: "
+                   f"{one_line(last['description'])[:70]}")
+    if data["stop_pending"]:
+        click.echo("STOP        pending: the next run exits 4")
+    if cfg.max_experiments is not None:
+        click.echo(f"limit       {session.experiments_in_segment()} of {cfg.max_experiments} "
+                   f"experiments{' (reached)' if data['limit_reached'] else ''}")
+    for w in warnings:
+        warn(w)
+
+
+@click.command("show", context_settings=CONTEXT)
+@click.argument("run_number", metavar="RUN", type=int)
+@json_option
+def show_cmd(run_number: int, as_json: bool) -> None:
+    """One run: its record and its diff (the keep commit, or the attempt ref of a non-kept run)."""
+    from ..session import Session
+
+    session = Session.open_for_reading()
+    run = session.ledger.find(run_number)
+    if run is None:
+        last = session.ledger.next_run_number - 1
+        raise UsageError(f"no run {run_number} in the ledger (runs are 1 to {last})"
+                         if last else f"no run {run_number}: the ledger has no runs yet")
+    repo = session.repo
+    target = None
+    if run.status == "keep":
+        from ..report import read_trailers
+
+        base = (session.ledger.segments[0].header or {}).get("base_commit")
+        info = read_trailers(repo, f"autoresearch/{session.config.session_id}", base)
+        if run_number in info:
+            target = info[run_number]["commit"]
+    elif run.data.get("attempt_ref"):
+        target = repo.resolve(str(run.data["attempt_ref"]))
+    diff = ""
+    if target:
+        diff = repo.run("show", "--no-ext-diff", "--stat", "--patch", "--format=commit %H%n%n%B",
+                        target).stdout.decode("utf-8", "replace")
+    if as_json:
+        emit_json({"record": run.data, "diff_commit": target, "diff": diff})
+        return
+    click.echo(json.dumps(run.data, ensure_ascii=False, indent=2))
+    if diff:
+        click.echo(diff, nl=False)
+    elif run.status == "keep":
+        click.echo("(no commit: the kept measurement changed nothing)")
+    else:
+        click.echo("(no attempt ref recorded for this run)")
+
+
+def _segment_of(session: Any, segment: int | None) -> Any:
+    if segment is None:
+        return session.ledger.current
+    if not 0 <= segment < len(session.ledger.segments):
+        raise UsageError(f"no segment {segment} (segments are 0 to "
+                         f"{len(session.ledger.segments) - 1})")
+    return session.ledger.segments[segment]
+
+
+@click.command("analyze", context_settings=CONTEXT)
+@click.option("--segment", type=int, help="Analyse this segment (default: the current one).")
+@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="Also draw the runs and the running best: FILE.svg, or FILE.png (needs "
+                   "matplotlib: the 'plot' extra).")
+@json_option
+def analyze_cmd(segment: int | None, plot: Path | None, as_json: bool) -> None:
+    """Counts per status and keep rate; baseline, best and improvement; kept runs ranked by their
+    gain over the best before them; runs spent per improvement; the longest dry streak."""
+    from ..insight import analysis_text, analyze
+    from ..session import Session
+
+    session = Session.open_for_reading()
+    seg = _segment_of(session, segment)
+    result = analyze(seg)
+    if plot is not None:
+        from ..plot import write_plot
+
+        write_plot(plot, session.ledger.segments, session.config.metric_name,
+                   session.config.metric_unit)
+    if as_json:
+        emit_json(result)
+        return
+    click.echo(analysis_text(result, session.config.metric_name, session.config.metric_unit),
+               nl=False)
+    if plot is not None:
+        click.echo(f"plot written to {plot}")
+
+
+@click.command("summary", context_settings=CONTEXT)
+@click.option("--max-bytes", type=click.IntRange(min=200), default=4000, show_default=True,
+              help="Upper bound on the size of the text (UTF-8 bytes).")
+@click.option("--last", type=click.IntRange(min=0), default=30, show_default=True,
+              help="How many recent runs to include at most.")
+def summary_cmd(max_bytes: int, last: int) -> None:
+    """A deterministic text for an agent to resume from after its context was compacted."""
+    from ..insight import read_ideas, summary
+    from ..session import Session
+
+    session = Session.open_for_reading()
+    cfg = session.config
+    try:
+        prompt = session.layout.prompt.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        prompt = ""
+    text = summary(goal=cfg.goal, metric_name=cfg.metric_name, unit=cfg.metric_unit,
+                   direction=cfg.direction, segment=session.ledger.current, prompt=prompt,
+                   ideas=read_ideas(session.layout.auto / "ideas.md"), max_bytes=max_bytes,
+                   last=last)
+    click.echo(text, nl=False)
+
+
+@click.command("dashboard", context_settings=CONTEXT)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Where to write the page (default: .auto/dashboard.html).")
+@click.option("--serve", is_flag=True,
+              help="Serve the page on 127.0.0.1 and refresh it when the ledger changes.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
+              help="The port for --serve (0: any free port).")
+def dashboard_cmd(output: Path | None, serve: bool, port: int) -> None:
+    """One self-contained HTML page (no network requests): cards, the chart of every run with the
+    running best, and the table of runs with their annotations."""
+    from ..dashboard import ledger_version, render
+    from ..dashboard import serve as serve_page
+    from ..session import Session
+
+    session = Session.open_for_reading()
+    cfg = session.config
+
+    def build() -> str:
+        session.reload()
+        return render(session.ledger, goal=cfg.goal, metric_name=cfg.metric_name,
+                      unit=cfg.metric_unit, session_id=cfg.session_id)
+
+    if serve:
+        serve_page(build, lambda: ledger_version(session.ledger_path), port=port,
+                   ready=lambda url: click.echo(f"serving {url} (Ctrl-C to stop)"))
+        return
+    target = output or session.layout.auto / "dashboard.html"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(build(), encoding="utf-8")
+    click.echo(f"wrote {target}")

@@ -1,0 +1,266 @@
+"""resume, doctor, hooks, ideas, import, demo: keeping a session in order."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..errors import EXIT_REFUSED, AutoresearchError, Refused, UsageError
+from .common import (
+    CONTEXT,
+    emit_json,
+    json_option,
+    warn,
+)
+
+
+@click.command("resume", context_settings=CONTEXT)
+@click.option("--session-id", help="The session to resume when it cannot be told from the "
+                                   "work tree (several state refs, no .auto/).")
+@json_option
+def resume_cmd(session_id: str | None, as_json: bool) -> None:
+    """Check and repair the session, then say where the loop stands: restore lost session files
+    from the state ref, set malformed ledger lines aside, check the configuration, check out the
+    session branch, finish or roll back an interrupted keep or revert."""
+    from .. import report
+    from ..session import resume
+
+    session, actions = resume(session_id)
+    seg = report.segment_summary(session.segment)
+    data = {"session_id": session.config.session_id, "actions": actions, "segment": seg,
+            "next_run": session.ledger.next_run_number,
+            "stop_pending": session.layout.stop.exists(),
+            "limit_reached": session.limit_reached(), "warnings": session.warnings}
+    if as_json:
+        emit_json(data)
+        return
+    for action in actions:
+        click.echo(f"- {action}")
+    best, last = seg["best"], seg["last"]
+    click.echo(f"session {session.config.session_id}, segment {seg['index']}: {seg['runs']} "
+               f"run(s), {seg['kept']} kept; next run {data['next_run']}")
+    if best:
+        click.echo(f"best {best['metric']:g} (run {best['run']}, commit {best['commit']})")
+    if last:
+        click.echo(f"last run {last['run']}: {last['status']}")
+    if data["stop_pending"]:
+        click.echo("STOP is pending: the next run exits 4")
+    if data["limit_reached"]:
+        click.echo("max_experiments is reached: the next run exits 4")
+    for w in session.warnings:
+        warn(w)
+
+
+@click.command("doctor", context_settings=CONTEXT)
+@click.option("--fix", is_flag=True, help="Rebuild what can be rebuilt (never deletes a record).")
+@json_option
+def doctor_cmd(fix: bool, as_json: bool) -> None:
+    """Reconcile the ledger, the trailers on the branch, the attempt refs and the state ref.
+    Exits 3 when a problem is left that it did not fix."""
+    from ..doctor import examine, render
+    from ..session import Session
+
+    session = Session.open(on_branch=False, check_config=False)
+    found = render(examine(session, fix=fix))
+    left = [f for f in found if not f["fixed"]]
+    if as_json:
+        emit_json({"findings": found, "fix": fix})
+    else:
+        if not found:
+            click.echo("no problems found")
+        for item in found:
+            mark = "fixed" if item["fixed"] else ("fixable with --fix" if item["fix"] else
+                                                 "needs a person")
+            click.echo(f"- {item['problem']} [{mark}]")
+    if left:
+        raise click.exceptions.Exit(EXIT_REFUSED)
+
+
+def _mirror(message: str) -> None:
+    """Mirror the session files on the state ref after a change outside a run, if there is a
+    session here."""
+    from ..session import Session
+
+    try:
+        session = Session.open(on_branch=False, check_config=False)
+    except AutoresearchError:
+        return
+    session.mirror_state(message)
+    for w in session.warnings:
+        warn(w)
+
+
+@click.group("hooks", context_settings=CONTEXT)
+def hooks_cmd() -> None:
+    """The example hooks shipped with git-autoresearch: list them, install one."""
+
+
+@hooks_cmd.command("list", context_settings=CONTEXT)
+@json_option
+def hooks_list_cmd(as_json: bool) -> None:
+    """Show the example hooks with a one-line description each."""
+    from ..hooks import examples
+
+    found = examples()
+    if as_json:
+        emit_json([{"name": e.name, "stage": e.stage, "summary": e.summary} for e in found])
+        return
+    width = max(len(e.name) for e in found)
+    for e in found:
+        click.echo(f"{e.stage:<6}  {e.name:<{width}}  {e.summary}")
+
+
+@hooks_cmd.command("install", context_settings=CONTEXT)
+@click.argument("name")
+@click.option("--force", is_flag=True, help="Replace an installed hook of the same name.")
+@json_option
+def hooks_install_cmd(name: str, force: bool, as_json: bool) -> None:
+    """Copy the example hook NAME into .auto/hooks/<stage>.d/, executable."""
+    from ..git import Repo
+    from ..hooks import install
+    from ..session import Layout
+
+    layout = Layout(Repo.discover())
+    if not layout.config.exists():
+        raise Refused("no session here (no .auto/config.toml): run git autoresearch start first")
+    target = install(name, layout.hooks, force=force)
+    rel = target.relative_to(layout.repo.top)
+    _mirror(f"hooks install {name}")
+    if as_json:
+        emit_json({"installed": str(rel)})
+    else:
+        click.echo(f"installed {rel}")
+
+
+@click.group("ideas", context_settings=CONTEXT)
+def ideas_cmd() -> None:
+    """The ideas backlog, .auto/ideas.md, as Markdown checkboxes."""
+
+
+def _ideas_path() -> Path:
+    from ..git import Repo
+    from ..session import Layout
+
+    return Layout(Repo.discover()).auto / "ideas.md"
+
+
+def _idea_json(idea: Any) -> dict[str, Any]:
+    return {"number": idea.number, "state": idea.state, "text": idea.text}
+
+
+@ideas_cmd.command("add", context_settings=CONTEXT)
+@click.argument("text", nargs=-1, required=True)
+@json_option
+def ideas_add_cmd(text: tuple[str, ...], as_json: bool) -> None:
+    """Add an open idea."""
+    from ..insight import add_idea
+
+    idea = add_idea(_ideas_path(), " ".join(text))
+    _mirror("ideas add")
+    if as_json:
+        emit_json(_idea_json(idea))
+    else:
+        click.echo(f"idea {idea.number}: {idea.text}")
+
+
+@ideas_cmd.command("list", context_settings=CONTEXT)
+@click.option("--all", "show_all", is_flag=True, help="Also the ideas already tried.")
+@json_option
+def ideas_list_cmd(show_all: bool, as_json: bool) -> None:
+    """The open ideas (and those a hook offered), numbered."""
+    from ..insight import read_ideas
+
+    ideas = [i for i in read_ideas(_ideas_path()) if show_all or i.state != "done"]
+    if as_json:
+        emit_json([_idea_json(i) for i in ideas])
+        return
+    marks = {"open": "[ ]", "taken": "[~]", "done": "[x]"}
+    for idea in ideas:
+        click.echo(f"{idea.number:>3} {marks[idea.state]} {idea.text}")
+
+
+@ideas_cmd.command("next", context_settings=CONTEXT)
+@json_option
+def ideas_next_cmd(as_json: bool) -> None:
+    """The first open idea (exit 0 with nothing printed when there is none)."""
+    from ..insight import read_ideas
+
+    found = next((i for i in read_ideas(_ideas_path()) if i.state == "open"), None)
+    if as_json:
+        emit_json(_idea_json(found) if found else None)
+    elif found:
+        click.echo(f"{found.number}: {found.text}")
+
+
+@ideas_cmd.command("done", context_settings=CONTEXT)
+@click.argument("number", type=int)
+@click.option("--run", "run_number", type=int,
+              help="The run that tried it: its status and metric are noted.")
+@click.option("--note", help="Free text to note instead of (or after) the run.")
+@json_option
+def ideas_done_cmd(number: int, run_number: int | None, note: str | None,
+                   as_json: bool) -> None:
+    """Mark idea NUMBER as tried: - [x] ~~idea~~ → run N, status, metric."""
+    from ..insight import mark_done
+    from ..report import fmt
+
+    parts = []
+    if run_number is not None:
+        from ..session import Session
+
+        session = Session.open_for_reading()
+        run = session.ledger.find(run_number)
+        if run is None:
+            raise UsageError(f"no run {run_number} in the ledger")
+        parts.append(f"run {run.number}, {run.status}, {fmt(run.metric)}")
+    if note:
+        parts.append(note)
+    idea = mark_done(_ideas_path(), number, "; ".join(parts) or None)
+    _mirror("ideas done")
+    if as_json:
+        emit_json(_idea_json(idea))
+    else:
+        click.echo(f"idea {idea.number}: {idea.text}")
+
+
+@click.command("import", context_settings=CONTEXT)
+@click.argument("source", type=click.Path(path_type=Path))
+@click.option("--output", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the ledger here instead of .auto/log.jsonl.")
+@json_option
+def import_cmd(source: Path, output: Path | None, as_json: bool) -> None:
+    """Read another tool's session into a ledger: a pi-autoresearch .auto/log.jsonl or
+    autoresearch.jsonl, a karpathy/autoresearch results.tsv, or a loop seed .autoresearch/
+    folder (or a repository holding one). log, status, analyze and dashboard then read it."""
+    from ..git import Repo
+    from ..importers import convert
+    from ..session import Layout, _exclude_auto
+
+    lines, what = convert(source)
+    if output is None:
+        repo = Repo.discover()
+        layout = Layout(repo)
+        if layout.ledger.exists():
+            raise Refused(f"{layout.ledger} exists already; name another file with --output")
+        layout.auto.mkdir(exist_ok=True)
+        _exclude_auto(repo)
+        output = layout.ledger
+    elif output.exists():
+        raise Refused(f"{output} exists already")
+    output.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    runs = sum(1 for line in lines if '"type"' not in line.split(",", 1)[0])
+    if as_json:
+        emit_json({"source": what, "output": str(output), "lines": len(lines)})
+    else:
+        click.echo(f"imported {what}: {len(lines)} lines ({runs} runs) into {output}")
+
+
+@click.command("demo", context_settings=CONTEXT)
+@click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
+def demo_cmd(directory: Path | None) -> None:
+    """Copy the bundled example project into DIRECTORY and run a whole session on it."""
+    from ..demo import run_demo
+
+    run_demo(directory, echo=click.echo)
