@@ -55,6 +55,24 @@ SCRIPT = """
 """
 
 
+NOTE_COLUMNS = (("hypothesis",), ("rollback_reason",),
+                ("next_action_hint", "next_action", "next_focus"))
+
+
+def _note(asi: dict[str, Any], keys: tuple[str, ...]) -> str:
+    for key in keys:
+        value = asi.get(key)
+        if value not in (None, ""):
+            return one_line(value if isinstance(value, str) else json.dumps(value))
+    return ""
+
+
+def _others(asi: dict[str, Any]) -> str:
+    shown = {k for keys in NOTE_COLUMNS for k in keys}
+    return "; ".join(f"{k}: {one_line(v if isinstance(v, str) else json.dumps(v))}"
+                     for k, v in asi.items() if k not in shown and v not in (None, ""))
+
+
 def _card(key: str, value: str) -> str:
     return f'<div class="card"><div class="k">{escape(key)}</div><div class="v">{escape(value)}' \
            "</div></div>"
@@ -96,15 +114,14 @@ def render(book: Ledger, *, goal: str, metric_name: str, unit: str, session_id: 
                 f'<td class="n">{f"{conf:.2f}" if isinstance(conf, (int, float)) else ""}</td>',
                 f"<td><code>{escape(str(run.data.get('commit', '')))}</code></td>",
                 f"<td>{escape(one_line(run.description))}</td>",
-                f"<td>{escape(one_line(str(asi.get('hypothesis', ''))))}</td>",
-                f"<td>{escape(one_line(str(asi.get('rollback_reason', ''))))}</td>",
-                f"<td>{escape(one_line(str(asi.get('next_action_hint') or asi.get('next_focus') or '')))}</td>",  # noqa: E501
+                *(f"<td>{escape(_note(asi, keys))}</td>" for keys in NOTE_COLUMNS),
+                f"<td>{escape(_others(asi))}</td>",
             ]
             rows.append(f'<tr data-run="{run.number}">{"".join(cells)}</tr>')
     rows.sort(key=lambda r: -int(r.split('data-run="', 1)[1].split('"', 1)[0]))
     header = "".join(f"<th>{h}</th>" for h in (
         "run", "seg", "status", escape(metric_name), "vs baseline", "confidence", "commit",
-        "description", "hypothesis", "rollback reason", "next action"))
+        "description", "hypothesis", "rollback reason", "next action", "other notes"))
     data = json.dumps({"session": session_id, "runs": len(book.runs)})
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

@@ -38,8 +38,15 @@ def _number(text: str) -> float | int | None:
         else value
 
 
+def _text(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path} is not UTF-8 text (byte {exc.start})") from None
+
+
 def _rows(path: Path) -> list[dict[str, str]]:
-    text = path.read_text(encoding="utf-8")
+    text = _text(path)
     return [dict(row) for row in csv.DictReader(io.StringIO(text), delimiter="\t")
             if any((v or "").strip() for v in row.values())]
 
@@ -47,11 +54,17 @@ def _rows(path: Path) -> list[dict[str, str]]:
 def _tsv_runs(rows: list[dict[str, str]], metric_column: str, source: str
               ) -> list[dict[str, Any]]:
     runs: list[dict[str, Any]] = []
-    for row in rows:
-        status = STATUS_WORDS.get((row.get("status") or "").strip().lower(), "discard")
+    for line, row in enumerate(rows, start=2):
+        word = (row.get("status") or "").strip().lower()
+        if word not in STATUS_WORDS:
+            raise UsageError(f"row {line}: unknown status {word!r}")
+        status = STATUS_WORDS[word]
         if status is None:
             continue
-        metric = _number((row.get(metric_column) or "").strip())
+        raw = (row.get(metric_column) or "").strip()
+        metric = _number(raw)
+        if metric is None and status != "crash" and raw not in ("", "-"):
+            raise UsageError(f"row {line}: {metric_column} {raw!r} is not a finite number")
         extras = {k: v for k, v in row.items() if k is not None}
         metrics = {k: n for k, v in extras.items()
                    if k not in (metric_column, "experiment", "duration_s", "commit")
@@ -84,8 +97,14 @@ def convert(source: Path) -> tuple[list[str], str]:
     if not source.is_file():
         raise UsageError(f"{source} does not exist")
     if source.suffix == ".jsonl":
-        data = source.read_bytes().decode("utf-8", "replace")
-        lines = [ln for ln in data.split("\n") if ln.strip()]
+        from .ledger import parse
+
+        data = _text(source)
+        bad = parse(data.encode("utf-8")).malformed
+        if bad:
+            raise UsageError(f"{source}:{bad[0].line}: {bad[0].reason} (and {len(bad) - 1} more)"
+                             if len(bad) > 1 else f"{source}:{bad[0].line}: {bad[0].reason}")
+        lines = [ln.rstrip("\r") for ln in data.split("\n") if ln.strip()]
         return lines, f"pi-autoresearch ledger {source}"
     if source.suffix != ".tsv":
         raise UsageError(f"{source}: import reads .jsonl ledgers and .tsv results")
@@ -98,12 +117,15 @@ def convert(source: Path) -> tuple[list[str], str]:
         config: dict[str, Any] = {}
         if config_file.is_file():
             try:
-                config = json.loads(config_file.read_text(encoding="utf-8"))
+                config = json.loads(_text(config_file))
             except ValueError:
                 raise UsageError(f"{config_file} is not valid JSON") from None
+            if not isinstance(config, dict):
+                raise UsageError(f"{config_file} is not a JSON object")
         direction = str(config.get("direction", "minimize")).lower()
         header = {"type": "config", "name": config.get("goal") or "loop seed session",
-                  "metricName": "metric", "metricUnit": "",
+                  "metricName": str(config.get("metric_name") or "metric"),
+                  "metricUnit": str(config.get("metric_unit") or ""),
                   "bestDirection": "higher" if direction in ("maximize", "higher") else "lower",
                   "imported_from": "autoresearch loop seed", "config": config}
         runs = _tsv_runs(rows, "metric", "autoresearch loop seed")

@@ -4,6 +4,7 @@ summary, and the ideas backlog in ``.auto/ideas.md``. No click, no git."""
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,17 +48,20 @@ def analyze(segment: Segment) -> dict[str, Any]:
             incumbent, since = run.metric, 0
             continue
         if segment.better(run.metric, incumbent):
+            pct = delta_pct(run.metric, incumbent)
+            gain = sign * (run.metric - incumbent)
             gains.append({"run": run.number, "metric": run.metric, "previous_best": incumbent,
-                          "gain": round(sign * (run.metric - incumbent), 12),
-                          "gain_pct": delta_pct(run.metric, incumbent),
+                          "gain": round(gain, 12) if math.isfinite(gain) else None,
+                          "gain_pct": None if pct is None else round(sign * pct, 2),
                           "description": run.description})
             spent.append({"run": run.number, "runs": since})
             incumbent, since = run.metric, 0
-    gains.sort(key=lambda g: g["gain"], reverse=True)
+    gains.sort(key=lambda g: g["gain"] if g["gain"] is not None else math.inf, reverse=True)
     improvement = None
     if best is not None and baseline is not None:
         assert best.metric is not None and baseline.metric is not None
-        improvement = best.metric - baseline.metric
+        change = best.metric - baseline.metric
+        improvement = round(change, 12) if math.isfinite(change) else None
     return {
         "segment": segment.index,
         "direction": segment.direction,
@@ -92,15 +96,16 @@ def analysis_text(result: dict[str, Any], metric_name: str, unit: str) -> str:
     lines.append("  " + ", ".join(f"{k} {v}" for k, v in result["counts"].items()))
     base, best = result["baseline"], result["best"]
     if base and best:
+        pct = result["improvement_pct"]
         lines.append(f"baseline {fmt(base['metric'])}{u} (run {base['run']}) -> best "
                      f"{fmt(best['metric'])}{u} (run {best['run']}): "
-                     f"{fmt(result['improvement'])}{u}, {result['improvement_pct']:+.2f}%"
-                     if result["improvement_pct"] is not None else "")
+                     f"{fmt(result['improvement'])}{u}" + (f", {pct:+.2f}%" if pct is not None
+                                                            else ""))
     if result["gains"]:
         lines.append("kept runs by gain over the best before them:")
         for g in result["gains"]:
             lines.append(f"  run {g['run']:>5}  {metric_name} {fmt(g['metric'])}{u}  gain "
-                         f"{fmt(g['gain'])}{u} ({_signed(g['gain_pct'])})  "
+                         f"{fmt(g['gain'])}{u} ({_signed(g['gain_pct'])} better)  "
                          f"{one_line(g['description'])[:60]}")
         lines.append(f"runs per improvement: {result['mean_runs_per_improvement']} on average "
                      f"({', '.join(str(s['runs']) for s in result['runs_per_improvement'])})")
@@ -198,7 +203,7 @@ def summary(*, goal: str, metric_name: str, unit: str, direction: str, segment: 
     run and the last run always stay."""
     u = f" {unit}" if unit else ""
     base, best = segment.baseline, segment.best
-    head = [f"# Autoresearch summary: {one_line(goal)}",
+    head = [f"# Autoresearch summary: {_cap(one_line(goal), 150)}",
             f"metric: {metric_name}{f' ({unit})' if unit else ''}, {direction} is better; "
             f"segment {segment.index}, "
             f"{len(segment.runs)} runs, {len(segment.kept)} kept"]
@@ -208,15 +213,17 @@ def summary(*, goal: str, metric_name: str, unit: str, direction: str, segment: 
         pct = delta_pct(best.metric, base.metric if base else None)
         head.append(f"best: {fmt(best.metric)}{u} (run {best.number}, commit "
                     f"{best.data.get('commit')}{', ' + _signed(pct) if pct is not None else ''})"
-                    f": {one_line(best.description)[:200]}")
+                    f": {_cap(one_line(best.description), 150)}")
 
     def run_line(run: Any) -> str:
         asi = run.data.get("asi") if isinstance(run.data.get("asi"), dict) else {}
-        notes = "; ".join(f"{k}: {one_line(str(v))[:160]}" for k, v in asi.items())
+        notes = "; ".join(f"{k}: {one_line(str(v))[:160]}" for k, v in asi.items()
+                          if v not in (None, ""))[:300]
         reason = run.data.get("reason")
         extra = f" [{one_line(str(reason))[:120]}]" if reason else ""
-        return (f"- run {run.number} {run.status} {fmt(run.metric)}: "
-                f"{one_line(run.description)[:200]}{extra}" + (f" ({notes})" if notes else ""))
+        return _cap(f"- run {run.number} {run.status} {fmt(run.metric)}: "
+                    f"{one_line(run.description)[:200]}{extra}"
+                    + (f" ({notes})" if notes else ""), 400)
 
     runs = list(reversed(segment.runs[-last:])) if last > 0 else []
     run_lines = [run_line(r) for r in runs]
@@ -232,10 +239,12 @@ def summary(*, goal: str, metric_name: str, unit: str, direction: str, segment: 
         if with_dead and dead:
             parts += ["", "## Dead ends", dead]
         shown = run_lines[:n_runs]
+        heading = f"## Last runs, newest first ({n_runs} of {len(segment.runs)}"
         if best is not None and n_runs and best.number not in {r.number for r in runs[:n_runs]}:
-            shown = [*shown, best_line + " (the best run)"]
+            shown = [*shown, best_line]
+            heading += f"; then the best, run {best.number}"
         if shown:
-            parts += ["", f"## Last runs, newest first ({n_runs} of {len(segment.runs)})"]
+            parts += ["", heading + ")"]
             parts += shown
         if n_ideas and open_ideas:
             parts += ["", "## Open ideas"] + [f"- {i.text}" for i in open_ideas[:n_ideas]]
@@ -265,7 +274,14 @@ def summary(*, goal: str, metric_name: str, unit: str, direction: str, segment: 
     if not fits(text):
         with_rules = False
         text = render(n_runs, n_ideas, with_rules, with_dead)
-    if not fits(text):
-        data = text.encode("utf-8")[:max_bytes]
-        text = data.decode("utf-8", "ignore")
+    while not fits(text) and "\n" in text.rstrip("\n"):
+        text = text.rstrip("\n").rsplit("\n", 1)[0] + "\n"  # whole lines only, never mid-word
     return text
+
+
+def _cap(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` UTF-8 bytes, at a character boundary, marked by …."""
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    return data[:limit - 3].decode("utf-8", "ignore") + "…"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
-from .errors import Refused
+from .errors import Refused, UsageError
 from .ledger import Run, Segment
 from .report import fmt, one_line
 
@@ -25,7 +25,12 @@ def _points(segments: list[Segment]) -> list[tuple[int, Run, Segment]]:
     return out
 
 
-def svg(segments: list[Segment], metric_name: str, unit: str = "") -> str:
+def _nice(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def svg(segments: list[Segment], metric_name: str, unit: str = "", *,
+        legend: bool = False) -> str:
     """The chart as a standalone SVG document. Each run is one ``<g class="mark">`` holding its
     shape and a ``<title>`` (shown on hover): run number, status, metric, description."""
     points = _points(segments)
@@ -52,11 +57,21 @@ def svg(segments: list[Segment], metric_name: str, unit: str = "") -> str:
     for k in range(5):
         v = low + (high - low) * k / 4
         out.append(f'<text x="{LEFT - 6}" y="{y(v) + 4:.1f}" text-anchor="end" '
-                   f'font-size="11" fill="#555">{escape(fmt(v))}</text>')
+                   f'font-size="11" fill="#555">{escape(_nice(v))}</text>')
         out.append(f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y(v):.1f}" y2="{y(v):.1f}" '
                    'stroke="#f0f0f0"/>')
     out.append(f'<text x="{LEFT + plot_w / 2}" y="{HEIGHT - 8}" text-anchor="middle" '
                f'font-size="12" fill="#333">run</text>')
+    if points:
+        for k in sorted({0, len(points) // 2, len(points) - 1}):
+            out.append(f'<text x="{x(k):.1f}" y="{TOP + plot_h + 14}" text-anchor="middle" '
+                       f'font-size="11" fill="#555">{points[k][1].number}</text>')
+    if legend:
+        for k, (status, colour) in enumerate(COLOURS.items()):
+            lx = LEFT + 10 + k * 110
+            out.append(f'<circle cx="{lx}" cy="{TOP + 28}" r="4" fill="{colour}"/>'
+                       f'<text x="{lx + 8}" y="{TOP + 32}" font-size="11" fill="#333">'
+                       f"{status}</text>")
     out.append(f'<text x="14" y="{TOP + plot_h / 2}" font-size="12" fill="#333" '
                f'transform="rotate(-90 14 {TOP + plot_h / 2})" text-anchor="middle">'
                f'{escape(metric_name + u)}</text>')
@@ -107,11 +122,13 @@ def write_plot(path: Path, segments: list[Segment], metric_name: str, unit: str 
     """Write the chart to ``path``: SVG for ``.svg``, PNG (via matplotlib) for ``.png``.
     Raises :class:`Refused` for another suffix, or for PNG without matplotlib."""
     suffix = path.suffix.lower()
+    if suffix not in (".svg", ".png"):
+        raise UsageError(f"--plot {path}: write .svg or .png")
+    if not path.parent.is_dir():
+        raise Refused(f"--plot {path}: the folder {path.parent} does not exist")
     if suffix == ".svg":
-        path.write_text(svg(segments, metric_name, unit), encoding="utf-8")
+        path.write_text(svg(segments, metric_name, unit, legend=True), encoding="utf-8")
         return
-    if suffix != ".png":
-        raise Refused(f"--plot {path}: write .svg or .png")
     try:
         import matplotlib
 
@@ -122,18 +139,24 @@ def write_plot(path: Path, segments: list[Segment], metric_name: str, unit: str 
                       "(or write .svg, which needs nothing)") from None
     points = _points(segments)
     fig, ax = plt.subplots(figsize=(10, 3.8), dpi=100)
+    values = [r.metric for _, r, _ in points if r.metric is not None]
+    floor = min(values) if values else 0.0
     for status, colour in COLOURS.items():
-        xs = [i for i, r, _ in points if r.status == status and r.metric is not None]
-        ys = [r.metric for _, r, _ in points if r.status == status and r.metric is not None]
-        ax.scatter(xs, ys, s=12, c=colour, label=status)
+        xs = [r.number for _, r, _ in points if r.status == status]
+        ys = [r.metric if r.metric is not None else floor for _, r, _ in points
+              if r.status == status]
+        ax.scatter(xs, ys, s=12, c=colour, label=status, marker="x" if status == "crash" else "o")
+    for seg in segments[1:]:
+        if seg.runs:
+            ax.axvline(seg.runs[0].number, color="#1a73e8", linestyle="--", linewidth=1)
     for seg in segments:
         best, bx, by = None, [], []
-        for i, run, s in points:
+        for _i, run, s in points:
             if s is seg and run.status == "keep" and run.metric is not None and (
                     best is None or seg.better(run.metric, best)):
                 best = run.metric
             if s is seg and best is not None:
-                bx.append(i)
+                bx.append(run.number)
                 by.append(best)
         ax.step(bx, by, where="post", color="#1e8e3e", linewidth=1)
     ax.set_xlabel("run")

@@ -26,7 +26,8 @@ def delta_pct(value: float | None, baseline: float | None) -> float | None:
     """Change of ``value`` against ``baseline`` in percent (None when undefined)."""
     if value is None or baseline is None or baseline == 0:
         return None
-    return round((value - baseline) / abs(baseline) * 100, 2)
+    change = (value - baseline) / abs(baseline) * 100
+    return round(change, 2) if math.isfinite(change) else None
 
 
 _CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|[\x00-\x1f\x7f]")
@@ -204,7 +205,8 @@ def ledger_from_trailers(repo: Repo, branch: str) -> Ledger:
             continue
         name = next((k for k in result if k != "status"), None)
         value = result.get(name) if name else None
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if result.get("status", "keep") != "keep" or isinstance(value, bool) or not isinstance(
+                value, (int, float)) or not math.isfinite(value):
             continue
         if segment.header is None:
             segment.header = {"type": "config", "name": f"kept runs on {branch}",

@@ -169,6 +169,7 @@ class Session:
         self.warnings: list[str] = []
         self.read_only = False
         self.ledger_path = self.layout.ledger
+        self.trailer_branch: str | None = None
 
     def head(self) -> str:
         """HEAD's commit id, asked of git once and then kept up to date by :meth:`record`."""
@@ -244,6 +245,7 @@ class Session:
             raise Refused("no session here: no .auto/config.toml, no ledger, and no Result: "
                           f"trailers on {branch}")
         session = cls._foreign(repo, book, None)
+        session.trailer_branch = branch
         session.warnings.append(f"read from the Result: trailers on {branch} alone; the "
                                 "direction is unknown and taken as lower-is-better")
         return session
@@ -319,7 +321,20 @@ class Session:
             yield
 
     def reload(self) -> None:
-        self.ledger = ledger_mod.read(self.ledger_path)
+        if self.trailer_branch is not None:
+            from .report import ledger_from_trailers
+
+            self.ledger = ledger_from_trailers(self.repo, self.trailer_branch)
+        else:
+            self.ledger = ledger_mod.read(self.ledger_path)
+
+    def version(self) -> str:
+        """Changes whenever the runs may have: the ledger's size and time, or the branch tip."""
+        from .dashboard import ledger_version
+
+        if self.trailer_branch is not None:
+            return self.repo.resolve(self.trailer_branch) or "none"
+        return ledger_version(self.ledger_path)
 
     # --- state ------------------------------------------------------------------------------
 

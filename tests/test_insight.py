@@ -281,3 +281,87 @@ def test_dashboard_in_a_real_browser(repo: Path, ar, tmp_path: Path) -> None:
     subprocess.run([*flags, f"--screenshot={shot}", "--window-size=1280,1400", page.as_uri()],
                    capture_output=True, timeout=120)
     assert shot.read_bytes()[:4] == b"\x89PNG" and shot.stat().st_size > 10000
+
+
+# --- found by trying to break it ----------------------------------------------------------
+
+
+def test_trailers_of_non_kept_runs_are_not_kept_runs(repo: Path, ar, tmp_path: Path) -> None:
+    git(repo, "commit", "-q", "--allow-empty", "-m", 'a\n\nResult: {"status":"keep","ms":30}')
+    git(repo, "commit", "-q", "--allow-empty", "-m", 'b\n\nResult: {"status":"discard","ms":20}')
+    git(repo, "commit", "-q", "--allow-empty", "-m", 'c\n\nResult: {"status":"keep","ms":25}')
+    assert [r["metric"] for r in ar(repo, "log", "--json").json()] == [30, 25]
+    ar(repo, "dashboard", "-o", str(tmp_path / "d.html"))
+    assert (tmp_path / "d.html").read_text().count('<g class="mark') == 2
+    status = ar(repo, "status", "--json").json()
+    assert status["branch"] == "main"
+
+
+def test_huge_metrics_never_break_json(repo: Path, ar) -> None:
+    write(repo / ".auto" / "log.jsonl",
+          '{"type":"config","name":"x","metricName":"m","bestDirection":"lower"}\n'
+          '{"run":1,"metric":1e308,"status":"keep"}\n'
+          '{"run":2,"metric":-1e308,"status":"keep"}\n'
+          '{"run":3,"metric":5,"status":"discard"}\n')
+    for args in (["log", "--json"], ["status", "--json"], ["analyze", "--json"]):
+        json.loads(ar(repo, *args).out)
+    assert "inf" not in ar(repo, "analyze").out
+
+
+@pytest.mark.parametrize("name,content,message", [
+    ("bad.jsonl", "not json at all\n", "bad.jsonl:1: not JSON"),
+    ("results.tsv", "commit\tval_bpb\tstatus\tdescription\na\t1.0\tweird\tx\n",
+     "unknown status 'weird'"),
+    ("results.tsv", "commit\tval_bpb\tstatus\tdescription\na\tabc\tkeep\tx\n",
+     "val_bpb 'abc' is not a finite number"),
+])
+def test_import_refuses_bad_input(repo: Path, ar, tmp_path: Path, name: str, content: str,
+                                  message: str) -> None:
+    source = write(tmp_path / name, content)
+    res = ar(repo, "import", str(source), expect=2)
+    assert message in res.err and "Traceback" not in res.err
+    assert not (repo / ".auto" / "log.jsonl").exists()
+
+
+def test_import_refuses_non_utf8_and_odd_configs(repo: Path, ar, tmp_path: Path) -> None:
+    latin = write(tmp_path / "results.tsv", b"commit\tval_bpb\tstatus\tdescription\n"
+                  + b"a\t1.0\tkeep\tcaf\xe9\n")
+    assert "not UTF-8" in ar(repo, "import", str(latin), expect=2).err
+    folder = tmp_path / "seed" / ".autoresearch"
+    write(folder / "config.json", "[1, 2]")
+    write(folder / "results.tsv", "experiment\tcommit\tmetric\tstatus\tduration_s\tdescription\n"
+                                  "0\ta\t1\tkeep\t1\tb\n")
+    assert "not a JSON object" in ar(repo, "import", str(tmp_path / "seed"), expect=2).err
+    write(folder / "config.json", json.dumps({"goal": "g", "metric_name": "size_kb",
+                                              "metric_unit": "KB"}))
+    ar(repo, "import", str(tmp_path / "seed"))
+    status = ar(repo, "status", "--json").json()
+    assert status["metric_name"] == "size_kb" and status["metric_unit"] == "KB"
+
+
+def test_plot_errors(repo: Path, ar, tmp_path: Path) -> None:
+    generated_ledger(repo / ".auto" / "log.jsonl", 5)
+    assert ar(repo, "analyze", "--plot", str(tmp_path / "x.jpg"), expect=2).code == 2
+    assert "does not exist" in ar(repo, "analyze", "--plot", str(tmp_path / "no" / "x.svg"),
+                                  expect=3).err
+
+
+def test_summary_at_its_smallest_keeps_whole_lines(repo: Path, ar) -> None:
+    records = generated_ledger(repo / ".auto" / "log.jsonl", 500)
+    text = ar(repo, "summary", "--max-bytes", "1500").out
+    assert len(text.encode()) <= 1500 and text.endswith("\n")
+    best = min((r for r in records if r["status"] == "keep"), key=lambda r: r["metric"])
+    assert f"- run {best['run']} keep" in text and f"- run {records[-1]['run']} " in text
+    assert ar(repo, "summary", "--max-bytes", "200", expect=2).code == 2
+
+
+def test_dashboard_serve_on_a_busy_port(repo: Path, ar) -> None:
+    import socket
+
+    generated_ledger(repo / ".auto" / "log.jsonl", 3)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        res = ar(repo, "dashboard", "--serve", "--port", str(port), expect=3)
+    assert "cannot serve" in res.err

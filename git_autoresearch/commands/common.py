@@ -4,6 +4,7 @@ and the options several commands take."""
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import sys
 from collections.abc import Callable
@@ -14,8 +15,20 @@ import click
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
+def _finite(data: Any) -> Any:
+    """``data`` with every non-finite float (from a hostile ledger) turned into None."""
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {k: _finite(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [_finite(v) for v in data]
+    return data
+
+
 def emit_json(data: Any) -> None:
-    click.echo(json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False))
+    """Print one JSON document (never NaN or infinity: such values become null)."""
+    click.echo(json.dumps(_finite(data), ensure_ascii=False, indent=2, allow_nan=False))
 
 
 def warn(message: str) -> None:

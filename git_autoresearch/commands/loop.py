@@ -112,9 +112,13 @@ def _measurement_json(result: Measurement) -> dict[str, Any]:
     return data
 
 
-def _print_measurement(result: Measurement, metric_name: str) -> None:
+def _print_measurement(result: Measurement, metric_name: str, *, recorded: bool = False
+                       ) -> None:
+    """The measurement for people; when it is about to be recorded, the run line that follows
+    gives the crash reason, so only the log's tail is shown here."""
     if result.metric is None:
-        click.echo(f"crash: {result.reason}")
+        if not recorded:
+            click.echo(f"crash: {result.reason}")
         if result.log_tail:
             click.echo("---- tail of .auto/run.log ----")
             click.echo(result.log_tail)
@@ -238,7 +242,7 @@ def run_cmd(description: str, asi_pairs: tuple[str, ...], asi_json: str | None, 
         return
     _print_steer("before", before)
     if decision == "crash" or decision == "checks_failed":
-        _print_measurement(result, session.config.metric_name)
+        _print_measurement(result, session.config.metric_name, recorded=True)
     _print_record(session, record, previous_best)
     _print_steer("after", after)
 

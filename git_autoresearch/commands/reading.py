@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from ..errors import UsageError
+from ..errors import Refused, UsageError
 from .common import (
     CONTEXT,
     emit_json,
@@ -67,6 +67,8 @@ def status_cmd(as_json: bool) -> None:
     cfg = session.config
     seg = report.segment_summary(session.segment)
     branch = session_branch(cfg.session_id)
+    if session.read_only:
+        branch = session.repo.current_branch() or "HEAD"
     warnings = list(session.warnings)
     if not session.read_only:
         base = (session.ledger.segments[0].header or {}).get("base_commit")
@@ -75,8 +77,10 @@ def status_cmd(as_json: bool) -> None:
         if current != branch:
             where = f"branch {current}" if current else "a detached HEAD"
             warnings.append(f"the work tree is on {where}, not on {branch}")
-    warnings.extend(f"ledger line {m.line} is not readable ({m.reason}); git autoresearch "
-                    "resume sets it aside" for m in session.ledger.malformed)
+    repair = ("git autoresearch resume sets it aside" if not session.read_only
+              else "it is left out")
+    warnings.extend(f"ledger line {m.line} is not readable ({m.reason}); {repair}"
+                    for m in session.ledger.malformed)
     interrupted = session.interrupted()
     if interrupted is not None:
         warnings.append(f"a {interrupted.get('op')} of run {interrupted.get('run')} was "
@@ -104,8 +108,9 @@ def status_cmd(as_json: bool) -> None:
     click.echo(f"metric      {cfg.metric_name}{' in ' + cfg.metric_unit if unit else ''}, "
                f"{cfg.direction} is better")
     runs_word = "run" if seg["runs"] == 1 else "runs"
-    click.echo(f"segment     {seg['index']}: {seg['runs']} {runs_word}, {seg['kept']} kept "
-               f"({', '.join(f'{k} {v}' for k, v in sorted(seg['counts'].items()))})")
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(seg["counts"].items()))
+    click.echo(f"segment     {seg['index']}: {seg['runs']} {runs_word}, {seg['kept']} kept"
+               + (f" ({counts})" if counts else ""))
     for key in ("baseline", "best"):
         brief = seg[key]
         if brief:
@@ -113,7 +118,7 @@ def status_cmd(as_json: bool) -> None:
             if key == "best" and seg["improvement_pct"] is not None:
                 extra = f", {seg['improvement_pct']:+.2f}% vs baseline"
             click.echo(f"{key:<11} {brief['metric']:g}{unit} (run {brief['run']}, commit "
-                       f"{brief['commit']}){extra}")
+                       f"{brief['commit'] or '-'}){extra}")
         else:
             click.echo(f"{key:<11} -")
     conf = seg["confidence"]
@@ -134,8 +139,10 @@ def status_cmd(as_json: bool) -> None:
     if cfg.max_experiments is not None:
         click.echo(f"limit       {session.experiments_in_segment()} of {cfg.max_experiments} "
                    f"experiments{' (reached)' if data['limit_reached'] else ''}")
-    for w in warnings:
+    for w in warnings[:20]:
         warn(w)
+    if len(warnings) > 20:
+        warn(f"... and {len(warnings) - 20} more (git autoresearch status --json lists them all)")
 
 
 @click.command("show", context_settings=CONTEXT)
@@ -217,8 +224,9 @@ def analyze_cmd(segment: int | None, plot: Path | None, as_json: bool) -> None:
 
 
 @click.command("summary", context_settings=CONTEXT)
-@click.option("--max-bytes", type=click.IntRange(min=200), default=4000, show_default=True,
-              help="Upper bound on the size of the text (UTF-8 bytes).")
+@click.option("--max-bytes", type=click.IntRange(min=1500), default=4000, show_default=True,
+              help="Upper bound on the size of the text (UTF-8 bytes; at least 1500, which "
+                   "always holds the header, the last run and the best run).")
 @click.option("--last", type=click.IntRange(min=0), default=30, show_default=True,
               help="How many recent runs to include at most.")
 def summary_cmd(max_bytes: int, last: int) -> None:
@@ -249,7 +257,7 @@ def summary_cmd(max_bytes: int, last: int) -> None:
 def dashboard_cmd(output: Path | None, serve: bool, port: int) -> None:
     """One self-contained HTML page (no network requests): cards, the chart of every run with the
     running best, and the table of runs with their annotations."""
-    from ..dashboard import ledger_version, render
+    from ..dashboard import render
     from ..dashboard import serve as serve_page
     from ..session import Session
 
@@ -262,8 +270,11 @@ def dashboard_cmd(output: Path | None, serve: bool, port: int) -> None:
                       unit=cfg.metric_unit, session_id=cfg.session_id)
 
     if serve:
-        serve_page(build, lambda: ledger_version(session.ledger_path), port=port,
-                   ready=lambda url: click.echo(f"serving {url} (Ctrl-C to stop)"))
+        try:
+            serve_page(build, session.version, port=port,
+                       ready=lambda url: click.echo(f"serving {url} (Ctrl-C to stop)"))
+        except OSError as exc:
+            raise Refused(f"cannot serve on 127.0.0.1:{port}: {exc.strerror}") from None
         return
     target = output or session.layout.auto / "dashboard.html"
     target.parent.mkdir(parents=True, exist_ok=True)
