@@ -28,7 +28,11 @@ def _finite(data: Any) -> Any:
 
 def emit_json(data: Any) -> None:
     """Print one JSON document (never NaN or infinity: such values become null)."""
-    click.echo(json.dumps(_finite(data), ensure_ascii=False, indent=2, allow_nan=False))
+    try:
+        text = json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False)
+    except ValueError:  # a non-finite number from a hostile ledger: walk and replace it
+        text = json.dumps(_finite(data), ensure_ascii=False, indent=2, allow_nan=False)
+    click.echo(text)
 
 
 def warn(message: str) -> None:
