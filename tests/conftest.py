@@ -144,3 +144,17 @@ def runs(top: Path) -> list[dict[str, Any]]:
 def commit_all(top: Path, message: str = "more") -> None:
     git(top, "add", "-A")
     git(top, "commit", "-q", "-m", message)
+
+
+def assert_dies(pid: int, what: str, seconds: float = 5) -> None:
+    """Fail unless process ``pid`` is gone within ``seconds``."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    pytest.fail(f"{what} (pid {pid}) is still alive")

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import math
-import os
 import time
 from pathlib import Path
 
 import pytest
-from conftest import PYTHON, commit_all, runs, start_args, write
+from conftest import PYTHON, assert_dies, commit_all, runs, start_args, write
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -94,16 +93,7 @@ def test_timeout_kills_background_grandchild(repo: Path, ar, tmp_path: Path) -> 
     res = ar(repo, *cfg_args, expect=3)
     assert time.monotonic() - started < 30
     assert "timeout" in res.err
-    pid = int(pidfile.read_text())
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.05)
-    else:
-        pytest.fail(f"grandchild {pid} still alive")
+    assert_dies(int(pidfile.read_text()), "the timed-out command's grandchild")
     assert runs(repo)[-1]["status"] == "crash"
     assert runs(repo)[-1]["reason"].startswith("timeout")
 

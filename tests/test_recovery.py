@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import git, runs, start_args, write
+from conftest import assert_dies, git, runs, start_args, write
 
 from git_autoresearch import ledger
 from git_autoresearch.lock import SessionLock
@@ -424,16 +424,7 @@ def test_interrupting_a_measurement_ends_the_experiment(repo: Path, ar, tmp_path
         time.sleep(0.05)
     proc.send_signal(sig)
     assert proc.wait(timeout=30) == code
-    pid = int(pidfile.read_text())
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.05)
-    else:
-        pytest.fail("the experiment outlived the interrupted command")
+    assert_dies(int(pidfile.read_text()), "the experiment of the interrupted command")
 
 
 def test_a_start_killed_during_the_baseline(repo: Path, ar) -> None:
