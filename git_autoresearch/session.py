@@ -37,6 +37,7 @@ from .experiment import (
     finish_revert,
     json_number,
     load_snapshot,
+    moved_out,
     result_trailer,
     revert_targets,
     save_snapshot,
@@ -466,6 +467,9 @@ class Session:
         number = self.next_run()
         changes = survey(self.repo, load_snapshot(self.layout.untracked))
         violations = scope_violations(self.bounds, changes)
+        if violations:
+            violations = sorted({*violations, *moved_out(self.repo, self.bounds, changes,
+                                                         violations)})
         scope_ref = None
         if violations:
             scope_ref = self._free_ref(f"refs/autoresearch/{self.config.session_id}/scope/"

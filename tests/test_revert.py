@@ -224,3 +224,14 @@ def test_glob_without_slash_matches_at_any_depth(repo: Path, ar) -> None:
     record = ar(repo, "run", "-d", "deep python file", "--json").json()
     assert record["scope_violations"] == []
     assert "src/lib.py" in git(repo, "show", "--name-only", "--format=", "HEAD").splitlines()
+
+
+def test_a_rename_out_of_scope_is_reverted_whole(repo: Path, ar) -> None:
+    ar(repo, *start_args("--scope", "src/", "--scope", "value.txt"))
+    git(repo, "mv", "src/lib.py", "moved_out.py")
+    write(repo / "value.txt", "10\n")
+    record = ar(repo, "run", "-d", "rename out of scope", "--json").json()
+    assert record["scope_violations"] == ["moved_out.py", "src/lib.py"]
+    assert (repo / "src" / "lib.py").read_text() == "def f():\n    return 1\n"
+    assert not (repo / "moved_out.py").exists()
+    assert git(repo, "ls-tree", "--name-only", "HEAD", "src/") == "src/lib.py"
