@@ -85,12 +85,14 @@ def invoke(command: click.Command, prog_name: str, args: list[str]) -> int:
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         code = 130
-    except KeyboardInterrupt:
-        click.echo("interrupted", err=True)
-        code = 130
-    except Terminated:
-        click.echo("terminated", err=True)
-        code = 143
+    except (KeyboardInterrupt, Terminated) as exc:
+        code = 130 if isinstance(exc, KeyboardInterrupt) else 143
+        what = "interrupted" if code == 130 else "terminated"
+        if _wants_json(args):
+            emit_json({"error": f"{what}; a keep or revert it had begun is finished by the "
+                                f"next command",
+                       "exit_code": code})
+        click.echo(f"{prog_name}: {what}", err=True)
     except click.ClickException as exc:
         code = EXIT_USAGE if isinstance(exc, click.UsageError) else exc.exit_code
         message = " ".join(exc.format_message().split())

@@ -230,7 +230,7 @@ def summary(*, goal: str, metric_name: str, unit: str, direction: str, segment: 
     best_line = run_line(best) if best is not None else ""
     rules = _section(prompt, "Rules")
     dead = _section(prompt, "Dead ends (do not retry)") or _section(prompt, "Dead ends")
-    open_ideas = [i for i in ideas if i.state == "open"]
+    open_ideas = [i for i in ideas if i.state != "done"]
 
     def render(n_runs: int, n_ideas: int, with_rules: bool, with_dead: bool) -> str:
         parts = list(head)

@@ -248,7 +248,8 @@ def last_line(path: Path) -> str:
 
 
 AGGREGATORS: dict[str, Callable[[list[float]], float]] = {
-    "median": median, "min": min, "mean": lambda values: sum(values) / len(values)}
+    "median": median, "min": min,
+    "mean": lambda values: float(f"{sum(values) / len(values):.12g}")}
 
 
 @dataclass

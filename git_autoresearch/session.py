@@ -577,14 +577,18 @@ class Session:
         head = self.head()
         number = self.next_run()
         changes = survey(self.repo, load_snapshot(self.layout.untracked))
-        if status == "keep" and result is not None and result.fingerprint is not None:
+        if result is not None and result.fingerprint is not None:
             now = self.fingerprint(changes)
             moved = sorted(p for p in set(now) | set(result.fingerprint)
                            if now.get(p) != result.fingerprint.get(p))
+            what = ", ".join(moved[:5]) + (" ..." if len(moved) > 5 else "")
+            if moved and status == "keep":
+                raise Refused(f"the work tree changed since it was measured ({what}); measure "
+                              "again before keeping")
             if moved:
-                raise Refused("the work tree changed since it was measured ("
-                              + ", ".join(moved[:5]) + (" ..." if len(moved) > 5 else "")
-                              + "); measure again before keeping")
+                self.warnings.append(f"the work tree changed since it was measured ({what}); "
+                                     "the run is recorded without that measurement")
+                result = None
         metric = result.metric if result else None
         if status == "keep" and metric is None:
             raise Refused("a keep needs a metric: measure first or pass --metric")
@@ -634,8 +638,9 @@ class Session:
         record: dict[str, Any] = {
             "run": number,
             "commit": self.repo.short(self.head()),
-            "metric": json_number(metric) if metric is not None
-            else (0 if status == "crash" else None),
+            # pi-autoresearch's convention: a crash's metric is 0, whatever was measured.
+            "metric": 0 if status == "crash" else
+            (json_number(metric) if metric is not None else None),
             "metrics": {k: json_number(v) for k, v in (result.metrics if result else {}).items()},
             "status": status,
             "description": description,

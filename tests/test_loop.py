@@ -369,3 +369,54 @@ def test_new_segment_can_lift_the_limit_but_not_change_the_id(repo: Path, ar) ->
     ar(repo, "start", "--new-segment", "--max-experiments", "0")
     for i in range(3):
         ar(repo, "run", "-d", f"unlimited {i}")
+
+
+def test_discard_after_changes_since_measure_drops_the_stale_metric(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    write(repo / "value.txt", "80\n")
+    ar(repo, "measure")
+    write(repo / "src" / "lib.py", "def f():\n    return 'changed after measuring'\n")
+    record = ar(repo, "discard", "-d", "x", "--json").json()
+    assert record["metric"] is None and record["samples"] == []
+    assert any("changed since it was measured" in w for w in record["warnings"])
+
+
+def test_a_crash_records_metric_zero(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    write(repo / "value.txt", "80\n")
+    ar(repo, "measure")
+    assert ar(repo, "crash", "-d", "it broke later", "--json").json()["metric"] == 0
+
+
+def test_keep_warnings_reach_json_and_force_refusal_says_only_that(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    write(repo / "value.txt", "120\n")
+    ar(repo, "measure")
+    record = ar(repo, "keep", "-d", "slower but simpler", "--json").json()
+    assert any("does not beat the best so far" in w for w in record["warnings"])
+    write(repo / "value.txt", "130\n")
+    ar(repo, "measure")
+    write(repo / "value.txt", "140\n")
+    res = ar(repo, "keep", "-d", "x", "--force", expect=3)
+    assert "kept because you asked" not in res.err
+
+
+def test_out_of_scope_reverts_are_a_warning_in_json(repo: Path, ar) -> None:
+    ar(repo, *start_args("--scope", "value.txt"))
+    write(repo / "value.txt", "90\n")
+    write(repo / "README.md", "edited\n")
+    record = ar(repo, "run", "-d", "x", "--json").json()
+    assert any("reverted changes outside the scope: README.md" in w
+               for w in record["warnings"])
+
+
+def test_mean_is_rounded(repo: Path, ar) -> None:
+    write(repo / "c.sh", "n=$(cat .n 2>/dev/null || echo 0); n=$((n+1)); echo $n > .n\n"
+                         "echo \"score: 0.00$n\"\n")
+    write(repo / ".gitignore", ".n\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "c")
+    data = ar(repo, "start", "--goal", "g", "--command", "sh c.sh", "--metric-pattern",
+              r"score: (\S+)", "--protected", "c.sh", "--runs-per-experiment", "3",
+              "--aggregate", "mean", "--json").json()
+    assert data["baseline"]["metric"] == 0.002

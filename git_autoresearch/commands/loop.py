@@ -238,7 +238,8 @@ def run_cmd(description: str, asi_pairs: tuple[str, ...], asi_json: str | None, 
         after = session.fire_hooks("after", run_entry=record)
     if as_json:
         emit_json(_record_json(record, [before.steer, after.steer],
-                               before.warnings + after.warnings))
+                               before.warnings + session.warnings + _violation_notes(record)
+                               + after.warnings))
         return
     _print_steer("before", before)
     if decision == "crash" or decision == "checks_failed":
@@ -272,6 +273,7 @@ def _record_command(status: str) -> Callable[..., None]:
                     result.metric = result.metrics.pop(name)
                     result.samples = [result.metric]
             chosen = status
+            notes: list[str] = []
             if status == "keep":
                 if result is None or result.metric is None:
                     raise Refused("nothing to keep: no pending measurement with a metric "
@@ -282,21 +284,34 @@ def _record_command(status: str) -> Callable[..., None]:
                 best_run = session.segment.best
                 if best_run is not None and best_run.metric is not None and \
                         not session.segment.better(result.metric, best_run.metric):
-                    warn(f"{result.metric:g} does not beat the best so far ({best_run.metric:g}, "
-                         f"run {best_run.number}); kept because you asked")
+                    notes.append(f"{result.metric:g} does not beat the best so far "
+                                 f"({best_run.metric:g}, run {best_run.number}); kept because "
+                                 "you asked")
             elif status == "discard" and result is not None and result.status:
                 chosen = result.status
             best = session.segment.best
             previous_best = best.metric if best else None
             record = session.record(chosen, description, result=result, asi=asi)
             after = session.fire_hooks("after", run_entry=record)
+        notes += session.warnings + _violation_notes(record)
         if as_json:
-            emit_json(_record_json(record, [after.steer], after.warnings))
+            emit_json(_record_json(record, [after.steer], notes + after.warnings))
             return
+        for note in notes:
+            warn(note)
         _print_record(session, record, previous_best)
         _print_steer("after", after)
 
     return body
+
+
+def _violation_notes(record: dict[str, Any]) -> list[str]:
+    """A warning for an agent when some of its changes were outside the scope and reverted."""
+    if not record.get("scope_violations"):
+        return []
+    where = record.get("scope_ref") or record.get("attempt_ref")
+    return [f"reverted changes outside the scope: {', '.join(record['scope_violations'])} "
+            f"(saved at {where})"]
 
 
 def _given_metrics(pairs: tuple[str, ...]) -> dict[str, float]:

@@ -184,10 +184,13 @@ def ideas_list_cmd(show_all: bool, as_json: bool) -> None:
 @ideas_cmd.command("next", context_settings=CONTEXT)
 @json_option
 def ideas_next_cmd(as_json: bool) -> None:
-    """The first open idea (exit 0 with nothing printed when there is none)."""
+    """The first open idea, else the first one a hook offered but nobody marked done (exit 0
+    with nothing printed when there is none)."""
     from ..insight import read_ideas
 
-    found = next((i for i in read_ideas(_ideas_path()) if i.state == "open"), None)
+    ideas = read_ideas(_ideas_path())
+    found = next((i for i in ideas if i.state == "open"),
+                 next((i for i in ideas if i.state == "taken"), None))
     if as_json:
         emit_json(_idea_json(found) if found else None)
     elif found:
