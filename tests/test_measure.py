@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import time
 from pathlib import Path
 
@@ -149,3 +150,32 @@ def test_python_command(repo: Path, ar) -> None:
               "score", "--metric-pattern", r"score: (\S+)", "--protected", "b.py",
               "--json").json()
     assert data["baseline"]["metric"] == 3.5
+
+
+def test_live_progress_line_on_a_terminal(repo: Path, ar) -> None:
+    """On a terminal, a long measurement shows the elapsed time and the last log line."""
+    import pty
+    import subprocess
+    import sys
+
+    ar(repo, *start_args())
+    ar(repo, "start", "--new-segment", "--command",
+       "echo warming up; sleep 2.5; sh bench.sh", "--no-baseline")
+    main, child = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "git_autoresearch", "measure"], cwd=repo,
+                            stdin=child, stdout=child, stderr=child)
+    os.close(child)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(main, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    proc.wait(timeout=30)
+    os.close(main)
+    text = out.decode("utf-8", "replace")
+    assert "s] warming up" in text
+    assert "score = 100" in text
