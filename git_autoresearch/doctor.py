@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import ledger as ledger_mod
+from .lifecycle import _set_aside_malformed
 from .report import bad_trailers, read_trailers, reconcile
-from .session import Session, _set_aside_malformed, session_branch
+from .session import Session, session_branch
 from .state import read as read_state
 
 

@@ -63,7 +63,7 @@ def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
               config_file: Path | None, new_segment: bool, no_baseline: bool, force: bool,
               as_json: bool) -> None:
     """Create a session: branch autoresearch/<id>, .auto/, the ledger, and the baseline run."""
-    from ..session import StartOptions, start
+    from ..lifecycle import StartOptions, start
 
     values = {
         "goal": goal, "command": command_, "metric_name": metric_name,

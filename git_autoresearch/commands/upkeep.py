@@ -25,7 +25,7 @@ def resume_cmd(session_id: str | None, as_json: bool) -> None:
     from the state ref, set malformed ledger lines aside, check the configuration, check out the
     session branch, finish or roll back an interrupted keep or revert."""
     from .. import report
-    from ..session import resume
+    from ..lifecycle import resume
 
     session, actions = resume(session_id)
     seg = report.segment_summary(session.segment)
@@ -239,7 +239,8 @@ def import_cmd(source: Path, output: Path | None, as_json: bool) -> None:
     folder (or a repository holding one). log, status, analyze and dashboard then read it."""
     from ..git import Repo
     from ..importers import convert
-    from ..session import Layout, _exclude_auto
+    from ..lifecycle import _exclude_auto
+    from ..session import Layout
 
     lines, what = convert(source)
     if output is None:

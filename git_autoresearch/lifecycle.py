@@ -1,0 +1,407 @@
+"""Beginning and picking up a session: ``start`` (a session, or a new segment of one) and
+``resume`` (integrity checks and repairs before a loop carries on)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import ledger as ledger_mod
+from .config import Config, file_hash, parse_toml, write_config
+from .errors import Refused, UsageError
+from .experiment import load_snapshot, save_snapshot, take_snapshot
+from .git import Repo
+from .ledger import Ledger
+from .lock import SessionLock
+from .measure import Measurement, Progress
+from .paths import Boundaries
+from .session import (
+    BRANCH_PREFIX,
+    PROMPT_TEMPLATE,
+    VERSION,
+    Layout,
+    Session,
+    default_session_id,
+    now_ms,
+    script_paths,
+    session_branch,
+)
+
+# --- start -------------------------------------------------------------------------------------
+
+
+@dataclass
+class StartOptions:
+    """What ``start`` was given: configuration values (None: not given) and switches."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    config_file: Path | None = None
+    new_segment: bool = False
+    no_baseline: bool = False
+    force: bool = False
+
+
+def _merge_values(opts: StartOptions, base: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    if opts.config_file is not None:
+        try:
+            data = opts.config_file.read_bytes()
+        except OSError as exc:
+            raise UsageError(f"cannot read --config {opts.config_file}: {exc.strerror}") from None
+        merged.update(parse_toml(data, source=str(opts.config_file)))
+    merged.update({k: v for k, v in opts.values.items() if v is not None})
+    return merged
+
+
+def _dirty(repo: Repo, bounds: Boundaries) -> tuple[list[str], list[str]]:
+    tracked: list[str] = []
+    untracked: list[str] = []
+    for entry in repo.status():
+        if entry.ignored or bounds.is_protected(entry.path):
+            continue
+        (untracked if entry.untracked else tracked).append(entry.path)
+    return tracked, untracked
+
+
+def _listing(paths: list[str], limit: int = 5) -> str:
+    shown = ", ".join(paths[:limit])
+    return shown + (f" and {len(paths) - limit} more" if len(paths) > limit else "")
+
+
+def check_scripts(repo: Repo, cfg: Config) -> None:
+    """Refuse a configuration whose measure, checks or metric command names a file that an
+    experiment may change: it would let an experiment redefine success."""
+    bounds = Boundaries(cfg.scope, cfg.protected)
+    for key in ("command", "metric_command", "checks_command"):
+        value = getattr(cfg, key)
+        if not value:
+            continue
+        for path in script_paths(repo, value):
+            if bounds.in_scope(path):
+                raise Refused(f"{key} runs {path}, which is inside the scope an experiment may "
+                              f"change; narrow --scope or add --protected {path}")
+
+
+def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
+          progress: Progress | None = None) -> tuple[Session, dict[str, Any] | None,
+                                                     Measurement | None]:
+    """Create a session (or, with ``new_segment``, a new segment of the existing one), and run
+    the baseline unless ``no_baseline``. Returns the session, the baseline record and its
+    measurement. Raises :class:`Refused` (exit 3) for a dirty tree, an existing session, an
+    existing branch, or a baseline that crashed or failed its checks (the session is kept)."""
+    repo = Repo.discover(cwd)
+    layout = Layout(repo)
+    op = repo.operation_in_progress()
+    if op:
+        raise Refused(f"a {op} is in progress; finish or abort it first")
+    head = repo.head()
+    if head is None:
+        raise Refused("HEAD has no commit yet; commit the project first")
+    if opts.new_segment:
+        if not layout.config.exists():
+            raise Refused("no session to start a new segment of: run git autoresearch start")
+        try:
+            old_data = parse_toml(layout.read_config_bytes(), source=str(layout.config))
+        except UsageError as exc:
+            raise Refused(f"{exc.message}; git autoresearch resume restores the file from the "
+                          "state ref") from None
+        from .state import state_ref
+
+        if ledger_mod.read(layout.ledger).config_header is None and repo.resolve(
+                state_ref(str(old_data.get("session_id", "")))):
+            raise Refused("the ledger is missing or lost its header while the state ref holds "
+                          "the session: run git autoresearch resume first")
+        given_id = opts.values.get("session_id")
+        if given_id and given_id != old_data.get("session_id"):
+            raise UsageError(f"--session-id cannot change with --new-segment (the session is "
+                             f"{old_data.get('session_id')})")
+        merged = _merge_values(opts, old_data)
+        merged["session_id"] = old_data.get("session_id", "")
+        cfg = Config.from_mapping(merged, source="configuration")
+        branch = repo.current_branch()
+        if branch != session_branch(cfg.session_id):
+            raise Refused(f"check out the session branch {session_branch(cfg.session_id)} "
+                          "before starting a new segment")
+    else:
+        if layout.config.exists():
+            old = parse_toml(layout.read_config_bytes(), source=str(layout.config))
+            raise Refused(f"a session already exists here ({old.get('session_id', '?')}); "
+                          "continue it, run git autoresearch start --new-segment, or move "
+                          ".auto/ aside to start another")
+        merged = _merge_values(opts, {})
+        if not merged.get("command") and (layout.auto / "measure.sh").is_file():
+            merged["command"] = "bash .auto/measure.sh"
+        if not merged.get("checks_command") and (layout.auto / "checks.sh").is_file():
+            merged["checks_command"] = "bash .auto/checks.sh"
+        cfg = Config.from_mapping(merged, source="configuration")
+        cfg.session_id = cfg.session_id or default_session_id(cfg.goal)
+        cfg.created_at = cfg.created_at or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        cfg.validate("configuration")
+        branch = session_branch(cfg.session_id)
+        if not repo.ref_format_ok(f"refs/heads/{branch}"):
+            raise UsageError(f"session id '{cfg.session_id}' does not make a valid branch name")
+        if repo.resolve(f"refs/heads/{branch}"):
+            raise Refused(f"branch {branch} already exists (from an earlier session); pick "
+                          "another --session-id")
+    bounds = Boundaries(cfg.scope, cfg.protected)
+    tracked, untracked = _dirty(repo, bounds)
+    if opts.new_segment:
+        known = load_snapshot(layout.untracked)
+        untracked = [p for p in untracked if known is None or not known.covers(p)]
+    if tracked:
+        raise Refused(f"the work tree has uncommitted changes: {_listing(tracked)}; "
+                      "commit or remove them first")
+    if untracked and not opts.force:
+        raise Refused(f"the work tree has untracked files: {_listing(untracked)}; commit or "
+                      "remove them, or pass --force (they are then never touched)")
+    check_scripts(repo, cfg)
+    problem = repo.identity_problem()
+    if problem:
+        raise Refused(problem)
+    if not opts.new_segment:
+        repo.run("switch", "-q", "-c", session_branch(cfg.session_id))
+        _exclude_auto(repo)
+    layout.auto.mkdir(exist_ok=True)
+    data = write_config(layout.config, cfg)
+    header = {
+        "type": "config",
+        "name": cfg.goal,
+        "metricName": cfg.metric_name,
+        "metricUnit": cfg.metric_unit,
+        "bestDirection": cfg.direction,
+        "config_hash": file_hash(data),
+        "session_id": cfg.session_id,
+        "version": VERSION,
+        "config": cfg.to_dict(),
+        "base_commit": head,
+        "no_baseline": opts.no_baseline,
+        "timestamp": now_ms(),
+    }
+    ledger_mod.append(layout.ledger, [header])
+    if not layout.prompt.exists():
+        layout.prompt.write_text(PROMPT_TEMPLATE.format(
+            goal=cfg.goal, metric_name=cfg.metric_name, direction=cfg.direction,
+            unit=f", in {cfg.metric_unit}" if cfg.metric_unit else "", command=cfg.command,
+            scope=", ".join(cfg.scope) or "any path outside the protected ones"))
+    try:
+        layout.pending.unlink()
+    except FileNotFoundError:
+        pass
+    session = Session(repo, cfg, data, ledger_mod.read(layout.ledger))
+    if not opts.new_segment:
+        save_snapshot(layout.untracked, take_snapshot(repo, untracked if opts.force else []))
+    elif opts.force:
+        known = load_snapshot(layout.untracked) or take_snapshot(repo, [])
+        known.untracked.update(untracked)
+        save_snapshot(layout.untracked, known)
+    session.mirror_state("session started" if not opts.new_segment else "new segment")
+    if opts.no_baseline:
+        return session, None, None
+    with session.lock("start"):
+        result = session.measure(progress, pending=False, baseline=True)
+        status = result.status or "keep"
+        save_snapshot(layout.untracked, take_snapshot(repo))
+        record = session.record(status, "baseline", result=result, baseline=True)
+    if status != "keep":
+        tail = result.checks["tail"] if status == "checks_failed" and result.checks \
+            else result.log_tail
+        raise Refused(f"the baseline failed ({record.get('reason') or status}); the session is "
+                      "kept: fix the command, then run git autoresearch start --new-segment",
+                      detail=tail)
+    return session, record, result
+
+
+def _exclude_auto(repo: Repo) -> None:
+    """Add ``/.auto/`` to ``info/exclude`` (not the user's ``.gitignore``)."""
+    path = repo.common_dir / "info" / "exclude"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        text = ""
+    if any(line.strip() in ("/.auto/", ".auto/", ".auto", "/.auto") for line in text.splitlines()):
+        return
+    if text and not text.endswith("\n"):
+        text += "\n"
+    path.write_text(text + "# git-autoresearch session folder\n/.auto/\n")
+
+
+# --- resume --------------------------------------------------------------------------------------
+
+
+def _find_session_id(repo: Repo, layout: Layout, given: str | None) -> str:
+    from .state import sessions
+
+    if given:
+        return given
+    if layout.config.is_file():
+        try:
+            found = parse_toml(layout.read_config_bytes(), source=str(layout.config))
+            if isinstance(found.get("session_id"), str) and found["session_id"]:
+                return str(found["session_id"])
+        except UsageError:
+            pass
+    branch = repo.current_branch()
+    if branch and branch.startswith(BRANCH_PREFIX):
+        return branch[len(BRANCH_PREFIX):]
+    known = sessions(repo)
+    if len(known) == 1:
+        return known[0]
+    if not known:
+        raise Refused("no session to resume: no .auto/config.toml and no "
+                      "refs/autoresearch/*/state ref")
+    raise Refused(f"several sessions could be resumed ({', '.join(sorted(known))}); "
+                  "name one with --session-id")
+
+
+def _lost_lines(current: bytes, saved: bytes) -> bool:
+    """Whether the ledger on disk is a strict prefix of the saved one (lines were lost), its
+    last line possibly torn."""
+    whole = current[:current.rfind(b"\n") + 1]
+    return len(current) < len(saved) and saved.startswith(whole)
+
+
+def _restore_files(repo: Repo, layout: Layout, session_id: str) -> list[str]:
+    """Bring back session files that are missing (or a ledger that lost lines) from the state
+    ref; returns what was restored."""
+    from .state import modes, read
+
+    saved = read(repo, session_id)
+    if saved is None:
+        return []
+    file_modes = modes(repo, session_id)
+    restored = []
+    layout.auto.mkdir(exist_ok=True)
+    # A session folder that lost its configuration or its ledger gets every saved file back;
+    # otherwise a missing hook or note was removed on purpose, and only the configuration (when
+    # it no longer parses) and a ledger that lost lines are repaired.
+    lost = not layout.config.exists() or not layout.ledger.exists()
+    if not lost and "config.toml" in saved:
+        try:
+            parse_toml(layout.config.read_bytes(), source="config.toml")
+        except (UsageError, OSError):
+            broken = layout.config.with_name(f"config.toml.broken.{time.time_ns()}")
+            os.replace(layout.config, broken)
+            restored.append(f".auto/config.toml (it did not parse; it is now .auto/{broken.name})")
+            layout.config.write_bytes(saved["config.toml"])
+            layout.config.chmod(0o444)
+    for name, data in saved.items():
+        path = layout.auto / name
+        if not lost and name != "log.jsonl":
+            continue
+        if name == "log.jsonl":
+            try:
+                current = path.read_bytes()
+            except FileNotFoundError:
+                current = None
+            if current is not None and not _lost_lines(current, data):
+                continue
+            if current is not None:
+                kept = path.with_name(f"log.jsonl.before-resume.{time.time_ns()}")
+                os.replace(path, kept)
+                restored.append(f".auto/log.jsonl (it had lost lines; the old file is "
+                                f".auto/{kept.name})")
+            else:
+                restored.append(".auto/log.jsonl")
+            path.write_bytes(data)
+            continue
+        if path.exists():
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        path.chmod(0o444 if name == "config.toml" else file_modes.get(name, 0o644))
+        restored.append(f".auto/{name}")
+    return restored
+
+
+def _set_aside_malformed(layout: Layout, book: Ledger) -> list[str]:
+    """Move malformed ledger lines to ``.auto/log.rejected.jsonl`` (with their line numbers and
+    reasons) and rewrite the ledger without them; every readable line stays, in order."""
+    if not book.malformed:
+        return []
+    bad = {m.line: m for m in book.malformed}
+    lines = layout.ledger.read_bytes().split(b"\n")
+    keep, rejected, notes = [], [], []
+    for number, raw in enumerate(lines, start=1):
+        if number in bad:
+            rejected.append(json.dumps({"line": number, "reason": bad[number].reason,
+                                        "text": raw.decode("utf-8", "replace")},
+                                       ensure_ascii=False) + "\n")
+            notes.append(f"ledger line {number} set aside ({bad[number].reason}) in "
+                         ".auto/log.rejected.jsonl")
+        elif raw.strip():
+            keep.append(raw + b"\n")
+    with open(layout.auto / "log.rejected.jsonl", "a", encoding="utf-8") as fh:
+        fh.writelines(rejected)
+    tmp = layout.ledger.with_name("log.jsonl.tmp")
+    tmp.write_bytes(b"".join(keep))
+    os.replace(tmp, layout.ledger)
+    return notes
+
+
+def missing_scripts(repo: Repo, cfg: Config) -> list[str]:
+    """Script-like words of the configured commands (``x.sh``, ``x.py``, ``./x``, ``dir/x``)
+    that name no file."""
+    import shlex
+
+    missing = []
+    for command in (cfg.command, cfg.checks_command, cfg.metric_command):
+        if not command:
+            continue
+        try:
+            words = shlex.split(command)
+        except ValueError:
+            words = command.split()
+        for word in words:
+            looks_like_script = word.endswith((".sh", ".py")) or word.startswith("./")
+            if looks_like_script and not word.startswith("-") and "=" not in word:
+                path = Path(word) if os.path.isabs(word) else repo.top / word
+                if not path.exists():
+                    missing.append(word)
+    return missing
+
+
+def resume(session_id: str | None = None, cwd: str | os.PathLike[str] | None = None
+           ) -> tuple[Session, list[str]]:
+    """Integrity checks and repairs before a loop carries on: restore missing session files
+    from the state ref, set malformed ledger lines aside, check the configuration against the
+    ledger (refusing with the changed keys), check out the session branch, finish or roll back
+    an interrupted keep or revert, and check that the configured scripts exist. Returns the
+    session and the list of what was done."""
+    repo = Repo.discover(cwd)
+    layout = Layout(repo)
+    sid = _find_session_id(repo, layout, session_id)
+    actions = _restore_files(repo, layout, sid)
+    if not layout.config.exists():
+        raise Refused(f"session {sid} has no .auto/config.toml and no state ref to restore it "
+                      "from")
+    _exclude_auto(repo)
+    with SessionLock(repo.scratch, "resume"):
+        actions += _set_aside_malformed(layout, ledger_mod.read(layout.ledger))
+    session = Session.open(cwd, on_branch=False)
+    wanted = session_branch(session.config.session_id)
+    if repo.current_branch() != wanted:
+        tracked, _ = _dirty(repo, session.bounds)
+        if tracked:
+            raise Refused(f"cannot check out {wanted}: uncommitted changes in "
+                          f"{_listing(tracked)}")
+        # git switch also creates the branch from a single remote-tracking one (a fresh clone).
+        if repo.run("switch", "-q", wanted, allow_non_zero=True).returncode != 0:
+            raise Refused(f"the session branch {wanted} does not exist here (fetch it: git "
+                          f"fetch origin {wanted}:{wanted})")
+        actions.append(f"checked out {wanted}")
+        session = Session.open(cwd)
+    with session.lock("resume"):
+        if session.recovered:
+            actions.append(session.recovered)
+    missing = missing_scripts(repo, session.config)
+    if missing:
+        raise Refused(f"the configuration names {', '.join(missing)}, which does not exist")
+    if actions:
+        session.mirror_state("resume: " + "; ".join(actions)[:200])
+    return session, actions
