@@ -8,7 +8,6 @@ import threading
 from collections.abc import Callable
 from html import escape
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 from .ledger import Ledger
@@ -179,11 +178,3 @@ def serve(build: Callable[[], str], version: Callable[[], str], *, port: int,
         server.serve_forever(poll_interval=0.2)
     finally:
         server.server_close()
-
-
-def ledger_version(path: Path) -> str:
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return "none"
-    return f"{st.st_mtime_ns}-{st.st_size}"

@@ -297,3 +297,12 @@ def confidence_label(value: float | None) -> str:
     if value >= 1:
         return "marginal"
     return "within noise"
+
+
+def version(path: Path) -> str:
+    """A stamp that changes whenever the file does (modification time and size)."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return "none"
+    return f"{st.st_mtime_ns}-{st.st_size}"

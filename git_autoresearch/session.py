@@ -170,6 +170,7 @@ class Session:
         self.read_only = False
         self.ledger_path = self.layout.ledger
         self.trailer_branch: str | None = None
+        self.seen_version: str | None = None
 
     def head(self) -> str:
         """HEAD's commit id, asked of git once and then kept up to date by :meth:`record`."""
@@ -194,6 +195,7 @@ class Session:
         repo = Repo.discover(cwd)
         layout = Layout(repo)
         data = layout.read_config_bytes()
+        seen = ledger_mod.version(layout.ledger)  # taken first: a later change always shows
         book = ledger_mod.read(layout.ledger)
         header = book.config_header or {}
         recorded = header.get("config")
@@ -210,6 +212,7 @@ class Session:
         lock_wait_seconds()
         hook_timeout_seconds()  # a bad setting is refused before anything runs
         session = cls(repo, cfg, data, book)
+        session.seen_version = seen
         if check_config:
             session.check_config()
         if on_branch:
@@ -311,7 +314,8 @@ class Session:
         another command may have recorded a run while this one waited, and (with ``recover``)
         an interrupted keep or revert is finished first."""
         with SessionLock(self.repo.scratch, what):
-            self.reload()
+            if self.seen_version is None or self.version() != self.seen_version:
+                self.reload()
             self._head = None
             self.repo.head_at_discovery = None
             if self.ledger.config_header is not None:
@@ -321,6 +325,7 @@ class Session:
             yield
 
     def reload(self) -> None:
+        self.seen_version = None if self.trailer_branch is not None else self.version()
         if self.trailer_branch is not None:
             from .report import ledger_from_trailers
 
@@ -330,11 +335,9 @@ class Session:
 
     def version(self) -> str:
         """Changes whenever the runs may have: the ledger's size and time, or the branch tip."""
-        from .dashboard import ledger_version
-
         if self.trailer_branch is not None:
             return self.repo.resolve(self.trailer_branch) or "none"
-        return ledger_version(self.ledger_path)
+        return ledger_mod.version(self.ledger_path)
 
     # --- state ------------------------------------------------------------------------------
 

@@ -18,7 +18,8 @@ import pytest
 from conftest import FIXTURES_DIR, git, runs, start_args, write
 
 from git_autoresearch import ledger
-from git_autoresearch.dashboard import ledger_version, render, serve
+from git_autoresearch.dashboard import render, serve
+from git_autoresearch.ledger import version as ledger_version
 from git_autoresearch.report import stability
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
