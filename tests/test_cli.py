@@ -237,3 +237,14 @@ def test_bad_environment_settings(repo: Path, ar, monkeypatch) -> None:
     res = ar(repo, "run", "-d", "x", expect=2)
     assert "GIT_AUTORESEARCH_HOOK_TIMEOUT" in res.err
     assert len(runs(repo)) == 1, "refused before anything ran"
+
+
+def test_long_description_from_stdin(repo: Path) -> None:
+    env = _installed_env()
+    assert subprocess.run(["git", "autoresearch", *start_args()], cwd=repo, env=env,
+                          capture_output=True).returncode == 0
+    text = "a long description\n\n" + "x" * 300_000
+    proc = subprocess.run(["git", "autoresearch", "discard", "-d", "-", "--json"], cwd=repo,
+                          env=env, input=text, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["description"] == text

@@ -65,7 +65,8 @@ json_option = click.option("--json", "as_json", is_flag=True,
 
 def _description_option(required: bool = True) -> Callable[[Callable[..., Any]], Any]:
     return click.option("-d", "--description", required=required,
-                        help="One sentence saying what this run tried.")
+                        help="One sentence saying what this run tried ('-': read it from "
+                             "stdin).")
 
 
 def _asi_options(f: Callable[..., Any]) -> Any:

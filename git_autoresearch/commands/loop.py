@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -208,7 +209,7 @@ def run_cmd(description: str, asi_pairs: tuple[str, ...], asi_json: str | None, 
     from ..session import Session, check_text, parse_asi
 
     asi = parse_asi(list(asi_pairs), asi_json)
-    check_text("--description", description)
+    description = check_text("--description", _read_description(description))
     session = Session.open()
     session.check_recordable()
     with session.lock("run"):
@@ -255,7 +256,7 @@ def _record_command(status: str) -> Callable[..., None]:
         from ..session import Session, check_text, parse_asi
 
         asi = parse_asi(list(asi_pairs), asi_json)
-        check_text("--description", description)
+        description = check_text("--description", _read_description(description))
         session = Session.open()
         session.check_recordable()
         with session.lock(status):
@@ -305,6 +306,16 @@ def _record_command(status: str) -> Callable[..., None]:
     return body
 
 
+def _read_description(value: str) -> str:
+    """``-d -`` reads the description from stdin (for long or generated texts)."""
+    if value != "-":
+        return value
+    text = sys.stdin.read()
+    if not text.strip():
+        raise UsageError("-d -: stdin gave no description")
+    return text.rstrip("\n")
+
+
 def _violation_notes(record: dict[str, Any]) -> list[str]:
     """A warning for an agent when some of its changes were outside the scope and reverted."""
     if not record.get("scope_violations"):
@@ -344,7 +355,7 @@ def _finite_metric(ctx: click.Context, param: click.Parameter, value: str | None
 def _make_record_command(status: str, help_text: str) -> click.Command:
     params: list[click.Parameter] = [
         click.Option(["-d", "--description", "description"], required=True,
-                     help="One sentence saying what this run tried."),
+                     help="One sentence saying what this run tried ('-': read it from stdin)."),
         click.Option(["--metric", "metric"], callback=_finite_metric, metavar="VALUE",
                      help="The primary metric, measured by the caller."),
         click.Option(["--metrics", "metrics"], multiple=True, metavar="NAME=VALUE",
