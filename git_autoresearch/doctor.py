@@ -14,7 +14,7 @@ from typing import Any
 
 from . import ledger as ledger_mod
 from .lifecycle import _set_aside_malformed
-from .report import bad_trailers, read_trailers, reconcile
+from .report import bad_trailers, read_trailers, reconcile, trailer_log
 from .session import Session, session_branch
 from .state import read as read_state
 
@@ -70,7 +70,8 @@ def examine(session: Session, *, fix: bool = False) -> Examination:
 
 def _state_lines(session: Session) -> dict[int, bytes]:
     """The run lines of the ledger the state ref holds, by run number."""
-    saved = read_state(session.repo, session.config.session_id) or {}
+    state = read_state(session.repo, session.config.session_id)
+    saved = state[0] if state else {}
     found: dict[int, bytes] = {}
     for raw in saved.get("log.jsonl", b"").split(b"\n"):
         try:
@@ -133,16 +134,17 @@ def _examine(session: Session, fix: bool) -> Examination:
         exam.add(f"the work tree is not on the session branch {branch}")
 
     base = (book.segments[0].header or {}).get("base_commit")
-    for commit in bad_trailers(repo, branch, base):
+    log = trailer_log(repo, branch, base)
+    for commit in bad_trailers(log):
         exam.add(f"commit {commit} has a Result trailer that is not a JSON object of finite "
                  "numbers; it is not trusted")
-    for problem in reconcile(repo, book, branch, base).problems:
+    for problem in reconcile(repo, book, branch, base, log).problems:
         if "but the ledger has no such keep" not in problem:
             exam.add(problem)
 
     saved_lines = _state_lines(session)
     additions: dict[int, bytes] = {}
-    trailers = read_trailers(repo, branch, base)
+    trailers = read_trailers(repo, branch, base, log)
     for number, info in sorted(trailers.items()):
         run = book.find(number)
         if run is not None:
@@ -212,7 +214,8 @@ def _examine(session: Session, fix: bool) -> Examination:
                 finding.fixed = True
         session.reload()
 
-    saved = read_state(repo, sid)
+    state = read_state(repo, sid)
+    saved = state[0] if state else None
     on_disk = layout.ledger.read_bytes() if layout.ledger.exists() else b""
     if saved is None or saved.get("log.jsonl", b"") != on_disk or (
             layout.config.exists() and saved.get("config.toml") != layout.config.read_bytes()):

@@ -262,19 +262,12 @@ def moved_out(repo: Repo, bounds: Boundaries, changes: Changes, violations: list
     """In-scope files the experiment deleted whose exact content reappears at an out-of-scope
     path: a rename out of the scope. Reverting only the new path would lose the file, so the
     deletion belongs with the violation."""
-    arrived = [p for p in violations if (repo.top / p).is_file() and "\n" not in p]
+    arrived = [p for p in violations if (repo.top / p).is_file()]
     gone = [p for p in changes.tracked if bounds.in_scope(p) and not (repo.top / p).exists()]
     if not arrived or not gone:
         return []
-    listing = repo.run("ls-tree", "-r", "-z", "HEAD", "--", *gone).stdout
-    blob_of = {}
-    for item in listing.split(b"\0"):
-        if item:
-            meta, _, name = item.partition(b"\t")
-            blob_of[name.decode("utf-8", "surrogateescape")] = meta.split()[2].decode()
-    new_blobs = set(repo.run("hash-object", "--stdin-paths", input="".join(
-        p + "\n" for p in arrived).encode("utf-8", "surrogateescape")).text.split())
-    return sorted(p for p in gone if blob_of.get(p) in new_blobs)
+    new_blobs = set(repo.hash_files(arrived).values())
+    return sorted(p for p, blob in repo.blobs("HEAD", gone).items() if blob in new_blobs)
 
 
 def keep(repo: Repo, bounds: Boundaries, changes: Changes, *, head: str, message: str,

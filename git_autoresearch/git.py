@@ -281,6 +281,28 @@ class Repo:
             self.run("reset", "-q", "HEAD", "--pathspec-from-file=-", "--pathspec-file-nul",
                      input=join_z(paths))
 
+    def blobs(self, commit: str, paths: Sequence[str]) -> dict[str, str]:
+        """The blob ids of ``paths`` in ``commit`` (paths it does not hold are left out)."""
+        if not paths:
+            return {}
+        listing = self.run("ls-tree", "-r", "-z", commit, "--", *paths).stdout
+        found = {}
+        for item in listing.split(b"\0"):
+            if item:
+                meta, _, name = item.partition(b"\t")
+                found[name.decode("utf-8", "surrogateescape")] = meta.split()[2].decode()
+        return found
+
+    def hash_files(self, paths: Sequence[str]) -> dict[str, str]:
+        """The blob ids the work tree files ``paths`` would get (filters applied, nothing
+        written); a path with a newline cannot be asked for and is left out."""
+        asked = [p for p in paths if "\n" not in p]
+        if not asked:
+            return {}
+        ids = self.run("hash-object", "--stdin-paths", input="".join(
+            p + "\n" for p in asked).encode("utf-8", "surrogateescape")).text.split()
+        return dict(zip(asked, ids, strict=True))
+
     def has_staged_changes(self) -> bool:
         """Whether the index differs from HEAD."""
         return self.run("diff", "--cached", "--quiet", "--no-ext-diff",

@@ -269,12 +269,12 @@ def _lost_lines(current: bytes, saved: bytes) -> bool:
 def _restore_files(repo: Repo, layout: Layout, session_id: str) -> list[str]:
     """Bring back session files that are missing (or a ledger that lost lines) from the state
     ref; returns what was restored."""
-    from .state import modes, read
+    from .state import read
 
-    saved = read(repo, session_id)
-    if saved is None:
+    state = read(repo, session_id)
+    if state is None:
         return []
-    file_modes = modes(repo, session_id)
+    saved, file_modes = state
     restored = []
     layout.auto.mkdir(exist_ok=True)
     # A session folder that lost its configuration or its ledger gets every saved file back;

@@ -155,30 +155,53 @@ class Reconciliation:
     problems: list[str]
 
 
-def read_trailers(repo: Repo, branch: str, base: str | None) -> dict[int, dict[str, Any]]:
-    """Kept runs from ``Result:`` trailers on ``branch`` (after ``base``), in one git call:
-    run number -> ``{"commit", "result"}``; commits without ``Autoresearch-Run`` are left out."""
+@dataclass
+class TrailerCommit:
+    """A commit of the branch with a ``Result:`` trailer: its id, commit time (seconds),
+    subject, ``Autoresearch-Run`` (None when absent or not a number), and the ``Result`` value
+    parsed (None when it is not a JSON object of finite numbers: not to be trusted)."""
+
+    commit: str
+    time: int
+    subject: str
+    run: int | None
+    result: dict[str, Any] | None
+
+
+def trailer_log(repo: Repo, branch: str, base: str | None = None) -> list[TrailerCommit]:
+    """Every commit of ``branch`` (after ``base``) that has a ``Result:`` trailer, oldest
+    first, in one git call. Any tool's trailers count: ours, pi-autoresearch's, its ports'."""
     spec = f"{base}..{branch}" if base else branch
-    res = repo.run("log", "--format=%H%x1f%(trailers:key=Autoresearch-Run,valueonly)%x1f"
+    res = repo.run("log", "--reverse", "--format=%H%x1f%ct%x1f%s%x1f"
+                   "%(trailers:key=Autoresearch-Run,valueonly)%x1f"
                    "%(trailers:key=Result,valueonly)%x1e", spec, "--", allow_non_zero=True)
-    found: dict[int, dict[str, Any]] = {}
+    found: list[TrailerCommit] = []
     if res.returncode != 0:
         return found
     for item in res.stdout.decode("utf-8", "replace").split("\x1e"):
         parts = item.strip("\n").split("\x1f")
-        if len(parts) != 3 or not parts[2].strip():
+        if len(parts) != 5 or not parts[4].strip():
             continue
+        run_text = parts[3].strip().splitlines()[0] if parts[3].strip() else ""
         try:
-            number = int(parts[1].strip().splitlines()[0])
-            result = json.loads(parts[2].strip().splitlines()[-1],
-                                parse_constant=_no_constant)
-        except (ValueError, IndexError):
-            continue
+            result = json.loads(parts[4].strip().splitlines()[-1], parse_constant=_no_constant)
+        except ValueError:
+            result = None
         if not isinstance(result, dict) or any(
                 isinstance(v, float) and not math.isfinite(v) for v in result.values()):
-            continue
-        found[number] = {"commit": parts[0], "result": result}
+            result = None
+        found.append(TrailerCommit(parts[0], int(parts[1] or 0), parts[2],
+                                   int(run_text) if run_text.isdigit() else None, result))
     return found
+
+
+def read_trailers(repo: Repo, branch: str, base: str | None,
+                  log: list[TrailerCommit] | None = None) -> dict[int, dict[str, Any]]:
+    """Kept runs as our trailers record them: run number -> ``{"commit", "result"}``; commits
+    without ``Autoresearch-Run`` or with an untrusted ``Result`` are left out."""
+    entries = trailer_log(repo, branch, base) if log is None else log
+    return {c.run: {"commit": c.commit, "result": c.result} for c in entries
+            if c.run is not None and c.result is not None}
 
 
 def _no_constant(name: str) -> float:
@@ -186,65 +209,41 @@ def _no_constant(name: str) -> float:
 
 
 def ledger_from_trailers(repo: Repo, branch: str) -> Ledger:
-    """Kept runs rebuilt from the ``Result:`` trailers on ``branch`` alone (any tool's: ours,
-    pi-autoresearch's, its ports'), oldest first, numbered from 1."""
+    """Kept runs rebuilt from the ``Result:`` trailers on ``branch`` alone, oldest first,
+    numbered from 1; a trailer whose status is not ``keep`` is no kept run."""
     from .ledger import Ledger, Run, Segment
 
-    res = repo.run("log", "--reverse", "--format=%h%x1f%ct%x1f%s%x1f"
-                   "%(trailers:key=Result,valueonly)%x1e", branch, "--", allow_non_zero=True)
     segment = Segment(0, None)
-    for item in res.stdout.decode("utf-8", "replace").split("\x1e"):
-        parts = item.strip("\n").split("\x1f")
-        if len(parts) != 4 or not parts[3].strip():
-            continue
-        try:
-            result = json.loads(parts[3].strip().splitlines()[-1], parse_constant=_no_constant)
-        except ValueError:
-            continue
-        if not isinstance(result, dict):
+    for entry in trailer_log(repo, branch):
+        result = entry.result
+        if result is None or result.get("status", "keep") != "keep":
             continue
         name = next((k for k in result if k != "status"), None)
         value = result.get(name) if name else None
-        if result.get("status", "keep") != "keep" or isinstance(value, bool) or not isinstance(
-                value, (int, float)) or not math.isfinite(value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
             continue
         if segment.header is None:
             segment.header = {"type": "config", "name": f"kept runs on {branch}",
                               "metricName": name, "metricUnit": "", "bestDirection": "lower"}
         number = len(segment.runs) + 1
-        data = {"run": number, "commit": parts[0][:7], "metric": value,
+        data = {"run": number, "commit": entry.commit[:7], "metric": value,
                 "metrics": {k: v for k, v in result.items() if k not in ("status", name)},
-                "status": "keep", "description": parts[2],
-                "timestamp": int(parts[1] or 0) * 1000, "segment": 0, "confidence": None}
+                "status": "keep", "description": entry.subject,
+                "timestamp": entry.time * 1000, "segment": 0, "confidence": None}
         segment.runs.append(Run(data, number, 0))
     return Ledger([segment], [], [], [])
 
 
-def bad_trailers(repo: Repo, branch: str, base: str | None) -> list[str]:
-    """Commits on ``branch`` whose ``Result:`` trailer is not a JSON object of finite values."""
-    spec = f"{base}..{branch}" if base else branch
-    res = repo.run("log", "--format=%h%x1f%(trailers:key=Result,valueonly)%x1e", spec, "--",
-                   allow_non_zero=True)
-    bad = []
-    for item in res.stdout.decode("utf-8", "replace").split("\x1e"):
-        commit, _, value = item.strip("\n").partition("\x1f")
-        if not value.strip():
-            continue
-        try:
-            result = json.loads(value.strip().splitlines()[-1], parse_constant=_no_constant)
-            ok = isinstance(result, dict) and all(
-                not isinstance(v, float) or math.isfinite(v) for v in result.values())
-        except ValueError:
-            ok = False
-        if not ok:
-            bad.append(commit)
-    return bad
+def bad_trailers(log: list[TrailerCommit]) -> list[str]:
+    """Short ids of the commits whose ``Result:`` trailer is not to be trusted."""
+    return [c.commit[:7] for c in log if c.result is None]
 
 
-def reconcile(repo: Repo, book: Ledger, branch: str, base: str | None) -> Reconciliation:
+def reconcile(repo: Repo, book: Ledger, branch: str, base: str | None,
+              log: list[TrailerCommit] | None = None) -> Reconciliation:
     """Compare the ledger's kept runs with the branch: a trailer run missing from the ledger, a
     ledger keep whose commit is not on the branch, a metric that differs."""
-    trailers = read_trailers(repo, branch, base)
+    trailers = read_trailers(repo, branch, base, log)
     problems = []
     on_branch = {v["commit"][:7] for v in trailers.values()}
     if base:

@@ -736,22 +736,9 @@ class Session:
         """Paths whose content is neither the attempt's nor HEAD's: changed after the kill."""
         if not paths:
             return []
-
-        def blobs(commit: str) -> dict[str, str]:
-            listing = self.repo.run("ls-tree", "-r", "-z", commit, "--", *paths).stdout
-            out = {}
-            for item in listing.split(b"\0"):
-                if item:
-                    meta, _, name = item.partition(b"\t")
-                    out[name.decode("utf-8", "surrogateescape")] = meta.split()[2].decode()
-            return out
-
-        in_attempt, in_head = blobs(attempt), blobs(head)
-        present = [p for p in paths if "\n" not in p and (self.repo.top / p).is_file()]
-        now = dict(zip(present, self.repo.run(
-            "hash-object", "--stdin-paths",
-            input="".join(p + "\n" for p in present).encode("utf-8", "surrogateescape"))
-            .text.split(), strict=True)) if present else {}
+        in_attempt, in_head = self.repo.blobs(attempt, paths), self.repo.blobs(head, paths)
+        now = self.repo.hash_files([p for p in paths if (self.repo.top / p).is_file()])
+        # A path that cannot be hashed (a newline in its name) counts as changed: left alone.
         return [p for p in paths if "\n" in p or now.get(p) not in (in_attempt.get(p),
                                                                   in_head.get(p))]
 

@@ -113,37 +113,45 @@ def mirror(repo: Repo, auto: Path, session_id: str, message: str) -> str:
     return commit
 
 
-def read(repo: Repo, session_id: str) -> dict[str, bytes] | None:
+def read(repo: Repo, session_id: str) -> tuple[dict[str, bytes], dict[str, int]] | None:
     """The session files as the state ref holds them (``log.jsonl`` joined again), keyed by
-    their path under ``.auto/``; None when there is no state ref."""
+    their path under ``.auto/``, and their modes (0o755 or 0o644); None when there is no state
+    ref. Two git calls, whatever the number of files."""
     ref = state_ref(session_id)
     if repo.resolve(ref) is None:
         return None
-    listing = split_z(repo.run("ls-tree", "-r", "-z", "--full-tree", ref).stdout)
+    entries: list[tuple[str, str, int]] = []
+    for item in split_z(repo.run("ls-tree", "-r", "-z", "--full-tree", ref).stdout):
+        meta, _, path = item.partition("\t")
+        kind, _, oid = meta.split()
+        entries.append((path, oid, 0o755 if kind == "100755" else 0o644))
+    contents = _cat_blobs(repo, [oid for _, oid, _ in entries])
     files: dict[str, bytes] = {}
-    pieces: list[tuple[str, str]] = []
-    for item in listing:
-        meta, _, path = item.partition("\t")
-        oid = meta.split()[2]
+    modes: dict[str, int] = {}
+    pieces = []
+    for path, oid, file_mode in entries:
         if path.startswith("log/"):
-            pieces.append((path, oid))
+            pieces.append((path, contents[oid]))
         else:
-            files[path] = repo.run("cat-file", "blob", oid).stdout
+            files[path], modes[path] = contents[oid], file_mode
     if pieces:
-        files["log.jsonl"] = b"".join(repo.run("cat-file", "blob", oid).stdout
-                                      for _, oid in sorted(pieces))
-    return files
+        files["log.jsonl"] = b"".join(data for _, data in sorted(pieces))
+    return files, modes
 
 
-def modes(repo: Repo, session_id: str) -> dict[str, int]:
-    """File modes recorded in the state ref (path -> 0o755 or 0o644)."""
-    listing = split_z(repo.run("ls-tree", "-r", "-z", "--full-tree",
-                               state_ref(session_id)).stdout)
-    out = {}
-    for item in listing:
-        meta, _, path = item.partition("\t")
-        out[path] = 0o755 if meta.split()[0] == "100755" else 0o644
-    return out
+def _cat_blobs(repo: Repo, oids: list[str]) -> dict[str, bytes]:
+    """Blob contents by id, through one ``git cat-file --batch``."""
+    if not oids:
+        return {}
+    out = repo.run("cat-file", "--batch", input="".join(o + "\n" for o in oids).encode()).stdout
+    found: dict[str, bytes] = {}
+    at = 0
+    while at < len(out):
+        end = out.index(b"\n", at)
+        oid, _, size = out[at:end].decode().split()
+        found[oid] = out[end + 1:end + 1 + int(size)]
+        at = end + 1 + int(size) + 1
+    return found
 
 
 def sessions(repo: Repo) -> list[str]:

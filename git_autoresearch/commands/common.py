@@ -63,10 +63,11 @@ json_option = click.option("--json", "as_json", is_flag=True,
                            help="Print one JSON document on stdout.")
 
 
-def _description_option(required: bool = True) -> Callable[[Callable[..., Any]], Any]:
-    return click.option("-d", "--description", required=required,
-                        help="One sentence saying what this run tried ('-': read it from "
-                             "stdin).")
+DESCRIPTION_HELP = "One sentence saying what this run tried ('-': read it from stdin)."
+
+
+def _description_option() -> Callable[[Callable[..., Any]], Any]:
+    return click.option("-d", "--description", required=True, help=DESCRIPTION_HELP)
 
 
 def _asi_options(f: Callable[..., Any]) -> Any:

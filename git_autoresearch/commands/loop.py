@@ -14,6 +14,7 @@ from ..errors import Refused, UsageError
 from ..measure import Measurement
 from .common import (
     CONTEXT,
+    DESCRIPTION_HELP,
     _asi_options,
     _clear_progress,
     _description_option,
@@ -355,7 +356,7 @@ def _finite_metric(ctx: click.Context, param: click.Parameter, value: str | None
 def _make_record_command(status: str, help_text: str) -> click.Command:
     params: list[click.Parameter] = [
         click.Option(["-d", "--description", "description"], required=True,
-                     help="One sentence saying what this run tried ('-': read it from stdin)."),
+                     help=DESCRIPTION_HELP),
         click.Option(["--metric", "metric"], callback=_finite_metric, metavar="VALUE",
                      help="The primary metric, measured by the caller."),
         click.Option(["--metrics", "metrics"], multiple=True, metavar="NAME=VALUE",

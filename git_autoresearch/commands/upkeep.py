@@ -146,6 +146,15 @@ def _ideas_path() -> Path:
     return Layout(Repo.discover()).auto / "ideas.md"
 
 
+def _changed(idea: Any, action: str, as_json: bool) -> None:
+    """After the backlog changed: mirror it on the state ref and show the idea."""
+    _mirror(action)
+    if as_json:
+        emit_json(_idea_json(idea))
+    else:
+        click.echo(f"idea {idea.number}: {idea.text}")
+
+
 def _idea_json(idea: Any) -> dict[str, Any]:
     return {"number": idea.number, "state": idea.state, "text": idea.text}
 
@@ -157,12 +166,7 @@ def ideas_add_cmd(text: tuple[str, ...], as_json: bool) -> None:
     """Add an open idea."""
     from ..insight import add_idea
 
-    idea = add_idea(_ideas_path(), " ".join(text))
-    _mirror("ideas add")
-    if as_json:
-        emit_json(_idea_json(idea))
-    else:
-        click.echo(f"idea {idea.number}: {idea.text}")
+    _changed(add_idea(_ideas_path(), " ".join(text)), "ideas add", as_json)
 
 
 @ideas_cmd.command("list", context_settings=CONTEXT)
@@ -220,12 +224,7 @@ def ideas_done_cmd(number: int, run_number: int | None, note: str | None,
         parts.append(f"run {run.number}, {run.status}, {fmt(run.metric)}")
     if note:
         parts.append(note)
-    idea = mark_done(_ideas_path(), number, "; ".join(parts) or None)
-    _mirror("ideas done")
-    if as_json:
-        emit_json(_idea_json(idea))
-    else:
-        click.echo(f"idea {idea.number}: {idea.text}")
+    _changed(mark_done(_ideas_path(), number, "; ".join(parts) or None), "ideas done", as_json)
 
 
 @click.command("import", context_settings=CONTEXT)
