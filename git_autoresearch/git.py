@@ -161,6 +161,11 @@ class Repo:
             res = run_git(query, cwd=where, allow_non_zero=True)
         lines = res.stdout.decode("utf-8", "surrogateescape").splitlines()
         if res.returncode != 0 or len(lines) < 5:
+            said = [ln.strip() for ln in res.stderr.decode("utf-8", "replace").splitlines()
+                    if ln.strip().startswith("fatal:")]
+            if said and "not a git repository" not in said[0]:
+                # e.g. git's safe.directory check: say what git said, not "no repository"
+                raise Refused(f"git cannot use {where}: {said[0].removeprefix('fatal: ')}")
             raise Refused(f"not a git repository: {where}")
         if lines[0] == "true" or lines[1] != "true" or len(lines) < 6:
             raise Refused(f"not inside a git work tree: {where}")

@@ -248,3 +248,14 @@ def test_long_description_from_stdin(repo: Path) -> None:
                           env=env, input=text, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["description"] == text
+
+
+def test_a_repository_git_refuses_is_named_as_such(repo: Path, ar, monkeypatch) -> None:
+    # git's safe.directory check, as for a repository owned by another user
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", "safe.bareRepository")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "explicit")
+    bare = repo.parent / "bare.git"
+    git(repo.parent, "init", "-q", "--bare", str(bare))
+    res = ar(bare, "status", expect=3)
+    assert "not a git repository" not in res.err and "git cannot use" in res.err
