@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -166,7 +165,7 @@ def record_attempt(repo: Repo, head: str, paths: list[str], *, ref: str, message
         real = repo.git_dir / "index"
         if real.is_file():
             # A copy keeps the stat data and cache tree: only ``paths`` are hashed again.
-            shutil.copyfile(real, index)
+            index.write_bytes(real.read_bytes())
             if reset:
                 repo.run("reset", "-q", head, "--pathspec-from-file=-", "--pathspec-file-nul",
                          input=join_z(reset), env=env)
@@ -271,40 +270,37 @@ def moved_out(repo: Repo, bounds: Boundaries, changes: Changes, violations: list
 
 
 def keep(repo: Repo, bounds: Boundaries, changes: Changes, *, head: str, message: str,
-         trailer: str, violations_ref: str, violations_message: str) -> KeepResult:
-    """Commit the experiment's in-scope changes with ``message``.
+         trailer: str, violations_ref: str, violations_message: str,
+         head_tree: str | None = None) -> KeepResult:
+    """Commit the experiment's in-scope changes with ``message`` on top of ``head`` (whose tree
+    is ``head_tree``, when the caller knows it).
 
-    Protected paths and preexisting files are unstaged and never committed. Only once the commit
-    has succeeded are out-of-scope changes recorded at ``violations_ref`` and reverted, so a
-    commit refused by a hook leaves the work tree as it was (and the index as HEAD for the
-    staged paths) and raises :class:`Refused`. After the commit the ``Result:`` trailer is read
-    back: :class:`Refused` if a hook changed it. With nothing to commit, HEAD stays and
-    ``committed`` is False.
+    Only in-scope paths are committed: every other staged path (protected, out of scope, or a
+    file that was untracked before the experiment) is unstaged first. Only once the commit has
+    succeeded are out-of-scope changes recorded at ``violations_ref`` and reverted, so a commit
+    refused by a hook leaves the work tree as it was (and the index as HEAD for the staged
+    paths) and raises :class:`Refused`. The ``Result:`` trailer is read back from the commit:
+    :class:`Refused` if it does not read as written (a commit-msg hook changed it). With nothing
+    to commit, HEAD stays and ``committed`` is False.
     """
     violations = scope_violations(bounds, changes)
-    staged_protected = [p for p in changes.tracked if bounds.is_protected(p)]
-    repo.unstage([*staged_protected, *changes.staged_preexisting])
-    checkpoint("keep:staging")
     to_stage = [p for p in changes.changed() if bounds.in_scope(p)]
+    staging = set(to_stage)
+    repo.unstage([*(p for p in changes.tracked if p not in staging),
+                  *changes.staged_preexisting])
+    checkpoint("keep:staging")
     repo.add_paths(to_stage)
     checkpoint("keep:before-commit")
     commit, committed = head, False
-    if to_stage and repo.has_staged_changes():
-        res = repo.run("commit", "-q", "--cleanup=verbatim", "-F", "-",
-                       input=message.encode("utf-8"), allow_non_zero=True)
-        if res.returncode != 0:
+    if to_stage:
+        try:
+            made = commit_index(repo, head=head, head_tree=head_tree, message=message,
+                                trailer=trailer)
+        except Refused:
             repo.unstage(to_stage)
-            detail = res.stderr.decode("utf-8", "replace").strip().splitlines()
-            raise Refused("git commit failed, nothing was recorded and nothing reverted: "
-                          + (detail[-1] if detail else f"exit {res.returncode}"))
-        back = repo.run("log", "-1",
-                        "--format=%H%x1f%(trailers:key=Result,valueonly,unfold)").text
-        commit, _, read = back.partition("\x1f")
-        values = [v for v in read.split("\n") if v.strip()]
-        if values != [trailer]:
-            raise Refused(f"the Result trailer of commit {commit[:7]} does not read back as "
-                          f"written (a commit-msg hook changed it?): got {values!r}")
-        committed = True
+            raise
+        if made is not None:
+            commit, committed = made, True
     checkpoint("keep:after-commit")
     attempt = None
     if violations:
@@ -312,6 +308,63 @@ def keep(repo: Repo, bounds: Boundaries, changes: Changes, *, head: str, message
                message=violations_message, stage="keep")
         attempt = violations_ref
     return KeepResult(commit, committed, violations, attempt)
+
+
+def commit_index(repo: Repo, *, head: str, head_tree: str | None, message: str,
+                 trailer: str) -> str | None:
+    """Commit the index on top of ``head`` and move HEAD there; returns the commit, or None
+    when the index holds ``head``'s tree (nothing to commit).
+
+    With no commit hook and no signing configured (:meth:`Repo.commit_customizations`) this is
+    ``write-tree``, ``commit-tree`` and a compare-and-swap ``update-ref HEAD`` with git commit's
+    reflog message, and the trailer is read back before HEAD moves; otherwise ``git commit``
+    runs, hooks and all. Raises :class:`Refused` when git refuses (a hook, unmerged paths, HEAD
+    moved meanwhile) or the trailer does not read back as written.
+    """
+    if repo.commit_customizations():
+        if not repo.has_staged_changes():
+            return None
+        res = repo.run("commit", "-q", "--cleanup=verbatim", "-F", "-",
+                       input=message.encode("utf-8"), allow_non_zero=True)
+        if res.returncode != 0:
+            raise _commit_failed(res.returncode, res.stderr)
+        return _read_back(repo, "HEAD", trailer)
+    tree = repo.run("write-tree", allow_non_zero=True)
+    if tree.returncode != 0:
+        raise _commit_failed(tree.returncode, tree.stderr)
+    if head_tree is None:
+        head_tree = repo.run("rev-parse", "--verify", f"{head}^{{tree}}").text
+    if tree.text == head_tree:
+        return None
+    made = repo.run("commit-tree", tree.text, "-p", head, "-F", "-",
+                    input=message.encode("utf-8"), allow_non_zero=True)
+    if made.returncode != 0:
+        raise _commit_failed(made.returncode, made.stderr)
+    commit = _read_back(repo, made.text, trailer)
+    subject = message.split("\n", 1)[0]
+    moved = repo.run("update-ref", "-m", f"commit: {subject}", "HEAD", commit, head,
+                     allow_non_zero=True)
+    if moved.returncode != 0:
+        raise _commit_failed(moved.returncode, moved.stderr)
+    return commit
+
+
+def _commit_failed(code: int, stderr: bytes) -> Refused:
+    detail = stderr.decode("utf-8", "replace").strip().splitlines()
+    return Refused("git commit failed, nothing was recorded and nothing reverted: "
+                   + (detail[-1] if detail else f"exit {code}"))
+
+
+def _read_back(repo: Repo, rev: str, trailer: str) -> str:
+    """The id of commit ``rev``, once its ``Result:`` trailer reads back as ``trailer``."""
+    back = repo.run("log", "-1", "--format=%H%x1f%(trailers:key=Result,valueonly,unfold)",
+                    rev, "--").text
+    commit, _, read = back.partition("\x1f")
+    values = [v for v in read.split("\n") if v.strip()]
+    if values != [trailer]:
+        raise Refused(f"the Result trailer of commit {commit[:7]} does not read back as "
+                      f"written (a commit-msg hook changed it?): got {values!r}")
+    return commit
 
 
 def save_snapshot(path: Path, snap: Snapshot) -> None:

@@ -38,6 +38,10 @@ _LOCATING_VARIABLES = (
 
 ZERO_OID = "0" * 40
 
+# The hooks ``git commit`` runs (githooks(5)); with none of them configured a keep commits through
+# plumbing (write-tree, commit-tree, update-ref), which gives the same commit and reflog.
+COMMIT_HOOKS = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit")
+
 
 class GitError(AutoresearchError):
     """A git command failed: carries ``argv``, ``returncode``, ``stdout`` and ``stderr`` (bytes)."""
@@ -117,6 +121,20 @@ def run_git(
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
+def config_bool(value: str | None) -> bool:
+    """A git boolean as ``git config --type=bool`` reads it: a bare key, ``true``, ``yes``,
+    ``on`` or a non-zero number is true."""
+    if value is None:
+        return True
+    word = value.strip().lower()
+    if word in ("true", "yes", "on"):
+        return True
+    try:
+        return int(word) != 0
+    except ValueError:
+        return False
+
+
 def split_z(data: bytes) -> list[str]:
     """Split NUL-terminated git output into paths (UTF-8, invalid bytes kept as surrogates)."""
     return [p.decode("utf-8", "surrogateescape") for p in data.split(b"\0") if p]
@@ -142,6 +160,7 @@ class Repo:
         self.scratch = scratch
         # HEAD as it was when the repository was discovered (None: unborn or detached).
         self.head_at_discovery: str | None = None
+        self.head_tree_at_discovery: str | None = None
         self.branch_at_discovery: str | None = None
 
     @classmethod
@@ -154,9 +173,10 @@ class Repo:
         query = ["rev-parse", "--is-bare-repository", "--is-inside-work-tree",
                  "--absolute-git-dir", "--git-common-dir", "--git-path", "autoresearch",
                  "--show-toplevel"]
-        # HEAD's commit and branch come in the same call (one process fewer per command); on an
-        # unborn branch that part fails, and the question is asked again without it.
-        res = run_git([*query, "HEAD", "--abbrev-ref", "HEAD"], cwd=where, allow_non_zero=True)
+        # HEAD's commit, tree and branch come in the same call (one process fewer per command);
+        # on an unborn branch that part fails, and the question is asked again without it.
+        res = run_git([*query, "HEAD", "HEAD^{tree}", "--abbrev-ref", "HEAD"], cwd=where,
+                      allow_non_zero=True)
         if res.returncode != 0:
             res = run_git(query, cwd=where, allow_non_zero=True)
         lines = res.stdout.decode("utf-8", "surrogateescape").splitlines()
@@ -177,9 +197,10 @@ class Repo:
         if not scratch.is_absolute():
             scratch = (where / scratch).resolve()
         repo = cls(Path(lines[5]), git_dir, common, scratch)
-        if len(lines) == 8:
+        if len(lines) == 9:
             repo.head_at_discovery = lines[6]
-            repo.branch_at_discovery = None if lines[7] == "HEAD" else lines[7]
+            repo.head_tree_at_discovery = lines[7]
+            repo.branch_at_discovery = None if lines[8] == "HEAD" else lines[8]
         return repo
 
     def run(
@@ -312,6 +333,52 @@ class Repo:
         """Whether the index differs from HEAD."""
         return self.run("diff", "--cached", "--quiet", "--no-ext-diff",
                         allow_non_zero=True).returncode == 1
+
+    def config_entries(self, pattern: str) -> list[tuple[str, str | None]]:
+        """The (key, value) pairs of every configuration entry whose key matches the regular
+        expression ``pattern`` (``git config --get-regexp``; keys with section and variable
+        names in lower case); the value is None for a bare ``key`` line, which means true."""
+        res = self.run("config", "-z", "--get-regexp", pattern, allow_non_zero=True)
+        found: list[tuple[str, str | None]] = []
+        for item in split_z(res.stdout):
+            key, newline, value = item.partition("\n")
+            found.append((key, value if newline else None))
+        return found
+
+    def commit_customizations(self) -> list[str]:
+        """What would make ``git commit`` here do more than write-tree, commit-tree and
+        update-ref do: the commit hooks it would run (a file named as in :data:`COMMIT_HOOKS` in
+        the hooks folder, executable or not: ``core.hooksPath``, relative to the top, or the
+        common git directory's ``hooks/``; or a ``hook.<name>.event`` entry) and
+        ``commit.gpgSign``. Empty when plumbing makes the same commit."""
+        folder = self.common_dir / "hooks"
+        found: list[str] = []
+        pattern = r"^(core\.hookspath|hook\..*\.event|commit\.gpgsign)$"
+        for key, value in self.config_entries(pattern):
+            if key == "core.hookspath" and value:
+                folder = self.top / os.path.expanduser(value)
+            elif key == "commit.gpgsign":
+                signing = config_bool(value)
+                if signing and "commit.gpgSign" not in found:
+                    found.append("commit.gpgSign")
+                elif not signing and "commit.gpgSign" in found:
+                    found.remove("commit.gpgSign")
+            elif value in COMMIT_HOOKS and f"{value} hook" not in found:
+                found.append(f"{value} hook")
+        for name in COMMIT_HOOKS:
+            if os.path.lexists(folder / name) and f"{name} hook" not in found:
+                found.append(f"{name} hook")
+        return found
+
+    def auto_maintenance(self) -> None:
+        """What ``git commit`` runs after each commit: ``git maintenance run --auto --quiet``
+        (``gc --auto`` with git's defaults: it returns at once unless loose objects or packs
+        have piled up), unless ``maintenance.auto`` is false. A failure is ignored, as git
+        ignores it."""
+        entries = self.config_entries(r"^maintenance\.auto$")
+        if entries and not config_bool(entries[-1][1]):
+            return
+        self.run("maintenance", "run", "--auto", "--quiet", allow_non_zero=True)
 
     def identity_problem(self) -> str | None:
         """Why git could not commit here (no user.name/user.email), or None."""

@@ -14,7 +14,8 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .cli import COMMANDS, cli
+from .cli import COMMAND_MODULES, cli
+from .cli import command as load_command
 
 EXIT_STATUS = [
     ("0", "Done. A run that ended in discard or crash is done: it was recorded."),
@@ -85,10 +86,13 @@ def render(command: click.Command, name: str, invocation: str) -> str:
             lines += [".TP", f"\\fB{_escape(term)}\\fR", _escape(" ".join(help_text.split()))]
     if isinstance(command, click.Group):
         lines.append(".SH COMMANDS")
-        for sub_name, sub in command.commands.items():
-            lines += [".TP", f"\\fBgit autoresearch {_escape(sub_name)}\\fR",
-                      _escape(sub.get_short_help_str(limit=200)) + "\\&",
-                      f"See \\fBgit\\-autoresearch\\-{_escape(sub_name)}\\fR(1)."]
+        for sub_name in command.list_commands(ctx):
+            sub = command.get_command(ctx, sub_name)
+            assert sub is not None
+            lines += [".TP", f"\\fB{_escape(invocation)} {_escape(sub_name)}\\fR",
+                      _escape(sub.get_short_help_str(limit=200)) + "\\&"]
+            if invocation == "git autoresearch":
+                lines.append(f"See \\fBgit\\-autoresearch\\-{_escape(sub_name)}\\fR(1).")
     lines.append(".SH EXIT STATUS")
     for code, meaning in EXIT_STATUS:
         lines += [".TP", f"\\fB{code}\\fR", _escape(meaning)]
@@ -99,8 +103,8 @@ def render(command: click.Command, name: str, invocation: str) -> str:
 def pages() -> dict[str, str]:
     """File name -> page source, for the group and every subcommand."""
     out = {"git-autoresearch.1": render(cli, "git-autoresearch", "git autoresearch")}
-    for name, command in COMMANDS.items():
-        out[f"git-autoresearch-{name}.1"] = render(command, f"git-autoresearch-{name}",
+    for name in COMMAND_MODULES:
+        out[f"git-autoresearch-{name}.1"] = render(load_command(name), f"git-autoresearch-{name}",
                                                    f"git autoresearch {name}")
     return out
 

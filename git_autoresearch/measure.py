@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import shutil
 import signal
 import subprocess
 import time
@@ -46,6 +45,8 @@ class Outcome:
 
 def shell() -> str:
     """The shell commands run through: bash where there is one, else /bin/sh."""
+    import shutil  # (bz2, lzma, ...): only where needed
+
     return shutil.which("bash") or "/bin/sh"
 
 

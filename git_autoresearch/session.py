@@ -10,7 +10,6 @@ import hashlib
 import json
 import os
 import re
-import secrets
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -64,6 +63,9 @@ if TYPE_CHECKING:
 AUTO = ".auto"
 BRANCH_PREFIX = "autoresearch/"
 VERSION = 1
+# Keeps commit through plumbing and reverts write only refs, so nothing of git's own runs its
+# automatic maintenance during a session: every this many runs, we run it as git commit would.
+MAINTENANCE_EVERY = 10
 
 PROMPT_TEMPLATE = """# Autoresearch session: {goal}
 
@@ -310,14 +312,16 @@ class Session:
 
     @contextmanager
     def lock(self, what: str, *, recover: bool = True) -> Iterator[None]:
-        """Hold the session lock; the ledger and HEAD are read again once it is held, since
-        another command may have recorded a run while this one waited, and (with ``recover``)
-        an interrupted keep or revert is finished first."""
+        """Hold the session lock. Once it is held, the ledger and HEAD are read again if another
+        command recorded a run while this one waited (HEAD moving under us otherwise is caught
+        by the compare-and-swap of the keep commit), and (with ``recover``) an interrupted keep
+        or revert is finished first."""
         with SessionLock(self.repo.scratch, what):
             if self.seen_version is None or self.version() != self.seen_version:
+                # Another command recorded a run meanwhile: HEAD may have moved too.
                 self.reload()
-            self._head = None
-            self.repo.head_at_discovery = None
+                self._head = None
+                self.repo.head_at_discovery = self.repo.head_tree_at_discovery = None
             if self.ledger.config_header is not None:
                 self.check_config()
             if recover:
@@ -596,7 +600,7 @@ class Session:
             raise Refused("a keep needs a metric: measure first or pass --metric")
         draft = self._draft(number, status, description, result, asi, hooks, baseline)
         ref = attempt_ref(self.config.session_id, number)
-        token = secrets.token_hex(8)
+        token = os.urandom(8).hex()
         untracked_after = sorted({*changes.preexisting, *changes.staged_preexisting,
                                   *(p for p in changes.created if self.bounds.is_protected(p))})
         intent: dict[str, Any] = {"op": "keep" if status == "keep" else "revert", "run": number,
@@ -612,8 +616,10 @@ class Session:
             intent["created"], intent["tracked"] = revert_targets(self.bounds, changes,
                                                                   violations)
             self._write_intent(intent)
+            head_tree = (self.repo.head_tree_at_discovery
+                         if head == self.repo.head_at_discovery else None)
             kept = git_keep(self.repo, self.bounds, changes, head=head, message=message,
-                            trailer=trailer, violations_ref=ref,
+                            trailer=trailer, violations_ref=ref, head_tree=head_tree,
                             violations_message=f"out-of-scope changes of kept run {number}\n\n"
                                                f"Autoresearch-Intent: {token}\n")
             self._head = kept.commit
@@ -681,6 +687,8 @@ class Session:
         checkpoint("record:after-ledger")
         save_snapshot(self.layout.untracked, take_snapshot(self.repo, untracked_after, ignored))
         self.mirror_state(f"after run {record['run']} ({record['status']})")
+        if record["run"] % MAINTENANCE_EVERY == 0:
+            self.repo.auto_maintenance()
         for leftover in (self.layout.pending, self.layout.intent):
             try:
                 leftover.unlink()

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import BIN, git, runs, start_args, write
 
-from git_autoresearch.cli import COMMANDS
+from git_autoresearch.cli import COMMAND_MODULES
 from git_autoresearch.manpage import pages
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -120,7 +120,8 @@ def test_man_pages_match_the_cli() -> None:
     for name, text in expected.items():
         assert (folder / name).read_text(encoding="utf-8") == text, \
             f"{name} is stale: run python -m git_autoresearch.manpage man/man1"
-    assert set(COMMANDS) <= {n[len("git-autoresearch-"):-2] for n in expected if "-" in n[16:]}
+    named = {n[len("git-autoresearch-"):-2] for n in expected if "-" in n[16:]}
+    assert set(COMMAND_MODULES) <= named
 
 
 def _installed_env() -> dict[str, str]:
@@ -134,7 +135,7 @@ def _installed_env() -> dict[str, str]:
 
 def test_git_finds_the_installed_commands_and_man_pages(repo: Path) -> None:
     env = _installed_env()
-    for name in COMMANDS:
+    for name in COMMAND_MODULES:
         proc = subprocess.run(["git", "autoresearch", name, "-h"], cwd=repo, env=env,
                               capture_output=True, text=True)
         assert proc.returncode == 0 and "Usage: git autoresearch" in proc.stdout, name

@@ -7,7 +7,7 @@ import os
 import stat
 from pathlib import Path
 
-from conftest import git, start_args, write
+from conftest import commit_all, git, start_args, write
 
 
 def snapshot(paths: list[Path]) -> dict[str, tuple[bytes, int]]:
@@ -235,3 +235,109 @@ def test_a_rename_out_of_scope_is_reverted_whole(repo: Path, ar) -> None:
     assert (repo / "src" / "lib.py").read_text() == "def f():\n    return 1\n"
     assert not (repo / "moved_out.py").exists()
     assert git(repo, "ls-tree", "--name-only", "HEAD", "src/") == "src/lib.py"
+
+
+def test_keep_never_commits_a_staged_change_outside_the_scope(repo: Path, ar) -> None:
+    ar(repo, *start_args("--scope", "value.txt"))
+    write(repo / "value.txt", "10\n")
+    write(repo / "README.md", "staged, out of scope\n")
+    git(repo, "add", "README.md")
+    record = ar(repo, "keep", "-d", "staged outside", "--metric", "10", "--json").json()
+    assert git(repo, "show", "--name-only", "--format=", "HEAD").splitlines() == ["value.txt"]
+    assert (repo / "README.md").read_text() == "project\n"
+    assert git(repo, "diff", "--cached", "--name-only") == ""
+    assert git(repo, "show", f"{record['attempt_ref']}:README.md") == "staged, out of scope"
+
+
+def test_a_keep_commit_is_what_git_commit_makes(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    branch = git(repo, "branch", "--show-current")
+    write(repo / "value.txt", "10\n")
+    ar(repo, "keep", "-d", "smaller value\n\nwhy it helps", "--metric", "10")
+    assert git(repo, "status", "--porcelain", "--", "value.txt") == ""
+    assert git(repo, "diff", "--cached", "--name-only") == ""
+    assert git(repo, "reflog", "-1", "--format=%gs", "HEAD") == "commit: smaller value"
+    assert git(repo, "reflog", "-1", "--format=%gs", branch) == "commit: smaller value"
+    assert git(repo, "log", "-1", "--format=%an <%ae>|%cn <%ce>") == \
+        "Test Author <author@example.invalid>|Test Committer <committer@example.invalid>"
+    assert git(repo, "log", "-1", "--format=%B").startswith("smaller value\n\nwhy it helps\n\n")
+
+
+def test_hooks_under_core_hookspath_run_on_keep(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    git(repo, "config", "core.hooksPath", "my-hooks")
+    marker = repo.parent / "post-commit-ran"
+    write(repo / "my-hooks" / "post-commit", f"#!/bin/sh\necho ran > '{marker}'\n", 0o755)
+    write(repo / "value.txt", "10\n")
+    ar(repo, "keep", "-d", "with a hook", "--metric", "10")
+    assert marker.read_text() == "ran\n"
+    assert "value.txt" in git(repo, "show", "--name-only", "--format=", "HEAD").splitlines()
+
+
+def test_keep_signs_when_commit_gpgsign_is_set(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    signer = write(repo.parent / "fake-gpg", "#!/bin/sh\ncat >/dev/null\n"
+                   "printf '[GNUPG:] BEGIN_SIGNING\\n[GNUPG:] SIG_CREATED D 1 8 00 0 0\\n' >&2\n"
+                   "printf -- '-----BEGIN PGP SIGNATURE-----\\nfake\\n"
+                   "-----END PGP SIGNATURE-----\\n'\n", 0o755)
+    git(repo, "config", "commit.gpgSign", "true")
+    git(repo, "config", "gpg.program", str(signer))
+    write(repo / "value.txt", "10\n")
+    ar(repo, "keep", "-d", "signed", "--metric", "10")
+    assert "gpgsig -----BEGIN PGP SIGNATURE-----" in git(repo, "cat-file", "commit", "HEAD")
+
+
+def test_commit_customizations_name_hooks_and_signing(repo: Path) -> None:
+    from git_autoresearch.git import Repo
+
+    r = Repo.discover(repo)
+    assert r.commit_customizations() == []
+    write(repo / ".git" / "hooks" / "commit-msg", "#!/bin/sh\n")  # not executable: git warns
+    git(repo, "config", "hook.lint.event", "pre-commit")
+    git(repo, "config", "commit.gpgsign", "yes")
+    assert sorted(r.commit_customizations()) == ["commit-msg hook", "commit.gpgSign",
+                                                 "pre-commit hook"]
+    git(repo, "config", "--add", "commit.gpgsign", "false")
+    assert "commit.gpgSign" not in r.commit_customizations()
+
+
+def test_keep_refuses_when_head_moved_since_it_was_read(repo: Path) -> None:
+    import pytest
+
+    from git_autoresearch.errors import Refused
+    from git_autoresearch.experiment import commit_index
+    from git_autoresearch.git import Repo
+
+    r = Repo.discover(repo)
+    stale = git(repo, "rev-parse", "HEAD")
+    write(repo / "README.md", "someone else's commit\n")
+    git(repo, "commit", "-q", "-am", "meanwhile")
+    moved = git(repo, "rev-parse", "HEAD")
+    write(repo / "value.txt", "10\n")
+    git(repo, "add", "value.txt")
+    with pytest.raises(Refused, match="git commit failed"):
+        commit_index(r, head=stale, head_tree=None, message="late\n\nResult: {}\n",
+                     trailer="{}")
+    assert git(repo, "rev-parse", "HEAD") == moved
+
+
+def test_git_maintenance_runs_during_a_session(repo: Path, ar, monkeypatch) -> None:
+    from git_autoresearch import session
+
+    monkeypatch.setattr(session, "MAINTENANCE_EVERY", 1)
+    ar(repo, *start_args())
+    packs = repo / ".git" / "objects" / "pack"
+    for n in range(2):
+        write(repo / f"extra{n}.txt", f"{n}\n")
+        commit_all(repo, f"extra {n}")
+        git(repo, "repack", "-q")
+    git(repo, "config", "gc.autoPackLimit", "1")
+    git(repo, "config", "gc.autoDetach", "false")
+    git(repo, "config", "maintenance.auto", "false")
+    write(repo / "value.txt", "200\n")
+    ar(repo, "discard", "-d", "maintenance off")
+    assert len(list(packs.glob("*.pack"))) == 2
+    git(repo, "config", "maintenance.auto", "true")
+    write(repo / "value.txt", "200\n")
+    ar(repo, "discard", "-d", "maintenance on")
+    assert len(list(packs.glob("*.pack"))) == 1

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -43,6 +42,8 @@ def _progress() -> Callable[[float, str], None] | None:
     """A live ``[12s] last log line`` on stderr while a measurement runs on a terminal."""
     if not sys.stderr.isatty():
         return None
+    import shutil  # (bz2, lzma, ...): only where needed
+
     width = shutil.get_terminal_size((80, 20)).columns
 
     def show(elapsed: float, line: str) -> None:
