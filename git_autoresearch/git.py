@@ -319,6 +319,46 @@ class Repo:
                 found[name.decode("utf-8", "surrogateescape")] = meta.split()[2].decode()
         return found
 
+    def make_tree(self, entries: Iterable[tuple[str, str, str]]) -> str:
+        """Write the tree of ``entries`` ((mode such as ``100644``, blob id, path with ``/``
+        separators)) and the trees of its folders, all through one interactive
+        ``git mktree --batch``; returns the top tree's id. Raises :class:`GitError`."""
+        folders: dict[str, list[str]] = {"": []}
+        for mode, oid, path in entries:
+            parent, _, name = path.rpartition("/")
+            folders.setdefault(parent, []).append(f"{mode} blob {oid}\t{name}")
+            while parent:
+                parent = parent.rpartition("/")[0]
+                folders.setdefault(parent, [])
+        argv = ["git", "--literal-pathspecs", "mktree", "--batch"]
+        proc = subprocess.Popen(argv, cwd=self.top, env=_environment(None),
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        assert proc.stdin is not None and proc.stdout is not None
+        made: dict[str, str] = {}
+        try:
+            # Deepest folders first, so that each parent can name its children's trees.
+            for folder in sorted(folders, key=lambda f: (-f.count("/") - bool(f), f)):
+                lines = list(folders[folder])
+                prefix = f"{folder}/" if folder else ""
+                for child, oid in made.items():
+                    if child.startswith(prefix) and "/" not in child[len(prefix):]:
+                        lines.append(f"040000 tree {oid}\t{child[len(prefix):]}")
+                proc.stdin.write(("\n".join(lines) + "\n\n").encode("utf-8", "surrogateescape"))
+                proc.stdin.flush()
+                made[folder] = proc.stdout.readline().decode().strip()
+                if not made[folder]:
+                    break
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        stderr = proc.stderr.read() if proc.stderr else b""
+        code = proc.wait()
+        top = made.get("", "")
+        if code != 0 or not top:
+            raise GitError(argv[2:], code, b"", stderr)
+        return top
+
     def hash_files(self, paths: Sequence[str]) -> dict[str, str]:
         """The blob ids the work tree files ``paths`` would get (filters applied, nothing
         written); a path with a newline cannot be asked for and is left out."""

@@ -78,21 +78,11 @@ def mirror(repo: Repo, auto: Path, session_id: str, message: str) -> str:
     blob_of = dict(zip(paths, ids, strict=True))
     for index, tmp in piece_files:
         known[index] = [len(pieces[index]), blob_of[str(tmp)]]
-    lines = []
-    for name, file in entries:
-        mode = "100755" if os.access(file, os.X_OK) else "100644"
-        lines.append(f"{mode} {blob_of[file]}\t{name}")
-    for index in range(len(pieces)):
-        lines.append(f"100644 {known[index][1]}\tlog/{index:05d}.jsonl")
-    index_file = scratch / f"state-index.{os.getpid()}"
-    env = {"GIT_INDEX_FILE": str(index_file)}
-    try:
-        repo.run("update-index", "--index-info", input=("\n".join(lines) + "\n").encode(),
-                 env=env)
-        tree = repo.run("write-tree", env=env).text
-    finally:
-        if index_file.exists():
-            index_file.unlink()
+    tree_entries = [("100755" if os.access(file, os.X_OK) else "100644", blob_of[file], name)
+                    for name, file in entries]
+    tree_entries += [("100644", known[index][1], f"log/{index:05d}.jsonl")
+                     for index in range(len(pieces))]
+    tree = repo.make_tree(tree_entries)
     # The ref's value as we last wrote it saves asking git; the compare-and-swap catches any
     # other writer, and then the ref is read and the commit made again on top of it.
     old = cache.get("commit") if cache.get("ref") == ref else repo.resolve(ref)

@@ -481,3 +481,21 @@ def test_bad_text_is_refused_before_measuring(experiment: Path, ar) -> None:
 def test_reserved_metric_name(repo: Path, ar) -> None:
     res = ar(repo, *start_args("--metric-name", "status"), expect=2)
     assert "'status' is taken" in res.err
+
+
+def test_make_tree_writes_nested_folders_as_git_would(repo: Path) -> None:
+    from git_autoresearch.git import Repo
+
+    r = Repo.discover(repo)
+    blob = git(repo, "hash-object", "-w", "--stdin", input=b"data\n")
+    entries = [("100644", blob, "config.toml"), ("100755", blob, "hooks/after.d/notify.py"),
+               ("100644", blob, "hooks/after.d/z/deep.txt"), ("100755", blob, "hooks/after.sh"),
+               ("100644", blob, "log/00000.jsonl"), ("100644", blob, "log/00001.jsonl")]
+    index = repo.parent / "scratch-index"
+    env = {**os.environ, "GIT_INDEX_FILE": str(index)}
+    info = "".join(f"{mode} {oid}\t{path}\n" for mode, oid, path in entries).encode()
+    subprocess.run(["git", "update-index", "--index-info"], cwd=repo, env=env, input=info,
+                   check=True)
+    expected = subprocess.run(["git", "write-tree"], cwd=repo, env=env, check=True,
+                              capture_output=True, text=True).stdout.strip()
+    assert r.make_tree(reversed(entries)) == expected
