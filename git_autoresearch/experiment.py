@@ -18,7 +18,7 @@ from typing import Any
 
 from .errors import Refused
 from .faults import checkpoint
-from .git import ZERO_OID, Repo, join_z
+from .git import ABSENT, Repo, join_z
 from .paths import Boundaries
 
 ATTEMPTS_REF = "refs/autoresearch/{session}/attempts/{run}"
@@ -181,7 +181,7 @@ def record_attempt(repo: Repo, head: str, paths: list[str], *, ref: str, message
                 pass
     commit = repo.run("commit-tree", tree, "-p", head, "-F", "-",
                       input=message.encode("utf-8")).text
-    repo.update_ref(ref, commit, ZERO_OID, "autoresearch: record attempt")
+    repo.update_ref(ref, commit, ABSENT, "autoresearch: record attempt")
     return commit
 
 

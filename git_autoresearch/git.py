@@ -36,7 +36,9 @@ _LOCATING_VARIABLES = (
     "GIT_QUARANTINE_PATH",
 )
 
-ZERO_OID = "0" * 40
+# The old value that makes ``git update-ref`` require that the ref does not exist yet, whatever
+# the repository's object format (40 zeros would be SHA-1 only).
+ABSENT = ""
 
 # The hooks ``git commit`` runs (githooks(5)); with none of them configured a keep commits through
 # plumbing (write-tree, commit-tree, update-ref), which gives the same commit and reflog.
@@ -236,7 +238,7 @@ class Repo:
         return oid[:7]
 
     def update_ref(self, ref: str, new: str, old: str, message: str) -> None:
-        """Compare-and-swap ``ref`` from ``old`` (ZERO_OID: must not exist) to ``new``."""
+        """Compare-and-swap ``ref`` from ``old`` (:data:`ABSENT`: must not exist) to ``new``."""
         self.run("update-ref", "-m", message, ref, new, old)
 
     def ref_format_ok(self, ref: str) -> bool:

@@ -16,7 +16,7 @@ import json
 import os
 from pathlib import Path
 
-from .git import ZERO_OID, GitError, Repo, split_z
+from .git import ABSENT, GitError, Repo, split_z
 
 STATE_REF = "refs/autoresearch/{session}/state"
 LINES_PER_PIECE = 1000
@@ -91,7 +91,7 @@ def mirror(repo: Repo, auto: Path, session_id: str, message: str) -> str:
         commit = repo.run("commit-tree", tree, *parents, "-F", "-", input=(
             f"{message}\n\nAutoresearch-State: {FORMAT_VERSION}\n").encode()).text
         try:
-            repo.update_ref(ref, commit, old or ZERO_OID, "autoresearch: mirror session files")
+            repo.update_ref(ref, commit, old or ABSENT, "autoresearch: mirror session files")
             break
         except GitError:
             if attempt:

@@ -272,6 +272,27 @@ def test_linked_worktree(repo: Path, ar, tmp_path: Path) -> None:
     assert not (repo / ".auto").exists()
 
 
+def test_sha256_repository(tmp_path: Path, ar) -> None:
+    top = tmp_path / "sha256"
+    top.mkdir()
+    git(top, "init", "-q", "--object-format=sha256", "-b", "main")
+    write(top / "value.txt", "100\n")
+    write(top / "bench.sh", "#!/bin/sh\necho \"score: $(cat value.txt)\"\n", 0o755)
+    git(top, "add", "-A")
+    git(top, "commit", "-q", "-m", "initial")
+    ar(top, *start_args())
+    write(top / "value.txt", "42\n")
+    assert ar(top, "run", "-d", "better", "--json").json()["status"] == "keep"
+    write(top / "value.txt", "43\n")
+    res = ar(top, "run", "-d", "worse", "--json")
+    assert res.json()["status"] == "discard" and "warning" not in res.err
+    assert len(git(top, "rev-parse", "refs/autoresearch/s1/attempts/3")) == 64
+    assert git(top, "show", "refs/autoresearch/s1/attempts/3:value.txt") == "43"
+    assert git(top, "log", "-1", "--format=%s", "refs/autoresearch/s1/state") == \
+        "after run 3 (discard)"
+    ar(top, "doctor")
+
+
 def test_default_session_id_from_goal(repo: Path, ar) -> None:
     data = ar(repo, "start", "--goal", "Speed up: the Parser!", "--command", "sh bench.sh",
               "--protected", "bench.sh",
