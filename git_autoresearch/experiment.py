@@ -35,8 +35,10 @@ class Changes:
 
     ``tracked``: tracked paths whose index or work tree differ from HEAD (deletions and mode
     changes included); ``created``: untracked files that appeared since the experiment began;
-    ``preexisting``: untracked files that were there before (never touched). Paths are relative
-    to the top, with ``/`` separators.
+    ``preexisting``: untracked files that were there before (never touched);
+    ``staged_preexisting``: those of them staged since, or marked with ``git add -N``;
+    ``added``: the tracked paths that HEAD does not have (staged new files, intent-to-add
+    entries). Paths are relative to the top, with ``/`` separators.
     """
 
     tracked: list[str] = field(default_factory=list)
@@ -44,6 +46,7 @@ class Changes:
     preexisting: list[str] = field(default_factory=list)
     staged_preexisting: list[str] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
+    added: set[str] = field(default_factory=set)
 
     def changed(self) -> list[str]:
         return [*self.tracked, *self.created]
@@ -94,10 +97,15 @@ def survey(repo: Repo, before: Snapshot | None) -> Changes:
         known = before is None or before.covers(entry.path)
         if entry.untracked:
             (changes.preexisting if known else changes.created).append(entry.path)
-        elif entry.index == "A" and before is not None and before.covers(entry.path):
+            continue
+        # "A" in the index column: staged, not in HEAD; in the work tree column: intent to add.
+        new = entry.index == "A" or entry.worktree == "A"
+        if new and before is not None and before.covers(entry.path):
             changes.staged_preexisting.append(entry.path)
         else:
             changes.tracked.append(entry.path)
+            if new:
+                changes.added.add(entry.path)
     return changes
 
 
@@ -269,45 +277,85 @@ def moved_out(repo: Repo, bounds: Boundaries, changes: Changes, violations: list
     return sorted(p for p, blob in repo.blobs("HEAD", gone).items() if blob in new_blobs)
 
 
-def keep(repo: Repo, bounds: Boundaries, changes: Changes, *, head: str, message: str,
+@dataclass
+class KeepPlan:
+    """What a keep of ``changes`` does: unstage ``unstage``, stage and commit ``to_stage``, then
+    record and revert ``violations``. ``revert_changes`` are the changes as that revert sees
+    them: a path outside the scope that the experiment added to the index is, once unstaged,
+    a file it created."""
+
+    to_stage: list[str]
+    unstage: list[str]
+    violations: list[str]
+    revert_changes: Changes
+
+
+def plan_keep(repo: Repo, bounds: Boundaries, changes: Changes) -> KeepPlan:
+    """The :class:`KeepPlan` for ``changes``: everything in scope is committed, except an
+    in-scope file moved out of the scope (:func:`moved_out`), which is put back whole."""
+    violations = scope_violations(bounds, changes)
+    if violations:
+        violations = sorted({*violations, *moved_out(repo, bounds, changes, violations)})
+    out = set(violations)
+    to_stage = [p for p in changes.changed() if bounds.in_scope(p) and p not in out]
+    staging = set(to_stage)
+    unstage = [*(p for p in changes.tracked if p not in staging), *changes.staged_preexisting]
+    revert_changes = changes
+    leaving = out & changes.added
+    if leaving:
+        revert_changes = Changes([p for p in changes.tracked if p not in leaving],
+                                 [*changes.created, *sorted(leaving)], changes.preexisting,
+                                 changes.staged_preexisting, changes.ignored,
+                                 changes.added - leaving)
+    return KeepPlan(to_stage, unstage, violations, revert_changes)
+
+
+def keep(repo: Repo, bounds: Boundaries, plan: KeepPlan, *, head: str, message: str,
          trailer: str, violations_ref: str, violations_message: str,
          head_tree: str | None = None) -> KeepResult:
-    """Commit the experiment's in-scope changes with ``message`` on top of ``head`` (whose tree
-    is ``head_tree``, when the caller knows it).
+    """Carry out ``plan`` (:func:`plan_keep`): commit its in-scope changes with ``message`` on
+    top of ``head`` (whose tree is ``head_tree``, when the caller knows it).
 
     Only in-scope paths are committed: every other staged path (protected, out of scope, or a
     file that was untracked before the experiment) is unstaged first. Only once the commit has
-    succeeded are out-of-scope changes recorded at ``violations_ref`` and reverted, so a commit
-    refused by a hook leaves the work tree as it was (and the index as HEAD for the staged
-    paths) and raises :class:`Refused`. The ``Result:`` trailer is read back from the commit:
-    :class:`Refused` if it does not read as written (a commit-msg hook changed it). With nothing
-    to commit, HEAD stays and ``committed`` is False.
+    succeeded are out-of-scope changes recorded at ``violations_ref`` and reverted. A commit
+    that git refuses (a hook, a missing identity) or whose ``Result:`` trailer does not read
+    back as written (a commit-msg hook changed it) raises :class:`Refused` and leaves HEAD, the
+    index and the work tree as they were. With nothing to commit, HEAD stays and ``committed``
+    is False.
     """
-    violations = scope_violations(bounds, changes)
-    to_stage = [p for p in changes.changed() if bounds.in_scope(p)]
-    staging = set(to_stage)
-    repo.unstage([*(p for p in changes.tracked if p not in staging),
-                  *changes.staged_preexisting])
-    checkpoint("keep:staging")
-    repo.add_paths(to_stage)
-    checkpoint("keep:before-commit")
+    real = repo.git_dir / "index"
+    saved = _scratch(repo) / f"index-before-keep.{os.getpid()}"
+    had_index = real.is_file()
+    if had_index:
+        saved.write_bytes(real.read_bytes())
     commit, committed = head, False
-    if to_stage:
-        try:
+    try:
+        repo.unstage(plan.unstage)
+        checkpoint("keep:staging")
+        repo.add_paths(plan.to_stage)
+        checkpoint("keep:before-commit")
+        if plan.to_stage:
             made = commit_index(repo, head=head, head_tree=head_tree, message=message,
                                 trailer=trailer)
-        except Refused:
-            repo.unstage(to_stage)
-            raise
-        if made is not None:
-            commit, committed = made, True
+            if made is not None:
+                commit, committed = made, True
+    except Refused:
+        if had_index:
+            os.replace(saved, real)
+        raise
+    finally:
+        saved.unlink(missing_ok=True)
     checkpoint("keep:after-commit")
     attempt = None
-    if violations:
-        revert(repo, bounds, changes, head=head, ref=violations_ref, only=violations,
-               message=violations_message, stage="keep")
+    if plan.violations:
+        revert(repo, bounds, plan.revert_changes, head=head, ref=violations_ref,
+               only=plan.violations, message=violations_message, stage="keep")
         attempt = violations_ref
-    return KeepResult(commit, committed, violations, attempt)
+    return KeepResult(commit, committed, plan.violations, attempt)
+
+
+REFLOG_SUBJECT_LIMIT = 4000
 
 
 def commit_index(repo: Repo, *, head: str, head_tree: str | None, message: str,
@@ -315,11 +363,13 @@ def commit_index(repo: Repo, *, head: str, head_tree: str | None, message: str,
     """Commit the index on top of ``head`` and move HEAD there; returns the commit, or None
     when the index holds ``head``'s tree (nothing to commit).
 
-    With no commit hook and no signing configured (:meth:`Repo.commit_customizations`) this is
-    ``write-tree``, ``commit-tree`` and a compare-and-swap ``update-ref HEAD`` with git commit's
-    reflog message, and the trailer is read back before HEAD moves; otherwise ``git commit``
-    runs, hooks and all. Raises :class:`Refused` when git refuses (a hook, unmerged paths, HEAD
-    moved meanwhile) or the trailer does not read back as written.
+    With nothing configured that ``git commit`` would act on (:meth:`Repo.commit_customizations`)
+    this is ``write-tree``, ``commit-tree`` and a compare-and-swap ``update-ref HEAD`` with git
+    commit's reflog message (``$GIT_REFLOG_ACTION`` or ``commit``, then the subject, cut at
+    :data:`REFLOG_SUBJECT_LIMIT` characters), and the trailer is read back before HEAD moves;
+    otherwise ``git commit`` runs, hooks and all, and HEAD is moved back if the trailer does
+    not read back. Raises :class:`Refused` when git refuses (a hook, unmerged paths, HEAD moved
+    meanwhile) or the trailer does not read back as written; HEAD is then where it was.
     """
     if repo.commit_customizations():
         if not repo.has_staged_changes():
@@ -328,7 +378,12 @@ def commit_index(repo: Repo, *, head: str, head_tree: str | None, message: str,
                        input=message.encode("utf-8"), allow_non_zero=True)
         if res.returncode != 0:
             raise _commit_failed(res.returncode, res.stderr)
-        return _read_back(repo, "HEAD", trailer)
+        commit, problem = _read_back(repo, "HEAD", trailer)
+        if problem:
+            repo.run("update-ref", "-m", "autoresearch: undo a keep whose trailer changed",
+                     "HEAD", head, commit)
+            raise Refused(problem + "; HEAD was moved back, nothing was recorded")
+        return commit
     tree = repo.run("write-tree", allow_non_zero=True)
     if tree.returncode != 0:
         raise _commit_failed(tree.returncode, tree.stderr)
@@ -340,9 +395,12 @@ def commit_index(repo: Repo, *, head: str, head_tree: str | None, message: str,
                     input=message.encode("utf-8"), allow_non_zero=True)
     if made.returncode != 0:
         raise _commit_failed(made.returncode, made.stderr)
-    commit = _read_back(repo, made.text, trailer)
-    subject = message.split("\n", 1)[0]
-    moved = repo.run("update-ref", "-m", f"commit: {subject}", "HEAD", commit, head,
+    commit, problem = _read_back(repo, made.text, trailer)
+    if problem:
+        raise Refused(problem + "; nothing was recorded")
+    action = os.environ.get("GIT_REFLOG_ACTION") or "commit"
+    subject = message.split("\n", 1)[0][:REFLOG_SUBJECT_LIMIT]
+    moved = repo.run("update-ref", "-m", f"{action}: {subject}", "HEAD", commit, head,
                      allow_non_zero=True)
     if moved.returncode != 0:
         raise _commit_failed(moved.returncode, moved.stderr)
@@ -350,21 +408,24 @@ def commit_index(repo: Repo, *, head: str, head_tree: str | None, message: str,
 
 
 def _commit_failed(code: int, stderr: bytes) -> Refused:
-    detail = stderr.decode("utf-8", "replace").strip().splitlines()
+    """The refusal for a failed commit: git's last line, and all it said as the detail."""
+    said = [ln.rstrip() for ln in stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
     return Refused("git commit failed, nothing was recorded and nothing reverted: "
-                   + (detail[-1] if detail else f"exit {code}"))
+                   + (said[-1].strip() if said else f"exit {code}"),
+                   detail="\n".join(said[-40:-1]) if len(said) > 1 else None)
 
 
-def _read_back(repo: Repo, rev: str, trailer: str) -> str:
-    """The id of commit ``rev``, once its ``Result:`` trailer reads back as ``trailer``."""
+def _read_back(repo: Repo, rev: str, trailer: str) -> tuple[str, str | None]:
+    """The id of commit ``rev``, and what is wrong with its ``Result:`` trailer (None when it
+    reads back as ``trailer``)."""
     back = repo.run("log", "-1", "--format=%H%x1f%(trailers:key=Result,valueonly,unfold)",
                     rev, "--").text
     commit, _, read = back.partition("\x1f")
     values = [v for v in read.split("\n") if v.strip()]
     if values != [trailer]:
-        raise Refused(f"the Result trailer of commit {commit[:7]} does not read back as "
-                      f"written (a commit-msg hook changed it?): got {values!r}")
-    return commit
+        return commit, (f"the Result trailer of commit {commit[:7]} does not read back as "
+                        f"written (a commit-msg hook changed it?): got {values!r}")
+    return commit, None
 
 
 def save_snapshot(path: Path, snap: Snapshot) -> None:

@@ -123,18 +123,21 @@ def run_git(
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
-def config_bool(value: str | None) -> bool:
+def config_bool(value: str | None) -> bool | None:
     """A git boolean as ``git config --type=bool`` reads it: a bare key, ``true``, ``yes``,
-    ``on`` or a non-zero number is true."""
+    ``on`` or a non-zero number is true; ``false``, ``no``, ``off``, ``0`` or empty is false;
+    anything else is None (git refuses it as a bad boolean)."""
     if value is None:
         return True
     word = value.strip().lower()
     if word in ("true", "yes", "on"):
         return True
+    if word in ("false", "no", "off", ""):
+        return False
     try:
         return int(word) != 0
     except ValueError:
-        return False
+        return None
 
 
 def split_z(data: bytes) -> list[str]:
@@ -392,15 +395,19 @@ class Repo:
         update-ref do: the commit hooks it would run (a file named as in :data:`COMMIT_HOOKS` in
         the hooks folder, executable or not: ``core.hooksPath``, relative to the top, or the
         common git directory's ``hooks/``; or a ``hook.<name>.event`` entry) and
-        ``commit.gpgSign``. Empty when plumbing makes the same commit."""
+        ``commit.gpgSign`` (or a value of it that git would refuse), and a ``SQUASH_MSG`` left
+        by ``git merge --squash``, which git commit removes. Empty when plumbing makes the same
+        commit."""
         folder = self.common_dir / "hooks"
         found: list[str] = []
+        if (self.git_dir / "SQUASH_MSG").exists():
+            found.append("SQUASH_MSG")
         pattern = r"^(core\.hookspath|hook\..*\.event|commit\.gpgsign)$"
         for key, value in self.config_entries(pattern):
             if key == "core.hookspath" and value:
                 folder = self.top / os.path.expanduser(value)
             elif key == "commit.gpgsign":
-                signing = config_bool(value)
+                signing = config_bool(value) is not False
                 if signing and "commit.gpgSign" not in found:
                     found.append("commit.gpgSign")
                 elif not signing and "commit.gpgSign" in found:
@@ -418,7 +425,7 @@ class Repo:
         have piled up), unless ``maintenance.auto`` is false. A failure is ignored, as git
         ignores it."""
         entries = self.config_entries(r"^maintenance\.auto$")
-        if entries and not config_bool(entries[-1][1]):
+        if entries and config_bool(entries[-1][1]) is False:
             return
         self.run("maintenance", "run", "--auto", "--quiet", allow_non_zero=True)
 

@@ -9,7 +9,6 @@ recorded.
 
 from __future__ import annotations
 
-import json
 import os
 import select
 import signal
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import hook_timeout_seconds
+from .ledger import dumps
 from .measure import command_environment, end_group
 
 STEER_LIMIT = 8 * 1024
@@ -128,8 +128,7 @@ def fire_one(path: Path, stage: str, payload: Mapping[str, Any], *, cwd: Path,
                             start_new_session=True)
     assert proc.stdin and proc.stdout and proc.stderr
     try:
-        proc.stdin.write(json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-                         .encode("utf-8") + b"\n")
+        proc.stdin.write(dumps(payload).encode("utf-8") + b"\n")
     except BrokenPipeError:
         pass
     try:

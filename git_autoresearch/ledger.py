@@ -25,8 +25,15 @@ LEDGER_VERSION = 1
 
 
 def dumps(record: Mapping[str, Any]) -> str:
-    """One ledger line (no newline): compact JSON, non-ASCII kept, NaN and infinity refused."""
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    """One ledger line (no newline): compact JSON, non-ASCII kept, NaN and infinity refused.
+    A record holding a file name that is not UTF-8 (its bytes kept as lone surrogates) is
+    written with ``\\u`` escapes instead, which read back as the same name."""
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(record, separators=(",", ":"), allow_nan=False)
+    return text
 
 
 def finite(value: Any) -> float | None:

@@ -36,6 +36,7 @@ from .experiment import (
     json_number,
     load_snapshot,
     moved_out,
+    plan_keep,
     result_trailer,
     revert_targets,
     save_snapshot,
@@ -611,17 +612,21 @@ class Session:
             assert metric is not None
             trailer = result_trailer(self.config.metric_name, metric, draft["metrics"])
             message = commit_message(description, trailer, number, self.config.session_id)
-            violations = scope_violations(self.bounds, changes)
-            intent["to_stage"] = [p for p in changes.changed() if self.bounds.in_scope(p)]
-            intent["created"], intent["tracked"] = revert_targets(self.bounds, changes,
-                                                                  violations)
+            plan = plan_keep(self.repo, self.bounds, changes)
+            intent["to_stage"] = plan.to_stage
+            intent["created"], intent["tracked"] = revert_targets(
+                self.bounds, plan.revert_changes, plan.violations)
             self._write_intent(intent)
             head_tree = (self.repo.head_tree_at_discovery
                          if head == self.repo.head_at_discovery else None)
-            kept = git_keep(self.repo, self.bounds, changes, head=head, message=message,
-                            trailer=trailer, violations_ref=ref, head_tree=head_tree,
-                            violations_message=f"out-of-scope changes of kept run {number}\n\n"
-                                               f"Autoresearch-Intent: {token}\n")
+            try:
+                kept = git_keep(self.repo, self.bounds, plan, head=head, message=message,
+                                trailer=trailer, violations_ref=ref, head_tree=head_tree,
+                                violations_message=f"out-of-scope changes of kept run "
+                                                   f"{number}\n\nAutoresearch-Intent: {token}\n")
+            except Refused:
+                self.layout.intent.unlink(missing_ok=True)  # nothing changed: nothing to finish
+                raise
             self._head = kept.commit
             draft.update({"commit": self.repo.short(kept.commit), "committed": kept.committed,
                           "attempt_ref": kept.attempt_ref})
@@ -703,9 +708,13 @@ class Session:
         from .state import mirror
 
         try:
-            mirror(self.repo, self.layout.auto, self.config.session_id, message)
-        except (GitError, OSError) as exc:
+            _, skipped = mirror(self.repo, self.layout.auto, self.config.session_id, message)
+        except (GitError, OSError, UnicodeError) as exc:
             self.warnings.append(f"the session files were not mirrored on the state ref: {exc}")
+            return
+        if skipped:
+            self.warnings.append("not mirrored on the state ref (rename them): "
+                                 + ", ".join(repr(name) for name in skipped))
 
     # --- interrupted operations --------------------------------------------------------------
 
@@ -713,7 +722,7 @@ class Session:
         self.repo.scratch.mkdir(parents=True, exist_ok=True)
         tmp = self.layout.intent.with_name("intent.json.tmp")
         with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(intent, fh, ensure_ascii=False, allow_nan=False)
+            json.dump(intent, fh, allow_nan=False)  # \u escapes: any file name
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, self.layout.intent)

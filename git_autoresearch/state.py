@@ -34,9 +34,11 @@ def _pieces(ledger: bytes) -> list[bytes]:
                                                                    LINES_PER_PIECE)]
 
 
-def mirror(repo: Repo, auto: Path, session_id: str, message: str) -> str:
+def mirror(repo: Repo, auto: Path, session_id: str, message: str) -> tuple[str, list[str]]:
     """Commit the session files of ``auto`` on the state ref (compare-and-swap on its old
-    value); returns the new commit id. Raises GitError if another writer moved the ref."""
+    value); returns the new commit id, and the files under ``hooks/`` that could not be
+    mirrored (a newline in the name, or a name that is not UTF-8). Raises GitError if another
+    writer moved the ref."""
     ref = state_ref(session_id)
     scratch = repo.scratch
     scratch.mkdir(parents=True, exist_ok=True)
@@ -50,10 +52,20 @@ def mirror(repo: Repo, auto: Path, session_id: str, message: str) -> str:
         if (auto / name).is_file():
             entries.append((name, str(auto / name)))
     hooks = auto / "hooks"
+    skipped: list[str] = []
     if hooks.is_dir():
         for path in sorted(hooks.rglob("*")):
             if path.is_file() and not path.is_symlink():
-                entries.append((path.relative_to(auto).as_posix(), str(path)))
+                name = path.relative_to(auto).as_posix()
+                try:
+                    name.encode("utf-8")
+                except UnicodeEncodeError:
+                    skipped.append(name)
+                    continue
+                if "\n" in str(path):
+                    skipped.append(name)
+                    continue
+                entries.append((name, str(path)))
     try:
         ledger = (auto / "log.jsonl").read_bytes()
     except FileNotFoundError:
@@ -100,7 +112,7 @@ def mirror(repo: Repo, auto: Path, session_id: str, message: str) -> str:
     cache.update({"ref": ref, "commit": commit})
     cache["pieces"] = {str(k): v for k, v in known.items() if k < len(pieces)}
     cache_path.write_text(json.dumps(cache))
-    return commit
+    return commit, skipped
 
 
 def read(repo: Repo, session_id: str) -> tuple[dict[str, bytes], dict[str, int]] | None:

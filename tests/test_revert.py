@@ -7,7 +7,7 @@ import os
 import stat
 from pathlib import Path
 
-from conftest import commit_all, git, start_args, write
+from conftest import commit_all, git, runs, start_args, write
 
 
 def snapshot(paths: list[Path]) -> dict[str, tuple[bytes, int]]:
@@ -341,3 +341,127 @@ def test_git_maintenance_runs_during_a_session(repo: Path, ar, monkeypatch) -> N
     write(repo / "value.txt", "200\n")
     ar(repo, "discard", "-d", "maintenance on")
     assert len(list(packs.glob("*.pack"))) == 1
+
+
+def test_keep_reverts_new_files_staged_outside_the_scope(repo: Path, ar) -> None:
+    ar(repo, *start_args("--scope", "value.txt"))
+    write(repo / "value.txt", "10\n")
+    write(repo / "staged-new.txt", "new, staged\n")
+    write(repo / "intent-new.txt", "new, intent to add\n")
+    git(repo, "add", "staged-new.txt")
+    git(repo, "add", "-N", "intent-new.txt")
+    git(repo, "mv", "README.md", "README.moved")
+    record = ar(repo, "keep", "-d", "staged outside", "--metric", "10", "--json").json()
+    assert git(repo, "show", "--name-only", "--format=", "HEAD").splitlines() == ["value.txt"]
+    assert record["scope_violations"] == ["README.md", "README.moved", "intent-new.txt",
+                                          "staged-new.txt"]
+    for name in ("staged-new.txt", "intent-new.txt", "README.moved"):
+        assert not (repo / name).exists(), name
+    assert (repo / "README.md").read_text() == "project\n"
+    assert git(repo, "status", "--porcelain") == ""
+    assert git(repo, "show", f"{record['attempt_ref']}:staged-new.txt") == "new, staged"
+    assert git(repo, "show", f"{record['attempt_ref']}:README.moved") == "project"
+    assert ar(repo, "discard", "-d", "next", "--json").json()["run"] == 3
+
+
+def test_keep_puts_back_a_file_renamed_out_of_the_scope(repo: Path, ar) -> None:
+    ar(repo, *start_args("--scope", "src/", "--scope", "value.txt"))
+    (repo / "src" / "lib.py").rename(repo / "lib.py")
+    write(repo / "value.txt", "10\n")
+    record = ar(repo, "keep", "-d", "rename out", "--metric", "10", "--json").json()
+    assert record["scope_violations"] == ["lib.py", "src/lib.py"]
+    assert git(repo, "show", "--name-only", "--format=", "HEAD").splitlines() == ["value.txt"]
+    assert (repo / "src" / "lib.py").read_text() == "def f():\n    return 1\n"
+    assert not (repo / "lib.py").exists()
+
+
+def test_intent_to_add_files_from_before_the_session_are_never_committed_or_removed(
+        repo: Path, ar) -> None:
+    notes = write(repo / "notes.txt", "my notes\n")
+    ar(repo, *start_args("--force"))
+    git(repo, "add", "-N", "notes.txt")
+    write(repo / "value.txt", "10\n")
+    ar(repo, "keep", "-d", "keep", "--metric", "10")
+    assert "notes.txt" not in git(repo, "show", "--name-only", "--format=", "HEAD")
+    git(repo, "add", "-N", "notes.txt")
+    write(repo / "value.txt", "20\n")
+    ar(repo, "discard", "-d", "discard")
+    assert notes.read_text() == "my notes\n"
+    assert git(repo, "ls-files", "notes.txt") == ""
+
+
+def test_a_refused_keep_leaves_index_and_session_as_they_were(repo: Path, ar) -> None:
+    ar(repo, *start_args("--scope", "value.txt", "--scope", "src/"))
+    write(repo / ".git" / "hooks" / "pre-commit", "#!/bin/sh\necho 'lint: failed' >&2\n"
+          "echo 'fix it' >&2\nexit 1\n", 0o755)
+    write(repo / "value.txt", "10\n")
+    write(repo / "README.md", "staged, out of scope\n")
+    write(repo / "src" / "new.py", "x = 1\n")
+    git(repo, "add", "README.md", "src/new.py", "value.txt")
+    before = git(repo, "status", "--porcelain")
+    res = ar(repo, "keep", "-d", "blocked", "--metric", "10", expect=3)
+    assert "git commit failed" in res.err and "fix it" in res.err and "lint: failed" in res.err
+    assert git(repo, "status", "--porcelain") == before
+    assert ar(repo, "doctor").code == 0
+    assert "interrupted" not in ar(repo, "status").out
+
+
+def test_a_trailer_changed_by_a_hook_is_refused_and_head_moved_back(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    head = git(repo, "rev-parse", "HEAD")
+    write(repo / ".git" / "hooks" / "commit-msg",
+          "#!/bin/sh\nprintf '\\nReviewed-by: bot <b@example.invalid>\\n' >> \"$1\"\n", 0o755)
+    write(repo / "value.txt", "10\n")
+    res = ar(repo, "keep", "-d", "reviewed", "--metric", "10", expect=3)
+    assert "does not read back" in res.err and "moved back" in res.err
+    assert git(repo, "rev-parse", "HEAD") == head
+    assert (repo / "value.txt").read_text() == "10\n"
+    assert [r["run"] for r in runs(repo)] == [1]
+    assert ar(repo, "doctor").code == 0
+
+
+def test_a_description_longer_than_the_argument_limit(repo: Path, ar, monkeypatch) -> None:
+    import io
+
+    ar(repo, *start_args())
+    write(repo / "value.txt", "10\n")
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"W" * 200_000 + b"\n")))
+    ar(repo, "keep", "-d", "-", "--metric", "10")
+    assert git(repo, "log", "-1", "--format=%s") == "W" * 200_000
+    assert len(git(repo, "reflog", "-1", "--format=%gs")) == len("commit: ") + 4000
+
+
+def test_reflog_action_squash_message_and_bad_signing_value(repo: Path, ar, monkeypatch
+                                                           ) -> None:
+    ar(repo, *start_args())
+    monkeypatch.setenv("GIT_REFLOG_ACTION", "loop")
+    write(repo / "value.txt", "10\n")
+    ar(repo, "keep", "-d", "first", "--metric", "10")
+    assert git(repo, "reflog", "-1", "--format=%gs") == "loop: first"
+    write(repo / ".git" / "SQUASH_MSG", "Squashed commit of the following:\n")
+    write(repo / "value.txt", "9\n")
+    ar(repo, "keep", "-d", "second", "--metric", "9")
+    assert not (repo / ".git" / "SQUASH_MSG").exists(), "git commit removes it"
+    git(repo, "config", "commit.gpgSign", "sometimes")
+    write(repo / "value.txt", "8\n")
+    res = ar(repo, "keep", "-d", "third", "--metric", "8", expect=3)
+    assert "bad boolean config value" in res.err
+
+
+def test_file_names_that_are_not_utf8(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    bad = os.fsdecode(b"src/bad\xff.txt")
+    write(repo / "value.txt", "10\n")
+    Path(repo / bad).write_text("x\n")
+    record = ar(repo, "keep", "-d", "odd name", "--metric", "10", "--json").json()
+    assert record["status"] == "keep"
+    Path(repo / os.fsdecode(b"src/worse\xfe.txt")).write_text("y\n")
+    write(repo / "value.txt", "20\n")
+    ar(repo, "discard", "-d", "odd name again")
+    assert not (repo / os.fsdecode(b"src/worse\xfe.txt")).exists()
+    hook = repo / ".auto" / "hooks" / "before.d" / os.fsdecode(b"hook\xff.sh")
+    write(hook, "#!/bin/sh\n", 0o755)
+    write(repo / "value.txt", "30\n")
+    res = ar(repo, "discard", "-d", "with an odd hook name")
+    assert "not mirrored on the state ref" in res.err
+    assert [r["run"] for r in runs(repo)][-1] == 4
