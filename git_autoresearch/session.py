@@ -139,8 +139,14 @@ class Layout:
         try:
             return self.config.read_bytes()
         except FileNotFoundError:
-            raise Refused(f"no session here: {self.config} does not exist "
-                          "(start one with `git autoresearch start`)") from None
+            from .state import sessions
+
+            saved = sessions(self.repo)
+            hint = ("start one with `git autoresearch start`" if not saved else
+                    f"`git autoresearch resume` restores session {saved[0]} from its state ref"
+                    if len(saved) == 1 else "`git autoresearch resume --session-id ID` "
+                    f"restores one from its state ref: {', '.join(saved)}")
+            raise Refused(f"no session here: {self.config} does not exist ({hint})") from None
         except OSError as exc:
             raise Refused(f"cannot read {self.config}: {exc.strerror}") from None
 

@@ -139,6 +139,7 @@ def test_clean_xfd_then_resume_restores_the_session(experiment: Path, ar) -> Non
               ("config.toml", "log.jsonl", "prompt.md", "hooks/after.sh")}
     git(top, "clean", "-xfdq")
     assert not (top / ".auto").exists()
+    assert "git autoresearch resume` restores session s1" in ar(top, "doctor", expect=3).err
     actions = ar(top, "resume", "--json").json()["actions"]
     assert ".auto/config.toml" in actions and ".auto/log.jsonl" in actions
     after = {n: (top / ".auto" / n).read_bytes() for n in before}
