@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -337,7 +337,8 @@ def keep(repo: Repo, bounds: Boundaries, plan: KeepPlan, *, head: str, message: 
         checkpoint("keep:before-commit")
         if plan.to_stage:
             made = commit_index(repo, head=head, head_tree=head_tree, message=message,
-                                trailer=trailer)
+                                trailer=trailer, allowed=lambda p: bounds.in_scope(p)
+                                and not bounds.is_protected(p))
             if made is not None:
                 commit, committed = made, True
     except Refused:
@@ -359,7 +360,7 @@ REFLOG_SUBJECT_LIMIT = 4000
 
 
 def commit_index(repo: Repo, *, head: str, head_tree: str | None, message: str,
-                 trailer: str) -> str | None:
+                 trailer: str, allowed: Callable[[str], bool] | None = None) -> str | None:
     """Commit the index on top of ``head`` and move HEAD there; returns the commit, or None
     when the index holds ``head``'s tree (nothing to commit).
 
@@ -368,8 +369,10 @@ def commit_index(repo: Repo, *, head: str, head_tree: str | None, message: str,
     commit's reflog message (``$GIT_REFLOG_ACTION`` or ``commit``, then the subject, cut at
     :data:`REFLOG_SUBJECT_LIMIT` characters), and the trailer is read back before HEAD moves;
     otherwise ``git commit`` runs, hooks and all, and HEAD is moved back if the trailer does
-    not read back. Raises :class:`Refused` when git refuses (a hook, unmerged paths, HEAD moved
-    meanwhile) or the trailer does not read back as written; HEAD is then where it was.
+    not read back or a hook added a path that ``allowed`` refuses (one outside the scope).
+    Raises :class:`Refused` when git refuses (a hook, unmerged paths, HEAD moved meanwhile), the
+    trailer does not read back as written, or a hook added such a path; HEAD is then where it
+    was.
     """
     if repo.commit_customizations():
         if not repo.has_staged_changes():
@@ -379,8 +382,13 @@ def commit_index(repo: Repo, *, head: str, head_tree: str | None, message: str,
         if res.returncode != 0:
             raise _commit_failed(res.returncode, res.stderr)
         commit, problem = _read_back(repo, "HEAD", trailer)
+        if problem is None and allowed is not None:
+            extra = [p for p in repo.changed_paths(head, commit) if not allowed(p)]
+            if extra:
+                problem = (f"a commit hook added {', '.join(extra[:5])}"
+                           f"{' ...' if len(extra) > 5 else ''} to the commit, outside the scope")
         if problem:
-            repo.run("update-ref", "-m", "autoresearch: undo a keep whose trailer changed",
+            repo.run("update-ref", "-m", "autoresearch: undo a keep refused after its commit",
                      "HEAD", head, commit)
             raise Refused(problem + "; HEAD was moved back, nothing was recorded")
         return commit

@@ -374,6 +374,12 @@ class Repo:
             p + "\n" for p in asked).encode("utf-8", "surrogateescape")).text.split()
         return dict(zip(asked, ids, strict=True))
 
+    def changed_paths(self, old: str, new: str) -> list[str]:
+        """The paths that differ between commits ``old`` and ``new`` (renames as a deletion
+        and an addition)."""
+        return split_z(self.run("diff-tree", "-r", "-z", "--name-only", "--no-renames", old,
+                                new).stdout)
+
     def has_staged_changes(self) -> bool:
         """Whether the index differs from HEAD."""
         return self.run("diff", "--cached", "--quiet", "--no-ext-diff",

@@ -465,3 +465,17 @@ def test_file_names_that_are_not_utf8(repo: Path, ar) -> None:
     res = ar(repo, "discard", "-d", "with an odd hook name")
     assert "not mirrored on the state ref" in res.err
     assert [r["run"] for r in runs(repo)][-1] == 4
+
+
+def test_a_commit_hook_cannot_sweep_paths_outside_the_scope_into_a_keep(repo: Path, ar
+                                                                       ) -> None:
+    ar(repo, *start_args("--scope", "value.txt"))
+    head = git(repo, "rev-parse", "HEAD")
+    write(repo / ".git" / "hooks" / "pre-commit",
+          "#!/bin/sh\necho generated > generated.txt\ngit add generated.txt\n", 0o755)
+    write(repo / "value.txt", "10\n")
+    res = ar(repo, "keep", "-d", "swept", "--metric", "10", expect=3)
+    assert "a commit hook added generated.txt" in res.err
+    assert git(repo, "rev-parse", "HEAD") == head
+    assert git(repo, "diff", "--cached", "--name-only") == ""
+    assert (repo / "value.txt").read_text() == "10\n"
