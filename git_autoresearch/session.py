@@ -579,12 +579,16 @@ class Session:
         asi: Mapping[str, Any] | None = None,
         hooks: list[dict[str, Any]] | None = None,
         baseline: bool = False,
+        given: Measurement | None = None,
     ) -> dict[str, Any]:
         """Apply ``status`` to the work tree (keep: commit; otherwise: revert) and append the run
         record. Returns the record as written.
 
-        An intent record is written before anything changes and cleared when the ledger line is
-        written, so that :meth:`recover` can finish or roll back an operation that was killed.
+        ``result`` is the measurement to record; ``given``, the metrics the caller gave
+        (``--metric``), which are recorded alone when the work tree changed since ``result`` was
+        measured. An intent record is written before anything changes and cleared when the
+        ledger line is written, so that :meth:`recover` can finish or roll back an operation
+        that was killed.
         """
         self.check_recordable()
         head = self.head()
@@ -595,10 +599,14 @@ class Session:
             moved = sorted(p for p in set(now) | set(result.fingerprint)
                            if now.get(p) != result.fingerprint.get(p))
             what = ", ".join(moved[:5]) + (" ..." if len(moved) > 5 else "")
-            if moved and status == "keep":
+            if moved and given is not None:
+                self.warnings.append(f"the work tree changed since it was measured ({what}); "
+                                     "the run is recorded with the metrics you gave alone")
+                result = given
+            elif moved and status == "keep":
                 raise Refused(f"the work tree changed since it was measured ({what}); measure "
-                              "again before keeping")
-            if moved:
+                              "again before keeping, or give the metric (--metric)")
+            elif moved:
                 self.warnings.append(f"the work tree changed since it was measured ({what}); "
                                      "the run is recorded without that measurement")
                 result = None

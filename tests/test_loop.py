@@ -321,6 +321,18 @@ def test_keep_refuses_a_tree_changed_since_measured(repo: Path, ar) -> None:
     assert ar(repo, "keep", "-d", "x", "--json").json()["metric"] == 80
 
 
+def test_a_given_metric_is_kept_alone_when_the_tree_changed_since_measured(repo: Path, ar
+                                                                          ) -> None:
+    ar(repo, *start_args("--checks-command", "true"))
+    write(repo / "value.txt", "80\n")
+    ar(repo, "measure")
+    write(repo / "value.txt", "70\n")
+    record = ar(repo, "keep", "-d", "x", "--metric", "70", "--json").json()
+    assert record["metric"] == 70 and record["samples"] == [70] and record["checks"] is None
+    assert any("recorded with the metrics you gave alone" in w for w in record["warnings"])
+    assert git(repo, "show", "HEAD:value.txt") == "70"
+
+
 def test_keep_warns_when_not_better(repo: Path, ar) -> None:
     ar(repo, *start_args())
     write(repo / "value.txt", "120\n")

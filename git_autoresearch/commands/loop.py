@@ -262,18 +262,13 @@ def _record_command(status: str) -> Callable[..., None]:
         session.check_recordable()
         with session.lock(status):
             result = session.pending()
-            given = _given_metrics(metrics)
-            if metric is not None or given:
-                if result is None:
-                    result = Measurement(None, {}, [], 0.0)
-                if metric is not None:
-                    result.metric = metric
-                    result.samples = [metric]
-                result.metrics.update(given)
-                name = session.config.metric_name
-                if name in result.metrics:
-                    result.metric = result.metrics.pop(name)
-                    result.samples = [result.metric]
+            given = None
+            given_metrics = _given_metrics(metrics)
+            if metric is not None or given_metrics:
+                given = _with_metrics(Measurement(None, {}, [], 0.0), metric, given_metrics,
+                                      session.config.metric_name)
+                result = _with_metrics(result or Measurement(None, {}, [], 0.0), metric,
+                                       given_metrics, session.config.metric_name)
             chosen = status
             notes: list[str] = []
             if status == "keep":
@@ -293,7 +288,7 @@ def _record_command(status: str) -> Callable[..., None]:
                 chosen = result.status
             best = session.segment.best
             previous_best = best.metric if best else None
-            record = session.record(chosen, description, result=result, asi=asi)
+            record = session.record(chosen, description, result=result, asi=asi, given=given)
             after = session.fire_hooks("after", run_entry=record)
         notes += session.warnings + _violation_notes(record)
         if as_json:
@@ -324,6 +319,20 @@ def _violation_notes(record: dict[str, Any]) -> list[str]:
     where = record.get("scope_ref") or record.get("attempt_ref")
     return [f"reverted changes outside the scope: {', '.join(record['scope_violations'])} "
             f"(saved at {where})"]
+
+
+def _with_metrics(result: Measurement, metric: float | None, given: dict[str, float],
+                  metric_name: str) -> Measurement:
+    """``result`` with the metrics the caller gave laid over it (the primary one may come
+    through ``--metrics NAME=VALUE`` too)."""
+    if metric is not None:
+        result.metric = metric
+        result.samples = [metric]
+    result.metrics.update(given)
+    if metric_name in result.metrics:
+        result.metric = result.metrics.pop(metric_name)
+        result.samples = [result.metric]
+    return result
 
 
 def _given_metrics(pairs: tuple[str, ...]) -> dict[str, float]:
