@@ -8,7 +8,8 @@ process each time, against a generated repository in a temporary folder. The raw
 seeds' (experiment-git-ops): ``git add -A`` and ``git commit`` to keep; staging and stashing the
 session files, ``git checkout -- .``, ``git clean -fd`` and ``git stash pop`` to revert, with
 those session files present in the work tree as they are in a real session. Prints one line per
-measurement (median seconds over the repeats) and the ratios the targets speak of.
+measurement (median seconds over the repeats), the ratios the targets speak of, and the
+start-up cost every command pays before it runs any git (``keep -h``).
 """
 
 from __future__ import annotations
@@ -93,8 +94,9 @@ def bench_keep_discard(root: Path, files: int, repeats: int) -> dict[str, float]
          "--no-baseline")
     sh(raw, "git switch -q -c autoresearch/raw")
     times: dict[str, list[float]] = {"keep": [], "raw_keep": [], "discard": [],
-                                     "raw_discard": []}
+                                     "raw_discard": [], "start_up": []}
     for step in range(1, repeats + 1):
+        times["start_up"].append(timed(tool, ours, "keep", "-h"))
         edit(ours, step, new_file=True)
         times["keep"].append(timed(tool, ours, "keep", "-d", f"step {step}", "--metric",
                                    str(1000 - step)))
@@ -154,6 +156,8 @@ def main() -> None:
     print(f"repository of {args.files} files, median of {args.repeats} (seconds):")
     for name in ("keep", "raw_keep", "discard", "raw_discard"):
         print(f"  {name:<14} {ops[name]:.3f}")
+    print(f"  start-up       {ops['start_up']:.3f}  (keep -h: Python, click and our imports; "
+          "no git)")
     print(f"  keep ratio     {ops['keep'] / ops['raw_keep']:.2f}x the raw recipe")
     print(f"  discard ratio  {ops['discard'] / ops['raw_discard']:.2f}x the raw recipe")
     print(f"ledger of {args.runs} runs (seconds):")
