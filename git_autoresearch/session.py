@@ -580,13 +580,16 @@ class Session:
         hooks: list[dict[str, Any]] | None = None,
         baseline: bool = False,
         given: Measurement | None = None,
+        force: bool = False,
     ) -> dict[str, Any]:
         """Apply ``status`` to the work tree (keep: commit; otherwise: revert) and append the run
         record. Returns the record as written.
 
         ``result`` is the measurement to record; ``given``, the metrics the caller gave
         (``--metric``), which are recorded alone when the work tree changed since ``result`` was
-        measured. An intent record is written before anything changes and cleared when the
+        measured. A ``discard`` of a measurement that crashed or failed its checks is recorded
+        as that; a ``keep`` of one that failed its checks is refused unless ``force``. An
+        intent record is written before anything changes and cleared when the
         ledger line is written, so that :meth:`recover` can finish or roll back an operation
         that was killed.
         """
@@ -610,6 +613,12 @@ class Session:
                 self.warnings.append(f"the work tree changed since it was measured ({what}); "
                                      "the run is recorded without that measurement")
                 result = None
+        if status == "keep" and result is not None and result.status == "checks_failed" \
+                and not force:
+            raise Refused("the pending measurement failed its checks; discard it, or keep it "
+                          "anyway with --force")
+        if status == "discard" and result is not None and result.status:
+            status = result.status
         metric = result.metric if result else None
         if status == "keep" and metric is None:
             raise Refused("a keep needs a metric: measure first or pass --metric")

@@ -126,6 +126,29 @@ def test_keep_refuses_failed_checks_unless_forced(repo: Path, ar) -> None:
     assert ar(repo, "keep", "-d", "x", "--force", "--json").json()["status"] == "keep"
 
 
+def test_a_stale_measurement_that_failed_its_checks(repo: Path, ar) -> None:
+    ar(repo, *start_args("--checks-command", "test ! -e src/bad.py"))
+    write(repo / "value.txt", "50\n")
+    write(repo / "src" / "bad.py", "")
+    ar(repo, "measure")
+    write(repo / "src" / "bad.py", "changed after measuring\n")
+    res = ar(repo, "keep", "-d", "x", expect=3)
+    assert "changed since it was measured" in res.err and "checks" not in res.err
+    record = ar(repo, "discard", "-d", "x", "--json").json()
+    assert record["status"] == "discard" and record["checks"] is None
+
+
+def test_an_empty_description_is_refused(repo: Path, ar, monkeypatch) -> None:
+    import io
+
+    ar(repo, *start_args())
+    write(repo / "value.txt", "50\n")
+    assert "description is empty" in ar(repo, "run", "-d", " \n\t ", expect=2).err
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"\n")))
+    assert "stdin gave none" in ar(repo, "discard", "-d", "-", expect=2).err
+    assert (repo / "value.txt").read_text() == "50\n"
+
+
 def test_discard_of_failed_checks_records_checks_failed(repo: Path, ar) -> None:
     ar(repo, *start_args("--checks-command", "test $(cat value.txt) != 50"))
     write(repo / "value.txt", "50\n")

@@ -275,20 +275,16 @@ def _record_command(status: str) -> Callable[..., None]:
                 if result is None or result.metric is None:
                     raise Refused("nothing to keep: no pending measurement with a metric "
                                   "(run git autoresearch measure, or pass --metric VALUE)")
-                if result.status == "checks_failed" and not force:
-                    raise Refused("the pending measurement failed its checks; discard it, or "
-                                  "keep it anyway with --force")
                 best_run = session.segment.best
                 if best_run is not None and best_run.metric is not None and \
                         not session.segment.better(result.metric, best_run.metric):
                     notes.append(f"{result.metric:g} does not beat the best so far "
                                  f"({best_run.metric:g}, run {best_run.number}); kept because "
                                  "you asked")
-            elif status == "discard" and result is not None and result.status:
-                chosen = result.status
             best = session.segment.best
             previous_best = best.metric if best else None
-            record = session.record(chosen, description, result=result, asi=asi, given=given)
+            record = session.record(chosen, description, result=result, asi=asi, given=given,
+                                    force=force)
             after = session.fire_hooks("after", run_entry=record)
         notes += session.warnings + _violation_notes(record)
         if as_json:
@@ -303,13 +299,16 @@ def _record_command(status: str) -> Callable[..., None]:
 
 
 def _read_description(value: str) -> str:
-    """``-d -`` reads the description from stdin (for long or generated texts)."""
+    """The description, never empty; ``-d -`` reads it from stdin (for long or generated
+    texts)."""
     if value != "-":
-        return value
-    text = sys.stdin.read()
+        text = value
+    else:
+        text = sys.stdin.read().rstrip("\n")
     if not text.strip():
-        raise UsageError("-d -: stdin gave no description")
-    return text.rstrip("\n")
+        raise UsageError("the description is empty" + (" (stdin gave none)" if value == "-"
+                                                         else "") + ": say what the run tried")
+    return text
 
 
 def _violation_notes(record: dict[str, Any]) -> list[str]:
