@@ -24,7 +24,8 @@ from .ledger import median
 KILL_GRACE_SECONDS = 2.0
 TAIL_LINES = 30
 TAIL_CHARS = 4000
-METRIC_LINE_RE = re.compile(r"^\s*METRIC\s+([\w.µ-]+)=(\S+)\s*$")
+# A METRIC line names a secondary metric; "status" is the trailer's own key, never a metric.
+METRIC_LINE_RE = re.compile(r"^\s*METRIC\s+(?!status=)([\w.µ-]+)=(\S+)\s*$")
 NUMBER_RE = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$")
 THOUSANDS_RE = re.compile(r"^[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
 NON_FINITE_RE = re.compile(r"^[+-]?(?:nan|inf|infinity)$", re.I)

@@ -86,8 +86,9 @@ def test_non_numeric_metric_option(repo: Path, ar) -> None:
 def test_merge_in_progress_is_refused(repo: Path, ar) -> None:
     ar(repo, *start_args())
     write(repo / ".git" / "MERGE_HEAD", git(repo, "rev-parse", "HEAD") + "\n")
-    res = ar(repo, "run", "-d", "x", expect=3)
-    assert "merge is in progress" in one_line_error(res)
+    for command in (["run", "-d", "x"], ["measure"], ["discard", "-d", "x"]):
+        res = ar(repo, *command, expect=3)
+        assert "merge is in progress" in one_line_error(res)
 
 
 def test_detached_head_is_refused_for_recording(repo: Path, ar) -> None:

@@ -138,6 +138,21 @@ def test_a_stale_measurement_that_failed_its_checks(repo: Path, ar) -> None:
     assert record["status"] == "discard" and record["checks"] is None
 
 
+def test_given_metrics_are_checked(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    write(repo / "value.txt", "50\n")
+    for bad in ("bad name=3", "status=7", "x=nan", "noequals"):
+        assert "--metrics" in ar(repo, "keep", "-d", "x", "--metric", "50", "--metrics", bad,
+                                 expect=2).err
+    res = ar(repo, "keep", "-d", "x", "--metric", "50", "--metrics", "score=3", expect=2)
+    assert "given twice" in res.err
+    write(repo / "bench.sh", "#!/bin/sh\necho \"score: $(cat value.txt)\"\n"
+          "echo 'METRIC status=9'\necho 'METRIC rss_mb=12'\n", 0o755)
+    git(repo, "commit", "-qam", "bench prints more")
+    record = ar(repo, "run", "-d", "y", "--json").json()
+    assert record["metrics"] == {"rss_mb": 12}
+
+
 def test_an_empty_description_is_refused(repo: Path, ar, monkeypatch) -> None:
     import io
 

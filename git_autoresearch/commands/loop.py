@@ -154,6 +154,7 @@ def measure_cmd(as_json: bool) -> None:
     from ..session import Session
 
     session = Session.open()
+    session.check_recordable()  # the scope revert before measuring must not meet a merge
     with session.lock("measure"):
         session.check_stop("measure")
         before = session.fire_hooks("before")
@@ -263,7 +264,7 @@ def _record_command(status: str) -> Callable[..., None]:
         with session.lock(status):
             result = session.pending()
             given = None
-            given_metrics = _given_metrics(metrics)
+            given_metrics = _given_metrics(metrics, metric, session.config.metric_name)
             if metric is not None or given_metrics:
                 given = _with_metrics(Measurement(None, {}, [], 0.0), metric, given_metrics,
                                       session.config.metric_name)
@@ -334,7 +335,12 @@ def _with_metrics(result: Measurement, metric: float | None, given: dict[str, fl
     return result
 
 
-def _given_metrics(pairs: tuple[str, ...]) -> dict[str, float]:
+def _given_metrics(pairs: tuple[str, ...], metric: float | None, metric_name: str
+                   ) -> dict[str, float]:
+    """The ``--metrics NAME=VALUE`` pairs; :class:`UsageError` for a name the ledger and the
+    trailer cannot hold as given (as the configuration's metric names), a value that is not
+    a finite number, or the primary metric given twice."""
+    from ..config import METRIC_NAME_RE
     from ..measure import parse_number
 
     out = {}
@@ -342,10 +348,16 @@ def _given_metrics(pairs: tuple[str, ...]) -> dict[str, float]:
         name, sep, raw = pair.partition("=")
         if not sep or not name:
             raise UsageError(f"--metrics '{pair}' is not NAME=VALUE")
+        if name == "status" or not METRIC_NAME_RE.match(name):
+            raise UsageError(f"--metrics '{name}' is not a metric name (letters, digits, _ . - "
+                             "and µ; not 'status')")
         value, problem = parse_number(raw)
         if value is None:
             raise UsageError(f"--metrics {name}: {problem}")
         out[name] = value
+    if metric is not None and metric_name in out:
+        raise UsageError(f"the primary metric {metric_name} is given twice (--metric and "
+                         "--metrics)")
     return out
 
 
