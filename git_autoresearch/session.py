@@ -564,8 +564,7 @@ class Session:
         report = fire(self.layout.hooks, stage, payload, cwd=self.repo.top)
         if report.firings:
             ledger_mod.append(self.layout.ledger, [f.ledger_line() for f in report.firings])
-            if stage == "after":
-                self.mirror_state("after hooks")
+            self.mirror_state(f"{stage} hooks")
         return report
 
     # --- recording --------------------------------------------------------------------------

@@ -180,6 +180,8 @@ def test_hooks_fire_for_measure_keep_discard_crash_and_by_hand(session: Path, ar
     ar(session, "hook", "before")
     ar(session, "hook", "after")
     assert log.read_text().split() == ["before", "after", "after", "after", "before", "after"]
+    ar(session, "measure")
+    assert ar(session, "doctor").code == 0, "the state ref holds the hook lines of measure"
 
 
 def test_hooks_and_modes_survive_reverts(session: Path, ar) -> None:
