@@ -280,6 +280,8 @@ def test_edited_config_is_refused_naming_the_key(repo: Path, ar) -> None:
     res = ar(repo, "run", "-d", "x", expect=3)
     assert "direction" in res.err and "--new-segment" in res.err
     assert len(runs(repo)) == 1
+    for reading in (["log"], ["status"], ["summary"], ["analyze"]):
+        assert "was edited since the segment began" in ar(repo, *reading).err, reading
 
 
 def test_runs_from_subdirectory(repo: Path, ar) -> None:

@@ -38,6 +38,7 @@ def log_cmd(segment: int | None, status: str | None, last: int | None, tsv: bool
     from ..session import Session
 
     session = Session.open_for_reading()
+    _warn_all(session.warnings)
     if segment is not None and not 0 <= segment < len(session.ledger.segments):
         raise UsageError(f"no segment {segment} (segments are 0 to "
                          f"{len(session.ledger.segments) - 1})")
@@ -54,6 +55,12 @@ def log_cmd(segment: int | None, status: str | None, last: int | None, tsv: bool
     else:
         width = shutil.get_terminal_size((120, 20)).columns
         click.echo(report.table(rows, width), nl=False)
+
+
+def _warn_all(warnings: list[str]) -> None:
+    """The session's warnings (an edited configuration, say) on stderr, as status shows them."""
+    for w in warnings:
+        warn(w)
 
 
 @click.command("status", context_settings=CONTEXT)
@@ -153,6 +160,7 @@ def show_cmd(run_number: int, as_json: bool) -> None:
     from ..session import Session
 
     session = Session.open_for_reading()
+    _warn_all(session.warnings)
     run = session.ledger.find(run_number)
     if run is None:
         last = session.ledger.next_run_number - 1
@@ -207,6 +215,7 @@ def analyze_cmd(segment: int | None, plot: Path | None, as_json: bool) -> None:
     from ..session import Session
 
     session = Session.open_for_reading()
+    _warn_all(session.warnings)
     seg = _segment_of(session, segment)
     result = analyze(seg)
     if plot is not None:
@@ -235,6 +244,7 @@ def summary_cmd(max_bytes: int, last: int) -> None:
     from ..session import Session
 
     session = Session.open_for_reading()
+    _warn_all(session.warnings)
     cfg = session.config
     try:
         prompt = session.layout.prompt.read_text(encoding="utf-8")
@@ -262,6 +272,7 @@ def dashboard_cmd(output: Path | None, serve: bool, port: int) -> None:
     from ..session import Session
 
     session = Session.open_for_reading()
+    _warn_all(session.warnings)
     cfg = session.config
 
     def build() -> str:
