@@ -242,6 +242,12 @@ def test_status_reports_best_and_agrees_with_branch(repo: Path, ar) -> None:
     assert data["warnings"] == []
     human = ar(repo, "status").out
     assert "best        60 (run 2" in human
+    assert data["pending"] is None and "pending" not in human
+    write(repo / "value.txt", "70\n")
+    ar(repo, "measure")
+    data = ar(repo, "status", "--json").json()
+    assert data["pending"] == {"metric": 70, "status": None, "decision": "discard"}
+    assert "pending     70, measured and not yet recorded" in ar(repo, "status").out
 
 
 def test_stop_sentinel_ends_loop_with_exit_4(repo: Path, ar) -> None:

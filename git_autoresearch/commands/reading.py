@@ -88,6 +88,10 @@ def status_cmd(as_json: bool) -> None:
               else "it is left out")
     warnings.extend(f"ledger line {m.line} is not readable ({m.reason}); {repair}"
                     for m in session.ledger.malformed)
+    measured = None if session.read_only else session.pending()
+    pending = None if measured is None else {
+        "metric": measured.metric, "status": measured.status,
+        "decision": session.decide(measured)}
     interrupted = session.interrupted()
     if interrupted is not None:
         warnings.append(f"a {interrupted.get('op')} of run {interrupted.get('run')} was "
@@ -101,6 +105,7 @@ def status_cmd(as_json: bool) -> None:
         "direction": cfg.direction,
         "segment": seg,
         "total_runs": len(session.ledger.runs),
+        "pending": pending,
         "stop_pending": session.layout.stop.exists(),
         "limit": cfg.max_experiments,
         "limit_reached": session.limit_reached(),
@@ -141,6 +146,10 @@ def status_cmd(as_json: bool) -> None:
 
         click.echo(f"last run    {last['run']} {last['status']}: "
                    f"{one_line(last['description'])[:70]}")
+    if pending is not None:
+        shown = "-" if pending["metric"] is None else f"{pending['metric']:g}{unit}"
+        click.echo(f"pending     {shown}, measured and not yet recorded (the loop's decision: "
+                   f"{pending['decision']})")
     if data["stop_pending"]:
         click.echo("STOP        pending: the next run exits 4")
     if cfg.max_experiments is not None:
