@@ -210,7 +210,9 @@ def _no_constant(name: str) -> float:
 
 def ledger_from_trailers(repo: Repo, branch: str) -> Ledger:
     """Kept runs rebuilt from the ``Result:`` trailers on ``branch`` alone, oldest first,
-    numbered from 1; a trailer whose status is not ``keep`` is no kept run."""
+    numbered by their ``Autoresearch-Run`` trailer where it has one (and it comes after the
+    previous number), else one after the previous; a trailer whose status is not ``keep`` is
+    no kept run."""
     from .ledger import Ledger, Run, Segment
 
     segment = Segment(0, None)
@@ -225,7 +227,8 @@ def ledger_from_trailers(repo: Repo, branch: str) -> Ledger:
         if segment.header is None:
             segment.header = {"type": "config", "name": f"kept runs on {branch}",
                               "metricName": name, "metricUnit": "", "bestDirection": "lower"}
-        number = len(segment.runs) + 1
+        last = segment.runs[-1].number if segment.runs else 0
+        number = entry.run if entry.run is not None and entry.run > last else last + 1
         data = {"run": number, "commit": entry.commit[:7], "metric": value,
                 "metrics": {k: v for k, v in result.items() if k not in ("status", name)},
                 "status": "keep", "description": entry.subject,

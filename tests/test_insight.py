@@ -162,6 +162,18 @@ def test_pi_session_read_in_place_and_imported(repo: Path, ar, tmp_path: Path) -
     assert seg0["baseline"]["metric"] == 412.5 and seg0["best"]["metric"] == 365.3
 
 
+def test_kept_runs_read_from_trailers_alone_keep_their_numbers(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    for value in ("90", "95", "80"):
+        write(repo / "value.txt", value + "\n")
+        ar(repo, "run", "-d", f"value {value}")
+    shutil.rmtree(repo / ".auto")
+    res = ar(repo, "log", "--json")
+    assert [r["run"] for r in res.json()] == [2, 4]
+    assert "Result: trailers" in res.err
+    assert "value 80" in ar(repo, "show", "4").out
+
+
 def test_flat_pi_ledger_read_in_place(repo: Path, ar) -> None:
     write(repo / "autoresearch.jsonl", (FIXTURES_DIR / "pi-autoresearch-log.jsonl").read_text())
     assert ar(repo, "status", "--json").json()["total_runs"] == 8
