@@ -130,7 +130,8 @@ def _examine(session: Session, fix: bool) -> Examination:
             finding.fixed = session.recover(abandon=True) is not None
             book = session.ledger
 
-    if repo.current_branch() != branch:
+    if repo.current_branch() != branch and not repo.merged(branch):
+        # A session merged into the branch checked out is finished, not in trouble.
         exam.add(f"the work tree is not on the session branch {branch}")
 
     base = (book.segments[0].header or {}).get("base_commit")

@@ -244,6 +244,11 @@ class Repo:
         """Compare-and-swap ``ref`` from ``old`` (:data:`ABSENT`: must not exist) to ``new``."""
         self.run("update-ref", "-m", message, ref, new, old)
 
+    def merged(self, rev: str) -> bool:
+        """Whether commit ``rev`` is HEAD or an ancestor of it (``merge-base --is-ancestor``)."""
+        return self.run("merge-base", "--is-ancestor", rev, "HEAD",
+                        allow_non_zero=True).returncode == 0
+
     def ref_format_ok(self, ref: str) -> bool:
         """Whether ``git check-ref-format`` accepts ``ref``."""
         return self.run("check-ref-format", ref, allow_non_zero=True).returncode == 0

@@ -500,3 +500,13 @@ def test_make_tree_writes_nested_folders_as_git_would(repo: Path) -> None:
     expected = subprocess.run(["git", "write-tree"], cwd=repo, env=env, check=True,
                               capture_output=True, text=True).stdout.strip()
     assert r.make_tree(reversed(entries)) == expected
+
+
+def test_doctor_after_the_session_was_merged(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    write(repo / "value.txt", "50\n")
+    ar(repo, "run", "-d", "better")
+    git(repo, "switch", "-q", "main")
+    assert "not on the session branch" in ar(repo, "doctor", expect=3).out
+    git(repo, "merge", "-q", "--no-edit", "autoresearch/s1")
+    assert ar(repo, "doctor").code == 0
