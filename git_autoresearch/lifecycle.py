@@ -268,7 +268,7 @@ def _lost_lines(current: bytes, saved: bytes) -> bool:
 
 def _restore_files(repo: Repo, layout: Layout, session_id: str) -> list[str]:
     """Bring back session files that are missing (or a ledger that lost lines) from the state
-    ref; returns what was restored."""
+    ref; returns what was restored (``restored .auto/<file>``, with why when it replaced one)."""
     from .state import read
 
     state = read(repo, session_id)
@@ -287,7 +287,8 @@ def _restore_files(repo: Repo, layout: Layout, session_id: str) -> list[str]:
         except (UsageError, OSError):
             broken = layout.config.with_name(f"config.toml.broken.{time.time_ns()}")
             os.replace(layout.config, broken)
-            restored.append(f".auto/config.toml (it did not parse; it is now .auto/{broken.name})")
+            restored.append(f"restored .auto/config.toml (it did not parse; it is now "
+                            f".auto/{broken.name})")
             layout.config.write_bytes(saved["config.toml"])
             layout.config.chmod(0o444)
     for name, data in saved.items():
@@ -304,10 +305,10 @@ def _restore_files(repo: Repo, layout: Layout, session_id: str) -> list[str]:
             if current is not None:
                 kept = path.with_name(f"log.jsonl.before-resume.{time.time_ns()}")
                 os.replace(path, kept)
-                restored.append(f".auto/log.jsonl (it had lost lines; the old file is "
+                restored.append(f"restored .auto/log.jsonl (it had lost lines; the old file is "
                                 f".auto/{kept.name})")
             else:
-                restored.append(".auto/log.jsonl")
+                restored.append("restored .auto/log.jsonl")
             path.write_bytes(data)
             continue
         if path.exists():
@@ -315,7 +316,7 @@ def _restore_files(repo: Repo, layout: Layout, session_id: str) -> list[str]:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
         path.chmod(0o444 if name == "config.toml" else file_modes.get(name, 0o644))
-        restored.append(f".auto/{name}")
+        restored.append(f"restored .auto/{name}")
     return restored
 
 

@@ -141,7 +141,7 @@ def test_clean_xfd_then_resume_restores_the_session(experiment: Path, ar) -> Non
     assert not (top / ".auto").exists()
     assert "git autoresearch resume` restores session s1" in ar(top, "doctor", expect=3).err
     actions = ar(top, "resume", "--json").json()["actions"]
-    assert ".auto/config.toml" in actions and ".auto/log.jsonl" in actions
+    assert "restored .auto/config.toml" in actions and "restored .auto/log.jsonl" in actions
     after = {n: (top / ".auto" / n).read_bytes() for n in before}
     assert after == before
     assert (top / ".auto" / "config.toml").stat().st_mode & 0o777 == 0o444
@@ -156,7 +156,7 @@ def test_deleted_ledger_is_restored(experiment: Path, ar) -> None:
     ledger_path.unlink()
     assert ar(experiment, "run", "-d", "x", expect=3).code == 3
     actions = ar(experiment, "resume", "--json").json()["actions"]
-    assert actions[0] == ".auto/log.jsonl"
+    assert actions[0] == "restored .auto/log.jsonl"
     assert ledger_path.read_bytes() == saved
 
 
