@@ -154,7 +154,9 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
         known = load_snapshot(layout.untracked)
         untracked = [p for p in untracked if known is None or not known.covers(p)]
     if tracked:
-        raise Refused(f"the work tree has uncommitted changes: {_listing(tracked)}; "
+        also = (f" (and untracked files: {_listing(untracked)}, which --force would accept)"
+                if untracked and not opts.force else "")
+        raise Refused(f"the work tree has uncommitted changes: {_listing(tracked)}{also}; "
                       "commit or remove them first")
     if untracked and not opts.force:
         raise Refused(f"the work tree has untracked files: {_listing(untracked)}; commit or "

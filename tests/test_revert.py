@@ -145,8 +145,10 @@ def test_scripts_inside_scope_are_refused(repo: Path, ar) -> None:
 
 def test_start_refuses_dirty_tree(repo: Path, ar) -> None:
     write(repo / "value.txt", "1\n")
+    write(repo / "scratch.txt", "x\n")
     res = ar(repo, *start_args(), expect=3)
-    assert "value.txt" in res.err and "uncommitted" in res.err
+    assert "value.txt" in res.err and "uncommitted" in res.err and "scratch.txt" in res.err
+    (repo / "scratch.txt").unlink()
     git(repo, "checkout", "-q", "value.txt")
     write(repo / "stray.txt", "x\n")
     res = ar(repo, *start_args(), expect=3)
