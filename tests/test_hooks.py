@@ -258,6 +258,7 @@ def test_idea_rotator(session: Path, ar) -> None:
     install(session, ar, "idea-rotator")
     ideas = write(session / ".auto" / "ideas.md",
                   "# Ideas\n- [x] tried already\n- [ ] unroll the loop\n- [ ] cache the table\n")
+    ar(session, "hook", "before")  # by hand: run 2's idea, offered again by run 2 itself
     first = ar(session, "run", "-d", "x", "--json").json()["steer"]
     second = ar(session, "run", "-d", "y", "--json").json()["steer"]
     third = ar(session, "run", "-d", "z", "--json").json()["steer"]

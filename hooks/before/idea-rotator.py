@@ -4,7 +4,8 @@
 
 The backlog is Markdown checkboxes: `- [ ] idea` is open, `- [~] idea` was offered, `- [x] idea`
 was tried. The first open idea is printed as the steer and its box becomes `[~]`, with the run it
-was offered for, so the same idea is not offered again.
+was offered for, so the same idea is not offered again. An idea offered for the very run about to
+start (one that was interrupted, or hooks fired by hand) is offered again instead of a new one.
 """
 import json
 import os
@@ -13,6 +14,7 @@ import sys
 
 IDEAS = os.path.join(".auto", "ideas.md")
 OPEN = re.compile(r"^(\s*[-*]\s+)\[ \]\s+(.*\S)\s*$")
+OFFERED = re.compile(r"^\s*[-*]\s+\[~\]\s+(.*\S) \(offered before run (\d+)\)\s*$")
 
 
 def main():
@@ -22,11 +24,16 @@ def main():
             lines = fh.read().split("\n")
     except FileNotFoundError:
         return
+    run = payload.get("next_run", "?")
+    for line in lines:
+        match = OFFERED.match(line)
+        if match and match.group(2) == str(run):
+            print(f"Next idea from the backlog (.auto/ideas.md): {match.group(1)}")
+            return
     for index, line in enumerate(lines):
         match = OPEN.match(line)
         if match:
             idea = match.group(2)
-            run = payload.get("next_run", "?")
             lines[index] = f"{match.group(1)}[~] {idea} (offered before run {run})"
             tmp = IDEAS + ".tmp"
             with open(tmp, "w", encoding="utf-8") as fh:
