@@ -133,8 +133,8 @@ def commit_message(description: str, trailer: str, run: int, session_id: str) ->
     line, ``---`` line, tabs or paragraphs can neither forge nor hide ours.
     """
     text = description.replace("\r\n", "\n").strip("\n") or f"run {run}"
-    return (f"{text}\n\nResult: {trailer}\nAutoresearch-Run: {run}\n"
-            f"Autoresearch-Session: {session_id}\n")
+    block = keep_trailers(trailer, run, session_id)
+    return f"{text}\n\n" + "".join(f"{key}: {value}\n" for key, value in block.items())
 
 
 def _remove_files(top: Path, paths: Iterable[str]) -> list[str]:
@@ -310,8 +310,14 @@ def plan_keep(repo: Repo, bounds: Boundaries, changes: Changes) -> KeepPlan:
     return KeepPlan(to_stage, unstage, violations, revert_changes)
 
 
+def index_backup(repo: Repo) -> Path:
+    """Where a keep saves the index it found until its commit is made (a keep killed before
+    that is rolled back to it)."""
+    return _scratch(repo) / "index-before-keep"
+
+
 def keep(repo: Repo, bounds: Boundaries, plan: KeepPlan, *, head: str, message: str,
-         trailer: str, violations_ref: str, violations_message: str,
+         trailers: Mapping[str, str], violations_ref: str, violations_message: str,
          head_tree: str | None = None) -> KeepResult:
     """Carry out ``plan`` (:func:`plan_keep`): commit its in-scope changes with ``message`` on
     top of ``head`` (whose tree is ``head_tree``, when the caller knows it).
@@ -319,13 +325,14 @@ def keep(repo: Repo, bounds: Boundaries, plan: KeepPlan, *, head: str, message: 
     Only in-scope paths are committed: every other staged path (protected, out of scope, or a
     file that was untracked before the experiment) is unstaged first. Only once the commit has
     succeeded are out-of-scope changes recorded at ``violations_ref`` and reverted. A commit
-    that git refuses (a hook, a missing identity) or whose ``Result:`` trailer does not read
-    back as written (a commit-msg hook changed it) raises :class:`Refused` and leaves HEAD, the
+    that git refuses (a hook, a missing identity), whose trailers do not read back as written
+    (a commit-msg hook changed them), or into which a hook staged a path outside the scope or a
+    file from before the experiment, raises :class:`Refused` and leaves HEAD, the
     index and the work tree as they were. With nothing to commit, HEAD stays and ``committed``
     is False.
     """
     real = repo.git_dir / "index"
-    saved = _scratch(repo) / f"index-before-keep.{os.getpid()}"
+    saved = index_backup(repo)
     had_index = real.is_file()
     if had_index:
         saved.write_bytes(real.read_bytes())
@@ -336,9 +343,10 @@ def keep(repo: Repo, bounds: Boundaries, plan: KeepPlan, *, head: str, message: 
         repo.add_paths(plan.to_stage)
         checkpoint("keep:before-commit")
         if plan.to_stage:
+            theirs = {*plan.revert_changes.preexisting, *plan.revert_changes.staged_preexisting}
             made = commit_index(repo, head=head, head_tree=head_tree, message=message,
-                                trailer=trailer, allowed=lambda p: bounds.in_scope(p)
-                                and not bounds.is_protected(p))
+                                trailers=trailers, allowed=lambda p: bounds.in_scope(p)
+                                and not bounds.is_protected(p) and p not in theirs)
             if made is not None:
                 commit, committed = made, True
     except Refused:
@@ -360,18 +368,19 @@ REFLOG_SUBJECT_LIMIT = 4000
 
 
 def commit_index(repo: Repo, *, head: str, head_tree: str | None, message: str,
-                 trailer: str, allowed: Callable[[str], bool] | None = None) -> str | None:
+                 trailers: Mapping[str, str], allowed: Callable[[str], bool] | None = None
+                 ) -> str | None:
     """Commit the index on top of ``head`` and move HEAD there; returns the commit, or None
     when the index holds ``head``'s tree (nothing to commit).
 
     With nothing configured that ``git commit`` would act on (:meth:`Repo.commit_customizations`)
     this is ``write-tree``, ``commit-tree`` and a compare-and-swap ``update-ref HEAD`` with git
     commit's reflog message (``$GIT_REFLOG_ACTION`` or ``commit``, then the subject, cut at
-    :data:`REFLOG_SUBJECT_LIMIT` characters), and the trailer is read back before HEAD moves;
-    otherwise ``git commit`` runs, hooks and all, and HEAD is moved back if the trailer does
+    :data:`REFLOG_SUBJECT_LIMIT` characters), and the trailers are read back before HEAD moves;
+    otherwise ``git commit`` runs, hooks and all, and HEAD is moved back if the trailers do
     not read back or a hook added a path that ``allowed`` refuses (one outside the scope).
     Raises :class:`Refused` when git refuses (a hook, unmerged paths, HEAD moved meanwhile), the
-    trailer does not read back as written, or a hook added such a path; HEAD is then where it
+    trailers do not read back as written, or a hook added such a path; HEAD is then where it
     was.
     """
     if repo.commit_customizations():
@@ -381,12 +390,13 @@ def commit_index(repo: Repo, *, head: str, head_tree: str | None, message: str,
                        input=message.encode("utf-8"), allow_non_zero=True)
         if res.returncode != 0:
             raise _commit_failed(res.returncode, res.stderr)
-        commit, problem = _read_back(repo, "HEAD", trailer)
+        commit, problem = _read_back(repo, "HEAD", trailers)
         if problem is None and allowed is not None:
             extra = [p for p in repo.changed_paths(head, commit) if not allowed(p)]
             if extra:
                 problem = (f"a commit hook added {', '.join(extra[:5])}"
-                           f"{' ...' if len(extra) > 5 else ''} to the commit, outside the scope")
+                           f"{' ...' if len(extra) > 5 else ''} to the commit, which a keep "
+                           "never commits (outside the scope, or there before the experiment)")
         if problem:
             repo.run("update-ref", "-m", "autoresearch: undo a keep refused after its commit",
                      "HEAD", head, commit)
@@ -403,7 +413,7 @@ def commit_index(repo: Repo, *, head: str, head_tree: str | None, message: str,
                     input=message.encode("utf-8"), allow_non_zero=True)
     if made.returncode != 0:
         raise _commit_failed(made.returncode, made.stderr)
-    commit, problem = _read_back(repo, made.text, trailer)
+    commit, problem = _read_back(repo, made.text, trailers)
     if problem:
         raise Refused(problem + "; nothing was recorded")
     action = os.environ.get("GIT_REFLOG_ACTION") or "commit"
@@ -423,17 +433,24 @@ def _commit_failed(code: int, stderr: bytes) -> Refused:
                    detail="\n".join(said[-40:-1]) if len(said) > 1 else None)
 
 
-def _read_back(repo: Repo, rev: str, trailer: str) -> tuple[str, str | None]:
-    """The id of commit ``rev``, and what is wrong with its ``Result:`` trailer (None when it
-    reads back as ``trailer``)."""
-    back = repo.run("log", "-1", "--format=%H%x1f%(trailers:key=Result,valueonly,unfold)",
-                    rev, "--").text
-    commit, _, read = back.partition("\x1f")
-    values = [v for v in read.split("\n") if v.strip()]
-    if values != [trailer]:
-        return commit, (f"the Result trailer of commit {commit[:7]} does not read back as "
-                        f"written (a commit-msg hook changed it?): got {values!r}")
+def _read_back(repo: Repo, rev: str, trailers: Mapping[str, str]) -> tuple[str, str | None]:
+    """The id of commit ``rev``, and what is wrong with its trailers (None when each of
+    ``trailers``, key to value, reads back once and as written)."""
+    keys = list(trailers)
+    fmt = "%H" + "".join(f"%x1f%(trailers:key={k},valueonly,unfold)" for k in keys)
+    parts = repo.run("log", "-1", f"--format={fmt}", rev, "--").text.split("\x1f")
+    commit = parts[0]
+    for key, read in zip(keys, parts[1:], strict=True):
+        values = [v for v in read.split("\n") if v.strip()]
+        if values != [trailers[key]]:
+            return commit, (f"the {key} trailer of commit {commit[:7]} does not read back as "
+                            f"written (a commit-msg hook changed it?): got {values!r}")
     return commit, None
+
+
+def keep_trailers(trailer: str, run: int, session_id: str) -> dict[str, str]:
+    """The trailers :func:`commit_message` writes, key to value, for the read-back."""
+    return {"Result": trailer, "Autoresearch-Run": str(run), "Autoresearch-Session": session_id}
 
 
 def save_snapshot(path: Path, snap: Snapshot) -> None:

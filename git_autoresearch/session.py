@@ -33,7 +33,9 @@ from .experiment import (
     attempt_ref,
     commit_message,
     finish_revert,
+    index_backup,
     json_number,
+    keep_trailers,
     load_snapshot,
     moved_out,
     plan_keep,
@@ -643,7 +645,9 @@ class Session:
                          if head == self.repo.head_at_discovery else None)
             try:
                 kept = git_keep(self.repo, self.bounds, plan, head=head, message=message,
-                                trailer=trailer, violations_ref=ref, head_tree=head_tree,
+                                trailers=keep_trailers(trailer, number,
+                                                       self.config.session_id),
+                                violations_ref=ref, head_tree=head_tree,
                                 violations_message=f"out-of-scope changes of kept run "
                                                    f"{number}\n\nAutoresearch-Intent: {token}\n")
             except Refused:
@@ -808,6 +812,9 @@ class Session:
                 if leftover.name.split(".")[-1] != str(os.getpid()):
                     leftover.unlink(missing_ok=True)
         intent = self.interrupted()
+        backup = index_backup(self.repo)
+        if intent is None or intent.get("op") != "keep":
+            backup.unlink(missing_ok=True)
         if intent is None:
             return None
         number = intent.get("run")
@@ -849,10 +856,14 @@ class Session:
                 self._set_intent_aside()
                 return f"set aside the interrupted keep of run {number} (HEAD had moved)"
         elif intent["to_stage"] and not ours:
-            self.repo.unstage(intent["to_stage"])
+            if backup.is_file():
+                os.replace(backup, self.repo.git_dir / "index")  # the index the keep found
+            else:
+                self.repo.unstage(intent["to_stage"])
             self.layout.intent.unlink()
             return (f"rolled back the interrupted keep of run {number}: nothing was committed, "
                     "and the experiment is still in the work tree")
+        backup.unlink(missing_ok=True)
         note = ""
         if intent["created"] or intent["tracked"]:
             if ours:

@@ -90,6 +90,8 @@ def test_kill_during_keep_then_resume(experiment: Path, ar, step: str) -> None:
     top = experiment
     precious = files_of(top, PRECIOUS)
     head = git(top, "rev-parse", "HEAD")
+    git(top, "add", "README.md", "src/new.py")  # the user's staging, out of scope and in
+    staged = git(top, "diff", "--cached", "--name-status")
     killed = tool(top, "keep", "-d", "killed keep", "--metric", "50",
                   env={"GIT_AUTORESEARCH_DIE_AT": step})
     assert killed.returncode == -signal.SIGKILL, killed.stderr
@@ -97,10 +99,10 @@ def test_kill_during_keep_then_resume(experiment: Path, ar, step: str) -> None:
     assert files_of(top, PRECIOUS) == precious
     numbers = [r["run"] for r in runs(top)]
     if step in ("keep:staging", "keep:before-commit"):
-        # Rolled back: nothing committed or recorded; the experiment is intact and unstaged.
+        # Rolled back: nothing committed or recorded; work tree and index as the keep found them.
         assert numbers == [1], res["actions"]
         assert git(top, "rev-parse", "HEAD") == head
-        assert git(top, "diff", "--cached", "--name-only") == ""
+        assert git(top, "diff", "--cached", "--name-status") == staged
         assert (top / "value.txt").read_text() == "50\n"
         assert (top / "src" / "new.py").read_text() == "x = 1\n"
         assert (top / "README.md").read_text() == "out of scope\n"
@@ -118,6 +120,7 @@ def test_kill_during_keep_then_resume(experiment: Path, ar, step: str) -> None:
         assert (top / "README.md").read_text() == "project\n"
         assert git(top, "show", "refs/autoresearch/s1/attempts/2:README.md") == "out of scope"
     assert ar(top, "status", "--json").json()["warnings"] == []
+    assert not (top / ".git" / "autoresearch" / "index-before-keep").exists()
 
 
 def test_next_command_finishes_an_interrupted_revert(experiment: Path, ar) -> None:

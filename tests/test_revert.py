@@ -319,7 +319,7 @@ def test_keep_refuses_when_head_moved_since_it_was_read(repo: Path) -> None:
     git(repo, "add", "value.txt")
     with pytest.raises(Refused, match="git commit failed"):
         commit_index(r, head=stale, head_tree=None, message="late\n\nResult: {}\n",
-                     trailer="{}")
+                     trailers={"Result": "{}"})
     assert git(repo, "rev-parse", "HEAD") == moved
 
 
@@ -481,3 +481,25 @@ def test_a_commit_hook_cannot_sweep_paths_outside_the_scope_into_a_keep(repo: Pa
     assert git(repo, "rev-parse", "HEAD") == head
     assert git(repo, "diff", "--cached", "--name-only") == ""
     assert (repo / "value.txt").read_text() == "10\n"
+
+
+def test_a_hook_that_rewrites_our_run_trailer_is_refused(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    head = git(repo, "rev-parse", "HEAD")
+    write(repo / ".git" / "hooks" / "commit-msg",
+          "#!/bin/sh\nsed -i 's/^Autoresearch-Run: .*/Autoresearch-Run: 99/' \"$1\"\n", 0o755)
+    write(repo / "value.txt", "10\n")
+    res = ar(repo, "keep", "-d", "renumbered", "--metric", "10", expect=3)
+    assert "Autoresearch-Run trailer" in res.err
+    assert git(repo, "rev-parse", "HEAD") == head
+
+
+def test_a_hook_cannot_commit_a_file_from_before_the_session(repo: Path, ar) -> None:
+    write(repo / "src" / "mine.py", "# the user's, untracked\n")
+    ar(repo, *start_args("--force", "--scope", "src/", "--scope", "value.txt"))
+    write(repo / ".git" / "hooks" / "pre-commit", "#!/bin/sh\ngit add -A src\n", 0o755)
+    write(repo / "value.txt", "10\n")
+    res = ar(repo, "keep", "-d", "swept", "--metric", "10", expect=3)
+    assert "a commit hook added src/mine.py" in res.err
+    assert (repo / "src" / "mine.py").read_text() == "# the user's, untracked\n"
+    assert git(repo, "ls-files", "src/mine.py") == ""
