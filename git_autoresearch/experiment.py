@@ -166,7 +166,8 @@ def record_attempt(repo: Repo, head: str, paths: list[str], *, ref: str, message
                    reset: Sequence[str] = ()) -> str:
     """Commit the work tree state of ``paths`` on top of ``head`` without touching the user's
     index, and point ``ref`` at it (it must not exist yet). ``reset`` are staged paths that must
-    not be recorded (they are put back to ``head`` in the temporary index). Returns the commit."""
+    not be recorded (they are put back to ``head`` in the temporary index). Returns the commit;
+    :class:`Refused` when git cannot make it (no committer identity), before anything changed."""
     index = _scratch(repo) / f"attempt-index.{os.getpid()}"
     env = {"GIT_INDEX_FILE": str(index)}
     try:
@@ -187,10 +188,14 @@ def record_attempt(repo: Repo, head: str, paths: list[str], *, ref: str, message
                 leftover.unlink()
             except FileNotFoundError:
                 pass
-    commit = repo.run("commit-tree", tree, "-p", head, "-F", "-",
-                      input=message.encode("utf-8")).text
-    repo.update_ref(ref, commit, ABSENT, "autoresearch: record attempt")
-    return commit
+    made = repo.run("commit-tree", tree, "-p", head, "-F", "-", input=message.encode("utf-8"),
+                    allow_non_zero=True)
+    if made.returncode != 0:  # no identity, say: nothing has changed yet
+        said = [ln for ln in made.stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+        raise Refused("git cannot record the attempt, so nothing was reverted: "
+                      + (said[-1].strip() if said else f"exit {made.returncode}"))
+    repo.update_ref(ref, made.text, ABSENT, "autoresearch: record attempt")
+    return made.text
 
 
 def _scratch(repo: Repo) -> Path:

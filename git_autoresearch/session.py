@@ -665,7 +665,12 @@ class Session:
                        f"Autoresearch-Intent: {token}\n")
             intent["created"], intent["tracked"] = revert_targets(self.bounds, changes)
             self._write_intent(intent)
-            git_revert(self.repo, self.bounds, changes, head=head, ref=ref, message=message)
+            try:
+                git_revert(self.repo, self.bounds, changes, head=head, ref=ref,
+                           message=message)
+            except Refused:
+                self.layout.intent.unlink(missing_ok=True)  # the attempt was not even recorded
+                raise
             draft["attempt_ref"] = ref
         return self._append_record(draft, untracked_after, changes.ignored)
 

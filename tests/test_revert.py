@@ -503,3 +503,19 @@ def test_a_hook_cannot_commit_a_file_from_before_the_session(repo: Path, ar) -> 
     assert "a commit hook added src/mine.py" in res.err
     assert (repo / "src" / "mine.py").read_text() == "# the user's, untracked\n"
     assert git(repo, "ls-files", "src/mine.py") == ""
+
+
+def test_without_a_committer_identity_nothing_is_reverted(repo: Path, ar, monkeypatch) -> None:
+    ar(repo, *start_args("--scope", "value.txt"))
+    for name in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME",
+                 "GIT_COMMITTER_EMAIL"):
+        monkeypatch.delenv(name)
+    git(repo, "config", "user.useConfigOnly", "true")
+    write(repo / "value.txt", "10\n")
+    write(repo / "README.md", "out of scope\n")
+    res = ar(repo, "discard", "-d", "no identity", expect=3)
+    assert "git cannot record the attempt" in res.err
+    assert "cannot record the attempt" in ar(repo, "measure", expect=3).err
+    assert (repo / "value.txt").read_text() == "10\n"
+    assert (repo / "README.md").read_text() == "out of scope\n"
+    assert ar(repo, "status", "--json").json()["warnings"] == []
