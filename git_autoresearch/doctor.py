@@ -203,8 +203,11 @@ def _examine(session: Session, fix: bool) -> Examination:
         if isinstance(run.data.get("scope_ref"), str):
             named.add(run.data["scope_ref"])
     prefix = f"refs/autoresearch/{sid}/scope/"
+    recorded = {str(run.number) for run in book.runs}
     for ref in repo.run("for-each-ref", "--format=%(refname)", prefix).text.splitlines():
-        if ref not in named:
+        # scope/N.2, scope/N.3, ...: measurements of run N taken again (or dropped as stale)
+        # before it was recorded; they belong to run N as much as the one it names.
+        if ref not in named and ref[len(prefix):].split(".")[0] not in recorded:
             exam.add(f"{ref} holds out-of-scope changes that no recorded run names (see them: "
                      f"git show {ref})")
 

@@ -598,7 +598,9 @@ class Session:
         head = self.head()
         number = self.next_run()
         changes = survey(self.repo, load_snapshot(self.layout.untracked))
+        stale: Measurement | None = None
         if result is not None and result.fingerprint is not None:
+            stale = result
             now = self.fingerprint(changes)
             moved = sorted(p for p in set(now) | set(result.fingerprint)
                            if now.get(p) != result.fingerprint.get(p))
@@ -624,6 +626,11 @@ class Session:
         if status == "keep" and metric is None:
             raise Refused("a keep needs a metric: measure first or pass --metric")
         draft = self._draft(number, status, description, result, asi, hooks, baseline)
+        if stale is not None and result is not stale and stale.scope_ref:
+            # What the dropped measurement set aside before it ran still belongs to this run.
+            draft["scope_ref"] = stale.scope_ref
+            draft["scope_violations"] = sorted({*draft["scope_violations"],
+                                                *stale.scope_violations})
         ref = attempt_ref(self.config.session_id, number)
         token = os.urandom(8).hex()
         untracked_after = sorted({*changes.preexisting, *changes.staged_preexisting,

@@ -217,6 +217,12 @@ def test_commit_refused_by_a_hook_changes_nothing(repo: Path, ar) -> None:
     hook.unlink()
     assert ar(repo, "discard", "-d", "after the hook", "--json").json()["run"] == 2
     assert (repo / "value.txt").read_text() == "100\n"
+    hook = write(repo / ".git" / "hooks" / "pre-commit", "#!/bin/sh\nexit 1\n", 0o755)
+    write(repo / "value.txt", "10\n")
+    ar(repo, "run", "-d", "blocked run", expect=3)
+    assert ar(repo, "status", "--json").json()["pending"]["metric"] == 10
+    record = ar(repo, "discard", "-d", "after the blocked run", "--json").json()
+    assert record["metric"] == 10 and record["run"] == 3
 
 
 def test_glob_without_slash_matches_at_any_depth(repo: Path, ar) -> None:
@@ -519,3 +525,19 @@ def test_without_a_committer_identity_nothing_is_reverted(repo: Path, ar, monkey
     assert (repo / "value.txt").read_text() == "10\n"
     assert (repo / "README.md").read_text() == "out of scope\n"
     assert ar(repo, "status", "--json").json()["warnings"] == []
+
+
+def test_out_of_scope_changes_set_aside_by_measurements_stay_named(repo: Path, ar) -> None:
+    ar(repo, *start_args("--scope", "value.txt"))
+    write(repo / "value.txt", "90\n")
+    write(repo / "README.md", "first\n")
+    data = ar(repo, "measure", "--json").json()
+    assert any("reverted changes outside the scope: README.md" in w for w in data["warnings"])
+    write(repo / "README.md", "second\n")
+    assert "reverted changes outside the scope" in ar(repo, "run", "--dry-run", "-d", "x").err
+    write(repo / "value.txt", "80\n")  # the measurement is stale now
+    record = ar(repo, "discard", "-d", "stale", "--json").json()
+    assert record["scope_ref"] == "refs/autoresearch/s1/scope/2.2"
+    assert record["scope_violations"] == ["README.md"]
+    assert git(repo, "show", "refs/autoresearch/s1/scope/2:README.md") == "first"
+    assert ar(repo, "doctor").code == 0

@@ -162,14 +162,18 @@ def measure_cmd(as_json: bool) -> None:
             result = session.measure(_progress())
         finally:
             _clear_progress()
+    notes = before.warnings + _violation_notes(
+        {"scope_violations": result.scope_violations, "scope_ref": result.scope_ref})
     if as_json:
         data = _measurement_json(result)
         data["steer"] = before.steer or None
-        data["warnings"] = before.warnings
+        data["warnings"] = notes
         emit_json(data)
         return
     _print_steer("before", before)
     _print_measurement(result, session.config.metric_name)
+    for note in notes:
+        warn(note)
 
 
 def _record_json(record: dict[str, Any], steer: list[str], warnings: list[str]) -> dict[str, Any]:
@@ -218,22 +222,29 @@ def run_cmd(description: str, asi_pairs: tuple[str, ...], asi_json: str | None, 
         session.check_stop("run")
         before = session.fire_hooks("before")
         try:
-            result = session.measure(_progress(), pending=dry_run)
+            # Pending until recorded: a keep that git refuses leaves it for discard or keep.
+            result = session.measure(_progress())
         finally:
             _clear_progress()
         decision = session.decide(result)
         best = session.segment.best
         previous_best = best.metric if best else None
         if dry_run:
+            notes = before.warnings + _violation_notes(
+                {"scope_violations": result.scope_violations, "scope_ref": result.scope_ref})
             if as_json:
                 data = _measurement_json(result)
                 data.update({"decision": decision, "dry_run": True,
-                             "steer": before.steer or None, "warnings": before.warnings})
+                             "steer": before.steer or None, "warnings": notes})
                 emit_json(data)
             else:
                 _print_steer("before", before)
                 _print_measurement(result, session.config.metric_name)
-                click.echo(f"decision: {decision} (dry run: nothing applied)")
+                click.echo(f"decision: {decision} (dry run: nothing recorded; changes outside "
+                           "the scope were set aside)" if result.scope_violations else
+                           f"decision: {decision} (dry run: nothing applied)")
+                for note in notes:
+                    warn(note)
             return
         hooks = [{"stage": f.stage, "hook": f.hook, "exit_code": f.exit_code,
                   "timed_out": f.timed_out} for f in before.firings]
