@@ -605,7 +605,7 @@ class Session:
             moved = sorted(p for p in set(now) | set(result.fingerprint)
                            if now.get(p) != result.fingerprint.get(p))
             what = ", ".join(moved[:5]) + (" ..." if len(moved) > 5 else "")
-            if moved and given is not None:
+            if moved and given is not None and (status != "keep" or given.metric is not None):
                 self.warnings.append(f"the work tree changed since it was measured ({what}); "
                                      "the run is recorded with the metrics you gave alone")
                 result = given

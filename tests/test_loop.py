@@ -146,6 +146,8 @@ def test_given_metrics_are_checked(repo: Path, ar) -> None:
                                  expect=2).err
     res = ar(repo, "keep", "-d", "x", "--metric", "50", "--metrics", "score=3", expect=2)
     assert "given twice" in res.err
+    res = ar(repo, "keep", "-d", "x", "--metrics", "score=3", "--metrics", "score=4", expect=2)
+    assert "given twice" in res.err
     write(repo / "bench.sh", "#!/bin/sh\necho \"score: $(cat value.txt)\"\n"
           "echo 'METRIC status=9'\necho 'METRIC rss_mb=12'\n", 0o755)
     git(repo, "commit", "-qam", "bench prints more")
@@ -373,6 +375,8 @@ def test_a_given_metric_is_kept_alone_when_the_tree_changed_since_measured(repo:
     write(repo / "value.txt", "80\n")
     ar(repo, "measure")
     write(repo / "value.txt", "70\n")
+    res = ar(repo, "keep", "-d", "x", "--metrics", "rss_mb=3", expect=3)
+    assert "changed since it was measured (value.txt)" in res.err
     record = ar(repo, "keep", "-d", "x", "--metric", "70", "--json").json()
     assert record["metric"] == 70 and record["samples"] == [70] and record["checks"] is None
     assert any("recorded with the metrics you gave alone" in w for w in record["warnings"])

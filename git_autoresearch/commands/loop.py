@@ -365,6 +365,8 @@ def _given_metrics(pairs: tuple[str, ...], metric: float | None, metric_name: st
         value, problem = parse_number(raw)
         if value is None:
             raise UsageError(f"--metrics {name}: {problem}")
+        if name in out:
+            raise UsageError(f"--metrics {name} is given twice")
         out[name] = value
     if metric is not None and metric_name in out:
         raise UsageError(f"the primary metric {metric_name} is given twice (--metric and "
