@@ -285,11 +285,14 @@ def _restore_files(repo: Repo, layout: Layout, session_id: str) -> list[str]:
     lost = not layout.config.exists() or not layout.ledger.exists()
     if not lost and "config.toml" in saved:
         try:
-            parse_toml(layout.config.read_bytes(), source="config.toml")
-        except (UsageError, OSError):
+            Config.from_mapping(parse_toml(layout.config.read_bytes(), source="config.toml"),
+                                source="config.toml")
+        except (UsageError, OSError) as exc:
+            why = "it did not parse" if "TOML" in str(exc) or isinstance(exc, OSError) \
+                else "it was not valid"
             broken = layout.config.with_name(f"config.toml.broken.{time.time_ns()}")
             os.replace(layout.config, broken)
-            restored.append(f"restored .auto/config.toml (it did not parse; it is now "
+            restored.append(f"restored .auto/config.toml ({why}; it is now "
                             f".auto/{broken.name})")
             layout.config.write_bytes(saved["config.toml"])
             layout.config.chmod(0o444)

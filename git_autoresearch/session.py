@@ -210,6 +210,7 @@ class Session:
         book = ledger_mod.read(layout.ledger)
         header = book.config_header or {}
         recorded = header.get("config")
+        invalid: str | None = None
         try:
             if header.get("config_hash") == file_hash(data) and isinstance(recorded, dict):
                 # The header holds the very values the file was written from: no TOML to parse.
@@ -218,12 +219,19 @@ class Session:
                 cfg = Config.from_mapping(parse_toml(data, source=str(layout.config)),
                                           source=str(layout.config))
         except UsageError as exc:
-            raise Refused(f"{exc.message}; git autoresearch resume restores it from the state "
-                          "ref") from None
+            if check_config or not isinstance(recorded, dict):
+                raise Refused(f"{exc.message}; git autoresearch resume restores it from the "
+                              "state ref") from None
+            # To read the runs, the values the segment began with will do.
+            cfg = Config.from_mapping(recorded, source="the ledger's configuration header")
+            invalid = (f"{exc.message}; read with the configuration the segment began with "
+                       "(git autoresearch resume restores the file from the state ref)")
         lock_wait_seconds()
         hook_timeout_seconds()  # a bad setting is refused before anything runs
         session = cls(repo, cfg, data, book)
         session.seen_version = seen
+        if invalid:
+            session.warnings.append(invalid)
         if check_config:
             session.check_config()
         if on_branch:

@@ -512,3 +512,20 @@ def test_doctor_after_the_session_was_merged(repo: Path, ar) -> None:
     assert "not on the session branch" in ar(repo, "doctor", expect=3).out
     git(repo, "merge", "-q", "--no-edit", "autoresearch/s1")
     assert ar(repo, "doctor").code == 0
+
+
+def test_a_config_edited_into_an_invalid_value(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    cfg = repo / ".auto" / "config.toml"
+    original = cfg.read_bytes()
+    cfg.chmod(0o644)
+    cfg.write_text(cfg.read_text().replace('direction = "lower"', 'direction = "sideways"'))
+    assert "direction" in ar(repo, "run", "-d", "x", expect=3).err
+    res = ar(repo, "status")
+    assert "segment began with" in res.err and "baseline" in res.out
+    assert ar(repo, "log", "--json").json()[0]["run"] == 1
+    actions = ar(repo, "resume", "--json").json()["actions"]
+    assert "it was not valid" in actions[0]
+    assert cfg.read_bytes() == original
+    write(repo / "value.txt", "50\n")
+    assert ar(repo, "run", "-d", "after resume", "--json").json()["status"] == "keep"
