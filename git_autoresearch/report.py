@@ -262,9 +262,16 @@ def reconcile(repo: Repo, book: Ledger, branch: str, base: str | None,
         value = info["result"].get(metric_name) if metric_name else None
         if isinstance(value, (int, float)) and run.metric is not None and value != run.metric:
             problems.append(f"run {number}: the trailer says {value}, the ledger {run.metric}")
-    for number, run in sorted(kept.items()):
-        commit = str(run.data.get("commit", ""))[:7]
-        if number not in trailers and commit not in on_branch:
+    unsure = {number: str(run.data.get("commit", ""))[:7] for number, run in kept.items()
+              if number not in trailers and str(run.data.get("commit", ""))[:7] not in on_branch}
+    if unsure:
+        # A keep that committed nothing (or a baseline) sits on a commit without a trailer:
+        # ask the branch's history itself, once.
+        spec = f"{base}..{branch}" if base else branch
+        listed = repo.run("rev-list", spec, "--", allow_non_zero=True).text.split()
+        on_branch.update(oid[:7] for oid in listed)
+    for number, commit in sorted(unsure.items()):
+        if commit not in on_branch:
             problems.append(f"run {number} is recorded as kept at {commit}, which is not on "
                             f"{branch}")
     return Reconciliation(trailers, problems)

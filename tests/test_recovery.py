@@ -529,3 +529,12 @@ def test_a_config_edited_into_an_invalid_value(repo: Path, ar) -> None:
     assert cfg.read_bytes() == original
     write(repo / "value.txt", "50\n")
     assert ar(repo, "run", "-d", "after resume", "--json").json()["status"] == "keep"
+
+
+def test_a_new_segment_after_a_commit_by_hand_reconciles(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    write(repo / "bench.sh", "#!/bin/sh\necho \"score: $(cat value.txt)\"\necho tuned\n", 0o755)
+    git(repo, "commit", "-qam", "tune the benchmark by hand")
+    ar(repo, "start", "--new-segment")
+    assert ar(repo, "status", "--json").json()["warnings"] == []
+    assert ar(repo, "doctor").code == 0
