@@ -130,16 +130,24 @@ def _examine(session: Session, fix: bool) -> Examination:
             finding.fixed = session.recover(abandon=True) is not None
             book = session.ledger
 
-    if repo.current_branch() != branch and not repo.merged(branch):
+    current = repo.current_branch()
+    exists = repo.resolve(branch) is not None
+    if not exists:
+        exam.add(f"the session branch {branch} does not exist (deleted once merged? not "
+                 f"fetched? git fetch origin {branch}:{branch}); its runs were not checked "
+                 "against it")
+    elif current is None:
+        exam.add(f"the work tree is on a detached HEAD, not on the session branch {branch}")
+    elif current != branch and not repo.merged(branch):
         # A session merged into the branch checked out is finished, not in trouble.
         exam.add(f"the work tree is not on the session branch {branch}")
 
     base = (book.segments[0].header or {}).get("base_commit")
-    log = trailer_log(repo, branch, base)
+    log = trailer_log(repo, branch, base) if exists else []
     for commit in bad_trailers(log):
         exam.add(f"commit {commit} has a Result trailer that is not a JSON object of finite "
                  "numbers; it is not trusted")
-    for problem in reconcile(repo, book, branch, base, log).problems:
+    for problem in reconcile(repo, book, branch, base, log).problems if exists else []:
         if "but the ledger has no such keep" not in problem:
             exam.add(problem)
 

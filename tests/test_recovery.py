@@ -512,6 +512,15 @@ def test_doctor_after_the_session_was_merged(repo: Path, ar) -> None:
     assert "not on the session branch" in ar(repo, "doctor", expect=3).out
     git(repo, "merge", "-q", "--no-edit", "autoresearch/s1")
     assert ar(repo, "doctor").code == 0
+    assert ar(repo, "status", "--json").json()["warnings"] == []
+    git(repo, "checkout", "-q", "--detach", "autoresearch/s1")
+    assert "detached HEAD" in ar(repo, "doctor", expect=3).out
+    git(repo, "switch", "-q", "main")
+    git(repo, "branch", "-q", "-d", "autoresearch/s1")
+    problems = [f["problem"] for f in ar(repo, "doctor", "--json", expect=3).json()["findings"]]
+    assert len(problems) == 1 and "autoresearch/s1 does not exist" in problems[0]
+    assert ar(repo, "status", "--json").json()["warnings"] == \
+        ["the session branch autoresearch/s1 does not exist"]
 
 
 def test_a_config_edited_into_an_invalid_value(repo: Path, ar) -> None:

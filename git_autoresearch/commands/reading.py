@@ -78,10 +78,15 @@ def status_cmd(as_json: bool) -> None:
         branch = session.repo.current_branch() or "HEAD"
     warnings = list(session.warnings)
     if not session.read_only:
-        base = (session.ledger.segments[0].header or {}).get("base_commit")
-        warnings += report.reconcile(session.repo, session.ledger, branch, base).problems
         current = session.repo.current_branch()
-        if current != branch:
+        exists = current == branch or session.repo.resolve(branch) is not None
+        if exists:
+            base = (session.ledger.segments[0].header or {}).get("base_commit")
+            warnings += report.reconcile(session.repo, session.ledger, branch, base).problems
+        else:
+            warnings.append(f"the session branch {branch} does not exist")
+        if exists and current != branch and (current is None or
+                                             not session.repo.merged(branch)):
             where = f"branch {current}" if current else "a detached HEAD"
             warnings.append(f"the work tree is on {where}, not on {branch}")
     repair = ("git autoresearch resume sets it aside" if not session.read_only
