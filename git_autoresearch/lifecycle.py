@@ -104,7 +104,8 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
         raise Refused("HEAD has no commit yet; commit the project first")
     if opts.new_segment:
         if not layout.config.exists():
-            raise Refused("no session to start a new segment of: run git autoresearch start")
+            raise Refused("no session to start a new segment of (no .auto/config.toml): "
+                          + layout.missing_hint())
         try:
             old_data = parse_toml(layout.read_config_bytes(), source=str(layout.config))
         except UsageError as exc:

@@ -141,16 +141,23 @@ class Layout:
         try:
             return self.config.read_bytes()
         except FileNotFoundError:
-            from .state import sessions
-
-            saved = sessions(self.repo)
-            hint = ("start one with `git autoresearch start`" if not saved else
-                    f"`git autoresearch resume` restores session {saved[0]} from its state ref"
-                    if len(saved) == 1 else "`git autoresearch resume --session-id ID` "
-                    f"restores one from its state ref: {', '.join(saved)}")
-            raise Refused(f"no session here: {self.config} does not exist ({hint})") from None
+            raise Refused(f"no session here: {self.config} does not exist "
+                          f"({self.missing_hint()})") from None
         except OSError as exc:
             raise Refused(f"cannot read {self.config}: {exc.strerror}") from None
+
+    def missing_hint(self) -> str:
+        """What to do when ``config.toml`` is missing: resume a session a state ref holds, or
+        start one."""
+        from .state import sessions
+
+        saved = sessions(self.repo)
+        if not saved:
+            return "start one with `git autoresearch start`"
+        if len(saved) == 1:
+            return f"`git autoresearch resume` restores session {saved[0]} from its state ref"
+        return ("`git autoresearch resume --session-id ID` restores one from its state ref: "
+                + ", ".join(saved))
 
     @property
     def pending(self) -> Path:
@@ -255,21 +262,29 @@ class Session:
             except Refused as exc:
                 session.warnings.append(exc.message)
             return session
+        from .state import sessions
+
+        lost = (f"no .auto/config.toml, though a state ref holds a session: "
+                f"{layout.missing_hint()}") if sessions(repo) else None
         for path in (layout.ledger, repo.top / "autoresearch.jsonl"):
             if path.is_file():
                 book = ledger_mod.read(path)
-                return cls._foreign(repo, book, path)
+                session = cls._foreign(repo, book, path)
+                session.warnings += [lost] if lost else []
+                return session
         from .report import ledger_from_trailers
 
         branch = repo.current_branch() or "HEAD"
         book = ledger_from_trailers(repo, branch)
         if not book.runs:
             raise Refused("no session here: no .auto/config.toml, no ledger, and no Result: "
-                          f"trailers on {branch}")
+                          f"trailers on {branch}" + (f"; {layout.missing_hint()}" if lost
+                                                     else ""))
         session = cls._foreign(repo, book, None)
         session.trailer_branch = branch
         session.warnings.append(f"read from the Result: trailers on {branch} alone; the "
                                 "direction is unknown and taken as lower-is-better")
+        session.warnings += [lost] if lost else []
         return session
 
     @classmethod

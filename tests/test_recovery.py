@@ -142,7 +142,11 @@ def test_clean_xfd_then_resume_restores_the_session(experiment: Path, ar) -> Non
               ("config.toml", "log.jsonl", "prompt.md", "hooks/after.sh")}
     git(top, "clean", "-xfdq")
     assert not (top / ".auto").exists()
-    assert "git autoresearch resume` restores session s1" in ar(top, "doctor", expect=3).err
+    hint = "git autoresearch resume` restores session s1"
+    assert hint in ar(top, "doctor", expect=3).err
+    for command in (["stop"], ["hooks", "install", "notify"], ["start", "--new-segment"]):
+        assert hint in ar(top, *command, expect=3).err, command
+    assert any(hint in w for w in ar(top, "status", "--json").json()["warnings"])
     actions = ar(top, "resume", "--json").json()["actions"]
     assert "restored .auto/config.toml" in actions and "restored .auto/log.jsonl" in actions
     after = {n: (top / ".auto" / n).read_bytes() for n in before}

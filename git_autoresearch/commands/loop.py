@@ -429,7 +429,7 @@ def stop_cmd(as_json: bool) -> None:
 
     layout = Layout(Repo.discover())
     if not layout.config.exists():
-        raise Refused("no session here (no .auto/config.toml)")
+        raise Refused(f"no session here (no .auto/config.toml): {layout.missing_hint()}")
     layout.stop.write_text(f"stop requested at {time.strftime('%Y-%m-%dT%H:%M:%S%z')}\n")
     if as_json:
         emit_json({"stop": str(layout.stop)})

@@ -124,7 +124,7 @@ def hooks_install_cmd(name: str, force: bool, as_json: bool) -> None:
 
     layout = Layout(Repo.discover())
     if not layout.config.exists():
-        raise Refused("no session here (no .auto/config.toml): run git autoresearch start first")
+        raise Refused(f"no session here (no .auto/config.toml): {layout.missing_hint()}")
     target = install(name, layout.hooks, force=force)
     rel = target.relative_to(layout.repo.top)
     _mirror(f"hooks install {name}")
