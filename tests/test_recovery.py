@@ -144,7 +144,8 @@ def test_clean_xfd_then_resume_restores_the_session(experiment: Path, ar) -> Non
     assert not (top / ".auto").exists()
     hint = "git autoresearch resume` restores session s1"
     assert hint in ar(top, "doctor", expect=3).err
-    for command in (["stop"], ["hooks", "install", "notify"], ["start", "--new-segment"]):
+    for command in (["stop"], ["hooks", "install", "notify"], ["start", "--new-segment"],
+                    ["ideas", "add", "a new idea"]):
         assert hint in ar(top, *command, expect=3).err, command
     assert any(hint in w for w in ar(top, "status", "--json").json()["warnings"])
     actions = ar(top, "resume", "--json").json()["actions"]

@@ -140,10 +140,16 @@ def ideas_cmd() -> None:
 
 
 def _ideas_path() -> Path:
+    """``.auto/ideas.md`` (a backlog may come before the session); :class:`Refused` when the
+    session's files are gone but a state ref holds them, whose backlog a new file would hide."""
     from ..git import Repo
     from ..session import Layout
+    from ..state import sessions
 
-    return Layout(Repo.discover()).auto / "ideas.md"
+    layout = Layout(Repo.discover())
+    if not layout.config.exists() and sessions(layout.repo):
+        raise Refused(f"no .auto/config.toml: {layout.missing_hint()} (its ideas with it)")
+    return layout.auto / "ideas.md"
 
 
 def _changed(idea: Any, action: str, as_json: bool) -> None:
