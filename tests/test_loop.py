@@ -249,6 +249,7 @@ def test_status_reports_best_and_agrees_with_branch(repo: Path, ar) -> None:
     ar(repo, "measure")
     data = ar(repo, "status", "--json").json()
     assert data["pending"] == {"metric": 70, "status": None, "decision": "discard"}
+    assert isinstance(data["pending"]["metric"], int), "70, as every other output writes it"
     assert "pending     70, measured and not yet recorded" in ar(repo, "status").out
 
 

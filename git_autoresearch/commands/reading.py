@@ -94,8 +94,11 @@ def status_cmd(as_json: bool) -> None:
     warnings.extend(f"ledger line {m.line} is not readable ({m.reason}); {repair}"
                     for m in session.ledger.malformed)
     measured = None if session.read_only else session.pending()
+    from ..experiment import json_number
+
     pending = None if measured is None else {
-        "metric": measured.metric, "status": measured.status,
+        "metric": None if measured.metric is None else json_number(measured.metric),
+        "status": measured.status,
         "decision": session.decide(measured)}
     interrupted = session.interrupted()
     if interrupted is not None:
