@@ -305,10 +305,30 @@ class Repo:
                      input=join_z(paths), env=env)
 
     def restore_from_head(self, paths: Sequence[str]) -> None:
-        """Make index and work tree of ``paths`` equal HEAD; paths absent from HEAD are removed."""
-        if paths:
-            self.run("restore", "--source=HEAD", "--staged", "--worktree", "--no-overlay",
-                     "--pathspec-from-file=-", "--pathspec-file-nul", input=join_z(paths))
+        """Make index and work tree of ``paths`` equal HEAD; paths absent from HEAD are removed,
+        from the work tree too when the index no longer knows them (so that running it again
+        after an interruption finishes the job)."""
+        if not paths:
+            return
+        argv = ["restore", "--source=HEAD", "--staged", "--worktree", "--no-overlay",
+                "--pathspec-from-file=-", "--pathspec-file-nul"]
+        res = self.run(*argv, input=join_z(paths), allow_non_zero=True)
+        if res.returncode == 0:
+            return
+        if b"did not match any file" not in res.stderr:
+            raise GitError(["git", *argv], res.returncode, res.stdout, res.stderr)
+        # git restore refuses a path that neither HEAD nor the index knows: such a path was
+        # an added file whose index entry is already gone; what is left of it is removed.
+        known = set(split_z(self.run("ls-files", "-z", "--", *paths).stdout))
+        known |= set(self.blobs("HEAD", paths))
+        for path in paths:
+            if path not in known:
+                try:
+                    (self.top / path).unlink()
+                except (FileNotFoundError, IsADirectoryError):
+                    pass
+        if known:
+            self.run(*argv, input=join_z(sorted(known)))
 
     def unstage(self, paths: Sequence[str]) -> None:
         """Make the index entries of ``paths`` equal HEAD, leaving the work tree alone; a path

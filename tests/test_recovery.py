@@ -552,3 +552,19 @@ def test_a_new_segment_after_a_commit_by_hand_reconciles(repo: Path, ar) -> None
     ar(repo, "start", "--new-segment")
     assert ar(repo, "status", "--json").json()["warnings"] == []
     assert ar(repo, "doctor").code == 0
+
+
+def test_a_finished_revert_of_a_staged_new_file_killed_before_its_ledger_line(
+        repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    write(repo / "value.txt", "200\n")
+    write(repo / "src" / "staged.py", "x = 1\n")
+    git(repo, "add", "src/staged.py")
+    killed = tool(repo, "discard", "-d", "killed", env={
+        "GIT_AUTORESEARCH_DIE_AT": "record:before-ledger"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    ar(repo, "resume")
+    assert [r["run"] for r in runs(repo)] == [1, 2]
+    assert not (repo / "src" / "staged.py").exists()
+    assert git(repo, "status", "--porcelain") == ""
+    assert git(repo, "show", "refs/autoresearch/s1/attempts/2:src/staged.py") == "x = 1"
