@@ -92,11 +92,14 @@ def invoke(command: click.Command, prog_name: str, args: list[str]) -> int:
         code = returned if isinstance(returned, int) else 0
     except click.exceptions.Exit as exc:
         code = exc.exit_code
-    except click.exceptions.Abort:
-        click.echo("aborted", err=True)
-        code = 130
-    except (KeyboardInterrupt, Terminated) as exc:
-        code = 130 if isinstance(exc, KeyboardInterrupt) else 143
+    except (click.exceptions.Abort, KeyboardInterrupt, Terminated) as exc:
+        # click turns Ctrl-C into Abort (from the KeyboardInterrupt); a prompt's EOF too.
+        interrupted = isinstance(exc, KeyboardInterrupt) or isinstance(
+            exc.__cause__, KeyboardInterrupt)
+        if isinstance(exc, click.exceptions.Abort) and not interrupted:
+            click.echo("aborted", err=True)
+            return _flushed(130)
+        code = 143 if isinstance(exc, Terminated) else 130
         what = "interrupted" if code == 130 else "terminated"
         if _wants_json(args):
             emit_json({"error": f"{what}; a keep or revert it had begun is finished by the "
@@ -125,6 +128,10 @@ def invoke(command: click.Command, prog_name: str, args: list[str]) -> int:
         code = EXIT_INTERNAL
         click.echo(f"{prog_name}: internal error: {exc.__class__.__name__}: {exc} "
                    "(set GIT_AUTORESEARCH_DEBUG=1 for the traceback)", err=True)
+    return _flushed(code)
+
+
+def _flushed(code: int) -> int:
     sys.stdout.flush()
     return code
 

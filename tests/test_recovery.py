@@ -425,13 +425,16 @@ def test_interrupting_a_measurement_ends_the_experiment(repo: Path, ar, tmp_path
     pidfile = tmp_path / "pid"
     ar(repo, "start", "--new-segment", "--command",
        f"echo $$ > {pidfile}; sleep 30; sh bench.sh", "--no-baseline")
-    proc = subprocess.Popen([*TOOL, "run", "-d", "slow"], cwd=repo, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen([*TOOL, "run", "-d", "slow", "--json"], cwd=repo,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 20
     while not pidfile.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     proc.send_signal(sig)
-    assert proc.wait(timeout=30) == code
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == code
+    assert json.loads(out)["exit_code"] == code, "one JSON document, even when interrupted"
+    assert b"interrupted" in err or b"terminated" in err
     assert_dies(int(pidfile.read_text()), "the experiment of the interrupted command")
 
 
