@@ -766,10 +766,13 @@ class Session:
     def mirror_state(self, message: str) -> None:
         """Mirror the session files on the state ref; a failure is a warning, not an error."""
         from .git import GitError
-        from .state import mirror
+        from .state import LedgerShrank, mirror
 
         try:
             _, skipped = mirror(self.repo, self.layout.auto, self.config.session_id, message)
+        except LedgerShrank as exc:
+            self.warnings.append(f"the session files were not mirrored: {exc.message}")
+            return
         except (GitError, OSError, UnicodeError) as exc:
             self.warnings.append(f"the session files were not mirrored on the state ref: {exc}")
             return

@@ -16,12 +16,17 @@ import json
 import os
 from pathlib import Path
 
+from .errors import Refused
 from .git import ABSENT, GitError, Repo, split_z
 
 STATE_REF = "refs/autoresearch/{session}/state"
 LINES_PER_PIECE = 1000
 FILES = ("config.toml", "prompt.md", "ideas.md")
 FORMAT_VERSION = 1
+
+
+class LedgerShrank(Refused):
+    """The ledger is shorter than the one the state ref holds: it is not mirrored."""
 
 
 def state_ref(session_id: str) -> str:
@@ -72,6 +77,12 @@ def mirror(repo: Repo, auto: Path, session_id: str, message: str) -> tuple[str, 
         ledger = b""
     pieces = _pieces(ledger)
     known = {int(k): v for k, v in cache.get("pieces", {}).items()}
+    if cache.get("ref") == ref and sum(v[0] for v in known.values()) > len(ledger) \
+            and repo.resolve(ref) == cache.get("commit"):
+        # Lines are missing from the ledger: mirroring it would lose them from the state ref
+        # too, from which resume brings them back.
+        raise LedgerShrank(f"{auto / 'log.jsonl'} is shorter than the ledger on {ref} (it lost "
+                           "lines?); git autoresearch resume restores them")
     piece_files: list[tuple[int, Path]] = []
     for index, data in enumerate(pieces):
         if known.get(index, [None])[0] == len(data):

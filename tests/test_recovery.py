@@ -571,3 +571,28 @@ def test_a_finished_revert_of_a_staged_new_file_killed_before_its_ledger_line(
     assert not (repo / "src" / "staged.py").exists()
     assert git(repo, "status", "--porcelain") == ""
     assert git(repo, "show", "refs/autoresearch/s1/attempts/2:src/staged.py") == "x = 1"
+
+
+def test_upkeep_commands_never_mirror_damaged_session_files(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    for value in ("90", "95"):
+        write(repo / "value.txt", value + "\n")
+        ar(repo, "run", "-d", f"value {value}")
+    cfg, ledger_path = repo / ".auto" / "config.toml", repo / ".auto" / "log.jsonl"
+    good_cfg, good_ledger = cfg.read_bytes(), ledger_path.read_bytes()
+
+    def saved(name: str) -> bytes:
+        return subprocess.run(["git", "show", f"refs/autoresearch/s1/state:{name}"], cwd=repo,
+                              capture_output=True, check=True).stdout
+
+    cfg.chmod(0o644)
+    cfg.write_text(cfg.read_text().replace('direction = "lower"', 'direction = "sideways"'))
+    assert "state ref was not updated" in ar(repo, "ideas", "add", "one").err
+    assert saved("config.toml") == good_cfg
+    ar(repo, "resume")
+    assert cfg.read_bytes() == good_cfg
+    ledger_path.write_bytes(b"".join(good_ledger.splitlines(keepends=True)[:2]))
+    assert "shorter than the ledger" in ar(repo, "ideas", "add", "two").err
+    assert saved("log/00000.jsonl") == good_ledger
+    ar(repo, "resume")
+    assert [r["run"] for r in runs(repo)] == [1, 2, 3]

@@ -87,6 +87,12 @@ def _mirror(message: str) -> None:
         session = Session.open(on_branch=False, check_config=False)
     except AutoresearchError:
         return
+    try:
+        session.check_config()
+    except AutoresearchError as exc:
+        # The state ref keeps the last good files, which resume brings back.
+        warn(f"the state ref was not updated: {exc.message}")
+        return
     session.mirror_state(message)
     for w in session.warnings:
         warn(w)
