@@ -112,6 +112,12 @@ def _examine(session: Session, fix: bool) -> Examination:
     layout = session.layout
     book = session.ledger
 
+    if not layout.ledger.exists():
+        # Nothing to reconcile, and a ledger rebuilt here would have no configuration header.
+        exam.add(f"the ledger {layout.ledger} is missing (git autoresearch resume restores it "
+                 "from the state ref)")
+        return exam
+
     if book.malformed:
         found = [exam.add(f"ledger line {bad.line} is not a readable record ({bad.reason})",
                           "move it to .auto/log.rejected.jsonl") for bad in book.malformed]
@@ -211,7 +217,8 @@ def _examine(session: Session, fix: bool) -> Examination:
         if isinstance(run.data.get("scope_ref"), str):
             named.add(run.data["scope_ref"])
     prefix = f"refs/autoresearch/{sid}/scope/"
-    recorded = {str(run.number) for run in book.runs}
+    # ... and those of the run about to be recorded (a pending measurement) belong to it.
+    recorded = {str(run.number) for run in book.runs} | {str(session.next_run())}
     for ref in repo.run("for-each-ref", "--format=%(refname)", prefix).text.splitlines():
         # scope/N.2, scope/N.3, ...: measurements of run N taken again (or dropped as stale)
         # before it was recorded; they belong to run N as much as the one it names.

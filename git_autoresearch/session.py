@@ -399,6 +399,7 @@ class Session:
                                                     "command": command,
                                                     "next_run": self.ledger.next_run_number}])
             self.layout.stop.unlink()
+            self.mirror_state("stopped")
             raise StopLoop("STOP sentinel found: the loop stops here (the sentinel was removed)"
                            + self._unrecorded_note())
         if self.limit_reached():

@@ -261,6 +261,7 @@ def test_stop_sentinel_ends_loop_with_exit_4(repo: Path, ar) -> None:
     assert "STOP" in res.err
     assert not (repo / ".auto" / "STOP").exists()
     assert any(line.get("type") == "stopped" for line in ledger_lines(repo))
+    assert ar(repo, "doctor").code == 0, "the state ref holds the stopped event"
     ar(repo, "run", "-d", "x", expect=0)
 
 

@@ -591,6 +591,8 @@ def test_upkeep_commands_never_mirror_damaged_session_files(repo: Path, ar) -> N
     assert saved("config.toml") == good_cfg
     ar(repo, "resume")
     assert cfg.read_bytes() == good_cfg
+    ledger_path.unlink()
+    assert "is missing (git autoresearch resume" in ar(repo, "doctor", "--fix", expect=3).out
     ledger_path.write_bytes(b"".join(good_ledger.splitlines(keepends=True)[:2]))
     assert "shorter than the ledger" in ar(repo, "ideas", "add", "two").err
     assert saved("log/00000.jsonl") == good_ledger

@@ -533,6 +533,7 @@ def test_out_of_scope_changes_set_aside_by_measurements_stay_named(repo: Path, a
     write(repo / "README.md", "first\n")
     data = ar(repo, "measure", "--json").json()
     assert any("reverted changes outside the scope: README.md" in w for w in data["warnings"])
+    assert ar(repo, "doctor").code == 0, "scope/2 belongs to the pending run 2"
     write(repo / "README.md", "second\n")
     assert "reverted changes outside the scope" in ar(repo, "run", "--dry-run", "-d", "x").err
     write(repo / "value.txt", "80\n")  # the measurement is stale now
