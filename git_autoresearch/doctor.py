@@ -139,9 +139,9 @@ def _examine(session: Session, fix: bool) -> Examination:
     current = repo.current_branch()
     exists = repo.resolve(branch) is not None
     if not exists:
-        exam.add(f"the session branch {branch} does not exist (deleted once merged? not "
-                 f"fetched? git fetch origin {branch}:{branch}); its runs were not checked "
-                 "against it")
+        if not session.merged_elsewhere():
+            exam.add(f"the session branch {branch} does not exist, and its last keep is not in "
+                     f"HEAD (not fetched? git fetch origin {branch}:{branch})")
     elif current is None:
         exam.add(f"the work tree is on a detached HEAD, not on the session branch {branch}")
     elif current != branch and not repo.merged(branch):

@@ -333,8 +333,21 @@ class Session:
         wanted = session_branch(self.config.session_id)
         if branch != wanted:
             where = f"branch {branch}" if branch else "a detached HEAD"
+            if self.repo.resolve(wanted) is None:
+                raise Refused(f"the work tree is on {where}, and the session branch {wanted} "
+                              "does not exist (merged and deleted, the session is over: "
+                              "git autoresearch start begins another)")
             raise Refused(f"the work tree is on {where}, not on the session branch {wanted} "
                           f"(git switch {wanted})")
+
+    def merged_elsewhere(self) -> bool:
+        """Whether the last kept commit of the ledger is in HEAD: a session merged into the
+        branch checked out (its own branch perhaps deleted since)."""
+        kept = [r for r in self.ledger.runs if r.status == "keep" and r.data.get("commit")]
+        if not kept:
+            return False
+        commit = self.repo.resolve(str(kept[-1].data["commit"]))
+        return commit is not None and self.repo.merged(commit)
 
     def check_recordable(self) -> None:
         """Refuse while a merge, rebase or the like is in progress."""

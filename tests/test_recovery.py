@@ -525,10 +525,12 @@ def test_doctor_after_the_session_was_merged(repo: Path, ar) -> None:
     assert "detached HEAD" in ar(repo, "doctor", expect=3).out
     git(repo, "switch", "-q", "main")
     git(repo, "branch", "-q", "-d", "autoresearch/s1")
+    assert ar(repo, "doctor").code == 0, "merged and deleted: the session is over"
+    assert ar(repo, "status", "--json").json()["warnings"] == []
+    assert "session is over" in ar(repo, "run", "-d", "x", expect=3).err
+    git(repo, "reset", "-q", "--hard", "HEAD~1")  # the merge undone: the keep is lost
     problems = [f["problem"] for f in ar(repo, "doctor", "--json", expect=3).json()["findings"]]
     assert len(problems) == 1 and "autoresearch/s1 does not exist" in problems[0]
-    assert ar(repo, "status", "--json").json()["warnings"] == \
-        ["the session branch autoresearch/s1 does not exist"]
 
 
 def test_a_config_edited_into_an_invalid_value(repo: Path, ar) -> None:

@@ -83,8 +83,9 @@ def status_cmd(as_json: bool) -> None:
         if exists:
             base = (session.ledger.segments[0].header or {}).get("base_commit")
             warnings += report.reconcile(session.repo, session.ledger, branch, base).problems
-        else:
-            warnings.append(f"the session branch {branch} does not exist")
+        elif not session.merged_elsewhere():
+            warnings.append(f"the session branch {branch} does not exist, and its last keep "
+                            "is not in HEAD")
         if exists and current != branch and (current is None or
                                              not session.repo.merged(branch)):
             where = f"branch {current}" if current else "a detached HEAD"
