@@ -371,6 +371,14 @@ def test_keep_refuses_a_tree_changed_since_measured(repo: Path, ar) -> None:
     assert ar(repo, "keep", "-d", "x", "--json").json()["metric"] == 80
 
 
+def test_a_given_metric_is_recorded_alone(repo: Path, ar) -> None:
+    ar(repo, *start_args("--checks-command", "true"))
+    write(repo / "value.txt", "80\n")
+    ar(repo, "measure")
+    record = ar(repo, "keep", "-d", "x", "--metric", "75", "--json").json()
+    assert record["metric"] == 75 and record["samples"] == [75] and record["checks"] is None
+
+
 def test_a_given_metric_is_kept_alone_when_the_tree_changed_since_measured(repo: Path, ar
                                                                           ) -> None:
     ar(repo, *start_args("--checks-command", "true"))
@@ -381,7 +389,7 @@ def test_a_given_metric_is_kept_alone_when_the_tree_changed_since_measured(repo:
     assert "changed since it was measured (value.txt)" in res.err
     record = ar(repo, "keep", "-d", "x", "--metric", "70", "--json").json()
     assert record["metric"] == 70 and record["samples"] == [70] and record["checks"] is None
-    assert any("recorded with the metrics you gave alone" in w for w in record["warnings"])
+    assert any("pending measurement is not used" in w for w in record["warnings"])
     assert git(repo, "show", "HEAD:value.txt") == "70"
 
 

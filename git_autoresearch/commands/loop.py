@@ -275,14 +275,24 @@ def _record_command(status: str) -> Callable[..., None]:
         with session.lock(status):
             result = session.pending()
             given = None
+            notes: list[str] = []
             given_metrics = _given_metrics(metrics, metric, session.config.metric_name)
             if metric is not None or given_metrics:
                 given = _with_metrics(Measurement(None, {}, [], 0.0), metric, given_metrics,
                                       session.config.metric_name)
-                result = _with_metrics(result or Measurement(None, {}, [], 0.0), metric,
-                                       given_metrics, session.config.metric_name)
+                if given.metric is not None:
+                    # The caller measured for itself: its metrics are the run's, not mixed with
+                    # a pending measurement's samples or checks.
+                    if result is not None:
+                        notes.append("the pending measurement is not used: the metric you "
+                                     "gave is recorded")
+                        given.scope_ref = result.scope_ref
+                        given.scope_violations = result.scope_violations
+                    result = given
+                else:  # secondary metrics only: added to the pending measurement
+                    result = _with_metrics(result or Measurement(None, {}, [], 0.0), None,
+                                           given_metrics, session.config.metric_name)
             chosen = status
-            notes: list[str] = []
             if status == "keep":
                 if result is None or result.metric is None:
                     raise Refused("nothing to keep: no pending measurement with a metric "
