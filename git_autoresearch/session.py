@@ -507,6 +507,17 @@ class Session:
                 out[rel] = "unreadable"
         return out
 
+    def changed_since(self, result: Measurement, changes: Changes | None = None) -> list[str]:
+        """The paths whose content or mode differ from when ``result`` was measured (none
+        when it has no fingerprint); ``changes`` saves surveying the work tree again."""
+        if result.fingerprint is None:
+            return []
+        if changes is None:
+            changes = survey(self.repo, load_snapshot(self.layout.untracked))
+        now = self.fingerprint(changes)
+        return sorted(p for p in set(now) | set(result.fingerprint)
+                      if now.get(p) != result.fingerprint.get(p))
+
     def measure(self, progress: Progress | None = None, *, pending: bool = True,
                 baseline: bool = False) -> Measurement:
         """Run the experiment and, with ``pending``, remember the result for keep/discard.
@@ -638,9 +649,7 @@ class Session:
         stale: Measurement | None = None
         if result is not None and result.fingerprint is not None:
             stale = result
-            now = self.fingerprint(changes)
-            moved = sorted(p for p in set(now) | set(result.fingerprint)
-                           if now.get(p) != result.fingerprint.get(p))
+            moved = self.changed_since(result, changes)
             what = ", ".join(moved[:5]) + (" ..." if len(moved) > 5 else "")
             if moved and given is not None and (status != "keep" or given.metric is not None):
                 self.warnings.append(f"the work tree changed since it was measured ({what}); "

@@ -248,9 +248,13 @@ def test_status_reports_best_and_agrees_with_branch(repo: Path, ar) -> None:
     write(repo / "value.txt", "70\n")
     ar(repo, "measure")
     data = ar(repo, "status", "--json").json()
-    assert data["pending"] == {"metric": 70, "status": None, "decision": "discard"}
+    assert data["pending"] == {"metric": 70, "status": None, "decision": "discard",
+                               "changed_since": []}
     assert isinstance(data["pending"]["metric"], int), "70, as every other output writes it"
     assert "pending     70, measured and not yet recorded" in ar(repo, "status").out
+    write(repo / "value.txt", "65\n")
+    assert ar(repo, "status", "--json").json()["pending"]["changed_since"] == ["value.txt"]
+    assert "pending     70, stale: value.txt changed since" in ar(repo, "status").out
 
 
 def test_stop_sentinel_ends_loop_with_exit_4(repo: Path, ar) -> None:

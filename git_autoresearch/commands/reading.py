@@ -97,10 +97,12 @@ def status_cmd(as_json: bool) -> None:
     measured = None if session.read_only else session.pending()
     from ..experiment import json_number
 
-    pending = None if measured is None else {
+    moved = [] if measured is None else session.changed_since(measured)
+    pending: dict[str, Any] | None = None if measured is None else {
         "metric": None if measured.metric is None else json_number(measured.metric),
         "status": measured.status,
-        "decision": session.decide(measured)}
+        "decision": session.decide(measured),
+        "changed_since": moved}
     interrupted = session.interrupted()
     if interrupted is not None:
         warnings.append(f"a {interrupted.get('op')} of run {interrupted.get('run')} was "
@@ -158,7 +160,8 @@ def status_cmd(as_json: bool) -> None:
     if pending is not None:
         shown = "-" if pending["metric"] is None else f"{pending['metric']:g}{unit}"
         click.echo(f"pending     {shown}, measured and not yet recorded (the loop's decision: "
-                   f"{pending['decision']})")
+                   f"{pending['decision']})" if not moved else f"pending     {shown}, stale: "
+                   f"{', '.join(moved[:3])}{' ...' if len(moved) > 3 else ''} changed since")
     if data["stop_pending"]:
         click.echo("STOP        pending: the next run exits 4")
     if cfg.max_experiments is not None:
