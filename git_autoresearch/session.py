@@ -189,6 +189,8 @@ class Session:
         self.ledger_path = self.layout.ledger
         self.trailer_branch: str | None = None
         self.seen_version: str | None = None
+        # Why config.toml could not be used (read with the recorded configuration instead).
+        self.invalid_config: str | None = None
 
     def head(self) -> str:
         """HEAD's commit id, asked of git once and then kept up to date by :meth:`record`."""
@@ -238,6 +240,7 @@ class Session:
         session = cls(repo, cfg, data, book)
         session.seen_version = seen
         if invalid:
+            session.invalid_config = invalid
             session.warnings.append(invalid)
         if check_config:
             session.check_config()
@@ -260,7 +263,8 @@ class Session:
             try:
                 session.check_config()
             except Refused as exc:
-                session.warnings.append(exc.message)
+                if exc.message != session.invalid_config:  # said once already
+                    session.warnings.append(exc.message)
             return session
         from .state import sessions
 
@@ -321,12 +325,18 @@ class Session:
                           "--new-segment")
         if header["config_hash"] == file_hash(self.config_bytes):
             return
+        if self.invalid_config:
+            raise Refused(self.invalid_config)
         recorded = header.get("config") or {}
         changes = describe_changes(recorded, self.config.to_dict()) if recorded else []
         what = "; ".join(changes) if changes else "its bytes differ"
+        from .state import state_ref
+
         raise Refused(f"{self.layout.config} was edited since the segment began ({what}); "
-                      "to measure under the new configuration run: "
-                      "git autoresearch start --new-segment")
+                      "to measure under the new configuration, record or discard the "
+                      "experiment in progress by hand and run git autoresearch start "
+                      "--new-segment; to undo the edit: git show "
+                      f"{state_ref(self.config.session_id)}:config.toml > {AUTO}/config.toml")
 
     def check_branch(self) -> None:
         branch = self.repo.branch_at_discovery

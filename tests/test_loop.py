@@ -293,6 +293,7 @@ def test_edited_config_is_refused_naming_the_key(repo: Path, ar) -> None:
     cfg.write_text(cfg.read_text().replace('direction = "lower"', 'direction = "higher"'))
     res = ar(repo, "run", "-d", "x", expect=3)
     assert "direction" in res.err and "--new-segment" in res.err
+    assert "git show refs/autoresearch/s1/state:config.toml > .auto/config.toml" in res.err
     assert len(runs(repo)) == 1
     for reading in (["log"], ["status"], ["summary"], ["analyze"]):
         assert "was edited since the segment began" in ar(repo, *reading).err, reading

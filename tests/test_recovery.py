@@ -542,6 +542,8 @@ def test_a_config_edited_into_an_invalid_value(repo: Path, ar) -> None:
     assert "direction" in ar(repo, "run", "-d", "x", expect=3).err
     res = ar(repo, "status")
     assert "segment began with" in res.err and "baseline" in res.out
+    assert "--new-segment" not in res.err, "a new segment cannot take an invalid file"
+    assert "resume restores" in ar(repo, "doctor", expect=3).err
     assert ar(repo, "log", "--json").json()[0]["run"] == 1
     actions = ar(repo, "resume", "--json").json()["actions"]
     assert "it was not valid" in actions[0]
