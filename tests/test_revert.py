@@ -7,6 +7,7 @@ import os
 import stat
 from pathlib import Path
 
+import pytest
 from conftest import commit_all, git, runs, start_args, write
 
 
@@ -310,8 +311,6 @@ def test_commit_customizations_name_hooks_and_signing(repo: Path) -> None:
 
 
 def test_keep_refuses_when_head_moved_since_it_was_read(repo: Path) -> None:
-    import pytest
-
     from git_autoresearch.errors import Refused
     from git_autoresearch.experiment import commit_index
     from git_autoresearch.git import Repo
@@ -414,15 +413,21 @@ def test_a_refused_keep_leaves_index_and_session_as_they_were(repo: Path, ar) ->
     assert "interrupted" not in ar(repo, "status").out
 
 
-def test_a_trailer_changed_by_a_hook_is_refused_and_head_moved_back(repo: Path, ar) -> None:
+@pytest.mark.parametrize("hook,said", [
+    ("printf '\\nReviewed-by: bot <b@example.invalid>\\n' >> \"$1\"", "Result trailer"),
+    ("sed -i 's/^Autoresearch-Run: .*/Autoresearch-Run: 99/' \"$1\"",
+     "Autoresearch-Run trailer"),
+])
+def test_a_trailer_changed_by_a_hook_is_refused_and_head_moved_back(repo: Path, ar, hook: str,
+                                                                   said: str) -> None:
     ar(repo, *start_args())
     head = git(repo, "rev-parse", "HEAD")
-    write(repo / ".git" / "hooks" / "commit-msg",
-          "#!/bin/sh\nprintf '\\nReviewed-by: bot <b@example.invalid>\\n' >> \"$1\"\n", 0o755)
+    write(repo / ".git" / "hooks" / "commit-msg", f"#!/bin/sh\n{hook}\n", 0o755)
     write(repo / "value.txt", "10\n")
     res = ar(repo, "keep", "-d", "reviewed", "--metric", "10", expect=3)
-    assert "does not read back" in res.err and "moved back" in res.err
+    assert said in res.err and "does not read back" in res.err and "moved back" in res.err
     assert git(repo, "rev-parse", "HEAD") == head
+    assert git(repo, "diff", "--cached", "--name-only") == ""
     assert (repo / "value.txt").read_text() == "10\n"
     assert [r["run"] for r in runs(repo)] == [1]
     assert ar(repo, "doctor").code == 0
@@ -487,17 +492,6 @@ def test_a_commit_hook_cannot_sweep_paths_outside_the_scope_into_a_keep(repo: Pa
     assert git(repo, "rev-parse", "HEAD") == head
     assert git(repo, "diff", "--cached", "--name-only") == ""
     assert (repo / "value.txt").read_text() == "10\n"
-
-
-def test_a_hook_that_rewrites_our_run_trailer_is_refused(repo: Path, ar) -> None:
-    ar(repo, *start_args())
-    head = git(repo, "rev-parse", "HEAD")
-    write(repo / ".git" / "hooks" / "commit-msg",
-          "#!/bin/sh\nsed -i 's/^Autoresearch-Run: .*/Autoresearch-Run: 99/' \"$1\"\n", 0o755)
-    write(repo / "value.txt", "10\n")
-    res = ar(repo, "keep", "-d", "renumbered", "--metric", "10", expect=3)
-    assert "Autoresearch-Run trailer" in res.err
-    assert git(repo, "rev-parse", "HEAD") == head
 
 
 def test_a_hook_cannot_commit_a_file_from_before_the_session(repo: Path, ar) -> None:
