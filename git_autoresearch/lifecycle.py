@@ -399,8 +399,9 @@ def resume(session_id: str | None = None, cwd: str | os.PathLike[str] | None = N
                           f"{_listing(tracked)}")
         # git switch also creates the branch from a single remote-tracking one (a fresh clone).
         if repo.run("switch", "-q", wanted, allow_non_zero=True).returncode != 0:
-            over = (" or, merged and deleted, the session is over: git autoresearch start "
-                    "begins another" if session.merged_elsewhere() else "")
+            over = (" or, merged and deleted, the session is over: to start another here, "
+                    "move .auto/ aside and run git autoresearch start --force"
+                    if session.merged_elsewhere() else "")
             raise Refused(f"the session branch {wanted} does not exist here (fetch it: git "
                           f"fetch origin {wanted}:{wanted}{';' + over if over else ''})")
         actions.append(f"checked out {wanted}")

@@ -17,13 +17,18 @@ from . import __version__
 from .cli import COMMAND_MODULES, cli
 from .cli import command as load_command
 
-EXIT_STATUS = [
-    ("0", "Done. A run that ended in discard or crash is done: it was recorded."),
-    ("1", "Unexpected internal error."),
-    ("2", "Usage error: a bad option, value or argument."),
-    ("3", "Refused: not a git repository, no session, a tampered configuration, a merge or "
-          "rebase in progress, the lock held by another command, or a dirty tree at start."),
-    ("4", "The loop should stop: a STOP sentinel was found or max_experiments was reached."),
+EXIT_STATUS = [  # the README's table of exit codes
+    ("0", "Done. A run that ended in discard, crash or checks_failed is done: it was recorded."),
+    ("1", "Unexpected internal error (GIT_AUTORESEARCH_DEBUG=1 shows the traceback)."),
+    ("2", "Usage error: a bad option or value, an unknown run number."),
+    ("3", "Refused: not a git repository, no session, an edited configuration, a merge or "
+          "rebase in progress, HEAD not on the session branch, the lock held too long by "
+          "another command, a dirty tree at start, a baseline that failed, doctor finding "
+          "problems it did not fix, a missing optional dependency."),
+    ("4", "The loop should stop: .auto/STOP found, or max_experiments reached."),
+    ("130, 143", "Interrupted (Ctrl-C) or terminated (SIGTERM); the experiment's processes are "
+                 "ended, and a keep or revert the command had begun is finished by the next "
+                 "command."),
 ]
 
 

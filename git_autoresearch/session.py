@@ -333,9 +333,10 @@ class Session:
         from .state import state_ref
 
         raise Refused(f"{self.layout.config} was edited since the segment began ({what}); "
-                      "to measure under the new configuration, record or discard the "
-                      "experiment in progress by hand and run git autoresearch start "
-                      "--new-segment; to undo the edit: git show "
+                      "to measure under the new configuration run git autoresearch start "
+                      "--new-segment (on a clean work tree: commit or restore an experiment in "
+                      "progress with git first; it is not recorded); to undo the edit: chmod "
+                      f"u+w {AUTO}/config.toml && git show "
                       f"{state_ref(self.config.session_id)}:config.toml > {AUTO}/config.toml")
 
     def check_branch(self) -> None:
@@ -344,9 +345,14 @@ class Session:
         if branch != wanted:
             where = f"branch {branch}" if branch else "a detached HEAD"
             if self.repo.resolve(wanted) is None:
+                if self.merged_elsewhere():
+                    raise Refused(f"the work tree is on {where}, and the session branch "
+                                  f"{wanted} was merged and deleted: the session is over (to "
+                                  "start another here, move .auto/ aside and run git "
+                                  "autoresearch start --force)")
                 raise Refused(f"the work tree is on {where}, and the session branch {wanted} "
-                              "does not exist (merged and deleted, the session is over: "
-                              "git autoresearch start begins another)")
+                              "does not exist, nor is its last keep in HEAD (not fetched? "
+                              f"git fetch origin {wanted}:{wanted})")
             raise Refused(f"the work tree is on {where}, not on the session branch {wanted} "
                           f"(git switch {wanted})")
 

@@ -531,6 +531,7 @@ def test_doctor_after_the_session_was_merged(repo: Path, ar) -> None:
     git(repo, "reset", "-q", "--hard", "HEAD~1")  # the merge undone: the keep is lost
     problems = [f["problem"] for f in ar(repo, "doctor", "--json", expect=3).json()["findings"]]
     assert len(problems) == 1 and "autoresearch/s1 does not exist" in problems[0]
+    assert "nor is its last keep in HEAD" in ar(repo, "run", "-d", "x", expect=3).err
 
 
 def test_a_config_edited_into_an_invalid_value(repo: Path, ar) -> None:

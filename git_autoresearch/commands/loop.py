@@ -401,9 +401,11 @@ def _make_record_command(status: str, help_text: str) -> click.Command:
         click.Option(["-d", "--description", "description"], required=True,
                      help=DESCRIPTION_HELP),
         click.Option(["--metric", "metric"], callback=_finite_metric, metavar="VALUE",
-                     help="The primary metric, measured by the caller."),
+                     help="The primary metric, measured by the caller: recorded as given "
+                          "(no checks run), instead of a pending measurement."),
         click.Option(["--metrics", "metrics"], multiple=True, metavar="NAME=VALUE",
-                     help="A metric measured by the caller (repeatable)."),
+                     help="A metric measured by the caller (repeatable); without --metric, "
+                          "added to the pending measurement."),
         click.Option(["--asi", "asi_pairs"], multiple=True, metavar="KEY=VALUE",
                      help="An annotation for the run (repeatable)."),
         click.Option(["--asi-json", "asi_json"], metavar="JSON",

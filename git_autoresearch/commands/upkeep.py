@@ -57,8 +57,8 @@ def resume_cmd(session_id: str | None, as_json: bool) -> None:
 @click.option("--fix", is_flag=True, help="Rebuild what can be rebuilt (never deletes a record).")
 @json_option
 def doctor_cmd(fix: bool, as_json: bool) -> None:
-    """Reconcile the ledger, the trailers on the branch, the attempt refs and the state ref.
-    Exits 3 when a problem is left that it did not fix."""
+    """Reconcile the ledger, the trailers on the branch, the attempt and scope refs and the
+    state ref. Exits 3 when a problem is left that it did not fix."""
     from ..doctor import examine, render
     from ..session import Session
 
