@@ -106,11 +106,12 @@ def test_measure_then_keep_and_discard(repo: Path, ar) -> None:
     write(repo / "value.txt", "80\n")
     measured = ar(repo, "measure", "--json").json()
     assert measured["metric"] == 80 and measured["status"] is None
+    assert measured["decision"] == "keep"
     assert len(runs(repo)) == 1, "measure records nothing"
     kept = ar(repo, "keep", "-d", "eighty", "--json").json()
     assert kept["metric"] == 80 and kept["status"] == "keep"
     write(repo / "value.txt", "70\n")
-    ar(repo, "measure")
+    assert "decision: keep (nothing recorded" in ar(repo, "measure").out
     dropped = ar(repo, "discard", "-d", "seventy, but I do not trust it", "--json").json()
     assert dropped["status"] == "discard" and dropped["metric"] == 70
     assert (repo / "value.txt").read_text() == "80\n"

@@ -164,14 +164,15 @@ def measure_cmd(as_json: bool) -> None:
             _clear_progress()
     notes = before.warnings + _violation_notes(
         {"scope_violations": result.scope_violations, "scope_ref": result.scope_ref})
+    decision = session.decide(result)
     if as_json:
         data = _measurement_json(result)
-        data["steer"] = before.steer or None
-        data["warnings"] = notes
+        data.update({"decision": decision, "steer": before.steer or None, "warnings": notes})
         emit_json(data)
         return
     _print_steer("before", before)
     _print_measurement(result, session.config.metric_name)
+    click.echo(f"decision: {decision} (nothing recorded: keep or discard records it)")
     for note in notes:
         warn(note)
 
