@@ -6,12 +6,16 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..errors import Refused, UsageError
 from ..measure import Measurement
+
+if TYPE_CHECKING:
+    from ..hooks import HookReport
+    from ..session import Session
 from .common import (
     CONTEXT,
     DESCRIPTION_HELP,
@@ -156,14 +160,8 @@ def measure_cmd(as_json: bool) -> None:
     session = Session.open()
     session.check_recordable()  # the scope revert before measuring must not meet a merge
     with session.lock("measure"):
-        session.check_stop("measure")
-        before = session.fire_hooks("before")
-        try:
-            result = session.measure(_progress())
-        finally:
-            _clear_progress()
-    notes = before.warnings + _violation_notes(
-        {"scope_violations": result.scope_violations, "scope_ref": result.scope_ref})
+        before, result = _hooks_and_measure(session, "measure")
+    notes = _measurement_notes(before, result)
     decision = session.decide(result)
     if as_json:
         data = _measurement_json(result)
@@ -220,19 +218,12 @@ def run_cmd(description: str, asi_pairs: tuple[str, ...], asi_json: str | None, 
     session = Session.open()
     session.check_recordable()
     with session.lock("run"):
-        session.check_stop("run")
-        before = session.fire_hooks("before")
-        try:
-            # Pending until recorded: a keep that git refuses leaves it for discard or keep.
-            result = session.measure(_progress())
-        finally:
-            _clear_progress()
+        before, result = _hooks_and_measure(session, "run")
         decision = session.decide(result)
         best = session.segment.best
         previous_best = best.metric if best else None
         if dry_run:
-            notes = before.warnings + _violation_notes(
-                {"scope_violations": result.scope_violations, "scope_ref": result.scope_ref})
+            notes = _measurement_notes(before, result)
             if as_json:
                 data = _measurement_json(result)
                 data.update({"decision": decision, "dry_run": True,
@@ -332,6 +323,25 @@ def _read_description(value: str) -> str:
         raise UsageError("the description is empty" + (" (stdin gave none)" if value == "-"
                                                          else "") + ": say what the run tried")
     return text
+
+
+def _hooks_and_measure(session: Session, command: str) -> tuple[HookReport, Measurement]:
+    """Under the session lock: stop if asked to, fire the before hooks, then measure. The
+    measurement stays pending until a run is recorded (a keep that git refuses leaves it for
+    discard or keep)."""
+    session.check_stop(command)
+    before = session.fire_hooks("before")
+    try:
+        result = session.measure(_progress())
+    finally:
+        _clear_progress()
+    return before, result
+
+
+def _measurement_notes(before: HookReport, result: Measurement) -> list[str]:
+    """The before hooks' warnings, and what the measurement set aside outside the scope."""
+    return before.warnings + _violation_notes(
+        {"scope_violations": result.scope_violations, "scope_ref": result.scope_ref})
 
 
 def _violation_notes(record: dict[str, Any]) -> list[str]:
