@@ -18,7 +18,7 @@ from typing import Any
 
 from .errors import Refused
 from .faults import checkpoint
-from .git import ABSENT, Repo, join_z
+from .git import ABSENT, Repo, join_z, said
 from .paths import Boundaries
 
 ATTEMPTS_REF = "refs/autoresearch/{session}/attempts/{run}"
@@ -191,9 +191,9 @@ def record_attempt(repo: Repo, head: str, paths: list[str], *, ref: str, message
     made = repo.run("commit-tree", tree, "-p", head, "-F", "-", input=message.encode("utf-8"),
                     allow_non_zero=True)
     if made.returncode != 0:  # no identity, say: nothing has changed yet
-        said = [ln for ln in made.stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+        lines = said(made.stderr)
         raise Refused("git cannot record the attempt, so nothing was reverted: "
-                      + (said[-1].strip() if said else f"exit {made.returncode}"))
+                      + (lines[-1].strip() if lines else f"exit {made.returncode}"))
     repo.update_ref(ref, made.text, ABSENT, "autoresearch: record attempt")
     return made.text
 
@@ -432,10 +432,10 @@ def commit_index(repo: Repo, *, head: str, head_tree: str | None, message: str,
 
 def _commit_failed(code: int, stderr: bytes) -> Refused:
     """The refusal for a failed commit: git's last line, and all it said as the detail."""
-    said = [ln.rstrip() for ln in stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+    lines = said(stderr)
     return Refused("git commit failed, nothing was recorded and nothing reverted: "
-                   + (said[-1].strip() if said else f"exit {code}"),
-                   detail="\n".join(said[-40:-1]) if len(said) > 1 else None)
+                   + (lines[-1].strip() if lines else f"exit {code}"),
+                   detail="\n".join(lines[-40:-1]) if len(lines) > 1 else None)
 
 
 def _read_back(repo: Repo, rev: str, trailers: Mapping[str, str]) -> tuple[str, str | None]:

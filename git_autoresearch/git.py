@@ -49,7 +49,7 @@ class GitError(AutoresearchError):
     """A git command failed: carries ``argv``, ``returncode``, ``stdout`` and ``stderr`` (bytes)."""
 
     def __init__(self, argv: Sequence[str], returncode: int, stdout: bytes, stderr: bytes) -> None:
-        lines = [ln for ln in stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+        lines = said(stderr)
         last = lines[-1].strip() if lines else "no message"
         shown = " ".join(argv[:4])
         super().__init__(f"git failed (exit {returncode}) running '{shown}': {last}")
@@ -121,6 +121,11 @@ def run_git(
     if proc.returncode != 0 and not allow_non_zero:
         raise GitError(["git", *args], proc.returncode, proc.stdout, proc.stderr)
     return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def said(stderr: bytes) -> list[str]:
+    """What a git command said on stderr: its non-blank lines (indentation kept)."""
+    return [ln.rstrip() for ln in stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
 
 
 def config_bool(value: str | None) -> bool | None:
@@ -353,13 +358,16 @@ class Repo:
         """Write the tree of ``entries`` ((mode such as ``100644``, blob id, path with ``/``
         separators)) and the trees of its folders, all through one interactive
         ``git mktree --batch``; returns the top tree's id. Raises :class:`GitError`."""
-        folders: dict[str, list[str]] = {"": []}
+        folders: dict[str, list[str]] = {"": []}  # folder -> its blob lines
+        children: dict[str, set[str]] = {}  # folder -> its subfolders
         for mode, oid, path in entries:
             parent, _, name = path.rpartition("/")
             folders.setdefault(parent, []).append(f"{mode} blob {oid}\t{name}")
             while parent:
-                parent = parent.rpartition("/")[0]
-                folders.setdefault(parent, [])
+                above = parent.rpartition("/")[0]
+                folders.setdefault(above, [])
+                children.setdefault(above, set()).add(parent)
+                parent = above
         argv = ["git", "--literal-pathspecs", "mktree", "--batch"]
         proc = subprocess.Popen(argv, cwd=self.top, env=_environment(None),
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -369,11 +377,9 @@ class Repo:
         try:
             # Deepest folders first, so that each parent can name its children's trees.
             for folder in sorted(folders, key=lambda f: (-f.count("/") - bool(f), f)):
-                lines = list(folders[folder])
-                prefix = f"{folder}/" if folder else ""
-                for child, oid in made.items():
-                    if child.startswith(prefix) and "/" not in child[len(prefix):]:
-                        lines.append(f"040000 tree {oid}\t{child[len(prefix):]}")
+                lines = folders[folder] + [f"040000 tree {made[child]}\t"
+                                           f"{child.rpartition('/')[2]}"
+                                           for child in sorted(children.get(folder, ()))]
                 proc.stdin.write(("\n".join(lines) + "\n\n").encode("utf-8", "surrogateescape"))
                 proc.stdin.flush()
                 made[folder] = proc.stdout.readline().decode().strip()
@@ -430,24 +436,22 @@ class Repo:
         by ``git merge --squash``, which git commit removes. Empty when plumbing makes the same
         commit."""
         folder = self.common_dir / "hooks"
-        found: list[str] = []
-        if (self.git_dir / "SQUASH_MSG").exists():
-            found.append("SQUASH_MSG")
-        pattern = r"^(core\.hookspath|hook\..*\.event|commit\.gpgsign)$"
-        for key, value in self.config_entries(pattern):
+        hooks: set[str] = set()
+        signing: bool | None = False
+        for key, value in self.config_entries(r"^(core\.hookspath|hook\..*\.event|"
+                                              r"commit\.gpgsign)$"):
             if key == "core.hookspath" and value:
                 folder = self.top / os.path.expanduser(value)
             elif key == "commit.gpgsign":
-                signing = config_bool(value) is not False
-                if signing and "commit.gpgSign" not in found:
-                    found.append("commit.gpgSign")
-                elif not signing and "commit.gpgSign" in found:
-                    found.remove("commit.gpgSign")
-            elif value in COMMIT_HOOKS and f"{value} hook" not in found:
-                found.append(f"{value} hook")
-        for name in COMMIT_HOOKS:
-            if os.path.lexists(folder / name) and f"{name} hook" not in found:
-                found.append(f"{name} hook")
+                signing = config_bool(value)  # the last one counts
+            elif value in COMMIT_HOOKS:
+                hooks.add(value)
+        hooks.update(name for name in COMMIT_HOOKS if os.path.lexists(folder / name))
+        found = [f"{name} hook" for name in COMMIT_HOOKS if name in hooks]
+        if signing is not False:  # true, or a value git would refuse
+            found.append("commit.gpgSign")
+        if (self.git_dir / "SQUASH_MSG").exists():
+            found.append("SQUASH_MSG")
         return found
 
     def auto_maintenance(self) -> None:
