@@ -136,17 +136,9 @@ def _examine(session: Session, fix: bool) -> Examination:
             finding.fixed = session.recover(abandon=True) is not None
             book = session.ledger
 
-    current = repo.current_branch()
-    exists = repo.resolve(branch) is not None
-    if not exists:
-        if not session.merged_elsewhere():
-            exam.add(f"the session branch {branch} does not exist, and its last keep is not in "
-                     f"HEAD (not fetched? git fetch origin {branch}:{branch})")
-    elif current is None:
-        exam.add(f"the work tree is on a detached HEAD, not on the session branch {branch}")
-    elif current != branch and not repo.merged(branch):
-        # A session merged into the branch checked out is finished, not in trouble.
-        exam.add(f"the work tree is not on the session branch {branch}")
+    exists, problem = session.branch_problem()
+    if problem:
+        exam.add(problem)
 
     base = (book.segments[0].header or {}).get("base_commit")
     log = trailer_log(repo, branch, base) if exists else []

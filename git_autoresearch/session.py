@@ -146,12 +146,12 @@ class Layout:
         except OSError as exc:
             raise Refused(f"cannot read {self.config}: {exc.strerror}") from None
 
-    def missing_hint(self) -> str:
-        """What to do when ``config.toml`` is missing: resume a session a state ref holds, or
-        start one."""
+    def missing_hint(self, saved: list[str] | None = None) -> str:
+        """What to do when ``config.toml`` is missing: resume a session a state ref holds
+        (``saved``: their ids, when the caller has asked already), or start one."""
         from .state import sessions
 
-        saved = sessions(self.repo)
+        saved = sessions(self.repo) if saved is None else saved
         if not saved:
             return "start one with `git autoresearch start`"
         if len(saved) == 1:
@@ -268,8 +268,9 @@ class Session:
             return session
         from .state import sessions
 
+        saved = sessions(repo)
         lost = (f"no .auto/config.toml, though a state ref holds a session: "
-                f"{layout.missing_hint()}") if sessions(repo) else None
+                f"{layout.missing_hint(saved)}") if saved else None
         for path in (layout.ledger, repo.top / "autoresearch.jsonl"):
             if path.is_file():
                 book = ledger_mod.read(path)
@@ -282,8 +283,8 @@ class Session:
         book = ledger_from_trailers(repo, branch)
         if not book.runs:
             raise Refused("no session here: no .auto/config.toml, no ledger, and no Result: "
-                          f"trailers on {branch}" + (f"; {layout.missing_hint()}" if lost
-                                                     else ""))
+                          f"trailers on {branch}" + (f"; {layout.missing_hint(saved)}"
+                                                     if saved else ""))
         session = cls._foreign(repo, book, None)
         session.trailer_branch = branch
         session.warnings.append(f"read from the Result: trailers on {branch} alone; the "
@@ -355,6 +356,24 @@ class Session:
                               f"git fetch origin {wanted}:{wanted})")
             raise Refused(f"the work tree is on {where}, not on the session branch {wanted} "
                           f"(git switch {wanted})")
+
+    def branch_problem(self) -> tuple[bool, str | None]:
+        """Whether the session branch exists, and what is wrong with where the work tree is
+        (None when nothing is): off the session branch and not merged into the branch checked
+        out, on a detached HEAD, or the session branch gone while its last keep is not in
+        HEAD. A session merged into the branch checked out is finished, not in trouble."""
+        branch = session_branch(self.config.session_id)
+        current = self.repo.branch_at_discovery
+        if current != branch and self.repo.resolve(branch) is None:
+            if self.merged_elsewhere():
+                return False, None
+            return False, (f"the session branch {branch} does not exist, and its last keep is "
+                           f"not in HEAD (not fetched? git fetch origin {branch}:{branch})")
+        if current is None:
+            return True, f"the work tree is on a detached HEAD, not on the session branch {branch}"
+        if current != branch and not self.repo.merged(branch):
+            return True, f"the work tree is on branch {current}, not on the session branch {branch}"
+        return True, None
 
     def merged_elsewhere(self) -> bool:
         """Whether the last kept commit of the ledger is in HEAD: a session merged into the
@@ -662,9 +681,9 @@ class Session:
         head = self.head()
         number = self.next_run()
         changes = survey(self.repo, load_snapshot(self.layout.untracked))
-        stale: Measurement | None = None
+        measured: Measurement | None = None  # a pending measurement, kept or dropped below
         if result is not None and result.fingerprint is not None:
-            stale = result
+            measured = result
             moved = self.changed_since(result, changes)
             what = ", ".join(moved[:5]) + (" ..." if len(moved) > 5 else "")
             if moved and given is not None and (status != "keep" or given.metric is not None):
@@ -688,11 +707,11 @@ class Session:
         if status == "keep" and metric is None:
             raise Refused("a keep needs a metric: measure first or pass --metric")
         draft = self._draft(number, status, description, result, asi, hooks, baseline)
-        if stale is not None and result is not stale and stale.scope_ref:
+        if measured is not None and result is not measured and measured.scope_ref:
             # What the dropped measurement set aside before it ran still belongs to this run.
-            draft["scope_ref"] = stale.scope_ref
+            draft["scope_ref"] = measured.scope_ref
             draft["scope_violations"] = sorted({*draft["scope_violations"],
-                                                *stale.scope_violations})
+                                                *measured.scope_violations})
         ref = attempt_ref(self.config.session_id, number)
         token = os.urandom(8).hex()
         untracked_after = sorted({*changes.preexisting, *changes.staged_preexisting,
@@ -701,47 +720,50 @@ class Session:
                                   "id": token, "head": head, "ref": ref, "record": draft,
                                   "untracked_after": untracked_after,
                                   "staged_preexisting": changes.staged_preexisting}
-        if status == "keep":
-            assert metric is not None
-            trailer = result_trailer(self.config.metric_name, metric, draft["metrics"])
-            message = commit_message(description, trailer, number, self.config.session_id)
-            plan = plan_keep(self.repo, self.bounds, changes)
-            intent["to_stage"] = plan.to_stage
-            intent["created"], intent["tracked"] = revert_targets(
-                self.bounds, plan.revert_changes, plan.violations)
-            self._write_intent(intent)
-            head_tree = (self.repo.head_tree_at_discovery
-                         if head == self.repo.head_at_discovery else None)
-            try:
-                kept = git_keep(self.repo, self.bounds, plan, head=head, message=message,
-                                trailers=keep_trailers(trailer, number,
-                                                       self.config.session_id),
-                                violations_ref=ref, head_tree=head_tree,
-                                violations_message=f"out-of-scope changes of kept run "
-                                                   f"{number}\n\nAutoresearch-Intent: {token}\n")
-            except Refused:
-                self.layout.intent.unlink(missing_ok=True)  # nothing changed: nothing to finish
-                raise
-            self._head = kept.commit
-            draft.update({"commit": self.repo.short(kept.commit), "committed": kept.committed,
-                          "attempt_ref": kept.attempt_ref})
-            draft["scope_violations"] = sorted({*draft["scope_violations"],
-                                                *kept.scope_violations})
-        else:
-            message = (f"{description.strip() or f'run {number}'}\n\n"
-                       f"Autoresearch-Status: {status}\nAutoresearch-Run: {number}\n"
-                       f"Autoresearch-Session: {self.config.session_id}\n"
-                       f"Autoresearch-Intent: {token}\n")
-            intent["created"], intent["tracked"] = revert_targets(self.bounds, changes)
-            self._write_intent(intent)
-            try:
+        try:
+            if status == "keep":
+                assert metric is not None
+                self._keep(draft, intent, changes, metric, description, token)
+            else:
+                message = (f"{description.strip() or f'run {number}'}\n\n"
+                           f"Autoresearch-Status: {status}\nAutoresearch-Run: {number}\n"
+                           f"Autoresearch-Session: {self.config.session_id}\n"
+                           f"Autoresearch-Intent: {token}\n")
+                intent["created"], intent["tracked"] = revert_targets(self.bounds, changes)
+                self._write_intent(intent)
                 git_revert(self.repo, self.bounds, changes, head=head, ref=ref,
                            message=message)
-            except Refused:
-                self.layout.intent.unlink(missing_ok=True)  # the attempt was not even recorded
-                raise
-            draft["attempt_ref"] = ref
+                draft["attempt_ref"] = ref
+        except Refused:
+            # Refused before anything changed (git refused the commit, or could not record the
+            # attempt): there is nothing to finish.
+            self.layout.intent.unlink(missing_ok=True)
+            raise
         return self._append_record(draft, untracked_after, changes.ignored)
+
+    def _keep(self, draft: dict[str, Any], intent: dict[str, Any], changes: Changes,
+              metric: float, description: str, token: str) -> None:
+        """The keep of :meth:`record`: write the intent, commit, and complete ``draft``."""
+        number, head, ref = draft["run"], intent["head"], intent["ref"]
+        trailer = result_trailer(self.config.metric_name, metric, draft["metrics"])
+        plan = plan_keep(self.repo, self.bounds, changes)
+        intent["to_stage"] = plan.to_stage
+        intent["created"], intent["tracked"] = revert_targets(self.bounds, plan.revert_changes,
+                                                              plan.violations)
+        self._write_intent(intent)
+        head_tree = (self.repo.head_tree_at_discovery
+                     if head == self.repo.head_at_discovery else None)
+        kept = git_keep(self.repo, self.bounds, plan, head=head,
+                        message=commit_message(description, trailer, number,
+                                               self.config.session_id),
+                        trailers=keep_trailers(trailer, number, self.config.session_id),
+                        violations_ref=ref, head_tree=head_tree,
+                        violations_message=f"out-of-scope changes of kept run {number}\n\n"
+                                           f"Autoresearch-Intent: {token}\n")
+        self._head = kept.commit
+        draft.update({"commit": self.repo.short(kept.commit), "committed": kept.committed,
+                      "attempt_ref": kept.attempt_ref})
+        draft["scope_violations"] = sorted({*draft["scope_violations"], *kept.scope_violations})
 
     def _draft(self, number: int, status: str, description: str, result: Measurement | None,
                asi: Mapping[str, Any] | None, hooks: list[dict[str, Any]] | None,
@@ -809,10 +831,7 @@ class Session:
 
         try:
             _, skipped = mirror(self.repo, self.layout.auto, self.config.session_id, message)
-        except LedgerShrank as exc:
-            self.warnings.append(f"the session files were not mirrored: {exc.message}")
-            return
-        except (GitError, OSError, UnicodeError) as exc:
+        except (LedgerShrank, GitError, OSError, UnicodeError) as exc:
             self.warnings.append(f"the session files were not mirrored on the state ref: {exc}")
             return
         if skipped:

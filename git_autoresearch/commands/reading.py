@@ -78,18 +78,11 @@ def status_cmd(as_json: bool) -> None:
         branch = session.repo.current_branch() or "HEAD"
     warnings = list(session.warnings)
     if not session.read_only:
-        current = session.repo.current_branch()
-        exists = current == branch or session.repo.resolve(branch) is not None
+        exists, problem = session.branch_problem()
         if exists:
             base = (session.ledger.segments[0].header or {}).get("base_commit")
             warnings += report.reconcile(session.repo, session.ledger, branch, base).problems
-        elif not session.merged_elsewhere():
-            warnings.append(f"the session branch {branch} does not exist, and its last keep "
-                            "is not in HEAD")
-        if exists and current != branch and (current is None or
-                                             not session.repo.merged(branch)):
-            where = f"branch {current}" if current else "a detached HEAD"
-            warnings.append(f"the work tree is on {where}, not on {branch}")
+        warnings += [problem] if problem else []
     repair = ("git autoresearch resume sets it aside" if not session.read_only
               else "it is left out")
     warnings.extend(f"ledger line {m.line} is not readable ({m.reason}); {repair}"
