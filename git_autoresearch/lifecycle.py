@@ -285,12 +285,17 @@ def _restore_files(repo: Repo, layout: Layout, session_id: str) -> list[str]:
     # it no longer parses) and a ledger that lost lines are repaired.
     lost = not layout.config.exists() or not layout.ledger.exists()
     if not lost and "config.toml" in saved:
+        why = None
         try:
-            Config.from_mapping(parse_toml(layout.config.read_bytes(), source="config.toml"),
-                                source="config.toml")
-        except (UsageError, OSError) as exc:
-            why = "it did not parse" if "TOML" in str(exc) or isinstance(exc, OSError) \
-                else "it was not valid"
+            values = parse_toml(layout.config.read_bytes(), source="config.toml")
+        except (UsageError, OSError):
+            why = "it did not parse"
+        else:
+            try:
+                Config.from_mapping(values, source="config.toml")
+            except UsageError:
+                why = "it was not valid"
+        if why:
             broken = layout.config.with_name(f"config.toml.broken.{time.time_ns()}")
             os.replace(layout.config, broken)
             restored.append(f"restored .auto/config.toml ({why}; it is now "
@@ -399,11 +404,11 @@ def resume(session_id: str | None = None, cwd: str | os.PathLike[str] | None = N
                           f"{_listing(tracked)}")
         # git switch also creates the branch from a single remote-tracking one (a fresh clone).
         if repo.run("switch", "-q", wanted, allow_non_zero=True).returncode != 0:
-            over = (" or, merged and deleted, the session is over: to start another here, "
+            over = ("; or, merged and deleted, the session is over: to start another here, "
                     "move .auto/ aside and run git autoresearch start --force"
                     if session.merged_elsewhere() else "")
             raise Refused(f"the session branch {wanted} does not exist here (fetch it: git "
-                          f"fetch origin {wanted}:{wanted}{';' + over if over else ''})")
+                          f"fetch origin {wanted}:{wanted}{over})")
         actions.append(f"checked out {wanted}")
         session = Session.open(cwd)
     with session.lock("resume"):

@@ -903,7 +903,7 @@ class Session:
         staged paths and the experiment stays in the work tree, unrecorded. When HEAD moved in
         between, :class:`Refused`, or with ``abandon`` the intent record is set aside.
         """
-        for pattern in ("attempt-index.*", "state-index.*", "state-piece.*", "*.tmp"):
+        for pattern in ("attempt-index.*", "state-piece.*", "*.tmp"):
             for leftover in self.repo.scratch.glob(pattern):
                 if leftover.name.split(".")[-1] != str(os.getpid()):
                     leftover.unlink(missing_ok=True)

@@ -29,6 +29,15 @@ class LedgerShrank(Refused):
     """The ledger is shorter than the one the state ref holds: it is not mirrored."""
 
 
+def _storable(path: str) -> bool:
+    """Whether git can be handed ``path`` (one per line, UTF-8) and keep it under its name."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return "\n" not in path
+
+
 def state_ref(session_id: str) -> str:
     return STATE_REF.format(session=session_id)
 
@@ -57,20 +66,12 @@ def mirror(repo: Repo, auto: Path, session_id: str, message: str) -> tuple[str, 
         if (auto / name).is_file():
             entries.append((name, str(auto / name)))
     hooks = auto / "hooks"
-    skipped: list[str] = []
+    skipped: list[tuple[str, str]] = []
     if hooks.is_dir():
         for path in sorted(hooks.rglob("*")):
             if path.is_file() and not path.is_symlink():
                 name = path.relative_to(auto).as_posix()
-                try:
-                    name.encode("utf-8")
-                except UnicodeEncodeError:
-                    skipped.append(name)
-                    continue
-                if "\n" in str(path):
-                    skipped.append(name)
-                    continue
-                entries.append((name, str(path)))
+                (entries if _storable(str(path)) else skipped).append((name, str(path)))
     try:
         ledger = (auto / "log.jsonl").read_bytes()
     except FileNotFoundError:
@@ -123,7 +124,7 @@ def mirror(repo: Repo, auto: Path, session_id: str, message: str) -> tuple[str, 
     cache.update({"ref": ref, "commit": commit})
     cache["pieces"] = {str(k): v for k, v in known.items() if k < len(pieces)}
     cache_path.write_text(json.dumps(cache))
-    return commit, skipped
+    return commit, [name for name, _ in skipped]
 
 
 def read(repo: Repo, session_id: str) -> tuple[dict[str, bytes], dict[str, int]] | None:

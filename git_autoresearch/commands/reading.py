@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -16,6 +16,9 @@ from .common import (
     json_option,
     warn,
 )
+
+if TYPE_CHECKING:
+    from ..session import Session
 
 
 @click.command("log", context_settings=CONTEXT)
@@ -35,10 +38,8 @@ def log_cmd(segment: int | None, status: str | None, last: int | None, tsv: bool
     """The runs of the ledger, newest last (our session, a pi-autoresearch session read in
     place, or the Result: trailers of the current branch)."""
     from .. import report
-    from ..session import Session
 
-    session = Session.open_for_reading()
-    _warn_all(session.warnings)
+    session = _open_warned()
     if segment is not None and not 0 <= segment < len(session.ledger.segments):
         raise UsageError(f"no segment {segment} (segments are 0 to "
                          f"{len(session.ledger.segments) - 1})")
@@ -57,10 +58,15 @@ def log_cmd(segment: int | None, status: str | None, last: int | None, tsv: bool
         click.echo(report.table(rows, width), nl=False)
 
 
-def _warn_all(warnings: list[str]) -> None:
-    """The session's warnings (an edited configuration, say) on stderr, as status shows them."""
-    for w in warnings:
+def _open_warned() -> Session:
+    """The session, opened to read it, its warnings (an edited configuration, say) on stderr
+    as status shows them."""
+    from ..session import Session
+
+    session = Session.open_for_reading()
+    for w in session.warnings:
         warn(w)
+    return session
 
 
 @click.command("status", context_settings=CONTEXT)
@@ -171,10 +177,8 @@ def status_cmd(as_json: bool) -> None:
 @json_option
 def show_cmd(run_number: int, as_json: bool) -> None:
     """One run: its record and its diff (the keep commit, or the attempt ref of a non-kept run)."""
-    from ..session import Session
 
-    session = Session.open_for_reading()
-    _warn_all(session.warnings)
+    session = _open_warned()
     run = session.ledger.find(run_number)
     if run is None:
         last = session.ledger.next_run_number - 1
@@ -226,10 +230,8 @@ def analyze_cmd(segment: int | None, plot: Path | None, as_json: bool) -> None:
     """Counts per status and keep rate; baseline, best and improvement; kept runs ranked by their
     gain over the best before them; runs spent per improvement; the longest dry streak."""
     from ..insight import analysis_text, analyze
-    from ..session import Session
 
-    session = Session.open_for_reading()
-    _warn_all(session.warnings)
+    session = _open_warned()
     seg = _segment_of(session, segment)
     result = analyze(seg)
     if plot is not None:
@@ -255,10 +257,8 @@ def analyze_cmd(segment: int | None, plot: Path | None, as_json: bool) -> None:
 def summary_cmd(max_bytes: int, last: int) -> None:
     """A deterministic text for an agent to resume from after its context was compacted."""
     from ..insight import read_ideas, summary
-    from ..session import Session
 
-    session = Session.open_for_reading()
-    _warn_all(session.warnings)
+    session = _open_warned()
     cfg = session.config
     try:
         prompt = session.layout.prompt.read_text(encoding="utf-8")
@@ -283,10 +283,8 @@ def dashboard_cmd(output: Path | None, serve: bool, port: int) -> None:
     running best, and the table of runs with their annotations."""
     from ..dashboard import render
     from ..dashboard import serve as serve_page
-    from ..session import Session
 
-    session = Session.open_for_reading()
-    _warn_all(session.warnings)
+    session = _open_warned()
     cfg = session.config
 
     def build() -> str:
