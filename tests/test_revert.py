@@ -15,12 +15,17 @@ def snapshot(paths: list[Path]) -> dict[str, tuple[bytes, int]]:
     return {str(p): (p.read_bytes(), stat.S_IMODE(p.lstat().st_mode)) for p in paths}
 
 
-def test_user_files_survive_discard(repo: Path, ar) -> None:
-    write(repo / ".gitignore", ".venv/\n.env\n*.log\n")
+def ignored_user_files(repo: Path, ignore: str = ".venv/\n.env\n") -> tuple[Path, Path]:
+    """A committed .gitignore (``ignore``), and the virtualenv and .env file it ignores."""
+    write(repo / ".gitignore", ignore)
     git(repo, "add", ".gitignore")
     git(repo, "commit", "-q", "-m", "ignore")
-    venv = write(repo / ".venv" / "bin" / "python", "#!venv\n", 0o755)
-    dotenv = write(repo / ".env", "SECRET=1\n", 0o600)
+    return (write(repo / ".venv" / "bin" / "python", "#!venv\n", 0o755),
+            write(repo / ".env", "SECRET=1\n", 0o600))
+
+
+def test_user_files_survive_discard(repo: Path, ar) -> None:
+    venv, dotenv = ignored_user_files(repo, ".venv/\n.env\n*.log\n")
     notes = write(repo / "notes.txt", "my notes, untracked before the session\n")
     ar(repo, *start_args("--force"))
     # The experiment: edits, a staged edit, ignored output, and a change to the user's notes.
@@ -181,11 +186,7 @@ def test_paths_with_odd_names(repo: Path, ar) -> None:
 
 
 def test_ignored_files_survive_gitignore_edits_and_force_adds(repo: Path, ar) -> None:
-    write(repo / ".gitignore", ".venv/\n.env\n")
-    git(repo, "add", ".gitignore")
-    git(repo, "commit", "-q", "-m", "ignore")
-    venv = write(repo / ".venv" / "bin" / "python", "#!venv\n", 0o755)
-    dotenv = write(repo / ".env", "SECRET=1\n", 0o600)
+    venv, dotenv = ignored_user_files(repo)
     ar(repo, *start_args())
     before = snapshot([venv, dotenv])
     write(repo / ".gitignore", "# nothing ignored any more\n")
