@@ -142,13 +142,36 @@ def render(book: Ledger, *, goal: str, metric_name: str, unit: str, session_id: 
     )
 
 
+LOCAL_HOST_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+def _local_host(header: str | None, port: int) -> bool:
+    """Whether a ``Host`` header names this machine's loopback on ``port`` (the port may be left
+    out only when it is 80, as browsers do)."""
+    if not header:
+        return False
+    host = header.strip().lower()
+    name, colon, given = host.rpartition(":")
+    if not colon or host.endswith("]"):  # no port (an IPv6 literal has colons of its own)
+        name, given = host, "80"
+    return name in LOCAL_HOST_NAMES and given == str(port)
+
+
 def serve(build: Callable[[], str], version: Callable[[], str], *, port: int,
           ready: Callable[[str], None], stop: threading.Event | None = None) -> None:
     """Serve the page on 127.0.0.1:``port`` (0: any free port) until interrupted (or ``stop``
-    is set); ``/version`` changes when the ledger does, and the page reloads itself then."""
+    is set); ``/version`` changes when the ledger does, and the page reloads itself then.
+
+    Only requests whose ``Host`` header is ``127.0.0.1``, ``localhost`` or ``[::1]`` with the
+    served port are answered; any other gets 403, so a web page that rebinds its own DNS name
+    to 127.0.0.1 cannot read the session."""
+    served: list[int] = []
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
+            if not _local_host(self.headers.get("Host"), served[0]):
+                self.send_error(403, "only 127.0.0.1, localhost and [::1] are served")
+                return
             if self.path == "/version":
                 body, kind = version().encode(), "text/plain"
             elif self.path in ("/", "/index.html"):
@@ -167,6 +190,7 @@ def serve(build: Callable[[], str], version: Callable[[], str], *, port: int,
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    served.append(server.server_address[1])
     ready(f"http://127.0.0.1:{server.server_address[1]}/")
     if stop is not None:
         def watch() -> None:

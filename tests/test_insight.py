@@ -378,3 +378,45 @@ def test_dashboard_serve_on_a_busy_port(repo: Path, ar) -> None:
         port = busy.getsockname()[1]
         res = ar(repo, "dashboard", "--serve", "--port", str(port), expect=3)
     assert "cannot serve" in res.err
+
+
+def test_dashboard_serve_answers_only_its_own_host_names(repo: Path) -> None:
+    """DNS rebinding: a web page whose name resolves to 127.0.0.1 sends its own Host header, and
+    must not read the session; only 127.0.0.1, localhost and [::1] on the served port are served."""
+    import http.client
+
+    path = repo / ".auto" / "log.jsonl"
+    generated_ledger(path, 3)
+    stop = threading.Event()
+    urls: list[str] = []
+    thread = threading.Thread(target=serve, kwargs={
+        "build": lambda: "page", "version": lambda: "1", "port": 0, "ready": urls.append,
+        "stop": stop}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not urls and time.monotonic() < deadline:
+        time.sleep(0.05)
+    port = int(urls[0].rstrip("/").rsplit(":", 1)[1])
+
+    def status(host: str | None, target: str = "/") -> int:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        conn.putrequest("GET", target, skip_host=True)
+        if host is not None:
+            conn.putheader("Host", host)
+        conn.endheaders()
+        code = conn.getresponse().status
+        conn.close()
+        return code
+
+    try:
+        for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}",
+                     f"LOCALHOST:{port}"):
+            assert status(host) == 200, host
+            assert status(host, "/version") == 200, host
+        for host in (f"attacker.example:{port}", "attacker.example", f"127.0.0.1:{port + 1}",
+                     "localhost", f"127.0.0.1.attacker.example:{port}", None):
+            assert status(host) == 403, host
+            assert status(host, "/version") == 403, host
+    finally:
+        stop.set()
+        thread.join(timeout=5)
