@@ -184,6 +184,8 @@ class Session:
         self.bounds = Boundaries(cfg.scope, cfg.protected)
         self._head: str | None = None
         self.recovered: str | None = None
+        # The after hooks fired for a run that recovery finished (None: none was finished).
+        self.recovered_hooks: HookReport | None = None
         self.warnings: list[str] = []
         self.read_only = False
         self.ledger_path = self.layout.ledger
@@ -893,6 +895,16 @@ class Session:
         return ""
 
     def recover(self, *, abandon: bool = False) -> str | None:
+        """:meth:`finish_interrupted`, then the after hooks of the run it finished, which the
+        killed command never fired (their report is kept in ``recovered_hooks``)."""
+        finished: list[dict[str, Any]] = []
+        done = self.finish_interrupted(finished, abandon=abandon)
+        if finished:
+            self.recovered_hooks = self.fire_hooks("after", run_entry=finished[0])
+        return done
+
+    def finish_interrupted(self, finished: list[dict[str, Any]], *, abandon: bool = False
+                           ) -> str | None:
         """Finish or roll back an interrupted keep or revert; returns what was done, or None.
 
         A revert whose attempt ref holds its attempt is finished (the run recorded, and the
@@ -901,7 +913,9 @@ class Session:
         had changed. A keep whose commit is HEAD, or that had nothing to commit, is finished;
         one killed before committing is rolled back: the index goes back to HEAD for the
         staged paths and the experiment stays in the work tree, unrecorded. When HEAD moved in
-        between, :class:`Refused`, or with ``abandon`` the intent record is set aside.
+        between, :class:`Refused`, or with ``abandon`` the intent record is set aside. The record
+        of a run finished here (or found recorded already, its after hooks not yet fired) is
+        appended to ``finished``.
         """
         for pattern in ("attempt-index.*", "state-piece.*", "*.tmp"):
             for leftover in self.repo.scratch.glob(pattern):
@@ -917,7 +931,10 @@ class Session:
         if intent.get("op") not in ("keep", "revert") or not isinstance(number, int):
             self._set_intent_aside()
             return "set aside an unreadable intent record"
-        if self.ledger.find(number) is not None:
+        already = self.ledger.find(number)
+        if already is not None:
+            # The intent is cleared right after the ledger line, before the after hooks fire.
+            finished.append(already.data)
             self.layout.intent.unlink()
             return f"run {number} was already recorded; cleared its intent record"
         record: dict[str, Any] = intent["record"]
@@ -937,7 +954,7 @@ class Session:
                 return f"set aside the interrupted revert of run {number} (HEAD had moved)"
             note = self._finish_targets(intent, ref)
             record["attempt_ref"] = ref
-            self._append_record(record, intent["untracked_after"])
+            finished.append(self._append_record(record, intent["untracked_after"]))
             return f"finished the interrupted revert of run {number} ({record['status']}){note}"
         committed = head != intent["head"]
         if committed:
@@ -973,7 +990,7 @@ class Session:
         assert head is not None
         self._head = head
         record.update({"commit": self.repo.short(head), "committed": committed})
-        self._append_record(record, intent["untracked_after"])
+        finished.append(self._append_record(record, intent["untracked_after"]))
         return f"finished the interrupted keep of run {number}{note}"
 
     def _set_intent_aside(self) -> None:

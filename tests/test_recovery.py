@@ -603,3 +603,45 @@ def test_upkeep_commands_never_mirror_damaged_session_files(repo: Path, ar) -> N
     assert saved("log/00000.jsonl") == good_ledger
     ar(repo, "resume")
     assert [r["run"] for r in runs(repo)] == [1, 2, 3]
+
+
+@pytest.mark.parametrize("op, step", [("keep", "keep:after-commit"),
+                                      ("keep", "record:after-ledger"),
+                                      ("discard", "revert:after-remove"),
+                                      ("discard", "record:after-ledger")])
+def test_a_run_finished_after_a_kill_fires_its_after_hooks(experiment: Path, ar, tmp_path: Path,
+                                                           op: str, step: str) -> None:
+    """The after hooks (a tag, a journal line) see every recorded run once, also one that a
+    kill interrupted and resume (or the next command) finished."""
+    top = experiment
+    fired = tmp_path / "fired.jsonl"
+    write(top / ".auto" / "hooks" / "after.sh", f"#!/bin/sh\ncat >> {fired}\necho >> {fired}\n"
+          "echo 'journal updated'\n", 0o755)
+    extra = ["--metric", "50"] if op == "keep" else []
+    killed = tool(top, op, "-d", "killed", *extra, env={"GIT_AUTORESEARCH_DIE_AT": step})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert not fired.exists()
+    res = ar(top, "resume", "--json").json()
+    payloads = [json.loads(line) for line in fired.read_text().splitlines() if line.strip()]
+    assert [(p["event"], p["run_entry"]["run"], p["run_entry"]["status"]) for p in payloads] \
+        == [("after", 2, "keep" if op == "keep" else "discard")]
+    assert res["steer"] == "journal updated"
+    ar(top, "status")
+    ar(top, "resume")
+    assert len(fired.read_text().splitlines()) == 2  # once: the payload line and the blank line
+
+
+def test_the_next_command_fires_the_after_hooks_of_the_run_it_finished(experiment: Path, ar,
+                                                                        tmp_path: Path) -> None:
+    top = experiment
+    fired = tmp_path / "fired.jsonl"
+    write(top / ".auto" / "hooks" / "after.sh", f"#!/bin/sh\ncat >> {fired}\necho >> {fired}\n",
+          0o755)
+    killed = tool(top, "discard", "-d", "killed",
+                  env={"GIT_AUTORESEARCH_DIE_AT": "revert:after-attempt"})
+    assert killed.returncode == -signal.SIGKILL
+    record = ar(top, "discard", "-d", "nothing left", "--json").json()
+    assert record["run"] == 3
+    runs_seen = [json.loads(line)["run_entry"]["run"]
+                 for line in fired.read_text().splitlines() if line.strip()]
+    assert runs_seen == [2, 3]

@@ -175,6 +175,19 @@ def measure_cmd(as_json: bool) -> None:
         warn(note)
 
 
+def _recovered_steer(session: Session) -> list[str]:
+    """The steer of the after hooks fired for a run that this command's recovery finished."""
+    return [session.recovered_hooks.steer] if session.recovered_hooks else []
+
+
+def _print_recovered(session: Session) -> None:
+    """Say what recovery finished before this command's own run, and its after hooks' steer."""
+    if session.recovered:
+        warn(session.recovered)
+    if session.recovered_hooks:
+        _print_steer("after (the interrupted run)", session.recovered_hooks)
+
+
 def _record_json(record: dict[str, Any], steer: list[str], warnings: list[str]) -> dict[str, Any]:
     out = dict(record)
     out["steer"] = "\n".join(s for s in steer if s) or None
@@ -243,10 +256,11 @@ def run_cmd(description: str, asi_pairs: tuple[str, ...], asi_json: str | None, 
         record = session.record(decision, description, result=result, asi=asi, hooks=hooks)
         after = session.fire_hooks("after", run_entry=record)
     if as_json:
-        emit_json(_record_json(record, [before.steer, after.steer],
+        emit_json(_record_json(record, [*_recovered_steer(session), before.steer, after.steer],
                                before.warnings + session.warnings + _violation_notes(record)
                                + after.warnings))
         return
+    _print_recovered(session)
     _print_steer("before", before)
     if decision == "crash" or decision == "checks_failed":
         _print_measurement(result, session.config.metric_name, recorded=True)
@@ -302,8 +316,10 @@ def _record_command(status: str) -> Callable[..., None]:
             after = session.fire_hooks("after", run_entry=record)
         notes += session.warnings + _violation_notes(record)
         if as_json:
-            emit_json(_record_json(record, [after.steer], notes + after.warnings))
+            emit_json(_record_json(record, [*_recovered_steer(session), after.steer],
+                                   notes + after.warnings))
             return
+        _print_recovered(session)
         for note in notes:
             warn(note)
         _print_record(session, record, previous_best)

@@ -33,11 +33,19 @@ def resume_cmd(session_id: str | None, as_json: bool) -> None:
             "next_run": session.ledger.next_run_number,
             "stop_pending": session.layout.stop.exists(),
             "limit_reached": session.limit_reached(), "warnings": session.warnings}
+    finished = session.recovered_hooks
+    data["steer"] = finished.steer or None if finished else None
+    if finished:
+        data["warnings"] = [*data["warnings"], *finished.warnings]
     if as_json:
         emit_json(data)
         return
     for action in actions:
         click.echo(f"- {action}")
+    if finished and finished.steer:
+        click.echo("==== after steer (the run finished above) ====")
+        click.echo(finished.steer)
+        click.echo("==== end of steer ====")
     best, last = seg["best"], seg["last"]
     click.echo(f"session {session.config.session_id}, segment {seg['index']}: {seg['runs']} "
                f"run(s), {seg['kept']} kept; next run {data['next_run']}")
