@@ -29,10 +29,11 @@ def resume_cmd(session_id: str | None, as_json: bool) -> None:
 
     session, actions = resume(session_id)
     seg = report.segment_summary(session.segment)
-    data = {"session_id": session.config.session_id, "actions": actions, "segment": seg,
-            "next_run": session.ledger.next_run_number,
-            "stop_pending": session.layout.stop.exists(),
-            "limit_reached": session.limit_reached(), "warnings": session.warnings}
+    data: dict[str, Any] = {
+        "session_id": session.config.session_id, "actions": actions, "segment": seg,
+        "next_run": session.ledger.next_run_number,
+        "stop_pending": session.layout.stop.exists(),
+        "limit_reached": session.limit_reached(), "warnings": session.warnings}
     finished = session.recovered_hooks
     data["steer"] = finished.steer or None if finished else None
     if finished:
