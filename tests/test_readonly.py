@@ -233,3 +233,29 @@ def test_a_long_crash_tail_is_bounded(repo: Path, ar) -> None:
     record = ar(repo, "run", "-d", "explode", "--json").json()
     assert len(record["tail"]) == 4000
     assert record["tail"].endswith("0" * 498 + "20")
+
+
+def test_an_absent_readonly_key_is_no_configuration_change() -> None:
+    from git_autoresearch.config import Config, describe_changes
+
+    cfg = Config.from_mapping({"goal": "g", "command": "sh bench.sh"}, source="old")
+    old = cfg.to_dict()
+    assert cfg.readonly == [] and "readonly" not in old
+    assert describe_changes(old, {**old, "readonly": []}) == []
+    assert describe_changes(old, {**old, "readonly": ["data"]}) == \
+        ["readonly: None -> ['data']"]
+
+
+def test_a_new_segment_adds_readonly_paths(repo: Path, ar) -> None:
+    write(repo / "data" / "input.txt", "fixed\n")
+    commit_all(repo)
+    ar(repo, *start_args())
+    data = ar(repo, "start", "--new-segment", "--readonly", "data", "--json").json()
+    assert data["segment"] == 1 and data["config"]["readonly"] == ["data"]
+    write(repo / "data" / "input.txt", "changed\n")
+    measured = ar(repo, "measure", "--json").json()
+    assert measured["readonly_violations"] == ["data/input.txt"]
+    assert measured["scope_violations"] == []
+    assert measured["warnings"] == ["undid changes to readonly files, which define success: "
+                                    "data/input.txt (saved at refs/autoresearch/s1/scope/3)"]
+    assert (repo / "data" / "input.txt").read_text() == "fixed\n"
