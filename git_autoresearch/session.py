@@ -1006,29 +1006,57 @@ def run_payload(data: Mapping[str, Any]) -> dict[str, Any]:
 
 def script_paths(repo: Repo, command: str, head: str) -> list[str]:
     """Files that a shell command names (its scripts, a scorer, its data) and that commit
-    ``head`` holds: the words of ``command`` that are paths inside the top, relative to it,
-    with ``/`` separators, in the command's order. A file the command names that is not
-    committed (``test ! -e out.txt``) is not one of them, nor is a path outside the top."""
+    ``head`` holds: the words of ``command`` that are paths inside the top, and, for a
+    symlink, the file it points to in ``head`` (whatever the work tree holds now). Paths are
+    relative to the top, with ``/`` separators, in the command's order. A file the command
+    names that is not committed (``test ! -e out.txt``) is not one of them, nor is a path
+    outside the top."""
     import shlex
 
     try:
         words = shlex.split(command)
     except ValueError:
         words = command.split()
-    top = repo.top.resolve()
     candidates: list[str] = []
     for word in words:
         if not word or word.startswith("-") or "=" in word and not word.startswith("./"):
             continue
-        candidate = (repo.top / word).resolve() if not os.path.isabs(word) else Path(word)
+        named = os.path.normpath(word if os.path.isabs(word) else repo.top / word)
+        rel = _inside(repo, named)
+        if rel:
+            candidates.append(rel)
+    found: list[str] = []
+    for _ in range(8):  # symlinks to symlinks, within reason
+        wanted = [p for p in dict.fromkeys(candidates) if p not in found]
+        if not wanted:
+            break
+        candidates = []
+        listing = repo.run("ls-tree", "-z", head, "--", *wanted).stdout
+        for item in listing.split(b"\0"):
+            meta, _, raw = item.partition(b"\t")
+            path = raw.decode("utf-8", "surrogateescape")
+            if not item or path not in wanted or meta.split()[1] != b"blob":
+                continue
+            found.append(path)
+            if meta.split()[0] == b"120000":
+                target = repo.run("cat-file", "blob", meta.split()[2].decode()).stdout
+                pointed = _inside(repo, os.path.normpath(
+                    repo.top / os.path.dirname(path) / os.fsdecode(target)))
+                if pointed:
+                    candidates.append(pointed)
+    return found
+
+
+def _inside(repo: Repo, path: str) -> str | None:
+    """``path`` (absolute, normalised) relative to the top with ``/`` separators, or None
+    when it is the top itself or outside it."""
+    for root in (repo.top, repo.top.resolve()):
         try:
-            rel = candidate.relative_to(top).as_posix()
+            rel = Path(path).relative_to(root).as_posix()
         except ValueError:
             continue
-        if rel != ".":
-            candidates.append(rel)
-    held = repo.blobs(head, list(dict.fromkeys(candidates)))
-    return [p for p in dict.fromkeys(candidates) if p in held]
+        return rel if rel != "." else None
+    return None
 
 
 def command_files(repo: Repo, cfg: Config, head: str | None) -> list[str]:

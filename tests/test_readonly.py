@@ -259,3 +259,18 @@ def test_a_new_segment_adds_readonly_paths(repo: Path, ar) -> None:
     assert measured["warnings"] == ["undid changes to readonly files, which define success: "
                                     "data/input.txt (saved at refs/autoresearch/s1/scope/3)"]
     assert (repo / "data" / "input.txt").read_text() == "fixed\n"
+
+
+def test_a_symlinked_benchmark_and_its_target_are_readonly(repo: Path, ar) -> None:
+    write(repo / "scripts" / "bench.sh", BENCH, 0o755)
+    os.symlink("scripts/bench.sh", repo / "link.sh")
+    commit_all(repo)
+    ar(repo, *start_args("--command", "sh ./link.sh"))
+    write(repo / "scripts" / "bench.sh", CHEAT, 0o755)
+    os.remove(repo / "link.sh")
+    write(repo / "link.sh", CHEAT, 0o755)
+    record = ar(repo, "run", "-d", "x", "--json").json()
+    assert record["metric"] == 100
+    assert record["readonly_violations"] == ["link.sh", "scripts/bench.sh"]
+    assert os.readlink(repo / "link.sh") == "scripts/bench.sh"
+    assert (repo / "scripts" / "bench.sh").read_text() == BENCH
