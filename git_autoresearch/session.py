@@ -767,7 +767,8 @@ class Session:
                                                self.config.session_id),
                         trailers=keep_trailers(trailer, number, self.config.session_id),
                         violations_ref=ref, head_tree=head_tree,
-                        violations_message=f"out-of-scope changes of kept run {number}\n\n"
+                        violations_message=f"changes outside the scope or to readonly paths "
+                                           f"of kept run {number}\n\n"
                                            f"Autoresearch-Intent: {token}\n")
         self._head = kept.commit
         draft.update({"commit": self.repo.short(kept.commit), "committed": kept.committed,
@@ -983,7 +984,8 @@ class Session:
                 changes = survey(self.repo, load_snapshot(self.layout.untracked))
                 git_revert(self.repo, self.bounds, changes, head=intent["head"], ref=ref,
                            only=[*intent["created"], *intent["tracked"]],
-                           message=f"out-of-scope changes of kept run {number}\n", stage="keep")
+                           message=f"changes outside the scope or to readonly paths of kept "
+                                   f"run {number}\n", stage="keep")
             record["attempt_ref"] = ref
         assert head is not None
         self._head = head

@@ -537,5 +537,5 @@ def test_out_of_scope_changes_set_aside_by_measurements_stay_named(repo: Path, a
     assert git(repo, "show", "refs/autoresearch/s1/scope/2:README.md") == "first"
     assert ar(repo, "doctor").code == 0
     git(repo, "update-ref", "refs/autoresearch/s1/scope/77", "refs/autoresearch/s1/scope/2")
-    assert "scope/77 holds out-of-scope changes that no recorded run names" in \
-        ar(repo, "doctor", expect=3).out
+    assert ("scope/77 holds changes set aside (outside the scope or to readonly files) that no "
+            "recorded run names") in ar(repo, "doctor", expect=3).out
