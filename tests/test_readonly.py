@@ -71,6 +71,14 @@ def test_deleted_readonly_file_is_restored(repo: Path, ar) -> None:
     assert (repo / "bench.sh").read_text() == BENCH
     assert os.stat(repo / "bench.sh").st_mode & 0o777 == 0o755
     assert files_of(repo, "HEAD") == ["value.txt"]
+    git(repo, "rm", "-q", "bench.sh")  # staged this time
+    write(repo / "value.txt", "80\n")
+    record = ar(repo, "run", "-d", "staged deletion", "--json").json()
+    assert record["status"] == "keep" and record["metric"] == 80
+    assert record["readonly_violations"] == ["bench.sh"]
+    assert (repo / "bench.sh").read_text() == BENCH
+    assert files_of(repo, "HEAD") == ["value.txt"]
+    assert git(repo, "status", "--porcelain") == ""
 
 
 def test_readonly_wins_over_scope(repo: Path, ar) -> None:
@@ -179,6 +187,18 @@ def test_status_warns_when_a_readonly_file_differs(repo: Path, ar) -> None:
     git(repo, "reset", "-q", "bench.sh")
     data = ar(repo, "status", "--json").json()
     assert data["readonly_changed"] == [] and data["warnings"] == []
+
+
+def test_status_names_a_new_file_in_a_readonly_folder(repo: Path, ar) -> None:
+    write(repo / "data" / "input.txt", "fixed\n")
+    commit_all(repo)
+    ar(repo, *start_args("--readonly", "data"))
+    write(repo / "data" / "extra.txt", "planted\n")
+    assert ar(repo, "status", "--json").json()["readonly_changed"] == ["data/extra.txt"]
+    record = ar(repo, "run", "-d", "x", "--json").json()
+    assert record["readonly_violations"] == ["data/extra.txt"]
+    assert not (repo / "data" / "extra.txt").exists()
+    assert git(repo, "show", f"{record['scope_ref']}:data/extra.txt") == "planted"
 
 
 # --- a crash keeps the tail of its output ------------------------------------------------------
