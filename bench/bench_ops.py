@@ -90,7 +90,7 @@ def bench_keep_discard(root: Path, files: int, repeats: int) -> dict[str, float]
     ours = make_repo(root / "ours", files)
     raw = make_repo(root / "raw", files)
     tool(ours, "start", "--goal", "bench", "--session-id", "bench", "--command",
-         "sh bench.sh", "--metric-pattern", r"score: (\d+)", "--protected", "bench.sh",
+         "sh bench.sh", "--metric-pattern", r"score: (\d+)", "--readonly", "bench.sh",
          "--no-baseline")
     sh(raw, "git switch -q -c autoresearch/raw")
     times: dict[str, list[float]] = {"keep": [], "raw_keep": [], "discard": [],
@@ -114,7 +114,7 @@ def bench_keep_discard(root: Path, files: int, repeats: int) -> dict[str, float]
 def bench_reading(root: Path, runs: int, repeats: int) -> dict[str, float]:
     folder = make_repo(root / "reading", 10)
     tool(folder, "start", "--goal", "bench", "--session-id", "reading", "--command",
-         "sh bench.sh", "--metric-pattern", r"score: (\d+)", "--protected", "bench.sh")
+         "sh bench.sh", "--metric-pattern", r"score: (\d+)", "--readonly", "bench.sh")
     ledger = folder / ".auto" / "log.jsonl"
     head = subprocess.run(["git", "rev-parse", "--short=7", "HEAD"], cwd=folder, check=True,
                           stdout=subprocess.PIPE, text=True).stdout.strip()

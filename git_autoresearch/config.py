@@ -25,6 +25,8 @@ METRIC_NAME_RE = re.compile(r"^[\w.µ-]+$")
 DIRECTIONS = {"lower": "lower", "higher": "higher", "minimize": "lower", "maximize": "higher",
               "min": "lower", "max": "higher"}
 AGGREGATES = ("median", "min", "mean")
+# Keys added after sessions existed: absent and empty mean the same.
+OPTIONAL_LISTS = ("readonly",)
 
 
 @dataclass
@@ -40,6 +42,7 @@ class Config:
     metric_command: str | None = None
     scope: list[str] = field(default_factory=list)
     protected: list[str] = field(default_factory=list)
+    readonly: list[str] = field(default_factory=list)
     checks_command: str | None = None
     timeout_seconds: float = 600
     checks_timeout_seconds: float = 300
@@ -102,7 +105,7 @@ class Config:
             if compiled.groups != 1:
                 raise bad("metric_pattern", f"'{self.metric_pattern}' must have exactly one "
                                             f"capture group, not {compiled.groups}")
-        for key in ("scope", "protected"):
+        for key in ("scope", "protected", "readonly"):
             value = getattr(self, key)
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise bad(key, "must be a list of paths")
@@ -135,8 +138,11 @@ class Config:
                                     "and '-', and must start with a letter or digit")
 
     def to_dict(self) -> dict[str, Any]:
-        """The keys that are set, in declaration order (the TOML file's content)."""
-        return {k: getattr(self, k) for k in self.keys() if getattr(self, k) is not None}
+        """The keys that are set, in declaration order (the TOML file's content). An empty
+        ``readonly`` is left out, so that a configuration written before the key existed
+        renders to the same bytes (and the same hash) as it did then."""
+        return {k: getattr(self, k) for k in self.keys() if getattr(self, k) is not None
+                and not (k in OPTIONAL_LISTS and not getattr(self, k))}
 
     def render(self) -> bytes:
         """The exact bytes of ``config.toml``."""
@@ -218,6 +224,8 @@ def describe_changes(recorded: Mapping[str, Any], current: Mapping[str, Any]) ->
     """Human lines naming each key whose value differs between two configurations."""
     out = []
     for key in sorted(set(recorded) | set(current)):
+        if key in OPTIONAL_LISTS and not recorded.get(key) and not current.get(key):
+            continue
         if recorded.get(key) != current.get(key):
             out.append(f"{key}: {recorded.get(key)!r} -> {current.get(key)!r}")
     return out

@@ -215,8 +215,8 @@ def _examine(session: Session, fix: bool) -> Examination:
         # scope/N.2, scope/N.3, ...: measurements of run N taken again (or dropped as stale)
         # before it was recorded; they belong to run N as much as the one it names.
         if ref not in named and ref[len(prefix):].split(".")[0] not in recorded:
-            exam.add(f"{ref} holds out-of-scope changes that no recorded run names (see them: "
-                     f"git show {ref})")
+            exam.add(f"{ref} holds changes set aside (outside the scope or to readonly files) "
+                     f"that no recorded run names (see them: git show {ref})")
 
     if fix and additions:
         _insert_in_order(layout.ledger, additions)

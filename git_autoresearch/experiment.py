@@ -264,7 +264,8 @@ class KeepResult:
 
 
 def scope_violations(bounds: Boundaries, changes: Changes) -> list[str]:
-    """Changed paths that are neither protected nor inside the scope."""
+    """Changed paths that are neither protected nor inside the scope (readonly paths
+    included: they are never inside it)."""
     return sorted(p for p in changes.changed()
                   if not bounds.is_protected(p) and not bounds.in_scope(p))
 

@@ -26,9 +26,9 @@ from .session import (
     VERSION,
     Layout,
     Session,
+    command_files,
     default_session_id,
     now_ms,
-    script_paths,
     session_branch,
 )
 
@@ -71,20 +71,6 @@ def _dirty(repo: Repo, bounds: Boundaries) -> tuple[list[str], list[str]]:
 def _listing(paths: list[str], limit: int = 5) -> str:
     shown = ", ".join(paths[:limit])
     return shown + (f" and {len(paths) - limit} more" if len(paths) > limit else "")
-
-
-def check_scripts(repo: Repo, cfg: Config) -> None:
-    """Refuse a configuration whose measure, checks or metric command names a file that an
-    experiment may change: it would let an experiment redefine success."""
-    bounds = Boundaries(cfg.scope, cfg.protected)
-    for key in ("command", "metric_command", "checks_command"):
-        value = getattr(cfg, key)
-        if not value:
-            continue
-        for path in script_paths(repo, value):
-            if bounds.in_scope(path):
-                raise Refused(f"{key} runs {path}, which is inside the scope an experiment may "
-                              f"change; narrow --scope or add --protected {path}")
 
 
 def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
@@ -149,7 +135,8 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
         if repo.resolve(f"refs/heads/{branch}"):
             raise Refused(f"branch {branch} already exists (from an earlier session); pick "
                           "another --session-id")
-    bounds = Boundaries(cfg.scope, cfg.protected)
+    scripts = command_files(repo, cfg, head)
+    bounds = Boundaries(cfg.scope, cfg.protected, cfg.readonly, scripts)
     tracked, untracked = _dirty(repo, bounds)
     if opts.new_segment:
         known = load_snapshot(layout.untracked)
@@ -162,7 +149,6 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
     if untracked and not opts.force:
         raise Refused(f"the work tree has untracked files: {_listing(untracked)}; commit or "
                       "remove them, or pass --force (they are then never touched)")
-    check_scripts(repo, cfg)
     problem = repo.identity_problem()
     if problem:
         raise Refused(problem)
@@ -190,7 +176,8 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
         layout.prompt.write_text(PROMPT_TEMPLATE.format(
             goal=cfg.goal, metric_name=cfg.metric_name, direction=cfg.direction,
             unit=f", in {cfg.metric_unit}" if cfg.metric_unit else "", command=cfg.command,
-            scope=", ".join(cfg.scope) or "any path outside the protected ones"))
+            scope=", ".join(cfg.scope) or "any path that is neither protected nor readonly",
+            readonly=", ".join([*scripts, *cfg.readonly]) or "none"))
     try:
         layout.pending.unlink()
     except FileNotFoundError:

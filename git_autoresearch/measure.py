@@ -260,7 +260,10 @@ class Measurement:
 
     ``metric`` is the aggregate of ``samples`` (None when the run crashed, with ``reason``);
     ``checks`` is None when no checks ran, else ``passed``, ``exit_code``, ``timed_out``,
-    ``duration_s`` and the ``tail`` of their output.
+    ``duration_s`` and the ``tail`` of their output. ``log_tail`` is the end of the run log
+    (at most :data:`TAIL_LINES` lines and :data:`TAIL_CHARS` characters). ``scope_violations``
+    and ``readonly_violations`` are the paths put back to HEAD before measuring (saved at
+    ``scope_ref``): outside the scope, and defining success.
     """
 
     metric: float | None
@@ -273,6 +276,7 @@ class Measurement:
     log_tail: str = ""
     head: str | None = None
     scope_violations: list[str] = field(default_factory=list)
+    readonly_violations: list[str] = field(default_factory=list)
     scope_ref: str | None = None
     fingerprint: dict[str, str] | None = None
 

@@ -1,4 +1,4 @@
-"""Path rules for ``scope`` and ``protected`` (DESIGN.md sections 3 and 4).
+"""Path rules for ``scope``, ``protected`` and ``readonly`` (DESIGN.md sections 2 to 4).
 
 A rule is a path relative to the top of the work tree, with ``/`` separators:
 
@@ -102,17 +102,40 @@ class PathRules:
 
 
 class Boundaries:
-    """What an experiment may change: ``scope`` (empty: everything) minus ``protected``."""
+    """What an experiment may change: ``scope`` (empty: everything) minus ``protected`` (the
+    agent's notes: never reverted, never committed) and minus ``readonly`` (what defines
+    success: never committed, and put back to HEAD when changed).
 
-    def __init__(self, scope: Iterable[str], protected: Iterable[str]) -> None:
+    ``scripts`` are the files the configured commands name (exact paths): readonly even when
+    a ``protected`` rule of the configuration covers them, since sessions begun when
+    ``protected`` also meant "must not change" listed their benchmark there. The session
+    folder and the older layouts (:data:`DEFAULT_PROTECTED`) stay protected whatever else
+    matches. A readonly path inside the scope is readonly.
+    """
+
+    def __init__(self, scope: Iterable[str], protected: Iterable[str],
+                 readonly: Iterable[str] = (), scripts: Iterable[str] = ()) -> None:
         self.scope = PathRules(scope)
         self.protected = PathRules([*DEFAULT_PROTECTED, *protected])
+        self.readonly = PathRules(readonly)
+        self.scripts = frozenset(scripts)
+        self._session = PathRules(DEFAULT_PROTECTED)
 
     def is_protected(self, path: str) -> bool:
+        """Whether ``path`` belongs to the notes: no revert touches it, no keep commits it."""
+        if path in self.scripts and not self._session.matches(path):
+            return False
         return self.protected.matches(path)
 
+    def is_readonly(self, path: str) -> bool:
+        """Whether ``path`` defines success: a change to it is undone and recorded."""
+        if self.is_protected(path):
+            return False
+        return path in self.scripts or self.readonly.matches(path)
+
     def in_scope(self, path: str) -> bool:
-        """Whether an experiment may change ``path``: not protected, and inside the scope if set."""
-        if self.protected.matches(path):
+        """Whether an experiment may change ``path``: neither protected nor readonly, and
+        inside the scope if one is set."""
+        if self.is_protected(path) or self.is_readonly(path):
             return False
         return not self.scope or self.scope.matches(path)

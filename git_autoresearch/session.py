@@ -58,7 +58,7 @@ from .ledger import Ledger, Run, Segment
 from .lock import SessionLock
 from .measure import Measurement, Progress, command_environment
 from .measure import measure as run_measurement
-from .paths import Boundaries, PathRules
+from .paths import Boundaries
 
 if TYPE_CHECKING:
     from .hooks import HookReport
@@ -75,9 +75,11 @@ PROMPT_TEMPLATE = """# Autoresearch session: {goal}
 Metric: {metric_name} ({direction} is better{unit})
 Command: `{command}`
 Scope: {scope}
+Readonly: {readonly}
 
 ## Rules
-- Change only files in scope; never the measure, checks or scoring scripts.
+- Change only files in scope; never the readonly files (the measure, checks or scoring
+  scripts, the data): a change there is undone before measuring and recorded.
 - One idea per run; describe it in one sentence with `-d`.
 
 ## Learnings
@@ -181,7 +183,7 @@ class Session:
         self.config = cfg
         self.config_bytes = cfg_bytes
         self.ledger = book
-        self.bounds = Boundaries(cfg.scope, cfg.protected)
+        self._bounds: Boundaries | None = None
         self._head: str | None = None
         self.recovered: str | None = None
         # The after hooks fired for a run that recovery finished (None: none was finished).
@@ -193,6 +195,23 @@ class Session:
         self.seen_version: str | None = None
         # Why config.toml could not be used (read with the recorded configuration instead).
         self.invalid_config: str | None = None
+
+    @property
+    def bounds(self) -> Boundaries:
+        """Scope, protected and readonly paths, with the files the configured commands name
+        (:func:`command_files`, found once, on first use) readonly."""
+        if self._bounds is None:
+            cfg = self.config
+            scripts = [] if self.read_only else command_files(self.repo, cfg, self.repo.head())
+            self._bounds = Boundaries(cfg.scope, cfg.protected, cfg.readonly, scripts)
+        return self._bounds
+
+    def readonly_changed(self, changes: Changes | None = None) -> list[str]:
+        """Readonly paths whose work tree or index differ from HEAD (new files included),
+        sorted; ``changes`` saves surveying the work tree again."""
+        if changes is None:
+            changes = survey(self.repo, load_snapshot(self.layout.untracked))
+        return sorted(p for p in changes.changed() if self.bounds.is_readonly(p))
 
     def head(self) -> str:
         """HEAD's commit id, asked of git once and then kept up to date by :meth:`record`."""
@@ -516,17 +535,6 @@ class Session:
             ref = f"{base}.{n}"
         return ref
 
-    def _tampered(self, changes: Changes) -> list[str]:
-        """Tracked files that define success (named by the configured commands, or protected by
-        the configuration) and differ from HEAD."""
-        watched = PathRules(self.config.protected)
-        scripts = set()
-        for command in (self.config.command, self.config.metric_command,
-                        self.config.checks_command):
-            if command:
-                scripts.update(script_paths(self.repo, command))
-        return sorted(p for p in changes.tracked if p in scripts or watched.matches(p))
-
     def fingerprint(self, changes: Changes) -> dict[str, str]:
         """What the experiment's changes are now: path -> ``mode:sha256`` (``deleted``)."""
         out = {}
@@ -559,9 +567,10 @@ class Session:
                 baseline: bool = False) -> Measurement:
         """Run the experiment and, with ``pending``, remember the result for keep/discard.
 
-        Changes outside the scope are saved under ``refs/autoresearch/<id>/scope/<run>`` and
-        reverted first, so that they are never measured; a change to a file that defines success
-        makes the run a crash without running anything."""
+        Changes outside the scope and changes to readonly paths (what defines success) are
+        saved under ``refs/autoresearch/<id>/scope/<run>`` and put back to HEAD first, so that
+        they are never measured; the result lists them apart (``scope_violations``,
+        ``readonly_violations``)."""
         if not baseline:
             self.check_baseline()
         number = self.next_run()
@@ -575,23 +584,18 @@ class Session:
             scope_ref = self._free_ref(f"refs/autoresearch/{self.config.session_id}/scope/"
                                        f"{number}")
             git_revert(self.repo, self.bounds, changes, head=self.head(), ref=scope_ref,
-                       only=violations, message=f"out-of-scope changes before run {number}\n")
-            changes = survey(self.repo, load_snapshot(self.layout.untracked))
-        tampered = self._tampered(changes)
-        if tampered:
-            result = Measurement(None, {}, [], 0.0, reason=(
-                f"the experiment changed {', '.join(tampered)}, which defines the measurement; "
-                "restore it from HEAD (git restore --source=HEAD -- <path>)"))
-        else:
-            env = command_environment({
-                "AUTORESEARCH_SESSION": self.config.session_id,
-                "AUTORESEARCH_RUN": str(number),
-                "AUTORESEARCH_RUN_LOG": str(self.layout.run_log),
-            })
-            result = run_measurement(self.config, top=self.repo.top,
-                                     log_path=self.layout.run_log, env=env, progress=progress)
+                       only=violations, message=f"changes outside the scope or to readonly "
+                                                f"paths before run {number}\n")
+        env = command_environment({
+            "AUTORESEARCH_SESSION": self.config.session_id,
+            "AUTORESEARCH_RUN": str(number),
+            "AUTORESEARCH_RUN_LOG": str(self.layout.run_log),
+        })
+        result = run_measurement(self.config, top=self.repo.top,
+                                 log_path=self.layout.run_log, env=env, progress=progress)
         result.head = self.head()
-        result.scope_violations = violations
+        result.readonly_violations = [p for p in violations if self.bounds.is_readonly(p)]
+        result.scope_violations = [p for p in violations if not self.bounds.is_readonly(p)]
         result.scope_ref = scope_ref
         if not pending:
             return result
@@ -714,6 +718,11 @@ class Session:
             draft["scope_ref"] = measured.scope_ref
             draft["scope_violations"] = sorted({*draft["scope_violations"],
                                                 *measured.scope_violations})
+        if measured is not None and result is not measured:
+            draft["readonly_violations"] = list(measured.readonly_violations)
+        # What defines success and changed since (or without) a measurement: put back too.
+        draft["readonly_violations"] = sorted({*draft["readonly_violations"],
+                                               *self.readonly_changed(changes)})
         ref = attempt_ref(self.config.session_id, number)
         token = os.urandom(8).hex()
         untracked_after = sorted({*changes.preexisting, *changes.staged_preexisting,
@@ -760,12 +769,15 @@ class Session:
                                                self.config.session_id),
                         trailers=keep_trailers(trailer, number, self.config.session_id),
                         violations_ref=ref, head_tree=head_tree,
-                        violations_message=f"out-of-scope changes of kept run {number}\n\n"
+                        violations_message=f"changes outside the scope or to readonly paths "
+                                           f"of kept run {number}\n\n"
                                            f"Autoresearch-Intent: {token}\n")
         self._head = kept.commit
         draft.update({"commit": self.repo.short(kept.commit), "committed": kept.committed,
                       "attempt_ref": kept.attempt_ref})
-        draft["scope_violations"] = sorted({*draft["scope_violations"], *kept.scope_violations})
+        draft["scope_violations"] = sorted({*draft["scope_violations"],
+                                            *(p for p in kept.scope_violations
+                                              if not self.bounds.is_readonly(p))})
 
     def _draft(self, number: int, status: str, description: str, result: Measurement | None,
                asi: Mapping[str, Any] | None, hooks: list[dict[str, Any]] | None,
@@ -793,6 +805,7 @@ class Session:
             "checks": result.checks if result else None,
             "attempt_ref": None,
             "scope_violations": list(result.scope_violations) if result else [],
+            "readonly_violations": list(result.readonly_violations) if result else [],
             "hooks": hooks or [],
         })
         if result is not None and result.scope_ref:
@@ -801,6 +814,9 @@ class Session:
             record["baseline"] = True
         if result and result.reason and status == "crash":
             record["reason"] = result.reason
+            if result.log_tail:
+                # run.log is overwritten by the next measurement: the record keeps the tail.
+                record["tail"] = result.log_tail
         elif result and result.checks and not result.checks["passed"]:
             record["reason"] = result.checks.get("reason")
         return record
@@ -985,7 +1001,8 @@ class Session:
                 changes = survey(self.repo, load_snapshot(self.layout.untracked))
                 git_revert(self.repo, self.bounds, changes, head=intent["head"], ref=ref,
                            only=[*intent["created"], *intent["tracked"]],
-                           message=f"out-of-scope changes of kept run {number}\n", stage="keep")
+                           message=f"changes outside the scope or to readonly paths of kept "
+                                   f"run {number}\n", stage="keep")
             record["attempt_ref"] = ref
         assert head is not None
         self._head = head
@@ -1006,27 +1023,70 @@ def run_payload(data: Mapping[str, Any]) -> dict[str, Any]:
             "description": data.get("description"), "asi": data.get("asi") or {}}
 
 
-def script_paths(repo: Repo, command: str) -> list[str]:
-    """Files of the work tree that a shell command names (its scripts, a scorer): words of the
-    command that are paths to existing files, relative to the top."""
+def script_paths(repo: Repo, command: str, head: str) -> list[str]:
+    """Files that a shell command names (its scripts, a scorer, its data) and that commit
+    ``head`` holds: the words of ``command`` that are paths inside the top, and, for a
+    symlink, the file it points to in ``head`` (whatever the work tree holds now). Paths are
+    relative to the top, with ``/`` separators, in the command's order. A file the command
+    names that is not committed (``test ! -e out.txt``) is not one of them, nor is a path
+    outside the top."""
     import shlex
 
     try:
         words = shlex.split(command)
     except ValueError:
         words = command.split()
-    found = []
+    candidates: list[str] = []
     for word in words:
         if not word or word.startswith("-") or "=" in word and not word.startswith("./"):
             continue
-        candidate = (repo.top / word).resolve() if not os.path.isabs(word) else Path(word)
+        named = os.path.normpath(word if os.path.isabs(word) else repo.top / word)
+        rel = _inside(repo, named)
+        if rel:
+            candidates.append(rel)
+    found: list[str] = []
+    for _ in range(8):  # symlinks to symlinks, within reason
+        wanted = [p for p in dict.fromkeys(candidates) if p not in found]
+        if not wanted:
+            break
+        candidates = []
+        listing = repo.run("ls-tree", "-z", head, "--", *wanted).stdout
+        for item in listing.split(b"\0"):
+            meta, _, raw = item.partition(b"\t")
+            path = raw.decode("utf-8", "surrogateescape")
+            if not item or path not in wanted or meta.split()[1] != b"blob":
+                continue
+            found.append(path)
+            if meta.split()[0] == b"120000":
+                target = repo.run("cat-file", "blob", meta.split()[2].decode()).stdout
+                pointed = _inside(repo, os.path.normpath(
+                    repo.top / os.path.dirname(path) / os.fsdecode(target)))
+                if pointed:
+                    candidates.append(pointed)
+    return found
+
+
+def _inside(repo: Repo, path: str) -> str | None:
+    """``path`` (absolute, normalised) relative to the top with ``/`` separators, or None
+    when it is the top itself or outside it."""
+    for root in (repo.top, repo.top.resolve()):
         try:
-            rel = candidate.relative_to(repo.top.resolve())
+            rel = Path(path).relative_to(root).as_posix()
         except ValueError:
             continue
-        if candidate.is_file():
-            found.append(rel.as_posix())
-    return found
+        return rel if rel != "." else None
+    return None
+
+
+def command_files(repo: Repo, cfg: Config, head: str | None) -> list[str]:
+    """The committed files that ``command``, ``metric_command`` and ``checks_command`` name
+    (:func:`script_paths`; none when ``head`` is None): readonly automatically, since they
+    define success."""
+    found: list[str] = []
+    for command in (cfg.command, cfg.metric_command, cfg.checks_command):
+        if command and head is not None:
+            found += script_paths(repo, command, head)
+    return list(dict.fromkeys(found))
 
 
 def check_text(what: str, text: str) -> str:

@@ -351,7 +351,7 @@ def test_sha256_repository(tmp_path: Path, ar) -> None:
 
 def test_default_session_id_from_goal(repo: Path, ar) -> None:
     data = ar(repo, "start", "--goal", "Speed up: the Parser!", "--command", "sh bench.sh",
-              "--protected", "bench.sh",
+              "--readonly", "bench.sh",
               "--metric-pattern", r"score: (\S+)", "--no-baseline", "--json").json()
     assert data["session_id"].startswith("speed-up-the-parser-20")
 
@@ -359,7 +359,7 @@ def test_default_session_id_from_goal(repo: Path, ar) -> None:
 def test_config_file(repo: Path, ar, tmp_path: Path) -> None:
     conf = write(tmp_path / "ar.toml", 'goal = "from file"\ncommand = "sh bench.sh"\n'
                  'metric_pattern = "score: (\\\\S+)"\nmetric_name = "score"\n'
-                 'session_id = "fromfile"\nruns_per_experiment = 3\nprotected = ["bench.sh"]\n')
+                 'session_id = "fromfile"\nruns_per_experiment = 3\nreadonly = ["bench.sh"]\n')
     data = ar(repo, "start", "--config", str(conf), "--json").json()
     assert data["config"]["runs_per_experiment"] == 3
     assert data["baseline"]["samples"] == [100, 100, 100]
@@ -516,6 +516,6 @@ def test_mean_is_rounded(repo: Path, ar) -> None:
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "c")
     data = ar(repo, "start", "--goal", "g", "--command", "sh c.sh", "--metric-pattern",
-              r"score: (\S+)", "--protected", "c.sh", "--runs-per-experiment", "3",
+              r"score: (\S+)", "--readonly", "c.sh", "--runs-per-experiment", "3",
               "--aggregate", "mean", "--json").json()
     assert data["baseline"]["metric"] == 0.002

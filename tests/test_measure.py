@@ -89,7 +89,7 @@ def test_timeout_kills_background_grandchild(repo: Path, ar, tmp_path: Path) -> 
     commit_all(repo)
     ar(repo, *start_args())
     cfg_args = ["start", "--new-segment", "--command", "sh slow.sh", "--timeout-seconds", "1",
-                "--protected", "slow.sh"]
+                "--readonly", "slow.sh"]
     started = time.monotonic()
     res = ar(repo, *cfg_args, expect=3)
     assert time.monotonic() - started < 30
@@ -106,7 +106,7 @@ def test_samples_are_aggregated_with_median(repo: Path, ar) -> None:
     commit_all(repo)
     data = ar(repo, "start", "--goal", "g", "--session-id", "s", "--command", "sh count.sh",
               "--metric-name", "score", "--metric-pattern", r"score: (\d+)",
-              "--protected", "count.sh", "--runs-per-experiment", "3", "--json").json()
+              "--readonly", "count.sh", "--runs-per-experiment", "3", "--json").json()
     assert data["baseline"]["samples"] == [1, 4, 9]
     assert data["baseline"]["metric"] == 4
     assert counter.exists()
@@ -116,17 +116,25 @@ def test_metric_command(repo: Path, ar) -> None:
     write(repo / "score.sh", "#!/bin/sh\necho 'METRIC parts=3'\necho 41.5\n")
     commit_all(repo)
     data = ar(repo, "start", "--goal", "g", "--session-id", "s", "--command", "true",
-              "--metric-command", "sh score.sh", "--protected", "score.sh", "--json").json()
+              "--metric-command", "sh score.sh", "--readonly", "score.sh", "--json").json()
     assert data["baseline"]["metric"] == 41.5
     assert data["baseline"]["metrics"] == {"parts": 3}
 
 
-def test_metric_command_inside_scope_is_refused(repo: Path, ar) -> None:
-    write(repo / "score.sh", "#!/bin/sh\necho 1\n")
+def test_files_the_commands_name_are_readonly(repo: Path, ar) -> None:
+    write(repo / "score.sh", "#!/bin/sh\necho $(cat value.txt)\n")
+    write(repo / "checks" / "run.sh", "#!/bin/sh\nexit 0\n")
     commit_all(repo)
-    res = ar(repo, "start", "--goal", "g", "--command", "true", "--metric-command",
-             "sh ./score.sh", expect=3)
-    assert "score.sh" in res.err
+    ar(repo, "start", "--goal", "g", "--session-id", "s", "--command", "true",
+       "--metric-command", "sh ./score.sh", "--checks-command", "sh checks/run.sh")
+    write(repo / "score.sh", "#!/bin/sh\necho 1\n")
+    os.remove(repo / "checks" / "run.sh")
+    write(repo / "value.txt", "120\n")
+    record = ar(repo, "run", "-d", "x", "--json").json()
+    assert record["status"] == "discard" and record["metric"] == 120
+    assert record["readonly_violations"] == ["checks/run.sh", "score.sh"]
+    assert (repo / "score.sh").read_text() == "#!/bin/sh\necho $(cat value.txt)\n"
+    assert (repo / "checks" / "run.sh").read_text() == "#!/bin/sh\nexit 0\n"
 
 
 def test_checks_timeout_is_checks_failed(repo: Path, ar) -> None:
@@ -147,7 +155,7 @@ def test_python_command(repo: Path, ar) -> None:
     write(repo / "b.py", "print('score:', 3.5)\n")
     commit_all(repo)
     data = ar(repo, "start", "--goal", "g", "--command", f"{PYTHON} b.py", "--metric-name",
-              "score", "--metric-pattern", r"score: (\S+)", "--protected", "b.py",
+              "score", "--metric-pattern", r"score: (\S+)", "--readonly", "b.py",
               "--json").json()
     assert data["baseline"]["metric"] == 3.5
 

@@ -52,7 +52,7 @@ def test_metric_name_with_micro_sign_in_trailer_and_ledger(repo: Path, ar) -> No
                              "echo METRIC compile_µs=4100\n")
     git(repo, "commit", "-qam", "metric lines")
     ar(repo, "start", "--goal", "g", "--session-id", "s", "--command", "sh bench.sh",
-       "--metric-name", "total_µs", "--metric-pattern", r"score: (\S+)", "--protected",
+       "--metric-name", "total_µs", "--metric-pattern", r"score: (\S+)", "--readonly",
        "bench.sh")
     write(repo / "value.txt", "14600\n")
     ar(repo, "discard", "-d", "noop")

@@ -219,7 +219,7 @@ def test_resume_reports_a_missing_script(repo: Path, ar) -> None:
     git(repo, "add", "measure.sh")
     git(repo, "commit", "-qm", "script")
     ar(repo, "start", "--goal", "g", "--session-id", "s", "--command", "sh ./measure.sh",
-       "--metric-pattern", r"score: (\d+)", "--protected", "measure.sh")
+       "--metric-pattern", r"score: (\d+)", "--readonly", "measure.sh")
     git(repo, "rm", "-q", "measure.sh")
     git(repo, "commit", "-qm", "gone")
     res = ar(repo, "resume", expect=3)
@@ -450,7 +450,7 @@ def test_a_baseline_never_measured_is_refused(repo: Path, ar) -> None:
     write(repo / "slow.sh", "sleep 30\n")
     git(repo, "add", "slow.sh")
     git(repo, "commit", "-qm", "slow")
-    proc = subprocess.Popen([*TOOL, *start_args("--command", "sh slow.sh", "--protected",
+    proc = subprocess.Popen([*TOOL, *start_args("--command", "sh slow.sh", "--readonly",
                                                  "slow.sh")], cwd=repo)
     deadline = time.monotonic() + 20
     while not (repo / ".auto" / "run.log").exists() and time.monotonic() < deadline:

@@ -97,21 +97,23 @@ def test_protected_files_are_byte_and_mode_identical(repo: Path, ar) -> None:
     assert files_committed == ["value.txt"], "a keep never commits protected paths"
 
 
-def test_changing_what_defines_success_is_a_crash(repo: Path, ar) -> None:
+def test_changing_what_defines_success_is_undone_and_recorded(repo: Path, ar) -> None:
     write(repo / "eval" / "score.py", "print('tracked evaluator')\n")
     git(repo, "add", "eval")
     git(repo, "commit", "-q", "-m", "evaluator")
-    ar(repo, *start_args("--protected", "eval/**"))
-    evaluator = write(repo / "eval" / "score.py", "print('edited by the agent')\n")
+    ar(repo, *start_args("--readonly", "eval/**"))
+    write(repo / "eval" / "score.py", "print('edited by the agent')\n")
     write(repo / "value.txt", "1\n")
     record = ar(repo, "run", "-d", "cheat", "--json").json()
-    assert record["status"] == "crash"
-    assert "eval/score.py" in record["reason"]
-    assert evaluator.read_text() == "print('edited by the agent')\n", "protected: never touched"
-    assert (repo / "value.txt").read_text() == "100\n"
+    assert record["status"] == "keep" and record["metric"] == 1
+    assert record["readonly_violations"] == ["eval/score.py"]
+    assert (repo / "eval" / "score.py").read_text() == "print('tracked evaluator')\n"
+    assert git(repo, "show", f"{record['scope_ref']}:eval/score.py") == \
+        "print('edited by the agent')"
     write(repo / "bench.sh", "#!/bin/sh\necho 'score: 0'\n")
     record = ar(repo, "run", "-d", "cheat harder", "--json").json()
-    assert record["status"] == "crash" and "bench.sh" in record["reason"]
+    assert record["status"] == "discard" and record["metric"] == 1
+    assert record["readonly_violations"] == ["bench.sh"]
 
 
 def test_out_of_scope_changes_are_reverted_before_measuring(repo: Path, ar) -> None:
@@ -121,9 +123,13 @@ def test_out_of_scope_changes_are_reverted_before_measuring(repo: Path, ar) -> N
     ar(repo, *start_args("--scope", "value.txt", "--checks-command", "sh tests/test_value.sh"))
     write(repo / "value.txt", "10\n")
     write(repo / "tests" / "test_value.sh", "true\n")
+    write(repo / "README.md", "out of scope\n")
     record = ar(repo, "run", "-d", "fast, and the test neutered", "--json").json()
     assert record["status"] == "checks_failed"
-    assert record["scope_violations"] == ["tests/test_value.sh"]
+    assert record["scope_violations"] == ["README.md"]
+    assert record["readonly_violations"] == ["tests/test_value.sh"]
+    assert git(repo, "show", f"{record['scope_ref']}:README.md") == "out of scope"
+    assert (repo / "README.md").read_text() == "project\n"
     assert git(repo, "show", f"{record['scope_ref']}:tests/test_value.sh") == "true"
     assert (repo / "tests" / "test_value.sh").read_text() == "test $(cat value.txt) -ge 50\n"
 
@@ -140,13 +146,6 @@ def test_keep_reverts_changes_outside_scope(repo: Path, ar) -> None:
     assert (repo / "README.md").read_text() == "project\n"
     assert not (repo / "src" / "extra.py").exists()
     assert git(repo, "show", f"{record['scope_ref']}:README.md") == "out of scope"
-
-
-def test_scripts_inside_scope_are_refused(repo: Path, ar) -> None:
-    args = [a for a in start_args() if a not in ("--protected", "bench.sh")]
-    res = ar(repo, *args, expect=3)
-    assert "bench.sh" in res.err and "--protected" in res.err
-    assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"
 
 
 def test_start_refuses_dirty_tree(repo: Path, ar) -> None:
@@ -538,5 +537,5 @@ def test_out_of_scope_changes_set_aside_by_measurements_stay_named(repo: Path, a
     assert git(repo, "show", "refs/autoresearch/s1/scope/2:README.md") == "first"
     assert ar(repo, "doctor").code == 0
     git(repo, "update-ref", "refs/autoresearch/s1/scope/77", "refs/autoresearch/s1/scope/2")
-    assert "scope/77 holds out-of-scope changes that no recorded run names" in \
-        ar(repo, "doctor", expect=3).out
+    assert ("scope/77 holds changes set aside (outside the scope or to readonly files) that no "
+            "recorded run names") in ar(repo, "doctor", expect=3).out

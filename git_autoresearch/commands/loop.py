@@ -40,9 +40,15 @@ from .common import (
 @click.option("--metric-command", metavar="SHELL",
               help="A command whose stdout is the metric (instead of --metric-pattern).")
 @click.option("--scope", multiple=True, metavar="PATH",
-              help="A path an experiment may change (repeatable; none: any unprotected path).")
+              help="A path an experiment may change (repeatable; none: any path that is "
+                   "neither protected nor readonly).")
 @click.option("--protected", multiple=True, metavar="PATH",
-              help="A path no revert may touch and no keep may commit (repeatable).")
+              help="A path for the agent's notes: no revert touches it, no keep commits it "
+                   "(repeatable).")
+@click.option("--readonly", multiple=True, metavar="PATH",
+              help="A path that defines success (benchmark, checks, data, scorer): a change to "
+                   "it is saved on a ref, undone before measuring and recorded as a violation "
+                   "(repeatable; files the commands name are readonly anyway).")
 @click.option("--checks-command", metavar="SHELL",
               help="A command that must succeed for a run to be kept.")
 @click.option("--timeout-seconds", type=float, help="Limit per measurement (default 600).")
@@ -63,7 +69,7 @@ from .common import (
 def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
               metric_unit: str | None, direction: str | None, metric_pattern: str | None,
               metric_command: str | None, scope: tuple[str, ...], protected: tuple[str, ...],
-              checks_command: str | None, timeout_seconds: float | None,
+              readonly: tuple[str, ...], checks_command: str | None, timeout_seconds: float | None,
               checks_timeout_seconds: float | None, runs_per_experiment: int | None,
               aggregate: str | None, max_experiments: int | None, session_id: str | None,
               config_file: Path | None, new_segment: bool, no_baseline: bool, force: bool,
@@ -75,7 +81,8 @@ def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
         "goal": goal, "command": command_, "metric_name": metric_name,
         "metric_unit": metric_unit, "direction": direction, "metric_pattern": metric_pattern,
         "metric_command": metric_command, "scope": list(scope) or None,
-        "protected": list(protected) or None, "checks_command": checks_command,
+        "protected": list(protected) or None, "readonly": list(readonly) or None,
+        "checks_command": checks_command,
         "timeout_seconds": timeout_seconds, "checks_timeout_seconds": checks_timeout_seconds,
         "runs_per_experiment": runs_per_experiment, "aggregate": aggregate,
         "max_experiments": max_experiments, "session_id": session_id,
@@ -214,6 +221,9 @@ def _print_record(session: Any, record: dict[str, Any], previous_best: float | N
         click.echo(f"  reverted; the attempt is kept at {record['attempt_ref']}")
     if record.get("scope_violations"):
         click.echo("  reverted out-of-scope changes: " + ", ".join(record["scope_violations"]))
+    if record.get("readonly_violations"):
+        click.echo("  undid changes to readonly files: "
+                   + ", ".join(record["readonly_violations"]))
 
 
 @click.command("run", context_settings=CONTEXT)
@@ -246,7 +256,8 @@ def run_cmd(description: str, asi_pairs: tuple[str, ...], asi_json: str | None, 
                 _print_steer("before", before)
                 _print_measurement(result, session.config.metric_name)
                 click.echo(f"decision: {decision} (dry run: nothing recorded; changes outside "
-                           "the scope were set aside)" if result.scope_violations else
+                           "the scope or to readonly files were set aside)"
+                           if result.scope_violations or result.readonly_violations else
                            f"decision: {decision} (dry run: nothing applied)")
                 for note in notes:
                     warn(note)
@@ -294,6 +305,7 @@ def _record_command(status: str) -> Callable[..., None]:
                                      "gave is recorded")
                         given.scope_ref = result.scope_ref
                         given.scope_violations = result.scope_violations
+                        given.readonly_violations = result.readonly_violations
                     result = given
                 else:  # secondary metrics only: added to the pending measurement
                     result = _with_metrics(result or Measurement(None, {}, [], 0.0), None,
@@ -355,18 +367,25 @@ def _hooks_and_measure(session: Session, command: str) -> tuple[HookReport, Meas
 
 
 def _measurement_notes(before: HookReport, result: Measurement) -> list[str]:
-    """The before hooks' warnings, and what the measurement set aside outside the scope."""
+    """The before hooks' warnings, and what the measurement set aside: changes outside the
+    scope, and changes to readonly files."""
     return before.warnings + _violation_notes(
-        {"scope_violations": result.scope_violations, "scope_ref": result.scope_ref})
+        {"scope_violations": result.scope_violations,
+         "readonly_violations": result.readonly_violations, "scope_ref": result.scope_ref})
 
 
 def _violation_notes(record: dict[str, Any]) -> list[str]:
-    """A warning for an agent when some of its changes were outside the scope and reverted."""
-    if not record.get("scope_violations"):
-        return []
+    """A warning for an agent when some of its changes were outside the scope, or changed
+    what defines success (readonly files), and were reverted."""
     where = record.get("scope_ref") or record.get("attempt_ref")
-    return [f"reverted changes outside the scope: {', '.join(record['scope_violations'])} "
-            f"(saved at {where})"]
+    notes = []
+    if record.get("scope_violations"):
+        notes.append(f"reverted changes outside the scope: "
+                     f"{', '.join(record['scope_violations'])} (saved at {where})")
+    if record.get("readonly_violations"):
+        notes.append(f"undid changes to readonly files, which define success: "
+                     f"{', '.join(record['readonly_violations'])} (saved at {where})")
+    return notes
 
 
 def _with_metrics(result: Measurement, metric: float | None, given: dict[str, float],

@@ -102,6 +102,9 @@ def status_cmd(as_json: bool) -> None:
         "status": measured.status,
         "decision": session.decide(measured),
         "changed_since": moved}
+    readonly_changed = [] if session.read_only else session.readonly_changed()
+    warnings.extend(f"readonly file {path} differs from HEAD: the next measurement undoes the "
+                    "change (it is saved on a ref first)" for path in readonly_changed)
     interrupted = session.interrupted()
     if interrupted is not None:
         warnings.append(f"a {interrupted.get('op')} of run {interrupted.get('run')} was "
@@ -119,6 +122,7 @@ def status_cmd(as_json: bool) -> None:
         "stop_pending": session.layout.stop.exists(),
         "limit": cfg.max_experiments,
         "limit_reached": session.limit_reached(),
+        "readonly_changed": readonly_changed,
         "warnings": warnings,
     }
     if as_json:
@@ -203,6 +207,8 @@ def show_cmd(run_number: int, as_json: bool) -> None:
         emit_json({"record": run.data, "diff_commit": target, "diff": diff})
         return
     click.echo(json.dumps(run.data, ensure_ascii=False, indent=2))
+    if run.status == "crash" and run.data.get("tail"):
+        click.echo(f"---- tail of the output ----\n{run.data['tail']}\n----")
     if diff:
         click.echo(diff, nl=False)
     elif run.status == "keep":

@@ -1,0 +1,296 @@
+"""What defines success is readonly: the benchmark, the checks, the data, the scorer. A change
+there is saved on a ref, undone before measuring, and recorded as a violation; the agent's notes
+(protected) are never touched. And a crash keeps the tail of its output in its record."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from conftest import commit_all, git, runs, start_args, write
+
+BENCH = "#!/bin/sh\necho \"score: $(cat value.txt)\"\n"
+CHEAT = "#!/bin/sh\necho 'score: 0'\n"
+
+
+def files_of(repo: Path, rev: str) -> list[str]:
+    return git(repo, "show", "--name-only", "--format=", rev).splitlines()
+
+
+def test_start_needs_no_protected_benchmark(repo: Path, ar) -> None:
+    args = [a for a in start_args() if a not in ("--protected", "bench.sh", "--readonly")]
+    data = ar(repo, *args, "--json").json()
+    assert data["baseline"]["metric"] == 100
+    assert data["config"]["protected"] == [] and "readonly" not in data["config"]
+    assert b"readonly" not in (repo / ".auto" / "config.toml").read_bytes()
+
+
+def test_benchmark_change_is_undone_measured_and_recorded(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    write(repo / "value.txt", "50\n")
+    write(repo / "bench.sh", CHEAT, 0o755)
+    res = ar(repo, "run", "-d", "faster, and a friendlier benchmark", "--json")
+    record = res.json()
+    assert record["status"] == "keep"
+    assert record["metric"] == 50, "measured with the benchmark of HEAD"
+    assert record["readonly_violations"] == ["bench.sh"]
+    assert record["scope_violations"] == []
+    assert (repo / "bench.sh").read_text() == BENCH
+    assert git(repo, "show", f"{record['scope_ref']}:bench.sh") == CHEAT.strip()
+    assert files_of(repo, "HEAD") == ["value.txt"]
+    assert record["warnings"] == [
+        f"undid changes to readonly files, which define success: bench.sh (saved at "
+        f"{record['scope_ref']})"]
+    assert runs(repo)[-1]["readonly_violations"] == ["bench.sh"]
+    assert git(repo, "status", "--porcelain") == ""
+
+
+def test_readonly_change_in_human_output_of_measure_and_run(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    write(repo / "bench.sh", CHEAT, 0o755)
+    res = ar(repo, "measure")
+    assert "score = 100" in res.out
+    assert "undid changes to readonly files, which define success: bench.sh (saved at " \
+           "refs/autoresearch/s1/scope/2)" in res.err
+    write(repo / "bench.sh", CHEAT, 0o755)
+    write(repo / "value.txt", "120\n")
+    res = ar(repo, "run", "-d", "worse")
+    assert "run 2: discard" in res.out
+    assert "  undid changes to readonly files: bench.sh" in res.out
+    assert (repo / "bench.sh").read_text() == BENCH
+
+
+def test_deleted_readonly_file_is_restored(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    os.remove(repo / "bench.sh")
+    write(repo / "value.txt", "90\n")
+    record = ar(repo, "run", "-d", "no benchmark, no problem", "--json").json()
+    assert record["status"] == "keep" and record["metric"] == 90
+    assert record["readonly_violations"] == ["bench.sh"]
+    assert (repo / "bench.sh").read_text() == BENCH
+    assert os.stat(repo / "bench.sh").st_mode & 0o777 == 0o755
+    assert files_of(repo, "HEAD") == ["value.txt"]
+    git(repo, "rm", "-q", "bench.sh")  # staged this time
+    write(repo / "value.txt", "80\n")
+    record = ar(repo, "run", "-d", "staged deletion", "--json").json()
+    assert record["status"] == "keep" and record["metric"] == 80
+    assert record["readonly_violations"] == ["bench.sh"]
+    assert (repo / "bench.sh").read_text() == BENCH
+    assert files_of(repo, "HEAD") == ["value.txt"]
+    assert git(repo, "status", "--porcelain") == ""
+
+
+def test_readonly_wins_over_scope(repo: Path, ar) -> None:
+    write(repo / "data" / "input.txt", "fixed input\n")
+    commit_all(repo)
+    ar(repo, *start_args("--scope", "data", "--scope", "value.txt", "--scope", "bench.sh",
+                         "--readonly", "data/input.txt"))
+    write(repo / "data" / "input.txt", "easier input\n")
+    write(repo / "data" / "cache.txt", "new in scope\n")
+    write(repo / "bench.sh", CHEAT, 0o755)
+    write(repo / "value.txt", "10\n")
+    record = ar(repo, "run", "-d", "x", "--json").json()
+    assert record["status"] == "keep" and record["metric"] == 10
+    assert record["readonly_violations"] == ["bench.sh", "data/input.txt"]
+    assert files_of(repo, "HEAD") == ["data/cache.txt", "value.txt"]
+    assert (repo / "data" / "input.txt").read_text() == "fixed input\n"
+    assert (repo / "bench.sh").read_text() == BENCH
+
+
+def test_a_protected_benchmark_is_readonly_all_the_same(repo: Path, ar) -> None:
+    """Sessions started with the old advice (--protected bench.sh) get their benchmark back."""
+    ar(repo, *start_args("--protected", "bench.sh"))
+    write(repo / "bench.sh", CHEAT, 0o755)
+    record = ar(repo, "run", "-d", "cheat", "--json").json()
+    assert record["status"] == "discard" and record["metric"] == 100
+    assert record["readonly_violations"] == ["bench.sh"]
+    assert (repo / "bench.sh").read_text() == BENCH
+
+
+def test_protected_notes_are_not_readonly(repo: Path, ar) -> None:
+    write(repo / "notes" / "log.md", "tracked notes\n")
+    commit_all(repo)
+    ar(repo, *start_args("--protected", "notes/**"))
+    write(repo / "notes" / "log.md", "learnings\n")
+    write(repo / "value.txt", "150\n")
+    record = ar(repo, "run", "-d", "worse", "--json").json()
+    assert record["status"] == "discard"
+    assert record["readonly_violations"] == [] and record["scope_violations"] == []
+    assert (repo / "notes" / "log.md").read_text() == "learnings\n"
+
+
+def test_discard_and_keep_without_measuring_record_readonly_changes(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    write(repo / "bench.sh", CHEAT, 0o755)
+    record = ar(repo, "discard", "-d", "tried a new benchmark", "--json").json()
+    assert record["readonly_violations"] == ["bench.sh"]
+    assert record["warnings"] == ["undid changes to readonly files, which define success: "
+                                  "bench.sh (saved at refs/autoresearch/s1/attempts/2)"]
+    assert (repo / "bench.sh").read_text() == BENCH
+    write(repo / "bench.sh", CHEAT, 0o755)
+    write(repo / "value.txt", "7\n")
+    record = ar(repo, "keep", "-d", "measured by hand", "--metric", "7", "--json").json()
+    assert record["status"] == "keep" and record["readonly_violations"] == ["bench.sh"]
+    assert files_of(repo, "HEAD") == ["value.txt"]
+    assert (repo / "bench.sh").read_text() == BENCH
+    assert git(repo, "show", f"{record['attempt_ref']}:bench.sh") == CHEAT.strip()
+
+
+def test_readonly_option_config_file_and_validation(repo: Path, ar, tmp_path: Path) -> None:
+    res = ar(repo, *start_args("--readonly", "/etc/passwd"), expect=2)
+    assert res.err.strip().splitlines()[-1] == \
+        ("git autoresearch: configuration: readonly '/etc/passwd' must be a path inside the "
+         "repository")
+    conf = write(tmp_path / "ar.toml", 'readonly = "data"\n')
+    res = ar(repo, *start_args("--config", str(conf)), expect=2)
+    assert "readonly must be a list of paths" in res.err
+    assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"
+    write(repo / "data" / "input.txt", "fixed\n")
+    commit_all(repo)
+    write(conf, 'readonly = ["data/**"]\n')
+    data = ar(repo, *start_args("--config", str(conf)), "--json").json()
+    assert data["config"]["readonly"] == ["data/**"]
+    assert 'readonly = [\n    "data/**",\n]' in (repo / ".auto" / "config.toml").read_text()
+    write(repo / "data" / "input.txt", "changed\n")
+    assert ar(repo, "run", "-d", "x", "--json").json()["readonly_violations"] == \
+        ["data/input.txt"]
+
+
+def test_a_session_without_readonly_keeps_its_hash_and_segment(repo: Path, ar) -> None:
+    """A configuration written before readonly existed has no such key: it opens, resumes and
+    records in the same segment."""
+    ar(repo, *start_args())
+    header = json.loads((repo / ".auto" / "log.jsonl").read_text().splitlines()[0])
+    assert "readonly" not in header["config"]
+    assert ar(repo, "resume", "--json").code == 0
+    write(repo / "value.txt", "80\n")
+    record = ar(repo, "run", "-d", "x", "--json").json()
+    assert record["segment"] == header.get("segment", record["segment"])
+    assert [r["segment"] for r in runs(repo)] == [record["segment"]] * 2
+    assert ar(repo, "status", "--json").json()["warnings"] == []
+
+
+def test_status_warns_when_a_readonly_file_differs(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    write(repo / "bench.sh", CHEAT, 0o755)
+    data = ar(repo, "status", "--json").json()
+    warning = ("readonly file bench.sh differs from HEAD: the next measurement undoes the "
+               "change (it is saved on a ref first)")
+    assert data["readonly_changed"] == ["bench.sh"]
+    assert data["warnings"] == [warning]
+    assert f"warning: {warning}" in ar(repo, "status").err
+    # Staged, with the work tree back to HEAD's content: the index differs all the same.
+    git(repo, "add", "bench.sh")
+    write(repo / "bench.sh", BENCH, 0o755)
+    assert ar(repo, "status", "--json").json()["readonly_changed"] == ["bench.sh"]
+    git(repo, "reset", "-q", "bench.sh")
+    data = ar(repo, "status", "--json").json()
+    assert data["readonly_changed"] == [] and data["warnings"] == []
+
+
+def test_status_names_a_new_file_in_a_readonly_folder(repo: Path, ar) -> None:
+    write(repo / "data" / "input.txt", "fixed\n")
+    commit_all(repo)
+    ar(repo, *start_args("--readonly", "data"))
+    write(repo / "data" / "extra.txt", "planted\n")
+    assert ar(repo, "status", "--json").json()["readonly_changed"] == ["data/extra.txt"]
+    record = ar(repo, "run", "-d", "x", "--json").json()
+    assert record["readonly_violations"] == ["data/extra.txt"]
+    assert not (repo / "data" / "extra.txt").exists()
+    assert git(repo, "show", f"{record['scope_ref']}:data/extra.txt") == "planted"
+
+
+# --- a crash keeps the tail of its output ------------------------------------------------------
+
+
+def crashing_bench(repo: Path, lines: int) -> None:
+    write(repo / "bench.sh", "#!/bin/sh\nv=$(cat value.txt)\nif [ \"$v\" = boom ]; then\n"
+                             f"  i=1; while [ $i -le {lines} ]; do echo \"line $i\"; "
+                             "i=$((i+1)); done\n  exit 1\nfi\necho \"score: $v\"\n", 0o755)
+    commit_all(repo, "crashing bench")
+
+
+def test_a_crash_record_keeps_the_tail_of_the_output(repo: Path, ar) -> None:
+    crashing_bench(repo, 100)
+    ar(repo, *start_args())
+    write(repo / "value.txt", "boom\n")
+    record = ar(repo, "run", "-d", "explode", "--json").json()
+    expected = "\n".join(f"line {i}" for i in range(71, 101))
+    assert record["status"] == "crash"
+    assert record["tail"] == expected
+    assert runs(repo)[-1]["tail"] == expected
+    ar(repo, "run", "-d", "overwrites run.log")  # the next run writes run.log again
+    shown = ar(repo, "show", "2").out
+    assert f"---- tail of the output ----\n{expected}\n----\n" in shown
+    assert ar(repo, "show", "2", "--json").json()["record"]["tail"] == expected
+
+
+def test_crash_and_discard_of_a_crashed_measurement_keep_the_tail(repo: Path, ar) -> None:
+    crashing_bench(repo, 3)
+    ar(repo, *start_args())
+    write(repo / "value.txt", "boom\n")
+    ar(repo, "measure")
+    record = ar(repo, "crash", "-d", "explode", "--json").json()
+    assert record["status"] == "crash" and record["tail"] == "line 1\nline 2\nline 3"
+    write(repo / "value.txt", "boom\n")
+    ar(repo, "measure")
+    record = ar(repo, "discard", "-d", "explode again", "--json").json()
+    assert record["status"] == "crash" and record["tail"] == "line 1\nline 2\nline 3"
+    write(repo / "value.txt", "90\n")
+    record = ar(repo, "run", "-d", "fine", "--json").json()
+    assert record["status"] == "keep" and "tail" not in record
+
+
+def test_a_long_crash_tail_is_bounded(repo: Path, ar) -> None:
+    write(repo / "bench.sh", "#!/bin/sh\nif [ \"$(cat value.txt)\" = boom ]; then\n"
+                             "  i=1; while [ $i -le 20 ]; do printf '%0500d\\n' $i; "
+                             "i=$((i+1)); done\n  exit 1\nfi\necho \"score: $(cat value.txt)\"\n",
+          0o755)
+    commit_all(repo)
+    ar(repo, *start_args())
+    write(repo / "value.txt", "boom\n")
+    record = ar(repo, "run", "-d", "explode", "--json").json()
+    assert len(record["tail"]) == 4000
+    assert record["tail"].endswith("0" * 498 + "20")
+
+
+def test_an_absent_readonly_key_is_no_configuration_change() -> None:
+    from git_autoresearch.config import Config, describe_changes
+
+    cfg = Config.from_mapping({"goal": "g", "command": "sh bench.sh"}, source="old")
+    old = cfg.to_dict()
+    assert cfg.readonly == [] and "readonly" not in old
+    assert describe_changes(old, {**old, "readonly": []}) == []
+    assert describe_changes(old, {**old, "readonly": ["data"]}) == \
+        ["readonly: None -> ['data']"]
+
+
+def test_a_new_segment_adds_readonly_paths(repo: Path, ar) -> None:
+    write(repo / "data" / "input.txt", "fixed\n")
+    commit_all(repo)
+    ar(repo, *start_args())
+    data = ar(repo, "start", "--new-segment", "--readonly", "data", "--json").json()
+    assert data["segment"] == 1 and data["config"]["readonly"] == ["data"]
+    write(repo / "data" / "input.txt", "changed\n")
+    measured = ar(repo, "measure", "--json").json()
+    assert measured["readonly_violations"] == ["data/input.txt"]
+    assert measured["scope_violations"] == []
+    assert measured["warnings"] == ["undid changes to readonly files, which define success: "
+                                    "data/input.txt (saved at refs/autoresearch/s1/scope/3)"]
+    assert (repo / "data" / "input.txt").read_text() == "fixed\n"
+
+
+def test_a_symlinked_benchmark_and_its_target_are_readonly(repo: Path, ar) -> None:
+    write(repo / "scripts" / "bench.sh", BENCH, 0o755)
+    os.symlink("scripts/bench.sh", repo / "link.sh")
+    commit_all(repo)
+    ar(repo, *start_args("--command", "sh ./link.sh"))
+    write(repo / "scripts" / "bench.sh", CHEAT, 0o755)
+    os.remove(repo / "link.sh")
+    write(repo / "link.sh", CHEAT, 0o755)
+    record = ar(repo, "run", "-d", "x", "--json").json()
+    assert record["metric"] == 100
+    assert record["readonly_violations"] == ["link.sh", "scripts/bench.sh"]
+    assert os.readlink(repo / "link.sh") == "scripts/bench.sh"
+    assert (repo / "scripts" / "bench.sh").read_text() == BENCH
