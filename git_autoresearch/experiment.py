@@ -18,7 +18,7 @@ from typing import Any
 
 from .errors import Refused
 from .faults import checkpoint
-from .git import ABSENT, Repo, join_z, said
+from .git import ABSENT, Repo, join_z, said, user_locale
 from .paths import Boundaries
 
 ATTEMPTS_REF = "refs/autoresearch/{session}/attempts/{run}"
@@ -391,8 +391,9 @@ def commit_index(repo: Repo, *, head: str, head_tree: str | None, message: str,
     if repo.commit_customizations():
         if not repo.has_staged_changes():
             return None
+        # the hooks are the user's code, run in the user's locale
         res = repo.run("commit", "-q", "--cleanup=verbatim", "-F", "-",
-                       input=message.encode("utf-8"), allow_non_zero=True)
+                       input=message.encode("utf-8"), env=user_locale(), allow_non_zero=True)
         if res.returncode != 0:
             raise _commit_failed(res.returncode, res.stderr)
         commit, problem = _read_back(repo, "HEAD", trailers)

@@ -90,9 +90,18 @@ class StatusEntry:
         return self.index == "!"
 
 
+# A command line holds about 2 MB in all (ARG_MAX); a list of paths longer than this many bytes
+# is never passed as arguments, but on stdin or as a whole listing that is filtered.
+ARGV_BUDGET = 64 * 1024
+
+
 def _environment(extra: Mapping[str, str] | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _LOCATING_VARIABLES}
-    env.setdefault("LC_ALL", "C")
+    # git speaks C to us whatever the user's locale (LANGUAGE is ignored under LC_ALL=C, not
+    # under C.UTF-8), so what it says is the same everywhere; callers that run the user's own
+    # code through git (commit hooks) hand the user's locale back with user_locale().
+    env = {k: v for k, v in os.environ.items()
+           if k not in _LOCATING_VARIABLES and k != "LANGUAGE"}
+    env["LC_ALL"] = "C"
     if extra:
         env.update(extra)
     return env
@@ -121,6 +130,37 @@ def run_git(
     if proc.returncode != 0 and not allow_non_zero:
         raise GitError(["git", *args], proc.returncode, proc.stdout, proc.stderr)
     return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def user_locale() -> dict[str, str]:
+    """The caller's locale variables, for a git call that runs the user's own code (commit
+    hooks): ``LC_ALL`` as the user's effective message locale, and ``LANGUAGE``."""
+    chosen = (os.environ.get("LC_ALL") or os.environ.get("LC_MESSAGES")
+              or os.environ.get("LANG") or "C")
+    return {"LC_ALL": chosen, "LANGUAGE": os.environ.get("LANGUAGE", "")}
+
+
+def fits_argv(paths: Sequence[str]) -> bool:
+    """Whether ``paths`` are few and short enough (:data:`ARGV_BUDGET` bytes in all) to be
+    passed as arguments of one git call."""
+    total = 0
+    for path in paths:
+        total += len(path.encode("utf-8", "surrogateescape")) + 1
+        if total > ARGV_BUDGET:
+            return False
+    return True
+
+
+def _covered(name: str, wanted: set[str]) -> bool:
+    """Whether ``name`` is in ``wanted`` or below a folder that is (as a pathspec matches)."""
+    if name in wanted:
+        return True
+    cut = name.rfind("/")
+    while cut != -1:
+        if name[:cut] in wanted:
+            return True
+        cut = name.rfind("/", 0, cut)
+    return False
 
 
 def said(stderr: bytes) -> list[str]:
@@ -312,7 +352,7 @@ class Repo:
     def restore_from_head(self, paths: Sequence[str]) -> None:
         """Make index and work tree of ``paths`` equal HEAD; paths absent from HEAD are removed,
         from the work tree too when the index no longer knows them (so that running it again
-        after an interruption finishes the job)."""
+        after an interruption finishes the job). Raises :class:`GitError`."""
         if not paths:
             return
         argv = ["restore", "--source=HEAD", "--staged", "--worktree", "--no-overlay",
@@ -320,20 +360,29 @@ class Repo:
         res = self.run(*argv, input=join_z(paths), allow_non_zero=True)
         if res.returncode == 0:
             return
-        if b"did not match any file" not in res.stderr:
+        # git restore refuses a path that neither HEAD nor the index knows: such a path was an
+        # added file whose index entry is already gone; what is left of it is removed. Which
+        # paths those are is asked of the index and HEAD, never read from git's message.
+        known = set(self.indexed(paths)) | set(self.blobs("HEAD", paths))
+        unknown = [p for p in paths if p not in known]
+        if not unknown:
             raise GitError(["git", *argv], res.returncode, res.stdout, res.stderr)
-        # git restore refuses a path that neither HEAD nor the index knows: such a path was
-        # an added file whose index entry is already gone; what is left of it is removed.
-        known = set(split_z(self.run("ls-files", "-z", "--", *paths).stdout))
-        known |= set(self.blobs("HEAD", paths))
-        for path in paths:
-            if path not in known:
-                try:
-                    (self.top / path).unlink()
-                except (FileNotFoundError, IsADirectoryError):
-                    pass
+        for path in unknown:
+            try:
+                (self.top / path).unlink()
+            except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+                pass
         if known:
             self.run(*argv, input=join_z(sorted(known)))
+
+    def indexed(self, paths: Sequence[str]) -> list[str]:
+        """The index entries of ``paths`` (a folder names the entries below it)."""
+        if not paths:
+            return []
+        if fits_argv(paths):
+            return split_z(self.run("ls-files", "-z", "--", *paths).stdout)
+        wanted = set(paths)
+        return [p for p in split_z(self.run("ls-files", "-z").stdout) if _covered(p, wanted)]
 
     def unstage(self, paths: Sequence[str]) -> None:
         """Make the index entries of ``paths`` equal HEAD, leaving the work tree alone; a path
@@ -343,15 +392,21 @@ class Repo:
                      input=join_z(paths))
 
     def blobs(self, commit: str, paths: Sequence[str]) -> dict[str, str]:
-        """The blob ids of ``paths`` in ``commit`` (paths it does not hold are left out)."""
+        """The blob ids of ``paths`` in ``commit`` (paths it does not hold are left out; a folder
+        names the files below it), whatever the number of paths."""
         if not paths:
             return {}
-        listing = self.run("ls-tree", "-r", "-z", commit, "--", *paths).stdout
+        few = fits_argv(paths)
+        listing = self.run("ls-tree", "-r", "-z", commit,
+                           *(["--", *paths] if few else [])).stdout
+        wanted = set(paths)
         found = {}
         for item in listing.split(b"\0"):
             if item:
-                meta, _, name = item.partition(b"\t")
-                found[name.decode("utf-8", "surrogateescape")] = meta.split()[2].decode()
+                meta, _, raw = item.partition(b"\t")
+                name = raw.decode("utf-8", "surrogateescape")
+                if few or _covered(name, wanted):
+                    found[name] = meta.split()[2].decode()
         return found
 
     def make_tree(self, entries: Iterable[tuple[str, str, str]]) -> str:
