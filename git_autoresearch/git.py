@@ -343,11 +343,32 @@ class Repo:
 
     def add_paths(self, paths: Sequence[str], env: Mapping[str, str] | None = None) -> None:
         """Stage exactly ``paths`` as they are in the work tree: additions, edits, deletions, and
-        a file that replaced a directory or the reverse. Paths are exact names, never patterns,
-        and ignore rules do not apply (``git update-index --add --remove --replace``)."""
-        if paths:
+        a file or symlink that replaced a directory or the reverse. Paths are exact names, never
+        patterns, and ignore rules do not apply (``git update-index --add --remove --replace``;
+        a path that is gone or lies beyond a symlink or a file, which git will not look at, is
+        dropped from the index with ``--force-remove``). Raises :class:`GitError`."""
+        if not paths:
+            return
+        gone = [p for p in paths if not self._reachable(p)]
+        if gone:
+            self.run("update-index", "--force-remove", "-z", "--stdin", input=join_z(gone),
+                     env=env)
+        dropped = set(gone)
+        present = [p for p in paths if p not in dropped]
+        if present:
             self.run("update-index", "--add", "--remove", "--replace", "-z", "--stdin",
-                     input=join_z(paths), env=env)
+                     input=join_z(present), env=env)
+
+    def _reachable(self, path: str) -> bool:
+        """Whether ``path`` exists in the work tree with a real folder at each level above it
+        (not a symlink, not a file)."""
+        folder = self.top
+        parts = path.split("/")
+        for part in parts[:-1]:
+            folder = folder / part
+            if folder.is_symlink() or not folder.is_dir():
+                return False
+        return os.path.lexists(folder / parts[-1])
 
     def restore_from_head(self, paths: Sequence[str]) -> None:
         """Make index and work tree of ``paths`` equal HEAD; paths absent from HEAD are removed,
@@ -452,13 +473,24 @@ class Repo:
 
     def hash_files(self, paths: Sequence[str]) -> dict[str, str]:
         """The blob ids the work tree files ``paths`` would get (filters applied, nothing
-        written); a path with a newline cannot be asked for and is left out."""
-        asked = [p for p in paths if "\n" not in p]
-        if not asked:
-            return {}
-        ids = self.run("hash-object", "--stdin-paths", input="".join(
-            p + "\n" for p in asked).encode("utf-8", "surrogateescape")).text.split()
-        return dict(zip(asked, ids, strict=True))
+        written): a symlink's blob holds its target, as git stores it; a path that is not a
+        file or symlink, lies beyond a symlink, or has a newline in its name is left out."""
+        files: list[str] = []
+        found: dict[str, str] = {}
+        for path in paths:
+            full = self.top / path
+            if "\n" in path or not self._reachable(path):
+                continue
+            if full.is_symlink():
+                target = os.fsencode(os.readlink(full))
+                found[path] = self.run("hash-object", "--stdin", input=target).text
+            elif full.is_file():
+                files.append(path)
+        if files:
+            ids = self.run("hash-object", "--stdin-paths", input="".join(
+                p + "\n" for p in files).encode("utf-8", "surrogateescape")).text.split()
+            found.update(zip(files, ids, strict=True))
+        return found
 
     def changed_paths(self, old: str, new: str) -> list[str]:
         """The paths that differ between commits ``old`` and ``new`` (renames as a deletion

@@ -876,7 +876,7 @@ class Session:
         if not paths:
             return []
         in_attempt, in_head = self.repo.blobs(attempt, paths), self.repo.blobs(head, paths)
-        now = self.repo.hash_files([p for p in paths if (self.repo.top / p).is_file()])
+        now = self.repo.hash_files(paths)
         # A path that cannot be hashed (a newline in its name) counts as changed: left alone.
         return [p for p in paths if "\n" in p or now.get(p) not in (in_attempt.get(p),
                                                                   in_head.get(p))]
