@@ -15,7 +15,7 @@ from . import ledger as ledger_mod
 from .config import Config, file_hash, parse_toml, write_config
 from .errors import Refused, UsageError
 from .experiment import load_snapshot, save_snapshot, take_snapshot
-from .git import Repo
+from .git import Repo, split_z
 from .ledger import Ledger
 from .lock import SessionLock
 from .measure import Measurement, Progress
@@ -44,18 +44,76 @@ class StartOptions:
     new_segment: bool = False
     no_baseline: bool = False
     force: bool = False
+    allow_missing: bool = False
+    # The path rules of ``values`` as the user wrote them and as read from the top, by key.
+    shown_paths: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
 
-def _merge_values(opts: StartOptions, base: Mapping[str, Any]) -> dict[str, Any]:
+# The configuration keys that hold path rules. On the command line they are read from the
+# current directory, as git reads pathspecs; in a --config file, from the top of the work tree.
+PATH_KEYS = ("scope", "protected")
+
+
+def _merge_values(opts: StartOptions, base: Mapping[str, Any]
+                  ) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """The configuration values: ``base``, then the ``--config`` file, then the options. Also
+    the path rules given this time, as (how the user wrote it, the rule)."""
     merged = dict(base)
+    given: list[tuple[str, str]] = []
     if opts.config_file is not None:
         try:
             data = opts.config_file.read_bytes()
         except OSError as exc:
             raise UsageError(f"cannot read --config {opts.config_file}: {exc.strerror}") from None
-        merged.update(parse_toml(data, source=str(opts.config_file)))
+        values = parse_toml(data, source=str(opts.config_file))
+        merged.update(values)
+        for key in PATH_KEYS:
+            rules = values.get(key)
+            if isinstance(rules, list):
+                given += [(f"{key} entry {r!r} of {opts.config_file}", r) for r in rules
+                          if isinstance(r, str)]
     merged.update({k: v for k, v in opts.values.items() if v is not None})
-    return merged
+    for key in PATH_KEYS:
+        option = "--" + key.replace("_", "-")
+        given += [(f"{option} {shown}" + (f" (read as {rule})" if rule != shown else ""), rule)
+                  for shown, rule in opts.shown_paths.get(key, [])]
+    return merged, given
+
+
+def _paths_from_directory(opts: StartOptions, where: Path, top: Path) -> None:
+    """Make the path rules of the options relative to the top, read from ``where`` (the
+    current directory) as git reads pathspecs; :class:`UsageError` for one outside."""
+    from .git import run_git
+    from .paths import from_directory
+
+    prefix = run_git(["rev-parse", "--show-prefix"], cwd=where).text
+    for key in PATH_KEYS:
+        entries = opts.values.get(key)
+        if not entries:
+            continue
+        option = "--" + key.replace("_", "-")
+        rules = [from_directory(e, prefix, top, what=option) for e in entries]
+        opts.shown_paths[key] = list(zip(entries, rules, strict=True))
+        opts.values[key] = rules
+
+
+def _check_matches(repo: Repo, given: list[tuple[str, str]]) -> None:
+    """Refuse (:class:`UsageError`) a path rule given this time that matches no tracked,
+    untracked or ignored path: a typo would make a scope that matches nothing, and every
+    edit would be reverted as out of scope."""
+    if not given:
+        return
+    from .paths import unmatched
+
+    names: list[str] = []
+    if any(c in rule for _, rule in given for c in "*?["):
+        names = [e.path for e in repo.status()] + split_z(repo.run("ls-files", "-z").stdout)
+    missing = set(unmatched([rule for _, rule in given], repo.top, names))
+    for shown, rule in given:
+        if rule in missing:
+            raise UsageError(f"{shown} matches no file in the work tree (paths on the command "
+                             "line are read from the current directory); fix it, or pass "
+                             "--allow-missing to keep it")
 
 
 def _dirty(repo: Repo, bounds: Boundaries) -> tuple[list[str], list[str]]:
@@ -96,6 +154,7 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
     existing branch, or a baseline that crashed or failed its checks (the session is kept)."""
     repo = Repo.discover(cwd)
     layout = Layout(repo)
+    _paths_from_directory(opts, Path(cwd) if cwd is not None else Path.cwd(), repo.top)
     op = repo.operation_in_progress()
     if op:
         raise Refused(f"a {op} is in progress; finish or abort it first")
@@ -121,7 +180,7 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
         if given_id and given_id != old_data.get("session_id"):
             raise UsageError(f"--session-id cannot change with --new-segment (the session is "
                              f"{old_data.get('session_id')})")
-        merged = _merge_values(opts, old_data)
+        merged, given = _merge_values(opts, old_data)
         merged["session_id"] = old_data.get("session_id", "")
         cfg = Config.from_mapping(merged, source="configuration")
         branch = repo.current_branch()
@@ -134,7 +193,7 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
             raise Refused(f"a session already exists here ({old.get('session_id', '?')}); "
                           "continue it, run git autoresearch start --new-segment, or move "
                           ".auto/ aside to start another")
-        merged = _merge_values(opts, {})
+        merged, given = _merge_values(opts, {})
         if not merged.get("command") and (layout.auto / "measure.sh").is_file():
             merged["command"] = "bash .auto/measure.sh"
         if not merged.get("checks_command") and (layout.auto / "checks.sh").is_file():
@@ -149,6 +208,8 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
         if repo.resolve(f"refs/heads/{branch}"):
             raise Refused(f"branch {branch} already exists (from an earlier session); pick "
                           "another --session-id")
+    if not opts.allow_missing:
+        _check_matches(repo, given)
     bounds = Boundaries(cfg.scope, cfg.protected)
     tracked, untracked = _dirty(repo, bounds)
     if opts.new_segment:

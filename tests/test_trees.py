@@ -125,3 +125,89 @@ def test_an_out_of_scope_symlink_in_place_of_a_folder_is_set_aside(repo: Path, a
     assert git(repo, "show", "--name-only", "--format=", "HEAD").splitlines() == \
         ["lib2/lib.py", "value.txt"]
     assert git(repo, "cat-file", "-p", f"{record['scope_ref']}:src") == "lib2"
+
+
+# --- paths given from a subdirectory --------------------------------------------------------
+
+FROM_SRC = ["start", "--goal", "g", "--session-id", "s1", "--command", "sh bench.sh",
+            "--metric-pattern", r"score: (\S+)", "--protected", "../bench.sh"]
+
+
+def _untouched(top: Path) -> None:
+    """Nothing was changed by a refused start: no session folder, no branch."""
+    assert not (top / ".auto").exists()
+    assert git(top, "branch", "--list", "autoresearch/*") == ""
+    assert git(top, "rev-parse", "--abbrev-ref", "HEAD") == "main"
+
+
+def test_scope_from_a_subdirectory_is_read_from_there(repo: Path, ar) -> None:
+    src = repo / "src"
+    ar(src, *FROM_SRC, "--scope", "lib.py", "--scope", "../value.txt", "--scope",
+       str(repo / "README.md"))
+    write(src / "lib.py", "def f():\n    return 2\n")
+    write(repo / "value.txt", "90\n")
+    record = ar(src, "run", "-d", "both in scope", "--json").json()
+    assert record["status"] == "keep" and record["scope_violations"] == []
+    assert git(repo, "show", "--name-only", "--format=", "HEAD").splitlines() == \
+        ["src/lib.py", "value.txt"]
+
+
+def test_scope_read_as_written(repo: Path, ar) -> None:
+    import tomllib
+
+    ar(repo / "src", *FROM_SRC, "--scope", "lib.py", "--scope", "../value.txt",
+       "--scope", str(repo / "README.md"), "--scope", "*.py", "--no-baseline")
+    cfg = tomllib.loads((repo / ".auto" / "config.toml").read_text())
+    assert cfg["scope"] == ["src/lib.py", "value.txt", "README.md", "src/*.py"]
+    assert cfg["protected"] == ["bench.sh"]
+
+
+@pytest.mark.parametrize("entry", ["../../outside.txt", "/tmp"])
+def test_a_scope_outside_the_repository_is_refused(repo: Path, ar, entry: str) -> None:
+    res = ar(repo / "src", *FROM_SRC, "--scope", entry, expect=2)
+    assert res.err == f"git autoresearch: --scope {entry}: the path is outside the repository " \
+                      f"{repo}\n"
+    _untouched(repo)
+
+
+@pytest.mark.parametrize(("option", "entry", "shown"), [
+    ("--scope", "value.txt", "--scope value.txt (read as src/value.txt)"),
+    ("--protected", "notes/**", "--protected notes/** (read as src/notes/**)"),
+    ("--scope", "*.txt", "--scope *.txt (read as src/*.txt)"),
+])
+def test_a_path_that_matches_nothing_is_refused(repo: Path, ar, option: str, entry: str,
+                                                shown: str) -> None:
+    res = ar(repo / "src", *FROM_SRC, option, entry, expect=2)
+    assert res.err == (f"git autoresearch: {shown} matches no file in the work tree (paths on "
+                       "the command line are read from the current directory); fix it, or "
+                       "pass --allow-missing to keep it\n")
+    _untouched(repo)
+    ar(repo / "src", *FROM_SRC, option, entry, "--allow-missing", "--no-baseline")
+    assert (repo / ".auto" / "config.toml").exists()
+
+
+def test_config_file_paths_stay_relative_to_the_top(repo: Path, ar, tmp_path: Path) -> None:
+    import tomllib
+
+    conf = write(tmp_path / "c.toml", 'scope = ["value.txt"]\nprotected = ["bench.sh"]\n')
+    args = ["start", "--goal", "g", "--session-id", "s1", "--command", "sh bench.sh",
+            "--metric-pattern", r"score: (\S+)", "--config", str(conf), "--no-baseline"]
+    bad = write(tmp_path / "bad.toml", 'scope = ["nothing.txt"]\nprotected = ["bench.sh"]\n')
+    res = ar(repo / "src", *args[:-3], "--config", str(bad), expect=2)
+    assert f"scope entry 'nothing.txt' of {bad} matches no file" in res.err
+    _untouched(repo)
+    ar(repo / "src", *args)
+    cfg = tomllib.loads((repo / ".auto" / "config.toml").read_text())
+    assert cfg["scope"] == ["value.txt"] and cfg["protected"] == ["bench.sh"]
+
+
+def test_new_segment_from_a_subdirectory(repo: Path, ar) -> None:
+    import tomllib
+
+    ar(repo, *start_args("--scope", "value.txt"))
+    res = ar(repo / "src", "start", "--new-segment", "--scope", "nope.py", expect=2)
+    assert "--scope nope.py (read as src/nope.py) matches no file" in res.err
+    assert len(runs(repo)) == 1
+    ar(repo / "src", "start", "--new-segment", "--scope", "lib.py")
+    cfg = tomllib.loads((repo / ".auto" / "config.toml").read_text())
+    assert cfg["scope"] == ["src/lib.py"]

@@ -40,9 +40,11 @@ from .common import (
 @click.option("--metric-command", metavar="SHELL",
               help="A command whose stdout is the metric (instead of --metric-pattern).")
 @click.option("--scope", multiple=True, metavar="PATH",
-              help="A path an experiment may change (repeatable; none: any unprotected path).")
+              help="A path an experiment may change (repeatable; none: any unprotected path). "
+                   "Read from the current directory, as git reads paths.")
 @click.option("--protected", multiple=True, metavar="PATH",
-              help="A path no revert may touch and no keep may commit (repeatable).")
+              help="A path no revert may touch and no keep may commit (repeatable). Read "
+                   "from the current directory, as git reads paths.")
 @click.option("--checks-command", metavar="SHELL",
               help="A command that must succeed for a run to be kept.")
 @click.option("--timeout-seconds", type=float, help="Limit per measurement (default 600).")
@@ -53,12 +55,15 @@ from .common import (
 @click.option("--max-experiments", type=int, help="Stop after this many runs in a segment.")
 @click.option("--session-id", help="Session id (default: the goal in kebab case plus the date).")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Read the configuration keys from this TOML file.")
+              help="Read the configuration keys from this TOML file (its paths are read from "
+                   "the top of the work tree).")
 @click.option("--new-segment", is_flag=True,
               help="Start a new segment of the existing session with changed options.")
 @click.option("--no-baseline", is_flag=True, help="Do not measure the baseline now.")
 @click.option("--force", is_flag=True,
               help="Start despite untracked files (they are then never touched).")
+@click.option("--allow-missing", is_flag=True,
+              help="Accept a --scope or --protected path that matches no file yet.")
 @json_option
 def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
               metric_unit: str | None, direction: str | None, metric_pattern: str | None,
@@ -67,7 +72,7 @@ def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
               checks_timeout_seconds: float | None, runs_per_experiment: int | None,
               aggregate: str | None, max_experiments: int | None, session_id: str | None,
               config_file: Path | None, new_segment: bool, no_baseline: bool, force: bool,
-              as_json: bool) -> None:
+              allow_missing: bool, as_json: bool) -> None:
     """Create a session: branch autoresearch/<id>, .auto/, the ledger, and the baseline run."""
     from ..lifecycle import StartOptions, start
 
@@ -81,7 +86,7 @@ def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
         "max_experiments": max_experiments, "session_id": session_id,
     }
     opts = StartOptions(values=values, config_file=config_file, new_segment=new_segment,
-                        no_baseline=no_baseline, force=force)
+                        no_baseline=no_baseline, force=force, allow_missing=allow_missing)
     try:
         session, record, result = start(opts, progress=_progress())
     finally:
