@@ -15,6 +15,7 @@ from . import ledger as ledger_mod
 from .config import Config, file_hash, parse_toml, write_config
 from .errors import Refused, UsageError
 from .experiment import load_snapshot, save_snapshot, take_snapshot
+from .faults import checkpoint
 from .git import Repo, split_z
 from .ledger import Ledger
 from .lock import SessionLock
@@ -161,7 +162,9 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
     head = repo.head()
     if head is None:
         raise Refused("HEAD has no commit yet; commit the project first")
+    interrupted = read_start_intent(layout)
     if opts.new_segment:
+        finished = finish_start(repo, layout, baseline_hint=False) if interrupted else None
         if not layout.config.exists():
             raise Refused("no session to start a new segment of (no .auto/config.toml): "
                           + layout.missing_hint())
@@ -188,6 +191,10 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
             raise Refused(f"check out the session branch {session_branch(cfg.session_id)} "
                           "before starting a new segment")
     else:
+        if interrupted:
+            raise Refused(f"the start of session {interrupted['config'].get('session_id')} was "
+                          "interrupted: git autoresearch resume finishes it (git autoresearch "
+                          "start --new-segment finishes it and measures the baseline)")
         if layout.config.exists():
             old = parse_toml(layout.read_config_bytes(), source=str(layout.config))
             raise Refused(f"a session already exists here ({old.get('session_id', '?')}); "
@@ -227,43 +234,18 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
     problem = repo.identity_problem()
     if problem:
         raise Refused(problem)
-    if not opts.new_segment:
-        repo.run("switch", "-q", "-c", session_branch(cfg.session_id))
-        _exclude_auto(repo)
-    layout.auto.mkdir(exist_ok=True)
-    data = write_config(layout.config, cfg)
-    header = {
-        "type": "config",
-        "name": cfg.goal,
-        "metricName": cfg.metric_name,
-        "metricUnit": cfg.metric_unit,
-        "bestDirection": cfg.direction,
-        "config_hash": file_hash(data),
-        "session_id": cfg.session_id,
-        "version": VERSION,
-        "config": cfg.to_dict(),
-        "base_commit": head,
-        "no_baseline": opts.no_baseline,
-        "timestamp": now_ms(),
-    }
-    ledger_mod.append(layout.ledger, [header])
-    if not layout.prompt.exists():
-        layout.prompt.write_text(PROMPT_TEMPLATE.format(
-            goal=cfg.goal, metric_name=cfg.metric_name, direction=cfg.direction,
-            unit=f", in {cfg.metric_unit}" if cfg.metric_unit else "", command=cfg.command,
-            scope=", ".join(cfg.scope) or "any path outside the protected ones"))
-    try:
-        layout.pending.unlink()
-    except FileNotFoundError:
-        pass
-    session = Session(repo, cfg, data, ledger_mod.read(layout.ledger))
-    if not opts.new_segment:
-        save_snapshot(layout.untracked, take_snapshot(repo, untracked if opts.force else []))
-    elif opts.force:
-        known = load_snapshot(layout.untracked) or take_snapshot(repo, [])
-        known.untracked.update(untracked)
-        save_snapshot(layout.untracked, known)
-    session.mirror_state("session started" if not opts.new_segment else "new segment")
+    if opts.new_segment:
+        session = _new_segment_files(repo, layout, cfg, head, opts, untracked)
+        if finished:
+            session.warnings.append(finished)
+    else:
+        intent = {"session_id": cfg.session_id, "head": head, "config": cfg.to_dict(),
+                  "no_baseline": opts.no_baseline,
+                  "untracked": sorted(untracked) if opts.force else []}
+        _write_start_intent(layout, intent)
+        checkpoint("start:after-intent")
+        session = _create_session(repo, layout, intent)
+        checkpoint("start:before-baseline")
     if opts.no_baseline:
         return session, None, None
     with session.lock("start"):
@@ -278,6 +260,132 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
                       "kept: fix the command, then run git autoresearch start --new-segment",
                       detail=tail)
     return session, record, result
+
+
+def _header(cfg: Config, data: bytes, head: str, no_baseline: bool) -> dict[str, Any]:
+    """The ledger line that opens a segment (DESIGN.md section 6)."""
+    return {
+        "type": "config",
+        "name": cfg.goal,
+        "metricName": cfg.metric_name,
+        "metricUnit": cfg.metric_unit,
+        "bestDirection": cfg.direction,
+        "config_hash": file_hash(data),
+        "session_id": cfg.session_id,
+        "version": VERSION,
+        "config": cfg.to_dict(),
+        "base_commit": head,
+        "no_baseline": no_baseline,
+        "timestamp": now_ms(),
+    }
+
+
+def _write_prompt(layout: Layout, cfg: Config) -> None:
+    if not layout.prompt.exists():
+        layout.prompt.write_text(PROMPT_TEMPLATE.format(
+            goal=cfg.goal, metric_name=cfg.metric_name, direction=cfg.direction,
+            unit=f", in {cfg.metric_unit}" if cfg.metric_unit else "", command=cfg.command,
+            scope=", ".join(cfg.scope) or "any path outside the protected ones"))
+
+
+def _new_segment_files(repo: Repo, layout: Layout, cfg: Config, head: str, opts: StartOptions,
+                       untracked: list[str]) -> Session:
+    """Write a new segment's configuration and ledger header; returns the session."""
+    data = write_config(layout.config, cfg)
+    ledger_mod.append(layout.ledger, [_header(cfg, data, head, opts.no_baseline)])
+    _write_prompt(layout, cfg)
+    layout.pending.unlink(missing_ok=True)
+    session = Session(repo, cfg, data, ledger_mod.read(layout.ledger))
+    if opts.force:
+        known = load_snapshot(layout.untracked) or take_snapshot(repo, [])
+        known.untracked.update(untracked)
+        save_snapshot(layout.untracked, known)
+    session.mirror_state("new segment")
+    return session
+
+
+def _write_start_intent(layout: Layout, intent: dict[str, Any]) -> None:
+    """Record what ``start`` is about to create, before it changes anything, so that a start
+    that is killed can be finished (:func:`finish_start`)."""
+    layout.start_intent.parent.mkdir(parents=True, exist_ok=True)
+    tmp = layout.start_intent.with_name("start.json.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(intent, fh, allow_nan=False)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, layout.start_intent)
+
+
+def read_start_intent(layout: Layout) -> dict[str, Any] | None:
+    """The record of a ``start`` that did not finish, or None (an unreadable one is None too:
+    it was torn before anything changed, since it is written before the branch)."""
+    try:
+        data = json.loads(layout.start_intent.read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("config"), dict):
+        return None
+    return data
+
+
+def _create_session(repo: Repo, layout: Layout, intent: dict[str, Any]) -> Session:
+    """Create the session that ``intent`` (:func:`_write_start_intent`) describes: the branch
+    checked out, ``.auto/`` excluded, the configuration, the ledger header, the notes, the
+    snapshot of untracked files and the state ref; then clear the intent. Each step is skipped
+    when already done, so a start killed anywhere is finished by running this again. Raises
+    :class:`Refused` when HEAD moved since (nothing is changed then)."""
+    cfg = Config.from_mapping(intent["config"], source="the interrupted start")
+    head = str(intent["head"])
+    branch = session_branch(cfg.session_id)
+    if repo.current_branch() != branch:
+        at = repo.resolve(f"refs/heads/{branch}")
+        if repo.head() != head or at not in (None, head):
+            raise Refused(f"HEAD moved since the start of session {cfg.session_id} was "
+                          f"interrupted; check out {branch} (or the commit {head[:7]}) and run "
+                          "git autoresearch resume again")
+        repo.run("switch", "-q", *(["-c"] if at is None else []), branch)
+    checkpoint("start:after-branch")
+    _exclude_auto(repo)
+    layout.auto.mkdir(exist_ok=True)
+    data = layout.config.read_bytes() if layout.config.exists() else \
+        write_config(layout.config, cfg)
+    checkpoint("start:after-config")
+    if ledger_mod.read(layout.ledger).config_header is None:
+        ledger_mod.append(layout.ledger, [_header(cfg, data, head, bool(intent["no_baseline"]))])
+    checkpoint("start:after-ledger")
+    _write_prompt(layout, cfg)
+    layout.pending.unlink(missing_ok=True)
+    save_snapshot(layout.untracked, take_snapshot(repo, list(intent.get("untracked") or [])))
+    session = Session(repo, cfg, data, ledger_mod.read(layout.ledger))
+    session.mirror_state("session started")
+    layout.start_intent.unlink()
+    return session
+
+
+def finish_start(repo: Repo, layout: Layout, *, baseline_hint: bool = True) -> str | None:
+    """Finish a ``start`` that was killed before it had created the session; returns what was
+    done (with ``baseline_hint``, how to measure a baseline it did not), or None when there was
+    nothing to finish. An intent that a finished session
+    contradicts (``config.toml`` of another session) is set aside. Raises :class:`Refused`
+    (:func:`_create_session`)."""
+    intent = read_start_intent(layout)
+    if intent is None:
+        layout.start_intent.unlink(missing_ok=True)
+        return None
+    sid = intent["config"].get("session_id")
+    if layout.config.exists():
+        try:
+            current = parse_toml(layout.read_config_bytes(), source=str(layout.config))
+        except UsageError:
+            current = {}
+        if current.get("session_id") != sid:
+            os.replace(layout.start_intent,
+                       layout.start_intent.with_name(f"start.abandoned.{time.time_ns()}.json"))
+            return f"set aside the record of an interrupted start of session {sid}"
+    _create_session(repo, layout, intent)
+    how = "" if intent.get("no_baseline") or not baseline_hint else (
+        "; its baseline was not measured: git autoresearch start --new-segment measures it")
+    return f"finished the interrupted start of session {sid}{how}"
 
 
 def _exclude_auto(repo: Repo) -> None:
@@ -448,8 +556,11 @@ def resume(session_id: str | None = None, cwd: str | os.PathLike[str] | None = N
     session and the list of what was done."""
     repo = Repo.discover(cwd)
     layout = Layout(repo)
+    with SessionLock(repo.scratch, "resume"):
+        finished = finish_start(repo, layout)
     sid = _find_session_id(repo, layout, session_id)
-    actions = _restore_files(repo, layout, sid)
+    actions = [finished] if finished else []
+    actions += _restore_files(repo, layout, sid)
     if not layout.config.exists():
         raise Refused(f"session {sid} has no .auto/config.toml and no state ref to restore it "
                       "from")

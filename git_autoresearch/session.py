@@ -151,6 +151,8 @@ class Layout:
         (``saved``: their ids, when the caller has asked already), or start one."""
         from .state import sessions
 
+        if self.start_intent.exists():
+            return "`git autoresearch resume` finishes the start that was interrupted"
         saved = sessions(self.repo) if saved is None else saved
         if not saved:
             return "start one with `git autoresearch start`"
@@ -170,6 +172,11 @@ class Layout:
     @property
     def intent(self) -> Path:
         return self.repo.scratch / "intent.json"
+
+    @property
+    def start_intent(self) -> Path:
+        """What a ``start`` that has not finished is creating (``lifecycle.finish_start``)."""
+        return self.repo.scratch / "start.json"
 
 
 class Session:

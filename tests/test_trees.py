@@ -115,7 +115,7 @@ def test_a_folder_replaced_by_a_symlink_is_discarded(repo: Path, ar, step: str |
 
 
 def test_an_out_of_scope_symlink_in_place_of_a_folder_is_set_aside(repo: Path, ar) -> None:
-    ar(repo, *start_args("--scope", "value.txt", "--scope", "lib2"))
+    ar(repo, *start_args("--scope", "value.txt", "--scope", "lib2", "--allow-missing"))
     _folder_to_symlink(repo)
     write(repo / "value.txt", "50\n")
     record = ar(repo, "run", "-d", "partly out", "--json").json()
@@ -211,3 +211,39 @@ def test_new_segment_from_a_subdirectory(repo: Path, ar) -> None:
     ar(repo / "src", "start", "--new-segment", "--scope", "lib.py")
     cfg = tomllib.loads((repo / ".auto" / "config.toml").read_text())
     assert cfg["scope"] == ["src/lib.py"]
+
+
+# --- a start that was killed ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("step", ["start:after-intent", "start:after-branch",
+                                  "start:after-config", "start:after-ledger"])
+def test_every_way_out_of_a_killed_start_works(repo: Path, ar, step: str) -> None:
+    died(tool(repo, *start_args(), env={"GIT_AUTORESEARCH_DIE_AT": step}))
+    again = ar(repo, *start_args(), expect=3)
+    assert again.err == ("git autoresearch: the start of session s1 was interrupted: git "
+                         "autoresearch resume finishes it (git autoresearch start --new-segment "
+                         "finishes it and measures the baseline)\n")
+    named = ar(repo, "run", "-d", "x", expect=3).err
+    assert "git autoresearch resume" in named or "start --new-segment" in named, named
+    data = ar(repo, "start", "--new-segment", "--json").json()
+    assert data["warnings"] == ["finished the interrupted start of session s1"]
+    assert data["baseline"]["run"] == 1 and data["baseline"]["status"] == "keep"
+    assert git(repo, "symbolic-ref", "--short", "HEAD") == "autoresearch/s1"
+    write(repo / "value.txt", "50\n")
+    assert ar(repo, "run", "-d", "better", "--json").json()["status"] == "keep"
+    assert not (repo / ".git" / "autoresearch" / "start.json").exists()
+
+
+def test_a_killed_start_whose_head_moved_is_refused_with_a_way_out(repo: Path, ar) -> None:
+    died(tool(repo, *start_args(), env={"GIT_AUTORESEARCH_DIE_AT": "start:after-intent"}))
+    head = git(repo, "rev-parse", "HEAD")
+    write(repo / "value.txt", "7\n")
+    git(repo, "commit", "-qam", "moved on")
+    res = ar(repo, "resume", expect=3)
+    assert res.err == ("git autoresearch: HEAD moved since the start of session s1 was "
+                       f"interrupted; check out autoresearch/s1 (or the commit {head[:7]}) and "
+                       "run git autoresearch resume again\n")
+    git(repo, "checkout", "-q", head)
+    assert "finished the interrupted start" in ar(repo, "resume", "--json").json()["actions"][0]
+    assert git(repo, "rev-parse", "autoresearch/s1") == head

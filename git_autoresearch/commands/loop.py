@@ -92,10 +92,12 @@ def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
     finally:
         _clear_progress()
     cfg = session.config
+    for message in session.warnings:
+        warn(message)
     if as_json:
         emit_json({"session_id": cfg.session_id, "branch": f"autoresearch/{cfg.session_id}",
                    "segment": session.segment.index, "config": cfg.to_dict(),
-                   "baseline": record})
+                   "baseline": record, "warnings": session.warnings})
         return
     click.echo(f"session {cfg.session_id} on branch autoresearch/{cfg.session_id}, "
                f"segment {session.segment.index}")
