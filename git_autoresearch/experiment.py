@@ -18,7 +18,7 @@ from typing import Any
 
 from .errors import Refused
 from .faults import checkpoint
-from .git import ABSENT, Repo, join_z, said, user_locale
+from .git import ABSENT, GITLINK, Repo, join_z, said, user_locale
 from .paths import Boundaries
 
 ATTEMPTS_REF = "refs/autoresearch/{session}/attempts/{run}"
@@ -222,10 +222,11 @@ def revert(repo: Repo, bounds: Boundaries, changes: Changes, *, head: str, ref: 
     recordable = [p for p in changes.changed() if not bounds.is_protected(p)]
     staged_elsewhere = [*(p for p in changes.tracked if bounds.is_protected(p)),
                         *changes.staged_preexisting]
+    created, tracked = revert_targets(bounds, changes, only)
+    refuse_dirty_submodules(repo, tracked, "reverted")
     commit = record_attempt(repo, head, recordable, ref=ref, message=message,
                             reset=staged_elsewhere)
     checkpoint(f"{stage}:after-attempt")
-    created, tracked = revert_targets(bounds, changes, only)
     removed = finish_revert(repo, created, tracked, changes.staged_preexisting)
     return RevertResult(commit, ref, sorted(tracked), sorted(removed))
 
@@ -243,13 +244,43 @@ def revert_targets(bounds: Boundaries, changes: Changes, only: list[str] | None 
 
 def finish_revert(repo: Repo, created: list[str], tracked: list[str],
                   staged_preexisting: list[str]) -> list[str]:
-    """Remove ``created`` files, restore ``tracked`` paths to HEAD, unstage preexisting files.
-    Idempotent, so an interrupted revert can be finished by running it again."""
+    """Remove ``created`` files, restore ``tracked`` paths to HEAD (a submodule's checkout too:
+    :func:`restore_submodules`), unstage preexisting files. Idempotent, so an interrupted
+    revert can be finished by running it again. Raises :class:`Refused` for a submodule with
+    uncommitted changes, before anything changed."""
+    subs = refuse_dirty_submodules(repo, tracked, "reverted")
     removed = _remove_files(repo.top, created)
     checkpoint("revert:after-remove")
     repo.restore_from_head(tracked)
+    restore_submodules(repo, subs)
     repo.unstage(staged_preexisting)
     return removed
+
+
+def refuse_dirty_submodules(repo: Repo, paths: Sequence[str], what: str) -> list[str]:
+    """The submodules among ``paths`` (:meth:`Repo.submodules`); :class:`Refused`, naming
+    them, when any has changes its checked-out commit does not hold: a revert could only
+    restore its commit by losing them, and a keep could only record its commit without them.
+    ``what`` says what was not done (``reverted``, ``kept``)."""
+    subs = repo.submodules(paths)
+    dirty = [p for p in subs if repo.submodule_dirty(p)]
+    if dirty:
+        raise Refused(f"the submodule{'s' if len(dirty) > 1 else ''} {', '.join(dirty)} "
+                      "of the experiment ha" + ("ve" if len(dirty) > 1 else "s") +
+                      " changes not committed inside it, which git autoresearch cannot "
+                      f"record; nothing was {what}: commit them inside the submodule, or undo "
+                      "them there (git -C <submodule> status shows them)")
+    return subs
+
+
+def restore_submodules(repo: Repo, paths: Sequence[str]) -> None:
+    """Check out in each submodule of ``paths`` the commit HEAD records for it (a submodule
+    that HEAD does not have, or that has no checkout, is left as it is)."""
+    recorded = repo.tree_entries("HEAD", paths)
+    for path in paths:
+        mode, commit = recorded.get(path, ("", ""))
+        if mode == GITLINK and repo.submodule_head(path) not in (None, commit):
+            repo.checkout_submodule(path, commit)
 
 
 @dataclass
@@ -336,6 +367,7 @@ def keep(repo: Repo, bounds: Boundaries, plan: KeepPlan, *, head: str, message: 
     index and the work tree as they were. With nothing to commit, HEAD stays and ``committed``
     is False.
     """
+    refuse_dirty_submodules(repo, [*plan.to_stage, *plan.violations], "kept")
     real = repo.git_dir / "index"
     saved = index_backup(repo)
     had_index = real.is_file()

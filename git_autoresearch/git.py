@@ -36,6 +36,9 @@ _LOCATING_VARIABLES = (
     "GIT_QUARANTINE_PATH",
 )
 
+# The mode of a gitlink: a submodule's entry in a tree or the index.
+GITLINK = "160000"
+
 # The old value that makes ``git update-ref`` require that the ref does not exist yet, whatever
 # the repository's object format (40 zeros would be SHA-1 only).
 ABSENT = ""
@@ -414,7 +417,13 @@ class Repo:
 
     def blobs(self, commit: str, paths: Sequence[str]) -> dict[str, str]:
         """The blob ids of ``paths`` in ``commit`` (paths it does not hold are left out; a folder
-        names the files below it), whatever the number of paths."""
+        names the files below it; a submodule gives its recorded commit), whatever the number
+        of paths."""
+        return {path: oid for path, (_, oid) in self.tree_entries(commit, paths).items()}
+
+    def tree_entries(self, commit: str, paths: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """The (mode, object id) of ``paths`` in ``commit``, as ``ls-tree -r`` lists them
+        (mode :data:`GITLINK` for a submodule); paths it does not hold are left out."""
         if not paths:
             return {}
         few = fits_argv(paths)
@@ -427,8 +436,55 @@ class Repo:
                 meta, _, raw = item.partition(b"\t")
                 name = raw.decode("utf-8", "surrogateescape")
                 if few or _covered(name, wanted):
-                    found[name] = meta.split()[2].decode()
+                    mode, _, oid = meta.decode().split()
+                    found[name] = (mode, oid)
         return found
+
+    # --- submodules ---------------------------------------------------------------------------
+
+    def submodules(self, paths: Sequence[str]) -> list[str]:
+        """The paths of ``paths`` that are submodules: a folder of the work tree whose entry in
+        HEAD or in the index is a gitlink (mode 160000)."""
+        folders = [p for p in paths if (self.top / p).is_dir() and not (self.top / p).is_symlink()]
+        if not folders:
+            return []
+        found = {p for p, (mode, _) in self.tree_entries("HEAD", folders).items()
+                 if mode == GITLINK}
+        staged = self.run("ls-files", "-s", "-z", "--", *folders).stdout if fits_argv(
+            folders) else self.run("ls-files", "-s", "-z").stdout
+        wanted = set(folders)
+        for item in split_z(staged):
+            meta, _, name = item.partition("\t")
+            if meta.startswith(GITLINK + " ") and name in wanted:
+                found.add(name)
+        return [p for p in paths if p in found]
+
+    def _checked_out(self, path: str) -> bool:
+        """Whether submodule ``path`` has a checkout of its own (a ``.git`` file or folder);
+        without one, git run inside it would act on this repository."""
+        return os.path.lexists(self.top / path / ".git")
+
+    def submodule_head(self, path: str) -> str | None:
+        """The commit checked out in submodule ``path``, or None when it has no checkout."""
+        if not self._checked_out(path):
+            return None
+        res = run_git(["rev-parse", "-q", "--verify", "HEAD^{commit}"], cwd=self.top / path,
+                      allow_non_zero=True)
+        return res.text or None if res.returncode == 0 else None
+
+    def submodule_dirty(self, path: str) -> bool:
+        """Whether submodule ``path`` has changes that its commit does not hold: edits, staged
+        changes or untracked files (not ignored ones)."""
+        if not self._checked_out(path):
+            return False
+        res = run_git(["status", "--porcelain=v1", "-z", "--untracked-files=all",
+                       "--ignore-submodules=none"], cwd=self.top / path)
+        return bool(res.stdout)
+
+    def checkout_submodule(self, path: str, commit: str) -> None:
+        """Check out ``commit`` (detached) in submodule ``path``, as ``git submodule update``
+        does. Raises :class:`GitError` (the commit is not in its object store, say)."""
+        run_git(["checkout", "-q", "--detach", commit], cwd=self.top / path)
 
     def make_tree(self, entries: Iterable[tuple[str, str, str]]) -> str:
         """Write the tree of ``entries`` ((mode such as ``100644``, blob id, path with ``/``
@@ -472,9 +528,10 @@ class Repo:
         return top
 
     def hash_files(self, paths: Sequence[str]) -> dict[str, str]:
-        """The blob ids the work tree files ``paths`` would get (filters applied, nothing
-        written): a symlink's blob holds its target, as git stores it; a path that is not a
-        file or symlink, lies beyond a symlink, or has a newline in its name is left out."""
+        """The object ids ``git update-index`` would record for the work tree paths ``paths``
+        (filters applied, nothing written): a file's blob, a symlink's blob (its target), a
+        submodule's checked-out commit; a path that is none of these, lies beyond a symlink, or
+        has a newline in its name is left out."""
         files: list[str] = []
         found: dict[str, str] = {}
         for path in paths:
@@ -486,6 +543,10 @@ class Repo:
                 found[path] = self.run("hash-object", "--stdin", input=target).text
             elif full.is_file():
                 files.append(path)
+            elif full.is_dir():
+                head = self.submodule_head(path)
+                if head is not None:
+                    found[path] = head
         if files:
             ids = self.run("hash-object", "--stdin-paths", input="".join(
                 p + "\n" for p in files).encode("utf-8", "surrogateescape")).text.split()

@@ -539,6 +539,9 @@ class Session:
             if self.bounds.is_protected(rel):
                 continue
             path = self.repo.top / rel
+            if path.is_dir() and not path.is_symlink():  # a submodule: its commit
+                out[rel] = f"commit:{self.repo.submodule_head(rel)}"
+                continue
             try:
                 st = path.lstat()
                 data = os.readlink(path).encode() if path.is_symlink() else path.read_bytes()

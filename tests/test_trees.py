@@ -247,3 +247,105 @@ def test_a_killed_start_whose_head_moved_is_refused_with_a_way_out(repo: Path, a
     git(repo, "checkout", "-q", head)
     assert "finished the interrupted start" in ar(repo, "resume", "--json").json()["actions"][0]
     assert git(repo, "rev-parse", "autoresearch/s1") == head
+
+
+# --- submodules -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def with_submodule(repo: Path, tmp_path: Path) -> tuple[Path, str, str]:
+    """``repo`` with a submodule ``sub`` at its commit ``one`` (sub/a is "1"); the submodule's
+    own history also holds ``two`` (sub/a is "2"), which an experiment can check out."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    git(lib, "init", "-q", "-b", "main")
+    write(lib / "a", "1\n")
+    git(lib, "add", "a")
+    git(lib, "commit", "-qm", "one")
+    one = git(lib, "rev-parse", "HEAD")
+    write(lib / "a", "2\n")
+    git(lib, "commit", "-qam", "two")
+    two = git(lib, "rev-parse", "HEAD")
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "sub")
+    git(repo / "sub", "checkout", "-q", one)
+    git(repo, "add", "sub")
+    git(repo, "commit", "-qm", "submodule")
+    return repo, one, two
+
+
+def test_discard_restores_a_submodule_and_its_attempt_records_it(with_submodule, ar) -> None:
+    top, one, two = with_submodule
+    ar(top, *start_args())
+    git(top / "sub", "checkout", "-q", two)
+    write(top / "value.txt", "300\n")
+    record = ar(top, "run", "-d", "worse", "--json").json()
+    assert record["status"] == "discard"
+    assert git(top / "sub", "rev-parse", "HEAD") == one
+    assert (top / "sub" / "a").read_text() == "1\n"
+    assert git(top, "status", "--porcelain", "--ignore-submodules=none") == ""
+    assert git(top, "rev-parse", f"{record['attempt_ref']}:sub") == two
+
+
+@pytest.mark.parametrize("step", ["revert:after-attempt", "revert:after-remove"])
+def test_a_killed_discard_restores_a_submodule(with_submodule, ar, step: str) -> None:
+    top, one, two = with_submodule
+    ar(top, *start_args())
+    git(top / "sub", "checkout", "-q", two)
+    died(tool(top, "discard", "-d", "killed", env={"GIT_AUTORESEARCH_DIE_AT": step}))
+    ar(top, "resume")
+    assert [r["status"] for r in runs(top)] == ["keep", "discard"]
+    assert git(top / "sub", "rev-parse", "HEAD") == one
+    assert git(top, "status", "--porcelain", "--ignore-submodules=none") == ""
+    assert git(top, "rev-parse", "refs/autoresearch/s1/attempts/2:sub") == two
+
+
+@pytest.mark.parametrize("command", ["discard", "keep"])
+def test_a_dirty_submodule_is_refused_before_anything_changes(with_submodule, ar,
+                                                              command: str) -> None:
+    top, _, _ = with_submodule
+    ar(top, *start_args())
+    write(top / "sub" / "a", "edited inside\n")
+    write(top / "value.txt", "50\n")
+    head = git(top, "rev-parse", "HEAD")
+    args = ["discard", "-d", "x"] if command == "discard" else \
+        ["keep", "-d", "x", "--metric", "50"]
+    res = ar(top, *args, expect=3)
+    assert res.err == ("git autoresearch: the submodule sub of the experiment has changes "
+                       "not committed inside it, which git autoresearch cannot record; "
+                       f"nothing was {'kept' if command == 'keep' else 'reverted'}: commit "
+                       "them inside the submodule, or undo them there (git -C <submodule> "
+                       "status shows them)\n")
+    assert (top / "sub" / "a").read_text() == "edited inside\n"
+    assert (top / "value.txt").read_text() == "50\n"
+    assert git(top, "rev-parse", "HEAD") == head
+    assert [r["run"] for r in runs(top)] == [1]
+    assert git(top, "for-each-ref", "refs/autoresearch/s1/attempts") == ""
+    assert not (top / ".git" / "autoresearch" / "intent.json").exists()
+
+
+def test_an_out_of_scope_submodule_change_is_never_measured_or_kept(with_submodule, ar
+                                                                     ) -> None:
+    top, one, two = with_submodule
+    ar(top, *start_args("--scope", "value.txt", "--command", "sh bench.sh; cat sub/a"))
+    git(top / "sub", "checkout", "-q", two)
+    write(top / "value.txt", "50\n")
+    record = ar(top, "run", "-d", "better", "--json").json()
+    assert record["status"] == "keep" and record["scope_violations"] == ["sub"]
+    assert (top / ".auto" / "run.log").read_text() == "score: 50\n1\n"
+    assert git(top, "show", "--name-only", "--format=", "HEAD").splitlines() == ["value.txt"]
+    assert git(top / "sub", "rev-parse", "HEAD") == one
+    assert git(top, "rev-parse", f"{record['scope_ref']}:sub") == two
+    write(top / "sub" / "a", "edited inside\n")
+    res = ar(top, "measure", expect=3)
+    assert "the submodule sub of the experiment has changes" in res.err
+    assert (top / "sub" / "a").read_text() == "edited inside\n"
+
+
+def test_an_in_scope_submodule_change_is_kept(with_submodule, ar) -> None:
+    top, one, two = with_submodule
+    ar(top, *start_args())
+    git(top / "sub", "checkout", "-q", two)
+    record = ar(top, "keep", "-d", "newer lib", "--metric", "90", "--json").json()
+    assert record["committed"] is True
+    assert git(top, "rev-parse", "HEAD:sub") == two
+    assert git(top, "status", "--porcelain", "--ignore-submodules=none") == ""
