@@ -143,6 +143,24 @@ def user_locale() -> dict[str, str]:
     return {"LC_ALL": chosen, "LANGUAGE": os.environ.get("LANGUAGE", "")}
 
 
+def _inside_repository(where: Path) -> bool:
+    """Whether ``where`` or a folder above it looks like a repository to git's discovery (a
+    ``.git`` entry, or a bare repository's ``HEAD``, ``objects`` and ``refs``): git refusing
+    such a place is not the same as there being no repository, and we tell them apart without
+    reading git's message."""
+    try:
+        here = where.resolve()
+    except OSError:
+        return False
+    for folder in (here, *here.parents):
+        if os.path.lexists(folder / ".git"):
+            return True
+        if (folder / "HEAD").is_file() and (folder / "objects").is_dir() \
+                and (folder / "refs").is_dir():
+            return True
+    return False
+
+
 def fits_argv(paths: Sequence[str]) -> bool:
     """Whether ``paths`` are few and short enough (:data:`ARGV_BUDGET` bytes in all) to be
     passed as arguments of one git call."""
@@ -234,11 +252,11 @@ class Repo:
             res = run_git(query, cwd=where, allow_non_zero=True)
         lines = res.stdout.decode("utf-8", "surrogateescape").splitlines()
         if res.returncode != 0 or len(lines) < 5:
-            said = [ln.strip() for ln in res.stderr.decode("utf-8", "replace").splitlines()
-                    if ln.strip().startswith("fatal:")]
-            if said and "not a git repository" not in said[0]:
+            words = said(res.stderr)
+            if words and _inside_repository(where):
                 # e.g. git's safe.directory check: say what git said, not "no repository"
-                raise Refused(f"git cannot use {where}: {said[0].removeprefix('fatal: ')}")
+                raise Refused(f"git cannot use {where}: "
+                              f"{words[-1].strip().removeprefix('fatal: ')}")
             raise Refused(f"not a git repository: {where}")
         if lines[0] == "true" or lines[1] != "true" or len(lines) < 6:
             raise Refused(f"not inside a git work tree: {where}")

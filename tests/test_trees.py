@@ -349,3 +349,22 @@ def test_an_in_scope_submodule_change_is_kept(with_submodule, ar) -> None:
     assert record["committed"] is True
     assert git(top, "rev-parse", "HEAD:sub") == two
     assert git(top, "status", "--porcelain", "--ignore-submodules=none") == ""
+
+
+@pytest.mark.parametrize("command", ["discard", "keep"])
+def test_a_tracked_symlink_replaced_by_a_folder(repo: Path, ar, command: str) -> None:
+    (repo / "link").symlink_to("src")
+    git(repo, "add", "link")
+    git(repo, "commit", "-qm", "link")
+    ar(repo, *start_args())
+    (repo / "link").unlink()
+    write(repo / "link" / "x.py", "x = 1\n")
+    if command == "discard":
+        ar(repo, "discard", "-d", "folder")
+        assert os.readlink(repo / "link") == "src"
+        assert git(repo, "cat-file", "-p", "refs/autoresearch/s1/attempts/2:link/x.py") == \
+            "x = 1"
+    else:
+        ar(repo, "keep", "-d", "folder", "--metric", "90")
+        assert git(repo, "cat-file", "-p", "HEAD:link/x.py") == "x = 1"
+    assert git(repo, "status", "--porcelain") == ""
