@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -48,6 +49,8 @@ class StartOptions:
     allow_missing: bool = False
     # The path rules of ``values`` as the user wrote them and as read from the top, by key.
     shown_paths: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    # The current folder relative to the top (``src/``; empty at the top).
+    prefix: str = ""
 
 
 # The configuration keys that hold path rules. On the command line they are read from the
@@ -87,7 +90,7 @@ def _paths_from_directory(opts: StartOptions, where: Path, top: Path) -> None:
     from .git import run_git
     from .paths import from_directory
 
-    prefix = run_git(["rev-parse", "--show-prefix"], cwd=where).text
+    prefix = opts.prefix = run_git(["rev-parse", "--show-prefix"], cwd=where).text
     for key in PATH_KEYS:
         entries = opts.values.get(key)
         if not entries:
@@ -132,9 +135,10 @@ def _listing(paths: list[str], limit: int = 5) -> str:
     return shown + (f" and {len(paths) - limit} more" if len(paths) > limit else "")
 
 
-def check_scripts(repo: Repo, cfg: Config) -> None:
+def check_scripts(repo: Repo, cfg: Config, prefix: str = "") -> None:
     """Refuse a configuration whose measure, checks or metric command names a file that an
-    experiment may change: it would let an experiment redefine success."""
+    experiment may change: it would let an experiment redefine success. ``prefix`` is the
+    current folder relative to the top (``src/``), from which the suggested option reads."""
     bounds = Boundaries(cfg.scope, cfg.protected)
     for key in ("command", "metric_command", "checks_command"):
         value = getattr(cfg, key)
@@ -142,8 +146,9 @@ def check_scripts(repo: Repo, cfg: Config) -> None:
             continue
         for path in script_paths(repo, value):
             if bounds.in_scope(path):
+                shown = posixpath.relpath(path, prefix or ".")
                 raise Refused(f"{key} runs {path}, which is inside the scope an experiment may "
-                              f"change; narrow --scope or add --protected {path}")
+                              f"change; narrow --scope or add --protected {shown}")
 
 
 def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
@@ -230,7 +235,7 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
     if untracked and not opts.force:
         raise Refused(f"the work tree has untracked files: {_listing(untracked)}; commit or "
                       "remove them, or pass --force (they are then never touched)")
-    check_scripts(repo, cfg)
+    check_scripts(repo, cfg, opts.prefix)
     problem = repo.identity_problem()
     if problem:
         raise Refused(problem)

@@ -368,3 +368,11 @@ def test_a_tracked_symlink_replaced_by_a_folder(repo: Path, ar, command: str) ->
         ar(repo, "keep", "-d", "folder", "--metric", "90")
         assert git(repo, "cat-file", "-p", "HEAD:link/x.py") == "x = 1"
     assert git(repo, "status", "--porcelain") == ""
+
+
+def test_the_suggested_protected_path_works_from_a_subdirectory(repo: Path, ar) -> None:
+    args = [a for a in FROM_SRC if a not in ("--protected", "../bench.sh")]
+    res = ar(repo / "src", *args, expect=3)
+    assert res.err == ("git autoresearch: command runs bench.sh, which is inside the scope an "
+                       "experiment may change; narrow --scope or add --protected ../bench.sh\n")
+    ar(repo / "src", *args, "--protected", "../bench.sh")
