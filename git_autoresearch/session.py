@@ -291,7 +291,8 @@ class Session:
         if not book.runs:
             raise Refused("no session here: no .auto/config.toml, no ledger, and no Result: "
                           f"trailers on {branch}" + (f"; {layout.missing_hint(saved)}"
-                                                     if saved else ""))
+                                                     if saved or layout.start_intent.exists()
+                                                     else ""))
         session = cls._foreign(repo, book, None)
         session.trailer_branch = branch
         session.warnings.append(f"read from the Result: trailers on {branch} alone; the "
