@@ -248,11 +248,11 @@ def finish_revert(repo: Repo, created: list[str], tracked: list[str],
     :func:`restore_submodules`), unstage preexisting files. Idempotent, so an interrupted
     revert can be finished by running it again. Raises :class:`Refused` for a submodule with
     uncommitted changes, before anything changed."""
-    subs = refuse_dirty_submodules(repo, tracked, "reverted")
+    refuse_dirty_submodules(repo, tracked, "reverted")
     removed = _remove_files(repo.top, created)
     checkpoint("revert:after-remove")
     repo.restore_from_head(tracked)
-    restore_submodules(repo, subs)
+    restore_submodules(repo, tracked)
     repo.unstage(staged_preexisting)
     return removed
 
@@ -274,12 +274,21 @@ def refuse_dirty_submodules(repo: Repo, paths: Sequence[str], what: str) -> list
 
 
 def restore_submodules(repo: Repo, paths: Sequence[str]) -> None:
-    """Check out in each submodule of ``paths`` the commit HEAD records for it (a submodule
-    that HEAD does not have, or that has no checkout, is left as it is)."""
-    recorded = repo.tree_entries("HEAD", paths)
-    for path in paths:
-        mode, commit = recorded.get(path, ("", ""))
-        if mode == GITLINK and repo.submodule_head(path) not in (None, commit):
+    """Put back the checkout of each submodule among ``paths`` (tracked paths just restored
+    to HEAD) at the commit HEAD records: checked out there, or, when the experiment deleted
+    the checkout, made again from the submodule's own repository under the git directory,
+    never fetched. A submodule that HEAD does not have is left as it is. Raises
+    :class:`GitError`."""
+    folders = [p for p in paths if (repo.top / p).is_dir() and not (repo.top / p).is_symlink()]
+    if not folders:
+        return
+    for path, (mode, commit) in repo.tree_entries("HEAD", folders).items():
+        if mode != GITLINK:
+            continue
+        head = repo.submodule_head(path)
+        if head is None:
+            repo.reinstate_submodule(path)
+        elif head != commit:
             repo.checkout_submodule(path, commit)
 
 

@@ -499,6 +499,31 @@ class Repo:
                        "--ignore-submodules=none"], cwd=self.top / path)
         return bool(res.stdout)
 
+    def reinstate_submodule(self, path: str) -> None:
+        """Check out submodule ``path`` again at the commit the index records, from its own
+        repository under the git directory (``modules/<name>``), when it has one; never
+        fetched (``git submodule update --init --no-fetch``). Without one, nothing is done:
+        the submodule's history is not here."""
+        names = [key[len("submodule."):-len(".path")]
+                 for key, value in self.config_entries_in(".gitmodules",
+                                                          r"^submodule\..*\.path$")
+                 if value == path]
+        if not any((self.common_dir / "modules" / name).is_dir() for name in names):
+            return
+        self.run("submodule", "--quiet", "update", "--init", "--no-fetch", "--", path)
+
+    def config_entries_in(self, file: str, pattern: str) -> list[tuple[str, str | None]]:
+        """As :meth:`config_entries`, from the file ``file`` of the work tree (such as
+        ``.gitmodules``); none when it does not exist."""
+        if not (self.top / file).is_file():
+            return []
+        res = self.run("config", "-z", "-f", file, "--get-regexp", pattern, allow_non_zero=True)
+        found: list[tuple[str, str | None]] = []
+        for item in split_z(res.stdout):
+            key, newline, value = item.partition("\n")
+            found.append((key, value if newline else None))
+        return found
+
     def checkout_submodule(self, path: str, commit: str) -> None:
         """Check out ``commit`` (detached) in submodule ``path``, as ``git submodule update``
         does. Raises :class:`GitError` (the commit is not in its object store, say)."""

@@ -380,3 +380,16 @@ def test_the_suggested_protected_path_works_from_a_subdirectory(repo: Path, ar) 
     assert res.err == ("git autoresearch: command runs bench.sh, which is inside the scope an "
                        "experiment may change; narrow --scope or add --protected ../bench.sh\n")
     ar(repo / "src", *args, "--protected", "../bench.sh")
+
+
+def test_discard_brings_back_a_deleted_submodule(with_submodule, ar) -> None:
+    import shutil
+
+    top, one, _ = with_submodule
+    ar(top, *start_args())
+    shutil.rmtree(top / "sub")
+    record = ar(top, "discard", "-d", "no lib", "--json").json()
+    assert record["status"] == "discard"
+    assert git(top / "sub", "rev-parse", "HEAD") == one
+    assert (top / "sub" / "a").read_text() == "1\n"
+    assert git(top, "status", "--porcelain", "--ignore-submodules=none") == ""
