@@ -74,12 +74,13 @@ def _merge_values(opts: StartOptions, base: Mapping[str, Any]
         for key in PATH_KEYS:
             rules = values.get(key)
             if isinstance(rules, list):
-                given += [(f"{key} entry {r!r} of {opts.config_file}", r) for r in rules
-                          if isinstance(r, str)]
+                given += [(f"{key} entry {r!r} of {opts.config_file} (read from the top of "
+                           "the work tree)", r) for r in rules if isinstance(r, str)]
     merged.update({k: v for k, v in opts.values.items() if v is not None})
     for key in PATH_KEYS:
         option = "--" + key.replace("_", "-")
-        given += [(f"{option} {shown}" + (f" (read as {rule})" if rule != shown else ""), rule)
+        given += [(f"{option} {shown}" + (f" (read from the current directory as {rule})"
+                                          if rule != shown else ""), rule)
                   for shown, rule in opts.shown_paths.get(key, [])]
     return merged, given
 
@@ -115,8 +116,7 @@ def _check_matches(repo: Repo, given: list[tuple[str, str]]) -> None:
     missing = set(unmatched([rule for _, rule in given], repo.top, names))
     for shown, rule in given:
         if rule in missing:
-            raise UsageError(f"{shown} matches no file in the work tree (paths on the command "
-                             "line are read from the current directory); fix it, or pass "
+            raise UsageError(f"{shown} matches no file in the work tree; fix it, or pass "
                              "--allow-missing to keep it")
 
 

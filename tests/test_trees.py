@@ -171,16 +171,17 @@ def test_a_scope_outside_the_repository_is_refused(repo: Path, ar, entry: str) -
 
 
 @pytest.mark.parametrize(("option", "entry", "shown"), [
-    ("--scope", "value.txt", "--scope value.txt (read as src/value.txt)"),
-    ("--protected", "notes/**", "--protected notes/** (read as src/notes/**)"),
-    ("--scope", "*.txt", "--scope *.txt (read as src/*.txt)"),
+    ("--scope", "value.txt", "--scope value.txt (read from the current directory as "
+                             "src/value.txt)"),
+    ("--protected", "notes/**", "--protected notes/** (read from the current directory as "
+                                "src/notes/**)"),
+    ("--scope", "*.txt", "--scope *.txt (read from the current directory as src/*.txt)"),
 ])
 def test_a_path_that_matches_nothing_is_refused(repo: Path, ar, option: str, entry: str,
                                                 shown: str) -> None:
     res = ar(repo / "src", *FROM_SRC, option, entry, expect=2)
-    assert res.err == (f"git autoresearch: {shown} matches no file in the work tree (paths on "
-                       "the command line are read from the current directory); fix it, or "
-                       "pass --allow-missing to keep it\n")
+    assert res.err == (f"git autoresearch: {shown} matches no file in the work tree; fix it, "
+                       "or pass --allow-missing to keep it\n")
     _untouched(repo)
     ar(repo / "src", *FROM_SRC, option, entry, "--allow-missing", "--no-baseline")
     assert (repo / ".auto" / "config.toml").exists()
@@ -194,7 +195,9 @@ def test_config_file_paths_stay_relative_to_the_top(repo: Path, ar, tmp_path: Pa
             "--metric-pattern", r"score: (\S+)", "--config", str(conf), "--no-baseline"]
     bad = write(tmp_path / "bad.toml", 'scope = ["nothing.txt"]\nprotected = ["bench.sh"]\n')
     res = ar(repo / "src", *args[:-3], "--config", str(bad), expect=2)
-    assert f"scope entry 'nothing.txt' of {bad} matches no file" in res.err
+    assert res.err == (f"git autoresearch: scope entry 'nothing.txt' of {bad} (read from the "
+                       "top of the work tree) matches no file in the work tree; fix it, or pass "
+                       "--allow-missing to keep it\n")
     _untouched(repo)
     ar(repo / "src", *args)
     cfg = tomllib.loads((repo / ".auto" / "config.toml").read_text())
@@ -206,7 +209,9 @@ def test_new_segment_from_a_subdirectory(repo: Path, ar) -> None:
 
     ar(repo, *start_args("--scope", "value.txt"))
     res = ar(repo / "src", "start", "--new-segment", "--scope", "nope.py", expect=2)
-    assert "--scope nope.py (read as src/nope.py) matches no file" in res.err
+    assert res.err == ("git autoresearch: --scope nope.py (read from the current directory as "
+                       "src/nope.py) matches no file in the work tree; fix it, or pass "
+                       "--allow-missing to keep it\n")
     assert len(runs(repo)) == 1
     ar(repo / "src", "start", "--new-segment", "--scope", "lib.py")
     cfg = tomllib.loads((repo / ".auto" / "config.toml").read_text())
