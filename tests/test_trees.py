@@ -398,3 +398,17 @@ def test_discard_brings_back_a_deleted_submodule(with_submodule, ar) -> None:
     assert git(top / "sub", "rev-parse", "HEAD") == one
     assert (top / "sub" / "a").read_text() == "1\n"
     assert git(top, "status", "--porcelain", "--ignore-submodules=none") == ""
+
+
+def test_commit_hooks_keep_the_users_locale(repo: Path) -> None:
+    from conftest import make_executable
+
+    hook = write(repo / ".git" / "hooks" / "pre-commit",
+                 '#!/bin/sh\necho "$LC_ALL $LANGUAGE" > .git/seen-locale\n')
+    make_executable(hook)
+    assert tool(repo, *start_args()).returncode == 0
+    write(repo / "value.txt", "50\n")
+    res = tool(repo, "keep", "-d", "k", "--metric", "50",
+               env={"LANGUAGE": "de", "LC_ALL": "C.UTF-8"})
+    assert res.returncode == 0, res.stderr
+    assert (repo / ".git" / "seen-locale").read_text() == "C.UTF-8 de\n"
