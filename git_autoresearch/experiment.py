@@ -259,9 +259,10 @@ def finish_revert(repo: Repo, created: list[str], tracked: list[str],
 
 def refuse_dirty_submodules(repo: Repo, paths: Sequence[str], what: str) -> list[str]:
     """The submodules among ``paths`` (:meth:`Repo.submodules`); :class:`Refused`, naming
-    them, when any has changes its checked-out commit does not hold: a revert could only
-    restore its commit by losing them, and a keep could only record its commit without them.
-    ``what`` says what was not done (``reverted``, ``kept``)."""
+    them, when any has changes its checked-out commit does not hold (a revert could only
+    restore its commit by losing them, and a keep could only record its commit without them)
+    or, for a revert, lacks the commit HEAD records for it. ``what`` says what was not done
+    (``reverted``, ``kept``)."""
     subs = repo.submodules(paths)
     dirty = [p for p in subs if repo.submodule_dirty(p)]
     if dirty:
@@ -270,6 +271,14 @@ def refuse_dirty_submodules(repo: Repo, paths: Sequence[str], what: str) -> list
                       " changes not committed inside it, which git autoresearch cannot "
                       f"record; nothing was {what}: commit them inside the submodule, or undo "
                       "them there (git -C <submodule> status shows them)")
+    if what == "reverted" and subs:
+        recorded = repo.tree_entries("HEAD", subs)
+        lacking = [f"{p} ({oid[:7]})" for p, (mode, oid) in recorded.items()
+                   if mode == GITLINK and not repo.submodule_has(p, oid)]
+        if lacking:
+            raise Refused(f"the submodule checkout cannot go back to the commit HEAD records, "
+                          f"which it does not have: {', '.join(lacking)}; nothing was "
+                          "reverted: fetch it inside the submodule (git -C <submodule> fetch)")
     return subs
 
 

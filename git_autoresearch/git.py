@@ -490,6 +490,14 @@ class Repo:
                       allow_non_zero=True)
         return res.text or None if res.returncode == 0 else None
 
+    def submodule_has(self, path: str, commit: str) -> bool:
+        """Whether submodule ``path`` has ``commit`` in its object store (true when it has no
+        checkout: there is nothing to check out then)."""
+        if not self._checked_out(path):
+            return True
+        return run_git(["cat-file", "-e", f"{commit}^{{commit}}"], cwd=self.top / path,
+                       allow_non_zero=True).returncode == 0
+
     def submodule_dirty(self, path: str) -> bool:
         """Whether submodule ``path`` has changes that its commit does not hold: edits, staged
         changes or untracked files (not ignored ones)."""

@@ -412,3 +412,26 @@ def test_commit_hooks_keep_the_users_locale(repo: Path) -> None:
                env={"LANGUAGE": "de", "LC_ALL": "C.UTF-8"})
     assert res.returncode == 0, res.stderr
     assert (repo / ".git" / "seen-locale").read_text() == "C.UTF-8 de\n"
+
+
+def test_a_submodule_lacking_the_recorded_commit_is_refused(with_submodule, ar,
+                                                           tmp_path: Path) -> None:
+    top, one, _ = with_submodule
+    lib = tmp_path / "lib"
+    write(lib / "a", "3\n")
+    git(lib, "commit", "-qam", "three")  # never fetched into the submodule
+    three = git(lib, "rev-parse", "HEAD")
+    ar(top, *start_args())
+    git(top, "update-index", "--cacheinfo", f"160000,{three},sub")
+    git(top, "commit", "-qm", "records a commit the submodule lacks")
+    head = git(top, "rev-parse", "HEAD")
+    res = ar(top, "discard", "-d", "x", expect=3)
+    assert res.err == ("git autoresearch: the submodule checkout cannot go back to the commit "
+                       f"HEAD records, which it does not have: sub ({three[:7]}); nothing was "
+                       "reverted: fetch it inside the submodule (git -C <submodule> fetch)\n")
+    assert git(top / "sub", "rev-parse", "HEAD") == one
+    assert git(top, "rev-parse", "HEAD") == head
+    assert git(top, "for-each-ref", "refs/autoresearch/s1/attempts") == ""
+    git(top / "sub", "fetch", "-q", "origin")
+    assert ar(top, "discard", "-d", "x", "--json").json()["status"] == "discard"
+    assert git(top / "sub", "rev-parse", "HEAD") == three
