@@ -17,7 +17,7 @@ from .config import Config, file_hash, parse_toml, write_config
 from .errors import Refused, UsageError
 from .experiment import load_snapshot, save_snapshot, take_snapshot
 from .faults import checkpoint
-from .git import Repo, split_z
+from .git import Repo, said, split_z
 from .ledger import Ledger
 from .lock import SessionLock
 from .measure import Measurement, Progress
@@ -249,7 +249,12 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
                   "untracked": sorted(untracked) if opts.force else []}
         _write_start_intent(layout, intent)
         checkpoint("start:after-intent")
-        session = _create_session(repo, layout, intent)
+        try:
+            session = _create_session(repo, layout, intent)
+        except Exception:
+            if repo.resolve(f"refs/heads/{session_branch(cfg.session_id)}") is None:
+                layout.start_intent.unlink(missing_ok=True)  # nothing was made
+            raise
         checkpoint("start:before-baseline")
     if opts.no_baseline:
         return session, None, None
@@ -348,7 +353,13 @@ def _create_session(repo: Repo, layout: Layout, intent: dict[str, Any]) -> Sessi
             raise Refused(f"HEAD moved since the start of session {cfg.session_id} was "
                           f"interrupted; check out {branch} (or the commit {head[:7]}) and run "
                           "git autoresearch resume again")
-        repo.run("switch", "-q", *(["-c"] if at is None else []), branch)
+        switched = repo.run("switch", "-q", *(["-c"] if at is None else []), branch,
+                            allow_non_zero=True)
+        if switched.returncode != 0:
+            lines = said(switched.stderr)
+            raise Refused(f"git could not {'create' if at is None else 'check out'} the branch "
+                          f"{branch}: " + (lines[-1].strip() if lines else
+                                           f"exit {switched.returncode}"))
     checkpoint("start:after-branch")
     _exclude_auto(repo)
     layout.auto.mkdir(exist_ok=True)

@@ -435,3 +435,14 @@ def test_a_submodule_lacking_the_recorded_commit_is_refused(with_submodule, ar,
     git(top / "sub", "fetch", "-q", "origin")
     assert ar(top, "discard", "-d", "x", "--json").json()["status"] == "discard"
     assert git(top / "sub", "rev-parse", "HEAD") == three
+
+
+def test_a_start_git_cannot_make_the_branch_for_leaves_nothing_behind(repo: Path, ar) -> None:
+    git(repo, "branch", "autoresearch")  # no branch autoresearch/s1 can live beside it
+    res = ar(repo, *start_args(), expect=3)
+    assert res.err.startswith("git autoresearch: git could not create the branch "
+                              "autoresearch/s1: ")
+    assert not (repo / ".git" / "autoresearch" / "start.json").exists()
+    assert not (repo / ".auto").exists()
+    git(repo, "branch", "-q", "-m", "autoresearch", "other")
+    assert ar(repo, *start_args(), "--json").json()["baseline"]["metric"] == 100
