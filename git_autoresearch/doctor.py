@@ -112,6 +112,12 @@ def _examine(session: Session, fix: bool) -> Examination:
     layout = session.layout
     book = session.ledger
 
+    if layout.start_intent.exists():
+        # What else looks wrong (no ledger, no state ref) is what the start had not made yet.
+        exam.add(f"the start of session {sid} was interrupted (git autoresearch resume "
+                 "finishes it)")
+        return exam
+
     if not layout.ledger.exists():
         # Nothing to reconcile, and a ledger rebuilt here would have no configuration header.
         exam.add(f"the ledger {layout.ledger} is missing (git autoresearch resume restores it "

@@ -18,7 +18,7 @@ from typing import Any
 
 from .errors import Refused
 from .faults import checkpoint
-from .git import ABSENT, Repo, join_z, said
+from .git import ABSENT, GITLINK, Repo, join_z, said, user_locale
 from .paths import Boundaries
 
 ATTEMPTS_REF = "refs/autoresearch/{session}/attempts/{run}"
@@ -222,10 +222,11 @@ def revert(repo: Repo, bounds: Boundaries, changes: Changes, *, head: str, ref: 
     recordable = [p for p in changes.changed() if not bounds.is_protected(p)]
     staged_elsewhere = [*(p for p in changes.tracked if bounds.is_protected(p)),
                         *changes.staged_preexisting]
+    created, tracked = revert_targets(bounds, changes, only)
+    refuse_dirty_submodules(repo, tracked, "reverted")
     commit = record_attempt(repo, head, recordable, ref=ref, message=message,
                             reset=staged_elsewhere)
     checkpoint(f"{stage}:after-attempt")
-    created, tracked = revert_targets(bounds, changes, only)
     removed = finish_revert(repo, created, tracked, changes.staged_preexisting)
     return RevertResult(commit, ref, sorted(tracked), sorted(removed))
 
@@ -243,13 +244,61 @@ def revert_targets(bounds: Boundaries, changes: Changes, only: list[str] | None 
 
 def finish_revert(repo: Repo, created: list[str], tracked: list[str],
                   staged_preexisting: list[str]) -> list[str]:
-    """Remove ``created`` files, restore ``tracked`` paths to HEAD, unstage preexisting files.
-    Idempotent, so an interrupted revert can be finished by running it again."""
+    """Remove ``created`` files, restore ``tracked`` paths to HEAD (a submodule's checkout too:
+    :func:`restore_submodules`), unstage preexisting files. Idempotent, so an interrupted
+    revert can be finished by running it again. Raises :class:`Refused` for a submodule with
+    uncommitted changes, before anything changed."""
+    refuse_dirty_submodules(repo, tracked, "reverted")
     removed = _remove_files(repo.top, created)
     checkpoint("revert:after-remove")
     repo.restore_from_head(tracked)
+    restore_submodules(repo, tracked)
     repo.unstage(staged_preexisting)
     return removed
+
+
+def refuse_dirty_submodules(repo: Repo, paths: Sequence[str], what: str) -> list[str]:
+    """The submodules among ``paths`` (:meth:`Repo.submodules`); :class:`Refused`, naming
+    them, when any has changes its checked-out commit does not hold (a revert could only
+    restore its commit by losing them, and a keep could only record its commit without them)
+    or, for a revert, lacks the commit HEAD records for it. ``what`` says what was not done
+    (``reverted``, ``kept``)."""
+    subs = repo.submodules(paths)
+    dirty = [p for p in subs if repo.submodule_dirty(p)]
+    if dirty:
+        raise Refused(f"the submodule{'s' if len(dirty) > 1 else ''} {', '.join(dirty)} "
+                      "of the experiment ha" + ("ve" if len(dirty) > 1 else "s") +
+                      " changes not committed inside it, which git autoresearch cannot "
+                      f"record; nothing was {what}: commit them inside the submodule, or undo "
+                      "them there (git -C <submodule> status shows them)")
+    if what == "reverted" and subs:
+        recorded = repo.tree_entries("HEAD", subs)
+        lacking = [f"{p} ({oid[:7]})" for p, (mode, oid) in recorded.items()
+                   if mode == GITLINK and not repo.submodule_has(p, oid)]
+        if lacking:
+            raise Refused(f"the submodule checkout cannot go back to the commit HEAD records, "
+                          f"which it does not have: {', '.join(lacking)}; nothing was "
+                          "reverted: fetch it inside the submodule (git -C <submodule> fetch)")
+    return subs
+
+
+def restore_submodules(repo: Repo, paths: Sequence[str]) -> None:
+    """Put back the checkout of each submodule among ``paths`` (tracked paths just restored
+    to HEAD) at the commit HEAD records: checked out there, or, when the experiment deleted
+    the checkout, made again from the submodule's own repository under the git directory,
+    never fetched. A submodule that HEAD does not have is left as it is. Raises
+    :class:`GitError`."""
+    folders = [p for p in paths if (repo.top / p).is_dir() and not (repo.top / p).is_symlink()]
+    if not folders:
+        return
+    for path, (mode, commit) in repo.tree_entries("HEAD", folders).items():
+        if mode != GITLINK:
+            continue
+        head = repo.submodule_head(path)
+        if head is None:
+            repo.reinstate_submodule(path)
+        elif head != commit:
+            repo.checkout_submodule(path, commit)
 
 
 @dataclass
@@ -337,6 +386,7 @@ def keep(repo: Repo, bounds: Boundaries, plan: KeepPlan, *, head: str, message: 
     index and the work tree as they were. With nothing to commit, HEAD stays and ``committed``
     is False.
     """
+    refuse_dirty_submodules(repo, [*plan.to_stage, *plan.violations], "kept")
     real = repo.git_dir / "index"
     saved = index_backup(repo)
     had_index = real.is_file()
@@ -392,8 +442,9 @@ def commit_index(repo: Repo, *, head: str, head_tree: str | None, message: str,
     if repo.commit_customizations():
         if not repo.has_staged_changes():
             return None
+        # the hooks are the user's code, run in the user's locale
         res = repo.run("commit", "-q", "--cleanup=verbatim", "-F", "-",
-                       input=message.encode("utf-8"), allow_non_zero=True)
+                       input=message.encode("utf-8"), env=user_locale(), allow_non_zero=True)
         if res.returncode != 0:
             raise _commit_failed(res.returncode, res.stderr)
         commit, problem = _read_back(repo, "HEAD", trailers)

@@ -8,6 +8,10 @@ keep:   ``keep:staging`` (index partly prepared), ``keep:before-commit``, ``keep
 revert: ``revert:after-attempt`` (attempt ref written), ``revert:after-remove`` (created files
         removed, tracked files not yet restored)
 both:   ``record:before-ledger``, ``record:after-ledger`` (ledger line written, intent not cleared)
+start:  ``start:after-intent`` (start intent written, nothing else), ``start:after-branch``
+        (session branch checked out), ``start:after-config``, ``start:after-ledger`` (header
+        written; notes, snapshot and state ref not yet), ``start:before-baseline`` (session
+        complete, baseline not measured)
 """
 
 from __future__ import annotations
@@ -25,6 +29,11 @@ STEPS = (
     "revert:after-remove",
     "record:before-ledger",
     "record:after-ledger",
+    "start:after-intent",
+    "start:after-branch",
+    "start:after-config",
+    "start:after-ledger",
+    "start:before-baseline",
 )
 
 

@@ -36,6 +36,9 @@ _LOCATING_VARIABLES = (
     "GIT_QUARANTINE_PATH",
 )
 
+# The mode of a gitlink: a submodule's entry in a tree or the index.
+GITLINK = "160000"
+
 # The old value that makes ``git update-ref`` require that the ref does not exist yet, whatever
 # the repository's object format (40 zeros would be SHA-1 only).
 ABSENT = ""
@@ -90,9 +93,18 @@ class StatusEntry:
         return self.index == "!"
 
 
+# A command line holds about 2 MB in all (ARG_MAX); a list of paths longer than this many bytes
+# is never passed as arguments, but on stdin or as a whole listing that is filtered.
+ARGV_BUDGET = 64 * 1024
+
+
 def _environment(extra: Mapping[str, str] | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _LOCATING_VARIABLES}
-    env.setdefault("LC_ALL", "C")
+    # git speaks C to us whatever the user's locale (LANGUAGE is ignored under LC_ALL=C, not
+    # under C.UTF-8), so what it says is the same everywhere; callers that run the user's own
+    # code through git (commit hooks) hand the user's locale back with user_locale().
+    env = {k: v for k, v in os.environ.items()
+           if k not in _LOCATING_VARIABLES and k != "LANGUAGE"}
+    env["LC_ALL"] = "C"
     if extra:
         env.update(extra)
     return env
@@ -121,6 +133,55 @@ def run_git(
     if proc.returncode != 0 and not allow_non_zero:
         raise GitError(["git", *args], proc.returncode, proc.stdout, proc.stderr)
     return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def user_locale() -> dict[str, str]:
+    """The caller's locale variables, for a git call that runs the user's own code (commit
+    hooks): ``LC_ALL`` as the user's effective message locale, and ``LANGUAGE``."""
+    chosen = (os.environ.get("LC_ALL") or os.environ.get("LC_MESSAGES")
+              or os.environ.get("LANG") or "C")
+    return {"LC_ALL": chosen, "LANGUAGE": os.environ.get("LANGUAGE", "")}
+
+
+def _inside_repository(where: Path) -> bool:
+    """Whether ``where`` or a folder above it looks like a repository to git's discovery (a
+    ``.git`` entry, or a bare repository's ``HEAD``, ``objects`` and ``refs``): git refusing
+    such a place is not the same as there being no repository, and we tell them apart without
+    reading git's message."""
+    try:
+        here = where.resolve()
+    except OSError:
+        return False
+    for folder in (here, *here.parents):
+        if os.path.lexists(folder / ".git"):
+            return True
+        if (folder / "HEAD").is_file() and (folder / "objects").is_dir() \
+                and (folder / "refs").is_dir():
+            return True
+    return False
+
+
+def fits_argv(paths: Sequence[str]) -> bool:
+    """Whether ``paths`` are few and short enough (:data:`ARGV_BUDGET` bytes in all) to be
+    passed as arguments of one git call."""
+    total = 0
+    for path in paths:
+        total += len(path.encode("utf-8", "surrogateescape")) + 1
+        if total > ARGV_BUDGET:
+            return False
+    return True
+
+
+def _covered(name: str, wanted: set[str]) -> bool:
+    """Whether ``name`` is in ``wanted`` or below a folder that is (as a pathspec matches)."""
+    if name in wanted:
+        return True
+    cut = name.rfind("/")
+    while cut != -1:
+        if name[:cut] in wanted:
+            return True
+        cut = name.rfind("/", 0, cut)
+    return False
 
 
 def said(stderr: bytes) -> list[str]:
@@ -191,11 +252,11 @@ class Repo:
             res = run_git(query, cwd=where, allow_non_zero=True)
         lines = res.stdout.decode("utf-8", "surrogateescape").splitlines()
         if res.returncode != 0 or len(lines) < 5:
-            said = [ln.strip() for ln in res.stderr.decode("utf-8", "replace").splitlines()
-                    if ln.strip().startswith("fatal:")]
-            if said and "not a git repository" not in said[0]:
+            words = said(res.stderr)
+            if words and _inside_repository(where):
                 # e.g. git's safe.directory check: say what git said, not "no repository"
-                raise Refused(f"git cannot use {where}: {said[0].removeprefix('fatal: ')}")
+                raise Refused(f"git cannot use {where}: "
+                              f"{words[-1].strip().removeprefix('fatal: ')}")
             raise Refused(f"not a git repository: {where}")
         if lines[0] == "true" or lines[1] != "true" or len(lines) < 6:
             raise Refused(f"not inside a git work tree: {where}")
@@ -303,16 +364,37 @@ class Repo:
 
     def add_paths(self, paths: Sequence[str], env: Mapping[str, str] | None = None) -> None:
         """Stage exactly ``paths`` as they are in the work tree: additions, edits, deletions, and
-        a file that replaced a directory or the reverse. Paths are exact names, never patterns,
-        and ignore rules do not apply (``git update-index --add --remove --replace``)."""
-        if paths:
+        a file or symlink that replaced a directory or the reverse. Paths are exact names, never
+        patterns, and ignore rules do not apply (``git update-index --add --remove --replace``;
+        a path that is gone or lies beyond a symlink or a file, which git will not look at, is
+        dropped from the index with ``--force-remove``). Raises :class:`GitError`."""
+        if not paths:
+            return
+        gone = [p for p in paths if not self._reachable(p)]
+        if gone:
+            self.run("update-index", "--force-remove", "-z", "--stdin", input=join_z(gone),
+                     env=env)
+        dropped = set(gone)
+        present = [p for p in paths if p not in dropped]
+        if present:
             self.run("update-index", "--add", "--remove", "--replace", "-z", "--stdin",
-                     input=join_z(paths), env=env)
+                     input=join_z(present), env=env)
+
+    def _reachable(self, path: str) -> bool:
+        """Whether ``path`` exists in the work tree with a real folder at each level above it
+        (not a symlink, not a file)."""
+        folder = self.top
+        parts = path.split("/")
+        for part in parts[:-1]:
+            folder = folder / part
+            if folder.is_symlink() or not folder.is_dir():
+                return False
+        return os.path.lexists(folder / parts[-1])
 
     def restore_from_head(self, paths: Sequence[str]) -> None:
         """Make index and work tree of ``paths`` equal HEAD; paths absent from HEAD are removed,
         from the work tree too when the index no longer knows them (so that running it again
-        after an interruption finishes the job)."""
+        after an interruption finishes the job). Raises :class:`GitError`."""
         if not paths:
             return
         argv = ["restore", "--source=HEAD", "--staged", "--worktree", "--no-overlay",
@@ -320,20 +402,29 @@ class Repo:
         res = self.run(*argv, input=join_z(paths), allow_non_zero=True)
         if res.returncode == 0:
             return
-        if b"did not match any file" not in res.stderr:
+        # git restore refuses a path that neither HEAD nor the index knows: such a path was an
+        # added file whose index entry is already gone; what is left of it is removed. Which
+        # paths those are is asked of the index and HEAD, never read from git's message.
+        known = set(self.indexed(paths)) | set(self.blobs("HEAD", paths))
+        unknown = [p for p in paths if p not in known]
+        if not unknown:
             raise GitError(["git", *argv], res.returncode, res.stdout, res.stderr)
-        # git restore refuses a path that neither HEAD nor the index knows: such a path was
-        # an added file whose index entry is already gone; what is left of it is removed.
-        known = set(split_z(self.run("ls-files", "-z", "--", *paths).stdout))
-        known |= set(self.blobs("HEAD", paths))
-        for path in paths:
-            if path not in known:
-                try:
-                    (self.top / path).unlink()
-                except (FileNotFoundError, IsADirectoryError):
-                    pass
+        for path in unknown:
+            try:
+                (self.top / path).unlink()
+            except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+                pass
         if known:
             self.run(*argv, input=join_z(sorted(known)))
+
+    def indexed(self, paths: Sequence[str]) -> list[str]:
+        """The index entries of ``paths`` (a folder names the entries below it)."""
+        if not paths:
+            return []
+        if fits_argv(paths):
+            return split_z(self.run("ls-files", "-z", "--", *paths).stdout)
+        wanted = set(paths)
+        return [p for p in split_z(self.run("ls-files", "-z").stdout) if _covered(p, wanted)]
 
     def unstage(self, paths: Sequence[str]) -> None:
         """Make the index entries of ``paths`` equal HEAD, leaving the work tree alone; a path
@@ -343,16 +434,108 @@ class Repo:
                      input=join_z(paths))
 
     def blobs(self, commit: str, paths: Sequence[str]) -> dict[str, str]:
-        """The blob ids of ``paths`` in ``commit`` (paths it does not hold are left out)."""
+        """The blob ids of ``paths`` in ``commit`` (paths it does not hold are left out; a folder
+        names the files below it; a submodule gives its recorded commit), whatever the number
+        of paths."""
+        return {path: oid for path, (_, oid) in self.tree_entries(commit, paths).items()}
+
+    def tree_entries(self, commit: str, paths: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """The (mode, object id) of ``paths`` in ``commit``, as ``ls-tree -r`` lists them
+        (mode :data:`GITLINK` for a submodule); paths it does not hold are left out."""
         if not paths:
             return {}
-        listing = self.run("ls-tree", "-r", "-z", commit, "--", *paths).stdout
+        few = fits_argv(paths)
+        listing = self.run("ls-tree", "-r", "-z", commit,
+                           *(["--", *paths] if few else [])).stdout
+        wanted = set(paths)
         found = {}
         for item in listing.split(b"\0"):
             if item:
-                meta, _, name = item.partition(b"\t")
-                found[name.decode("utf-8", "surrogateescape")] = meta.split()[2].decode()
+                meta, _, raw = item.partition(b"\t")
+                name = raw.decode("utf-8", "surrogateescape")
+                if few or _covered(name, wanted):
+                    mode, _, oid = meta.decode().split()
+                    found[name] = (mode, oid)
         return found
+
+    # --- submodules ---------------------------------------------------------------------------
+
+    def submodules(self, paths: Sequence[str]) -> list[str]:
+        """The paths of ``paths`` that are submodules: a folder of the work tree whose entry in
+        HEAD or in the index is a gitlink (mode 160000)."""
+        folders = [p for p in paths if (self.top / p).is_dir() and not (self.top / p).is_symlink()]
+        if not folders:
+            return []
+        found = {p for p, (mode, _) in self.tree_entries("HEAD", folders).items()
+                 if mode == GITLINK}
+        staged = self.run("ls-files", "-s", "-z", "--", *folders).stdout if fits_argv(
+            folders) else self.run("ls-files", "-s", "-z").stdout
+        wanted = set(folders)
+        for item in split_z(staged):
+            meta, _, name = item.partition("\t")
+            if meta.startswith(GITLINK + " ") and name in wanted:
+                found.add(name)
+        return [p for p in paths if p in found]
+
+    def _checked_out(self, path: str) -> bool:
+        """Whether submodule ``path`` has a checkout of its own (a ``.git`` file or folder);
+        without one, git run inside it would act on this repository."""
+        return os.path.lexists(self.top / path / ".git")
+
+    def submodule_head(self, path: str) -> str | None:
+        """The commit checked out in submodule ``path``, or None when it has no checkout."""
+        if not self._checked_out(path):
+            return None
+        res = run_git(["rev-parse", "-q", "--verify", "HEAD^{commit}"], cwd=self.top / path,
+                      allow_non_zero=True)
+        return res.text or None if res.returncode == 0 else None
+
+    def submodule_has(self, path: str, commit: str) -> bool:
+        """Whether submodule ``path`` has ``commit`` in its object store (true when it has no
+        checkout: there is nothing to check out then)."""
+        if not self._checked_out(path):
+            return True
+        return run_git(["cat-file", "-e", f"{commit}^{{commit}}"], cwd=self.top / path,
+                       allow_non_zero=True).returncode == 0
+
+    def submodule_dirty(self, path: str) -> bool:
+        """Whether submodule ``path`` has changes that its commit does not hold: edits, staged
+        changes or untracked files (not ignored ones)."""
+        if not self._checked_out(path):
+            return False
+        res = run_git(["status", "--porcelain=v1", "-z", "--untracked-files=all",
+                       "--ignore-submodules=none"], cwd=self.top / path)
+        return bool(res.stdout)
+
+    def reinstate_submodule(self, path: str) -> None:
+        """Check out submodule ``path`` again at the commit the index records, from its own
+        repository under the git directory (``modules/<name>``), when it has one; never
+        fetched (``git submodule update --init --no-fetch``). Without one, nothing is done:
+        the submodule's history is not here."""
+        names = [key[len("submodule."):-len(".path")]
+                 for key, value in self.config_entries_in(".gitmodules",
+                                                          r"^submodule\..*\.path$")
+                 if value == path]
+        if not any((self.common_dir / "modules" / name).is_dir() for name in names):
+            return
+        self.run("submodule", "--quiet", "update", "--init", "--no-fetch", "--", path)
+
+    def config_entries_in(self, file: str, pattern: str) -> list[tuple[str, str | None]]:
+        """As :meth:`config_entries`, from the file ``file`` of the work tree (such as
+        ``.gitmodules``); none when it does not exist."""
+        if not (self.top / file).is_file():
+            return []
+        res = self.run("config", "-z", "-f", file, "--get-regexp", pattern, allow_non_zero=True)
+        found: list[tuple[str, str | None]] = []
+        for item in split_z(res.stdout):
+            key, newline, value = item.partition("\n")
+            found.append((key, value if newline else None))
+        return found
+
+    def checkout_submodule(self, path: str, commit: str) -> None:
+        """Check out ``commit`` (detached) in submodule ``path``, as ``git submodule update``
+        does. Raises :class:`GitError` (the commit is not in its object store, say)."""
+        run_git(["checkout", "-q", "--detach", commit], cwd=self.top / path)
 
     def make_tree(self, entries: Iterable[tuple[str, str, str]]) -> str:
         """Write the tree of ``entries`` ((mode such as ``100644``, blob id, path with ``/``
@@ -396,14 +579,30 @@ class Repo:
         return top
 
     def hash_files(self, paths: Sequence[str]) -> dict[str, str]:
-        """The blob ids the work tree files ``paths`` would get (filters applied, nothing
-        written); a path with a newline cannot be asked for and is left out."""
-        asked = [p for p in paths if "\n" not in p]
-        if not asked:
-            return {}
-        ids = self.run("hash-object", "--stdin-paths", input="".join(
-            p + "\n" for p in asked).encode("utf-8", "surrogateescape")).text.split()
-        return dict(zip(asked, ids, strict=True))
+        """The object ids ``git update-index`` would record for the work tree paths ``paths``
+        (filters applied, nothing written): a file's blob, a symlink's blob (its target), a
+        submodule's checked-out commit; a path that is none of these, lies beyond a symlink, or
+        has a newline in its name is left out."""
+        files: list[str] = []
+        found: dict[str, str] = {}
+        for path in paths:
+            full = self.top / path
+            if "\n" in path or not self._reachable(path):
+                continue
+            if full.is_symlink():
+                target = os.fsencode(os.readlink(full))
+                found[path] = self.run("hash-object", "--stdin", input=target).text
+            elif full.is_file():
+                files.append(path)
+            elif full.is_dir():
+                head = self.submodule_head(path)
+                if head is not None:
+                    found[path] = head
+        if files:
+            ids = self.run("hash-object", "--stdin-paths", input="".join(
+                p + "\n" for p in files).encode("utf-8", "surrogateescape")).text.split()
+            found.update(zip(files, ids, strict=True))
+        return found
 
     def changed_paths(self, old: str, new: str) -> list[str]:
         """The paths that differ between commits ``old`` and ``new`` (renames as a deletion

@@ -15,7 +15,8 @@ from . import ledger as ledger_mod
 from .config import Config, file_hash, parse_toml, write_config
 from .errors import Refused, UsageError
 from .experiment import load_snapshot, save_snapshot, take_snapshot
-from .git import Repo
+from .faults import checkpoint
+from .git import Repo, said, split_z
 from .ledger import Ledger
 from .lock import SessionLock
 from .measure import Measurement, Progress
@@ -44,18 +45,78 @@ class StartOptions:
     new_segment: bool = False
     no_baseline: bool = False
     force: bool = False
+    allow_missing: bool = False
+    # The path rules of ``values`` as the user wrote them and as read from the top, by key.
+    shown_paths: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    # The current folder relative to the top (``src/``; empty at the top).
+    prefix: str = ""
 
 
-def _merge_values(opts: StartOptions, base: Mapping[str, Any]) -> dict[str, Any]:
+# The configuration keys that hold path rules. On the command line they are read from the
+# current directory, as git reads pathspecs; in a --config file, from the top of the work tree.
+PATH_KEYS = ("scope", "protected", "readonly")
+
+
+def _merge_values(opts: StartOptions, base: Mapping[str, Any]
+                  ) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """The configuration values: ``base``, then the ``--config`` file, then the options. Also
+    the path rules given this time, as (how the user wrote it, the rule)."""
     merged = dict(base)
+    given: list[tuple[str, str]] = []
     if opts.config_file is not None:
         try:
             data = opts.config_file.read_bytes()
         except OSError as exc:
             raise UsageError(f"cannot read --config {opts.config_file}: {exc.strerror}") from None
-        merged.update(parse_toml(data, source=str(opts.config_file)))
+        values = parse_toml(data, source=str(opts.config_file))
+        merged.update(values)
+        for key in PATH_KEYS:
+            rules = values.get(key)
+            if isinstance(rules, list):
+                given += [(f"{key} entry {r!r} of {opts.config_file} (read from the top of "
+                           "the work tree)", r) for r in rules if isinstance(r, str)]
     merged.update({k: v for k, v in opts.values.items() if v is not None})
-    return merged
+    for key in PATH_KEYS:
+        option = "--" + key.replace("_", "-")
+        given += [(f"{option} {shown}" + (f" (read from the current directory as {rule})"
+                                          if rule != shown else ""), rule)
+                  for shown, rule in opts.shown_paths.get(key, [])]
+    return merged, given
+
+
+def _paths_from_directory(opts: StartOptions, where: Path, top: Path) -> None:
+    """Make the path rules of the options relative to the top, read from ``where`` (the
+    current directory) as git reads pathspecs; :class:`UsageError` for one outside."""
+    from .git import run_git
+    from .paths import from_directory
+
+    prefix = opts.prefix = run_git(["rev-parse", "--show-prefix"], cwd=where).text
+    for key in PATH_KEYS:
+        entries = opts.values.get(key)
+        if not entries:
+            continue
+        option = "--" + key.replace("_", "-")
+        rules = [from_directory(e, prefix, top, what=option) for e in entries]
+        opts.shown_paths[key] = list(zip(entries, rules, strict=True))
+        opts.values[key] = rules
+
+
+def _check_matches(repo: Repo, given: list[tuple[str, str]]) -> None:
+    """Refuse (:class:`UsageError`) a path rule given this time that matches no tracked,
+    untracked or ignored path: a typo would make a scope that matches nothing, and every
+    edit would be reverted as out of scope."""
+    if not given:
+        return
+    from .paths import unmatched
+
+    names: list[str] = []
+    if any(c in rule for _, rule in given for c in "*?["):
+        names = [e.path for e in repo.status()] + split_z(repo.run("ls-files", "-z").stdout)
+    missing = set(unmatched([rule for _, rule in given], repo.top, names))
+    for shown, rule in given:
+        if rule in missing:
+            raise UsageError(f"{shown} matches no file in the work tree; fix it, or pass "
+                             "--allow-missing to keep it")
 
 
 def _dirty(repo: Repo, bounds: Boundaries) -> tuple[list[str], list[str]]:
@@ -82,13 +143,16 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
     existing branch, or a baseline that crashed or failed its checks (the session is kept)."""
     repo = Repo.discover(cwd)
     layout = Layout(repo)
+    _paths_from_directory(opts, Path(cwd) if cwd is not None else Path.cwd(), repo.top)
     op = repo.operation_in_progress()
     if op:
         raise Refused(f"a {op} is in progress; finish or abort it first")
     head = repo.head()
     if head is None:
         raise Refused("HEAD has no commit yet; commit the project first")
+    interrupted = read_start_intent(layout)
     if opts.new_segment:
+        finished = finish_start(repo, layout, baseline_hint=False) if interrupted else None
         if not layout.config.exists():
             raise Refused("no session to start a new segment of (no .auto/config.toml): "
                           + layout.missing_hint())
@@ -107,7 +171,7 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
         if given_id and given_id != old_data.get("session_id"):
             raise UsageError(f"--session-id cannot change with --new-segment (the session is "
                              f"{old_data.get('session_id')})")
-        merged = _merge_values(opts, old_data)
+        merged, given = _merge_values(opts, old_data)
         merged["session_id"] = old_data.get("session_id", "")
         cfg = Config.from_mapping(merged, source="configuration")
         branch = repo.current_branch()
@@ -115,12 +179,16 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
             raise Refused(f"check out the session branch {session_branch(cfg.session_id)} "
                           "before starting a new segment")
     else:
+        if interrupted:
+            raise Refused(f"the start of session {interrupted['config'].get('session_id')} was "
+                          "interrupted: git autoresearch resume finishes it (git autoresearch "
+                          "start --new-segment finishes it and measures the baseline)")
         if layout.config.exists():
             old = parse_toml(layout.read_config_bytes(), source=str(layout.config))
             raise Refused(f"a session already exists here ({old.get('session_id', '?')}); "
                           "continue it, run git autoresearch start --new-segment, or move "
                           ".auto/ aside to start another")
-        merged = _merge_values(opts, {})
+        merged, given = _merge_values(opts, {})
         if not merged.get("command") and (layout.auto / "measure.sh").is_file():
             merged["command"] = "bash .auto/measure.sh"
         if not merged.get("checks_command") and (layout.auto / "checks.sh").is_file():
@@ -135,6 +203,8 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
         if repo.resolve(f"refs/heads/{branch}"):
             raise Refused(f"branch {branch} already exists (from an earlier session); pick "
                           "another --session-id")
+    if not opts.allow_missing:
+        _check_matches(repo, given)
     scripts = command_files(repo, cfg, head)
     bounds = Boundaries(cfg.scope, cfg.protected, cfg.readonly, scripts)
     tracked, untracked = _dirty(repo, bounds)
@@ -152,44 +222,23 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
     problem = repo.identity_problem()
     if problem:
         raise Refused(problem)
-    if not opts.new_segment:
-        repo.run("switch", "-q", "-c", session_branch(cfg.session_id))
-        _exclude_auto(repo)
-    layout.auto.mkdir(exist_ok=True)
-    data = write_config(layout.config, cfg)
-    header = {
-        "type": "config",
-        "name": cfg.goal,
-        "metricName": cfg.metric_name,
-        "metricUnit": cfg.metric_unit,
-        "bestDirection": cfg.direction,
-        "config_hash": file_hash(data),
-        "session_id": cfg.session_id,
-        "version": VERSION,
-        "config": cfg.to_dict(),
-        "base_commit": head,
-        "no_baseline": opts.no_baseline,
-        "timestamp": now_ms(),
-    }
-    ledger_mod.append(layout.ledger, [header])
-    if not layout.prompt.exists():
-        layout.prompt.write_text(PROMPT_TEMPLATE.format(
-            goal=cfg.goal, metric_name=cfg.metric_name, direction=cfg.direction,
-            unit=f", in {cfg.metric_unit}" if cfg.metric_unit else "", command=cfg.command,
-            scope=", ".join(cfg.scope) or "any path that is neither protected nor readonly",
-            readonly=", ".join([*scripts, *cfg.readonly]) or "none"))
-    try:
-        layout.pending.unlink()
-    except FileNotFoundError:
-        pass
-    session = Session(repo, cfg, data, ledger_mod.read(layout.ledger))
-    if not opts.new_segment:
-        save_snapshot(layout.untracked, take_snapshot(repo, untracked if opts.force else []))
-    elif opts.force:
-        known = load_snapshot(layout.untracked) or take_snapshot(repo, [])
-        known.untracked.update(untracked)
-        save_snapshot(layout.untracked, known)
-    session.mirror_state("session started" if not opts.new_segment else "new segment")
+    if opts.new_segment:
+        session = _new_segment_files(repo, layout, cfg, head, opts, untracked)
+        if finished:
+            session.warnings.append(finished)
+    else:
+        intent = {"session_id": cfg.session_id, "head": head, "config": cfg.to_dict(),
+                  "no_baseline": opts.no_baseline,
+                  "untracked": sorted(untracked) if opts.force else []}
+        _write_start_intent(layout, intent)
+        checkpoint("start:after-intent")
+        try:
+            session = _create_session(repo, layout, intent)
+        except Exception:
+            if repo.resolve(f"refs/heads/{session_branch(cfg.session_id)}") is None:
+                layout.start_intent.unlink(missing_ok=True)  # nothing was made
+            raise
+        checkpoint("start:before-baseline")
     if opts.no_baseline:
         return session, None, None
     with session.lock("start"):
@@ -204,6 +253,140 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
                       "kept: fix the command, then run git autoresearch start --new-segment",
                       detail=tail)
     return session, record, result
+
+
+def _header(cfg: Config, data: bytes, head: str, no_baseline: bool) -> dict[str, Any]:
+    """The ledger line that opens a segment (DESIGN.md section 6)."""
+    return {
+        "type": "config",
+        "name": cfg.goal,
+        "metricName": cfg.metric_name,
+        "metricUnit": cfg.metric_unit,
+        "bestDirection": cfg.direction,
+        "config_hash": file_hash(data),
+        "session_id": cfg.session_id,
+        "version": VERSION,
+        "config": cfg.to_dict(),
+        "base_commit": head,
+        "no_baseline": no_baseline,
+        "timestamp": now_ms(),
+    }
+
+
+def _write_prompt(repo: Repo, layout: Layout, cfg: Config, head: str) -> None:
+    if not layout.prompt.exists():
+        scripts = command_files(repo, cfg, head)
+        layout.prompt.write_text(PROMPT_TEMPLATE.format(
+            goal=cfg.goal, metric_name=cfg.metric_name, direction=cfg.direction,
+            unit=f", in {cfg.metric_unit}" if cfg.metric_unit else "", command=cfg.command,
+            scope=", ".join(cfg.scope) or "any path that is neither protected nor readonly",
+            readonly=", ".join(dict.fromkeys([*scripts, *cfg.readonly])) or "none"))
+
+
+def _new_segment_files(repo: Repo, layout: Layout, cfg: Config, head: str, opts: StartOptions,
+                       untracked: list[str]) -> Session:
+    """Write a new segment's configuration and ledger header; returns the session."""
+    data = write_config(layout.config, cfg)
+    ledger_mod.append(layout.ledger, [_header(cfg, data, head, opts.no_baseline)])
+    _write_prompt(repo, layout, cfg, head)
+    layout.pending.unlink(missing_ok=True)
+    session = Session(repo, cfg, data, ledger_mod.read(layout.ledger))
+    if opts.force:
+        known = load_snapshot(layout.untracked) or take_snapshot(repo, [])
+        known.untracked.update(untracked)
+        save_snapshot(layout.untracked, known)
+    session.mirror_state("new segment")
+    return session
+
+
+def _write_start_intent(layout: Layout, intent: dict[str, Any]) -> None:
+    """Record what ``start`` is about to create, before it changes anything, so that a start
+    that is killed can be finished (:func:`finish_start`)."""
+    layout.start_intent.parent.mkdir(parents=True, exist_ok=True)
+    tmp = layout.start_intent.with_name("start.json.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(intent, fh, allow_nan=False)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, layout.start_intent)
+
+
+def read_start_intent(layout: Layout) -> dict[str, Any] | None:
+    """The record of a ``start`` that did not finish, or None (an unreadable one is None too:
+    it was torn before anything changed, since it is written before the branch)."""
+    try:
+        data = json.loads(layout.start_intent.read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("config"), dict):
+        return None
+    return data
+
+
+def _create_session(repo: Repo, layout: Layout, intent: dict[str, Any]) -> Session:
+    """Create the session that ``intent`` (:func:`_write_start_intent`) describes: the branch
+    checked out, ``.auto/`` excluded, the configuration, the ledger header, the notes, the
+    snapshot of untracked files and the state ref; then clear the intent. Each step is skipped
+    when already done, so a start killed anywhere is finished by running this again. Raises
+    :class:`Refused` when HEAD moved since (nothing is changed then)."""
+    cfg = Config.from_mapping(intent["config"], source="the interrupted start")
+    head = str(intent["head"])
+    branch = session_branch(cfg.session_id)
+    if repo.current_branch() != branch:
+        at = repo.resolve(f"refs/heads/{branch}")
+        if repo.head() != head or at not in (None, head):
+            raise Refused(f"HEAD moved since the start of session {cfg.session_id} was "
+                          f"interrupted; check out {branch} (or the commit {head[:7]}) and run "
+                          "git autoresearch resume again")
+        switched = repo.run("switch", "-q", *(["-c"] if at is None else []), branch,
+                            allow_non_zero=True)
+        if switched.returncode != 0:
+            lines = said(switched.stderr)
+            raise Refused(f"git could not {'create' if at is None else 'check out'} the branch "
+                          f"{branch}: " + (lines[-1].strip() if lines else
+                                           f"exit {switched.returncode}"))
+    checkpoint("start:after-branch")
+    _exclude_auto(repo)
+    layout.auto.mkdir(exist_ok=True)
+    data = layout.config.read_bytes() if layout.config.exists() else \
+        write_config(layout.config, cfg)
+    checkpoint("start:after-config")
+    if ledger_mod.read(layout.ledger).config_header is None:
+        ledger_mod.append(layout.ledger, [_header(cfg, data, head, bool(intent["no_baseline"]))])
+    checkpoint("start:after-ledger")
+    _write_prompt(repo, layout, cfg, head)
+    layout.pending.unlink(missing_ok=True)
+    save_snapshot(layout.untracked, take_snapshot(repo, list(intent.get("untracked") or [])))
+    session = Session(repo, cfg, data, ledger_mod.read(layout.ledger))
+    session.mirror_state("session started")
+    layout.start_intent.unlink()
+    return session
+
+
+def finish_start(repo: Repo, layout: Layout, *, baseline_hint: bool = True) -> str | None:
+    """Finish a ``start`` that was killed before it had created the session; returns what was
+    done (with ``baseline_hint``, how to measure a baseline it did not), or None when there was
+    nothing to finish. An intent that a finished session
+    contradicts (``config.toml`` of another session) is set aside. Raises :class:`Refused`
+    (:func:`_create_session`)."""
+    intent = read_start_intent(layout)
+    if intent is None:
+        layout.start_intent.unlink(missing_ok=True)
+        return None
+    sid = intent["config"].get("session_id")
+    if layout.config.exists():
+        try:
+            current = parse_toml(layout.read_config_bytes(), source=str(layout.config))
+        except UsageError:
+            current = {}
+        if current.get("session_id") != sid:
+            os.replace(layout.start_intent,
+                       layout.start_intent.with_name(f"start.abandoned.{time.time_ns()}.json"))
+            return f"set aside the record of an interrupted start of session {sid}"
+    _create_session(repo, layout, intent)
+    how = "" if intent.get("no_baseline") or not baseline_hint else (
+        "; its baseline was not measured: git autoresearch start --new-segment measures it")
+    return f"finished the interrupted start of session {sid}{how}"
 
 
 def _exclude_auto(repo: Repo) -> None:
@@ -374,8 +557,11 @@ def resume(session_id: str | None = None, cwd: str | os.PathLike[str] | None = N
     session and the list of what was done."""
     repo = Repo.discover(cwd)
     layout = Layout(repo)
+    with SessionLock(repo.scratch, "resume"):
+        finished = finish_start(repo, layout)
     sid = _find_session_id(repo, layout, session_id)
-    actions = _restore_files(repo, layout, sid)
+    actions = [finished] if finished else []
+    actions += _restore_files(repo, layout, sid)
     if not layout.config.exists():
         raise Refused(f"session {sid} has no .auto/config.toml and no state ref to restore it "
                       "from")

@@ -11,9 +11,14 @@ A rule is a path relative to the top of the work tree, with ``/`` separators:
 
 from __future__ import annotations
 
+import os
+import posixpath
 import re
 from collections.abc import Iterable
 from functools import lru_cache
+from pathlib import Path
+
+from .errors import UsageError
 
 # Protected whatever the configuration says: the session folder, and the layouts older
 # implementations used, so that sessions begun with them survive our reverts.
@@ -36,6 +41,53 @@ def normalise(rule: str) -> str:
     while rule.startswith("./"):
         rule = rule[2:]
     return rule.rstrip("/")
+
+
+def from_directory(entry: str, prefix: str, top: Path, *, what: str) -> str:
+    """The rule ``entry`` given on the command line from the folder ``prefix`` (relative to the
+    top, ``/`` separators, ``""`` at the top; as ``git rev-parse --show-prefix`` prints it),
+    made relative to the top as git reads a pathspec: from ``src/``, ``value.txt`` is
+    ``src/value.txt``, ``../x`` is ``x`` and an absolute path inside the work tree is that path.
+    ``what`` names the option in the error. Raises :class:`UsageError` for a path outside the
+    work tree."""
+    raw = entry.replace("\\", "/").strip()
+    if not raw:
+        return raw
+    if os.path.isabs(raw):
+        absolute = posixpath.normpath(raw)
+        for base in {top.as_posix(), top.resolve().as_posix()}:
+            if absolute == base:
+                return "**"
+            if absolute.startswith(base.rstrip("/") + "/"):
+                return absolute[len(base.rstrip("/")) + 1:]
+        raise UsageError(f"{what} {entry}: the path is outside the repository {top}")
+    joined = posixpath.normpath(prefix + raw)
+    if joined == ".." or joined.startswith("../"):
+        raise UsageError(f"{what} {entry}: the path is outside the repository {top}")
+    return "**" if joined == "." else joined
+
+
+def unmatched(rules: Iterable[str], top: Path, names: Iterable[str]) -> list[str]:
+    """The rules of ``rules`` that match no path: a plain rule names nothing in the work tree
+    under ``top``, a glob matches none of ``names`` (the tracked, untracked and ignored paths,
+    relative to the top; a folder may end in ``/``)."""
+    missing = []
+    globs = []
+    for rule in rules:
+        plain = normalise(rule)
+        if plain.endswith("/**") and not any(c in plain[:-3] for c in "*?["):
+            plain = plain[:-3]
+        if any(c in plain for c in "*?["):
+            globs.append(rule)
+        elif not os.path.lexists(top / plain):
+            missing.append(rule)
+    if globs:
+        listed = [n.rstrip("/") for n in names]
+        for rule in globs:
+            pattern = _compile(normalise(rule))
+            if not any(pattern.match(n) for n in listed):
+                missing.append(rule)
+    return [r for r in rules if r in missing]
 
 
 @lru_cache(maxsize=256)

@@ -153,6 +153,8 @@ class Layout:
         (``saved``: their ids, when the caller has asked already), or start one."""
         from .state import sessions
 
+        if self.start_intent.exists():
+            return "`git autoresearch resume` finishes the start that was interrupted"
         saved = sessions(self.repo) if saved is None else saved
         if not saved:
             return "start one with `git autoresearch start`"
@@ -172,6 +174,11 @@ class Layout:
     @property
     def intent(self) -> Path:
         return self.repo.scratch / "intent.json"
+
+    @property
+    def start_intent(self) -> Path:
+        """What a ``start`` that has not finished is creating (``lifecycle.finish_start``)."""
+        return self.repo.scratch / "start.json"
 
 
 class Session:
@@ -305,7 +312,8 @@ class Session:
         if not book.runs:
             raise Refused("no session here: no .auto/config.toml, no ledger, and no Result: "
                           f"trailers on {branch}" + (f"; {layout.missing_hint(saved)}"
-                                                     if saved else ""))
+                                                     if saved or layout.start_intent.exists()
+                                                     else ""))
         session = cls._foreign(repo, book, None)
         session.trailer_branch = branch
         session.warnings.append(f"read from the Result: trailers on {branch} alone; the "
@@ -542,6 +550,9 @@ class Session:
             if self.bounds.is_protected(rel):
                 continue
             path = self.repo.top / rel
+            if path.is_dir() and not path.is_symlink():  # a submodule: its commit
+                out[rel] = f"commit:{self.repo.submodule_head(rel)}"
+                continue
             try:
                 st = path.lstat()
                 data = os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
@@ -894,7 +905,7 @@ class Session:
         if not paths:
             return []
         in_attempt, in_head = self.repo.blobs(attempt, paths), self.repo.blobs(head, paths)
-        now = self.repo.hash_files([p for p in paths if (self.repo.top / p).is_file()])
+        now = self.repo.hash_files(paths)
         # A path that cannot be hashed (a newline in its name) counts as changed: left alone.
         return [p for p in paths if "\n" in p or now.get(p) not in (in_attempt.get(p),
                                                                   in_head.get(p))]

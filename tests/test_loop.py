@@ -301,7 +301,7 @@ def test_edited_config_is_refused_naming_the_key(repo: Path, ar) -> None:
 
 
 def test_runs_from_subdirectory(repo: Path, ar) -> None:
-    ar(repo / "src", *start_args())
+    ar(repo / "src", *[a if a != "bench.sh" else "../bench.sh" for a in start_args()])
     write(repo / "value.txt", "50\n")
     assert ar(repo / "src", "run", "-d", "from src", "--json").json()["status"] == "keep"
     write(repo / "value.txt", "70\n")

@@ -140,8 +140,7 @@ def test_discard_and_keep_without_measuring_record_readonly_changes(repo: Path, 
 def test_readonly_option_config_file_and_validation(repo: Path, ar, tmp_path: Path) -> None:
     res = ar(repo, *start_args("--readonly", "/etc/passwd"), expect=2)
     assert res.err.strip().splitlines()[-1] == \
-        ("git autoresearch: configuration: readonly '/etc/passwd' must be a path inside the "
-         "repository")
+        f"git autoresearch: --readonly /etc/passwd: the path is outside the repository {repo}"
     conf = write(tmp_path / "ar.toml", 'readonly = "data"\n')
     res = ar(repo, *start_args("--config", str(conf)), expect=2)
     assert "readonly must be a list of paths" in res.err

@@ -59,7 +59,35 @@ KEEP_STEPS = ["keep:staging", "keep:before-commit", "keep:after-commit", "keep:a
 def test_every_named_step_is_in_the_kill_matrix() -> None:
     from git_autoresearch.faults import STEPS
 
-    assert set(REVERT_STEPS) | set(KEEP_STEPS) == set(STEPS)
+    assert set(REVERT_STEPS) | set(KEEP_STEPS) | set(START_STEPS) == set(STEPS)
+
+
+START_STEPS = ["start:after-intent", "start:after-branch", "start:after-config",
+               "start:after-ledger", "start:before-baseline"]
+
+
+@pytest.mark.parametrize("step", START_STEPS)
+def test_kill_during_start_then_resume(repo: Path, ar, step: str) -> None:
+    write(repo / "notes.txt", "user notes\n")
+    killed = tool(repo, *start_args("--force", "--scope", "value.txt"),
+                  env={"GIT_AUTORESEARCH_DIE_AT": step})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    actions = ar(repo, "resume", "--json").json()["actions"]
+    if step != "start:before-baseline":
+        assert actions[0] == ("finished the interrupted start of session s1; its baseline was "
+                              "not measured: git autoresearch start --new-segment measures it")
+    assert git(repo, "symbolic-ref", "--short", "HEAD") == "autoresearch/s1"
+    assert "/.auto/" in (repo / ".git" / "info" / "exclude").read_text().splitlines()
+    assert "start --new-segment" in ar(repo, "run", "-d", "too early", expect=3).err
+    baseline = ar(repo, "start", "--new-segment", "--json").json()["baseline"]
+    assert baseline["run"] == 1 and baseline["metric"] == 100
+    write(repo / "value.txt", "50\n")
+    write(repo / "README.md", "out of scope\n")
+    record = ar(repo, "run", "-d", "better", "--json").json()
+    assert (record["run"], record["status"], record["scope_violations"]) == \
+        (2, "keep", ["README.md"])
+    assert (repo / "notes.txt").read_text() == "user notes\n"
+    assert ar(repo, "status", "--json").json()["warnings"] == []
 
 
 @pytest.mark.parametrize("step", REVERT_STEPS)

@@ -41,14 +41,16 @@ from .common import (
               help="A command whose stdout is the metric (instead of --metric-pattern).")
 @click.option("--scope", multiple=True, metavar="PATH",
               help="A path an experiment may change (repeatable; none: any path that is "
-                   "neither protected nor readonly).")
+                   "neither protected nor readonly). Read from the current directory, as git "
+                   "reads paths.")
 @click.option("--protected", multiple=True, metavar="PATH",
               help="A path for the agent's notes: no revert touches it, no keep commits it "
-                   "(repeatable).")
+                   "(repeatable). Read from the current directory, as git reads paths.")
 @click.option("--readonly", multiple=True, metavar="PATH",
               help="A path that defines success (benchmark, checks, data, scorer): a change to "
                    "it is saved on a ref, undone before measuring and recorded as a violation "
-                   "(repeatable; files the commands name are readonly anyway).")
+                   "(repeatable; files the commands name are readonly anyway). Read from the "
+                   "current directory, as git reads paths.")
 @click.option("--checks-command", metavar="SHELL",
               help="A command that must succeed for a run to be kept.")
 @click.option("--timeout-seconds", type=float, help="Limit per measurement (default 600).")
@@ -59,12 +61,15 @@ from .common import (
 @click.option("--max-experiments", type=int, help="Stop after this many runs in a segment.")
 @click.option("--session-id", help="Session id (default: the goal in kebab case plus the date).")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Read the configuration keys from this TOML file.")
+              help="Read the configuration keys from this TOML file (its paths are read from "
+                   "the top of the work tree).")
 @click.option("--new-segment", is_flag=True,
               help="Start a new segment of the existing session with changed options.")
 @click.option("--no-baseline", is_flag=True, help="Do not measure the baseline now.")
 @click.option("--force", is_flag=True,
               help="Start despite untracked files (they are then never touched).")
+@click.option("--allow-missing", is_flag=True,
+              help="Accept a --scope or --protected path that matches no file yet.")
 @json_option
 def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
               metric_unit: str | None, direction: str | None, metric_pattern: str | None,
@@ -73,7 +78,7 @@ def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
               checks_timeout_seconds: float | None, runs_per_experiment: int | None,
               aggregate: str | None, max_experiments: int | None, session_id: str | None,
               config_file: Path | None, new_segment: bool, no_baseline: bool, force: bool,
-              as_json: bool) -> None:
+              allow_missing: bool, as_json: bool) -> None:
     """Create a session: branch autoresearch/<id>, .auto/, the ledger, and the baseline run."""
     from ..lifecycle import StartOptions, start
 
@@ -88,16 +93,18 @@ def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
         "max_experiments": max_experiments, "session_id": session_id,
     }
     opts = StartOptions(values=values, config_file=config_file, new_segment=new_segment,
-                        no_baseline=no_baseline, force=force)
+                        no_baseline=no_baseline, force=force, allow_missing=allow_missing)
     try:
         session, record, result = start(opts, progress=_progress())
     finally:
         _clear_progress()
     cfg = session.config
+    for message in session.warnings:
+        warn(message)
     if as_json:
         emit_json({"session_id": cfg.session_id, "branch": f"autoresearch/{cfg.session_id}",
                    "segment": session.segment.index, "config": cfg.to_dict(),
-                   "baseline": record})
+                   "baseline": record, "warnings": session.warnings})
         return
     click.echo(f"session {cfg.session_id} on branch autoresearch/{cfg.session_id}, "
                f"segment {session.segment.index}")
