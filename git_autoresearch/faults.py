@@ -3,7 +3,8 @@
 When ``$GIT_AUTORESEARCH_DIE_AT`` names a step, the process sends itself SIGKILL there: no
 cleanup handler runs, exactly as when the machine or the agent kills us. The steps, in order:
 
-keep:   ``keep:staging`` (index partly prepared), ``keep:before-commit``, ``keep:after-commit``,
+keep:   ``keep:saving-index`` (half of the copy of the index written), ``keep:staging`` (index
+        partly prepared), ``keep:before-commit``, ``keep:after-commit``,
         ``keep:after-attempt`` (out-of-scope changes recorded, not yet reverted)
 revert: ``revert:after-attempt`` (attempt ref written), ``revert:after-remove`` (created files
         removed, tracked files not yet restored)
@@ -17,6 +18,7 @@ import signal
 
 DIE_VARIABLE = "GIT_AUTORESEARCH_DIE_AT"
 STEPS = (
+    "keep:saving-index",
     "keep:staging",
     "keep:before-commit",
     "keep:after-commit",

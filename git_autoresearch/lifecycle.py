@@ -15,6 +15,7 @@ from . import ledger as ledger_mod
 from .config import Config, file_hash, parse_toml, write_config
 from .errors import Refused, UsageError
 from .experiment import load_snapshot, save_snapshot, take_snapshot
+from .files import append_whole, write_atomic
 from .git import Repo
 from .ledger import Ledger
 from .lock import SessionLock
@@ -31,6 +32,7 @@ from .session import (
     script_paths,
     session_branch,
 )
+from .state import forget as forget_state_cache
 
 # --- start -------------------------------------------------------------------------------------
 
@@ -300,8 +302,7 @@ def _restore_files(repo: Repo, layout: Layout, session_id: str) -> list[str]:
             os.replace(layout.config, broken)
             restored.append(f"restored .auto/config.toml ({why}; it is now "
                             f".auto/{broken.name})")
-            layout.config.write_bytes(saved["config.toml"])
-            layout.config.chmod(0o444)
+            write_atomic(layout.config, saved["config.toml"], 0o444)
     for name, data in saved.items():
         path = layout.auto / name
         if not lost and name != "log.jsonl":
@@ -312,6 +313,15 @@ def _restore_files(repo: Repo, layout: Layout, session_id: str) -> list[str]:
             except FileNotFoundError:
                 current = None
             if current is not None and not _lost_lines(current, data):
+                headed = with_lost_header(current, data)
+                if headed is None:
+                    continue
+                kept = path.with_name(f"log.jsonl.before-resume.{time.time_ns()}")
+                write_atomic(kept, current)
+                write_atomic(path, headed)
+                forget_state_cache(repo)
+                restored.append("restored the configuration header of .auto/log.jsonl from "
+                                f"the state ref (the old file is .auto/{kept.name})")
                 continue
             if current is not None:
                 kept = path.with_name(f"log.jsonl.before-resume.{time.time_ns()}")
@@ -320,15 +330,47 @@ def _restore_files(repo: Repo, layout: Layout, session_id: str) -> list[str]:
                                 f".auto/{kept.name})")
             else:
                 restored.append("restored .auto/log.jsonl")
-            path.write_bytes(data)
+            write_atomic(path, data)
             continue
         if path.exists():
             continue
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-        path.chmod(0o444 if name == "config.toml" else file_modes.get(name, 0o644))
+        write_atomic(path, data, 0o444 if name == "config.toml" else file_modes.get(name, 0o644))
         restored.append(f"restored .auto/{name}")
     return restored
+
+
+def with_lost_header(current: bytes, saved: bytes) -> bytes | None:
+    """The ledger ``current`` with the configuration header lines it lost put back from the
+    state ref's copy ``saved``, or None when it lost none (it has a header of ours, or the
+    saved ledger has none to give). The lines ``saved`` holds before the first line of
+    ``current`` are put back when there are any (the header and whatever else went with it),
+    else the saved ledger's first header."""
+    if _has_our_header(current):
+        return None
+    saved_lines = [line for line in saved.split(b"\n") if line.strip()]
+    headers = [line for line in saved_lines if _our_header(line)]
+    if not headers:
+        return None
+    first = next((line for line in current.split(b"\n") if line.strip()), None)
+    if first is not None and first in saved_lines and saved_lines.index(first) > 0:
+        before = saved_lines[:saved_lines.index(first)]
+        if any(_our_header(line) for line in before):
+            return b"".join(line + b"\n" for line in before) + current
+    return headers[0] + b"\n" + current
+
+
+def _our_header(line: bytes) -> bool:
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(obj, dict) and obj.get("type") == "config" and "config_hash" in obj
+
+
+def _has_our_header(ledger: bytes) -> bool:
+    return any(_our_header(line) for line in ledger.split(b"\n")
+               if b'"config"' in line)
 
 
 def _set_aside_malformed(layout: Layout, book: Ledger) -> list[str]:
@@ -348,11 +390,10 @@ def _set_aside_malformed(layout: Layout, book: Ledger) -> list[str]:
                          ".auto/log.rejected.jsonl")
         elif raw.strip():
             keep.append(raw + b"\n")
-    with open(layout.auto / "log.rejected.jsonl", "a", encoding="utf-8") as fh:
-        fh.writelines(rejected)
-    tmp = layout.ledger.with_name("log.jsonl.tmp")
-    tmp.write_bytes(b"".join(keep))
-    os.replace(tmp, layout.ledger)
+    append_whole(layout.auto / "log.rejected.jsonl", "".join(rejected).encode("utf-8"))
+    write_atomic(layout.ledger, b"".join(keep))
+    # The ledger is shorter on purpose: the state ref must take it as it is now.
+    forget_state_cache(layout.repo)
     return notes
 
 
