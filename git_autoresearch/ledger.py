@@ -21,8 +21,8 @@ from typing import Any
 
 from .files import append_whole
 
-# A run record as :func:`dumps` writes it begins with its number.
-_RUN_PREFIX = re.compile(rb'\{"run":([1-9][0-9]{0,8})[,}]')
+# A run record as :func:`dumps` (or json.dumps) writes it begins with its number.
+_RUN_PREFIX = re.compile(rb'\{\s*"run"\s*:\s*([1-9][0-9]{0,8})\s*[,}]')
 STATUSES = ("keep", "discard", "crash", "checks_failed")
 MAX_LINE_BYTES = 1 << 20  # a longer line is reported, not parsed
 LEDGER_VERSION = 1
