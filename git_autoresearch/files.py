@@ -56,6 +56,10 @@ def write_atomic(path: Path, data: bytes, mode: int | None = None, *,
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise WriteFailed(path, _reason(exc)) from None
+    except BaseException:  # SIGTERM or Ctrl-C mid-write: no half file left behind
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
 
 
 def _write_all(fd: int, data: bytes, path: Path) -> None:

@@ -15,7 +15,7 @@ from . import ledger as ledger_mod
 from .config import Config, file_hash, parse_toml, write_config
 from .errors import Refused, UsageError
 from .experiment import load_snapshot, save_snapshot, take_snapshot
-from .files import append_whole, write_atomic
+from .files import WriteFailed, append_whole, check_writable, write_atomic
 from .git import Repo
 from .ledger import Ledger
 from .lock import SessionLock
@@ -168,43 +168,51 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
     problem = repo.identity_problem()
     if problem:
         raise Refused(problem)
-    if not opts.new_segment:
-        repo.run("switch", "-q", "-c", session_branch(cfg.session_id))
-        _exclude_auto(repo)
-    layout.auto.mkdir(exist_ok=True)
-    data = write_config(layout.config, cfg)
-    header = {
-        "type": "config",
-        "name": cfg.goal,
-        "metricName": cfg.metric_name,
-        "metricUnit": cfg.metric_unit,
-        "bestDirection": cfg.direction,
-        "config_hash": file_hash(data),
-        "session_id": cfg.session_id,
-        "version": VERSION,
-        "config": cfg.to_dict(),
-        "base_commit": head,
-        "no_baseline": opts.no_baseline,
-        "timestamp": now_ms(),
-    }
-    ledger_mod.append(layout.ledger, [header])
-    if not layout.prompt.exists():
-        layout.prompt.write_text(PROMPT_TEMPLATE.format(
-            goal=cfg.goal, metric_name=cfg.metric_name, direction=cfg.direction,
-            unit=f", in {cfg.metric_unit}" if cfg.metric_unit else "", command=cfg.command,
-            scope=", ".join(cfg.scope) or "any path outside the protected ones"))
     try:
-        layout.pending.unlink()
-    except FileNotFoundError:
-        pass
-    session = Session(repo, cfg, data, ledger_mod.read(layout.ledger))
-    if not opts.new_segment:
-        save_snapshot(layout.untracked, take_snapshot(repo, untracked if opts.force else []))
-    elif opts.force:
-        known = load_snapshot(layout.untracked) or take_snapshot(repo, [])
-        known.untracked.update(untracked)
-        save_snapshot(layout.untracked, known)
-    session.mirror_state("session started" if not opts.new_segment else "new segment")
+        check_writable(layout.auto, layout.ledger)
+        check_writable(repo.scratch)
+    except WriteFailed as exc:
+        raise Refused(f"{exc.message}; nothing was changed") from None
+    # Under the lock: a new segment's header must not land in the middle of a run's recording.
+    with SessionLock(repo.scratch, "start"):
+        if not opts.new_segment:
+            repo.run("switch", "-q", "-c", session_branch(cfg.session_id))
+            _exclude_auto(repo)
+        layout.auto.mkdir(exist_ok=True)
+        data = write_config(layout.config, cfg)
+        header = {
+            "type": "config",
+            "name": cfg.goal,
+            "metricName": cfg.metric_name,
+            "metricUnit": cfg.metric_unit,
+            "bestDirection": cfg.direction,
+            "config_hash": file_hash(data),
+            "session_id": cfg.session_id,
+            "version": VERSION,
+            "config": cfg.to_dict(),
+            "base_commit": head,
+            "no_baseline": opts.no_baseline,
+            "timestamp": now_ms(),
+        }
+        ledger_mod.append(layout.ledger, [header])
+        if not layout.prompt.exists():
+            write_atomic(layout.prompt, PROMPT_TEMPLATE.format(
+                goal=cfg.goal, metric_name=cfg.metric_name, direction=cfg.direction,
+                unit=f", in {cfg.metric_unit}" if cfg.metric_unit else "",
+                command=cfg.command,
+                scope=", ".join(cfg.scope) or "any path outside the protected ones").encode())
+        try:
+            layout.pending.unlink()
+        except FileNotFoundError:
+            pass
+        session = Session(repo, cfg, data, ledger_mod.read(layout.ledger))
+        if not opts.new_segment:
+            save_snapshot(layout.untracked, take_snapshot(repo, untracked if opts.force else []))
+        elif opts.force:
+            known = load_snapshot(layout.untracked) or take_snapshot(repo, [])
+            known.untracked.update(untracked)
+            save_snapshot(layout.untracked, known)
+        session.mirror_state("session started" if not opts.new_segment else "new segment")
     if opts.no_baseline:
         return session, None, None
     with session.lock("start"):
@@ -429,12 +437,12 @@ def resume(session_id: str | None = None, cwd: str | os.PathLike[str] | None = N
     repo = Repo.discover(cwd)
     layout = Layout(repo)
     sid = _find_session_id(repo, layout, session_id)
-    actions = _restore_files(repo, layout, sid)
-    if not layout.config.exists():
-        raise Refused(f"session {sid} has no .auto/config.toml and no state ref to restore it "
-                      "from")
-    _exclude_auto(repo)
     with SessionLock(repo.scratch, "resume"):
+        actions = _restore_files(repo, layout, sid)
+        if not layout.config.exists():
+            raise Refused(f"session {sid} has no .auto/config.toml and no state ref to restore "
+                          "it from")
+        _exclude_auto(repo)
         actions += _set_aside_malformed(layout, ledger_mod.read(layout.ledger))
     session = Session.open(cwd, on_branch=False)
     wanted = session_branch(session.config.session_id)

@@ -108,6 +108,23 @@ def test_a_torn_copy_of_the_index_is_never_restored(repo: Path, ar, torn: bytes)
     assert [r["run"] for r in runs(repo)] == [1]
 
 
+def test_a_sigterm_while_the_index_is_copied_aside(repo: Path, ar) -> None:
+    ar(repo, *start_args("--scope", "value.txt"))
+    write(repo / "value.txt", "50\n")
+    git(repo, "add", "value.txt")
+    index = (repo / ".git" / "index").read_bytes()
+    res = tool(repo, "keep", "-d", "terminated", "--metric", "50",
+               env={"GIT_AUTORESEARCH_DIE_AT": "keep:saving-index@TERM"})
+    assert (res.returncode, res.stderr) == (143, "git autoresearch: terminated\n")
+    assert sorted(p.name for p in (repo / ".git" / "autoresearch").iterdir()
+                  if p.name.startswith("index")) == []
+    actions = ar(repo, "resume", "--json").json()["actions"]
+    assert actions == ["rolled back the interrupted keep of run 2: nothing was committed, and "
+                       "the experiment is still in the work tree"]
+    assert (repo / ".git" / "index").read_bytes() == index
+    assert ar(repo, "keep", "-d", "again", "--metric", "50", "--json").json()["run"] == 2
+
+
 # --- 6. full and read-only disks ----------------------------------------------------------
 
 
@@ -349,3 +366,19 @@ def test_eight_concurrent_ideas_add_lose_nothing(repo: Path, ar) -> None:
     ideas = ar(repo, "ideas", "list", "--json").json()
     assert sorted(i["text"] for i in ideas) == sorted(f"idea {n}-{i}" for n in range(8)
                                                      for i in (1, 2, 3))
+
+
+@pytest.mark.parametrize("command", [["ideas", "add", "an idea"], ["stop"],
+                                     ["hooks", "install", "notify"],
+                                     ["start", "--new-segment", "--no-baseline"]])
+def test_upkeep_on_a_read_only_session_folder(repo: Path, ar, mounts: Mounts,
+                                              command: list[str]) -> None:
+    ar(repo, *start_args())
+    auto = repo / ".auto"
+    before = {p.name: p.read_bytes() for p in auto.iterdir() if p.is_file()}
+    mounts.read_only(auto)
+    res = tool(repo, *command)
+    assert res.returncode == 3, res.stderr
+    assert res.stderr.startswith(f"git autoresearch: cannot write {auto}"), res.stderr
+    assert res.stderr.count("\n") == 1 and "Read-only file system" in res.stderr
+    assert {p.name: p.read_bytes() for p in auto.iterdir() if p.is_file()} == before

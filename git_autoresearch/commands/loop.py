@@ -474,10 +474,11 @@ def hook_cmd(stage: str, as_json: bool) -> None:
     from ..session import Session
 
     session = Session.open()
-    last = session.ledger.last_run
-    if stage == "after" and last is None:
-        raise Refused("no run recorded yet: after hooks need a run entry")
-    report = session.fire_hooks(stage, run_entry=last.data if last else None)
+    with session.lock(f"hook {stage}"):  # its firings are ledger lines
+        last = session.ledger.last_run
+        if stage == "after" and last is None:
+            raise Refused("no run recorded yet: after hooks need a run entry")
+        report = session.fire_hooks(stage, run_entry=last.data if last else None)
     if as_json:
         emit_json({"stage": stage, "steer": report.steer or None, "warnings": report.warnings,
                    "firings": [f.ledger_line() for f in report.firings]})
