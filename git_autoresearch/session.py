@@ -54,7 +54,7 @@ from .experiment import (
 )
 from .faults import checkpoint
 from .files import WriteFailed, check_writable, whole_index, write_atomic
-from .git import Repo
+from .git import GitError, Repo
 from .ledger import Ledger, Run, Segment
 from .lock import SessionLock
 from .measure import Measurement, Progress, command_environment
@@ -742,7 +742,16 @@ class Session:
                 git_revert(self.repo, self.bounds, changes, head=head, ref=ref,
                            message=message)
                 draft["attempt_ref"] = ref
-        except Refused:
+        except (Refused, GitError) as exc:
+            now = self.repo.head() if status == "keep" else head
+            if now is not None and now != head:
+                # Failed after the commit (the out-of-scope changes could not be set aside: a
+                # full disk): the intent record stays, and the next command finishes the run.
+                raise Refused(f"run {number} was committed as {self.repo.short(now)}, but "
+                              f"{exc.message}; git autoresearch resume (or any run, keep or "
+                              "discard) finishes recording it") from None
+            if isinstance(exc, GitError):
+                raise
             # Refused before anything changed (git refused the commit, or could not record the
             # attempt): there is nothing to finish.
             self.layout.intent.unlink(missing_ok=True)

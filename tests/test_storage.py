@@ -382,3 +382,30 @@ def test_upkeep_on_a_read_only_session_folder(repo: Path, ar, mounts: Mounts,
     assert res.stderr.startswith(f"git autoresearch: cannot write {auto}"), res.stderr
     assert res.stderr.count("\n") == 1 and "Read-only file system" in res.stderr
     assert {p.name: p.read_bytes() for p in auto.iterdir() if p.is_file()} == before
+
+
+def test_a_full_scratch_folder_after_the_commit_is_finished_later(repo: Path, ar,
+                                                                  mounts: Mounts) -> None:
+    """The keep commits, then cannot build the temporary index that sets the out-of-scope
+    change aside: it says so with the run's state, and resume finishes it once there is room."""
+    ar(repo, *start_args("--scope", "value.txt"))
+    scratch = repo / ".git" / "autoresearch"
+    saved = {p.name: p.read_bytes() for p in scratch.iterdir() if p.is_file()}
+    mounts.tmpfs(scratch, "64k")
+    for name, data in saved.items():
+        (scratch / name).write_bytes(data)
+    write(repo / "value.txt", "50\n")
+    write(repo / "README.md", "out of scope\n")
+    filler = fill(scratch, leave_pages=3)  # the lock, the intent, the index copy; no more
+    res = tool(repo, "keep", "-d", "k", "--metric", "50")
+    short = git(repo, "rev-parse", "--short=7", "HEAD")
+    assert res.returncode == 3, res.stderr
+    assert res.stderr.startswith(f"git autoresearch: run 2 was committed as {short}, but ")
+    assert res.stderr.endswith("; git autoresearch resume (or any run, keep or discard) "
+                               "finishes recording it\n")
+    filler.unlink()
+    actions = ar(repo, "resume", "--json").json()["actions"]
+    assert actions == ["finished the interrupted keep of run 2"]
+    assert (repo / "README.md").read_text() == "project\n"
+    assert git(repo, "show", "refs/autoresearch/s1/attempts/2:README.md") == "out of scope"
+    assert [(r["run"], r["commit"]) for r in runs(repo)][1:] == [(2, short)]
