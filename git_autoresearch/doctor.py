@@ -8,12 +8,13 @@ mirrored again, a malformed line moved aside. No record is deleted.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import ledger as ledger_mod
 from .files import write_atomic
-from .lifecycle import _has_our_header, _set_aside_malformed, with_lost_header
+from .lifecycle import _has_our_header, _lost_lines, _set_aside_malformed, with_lost_header
 from .report import bad_trailers, read_trailers, reconcile, trailer_log
 from .session import Session, session_branch
 from .state import forget as forget_state_cache
@@ -114,6 +115,20 @@ def _examine(session: Session, fix: bool) -> Examination:
         exam.add(f"the ledger {layout.ledger} is missing (git autoresearch resume restores it "
                  "from the state ref)")
         return exam
+
+    state = read_state(repo, sid)
+    saved_ledger = state[0].get("log.jsonl", b"") if state else b""
+    if _lost_lines(layout.ledger.read_bytes(), saved_ledger):
+        finding = exam.add(f"the ledger {layout.ledger} lost its last lines, which the state ref "
+                           "holds", "restore them from the state ref")
+        if fix:
+            kept = layout.ledger.with_name(f"log.jsonl.before-doctor.{time.time_ns()}")
+            write_atomic(kept, layout.ledger.read_bytes())
+            write_atomic(layout.ledger, saved_ledger)
+            finding.fixed = True
+            finding.problem += f" (the old file is .auto/{kept.name})"
+            session.reload()
+            book = session.ledger
 
     if not _has_our_header(layout.ledger.read_bytes()):
         state = read_state(repo, sid)

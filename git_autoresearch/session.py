@@ -192,6 +192,8 @@ class Session:
         self.seen_version: str | None = None
         # Why config.toml could not be used (read with the recorded configuration instead).
         self.invalid_config: str | None = None
+        # The highest run number the attempt refs and the branch's trailers name.
+        self._git_runs: int | None = None
 
     def head(self) -> str:
         """HEAD's commit id, asked of git once and then kept up to date by :meth:`record`."""
@@ -410,6 +412,7 @@ class Session:
             yield
 
     def reload(self) -> None:
+        self._git_runs = None
         self.seen_version = None if self.trailer_branch is not None else self.version()
         if self.trailer_branch is not None:
             from .report import ledger_from_trailers
@@ -486,18 +489,20 @@ class Session:
         """The next run number: after the ledger's last run, after every attempt ref, and after
         every ``Autoresearch-Run`` trailer of the session branch (since the session's base
         commit), so a ledger line that was lost or never written never makes a number repeat."""
-        prefix = f"refs/autoresearch/{self.config.session_id}/attempts/"
-        res = self.repo.run("for-each-ref", "--format=%(refname)", prefix)
-        numbers = [int(n[len(prefix):]) for n in res.text.splitlines()
-                   if n[len(prefix):].isdigit()]
-        branch = session_branch(self.config.session_id)
-        base = (self.ledger.segments[0].header or {}).get("base_commit")
-        spec = f"{base}..{branch}" if isinstance(base, str) and base else branch
-        log = self.repo.run("log", "--format=%(trailers:key=Autoresearch-Run,valueonly)",
-                            spec, "--", allow_non_zero=True)
-        if log.returncode == 0:
-            numbers += [int(w) for w in log.text.split() if w.isdigit() and len(w) < 10]
-        return max([self.ledger.next_run_number, *(n + 1 for n in numbers)])
+        if self._git_runs is None:  # asked of git once per command (and after a reload)
+            prefix = f"refs/autoresearch/{self.config.session_id}/attempts/"
+            res = self.repo.run("for-each-ref", "--format=%(refname)", prefix)
+            numbers = [int(n[len(prefix):]) for n in res.text.splitlines()
+                       if n[len(prefix):].isdigit()]
+            branch = session_branch(self.config.session_id)
+            base = (self.ledger.segments[0].header or {}).get("base_commit")
+            spec = f"{base}..{branch}" if isinstance(base, str) and base else branch
+            log = self.repo.run("log", "--format=%(trailers:key=Autoresearch-Run,valueonly)",
+                                spec, "--", allow_non_zero=True)
+            if log.returncode == 0:
+                numbers += [int(w) for w in log.text.split() if w.isdigit() and len(w) < 10]
+            self._git_runs = max(numbers, default=0)
+        return max(self.ledger.next_run_number, self._git_runs + 1)
 
     def check_baseline(self) -> None:
         """Refuse to measure experiments against a segment whose baseline failed."""

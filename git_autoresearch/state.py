@@ -84,7 +84,8 @@ def mirror(repo: Repo, auto: Path, session_id: str, message: str) -> tuple[str, 
         # Lines are missing from the ledger: mirroring it would lose them from the state ref
         # too, from which resume brings them back.
         raise LedgerShrank(f"{auto / 'log.jsonl'} is shorter than the ledger on {ref} (it lost "
-                           "lines?); git autoresearch resume restores them")
+                           "lines?); git autoresearch doctor --fix restores them (or, lost at "
+                           "its end, git autoresearch resume)")
     piece_files: list[tuple[int, Path]] = []
     for index, data in enumerate(pieces):
         if known.get(index, [None])[0] == len(data):

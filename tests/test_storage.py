@@ -409,3 +409,31 @@ def test_a_full_scratch_folder_after_the_commit_is_finished_later(repo: Path, ar
     assert (repo / "README.md").read_text() == "project\n"
     assert git(repo, "show", "refs/autoresearch/s1/attempts/2:README.md") == "out of scope"
     assert [(r["run"], r["commit"]) for r in runs(repo)][1:] == [(2, short)]
+
+
+@pytest.mark.parametrize("lost", ["last", "middle"])
+def test_a_ledger_that_lost_lines_is_restored_as_the_warning_says(repo: Path, ar,
+                                                                  lost: str) -> None:
+    ar(repo, *start_args())
+    for value in ("500", "400"):
+        write(repo / "value.txt", f"{value}\n")
+        ar(repo, "discard", "-d", f"tried {value}")
+    ar(repo, "ideas", "add", "an idea")  # the state ref holds the whole ledger
+    ledger = repo / ".auto" / "log.jsonl"
+    whole = ledger.read_bytes()
+    lines = whole.splitlines(keepends=True)
+    del lines[-1 if lost == "last" else -2]
+    ledger.write_bytes(b"".join(lines))
+    warning = ("is shorter than the ledger on refs/autoresearch/s1/state (it lost lines?); git "
+               "autoresearch doctor --fix restores them (or, lost at its end, git autoresearch "
+               "resume)")
+    res = ar(repo, "ideas", "add", "another", expect=0)
+    assert warning in res.err
+    found = ar(repo, "doctor", "--fix", "--json").json()["findings"]
+    assert found and all(f["fixed"] for f in found), found
+    assert ar(repo, "doctor", "--fix").out == "no problems found\n"
+    assert [r["run"] for r in runs(repo)] == [1, 2, 3]
+    assert ledger.read_bytes() == whole
+    write(repo / "value.txt", "300\n")
+    res = ar(repo, "discard", "-d", "next", "--json").json()
+    assert (res["run"], res["warnings"]) == (4, [])
