@@ -241,7 +241,8 @@ def _exclude_auto(repo: Repo) -> None:
         return
     if text and not text.endswith("\n"):
         text += "\n"
-    path.write_text(text + "# git-autoresearch session folder\n/.auto/\n")
+    # The user's own exclusions are in this file: replaced whole, never left cut short.
+    write_atomic(path, (text + "# git-autoresearch session folder\n/.auto/\n").encode())
 
 
 # --- resume --------------------------------------------------------------------------------------

@@ -881,7 +881,6 @@ class Session:
 
     def mirror_state(self, message: str) -> None:
         """Mirror the session files on the state ref; a failure is a warning, not an error."""
-        from .git import GitError
         from .state import LedgerShrank, mirror
 
         try:

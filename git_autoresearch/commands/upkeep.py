@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -14,6 +14,10 @@ from .common import (
     json_option,
     warn,
 )
+
+if TYPE_CHECKING:
+    from ..git import Repo
+    from ..lock import SessionLock
 
 
 @click.command("resume", context_settings=CONTEXT)
@@ -146,7 +150,7 @@ def ideas_cmd() -> None:
     """The ideas backlog, .auto/ideas.md, as Markdown checkboxes."""
 
 
-def _session_lock(repo: Any, what: str) -> Any:
+def _session_lock(repo: Repo, what: str) -> SessionLock:
     """The session lock, for a command that writes a session file outside a run."""
     from ..lock import SessionLock
 
