@@ -115,7 +115,9 @@ def check_writable(folder: Path, *files: Path) -> None:
         st = os.statvfs(folder)
     except OSError:
         return
-    if st.f_bavail == 0 and st.f_blocks:
+    # Root may write into the blocks a filesystem reserves for it; others may not.
+    free = st.f_bfree if os.geteuid() == 0 else st.f_bavail
+    if free == 0 and st.f_blocks:
         raise WriteFailed(folder, os.strerror(errno.ENOSPC))
 
 
@@ -135,6 +137,9 @@ def whole_index(path: Path) -> bool:
     except OSError:
         return False
     if len(data) < 12 + 20 or not data.startswith(b"DIRC"):
+        return False
+    version, entries = int.from_bytes(data[4:8], "big"), int.from_bytes(data[8:12], "big")
+    if version not in (2, 3, 4) or 12 + entries * 40 > len(data):  # an entry is >= 40 bytes
         return False
     for digest in (hashlib.sha1, hashlib.sha256):
         width = digest().digest_size

@@ -437,3 +437,17 @@ def test_a_ledger_that_lost_lines_is_restored_as_the_warning_says(repo: Path, ar
     write(repo / "value.txt", "300\n")
     res = ar(repo, "discard", "-d", "next", "--json").json()
     assert (res["run"], res["warnings"]) == (4, [])
+
+
+def test_whole_index_knows_a_copy_git_can_read(repo: Path, tmp_path: Path) -> None:
+    from git_autoresearch.files import whole_index
+
+    index = (repo / ".git" / "index").read_bytes()
+    for cut, whole in ((len(index), True), (len(index) - 1, False), (12, False), (0, False)):
+        write(tmp_path / "copy", index[:cut])
+        assert whole_index(tmp_path / "copy") is whole, cut
+    # index.skipHash (git 2.40) writes a zero checksum: whole, though nothing can be checked.
+    write(tmp_path / "copy", index[:-20] + bytes(20))
+    assert whole_index(tmp_path / "copy") is True
+    write(tmp_path / "copy", b"XXXX" + index[4:])
+    assert whole_index(tmp_path / "copy") is False
