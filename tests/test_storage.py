@@ -451,3 +451,18 @@ def test_whole_index_knows_a_copy_git_can_read(repo: Path, tmp_path: Path) -> No
     assert whole_index(tmp_path / "copy") is True
     write(tmp_path / "copy", b"XXXX" + index[4:])
     assert whole_index(tmp_path / "copy") is False
+
+
+def test_an_intent_record_too_deep_to_read_is_set_aside(repo: Path, ar) -> None:
+    """As an earlier version left it after a 1,000-level --asi-json: every command went on
+    failing until a person deleted the file."""
+    ar(repo, *start_args())
+    intent = repo / ".git" / "autoresearch" / "intent.json"
+    write(intent, '{"op":"revert","run":2,"record":{"asi":' + "[" * 100_000 + "]" * 100_000
+          + "}}")
+    write(repo / "value.txt", "500\n")
+    record = ar(repo, "discard", "-d", "next", "--json").json()
+    assert record["run"] == 2
+    assert not intent.exists()
+    aside = [p.name for p in intent.parent.iterdir() if p.name.startswith("intent.abandoned.")]
+    assert len(aside) == 1
