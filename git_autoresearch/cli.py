@@ -8,6 +8,7 @@ traceback unless ``GIT_AUTORESEARCH_DEBUG`` is set.
 
 from __future__ import annotations
 
+import errno
 import gc
 import importlib
 import os
@@ -25,7 +26,7 @@ import click  # noqa: E402
 
 from . import __version__  # noqa: E402
 from .commands.common import CONTEXT, emit_json  # noqa: E402
-from .errors import EXIT_INTERNAL, EXIT_USAGE, AutoresearchError  # noqa: E402
+from .errors import EXIT_INTERNAL, EXIT_REFUSED, EXIT_USAGE, AutoresearchError  # noqa: E402
 
 # Every command, in help order, and the module of git_autoresearch.commands that defines it as
 # ``<name>_cmd``. A command's module is imported only when that command is asked for.
@@ -125,10 +126,21 @@ def invoke(command: click.Command, prog_name: str, args: list[str]) -> int:
     except Exception as exc:  # noqa: BLE001 - the one place that turns surprises into exit 1
         if os.environ.get("GIT_AUTORESEARCH_DEBUG"):
             raise
+        if isinstance(exc, OSError) and exc.errno in _STORAGE_ERRORS:
+            # A full or read-only disk under a write files.py does not make: refused, named.
+            code = EXIT_REFUSED
+            message = f"cannot write {exc.filename or 'a file'}: {exc.strerror}"
+            if _wants_json(args):
+                emit_json({"error": message, "exit_code": code})
+            click.echo(f"{prog_name}: {message}", err=True)
+            return _flushed(code)
         code = EXIT_INTERNAL
         click.echo(f"{prog_name}: internal error: {exc.__class__.__name__}: {exc} "
                    "(set GIT_AUTORESEARCH_DEBUG=1 for the traceback)", err=True)
     return _flushed(code)
+
+
+_STORAGE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}
 
 
 def _flushed(code: int) -> int:

@@ -8,14 +8,16 @@ mirrored again, a malformed line moved aside. No record is deleted.
 from __future__ import annotations
 
 import json
-import os
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import ledger as ledger_mod
-from .lifecycle import _set_aside_malformed
+from .files import write_atomic
+from .lifecycle import _has_our_header, _lost_lines, _set_aside_malformed, with_lost_header
 from .report import bad_trailers, read_trailers, reconcile, trailer_log
 from .session import Session, session_branch
+from .state import forget as forget_state_cache
 from .state import read as read_state
 
 
@@ -74,12 +76,10 @@ def _state_lines(session: Session) -> dict[int, bytes]:
     saved = state[0] if state else {}
     found: dict[int, bytes] = {}
     for raw in saved.get("log.jsonl", b"").split(b"\n"):
-        try:
-            obj = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(obj, dict) and "type" not in obj and isinstance(obj.get("run"), int):
-            found.setdefault(obj["run"], raw)
+        # Only a line the ledger reads as a run: one set aside as malformed must not come back.
+        book = ledger_mod.parse(raw)
+        if book.runs and not book.malformed:
+            found.setdefault(book.runs[0].number, raw)
     return found
 
 
@@ -99,9 +99,7 @@ def _insert_in_order(path: Any, additions: dict[int, bytes]) -> None:
             out.append(pending.pop(0)[1])
         out.append(raw)
     out.extend(line for _, line in pending)
-    tmp = path.with_name("log.jsonl.tmp")
-    tmp.write_bytes(b"\n".join(out) + b"\n")
-    os.replace(tmp, path)
+    write_atomic(path, b"\n".join(out) + b"\n")
 
 
 def _examine(session: Session, fix: bool) -> Examination:
@@ -123,6 +121,36 @@ def _examine(session: Session, fix: bool) -> Examination:
         exam.add(f"the ledger {layout.ledger} is missing (git autoresearch resume restores it "
                  "from the state ref)")
         return exam
+
+    state = read_state(repo, sid)
+    saved_ledger = state[0].get("log.jsonl", b"") if state else b""
+    if _lost_lines(layout.ledger.read_bytes(), saved_ledger):
+        finding = exam.add(f"the ledger {layout.ledger} lost its last lines, which the state ref "
+                           "holds", "restore them from the state ref")
+        if fix:
+            kept = layout.ledger.with_name(f"log.jsonl.before-doctor.{time.time_ns()}")
+            write_atomic(kept, layout.ledger.read_bytes())
+            write_atomic(layout.ledger, saved_ledger)
+            finding.fixed = True
+            finding.problem += f" (the old file is .auto/{kept.name})"
+            session.reload()
+            book = session.ledger
+
+    if not _has_our_header(layout.ledger.read_bytes()):
+        state = read_state(repo, sid)
+        headed = with_lost_header(layout.ledger.read_bytes(),
+                                  state[0].get("log.jsonl", b"")) if state else None
+        finding = exam.add(f"the ledger {layout.ledger} has no configuration header line",
+                           "restore it from the state ref" if headed is not None else None)
+        if headed is None:
+            finding.problem += (" and the state ref holds none: start a new segment (git "
+                                "autoresearch start --new-segment)")
+        elif fix:
+            write_atomic(layout.ledger, headed)
+            forget_state_cache(repo)
+            finding.fixed = True
+            session.reload()
+            book = session.ledger
 
     if book.malformed:
         found = [exam.add(f"ledger line {bad.line} is not a readable record ({bad.reason})",

@@ -18,6 +18,7 @@ from typing import Any
 
 from .errors import Refused
 from .faults import checkpoint
+from .files import write_atomic
 from .git import ABSENT, GITLINK, Repo, join_z, said, user_locale
 from .paths import Boundaries
 
@@ -174,7 +175,7 @@ def record_attempt(repo: Repo, head: str, paths: list[str], *, ref: str, message
         real = repo.git_dir / "index"
         if real.is_file():
             # A copy keeps the stat data and cache tree: only ``paths`` are hashed again.
-            index.write_bytes(real.read_bytes())
+            write_atomic(index, real.read_bytes())
             if reset:
                 repo.run("reset", "-q", head, "--pathspec-from-file=-", "--pathspec-file-nul",
                          input=join_z(reset), env=env)
@@ -391,7 +392,8 @@ def keep(repo: Repo, bounds: Boundaries, plan: KeepPlan, *, head: str, message: 
     saved = index_backup(repo)
     had_index = real.is_file()
     if had_index:
-        saved.write_bytes(real.read_bytes())
+        # Whole or not at all: a keep killed here must not leave a torn copy to roll back to.
+        write_atomic(saved, real.read_bytes(), step="keep:saving-index")
     commit, committed = head, False
     try:
         repo.unstage(plan.unstage)
@@ -515,9 +517,7 @@ def save_snapshot(path: Path, snap: Snapshot) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     entries = [f"u:{p}" for p in sorted(snap.untracked)]
     entries += [f"i:{p}" for p in sorted(snap.ignored_files | snap.ignored_dirs)]
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(join_z(entries))
-    os.replace(tmp, path)
+    write_atomic(path, join_z(entries))
 
 
 def load_snapshot(path: Path) -> Snapshot | None:

@@ -241,9 +241,8 @@ def install(name: str, hooks_dir: Path, *, force: bool = False) -> Path:
     """Copy example ``name`` into ``hooks_dir/<stage>.d/`` with the execute bit; returns the new
     file. Raises :class:`UsageError` for an unknown name and :class:`Refused` when the file
     exists (unless ``force``)."""
-    import shutil
-
     from .errors import Refused, UsageError
+    from .files import write_atomic
 
     wanted = name.removesuffix(".py")
     match = [e for e in examples() if e.name == wanted or f"{e.stage}/{e.name}" == wanted]
@@ -255,6 +254,5 @@ def install(name: str, hooks_dir: Path, *, force: bool = False) -> Path:
     if target.exists() and not force:
         raise Refused(f"{target} already exists; pass --force to replace it")
     target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(example.path, target)
-    target.chmod(0o755)
+    write_atomic(target, example.path.read_bytes(), 0o755)  # never a half-copied hook
     return target

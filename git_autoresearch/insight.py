@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .files import write_atomic
 from .ledger import STATUSES, Segment
 from .report import delta_pct, fmt, one_line
 
@@ -153,8 +154,12 @@ def read_ideas(path: Path) -> list[Idea]:
 
 
 def add_idea(path: Path, text: str) -> Idea:
-    """Append ``- [ ] text`` (one line) to the backlog, creating it with a heading."""
-    text = one_line(text)
+    """Append ``- [ ] text`` (one line) to the backlog, creating it with a heading; the file is
+    replaced whole (:func:`~git_autoresearch.files.write_atomic`), so the caller holds the
+    session lock. :class:`UsageError` for empty text or more than 64 KiB."""
+    from .session import check_text
+
+    text = one_line(check_text("the idea", text))
     if not text:
         from .errors import UsageError
 
@@ -163,7 +168,7 @@ def add_idea(path: Path, text: str) -> Idea:
     existing = path.read_text(encoding="utf-8") if path.exists() else "# Ideas backlog\n\n"
     if existing and not existing.endswith("\n"):
         existing += "\n"
-    path.write_text(existing + f"- [ ] {text}\n", encoding="utf-8")
+    write_atomic(path, (existing + f"- [ ] {text}\n").encode("utf-8"))
     return read_ideas(path)[-1]
 
 
@@ -182,7 +187,7 @@ def mark_done(path: Path, number: int, note: str | None) -> Idea:
     if not text.startswith("~~"):
         text = f"~~{text}~~"
     lines[found.line] = f"{match.group(1)}[x] {text}" + (f" → {note}" if note else "")
-    path.write_text("\n".join(lines), encoding="utf-8")
+    write_atomic(path, "\n".join(lines).encode("utf-8"))
     return read_ideas(path)[number - 1]
 
 

@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import json
 import math
-import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from .files import append_whole
+
+# A run record as :func:`dumps` (or json.dumps) writes it begins with its number.
+_RUN_PREFIX = re.compile(rb'\{\s*"run"\s*:\s*([1-9][0-9]{0,8})\s*[,}]')
 STATUSES = ("keep", "discard", "crash", "checks_failed")
 MAX_LINE_BYTES = 1 << 20  # a longer line is reported, not parsed
 LEDGER_VERSION = 1
@@ -119,6 +123,7 @@ class Malformed:
     line: int
     reason: str
     torn: bool
+    run: int | None = None  # the run number a whole line names, though it cannot be read
 
 
 @dataclass
@@ -147,7 +152,10 @@ class Ledger:
 
     @property
     def next_run_number(self) -> int:
+        """One after the highest run number of a record, or of a line that could not be read
+        but names one (too long, say): a number is never given twice."""
         numbers = [r.number for r in self.runs]
+        numbers += [m.run for m in self.malformed if m.run is not None]
         return max(numbers) + 1 if numbers else 1
 
     def find(self, number: int) -> Run | None:
@@ -189,11 +197,14 @@ def parse(data: bytes) -> Ledger:
             continue
         is_torn = torn_last and number == len(lines)
         if len(raw) > MAX_LINE_BYTES:
-            malformed.append(Malformed(number, f"line of {len(raw)} bytes is too long", is_torn))
+            named = _RUN_PREFIX.match(raw[:40])
+            malformed.append(Malformed(number, f"line of {len(raw)} bytes is too long", is_torn,
+                                       int(named.group(1)) if named else None))
             continue
         try:
             obj = json.loads(raw, parse_constant=_reject_constant)
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+            # A cut-off line's number is not counted: its run's attempt ref or trailer is.
             malformed.append(Malformed(number, f"not JSON ({exc.__class__.__name__})", is_torn))
             continue
         if not isinstance(obj, dict):
@@ -214,7 +225,10 @@ def parse(data: bytes) -> Ledger:
             if problem is None and obj["run"] in seen:
                 problem = f"run {obj['run']} again (first on line {seen[obj['run']]})"
             if problem:
-                malformed.append(Malformed(number, problem, is_torn))
+                run_value = obj.get("run")
+                malformed.append(Malformed(number, problem, is_torn,
+                                           run_value if isinstance(run_value, int)
+                                           and not isinstance(run_value, bool) else None))
             else:
                 seen[obj["run"]] = number
                 segments[-1].runs.append(Run(obj, number, segments[-1].index))
@@ -237,21 +251,17 @@ def append(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
     """Append records in one ``write`` and ``fsync``.
 
     A last line without its newline (an append that was cut short) is never glued onto: a newline
-    goes first, so the torn line stays a line of its own that readers report and set aside.
+    goes first, so the torn line stays a line of its own that readers report and set aside. A
+    line longer than :data:`MAX_LINE_BYTES` is refused (ValueError) before anything is written,
+    since no reader would read it; an append that cannot be written whole (a full disk) leaves
+    the file as it was and raises :class:`~git_autoresearch.files.WriteFailed`.
     """
-    payload = "".join(dumps(r) + "\n" for r in records).encode("utf-8")
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        size = os.fstat(fd).st_size
-        if size:
-            with open(path, "rb") as fh:
-                fh.seek(size - 1)
-                if fh.read(1) != b"\n":
-                    payload = b"\n" + payload
-        os.write(fd, payload)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    lines = [dumps(r).encode("utf-8") for r in records]
+    for line in lines:
+        if len(line) > MAX_LINE_BYTES:
+            raise ValueError(f"a ledger line of {len(line)} bytes is longer than the "
+                             f"{MAX_LINE_BYTES} bytes a reader reads")
+    append_whole(path, b"".join(line + b"\n" for line in lines))
 
 
 def median(values: Iterable[float]) -> float:

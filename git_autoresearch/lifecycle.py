@@ -16,6 +16,7 @@ from .config import Config, file_hash, parse_toml, write_config
 from .errors import Refused, UsageError
 from .experiment import load_snapshot, save_snapshot, take_snapshot
 from .faults import checkpoint
+from .files import WriteFailed, append_whole, check_writable, write_atomic
 from .git import Repo, said, split_z
 from .ledger import Ledger
 from .lock import SessionLock
@@ -32,6 +33,7 @@ from .session import (
     now_ms,
     session_branch,
 )
+from .state import forget as forget_state_cache
 
 # --- start -------------------------------------------------------------------------------------
 
@@ -222,23 +224,31 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
     problem = repo.identity_problem()
     if problem:
         raise Refused(problem)
-    if opts.new_segment:
-        session = _new_segment_files(repo, layout, cfg, head, opts, untracked)
-        if finished:
-            session.warnings.append(finished)
-    else:
-        intent = {"session_id": cfg.session_id, "head": head, "config": cfg.to_dict(),
-                  "no_baseline": opts.no_baseline,
-                  "untracked": sorted(untracked) if opts.force else []}
-        _write_start_intent(layout, intent)
-        checkpoint("start:after-intent")
-        try:
-            session = _create_session(repo, layout, intent)
-        except Exception:
-            if repo.resolve(f"refs/heads/{session_branch(cfg.session_id)}") is None:
-                layout.start_intent.unlink(missing_ok=True)  # nothing was made
-            raise
-        checkpoint("start:before-baseline")
+    try:
+        # The session folder itself is made only once the start is under way.
+        check_writable(layout.auto if layout.auto.exists() else repo.top, layout.ledger)
+        check_writable(repo.scratch)
+    except WriteFailed as exc:
+        raise Refused(f"{exc.message}; nothing was changed") from None
+    # Under the lock: a new segment's header must not land in the middle of a run's recording.
+    with SessionLock(repo.scratch, "start"):
+        if opts.new_segment:
+            session = _new_segment_files(repo, layout, cfg, head, opts, untracked)
+            if finished:
+                session.warnings.append(finished)
+        else:
+            intent = {"session_id": cfg.session_id, "head": head, "config": cfg.to_dict(),
+                      "no_baseline": opts.no_baseline,
+                      "untracked": sorted(untracked) if opts.force else []}
+            _write_start_intent(layout, intent)
+            checkpoint("start:after-intent")
+            try:
+                session = _create_session(repo, layout, intent)
+            except Exception:
+                if repo.resolve(f"refs/heads/{session_branch(cfg.session_id)}") is None:
+                    layout.start_intent.unlink(missing_ok=True)  # nothing was made
+                raise
+            checkpoint("start:before-baseline")
     if opts.no_baseline:
         return session, None, None
     with session.lock("start"):
@@ -276,11 +286,11 @@ def _header(cfg: Config, data: bytes, head: str, no_baseline: bool) -> dict[str,
 def _write_prompt(repo: Repo, layout: Layout, cfg: Config, head: str) -> None:
     if not layout.prompt.exists():
         scripts = command_files(repo, cfg, head)
-        layout.prompt.write_text(PROMPT_TEMPLATE.format(
+        write_atomic(layout.prompt, PROMPT_TEMPLATE.format(
             goal=cfg.goal, metric_name=cfg.metric_name, direction=cfg.direction,
             unit=f", in {cfg.metric_unit}" if cfg.metric_unit else "", command=cfg.command,
             scope=", ".join(cfg.scope) or "any path that is neither protected nor readonly",
-            readonly=", ".join(dict.fromkeys([*scripts, *cfg.readonly])) or "none"))
+            readonly=", ".join(dict.fromkeys([*scripts, *cfg.readonly])) or "none").encode())
 
 
 def _new_segment_files(repo: Repo, layout: Layout, cfg: Config, head: str, opts: StartOptions,
@@ -303,12 +313,7 @@ def _write_start_intent(layout: Layout, intent: dict[str, Any]) -> None:
     """Record what ``start`` is about to create, before it changes anything, so that a start
     that is killed can be finished (:func:`finish_start`)."""
     layout.start_intent.parent.mkdir(parents=True, exist_ok=True)
-    tmp = layout.start_intent.with_name("start.json.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(intent, fh, allow_nan=False)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, layout.start_intent)
+    write_atomic(layout.start_intent, json.dumps(intent, allow_nan=False).encode())
 
 
 def read_start_intent(layout: Layout) -> dict[str, Any] | None:
@@ -401,7 +406,8 @@ def _exclude_auto(repo: Repo) -> None:
         return
     if text and not text.endswith("\n"):
         text += "\n"
-    path.write_text(text + "# git-autoresearch session folder\n/.auto/\n")
+    # The user's own exclusions are in this file: replaced whole, never left cut short.
+    write_atomic(path, (text + "# git-autoresearch session folder\n/.auto/\n").encode())
 
 
 # --- resume --------------------------------------------------------------------------------------
@@ -470,8 +476,7 @@ def _restore_files(repo: Repo, layout: Layout, session_id: str) -> list[str]:
             os.replace(layout.config, broken)
             restored.append(f"restored .auto/config.toml ({why}; it is now "
                             f".auto/{broken.name})")
-            layout.config.write_bytes(saved["config.toml"])
-            layout.config.chmod(0o444)
+            write_atomic(layout.config, saved["config.toml"], 0o444)
     for name, data in saved.items():
         path = layout.auto / name
         if not lost and name != "log.jsonl":
@@ -482,6 +487,15 @@ def _restore_files(repo: Repo, layout: Layout, session_id: str) -> list[str]:
             except FileNotFoundError:
                 current = None
             if current is not None and not _lost_lines(current, data):
+                headed = with_lost_header(current, data)
+                if headed is None:
+                    continue
+                kept = path.with_name(f"log.jsonl.before-resume.{time.time_ns()}")
+                write_atomic(kept, current)
+                write_atomic(path, headed)
+                forget_state_cache(repo)
+                restored.append("restored the configuration header of .auto/log.jsonl from "
+                                f"the state ref (the old file is .auto/{kept.name})")
                 continue
             if current is not None:
                 kept = path.with_name(f"log.jsonl.before-resume.{time.time_ns()}")
@@ -490,15 +504,47 @@ def _restore_files(repo: Repo, layout: Layout, session_id: str) -> list[str]:
                                 f".auto/{kept.name})")
             else:
                 restored.append("restored .auto/log.jsonl")
-            path.write_bytes(data)
+            write_atomic(path, data)
             continue
         if path.exists():
             continue
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-        path.chmod(0o444 if name == "config.toml" else file_modes.get(name, 0o644))
+        write_atomic(path, data, 0o444 if name == "config.toml" else file_modes.get(name, 0o644))
         restored.append(f"restored .auto/{name}")
     return restored
+
+
+def with_lost_header(current: bytes, saved: bytes) -> bytes | None:
+    """The ledger ``current`` with the configuration header lines it lost put back from the
+    state ref's copy ``saved``, or None when it lost none (it has a header of ours, or the
+    saved ledger has none to give). The lines ``saved`` holds before the first line of
+    ``current`` are put back when there are any (the header and whatever else went with it),
+    else the saved ledger's first header."""
+    if _has_our_header(current):
+        return None
+    saved_lines = [line for line in saved.split(b"\n") if line.strip()]
+    headers = [line for line in saved_lines if _our_header(line)]
+    if not headers:
+        return None
+    first = next((line for line in current.split(b"\n") if line.strip()), None)
+    if first is not None and first in saved_lines and saved_lines.index(first) > 0:
+        before = saved_lines[:saved_lines.index(first)]
+        if any(_our_header(line) for line in before):
+            return b"".join(line + b"\n" for line in before) + current
+    return headers[0] + b"\n" + current
+
+
+def _our_header(line: bytes) -> bool:
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(obj, dict) and obj.get("type") == "config" and "config_hash" in obj
+
+
+def _has_our_header(ledger: bytes) -> bool:
+    return any(_our_header(line) for line in ledger.split(b"\n")
+               if b'"config"' in line)
 
 
 def _set_aside_malformed(layout: Layout, book: Ledger) -> list[str]:
@@ -518,11 +564,10 @@ def _set_aside_malformed(layout: Layout, book: Ledger) -> list[str]:
                          ".auto/log.rejected.jsonl")
         elif raw.strip():
             keep.append(raw + b"\n")
-    with open(layout.auto / "log.rejected.jsonl", "a", encoding="utf-8") as fh:
-        fh.writelines(rejected)
-    tmp = layout.ledger.with_name("log.jsonl.tmp")
-    tmp.write_bytes(b"".join(keep))
-    os.replace(tmp, layout.ledger)
+    append_whole(layout.auto / "log.rejected.jsonl", "".join(rejected).encode("utf-8"))
+    write_atomic(layout.ledger, b"".join(keep))
+    # The ledger is shorter on purpose: the state ref must take it as it is now.
+    forget_state_cache(layout.repo)
     return notes
 
 
@@ -560,13 +605,13 @@ def resume(session_id: str | None = None, cwd: str | os.PathLike[str] | None = N
     with SessionLock(repo.scratch, "resume"):
         finished = finish_start(repo, layout)
     sid = _find_session_id(repo, layout, session_id)
-    actions = [finished] if finished else []
-    actions += _restore_files(repo, layout, sid)
-    if not layout.config.exists():
-        raise Refused(f"session {sid} has no .auto/config.toml and no state ref to restore it "
-                      "from")
-    _exclude_auto(repo)
     with SessionLock(repo.scratch, "resume"):
+        actions = [finished] if finished else []
+        actions += _restore_files(repo, layout, sid)
+        if not layout.config.exists():
+            raise Refused(f"session {sid} has no .auto/config.toml and no state ref to restore "
+                          "it from")
+        _exclude_auto(repo)
         actions += _set_aside_malformed(layout, ledger_mod.read(layout.ledger))
     session = Session.open(cwd, on_branch=False)
     wanted = session_branch(session.config.session_id)

@@ -43,8 +43,11 @@ class SessionLock:
                                   f"({holder}); waited {self.wait:g}s") from None
                 time.sleep(delay)
                 delay = min(delay * 2, 0.2)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()} {self.what}\n".encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"pid {os.getpid()} {self.what}\n".encode(), 0)
+        except OSError:
+            pass  # a full disk: the lock holds all the same, only its holder goes unnamed
         self.fd = fd
         return self
 

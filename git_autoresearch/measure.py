@@ -25,7 +25,10 @@ KILL_GRACE_SECONDS = 2.0
 TAIL_LINES = 30
 TAIL_CHARS = 4000
 # A METRIC line names a secondary metric; "status" is the trailer's own key, never a metric.
-METRIC_LINE_RE = re.compile(r"^\s*METRIC\s+(?!status=)([\w.µ-]+)=(\S+)\s*$")
+METRIC_LINE_RE = re.compile(r"^\s*METRIC\s+(?!status=)([\w.µ-]{1,128})=(\S+)\s*$")
+# Secondary metrics a run records at most (the first names seen; later values of them still
+# win): a log with endless METRIC lines must not make a record no reader can read.
+MAX_METRICS = 256
 NUMBER_RE = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$")
 THOUSANDS_RE = re.compile(r"^[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
 NON_FINITE_RE = re.compile(r"^[+-]?(?:nan|inf|infinity)$", re.I)
@@ -199,7 +202,7 @@ def read_log(path: Path, offset: int, pattern: str | None, metric_name: str) -> 
         for raw in fh:
             for piece in clean_line(raw.decode("utf-8", "replace").rstrip("\n")):
                 m = METRIC_LINE_RE.match(piece)
-                if m:
+                if m and (m.group(1) in reading.metrics or len(reading.metrics) < MAX_METRICS):
                     value, _ = parse_number(m.group(2))
                     if value is not None:
                         reading.metrics[m.group(1)] = value

@@ -53,7 +53,8 @@ from .experiment import (
     revert as git_revert,
 )
 from .faults import checkpoint
-from .git import Repo
+from .files import WriteFailed, check_writable, whole_index, write_atomic
+from .git import GitError, Repo
 from .ledger import Ledger, Run, Segment
 from .lock import SessionLock
 from .measure import Measurement, Progress, command_environment
@@ -202,6 +203,8 @@ class Session:
         self.seen_version: str | None = None
         # Why config.toml could not be used (read with the recorded configuration instead).
         self.invalid_config: str | None = None
+        # The highest run number the attempt refs and the branch's trailers name.
+        self._git_runs: int | None = None
 
     @property
     def bounds(self) -> Boundaries:
@@ -438,6 +441,7 @@ class Session:
             yield
 
     def reload(self) -> None:
+        self._git_runs = None
         self.seen_version = None if self.trailer_branch is not None else self.version()
         if self.trailer_branch is not None:
             from .report import ledger_from_trailers
@@ -511,16 +515,23 @@ class Session:
     # --- measuring --------------------------------------------------------------------------
 
     def next_run(self) -> int:
-        """The next run number: after the ledger's last run and after every attempt ref, so a
-        ledger that lost its last lines never makes a number repeat."""
-        number = self.ledger.next_run_number
-        if self.repo.resolve(attempt_ref(self.config.session_id, number)) is None:
-            return number
-        prefix = f"refs/autoresearch/{self.config.session_id}/attempts/"
-        res = self.repo.run("for-each-ref", "--format=%(refname)", prefix)
-        numbers = [int(n[len(prefix):]) for n in res.text.splitlines()
-                   if n[len(prefix):].isdigit()]
-        return max([self.ledger.next_run_number, *(n + 1 for n in numbers)])
+        """The next run number: after the ledger's last run, after every attempt ref, and after
+        every ``Autoresearch-Run`` trailer of the session branch (since the session's base
+        commit), so a ledger line that was lost or never written never makes a number repeat."""
+        if self._git_runs is None:  # asked of git once per command (and after a reload)
+            prefix = f"refs/autoresearch/{self.config.session_id}/attempts/"
+            res = self.repo.run("for-each-ref", "--format=%(refname)", prefix)
+            numbers = [int(n[len(prefix):]) for n in res.text.splitlines()
+                       if n[len(prefix):].isdigit()]
+            branch = session_branch(self.config.session_id)
+            base = (self.ledger.segments[0].header or {}).get("base_commit")
+            spec = f"{base}..{branch}" if isinstance(base, str) and base else branch
+            log = self.repo.run("log", "--format=%(trailers:key=Autoresearch-Run,valueonly)",
+                                spec, "--", allow_non_zero=True)
+            if log.returncode == 0:
+                numbers += [int(w) for w in log.text.split() if w.isdigit() and len(w) < 10]
+            self._git_runs = max(numbers, default=0)
+        return max(self.ledger.next_run_number, self._git_runs + 1)
 
     def check_baseline(self) -> None:
         """Refuse to measure experiments against a segment whose baseline failed."""
@@ -584,6 +595,8 @@ class Session:
         ``readonly_violations``)."""
         if not baseline:
             self.check_baseline()
+        if pending:
+            self.preflight()
         number = self.next_run()
         changes = survey(self.repo, load_snapshot(self.layout.untracked))
         violations = scope_violations(self.bounds, changes)
@@ -615,9 +628,7 @@ class Session:
         self.repo.scratch.mkdir(parents=True, exist_ok=True)
         data = result.to_dict()
         data["config_hash"] = file_hash(self.config_bytes)
-        tmp = self.layout.pending.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, allow_nan=False))
-        os.replace(tmp, self.layout.pending)
+        write_atomic(self.layout.pending, json.dumps(data, allow_nan=False).encode())
         return result
 
     def pending(self) -> Measurement | None:
@@ -695,6 +706,7 @@ class Session:
         that was killed.
         """
         self.check_recordable()
+        self.preflight()
         head = self.head()
         number = self.next_run()
         changes = survey(self.repo, load_snapshot(self.layout.untracked))
@@ -724,6 +736,7 @@ class Session:
         if status == "keep" and metric is None:
             raise Refused("a keep needs a metric: measure first or pass --metric")
         draft = self._draft(number, status, description, result, asi, hooks, baseline)
+        fit_record(draft)
         if measured is not None and result is not measured and measured.scope_ref:
             # What the dropped measurement set aside before it ran still belongs to this run.
             draft["scope_ref"] = measured.scope_ref
@@ -756,7 +769,16 @@ class Session:
                 git_revert(self.repo, self.bounds, changes, head=head, ref=ref,
                            message=message)
                 draft["attempt_ref"] = ref
-        except Refused:
+        except (Refused, GitError) as exc:
+            now = self.repo.head() if status == "keep" else head
+            if now is not None and now != head:
+                # Failed after the commit (the out-of-scope changes could not be set aside: a
+                # full disk): the intent record stays, and the next command finishes the run.
+                raise Refused(f"run {number} was committed as {self.repo.short(now)}, but "
+                              f"{exc.message}; git autoresearch resume (or any run, keep or "
+                              "discard) finishes recording it") from None
+            if isinstance(exc, GitError):
+                raise
             # Refused before anything changed (git refused the commit, or could not record the
             # attempt): there is nothing to finish.
             self.layout.intent.unlink(missing_ok=True)
@@ -770,6 +792,7 @@ class Session:
         trailer = result_trailer(self.config.metric_name, metric, draft["metrics"])
         plan = plan_keep(self.repo, self.bounds, changes)
         intent["to_stage"] = plan.to_stage
+        intent["had_index"] = (self.repo.git_dir / "index").is_file()
         intent["created"], intent["tracked"] = revert_targets(self.bounds, plan.revert_changes,
                                                               plan.violations)
         self._write_intent(intent)
@@ -839,9 +862,22 @@ class Session:
         probe.runs.append(Run(record, 0, probe.index))
         record["confidence"] = ledger_mod.confidence(probe)
         checkpoint("record:before-ledger")
-        ledger_mod.append(self.layout.ledger, [record])
+        try:
+            ledger_mod.append(self.layout.ledger, [record])
+        except WriteFailed as exc:
+            # The intent record stays: the next command that takes the lock writes the line.
+            raise Refused(f"{self._run_state(record)}, but its ledger line could not be "
+                          f"written to {exc.path}: {exc.reason}; free space (or make it "
+                          "writable), then git autoresearch resume (or any run, keep or "
+                          "discard) finishes recording it") from None
         checkpoint("record:after-ledger")
-        save_snapshot(self.layout.untracked, take_snapshot(self.repo, untracked_after, ignored))
+        try:
+            save_snapshot(self.layout.untracked,
+                          take_snapshot(self.repo, untracked_after, ignored))
+        except WriteFailed as exc:
+            self.warnings.append(f"run {record['run']} was recorded, but {exc.message}: the "
+                                 "files untracked before the next experiment are those "
+                                 "before this one")
         self.mirror_state(f"after run {record['run']} ({record['status']})")
         if record["run"] % MAINTENANCE_EVERY == 0:
             self.repo.auto_maintenance()
@@ -853,14 +889,32 @@ class Session:
         self.reload()
         return record
 
+    def _run_state(self, record: Mapping[str, Any]) -> str:
+        """Where run ``record`` stands once its git side is done, for a message."""
+        number = record["run"]
+        if record["status"] == "keep":
+            if record.get("committed"):
+                return f"run {number} was committed as {record['commit']}"
+            return f"run {number} was kept at {record['commit']} (nothing to commit)"
+        return (f"run {number} ({record['status']}) was reverted, its attempt saved at "
+                f"{record.get('attempt_ref')}")
+
+    def preflight(self) -> None:
+        """Refuse (exit 3) before anything changes when the ledger, the session folder or the
+        scratch folder cannot be written (a read-only filesystem, a full disk)."""
+        try:
+            check_writable(self.layout.auto, self.layout.ledger)
+            check_writable(self.repo.scratch)
+        except WriteFailed as exc:
+            raise Refused(f"{exc.message}; nothing was changed or recorded") from None
+
     def mirror_state(self, message: str) -> None:
         """Mirror the session files on the state ref; a failure is a warning, not an error."""
-        from .git import GitError
         from .state import LedgerShrank, mirror
 
         try:
             _, skipped = mirror(self.repo, self.layout.auto, self.config.session_id, message)
-        except (LedgerShrank, GitError, OSError, UnicodeError) as exc:
+        except (LedgerShrank, WriteFailed, GitError, OSError, UnicodeError) as exc:
             self.warnings.append(f"the session files were not mirrored on the state ref: {exc}")
             return
         if skipped:
@@ -871,12 +925,8 @@ class Session:
 
     def _write_intent(self, intent: dict[str, Any]) -> None:
         self.repo.scratch.mkdir(parents=True, exist_ok=True)
-        tmp = self.layout.intent.with_name("intent.json.tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(intent, fh, allow_nan=False)  # \u escapes: any file name
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.layout.intent)
+        # \u escapes: any file name. A failure here is before anything changed.
+        write_atomic(self.layout.intent, json.dumps(intent, allow_nan=False).encode())
 
     def interrupted(self) -> dict[str, Any] | None:
         """The intent record of a keep or revert that did not finish, if any."""
@@ -884,7 +934,7 @@ class Session:
             data = json.loads(self.layout.intent.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return None
-        except ValueError:
+        except (ValueError, RecursionError):
             return {"op": "unknown", "run": None}
         return data if isinstance(data, dict) else {"op": "unknown", "run": None}
 
@@ -996,8 +1046,12 @@ class Session:
                 self._set_intent_aside()
                 return f"set aside the interrupted keep of run {number} (HEAD had moved)"
         elif intent["to_stage"] and not ours:
-            if backup.is_file():
+            if whole_index(backup):
                 os.replace(backup, self.repo.git_dir / "index")  # the index the keep found
+            elif intent.get("had_index"):
+                # No whole copy: the keep was killed while copying the index, before it staged
+                # anything, so the index is still the one it found.
+                backup.unlink(missing_ok=True)
             else:
                 self.repo.unstage(intent["to_stage"])
             self.layout.intent.unlink()
@@ -1100,27 +1154,71 @@ def command_files(repo: Repo, cfg: Config, head: str | None) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def check_text(what: str, text: str) -> str:
-    """``text`` if it can be stored (valid UTF-8, no NUL); else :class:`UsageError`."""
+# Bounds on what a caller passes, so that every record the tool writes stays well under the
+# ledger reader's line limit (ledger.MAX_LINE_BYTES, 1 MiB) and every JSON it writes can be read
+# back without deep recursion.
+MAX_DESCRIPTION_BYTES = 384 * 1024  # a run's description
+MAX_TEXT_BYTES = 64 * 1024  # an idea, one --asi key or value
+MAX_ASI_BYTES = 256 * 1024  # the whole asi object, as JSON
+MAX_JSON_DEPTH = 64  # nesting of --asi-json
+# What a run record may take; the rest of the line's budget is for fields added later.
+RECORD_BUDGET = ledger_mod.MAX_LINE_BYTES - 64 * 1024
+SHOWN_VIOLATIONS = 1000
+
+
+def check_text(what: str, text: str, limit: int = MAX_TEXT_BYTES) -> str:
+    """``text`` if it can be stored (valid UTF-8, no NUL, at most ``limit`` bytes as a JSON
+    string in the ledger, escapes counted); else :class:`UsageError` naming ``what`` and the
+    limit."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         raise UsageError(f"{what} is not valid UTF-8") from None
     if "\0" in text:
         raise UsageError(f"{what} contains a NUL character")
+    size = len(json.dumps(text, ensure_ascii=False).encode("utf-8")) - 2  # without quotes
+    if size > limit:
+        raise UsageError(f"{what} takes {size} bytes in the ledger; at most {limit} bytes are "
+                         "accepted")
     return text
 
 
+def json_depth(text: str) -> int:
+    """How deeply the arrays and objects of JSON ``text`` nest (0 for a scalar), counted
+    without parsing, so that a deep document is refused before a parser recurses into it."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
 def parse_asi(pairs: list[str], raw_json: str | None) -> dict[str, Any]:
-    """``asi`` from ``KEY=VALUE`` pairs and/or a JSON object (finite numbers only); raises
-    :class:`UsageError`."""
+    """``asi`` from ``KEY=VALUE`` pairs and/or a JSON object (finite numbers only, nested at
+    most :data:`MAX_JSON_DEPTH` deep, at most :data:`MAX_ASI_BYTES` in all); raises
+    :class:`UsageError` naming the option and the limit."""
     asi: dict[str, Any] = {}
     if raw_json:
+        check_text("--asi-json", raw_json, MAX_ASI_BYTES)
+        if json_depth(raw_json) > MAX_JSON_DEPTH:
+            raise UsageError(f"--asi-json nests deeper than {MAX_JSON_DEPTH} levels")
         try:
-            value = json.loads(check_text("--asi-json", raw_json),
-                               parse_constant=ledger_mod._reject_constant)
+            value = json.loads(raw_json, parse_constant=ledger_mod._reject_constant)
             json.dumps(value, allow_nan=False)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise UsageError("--asi-json is not valid JSON with finite numbers") from None
         if not isinstance(value, dict):
             raise UsageError("--asi-json must be a JSON object")
@@ -1130,4 +1228,29 @@ def parse_asi(pairs: list[str], raw_json: str | None) -> dict[str, Any]:
         if not sep or not key.strip():
             raise UsageError(f"--asi '{pair}' is not KEY=VALUE")
         asi[check_text("--asi", key.strip())] = check_text("--asi", value)
+    size = len(ledger_mod.dumps(asi).encode("utf-8"))
+    if size > MAX_ASI_BYTES:
+        raise UsageError(f"--asi/--asi-json come to {size} bytes of JSON; at most "
+                         f"{MAX_ASI_BYTES} bytes are accepted")
     return asi
+
+
+def fit_record(record: dict[str, Any]) -> None:
+    """Make run ``record`` fit the ledger's line limit before anything changes: a list of
+    scope violations longer than :data:`SHOWN_VIOLATIONS` is cut (its length kept in
+    ``scope_violations_total``; the paths stay in the scope or attempt ref). Raises
+    :class:`UsageError` naming the largest field when it still does not fit."""
+    size = len(ledger_mod.dumps(record).encode("utf-8"))
+    if size <= RECORD_BUDGET:
+        return
+    violations = record.get("scope_violations") or []
+    if len(violations) > SHOWN_VIOLATIONS:
+        record["scope_violations_total"] = len(violations)
+        record["scope_violations"] = violations[:SHOWN_VIOLATIONS]
+        size = len(ledger_mod.dumps(record).encode("utf-8"))
+        if size <= RECORD_BUDGET:
+            return
+    largest = max(record, key=lambda k: len(ledger_mod.dumps({k: record[k]})))
+    raise UsageError(f"run {record['run']}'s record would be {size} bytes, more than the "
+                     f"{RECORD_BUDGET} a ledger line may hold; its largest field is {largest!r}; "
+                     "nothing was changed or recorded")

@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 
 from .errors import Refused
+from .files import write_atomic
 from .git import ABSENT, GitError, Repo, split_z
 
 STATE_REF = "refs/autoresearch/{session}/state"
@@ -83,13 +84,14 @@ def mirror(repo: Repo, auto: Path, session_id: str, message: str) -> tuple[str, 
         # Lines are missing from the ledger: mirroring it would lose them from the state ref
         # too, from which resume brings them back.
         raise LedgerShrank(f"{auto / 'log.jsonl'} is shorter than the ledger on {ref} (it lost "
-                           "lines?); git autoresearch resume restores them")
+                           "lines?); git autoresearch doctor --fix restores them (or, lost at "
+                           "its end, git autoresearch resume)")
     piece_files: list[tuple[int, Path]] = []
     for index, data in enumerate(pieces):
         if known.get(index, [None])[0] == len(data):
             continue
         tmp = scratch / f"state-piece.{os.getpid()}.{index}"
-        tmp.write_bytes(data)
+        write_atomic(tmp, data)
         piece_files.append((index, tmp))
     paths = [p for _, p in entries] + [str(p) for _, p in piece_files]
     try:
@@ -123,8 +125,15 @@ def mirror(repo: Repo, auto: Path, session_id: str, message: str) -> tuple[str, 
             old = repo.resolve(ref)
     cache.update({"ref": ref, "commit": commit})
     cache["pieces"] = {str(k): v for k, v in known.items() if k < len(pieces)}
-    cache_path.write_text(json.dumps(cache))
+    write_atomic(cache_path, json.dumps(cache).encode())
     return commit, [name for name, _ in skipped]
+
+
+def forget(repo: Repo) -> None:
+    """Forget what the state ref was last mirrored from: after the ledger was rewritten on
+    purpose (malformed lines set aside, a lost header put back), a shorter ledger is no loss,
+    and the next :func:`mirror` must not refuse it as one."""
+    (repo.scratch / "state-cache.json").unlink(missing_ok=True)
 
 
 def read(repo: Repo, session_id: str) -> tuple[dict[str, bytes], dict[str, int]] | None:

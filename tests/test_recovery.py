@@ -52,7 +52,8 @@ PRECIOUS = [".env", "notes.txt", ".auto/hooks/after.sh", ".auto/prompt.md"]
 
 REVERT_STEPS = ["revert:after-attempt", "revert:after-remove", "record:before-ledger",
                 "record:after-ledger"]
-KEEP_STEPS = ["keep:staging", "keep:before-commit", "keep:after-commit", "keep:after-attempt",
+KEEP_STEPS = ["keep:saving-index", "keep:staging", "keep:before-commit", "keep:after-commit",
+              "keep:after-attempt",
               "record:before-ledger", "record:after-ledger"]
 
 
@@ -126,7 +127,7 @@ def test_kill_during_keep_then_resume(experiment: Path, ar, step: str) -> None:
     res = ar(top, "resume", "--json").json()
     assert files_of(top, PRECIOUS) == precious
     numbers = [r["run"] for r in runs(top)]
-    if step in ("keep:staging", "keep:before-commit"):
+    if step in ("keep:saving-index", "keep:staging", "keep:before-commit"):
         # Rolled back: nothing committed or recorded; work tree and index as the keep found them.
         assert numbers == [1], res["actions"]
         assert git(top, "rev-parse", "HEAD") == head

@@ -241,10 +241,11 @@ def _print_record(session: Any, record: dict[str, Any], previous_best: float | N
 def run_cmd(description: str, asi_pairs: tuple[str, ...], asi_json: str | None, dry_run: bool,
             as_json: bool) -> None:
     """One iteration: before hooks, measure, decide, keep or revert, record, after hooks."""
-    from ..session import Session, check_text, parse_asi
+    from ..session import MAX_DESCRIPTION_BYTES, Session, check_text, parse_asi
 
     asi = parse_asi(list(asi_pairs), asi_json)
-    description = check_text("--description", _read_description(description))
+    description = check_text("--description", _read_description(description),
+                             MAX_DESCRIPTION_BYTES)
     session = Session.open()
     session.check_recordable()
     with session.lock("run"):
@@ -290,10 +291,11 @@ def _record_command(status: str) -> Callable[..., None]:
     def body(description: str, metric: float | None, metrics: tuple[str, ...],
              asi_pairs: tuple[str, ...], asi_json: str | None, force: bool,
              as_json: bool) -> None:
-        from ..session import Session, check_text, parse_asi
+        from ..session import MAX_DESCRIPTION_BYTES, Session, check_text, parse_asi
 
         asi = parse_asi(list(asi_pairs), asi_json)
-        description = check_text("--description", _read_description(description))
+        description = check_text("--description", _read_description(description),
+                                 MAX_DESCRIPTION_BYTES)
         session = Session.open()
         session.check_recordable()
         with session.lock(status):
@@ -489,13 +491,17 @@ crash_cmd = _make_record_command(
 @json_option
 def stop_cmd(as_json: bool) -> None:
     """Create .auto/STOP: the next run or measure exits 4 and removes it."""
+    from ..files import write_atomic
     from ..git import Repo
     from ..session import Layout
 
     layout = Layout(Repo.discover())
     if not layout.config.exists():
         raise Refused(f"no session here (no .auto/config.toml): {layout.missing_hint()}")
-    layout.stop.write_text(f"stop requested at {time.strftime('%Y-%m-%dT%H:%M:%S%z')}\n")
+    # Not under the session lock: a run holds it while it measures, which is when a stop is
+    # asked for. The sentinel is one whole file, and the run that removes it holds the lock.
+    write_atomic(layout.stop,
+                 f"stop requested at {time.strftime('%Y-%m-%dT%H:%M:%S%z')}\n".encode())
     if as_json:
         emit_json({"stop": str(layout.stop)})
     else:
@@ -510,10 +516,11 @@ def hook_cmd(stage: str, as_json: bool) -> None:
     from ..session import Session
 
     session = Session.open()
-    last = session.ledger.last_run
-    if stage == "after" and last is None:
-        raise Refused("no run recorded yet: after hooks need a run entry")
-    report = session.fire_hooks(stage, run_entry=last.data if last else None)
+    with session.lock(f"hook {stage}"):  # its firings are ledger lines
+        last = session.ledger.last_run
+        if stage == "after" and last is None:
+            raise Refused("no run recorded yet: after hooks need a run entry")
+        report = session.fire_hooks(stage, run_entry=last.data if last else None)
     if as_json:
         emit_json({"stage": stage, "steer": report.steer or None, "warnings": report.warnings,
                    "firings": [f.ledger_line() for f in report.firings]})

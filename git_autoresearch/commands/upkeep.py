@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -14,6 +14,10 @@ from .common import (
     json_option,
     warn,
 )
+
+if TYPE_CHECKING:
+    from ..git import Repo
+    from ..lock import SessionLock
 
 
 @click.command("resume", context_settings=CONTEXT)
@@ -140,9 +144,10 @@ def hooks_install_cmd(name: str, force: bool, as_json: bool) -> None:
     layout = Layout(Repo.discover())
     if not layout.config.exists():
         raise Refused(f"no session here (no .auto/config.toml): {layout.missing_hint()}")
-    target = install(name, layout.hooks, force=force)
+    with _session_lock(layout.repo, "hooks install"):
+        target = install(name, layout.hooks, force=force)
+        _mirror(f"hooks install {name}")
     rel = target.relative_to(layout.repo.top)
-    _mirror(f"hooks install {name}")
     if as_json:
         emit_json({"installed": str(rel)})
     else:
@@ -152,6 +157,13 @@ def hooks_install_cmd(name: str, force: bool, as_json: bool) -> None:
 @click.group("ideas", context_settings=CONTEXT)
 def ideas_cmd() -> None:
     """The ideas backlog, .auto/ideas.md, as Markdown checkboxes."""
+
+
+def _session_lock(repo: Repo, what: str) -> SessionLock:
+    """The session lock, for a command that writes a session file outside a run."""
+    from ..lock import SessionLock
+
+    return SessionLock(repo.scratch, what)
 
 
 def _ideas_path() -> Path:
@@ -167,9 +179,7 @@ def _ideas_path() -> Path:
     return layout.auto / "ideas.md"
 
 
-def _changed(idea: Any, action: str, as_json: bool) -> None:
-    """After the backlog changed: mirror it on the state ref and show the idea."""
-    _mirror(action)
+def _show_idea(idea: Any, as_json: bool) -> None:
     if as_json:
         emit_json(_idea_json(idea))
     else:
@@ -185,9 +195,14 @@ def _idea_json(idea: Any) -> dict[str, Any]:
 @json_option
 def ideas_add_cmd(text: tuple[str, ...], as_json: bool) -> None:
     """Add an open idea."""
+    from ..git import Repo
     from ..insight import add_idea
 
-    _changed(add_idea(_ideas_path(), " ".join(text)), "ideas add", as_json)
+    path = _ideas_path()
+    with _session_lock(Repo.discover(), "ideas add"):
+        idea = add_idea(path, " ".join(text))
+        _mirror("ideas add")
+    _show_idea(idea, as_json)
 
 
 @ideas_cmd.command("list", context_settings=CONTEXT)
@@ -245,7 +260,13 @@ def ideas_done_cmd(number: int, run_number: int | None, note: str | None,
         parts.append(f"run {run.number}, {run.status}, {fmt(run.metric)}")
     if note:
         parts.append(note)
-    _changed(mark_done(_ideas_path(), number, "; ".join(parts) or None), "ideas done", as_json)
+    from ..git import Repo
+
+    path = _ideas_path()
+    with _session_lock(Repo.discover(), "ideas done"):
+        idea = mark_done(path, number, "; ".join(parts) or None)
+        _mirror("ideas done")
+    _show_idea(idea, as_json)
 
 
 @click.command("import", context_settings=CONTEXT)
@@ -257,23 +278,36 @@ def import_cmd(source: Path, output: Path | None, as_json: bool) -> None:
     """Read another tool's session into a ledger: a pi-autoresearch .auto/log.jsonl or
     autoresearch.jsonl, a karpathy/autoresearch results.tsv, or a loop seed .autoresearch/
     folder (or a repository holding one). log, status, analyze and dashboard then read it."""
+    from ..files import write_atomic
     from ..git import Repo
     from ..importers import convert
+    from ..ledger import MAX_LINE_BYTES
     from ..lifecycle import _exclude_auto
     from ..session import Layout
 
     lines, what = convert(source)
+    for number, line in enumerate(lines, start=1):
+        size = len(line.encode("utf-8", "surrogateescape"))
+        if size > MAX_LINE_BYTES:
+            raise UsageError(f"{source}: record {number} would be a ledger line of {size} "
+                             f"bytes, more than the {MAX_LINE_BYTES} a reader reads; nothing "
+                             "was imported")
+    data = "".join(line + "\n" for line in lines).encode("utf-8", "surrogateescape")
     if output is None:
         repo = Repo.discover()
         layout = Layout(repo)
-        if layout.ledger.exists():
-            raise Refused(f"{layout.ledger} exists already; name another file with --output")
-        layout.auto.mkdir(exist_ok=True)
-        _exclude_auto(repo)
-        output = layout.ledger
+        with _session_lock(repo, "import"):
+            if layout.ledger.exists():
+                raise Refused(f"{layout.ledger} exists already; name another file with "
+                              "--output")
+            layout.auto.mkdir(exist_ok=True)
+            _exclude_auto(repo)
+            output = layout.ledger
+            write_atomic(output, data)
     elif output.exists():
         raise Refused(f"{output} exists already")
-    output.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    else:
+        write_atomic(output, data)
     runs = sum(1 for line in lines if '"type"' not in line.split(",", 1)[0])
     if as_json:
         emit_json({"source": what, "output": str(output), "lines": len(lines)})

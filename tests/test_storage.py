@@ -1,0 +1,468 @@
+"""The ledger is the product's memory: full and read-only disks, torn copies, huge inputs,
+doctor --fix that converges, a ledger that lost its header, and concurrent writers of session
+files. Storage faults are real: a small tmpfs or a read-only bind mount (we run as root, so file
+permissions would not stop a write)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import git, runs, start_args, write
+
+TOOL = [sys.executable, "-m", "git_autoresearch"]
+
+
+def tool(cwd: Path, *args: str, env: dict[str, str] | None = None,
+         input: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*TOOL, *args], cwd=cwd, capture_output=True, text=True, input=input,
+                          env={**os.environ, **(env or {})})
+
+
+class Mounts:
+    """Mounts made by a test, undone at its end; the test is skipped when mounting is not
+    permitted here (not root, no CAP_SYS_ADMIN, a container that forbids it)."""
+
+    def __init__(self) -> None:
+        self.points: list[Path] = []
+
+    def _mount(self, *args: str, target: Path) -> None:
+        proc = subprocess.run(["mount", *args], capture_output=True, text=True)
+        if proc.returncode != 0:
+            pytest.skip(f"mounting is not permitted here: {proc.stderr.strip()}")
+        self.points.append(target)
+
+    def tmpfs(self, target: Path, size: str) -> None:
+        self._mount("-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(target), target=target)
+
+    def read_only(self, target: Path) -> None:
+        self._mount("--bind", str(target), str(target), target=target)
+        self._mount("-o", "remount,ro,bind", str(target), target=target)
+        self.points.pop()
+
+    def undo(self) -> None:
+        for point in reversed(self.points):
+            subprocess.run(["umount", "-l", str(point)], capture_output=True)
+
+
+@pytest.fixture
+def mounts() -> Iterator[Mounts]:
+    made = Mounts()
+    try:
+        yield made
+    finally:
+        made.undo()
+
+
+def fill(folder: Path, leave_pages: int) -> Path:
+    """Fill the filesystem of ``folder`` with one file, then give back ``leave_pages`` pages
+    of 4096 bytes. Returns the filler, which a test removes to free the space again."""
+    filler = folder / "filler.bin"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        while os.write(fd, b"\0" * 4096):
+            pass
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    size = filler.stat().st_size
+    os.truncate(filler, max(0, size - 4096 * leave_pages))
+    return filler
+
+
+def head(top: Path) -> str:
+    return git(top, "rev-parse", "HEAD")
+
+
+# --- 1. the index copied aside by a keep ---------------------------------------------------
+
+
+@pytest.mark.parametrize("torn", [b"", b"DIRC\0\0\0\2"])
+def test_a_torn_copy_of_the_index_is_never_restored(repo: Path, ar, torn: bytes) -> None:
+    """A keep killed while it copies the index aside, with the copy cut short (0 bytes, or a
+    header only): resume leaves the index the keep found, and git can read it."""
+    ar(repo, *start_args("--scope", "value.txt", "--scope", "src/"))
+    write(repo / "value.txt", "50\n")
+    write(repo / "src" / "new.py", "x = 1\n")
+    git(repo, "add", "src/new.py")
+    staged = git(repo, "diff", "--cached", "--name-status")
+    killed = tool(repo, "keep", "-d", "killed", "--metric", "50",
+                  env={"GIT_AUTORESEARCH_DIE_AT": "keep:saving-index"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    write(repo / ".git" / "autoresearch" / "index-before-keep", torn)
+    actions = ar(repo, "resume", "--json").json()["actions"]
+    assert actions == ["rolled back the interrupted keep of run 2: nothing was committed, and "
+                       "the experiment is still in the work tree"]
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=repo,
+                          capture_output=True).returncode == 0
+    assert git(repo, "diff", "--cached", "--name-status") == staged
+    assert (repo / "value.txt").read_text() == "50\n"
+    assert not (repo / ".git" / "autoresearch" / "index-before-keep").exists()
+    assert [r["run"] for r in runs(repo)] == [1]
+
+
+def test_a_sigterm_while_the_index_is_copied_aside(repo: Path, ar) -> None:
+    ar(repo, *start_args("--scope", "value.txt"))
+    write(repo / "value.txt", "50\n")
+    git(repo, "add", "value.txt")
+    index = (repo / ".git" / "index").read_bytes()
+    res = tool(repo, "keep", "-d", "terminated", "--metric", "50",
+               env={"GIT_AUTORESEARCH_DIE_AT": "keep:saving-index@TERM"})
+    assert (res.returncode, res.stderr) == (143, "git autoresearch: terminated\n")
+    assert sorted(p.name for p in (repo / ".git" / "autoresearch").iterdir()
+                  if p.name.startswith("index")) == []
+    actions = ar(repo, "resume", "--json").json()["actions"]
+    assert actions == ["rolled back the interrupted keep of run 2: nothing was committed, and "
+                       "the experiment is still in the work tree"]
+    assert (repo / ".git" / "index").read_bytes() == index
+    assert ar(repo, "keep", "-d", "again", "--metric", "50", "--json").json()["run"] == 2
+
+
+# --- 6. full and read-only disks ----------------------------------------------------------
+
+
+def _session_on_tmpfs(repo: Path, ar, mounts: Mounts) -> Path:
+    auto = repo / ".auto"
+    auto.mkdir()
+    mounts.tmpfs(auto, "256k")
+    ar(repo, *start_args())
+    return auto
+
+
+def test_a_keep_on_a_full_disk_is_refused_and_finished_later(repo: Path, ar,
+                                                             mounts: Mounts) -> None:
+    auto = _session_on_tmpfs(repo, ar, mounts)
+    ledger = auto / "log.jsonl"
+    write(repo / "value.txt", "50\n")
+    filler = fill(auto, leave_pages=1)  # room to start, none for a 12 KB line
+    before = ledger.read_bytes()
+    res = tool(repo, "keep", "-d", "a long idea " + "x" * 12000, "--metric", "50")
+    short = git(repo, "rev-parse", "--short=7", "HEAD")
+    assert res.returncode == 3, res.stderr
+    assert res.stderr == (
+        f"git autoresearch: run 2 was committed as {short}, but its ledger line could not "
+        f"be written to {ledger}: No space left on device; free space (or make it writable), "
+        "then git autoresearch resume (or any run, keep or discard) finishes recording it\n")
+    assert ledger.read_bytes() == before, "no torn line"
+    assert git(repo, "log", "-1", "--format=%(trailers:key=Autoresearch-Run,valueonly)") == "2"
+    filler.unlink()
+    actions = ar(repo, "resume", "--json").json()["actions"]
+    assert actions == ["finished the interrupted keep of run 2"]
+    assert [(r["run"], r["status"], r["commit"]) for r in runs(repo)] == \
+        [(1, "keep", runs(repo)[0]["commit"]), (2, "keep", short)]
+    write(repo / "value.txt", "40\n")
+    assert ar(repo, "keep", "-d", "next", "--metric", "40", "--json").json()["run"] == 3
+
+
+def test_a_discard_on_a_full_disk_is_finished_by_the_next_run(repo: Path, ar,
+                                                              mounts: Mounts) -> None:
+    auto = _session_on_tmpfs(repo, ar, mounts)
+    write(repo / "value.txt", "500\n")
+    filler = fill(auto, leave_pages=1)
+    res = tool(repo, "discard", "-d", "worse " + "y" * 12000)
+    assert res.returncode == 3, res.stderr
+    assert "run 2 (discard) was reverted, its attempt saved at refs/autoresearch/s1/" \
+           "attempts/2, but its ledger line could not be written" in res.stderr
+    assert (repo / "value.txt").read_text() == "100\n"
+    filler.unlink()
+    write(repo / "value.txt", "90\n")
+    assert ar(repo, "run", "-d", "next", "--json").json()["run"] == 3
+    assert [(r["run"], r["status"]) for r in runs(repo)] == \
+        [(1, "keep"), (2, "discard"), (3, "keep")]
+
+
+def test_a_full_disk_is_refused_before_anything_changes(repo: Path, ar,
+                                                        mounts: Mounts) -> None:
+    auto = _session_on_tmpfs(repo, ar, mounts)
+    write(repo / "value.txt", "50\n")
+    fill(auto, leave_pages=0)
+    old = head(repo)
+    for command in (["keep", "-d", "k", "--metric", "50"], ["discard", "-d", "d"]):
+        res = tool(repo, *command)
+        assert res.returncode == 3, res.stderr
+        assert res.stderr == (f"git autoresearch: cannot write {auto}: No space left on "
+                              "device; nothing was changed or recorded\n")
+        assert head(repo) == old
+        assert (repo / "value.txt").read_text() == "50\n"
+    assert [r["run"] for r in runs(repo)] == [1]
+
+
+def test_a_read_only_ledger_is_refused_before_the_commit(repo: Path, ar,
+                                                         mounts: Mounts) -> None:
+    ar(repo, *start_args())
+    ledger = repo / ".auto" / "log.jsonl"
+    before = ledger.read_bytes()
+    write(repo / "value.txt", "50\n")
+    mounts.read_only(ledger)
+    old = head(repo)
+    for command in (["keep", "-d", "k", "--metric", "50"], ["discard", "-d", "d"],
+                    ["run", "-d", "r"]):
+        res = tool(repo, *command)
+        assert res.returncode == 3, res.stderr
+        assert res.stderr == (f"git autoresearch: cannot write {ledger}: Read-only file "
+                              "system; nothing was changed or recorded\n")
+        assert head(repo) == old
+        assert (repo / "value.txt").read_text() == "50\n"
+    assert ledger.read_bytes() == before
+    assert not (repo / ".git" / "autoresearch" / "intent.json").exists()
+
+
+# --- run numbers ----------------------------------------------------------------------------
+
+
+def test_a_kept_run_whose_line_was_lost_keeps_its_number(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    ledger = repo / ".auto" / "log.jsonl"
+    before = ledger.read_bytes()
+    write(repo / "value.txt", "50\n")
+    ar(repo, "keep", "-d", "kept", "--metric", "50")
+    ledger.write_bytes(before)  # its line lost, as a full disk used to lose it
+    write(repo / "value.txt", "40\n")
+    assert ar(repo, "keep", "-d", "next", "--metric", "40", "--json").json()["run"] == 3
+
+
+# --- 7. huge and deep inputs ------------------------------------------------------------------
+
+
+def test_a_deeply_nested_asi_is_refused_before_anything_changes(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    write(repo / "value.txt", "500\n")
+    deep = "[" * 1000 + "]" * 1000
+    res = ar(repo, "discard", "-d", "deep", "--asi-json", f'{{"x":{deep}}}', expect=2)
+    assert res.err == "git autoresearch: --asi-json nests deeper than 64 levels\n"
+    assert (repo / "value.txt").read_text() == "500\n"
+    assert not (repo / ".git" / "autoresearch" / "intent.json").exists()
+    assert ar(repo, "discard", "-d", "flat", "--json").json()["run"] == 2
+
+
+def test_inputs_too_big_for_a_ledger_line_are_refused(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    write(repo / "value.txt", "500\n")
+    res = ar(repo, "discard", "-d", "x" * 400_000, expect=2)
+    assert res.err == ("git autoresearch: --description takes 400000 bytes in the ledger; at "
+                       "most 393216 bytes are accepted\n")
+    # Escapes count: 100,000 control characters take 600,000 bytes as JSON.
+    res = ar(repo, "discard", "-d", "\x01" * 100_000, expect=2)
+    assert "--description takes 600000 bytes in the ledger" in res.err
+    res = ar(repo, "discard", "-d", "d", "--asi", "note=" + "z" * 70_000, expect=2)
+    assert res.err == ("git autoresearch: --asi takes 70000 bytes in the ledger; at most "
+                       "65536 bytes are accepted\n")
+    pairs = [arg for i in range(6) for arg in ("--asi", f"k{i}=" + "z" * 60_000)]
+    res = ar(repo, "discard", "-d", "d", *pairs, expect=2)
+    assert "at most 262144 bytes are accepted" in res.err
+    res = ar(repo, "ideas", "add", "i" * 70_000, expect=2)
+    assert "the idea takes 70000 bytes" in res.err
+    assert (repo / "value.txt").read_text() == "500\n"
+    assert [r["run"] for r in runs(repo)] == [1]
+    record = ar(repo, "discard", "-d", "x" * 393_216, "--json").json()
+    assert record["run"] == 2 and len(record["description"]) == 393_216
+
+
+def test_a_line_too_long_to_read_never_wedges_the_state_ref(repo: Path, ar) -> None:
+    """A run record over 1 MiB (as earlier versions could write): its number is not reused,
+    doctor --fix sets it aside, and the state ref takes every later update."""
+    ar(repo, *start_args())
+    ledger = repo / ".auto" / "log.jsonl"
+    write(repo / "value.txt", "500\n")
+    ar(repo, "discard", "-d", "ok")
+    with open(ledger, "ab") as fh:
+        fh.write(json.dumps({"run": 3, "commit": "abc1234", "metric": 1, "status": "discard",
+                             "description": "x" * (1 << 20)}).encode() + b"\n")
+    assert "ledger line 4 is not a readable record (line of 1048660 bytes is too long)" in \
+        ar(repo, "doctor", expect=3).out
+    write(repo / "value.txt", "400\n")
+    assert ar(repo, "discard", "-d", "after", "--json").json()["run"] == 4
+    assert ar(repo, "doctor", "--fix", "--json").json()["findings"][0]["fixed"] is True
+    assert ar(repo, "doctor", "--fix").out == "no problems found\n"
+    write(repo / "value.txt", "300\n")
+    res = ar(repo, "discard", "-d", "later", "--json")
+    assert res.json()["run"] == 5 and res.json()["warnings"] == []
+    state = git(repo, "show", "refs/autoresearch/s1/state:log/00000.jsonl")
+    assert state.encode() + b"\n" == ledger.read_bytes()
+
+
+# --- 8. doctor --fix converges; every way out works ----------------------------------------
+
+
+def test_doctor_fix_converges_on_a_record_with_an_invalid_status(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    write(repo / "value.txt", "500\n")
+    ar(repo, "discard", "-d", "two")
+    ledger = repo / ".auto" / "log.jsonl"
+    bad = ledger.read_bytes().replace(b'"status":"discard"', b'"status":"discarded"')
+    ledger.write_bytes(bad)
+    ar(repo, "ideas", "add", "mirrors the session files")  # the state ref now holds it too
+    assert git(repo, "show", "refs/autoresearch/s1/state:log/00000.jsonl").encode() + b"\n" \
+        == bad
+    first = ar(repo, "doctor", "--fix", "--json").json()["findings"]
+    assert all(f["fixed"] for f in first), first
+    assert ar(repo, "doctor", "--fix").out == "no problems found\n"
+    assert ar(repo, "doctor").out == "no problems found\n"
+    rejected = (repo / ".auto" / "log.rejected.jsonl").read_text().splitlines()
+    assert len(rejected) == 1 and '\\"status\\":\\"discarded\\"' in rejected[0]
+    assert [(r["run"], r["status"], r.get("rebuilt_from")) for r in runs(repo)] == \
+        [(1, "keep", None), (2, "discard", "attempt")]
+
+
+def _lose_header(repo: Path) -> bytes:
+    ledger = repo / ".auto" / "log.jsonl"
+    whole = ledger.read_bytes()
+    ledger.write_bytes(whole[whole.index(b"\n") + 1:])
+    return whole
+
+
+@pytest.mark.parametrize("via", ["keep", "status", "start"])
+def test_a_ledger_that_lost_its_header_has_a_way_out(repo: Path, ar, via: str) -> None:
+    ar(repo, *start_args())
+    write(repo / "value.txt", "500\n")
+    ar(repo, "discard", "-d", "two")
+    whole = _lose_header(repo)
+    write(repo / "value.txt", "50\n")
+    hint = "git autoresearch resume"
+    if via == "keep":
+        res = ar(repo, "keep", "-d", "k", "--metric", "50", expect=3)
+        assert f"lost its configuration header; {hint} restores it" in res.err
+    elif via == "status":
+        warnings = ar(repo, "status", "--json").json()["warnings"]
+        assert any(hint in w for w in warnings), warnings
+    else:
+        res = ar(repo, "start", "--new-segment", expect=3)
+        assert f"run {hint} first" in res.err
+    actions = ar(repo, "resume", "--json").json()["actions"]
+    assert actions[0].startswith("restored the configuration header of .auto/log.jsonl "
+                                 "from the state ref")
+    assert (repo / ".auto" / "log.jsonl").read_bytes() == whole
+    assert ar(repo, "keep", "-d", "k", "--metric", "50", "--json").json()["run"] == 3
+
+
+def test_doctor_fix_restores_a_lost_header(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    whole = _lose_header(repo)
+    found = ar(repo, "doctor", expect=3).out
+    assert "has no configuration header line [fixable with --fix]" in found
+    ar(repo, "doctor", "--fix")
+    assert (repo / ".auto" / "log.jsonl").read_bytes() == whole
+    assert ar(repo, "doctor", "--fix").out == "no problems found\n"
+
+
+# --- 9. concurrent writers of session files ------------------------------------------------
+
+
+def test_eight_concurrent_ideas_add_lose_nothing(repo: Path, ar) -> None:
+    ar(repo, *start_args())
+    script = "for i in 1 2 3; do \"$@\" ideas add \"idea $N-$i\" >/dev/null || exit 1; done"
+    procs = [subprocess.Popen(["sh", "-c", script, "sh", *TOOL], cwd=repo,
+                              env={**os.environ, "N": str(n)}, stderr=subprocess.PIPE)
+             for n in range(8)]
+    errors = [p.communicate()[1] for p in procs]
+    assert [p.returncode for p in procs] == [0] * 8, errors
+    ideas = ar(repo, "ideas", "list", "--json").json()
+    assert sorted(i["text"] for i in ideas) == sorted(f"idea {n}-{i}" for n in range(8)
+                                                     for i in (1, 2, 3))
+
+
+@pytest.mark.parametrize("command", [["ideas", "add", "an idea"], ["stop"],
+                                     ["hooks", "install", "notify"],
+                                     ["start", "--new-segment", "--no-baseline"]])
+def test_upkeep_on_a_read_only_session_folder(repo: Path, ar, mounts: Mounts,
+                                              command: list[str]) -> None:
+    ar(repo, *start_args())
+    auto = repo / ".auto"
+    before = {p.name: p.read_bytes() for p in auto.iterdir() if p.is_file()}
+    mounts.read_only(auto)
+    res = tool(repo, *command)
+    assert res.returncode == 3, res.stderr
+    assert res.stderr.startswith(f"git autoresearch: cannot write {auto}"), res.stderr
+    assert res.stderr.count("\n") == 1 and "Read-only file system" in res.stderr
+    assert {p.name: p.read_bytes() for p in auto.iterdir() if p.is_file()} == before
+
+
+def test_a_full_scratch_folder_after_the_commit_is_finished_later(repo: Path, ar,
+                                                                  mounts: Mounts) -> None:
+    """The keep commits, then cannot build the temporary index that sets the out-of-scope
+    change aside: it says so with the run's state, and resume finishes it once there is room."""
+    ar(repo, *start_args("--scope", "value.txt"))
+    scratch = repo / ".git" / "autoresearch"
+    saved = {p.name: p.read_bytes() for p in scratch.iterdir() if p.is_file()}
+    mounts.tmpfs(scratch, "64k")
+    for name, data in saved.items():
+        (scratch / name).write_bytes(data)
+    write(repo / "value.txt", "50\n")
+    write(repo / "README.md", "out of scope\n")
+    filler = fill(scratch, leave_pages=3)  # the lock, the intent, the index copy; no more
+    res = tool(repo, "keep", "-d", "k", "--metric", "50")
+    short = git(repo, "rev-parse", "--short=7", "HEAD")
+    assert res.returncode == 3, res.stderr
+    assert res.stderr.startswith(f"git autoresearch: run 2 was committed as {short}, but ")
+    assert res.stderr.endswith("; git autoresearch resume (or any run, keep or discard) "
+                               "finishes recording it\n")
+    filler.unlink()
+    actions = ar(repo, "resume", "--json").json()["actions"]
+    assert actions == ["finished the interrupted keep of run 2"]
+    assert (repo / "README.md").read_text() == "project\n"
+    assert git(repo, "show", "refs/autoresearch/s1/attempts/2:README.md") == "out of scope"
+    assert [(r["run"], r["commit"]) for r in runs(repo)][1:] == [(2, short)]
+
+
+@pytest.mark.parametrize("lost", ["last", "middle"])
+def test_a_ledger_that_lost_lines_is_restored_as_the_warning_says(repo: Path, ar,
+                                                                  lost: str) -> None:
+    ar(repo, *start_args())
+    for value in ("500", "400"):
+        write(repo / "value.txt", f"{value}\n")
+        ar(repo, "discard", "-d", f"tried {value}")
+    ar(repo, "ideas", "add", "an idea")  # the state ref holds the whole ledger
+    ledger = repo / ".auto" / "log.jsonl"
+    whole = ledger.read_bytes()
+    lines = whole.splitlines(keepends=True)
+    del lines[-1 if lost == "last" else -2]
+    ledger.write_bytes(b"".join(lines))
+    warning = ("is shorter than the ledger on refs/autoresearch/s1/state (it lost lines?); git "
+               "autoresearch doctor --fix restores them (or, lost at its end, git autoresearch "
+               "resume)")
+    res = ar(repo, "ideas", "add", "another", expect=0)
+    assert warning in res.err
+    found = ar(repo, "doctor", "--fix", "--json").json()["findings"]
+    assert found and all(f["fixed"] for f in found), found
+    assert ar(repo, "doctor", "--fix").out == "no problems found\n"
+    assert [r["run"] for r in runs(repo)] == [1, 2, 3]
+    assert ledger.read_bytes() == whole
+    write(repo / "value.txt", "300\n")
+    res = ar(repo, "discard", "-d", "next", "--json").json()
+    assert (res["run"], res["warnings"]) == (4, [])
+
+
+def test_whole_index_knows_a_copy_git_can_read(repo: Path, tmp_path: Path) -> None:
+    from git_autoresearch.files import whole_index
+
+    index = (repo / ".git" / "index").read_bytes()
+    for cut, whole in ((len(index), True), (len(index) - 1, False), (12, False), (0, False)):
+        write(tmp_path / "copy", index[:cut])
+        assert whole_index(tmp_path / "copy") is whole, cut
+    # index.skipHash (git 2.40) writes a zero checksum: whole, though nothing can be checked.
+    write(tmp_path / "copy", index[:-20] + bytes(20))
+    assert whole_index(tmp_path / "copy") is True
+    write(tmp_path / "copy", b"XXXX" + index[4:])
+    assert whole_index(tmp_path / "copy") is False
+
+
+def test_an_intent_record_too_deep_to_read_is_set_aside(repo: Path, ar) -> None:
+    """As an earlier version left it after a 1,000-level --asi-json: every command went on
+    failing until a person deleted the file."""
+    ar(repo, *start_args())
+    intent = repo / ".git" / "autoresearch" / "intent.json"
+    write(intent, '{"op":"revert","run":2,"record":{"asi":' + "[" * 100_000 + "]" * 100_000
+          + "}}")
+    write(repo / "value.txt", "500\n")
+    record = ar(repo, "discard", "-d", "next", "--json").json()
+    assert record["run"] == 2
+    assert not intent.exists()
+    aside = [p.name for p in intent.parent.iterdir() if p.name.startswith("intent.abandoned.")]
+    assert len(aside) == 1
