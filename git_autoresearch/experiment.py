@@ -18,7 +18,7 @@ from typing import Any
 
 from .errors import Refused
 from .faults import checkpoint
-from .git import ABSENT, Repo, join_z, said
+from .git import ABSENT, GitError, Repo, join_z, said
 from .paths import Boundaries
 
 ATTEMPTS_REF = "refs/autoresearch/{session}/attempts/{run}"
@@ -356,6 +356,10 @@ def keep(repo: Repo, bounds: Boundaries, plan: KeepPlan, *, head: str, message: 
                 commit, committed = made, True
     except Refused:
         if had_index:
+            os.replace(saved, real)
+        raise
+    except GitError:  # git failed (its index.lock was taken, say): before committing, undo
+        if had_index and repo.head() == head:
             os.replace(saved, real)
         raise
     finally:

@@ -11,6 +11,8 @@ from typing import Any
 
 import click
 
+from .. import signals
+
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
@@ -25,8 +27,12 @@ def _finite(data: Any) -> Any:
     return data
 
 
-def emit_json(data: Any) -> None:
-    """Print one JSON document (never NaN or infinity: such values become null)."""
+def emit_json(data: Any, *, interruptible: bool = True) -> None:
+    """Print one JSON document (never NaN or infinity: such values become null). A signal
+    that arrived and was not raised yet is raised first (``interruptible``), so that the
+    command's one document is the error that says so."""
+    if interruptible:
+        signals.check()
     try:
         text = json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False)
     except ValueError:  # a non-finite number from a hostile ledger: walk and replace it
