@@ -22,9 +22,26 @@ from typing import NoReturn
 _collecting = gc.isenabled()
 gc.disable()
 
+from . import signals  # noqa: E402
+
+
+def _as_program() -> bool:
+    """Whether this process is one of our programs (``git-autoresearch[-<cmd>]`` or
+    ``python -m git_autoresearch``), rather than a program that imports us (a test)."""
+    path = sys.argv[0] if sys.argv else ""
+    name = os.path.basename(path)
+    return name.startswith("git-autoresearch") or (
+        name == "__main__.py" and os.path.basename(os.path.dirname(path)) == "git_autoresearch")
+
+
+if _as_program():
+    # A signal during the imports below (about 0.1 s) is held until invoke() runs, which
+    # says so and exits 128 + N, instead of Python's traceback of an interrupted import.
+    signals.install(hold=True)
+
 import click  # noqa: E402
 
-from . import __version__, signals  # noqa: E402
+from . import __version__  # noqa: E402
 from .commands.common import CONTEXT, emit_json  # noqa: E402
 from .errors import EXIT_INTERNAL, EXIT_USAGE, AutoresearchError  # noqa: E402
 from .signals import Interrupted  # noqa: E402
@@ -90,6 +107,7 @@ def _wants_json(args: list[str]) -> bool:
 def invoke(command: click.Command, prog_name: str, args: list[str]) -> int:
     """Run ``command`` with ``args`` and return the exit code of DESIGN.md section 5."""
     try:
+        signals.release()
         returned = command.main(args=args, prog_name=prog_name, standalone_mode=False)
         code = returned if isinstance(returned, int) else 0
     except click.exceptions.Exit as exc:

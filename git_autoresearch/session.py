@@ -476,11 +476,13 @@ class Session:
         """Exit 4 when the loop should stop: a STOP sentinel (recorded as a ``stopped`` event and
         removed) or ``max_experiments`` reached."""
         if self.layout.stop.exists():
-            ledger_mod.append(self.layout.ledger, [{"type": "stopped", "timestamp": now_ms(),
-                                                    "command": command,
-                                                    "next_run": self.ledger.next_run_number}])
-            self.layout.stop.unlink()
-            self.mirror_state("stopped")
+            with signals.deferred():  # one stopped event per sentinel
+                ledger_mod.append(self.layout.ledger, [{"type": "stopped",
+                                                        "timestamp": now_ms(),
+                                                        "command": command,
+                                                        "next_run": self.ledger.next_run_number}])
+                self.layout.stop.unlink()
+                self.mirror_state("stopped")
             raise StopLoop("STOP sentinel found: the loop stops here (the sentinel was removed)"
                            + self._unrecorded_note())
         if self.limit_reached():
@@ -605,8 +607,10 @@ class Session:
         if violations:
             scope_ref = self._free_ref(f"refs/autoresearch/{self.config.session_id}/scope/"
                                        f"{number}")
-            git_revert(self.repo, self.bounds, changes, head=self.head(), ref=scope_ref,
-                       only=violations, message=f"out-of-scope changes before run {number}\n")
+            with signals.deferred():  # saved and reverted whole, or not at all
+                git_revert(self.repo, self.bounds, changes, head=self.head(), ref=scope_ref,
+                           only=violations,
+                           message=f"out-of-scope changes before run {number}\n")
             changes = survey(self.repo, load_snapshot(self.layout.untracked))
         tampered = self._tampered(changes)
         if tampered:

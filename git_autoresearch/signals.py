@@ -27,6 +27,8 @@ NAMES: dict[int, str] = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminat
 _received: int | None = None  # the first signal that arrived
 _raised = False  # whether an Interrupted was raised for it
 _depth = 0  # nesting of deferred sections
+_installed = False
+_holding = False  # deferred from install(hold=True) until release()
 
 
 class Interrupted(BaseException):
@@ -64,14 +66,29 @@ def _handler(signum: int, frame: FrameType | None) -> None:
         raise Interrupted(_received)
 
 
-def install() -> None:
+def install(*, hold: bool = False) -> None:
     """Handle SIGINT, SIGTERM and SIGHUP as described above; a signal ignored at start stays
-    ignored. Call once, at the start of the process."""
-    global _received, _raised, _depth
-    _received, _raised, _depth = None, False, 0
-    for signum in HANDLED:
-        if signal.getsignal(signum) != signal.SIG_IGN:
-            signal.signal(signum, _handler)
+    ignored. With ``hold``, signals are deferred until :func:`release` (a program's start-up:
+    its imports). Call at the start of the process; calling again changes nothing."""
+    global _installed, _holding, _depth
+    if not _installed:
+        for signum in HANDLED:
+            if signal.getsignal(signum) != signal.SIG_IGN:
+                signal.signal(signum, _handler)
+        _installed = True
+    if hold and not _holding:
+        _holding = True
+        _depth += 1
+
+
+def release() -> None:
+    """End the start-up hold of :func:`install`, raising :class:`Interrupted` for a signal that
+    arrived during it; nothing when nothing is held."""
+    global _holding, _depth
+    if _holding:
+        _holding = False
+        _depth -= 1
+        check()
 
 
 def received() -> int | None:

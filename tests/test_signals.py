@@ -56,6 +56,15 @@ def wait_for_file(path: Path, seconds: float = 20) -> None:
         time.sleep(0.02)
 
 
+def wait_for_pid(path: Path, seconds: float = 20) -> int:
+    """The pid a process writes to ``path`` as one line, once the whole line is there."""
+    deadline = time.monotonic() + seconds
+    while not (path.exists() and path.read_bytes().endswith(b"\n")):
+        assert time.monotonic() < deadline, f"{path} never got a pid"
+        time.sleep(0.02)
+    return int(path.read_text())
+
+
 def git_locks(top: Path) -> list[str]:
     return sorted(str(p.relative_to(top)) for p in (top / ".git").rglob("*.lock"))
 
@@ -82,12 +91,12 @@ def test_a_signal_just_after_the_experiment_started_ends_its_group(
     proc = launch(repo, "run", "-d", "slow", "--json",
                   env={"GIT_AUTORESEARCH_PAUSE_AT": "group:started"})
     wait_for_pause(proc, "group:started")
-    wait_for_file(slow)
+    pid = wait_for_pid(slow)
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == code, err
     error_document(out, code)
-    assert_dies(int(slow.read_text()), "the experiment of the interrupted command")
+    assert_dies(pid, "the experiment of the interrupted command")
     assert [r["run"] for r in runs(repo)] == [], "nothing was recorded"
 
 
@@ -95,14 +104,14 @@ def test_a_signal_just_after_the_experiment_started_ends_its_group(
 def test_a_signal_during_the_measurement_ends_its_group(
         repo: Path, slow: Path, sig: int, code: int) -> None:
     proc = launch(repo, "measure", "--json")
-    wait_for_file(slow)
+    pid = wait_for_pid(slow)
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == code, err
     error_document(out, code)
     said = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated", signal.SIGHUP: "hung up"}
     assert err.decode().splitlines()[-1] == f"git autoresearch: {said[sig]}"
-    assert_dies(int(slow.read_text()), "the experiment of the interrupted command")
+    assert_dies(pid, "the experiment of the interrupted command")
 
 
 @pytest.mark.parametrize("sig,code", SIGNALS)
@@ -113,12 +122,12 @@ def test_a_signal_while_a_hook_runs_ends_the_hooks_group(
     write(repo / ".auto" / "hooks" / "before.sh",
           f"#!/bin/sh\nsleep 30 &\necho $! > {pidfile}\nwait\n", 0o755)
     proc = launch(repo, "hook", "before", "--json")
-    wait_for_file(pidfile)
+    pid = wait_for_pid(pidfile)
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == code, err
     error_document(out, code)
-    assert_dies(int(pidfile.read_text()), "the hook of the interrupted command")
+    assert_dies(pid, "the hook of the interrupted command")
 
 
 REFERENCE_HOOK = """#!/bin/sh
@@ -328,3 +337,25 @@ def test_doctor_names_stale_git_locks(experiment: Path, ar) -> None:
     for rel in planted:
         (top / rel).unlink()
     assert ar(top, "doctor").out == "no problems found\n"
+
+
+def test_a_closed_terminal_ends_the_run_and_its_experiment(repo: Path, slow: Path) -> None:
+    import fcntl
+    import pty
+    import termios
+
+    master, slave = pty.openpty()
+
+    def controlling_terminal() -> None:
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    proc = subprocess.Popen([*TOOL, "run", "-d", "on a terminal"], cwd=repo, stdin=slave,
+                            stdout=slave, stderr=slave, preexec_fn=controlling_terminal)
+    os.close(slave)
+    pid = wait_for_pid(slow)
+    time.sleep(1.2)  # the live progress line is on the terminal by now
+    os.close(master)  # the terminal hangs up: SIGHUP, and every later write fails
+    assert proc.wait(timeout=30) == 129
+    assert_dies(pid, "the experiment of a run whose terminal closed")
+    assert runs(repo) == []

@@ -53,17 +53,24 @@ def _progress() -> Callable[[float, str], None] | None:
     width = shutil.get_terminal_size((80, 20)).columns
 
     def show(elapsed: float, line: str) -> None:
-        text = f"[{elapsed:5.0f}s] {line}"[: width - 1]
-        sys.stderr.write("\r\x1b[K" + text)
-        sys.stderr.flush()
+        _to_terminal("\r\x1b[K" + f"[{elapsed:5.0f}s] {line}"[: width - 1])
 
     return show
 
 
 def _clear_progress() -> None:
     if sys.stderr.isatty():
-        sys.stderr.write("\r\x1b[K")
+        _to_terminal("\r\x1b[K")
+
+
+def _to_terminal(text: str) -> None:
+    """Write ``text`` to stderr, a terminal; one that hung up (EIO) is no error: the command
+    is ending by its SIGHUP."""
+    try:
+        sys.stderr.write(text)
         sys.stderr.flush()
+    except OSError:
+        pass
 
 
 json_option = click.option("--json", "as_json", is_flag=True,
