@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import signals
 from .config import hook_timeout_seconds
 from .ledger import dumps
 from .measure import command_environment, process_group
@@ -143,6 +144,7 @@ def fire_one(path: Path, stage: str, payload: Mapping[str, Any], *, cwd: Path,
         deadline = started + limit
         exited_at: float | None = None
         while streams:
+            signals.check()  # one that came in a finalizer is raised here, not after the hook
             now = time.monotonic()
             if now >= deadline:
                 timed_out = proc.poll() is None

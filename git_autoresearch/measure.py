@@ -152,6 +152,7 @@ def run_shell(
                        stdin=stdin if stdin is not None else subprocess.DEVNULL,
                        stdout=stdout, stderr=subprocess.STDOUT, env=dict(env)) as proc:
         while True:
+            signals.check()  # one that came in a finalizer is raised here, not after the run
             now = time.monotonic()
             remaining = started + timeout - now
             if remaining <= 0:

@@ -199,7 +199,8 @@ def test_a_signal_inside_a_finalizer_still_ends_the_command(repo: Path, ar) -> N
         "class Finalized:\n"
         "    def __del__(self):\n"
         "        os.kill(os.getpid(), signal.SIGTERM)\n"
-        "        sum(range(1000))  # the handler runs here, inside __del__\n"
+        "        for _ in range(1000):  # the handler runs here, inside __del__\n"
+        "            pass\n"
         "command = cli._start('status')\n"
         "Finalized()\n"
         "sys.exit(cli.invoke(command, 'git autoresearch status', ['--json']))\n")
@@ -365,3 +366,28 @@ def test_a_closed_terminal_ends_the_run_and_its_experiment(repo: Path, slow: Pat
     assert proc.wait(timeout=30) == 129
     assert_dies(pid, "the experiment of a run whose terminal closed")
     assert runs(repo) == []
+
+
+def test_a_signal_that_came_in_a_finalizer_during_a_measurement_ends_it(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    script = (
+        "import os, signal, sys\n"
+        "from pathlib import Path\n"
+        "from git_autoresearch import measure, signals\n"
+        "class Finalized:\n"
+        "    def __del__(self):\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "        for _ in range(1000):  # the handler runs here, inside __del__\n"
+        "            pass\n"
+        "signals.install()\n"
+        "try:\n"
+        f"    measure.run_shell('echo $$ > {pidfile}; sleep 20; : > finished', cwd=Path('.'),\n"
+        "                      stdout=2,\n"
+        "                      timeout=60, env=os.environ, on_tick=lambda s: Finalized())\n"
+        "except signals.Interrupted as exc:\n"
+        "    sys.exit(exc.exit_code)\n")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True)
+    assert proc.returncode == 143, proc.stderr
+    assert b"Exception ignored" not in proc.stderr
+    assert_dies(wait_for_pid(pidfile), "the experiment")
+    assert not (tmp_path / "finished").exists(), "the experiment was ended, not waited for"
