@@ -2,8 +2,9 @@
 
 Each subcommand is reachable as ``git autoresearch <cmd>`` and as its own executable
 ``git-autoresearch-<cmd>``; both go through :func:`invoke`, which maps errors to the exit codes of
-DESIGN.md section 5 (0 done, 1 internal error, 2 usage, 3 refused, 4 stop) and never shows a
-traceback unless ``GIT_AUTORESEARCH_DEBUG`` is set.
+DESIGN.md section 5 (0 done, 1 internal error, 2 usage, 3 refused, 4 stop, 128 + N for signal
+N: 130 SIGINT, 143 SIGTERM, 129 SIGHUP) and never shows a traceback unless
+``GIT_AUTORESEARCH_DEBUG`` is set.
 """
 
 from __future__ import annotations
@@ -22,11 +23,29 @@ from typing import NoReturn
 _collecting = gc.isenabled()
 gc.disable()
 
+from . import signals  # noqa: E402
+
+
+def _as_program() -> bool:
+    """Whether this process is one of our programs (``git-autoresearch[-<cmd>]`` or
+    ``python -m git_autoresearch``), rather than a program that imports us (a test)."""
+    path = sys.argv[0] if sys.argv else ""
+    name = os.path.basename(path)
+    return name.startswith("git-autoresearch") or (
+        name == "__main__.py" and os.path.basename(os.path.dirname(path)) == "git_autoresearch")
+
+
+if _as_program():
+    # A signal during the imports below (about 0.1 s) is held until invoke() runs, which
+    # says so and exits 128 + N, instead of Python's traceback of an interrupted import.
+    signals.install(hold=True)
+
 import click  # noqa: E402
 
 from . import __version__  # noqa: E402
 from .commands.common import CONTEXT, emit_json  # noqa: E402
 from .errors import EXIT_INTERNAL, EXIT_REFUSED, EXIT_USAGE, AutoresearchError  # noqa: E402
+from .signals import Interrupted  # noqa: E402
 
 # Every command, in help order, and the module of git_autoresearch.commands that defines it as
 # ``<name>_cmd``. A command's module is imported only when that command is asked for.
@@ -89,29 +108,24 @@ def _wants_json(args: list[str]) -> bool:
 def invoke(command: click.Command, prog_name: str, args: list[str]) -> int:
     """Run ``command`` with ``args`` and return the exit code of DESIGN.md section 5."""
     try:
+        signals.release()
         returned = command.main(args=args, prog_name=prog_name, standalone_mode=False)
         code = returned if isinstance(returned, int) else 0
     except click.exceptions.Exit as exc:
         code = exc.exit_code
-    except (click.exceptions.Abort, KeyboardInterrupt, Terminated) as exc:
+    except (click.exceptions.Abort, KeyboardInterrupt, Interrupted) as exc:
         # click turns Ctrl-C into Abort (from the KeyboardInterrupt); a prompt's EOF too.
-        interrupted = isinstance(exc, KeyboardInterrupt) or isinstance(
-            exc.__cause__, KeyboardInterrupt)
-        if isinstance(exc, click.exceptions.Abort) and not interrupted:
+        cause = exc.__cause__ if isinstance(exc, click.exceptions.Abort) else exc
+        if not isinstance(cause, (KeyboardInterrupt, Interrupted)):
             click.echo("aborted", err=True)
             return _flushed(130)
-        code = 143 if isinstance(exc, Terminated) else 130
-        what = "interrupted" if code == 130 else "terminated"
-        if _wants_json(args):
-            emit_json({"error": f"{what}; a keep or revert it had begun is finished by the "
-                                f"next command",
-                       "exit_code": code})
-        click.echo(f"{prog_name}: {what}", err=True)
+        code = _report_signal(cause.signum if isinstance(cause, Interrupted)
+                              else signal.SIGINT, prog_name, args)
     except click.ClickException as exc:
         code = EXIT_USAGE if isinstance(exc, click.UsageError) else exc.exit_code
         message = " ".join(exc.format_message().split())
         if _wants_json(args):
-            emit_json({"error": message, "exit_code": code})
+            emit_json({"error": message, "exit_code": code}, interruptible=False)
         hint = ""
         if isinstance(exc, click.UsageError) and exc.ctx is not None:
             hint = f" (see {exc.ctx.command_path} -h)"
@@ -119,7 +133,7 @@ def invoke(command: click.Command, prog_name: str, args: list[str]) -> int:
     except AutoresearchError as exc:
         code = exc.exit_code
         if _wants_json(args):
-            emit_json({"error": exc.message, "exit_code": code})
+            emit_json({"error": exc.message, "exit_code": code}, interruptible=False)
         click.echo(f"{prog_name}: {exc.message}", err=True)
         if exc.detail:
             click.echo(exc.detail, err=True)
@@ -131,36 +145,55 @@ def invoke(command: click.Command, prog_name: str, args: list[str]) -> int:
             code = EXIT_REFUSED
             message = f"cannot write {exc.filename or 'a file'}: {exc.strerror}"
             if _wants_json(args):
-                emit_json({"error": message, "exit_code": code})
+                emit_json({"error": message, "exit_code": code}, interruptible=False)
             click.echo(f"{prog_name}: {message}", err=True)
             return _flushed(code)
         code = EXIT_INTERNAL
         click.echo(f"{prog_name}: internal error: {exc.__class__.__name__}: {exc} "
                    "(set GIT_AUTORESEARCH_DEBUG=1 for the traceback)", err=True)
+    arrived = signals.received()
+    if arrived is not None and code != 128 + arrived:
+        # A signal that came too late to be raised (while the output was written, or in a
+        # finalizer) still ends the command as that signal: the caller asked it to stop.
+        code = _report_signal(arrived, prog_name, args, document=False)
     return _flushed(code)
 
 
 _STORAGE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}
 
 
-def _flushed(code: int) -> int:
-    sys.stdout.flush()
+def _report_signal(signum: int, prog_name: str, args: list[str], *, document: bool = True
+                   ) -> int:
+    """Say that signal ``signum`` ended the command (the JSON error document too, with
+    ``--json`` and ``document``); returns its exit code, 128 + ``signum``."""
+    code = 128 + signum
+    what = signals.NAMES.get(signum, f"signal {signum}")
+    try:
+        if document and _wants_json(args):
+            emit_json({"error": f"{what} ({signal.Signals(signum).name}); a run being recorded "
+                                "when it arrived was recorded, or is finished by the next "
+                                "command",
+                       "exit_code": code}, interruptible=False)
+        click.echo(f"{prog_name}: {what}", err=True)
+    except OSError:  # the terminal that hung up is gone: the exit code says it all
+        pass
     return code
 
 
-class Terminated(BaseException):
-    """SIGTERM arrived: unwind like Ctrl-C, so a running experiment's process group is ended."""
-
-
-def _on_sigterm(signum: int, frame: object) -> None:
-    raise Terminated()
+def _flushed(code: int) -> int:
+    try:
+        sys.stdout.flush()
+    except OSError:
+        pass
+    return code
 
 
 def _start(name: str | None) -> click.Command:
-    """Process set-up for an entry point: SIGTERM unwinds like Ctrl-C; the command ``name``
+    """Process set-up for an entry point: SIGINT, SIGTERM and SIGHUP handled alike
+    (:mod:`git_autoresearch.signals`); the command ``name``
     (None: the group) is loaded, and what the imports made, which lives until exit, is kept out
     of the collector's sight (gc.freeze)."""
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    signals.install()
     gc.disable()
     loaded = cli if name is None else command(name)
     gc.freeze()

@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from . import signals
 from .config import parse_toml
 from .errors import Refused
 from .git import run_git
@@ -86,9 +87,17 @@ def run_demo(directory: Path | None, *, echo: Callable[[str], None]) -> Path:
 
 def _step(args: list[str], cwd: Path, echo: Callable[[str], None]) -> str:
     echo("$ git autoresearch " + " ".join(shlex.quote(a) for a in args))
-    proc = subprocess.run(_tool(*args), cwd=cwd, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    out = proc.stdout.decode("utf-8", "replace")
+    with subprocess.Popen(_tool(*args), cwd=cwd, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL) as proc:
+        try:
+            data, _ = proc.communicate()
+        except signals.Interrupted as exc:
+            # The step ends as we do, cleanly (subprocess.run would SIGKILL it, and with it
+            # its git's lock files and its experiment's process group would stay behind).
+            proc.send_signal(exc.signum)
+            proc.communicate()
+            raise
+    out = data.decode("utf-8", "replace")
     echo(out.rstrip("\n") + "\n")
     if proc.returncode not in (0, 4) and args[0] == "start":
         raise Refused(f"the demo could not start its session (exit {proc.returncode})")

@@ -102,9 +102,27 @@ def _insert_in_order(path: Any, additions: dict[int, bytes]) -> None:
     write_atomic(path, b"\n".join(out) + b"\n")
 
 
+def _age(seconds: float) -> str:
+    """``45s``, ``12m``, ``3h`` or ``2d`` (whole units, rounded down)."""
+    for unit, size, below in (("s", 1, 120), ("m", 60, 7200), ("h", 3600, 172800)):
+        if seconds < below:
+            return f"{int(seconds // size)}{unit}"
+    return f"{int(seconds // 86400)}d"
+
+
+def _git_locks(session: Session, exam: Examination) -> None:
+    """A finding for each lock file of git's (never removed here: a git process may be
+    running and holding it)."""
+    for path, age in session.repo.lock_files():
+        exam.add(f"git's lock file {path} is {_age(age)} old: a git process is running here, "
+                 "or one was killed and left it; once no git process is running, remove it "
+                 f"(rm {path})")
+
+
 def _examine(session: Session, fix: bool) -> Examination:
     exam = Examination()
     repo = session.repo
+    _git_locks(session, exam)
     sid = session.config.session_id
     branch = session_branch(sid)
     layout = session.layout

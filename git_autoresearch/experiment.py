@@ -19,7 +19,7 @@ from typing import Any
 from .errors import Refused
 from .faults import checkpoint
 from .files import write_atomic
-from .git import ABSENT, GITLINK, Repo, join_z, said, user_locale
+from .git import ABSENT, GITLINK, GitError, Repo, join_z, said, user_locale
 from .paths import Boundaries
 
 ATTEMPTS_REF = "refs/autoresearch/{session}/attempts/{run}"
@@ -409,6 +409,10 @@ def keep(repo: Repo, bounds: Boundaries, plan: KeepPlan, *, head: str, message: 
                 commit, committed = made, True
     except Refused:
         if had_index:
+            os.replace(saved, real)
+        raise
+    except GitError:  # git failed (its index.lock was taken, say): before committing, undo
+        if had_index and repo.head() == head:
             os.replace(saved, real)
         raise
     finally:

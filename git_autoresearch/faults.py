@@ -1,4 +1,4 @@
-"""A test-only way to kill the tool at a named step of a keep or a revert.
+"""Test-only ways to interrupt the tool at a named step of a keep, a revert or a child process.
 
 When ``$GIT_AUTORESEARCH_DIE_AT`` names a step, the process sends itself SIGKILL there: no
 cleanup handler runs, exactly as when the machine or the agent kills us. ``<step>@TERM`` sends
@@ -15,14 +15,27 @@ start:  ``start:after-intent`` (start intent written, nothing else), ``start:aft
         (session branch checked out), ``start:after-config``, ``start:after-ledger`` (header
         written; notes, snapshot and state ref not yet), ``start:before-baseline`` (session
         complete, baseline not measured)
+
+Two more seams let a test act at a step without killing: ``$GIT_AUTORESEARCH_CREATE_AT`` names a
+step where the file ``$GIT_AUTORESEARCH_CREATE_FILE`` is created (as another git process taking
+``index.lock`` would), and ``$GIT_AUTORESEARCH_PAUSE_AT`` names a step where the process says
+``paused at <step>`` on stderr and waits (at most 10 s, less once a signal has arrived), so that a
+test can send a signal at exactly that point. Besides the steps above, ``group:started`` is the
+moment after an experiment's or a hook's process group was started.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import sys
+import time
 
 DIE_VARIABLE = "GIT_AUTORESEARCH_DIE_AT"
+CREATE_VARIABLE = "GIT_AUTORESEARCH_CREATE_AT"
+CREATE_FILE_VARIABLE = "GIT_AUTORESEARCH_CREATE_FILE"
+PAUSE_VARIABLE = "GIT_AUTORESEARCH_PAUSE_AT"
+PAUSE_SECONDS = 10.0
 STEPS = (
     "keep:saving-index",
     "keep:staging",
@@ -42,10 +55,21 @@ STEPS = (
 
 
 def checkpoint(step: str) -> None:
-    """Die with SIGKILL when ``$GIT_AUTORESEARCH_DIE_AT`` is ``step`` (SIGTERM when it is
-    ``step@TERM``); otherwise nothing."""
+    """Act at ``step`` as the variables above ask: die with SIGKILL (SIGTERM when the die
+    variable is ``step@TERM``), create a file, or pause; otherwise nothing."""
     wanted = os.environ.get(DIE_VARIABLE)
     if wanted == step:
         os.kill(os.getpid(), signal.SIGKILL)
     elif wanted == f"{step}@TERM":
         os.kill(os.getpid(), signal.SIGTERM)
+    if os.environ.get(CREATE_VARIABLE) == step:
+        with open(os.environ[CREATE_FILE_VARIABLE], "x"):
+            pass
+    if os.environ.get(PAUSE_VARIABLE) == step:
+        from . import signals
+
+        sys.stderr.write(f"paused at {step}\n")
+        sys.stderr.flush()
+        deadline = time.monotonic() + PAUSE_SECONDS
+        while time.monotonic() < deadline and signals.received() is None:
+            time.sleep(0.01)

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import signals
 from .errors import AutoresearchError, Refused
 
 # Variables that tell git which repository, index or pathspec rules to use. When we are started from
@@ -122,12 +124,15 @@ def run_git(
 
     ``env`` adds variables on top of the cleaned environment. Raises :class:`GitError` on a
     non-zero exit unless ``allow_non_zero``, and :class:`Refused` when git is not installed.
+    A signal that arrives meanwhile waits until git is done (:func:`signals.deferred`): git
+    killed half-way would leave its ``*.lock`` files behind.
     """
     argv = ["git", "--literal-pathspecs", *args]
     try:
-        proc = subprocess.run(argv, cwd=cwd, input=input, capture_output=True,
-                              env=_environment(env),
-                              stdin=subprocess.DEVNULL if input is None else None)
+        with signals.deferred():
+            proc = subprocess.run(argv, cwd=cwd, input=input, capture_output=True,
+                                  env=_environment(env),
+                                  stdin=subprocess.DEVNULL if input is None else None)
     except FileNotFoundError:
         raise Refused("git is not installed or not on PATH") from None
     if proc.returncode != 0 and not allow_non_zero:
@@ -540,7 +545,12 @@ class Repo:
     def make_tree(self, entries: Iterable[tuple[str, str, str]]) -> str:
         """Write the tree of ``entries`` ((mode such as ``100644``, blob id, path with ``/``
         separators)) and the trees of its folders, all through one interactive
-        ``git mktree --batch``; returns the top tree's id. Raises :class:`GitError`."""
+        ``git mktree --batch``; returns the top tree's id. Raises :class:`GitError`. A signal
+        waits until git is done, as in :func:`run_git`."""
+        with signals.deferred():
+            return self._make_tree(entries)
+
+    def _make_tree(self, entries: Iterable[tuple[str, str, str]]) -> str:
         folders: dict[str, list[str]] = {"": []}  # folder -> its blob lines
         children: dict[str, set[str]] = {}  # folder -> its subfolders
         for mode, oid, path in entries:
@@ -669,3 +679,33 @@ class Repo:
         if res.returncode == 0:
             return None
         return "git has no committer identity: set user.name and user.email (git config)"
+
+    # --- git's own lock files ---------------------------------------------------------------
+
+    def recording_locks(self, branch: str) -> list[Path]:
+        """The lock files of what a keep or a revert changes that exist now: the index's, HEAD's
+        and branch ``branch``'s (``refs/heads/<branch>.lock``). git creates each while it
+        changes that file and removes it when done; one that stays was left by a git process
+        that was killed (or is one that is still running)."""
+        wanted = [self.git_dir / "index.lock", self.git_dir / "HEAD.lock",
+                  self.common_dir / "refs" / "heads" / f"{branch}.lock"]
+        return [path for path in wanted if path.is_file()]
+
+    def lock_files(self) -> list[tuple[Path, float]]:
+        """Every git lock file in the git directories, with its age in seconds: ``*.lock``
+        files at their top (``index.lock``, ``HEAD.lock``, ``packed-refs.lock``,
+        ``config.lock``, ...), under ``refs/``, and those of linked worktrees
+        (``worktrees/<name>/*.lock``); sorted by path."""
+        found: set[Path] = set()
+        for folder in {self.git_dir, self.common_dir}:
+            found.update(folder.glob("*.lock"))
+            found.update(folder.glob("worktrees/*/*.lock"))
+            found.update(folder.glob("refs/**/*.lock"))
+        now = time.time()
+        out = []
+        for path in sorted(found, key=str):
+            try:
+                out.append((path, max(0.0, now - path.lstat().st_mtime)))
+            except FileNotFoundError:  # git finished meanwhile
+                continue
+        return out

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import select
-import signal
 import subprocess
 import time
 from collections.abc import Mapping
@@ -19,9 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import signals
 from .config import hook_timeout_seconds
 from .ledger import dumps
-from .measure import command_environment, end_group
+from .measure import command_environment, process_group
 
 STEER_LIMIT = 8 * 1024
 STDERR_LIMIT = 4 * 1024
@@ -117,60 +117,55 @@ def fire_one(path: Path, stage: str, payload: Mapping[str, Any], *, cwd: Path,
     """Run one hook with ``payload`` as one JSON line on stdin, in its own process group.
 
     Waits at most ``timeout`` seconds (default ``$GIT_AUTORESEARCH_HOOK_TIMEOUT``, 30), then
-    ends the whole group.
+    ends the whole group (:func:`measure.process_group`), as it does when a signal ends us.
     A background process that keeps the hook's stdout open does not make us wait past the
     moment the hook itself exits (plus a short drain).
     """
     limit = hook_timeout_seconds() if timeout is None else timeout
     started = time.monotonic()
-    proc = subprocess.Popen([str(path)], cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=command_environment(),
-                            start_new_session=True)
-    assert proc.stdin and proc.stdout and proc.stderr
-    try:
-        proc.stdin.write(dumps(payload).encode("utf-8") + b"\n")
-    except BrokenPipeError:
-        pass
-    try:
-        proc.stdin.close()
-    except BrokenPipeError:
-        pass
     out = bytearray()
     err = bytearray()
     total = 0
-    streams = {proc.stdout.fileno(): "out", proc.stderr.fileno(): "err"}
-    deadline = started + limit
-    exited_at: float | None = None
     timed_out = False
-    while streams:
-        now = time.monotonic()
-        if now >= deadline:
-            timed_out = proc.poll() is None
-            break
-        if exited_at is None and proc.poll() is not None:
-            exited_at = now
-        if exited_at is not None and now - exited_at > 0.5:
-            break
-        ready, _, _ = select.select(list(streams), [], [], min(0.1, deadline - now))
-        for fd in ready:
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                del streams[fd]
-                continue
-            if streams[fd] == "out":
-                total += len(chunk)
-                if len(out) <= STEER_LIMIT:
-                    out.extend(chunk[:STEER_LIMIT + 1 - len(out)])
-            elif len(err) < STDERR_LIMIT:
-                err.extend(chunk[:STDERR_LIMIT - len(err)])
-    end_group(proc, grace=0.5)
-    try:
-        code = proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL ignored only by D-state
-        proc.send_signal(signal.SIGKILL)
-        code = proc.wait()
-    proc.stdout.close()
-    proc.stderr.close()
+    # The group is ended when the block exits: after the hook, on timeout, or on a signal.
+    with process_group([str(path)], grace=0.5, cwd=cwd, stdin=subprocess.PIPE,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       env=command_environment()) as proc:
+        assert proc.stdin and proc.stdout and proc.stderr
+        try:
+            proc.stdin.write(dumps(payload).encode("utf-8") + b"\n")
+        except BrokenPipeError:
+            pass
+        try:
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        streams = {proc.stdout.fileno(): "out", proc.stderr.fileno(): "err"}
+        deadline = started + limit
+        exited_at: float | None = None
+        while streams:
+            signals.check()  # one that came in a finalizer is raised here, not after the hook
+            now = time.monotonic()
+            if now >= deadline:
+                timed_out = proc.poll() is None
+                break
+            if exited_at is None and proc.poll() is not None:
+                exited_at = now
+            if exited_at is not None and now - exited_at > 0.5:
+                break
+            ready, _, _ = select.select(list(streams), [], [], min(0.1, deadline - now))
+            for fd in ready:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    del streams[fd]
+                    continue
+                if streams[fd] == "out":
+                    total += len(chunk)
+                    if len(out) <= STEER_LIMIT:
+                        out.extend(chunk[:STEER_LIMIT + 1 - len(out)])
+                elif len(err) < STDERR_LIMIT:
+                    err.extend(chunk[:STDERR_LIMIT - len(err)])
+    code = proc.returncode
     duration_ms = int((time.monotonic() - started) * 1000)
     steer, truncated = cut(bytes(out))
     if truncated:

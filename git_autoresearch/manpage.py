@@ -23,12 +23,14 @@ EXIT_STATUS = [  # the README's table of exit codes
     ("2", "Usage error: a bad option or value, an unknown run number."),
     ("3", "Refused: not a git repository, no session, an edited configuration, a merge or "
           "rebase in progress, HEAD not on the session branch, the lock held too long by "
-          "another command, a dirty tree at start, a baseline that failed, doctor finding "
-          "problems it did not fix, a missing optional dependency."),
+          "another command, a lock file of git's (index.lock, HEAD.lock, the session branch's) "
+          "in the way, a dirty tree at start, a baseline that failed, doctor finding problems "
+          "it did not fix, a missing optional dependency."),
     ("4", "The loop should stop: .auto/STOP found, or max_experiments reached."),
-    ("130, 143", "Interrupted (Ctrl-C) or terminated (SIGTERM); the experiment's processes are "
-                 "ended, and a keep or revert the command had begun is finished by the next "
-                 "command."),
+    ("129, 130, 143", "Hung up (SIGHUP: the terminal or ssh session closed), interrupted "
+                      "(SIGINT, Ctrl-C) or terminated (SIGTERM): 128 + the signal's number. The "
+                      "experiment's and hooks' processes are ended; git is never killed half-way; "
+                      "a run being recorded when the signal came is recorded first."),
 ]
 
 

@@ -13,12 +13,15 @@ import re
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import signals
 from .config import Config
+from .faults import checkpoint
 from .ledger import median
 
 KILL_GRACE_SECONDS = 2.0
@@ -99,6 +102,35 @@ def end_group(proc: subprocess.Popen[bytes], grace: float = KILL_GRACE_SECONDS) 
             time.sleep(0.02)
 
 
+@contextmanager
+def process_group(argv: Sequence[str], *, grace: float = KILL_GRACE_SECONDS,
+                  **options: Any) -> Iterator[subprocess.Popen[bytes]]:
+    """Start ``argv`` (``subprocess.Popen`` with ``options``) as the leader of a new session and
+    process group, and end the whole group (:func:`end_group` with ``grace`` seconds) when the
+    block exits, however it exits: normally, by an exception, or by a signal
+    (:class:`signals.Interrupted`). The cleanup is in place before the child exists: a signal
+    that arrives while it starts is raised once ``Popen`` has returned, and one that arrives
+    while the group is being ended waits until it has ended. Afterwards the leader is reaped
+    (``returncode`` is set) and its pipes are closed."""
+    proc: subprocess.Popen[bytes] | None = None
+    try:
+        with signals.deferred():
+            proc = subprocess.Popen(list(argv), start_new_session=True, **options)
+        checkpoint("group:started")
+        yield proc
+    finally:
+        if proc is not None:
+            with signals.deferred():
+                end_group(proc, grace)
+                proc.wait()
+                for stream in (proc.stdin, proc.stdout, proc.stderr):
+                    try:
+                        if stream is not None:
+                            stream.close()
+                    except OSError:
+                        pass
+
+
 def run_shell(
     command: str,
     *,
@@ -109,27 +141,21 @@ def run_shell(
     stdin: int | None = None,
     on_tick: Callable[[float], None] | None = None,
 ) -> Outcome:
-    """Run ``command`` through :func:`shell` in a new process group.
+    """Run ``command`` through :func:`shell` in a new process group (:func:`process_group`).
 
     ``stdout`` is a file descriptor that receives stdout and stderr. After ``timeout`` seconds
     the group is ended (:func:`end_group`); members still running when the command itself exits
-    are ended too, so no experiment leaves processes behind. ``on_tick`` is called about once a
-    second with the elapsed seconds.
+    are ended too, and so is the group of a command interrupted by a signal, so no experiment
+    leaves processes behind. ``on_tick`` is called about once a second with the elapsed seconds.
     """
     started = time.monotonic()
-    proc = subprocess.Popen(
-        [shell(), "-c", command],
-        cwd=cwd,
-        stdin=stdin if stdin is not None else subprocess.DEVNULL,
-        stdout=stdout,
-        stderr=subprocess.STDOUT,
-        env=dict(env),
-        start_new_session=True,
-    )
     timed_out = False
     next_tick = started + 1.0
-    try:
+    with process_group([shell(), "-c", command], cwd=cwd,
+                       stdin=stdin if stdin is not None else subprocess.DEVNULL,
+                       stdout=stdout, stderr=subprocess.STDOUT, env=dict(env)) as proc:
         while True:
+            signals.check()  # one that came in a finalizer is raised here, not after the run
             now = time.monotonic()
             remaining = started + timeout - now
             if remaining <= 0:
@@ -142,12 +168,7 @@ def run_shell(
                 if on_tick and time.monotonic() >= next_tick:
                     on_tick(time.monotonic() - started)
                     next_tick += 1.0
-    except BaseException:
-        end_group(proc)  # interrupted (Ctrl-C, SIGTERM): the command must not outlive us
-        proc.wait()
-        raise
-    end_group(proc)
-    code = proc.wait()
+    code = proc.returncode
     return Outcome(code, timed_out, round(time.monotonic() - started, 3))
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import ledger as ledger_mod
+from . import signals
 from .config import (
     SESSION_ID_RE,
     Config,
@@ -27,7 +28,7 @@ from .config import (
     lock_wait_seconds,
     parse_toml,
 )
-from .errors import Refused, StopLoop, UsageError
+from .errors import AutoresearchError, Refused, StopLoop, UsageError
 from .experiment import (
     Changes,
     attempt_ref,
@@ -54,7 +55,7 @@ from .experiment import (
 )
 from .faults import checkpoint
 from .files import WriteFailed, check_writable, whole_index, write_atomic
-from .git import GitError, Repo
+from .git import GitError, Repo, said
 from .ledger import Ledger, Run, Segment
 from .lock import SessionLock
 from .measure import Measurement, Progress, command_environment
@@ -70,6 +71,8 @@ VERSION = 1
 # Keeps commit through plumbing and reverts write only refs, so nothing of git's own runs its
 # automatic maintenance during a session: every this many runs, we run it as git commit would.
 MAINTENANCE_EVERY = 10
+# How long a recording command waits for a lock file of git's to go before refusing.
+GIT_LOCK_WAIT_SECONDS = 1.0
 
 PROMPT_TEMPLATE = """# Autoresearch session: {goal}
 
@@ -422,12 +425,40 @@ class Session:
         if op:
             raise Refused(f"a {op} is in progress; finish or abort it first")
 
+    def check_git_locks(self) -> None:
+        """Refuse while git's lock file of the index, HEAD or the session branch exists (a file
+        check, before anything changes). A lock that goes within
+        :data:`GIT_LOCK_WAIT_SECONDS` was a git process at work (``git status`` refreshing the
+        index, a concurrent command); one that stays was left behind, or is held by a git
+        process that is still running (``git commit`` waiting for its editor)."""
+        branch = session_branch(self.config.session_id)
+        deadline = time.monotonic() + GIT_LOCK_WAIT_SECONDS
+        while True:
+            locks = self.repo.recording_locks(branch)
+            if not locks or time.monotonic() >= deadline:
+                break
+            time.sleep(0.02)
+        if not locks:
+            return
+        lock = locks[0]
+        intent = self.interrupted()
+        if intent is not None:
+            raise Refused(f"git's lock file {lock} exists, so the interrupted "
+                          f"{intent.get('op')} of run {intent.get('run')} cannot be finished: "
+                          "another git process is running here, or one was killed and left it; "
+                          f"once no git process is running, remove it (rm {lock}); git "
+                          "autoresearch resume then finishes the run")
+        raise Refused(f"git's lock file {lock} exists: another git process is running here, or "
+                      "one was killed and left it; once no git process is running, remove it "
+                      f"(rm {lock}) and run the command again")
+
     @contextmanager
     def lock(self, what: str, *, recover: bool = True) -> Iterator[None]:
         """Hold the session lock. Once it is held, the ledger and HEAD are read again if another
         command recorded a run while this one waited (HEAD moving under us otherwise is caught
-        by the compare-and-swap of the keep commit), and (with ``recover``) an interrupted keep
-        or revert is finished first."""
+        by the compare-and-swap of the keep commit), and (with ``recover``, for the commands
+        that record) git's lock files are checked (:meth:`check_git_locks`) and an interrupted
+        keep or revert is finished first."""
         with SessionLock(self.repo.scratch, what):
             if self.seen_version is None or self.version() != self.seen_version:
                 # Another command recorded a run meanwhile: HEAD may have moved too.
@@ -437,7 +468,9 @@ class Session:
             if self.ledger.config_header is not None:
                 self.check_config()
             if recover:
-                self.recovered = self.recover()
+                self.check_git_locks()
+                with signals.deferred():
+                    self.recovered = self.recover()
             yield
 
     def reload(self) -> None:
@@ -476,11 +509,13 @@ class Session:
         """Exit 4 when the loop should stop: a STOP sentinel (recorded as a ``stopped`` event and
         removed) or ``max_experiments`` reached."""
         if self.layout.stop.exists():
-            ledger_mod.append(self.layout.ledger, [{"type": "stopped", "timestamp": now_ms(),
-                                                    "command": command,
-                                                    "next_run": self.ledger.next_run_number}])
-            self.layout.stop.unlink()
-            self.mirror_state("stopped")
+            with signals.deferred():  # one stopped event per sentinel
+                ledger_mod.append(self.layout.ledger, [{"type": "stopped",
+                                                        "timestamp": now_ms(),
+                                                        "command": command,
+                                                        "next_run": self.ledger.next_run_number}])
+                self.layout.stop.unlink()
+                self.mirror_state("stopped")
             raise StopLoop("STOP sentinel found: the loop stops here (the sentinel was removed)"
                            + self._unrecorded_note())
         if self.limit_reached():
@@ -607,9 +642,10 @@ class Session:
         if violations:
             scope_ref = self._free_ref(f"refs/autoresearch/{self.config.session_id}/scope/"
                                        f"{number}")
-            git_revert(self.repo, self.bounds, changes, head=self.head(), ref=scope_ref,
-                       only=violations, message=f"changes outside the scope or to readonly "
-                                                f"paths before run {number}\n")
+            with signals.deferred():  # saved and reverted whole, or not at all
+                git_revert(self.repo, self.bounds, changes, head=self.head(), ref=scope_ref,
+                           only=violations, message=f"changes outside the scope or to "
+                                                    f"readonly paths before run {number}\n")
         env = command_environment({
             "AUTORESEARCH_SESSION": self.config.session_id,
             "AUTORESEARCH_RUN": str(number),
@@ -755,35 +791,70 @@ class Session:
                                   "id": token, "head": head, "ref": ref, "record": draft,
                                   "untracked_after": untracked_after,
                                   "staged_preexisting": changes.staged_preexisting}
-        try:
-            if status == "keep":
-                assert metric is not None
-                self._keep(draft, intent, changes, metric, description, token)
-            else:
-                message = (f"{description.strip() or f'run {number}'}\n\n"
-                           f"Autoresearch-Status: {status}\nAutoresearch-Run: {number}\n"
-                           f"Autoresearch-Session: {self.config.session_id}\n"
-                           f"Autoresearch-Intent: {token}\n")
-                intent["created"], intent["tracked"] = revert_targets(self.bounds, changes)
-                self._write_intent(intent)
-                git_revert(self.repo, self.bounds, changes, head=head, ref=ref,
-                           message=message)
-                draft["attempt_ref"] = ref
-        except (Refused, GitError) as exc:
-            now = self.repo.head() if status == "keep" else head
-            if now is not None and now != head:
-                # Failed after the commit (the out-of-scope changes could not be set aside: a
-                # full disk): the intent record stays, and the next command finishes the run.
-                raise Refused(f"run {number} was committed as {self.repo.short(now)}, but "
-                              f"{exc.message}; git autoresearch resume (or any run, keep or "
-                              "discard) finishes recording it") from None
-            if isinstance(exc, GitError):
+        # From the intent record to the ledger line, a signal waits (about 0.1 s): the run is
+        # recorded whole, then the command ends as the signal asks. A SIGKILL is covered by the
+        # intent record and recover().
+        with signals.deferred():
+            try:
+                if status == "keep":
+                    assert metric is not None
+                    self._keep(draft, intent, changes, metric, description, token)
+                else:
+                    message = (f"{description.strip() or f'run {number}'}\n\n"
+                               f"Autoresearch-Status: {status}\nAutoresearch-Run: {number}\n"
+                               f"Autoresearch-Session: {self.config.session_id}\n"
+                               f"Autoresearch-Intent: {token}\n")
+                    intent["created"], intent["tracked"] = revert_targets(self.bounds, changes)
+                    self._write_intent(intent)
+                    git_revert(self.repo, self.bounds, changes, head=head, ref=ref,
+                               message=message)
+                    draft["attempt_ref"] = ref
+            except (Refused, GitError) as exc:
+                now = self.repo.head() if status == "keep" else head
+                committed = now is not None and now != head
+                if isinstance(exc, GitError):
+                    failed = self._git_failed(intent, exc)
+                    if failed is not exc or not committed:
+                        raise failed from None
+                if committed:
+                    # Failed after the commit (the out-of-scope changes could not be set aside:
+                    # a full disk): the intent record stays, and the next command finishes it.
+                    assert now is not None
+                    raise Refused(f"run {number} was committed as {self.repo.short(now)}, but "
+                                  f"{exc.message}; git autoresearch resume (or any run, keep or "
+                                  "discard) finishes recording it") from None
+                # Refused before anything changed (git refused the commit, or could not record
+                # the attempt): there is nothing to finish.
+                self.layout.intent.unlink(missing_ok=True)
                 raise
-            # Refused before anything changed (git refused the commit, or could not record the
-            # attempt): there is nothing to finish.
+            return self._append_record(draft, untracked_after, changes.ignored)
+
+    def _git_failed(self, intent: dict[str, Any], exc: GitError) -> AutoresearchError:
+        """What to say when git failed in the middle of a keep or revert. When nothing had
+        changed yet (HEAD where it was, no attempt recorded; a keep puts the index back), the
+        intent record goes, since there is nothing to finish; otherwise it stays, for resume.
+        When a lock file of git's is the reason, a :class:`Refused` names it and what git said;
+        otherwise ``exc`` itself."""
+        number, op = intent["run"], intent["op"]
+        untouched = (self.repo.head() == intent["head"]
+                     and not (intent["ref"] and self._ours(intent["ref"], intent)))
+        if untouched:
             self.layout.intent.unlink(missing_ok=True)
-            raise
-        return self._append_record(draft, untracked_after, changes.ignored)
+        locks = self.repo.recording_locks(session_branch(self.config.session_id))
+        if not locks:
+            return exc
+        lines = said(exc.stderr)
+        line = next((ln.strip() for ln in lines if ln.startswith(("fatal:", "error:"))),
+                    lines[-1].strip() if lines else f"exit {exc.returncode}")
+        message = (f"git could not finish the {op} of run {number}: its lock file {locks[0]} "
+                   f"exists (git said: {line}); ")
+        if untouched:
+            done = ("nothing was recorded, and the experiment is still in the work tree"
+                    if op == "keep" else "nothing was reverted or recorded")
+            return Refused(f"{message}{done}; once no git process is running, remove it (rm "
+                           f"{locks[0]}) and run the command again")
+        return Refused(f"{message}once no git process is running, remove it (rm {locks[0]}); "
+                       f"git autoresearch resume then finishes run {number}")
 
     def _keep(self, draft: dict[str, Any], intent: dict[str, Any], changes: Changes,
               metric: float, description: str, token: str) -> None:

@@ -11,6 +11,8 @@ from typing import Any
 
 import click
 
+from .. import signals
+
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
@@ -25,8 +27,12 @@ def _finite(data: Any) -> Any:
     return data
 
 
-def emit_json(data: Any) -> None:
-    """Print one JSON document (never NaN or infinity: such values become null)."""
+def emit_json(data: Any, *, interruptible: bool = True) -> None:
+    """Print one JSON document (never NaN or infinity: such values become null). A signal
+    that arrived and was not raised yet is raised first (``interruptible``), so that the
+    command's one document is the error that says so."""
+    if interruptible:
+        signals.check()
     try:
         text = json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False)
     except ValueError:  # a non-finite number from a hostile ledger: walk and replace it
@@ -47,17 +53,24 @@ def _progress() -> Callable[[float, str], None] | None:
     width = shutil.get_terminal_size((80, 20)).columns
 
     def show(elapsed: float, line: str) -> None:
-        text = f"[{elapsed:5.0f}s] {line}"[: width - 1]
-        sys.stderr.write("\r\x1b[K" + text)
-        sys.stderr.flush()
+        _to_terminal("\r\x1b[K" + f"[{elapsed:5.0f}s] {line}"[: width - 1])
 
     return show
 
 
 def _clear_progress() -> None:
     if sys.stderr.isatty():
-        sys.stderr.write("\r\x1b[K")
+        _to_terminal("\r\x1b[K")
+
+
+def _to_terminal(text: str) -> None:
+    """Write ``text`` to stderr, a terminal; one that hung up (EIO) is no error: the command
+    is ending by its SIGHUP."""
+    try:
+        sys.stderr.write(text)
         sys.stderr.flush()
+    except OSError:
+        pass
 
 
 json_option = click.option("--json", "as_json", is_flag=True,
