@@ -20,12 +20,17 @@ from .cli import command as load_command
 EXIT_STATUS = [  # the README's table of exit codes
     ("0", "Done. A run that ended in discard, crash or checks_failed is done: it was recorded."),
     ("1", "Unexpected internal error (GIT_AUTORESEARCH_DEBUG=1 shows the traceback)."),
-    ("2", "Usage error: a bad option or value, an unknown run number."),
+    ("2", "Usage error: a bad option or value, an unknown run number, an input over its "
+          "limit (description, asi, nesting, idea), a --scope/--protected/--readonly path "
+          "outside the repository or matching nothing (without --allow-missing)."),
     ("3", "Refused: not a git repository, no session, an edited configuration, a merge or "
           "rebase in progress, HEAD not on the session branch, the lock held too long by "
           "another command, a lock file of git's (index.lock, HEAD.lock, the session branch's) "
-          "in the way, a dirty tree at start, a baseline that failed, doctor finding problems "
-          "it did not fix, a missing optional dependency."),
+          "in the way, a full or read-only disk (naming the file, and the run's state when it "
+          "was already committed or reverted), a submodule with uncommitted changes or lacking "
+          "the commit HEAD records, a start that was interrupted (resume finishes it), a dirty "
+          "tree at start, a baseline that failed, doctor finding problems it did not fix, a "
+          "missing optional dependency."),
     ("4", "The loop should stop: .auto/STOP found, or max_experiments reached."),
     ("129, 130, 143", "Hung up (SIGHUP: the terminal or ssh session closed), interrupted "
                       "(SIGINT, Ctrl-C) or terminated (SIGTERM): 128 + the signal's number. The "
