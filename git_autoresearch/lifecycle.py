@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from . import ledger as ledger_mod
+from . import signals
 from .config import Config, file_hash, parse_toml, write_config
 from .errors import Refused, UsageError
 from .experiment import load_snapshot, save_snapshot, take_snapshot
@@ -231,7 +232,9 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
     except WriteFailed as exc:
         raise Refused(f"{exc.message}; nothing was changed") from None
     # Under the lock: a new segment's header must not land in the middle of a run's recording.
-    with SessionLock(repo.scratch, "start"):
+    # A signal waits until the session (or segment) is made whole (a SIGKILL is covered by the
+    # start record).
+    with SessionLock(repo.scratch, "start"), signals.deferred():
         if opts.new_segment:
             session = _new_segment_files(repo, layout, cfg, head, opts, untracked)
             if finished:

@@ -91,6 +91,22 @@ def test_kill_during_start_then_resume(repo: Path, ar, step: str) -> None:
     assert ar(repo, "status", "--json").json()["warnings"] == []
 
 
+@pytest.mark.parametrize("step", ["start:after-intent", "start:after-branch",
+                                  "start:after-config", "start:after-ledger"])
+def test_a_sigterm_during_start_lets_it_make_the_session_whole(repo: Path, ar, step: str
+                                                               ) -> None:
+    """A polite kill waits until the session is made whole: nothing is left for resume to
+    finish, and the baseline that was not measured is what the next command names."""
+    stopped = tool(repo, *start_args(), env={"GIT_AUTORESEARCH_DIE_AT": f"{step}@TERM"})
+    assert (stopped.returncode, stopped.stderr) == (143, "git autoresearch: terminated\n")
+    assert git(repo, "symbolic-ref", "--short", "HEAD") == "autoresearch/s1"
+    assert not (repo / ".git" / "autoresearch" / "start.json").exists()
+    assert git(repo, "rev-parse", "--verify", "-q", "refs/autoresearch/s1/state")
+    assert ar(repo, "resume", "--json").json()["actions"] == []
+    assert "start --new-segment" in ar(repo, "run", "-d", "too early", expect=3).err
+    assert ar(repo, "start", "--new-segment", "--json").json()["baseline"]["metric"] == 100
+
+
 @pytest.mark.parametrize("step", REVERT_STEPS)
 def test_kill_during_revert_then_resume(experiment: Path, ar, step: str) -> None:
     top = experiment
