@@ -33,6 +33,7 @@ from .session import (
     default_session_id,
     now_ms,
     session_branch,
+    uncommitted_command_files,
 )
 from .state import forget as forget_state_cache
 
@@ -210,6 +211,7 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
         _check_matches(repo, given)
     scripts = command_files(repo, cfg, head)
     bounds = Boundaries(cfg.scope, cfg.protected, cfg.readonly, scripts)
+    unsaved = uncommitted_command_files(repo, cfg, scripts)
     tracked, untracked = _dirty(repo, bounds)
     if opts.new_segment:
         known = load_snapshot(layout.untracked)
@@ -252,6 +254,10 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
                     layout.start_intent.unlink(missing_ok=True)  # nothing was made
                 raise
             checkpoint("start:before-baseline")
+    if unsaved:
+        session.warnings.append(
+            f"the configured commands run {', '.join(unsaved)}, which is not committed: an "
+            "experiment could change it unseen (only committed files are readonly): commit it")
     if opts.no_baseline:
         return session, None, None
     with session.lock("start"):

@@ -1166,20 +1166,7 @@ def script_paths(repo: Repo, command: str, head: str) -> list[str]:
     relative to the top, with ``/`` separators, in the command's order. A file the command
     names that is not committed (``test ! -e out.txt``) is not one of them, nor is a path
     outside the top."""
-    import shlex
-
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        words = command.split()
-    candidates: list[str] = []
-    for word in words:
-        if not word or word.startswith("-") or "=" in word and not word.startswith("./"):
-            continue
-        named = os.path.normpath(word if os.path.isabs(word) else repo.top / word)
-        rel = _inside(repo, named)
-        if rel:
-            candidates.append(rel)
+    candidates = named_paths(repo, command)
     found: list[str] = []
     for _ in range(8):  # symlinks to symlinks, within reason
         wanted = [p for p in dict.fromkeys(candidates) if p not in found]
@@ -1200,6 +1187,38 @@ def script_paths(repo: Repo, command: str, head: str) -> list[str]:
                 if pointed:
                     candidates.append(pointed)
     return found
+
+
+def named_paths(repo: Repo, command: str) -> list[str]:
+    """The words of a shell command that are paths inside the top (relative to it, with ``/``
+    separators, in the command's order), whether or not such a file exists."""
+    import shlex
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    found: list[str] = []
+    for word in words:
+        if not word or word.startswith("-") or "=" in word and not word.startswith("./"):
+            continue
+        rel = _inside(repo, os.path.normpath(word if os.path.isabs(word) else repo.top / word))
+        if rel:
+            found.append(rel)
+    return found
+
+
+def uncommitted_command_files(repo: Repo, cfg: Config, committed: list[str]) -> list[str]:
+    """Files of the work tree that the configured commands name but that are not among
+    ``committed`` (:func:`command_files`): nothing in HEAD can restore them, so they cannot be
+    kept readonly. Files under ``.auto/`` are left out (the session's own scripts)."""
+    found: list[str] = []
+    for command in (cfg.command, cfg.metric_command, cfg.checks_command):
+        for path in named_paths(repo, command or ""):
+            if path not in committed and not path.startswith(AUTO + "/") \
+                    and (repo.top / path).is_file():
+                found.append(path)
+    return list(dict.fromkeys(found))
 
 
 def _inside(repo: Repo, path: str) -> str | None:

@@ -293,3 +293,20 @@ def test_a_symlinked_benchmark_and_its_target_are_readonly(repo: Path, ar) -> No
     assert record["readonly_violations"] == ["link.sh", "scripts/bench.sh"]
     assert os.readlink(repo / "link.sh") == "scripts/bench.sh"
     assert (repo / "scripts" / "bench.sh").read_text() == BENCH
+
+
+def test_start_warns_when_the_benchmark_is_not_committed(repo: Path, ar) -> None:
+    """Only HEAD can restore a readonly file, so an uncommitted benchmark is said at start."""
+    write(repo / "bench2.sh", "#!/bin/sh\necho \"score: $(cat value.txt)\"\n", 0o755)
+    data = ar(repo, "start", "--goal", "g", "--session-id", "s1", "--command", "sh bench2.sh",
+              "--metric-pattern", r"score: (\S+)", "--force", "--json").json()
+    assert data["warnings"] == [
+        "the configured commands run bench2.sh, which is not committed: an experiment could "
+        "change it unseen (only committed files are readonly): commit it"]
+    assert data["baseline"]["metric"] == 100
+    git(repo, "add", "bench2.sh")
+    git(repo, "commit", "-q", "-m", "the benchmark")
+    ar(repo, "doctor")
+    write(repo / "bench2.sh", "#!/bin/sh\necho 'score: 1'\n", 0o755)
+    record = ar(repo, "run", "-d", "tampered", "--json").json()
+    assert record["readonly_violations"] == ["bench2.sh"] and record["metric"] == 100

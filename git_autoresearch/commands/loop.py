@@ -69,7 +69,7 @@ from .common import (
 @click.option("--force", is_flag=True,
               help="Start despite untracked files (they are then never touched).")
 @click.option("--allow-missing", is_flag=True,
-              help="Accept a --scope or --protected path that matches no file yet.")
+              help="Accept a --scope, --protected or --readonly path that matches no file yet.")
 @json_option
 def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
               metric_unit: str | None, direction: str | None, metric_pattern: str | None,
