@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from . import signals
 from .config import Config
@@ -102,6 +102,26 @@ def end_group(proc: subprocess.Popen[bytes], grace: float = KILL_GRACE_SECONDS) 
             time.sleep(0.02)
 
 
+def _spawn(argv: Sequence[str], options: dict[str, Any]) -> subprocess.Popen[bytes]:
+    """Start ``argv`` through plumbum (the design card's runner for the user's commands) as the
+    leader of a new session. plumbum is imported here, lazily: its import costs about 50 ms,
+    which only commands that run the user's commands pay. Its ``local.env`` is a snapshot of our
+    environment taken at its import, and it merges that under ``env``: it is emptied for the
+    call, so that only ``options["env"]`` counts (no ``GIT_DIR`` of a calling hook comes back).
+    plumbum's own ``timeout`` is not used: it ends only the direct child (plumbum issue 685);
+    :func:`process_group` ends the whole group instead."""
+    from plumbum import local
+
+    env = options.pop("env", None)
+    program = local[argv[0]][list(argv[1:])]
+    with local.env():
+        local.env.clear()
+        started = program.popen(env=dict(env if env is not None else os.environ),
+                                start_new_session=True, **options)
+    # A Popen in all but name: plumbum's wrapper hands every attribute to the Popen it made.
+    return cast("subprocess.Popen[bytes]", started)
+
+
 @contextmanager
 def process_group(argv: Sequence[str], *, grace: float = KILL_GRACE_SECONDS,
                   **options: Any) -> Iterator[subprocess.Popen[bytes]]:
@@ -115,7 +135,7 @@ def process_group(argv: Sequence[str], *, grace: float = KILL_GRACE_SECONDS,
     proc: subprocess.Popen[bytes] | None = None
     try:
         with signals.deferred():
-            proc = subprocess.Popen(list(argv), start_new_session=True, **options)
+            proc = _spawn(argv, options)
         checkpoint("group:started")
         yield proc
     finally:

@@ -187,3 +187,55 @@ def test_live_progress_line_on_a_terminal(repo: Path, ar) -> None:
     text = out.decode("utf-8", "replace")
     assert "s] warming up" in text
     assert "score = 100" in text
+
+
+PROBE = """
+import sys
+from git_autoresearch import cli
+code = cli.invoke(cli.cli, "git autoresearch", sys.argv[1:])
+sys.stderr.write("plumbum imported: %s\\n" % ("plumbum" in sys.modules))
+sys.exit(code)
+"""
+
+
+def test_user_commands_run_through_plumbum_which_hot_commands_never_import(repo: Path, ar
+                                                                          ) -> None:
+    """keep and discard are hot (and status and log are read all night): they never pay for
+    plumbum's import; measuring, which runs the user's commands through it, does."""
+    import subprocess
+    import sys
+
+    ar(repo, *start_args())
+
+    def imported(*args: str) -> bool:
+        res = subprocess.run([sys.executable, "-c", PROBE, *args], cwd=repo, capture_output=True,
+                             text=True)
+        assert res.returncode == 0, res.stderr
+        return res.stderr.strip().endswith("plumbum imported: True")
+
+    write(repo / "value.txt", "90\n")
+    assert imported("keep", "-d", "given", "--metric", "90") is False
+    write(repo / "value.txt", "80\n")
+    assert imported("discard", "-d", "no") is False
+    assert imported("status") is False
+    assert imported("log") is False
+    assert imported("measure") is True
+    assert imported("discard", "-d", "measured") is False
+
+
+def test_the_command_never_sees_the_git_variables_of_a_calling_hook(repo: Path, ar) -> None:
+    """Started from inside a git hook, we inherit GIT_DIR and GIT_INDEX_FILE pointing at the
+    caller's state; the experiment must see its own work tree (plumbum's snapshot of the
+    environment must not bring them back)."""
+    import os
+    import subprocess
+    import sys
+
+    write(repo / "bench.sh", '#!/bin/sh\necho "dir=${GIT_DIR-unset} index=${GIT_INDEX_FILE-unset}"'
+          '\necho "score: $(cat value.txt)"\n', 0o755)
+    commit_all(repo, "bench prints its git variables")
+    env = {**os.environ, "GIT_DIR": "/nonexistent/.git", "GIT_INDEX_FILE": "/nonexistent/index"}
+    res = subprocess.run([sys.executable, "-m", "git_autoresearch", *start_args()], cwd=repo,
+                         env=env, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert "dir=unset index=unset" in (repo / ".auto" / "run.log").read_text()
