@@ -168,12 +168,18 @@ def _report_signal(signum: int, prog_name: str, args: list[str], *, document: bo
     ``--json`` and ``document``); returns its exit code, 128 + ``signum``."""
     code = 128 + signum
     what = signals.NAMES.get(signum, f"signal {signum}")
+    done = signals.recorded()
+    if done:
+        # A signal waits for a run being recorded, so a non-zero exit can follow a recorded run.
+        what += " after " + ", ".join(f"run {r['run']} was recorded ({r['status']})"
+                                      for r in done)
     try:
         if document and _wants_json(args):
-            emit_json({"error": f"{what} ({signal.Signals(signum).name}); a run being recorded "
-                                "when it arrived was recorded, or is finished by the next "
-                                "command",
-                       "exit_code": code}, interruptible=False)
+            emit_json({"error": f"{what} ({signal.Signals(signum).name})" + (
+                "" if done else "; no run was recorded (a keep or revert begun before is "
+                                "finished by the next command)"),
+                       "exit_code": code, "recorded": done[-1] if done else None},
+                      interruptible=False)
         click.echo(f"{prog_name}: {what}", err=True)
     except OSError:  # the terminal that hung up is gone: the exit code says it all
         pass

@@ -942,6 +942,7 @@ class Session:
                           "writable), then git autoresearch resume (or any run, keep or "
                           "discard) finishes recording it") from None
         checkpoint("record:after-ledger")
+        signals.note_recorded(record["run"], record["status"], record.get("commit"))
         try:
             save_snapshot(self.layout.untracked,
                           take_snapshot(self.repo, untracked_after, ignored))

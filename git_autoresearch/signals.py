@@ -29,6 +29,7 @@ _raised = False  # whether an Interrupted was raised for it
 _depth = 0  # nesting of deferred sections
 _installed = False
 _holding = False  # deferred from install(hold=True) until release()
+_recorded: list[dict[str, object]] = []  # the runs this command recorded, for the exit message
 
 
 class Interrupted(BaseException):
@@ -89,6 +90,18 @@ def release() -> None:
         _holding = False
         _depth -= 1
         check()
+
+
+def note_recorded(run: int, status: str, commit: str | None) -> None:
+    """Remember that this command recorded ``run`` (its ``status`` and 7-character ``commit``):
+    a signal that ends the command afterwards says so, since a caller takes a non-zero exit for
+    "nothing was recorded"."""
+    _recorded.append({"run": run, "status": status, "commit": commit})
+
+
+def recorded() -> list[dict[str, object]]:
+    """The runs :func:`note_recorded` was told of, in order (``run``, ``status``, ``commit``)."""
+    return list(_recorded)
 
 
 def received() -> int | None:

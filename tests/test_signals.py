@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import BIN, assert_dies, git, runs, start_args, write
@@ -69,10 +70,13 @@ def git_locks(top: Path) -> list[str]:
     return sorted(str(p.relative_to(top)) for p in (top / ".git").rglob("*.lock"))
 
 
-def error_document(out: bytes, code: int) -> None:
+def error_document(out: bytes, code: int) -> dict[str, Any]:
+    """The JSON error document of a command a signal ended; ``recorded`` names the run it
+    recorded before the signal was handled (a caller takes non-zero for "not recorded")."""
     data = json.loads(out)
     assert data["exit_code"] == code
-    assert set(data) == {"error", "exit_code"}
+    assert set(data) == {"error", "exit_code", "recorded"}
+    return dict(data)
 
 
 @pytest.fixture
@@ -162,7 +166,12 @@ def test_a_signal_while_git_moves_head_lets_the_keep_finish(
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == code, err
-    error_document(out, code)
+    commit = git(repo, "rev-parse", "--short=7", "HEAD")
+    assert error_document(out, code)["recorded"] == {"run": 2, "status": "keep",
+                                                      "commit": commit}
+    said = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated", signal.SIGHUP: "hung up"}
+    assert err.decode().splitlines()[-1] == \
+        f"git autoresearch: {said[sig]} after run 2 was recorded (keep)"
     assert git_locks(repo) == []
     assert [(r["run"], r["status"]) for r in runs(repo)] == [(1, "keep"), (2, "keep")]
     assert git(repo, "rev-parse", "HEAD^") == head

@@ -116,7 +116,8 @@ def test_a_sigterm_while_the_index_is_copied_aside(repo: Path, ar) -> None:
     res = tool(repo, "keep", "-d", "terminated", "--metric", "50",
                env={"GIT_AUTORESEARCH_DIE_AT": "keep:saving-index@TERM"})
     # A SIGTERM waits for the record to be written whole, then ends the command.
-    assert (res.returncode, res.stderr) == (143, "git autoresearch: terminated\n")
+    assert (res.returncode, res.stderr) == \
+        (143, "git autoresearch: terminated after run 2 was recorded (keep)\n")
     assert sorted(p.name for p in (repo / ".git" / "autoresearch").iterdir()
                   if p.name.startswith("index") or p.name.endswith(".tmp")) == []
     assert [r["run"] for r in runs(repo)] == [1, 2]
