@@ -271,7 +271,7 @@ def refuse_dirty_submodules(repo: Repo, paths: Sequence[str], what: str) -> list
                       "of the experiment ha" + ("ve" if len(dirty) > 1 else "s") +
                       " changes not committed inside it, which git autoresearch cannot "
                       f"record; nothing was {what}: commit them inside the submodule, or undo "
-                      "them there (git -C <submodule> status shows them)")
+                      f"them there (git -C {dirty[0]} status shows them)")
     if what == "reverted" and subs:
         recorded = repo.tree_entries("HEAD", subs)
         lacking = [f"{p} ({oid[:7]})" for p, (mode, oid) in recorded.items()
@@ -279,7 +279,8 @@ def refuse_dirty_submodules(repo: Repo, paths: Sequence[str], what: str) -> list
         if lacking:
             raise Refused(f"the submodule checkout cannot go back to the commit HEAD records, "
                           f"which it does not have: {', '.join(lacking)}; nothing was "
-                          "reverted: fetch it inside the submodule (git -C <submodule> fetch)")
+                          f"reverted: fetch it inside the submodule (git -C "
+                          f"{lacking[0].split(' (')[0]} fetch)")
     return subs
 
 

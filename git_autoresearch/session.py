@@ -373,7 +373,8 @@ class Session:
                       "--new-segment (on a clean work tree: commit or restore an experiment in "
                       "progress with git first; it is not recorded); to undo the edit: chmod "
                       f"u+w {AUTO}/config.toml && git show "
-                      f"{state_ref(self.config.session_id)}:config.toml > {AUTO}/config.toml")
+                      f"{state_ref(self.config.session_id)}:config.toml > {AUTO}/config.toml "
+                      f"&& chmod 0444 {AUTO}/config.toml")
 
     def check_branch(self) -> None:
         branch = self.repo.branch_at_discovery

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 from conftest import git, ledger_lines, runs, start_args, write
@@ -298,6 +299,10 @@ def test_edited_config_is_refused_naming_the_key(repo: Path, ar) -> None:
     assert len(runs(repo)) == 1
     for reading in (["log"], ["status"], ["summary"], ["analyze"]):
         assert "was edited since the segment began" in ar(repo, *reading).err, reading
+    undo = res.err.split("to undo the edit: ", 1)[1].strip()
+    subprocess.run(["bash", "-c", undo], cwd=repo, check=True)
+    assert cfg.stat().st_mode & 0o777 == 0o444
+    assert ar(repo, "run", "-d", "after the undo", "--json").json()["run"] == 2
 
 
 def test_runs_from_subdirectory(repo: Path, ar) -> None:

@@ -322,7 +322,7 @@ def test_a_dirty_submodule_is_refused_before_anything_changes(with_submodule, ar
     assert res.err == ("git autoresearch: the submodule sub of the experiment has changes "
                        "not committed inside it, which git autoresearch cannot record; "
                        f"nothing was {'kept' if command == 'keep' else 'reverted'}: commit "
-                       "them inside the submodule, or undo them there (git -C <submodule> "
+                       "them inside the submodule, or undo them there (git -C sub "
                        "status shows them)\n")
     assert (top / "sub" / "a").read_text() == "edited inside\n"
     assert (top / "value.txt").read_text() == "50\n"
@@ -436,7 +436,7 @@ def test_a_submodule_lacking_the_recorded_commit_is_refused(with_submodule, ar,
     res = ar(top, "discard", "-d", "x", expect=3)
     assert res.err == ("git autoresearch: the submodule checkout cannot go back to the commit "
                        f"HEAD records, which it does not have: sub ({three[:7]}); nothing was "
-                       "reverted: fetch it inside the submodule (git -C <submodule> fetch)\n")
+                       "reverted: fetch it inside the submodule (git -C sub fetch)\n")
     assert git(top / "sub", "rev-parse", "HEAD") == one
     assert git(top, "rev-parse", "HEAD") == head
     assert git(top, "for-each-ref", "refs/autoresearch/s1/attempts") == ""
