@@ -110,7 +110,10 @@ class Config:
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise bad(key, "must be a list of paths")
             for item in value:
-                if item.startswith("/") or ".." in item.split("/"):
+                # A leading / anchors a glob without / at the top (/notes*); anything else
+                # that starts with / is a path outside the repository.
+                anchored_glob = "/" not in item[1:] and any(c in item for c in "*?[")
+                if item.startswith("/") and not anchored_glob or ".." in item.split("/"):
                     raise bad(key, f"'{item}' must be a path inside the repository")
                 problem = check_rule(item)
                 if problem:

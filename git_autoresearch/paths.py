@@ -6,7 +6,7 @@ A rule is a path relative to the top of the work tree, with ``/`` separators:
 - ``dir/**`` matches ``dir`` and everything below it;
 - a rule with ``*``, ``?`` or ``[`` is a glob over the whole path, where ``**`` crosses
   directories and ``*`` does not; a glob without ``/`` (``*.py``) matches at any depth, as in
-  ``.gitignore``.
+  ``.gitignore``, unless a leading ``/`` anchors it at the top (``/notes*``).
 """
 
 from __future__ import annotations
@@ -64,7 +64,12 @@ def from_directory(entry: str, prefix: str, top: Path, *, what: str) -> str:
     joined = posixpath.normpath(prefix + raw)
     if joined == ".." or joined.startswith("../"):
         raise UsageError(f"{what} {entry}: the path is outside the repository {top}")
-    return "**" if joined == "." else joined
+    if joined == ".":
+        return "**"
+    if "/" not in joined and any(c in joined for c in "*?[") and (prefix or "/" in raw):
+        # ``../notes*`` from a subdirectory names the top's notes files, not any depth's.
+        return "/" + joined
+    return joined
 
 
 def unmatched(rules: Iterable[str], top: Path, names: Iterable[str]) -> list[str]:
@@ -79,7 +84,7 @@ def unmatched(rules: Iterable[str], top: Path, names: Iterable[str]) -> list[str
             plain = plain[:-3]
         if any(c in plain for c in "*?["):
             globs.append(rule)
-        elif not os.path.lexists(top / plain):
+        elif not os.path.lexists(top / plain.lstrip("/")):
             missing.append(rule)
     if globs:
         listed = [n.rstrip("/") for n in names]
@@ -92,6 +97,8 @@ def unmatched(rules: Iterable[str], top: Path, names: Iterable[str]) -> list[str
 
 @lru_cache(maxsize=256)
 def _compile(rule: str) -> re.Pattern[str]:
+    anchored = rule.startswith("/")
+    rule = rule.lstrip("/")
     if rule.endswith("/**") and not any(c in rule[:-3] for c in "*?["):
         return re.compile(re.escape(rule[:-3]) + r"(/.*)?\Z", re.S)
     if not any(c in rule for c in "*?["):
@@ -125,7 +132,7 @@ def _compile(rule: str) -> re.Pattern[str]:
         else:
             out.append(re.escape(c))
         i += 1
-    prefix = "" if "/" in rule else r"(?:.*/)?"
+    prefix = "" if "/" in rule or anchored else r"(?:.*/)?"
     return re.compile(prefix + "".join(out) + r"(/.*)?\Z", re.S)
 
 

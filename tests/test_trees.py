@@ -454,3 +454,23 @@ def test_a_start_git_cannot_make_the_branch_for_leaves_nothing_behind(repo: Path
     assert not (repo / ".auto").exists()
     git(repo, "branch", "-q", "-m", "autoresearch", "other")
     assert ar(repo, *start_args(), "--json").json()["baseline"]["metric"] == 100
+
+
+def test_a_glob_given_from_a_subdirectory_stays_where_it_was_given(repo: Path, ar) -> None:
+    """From src/, ``--protected '../notes*'`` names the top's notes files; a pattern without
+    ``/`` would match at any depth, so it is anchored at the top (``/notes*``)."""
+    import tomllib
+
+    write(repo / "notes.txt", "user notes\n")
+    commit_all(repo, "notes")
+    ar(repo / "src", *FROM_SRC, "--protected", "../notes*", "--no-baseline")
+    cfg = tomllib.loads((repo / ".auto" / "config.toml").read_text())
+    assert cfg["protected"] == ["bench.sh", "/notes*"]
+    write(repo / "notes.txt", "edited notes\n")
+    write(repo / "src" / "notes_x.txt", "an experiment's file\n")
+    ar(repo, "discard", "-d", "x")
+    assert (repo / "notes.txt").read_text() == "edited notes\n"
+    assert not (repo / "src" / "notes_x.txt").exists()
+    res = ar(repo, "start", "--new-segment", "--protected", "/etc/notes*", "--no-baseline",
+             expect=2)
+    assert "outside the repository" in res.err
