@@ -278,6 +278,13 @@ class Session:
             session.warnings.append(invalid)
         if check_config:
             session.check_config()
+            # Reading commands list these themselves (log, status); a loop must hear of them.
+            if book.malformed:
+                first = book.malformed[0]
+                session.warnings.append(
+                    f"the ledger {layout.ledger} has {len(book.malformed)} line(s) that cannot "
+                    f"be read (line {first.line}: {first.reason}); git autoresearch resume sets "
+                    "them aside in .auto/log.rejected.jsonl")
         if on_branch:
             session.check_branch()
         return session

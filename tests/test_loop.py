@@ -524,3 +524,26 @@ def test_mean_is_rounded(repo: Path, ar) -> None:
               r"score: (\S+)", "--readonly", "c.sh", "--runs-per-experiment", "3",
               "--aggregate", "mean", "--json").json()
     assert data["baseline"]["metric"] == 0.002
+
+
+def test_a_torn_ledger_line_is_reported_by_the_loop_and_set_aside_by_resume(repo: Path,
+                                                                             ar) -> None:
+    """A line cut short (a crash mid-append) is reported with its number by the commands a loop
+    runs, not only by log and status, and the way out the warning names works."""
+    ar(repo, *start_args())
+    path = repo / ".auto" / "log.jsonl"
+    with open(path, "ab") as fh:
+        fh.write(b'{"run": 100, "trunc')
+    write(repo / "value.txt", "90\n")
+    res = ar(repo, "run", "-d", "after a torn line")
+    warning = ("warning: the ledger " + str(path) + " has 1 line(s) that "
+               "cannot be read (line 3: not JSON (JSONDecodeError)); git autoresearch resume "
+               "sets them aside in .auto/log.rejected.jsonl")
+    assert warning in res.err.splitlines()
+    assert res.out.startswith("run 2: keep")
+    write(repo / "value.txt", "80\n")
+    assert ar(repo, "run", "-d", "again", "--json").json()["warnings"] != []
+    ar(repo, "resume")
+    assert (repo / ".auto" / "log.rejected.jsonl").read_text().count('"trunc') == 1
+    write(repo / "value.txt", "70\n")
+    assert ar(repo, "run", "-d", "clean", "--json").json()["warnings"] == []

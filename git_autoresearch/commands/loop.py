@@ -284,6 +284,8 @@ def run_cmd(description: str, asi_pairs: tuple[str, ...], asi_json: str | None, 
     if decision == "crash" or decision == "checks_failed":
         _print_measurement(result, session.config.metric_name, recorded=True)
     _print_record(session, record, previous_best)
+    for note in session.warnings:
+        warn(note)
     _print_steer("after", after)
 
 
