@@ -17,6 +17,7 @@ from .files import write_atomic
 from .lifecycle import _has_our_header, _lost_lines, _set_aside_malformed, with_lost_header
 from .report import bad_trailers, read_trailers, reconcile, trailer_log
 from .session import Session, session_branch
+from .state import FILES as STATE_FILES
 from .state import forget as forget_state_cache
 from .state import read as read_state
 
@@ -280,8 +281,9 @@ def _examine(session: Session, fix: bool) -> Examination:
     state = read_state(repo, sid)
     saved = state[0] if state else None
     on_disk = layout.ledger.read_bytes() if layout.ledger.exists() else b""
-    if saved is None or saved.get("log.jsonl", b"") != on_disk or (
-            layout.config.exists() and saved.get("config.toml") != layout.config.read_bytes()):
+    behind = [name for name in STATE_FILES if (layout.auto / name).is_file()
+              and (saved or {}).get(name) != (layout.auto / name).read_bytes()]
+    if saved is None or saved.get("log.jsonl", b"") != on_disk or behind:
         finding = exam.add("the state ref does not hold the current session files"
                            if saved is not None else "there is no state ref",
                            "mirror the session files on the state ref")

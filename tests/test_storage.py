@@ -49,6 +49,7 @@ class Mounts:
     def undo(self) -> None:
         for point in reversed(self.points):
             subprocess.run(["umount", "-l", str(point)], capture_output=True)
+        self.points.clear()
 
 
 @pytest.fixture
@@ -467,3 +468,23 @@ def test_an_intent_record_too_deep_to_read_is_set_aside(repo: Path, ar) -> None:
     assert not intent.exists()
     aside = [p.name for p in intent.parent.iterdir() if p.name.startswith("intent.abandoned.")]
     assert len(aside) == 1
+
+
+def test_doctor_fix_says_why_the_state_ref_could_not_be_written(repo: Path, ar,
+                                                               mounts: Mounts) -> None:
+    ar(repo, *start_args())
+    refs = repo / ".git" / "refs" / "autoresearch" / "s1"
+    mounts.read_only(refs)
+    ar(repo, "ideas", "add", "try a cache")  # its mirror fails: the state ref is behind
+    res = ar(repo, "doctor", "--fix", expect=3)
+    lines = res.err.splitlines()
+    assert res.out == "- the state ref does not hold the current session files [not fixed: " \
+                      "see the warning below]\n"
+    assert len(lines) == 1 and lines[0].startswith(
+        "warning: the session files were not mirrored on the state ref: ")
+    data = ar(repo, "doctor", "--fix", "--json", expect=3).json()
+    assert data["warnings"] == [lines[0].removeprefix("warning: ")]
+    mounts.undo()
+    assert ar(repo, "doctor", "--fix").out == "- the state ref does not hold the current " \
+                                             "session files [fixed]\n"
+    assert ar(repo, "doctor").out == "no problems found\n"

@@ -78,15 +78,20 @@ def doctor_cmd(fix: bool, as_json: bool) -> None:
     session = Session.open(on_branch=False, check_config=False)
     found = render(examine(session, fix=fix))
     left = [f for f in found if not f["fixed"]]
+    # Why a fix did not take (the state ref could not be written: a full disk, say).
+    why = list(dict.fromkeys(session.warnings))
     if as_json:
-        emit_json({"findings": found, "fix": fix})
+        emit_json({"findings": found, "fix": fix, "warnings": why})
     else:
         if not found:
             click.echo("no problems found")
         for item in found:
-            mark = "fixed" if item["fixed"] else ("fixable with --fix" if item["fix"] else
-                                                 "needs a person")
+            mark = "fixed" if item["fixed"] else (
+                "not fixed: see the warning below" if fix and item["fix"] and why else
+                "fixable with --fix" if item["fix"] else "needs a person")
             click.echo(f"- {item['problem']} [{mark}]")
+        for message in why:
+            warn(message)
     if left:
         raise click.exceptions.Exit(EXIT_REFUSED)
 
