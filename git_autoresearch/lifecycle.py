@@ -644,6 +644,9 @@ def resume(session_id: str | None = None, cwd: str | os.PathLike[str] | None = N
     missing = missing_scripts(repo, session.config)
     if missing:
         raise Refused(f"the configuration names {', '.join(missing)}, which does not exist")
+    baseline = session.baseline_problem() or session.baseline_doubt()
+    if baseline:
+        session.warnings.append(baseline)
     if actions:
         session.mirror_state("resume: " + "; ".join(actions)[:200])
     return session, actions

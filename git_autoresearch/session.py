@@ -569,18 +569,54 @@ class Session:
         return max(self.ledger.next_run_number, self._git_runs + 1)
 
     def check_baseline(self) -> None:
-        """Refuse to measure experiments against a segment whose baseline failed."""
+        """Refuse to measure or keep experiments against a segment whose baseline failed or was
+        never measured (:meth:`baseline_problem`)."""
+        problem = self.baseline_problem()
+        if problem is not None:
+            raise Refused(problem)
+
+    def baseline_problem(self) -> str | None:
+        """Why the current segment has no baseline to compare experiments with, and the way
+        out, or None when it has one (or was started with ``--no-baseline``, so that its first
+        kept run is the baseline). The way out names how to set aside an experiment in the
+        work tree first, since ``start --new-segment`` refuses a dirty tree."""
         seg = self.segment
         if seg.kept:
-            return
+            return None
         failed = next((r for r in seg.runs if r.data.get("baseline")), None)
         if failed is not None:
             why = failed.data.get("reason") or failed.status
-            raise Refused(f"the baseline of this segment failed (run {failed.number}: {why}); "
-                          "fix the command, then run git autoresearch start --new-segment")
+            return (f"the baseline of this segment failed (run {failed.number}: {why}); fix "
+                    f"the command, then {self._new_segment_way()}")
         if (seg.header or {}).get("no_baseline") is False:
-            raise Refused("the baseline of this segment was never measured (start was "
-                          "interrupted); run git autoresearch start --new-segment")
+            return ("the baseline of this segment was never measured (start was interrupted); "
+                    f"{self._new_segment_way()}")
+        return None
+
+    def baseline_doubt(self) -> str | None:
+        """A warning when the segment wanted a baseline but its first kept run is not one (a
+        keep recorded after an interrupted start, before keep refused that), else None."""
+        seg = self.segment
+        first = seg.baseline
+        if first is None or (seg.header or {}).get("no_baseline") is not False:
+            return None
+        if any(r.data.get("baseline") for r in seg.runs):
+            return None
+        return (f"the baseline of this segment was never measured: run {first.number}, an "
+                "experiment, was kept in its place, and improvements are computed against it; "
+                f"to compare with the unmodified code, {self._new_segment_way()}")
+
+    def _new_segment_way(self) -> str:
+        """How to start a new segment from here: ``start --new-segment``, after setting aside
+        the unrecorded experiment in the work tree (which it would refuse) when there is one."""
+        changes = survey(self.repo, load_snapshot(self.layout.untracked))
+        changed = [p for p in changes.changed() if not self.bounds.is_protected(p)]
+        if not changed:
+            return "run git autoresearch start --new-segment"
+        shown = ", ".join(changed[:3]) + (" ..." if len(changed) > 3 else "")
+        return (f"set aside the experiment in the work tree ({shown}) with git autoresearch "
+                "discard -d DESCRIPTION (it is recorded and kept at an attempt ref), then run "
+                "git autoresearch start --new-segment")
 
     def _free_ref(self, base: str) -> str:
         ref, n = base, 1
@@ -771,6 +807,9 @@ class Session:
         metric = result.metric if result else None
         if status == "keep" and metric is None:
             raise Refused("a keep needs a metric: measure first or pass --metric")
+        if status == "keep" and not baseline:
+            # A kept experiment would become the baseline of a segment that wanted one measured.
+            self.check_baseline()
         draft = self._draft(number, status, description, result, asi, hooks, baseline)
         fit_record(draft)
         if measured is not None and result is not measured and measured.scope_ref:
