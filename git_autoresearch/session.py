@@ -94,6 +94,16 @@ Readonly: {readonly}
 """
 
 
+def carry_over(repo: Repo, branch: str) -> str:
+    """How to get onto ``branch`` with uncommitted changes in the work tree: ``git switch
+    --merge`` carries them over (a conflicting file is left with conflict markers to resolve),
+    or they are committed on the current branch first."""
+    current = repo.current_branch()
+    where = f"on {current}" if current else "(HEAD is detached)"
+    return (f"carry them over with git switch --merge {branch}, or commit them {where} first "
+            f"and then git switch {branch}")
+
+
 def session_branch(session_id: str) -> str:
     return BRANCH_PREFIX + session_id
 
@@ -388,9 +398,27 @@ class Session:
                                   "autoresearch start --force)")
                 raise Refused(f"the work tree is on {where}, and the session branch {wanted} "
                               "does not exist, nor is its last keep in HEAD (not fetched? "
-                              f"git fetch origin {wanted}:{wanted})")
+                              f"{self.repo.fetch_hint(wanted)})")
+            elsewhere = self.repo.worktree_of(wanted)
+            if elsewhere is not None:
+                raise Refused(f"the work tree is on {where}, and the session branch {wanted} "
+                              f"is checked out in another worktree, {elsewhere}: carry on "
+                              f"there (cd {elsewhere})")
+            tracked = self.uncommitted()
+            if tracked:
+                shown = ", ".join(tracked[:3]) + (" ..." if len(tracked) > 3 else "")
+                raise Refused(f"the work tree is on {where}, not on the session branch "
+                              f"{wanted}, and has uncommitted changes ({shown}): "
+                              f"{carry_over(self.repo, wanted)}")
             raise Refused(f"the work tree is on {where}, not on the session branch {wanted} "
                           f"(git switch {wanted})")
+
+    def uncommitted(self) -> list[str]:
+        """Tracked paths, outside the protected ones, whose work tree or index differ from
+        HEAD (the changes a ``git switch`` has to carry over), sorted."""
+        return sorted({e.path for e in self.repo.status()
+                       if not e.untracked and not e.ignored
+                       and not self.bounds.is_protected(e.path)})
 
     def branch_problem(self) -> tuple[bool, str | None]:
         """Whether the session branch exists, and what is wrong with where the work tree is
@@ -403,7 +431,7 @@ class Session:
             if self.merged_elsewhere():
                 return False, None
             return False, (f"the session branch {branch} does not exist, and its last keep is "
-                           f"not in HEAD (not fetched? git fetch origin {branch}:{branch})")
+                           f"not in HEAD (not fetched? {self.repo.fetch_hint(branch)})")
         if current is None:
             return True, f"the work tree is on a detached HEAD, not on the session branch {branch}"
         if current != branch and not self.repo.merged(branch):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -104,3 +105,98 @@ def test_a_keep_recorded_in_place_of_the_baseline_is_pointed_out(repo: Path, ar)
     assert doubt in ar(repo, "status", "--json").json()["warnings"]
     assert doubt in [f["problem"] for f in ar(repo, "doctor", "--json", expect=3).json()
                      ["findings"]]
+
+
+def test_resume_in_a_linked_worktree_names_the_worktree_that_has_the_branch(repo: Path, ar
+                                                                           ) -> None:
+    ar(repo, *start_args("--scope", "value.txt"))
+    other = repo.parent / "wt2"
+    git(repo, "worktree", "add", "-q", str(other), "main")
+    there = repo.resolve()
+    res = ar(other, "resume", "--session-id", "s1", expect=3)
+    assert res.err == ("git autoresearch: the session branch autoresearch/s1 is checked out in "
+                       f"another worktree, {there}: carry on there (cd {there} && git "
+                       "autoresearch resume); nothing was changed here\n")
+    assert not (other / ".auto").exists()
+    assert git(other, "status", "--porcelain", "--ignored") == ""
+    assert git(other, "symbolic-ref", "--short", "HEAD") == "main"
+    # The way out, followed: resume where the branch is checked out.
+    assert ar(there, "resume", "--json").json()["actions"] == []
+    # A session folder copied here by hand: run names the worktree too, not git switch.
+    shutil.copytree(repo / ".auto", other / ".auto")
+    res = ar(other, "run", "-d", "idea", expect=3)
+    assert res.err == ("git autoresearch: the work tree is on branch main, and the session "
+                       "branch autoresearch/s1 is checked out in another worktree, "
+                       f"{there}: carry on there (cd {there})\n")
+
+
+def test_a_missing_session_branch_names_the_remotes_that_exist(repo: Path, ar,
+                                                               tmp_path: Path) -> None:
+    ar(repo, *start_args("--scope", "value.txt"))
+    write(repo / "value.txt", "50\n")
+    ar(repo, "keep", "-d", "better", "--metric", "50")
+    git(repo, "clone", "-q", "--bare", str(repo), str(tmp_path / "upstream.git"))
+    git(repo, "switch", "-q", "main")
+    git(repo, "branch", "-q", "-D", "autoresearch/s1")
+    res = ar(repo, "resume", expect=3)
+    assert res.err == ("git autoresearch: the session branch autoresearch/s1 does not exist "
+                       "here (this repository has no remote to fetch it from)\n")
+    git(repo, "remote", "add", "upstream", str(tmp_path / "upstream.git"))
+    res = ar(repo, "resume", expect=3)
+    assert res.err == ("git autoresearch: the session branch autoresearch/s1 does not exist "
+                       "here (fetch it from one of the remotes (upstream): git fetch upstream "
+                       "autoresearch/s1:autoresearch/s1)\n")
+    git(repo, "fetch", "-q", "upstream", "autoresearch/s1:autoresearch/s1")  # as it says
+    assert ar(repo, "resume", "--json").json()["actions"] == ["checked out autoresearch/s1"]
+    assert (repo / "value.txt").read_text() == "50\n"
+
+
+def lines(*changed: tuple[int, str]) -> str:
+    rows = [f"line {n}" for n in range(1, 8)]
+    for n, text in changed:
+        rows[n - 1] = text
+    return "\n".join(rows) + "\n"
+
+
+def off_the_branch_with_an_experiment(repo: Path, ar) -> None:
+    """A session whose keep changed line 1 of src/data.txt; then main checked out, and line 7
+    of that file edited there: a plain git switch back refuses to overwrite it."""
+    write(repo / "src" / "data.txt", lines())
+    git(repo, "add", "src/data.txt")
+    git(repo, "commit", "-q", "-m", "data")
+    ar(repo, *start_args("--scope", "src/"))
+    write(repo / "src" / "data.txt", lines((1, "kept")))
+    ar(repo, "keep", "-d", "kept", "--metric", "90")
+    git(repo, "switch", "-q", "main")
+    write(repo / "src" / "data.txt", lines((7, "experiment")))
+    plain = subprocess.run(["git", "switch", "autoresearch/s1"], cwd=repo, capture_output=True)
+    assert plain.returncode != 0  # what the old message said to do
+
+
+def test_run_off_the_branch_with_an_experiment_names_a_switch_that_works(repo: Path, ar
+                                                                         ) -> None:
+    off_the_branch_with_an_experiment(repo, ar)
+    res = ar(repo, "run", "-d", "idea", expect=3)
+    assert res.err == ("git autoresearch: the work tree is on branch main, not on the session "
+                       "branch autoresearch/s1, and has uncommitted changes (src/data.txt): "
+                       "carry them over with git switch --merge autoresearch/s1, or commit "
+                       "them on main first and then git switch autoresearch/s1\n")
+    git(repo, "switch", "-q", "--merge", "autoresearch/s1")
+    assert (repo / "src" / "data.txt").read_text() == lines((1, "kept"), (7, "experiment"))
+    record = ar(repo, "run", "-d", "idea", "--json").json()
+    assert (record["run"], record["status"]) == (3, "discard")
+    assert git(repo, "show", "refs/autoresearch/s1/attempts/3:src/data.txt") + "\n" == \
+        lines((1, "kept"), (7, "experiment"))
+
+
+def test_resume_off_the_branch_with_an_experiment_names_a_switch_that_works(repo: Path, ar
+                                                                            ) -> None:
+    off_the_branch_with_an_experiment(repo, ar)
+    res = ar(repo, "resume", expect=3)
+    assert res.err == ("git autoresearch: cannot check out autoresearch/s1: uncommitted changes "
+                       "in src/data.txt; carry them over with git switch --merge "
+                       "autoresearch/s1, or commit them on main first and then git switch "
+                       "autoresearch/s1, then run git autoresearch resume again\n")
+    git(repo, "switch", "-q", "--merge", "autoresearch/s1")
+    assert ar(repo, "resume", "--json").json()["actions"] == []
+    assert (repo / "src" / "data.txt").read_text() == lines((1, "kept"), (7, "experiment"))
