@@ -181,8 +181,12 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
         cfg = Config.from_mapping(merged, source="configuration")
         branch = repo.current_branch()
         if branch != session_branch(cfg.session_id):
-            raise Refused(f"check out the session branch {session_branch(cfg.session_id)} "
-                          "before starting a new segment")
+            wanted = session_branch(cfg.session_id)
+            elsewhere = repo.worktree_of(wanted)
+            raise Refused(f"check out the session branch {wanted} before starting a new "
+                          "segment" + (f" (it is checked out in another worktree, {elsewhere}: "
+                                       f"start the new segment there)" if elsewhere else
+                                       f" (git switch {wanted})"))
     else:
         if interrupted:
             raise Refused(f"the start of session {interrupted['config'].get('session_id')} was "

@@ -128,6 +128,10 @@ def test_resume_in_a_linked_worktree_names_the_worktree_that_has_the_branch(repo
     assert res.err == ("git autoresearch: the work tree is on branch main, and the session "
                        "branch autoresearch/s1 is checked out in another worktree, "
                        f"{there}: carry on there (cd {there})\n")
+    res = ar(other, "start", "--new-segment", expect=3)
+    assert res.err == ("git autoresearch: check out the session branch autoresearch/s1 before "
+                       "starting a new segment (it is checked out in another worktree, "
+                       f"{there}: start the new segment there)\n")
 
 
 def test_a_missing_session_branch_names_the_remotes_that_exist(repo: Path, ar,
