@@ -33,6 +33,7 @@ from .session import (
     command_files,
     default_session_id,
     now_ms,
+    other_worktree,
     session_branch,
     uncommitted_command_files,
 )
@@ -182,10 +183,9 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
         branch = repo.current_branch()
         if branch != session_branch(cfg.session_id):
             wanted = session_branch(cfg.session_id)
-            elsewhere = repo.worktree_of(wanted)
+            elsewhere = other_worktree(repo, wanted, "start the new segment there")
             raise Refused(f"check out the session branch {wanted} before starting a new "
-                          "segment" + (f" (it is checked out in another worktree, {elsewhere}: "
-                                       f"start the new segment there)" if elsewhere else
+                          "segment" + (f" (it is {elsewhere})" if elsewhere else
                                        f" (git switch {wanted})"))
     else:
         if interrupted:
@@ -613,11 +613,9 @@ def _checked_out_elsewhere(repo: Repo, session_id: str) -> str | None:
     wanted = session_branch(session_id)
     if repo.current_branch() == wanted:
         return None
-    path = repo.worktree_of(wanted)
-    if path is None:
-        return None
-    return (f"the session branch {wanted} is checked out in another worktree, {path}: carry "
-            f"on there (cd {path} && git autoresearch resume)")
+    elsewhere = other_worktree(repo, wanted, "carry on there (cd {path} && git autoresearch "
+                               "resume)")
+    return f"the session branch {wanted} is {elsewhere}" if elsewhere else None
 
 
 def resume(session_id: str | None = None, cwd: str | os.PathLike[str] | None = None

@@ -99,9 +99,23 @@ def carry_over(repo: Repo, branch: str) -> str:
     --merge`` carries them over (a conflicting file is left with conflict markers to resolve),
     or they are committed on the current branch first."""
     current = repo.current_branch()
-    where = f"on {current}" if current else "(HEAD is detached)"
-    return (f"carry them over with git switch --merge {branch}, or commit them {where} first "
+    where = f" on {current}" if current else ""
+    return (f"carry them over with git switch --merge {branch}, or commit them{where} first "
             f"and then git switch {branch}")
+
+
+def other_worktree(repo: Repo, branch: str, there: str) -> str | None:
+    """Where ``branch`` is checked out when another worktree has it (git allows one at a
+    time): ``checked out in another worktree, <path>: <there>`` (``there`` says what to do in
+    it; ``{path}`` in it stands for the path), or, when that worktree's folder is gone, how
+    to free the branch; None when no other worktree has it."""
+    path = repo.worktree_of(branch)
+    if path is None:
+        return None
+    if not path.exists():
+        return (f"checked out in a worktree whose folder is gone, {path}: free the branch "
+                "with git worktree prune")
+    return f"checked out in another worktree, {path}: {there.format(path=path)}"
 
 
 def session_branch(session_id: str) -> str:
@@ -399,11 +413,10 @@ class Session:
                 raise Refused(f"the work tree is on {where}, and the session branch {wanted} "
                               "does not exist, nor is its last keep in HEAD (not fetched? "
                               f"{self.repo.fetch_hint(wanted)})")
-            elsewhere = self.repo.worktree_of(wanted)
+            elsewhere = other_worktree(self.repo, wanted, "carry on there (cd {path})")
             if elsewhere is not None:
                 raise Refused(f"the work tree is on {where}, and the session branch {wanted} "
-                              f"is checked out in another worktree, {elsewhere}: carry on "
-                              f"there (cd {elsewhere})")
+                              f"is {elsewhere}")
             tracked = self.uncommitted()
             if tracked:
                 shown = ", ".join(tracked[:3]) + (" ..." if len(tracked) > 3 else "")

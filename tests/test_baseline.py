@@ -204,3 +204,19 @@ def test_resume_off_the_branch_with_an_experiment_names_a_switch_that_works(repo
     git(repo, "switch", "-q", "--merge", "autoresearch/s1")
     assert ar(repo, "resume", "--json").json()["actions"] == []
     assert (repo / "src" / "data.txt").read_text() == lines((1, "kept"), (7, "experiment"))
+
+
+def test_a_worktree_whose_folder_is_gone_is_named_with_how_to_free_the_branch(
+        repo: Path, ar, tmp_path: Path) -> None:
+    ar(repo, *start_args("--scope", "value.txt"))
+    other = tmp_path / "wt2"
+    git(repo, "switch", "-q", "main")
+    git(repo, "worktree", "add", "-q", str(other), "autoresearch/s1")
+    gone = other.resolve()
+    shutil.rmtree(other)
+    res = ar(repo, "resume", expect=3)
+    assert res.err == ("git autoresearch: the session branch autoresearch/s1 is checked out in "
+                       f"a worktree whose folder is gone, {gone}: free the branch with git "
+                       "worktree prune; nothing was changed here\n")
+    git(repo, "worktree", "prune")  # as it says
+    assert ar(repo, "resume", "--json").json()["actions"] == ["checked out autoresearch/s1"]
