@@ -192,6 +192,9 @@ def _examine(session: Session, fix: bool) -> Examination:
     exists, problem = session.branch_problem()
     if problem:
         exam.add(problem)
+    baseline = session.baseline_problem() or session.baseline_doubt()
+    if baseline:
+        exam.add(baseline)
 
     base = (book.segments[0].header or {}).get("base_commit")
     log = trailer_log(repo, branch, base) if exists else []

@@ -320,6 +320,38 @@ class Repo:
         return self.run("merge-base", "--is-ancestor", rev, "HEAD",
                         allow_non_zero=True).returncode == 0
 
+    def worktree_of(self, branch: str) -> Path | None:
+        """The path of another worktree of this repository that has ``branch`` (a short name,
+        ``autoresearch/<id>``) checked out, or None (``git worktree list --porcelain -z``:
+        records of ``key value`` fields, ended by an empty field)."""
+        res = self.run("worktree", "list", "--porcelain", "-z", allow_non_zero=True)
+        if res.returncode != 0:
+            return None
+        path: str | None = None
+        for field in split_z(res.stdout):
+            key, _, value = field.partition(" ")
+            if key == "worktree":
+                path = value
+            elif key == "branch" and value == f"refs/heads/{branch}" and path is not None \
+                    and Path(path).resolve() != self.top.resolve():
+                return Path(path)
+        return None
+
+    def remotes(self) -> list[str]:
+        """The names of the configured remotes (``git remote``: one name a line), sorted."""
+        return sorted(self.run("remote").text.split())
+
+    def fetch_hint(self, branch: str) -> str:
+        """How to bring ``branch`` here from a remote: ``git fetch origin B:B`` when a remote
+        named origin exists, else the remotes that do, else that there is none."""
+        remotes = self.remotes()
+        if "origin" in remotes:
+            return f"fetch it: git fetch origin {branch}:{branch}"
+        if remotes:
+            return (f"fetch it from one of the remotes ({', '.join(remotes)}): git fetch "
+                    f"{remotes[0]} {branch}:{branch}")
+        return "this repository has no remote to fetch it from"
+
     def ref_format_ok(self, ref: str) -> bool:
         """Whether ``git check-ref-format`` accepts ``ref``."""
         return self.run("check-ref-format", ref, allow_non_zero=True).returncode == 0

@@ -29,9 +29,11 @@ from .session import (
     VERSION,
     Layout,
     Session,
+    carry_over,
     command_files,
     default_session_id,
     now_ms,
+    other_worktree,
     session_branch,
     uncommitted_command_files,
 )
@@ -180,8 +182,11 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
         cfg = Config.from_mapping(merged, source="configuration")
         branch = repo.current_branch()
         if branch != session_branch(cfg.session_id):
-            raise Refused(f"check out the session branch {session_branch(cfg.session_id)} "
-                          "before starting a new segment")
+            wanted = session_branch(cfg.session_id)
+            elsewhere = other_worktree(repo, wanted, "start the new segment there")
+            raise Refused(f"check out the session branch {wanted} before starting a new "
+                          "segment" + (f" (it is {elsewhere})" if elsewhere else
+                                       f" (git switch {wanted})"))
     else:
         if interrupted:
             raise Refused(f"the start of session {interrupted['config'].get('session_id')} was "
@@ -602,6 +607,17 @@ def missing_scripts(repo: Repo, cfg: Config) -> list[str]:
     return missing
 
 
+def _checked_out_elsewhere(repo: Repo, session_id: str) -> str | None:
+    """Why this worktree cannot take the session branch of ``session_id``: it is checked out
+    in another worktree (git allows one at a time), or None."""
+    wanted = session_branch(session_id)
+    if repo.current_branch() == wanted:
+        return None
+    elsewhere = other_worktree(repo, wanted, "carry on there (cd {path} && git autoresearch "
+                               "resume)")
+    return f"the session branch {wanted} is {elsewhere}" if elsewhere else None
+
+
 def resume(session_id: str | None = None, cwd: str | os.PathLike[str] | None = None
            ) -> tuple[Session, list[str]]:
     """Integrity checks and repairs before a loop carries on: restore missing session files
@@ -614,6 +630,9 @@ def resume(session_id: str | None = None, cwd: str | os.PathLike[str] | None = N
     with SessionLock(repo.scratch, "resume"):
         finished = finish_start(repo, layout)
     sid = _find_session_id(repo, layout, session_id)
+    elsewhere = _checked_out_elsewhere(repo, sid)
+    if elsewhere is not None:
+        raise Refused(elsewhere + "; nothing was changed here")
     with SessionLock(repo.scratch, "resume"):
         actions = [finished] if finished else []
         actions += _restore_files(repo, layout, sid)
@@ -628,14 +647,20 @@ def resume(session_id: str | None = None, cwd: str | os.PathLike[str] | None = N
         tracked, _ = _dirty(repo, session.bounds)
         if tracked:
             raise Refused(f"cannot check out {wanted}: uncommitted changes in "
-                          f"{_listing(tracked)}")
+                          f"{_listing(tracked)}; {carry_over(repo, wanted)}, then run git "
+                          "autoresearch resume again")
         # git switch also creates the branch from a single remote-tracking one (a fresh clone).
-        if repo.run("switch", "-q", wanted, allow_non_zero=True).returncode != 0:
+        switched = repo.run("switch", "-q", wanted, allow_non_zero=True)
+        if switched.returncode != 0:
+            if repo.resolve(f"refs/heads/{wanted}") is not None:
+                lines = said(switched.stderr)
+                raise Refused(f"git could not check out the session branch {wanted}: "
+                              + (lines[-1].strip() if lines else f"exit {switched.returncode}"))
             over = ("; or, merged and deleted, the session is over: to start another here, "
                     "move .auto/ aside and run git autoresearch start --force"
                     if session.merged_elsewhere() else "")
-            raise Refused(f"the session branch {wanted} does not exist here (fetch it: git "
-                          f"fetch origin {wanted}:{wanted}{over})")
+            raise Refused(f"the session branch {wanted} does not exist here "
+                          f"({repo.fetch_hint(wanted)}{over})")
         actions.append(f"checked out {wanted}")
         session = Session.open(cwd)
     with session.lock("resume"):
@@ -644,6 +669,9 @@ def resume(session_id: str | None = None, cwd: str | os.PathLike[str] | None = N
     missing = missing_scripts(repo, session.config)
     if missing:
         raise Refused(f"the configuration names {', '.join(missing)}, which does not exist")
+    baseline = session.baseline_problem() or session.baseline_doubt()
+    if baseline:
+        session.warnings.append(baseline)
     if actions:
         session.mirror_state("resume: " + "; ".join(actions)[:200])
     return session, actions

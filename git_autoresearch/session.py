@@ -94,6 +94,30 @@ Readonly: {readonly}
 """
 
 
+def carry_over(repo: Repo, branch: str) -> str:
+    """How to get onto ``branch`` with uncommitted changes in the work tree: ``git switch
+    --merge`` carries them over (a conflicting file is left with conflict markers to resolve),
+    or they are committed on the current branch first."""
+    current = repo.current_branch()
+    where = f" on {current}" if current else ""
+    return (f"carry them over with git switch --merge {branch}, or commit them{where} first "
+            f"and then git switch {branch}")
+
+
+def other_worktree(repo: Repo, branch: str, there: str) -> str | None:
+    """Where ``branch`` is checked out when another worktree has it (git allows one at a
+    time): ``checked out in another worktree, <path>: <there>`` (``there`` says what to do in
+    it; ``{path}`` in it stands for the path), or, when that worktree's folder is gone, how
+    to free the branch; None when no other worktree has it."""
+    path = repo.worktree_of(branch)
+    if path is None:
+        return None
+    if not path.exists():
+        return (f"checked out in a worktree whose folder is gone, {path}: free the branch "
+                "with git worktree prune")
+    return f"checked out in another worktree, {path}: {there.format(path=path)}"
+
+
 def session_branch(session_id: str) -> str:
     return BRANCH_PREFIX + session_id
 
@@ -396,9 +420,26 @@ class Session:
                                   "autoresearch start --force)")
                 raise Refused(f"the work tree is on {where}, and the session branch {wanted} "
                               "does not exist, nor is its last keep in HEAD (not fetched? "
-                              f"git fetch origin {wanted}:{wanted})")
+                              f"{self.repo.fetch_hint(wanted)})")
+            elsewhere = other_worktree(self.repo, wanted, "carry on there (cd {path})")
+            if elsewhere is not None:
+                raise Refused(f"the work tree is on {where}, and the session branch {wanted} "
+                              f"is {elsewhere}")
+            tracked = self.uncommitted()
+            if tracked:
+                shown = ", ".join(tracked[:3]) + (" ..." if len(tracked) > 3 else "")
+                raise Refused(f"the work tree is on {where}, not on the session branch "
+                              f"{wanted}, and has uncommitted changes ({shown}): "
+                              f"{carry_over(self.repo, wanted)}")
             raise Refused(f"the work tree is on {where}, not on the session branch {wanted} "
                           f"(git switch {wanted})")
+
+    def uncommitted(self) -> list[str]:
+        """Tracked paths, outside the protected ones, whose work tree or index differ from
+        HEAD (the changes a ``git switch`` has to carry over), sorted."""
+        return sorted({e.path for e in self.repo.status()
+                       if not e.untracked and not e.ignored
+                       and not self.bounds.is_protected(e.path)})
 
     def branch_problem(self) -> tuple[bool, str | None]:
         """Whether the session branch exists, and what is wrong with where the work tree is
@@ -411,7 +452,7 @@ class Session:
             if self.merged_elsewhere():
                 return False, None
             return False, (f"the session branch {branch} does not exist, and its last keep is "
-                           f"not in HEAD (not fetched? git fetch origin {branch}:{branch})")
+                           f"not in HEAD (not fetched? {self.repo.fetch_hint(branch)})")
         if current is None:
             return True, f"the work tree is on a detached HEAD, not on the session branch {branch}"
         if current != branch and not self.repo.merged(branch):
@@ -577,18 +618,54 @@ class Session:
         return max(self.ledger.next_run_number, self._git_runs + 1)
 
     def check_baseline(self) -> None:
-        """Refuse to measure experiments against a segment whose baseline failed."""
+        """Refuse to measure or keep experiments against a segment whose baseline failed or was
+        never measured (:meth:`baseline_problem`)."""
+        problem = self.baseline_problem()
+        if problem is not None:
+            raise Refused(problem)
+
+    def baseline_problem(self) -> str | None:
+        """Why the current segment has no baseline to compare experiments with, and the way
+        out, or None when it has one (or was started with ``--no-baseline``, so that its first
+        kept run is the baseline). The way out names how to set aside an experiment in the
+        work tree first, since ``start --new-segment`` refuses a dirty tree."""
         seg = self.segment
         if seg.kept:
-            return
+            return None
         failed = next((r for r in seg.runs if r.data.get("baseline")), None)
         if failed is not None:
             why = failed.data.get("reason") or failed.status
-            raise Refused(f"the baseline of this segment failed (run {failed.number}: {why}); "
-                          "fix the command, then run git autoresearch start --new-segment")
+            return (f"the baseline of this segment failed (run {failed.number}: {why}); fix "
+                    f"the command, then {self._new_segment_way()}")
         if (seg.header or {}).get("no_baseline") is False:
-            raise Refused("the baseline of this segment was never measured (start was "
-                          "interrupted); run git autoresearch start --new-segment")
+            return ("the baseline of this segment was never measured (start was interrupted); "
+                    f"{self._new_segment_way()}")
+        return None
+
+    def baseline_doubt(self) -> str | None:
+        """A warning when the segment wanted a baseline but its first kept run is not one (a
+        keep recorded after an interrupted start, before keep refused that), else None."""
+        seg = self.segment
+        first = seg.baseline
+        if first is None or (seg.header or {}).get("no_baseline") is not False:
+            return None
+        if any(r.data.get("baseline") for r in seg.runs):
+            return None
+        return (f"the baseline of this segment was never measured: run {first.number}, an "
+                "experiment, was kept in its place, and improvements are computed against it; "
+                f"to compare with the unmodified code, {self._new_segment_way()}")
+
+    def _new_segment_way(self) -> str:
+        """How to start a new segment from here: ``start --new-segment``, after setting aside
+        the unrecorded experiment in the work tree (which it would refuse) when there is one."""
+        changes = survey(self.repo, load_snapshot(self.layout.untracked))
+        changed = [p for p in changes.changed() if not self.bounds.is_protected(p)]
+        if not changed:
+            return "run git autoresearch start --new-segment"
+        shown = ", ".join(changed[:3]) + (" ..." if len(changed) > 3 else "")
+        return (f"set aside the experiment in the work tree ({shown}) with git autoresearch "
+                "discard -d DESCRIPTION (it is recorded and kept at an attempt ref), then run "
+                "git autoresearch start --new-segment")
 
     def _free_ref(self, base: str) -> str:
         ref, n = base, 1
@@ -779,6 +856,9 @@ class Session:
         metric = result.metric if result else None
         if status == "keep" and metric is None:
             raise Refused("a keep needs a metric: measure first or pass --metric")
+        if status == "keep" and not baseline:
+            # A kept experiment would become the baseline of a segment that wanted one measured.
+            self.check_baseline()
         draft = self._draft(number, status, description, result, asi, hooks, baseline)
         fit_record(draft)
         if measured is not None and result is not measured and measured.scope_ref:

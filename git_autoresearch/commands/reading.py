@@ -89,6 +89,8 @@ def status_cmd(as_json: bool) -> None:
             base = (session.ledger.segments[0].header or {}).get("base_commit")
             warnings += report.reconcile(session.repo, session.ledger, branch, base).problems
         warnings += [problem] if problem else []
+        baseline = session.baseline_problem() or session.baseline_doubt()
+        warnings += [baseline] if baseline else []
     repair = ("git autoresearch resume sets it aside" if not session.read_only
               else "it is left out")
     warnings.extend(f"ledger line {m.line} is not readable ({m.reason}); {repair}"
