@@ -1343,6 +1343,7 @@ MAX_JSON_DEPTH = 64  # nesting of --asi-json
 # What a run record may take; the rest of the line's budget is for fields added later.
 RECORD_BUDGET = ledger_mod.MAX_LINE_BYTES - 64 * 1024
 SHOWN_VIOLATIONS = 1000
+VIOLATIONS_BUDGET = 128 * 1024  # bytes of paths each list of violations may take in a record
 
 
 def check_text(what: str, text: str, limit: int = MAX_TEXT_BYTES) -> str:
@@ -1415,21 +1416,30 @@ def parse_asi(pairs: list[str], raw_json: str | None) -> dict[str, Any]:
 
 
 def fit_record(record: dict[str, Any]) -> None:
-    """Make run ``record`` fit the ledger's line limit before anything changes: a list of
-    scope violations longer than :data:`SHOWN_VIOLATIONS` is cut (its length kept in
-    ``scope_violations_total``; the paths stay in the scope or attempt ref). Raises
+    """Make run ``record`` fit the ledger's line limit before it is written: a list of scope or
+    readonly violations longer than :data:`SHOWN_VIOLATIONS` paths or
+    :data:`VIOLATIONS_BUDGET` bytes is cut (its length kept in ``scope_violations_total`` or
+    ``readonly_violations_total``; the paths stay in the scope or attempt ref). Raises
     :class:`UsageError` naming the largest field when it still does not fit."""
     size = len(ledger_mod.dumps(record).encode("utf-8"))
     if size <= RECORD_BUDGET:
         return
-    violations = record.get("scope_violations") or []
-    if len(violations) > SHOWN_VIOLATIONS:
-        record["scope_violations_total"] = len(violations)
-        record["scope_violations"] = violations[:SHOWN_VIOLATIONS]
-        size = len(ledger_mod.dumps(record).encode("utf-8"))
-        if size <= RECORD_BUDGET:
-            return
+    for key in ("scope_violations", "readonly_violations"):
+        paths = record.get(key) or []
+        kept: list[str] = []
+        used = 2
+        for path in paths:
+            used += len(ledger_mod.dumps({"": path}).encode("utf-8")) - 6
+            if used > VIOLATIONS_BUDGET or len(kept) >= SHOWN_VIOLATIONS:
+                break
+            kept.append(path)
+        if len(kept) < len(paths):
+            record[f"{key}_total"] = len(paths)
+            record[key] = kept
+    size = len(ledger_mod.dumps(record).encode("utf-8"))
+    if size <= RECORD_BUDGET:
+        return
     largest = max(record, key=lambda k: len(ledger_mod.dumps({k: record[k]})))
     raise UsageError(f"run {record['run']}'s record would be {size} bytes, more than the "
                      f"{RECORD_BUDGET} a ledger line may hold; its largest field is {largest!r}; "
-                     "nothing was changed or recorded")
+                     "nothing was recorded")

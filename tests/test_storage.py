@@ -488,3 +488,22 @@ def test_doctor_fix_says_why_the_state_ref_could_not_be_written(repo: Path, ar,
     assert ar(repo, "doctor", "--fix").out == "- the state ref does not hold the current " \
                                              "session files [fixed]\n"
     assert ar(repo, "doctor").out == "no problems found\n"
+
+
+def test_a_record_with_long_violation_paths_still_fits_and_names_them(repo: Path, ar) -> None:
+    """Many long out-of-scope paths with a description near its limit: the record is cut to
+    fit the ledger's line (the count kept), never refused after the changes were set aside."""
+    ar(repo, *start_args("--scope", "value.txt"))
+    deep = repo / "out" / "/".join(["d" * 200] * 5)
+    deep.mkdir(parents=True)
+    for i in range(1100):
+        (deep / f"{'f' * 200}{i:05d}").write_text("y")
+    write(repo / "value.txt", "50\n")
+    record = ar(repo, "run", "-d", "a" * 390000, "--json").json()
+    assert record["status"] == "keep"
+    assert record["scope_violations_total"] == 1100
+    assert 0 < len(record["scope_violations"]) < 1100
+    assert record["scope_ref"] == "refs/autoresearch/s1/scope/2"
+    assert [r["run"] for r in runs(repo)] == [1, 2]
+    assert len(git(repo, "ls-tree", "-r", "--name-only", "refs/autoresearch/s1/scope/2")
+               .splitlines()) >= 1100
