@@ -16,7 +16,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable
-from typing import NoReturn
+from typing import Any, NoReturn
 
 # Nothing made while importing is garbage: collecting during the imports, and again at exit,
 # costs a command about 8 ms. The entry points freeze what the imports made (see _start).
@@ -105,8 +105,65 @@ def _wants_json(args: list[str]) -> bool:
     return "--json" in args
 
 
+class _Output:
+    """stdout for one command: a write that fails (a reader that closed the pipe, a full disk
+    behind a redirect) is kept, not raised, since the output comes after the command's work
+    (a run recorded, a keep committed), which an exception would misreport as not done."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.failed: OSError | None = None
+
+    def write(self, text: str) -> int:
+        if self.failed is None:
+            try:
+                return int(self.stream.write(text))
+            except OSError as exc:
+                self._lost(exc)
+        return len(text)
+
+    def flush(self) -> None:
+        if self.failed is None:
+            try:
+                self.stream.flush()
+            except OSError as exc:
+                self._lost(exc)
+
+    def _lost(self, exc: OSError) -> None:
+        self.failed = exc
+        try:  # what is still buffered goes nowhere, so that the exit flush cannot fail too
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):  # no file descriptor (a test's capture)
+            pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
 def invoke(command: click.Command, prog_name: str, args: list[str]) -> int:
-    """Run ``command`` with ``args`` and return the exit code of DESIGN.md section 5."""
+    """Run ``command`` with ``args`` and return the exit code of DESIGN.md section 5. Output
+    that cannot be written (a closed pipe, a full disk) does not change it: it is said on
+    stderr."""
+    output = _Output(sys.stdout)
+    sys.stdout = output
+    try:
+        code = _invoke(command, prog_name, args)
+        output.flush()
+    finally:
+        sys.stdout = output.stream
+    if output.failed is not None:
+        try:
+            click.echo(f"{prog_name}: the output could not be written "
+                       f"({output.failed.strerror or output.failed}); the command itself "
+                       f"finished with exit code {code}", err=True)
+        except OSError:
+            pass
+    return code
+
+
+def _invoke(command: click.Command, prog_name: str, args: list[str]) -> int:
     try:
         signals.release()
         returned = command.main(args=args, prog_name=prog_name, standalone_mode=False)

@@ -507,3 +507,29 @@ def test_a_record_with_long_violation_paths_still_fits_and_names_them(repo: Path
     assert [r["run"] for r in runs(repo)] == [1, 2]
     assert len(git(repo, "ls-tree", "-r", "--name-only", "refs/autoresearch/s1/scope/2")
                .splitlines()) >= 1100
+
+
+def test_output_that_cannot_be_written_does_not_misreport_a_recorded_run(repo: Path,
+                                                                         ar) -> None:
+    """stdout on a full disk, or a reader that closed the pipe: the run was recorded, so the
+    exit code says so, and stderr says the output was lost."""
+    import shlex
+    import sys
+
+    ar(repo, *start_args())
+    write(repo / "value.txt", "50\n")
+    with open("/dev/full", "w") as full:
+        res = subprocess.run([sys.executable, "-m", "git_autoresearch", "keep", "-d", "kept",
+                              "--metric", "50", "--json"], cwd=repo, stdout=full,
+                             stderr=subprocess.PIPE, text=True)
+    assert (res.returncode, res.stderr) == (0, (
+        "git autoresearch: the output could not be written (No space left on device); the "
+        "command itself finished with exit code 0\n"))
+    assert [(r["run"], r["status"]) for r in runs(repo)] == [(1, "keep"), (2, "keep")]
+    write(repo / "value.txt", "40\n")
+    tool_line = " ".join(shlex.quote(a) for a in [sys.executable, "-m", "git_autoresearch",
+                                                  "keep", "-d", "kept again", "--metric", "40"])
+    piped = subprocess.run(["bash", "-c", f"{tool_line} | (exec 0<&-); echo ${{PIPESTATUS[0]}}"],
+                           cwd=repo, capture_output=True, text=True)
+    assert piped.stdout.strip() == "0", piped.stderr
+    assert [r["run"] for r in runs(repo)] == [1, 2, 3]
