@@ -25,6 +25,7 @@ from .common import (
     _progress,
     emit_json,
     json_option,
+    number,
     warn,
 )
 
@@ -144,11 +145,11 @@ def _print_measurement(result: Measurement, metric_name: str, *, recorded: bool 
             click.echo(result.log_tail)
             click.echo("----")
         return
-    samples = f" (samples: {', '.join(f'{s:g}' for s in result.samples)})" \
+    samples = f" (samples: {', '.join(number(s) for s in result.samples)})" \
         if len(result.samples) > 1 else ""
-    click.echo(f"{metric_name} = {result.metric:g}{samples} in {result.duration_s:.1f}s")
+    click.echo(f"{metric_name} = {number(result.metric)}{samples} in {result.duration_s:.1f}s")
     for name, value in result.metrics.items():
-        click.echo(f"  {name} = {value:g}")
+        click.echo(f"  {name} = {number(value)}")
     if result.checks is not None:
         verdict = "passed" if result.checks["passed"] else f"FAILED: {result.checks['reason']}"
         click.echo(f"checks {verdict}")
@@ -217,7 +218,7 @@ def _print_record(session: Any, record: dict[str, Any], previous_best: float | N
     if status != "crash" and record.get("metric") is not None:
         line += f"  {cfg.metric_name} = {record['metric']}{unit}"
         if previous_best is not None:
-            line += f" (best was {previous_best:g})"
+            line += f" (best was {number(previous_best)})"
     if record.get("reason"):
         line += f"  [{record['reason']}]"
     click.echo(line)
@@ -329,9 +330,9 @@ def _record_command(status: str) -> Callable[..., None]:
                 best_run = session.segment.best
                 if best_run is not None and best_run.metric is not None and \
                         not session.segment.better(result.metric, best_run.metric):
-                    notes.append(f"{result.metric:g} does not beat the best so far "
-                                 f"({best_run.metric:g}, run {best_run.number}); kept because "
-                                 "you asked")
+                    notes.append(f"{number(result.metric)} does not beat the best so far "
+                                 f"({number(best_run.metric)}, run {best_run.number}); kept "
+                                 "because you asked")
             best = session.segment.best
             previous_best = best.metric if best else None
             record = session.record(chosen, description, result=result, asi=asi, given=given,

@@ -14,6 +14,7 @@ from .common import (
     CONTEXT,
     emit_json,
     json_option,
+    number,
     warn,
 )
 
@@ -145,7 +146,7 @@ def status_cmd(as_json: bool) -> None:
             extra = ""
             if key == "best" and seg["improvement_pct"] is not None:
                 extra = f", {seg['improvement_pct']:+.2f}% vs baseline"
-            click.echo(f"{key:<11} {brief['metric']:g}{unit} (run {brief['run']}, commit "
+            click.echo(f"{key:<11} {number(brief['metric'])}{unit} (run {brief['run']}, commit "
                        f"{brief['commit'] or '-'}){extra}")
         else:
             click.echo(f"{key:<11} -")
@@ -163,7 +164,7 @@ def status_cmd(as_json: bool) -> None:
         click.echo(f"last run    {last['run']} {last['status']}: "
                    f"{one_line(last['description'])[:70]}")
     if pending is not None:
-        shown = "-" if pending["metric"] is None else f"{pending['metric']:g}{unit}"
+        shown = "-" if pending["metric"] is None else f"{number(pending['metric'])}{unit}"
         click.echo(f"pending     {shown}, measured and not yet recorded (the loop's decision: "
                    f"{pending['decision']})" if not moved else f"pending     {shown}, stale: "
                    f"{', '.join(moved[:3])}{' ...' if len(moved) > 3 else ''} changed since")

@@ -12,6 +12,7 @@ from .common import (
     CONTEXT,
     emit_json,
     json_option,
+    number,
     warn,
 )
 
@@ -55,7 +56,7 @@ def resume_cmd(session_id: str | None, as_json: bool) -> None:
     click.echo(f"session {session.config.session_id}, segment {seg['index']}: {seg['runs']} "
                f"run(s), {seg['kept']} kept; next run {data['next_run']}")
     if best:
-        click.echo(f"best {best['metric']:g} (run {best['run']}, commit {best['commit']})")
+        click.echo(f"best {number(best['metric'])} (run {best['run']}, commit {best['commit']})")
     if last:
         click.echo(f"last run {last['run']}: {last['status']}")
     if data["stop_pending"]:
@@ -291,10 +292,10 @@ def import_cmd(source: Path, output: Path | None, as_json: bool) -> None:
     from ..session import Layout
 
     lines, what = convert(source)
-    for number, line in enumerate(lines, start=1):
+    for index, line in enumerate(lines, start=1):
         size = len(line.encode("utf-8", "surrogateescape"))
         if size > MAX_LINE_BYTES:
-            raise UsageError(f"{source}: record {number} would be a ledger line of {size} "
+            raise UsageError(f"{source}: record {index} would be a ledger line of {size} "
                              f"bytes, more than the {MAX_LINE_BYTES} a reader reads; nothing "
                              "was imported")
     data = "".join(line + "\n" for line in lines).encode("utf-8", "surrogateescape")
