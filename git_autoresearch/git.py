@@ -682,14 +682,24 @@ class Repo:
 
     # --- git's own lock files ---------------------------------------------------------------
 
-    def recording_locks(self, branch: str) -> list[Path]:
-        """The lock files of what a keep or a revert changes that exist now: the index's, HEAD's
-        and branch ``branch``'s (``refs/heads/<branch>.lock``). git creates each while it
-        changes that file and removes it when done; one that stays was left by a git process
-        that was killed (or is one that is still running)."""
+    def recording_locks(self, branch: str, namespace: str | None = None) -> list[Path]:
+        """The lock files of what a keep, a revert or a measurement changes that exist now:
+        the index's, HEAD's, branch ``branch``'s (``refs/heads/<branch>.lock``),
+        ``packed-refs.lock``, and, with ``namespace`` (``refs/autoresearch/<id>``), those of
+        our own refs below it (``attempts/<run>.lock``, ``scope/<run>.lock``, ``state.lock``).
+        git creates each while it changes that file and removes it when done; one that stays
+        was left by a git process that was killed (or is one that is still running). Sorted
+        as listed, those under ``namespace`` by path."""
         wanted = [self.git_dir / "index.lock", self.git_dir / "HEAD.lock",
-                  self.common_dir / "refs" / "heads" / f"{branch}.lock"]
-        return [path for path in wanted if path.is_file()]
+                  self.common_dir / "refs" / "heads" / f"{branch}.lock",
+                  self.common_dir / "packed-refs.lock"]
+        found = [path for path in wanted if path.is_file()]
+        if namespace is not None:
+            folder = self.common_dir / namespace
+            if folder.is_dir():
+                found.extend(sorted((p for p in folder.glob("**/*.lock") if p.is_file()),
+                                    key=str))
+        return found
 
     def lock_files(self) -> list[tuple[Path, float]]:
         """Every git lock file in the git directories, with its age in seconds: ``*.lock``

@@ -419,6 +419,11 @@ class Session:
         commit = self.repo.resolve(str(kept[-1].data["commit"]))
         return commit is not None and self.repo.merged(commit)
 
+    @property
+    def namespace(self) -> str:
+        """Where the session's own refs live: ``refs/autoresearch/<id>``."""
+        return f"refs/autoresearch/{self.config.session_id}"
+
     def check_recordable(self) -> None:
         """Refuse while a merge, rebase or the like is in progress."""
         op = self.repo.operation_in_progress()
@@ -434,7 +439,7 @@ class Session:
         branch = session_branch(self.config.session_id)
         deadline = time.monotonic() + GIT_LOCK_WAIT_SECONDS
         while True:
-            locks = self.repo.recording_locks(branch)
+            locks = self.repo.recording_locks(branch, self.namespace)
             if not locks or time.monotonic() >= deadline:
                 break
             time.sleep(0.02)
@@ -840,7 +845,8 @@ class Session:
                      and not (intent["ref"] and self._ours(intent["ref"], intent)))
         if untouched:
             self.layout.intent.unlink(missing_ok=True)
-        locks = self.repo.recording_locks(session_branch(self.config.session_id))
+        locks = self.repo.recording_locks(session_branch(self.config.session_id),
+                                          self.namespace)
         if not locks:
             return exc
         lines = said(exc.stderr)

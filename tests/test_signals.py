@@ -252,11 +252,16 @@ KEEP = ["keep", "-d", "x", "--metric", "50"]
     ("index.lock", ["run", "-d", "x"]), ("index.lock", KEEP),
     ("index.lock", ["discard", "-d", "x"]), ("index.lock", ["crash", "-d", "x"]),
     ("index.lock", ["measure"]), ("HEAD.lock", KEEP),
-    ("refs/heads/autoresearch/s1.lock", KEEP)], ids=lambda v: v if isinstance(v, str) else v[0])
+    ("refs/heads/autoresearch/s1.lock", KEEP), ("packed-refs.lock", ["discard", "-d", "x"]),
+    ("refs/autoresearch/s1/attempts/2.lock", ["run", "-d", "x"]),
+    ("refs/autoresearch/s1/attempts/2.lock", ["discard", "-d", "x"]),
+    ("refs/autoresearch/s1/scope/2.lock", ["measure"]),
+    ("refs/autoresearch/s1/state.lock", KEEP)], ids=lambda v: v if isinstance(v, str) else v[0])
 def test_a_stale_git_lock_is_refused_before_anything_changes(
         experiment: Path, ar, lock: str, command: list[str]) -> None:
     top = experiment
     path = top / ".git" / lock
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(b"")
     ledger = (top / ".auto" / "log.jsonl").read_bytes()
     scratch = sorted(p.name for p in (top / ".git" / "autoresearch").iterdir())
