@@ -260,9 +260,13 @@ def _examine(session: Session, fix: bool) -> Examination:
             exam.add(f"run {run.number} names {ref}, which does not exist")
         if isinstance(run.data.get("scope_ref"), str):
             named.add(run.data["scope_ref"])
+        if isinstance(run.data.get("scope_refs"), list):
+            named.update(str(ref) for ref in run.data["scope_refs"])
     prefix = f"refs/autoresearch/{sid}/scope/"
-    # ... and those of the run about to be recorded (a pending measurement) belong to it.
-    recorded = {str(run.number) for run in book.runs} | {str(session.next_run())}
+    # ... and those of the run about to be recorded (a pending measurement) belong to it;
+    # a record that names its set-asides (scope_refs) names them all.
+    recorded = {str(run.number) for run in book.runs
+                if not isinstance(run.data.get("scope_refs"), list)} | {str(session.next_run())}
     for ref in repo.run("for-each-ref", "--format=%(refname)", prefix).text.splitlines():
         # scope/N.2, scope/N.3, ...: measurements of run N taken again (or dropped as stale)
         # before it was recorded; they belong to run N as much as the one it names.

@@ -645,12 +645,29 @@ class Session:
                                                          violations)})
         scope_ref = None
         if violations:
-            scope_ref = self._free_ref(f"refs/autoresearch/{self.config.session_id}/scope/"
-                                       f"{number}")
+            scope_ref = self._free_ref(f"{self.namespace}/scope/{number}")
+            token = os.urandom(8).hex()
+            created, tracked = revert_targets(self.bounds, changes, violations)
+            # A SIGKILL half-way (files removed, not all) is finished by the next command
+            # from this intent record, as an interrupted revert is.
+            aside: dict[str, Any] = {"op": "set-aside", "run": number, "id": token,
+                                     "head": self.head(), "ref": scope_ref,
+                                     "created": created, "tracked": tracked,
+                                     "staged_preexisting": changes.staged_preexisting}
             with signals.deferred():  # saved and reverted whole, or not at all
-                git_revert(self.repo, self.bounds, changes, head=self.head(), ref=scope_ref,
-                           only=violations, message=f"changes outside the scope or to "
-                                                    f"readonly paths before run {number}\n")
+                self._write_intent(aside)
+                try:
+                    git_revert(self.repo, self.bounds, changes, head=self.head(),
+                               ref=scope_ref, only=violations, stage="set-aside",
+                               message=f"changes outside the scope or to readonly paths "
+                                       f"before run {number}\n\n"
+                                       f"Autoresearch-Intent: {token}\n")
+                except GitError as exc:
+                    raise self._git_failed(aside, exc) from None
+                except Refused:
+                    self.layout.intent.unlink(missing_ok=True)
+                    raise
+                self.layout.intent.unlink(missing_ok=True)
         env = command_environment({
             "AUTORESEARCH_SESSION": self.config.session_id,
             "AUTORESEARCH_RUN": str(number),
@@ -785,6 +802,7 @@ class Session:
                                                 *measured.scope_violations})
         if measured is not None and result is not measured:
             draft["readonly_violations"] = list(measured.readonly_violations)
+        self._name_set_asides(draft)
         # What defines success and changed since (or without) a measurement: put back too.
         draft["readonly_violations"] = sorted({*draft["readonly_violations"],
                                                *self.readonly_changed(changes)})
@@ -833,6 +851,39 @@ class Session:
                 self.layout.intent.unlink(missing_ok=True)
                 raise
             return self._append_record(draft, untracked_after, changes.ignored)
+
+    def set_asides(self, number: int) -> list[tuple[str, list[str]]]:
+        """What the measurements of run ``number`` set aside: each ref ``scope/<number>``,
+        ``scope/<number>.2``, ... under :attr:`namespace` that exists (the measurement kept,
+        those taken again, a set-aside that failed or was killed), in that order, with the
+        paths it changed from the commit it was taken on."""
+        prefix = f"{self.namespace}/scope/"
+        found = []
+        for ref in self.repo.run("for-each-ref", "--format=%(refname)", prefix).text.split("\n"):
+            head, _, rest = ref[len(prefix):].partition(".")
+            if ref and head == str(number) and (not rest or rest.isdigit()):
+                found.append((int(rest or 1), ref))
+        out = []
+        for _, ref in sorted(found):
+            parent = self.repo.resolve(f"{ref}^")
+            out.append((ref, self.repo.changed_paths(parent, ref) if parent else []))
+        return out
+
+    def _name_set_asides(self, draft: dict[str, Any]) -> None:
+        """Name in run record ``draft`` every set-aside of its run (``scope_refs``) and add
+        their paths outside the scope to its violations: nothing set aside goes unnamed."""
+        refs = self.set_asides(draft["run"])
+        if not refs:
+            return
+        draft["scope_refs"] = [ref for ref, _ in refs]
+        outside = {p for _, paths in refs for p in paths
+                   if not self.bounds.is_protected(p) and not self.bounds.in_scope(p)}
+        draft["scope_violations"] = sorted({*draft["scope_violations"],
+                                            *(p for p in outside
+                                              if not self.bounds.is_readonly(p))})
+        draft["readonly_violations"] = sorted({*draft["readonly_violations"],
+                                               *(p for p in outside
+                                                 if self.bounds.is_readonly(p))})
 
     def _git_failed(self, intent: dict[str, Any], exc: GitError) -> AutoresearchError:
         """What to say when git failed in the middle of a keep or revert. When nothing had
@@ -1082,6 +1133,8 @@ class Session:
         if intent is None:
             return None
         number = intent.get("run")
+        if intent.get("op") == "set-aside" and isinstance(number, int):
+            return self._finish_set_aside(intent, number, abandon=abandon)
         if intent.get("op") not in ("keep", "revert") or not isinstance(number, int):
             self._set_intent_aside()
             return "set aside an unreadable intent record"
@@ -1151,6 +1204,29 @@ class Session:
         record.update({"commit": self.repo.short(head), "committed": committed})
         finished.append(self._append_record(record, intent["untracked_after"]))
         return f"finished the interrupted keep of run {number}{note}"
+
+    def _finish_set_aside(self, intent: dict[str, Any], number: int, *, abandon: bool
+                          ) -> str:
+        """Finish the set-aside before measuring run ``number`` that was interrupted: when its
+        scope ref holds what it saved, remove what is left of the saved changes (unless they
+        changed since); otherwise nothing had changed. Returns what was done; :class:`Refused`
+        when HEAD moved since (with ``abandon``, the intent record is set aside)."""
+        ref = intent["ref"]
+        if not self._ours(ref, intent):
+            self.layout.intent.unlink()
+            return (f"rolled back the interrupted set-aside before run {number}: nothing had "
+                    "changed")
+        if self.repo.head() != intent["head"]:
+            if not abandon:
+                raise Refused(f"HEAD moved since the set-aside before run {number} was "
+                              f"interrupted; the changes are saved at {ref} (git autoresearch "
+                              "doctor --fix sets the interrupted operation aside)")
+            self._set_intent_aside()
+            return f"set aside the interrupted set-aside before run {number} (HEAD had moved)"
+        note = self._finish_targets(intent, ref)
+        self.layout.intent.unlink()
+        return (f"finished setting aside the changes outside the scope or to readonly files "
+                f"before run {number}: saved at {ref} (see them: git show {ref}){note}")
 
     def _set_intent_aside(self) -> None:
         aside = self.layout.intent.with_name(f"intent.abandoned.{time.time_ns()}.json")
