@@ -19,7 +19,7 @@ from typing import Any
 from .errors import Refused
 from .faults import checkpoint
 from .files import write_atomic
-from .git import ABSENT, GITLINK, GitError, Repo, join_z, said, user_locale
+from .git import ABSENT, GITLINK, DiskFull, GitError, Repo, join_z, said, user_locale
 from .paths import Boundaries
 
 ATTEMPTS_REF = "refs/autoresearch/{session}/attempts/{run}"
@@ -189,12 +189,15 @@ def record_attempt(repo: Repo, head: str, paths: list[str], *, ref: str, message
                 leftover.unlink()
             except FileNotFoundError:
                 pass
-    made = repo.run("commit-tree", tree, "-p", head, "-F", "-", input=message.encode("utf-8"),
-                    allow_non_zero=True)
-    if made.returncode != 0:  # no identity, say: nothing has changed yet
-        lines = said(made.stderr)
+    try:
+        made = repo.run("commit-tree", tree, "-p", head, "-F", "-",
+                        input=message.encode("utf-8"))
+    except DiskFull:
+        raise
+    except GitError as exc:  # no identity, say: nothing has changed yet
+        lines = said(exc.stderr)
         raise Refused("git cannot record the attempt, so nothing was reverted: "
-                      + (lines[-1].strip() if lines else f"exit {made.returncode}"))
+                      + (lines[-1].strip() if lines else f"exit {exc.returncode}")) from None
     repo.update_ref(ref, made.text, ABSENT, "autoresearch: record attempt")
     return made.text
 

@@ -55,7 +55,7 @@ from .experiment import (
 )
 from .faults import checkpoint
 from .files import WriteFailed, check_writable, whole_index, write_atomic
-from .git import GitError, Repo, said
+from .git import DiskFull, GitError, Repo, said
 from .ledger import Ledger, Run, Segment
 from .lock import SessionLock
 from .measure import Measurement, Progress, command_environment
@@ -898,6 +898,15 @@ class Session:
             self.layout.intent.unlink(missing_ok=True)
         locks = self.repo.recording_locks(session_branch(self.config.session_id),
                                           self.namespace)
+        if not locks and isinstance(exc, DiskFull):
+            if not untouched:
+                return Refused(f"{exc.message}; the {op} of run {number} stopped half-way; "
+                               "free space on that disk, then git autoresearch resume "
+                               f"finishes it")
+            done = ("nothing was recorded, and the experiment is still in the work tree"
+                    if op == "keep" else "nothing was changed or recorded")
+            return Refused(f"{exc.message}; {done}; free space on that disk, then run the "
+                           "command again")
         if not locks:
             return exc
         lines = said(exc.stderr)

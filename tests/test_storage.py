@@ -466,3 +466,49 @@ def test_an_intent_record_too_deep_to_read_is_set_aside(repo: Path, ar) -> None:
     assert not intent.exists()
     aside = [p.name for p in intent.parent.iterdir() if p.name.startswith("intent.abandoned.")]
     assert len(aside) == 1
+
+
+def _repository_on_tmpfs(tmp_path: Path, ar, mounts: Mounts) -> Path:
+    """The ``repo`` fixture's project, made again inside a 2 MB tmpfs, with a session."""
+    top = tmp_path / "small"
+    top.mkdir()
+    mounts.tmpfs(top, "2m")
+    git(top, "init", "-q", "-b", "main")
+    write(top / "value.txt", "100\n")
+    write(top / "bench.sh", "#!/bin/sh\necho \"score: $(cat value.txt)\"\n", 0o755)
+    git(top, "add", "-A")
+    git(top, "commit", "-q", "-m", "initial")
+    ar(top, *start_args("--scope", "value.txt"))
+    return top
+
+
+def test_a_disk_that_fills_while_git_writes_is_refused_and_leaves_no_garbage(
+        tmp_path: Path, ar, mounts: Mounts) -> None:
+    """git runs out of space writing an object (a big file outside the scope being set
+    aside): exit 3 naming the git directory's disk, the state and the way out; git's
+    temporary objects of that call are removed, so freeing the user's own file is enough."""
+    top = _repository_on_tmpfs(tmp_path, ar, mounts)
+    big = os.urandom(500 * 1024)
+    write(top / "big.bin", big)
+    write(top / "value.txt", "50\n")
+    filler = fill(top, leave_pages=74)  # 296 KB: room to start, not for the big object
+    ledger = (top / ".auto" / "log.jsonl").read_bytes()
+    old = head(top)
+    res = tool(top, "run", "-d", "x")
+    assert res.returncode == 3, res.stderr
+    assert res.stderr == (
+        f"git autoresearch: the disk of {top / '.git'} is full: git could not write there "
+        "(running 'git update-index --add'); nothing was changed or recorded; free space on "
+        "that disk, then run the command again\n")
+    assert list((top / ".git" / "objects").glob("??/tmp_obj_*")) == []
+    assert (top / "big.bin").read_bytes() == big
+    assert (top / "value.txt").read_text() == "50\n"
+    assert (top / ".auto" / "log.jsonl").read_bytes() == ledger
+    assert head(top) == old
+    assert git(top, "for-each-ref", "refs/autoresearch/s1/scope/") == ""
+    assert not (top / ".git" / "autoresearch" / "intent.json").exists()
+    filler.unlink()
+    record = ar(top, "run", "-d", "x", "--json").json()
+    assert (record["run"], record["status"], record["scope_violations"]) == \
+        (2, "keep", ["big.bin"])
+    assert git(top, "cat-file", "-s", "refs/autoresearch/s1/scope/2:big.bin") == str(len(big))
