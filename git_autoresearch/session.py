@@ -673,8 +673,13 @@ class Session:
             "AUTORESEARCH_RUN": str(number),
             "AUTORESEARCH_RUN_LOG": str(self.layout.run_log),
         })
-        result = run_measurement(self.config, top=self.repo.top,
-                                 log_path=self.layout.run_log, env=env, progress=progress)
+        try:
+            result = run_measurement(self.config, top=self.repo.top,
+                                     log_path=self.layout.run_log, env=env, progress=progress)
+        except OSError as exc:  # the run log: a full or read-only disk
+            raise self._not_measured(f"cannot write {self.layout.run_log}: "
+                                     f"{exc.strerror or exc.__class__.__name__}",
+                                     scope_ref) from None
         result.head = self.head()
         result.readonly_violations = [p for p in violations if self.bounds.is_readonly(p)]
         result.scope_violations = [p for p in violations if not self.bounds.is_readonly(p)]
@@ -686,8 +691,21 @@ class Session:
         self.repo.scratch.mkdir(parents=True, exist_ok=True)
         data = result.to_dict()
         data["config_hash"] = file_hash(self.config_bytes)
-        write_atomic(self.layout.pending, json.dumps(data, allow_nan=False).encode())
+        try:
+            write_atomic(self.layout.pending, json.dumps(data, allow_nan=False).encode())
+        except WriteFailed as exc:
+            raise self._not_measured(exc.message, scope_ref) from None
         return result
+
+    @staticmethod
+    def _not_measured(problem: str, scope_ref: str | None) -> Refused:
+        """The refusal of a measurement whose result could not be written: ``problem``, then
+        the state (nothing recorded, the experiment intact, what was set aside) and the way
+        out."""
+        aside = (f", and the changes outside the scope or to readonly files are saved at "
+                 f"{scope_ref}" if scope_ref else "")
+        return Refused(f"{problem}; nothing was recorded, and the experiment is intact in the "
+                       f"work tree{aside}: measure again once there is room")
 
     def pending(self) -> Measurement | None:
         """The measurement taken since the last recorded run, if it is still valid."""

@@ -468,14 +468,18 @@ def test_an_intent_record_too_deep_to_read_is_set_aside(repo: Path, ar) -> None:
     assert len(aside) == 1
 
 
-def _repository_on_tmpfs(tmp_path: Path, ar, mounts: Mounts) -> Path:
-    """The ``repo`` fixture's project, made again inside a 2 MB tmpfs, with a session."""
+BENCH = "#!/bin/sh\necho \"score: $(cat value.txt)\"\n"
+
+
+def _repository_on_tmpfs(tmp_path: Path, ar, mounts: Mounts, bench: str = BENCH) -> Path:
+    """The ``repo`` fixture's project, made again inside a 2 MB tmpfs, with a session whose
+    benchmark is ``bench``."""
     top = tmp_path / "small"
     top.mkdir()
     mounts.tmpfs(top, "2m")
     git(top, "init", "-q", "-b", "main")
     write(top / "value.txt", "100\n")
-    write(top / "bench.sh", "#!/bin/sh\necho \"score: $(cat value.txt)\"\n", 0o755)
+    write(top / "bench.sh", bench, 0o755)
     git(top, "add", "-A")
     git(top, "commit", "-q", "-m", "initial")
     ar(top, *start_args("--scope", "value.txt"))
@@ -512,3 +516,25 @@ def test_a_disk_that_fills_while_git_writes_is_refused_and_leaves_no_garbage(
     assert (record["run"], record["status"], record["scope_violations"]) == \
         (2, "keep", ["big.bin"])
     assert git(top, "cat-file", "-s", "refs/autoresearch/s1/scope/2:big.bin") == str(len(big))
+
+
+def test_a_disk_that_fills_during_the_measurement_says_the_state(tmp_path: Path, ar,
+                                                                 mounts: Mounts) -> None:
+    """The benchmark fills the disk, so the measurement cannot be written: exit 3 with the
+    state (nothing recorded, the experiment intact) and the way out; measuring again once
+    there is room works."""
+    # Fills the disk once the baseline is measured (value.txt changed).
+    top = _repository_on_tmpfs(tmp_path, ar, mounts, BENCH + "[ \"$(cat value.txt)\" = 100 ] "
+                               "|| dd if=/dev/zero of=out.bin bs=4096 2>/dev/null\nexit 0\n")
+    write(top / "value.txt", "50\n")
+    ledger = (top / ".auto" / "log.jsonl").read_bytes()
+    res = tool(top, "measure")
+    pending = top / ".git" / "autoresearch" / "pending.json"
+    assert res.returncode == 3, res.stderr
+    assert res.stderr == (
+        f"git autoresearch: cannot write {pending}: No space left on device; nothing was "
+        "recorded, and the experiment is intact in the work tree: measure again once there "
+        "is room\n")
+    assert (top / "value.txt").read_text() == "50\n"
+    assert (top / ".auto" / "log.jsonl").read_bytes() == ledger
+    assert not pending.exists()
