@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -538,3 +539,21 @@ def test_a_disk_that_fills_during_the_measurement_says_the_state(tmp_path: Path,
     assert (top / "value.txt").read_text() == "50\n"
     assert (top / ".auto" / "log.jsonl").read_bytes() == ledger
     assert not pending.exists()
+
+
+def test_doctor_names_git_temporary_objects_left_behind(repo: Path, ar) -> None:
+    """A temporary object file of git's an hour old is garbage that keeps a disk full:
+    doctor names it with its size; one being written now is not named."""
+    ar(repo, *start_args())
+    objects = repo / ".git" / "objects"
+    old, fresh = objects / "ab" / "tmp_obj_Xy12Zq", objects / "cd" / "tmp_obj_Fresh1"
+    write(old, b"\0" * 4096)
+    write(fresh, b"\0" * 10)
+    three_hours_ago = time.time() - 3 * 3600 - 30
+    os.utime(old, (three_hours_ago, three_hours_ago))
+    findings = ar(repo, "doctor", "--json", expect=3).json()["findings"]
+    assert [f["problem"] for f in findings] == [
+        f"git's temporary object file {old} (4096 bytes) is 3h old: a git process that failed "
+        f"(a full disk) or was killed left it; once no git process is running, remove it "
+        f"(rm {old})"]
+    assert old.exists() and fresh.exists(), "doctor removes nothing of git's"
