@@ -920,7 +920,7 @@ class Session:
             if not untouched:
                 return Refused(f"{exc.message}; the {op} of run {number} stopped half-way; "
                                "free space on that disk, then git autoresearch resume "
-                               f"finishes it")
+                               "finishes it")
             done = ("nothing was recorded, and the experiment is still in the work tree"
                     if op == "keep" else "nothing was changed or recorded")
             return Refused(f"{exc.message}; {done}; free space on that disk, then run the "
@@ -937,8 +937,10 @@ class Session:
                     if op == "keep" else "nothing was reverted or recorded")
             return Refused(f"{message}{done}; once no git process is running, remove it (rm "
                            f"{locks[0]}) and run the command again")
+        what = (f"the set-aside before run {number}" if op == "set-aside"
+                else f"run {number}")
         return Refused(f"{message}once no git process is running, remove it (rm {locks[0]}); "
-                       f"git autoresearch resume then finishes run {number}")
+                       f"git autoresearch resume then finishes {what}")
 
     def _keep(self, draft: dict[str, Any], intent: dict[str, Any], changes: Changes,
               metric: float, description: str, token: str) -> None:

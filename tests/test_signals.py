@@ -396,3 +396,31 @@ def test_a_signal_that_came_in_a_finalizer_during_a_measurement_ends_it(tmp_path
     assert b"Exception ignored" not in proc.stderr
     assert_dies(wait_for_pid(pidfile), "the experiment")
     assert not (tmp_path / "finished").exists(), "the experiment was ended, not waited for"
+
+
+def test_a_lock_on_our_attempt_ref_taken_during_the_measurement_is_named(experiment: Path,
+                                                                        ar) -> None:
+    """A lock file on the run's attempt ref appears while the experiment runs: the revert
+    that follows is refused naming the file, nothing is reverted or recorded, and once the
+    file is gone the pending measurement is recorded."""
+    top = experiment
+    write(top / "value.txt", "500\n")  # worse than the baseline: a discard
+    lock = top / ".git" / "refs" / "autoresearch" / "s1" / "attempts" / "2.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run([*TOOL, "run", "-d", "blocked", "--json"], cwd=top,
+                          capture_output=True, text=True,
+                          env={**os.environ, "GIT_AUTORESEARCH_CREATE_AT": "group:started",
+                               "GIT_AUTORESEARCH_CREATE_FILE": str(lock)})
+    assert proc.returncode == 3, proc.stderr
+    error = json.loads(proc.stdout)["error"]
+    assert error.startswith(f"git could not finish the revert of run 2: its lock file {lock} "
+                            "exists (git said: ")
+    assert error.endswith("nothing was reverted or recorded; once no git process is running, "
+                          f"remove it (rm {lock}) and run the command again")
+    assert (top / "value.txt").read_text() == "500\n"
+    assert (top / "src" / "new.py").read_text() == "x = 1\n"
+    assert [r["run"] for r in runs(top)] == [1]
+    lock.unlink()
+    record = ar(top, "discard", "-d", "after", "--json").json()
+    assert (record["run"], record["status"], record["metric"]) == (2, "discard", 500)
+    assert (top / "value.txt").read_text() == "100\n"
