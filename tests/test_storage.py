@@ -557,3 +557,31 @@ def test_doctor_names_git_temporary_objects_left_behind(repo: Path, ar) -> None:
         f"(a full disk) or was killed left it; once no git process is running, remove it "
         f"(rm {old})"]
     assert old.exists() and fresh.exists(), "doctor removes nothing of git's"
+
+
+def test_a_keep_on_a_disk_that_fills_while_git_writes_records_nothing(
+        tmp_path: Path, ar, mounts: Mounts) -> None:
+    """git runs out of space staging the kept file: exit 3 naming the disk, nothing
+    committed or recorded, the experiment and the index as they were, no garbage left; the
+    same keep works once the user's own file is gone."""
+    top = _repository_on_tmpfs(tmp_path, ar, mounts)
+    kept = os.urandom(500 * 1024)
+    write(top / "value.txt", kept)
+    staged = git(top, "diff", "--cached", "--name-status")
+    filler = fill(top, leave_pages=74)
+    old = head(top)
+    res = tool(top, "keep", "-d", "k", "--metric", "50")
+    assert res.returncode == 3, res.stderr
+    assert res.stderr.startswith(f"git autoresearch: the disk of {top / '.git'} is full: git "
+                                 "could not write there (running 'git ")
+    assert res.stderr.endswith("'); nothing was recorded, and the experiment is still in the "
+                               "work tree; free space on that disk, then run the command "
+                               "again\n")
+    assert head(top) == old
+    assert git(top, "diff", "--cached", "--name-status") == staged
+    assert (top / "value.txt").read_bytes() == kept
+    assert list((top / ".git" / "objects").glob("??/tmp_obj_*")) == []
+    assert not (top / ".git" / "autoresearch" / "intent.json").exists()
+    assert [r["run"] for r in runs(top)] == [1]
+    filler.unlink()
+    assert ar(top, "keep", "-d", "k", "--metric", "50", "--json").json()["run"] == 2
