@@ -14,6 +14,7 @@ from typing import Any
 
 from . import ledger as ledger_mod
 from .files import write_atomic
+from .git import temporary_objects
 from .lifecycle import _has_our_header, _lost_lines, _set_aside_malformed, with_lost_header
 from .report import bad_trailers, read_trailers, reconcile, trailer_log
 from .session import Session, session_branch
@@ -120,10 +121,28 @@ def _git_locks(session: Session, exam: Examination) -> None:
                  f"(rm {path})")
 
 
+# A temporary object file of git's older than this is garbage, not one being written now.
+STALE_OBJECT_SECONDS = 3600
+
+
+def _git_garbage(session: Session, exam: Examination) -> None:
+    """A finding for each temporary object file of git's older than an hour
+    (:func:`temporary_objects`): left by a git that failed on a full disk or was killed, and
+    taking space until ``git gc`` prunes it (two weeks later, by default)."""
+    now = time.time()
+    for path, mtime, size in temporary_objects(session.repo.common_dir):
+        age = now - mtime
+        if age >= STALE_OBJECT_SECONDS:
+            exam.add(f"git's temporary object file {path} ({size} bytes) is {_age(age)} old: a "
+                     "git process that failed (a full disk) or was killed left it; once no "
+                     f"git process is running, remove it (rm {path})")
+
+
 def _examine(session: Session, fix: bool) -> Examination:
     exam = Examination()
     repo = session.repo
     _git_locks(session, exam)
+    _git_garbage(session, exam)
     sid = session.config.session_id
     branch = session_branch(sid)
     layout = session.layout
@@ -264,9 +283,13 @@ def _examine(session: Session, fix: bool) -> Examination:
             exam.add(f"run {run.number} names {ref}, which does not exist")
         if isinstance(run.data.get("scope_ref"), str):
             named.add(run.data["scope_ref"])
+        if isinstance(run.data.get("scope_refs"), list):
+            named.update(str(ref) for ref in run.data["scope_refs"])
     prefix = f"refs/autoresearch/{sid}/scope/"
-    # ... and those of the run about to be recorded (a pending measurement) belong to it.
-    recorded = {str(run.number) for run in book.runs} | {str(session.next_run())}
+    # ... and those of the run about to be recorded (a pending measurement) belong to it;
+    # a record that names its set-asides (scope_refs) names them all.
+    recorded = {str(run.number) for run in book.runs
+                if not isinstance(run.data.get("scope_refs"), list)} | {str(session.next_run())}
     for ref in repo.run("for-each-ref", "--format=%(refname)", prefix).text.splitlines():
         # scope/N.2, scope/N.3, ...: measurements of run N taken again (or dropped as stale)
         # before it was recorded; they belong to run N as much as the one it names.

@@ -19,7 +19,7 @@ from typing import Any
 from .errors import Refused
 from .faults import checkpoint
 from .files import write_atomic
-from .git import ABSENT, GITLINK, GitError, Repo, join_z, said, user_locale
+from .git import ABSENT, GITLINK, DiskFull, GitError, Repo, join_z, said, user_locale
 from .paths import Boundaries
 
 ATTEMPTS_REF = "refs/autoresearch/{session}/attempts/{run}"
@@ -189,12 +189,15 @@ def record_attempt(repo: Repo, head: str, paths: list[str], *, ref: str, message
                 leftover.unlink()
             except FileNotFoundError:
                 pass
-    made = repo.run("commit-tree", tree, "-p", head, "-F", "-", input=message.encode("utf-8"),
-                    allow_non_zero=True)
-    if made.returncode != 0:  # no identity, say: nothing has changed yet
-        lines = said(made.stderr)
+    try:
+        made = repo.run("commit-tree", tree, "-p", head, "-F", "-",
+                        input=message.encode("utf-8"))
+    except DiskFull:
+        raise
+    except GitError as exc:  # no identity, say: nothing has changed yet
+        lines = said(exc.stderr)
         raise Refused("git cannot record the attempt, so nothing was reverted: "
-                      + (lines[-1].strip() if lines else f"exit {made.returncode}"))
+                      + (lines[-1].strip() if lines else f"exit {exc.returncode}")) from None
     repo.update_ref(ref, made.text, ABSENT, "autoresearch: record attempt")
     return made.text
 
@@ -228,7 +231,8 @@ def revert(repo: Repo, bounds: Boundaries, changes: Changes, *, head: str, ref: 
     commit = record_attempt(repo, head, recordable, ref=ref, message=message,
                             reset=staged_elsewhere)
     checkpoint(f"{stage}:after-attempt")
-    removed = finish_revert(repo, created, tracked, changes.staged_preexisting)
+    removed = finish_revert(repo, created, tracked, changes.staged_preexisting,
+                            stage="set-aside" if stage == "set-aside" else "revert")
     return RevertResult(commit, ref, sorted(tracked), sorted(removed))
 
 
@@ -244,14 +248,15 @@ def revert_targets(bounds: Boundaries, changes: Changes, only: list[str] | None 
 
 
 def finish_revert(repo: Repo, created: list[str], tracked: list[str],
-                  staged_preexisting: list[str]) -> list[str]:
+                  staged_preexisting: list[str], *, stage: str = "revert") -> list[str]:
     """Remove ``created`` files, restore ``tracked`` paths to HEAD (a submodule's checkout too:
     :func:`restore_submodules`), unstage preexisting files. Idempotent, so an interrupted
-    revert can be finished by running it again. Raises :class:`Refused` for a submodule with
-    uncommitted changes, before anything changed."""
+    revert can be finished by running it again. ``stage`` names the kill point reached once
+    the files are removed (``<stage>:after-remove``). Raises :class:`Refused` for a submodule
+    with uncommitted changes, before anything changed."""
     refuse_dirty_submodules(repo, tracked, "reverted")
     removed = _remove_files(repo.top, created)
-    checkpoint("revert:after-remove")
+    checkpoint(f"{stage}:after-remove")
     repo.restore_from_head(tracked)
     restore_submodules(repo, tracked)
     repo.unstage(staged_preexisting)

@@ -10,6 +10,9 @@ keep:   ``keep:saving-index`` (half of the copy of the index written), ``keep:st
         ``keep:after-attempt`` (out-of-scope changes recorded, not yet reverted)
 revert: ``revert:after-attempt`` (attempt ref written), ``revert:after-remove`` (created files
         removed, tracked files not yet restored)
+set-aside (before a measurement, of the changes outside the scope or to readonly files):
+        ``set-aside:after-attempt`` (scope ref written), ``set-aside:after-remove`` (created
+        files removed, tracked files not yet restored)
 both:   ``record:before-ledger``, ``record:after-ledger`` (ledger line written, intent not cleared)
 start:  ``start:after-intent`` (start intent written, nothing else), ``start:after-branch``
         (session branch checked out), ``start:after-config``, ``start:after-ledger`` (header
@@ -44,6 +47,8 @@ STEPS = (
     "keep:after-attempt",
     "revert:after-attempt",
     "revert:after-remove",
+    "set-aside:after-attempt",
+    "set-aside:after-remove",
     "record:before-ledger",
     "record:after-ledger",
     "start:after-intent",

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import signals
-from .errors import AutoresearchError, Refused
+from .errors import EXIT_REFUSED, AutoresearchError, Refused
 
 # Variables that tell git which repository, index or pathspec rules to use. When we are started from
 # inside a git hook (or a test harness) they point at somebody else's state, so every git call runs
@@ -62,6 +62,66 @@ class GitError(AutoresearchError):
         self.returncode = returncode
         self.stdout = stdout
         self.stderr = stderr
+
+
+# Below this many bytes free on the disk of the git directory, a git call that failed is taken
+# to have failed because the disk is full: git's own words are never read, and a git that
+# wrote until it could not leaves less than this (its partial temporary object included).
+DISK_FULL_BYTES = 1024 * 1024
+
+# What git leaves in .git/objects when it is stopped mid-write: a loose object being written
+# (objects/xx/tmp_obj_*), a pack or its index (objects/pack/tmp_pack_*, tmp_idx_*).
+GIT_TEMPORARY_OBJECTS = ("objects/??/tmp_obj_*", "objects/tmp_obj_*", "objects/pack/tmp_pack_*",
+                         "objects/pack/tmp_idx_*")
+
+
+class DiskFull(GitError):
+    """A git call failed while the disk of the git directory had (almost) no space left:
+    ``folder`` (the git directory) and ``free`` (bytes, once git's temporary files of the
+    failed call were removed). Exit 3; ``argv``, ``returncode``, ``stdout`` and ``stderr`` are
+    those of the git call."""
+
+    exit_code = EXIT_REFUSED
+
+    def __init__(self, failed: GitError, folder: Path, free: int) -> None:
+        super().__init__(failed.argv, failed.returncode, failed.stdout, failed.stderr)
+        shown = " ".join(failed.argv[:3])
+        self.message = (f"the disk of {folder} is full: git could not write there "
+                        f"(running '{shown}')")
+        self.args = (self.message,)
+        self.folder = folder
+        self.free = free
+
+
+def free_bytes(folder: Path) -> int | None:
+    """The bytes that can still be written on the filesystem of ``folder`` (root may use the
+    blocks reserved for it), or None when it cannot be told."""
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return None
+    return (st.f_bfree if os.geteuid() == 0 else st.f_bavail) * st.f_frsize
+
+
+def _clock() -> float:
+    """Now, as the kernel stamps a file's modification time (its coarse clock, which may lag
+    ``time.time()`` by a tick): a file written after this call is never older than it."""
+    coarse = getattr(time, "CLOCK_REALTIME_COARSE", None)
+    return time.clock_gettime(coarse) if coarse is not None else time.time() - 0.01
+
+
+def temporary_objects(common_dir: Path) -> list[tuple[Path, float, int]]:
+    """git's temporary object files in ``common_dir`` (:data:`GIT_TEMPORARY_OBJECTS`), each
+    with its modification time (seconds since the epoch) and size (bytes); sorted by path."""
+    out = []
+    for pattern in GIT_TEMPORARY_OBJECTS:
+        for path in common_dir.glob(pattern):
+            try:
+                st = path.lstat()
+            except FileNotFoundError:
+                continue
+            out.append((path, st.st_mtime, st.st_size))
+    return sorted(out, key=lambda item: str(item[0]))
 
 
 @dataclass(frozen=True)
@@ -286,8 +346,22 @@ class Repo:
         env: Mapping[str, str] | None = None,
         allow_non_zero: bool = False,
     ) -> Result:
-        """Run ``git -C <top> <args>``; see :func:`run_git`."""
-        return run_git(args, cwd=self.top, input=input, env=env, allow_non_zero=allow_non_zero)
+        """Run ``git -C <top> <args>``; see :func:`run_git`. When git fails and the disk of
+        the git directory has (almost) no space left (:data:`DISK_FULL_BYTES`), the
+        temporary object files git wrote during this call are removed, so that freeing the
+        user's own files is enough, and :class:`DiskFull` is raised instead."""
+        started = _clock()
+        try:
+            return run_git(args, cwd=self.top, input=input, env=env,
+                           allow_non_zero=allow_non_zero)
+        except GitError as exc:
+            free = free_bytes(self.common_dir)
+            if free is None or free >= DISK_FULL_BYTES:
+                raise
+            for path, mtime, _ in temporary_objects(self.common_dir):
+                if mtime >= started:  # another git's (older) files are never touched
+                    path.unlink(missing_ok=True)
+            raise DiskFull(exc, self.common_dir, free_bytes(self.common_dir) or 0) from None
 
     # --- references -------------------------------------------------------------------------
 
@@ -714,14 +788,24 @@ class Repo:
 
     # --- git's own lock files ---------------------------------------------------------------
 
-    def recording_locks(self, branch: str) -> list[Path]:
-        """The lock files of what a keep or a revert changes that exist now: the index's, HEAD's
-        and branch ``branch``'s (``refs/heads/<branch>.lock``). git creates each while it
-        changes that file and removes it when done; one that stays was left by a git process
-        that was killed (or is one that is still running)."""
+    def recording_locks(self, branch: str, namespace: str | None = None) -> list[Path]:
+        """The lock files of what a keep, a revert or a measurement changes that exist now:
+        the index's, HEAD's, branch ``branch``'s (``refs/heads/<branch>.lock``),
+        ``packed-refs.lock``, and, with ``namespace`` (``refs/autoresearch/<id>``), those of
+        our own refs below it (``attempts/<run>.lock``, ``scope/<run>.lock``, ``state.lock``).
+        git creates each while it changes that file and removes it when done; one that stays
+        was left by a git process that was killed (or is one that is still running). Sorted
+        as listed, those under ``namespace`` by path."""
         wanted = [self.git_dir / "index.lock", self.git_dir / "HEAD.lock",
-                  self.common_dir / "refs" / "heads" / f"{branch}.lock"]
-        return [path for path in wanted if path.is_file()]
+                  self.common_dir / "refs" / "heads" / f"{branch}.lock",
+                  self.common_dir / "packed-refs.lock"]
+        found = [path for path in wanted if path.is_file()]
+        if namespace is not None:
+            folder = self.common_dir / namespace
+            if folder.is_dir():
+                found.extend(sorted((p for p in folder.glob("**/*.lock") if p.is_file()),
+                                    key=str))
+        return found
 
     def lock_files(self) -> list[tuple[Path, float]]:
         """Every git lock file in the git directories, with its age in seconds: ``*.lock``

@@ -55,7 +55,7 @@ from .experiment import (
 )
 from .faults import checkpoint
 from .files import WriteFailed, check_writable, whole_index, write_atomic
-from .git import GitError, Repo, said
+from .git import DiskFull, GitError, Repo, said
 from .ledger import Ledger, Run, Segment
 from .lock import SessionLock
 from .measure import Measurement, Progress, command_environment
@@ -468,6 +468,11 @@ class Session:
         commit = self.repo.resolve(str(kept[-1].data["commit"]))
         return commit is not None and self.repo.merged(commit)
 
+    @property
+    def namespace(self) -> str:
+        """Where the session's own refs live: ``refs/autoresearch/<id>``."""
+        return f"refs/autoresearch/{self.config.session_id}"
+
     def check_recordable(self) -> None:
         """Refuse while a merge, rebase or the like is in progress."""
         op = self.repo.operation_in_progress()
@@ -483,7 +488,7 @@ class Session:
         branch = session_branch(self.config.session_id)
         deadline = time.monotonic() + GIT_LOCK_WAIT_SECONDS
         while True:
-            locks = self.repo.recording_locks(branch)
+            locks = self.repo.recording_locks(branch, self.namespace)
             if not locks or time.monotonic() >= deadline:
                 break
             time.sleep(0.02)
@@ -725,32 +730,67 @@ class Session:
                                                          violations)})
         scope_ref = None
         if violations:
-            scope_ref = self._free_ref(f"refs/autoresearch/{self.config.session_id}/scope/"
-                                       f"{number}")
+            scope_ref = self._free_ref(f"{self.namespace}/scope/{number}")
+            token = os.urandom(8).hex()
+            created, tracked = revert_targets(self.bounds, changes, violations)
+            # A SIGKILL half-way (files removed, not all) is finished by the next command
+            # from this intent record, as an interrupted revert is.
+            aside: dict[str, Any] = {"op": "set-aside", "run": number, "id": token,
+                                     "head": self.head(), "ref": scope_ref,
+                                     "created": created, "tracked": tracked,
+                                     "staged_preexisting": changes.staged_preexisting}
             with signals.deferred():  # saved and reverted whole, or not at all
-                git_revert(self.repo, self.bounds, changes, head=self.head(), ref=scope_ref,
-                           only=violations, message=f"changes outside the scope or to "
-                                                    f"readonly paths before run {number}\n")
+                self._write_intent(aside)
+                try:
+                    git_revert(self.repo, self.bounds, changes, head=self.head(),
+                               ref=scope_ref, only=violations, stage="set-aside",
+                               message=f"changes outside the scope or to readonly paths "
+                                       f"before run {number}\n\n"
+                                       f"Autoresearch-Intent: {token}\n")
+                except GitError as exc:
+                    raise self._git_failed(aside, exc) from None
+                except Refused:
+                    self.layout.intent.unlink(missing_ok=True)
+                    raise
+                self.layout.intent.unlink(missing_ok=True)
         env = command_environment({
             "AUTORESEARCH_SESSION": self.config.session_id,
             "AUTORESEARCH_RUN": str(number),
             "AUTORESEARCH_RUN_LOG": str(self.layout.run_log),
         })
-        result = run_measurement(self.config, top=self.repo.top,
-                                 log_path=self.layout.run_log, env=env, progress=progress)
+        try:
+            result = run_measurement(self.config, top=self.repo.top,
+                                     log_path=self.layout.run_log, env=env, progress=progress)
+        except OSError as exc:  # the run log: a full or read-only disk
+            raise self._not_measured(f"cannot write {self.layout.run_log}: "
+                                     f"{exc.strerror or exc.__class__.__name__}",
+                                     scope_ref) from None
         result.head = self.head()
         result.readonly_violations = [p for p in violations if self.bounds.is_readonly(p)]
         result.scope_violations = [p for p in violations if not self.bounds.is_readonly(p)]
         result.scope_ref = scope_ref
         if not pending:
             return result
-        after = survey(self.repo, load_snapshot(self.layout.untracked))
-        result.fingerprint = self.fingerprint(after)
-        self.repo.scratch.mkdir(parents=True, exist_ok=True)
-        data = result.to_dict()
-        data["config_hash"] = file_hash(self.config_bytes)
-        write_atomic(self.layout.pending, json.dumps(data, allow_nan=False).encode())
+        try:
+            after = survey(self.repo, load_snapshot(self.layout.untracked))
+            result.fingerprint = self.fingerprint(after)
+            self.repo.scratch.mkdir(parents=True, exist_ok=True)
+            data = result.to_dict()
+            data["config_hash"] = file_hash(self.config_bytes)
+            write_atomic(self.layout.pending, json.dumps(data, allow_nan=False).encode())
+        except (WriteFailed, DiskFull) as exc:  # a benchmark that filled the disk, say
+            raise self._not_measured(exc.message, scope_ref) from None
         return result
+
+    @staticmethod
+    def _not_measured(problem: str, scope_ref: str | None) -> Refused:
+        """The refusal of a measurement whose result could not be written: ``problem``, then
+        the state (nothing recorded, the experiment intact, what was set aside) and the way
+        out."""
+        aside = (f", and the changes outside the scope or to readonly files are saved at "
+                 f"{scope_ref}" if scope_ref else "")
+        return Refused(f"{problem}; nothing was recorded, and the experiment is intact in the "
+                       f"work tree{aside}: measure again once there is room")
 
     def pending(self) -> Measurement | None:
         """The measurement taken since the last recorded run, if it is still valid."""
@@ -860,7 +900,6 @@ class Session:
             # A kept experiment would become the baseline of a segment that wanted one measured.
             self.check_baseline()
         draft = self._draft(number, status, description, result, asi, hooks, baseline)
-        fit_record(draft)
         if measured is not None and result is not measured and measured.scope_ref:
             # What the dropped measurement set aside before it ran still belongs to this run.
             draft["scope_ref"] = measured.scope_ref
@@ -868,9 +907,11 @@ class Session:
                                                 *measured.scope_violations})
         if measured is not None and result is not measured:
             draft["readonly_violations"] = list(measured.readonly_violations)
+        self._name_set_asides(draft)
         # What defines success and changed since (or without) a measurement: put back too.
         draft["readonly_violations"] = sorted({*draft["readonly_violations"],
                                                *self.readonly_changed(changes)})
+        fit_record(draft)  # refused here, before anything changes, if it cannot fit
         ref = attempt_ref(self.config.session_id, number)
         token = os.urandom(8).hex()
         untracked_after = sorted({*changes.preexisting, *changes.staged_preexisting,
@@ -917,6 +958,39 @@ class Session:
                 raise
             return self._append_record(draft, untracked_after, changes.ignored)
 
+    def set_asides(self, number: int) -> list[tuple[str, list[str]]]:
+        """What the measurements of run ``number`` set aside: each ref ``scope/<number>``,
+        ``scope/<number>.2``, ... under :attr:`namespace` that exists (the measurement kept,
+        those taken again, a set-aside that failed or was killed), in that order, with the
+        paths it changed from the commit it was taken on."""
+        prefix = f"{self.namespace}/scope/"
+        found = []
+        for ref in self.repo.run("for-each-ref", "--format=%(refname)", prefix).text.split("\n"):
+            head, _, rest = ref[len(prefix):].partition(".")
+            if ref and head == str(number) and (not rest or rest.isdigit()):
+                found.append((int(rest or 1), ref))
+        out = []
+        for _, ref in sorted(found):
+            parent = self.repo.resolve(f"{ref}^")
+            out.append((ref, self.repo.changed_paths(parent, ref) if parent else []))
+        return out
+
+    def _name_set_asides(self, draft: dict[str, Any]) -> None:
+        """Name in run record ``draft`` every set-aside of its run (``scope_refs``) and add
+        their paths outside the scope to its violations: nothing set aside goes unnamed."""
+        refs = self.set_asides(draft["run"])
+        if not refs:
+            return
+        draft["scope_refs"] = [ref for ref, _ in refs]
+        outside = {p for _, paths in refs for p in paths
+                   if not self.bounds.is_protected(p) and not self.bounds.in_scope(p)}
+        draft["scope_violations"] = sorted({*draft["scope_violations"],
+                                            *(p for p in outside
+                                              if not self.bounds.is_readonly(p))})
+        draft["readonly_violations"] = sorted({*draft["readonly_violations"],
+                                               *(p for p in outside
+                                                 if self.bounds.is_readonly(p))})
+
     def _git_failed(self, intent: dict[str, Any], exc: GitError) -> AutoresearchError:
         """What to say when git failed in the middle of a keep or revert. When nothing had
         changed yet (HEAD where it was, no attempt recorded; a keep puts the index back), the
@@ -928,7 +1002,17 @@ class Session:
                      and not (intent["ref"] and self._ours(intent["ref"], intent)))
         if untouched:
             self.layout.intent.unlink(missing_ok=True)
-        locks = self.repo.recording_locks(session_branch(self.config.session_id))
+        locks = self.repo.recording_locks(session_branch(self.config.session_id),
+                                          self.namespace)
+        if not locks and isinstance(exc, DiskFull):
+            if not untouched:
+                return Refused(f"{exc.message}; the {op} of run {number} stopped half-way; "
+                               "free space on that disk, then git autoresearch resume "
+                               "finishes it")
+            done = ("nothing was recorded, and the experiment is still in the work tree"
+                    if op == "keep" else "nothing was changed or recorded")
+            return Refused(f"{exc.message}; {done}; free space on that disk, then run the "
+                           "command again")
         if not locks:
             return exc
         lines = said(exc.stderr)
@@ -941,8 +1025,10 @@ class Session:
                     if op == "keep" else "nothing was reverted or recorded")
             return Refused(f"{message}{done}; once no git process is running, remove it (rm "
                            f"{locks[0]}) and run the command again")
+        what = (f"the set-aside before run {number}" if op == "set-aside"
+                else f"run {number}")
         return Refused(f"{message}once no git process is running, remove it (rm {locks[0]}); "
-                       f"git autoresearch resume then finishes run {number}")
+                       f"git autoresearch resume then finishes {what}")
 
     def _keep(self, draft: dict[str, Any], intent: dict[str, Any], changes: Changes,
               metric: float, description: str, token: str) -> None:
@@ -1017,6 +1103,8 @@ class Session:
     def _append_record(self, record: dict[str, Any], untracked_after: list[str],
                        ignored: list[str] | None = None) -> dict[str, Any]:
         """Compute the confidence, append the record, and clear what the run left behind."""
+        # A keep's own violations came after the first fit: cut again (the lists only shrink).
+        fit_record(record)
         probe = Segment(self.segment.index, self.segment.header, list(self.segment.runs))
         probe.runs.append(Run(record, 0, probe.index))
         record["confidence"] = ledger_mod.confidence(probe)
@@ -1165,6 +1253,8 @@ class Session:
         if intent is None:
             return None
         number = intent.get("run")
+        if intent.get("op") == "set-aside" and isinstance(number, int):
+            return self._finish_set_aside(intent, number, abandon=abandon)
         if intent.get("op") not in ("keep", "revert") or not isinstance(number, int):
             self._set_intent_aside()
             return "set aside an unreadable intent record"
@@ -1234,6 +1324,29 @@ class Session:
         record.update({"commit": self.repo.short(head), "committed": committed})
         finished.append(self._append_record(record, intent["untracked_after"]))
         return f"finished the interrupted keep of run {number}{note}"
+
+    def _finish_set_aside(self, intent: dict[str, Any], number: int, *, abandon: bool
+                          ) -> str:
+        """Finish the set-aside before measuring run ``number`` that was interrupted: when its
+        scope ref holds what it saved, remove what is left of the saved changes (unless they
+        changed since); otherwise nothing had changed. Returns what was done; :class:`Refused`
+        when HEAD moved since (with ``abandon``, the intent record is set aside)."""
+        ref = intent["ref"]
+        if not self._ours(ref, intent):
+            self.layout.intent.unlink()
+            return (f"rolled back the interrupted set-aside before run {number}: nothing had "
+                    "changed")
+        if self.repo.head() != intent["head"]:
+            if not abandon:
+                raise Refused(f"HEAD moved since the set-aside before run {number} was "
+                              f"interrupted; the changes are saved at {ref} (git autoresearch "
+                              "doctor --fix sets the interrupted operation aside)")
+            self._set_intent_aside()
+            return f"set aside the interrupted set-aside before run {number} (HEAD had moved)"
+        note = self._finish_targets(intent, ref)
+        self.layout.intent.unlink()
+        return (f"finished setting aside the changes outside the scope or to readonly files "
+                f"before run {number}: saved at {ref} (see them: git show {ref}){note}")
 
     def _set_intent_aside(self) -> None:
         aside = self.layout.intent.with_name(f"intent.abandoned.{time.time_ns()}.json")

@@ -60,7 +60,67 @@ KEEP_STEPS = ["keep:saving-index", "keep:staging", "keep:before-commit", "keep:a
 def test_every_named_step_is_in_the_kill_matrix() -> None:
     from git_autoresearch.faults import STEPS
 
-    assert set(REVERT_STEPS) | set(KEEP_STEPS) | set(START_STEPS) == set(STEPS)
+    assert set(REVERT_STEPS) | set(KEEP_STEPS) | set(START_STEPS) | set(SET_ASIDE_STEPS) \
+        == set(STEPS)
+
+
+SET_ASIDE_STEPS = ["set-aside:after-attempt", "set-aside:after-remove"]
+
+
+@pytest.mark.parametrize("step", SET_ASIDE_STEPS)
+def test_kill_during_the_set_aside_before_measuring(experiment: Path, ar, step: str) -> None:
+    """A run killed while it sets aside the changes outside the scope (some created files
+    removed, the tracked one not yet restored): the next command finishes the set-aside and
+    says so, and the run recorded next names the scope ref and every path in it."""
+    top = experiment
+    write(top / "extra" / "a.txt", "a\n")
+    write(top / "extra" / "b.txt", "b\n")
+    precious = files_of(top, PRECIOUS)
+    killed = tool(top, "run", "-d", "killed", env={"GIT_AUTORESEARCH_DIE_AT": step})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    ref = "refs/autoresearch/s1/scope/2"
+    assert ar(top, "status", "--json").json()["warnings"] == [
+        "a set-aside of run 2 was interrupted; the next recording command (or resume) "
+        "finishes it"]
+    assert ar(top, "resume", "--json").json()["actions"] == [
+        "finished setting aside the changes outside the scope or to readonly files before "
+        f"run 2: saved at {ref} (see them: git show {ref})"]
+    assert not (top / "extra").exists()
+    assert (top / "README.md").read_text() == "project\n"
+    assert (top / "value.txt").read_text() == "50\n", "the experiment is intact"
+    assert (top / "src" / "new.py").read_text() == "x = 1\n"
+    assert git(top, "show", f"{ref}:extra/a.txt") == "a"
+    assert git(top, "show", f"{ref}:README.md") == "out of scope"
+    record = ar(top, "run", "-d", "carries on", "--json").json()
+    assert (record["run"], record["status"]) == (2, "keep")
+    assert record["scope_refs"] == [ref]
+    assert record["scope_violations"] == ["README.md", "extra/a.txt", "extra/b.txt"]
+    assert record["warnings"] == [
+        f"reverted changes outside the scope: README.md, extra/a.txt, extra/b.txt (saved at "
+        f"{ref})"]
+    assert files_of(top, PRECIOUS) == precious
+    assert ar(top, "doctor", "--json").json()["findings"] == []
+
+
+def test_every_set_aside_of_a_run_is_named_by_its_record(experiment: Path, ar) -> None:
+    """A run measured twice with changes outside the scope each time (the first measurement
+    left pending): its record names both scope refs, the union of their paths, and show
+    lists them."""
+    top = experiment
+    ar(top, "measure")
+    write(top / "more.txt", "more\n")
+    record = ar(top, "run", "-d", "again", "--json").json()
+    first, second = "refs/autoresearch/s1/scope/2", "refs/autoresearch/s1/scope/2.2"
+    assert record["scope_ref"] == second
+    assert record["scope_refs"] == [first, second]
+    assert record["scope_violations"] == ["README.md", "more.txt"]
+    shown = ar(top, "show", "2", "--json").json()["set_aside"]
+    assert [(e["ref"], e["paths"]) for e in shown] == [(first, ["README.md"]),
+                                                      (second, ["more.txt"])]
+    human = ar(top, "show", "2").out
+    assert f"set aside before measuring (outside the scope or readonly), at {first}: " \
+           "README.md\n" in human
+    assert ar(top, "doctor", "--json").json()["findings"] == []
 
 
 START_STEPS = ["start:after-intent", "start:after-branch", "start:after-config",

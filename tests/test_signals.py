@@ -261,11 +261,16 @@ KEEP = ["keep", "-d", "x", "--metric", "50"]
     ("index.lock", ["run", "-d", "x"]), ("index.lock", KEEP),
     ("index.lock", ["discard", "-d", "x"]), ("index.lock", ["crash", "-d", "x"]),
     ("index.lock", ["measure"]), ("HEAD.lock", KEEP),
-    ("refs/heads/autoresearch/s1.lock", KEEP)], ids=lambda v: v if isinstance(v, str) else v[0])
+    ("refs/heads/autoresearch/s1.lock", KEEP), ("packed-refs.lock", ["discard", "-d", "x"]),
+    ("refs/autoresearch/s1/attempts/2.lock", ["run", "-d", "x"]),
+    ("refs/autoresearch/s1/attempts/2.lock", ["discard", "-d", "x"]),
+    ("refs/autoresearch/s1/scope/2.lock", ["measure"]),
+    ("refs/autoresearch/s1/state.lock", KEEP)], ids=lambda v: v if isinstance(v, str) else v[0])
 def test_a_stale_git_lock_is_refused_before_anything_changes(
         experiment: Path, ar, lock: str, command: list[str]) -> None:
     top = experiment
     path = top / ".git" / lock
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(b"")
     ledger = (top / ".auto" / "log.jsonl").read_bytes()
     scratch = sorted(p.name for p in (top / ".git" / "autoresearch").iterdir())
@@ -400,3 +405,31 @@ def test_a_signal_that_came_in_a_finalizer_during_a_measurement_ends_it(tmp_path
     assert b"Exception ignored" not in proc.stderr
     assert_dies(wait_for_pid(pidfile), "the experiment")
     assert not (tmp_path / "finished").exists(), "the experiment was ended, not waited for"
+
+
+def test_a_lock_on_our_attempt_ref_taken_during_the_measurement_is_named(experiment: Path,
+                                                                        ar) -> None:
+    """A lock file on the run's attempt ref appears while the experiment runs: the revert
+    that follows is refused naming the file, nothing is reverted or recorded, and once the
+    file is gone the pending measurement is recorded."""
+    top = experiment
+    write(top / "value.txt", "500\n")  # worse than the baseline: a discard
+    lock = top / ".git" / "refs" / "autoresearch" / "s1" / "attempts" / "2.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run([*TOOL, "run", "-d", "blocked", "--json"], cwd=top,
+                          capture_output=True, text=True,
+                          env={**os.environ, "GIT_AUTORESEARCH_CREATE_AT": "group:started",
+                               "GIT_AUTORESEARCH_CREATE_FILE": str(lock)})
+    assert proc.returncode == 3, proc.stderr
+    error = json.loads(proc.stdout)["error"]
+    assert error.startswith(f"git could not finish the revert of run 2: its lock file {lock} "
+                            "exists (git said: ")
+    assert error.endswith("nothing was reverted or recorded; once no git process is running, "
+                          f"remove it (rm {lock}) and run the command again")
+    assert (top / "value.txt").read_text() == "500\n"
+    assert (top / "src" / "new.py").read_text() == "x = 1\n"
+    assert [r["run"] for r in runs(top)] == [1]
+    lock.unlink()
+    record = ar(top, "discard", "-d", "after", "--json").json()
+    assert (record["run"], record["status"], record["metric"]) == (2, "discard", 500)
+    assert (top / "value.txt").read_text() == "100\n"

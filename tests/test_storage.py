@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -533,3 +534,125 @@ def test_output_that_cannot_be_written_does_not_misreport_a_recorded_run(repo: P
                            cwd=repo, capture_output=True, text=True)
     assert piped.stdout.strip() == "0", piped.stderr
     assert [r["run"] for r in runs(repo)] == [1, 2, 3]
+
+
+BENCH = "#!/bin/sh\necho \"score: $(cat value.txt)\"\n"
+
+
+def _repository_on_tmpfs(tmp_path: Path, ar, mounts: Mounts, bench: str = BENCH) -> Path:
+    """The ``repo`` fixture's project, made again inside a 2 MB tmpfs, with a session whose
+    benchmark is ``bench``."""
+    top = tmp_path / "small"
+    top.mkdir()
+    mounts.tmpfs(top, "2m")
+    git(top, "init", "-q", "-b", "main")
+    write(top / "value.txt", "100\n")
+    write(top / "bench.sh", bench, 0o755)
+    git(top, "add", "-A")
+    git(top, "commit", "-q", "-m", "initial")
+    ar(top, *start_args("--scope", "value.txt"))
+    return top
+
+
+def test_a_disk_that_fills_while_git_writes_is_refused_and_leaves_no_garbage(
+        tmp_path: Path, ar, mounts: Mounts) -> None:
+    """git runs out of space writing an object (a big file outside the scope being set
+    aside): exit 3 naming the git directory's disk, the state and the way out; git's
+    temporary objects of that call are removed, so freeing the user's own file is enough."""
+    top = _repository_on_tmpfs(tmp_path, ar, mounts)
+    big = os.urandom(500 * 1024)
+    write(top / "big.bin", big)
+    write(top / "value.txt", "50\n")
+    filler = fill(top, leave_pages=74)  # 296 KB: room to start, not for the big object
+    ledger = (top / ".auto" / "log.jsonl").read_bytes()
+    old = head(top)
+    res = tool(top, "run", "-d", "x")
+    assert res.returncode == 3, res.stderr
+    assert res.stderr == (
+        f"git autoresearch: the disk of {top / '.git'} is full: git could not write there "
+        "(running 'git update-index --add'); nothing was changed or recorded; free space on "
+        "that disk, then run the command again\n")
+    assert list((top / ".git" / "objects").glob("??/tmp_obj_*")) == []
+    assert (top / "big.bin").read_bytes() == big
+    assert (top / "value.txt").read_text() == "50\n"
+    assert (top / ".auto" / "log.jsonl").read_bytes() == ledger
+    assert head(top) == old
+    assert git(top, "for-each-ref", "refs/autoresearch/s1/scope/") == ""
+    assert not (top / ".git" / "autoresearch" / "intent.json").exists()
+    filler.unlink()
+    record = ar(top, "run", "-d", "x", "--json").json()
+    assert (record["run"], record["status"], record["scope_violations"]) == \
+        (2, "keep", ["big.bin"])
+    assert git(top, "cat-file", "-s", "refs/autoresearch/s1/scope/2:big.bin") == str(len(big))
+
+
+def test_a_disk_that_fills_during_the_measurement_says_the_state(tmp_path: Path, ar,
+                                                                 mounts: Mounts) -> None:
+    """The benchmark fills the disk, so the measurement cannot be written: exit 3 with the
+    state (nothing recorded, the experiment intact) and the way out; measuring again once
+    there is room works."""
+    # Fills the disk once the baseline is measured (value.txt changed).
+    top = _repository_on_tmpfs(tmp_path, ar, mounts, BENCH + "[ \"$(cat value.txt)\" = 100 ] "
+                               "|| dd if=/dev/zero of=out.bin bs=4096 2>/dev/null\nexit 0\n")
+    write(top / "value.txt", "50\n")
+    ledger = (top / ".auto" / "log.jsonl").read_bytes()
+    res = tool(top, "measure")
+    pending = top / ".git" / "autoresearch" / "pending.json"
+    assert res.returncode == 3, res.stderr
+    # Whichever write meets the full disk first (git refreshing the index while the tree is
+    # surveyed, or the measurement's file), the state and the way out are said.
+    problem, _, state = res.stderr.partition("; nothing was recorded")
+    assert problem in (f"git autoresearch: cannot write {pending}: No space left on device",
+                       f"git autoresearch: the disk of {top / '.git'} is full: git could not "
+                       "write there (running 'git status --porcelain=v1')"), res.stderr
+    assert state == (", and the experiment is intact in the work tree: measure again once "
+                     "there is room\n")
+    assert (top / "value.txt").read_text() == "50\n"
+    assert (top / ".auto" / "log.jsonl").read_bytes() == ledger
+    assert not pending.exists()
+
+
+def test_doctor_names_git_temporary_objects_left_behind(repo: Path, ar) -> None:
+    """A temporary object file of git's an hour old is garbage that keeps a disk full:
+    doctor names it with its size; one being written now is not named."""
+    ar(repo, *start_args())
+    objects = repo / ".git" / "objects"
+    old, fresh = objects / "ab" / "tmp_obj_Xy12Zq", objects / "cd" / "tmp_obj_Fresh1"
+    write(old, b"\0" * 4096)
+    write(fresh, b"\0" * 10)
+    three_hours_ago = time.time() - 3 * 3600 - 30
+    os.utime(old, (three_hours_ago, three_hours_ago))
+    findings = ar(repo, "doctor", "--json", expect=3).json()["findings"]
+    assert [f["problem"] for f in findings] == [
+        f"git's temporary object file {old} (4096 bytes) is 3h old: a git process that failed "
+        f"(a full disk) or was killed left it; once no git process is running, remove it "
+        f"(rm {old})"]
+    assert old.exists() and fresh.exists(), "doctor removes nothing of git's"
+
+
+def test_a_keep_on_a_disk_that_fills_while_git_writes_records_nothing(
+        tmp_path: Path, ar, mounts: Mounts) -> None:
+    """git runs out of space staging the kept file: exit 3 naming the disk, nothing
+    committed or recorded, the experiment and the index as they were, no garbage left; the
+    same keep works once the user's own file is gone."""
+    top = _repository_on_tmpfs(tmp_path, ar, mounts)
+    kept = os.urandom(500 * 1024)
+    write(top / "value.txt", kept)
+    staged = git(top, "diff", "--cached", "--name-status")
+    filler = fill(top, leave_pages=74)
+    old = head(top)
+    res = tool(top, "keep", "-d", "k", "--metric", "50")
+    assert res.returncode == 3, res.stderr
+    assert res.stderr.startswith(f"git autoresearch: the disk of {top / '.git'} is full: git "
+                                 "could not write there (running 'git ")
+    assert res.stderr.endswith("'); nothing was recorded, and the experiment is still in the "
+                               "work tree; free space on that disk, then run the command "
+                               "again\n")
+    assert head(top) == old
+    assert git(top, "diff", "--cached", "--name-status") == staged
+    assert (top / "value.txt").read_bytes() == kept
+    assert list((top / ".git" / "objects").glob("??/tmp_obj_*")) == []
+    assert not (top / ".git" / "autoresearch" / "intent.json").exists()
+    assert [r["run"] for r in runs(top)] == [1]
+    filler.unlink()
+    assert ar(top, "keep", "-d", "k", "--metric", "50", "--json").json()["run"] == 2

@@ -227,11 +227,13 @@ def _print_record(session: Any, record: dict[str, Any], previous_best: float | N
                    else f"  nothing to commit: HEAD stays at {record['commit']}")
     elif record.get("attempt_ref"):
         click.echo(f"  reverted; the attempt is kept at {record['attempt_ref']}")
+    where = _saved_at(record)
     if record.get("scope_violations"):
-        click.echo("  reverted out-of-scope changes: " + ", ".join(record["scope_violations"]))
+        click.echo("  reverted out-of-scope changes: " + ", ".join(record["scope_violations"])
+                   + f" (saved at {where})")
     if record.get("readonly_violations"):
         click.echo("  undid changes to readonly files: "
-                   + ", ".join(record["readonly_violations"]))
+                   + ", ".join(record["readonly_violations"]) + f" (saved at {where})")
 
 
 @click.command("run", context_settings=CONTEXT)
@@ -386,10 +388,19 @@ def _measurement_notes(before: HookReport, result: Measurement) -> list[str]:
          "readonly_violations": result.readonly_violations, "scope_ref": result.scope_ref})
 
 
+def _saved_at(record: dict[str, Any]) -> str:
+    """Where a run's changes outside the scope or to readonly files are saved: every
+    set-aside of the run (``scope_refs``), else its ``scope_ref``, else its attempt ref."""
+    refs = record.get("scope_refs")
+    if isinstance(refs, list) and refs:
+        return ", ".join(str(ref) for ref in refs)
+    return str(record.get("scope_ref") or record.get("attempt_ref"))
+
+
 def _violation_notes(record: dict[str, Any]) -> list[str]:
     """A warning for an agent when some of its changes were outside the scope, or changed
     what defines success (readonly files), and were reverted."""
-    where = record.get("scope_ref") or record.get("attempt_ref")
+    where = _saved_at(record)
     notes = []
     if record.get("scope_violations"):
         notes.append(f"reverted changes outside the scope: "

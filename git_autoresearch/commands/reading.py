@@ -206,8 +206,18 @@ def show_cmd(run_number: int, as_json: bool) -> None:
     if target:
         diff = repo.run("show", "--no-ext-diff", "--stat", "--patch", "--format=commit %H%n%n%B",
                         target).stdout.decode("utf-8", "replace")
+    refs = run.data.get("scope_refs") or (
+        [run.data["scope_ref"]] if isinstance(run.data.get("scope_ref"), str) else [])
+    set_aside = []
+    for ref in refs:
+        commit = repo.resolve(str(ref))
+        # The set-aside commit holds the whole experiment; only these paths were removed.
+        paths = [p for p in (repo.changed_paths(f"{commit}^", commit) if commit else [])
+                 if not session.bounds.in_scope(p)]
+        set_aside.append({"ref": ref, "commit": commit, "paths": paths})
     if as_json:
-        emit_json({"record": run.data, "diff_commit": target, "diff": diff})
+        emit_json({"record": run.data, "diff_commit": target, "diff": diff,
+                   "set_aside": set_aside})
         return
     click.echo(json.dumps(run.data, ensure_ascii=False, indent=2))
     if run.status == "crash" and run.data.get("tail"):
@@ -218,6 +228,12 @@ def show_cmd(run_number: int, as_json: bool) -> None:
         click.echo("(no commit: the kept measurement changed nothing)")
     else:
         click.echo("(no attempt ref recorded for this run)")
+    for entry in set_aside:
+        if entry["commit"] is None:
+            click.echo(f"set aside before measuring at {entry['ref']}, which no longer exists")
+            continue
+        click.echo(f"set aside before measuring (outside the scope or readonly), at "
+                   f"{entry['ref']}: {', '.join(entry['paths'])}")
 
 
 def _segment_of(session: Any, segment: int | None) -> Any:
