@@ -25,9 +25,9 @@ EXIT_STATUS = [  # the README's table of exit codes
           "outside the repository or matching nothing (without --allow-missing)."),
     ("3", "Refused: not a git repository, no session, an edited configuration, a merge or "
           "rebase in progress, HEAD not on the session branch, the lock held too long by "
-          "another command, a lock file of git's (index.lock, HEAD.lock, the session branch's) "
-          "in the way, a full or read-only disk (naming the file, and the run's state when it "
-          "was already committed or reverted), a submodule with uncommitted changes or lacking "
+          "another command, a lock file of git's (index.lock, HEAD.lock, packed-refs.lock, the "
+          "session branch's, or one on the session's own refs) in the way, a full or read-only "
+          "disk (naming the file or the disk, and the run's state), a submodule with uncommitted changes or lacking "
           "the commit HEAD records, a start that was interrupted (resume finishes it), a dirty "
           "tree at start, a baseline that failed, doctor finding problems it did not fix, a "
           "missing optional dependency."),
