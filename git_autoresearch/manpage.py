@@ -29,8 +29,8 @@ EXIT_STATUS = [  # the README's table of exit codes
           "session branch's, or one on the session's own refs) in the way, a full or read-only "
           "disk (naming the file or the disk, and the run's state), a submodule with "
           "uncommitted changes or lacking the commit HEAD records, a start that was "
-          "interrupted (resume finishes it), a dirty tree at start, a baseline that failed, doctor finding problems it did not fix, a "
-          "missing optional dependency."),
+          "interrupted (resume finishes it), a dirty tree at start, a baseline that failed, "
+          "doctor finding problems it did not fix, a missing optional dependency."),
     ("4", "The loop should stop: .auto/STOP found, or max_experiments reached."),
     ("129, 130, 143", "Hung up (SIGHUP: the terminal or ssh session closed), interrupted "
                       "(SIGINT, Ctrl-C) or terminated (SIGTERM): 128 + the signal's number. The "
