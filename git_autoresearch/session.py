@@ -955,6 +955,17 @@ class Session:
                 # Refused before anything changed (git refused the commit, or could not record
                 # the attempt): there is nothing to finish.
                 self.layout.intent.unlink(missing_ok=True)
+                locks = self.repo.recording_locks(session_branch(self.config.session_id),
+                                                  self.namespace)
+                if locks:  # another git took a lock meanwhile: name it, not git's advice
+                    said_lines = [*(exc.detail or "").splitlines(), exc.message]
+                    line = next((ln.strip() for ln in said_lines
+                                 if ln.strip().startswith(("fatal:", "error:"))), exc.message)
+                    raise Refused(f"git could not finish the {intent['op']} of run {number}: its "
+                                  f"lock file {locks[0]} exists (git said: {line}); nothing was "
+                                  "recorded, and the experiment is still in the work tree; once "
+                                  f"no git process is running, remove it (rm {locks[0]}) and "
+                                  "run the command again") from None
                 raise
             return self._append_record(draft, untracked_after, changes.ignored)
 

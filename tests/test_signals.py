@@ -312,15 +312,21 @@ def test_a_lock_taken_during_a_revert_is_named_and_resume_finishes(experiment: P
     assert git(top, "status", "--porcelain") == ""
 
 
+@pytest.mark.parametrize("step, name", [("keep:staging", "index.lock"),
+                                        ("keep:before-commit", "index.lock"),
+                                        ("keep:before-commit", "HEAD.lock")])
 def test_a_keep_blocked_by_a_lock_before_committing_leaves_no_intent(experiment: Path,
-                                                                     ar) -> None:
+                                                                     ar, step: str,
+                                                                     name: str) -> None:
+    """Another git takes a lock between our check and our commit: the lock file is named (not
+    git's 'remove the file manually'), nothing is recorded, and the experiment stays."""
     top = experiment
-    lock = top / ".git" / "index.lock"
+    lock = top / ".git" / name
     head = git(top, "rev-parse", "HEAD")
     staged = git(top, "diff", "--cached", "--name-status")
     proc = subprocess.run([*TOOL, "keep", "-d", "blocked", "--metric", "50", "--json"], cwd=top,
                           capture_output=True, text=True,
-                          env={**os.environ, "GIT_AUTORESEARCH_CREATE_AT": "keep:staging",
+                          env={**os.environ, "GIT_AUTORESEARCH_CREATE_AT": step,
                                "GIT_AUTORESEARCH_CREATE_FILE": str(lock)})
     assert proc.returncode == 3, proc.stderr
     error = json.loads(proc.stdout)["error"]
