@@ -1280,16 +1280,10 @@ class Session:
         ref = intent["ref"]
         ours = self._ours(ref, intent)
         if intent["op"] == "revert":
-            if not ours:
-                self.layout.intent.unlink()
-                return f"rolled back the interrupted revert of run {number}: nothing had changed"
-            if head != intent["head"]:
-                if not abandon:
-                    raise Refused(f"HEAD moved since the revert of run {number} was "
-                                  f"interrupted; its attempt is at {ref} (git autoresearch "
-                                  "doctor --fix sets the interrupted operation aside)")
-                self._set_intent_aside()
-                return f"set aside the interrupted revert of run {number} (HEAD had moved)"
+            stopped = self._not_to_finish(intent, ours, abandon, f"revert of run {number}",
+                                          f"its attempt is at {ref}")
+            if stopped:
+                return stopped
             note = self._finish_targets(intent, ref)
             record["attempt_ref"] = ref
             finished.append(self._append_record(record, intent["untracked_after"]))
@@ -1343,21 +1337,33 @@ class Session:
         changed since); otherwise nothing had changed. Returns what was done; :class:`Refused`
         when HEAD moved since (with ``abandon``, the intent record is set aside)."""
         ref = intent["ref"]
-        if not self._ours(ref, intent):
-            self.layout.intent.unlink()
-            return (f"rolled back the interrupted set-aside before run {number}: nothing had "
-                    "changed")
-        if self.repo.head() != intent["head"]:
-            if not abandon:
-                raise Refused(f"HEAD moved since the set-aside before run {number} was "
-                              f"interrupted; the changes are saved at {ref} (git autoresearch "
-                              "doctor --fix sets the interrupted operation aside)")
-            self._set_intent_aside()
-            return f"set aside the interrupted set-aside before run {number} (HEAD had moved)"
+        stopped = self._not_to_finish(intent, self._ours(ref, intent), abandon,
+                                      f"set-aside before run {number}",
+                                      f"the changes are saved at {ref}")
+        if stopped:
+            return stopped
         note = self._finish_targets(intent, ref)
         self.layout.intent.unlink()
         return (f"finished setting aside the changes outside the scope or to readonly files "
                 f"before run {number}: saved at {ref} (see them: git show {ref}){note}")
+
+    def _not_to_finish(self, intent: dict[str, Any], ours: bool, abandon: bool, what: str,
+                       saved: str) -> str | None:
+        """For an interrupted revert or set-aside (``what``, e.g. ``revert of run 4``): what
+        was done instead of finishing it, or None when it is to be finished. Rolled back when
+        its ref does not hold its attempt (``ours`` false: nothing had changed); set aside with
+        ``abandon`` when HEAD moved since, else :class:`Refused` naming where the changes are
+        (``saved``)."""
+        if not ours:
+            self.layout.intent.unlink()
+            return f"rolled back the interrupted {what}: nothing had changed"
+        if self.repo.head() != intent["head"]:
+            if not abandon:
+                raise Refused(f"HEAD moved since the {what} was interrupted; {saved} (git "
+                              "autoresearch doctor --fix sets the interrupted operation aside)")
+            self._set_intent_aside()
+            return f"set aside the interrupted {what} (HEAD had moved)"
+        return None
 
     def _set_intent_aside(self) -> None:
         aside = self.layout.intent.with_name(f"intent.abandoned.{time.time_ns()}.json")
