@@ -13,7 +13,8 @@ revert: ``revert:after-attempt`` (attempt ref written), ``revert:after-remove`` 
 set-aside (before a measurement, of the changes outside the scope or to readonly files):
         ``set-aside:after-attempt`` (scope ref written), ``set-aside:after-remove`` (created
         files removed, tracked files not yet restored)
-both:   ``record:before-ledger``, ``record:after-ledger`` (ledger line written, intent not cleared)
+both:   ``record:before-ledger``, ``record:after-ledger`` (ledger line written, intent not cleared),
+        ``record:before-after-hooks`` (recorded, its after hooks not fired yet)
 start:  ``start:after-intent`` (start intent written, nothing else), ``start:after-branch``
         (session branch checked out), ``start:after-config``, ``start:after-ledger`` (header
         written; notes, snapshot and state ref not yet), ``start:before-baseline`` (session
@@ -51,6 +52,7 @@ STEPS = (
     "set-aside:after-remove",
     "record:before-ledger",
     "record:after-ledger",
+    "record:before-after-hooks",
     "start:after-intent",
     "start:after-branch",
     "start:after-config",

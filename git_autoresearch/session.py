@@ -826,7 +826,10 @@ class Session:
         from .hooks import HookReport, fire
 
         if not self.layout.hooks.is_dir():
+            self._after_hooks_fired(stage, run_entry)
             return HookReport(stage)
+        if stage == "after":
+            checkpoint("record:before-after-hooks")
         payload: dict[str, Any] = {"event": stage, "cwd": str(self.repo.top)}
         if stage == "before":
             last = self.ledger.last_run
@@ -839,7 +842,18 @@ class Session:
         if report.firings:
             ledger_mod.append(self.layout.ledger, [f.ledger_line() for f in report.firings])
             self.mirror_state(f"{stage} hooks")
+        self._after_hooks_fired(stage, run_entry)
         return report
+
+    def _after_hooks_fired(self, stage: str, run_entry: Mapping[str, Any] | None) -> None:
+        """Clear the intent record of the run whose after hooks just fired (it was kept so
+        that a kill before they fired leaves recovery a way to fire them)."""
+        if stage != "after" or not run_entry:
+            return
+        intent = self.interrupted()
+        if intent is not None and intent.get("run") == run_entry.get("run") \
+                and self.ledger.find(int(run_entry.get("run") or 0)) is not None:
+            self.layout.intent.unlink(missing_ok=True)
 
     # --- recording --------------------------------------------------------------------------
 
@@ -967,7 +981,8 @@ class Session:
                                   f"no git process is running, remove it (rm {locks[0]}) and "
                                   "run the command again") from None
                 raise
-            return self._append_record(draft, untracked_after, changes.ignored)
+            return self._append_record(draft, untracked_after, changes.ignored,
+                                       hooks_follow=not baseline)
 
     def set_asides(self, number: int) -> list[tuple[str, list[str]]]:
         """What the measurements of run ``number`` set aside: each ref ``scope/<number>``,
@@ -1112,8 +1127,12 @@ class Session:
         return record
 
     def _append_record(self, record: dict[str, Any], untracked_after: list[str],
-                       ignored: list[str] | None = None) -> dict[str, Any]:
-        """Compute the confidence, append the record, and clear what the run left behind."""
+                       ignored: list[str] | None = None, *, hooks_follow: bool = True
+                       ) -> dict[str, Any]:
+        """Compute the confidence, append the record, and clear what the run left behind.
+        With ``hooks_follow`` (the after hooks fire next) and after hooks in place, the intent
+        record stays until they have fired (:meth:`fire_hooks`), so that a kill in between
+        leaves it for recovery, which fires them."""
         # A keep's own violations came after the first fit: cut again (the lists only shrink).
         fit_record(record)
         probe = Segment(self.segment.index, self.segment.header, list(self.segment.runs))
@@ -1140,11 +1159,9 @@ class Session:
         self.mirror_state(f"after run {record['run']} ({record['status']})")
         if record["run"] % MAINTENANCE_EVERY == 0:
             self.repo.auto_maintenance()
-        for leftover in (self.layout.pending, self.layout.intent):
-            try:
-                leftover.unlink()
-            except FileNotFoundError:
-                pass
+        self.layout.pending.unlink(missing_ok=True)
+        if not (hooks_follow and self.layout.hooks.is_dir()):
+            self.layout.intent.unlink(missing_ok=True)
         self.reload()
         return record
 
@@ -1271,10 +1288,10 @@ class Session:
             return "set aside an unreadable intent record"
         already = self.ledger.find(number)
         if already is not None:
-            # The intent is cleared right after the ledger line, before the after hooks fire.
+            # The intent is cleared once the after hooks fired: they have not.
             finished.append(already.data)
-            self.layout.intent.unlink()
-            return f"run {number} was already recorded; cleared its intent record"
+            return (f"run {number} was already recorded; its after hooks had not fired (they "
+                    "fire now)")
         record: dict[str, Any] = intent["record"]
         head = self.repo.head()
         ref = intent["ref"]

@@ -51,10 +51,10 @@ def experiment(repo: Path, ar) -> Path:
 PRECIOUS = [".env", "notes.txt", ".auto/hooks/after.sh", ".auto/prompt.md"]
 
 REVERT_STEPS = ["revert:after-attempt", "revert:after-remove", "record:before-ledger",
-                "record:after-ledger"]
+                "record:after-ledger", "record:before-after-hooks"]
 KEEP_STEPS = ["keep:saving-index", "keep:staging", "keep:before-commit", "keep:after-commit",
               "keep:after-attempt",
-              "record:before-ledger", "record:after-ledger"]
+              "record:before-ledger", "record:after-ledger", "record:before-after-hooks"]
 
 
 def test_every_named_step_is_in_the_kill_matrix() -> None:
@@ -713,7 +713,9 @@ def test_upkeep_commands_never_mirror_damaged_session_files(repo: Path, ar) -> N
 @pytest.mark.parametrize("op, step", [("keep", "keep:after-commit"),
                                       ("keep", "record:after-ledger"),
                                       ("discard", "revert:after-remove"),
-                                      ("discard", "record:after-ledger")])
+                                      ("discard", "record:after-ledger"),
+                                      ("discard", "record:before-after-hooks"),
+                                      ("keep", "record:before-after-hooks")])
 def test_a_run_finished_after_a_kill_fires_its_after_hooks(experiment: Path, ar, tmp_path: Path,
                                                            op: str, step: str) -> None:
     """The after hooks (a tag, a journal line) see every recorded run once, also one that a
