@@ -383,6 +383,10 @@ class Session:
         if header is None or "config_hash" not in header:
             from .state import state_ref
 
+            if self.layout.start_intent.exists():
+                raise Refused(f"the start of session {self.config.session_id} was interrupted: "
+                              "git autoresearch resume finishes it (git autoresearch start "
+                              "--new-segment finishes it and measures the baseline)")
             if self.repo.resolve(state_ref(self.config.session_id)):
                 raise Refused(f"the ledger {self.layout.ledger} is missing or lost its "
                               "configuration header; git autoresearch resume restores it from "
@@ -634,6 +638,10 @@ class Session:
         out, or None when it has one (or was started with ``--no-baseline``, so that its first
         kept run is the baseline). The way out names how to set aside an experiment in the
         work tree first, since ``start --new-segment`` refuses a dirty tree."""
+        if self.layout.start_intent.exists():
+            return (f"the start of session {self.config.session_id} was interrupted: git "
+                    "autoresearch resume finishes it (git autoresearch start --new-segment "
+                    "finishes it and measures the baseline)")
         seg = self.segment
         if seg.kept:
             return None

@@ -133,6 +133,13 @@ def test_kill_during_start_then_resume(repo: Path, ar, step: str) -> None:
     killed = tool(repo, *start_args("--force", "--scope", "value.txt"),
                   env={"GIT_AUTORESEARCH_DIE_AT": step})
     assert killed.returncode == -signal.SIGKILL, killed.stderr
+    if step != "start:before-baseline":
+        # Every command a user tries first points at the way out that finishes the start.
+        for command in (["run", "-d", "x"], ["status"], ["log"]):
+            res = ar(repo, *command, expect=None)
+            text = " ".join((res.out + res.err).split())
+            assert "resume` finishes" in text.replace("resume finishes", "resume` finishes"), \
+                (step, command, text)
     actions = ar(repo, "resume", "--json").json()["actions"]
     if step != "start:before-baseline":
         assert actions[0] == ("finished the interrupted start of session s1; its baseline was "

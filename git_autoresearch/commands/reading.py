@@ -67,6 +67,10 @@ def _open_warned() -> Session:
     session = Session.open_for_reading()
     for w in session.warnings:
         warn(w)
+    if not session.read_only and session.layout.start_intent.exists():
+        problem = session.baseline_problem()  # names resume for an interrupted start
+        if problem:
+            warn(problem)
     return session
 
 
