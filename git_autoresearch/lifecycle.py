@@ -23,6 +23,7 @@ from .ledger import Ledger
 from .lock import SessionLock
 from .measure import Measurement, Progress
 from .paths import Boundaries
+from .scripts import command_files, uncommitted_command_files
 from .session import (
     BRANCH_PREFIX,
     PROMPT_TEMPLATE,
@@ -30,12 +31,10 @@ from .session import (
     Layout,
     Session,
     carry_over,
-    command_files,
     default_session_id,
     now_ms,
     other_worktree,
     session_branch,
-    uncommitted_command_files,
 )
 from .state import forget as forget_state_cache
 

@@ -20,6 +20,9 @@ from pathlib import Path
 
 from .errors import UsageError
 
+# The session folder, relative to the top of the work tree (DESIGN.md section 3).
+AUTO = ".auto"
+
 # Protected whatever the configuration says: the session folder, and the layouts older
 # implementations used, so that sessions begun with them survive our reverts.
 DEFAULT_PROTECTED = (

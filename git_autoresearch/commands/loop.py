@@ -244,7 +244,8 @@ def _print_record(session: Any, record: dict[str, Any], previous_best: float | N
 def run_cmd(description: str, asi_pairs: tuple[str, ...], asi_json: str | None, dry_run: bool,
             as_json: bool) -> None:
     """One iteration: before hooks, measure, decide, keep or revert, record, after hooks."""
-    from ..session import MAX_DESCRIPTION_BYTES, Session, check_text, parse_asi
+    from ..inputs import MAX_DESCRIPTION_BYTES, check_text, parse_asi
+    from ..session import Session
 
     asi = parse_asi(list(asi_pairs), asi_json)
     description = check_text("--description", _read_description(description),
@@ -296,7 +297,8 @@ def _record_command(status: str) -> Callable[..., None]:
     def body(description: str, metric: float | None, metrics: tuple[str, ...],
              asi_pairs: tuple[str, ...], asi_json: str | None, force: bool,
              as_json: bool) -> None:
-        from ..session import MAX_DESCRIPTION_BYTES, Session, check_text, parse_asi
+        from ..inputs import MAX_DESCRIPTION_BYTES, check_text, parse_asi
+        from ..session import Session
 
         asi = parse_asi(list(asi_pairs), asi_json)
         description = check_text("--description", _read_description(description),
