@@ -15,8 +15,8 @@ from typing import Any
 from . import ledger as ledger_mod
 from .files import write_atomic
 from .git import temporary_objects
-from .lifecycle import _has_our_header, _lost_lines, _set_aside_malformed, with_lost_header
 from .report import bad_trailers, read_trailers, reconcile, trailer_log
+from .resume import _has_our_header, _lost_lines, _set_aside_malformed, with_lost_header
 from .session import Session, session_branch
 from .state import FILES as STATE_FILES
 from .state import forget as forget_state_cache

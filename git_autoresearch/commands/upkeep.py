@@ -30,7 +30,7 @@ def resume_cmd(session_id: str | None, as_json: bool) -> None:
     from the state ref, set malformed ledger lines aside, check the configuration, check out the
     session branch, finish or roll back an interrupted keep or revert."""
     from .. import report
-    from ..lifecycle import resume
+    from ..resume import resume
 
     session, actions = resume(session_id)
     seg = report.segment_summary(session.segment)
