@@ -19,8 +19,9 @@ from typing import Any
 from .errors import Refused
 from .faults import checkpoint
 from .files import write_atomic
-from .git import ABSENT, GITLINK, DiskFull, GitError, Repo, join_z, said, user_locale
+from .git import ABSENT, DiskFull, GitError, Repo, join_z, said, user_locale
 from .paths import Boundaries
+from .submodules import refuse_dirty_submodules, restore_submodules
 
 ATTEMPTS_REF = "refs/autoresearch/{session}/attempts/{run}"
 
@@ -261,51 +262,6 @@ def finish_revert(repo: Repo, created: list[str], tracked: list[str],
     restore_submodules(repo, tracked)
     repo.unstage(staged_preexisting)
     return removed
-
-
-def refuse_dirty_submodules(repo: Repo, paths: Sequence[str], what: str) -> list[str]:
-    """The submodules among ``paths`` (:meth:`Repo.submodules`); :class:`Refused`, naming
-    them, when any has changes its checked-out commit does not hold (a revert could only
-    restore its commit by losing them, and a keep could only record its commit without them)
-    or, for a revert, lacks the commit HEAD records for it. ``what`` says what was not done
-    (``reverted``, ``kept``)."""
-    subs = repo.submodules(paths)
-    dirty = [p for p in subs if repo.submodule_dirty(p)]
-    if dirty:
-        raise Refused(f"the submodule{'s' if len(dirty) > 1 else ''} {', '.join(dirty)} "
-                      "of the experiment ha" + ("ve" if len(dirty) > 1 else "s") +
-                      " changes not committed inside it, which git autoresearch cannot "
-                      f"record; nothing was {what}: commit them inside the submodule, or undo "
-                      f"them there (git -C {dirty[0]} status shows them)")
-    if what == "reverted" and subs:
-        recorded = repo.tree_entries("HEAD", subs)
-        lacking = [f"{p} ({oid[:7]})" for p, (mode, oid) in recorded.items()
-                   if mode == GITLINK and not repo.submodule_has(p, oid)]
-        if lacking:
-            raise Refused(f"the submodule checkout cannot go back to the commit HEAD records, "
-                          f"which it does not have: {', '.join(lacking)}; nothing was "
-                          f"reverted: fetch it inside the submodule (git -C "
-                          f"{lacking[0].split(' (')[0]} fetch)")
-    return subs
-
-
-def restore_submodules(repo: Repo, paths: Sequence[str]) -> None:
-    """Put back the checkout of each submodule among ``paths`` (tracked paths just restored
-    to HEAD) at the commit HEAD records: checked out there, or, when the experiment deleted
-    the checkout, made again from the submodule's own repository under the git directory,
-    never fetched. A submodule that HEAD does not have is left as it is. Raises
-    :class:`GitError`."""
-    folders = [p for p in paths if (repo.top / p).is_dir() and not (repo.top / p).is_symlink()]
-    if not folders:
-        return
-    for path, (mode, commit) in repo.tree_entries("HEAD", folders).items():
-        if mode != GITLINK:
-            continue
-        head = repo.submodule_head(path)
-        if head is None:
-            repo.reinstate_submodule(path)
-        elif head != commit:
-            repo.checkout_submodule(path, commit)
 
 
 @dataclass
