@@ -15,9 +15,10 @@ from typing import Any
 from . import ledger as ledger_mod
 from .files import write_atomic
 from .git import temporary_objects
+from .refs import attempt_ref, attempts_prefix, scope_prefix, session_branch
 from .report import bad_trailers, read_trailers, reconcile, trailer_log
 from .resume import _has_our_header, _lost_lines, _set_aside_malformed, with_lost_header
-from .session import Session, session_branch
+from .session import Session
 from .state import FILES as STATE_FILES
 from .state import forget as forget_state_cache
 from .state import read as read_state
@@ -43,7 +44,7 @@ class Examination:
 
 
 def _attempts(session: Session) -> dict[int, str]:
-    prefix = f"refs/autoresearch/{session.config.session_id}/attempts/"
+    prefix = attempts_prefix(session.config.session_id)
     res = session.repo.run("for-each-ref", "--format=%(refname)%00%(objectname)", prefix)
     found = {}
     for line in res.text.splitlines():
@@ -273,7 +274,7 @@ def _examine(session: Session, fix: bool) -> Examination:
             "metric": 0 if meta["status"] == "crash" else None, "metrics": {},
             "status": meta["status"], "description": meta["description"],
             "timestamp": meta["time"] * 1000, "segment": session.segment.index,
-            "confidence": None, "attempt_ref": f"refs/autoresearch/{sid}/attempts/{number}",
+            "confidence": None, "attempt_ref": attempt_ref(sid, number),
             "rebuilt_from": "attempt"}).encode()
 
     named = set()
@@ -285,7 +286,7 @@ def _examine(session: Session, fix: bool) -> Examination:
             named.add(run.data["scope_ref"])
         if isinstance(run.data.get("scope_refs"), list):
             named.update(str(ref) for ref in run.data["scope_refs"])
-    prefix = f"refs/autoresearch/{sid}/scope/"
+    prefix = scope_prefix(sid)
     # ... and those of the run about to be recorded (a pending measurement) belong to it;
     # a record that names its set-asides (scope_refs) names them all.
     recorded = {str(run.number) for run in book.runs

@@ -9,7 +9,6 @@ are protected paths. A revert first records the whole attempt as a commit under
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,15 +19,9 @@ from .errors import Refused
 from .faults import checkpoint
 from .files import write_atomic
 from .git import ABSENT, DiskFull, GitError, Repo, join_z, said, user_locale
+from .ledger import json_number
 from .paths import Boundaries
 from .submodules import refuse_dirty_submodules, restore_submodules
-
-ATTEMPTS_REF = "refs/autoresearch/{session}/attempts/{run}"
-
-
-def attempt_ref(session_id: str, run: int) -> str:
-    """The ref that keeps the work tree of non-kept run ``run``."""
-    return ATTEMPTS_REF.format(session=session_id, run=run)
 
 
 @dataclass
@@ -109,13 +102,6 @@ def survey(repo: Repo, before: Snapshot | None) -> Changes:
             if new:
                 changes.added.add(entry.path)
     return changes
-
-
-def json_number(value: float) -> int | float:
-    """A metric as JSON writes it: whole numbers without ``.0`` (``14600``, as the seed shows)."""
-    if math.isfinite(value) and value == int(value) and abs(value) < 2**53:
-        return int(value)
-    return value
 
 
 def result_trailer(metric_name: str, metric: float, metrics: Mapping[str, float]) -> str:

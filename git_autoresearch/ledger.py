@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -25,7 +26,20 @@ from .files import append_whole
 _RUN_PREFIX = re.compile(rb'\{\s*"run"\s*:\s*([1-9][0-9]{0,8})\s*[,}]')
 STATUSES = ("keep", "discard", "crash", "checks_failed")
 MAX_LINE_BYTES = 1 << 20  # a longer line is reported, not parsed
-LEDGER_VERSION = 1
+# The ``version`` of the config header this implementation writes.
+VERSION = 1
+
+
+def now_ms() -> int:
+    """Now, in epoch milliseconds (the ledger's ``timestamp``)."""
+    return int(time.time() * 1000)
+
+
+def json_number(value: float) -> int | float:
+    """A metric as JSON writes it: whole numbers without ``.0`` (``14600``, as the seed shows)."""
+    if math.isfinite(value) and value == int(value) and abs(value) < 2**53:
+        return int(value)
+    return value
 
 
 def dumps(record: Mapping[str, Any]) -> str:
@@ -202,7 +216,7 @@ def parse(data: bytes) -> Ledger:
                                        int(named.group(1)) if named else None))
             continue
         try:
-            obj = json.loads(raw, parse_constant=_reject_constant)
+            obj = json.loads(raw, parse_constant=reject_constant)
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             # A cut-off line's number is not counted: its run's attempt ref or trailer is.
             malformed.append(Malformed(number, f"not JSON ({exc.__class__.__name__})", is_torn))
@@ -235,7 +249,8 @@ def parse(data: bytes) -> Ledger:
     return Ledger(segments, hooks, events, malformed)
 
 
-def _reject_constant(name: str) -> float:
+def reject_constant(name: str) -> float:
+    """``json.loads``' ``parse_constant``: NaN and infinity are not JSON numbers."""
     raise ValueError(f"non-finite number {name}")
 
 

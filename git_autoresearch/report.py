@@ -10,7 +10,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from .git import Repo
-from .ledger import Ledger, Run, Segment, confidence, confidence_label, mad, median
+from .ledger import (
+    Ledger,
+    Run,
+    Segment,
+    confidence,
+    confidence_label,
+    mad,
+    median,
+    reject_constant,
+)
 
 TSV_COLUMNS = ("experiment", "commit", "metric", "status", "duration_s", "description")
 
@@ -184,7 +193,7 @@ def trailer_log(repo: Repo, branch: str, base: str | None = None) -> list[Traile
             continue
         run_text = parts[3].strip().splitlines()[0] if parts[3].strip() else ""
         try:
-            result = json.loads(parts[4].strip().splitlines()[-1], parse_constant=_no_constant)
+            result = json.loads(parts[4].strip().splitlines()[-1], parse_constant=reject_constant)
         except ValueError:
             result = None
         if not isinstance(result, dict) or any(
@@ -202,10 +211,6 @@ def read_trailers(repo: Repo, branch: str, base: str | None,
     entries = trailer_log(repo, branch, base) if log is None else log
     return {c.run: {"commit": c.commit, "result": c.result} for c in entries
             if c.run is not None and c.result is not None}
-
-
-def _no_constant(name: str) -> float:
-    raise ValueError(f"non-finite number {name}")
 
 
 def ledger_from_trailers(repo: Repo, branch: str) -> Ledger:

@@ -14,17 +14,16 @@ from .config import Config, parse_toml
 from .errors import Refused, UsageError
 from .files import append_whole, write_atomic
 from .git import Repo, said
+from .layout import Layout, exclude_auto
 from .ledger import Ledger
-from .lifecycle import _dirty, _exclude_auto, _listing, finish_start
 from .lock import SessionLock
+from .refs import session_branch, session_of_branch
 from .session import (
-    BRANCH_PREFIX,
-    Layout,
     Session,
     carry_over,
     other_worktree,
-    session_branch,
 )
+from .start import _dirty, _listing, finish_start
 from .state import forget as forget_state_cache
 
 
@@ -41,8 +40,8 @@ def _find_session_id(repo: Repo, layout: Layout, given: str | None) -> str:
         except UsageError:
             pass
     branch = repo.current_branch()
-    if branch and branch.startswith(BRANCH_PREFIX):
-        return branch[len(BRANCH_PREFIX):]
+    if session_of_branch(branch):
+        return str(session_of_branch(branch))
     known = sessions(repo)
     if len(known) == 1:
         return known[0]
@@ -240,7 +239,7 @@ def resume(session_id: str | None = None, cwd: str | os.PathLike[str] | None = N
         if not layout.config.exists():
             raise Refused(f"session {sid} has no .auto/config.toml and no state ref to restore "
                           "it from")
-        _exclude_auto(repo)
+        exclude_auto(repo)
         actions += _set_aside_malformed(layout, ledger_mod.read(layout.ledger))
     session = Session.open(cwd, on_branch=False)
     wanted = session_branch(session.config.session_id)

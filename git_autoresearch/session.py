@@ -9,11 +9,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,11 +29,9 @@ from .config import (
 from .errors import AutoresearchError, Refused, StopLoop, UsageError
 from .experiment import (
     Changes,
-    attempt_ref,
     commit_message,
     finish_revert,
     index_backup,
-    json_number,
     keep_trailers,
     load_snapshot,
     moved_out,
@@ -57,43 +53,31 @@ from .faults import checkpoint
 from .files import WriteFailed, check_writable, whole_index, write_atomic
 from .git import DiskFull, GitError, Repo, said
 from .inputs import fit_record
-from .ledger import Ledger, Run, Segment
+from .layout import Layout
+from .ledger import Ledger, Run, Segment, json_number, now_ms
 from .lock import SessionLock
 from .measure import Measurement, Progress, command_environment
 from .measure import measure as run_measurement
 from .paths import AUTO, Boundaries
+from .refs import (
+    BRANCH_PREFIX,
+    attempt_ref,
+    attempts_prefix,
+    scope_prefix,
+    session_branch,
+    state_ref,
+)
+from .refs import namespace as ref_namespace
 from .scripts import command_files
 
 if TYPE_CHECKING:
     from .hooks import HookReport
 
-BRANCH_PREFIX = "autoresearch/"
-VERSION = 1
 # Keeps commit through plumbing and reverts write only refs, so nothing of git's own runs its
 # automatic maintenance during a session: every this many runs, we run it as git commit would.
 MAINTENANCE_EVERY = 10
 # How long a recording command waits for a lock file of git's to go before refusing.
 GIT_LOCK_WAIT_SECONDS = 1.0
-
-PROMPT_TEMPLATE = """# Autoresearch session: {goal}
-
-Metric: {metric_name} ({direction} is better{unit})
-Command: `{command}`
-Scope: {scope}
-Readonly: {readonly}
-
-## Rules
-- Change only files in scope; never the readonly files (the measure, checks or scoring
-  scripts, the data): a change there is undone before measuring and recorded.
-- One idea per run; describe it in one sentence with `-d`.
-
-## Learnings
-
-## Dead ends (do not retry)
-
-## Promising directions
-"""
-
 
 def carry_over(repo: Repo, branch: str) -> str:
     """How to get onto ``branch`` with uncommitted changes in the work tree: ``git switch
@@ -117,97 +101,6 @@ def other_worktree(repo: Repo, branch: str, there: str) -> str | None:
         return (f"checked out in a worktree whose folder is gone, {path}: free the branch "
                 "with git worktree prune")
     return f"checked out in another worktree, {path}: {there.format(path=path)}"
-
-
-def session_branch(session_id: str) -> str:
-    return BRANCH_PREFIX + session_id
-
-
-def default_session_id(goal: str, today: str | None = None) -> str:
-    """The goal in kebab case (at most 40 characters) plus the date: ``sort-speed-2026-11-29``."""
-    slug = re.sub(r"[^A-Za-z0-9]+", "-", goal).strip("-").lower()[:40].strip("-") or "session"
-    return f"{slug}-{today or time.strftime('%Y-%m-%d')}"
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-@dataclass
-class Layout:
-    """Where a work tree keeps its session: ``.auto/`` files and the per-worktree scratch."""
-
-    repo: Repo
-
-    @property
-    def auto(self) -> Path:
-        return self.repo.top / AUTO
-
-    @property
-    def config(self) -> Path:
-        return self.auto / "config.toml"
-
-    @property
-    def ledger(self) -> Path:
-        return self.auto / "log.jsonl"
-
-    @property
-    def run_log(self) -> Path:
-        return self.auto / "run.log"
-
-    @property
-    def stop(self) -> Path:
-        return self.auto / "STOP"
-
-    @property
-    def prompt(self) -> Path:
-        return self.auto / "prompt.md"
-
-    @property
-    def hooks(self) -> Path:
-        return self.auto / "hooks"
-
-    def read_config_bytes(self) -> bytes:
-        """The bytes of ``config.toml``; :class:`Refused` when there is no readable file."""
-        try:
-            return self.config.read_bytes()
-        except FileNotFoundError:
-            raise Refused(f"no session here: {self.config} does not exist "
-                          f"({self.missing_hint()})") from None
-        except OSError as exc:
-            raise Refused(f"cannot read {self.config}: {exc.strerror}") from None
-
-    def missing_hint(self, saved: list[str] | None = None) -> str:
-        """What to do when ``config.toml`` is missing: resume a session a state ref holds
-        (``saved``: their ids, when the caller has asked already), or start one."""
-        from .state import sessions
-
-        if self.start_intent.exists():
-            return "`git autoresearch resume` finishes the start that was interrupted"
-        saved = sessions(self.repo) if saved is None else saved
-        if not saved:
-            return "start one with `git autoresearch start`"
-        if len(saved) == 1:
-            return f"`git autoresearch resume` restores session {saved[0]} from its state ref"
-        return ("`git autoresearch resume --session-id ID` restores one from its state ref: "
-                + ", ".join(saved))
-
-    @property
-    def pending(self) -> Path:
-        return self.repo.scratch / "pending.json"
-
-    @property
-    def untracked(self) -> Path:
-        return self.repo.scratch / "untracked"
-
-    @property
-    def intent(self) -> Path:
-        return self.repo.scratch / "intent.json"
-
-    @property
-    def start_intent(self) -> Path:
-        """What a ``start`` that has not finished is creating (``lifecycle.finish_start``)."""
-        return self.repo.scratch / "start.json"
 
 
 class Session:
@@ -382,7 +275,6 @@ class Session:
         """Refuse when ``config.toml`` is not the file the ledger's last header recorded."""
         header = self.ledger.config_header
         if header is None or "config_hash" not in header:
-            from .state import state_ref
 
             if self.layout.start_intent.exists():
                 raise Refused(f"the start of session {self.config.session_id} was interrupted: "
@@ -402,8 +294,6 @@ class Session:
         recorded = header.get("config") or {}
         changes = describe_changes(recorded, self.config.to_dict()) if recorded else []
         what = "; ".join(changes) if changes else "its bytes differ"
-        from .state import state_ref
-
         raise Refused(f"{self.layout.config} was edited since the segment began ({what}); "
                       "to measure under the new configuration run git autoresearch start "
                       "--new-segment (on a clean work tree: commit or restore an experiment in "
@@ -476,7 +366,7 @@ class Session:
     @property
     def namespace(self) -> str:
         """Where the session's own refs live: ``refs/autoresearch/<id>``."""
-        return f"refs/autoresearch/{self.config.session_id}"
+        return ref_namespace(self.config.session_id)
 
     def check_recordable(self) -> None:
         """Refuse while a merge, rebase or the like is in progress."""
@@ -613,7 +503,7 @@ class Session:
         every ``Autoresearch-Run`` trailer of the session branch (since the session's base
         commit), so a ledger line that was lost or never written never makes a number repeat."""
         if self._git_runs is None:  # asked of git once per command (and after a reload)
-            prefix = f"refs/autoresearch/{self.config.session_id}/attempts/"
+            prefix = attempts_prefix(self.config.session_id)
             res = self.repo.run("for-each-ref", "--format=%(refname)", prefix)
             numbers = [int(n[len(prefix):]) for n in res.text.splitlines()
                        if n[len(prefix):].isdigit()]
@@ -739,7 +629,7 @@ class Session:
                                                          violations)})
         scope_ref = None
         if violations:
-            scope_ref = self._free_ref(f"{self.namespace}/scope/{number}")
+            scope_ref = self._free_ref(f"{scope_prefix(self.config.session_id)}{number}")
             token = os.urandom(8).hex()
             created, tracked = revert_targets(self.bounds, changes, violations)
             # A SIGKILL half-way (files removed, not all) is finished by the next command
@@ -998,7 +888,7 @@ class Session:
         ``scope/<number>.2``, ... under :attr:`namespace` that exists (the measurement kept,
         those taken again, a set-aside that failed or was killed), in that order, with the
         paths it changed from the commit it was taken on."""
-        prefix = f"{self.namespace}/scope/"
+        prefix = scope_prefix(self.config.session_id)
         found = []
         for ref in self.repo.run("for-each-ref", "--format=%(refname)", prefix).text.split("\n"):
             head, _, rest = ref[len(prefix):].partition(".")

@@ -19,8 +19,8 @@ from pathlib import Path
 from .errors import Refused
 from .files import write_atomic
 from .git import ABSENT, GitError, Repo, split_z
+from .refs import NAMESPACE, session_of_state_ref, state_ref
 
-STATE_REF = "refs/autoresearch/{session}/state"
 LINES_PER_PIECE = 1000
 FILES = ("config.toml", "prompt.md", "ideas.md")
 FORMAT_VERSION = 1
@@ -37,10 +37,6 @@ def _storable(path: str) -> bool:
     except UnicodeEncodeError:
         return False
     return "\n" not in path
-
-
-def state_ref(session_id: str) -> str:
-    return STATE_REF.format(session=session_id)
 
 
 def _pieces(ledger: bytes) -> list[bytes]:
@@ -179,11 +175,6 @@ def _cat_blobs(repo: Repo, oids: list[str]) -> dict[str, bytes]:
 
 def sessions(repo: Repo) -> list[str]:
     """Session ids that have a state ref."""
-    res = repo.run("for-each-ref", "--format=%(refname)", "refs/autoresearch/")
-    found = []
-    for name in res.text.splitlines():
-        parts = name.split("/")
-        if len(parts) == 4 and parts[3] == "state":
-            found.append(parts[2])
-    return found
+    res = repo.run("for-each-ref", "--format=%(refname)", NAMESPACE)
+    return [sid for sid in map(session_of_state_ref, res.text.splitlines()) if sid]
 

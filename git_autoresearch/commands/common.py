@@ -43,7 +43,7 @@ def emit_json(data: Any, *, interruptible: bool = True) -> None:
 def number(value: float) -> str:
     """A metric as the ledger writes it: whole numbers without ``.0`` and every digit kept
     (``2584610000``, where ``:g`` would print ``2.58461e+09``)."""
-    from ..experiment import json_number
+    from ..ledger import json_number
 
     return str(json_number(value))
 

@@ -81,7 +81,8 @@ def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
               config_file: Path | None, new_segment: bool, no_baseline: bool, force: bool,
               allow_missing: bool, as_json: bool) -> None:
     """Create a session: branch autoresearch/<id>, .auto/, the ledger, and the baseline run."""
-    from ..lifecycle import StartOptions, start
+    from ..refs import session_branch
+    from ..start import StartOptions, start
 
     values = {
         "goal": goal, "command": command_, "metric_name": metric_name,
@@ -103,7 +104,7 @@ def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
     for message in session.warnings:
         warn(message)
     if as_json:
-        emit_json({"session_id": cfg.session_id, "branch": f"autoresearch/{cfg.session_id}",
+        emit_json({"session_id": cfg.session_id, "branch": session_branch(cfg.session_id),
                    "segment": session.segment.index, "config": cfg.to_dict(),
                    "baseline": record, "warnings": session.warnings})
         return
@@ -121,7 +122,7 @@ def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
 
 
 def _measurement_json(result: Measurement) -> dict[str, Any]:
-    from ..experiment import json_number
+    from ..ledger import json_number
 
     data = result.to_dict()
     data.pop("fingerprint", None)
@@ -509,7 +510,7 @@ def stop_cmd(as_json: bool) -> None:
     """Create .auto/STOP: the next run or measure exits 4 and removes it."""
     from ..files import write_atomic
     from ..git import Repo
-    from ..session import Layout
+    from ..layout import Layout
 
     layout = Layout(Repo.discover())
     if not layout.config.exists():

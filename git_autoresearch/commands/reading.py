@@ -79,7 +79,8 @@ def _open_warned() -> Session:
 def status_cmd(as_json: bool) -> None:
     """Where the session stands: baseline, best, counts, confidence, STOP or limit, warnings."""
     from .. import report
-    from ..session import Session, session_branch
+    from ..refs import session_branch
+    from ..session import Session
 
     session = Session.open_for_reading()
     cfg = session.config
@@ -101,7 +102,7 @@ def status_cmd(as_json: bool) -> None:
     warnings.extend(f"ledger line {m.line} is not readable ({m.reason}); {repair}"
                     for m in session.ledger.malformed)
     measured = None if session.read_only else session.pending()
-    from ..experiment import json_number
+    from ..ledger import json_number
 
     moved = [] if measured is None else session.changed_since(measured)
     pending: dict[str, Any] | None = None if measured is None else {
@@ -198,10 +199,11 @@ def show_cmd(run_number: int, as_json: bool) -> None:
     repo = session.repo
     target = None
     if run.status == "keep":
+        from ..refs import session_branch
         from ..report import read_trailers
 
         base = (session.ledger.segments[0].header or {}).get("base_commit")
-        info = read_trailers(repo, f"autoresearch/{session.config.session_id}", base)
+        info = read_trailers(repo, session_branch(session.config.session_id), base)
         if run_number in info:
             target = info[run_number]["commit"]
     elif run.data.get("attempt_ref"):

@@ -145,7 +145,7 @@ def hooks_install_cmd(name: str, force: bool, as_json: bool) -> None:
     """Copy the example hook NAME into .auto/hooks/<stage>.d/, executable."""
     from ..git import Repo
     from ..hooks import install
-    from ..session import Layout
+    from ..layout import Layout
 
     layout = Layout(Repo.discover())
     if not layout.config.exists():
@@ -176,7 +176,7 @@ def _ideas_path() -> Path:
     """``.auto/ideas.md`` (a backlog may come before the session); :class:`Refused` when the
     session's files are gone but a state ref holds them, whose backlog a new file would hide."""
     from ..git import Repo
-    from ..session import Layout
+    from ..layout import Layout
     from ..state import sessions
 
     layout = Layout(Repo.discover())
@@ -287,9 +287,8 @@ def import_cmd(source: Path, output: Path | None, as_json: bool) -> None:
     from ..files import write_atomic
     from ..git import Repo
     from ..importers import convert
+    from ..layout import Layout, exclude_auto
     from ..ledger import MAX_LINE_BYTES
-    from ..lifecycle import _exclude_auto
-    from ..session import Layout
 
     lines, what = convert(source)
     for index, line in enumerate(lines, start=1):
@@ -307,7 +306,7 @@ def import_cmd(source: Path, output: Path | None, as_json: bool) -> None:
                 raise Refused(f"{layout.ledger} exists already; name another file with "
                               "--output")
             layout.auto.mkdir(exist_ok=True)
-            _exclude_auto(repo)
+            exclude_auto(repo)
             output = layout.ledger
             write_atomic(output, data)
     elif output.exists():

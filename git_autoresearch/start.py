@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,22 +20,42 @@ from .experiment import load_snapshot, save_snapshot, take_snapshot
 from .faults import checkpoint
 from .files import WriteFailed, check_writable, write_atomic
 from .git import Repo, said, split_z
+from .layout import Layout, exclude_auto
+from .ledger import VERSION, now_ms
 from .lock import SessionLock
 from .measure import Measurement, Progress
 from .paths import Boundaries
+from .refs import session_branch, state_ref
 from .scripts import command_files, uncommitted_command_files
 from .session import (
-    PROMPT_TEMPLATE,
-    VERSION,
-    Layout,
     Session,
-    default_session_id,
-    now_ms,
     other_worktree,
-    session_branch,
 )
 
-# --- start -------------------------------------------------------------------------------------
+PROMPT_TEMPLATE = """# Autoresearch session: {goal}
+
+Metric: {metric_name} ({direction} is better{unit})
+Command: `{command}`
+Scope: {scope}
+Readonly: {readonly}
+
+## Rules
+- Change only files in scope; never the readonly files (the measure, checks or scoring
+  scripts, the data): a change there is undone before measuring and recorded.
+- One idea per run; describe it in one sentence with `-d`.
+
+## Learnings
+
+## Dead ends (do not retry)
+
+## Promising directions
+"""
+
+
+def default_session_id(goal: str, today: str | None = None) -> str:
+    """The goal in kebab case (at most 40 characters) plus the date: ``sort-speed-2026-11-29``."""
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", goal).strip("-").lower()[:40].strip("-") or "session"
+    return f"{slug}-{today or time.strftime('%Y-%m-%d')}"
 
 
 @dataclass
@@ -162,7 +183,6 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
         except UsageError as exc:
             raise Refused(f"{exc.message}; git autoresearch resume restores the file from the "
                           "state ref") from None
-        from .state import state_ref
 
         if ledger_mod.read(layout.ledger).config_header is None and repo.resolve(
                 state_ref(str(old_data.get("session_id", "")))):
@@ -360,7 +380,7 @@ def _create_session(repo: Repo, layout: Layout, intent: dict[str, Any]) -> Sessi
                           f"{branch}: " + (lines[-1].strip() if lines else
                                            f"exit {switched.returncode}"))
     checkpoint("start:after-branch")
-    _exclude_auto(repo)
+    exclude_auto(repo)
     layout.auto.mkdir(exist_ok=True)
     data = layout.config.read_bytes() if layout.config.exists() else \
         write_config(layout.config, cfg)
@@ -401,19 +421,3 @@ def finish_start(repo: Repo, layout: Layout, *, baseline_hint: bool = True) -> s
     how = "" if intent.get("no_baseline") or not baseline_hint else (
         "; its baseline was not measured: git autoresearch start --new-segment measures it")
     return f"finished the interrupted start of session {sid}{how}"
-
-
-def _exclude_auto(repo: Repo) -> None:
-    """Add ``/.auto/`` to ``info/exclude`` (not the user's ``.gitignore``)."""
-    path = repo.common_dir / "info" / "exclude"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        text = ""
-    if any(line.strip() in ("/.auto/", ".auto/", ".auto", "/.auto") for line in text.splitlines()):
-        return
-    if text and not text.endswith("\n"):
-        text += "\n"
-    # The user's own exclusions are in this file: replaced whole, never left cut short.
-    write_atomic(path, (text + "# git-autoresearch session folder\n/.auto/\n").encode())

@@ -1,0 +1,60 @@
+"""Every name a session writes into git: its branch and the refs under ``refs/autoresearch/``.
+
+- ``autoresearch/<session-id>``: the session branch, one commit per kept run;
+- ``refs/autoresearch/<session-id>/attempts/<run>``: the work tree of a run that was not kept;
+- ``refs/autoresearch/<session-id>/scope/<run>`` (``<run>.2``, ``<run>.3``, ... for a run
+  measured again): changes set aside before measuring, outside the scope or to readonly files;
+- ``refs/autoresearch/<session-id>/state``: the session files (:mod:`git_autoresearch.state`).
+
+Only names here: listing refs asks git through :class:`git_autoresearch.git.Repo`.
+"""
+
+from __future__ import annotations
+
+BRANCH_PREFIX = "autoresearch/"
+NAMESPACE = "refs/autoresearch/"
+
+
+def session_branch(session_id: str) -> str:
+    """The short name of the session branch: ``autoresearch/<session-id>``."""
+    return BRANCH_PREFIX + session_id
+
+
+def session_of_branch(branch: str | None) -> str | None:
+    """The session id a branch name carries (``autoresearch/<id>``), or None."""
+    if branch and branch.startswith(BRANCH_PREFIX):
+        return branch[len(BRANCH_PREFIX):] or None
+    return None
+
+
+def namespace(session_id: str) -> str:
+    """Where the session's own refs live: ``refs/autoresearch/<session-id>``."""
+    return NAMESPACE + session_id
+
+
+def attempts_prefix(session_id: str) -> str:
+    """``refs/autoresearch/<session-id>/attempts/``, followed by a run number."""
+    return f"{namespace(session_id)}/attempts/"
+
+
+def attempt_ref(session_id: str, run: int) -> str:
+    """The ref that keeps the work tree of non-kept run ``run``."""
+    return f"{attempts_prefix(session_id)}{run}"
+
+
+def scope_prefix(session_id: str) -> str:
+    """``refs/autoresearch/<session-id>/scope/``, followed by ``<run>`` or ``<run>.<n>``."""
+    return f"{namespace(session_id)}/scope/"
+
+
+def state_ref(session_id: str) -> str:
+    """The ref that mirrors the session files."""
+    return f"{namespace(session_id)}/state"
+
+
+def session_of_state_ref(ref: str) -> str | None:
+    """The session id of ``refs/autoresearch/<id>/state``; None for any other ref."""
+    parts = ref.split("/")
+    if len(parts) == 4 and ref.startswith(NAMESPACE) and parts[3] == "state":
+        return parts[2]
+    return None
