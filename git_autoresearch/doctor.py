@@ -35,7 +35,10 @@ class Finding:
 
 @dataclass
 class Examination:
+    """What doctor found, and the warnings of its repairs (why a fix did not take)."""
+
     findings: list[Finding] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def add(self, problem: str, fix: str | None = None) -> Finding:
         finding = Finding(problem, fix)
@@ -69,7 +72,7 @@ def _commit_info(session: Session, oid: str) -> dict[str, Any]:
 def examine(session: Session, *, fix: bool = False) -> Examination:
     """Find every disagreement; with ``fix``, repair what can be repaired (adding only). Runs
     under the session lock, so no command records a run in between."""
-    with session.lock("doctor", recover=False):
+    with session.lock("doctor"):
         return _examine(session, fix)
 
 
@@ -203,10 +206,14 @@ def _examine(session: Session, fix: bool) -> Examination:
 
     intent = session.interrupted()
     if intent is not None:
-        finding = exam.add(f"a {intent.get('op')} of run {intent.get('run')} was interrupted",
+        finding = exam.add(f"a {intent.op} of run {intent.run} was interrupted",
                            "finish it, roll it back, or set it aside when HEAD has moved")
         if fix:
-            finding.fixed = session.recover(abandon=True) is not None
+            from .recovery import recover
+
+            recovered = recover(session, abandon=True)
+            exam.warnings += recovered.warnings
+            finding.fixed = recovered.note is not None
             book = session.ledger
 
     exists, problem = session.branch_problem()
@@ -315,9 +322,9 @@ def _examine(session: Session, fix: bool) -> Examination:
                            if saved is not None else "there is no state ref",
                            "mirror the session files on the state ref")
         if fix:
-            session.warnings.clear()
-            session.mirror_state("doctor --fix")
-            finding.fixed = not session.warnings
+            problems = session.mirror_state("doctor --fix")
+            exam.warnings += problems
+            finding.fixed = not problems
     return exam
 
 

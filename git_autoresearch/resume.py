@@ -8,6 +8,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import ledger as ledger_mod
 from .config import Config, parse_toml
@@ -25,6 +26,9 @@ from .session import (
 )
 from .start import _dirty, _listing, finish_start
 from .state import forget as forget_state_cache
+
+if TYPE_CHECKING:
+    from .hooks import HookReport
 
 
 def _find_session_id(repo: Repo, layout: Layout, given: str | None) -> str:
@@ -219,12 +223,13 @@ def _checked_out_elsewhere(repo: Repo, session_id: str) -> str | None:
 
 
 def resume(session_id: str | None = None, cwd: str | os.PathLike[str] | None = None
-           ) -> tuple[Session, list[str]]:
+           ) -> tuple[Session, list[str], HookReport | None]:
     """Integrity checks and repairs before a loop carries on: restore missing session files
     from the state ref, set malformed ledger lines aside, check the configuration against the
     ledger (refusing with the changed keys), check out the session branch, finish or roll back
     an interrupted keep or revert, and check that the configured scripts exist. Returns the
-    session and the list of what was done."""
+    session, the list of what was done, and the report of the after hooks fired for a run
+    recovery finished (None: none)."""
     repo = Repo.discover(cwd)
     layout = Layout(repo)
     with SessionLock(repo.scratch, "resume"):
@@ -263,9 +268,12 @@ def resume(session_id: str | None = None, cwd: str | os.PathLike[str] | None = N
                           f"({repo.fetch_hint(wanted)}{over})")
         actions.append(f"checked out {wanted}")
         session = Session.open(cwd)
-    with session.lock("resume"):
-        if session.recovered:
-            actions.append(session.recovered)
+    from .recovery import locked
+
+    with locked(session, "resume") as recovered:
+        if recovered.note:
+            actions.append(recovered.note)
+    session.warnings += recovered.warnings
     missing = missing_scripts(repo, session.config)
     if missing:
         raise Refused(f"the configuration names {', '.join(missing)}, which does not exist")
@@ -273,5 +281,5 @@ def resume(session_id: str | None = None, cwd: str | os.PathLike[str] | None = N
     if baseline:
         session.warnings.append(baseline)
     if actions:
-        session.mirror_state("resume: " + "; ".join(actions)[:200])
-    return session, actions
+        session.warnings += session.mirror_state("resume: " + "; ".join(actions)[:200])
+    return session, actions, recovered.hooks

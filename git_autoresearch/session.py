@@ -6,8 +6,6 @@ No click here: functions take plain values, return data, and raise the errors of
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import time
 from collections.abc import Iterator, Mapping
@@ -15,8 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import journal, signals
 from . import ledger as ledger_mod
-from . import signals
 from .config import (
     SESSION_ID_RE,
     Config,
@@ -26,56 +24,24 @@ from .config import (
     lock_wait_seconds,
     parse_toml,
 )
-from .errors import AutoresearchError, Refused, StopLoop, UsageError
-from .experiment import (
-    Changes,
-    commit_message,
-    finish_revert,
-    index_backup,
-    keep_trailers,
-    load_snapshot,
-    moved_out,
-    plan_keep,
-    result_trailer,
-    revert_targets,
-    save_snapshot,
-    scope_violations,
-    survey,
-    take_snapshot,
-)
-from .experiment import (
-    keep as git_keep,
-)
-from .experiment import (
-    revert as git_revert,
-)
+from .errors import Refused, StopLoop, UsageError
+from .experiment import Changes, load_snapshot, survey
 from .faults import checkpoint
-from .files import WriteFailed, check_writable, whole_index, write_atomic
-from .git import DiskFull, GitError, Repo, said
-from .inputs import fit_record
+from .files import WriteFailed, check_writable
+from .git import GitError, Repo
+from .journal import Intent
 from .layout import Layout
-from .ledger import Ledger, Run, Segment, json_number, now_ms
+from .ledger import Ledger, Segment, json_number, now_ms
 from .lock import SessionLock
-from .measure import Measurement, Progress, command_environment
-from .measure import measure as run_measurement
+from .measure import Measurement
 from .paths import AUTO, Boundaries
-from .refs import (
-    BRANCH_PREFIX,
-    attempt_ref,
-    attempts_prefix,
-    scope_prefix,
-    session_branch,
-    state_ref,
-)
+from .refs import BRANCH_PREFIX, attempts_prefix, session_branch, state_ref
 from .refs import namespace as ref_namespace
 from .scripts import command_files
 
 if TYPE_CHECKING:
     from .hooks import HookReport
 
-# Keeps commit through plumbing and reverts write only refs, so nothing of git's own runs its
-# automatic maintenance during a session: every this many runs, we run it as git commit would.
-MAINTENANCE_EVERY = 10
 # How long a recording command waits for a lock file of git's to go before refusing.
 GIT_LOCK_WAIT_SECONDS = 1.0
 
@@ -114,9 +80,6 @@ class Session:
         self.ledger = book
         self._bounds: Boundaries | None = None
         self._head: str | None = None
-        self.recovered: str | None = None
-        # The after hooks fired for a run that recovery finished (None: none was finished).
-        self.recovered_hooks: HookReport | None = None
         self.warnings: list[str] = []
         self.read_only = False
         self.ledger_path = self.layout.ledger
@@ -141,11 +104,20 @@ class Session:
         """Readonly paths whose work tree or index differ from HEAD (new files included),
         sorted; ``changes`` saves surveying the work tree again."""
         if changes is None:
-            changes = survey(self.repo, load_snapshot(self.layout.untracked))
+            changes = self.changes()
         return sorted(p for p in changes.changed() if self.bounds.is_readonly(p))
 
+    def changes(self) -> Changes:
+        """What the work tree and index change from HEAD now, against the snapshot of the files
+        that were untracked before the experiment (``experiment.survey``)."""
+        return survey(self.repo, load_snapshot(self.layout.untracked))
+
+    def moved_head(self, commit: str) -> None:
+        """HEAD is ``commit`` now: a keep committed it."""
+        self._head = commit
+
     def head(self) -> str:
-        """HEAD's commit id, asked of git once and then kept up to date by :meth:`record`."""
+        """HEAD's commit id, asked of git once and then kept up to date by :meth:`moved_head`."""
         if self._head is None:
             head = self.repo.head_at_discovery or self.repo.head()
             if head is None:
@@ -380,10 +352,9 @@ class Session:
         :data:`GIT_LOCK_WAIT_SECONDS` was a git process at work (``git status`` refreshing the
         index, a concurrent command); one that stays was left behind, or is held by a git
         process that is still running (``git commit`` waiting for its editor)."""
-        branch = session_branch(self.config.session_id)
         deadline = time.monotonic() + GIT_LOCK_WAIT_SECONDS
         while True:
-            locks = self.repo.recording_locks(branch, self.namespace)
+            locks = self.git_locks()
             if not locks or time.monotonic() >= deadline:
                 break
             time.sleep(0.02)
@@ -393,7 +364,7 @@ class Session:
         intent = self.interrupted()
         if intent is not None:
             raise Refused(f"git's lock file {lock} exists, so the interrupted "
-                          f"{intent.get('op')} of run {intent.get('run')} cannot be finished: "
+                          f"{intent.op} of run {intent.run} cannot be finished: "
                           "another git process is running here, or one was killed and left it; "
                           f"once no git process is running, remove it (rm {lock}); git "
                           "autoresearch resume then finishes the run")
@@ -402,12 +373,11 @@ class Session:
                       f"(rm {lock}) and run the command again")
 
     @contextmanager
-    def lock(self, what: str, *, recover: bool = True) -> Iterator[None]:
+    def lock(self, what: str) -> Iterator[None]:
         """Hold the session lock. Once it is held, the ledger and HEAD are read again if another
         command recorded a run while this one waited (HEAD moving under us otherwise is caught
-        by the compare-and-swap of the keep commit), and (with ``recover``, for the commands
-        that record) git's lock files are checked (:meth:`check_git_locks`) and an interrupted
-        keep or revert is finished first."""
+        by the compare-and-swap of the keep commit). Recording commands take it through
+        ``recovery.locked``, which also finishes an interrupted keep or revert."""
         with SessionLock(self.repo.scratch, what):
             if self.seen_version is None or self.version() != self.seen_version:
                 # Another command recorded a run meanwhile: HEAD may have moved too.
@@ -416,10 +386,6 @@ class Session:
                 self.repo.head_at_discovery = self.repo.head_tree_at_discovery = None
             if self.ledger.config_header is not None:
                 self.check_config()
-            if recover:
-                self.check_git_locks()
-                with signals.deferred():
-                    self.recovered = self.recover()
             yield
 
     def reload(self) -> None:
@@ -464,7 +430,7 @@ class Session:
                                                         "command": command,
                                                         "next_run": self.ledger.next_run_number}])
                 self.layout.stop.unlink()
-                self.mirror_state("stopped")
+                self.warnings += self.mirror_state("stopped")
             raise StopLoop("STOP sentinel found: the loop stops here (the sentinel was removed)"
                            + self._unrecorded_note())
         if self.limit_reached():
@@ -472,7 +438,7 @@ class Session:
                            "segment: the loop stops here" + self._unrecorded_note())
 
     def _unrecorded_note(self) -> str:
-        changes = survey(self.repo, load_snapshot(self.layout.untracked))
+        changes = self.changes()
         changed = [p for p in changes.changed() if not self.bounds.is_protected(p)]
         if not changed:
             return ""
@@ -562,7 +528,7 @@ class Session:
     def _new_segment_way(self) -> str:
         """How to start a new segment from here: ``start --new-segment``, after setting aside
         the unrecorded experiment in the work tree (which it would refuse) when there is one."""
-        changes = survey(self.repo, load_snapshot(self.layout.untracked))
+        changes = self.changes()
         changed = [p for p in changes.changed() if not self.bounds.is_protected(p)]
         if not changed:
             return "run git autoresearch start --new-segment"
@@ -570,139 +536,6 @@ class Session:
         return (f"set aside the experiment in the work tree ({shown}) with git autoresearch "
                 "discard -d DESCRIPTION (it is recorded and kept at an attempt ref), then run "
                 "git autoresearch start --new-segment")
-
-    def _free_ref(self, base: str) -> str:
-        ref, n = base, 1
-        while self.repo.resolve(ref):
-            n += 1
-            ref = f"{base}.{n}"
-        return ref
-
-    def fingerprint(self, changes: Changes) -> dict[str, str]:
-        """What the experiment's changes are now: path -> ``mode:sha256`` (``deleted``)."""
-        out = {}
-        for rel in changes.changed():
-            if self.bounds.is_protected(rel):
-                continue
-            path = self.repo.top / rel
-            if path.is_dir() and not path.is_symlink():  # a submodule: its commit
-                out[rel] = f"commit:{self.repo.submodule_head(rel)}"
-                continue
-            try:
-                st = path.lstat()
-                data = os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
-                out[rel] = f"{st.st_mode:o}:{hashlib.sha256(data).hexdigest()}"
-            except FileNotFoundError:
-                out[rel] = "deleted"
-            except OSError:
-                out[rel] = "unreadable"
-        return out
-
-    def changed_since(self, result: Measurement, changes: Changes | None = None) -> list[str]:
-        """The paths whose content or mode differ from when ``result`` was measured (none
-        when it has no fingerprint); ``changes`` saves surveying the work tree again."""
-        if result.fingerprint is None:
-            return []
-        if changes is None:
-            changes = survey(self.repo, load_snapshot(self.layout.untracked))
-        now = self.fingerprint(changes)
-        return sorted(p for p in set(now) | set(result.fingerprint)
-                      if now.get(p) != result.fingerprint.get(p))
-
-    def measure(self, progress: Progress | None = None, *, pending: bool = True,
-                baseline: bool = False) -> Measurement:
-        """Run the experiment and, with ``pending``, remember the result for keep/discard.
-
-        Changes outside the scope and changes to readonly paths (what defines success) are
-        saved under ``refs/autoresearch/<id>/scope/<run>`` and put back to HEAD first, so that
-        they are never measured; the result lists them apart (``scope_violations``,
-        ``readonly_violations``)."""
-        if not baseline:
-            self.check_baseline()
-        if pending:
-            self.preflight()
-        number = self.next_run()
-        changes = survey(self.repo, load_snapshot(self.layout.untracked))
-        violations = scope_violations(self.bounds, changes)
-        if violations:
-            violations = sorted({*violations, *moved_out(self.repo, self.bounds, changes,
-                                                         violations)})
-        scope_ref = None
-        if violations:
-            scope_ref = self._free_ref(f"{scope_prefix(self.config.session_id)}{number}")
-            token = os.urandom(8).hex()
-            created, tracked = revert_targets(self.bounds, changes, violations)
-            # A SIGKILL half-way (files removed, not all) is finished by the next command
-            # from this intent record, as an interrupted revert is.
-            aside: dict[str, Any] = {"op": "set-aside", "run": number, "id": token,
-                                     "head": self.head(), "ref": scope_ref,
-                                     "created": created, "tracked": tracked,
-                                     "staged_preexisting": changes.staged_preexisting}
-            with signals.deferred():  # saved and reverted whole, or not at all
-                self._write_intent(aside)
-                try:
-                    git_revert(self.repo, self.bounds, changes, head=self.head(),
-                               ref=scope_ref, only=violations, stage="set-aside",
-                               message=f"changes outside the scope or to readonly paths "
-                                       f"before run {number}\n\n"
-                                       f"Autoresearch-Intent: {token}\n")
-                except GitError as exc:
-                    raise self._git_failed(aside, exc) from None
-                except Refused:
-                    self.layout.intent.unlink(missing_ok=True)
-                    raise
-                self.layout.intent.unlink(missing_ok=True)
-        env = command_environment({
-            "AUTORESEARCH_SESSION": self.config.session_id,
-            "AUTORESEARCH_RUN": str(number),
-            "AUTORESEARCH_RUN_LOG": str(self.layout.run_log),
-        })
-        try:
-            result = run_measurement(self.config, top=self.repo.top,
-                                     log_path=self.layout.run_log, env=env, progress=progress)
-        except OSError as exc:  # the run log: a full or read-only disk
-            raise self._not_measured(f"cannot write {self.layout.run_log}: "
-                                     f"{exc.strerror or exc.__class__.__name__}",
-                                     scope_ref) from None
-        result.head = self.head()
-        result.readonly_violations = [p for p in violations if self.bounds.is_readonly(p)]
-        result.scope_violations = [p for p in violations if not self.bounds.is_readonly(p)]
-        result.scope_ref = scope_ref
-        if not pending:
-            return result
-        try:
-            after = survey(self.repo, load_snapshot(self.layout.untracked))
-            result.fingerprint = self.fingerprint(after)
-            self.repo.scratch.mkdir(parents=True, exist_ok=True)
-            data = result.to_dict()
-            data["config_hash"] = file_hash(self.config_bytes)
-            write_atomic(self.layout.pending, json.dumps(data, allow_nan=False).encode())
-        except (WriteFailed, DiskFull) as exc:  # a benchmark that filled the disk, say
-            raise self._not_measured(exc.message, scope_ref) from None
-        return result
-
-    @staticmethod
-    def _not_measured(problem: str, scope_ref: str | None) -> Refused:
-        """The refusal of a measurement whose result could not be written: ``problem``, then
-        the state (nothing recorded, the experiment intact, what was set aside) and the way
-        out."""
-        aside = (f", and the changes outside the scope or to readonly files are saved at "
-                 f"{scope_ref}" if scope_ref else "")
-        return Refused(f"{problem}; nothing was recorded, and the experiment is intact in the "
-                       f"work tree{aside}: measure again once there is room")
-
-    def pending(self) -> Measurement | None:
-        """The measurement taken since the last recorded run, if it is still valid."""
-        try:
-            data = json.loads(self.layout.pending.read_text())
-        except (FileNotFoundError, ValueError):
-            return None
-        if data.get("config_hash") != file_hash(self.config_bytes):
-            return None
-        result = Measurement.from_dict(data)
-        if result.head != self.head():
-            return None
-        return result
 
     def decide(self, result: Measurement) -> str:
         """The loop's decision: ``crash`` without a metric, ``checks_failed`` when the checks
@@ -740,7 +573,7 @@ class Session:
         report = fire(self.layout.hooks, stage, payload, cwd=self.repo.top)
         if report.firings:
             ledger_mod.append(self.layout.ledger, [f.ledger_line() for f in report.firings])
-            self.mirror_state(f"{stage} hooks")
+            report.warnings += self.mirror_state(f"{stage} hooks")
         self._after_hooks_fired(stage, run_entry)
         return report
 
@@ -750,329 +583,9 @@ class Session:
         if stage != "after" or not run_entry:
             return
         intent = self.interrupted()
-        if intent is not None and intent.get("run") == run_entry.get("run") \
+        if intent is not None and intent.run == run_entry.get("run") \
                 and self.ledger.find(int(run_entry.get("run") or 0)) is not None:
-            self.layout.intent.unlink(missing_ok=True)
-
-    # --- recording --------------------------------------------------------------------------
-
-    def record(
-        self,
-        status: str,
-        description: str,
-        *,
-        result: Measurement | None,
-        asi: Mapping[str, Any] | None = None,
-        hooks: list[dict[str, Any]] | None = None,
-        baseline: bool = False,
-        given: Measurement | None = None,
-        force: bool = False,
-    ) -> dict[str, Any]:
-        """Apply ``status`` to the work tree (keep: commit; otherwise: revert) and append the run
-        record. Returns the record as written.
-
-        ``result`` is the measurement to record; ``given``, the metrics the caller gave
-        (``--metric``), which are recorded alone when the work tree changed since ``result`` was
-        measured. A ``discard`` of a measurement that crashed or failed its checks is recorded
-        as that; a ``keep`` of one that failed its checks is refused unless ``force``. An
-        intent record is written before anything changes and cleared when the
-        ledger line is written, so that :meth:`recover` can finish or roll back an operation
-        that was killed.
-        """
-        self.check_recordable()
-        self.preflight()
-        head = self.head()
-        number = self.next_run()
-        changes = survey(self.repo, load_snapshot(self.layout.untracked))
-        measured: Measurement | None = None  # a pending measurement, kept or dropped below
-        if result is not None and result.fingerprint is not None:
-            measured = result
-            moved = self.changed_since(result, changes)
-            what = ", ".join(moved[:5]) + (" ..." if len(moved) > 5 else "")
-            if moved and given is not None and (status != "keep" or given.metric is not None):
-                self.warnings.append(f"the work tree changed since it was measured ({what}); "
-                                     "the run is recorded with the metrics you gave alone")
-                result = given
-            elif moved and status == "keep":
-                raise Refused(f"the work tree changed since it was measured ({what}); measure "
-                              "again before keeping, or give the metric (--metric)")
-            elif moved:
-                self.warnings.append(f"the work tree changed since it was measured ({what}); "
-                                     "the run is recorded without that measurement")
-                result = None
-        if status == "keep" and result is not None and result.status == "checks_failed" \
-                and not force:
-            raise Refused("the pending measurement failed its checks; discard it, or keep it "
-                          "anyway with --force")
-        if status == "discard" and result is not None and result.status:
-            status = result.status
-        metric = result.metric if result else None
-        if status == "keep" and metric is None:
-            raise Refused("a keep needs a metric: measure first or pass --metric")
-        if status == "keep" and not baseline:
-            # A kept experiment would become the baseline of a segment that wanted one measured.
-            self.check_baseline()
-        draft = self._draft(number, status, description, result, asi, hooks, baseline)
-        if measured is not None and result is not measured and measured.scope_ref:
-            # What the dropped measurement set aside before it ran still belongs to this run.
-            draft["scope_ref"] = measured.scope_ref
-            draft["scope_violations"] = sorted({*draft["scope_violations"],
-                                                *measured.scope_violations})
-        if measured is not None and result is not measured:
-            draft["readonly_violations"] = list(measured.readonly_violations)
-        self._name_set_asides(draft)
-        # What defines success and changed since (or without) a measurement: put back too.
-        draft["readonly_violations"] = sorted({*draft["readonly_violations"],
-                                               *self.readonly_changed(changes)})
-        fit_record(draft)  # refused here, before anything changes, if it cannot fit
-        ref = attempt_ref(self.config.session_id, number)
-        token = os.urandom(8).hex()
-        untracked_after = sorted({*changes.preexisting, *changes.staged_preexisting,
-                                  *(p for p in changes.created if self.bounds.is_protected(p))})
-        intent: dict[str, Any] = {"op": "keep" if status == "keep" else "revert", "run": number,
-                                  "id": token, "head": head, "ref": ref, "record": draft,
-                                  "untracked_after": untracked_after,
-                                  "staged_preexisting": changes.staged_preexisting}
-        # From the intent record to the ledger line, a signal waits (about 0.1 s): the run is
-        # recorded whole, then the command ends as the signal asks. A SIGKILL is covered by the
-        # intent record and recover().
-        with signals.deferred():
-            try:
-                if status == "keep":
-                    assert metric is not None
-                    self._keep(draft, intent, changes, metric, description, token)
-                else:
-                    message = (f"{description.strip() or f'run {number}'}\n\n"
-                               f"Autoresearch-Status: {status}\nAutoresearch-Run: {number}\n"
-                               f"Autoresearch-Session: {self.config.session_id}\n"
-                               f"Autoresearch-Intent: {token}\n")
-                    intent["created"], intent["tracked"] = revert_targets(self.bounds, changes)
-                    self._write_intent(intent)
-                    git_revert(self.repo, self.bounds, changes, head=head, ref=ref,
-                               message=message)
-                    draft["attempt_ref"] = ref
-            except (Refused, GitError) as exc:
-                now = self.repo.head() if status == "keep" else head
-                committed = now is not None and now != head
-                if isinstance(exc, GitError):
-                    failed = self._git_failed(intent, exc)
-                    if failed is not exc or not committed:
-                        raise failed from None
-                if committed:
-                    # Failed after the commit (the out-of-scope changes could not be set aside:
-                    # a full disk): the intent record stays, and the next command finishes it.
-                    assert now is not None
-                    raise Refused(f"run {number} was committed as {self.repo.short(now)}, but "
-                                  f"{exc.message}; git autoresearch resume (or any run, keep or "
-                                  "discard) finishes recording it") from None
-                # Refused before anything changed (git refused the commit, or could not record
-                # the attempt): there is nothing to finish.
-                self.layout.intent.unlink(missing_ok=True)
-                locks = self.repo.recording_locks(session_branch(self.config.session_id),
-                                                  self.namespace)
-                if locks:  # another git took a lock meanwhile: name it, not git's advice
-                    said_lines = [*(exc.detail or "").splitlines(), exc.message]
-                    line = next((ln.strip() for ln in said_lines
-                                 if ln.strip().startswith(("fatal:", "error:"))), exc.message)
-                    raise Refused(f"git could not finish the {intent['op']} of run {number}: its "
-                                  f"lock file {locks[0]} exists (git said: {line}); nothing was "
-                                  "recorded, and the experiment is still in the work tree; once "
-                                  f"no git process is running, remove it (rm {locks[0]}) and "
-                                  "run the command again") from None
-                raise
-            return self._append_record(draft, untracked_after, changes.ignored,
-                                       hooks_follow=not baseline)
-
-    def set_asides(self, number: int) -> list[tuple[str, list[str]]]:
-        """What the measurements of run ``number`` set aside: each ref ``scope/<number>``,
-        ``scope/<number>.2``, ... under :attr:`namespace` that exists (the measurement kept,
-        those taken again, a set-aside that failed or was killed), in that order, with the
-        paths it changed from the commit it was taken on."""
-        prefix = scope_prefix(self.config.session_id)
-        found = []
-        for ref in self.repo.run("for-each-ref", "--format=%(refname)", prefix).text.split("\n"):
-            head, _, rest = ref[len(prefix):].partition(".")
-            if ref and head == str(number) and (not rest or rest.isdigit()):
-                found.append((int(rest or 1), ref))
-        out = []
-        for _, ref in sorted(found):
-            parent = self.repo.resolve(f"{ref}^")
-            out.append((ref, self.repo.changed_paths(parent, ref) if parent else []))
-        return out
-
-    def _name_set_asides(self, draft: dict[str, Any]) -> None:
-        """Name in run record ``draft`` every set-aside of its run (``scope_refs``) and add
-        their paths outside the scope to its violations: nothing set aside goes unnamed."""
-        refs = self.set_asides(draft["run"])
-        if not refs:
-            return
-        draft["scope_refs"] = [ref for ref, _ in refs]
-        outside = {p for _, paths in refs for p in paths
-                   if not self.bounds.is_protected(p) and not self.bounds.in_scope(p)}
-        draft["scope_violations"] = sorted({*draft["scope_violations"],
-                                            *(p for p in outside
-                                              if not self.bounds.is_readonly(p))})
-        draft["readonly_violations"] = sorted({*draft["readonly_violations"],
-                                               *(p for p in outside
-                                                 if self.bounds.is_readonly(p))})
-
-    def _git_failed(self, intent: dict[str, Any], exc: GitError) -> AutoresearchError:
-        """What to say when git failed in the middle of a keep or revert. When nothing had
-        changed yet (HEAD where it was, no attempt recorded; a keep puts the index back), the
-        intent record goes, since there is nothing to finish; otherwise it stays, for resume.
-        When a lock file of git's is the reason, a :class:`Refused` names it and what git said;
-        otherwise ``exc`` itself."""
-        number, op = intent["run"], intent["op"]
-        untouched = (self.repo.head() == intent["head"]
-                     and not (intent["ref"] and self._ours(intent["ref"], intent)))
-        if untouched:
-            self.layout.intent.unlink(missing_ok=True)
-        locks = self.repo.recording_locks(session_branch(self.config.session_id),
-                                          self.namespace)
-        if not locks and isinstance(exc, DiskFull):
-            if not untouched:
-                return Refused(f"{exc.message}; the {op} of run {number} stopped half-way; "
-                               "free space on that disk, then git autoresearch resume "
-                               "finishes it")
-            done = ("nothing was recorded, and the experiment is still in the work tree"
-                    if op == "keep" else "nothing was changed or recorded")
-            return Refused(f"{exc.message}; {done}; free space on that disk, then run the "
-                           "command again")
-        if not locks:
-            return exc
-        lines = said(exc.stderr)
-        line = next((ln.strip() for ln in lines if ln.startswith(("fatal:", "error:"))),
-                    lines[-1].strip() if lines else f"exit {exc.returncode}")
-        message = (f"git could not finish the {op} of run {number}: its lock file {locks[0]} "
-                   f"exists (git said: {line}); ")
-        if untouched:
-            done = ("nothing was recorded, and the experiment is still in the work tree"
-                    if op == "keep" else "nothing was reverted or recorded")
-            return Refused(f"{message}{done}; once no git process is running, remove it (rm "
-                           f"{locks[0]}) and run the command again")
-        what = (f"the set-aside before run {number}" if op == "set-aside"
-                else f"run {number}")
-        return Refused(f"{message}once no git process is running, remove it (rm {locks[0]}); "
-                       f"git autoresearch resume then finishes {what}")
-
-    def _keep(self, draft: dict[str, Any], intent: dict[str, Any], changes: Changes,
-              metric: float, description: str, token: str) -> None:
-        """The keep of :meth:`record`: write the intent, commit, and complete ``draft``."""
-        number, head, ref = draft["run"], intent["head"], intent["ref"]
-        trailer = result_trailer(self.config.metric_name, metric, draft["metrics"])
-        plan = plan_keep(self.repo, self.bounds, changes)
-        intent["to_stage"] = plan.to_stage
-        intent["had_index"] = (self.repo.git_dir / "index").is_file()
-        intent["created"], intent["tracked"] = revert_targets(self.bounds, plan.revert_changes,
-                                                              plan.violations)
-        self._write_intent(intent)
-        head_tree = (self.repo.head_tree_at_discovery
-                     if head == self.repo.head_at_discovery else None)
-        kept = git_keep(self.repo, self.bounds, plan, head=head,
-                        message=commit_message(description, trailer, number,
-                                               self.config.session_id),
-                        trailers=keep_trailers(trailer, number, self.config.session_id),
-                        violations_ref=ref, head_tree=head_tree,
-                        violations_message=f"changes outside the scope or to readonly paths "
-                                           f"of kept run {number}\n\n"
-                                           f"Autoresearch-Intent: {token}\n")
-        self._head = kept.commit
-        draft.update({"commit": self.repo.short(kept.commit), "committed": kept.committed,
-                      "attempt_ref": kept.attempt_ref})
-        draft["scope_violations"] = sorted({*draft["scope_violations"],
-                                            *(p for p in kept.scope_violations
-                                              if not self.bounds.is_readonly(p))})
-
-    def _draft(self, number: int, status: str, description: str, result: Measurement | None,
-               asi: Mapping[str, Any] | None, hooks: list[dict[str, Any]] | None,
-               baseline: bool) -> dict[str, Any]:
-        """The run record, with ``commit`` at HEAD and no attempt ref yet."""
-        metric = result.metric if result else None
-        record: dict[str, Any] = {
-            "run": number,
-            "commit": self.repo.short(self.head()),
-            # pi-autoresearch's convention: a crash's metric is 0, whatever was measured.
-            "metric": 0 if status == "crash" else
-            (json_number(metric) if metric is not None else None),
-            "metrics": {k: json_number(v) for k, v in (result.metrics if result else {}).items()},
-            "status": status,
-            "description": description,
-            "timestamp": now_ms(),
-            "segment": self.segment.index,
-            "confidence": None,
-        }
-        if asi:
-            record["asi"] = dict(asi)
-        record.update({
-            "duration_s": result.duration_s if result else None,
-            "samples": [json_number(s) for s in result.samples] if result else [],
-            "checks": result.checks if result else None,
-            "attempt_ref": None,
-            "scope_violations": list(result.scope_violations) if result else [],
-            "readonly_violations": list(result.readonly_violations) if result else [],
-            "hooks": hooks or [],
-        })
-        if result is not None and result.scope_ref:
-            record["scope_ref"] = result.scope_ref
-        if baseline:
-            record["baseline"] = True
-        if result and result.reason and status == "crash":
-            record["reason"] = result.reason
-            if result.log_tail:
-                # run.log is overwritten by the next measurement: the record keeps the tail.
-                record["tail"] = result.log_tail
-        elif result and result.checks and not result.checks["passed"]:
-            record["reason"] = result.checks.get("reason")
-        return record
-
-    def _append_record(self, record: dict[str, Any], untracked_after: list[str],
-                       ignored: list[str] | None = None, *, hooks_follow: bool = True
-                       ) -> dict[str, Any]:
-        """Compute the confidence, append the record, and clear what the run left behind.
-        With ``hooks_follow`` (the after hooks fire next) and after hooks in place, the intent
-        record stays until they have fired (:meth:`fire_hooks`), so that a kill in between
-        leaves it for recovery, which fires them."""
-        # A keep's own violations came after the first fit: cut again (the lists only shrink).
-        fit_record(record)
-        probe = Segment(self.segment.index, self.segment.header, list(self.segment.runs))
-        probe.runs.append(Run(record, 0, probe.index))
-        record["confidence"] = ledger_mod.confidence(probe)
-        checkpoint("record:before-ledger")
-        try:
-            ledger_mod.append(self.layout.ledger, [record])
-        except WriteFailed as exc:
-            # The intent record stays: the next command that takes the lock writes the line.
-            raise Refused(f"{self._run_state(record)}, but its ledger line could not be "
-                          f"written to {exc.path}: {exc.reason}; free space (or make it "
-                          "writable), then git autoresearch resume (or any run, keep or "
-                          "discard) finishes recording it") from None
-        checkpoint("record:after-ledger")
-        signals.note_recorded(record["run"], record["status"], record.get("commit"))
-        try:
-            save_snapshot(self.layout.untracked,
-                          take_snapshot(self.repo, untracked_after, ignored))
-        except WriteFailed as exc:
-            self.warnings.append(f"run {record['run']} was recorded, but {exc.message}: the "
-                                 "files untracked before the next experiment are those "
-                                 "before this one")
-        self.mirror_state(f"after run {record['run']} ({record['status']})")
-        if record["run"] % MAINTENANCE_EVERY == 0:
-            self.repo.auto_maintenance()
-        self.layout.pending.unlink(missing_ok=True)
-        if not (hooks_follow and self.layout.hooks.is_dir()):
-            self.layout.intent.unlink(missing_ok=True)
-        self.reload()
-        return record
-
-    def _run_state(self, record: Mapping[str, Any]) -> str:
-        """Where run ``record`` stands once its git side is done, for a message."""
-        number = record["run"]
-        if record["status"] == "keep":
-            if record.get("committed"):
-                return f"run {number} was committed as {record['commit']}"
-            return f"run {number} was kept at {record['commit']} (nothing to commit)"
-        return (f"run {number} ({record['status']}) was reverted, its attempt saved at "
-                f"{record.get('attempt_ref')}")
+            journal.clear(self.layout.intent)
 
     def preflight(self) -> None:
         """Refuse (exit 3) before anything changes when the ledger, the session folder or the
@@ -1083,207 +596,31 @@ class Session:
         except WriteFailed as exc:
             raise Refused(f"{exc.message}; nothing was changed or recorded") from None
 
-    def mirror_state(self, message: str) -> None:
-        """Mirror the session files on the state ref; a failure is a warning, not an error."""
+    def mirror_state(self, message: str) -> list[str]:
+        """Mirror the session files on the state ref (``message``: the commit's subject);
+        returns warnings (a failure is a warning, not an error), none when it worked."""
         from .state import LedgerShrank, mirror
 
         try:
             _, skipped = mirror(self.repo, self.layout.auto, self.config.session_id, message)
         except (LedgerShrank, WriteFailed, GitError, OSError, UnicodeError) as exc:
-            self.warnings.append(f"the session files were not mirrored on the state ref: {exc}")
-            return
+            return [f"the session files were not mirrored on the state ref: {exc}"]
         if skipped:
-            self.warnings.append("not mirrored on the state ref (rename them): "
-                                 + ", ".join(repr(name) for name in skipped))
+            return ["not mirrored on the state ref (rename them): "
+                    + ", ".join(repr(name) for name in skipped)]
+        return []
 
-    # --- interrupted operations --------------------------------------------------------------
+    # --- the journal ---------------------------------------------------------------------------
 
-    def _write_intent(self, intent: dict[str, Any]) -> None:
-        self.repo.scratch.mkdir(parents=True, exist_ok=True)
-        # \u escapes: any file name. A failure here is before anything changed.
-        write_atomic(self.layout.intent, json.dumps(intent, allow_nan=False).encode())
+    def interrupted(self) -> Intent | None:
+        """The intent record of a keep, revert or set-aside that did not finish, if any."""
+        return journal.read(self.layout.intent)
 
-    def interrupted(self) -> dict[str, Any] | None:
-        """The intent record of a keep or revert that did not finish, if any."""
-        try:
-            data = json.loads(self.layout.intent.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return None
-        except (ValueError, RecursionError):
-            return {"op": "unknown", "run": None}
-        return data if isinstance(data, dict) else {"op": "unknown", "run": None}
+    def git_locks(self) -> list[Path]:
+        """git's lock files that a keep, revert or measurement of this session would meet."""
+        return self.repo.recording_locks(session_branch(self.config.session_id),
+                                         self.namespace)
 
-    def _ours(self, ref: str, intent: dict[str, Any]) -> bool:
-        """Whether ``ref`` holds the attempt this intent wrote (not an older one)."""
-        commit = self.repo.resolve(ref)
-        if commit is None:
-            return False
-        token = intent.get("id")
-        if not token:
-            return True
-        body = self.repo.run("log", "-1", "--format=%(trailers:key=Autoresearch-Intent,"
-                             "valueonly)", commit).text
-        return token in body.split()
-
-    def _diverged(self, attempt: str, head: str, paths: list[str]) -> list[str]:
-        """Paths whose content is neither the attempt's nor HEAD's: changed after the kill."""
-        if not paths:
-            return []
-        in_attempt, in_head = self.repo.blobs(attempt, paths), self.repo.blobs(head, paths)
-        now = self.repo.hash_files(paths)
-        # A path that cannot be hashed (a newline in its name) counts as changed: left alone.
-        return [p for p in paths if "\n" in p or now.get(p) not in (in_attempt.get(p),
-                                                                  in_head.get(p))]
-
-    def _finish_targets(self, intent: dict[str, Any], ref: str) -> str:
-        """Finish restoring an interrupted revert's paths, unless they changed since."""
-        targets = [*intent["created"], *intent["tracked"]]
-        moved = self._diverged(ref, intent["head"], targets)
-        if moved:
-            return (f"; the work tree was left as it is, since {', '.join(moved[:3])} "
-                    "changed after the interruption")
-        finish_revert(self.repo, intent["created"], intent["tracked"],
-                      list(intent.get("staged_preexisting", [])))
-        return ""
-
-    def recover(self, *, abandon: bool = False) -> str | None:
-        """:meth:`finish_interrupted`, then the after hooks of the run it finished, which the
-        killed command never fired (their report is kept in ``recovered_hooks``)."""
-        finished: list[dict[str, Any]] = []
-        done = self.finish_interrupted(finished, abandon=abandon)
-        if finished:
-            self.recovered_hooks = self.fire_hooks("after", run_entry=finished[0])
-        return done
-
-    def finish_interrupted(self, finished: list[dict[str, Any]], *, abandon: bool = False
-                           ) -> str | None:
-        """Finish or roll back an interrupted keep or revert; returns what was done, or None.
-
-        A revert whose attempt ref holds its attempt is finished (the run recorded, and the
-        paths restored unless they changed after the kill, in which case they are left alone:
-        the attempt is safe in its ref); one killed before that is rolled back, since nothing
-        had changed. A keep whose commit is HEAD, or that had nothing to commit, is finished;
-        one killed before committing is rolled back: the index goes back to HEAD for the
-        staged paths and the experiment stays in the work tree, unrecorded. When HEAD moved in
-        between, :class:`Refused`, or with ``abandon`` the intent record is set aside. The record
-        of a run finished here (or found recorded already, its after hooks not yet fired) is
-        appended to ``finished``.
-        """
-        for pattern in ("attempt-index.*", "state-piece.*", "*.tmp"):
-            for leftover in self.repo.scratch.glob(pattern):
-                if leftover.name.split(".")[-1] != str(os.getpid()):
-                    leftover.unlink(missing_ok=True)
-        intent = self.interrupted()
-        backup = index_backup(self.repo)
-        if intent is None or intent.get("op") != "keep":
-            backup.unlink(missing_ok=True)
-        if intent is None:
-            return None
-        number = intent.get("run")
-        if intent.get("op") == "set-aside" and isinstance(number, int):
-            return self._finish_set_aside(intent, number, abandon=abandon)
-        if intent.get("op") not in ("keep", "revert") or not isinstance(number, int):
-            self._set_intent_aside()
-            return "set aside an unreadable intent record"
-        already = self.ledger.find(number)
-        if already is not None:
-            # The intent is cleared once the after hooks fired: they have not.
-            finished.append(already.data)
-            return (f"run {number} was already recorded; its after hooks had not fired (they "
-                    "fire now)")
-        record: dict[str, Any] = intent["record"]
-        head = self.repo.head()
-        ref = intent["ref"]
-        ours = self._ours(ref, intent)
-        if intent["op"] == "revert":
-            stopped = self._not_to_finish(intent, ours, abandon, f"revert of run {number}",
-                                          f"its attempt is at {ref}")
-            if stopped:
-                return stopped
-            note = self._finish_targets(intent, ref)
-            record["attempt_ref"] = ref
-            finished.append(self._append_record(record, intent["untracked_after"]))
-            return f"finished the interrupted revert of run {number} ({record['status']}){note}"
-        committed = head != intent["head"]
-        if committed:
-            parent = self.repo.resolve(f"{head}^")
-            run_trailer = self.repo.run("log", "-1", "--format=%(trailers:key=Autoresearch-Run,"
-                                        "valueonly)", str(head)).text.strip()
-            if parent != intent["head"] or run_trailer != str(number):
-                if not abandon:
-                    raise Refused(f"HEAD moved since the keep of run {number} was interrupted, "
-                                  "and not by that keep (git autoresearch doctor --fix sets the "
-                                  "interrupted operation aside)")
-                self._set_intent_aside()
-                return f"set aside the interrupted keep of run {number} (HEAD had moved)"
-        elif intent["to_stage"] and not ours:
-            if whole_index(backup):
-                os.replace(backup, self.repo.git_dir / "index")  # the index the keep found
-            elif intent.get("had_index"):
-                # No whole copy: the keep was killed while copying the index, before it staged
-                # anything, so the index is still the one it found.
-                backup.unlink(missing_ok=True)
-            else:
-                self.repo.unstage(intent["to_stage"])
-            self.layout.intent.unlink()
-            return (f"rolled back the interrupted keep of run {number}: nothing was committed, "
-                    "and the experiment is still in the work tree")
-        backup.unlink(missing_ok=True)
-        note = ""
-        if intent["created"] or intent["tracked"]:
-            if ours:
-                note = self._finish_targets(intent, ref)
-            else:
-                changes = survey(self.repo, load_snapshot(self.layout.untracked))
-                git_revert(self.repo, self.bounds, changes, head=intent["head"], ref=ref,
-                           only=[*intent["created"], *intent["tracked"]],
-                           message=f"changes outside the scope or to readonly paths of kept "
-                                   f"run {number}\n", stage="keep")
-            record["attempt_ref"] = ref
-        assert head is not None
-        self._head = head
-        record.update({"commit": self.repo.short(head), "committed": committed})
-        finished.append(self._append_record(record, intent["untracked_after"]))
-        return f"finished the interrupted keep of run {number}{note}"
-
-    def _finish_set_aside(self, intent: dict[str, Any], number: int, *, abandon: bool
-                          ) -> str:
-        """Finish the set-aside before measuring run ``number`` that was interrupted: when its
-        scope ref holds what it saved, remove what is left of the saved changes (unless they
-        changed since); otherwise nothing had changed. Returns what was done; :class:`Refused`
-        when HEAD moved since (with ``abandon``, the intent record is set aside)."""
-        ref = intent["ref"]
-        stopped = self._not_to_finish(intent, self._ours(ref, intent), abandon,
-                                      f"set-aside before run {number}",
-                                      f"the changes are saved at {ref}")
-        if stopped:
-            return stopped
-        note = self._finish_targets(intent, ref)
-        self.layout.intent.unlink()
-        return (f"finished setting aside the changes outside the scope or to readonly files "
-                f"before run {number}: saved at {ref} (see them: git show {ref}){note}")
-
-    def _not_to_finish(self, intent: dict[str, Any], ours: bool, abandon: bool, what: str,
-                       saved: str) -> str | None:
-        """For an interrupted revert or set-aside (``what``, e.g. ``revert of run 4``): what
-        was done instead of finishing it, or None when it is to be finished. Rolled back when
-        its ref does not hold its attempt (``ours`` false: nothing had changed); set aside with
-        ``abandon`` when HEAD moved since, else :class:`Refused` naming where the changes are
-        (``saved``)."""
-        if not ours:
-            self.layout.intent.unlink()
-            return f"rolled back the interrupted {what}: nothing had changed"
-        if self.repo.head() != intent["head"]:
-            if not abandon:
-                raise Refused(f"HEAD moved since the {what} was interrupted; {saved} (git "
-                              "autoresearch doctor --fix sets the interrupted operation aside)")
-            self._set_intent_aside()
-            return f"set aside the interrupted {what} (HEAD had moved)"
-        return None
-
-    def _set_intent_aside(self) -> None:
-        aside = self.layout.intent.with_name(f"intent.abandoned.{time.time_ns()}.json")
-        os.replace(self.layout.intent, aside)
 
 def run_payload(data: Mapping[str, Any]) -> dict[str, Any]:
     """A run as the hook contract shows it: run, status, metric, description, asi."""

@@ -280,11 +280,17 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
             "experiment could change it unseen (only committed files are readonly): commit it")
     if opts.no_baseline:
         return session, None, None
-    with session.lock("start"):
-        result = session.measure(progress, pending=False, baseline=True)
+    from . import pending
+    from .recording import record as record_run
+    from .recovery import locked
+
+    with locked(session, "start") as recovered:
+        result = pending.measure(session, progress, pending=False, baseline=True)
         status = result.status or "keep"
         save_snapshot(layout.untracked, take_snapshot(repo))
-        record = session.record(status, "baseline", result=result, baseline=True)
+        recorded = record_run(session, status, "baseline", result=result, baseline=True)
+    session.warnings += recovered.warnings + recorded.warnings
+    record = recorded.record
     if status != "keep":
         tail = result.checks["tail"] if status == "checks_failed" and result.checks \
             else result.log_tail
@@ -334,7 +340,7 @@ def _new_segment_files(repo: Repo, layout: Layout, cfg: Config, head: str, opts:
         known = load_snapshot(layout.untracked) or take_snapshot(repo, [])
         known.untracked.update(untracked)
         save_snapshot(layout.untracked, known)
-    session.mirror_state("new segment")
+    session.warnings += session.mirror_state("new segment")
     return session
 
 
@@ -392,7 +398,7 @@ def _create_session(repo: Repo, layout: Layout, intent: dict[str, Any]) -> Sessi
     layout.pending.unlink(missing_ok=True)
     save_snapshot(layout.untracked, take_snapshot(repo, list(intent.get("untracked") or [])))
     session = Session(repo, cfg, data, ledger_mod.read(layout.ledger))
-    session.mirror_state("session started")
+    session.warnings += session.mirror_state("session started")
     layout.start_intent.unlink()
     return session
 

@@ -52,7 +52,7 @@ def warn(message: str) -> None:
     click.echo(f"warning: {message}", err=True)
 
 
-def _progress() -> Callable[[float, str], None] | None:
+def progress() -> Callable[[float, str], None] | None:
     """A live ``[12s] last log line`` on stderr while a measurement runs on a terminal."""
     if not sys.stderr.isatty():
         return None
@@ -66,7 +66,7 @@ def _progress() -> Callable[[float, str], None] | None:
     return show
 
 
-def _clear_progress() -> None:
+def clear_progress() -> None:
     if sys.stderr.isatty():
         _to_terminal("\r\x1b[K")
 
@@ -88,16 +88,17 @@ json_option = click.option("--json", "as_json", is_flag=True,
 DESCRIPTION_HELP = "One sentence saying what this run tried ('-': read it from stdin)."
 
 
-def _description_option() -> Callable[[Callable[..., Any]], Any]:
-    return click.option("-d", "--description", required=True, help=DESCRIPTION_HELP)
-
-
-def _asi_options(f: Callable[..., Any]) -> Any:
-    f = click.option("--asi-json", metavar="JSON",
-                     help="Annotations for the run as a JSON object.")(f)
-    return click.option("--asi", "asi_pairs", multiple=True, metavar="KEY=VALUE",
-                        help="An annotation for the run (hypothesis=..., rollback_reason=..., "
-                             "next_action_hint=...). Repeatable.")(f)
-
-
-# --- start --------------------------------------------------------------------------------------
+def record_options(f: Callable[..., Any]) -> Any:
+    """The options of every command that records a run (run, keep, discard, crash), after
+    sqlite-utils' ``output_options``: ``-d/--description``, ``--asi`` and ``--asi-json`` (parsed
+    by ``inputs.parse_asi``); each command adds its own, then :data:`json_option`."""
+    for option in reversed([
+        click.option("-d", "--description", required=True, help=DESCRIPTION_HELP),
+        click.option("--asi", "asi_pairs", multiple=True, metavar="KEY=VALUE",
+                     help="An annotation for the run (hypothesis=..., rollback_reason=..., "
+                          "next_action_hint=...). Repeatable."),
+        click.option("--asi-json", metavar="JSON",
+                     help="Annotations for the run as a JSON object."),
+    ]):
+        f = option(f)
+    return f

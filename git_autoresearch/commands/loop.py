@@ -15,17 +15,16 @@ from ..measure import Measurement
 
 if TYPE_CHECKING:
     from ..hooks import HookReport
+    from ..recovery import Recovery
     from ..session import Session
 from .common import (
     CONTEXT,
-    DESCRIPTION_HELP,
-    _asi_options,
-    _clear_progress,
-    _description_option,
-    _progress,
+    clear_progress,
     emit_json,
     json_option,
     number,
+    progress,
+    record_options,
     warn,
 )
 
@@ -97,9 +96,9 @@ def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
     opts = StartOptions(values=values, config_file=config_file, new_segment=new_segment,
                         no_baseline=no_baseline, force=force, allow_missing=allow_missing)
     try:
-        session, record, result = start(opts, progress=_progress())
+        session, record, result = start(opts, progress=progress())
     finally:
-        _clear_progress()
+        clear_progress()
     cfg = session.config
     for message in session.warnings:
         warn(message)
@@ -171,11 +170,12 @@ def _print_steer(stage: str, report: Any) -> None:
 @json_option
 def measure_cmd(as_json: bool) -> None:
     """Run the experiment and print the result; record nothing (keep or discard uses it)."""
+    from ..recovery import locked
     from ..session import Session
 
     session = Session.open()
     session.check_recordable()  # the scope revert before measuring must not meet a merge
-    with session.lock("measure"):
+    with locked(session, "measure"):
         before, result = _hooks_and_measure(session, "measure")
     notes = _measurement_notes(before, result)
     decision = session.decide(result)
@@ -191,17 +191,17 @@ def measure_cmd(as_json: bool) -> None:
         warn(note)
 
 
-def _recovered_steer(session: Session) -> list[str]:
+def _recovered_steer(recovered: Recovery) -> list[str]:
     """The steer of the after hooks fired for a run that this command's recovery finished."""
-    return [session.recovered_hooks.steer] if session.recovered_hooks else []
+    return [recovered.hooks.steer] if recovered.hooks else []
 
 
-def _print_recovered(session: Session) -> None:
+def _print_recovered(recovered: Recovery) -> None:
     """Say what recovery finished before this command's own run, and its after hooks' steer."""
-    if session.recovered:
-        warn(session.recovered)
-    if session.recovered_hooks:
-        _print_steer("after (the interrupted run)", session.recovered_hooks)
+    if recovered.note:
+        warn(recovered.note)
+    if recovered.hooks:
+        _print_steer("after (the interrupted run)", recovered.hooks)
 
 
 def _record_json(record: dict[str, Any], steer: list[str], warnings: list[str]) -> dict[str, Any]:
@@ -238,120 +238,109 @@ def _print_record(session: Any, record: dict[str, Any], previous_best: float | N
 
 
 @click.command("run", context_settings=CONTEXT)
-@_description_option()
-@_asi_options
+@record_options
 @click.option("--dry-run", is_flag=True, help="Measure and print the decision; apply nothing.")
 @json_option
 def run_cmd(description: str, asi_pairs: tuple[str, ...], asi_json: str | None, dry_run: bool,
             as_json: bool) -> None:
     """One iteration: before hooks, measure, decide, keep or revert, record, after hooks."""
-    from ..inputs import MAX_DESCRIPTION_BYTES, check_text, parse_asi
+    from ..recording import record
+    from ..recovery import locked
     from ..session import Session
 
-    asi = parse_asi(list(asi_pairs), asi_json)
-    description = check_text("--description", _read_description(description),
-                             MAX_DESCRIPTION_BYTES)
+    asi, description = _record_inputs(asi_pairs, asi_json, description)
     session = Session.open()
     session.check_recordable()
-    with session.lock("run"):
+    with locked(session, "run") as recovered:
         before, result = _hooks_and_measure(session, "run")
         decision = session.decide(result)
         best = session.segment.best
         previous_best = best.metric if best else None
         if dry_run:
-            notes = _measurement_notes(before, result)
-            if as_json:
-                data = _measurement_json(result)
-                data.update({"decision": decision, "dry_run": True,
-                             "steer": before.steer or None, "warnings": notes})
-                emit_json(data)
-            else:
-                _print_steer("before", before)
-                _print_measurement(result, session.config.metric_name)
-                click.echo(f"decision: {decision} (dry run: nothing recorded; changes outside "
-                           "the scope or to readonly files were set aside)"
-                           if result.scope_violations or result.readonly_violations else
-                           f"decision: {decision} (dry run: nothing applied)")
-                for note in notes:
-                    warn(note)
+            _dry_run(session, before, result, decision, as_json)
             return
-        hooks = [{"stage": f.stage, "hook": f.hook, "exit_code": f.exit_code,
-                  "timed_out": f.timed_out} for f in before.firings]
-        record = session.record(decision, description, result=result, asi=asi, hooks=hooks)
-        after = session.fire_hooks("after", run_entry=record)
+        recorded = record(session, decision, description, result=result, asi=asi,
+                          hooks=[{"stage": f.stage, "hook": f.hook, "exit_code": f.exit_code,
+                                 "timed_out": f.timed_out} for f in before.firings])
+        after = session.fire_hooks("after", run_entry=recorded.record)
+    notes = session.warnings + recovered.warnings + recorded.warnings
     if as_json:
-        emit_json(_record_json(record, [*_recovered_steer(session), before.steer, after.steer],
-                               before.warnings + session.warnings + _violation_notes(record)
+        emit_json(_record_json(recorded.record,
+                               [*_recovered_steer(recovered), before.steer, after.steer],
+                               before.warnings + notes + _violation_notes(recorded.record)
                                + after.warnings))
         return
-    _print_recovered(session)
+    _print_recovered(recovered)
     _print_steer("before", before)
     if decision == "crash" or decision == "checks_failed":
         _print_measurement(result, session.config.metric_name, recorded=True)
-    _print_record(session, record, previous_best)
-    for note in session.warnings:
+    _print_record(session, recorded.record, previous_best)
+    for note in notes:
         warn(note)
     _print_steer("after", after)
 
 
-def _record_command(status: str) -> Callable[..., None]:
-    def body(description: str, metric: float | None, metrics: tuple[str, ...],
-             asi_pairs: tuple[str, ...], asi_json: str | None, force: bool,
+def _dry_run(session: Session, before: HookReport, result: Measurement, decision: str,
              as_json: bool) -> None:
-        from ..inputs import MAX_DESCRIPTION_BYTES, check_text, parse_asi
+    """Print what ``run --dry-run`` measured and would decide."""
+    notes = _measurement_notes(before, result)
+    if as_json:
+        data = _measurement_json(result)
+        data.update({"decision": decision, "dry_run": True, "steer": before.steer or None,
+                     "warnings": notes})
+        emit_json(data)
+        return
+    _print_steer("before", before)
+    _print_measurement(result, session.config.metric_name)
+    click.echo(f"decision: {decision} (dry run: nothing recorded; changes outside the scope or "
+               "to readonly files were set aside)"
+               if result.scope_violations or result.readonly_violations else
+               f"decision: {decision} (dry run: nothing applied)")
+    for note in notes:
+        warn(note)
+
+
+def _record_inputs(asi_pairs: tuple[str, ...], asi_json: str | None, description: str
+                   ) -> tuple[dict[str, Any], str]:
+    """The ``--asi``/``--asi-json`` annotations and the description, checked (exit 2)."""
+    from ..inputs import MAX_DESCRIPTION_BYTES, check_text, parse_asi
+
+    asi = parse_asi(list(asi_pairs), asi_json)
+    return asi, check_text("--description", _read_description(description),
+                           MAX_DESCRIPTION_BYTES)
+
+
+def _record_command(status: str) -> Callable[..., None]:
+    def body(description: str, asi_pairs: tuple[str, ...], asi_json: str | None,
+             metric: float | None, metrics: tuple[str, ...], force: bool,
+             as_json: bool) -> None:
+        from .. import pending
+        from ..recording import choose_measurement, record
+        from ..recovery import locked
         from ..session import Session
 
-        asi = parse_asi(list(asi_pairs), asi_json)
-        description = check_text("--description", _read_description(description),
-                                 MAX_DESCRIPTION_BYTES)
+        asi, description = _record_inputs(asi_pairs, asi_json, description)
         session = Session.open()
         session.check_recordable()
-        with session.lock(status):
-            result = session.pending()
-            given = None
-            notes: list[str] = []
+        with locked(session, status) as recovered:
             given_metrics = _given_metrics(metrics, metric, session.config.metric_name)
-            if metric is not None or given_metrics:
-                given = _with_metrics(Measurement(None, {}, [], 0.0), metric, given_metrics,
-                                      session.config.metric_name)
-                if given.metric is not None:
-                    # The caller measured for itself: its metrics are the run's, not mixed with
-                    # a pending measurement's samples or checks.
-                    if result is not None:
-                        notes.append("the pending measurement is not used: the metric you "
-                                     "gave is recorded")
-                        given.scope_ref = result.scope_ref
-                        given.scope_violations = result.scope_violations
-                        given.readonly_violations = result.readonly_violations
-                    result = given
-                else:  # secondary metrics only: added to the pending measurement
-                    result = _with_metrics(result or Measurement(None, {}, [], 0.0), None,
-                                           given_metrics, session.config.metric_name)
-            chosen = status
-            if status == "keep":
-                if result is None or result.metric is None:
-                    raise Refused("nothing to keep: no pending measurement with a metric "
-                                  "(run git autoresearch measure, or pass --metric VALUE)")
-                best_run = session.segment.best
-                if best_run is not None and best_run.metric is not None and \
-                        not session.segment.better(result.metric, best_run.metric):
-                    notes.append(f"{number(result.metric)} does not beat the best so far "
-                                 f"({number(best_run.metric)}, run {best_run.number}); kept "
-                                 "because you asked")
+            choice = choose_measurement(session, status, pending.read(session), metric,
+                                        given_metrics)
             best = session.segment.best
             previous_best = best.metric if best else None
-            record = session.record(chosen, description, result=result, asi=asi, given=given,
-                                    force=force)
-            after = session.fire_hooks("after", run_entry=record)
-        notes += session.warnings + _violation_notes(record)
+            recorded = record(session, status, description, result=choice.result, asi=asi,
+                              given=choice.given, force=force)
+            after = session.fire_hooks("after", run_entry=recorded.record)
+        notes = (choice.notes + session.warnings + recovered.warnings + recorded.warnings
+                 + _violation_notes(recorded.record))
         if as_json:
-            emit_json(_record_json(record, [*_recovered_steer(session), after.steer],
+            emit_json(_record_json(recorded.record, [*_recovered_steer(recovered), after.steer],
                                    notes + after.warnings))
             return
-        _print_recovered(session)
+        _print_recovered(recovered)
         for note in notes:
             warn(note)
-        _print_record(session, record, previous_best)
+        _print_record(session, recorded.record, previous_best)
         _print_steer("after", after)
 
     return body
@@ -374,12 +363,14 @@ def _hooks_and_measure(session: Session, command: str) -> tuple[HookReport, Meas
     """Under the session lock: stop if asked to, fire the before hooks, then measure. The
     measurement stays pending until a run is recorded (a keep that git refuses leaves it for
     discard or keep)."""
+    from .. import pending
+
     session.check_stop(command)
     before = session.fire_hooks("before")
     try:
-        result = session.measure(_progress())
+        result = pending.measure(session, progress())
     finally:
-        _clear_progress()
+        clear_progress()
     return before, result
 
 
@@ -412,20 +403,6 @@ def _violation_notes(record: dict[str, Any]) -> list[str]:
         notes.append(f"undid changes to readonly files, which define success: "
                      f"{', '.join(record['readonly_violations'])} (saved at {where})")
     return notes
-
-
-def _with_metrics(result: Measurement, metric: float | None, given: dict[str, float],
-                  metric_name: str) -> Measurement:
-    """``result`` with the metrics the caller gave laid over it (the primary one may come
-    through ``--metrics NAME=VALUE`` too)."""
-    if metric is not None:
-        result.metric = metric
-        result.samples = [metric]
-    result.metrics.update(given)
-    if metric_name in result.metrics:
-        result.metric = result.metrics.pop(metric_name)
-        result.samples = [result.metric]
-    return result
 
 
 def _given_metrics(pairs: tuple[str, ...], metric: float | None, metric_name: str
@@ -469,27 +446,24 @@ def _finite_metric(ctx: click.Context, param: click.Parameter, value: str | None
 
 
 def _make_record_command(status: str, help_text: str) -> click.Command:
-    params: list[click.Parameter] = [
-        click.Option(["-d", "--description", "description"], required=True,
-                     help=DESCRIPTION_HELP),
-        click.Option(["--metric", "metric"], callback=_finite_metric, metavar="VALUE",
+    command = click.command(status, help=help_text, context_settings=CONTEXT)
+    options = [
+        record_options,
+        click.option("--metric", callback=_finite_metric, metavar="VALUE",
                      help="The primary metric, measured by the caller: recorded as given "
                           "(no checks run), instead of a pending measurement."),
-        click.Option(["--metrics", "metrics"], multiple=True, metavar="NAME=VALUE",
+        click.option("--metrics", multiple=True, metavar="NAME=VALUE",
                      help="A metric measured by the caller (repeatable); without --metric, "
                           "added to the pending measurement."),
-        click.Option(["--asi", "asi_pairs"], multiple=True, metavar="KEY=VALUE",
-                     help="An annotation for the run (repeatable)."),
-        click.Option(["--asi-json", "asi_json"], metavar="JSON",
-                     help="Annotations as a JSON object."),
-        click.Option(["--force", "force"], is_flag=True,
+        click.option("--force", is_flag=True,
                      help="Keep a measurement that failed its checks." if status == "keep"
                      else "Accepted for symmetry with keep; changes nothing."),
-        click.Option(["--json", "as_json"], is_flag=True,
-                     help="Print one JSON document on stdout."),
+        json_option,
     ]
-    return click.Command(status, callback=_record_command(status), params=params,
-                         help=help_text, context_settings=CONTEXT)
+    callback: Any = _record_command(status)
+    for option in reversed(options):
+        callback = option(callback)
+    return command(callback)  # type: ignore[no-any-return]
 
 
 keep_cmd = _make_record_command(
@@ -509,10 +483,9 @@ crash_cmd = _make_record_command(
 def stop_cmd(as_json: bool) -> None:
     """Create .auto/STOP: the next run or measure exits 4 and removes it."""
     from ..files import write_atomic
-    from ..git import Repo
     from ..layout import Layout
 
-    layout = Layout(Repo.discover())
+    layout = Layout.discover()
     if not layout.config.exists():
         raise Refused(f"no session here (no .auto/config.toml): {layout.missing_hint()}")
     # Not under the session lock: a run holds it while it measures, which is when a stop is
@@ -530,10 +503,11 @@ def stop_cmd(as_json: bool) -> None:
 @json_option
 def hook_cmd(stage: str, as_json: bool) -> None:
     """Fire the before or after hooks by hand, for agents that drive their own loop."""
+    from ..recovery import locked
     from ..session import Session
 
     session = Session.open()
-    with session.lock(f"hook {stage}"):  # its firings are ledger lines
+    with locked(session, f"hook {stage}"):  # its firings are ledger lines
         last = session.ledger.last_run
         if stage == "after" and last is None:
             raise Refused("no run recorded yet: after hooks need a run entry")

@@ -101,10 +101,12 @@ def status_cmd(as_json: bool) -> None:
               else "it is left out")
     warnings.extend(f"ledger line {m.line} is not readable ({m.reason}); {repair}"
                     for m in session.ledger.malformed)
-    measured = None if session.read_only else session.pending()
+    from .. import pending as pending_mod
+
+    measured = None if session.read_only else pending_mod.read(session)
     from ..ledger import json_number
 
-    moved = [] if measured is None else session.changed_since(measured)
+    moved = [] if measured is None else pending_mod.changed_since(session, measured)
     pending: dict[str, Any] | None = None if measured is None else {
         "metric": None if measured.metric is None else json_number(measured.metric),
         "status": measured.status,
@@ -115,7 +117,7 @@ def status_cmd(as_json: bool) -> None:
                     "change (it is saved on a ref first)" for path in readonly_changed)
     interrupted = session.interrupted()
     if interrupted is not None:
-        warnings.append(f"a {interrupted.get('op')} of run {interrupted.get('run')} was "
+        warnings.append(f"a {interrupted.op} of run {interrupted.run} was "
                         "interrupted; the next recording command (or resume) finishes it")
     data = {
         "session_id": cfg.session_id,

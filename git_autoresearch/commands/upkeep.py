@@ -32,14 +32,13 @@ def resume_cmd(session_id: str | None, as_json: bool) -> None:
     from .. import report
     from ..resume import resume
 
-    session, actions = resume(session_id)
+    session, actions, finished = resume(session_id)
     seg = report.segment_summary(session.segment)
     data: dict[str, Any] = {
         "session_id": session.config.session_id, "actions": actions, "segment": seg,
         "next_run": session.ledger.next_run_number,
         "stop_pending": session.layout.stop.exists(),
         "limit_reached": session.limit_reached(), "warnings": session.warnings}
-    finished = session.recovered_hooks
     data["steer"] = finished.steer or None if finished else None
     if finished:
         data["warnings"] = [*data["warnings"], *finished.warnings]
@@ -77,10 +76,11 @@ def doctor_cmd(fix: bool, as_json: bool) -> None:
     from ..session import Session
 
     session = Session.open(on_branch=False, check_config=False)
-    found = render(examine(session, fix=fix))
+    exam = examine(session, fix=fix)
+    found = render(exam)
     left = [f for f in found if not f["fixed"]]
     # Why a fix did not take (the state ref could not be written: a full disk, say).
-    why = list(dict.fromkeys(session.warnings))
+    why = list(dict.fromkeys(session.warnings + exam.warnings))
     if as_json:
         emit_json({"findings": found, "fix": fix, "warnings": why})
     else:
@@ -112,8 +112,7 @@ def _mirror(message: str) -> None:
         # The state ref keeps the last good files, which resume brings back.
         warn(f"the state ref was not updated: {exc.message}")
         return
-    session.mirror_state(message)
-    for w in session.warnings:
+    for w in [*session.warnings, *session.mirror_state(message)]:
         warn(w)
 
 

@@ -1,0 +1,174 @@
+"""The write-ahead journal of a recording: one intent record, ``intent.json`` in the scratch
+folder, written before a keep, a revert or a set-aside changes anything and cleared once the
+run is recorded (for a run whose after hooks are still to fire: once they fired).
+
+A command killed in between leaves it behind, and the next command that takes the session
+lock finishes or rolls back the operation from it (:mod:`git_autoresearch.recovery`). The file
+is JSON; a keep's or revert's holds the run record to append (``record``). Files written by
+older versions lack ``id``, ``had_index`` or ``staged_preexisting``: they read as empty.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import AutoresearchError, Refused
+from .files import write_atomic
+from .git import DiskFull, GitError, Repo, said
+
+# The operations an intent record stands for; "unknown" is a record that cannot be read.
+OPERATIONS = ("keep", "revert", "set-aside")
+
+
+@dataclass(frozen=True)
+class Intent:
+    """What a keep, revert or set-aside is about to do, for finishing it after a kill.
+
+    ``op``: ``keep``, ``revert``, ``set-aside`` (or ``unknown``); ``run``: its run number;
+    ``id``: a random token, also in the ``Autoresearch-Intent`` trailer of the commit it makes;
+    ``head``: HEAD before; ``ref``: the attempt or scope ref it writes; ``record``: the run record
+    to append (keep and revert); ``untracked_after``: the files untracked before the next
+    experiment; ``staged_preexisting``: new files staged before the experiment, which stay;
+    ``to_stage``, ``had_index``: what a keep stages, and whether ``.git/index`` existed;
+    ``created``, ``tracked``: the paths to restore (new files to remove, tracked ones to put
+    back)."""
+
+    op: str
+    run: int | None
+    id: str = ""
+    head: str = ""
+    ref: str = ""
+    record: dict[str, Any] | None = None
+    untracked_after: list[str] = field(default_factory=list)
+    staged_preexisting: list[str] = field(default_factory=list)
+    to_stage: list[str] = field(default_factory=list)
+    had_index: bool = False
+    created: list[str] = field(default_factory=list)
+    tracked: list[str] = field(default_factory=list)
+
+    def but(self, **changes: Any) -> Intent:
+        """This intent with ``changes`` (``dataclasses.replace``)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object of ``intent.json``: the keys an operation uses, in a fixed order."""
+        out: dict[str, Any] = {"op": self.op, "run": self.run, "id": self.id, "head": self.head,
+                               "ref": self.ref}
+        if self.op in ("keep", "revert"):
+            out.update({"record": self.record, "untracked_after": self.untracked_after})
+        out["staged_preexisting"] = self.staged_preexisting
+        if self.op == "keep":
+            out.update({"to_stage": self.to_stage, "had_index": self.had_index})
+        out.update({"created": self.created, "tracked": self.tracked})
+        return out
+
+    @classmethod
+    def from_json(cls, data: Any) -> Intent:
+        """An intent from the object of ``intent.json``; ``unknown`` when it is not one."""
+        if not isinstance(data, dict) or data.get("op") not in OPERATIONS:
+            return cls("unknown", None)
+        run = data.get("run")
+
+        def paths(key: str) -> list[str]:
+            value = data.get(key)
+            return [str(p) for p in value] if isinstance(value, list) else []
+
+        record = data.get("record")
+        return cls(op=str(data["op"]),
+                   run=run if isinstance(run, int) and not isinstance(run, bool) else None,
+                   id=str(data.get("id") or ""), head=str(data.get("head") or ""),
+                   ref=str(data.get("ref") or ""),
+                   record=record if isinstance(record, dict) else None,
+                   untracked_after=paths("untracked_after"),
+                   staged_preexisting=paths("staged_preexisting"),
+                   to_stage=paths("to_stage"), had_index=bool(data.get("had_index")),
+                   created=paths("created"), tracked=paths("tracked"))
+
+
+def write(path: Path, intent: Intent) -> None:
+    """Write ``intent`` whole (atomically, synced); a failure here is before anything changed.
+    ``\\u`` escapes keep any file name."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, json.dumps(intent.to_json(), allow_nan=False).encode())
+
+
+def read(path: Path) -> Intent | None:
+    """The intent record at ``path``; None when there is none; op ``unknown`` when it cannot
+    be read."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (ValueError, RecursionError, UnicodeDecodeError):
+        return Intent("unknown", None)
+    return Intent.from_json(data)
+
+
+def clear(path: Path) -> None:
+    """Remove the intent record: its operation is finished, or never began."""
+    path.unlink(missing_ok=True)
+
+
+def set_aside(path: Path) -> None:
+    """Keep the intent record as ``intent.abandoned.<ns>.json``, beside it, unfinished."""
+    os.replace(path, path.with_name(f"intent.abandoned.{time.time_ns()}.json"))
+
+
+def made_by(repo: Repo, ref: str, intent: Intent) -> bool:
+    """Whether ``ref`` holds the commit this intent made (not an older one): its
+    ``Autoresearch-Intent`` trailer carries the intent's id (an intent without an id: any
+    commit at ``ref``)."""
+    commit = repo.resolve(ref)
+    if commit is None:
+        return False
+    if not intent.id:
+        return True
+    body = repo.run("log", "-1", "--format=%(trailers:key=Autoresearch-Intent,valueonly)",
+                    commit).text
+    return intent.id in body.split()
+
+
+def git_failure(repo: Repo, path: Path, locks: list[Path], intent: Intent,
+                exc: GitError) -> AutoresearchError:
+    """What to say when git failed in the middle of the journaled operation ``intent``.
+
+    When nothing had changed yet (HEAD where it was, no commit at the intent's ref; a keep puts
+    the index back), the intent record at ``path`` goes, since there is nothing to finish;
+    otherwise it stays, for resume. ``locks``: git's lock files that exist now; when one is
+    the reason, a :class:`Refused` names it and what git said. A full disk is a
+    :class:`Refused` saying what was done. Otherwise ``exc`` itself."""
+    number, op = intent.run, intent.op
+    untouched = (repo.head() == intent.head
+                 and not (intent.ref and made_by(repo, intent.ref, intent)))
+    if untouched:
+        clear(path)
+    if not locks and isinstance(exc, DiskFull):
+        if not untouched:
+            return Refused(f"{exc.message}; the {op} of run {number} stopped half-way; "
+                           "free space on that disk, then git autoresearch resume "
+                           "finishes it")
+        done = ("nothing was recorded, and the experiment is still in the work tree"
+                if op == "keep" else "nothing was changed or recorded")
+        return Refused(f"{exc.message}; {done}; free space on that disk, then run the "
+                       "command again")
+    if not locks:
+        return exc
+    lines = said(exc.stderr)
+    line = next((ln.strip() for ln in lines if ln.startswith(("fatal:", "error:"))),
+                lines[-1].strip() if lines else f"exit {exc.returncode}")
+    message = (f"git could not finish the {op} of run {number}: its lock file {locks[0]} "
+               f"exists (git said: {line}); ")
+    if untouched:
+        done = ("nothing was recorded, and the experiment is still in the work tree"
+                if op == "keep" else "nothing was reverted or recorded")
+        return Refused(f"{message}{done}; once no git process is running, remove it (rm "
+                       f"{locks[0]}) and run the command again")
+    what = f"the set-aside before run {number}" if op == "set-aside" else f"run {number}"
+    return Refused(f"{message}once no git process is running, remove it (rm {locks[0]}); "
+                   f"git autoresearch resume then finishes {what}")

@@ -1,0 +1,413 @@
+"""Record a run: choose its measurement, keep (commit) or revert the work tree, append its
+ledger line, journaled so that a kill at any point is finished by the next command.
+
+The protocol (DESIGN.md section 6): the run record is drafted and checked to fit; an intent
+record (:mod:`git_autoresearch.journal`) is written before anything changes; the keep or revert
+runs (:mod:`git_autoresearch.experiment`); the ledger line is appended; the intent is cleared
+(once the after hooks fired, when there are any). Signals wait from the intent to the ledger
+line. :mod:`git_autoresearch.recovery` finishes what a SIGKILL interrupted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import journal, signals
+from . import ledger as ledger_mod
+from .errors import Refused
+from .experiment import (
+    Changes,
+    commit_message,
+    keep_trailers,
+    plan_keep,
+    result_trailer,
+    revert,
+    revert_targets,
+    save_snapshot,
+    take_snapshot,
+)
+from .experiment import keep as git_keep
+from .faults import checkpoint
+from .files import WriteFailed
+from .git import GitError
+from .inputs import fit_record
+from .ledger import Run, Segment, json_number, now_ms
+from .measure import Measurement
+from .pending import changed_since, set_asides
+from .refs import attempt_ref
+from .session import Session
+
+# Keeps commit through plumbing and reverts write only refs, so nothing of git's own runs its
+# automatic maintenance during a session: every this many runs, we run it as git commit would.
+MAINTENANCE_EVERY = 10
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """A recorded run: its ledger record as written, and what the caller should hear (the
+    measurement dropped, the state ref not mirrored, ...)."""
+
+    record: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What a ``keep``, ``discard`` or ``crash`` records: ``result`` (the measurement, or the
+    metrics the caller gave), ``given`` (those metrics alone, for a work tree changed since it
+    was measured), and notes for the caller."""
+
+    result: Measurement | None
+    given: Measurement | None
+    notes: list[str]
+
+
+def choose_measurement(session: Session, status: str, pending: Measurement | None,
+                       metric: float | None, metrics: Mapping[str, float]) -> Choice:
+    """The measurement a recording command records: the ``pending`` one, or the primary
+    ``metric`` the caller measured (which replaces it: its metrics are the run's, not mixed with
+    a pending measurement's samples or checks), with the secondary ``metrics`` laid over it.
+    A keep without a metric is :class:`Refused`; a keep that does not beat the best gets a
+    note."""
+    name = session.config.metric_name
+    given = None
+    result = pending
+    notes: list[str] = []
+    if metric is not None or metrics:
+        given = _with_metrics(Measurement(None, {}, [], 0.0), metric, metrics, name)
+        if given.metric is not None:
+            if pending is not None:
+                notes.append("the pending measurement is not used: the metric you gave is "
+                             "recorded")
+                given = dataclasses.replace(
+                    given, scope_ref=pending.scope_ref,
+                    scope_violations=pending.scope_violations,
+                    readonly_violations=pending.readonly_violations)
+            result = given
+        else:  # secondary metrics only: added to the pending measurement
+            result = _with_metrics(pending or Measurement(None, {}, [], 0.0), None, metrics,
+                                   name)
+    if status == "keep":
+        if result is None or result.metric is None:
+            raise Refused("nothing to keep: no pending measurement with a metric (run git "
+                          "autoresearch measure, or pass --metric VALUE)")
+        best = session.segment.best
+        if best is not None and best.metric is not None and \
+                not session.segment.better(result.metric, best.metric):
+            notes.append(f"{_number(result.metric)} does not beat the best so far "
+                         f"({_number(best.metric)}, run {best.number}); kept because you asked")
+    return Choice(result, given, notes)
+
+
+def _number(value: float) -> str:
+    return str(json_number(value))
+
+
+def _with_metrics(result: Measurement, metric: float | None, given: Mapping[str, float],
+                  metric_name: str) -> Measurement:
+    """``result`` with the metrics the caller gave laid over it (the primary one may come
+    through ``--metrics NAME=VALUE`` too)."""
+    value, samples = result.metric, list(result.samples)
+    metrics = {**result.metrics, **given}
+    if metric is not None:
+        value, samples = metric, [metric]
+    if metric_name in metrics:
+        value = metrics.pop(metric_name)
+        samples = [value]
+    return dataclasses.replace(result, metric=value, samples=samples, metrics=metrics)
+
+
+def record(session: Session, status: str, description: str, *, result: Measurement | None,
+           asi: Mapping[str, Any] | None = None, hooks: list[dict[str, Any]] | None = None,
+           baseline: bool = False, given: Measurement | None = None,
+           force: bool = False) -> Recorded:
+    """Apply ``status`` to the work tree (keep: commit; otherwise: revert) and append the run
+    record. Returns the record as written, and warnings.
+
+    ``result`` is the measurement to record; ``given``, the metrics the caller gave
+    (``--metric``), which are recorded alone when the work tree changed since ``result`` was
+    measured. A ``discard`` of a measurement that crashed or failed its checks is recorded as
+    that; a ``keep`` of one that failed its checks is refused unless ``force``. Refuses (exit
+    3) during a merge or the like, on a ledger that cannot be written, and a record that
+    cannot fit (exit 2)."""
+    session.check_recordable()
+    session.preflight()
+    head = session.head()
+    number = session.next_run()
+    changes = session.changes()
+    warnings: list[str] = []
+    status, chosen, measured = _settle(session, status, result, given, force, changes, warnings)
+    if status == "keep" and not baseline:
+        # A kept experiment would become the baseline of a segment that wanted one measured.
+        session.check_baseline()
+    draft = _draft(session, number, status, description, chosen, asi, hooks, baseline)
+    if measured is not None and chosen is not measured:
+        _carry_dropped(draft, measured)
+    _name_set_asides(session, draft)
+    # What defines success and changed since (or without) a measurement: put back too.
+    draft["readonly_violations"] = sorted({*draft["readonly_violations"],
+                                           *session.readonly_changed(changes)})
+    fit_record(draft)  # refused here, before anything changes, if it cannot fit
+    untracked_after = sorted({*changes.preexisting, *changes.staged_preexisting,
+                              *(p for p in changes.created if session.bounds.is_protected(p))})
+    intent = journal.Intent("keep" if status == "keep" else "revert", number,
+                            id=os.urandom(8).hex(), head=head,
+                            ref=attempt_ref(session.config.session_id, number), record=draft,
+                            untracked_after=untracked_after,
+                            staged_preexisting=changes.staged_preexisting)
+    # From the intent record to the ledger line, a signal waits (about 0.1 s): the run is
+    # recorded whole, then the command ends as the signal asks. A SIGKILL is covered by the
+    # intent record and recovery.
+    with signals.deferred():
+        _apply(session, intent, draft, changes, description)
+        written = append_run(session, draft, untracked_after, changes.ignored, warnings,
+                             hooks_follow=not baseline)
+    return Recorded(written, warnings)
+
+
+def _settle(session: Session, status: str, result: Measurement | None,
+            given: Measurement | None, force: bool, changes: Changes, warnings: list[str]
+            ) -> tuple[str, Measurement | None, Measurement | None]:
+    """The status and measurement to record, and the pending measurement (None: none was),
+    kept or dropped when the work tree changed since it was measured."""
+    measured: Measurement | None = None
+    if result is not None and result.fingerprint is not None:
+        measured = result
+        moved = changed_since(session, result, changes)
+        what = ", ".join(moved[:5]) + (" ..." if len(moved) > 5 else "")
+        if moved and given is not None and (status != "keep" or given.metric is not None):
+            warnings.append(f"the work tree changed since it was measured ({what}); the run "
+                            "is recorded with the metrics you gave alone")
+            result = given
+        elif moved and status == "keep":
+            raise Refused(f"the work tree changed since it was measured ({what}); measure "
+                          "again before keeping, or give the metric (--metric)")
+        elif moved:
+            warnings.append(f"the work tree changed since it was measured ({what}); the run "
+                            "is recorded without that measurement")
+            result = None
+    if status == "keep" and result is not None and result.status == "checks_failed" \
+            and not force:
+        raise Refused("the pending measurement failed its checks; discard it, or keep it "
+                      "anyway with --force")
+    if status == "discard" and result is not None and result.status:
+        status = result.status
+    if status == "keep" and (result is None or result.metric is None):
+        raise Refused("a keep needs a metric: measure first or pass --metric")
+    return status, result, measured
+
+
+def _carry_dropped(draft: dict[str, Any], measured: Measurement) -> None:
+    """What a dropped measurement set aside before it ran still belongs to the run."""
+    if measured.scope_ref:
+        draft["scope_ref"] = measured.scope_ref
+        draft["scope_violations"] = sorted({*draft["scope_violations"],
+                                            *measured.scope_violations})
+    draft["readonly_violations"] = list(measured.readonly_violations)
+
+
+def _draft(session: Session, number: int, status: str, description: str,
+           result: Measurement | None, asi: Mapping[str, Any] | None,
+           hooks: list[dict[str, Any]] | None, baseline: bool) -> dict[str, Any]:
+    """The run record, with ``commit`` at HEAD and no attempt ref yet."""
+    metric = result.metric if result else None
+    draft: dict[str, Any] = {
+        "run": number,
+        "commit": session.repo.short(session.head()),
+        # pi-autoresearch's convention: a crash's metric is 0, whatever was measured.
+        "metric": 0 if status == "crash" else
+        (json_number(metric) if metric is not None else None),
+        "metrics": {k: json_number(v) for k, v in (result.metrics if result else {}).items()},
+        "status": status,
+        "description": description,
+        "timestamp": now_ms(),
+        "segment": session.segment.index,
+        "confidence": None,
+    }
+    if asi:
+        draft["asi"] = dict(asi)
+    draft.update({
+        "duration_s": result.duration_s if result else None,
+        "samples": [json_number(s) for s in result.samples] if result else [],
+        "checks": result.checks if result else None,
+        "attempt_ref": None,
+        "scope_violations": list(result.scope_violations) if result else [],
+        "readonly_violations": list(result.readonly_violations) if result else [],
+        "hooks": hooks or [],
+    })
+    if result is not None and result.scope_ref:
+        draft["scope_ref"] = result.scope_ref
+    if baseline:
+        draft["baseline"] = True
+    if result and result.reason and status == "crash":
+        draft["reason"] = result.reason
+        if result.log_tail:
+            # run.log is overwritten by the next measurement: the record keeps the tail.
+            draft["tail"] = result.log_tail
+    elif result and result.checks and not result.checks["passed"]:
+        draft["reason"] = result.checks.get("reason")
+    return draft
+
+
+def _name_set_asides(session: Session, draft: dict[str, Any]) -> None:
+    """Name in run record ``draft`` every set-aside of its run (``scope_refs``) and add their
+    paths outside the scope to its violations: nothing set aside goes unnamed."""
+    refs = set_asides(session, draft["run"])
+    if not refs:
+        return
+    bounds = session.bounds
+    draft["scope_refs"] = [ref for ref, _ in refs]
+    outside = {p for _, paths in refs for p in paths
+               if not bounds.is_protected(p) and not bounds.in_scope(p)}
+    draft["scope_violations"] = sorted({*draft["scope_violations"],
+                                        *(p for p in outside if not bounds.is_readonly(p))})
+    draft["readonly_violations"] = sorted({*draft["readonly_violations"],
+                                           *(p for p in outside if bounds.is_readonly(p))})
+
+
+def _apply(session: Session, intent: journal.Intent, draft: dict[str, Any], changes: Changes,
+           description: str) -> None:
+    """The git side of the run: the keep commit, or the revert with the attempt saved at its
+    ref; ``draft`` is completed. A failure says what was done and what is left to finish."""
+    try:
+        if intent.op == "keep":
+            _keep(session, intent, draft, changes, description)
+        else:
+            created, tracked = revert_targets(session.bounds, changes)
+            intent = intent.but(created=created, tracked=tracked)
+            journal.write(session.layout.intent, intent)
+            number = intent.run
+            message = (f"{description.strip() or f'run {number}'}\n\n"
+                       f"Autoresearch-Status: {draft['status']}\nAutoresearch-Run: {number}\n"
+                       f"Autoresearch-Session: {session.config.session_id}\n"
+                       f"Autoresearch-Intent: {intent.id}\n")
+            revert(session.repo, session.bounds, changes, head=intent.head, ref=intent.ref,
+                   message=message)
+            draft["attempt_ref"] = intent.ref
+    except (Refused, GitError) as exc:
+        raise _failed(session, intent, exc) from None
+
+
+def _failed(session: Session, intent: journal.Intent, exc: Refused | GitError) -> Exception:
+    """What to raise when the keep or revert of ``intent`` failed: the intent stays when git
+    changed something (the next command finishes it), and goes when nothing changed."""
+    number = intent.run
+    now = session.repo.head() if intent.op == "keep" else intent.head
+    committed = now is not None and now != intent.head
+    if isinstance(exc, GitError):
+        failed = journal.git_failure(session.repo, session.layout.intent, session.git_locks(),
+                                     intent, exc)
+        if failed is not exc or not committed:
+            return failed
+    if committed:
+        # Failed after the commit (the out-of-scope changes could not be set aside: a full
+        # disk): the intent record stays, and the next command finishes it.
+        assert now is not None
+        return Refused(f"run {number} was committed as {session.repo.short(now)}, but "
+                       f"{exc.message}; git autoresearch resume (or any run, keep or discard) "
+                       "finishes recording it")
+    # Refused before anything changed (git refused the commit, or could not record the
+    # attempt): there is nothing to finish.
+    journal.clear(session.layout.intent)
+    locks = session.git_locks()
+    if locks:  # another git took a lock meanwhile: name it, not git's advice
+        said_lines = [*(exc.detail or "").splitlines(), exc.message]
+        line = next((ln.strip() for ln in said_lines
+                     if ln.strip().startswith(("fatal:", "error:"))), exc.message)
+        return Refused(f"git could not finish the {intent.op} of run {number}: its lock file "
+                       f"{locks[0]} exists (git said: {line}); nothing was recorded, and the "
+                       "experiment is still in the work tree; once no git process is running, "
+                       f"remove it (rm {locks[0]}) and run the command again")
+    return exc
+
+
+def _keep(session: Session, intent: journal.Intent, draft: dict[str, Any], changes: Changes,
+          description: str) -> None:
+    """The keep of :func:`record`: write the intent, commit, and complete ``draft``."""
+    number, head, ref = draft["run"], intent.head, intent.ref
+    sid = session.config.session_id
+    trailer = result_trailer(session.config.metric_name, draft["metric"], draft["metrics"])
+    bounds = session.bounds
+    plan = plan_keep(session.repo, bounds, changes)
+    created, tracked = revert_targets(bounds, plan.revert_changes, plan.violations)
+    journal.write(session.layout.intent, intent.but(
+        to_stage=plan.to_stage, had_index=(session.repo.git_dir / "index").is_file(),
+        created=created, tracked=tracked))
+    head_tree = (session.repo.head_tree_at_discovery
+                 if head == session.repo.head_at_discovery else None)
+    kept = git_keep(session.repo, bounds, plan, head=head,
+                    message=commit_message(description, trailer, number, sid),
+                    trailers=keep_trailers(trailer, number, sid),
+                    violations_ref=ref, head_tree=head_tree,
+                    violations_message=f"changes outside the scope or to readonly paths of "
+                                       f"kept run {number}\n\nAutoresearch-Intent: "
+                                       f"{intent.id}\n")
+    session.moved_head(kept.commit)
+    draft.update({"commit": session.repo.short(kept.commit), "committed": kept.committed,
+                  "attempt_ref": kept.attempt_ref})
+    draft["scope_violations"] = sorted({*draft["scope_violations"],
+                                        *(p for p in kept.scope_violations
+                                          if not bounds.is_readonly(p))})
+
+
+def append_run(session: Session, record: dict[str, Any], untracked_after: list[str],
+               ignored: list[str] | None, warnings: list[str], *, hooks_follow: bool = True
+               ) -> dict[str, Any]:
+    """Compute the confidence, append ``record`` to the ledger, and clear what the run left
+    behind; returns the record as written, adding to ``warnings``. With ``hooks_follow`` (the
+    after hooks fire next) and after hooks in place, the intent record stays until they have
+    fired (``Session.fire_hooks``), so that a kill in between leaves it for recovery, which
+    fires them. A ledger that cannot be written is :class:`Refused`, the intent kept."""
+    # A keep's own violations came after the first fit: cut again (the lists only shrink).
+    fit_record(record)
+    segment = session.segment
+    probe = Segment(segment.index, segment.header, list(segment.runs))
+    probe.runs.append(Run(record, 0, probe.index))
+    record["confidence"] = ledger_mod.confidence(probe)
+    checkpoint("record:before-ledger")
+    try:
+        ledger_mod.append(session.layout.ledger, [record])
+    except WriteFailed as exc:
+        # The intent record stays: the next command that takes the lock writes the line.
+        raise Refused(f"{_run_state(record)}, but its ledger line could not be written to "
+                      f"{exc.path}: {exc.reason}; free space (or make it writable), then git "
+                      "autoresearch resume (or any run, keep or discard) finishes recording "
+                      "it") from None
+    checkpoint("record:after-ledger")
+    signals.note_recorded(record["run"], record["status"], record.get("commit"))
+    _after_append(session, record, untracked_after, ignored, warnings)
+    if not (hooks_follow and session.layout.hooks.is_dir()):
+        journal.clear(session.layout.intent)
+    session.reload()
+    return record
+
+
+def _after_append(session: Session, record: dict[str, Any], untracked_after: list[str],
+                  ignored: list[str] | None, warnings: list[str]) -> None:
+    """What follows a ledger line: the untracked snapshot, the state ref, git's maintenance
+    (every :data:`MAINTENANCE_EVERY` runs), and the pending measurement gone."""
+    try:
+        save_snapshot(session.layout.untracked,
+                      take_snapshot(session.repo, untracked_after, ignored))
+    except WriteFailed as exc:
+        warnings.append(f"run {record['run']} was recorded, but {exc.message}: the files "
+                        "untracked before the next experiment are those before this one")
+    warnings += session.mirror_state(f"after run {record['run']} ({record['status']})")
+    if record["run"] % MAINTENANCE_EVERY == 0:
+        session.repo.auto_maintenance()
+    session.layout.pending.unlink(missing_ok=True)
+
+
+def _run_state(record: Mapping[str, Any]) -> str:
+    """Where run ``record`` stands once its git side is done, for a message."""
+    number = record["run"]
+    if record["status"] == "keep":
+        if record.get("committed"):
+            return f"run {number} was committed as {record['commit']}"
+        return f"run {number} was kept at {record['commit']} (nothing to commit)"
+    return (f"run {number} ({record['status']}) was reverted, its attempt saved at "
+            f"{record.get('attempt_ref')}")
