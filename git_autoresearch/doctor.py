@@ -216,7 +216,9 @@ def _examine(session: Session, fix: bool) -> Examination:
             finding.fixed = recovered.note is not None
             book = session.ledger
 
-    exists, problem = session.branch_problem()
+    from .branches import branch_problem
+
+    exists, problem = branch_problem(session)
     if problem:
         exam.add(problem)
     baseline = session.baseline_problem() or session.baseline_doubt()

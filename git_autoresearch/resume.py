@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import ledger as ledger_mod
+from .branches import carry_over, merged_elsewhere, other_worktree
 from .config import Config, parse_toml
 from .errors import Refused, UsageError
 from .files import append_whole, write_atomic
@@ -21,8 +22,6 @@ from .lock import SessionLock
 from .refs import session_branch, session_of_branch
 from .session import (
     Session,
-    carry_over,
-    other_worktree,
 )
 from .start import _dirty, _listing, finish_start
 from .state import forget as forget_state_cache
@@ -263,7 +262,7 @@ def resume(session_id: str | None = None, cwd: str | os.PathLike[str] | None = N
                               + (lines[-1].strip() if lines else f"exit {switched.returncode}"))
             over = ("; or, merged and deleted, the session is over: to start another here, "
                     "move .auto/ aside and run git autoresearch start --force"
-                    if session.merged_elsewhere() else "")
+                    if merged_elsewhere(session) else "")
             raise Refused(f"the session branch {wanted} does not exist here "
                           f"({repo.fetch_hint(wanted)}{over})")
         actions.append(f"checked out {wanted}")

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 from . import journal, signals
 from . import ledger as ledger_mod
 from .config import (
-    SESSION_ID_RE,
     Config,
     describe_changes,
     file_hash,
@@ -35,7 +34,7 @@ from .ledger import Ledger, Segment, json_number, now_ms
 from .lock import SessionLock
 from .measure import Measurement
 from .paths import AUTO, Boundaries
-from .refs import BRANCH_PREFIX, attempts_prefix, session_branch, state_ref
+from .refs import attempts_prefix, session_branch, state_ref
 from .refs import namespace as ref_namespace
 from .scripts import command_files
 
@@ -44,30 +43,6 @@ if TYPE_CHECKING:
 
 # How long a recording command waits for a lock file of git's to go before refusing.
 GIT_LOCK_WAIT_SECONDS = 1.0
-
-def carry_over(repo: Repo, branch: str) -> str:
-    """How to get onto ``branch`` with uncommitted changes in the work tree: ``git switch
-    --merge`` carries them over (a conflicting file is left with conflict markers to resolve),
-    or they are committed on the current branch first."""
-    current = repo.current_branch()
-    where = f" on {current}" if current else ""
-    return (f"carry them over with git switch --merge {branch}, or commit them{where} first "
-            f"and then git switch {branch}")
-
-
-def other_worktree(repo: Repo, branch: str, there: str) -> str | None:
-    """Where ``branch`` is checked out when another worktree has it (git allows one at a
-    time): ``checked out in another worktree, <path>: <there>`` (``there`` says what to do in
-    it; ``{path}`` in it stands for the path), or, when that worktree's folder is gone, how
-    to free the branch; None when no other worktree has it."""
-    path = repo.worktree_of(branch)
-    if path is None:
-        return None
-    if not path.exists():
-        return (f"checked out in a worktree whose folder is gone, {path}: free the branch "
-                "with git worktree prune")
-    return f"checked out in another worktree, {path}: {there.format(path=path)}"
-
 
 class Session:
     """An open session: repository, configuration (checked against the ledger) and ledger."""
@@ -176,71 +151,9 @@ class Session:
                     f"be read (line {first.line}: {first.reason}); git autoresearch resume sets "
                     "them aside in .auto/log.rejected.jsonl")
         if on_branch:
-            session.check_branch()
-        return session
+            from .branches import check_branch
 
-    @classmethod
-    def open_for_reading(cls, cwd: str | os.PathLike[str] | None = None) -> Session:
-        """Open a session to read it, never refusing what only a recording command must refuse.
-
-        Our session (an edited configuration or another branch is a warning here); else a
-        pi-autoresearch session read in place (``.auto/log.jsonl`` without ``config.toml``, or
-        the older flat ``autoresearch.jsonl``); else the kept runs of ``Result:`` trailers on
-        the current branch. Such sessions are ``read_only``."""
-        repo = Repo.discover(cwd)
-        layout = Layout(repo)
-        if layout.config.exists():
-            session = cls.open(cwd, on_branch=False, check_config=False)
-            try:
-                session.check_config()
-            except Refused as exc:
-                if exc.message != session.invalid_config:  # said once already
-                    session.warnings.append(exc.message)
-            return session
-        from .state import sessions
-
-        saved = sessions(repo)
-        lost = (f"no .auto/config.toml, though a state ref holds a session: "
-                f"{layout.missing_hint(saved)}") if saved else None
-        for path in (layout.ledger, repo.top / "autoresearch.jsonl"):
-            if path.is_file():
-                book = ledger_mod.read(path)
-                session = cls._foreign(repo, book, path)
-                session.warnings += [lost] if lost else []
-                return session
-        from .report import ledger_from_trailers
-
-        branch = repo.current_branch() or "HEAD"
-        book = ledger_from_trailers(repo, branch)
-        if not book.runs:
-            raise Refused("no session here: no .auto/config.toml, no ledger, and no Result: "
-                          f"trailers on {branch}" + (f"; {layout.missing_hint(saved)}"
-                                                     if saved or layout.start_intent.exists()
-                                                     else ""))
-        session = cls._foreign(repo, book, None)
-        session.trailer_branch = branch
-        session.warnings.append(f"read from the Result: trailers on {branch} alone; the "
-                                "direction is unknown and taken as lower-is-better")
-        session.warnings += [lost] if lost else []
-        return session
-
-    @classmethod
-    def _foreign(cls, repo: Repo, book: Ledger, path: Path | None) -> Session:
-        header = book.config_header or {}
-        branch = repo.branch_at_discovery or ""
-        sid = str(header.get("session_id") or branch.removeprefix(BRANCH_PREFIX) or "session")
-        if not SESSION_ID_RE.match(sid):
-            sid = "session"
-        cfg = Config(goal=str(header.get("name") or "(unnamed session)"),
-                     command="(read only)",
-                     metric_name=str(header.get("metricName") or "metric"),
-                     metric_unit=str(header.get("metricUnit") or ""),
-                     direction="higher" if header.get("bestDirection") == "higher" else "lower",
-                     session_id=sid)
-        session = cls(repo, cfg, b"", book)
-        session.read_only = True
-        if path is not None:
-            session.ledger_path = path
+            check_branch(session)
         return session
 
     def check_config(self) -> None:
@@ -273,67 +186,6 @@ class Session:
                       f"u+w {AUTO}/config.toml && git show "
                       f"{state_ref(self.config.session_id)}:config.toml > {AUTO}/config.toml "
                       f"&& chmod 0444 {AUTO}/config.toml")
-
-    def check_branch(self) -> None:
-        branch = self.repo.branch_at_discovery
-        wanted = session_branch(self.config.session_id)
-        if branch != wanted:
-            where = f"branch {branch}" if branch else "a detached HEAD"
-            if self.repo.resolve(wanted) is None:
-                if self.merged_elsewhere():
-                    raise Refused(f"the work tree is on {where}, and the session branch "
-                                  f"{wanted} was merged and deleted: the session is over (to "
-                                  "start another here, move .auto/ aside and run git "
-                                  "autoresearch start --force)")
-                raise Refused(f"the work tree is on {where}, and the session branch {wanted} "
-                              "does not exist, nor is its last keep in HEAD (not fetched? "
-                              f"{self.repo.fetch_hint(wanted)})")
-            elsewhere = other_worktree(self.repo, wanted, "carry on there (cd {path})")
-            if elsewhere is not None:
-                raise Refused(f"the work tree is on {where}, and the session branch {wanted} "
-                              f"is {elsewhere}")
-            tracked = self.uncommitted()
-            if tracked:
-                shown = ", ".join(tracked[:3]) + (" ..." if len(tracked) > 3 else "")
-                raise Refused(f"the work tree is on {where}, not on the session branch "
-                              f"{wanted}, and has uncommitted changes ({shown}): "
-                              f"{carry_over(self.repo, wanted)}")
-            raise Refused(f"the work tree is on {where}, not on the session branch {wanted} "
-                          f"(git switch {wanted})")
-
-    def uncommitted(self) -> list[str]:
-        """Tracked paths, outside the protected ones, whose work tree or index differ from
-        HEAD (the changes a ``git switch`` has to carry over), sorted."""
-        return sorted({e.path for e in self.repo.status()
-                       if not e.untracked and not e.ignored
-                       and not self.bounds.is_protected(e.path)})
-
-    def branch_problem(self) -> tuple[bool, str | None]:
-        """Whether the session branch exists, and what is wrong with where the work tree is
-        (None when nothing is): off the session branch and not merged into the branch checked
-        out, on a detached HEAD, or the session branch gone while its last keep is not in
-        HEAD. A session merged into the branch checked out is finished, not in trouble."""
-        branch = session_branch(self.config.session_id)
-        current = self.repo.branch_at_discovery
-        if current != branch and self.repo.resolve(branch) is None:
-            if self.merged_elsewhere():
-                return False, None
-            return False, (f"the session branch {branch} does not exist, and its last keep is "
-                           f"not in HEAD (not fetched? {self.repo.fetch_hint(branch)})")
-        if current is None:
-            return True, f"the work tree is on a detached HEAD, not on the session branch {branch}"
-        if current != branch and not self.repo.merged(branch):
-            return True, f"the work tree is on branch {current}, not on the session branch {branch}"
-        return True, None
-
-    def merged_elsewhere(self) -> bool:
-        """Whether the last kept commit of the ledger is in HEAD: a session merged into the
-        branch checked out (its own branch perhaps deleted since)."""
-        kept = [r for r in self.ledger.runs if r.status == "keep" and r.data.get("commit")]
-        if not kept:
-            return False
-        commit = self.repo.resolve(str(kept[-1].data["commit"]))
-        return commit is not None and self.repo.merged(commit)
 
     @property
     def namespace(self) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 
 from . import ledger as ledger_mod
 from . import signals
+from .branches import other_worktree
 from .config import Config, file_hash, parse_toml, write_config
 from .errors import Refused, UsageError
 from .experiment import load_snapshot, save_snapshot, take_snapshot
@@ -29,7 +30,6 @@ from .refs import session_branch, state_ref
 from .scripts import command_files, uncommitted_command_files
 from .session import (
     Session,
-    other_worktree,
 )
 
 PROMPT_TEMPLATE = """# Autoresearch session: {goal}

@@ -62,9 +62,9 @@ def log_cmd(segment: int | None, status: str | None, last: int | None, tsv: bool
 def _open_warned() -> Session:
     """The session, opened to read it, its warnings (an edited configuration, say) on stderr
     as status shows them."""
-    from ..session import Session
+    from ..reader import open_for_reading
 
-    session = Session.open_for_reading()
+    session = open_for_reading()
     for w in session.warnings:
         warn(w)
     if not session.read_only and session.layout.start_intent.exists():
@@ -79,10 +79,10 @@ def _open_warned() -> Session:
 def status_cmd(as_json: bool) -> None:
     """Where the session stands: baseline, best, counts, confidence, STOP or limit, warnings."""
     from .. import report
+    from ..reader import open_for_reading
     from ..refs import session_branch
-    from ..session import Session
 
-    session = Session.open_for_reading()
+    session = open_for_reading()
     cfg = session.config
     seg = report.segment_summary(session.segment)
     branch = session_branch(cfg.session_id)
@@ -90,7 +90,9 @@ def status_cmd(as_json: bool) -> None:
         branch = session.repo.current_branch() or "HEAD"
     warnings = list(session.warnings)
     if not session.read_only:
-        exists, problem = session.branch_problem()
+        from ..branches import branch_problem
+
+        exists, problem = branch_problem(session)
         if exists:
             base = (session.ledger.segments[0].header or {}).get("base_commit")
             warnings += report.reconcile(session.repo, session.ledger, branch, base).problems

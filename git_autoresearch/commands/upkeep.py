@@ -256,9 +256,9 @@ def ideas_done_cmd(number: int, run_number: int | None, note: str | None,
 
     parts = []
     if run_number is not None:
-        from ..session import Session
+        from ..reader import open_for_reading
 
-        session = Session.open_for_reading()
+        session = open_for_reading()
         run = session.ledger.find(run_number)
         if run is None:
             raise UsageError(f"no run {run_number} in the ledger")
