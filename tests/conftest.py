@@ -62,18 +62,26 @@ def git(cwd: Path, *args: str, input: bytes | None = None) -> str:
 
 @dataclass
 class Result:
+    """One in-process call of the tool: its exit code and its captured stdout and stderr."""
+
     code: int
     out: str
     err: str
 
     def json(self) -> Any:
+        """stdout read as the JSON document a ``--json`` command prints (a JSON value, hence
+        ``Any``); raises ``json.JSONDecodeError`` when stdout is not one."""
         return json.loads(self.out)
 
 
 class Tool:
-    """Calls ``git autoresearch`` in-process, from a given directory, with output captured."""
+    """Calls ``git autoresearch`` in-process, from a given directory, with output captured.
 
-    def __init__(self, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch):
+    The type of the ``ar`` fixture: ``ar(cwd, *args, expect=0) -> Result`` fails the test unless
+    the exit code is ``expect`` (``expect=None`` accepts any code)."""
+
+    def __init__(self, capsys: pytest.CaptureFixture[str],
+                 monkeypatch: pytest.MonkeyPatch) -> None:
         self.capsys = capsys
         self.monkeypatch = monkeypatch
 

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import git, ledger_lines, runs, start_args, write
+from conftest import Tool, git, ledger_lines, runs, start_args, write
 
 TOOL = [sys.executable, "-m", "git_autoresearch"]
 
@@ -30,7 +30,7 @@ def killed_before_baseline(repo: Path) -> None:
     assert proc.returncode == -signal.SIGKILL, proc.stderr
 
 
-def test_a_start_killed_before_its_baseline_is_reported_and_the_way_out_works(repo: Path, ar
+def test_a_start_killed_before_its_baseline_is_reported_and_the_way_out_works(repo: Path, ar: Tool
                                                                               ) -> None:
     killed_before_baseline(repo)
     assert ar(repo, "status", "--json").json()["warnings"] == [NEVER_CLEAN]
@@ -62,7 +62,7 @@ def test_a_start_killed_before_its_baseline_is_reported_and_the_way_out_works(re
     assert (kept["run"], kept["status"]) == (3, "keep")
 
 
-def test_a_session_started_without_a_baseline_still_keeps_its_first_run(repo: Path, ar
+def test_a_session_started_without_a_baseline_still_keeps_its_first_run(repo: Path, ar: Tool
                                                                         ) -> None:
     ar(repo, *start_args("--no-baseline", "--scope", "value.txt"))
     assert ar(repo, "status", "--json").json()["warnings"] == []
@@ -73,7 +73,7 @@ def test_a_session_started_without_a_baseline_still_keeps_its_first_run(repo: Pa
     assert ar(repo, "status", "--json").json()["warnings"] == []
 
 
-def test_a_failed_baseline_names_how_to_set_an_experiment_aside(repo: Path, ar) -> None:
+def test_a_failed_baseline_names_how_to_set_an_experiment_aside(repo: Path, ar: Tool) -> None:
     write(repo / "bench.sh", "#!/bin/sh\nexit 1\n", 0o755)
     git(repo, "commit", "-q", "-am", "broken bench")
     ar(repo, *start_args("--scope", "value.txt"), expect=3)
@@ -89,7 +89,7 @@ def test_a_failed_baseline_names_how_to_set_an_experiment_aside(repo: Path, ar) 
     assert failed in ar(repo, "status", "--json").json()["warnings"]
 
 
-def test_a_keep_recorded_in_place_of_the_baseline_is_pointed_out(repo: Path, ar) -> None:
+def test_a_keep_recorded_in_place_of_the_baseline_is_pointed_out(repo: Path, ar: Tool) -> None:
     """A ledger written before keep refused it: the first kept run is an experiment."""
     killed_before_baseline(repo)
     path = repo / ".auto" / "log.jsonl"
@@ -107,7 +107,7 @@ def test_a_keep_recorded_in_place_of_the_baseline_is_pointed_out(repo: Path, ar)
                      ["findings"]]
 
 
-def test_resume_in_a_linked_worktree_names_the_worktree_that_has_the_branch(repo: Path, ar
+def test_resume_in_a_linked_worktree_names_the_worktree_that_has_the_branch(repo: Path, ar: Tool
                                                                            ) -> None:
     ar(repo, *start_args("--scope", "value.txt"))
     other = repo.parent / "wt2"
@@ -134,7 +134,7 @@ def test_resume_in_a_linked_worktree_names_the_worktree_that_has_the_branch(repo
                        f"{there}: start the new segment there)\n")
 
 
-def test_a_missing_session_branch_names_the_remotes_that_exist(repo: Path, ar,
+def test_a_missing_session_branch_names_the_remotes_that_exist(repo: Path, ar: Tool,
                                                                tmp_path: Path) -> None:
     ar(repo, *start_args("--scope", "value.txt"))
     write(repo / "value.txt", "50\n")
@@ -162,7 +162,7 @@ def lines(*changed: tuple[int, str]) -> str:
     return "\n".join(rows) + "\n"
 
 
-def off_the_branch_with_an_experiment(repo: Path, ar) -> None:
+def off_the_branch_with_an_experiment(repo: Path, ar: Tool) -> None:
     """A session whose keep changed line 1 of src/data.txt; then main checked out, and line 7
     of that file edited there: a plain git switch back refuses to overwrite it."""
     write(repo / "src" / "data.txt", lines())
@@ -177,7 +177,7 @@ def off_the_branch_with_an_experiment(repo: Path, ar) -> None:
     assert plain.returncode != 0  # what the old message said to do
 
 
-def test_run_off_the_branch_with_an_experiment_names_a_switch_that_works(repo: Path, ar
+def test_run_off_the_branch_with_an_experiment_names_a_switch_that_works(repo: Path, ar: Tool
                                                                          ) -> None:
     off_the_branch_with_an_experiment(repo, ar)
     res = ar(repo, "run", "-d", "idea", expect=3)
@@ -193,7 +193,7 @@ def test_run_off_the_branch_with_an_experiment_names_a_switch_that_works(repo: P
         lines((1, "kept"), (7, "experiment"))
 
 
-def test_resume_off_the_branch_with_an_experiment_names_a_switch_that_works(repo: Path, ar
+def test_resume_off_the_branch_with_an_experiment_names_a_switch_that_works(repo: Path, ar: Tool
                                                                             ) -> None:
     off_the_branch_with_an_experiment(repo, ar)
     res = ar(repo, "resume", expect=3)
@@ -207,7 +207,7 @@ def test_resume_off_the_branch_with_an_experiment_names_a_switch_that_works(repo
 
 
 def test_a_worktree_whose_folder_is_gone_is_named_with_how_to_free_the_branch(
-        repo: Path, ar, tmp_path: Path) -> None:
+        repo: Path, ar: Tool, tmp_path: Path) -> None:
     ar(repo, *start_args("--scope", "value.txt"))
     other = tmp_path / "wt2"
     git(repo, "switch", "-q", "main")

@@ -11,7 +11,7 @@ import sysconfig
 from pathlib import Path
 
 import pytest
-from conftest import BIN, git, runs, start_args, write
+from conftest import BIN, Result, Tool, git, runs, start_args, write
 
 from git_autoresearch.cli import COMMAND_MODULES
 from git_autoresearch.manpage import pages
@@ -19,28 +19,28 @@ from git_autoresearch.manpage import pages
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def one_line_error(res) -> str:
+def one_line_error(res: Result) -> str:
     lines = [ln for ln in res.err.splitlines() if ln.strip()]
     assert len(lines) == 1, res.err
     assert "Traceback" not in res.err
     return lines[0]
 
 
-def test_not_a_repository(tmp_path: Path, ar) -> None:
+def test_not_a_repository(tmp_path: Path, ar: Tool) -> None:
     res = ar(tmp_path, "status", expect=3)
     assert "not a git repository" in one_line_error(res)
     res = ar(tmp_path, *start_args(), expect=3)
     assert "not a git repository" in one_line_error(res)
 
 
-def test_no_session(repo: Path, ar) -> None:
+def test_no_session(repo: Path, ar: Tool) -> None:
     for args in (["status"], ["log"], ["run", "-d", "x"], ["keep", "-d", "x"], ["show", "1"]):
         res = ar(repo, *args, expect=3)
         assert "no session here" in one_line_error(res)
 
 
 @pytest.mark.parametrize("session_id", ["has space", "dots..", "slash/inside", "ünicode", "-"])
-def test_bad_session_id(repo: Path, ar, session_id: str) -> None:
+def test_bad_session_id(repo: Path, ar: Tool, session_id: str) -> None:
     args = start_args()
     args[args.index("s1")] = session_id
     res = ar(repo, *args, expect=2)
@@ -48,14 +48,14 @@ def test_bad_session_id(repo: Path, ar, session_id: str) -> None:
     assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"
 
 
-def test_bad_regex(repo: Path, ar) -> None:
+def test_bad_regex(repo: Path, ar: Tool) -> None:
     res = ar(repo, *start_args("--metric-pattern", "score: ([0-9"), expect=2)
     assert "metric_pattern" in one_line_error(res)
     res = ar(repo, *start_args("--metric-pattern", "score: [0-9]+"), expect=2)
     assert "exactly one capture group" in one_line_error(res)
 
 
-def test_bad_option_values(repo: Path, ar) -> None:
+def test_bad_option_values(repo: Path, ar: Tool) -> None:
     assert "direction" in one_line_error(ar(repo, *start_args("--direction", "up"), expect=2))
     assert "runs_per_experiment" in one_line_error(
         ar(repo, *start_args("--runs-per-experiment", "0"), expect=2))
@@ -63,19 +63,19 @@ def test_bad_option_values(repo: Path, ar) -> None:
         ar(repo, *start_args("--timeout-seconds", "-1"), expect=2))
 
 
-def test_unknown_run_number(repo: Path, ar) -> None:
+def test_unknown_run_number(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     res = ar(repo, "show", "99", expect=2)
     assert "no run 99" in one_line_error(res)
 
 
-def test_command_that_does_not_exist(repo: Path, ar) -> None:
+def test_command_that_does_not_exist(repo: Path, ar: Tool) -> None:
     res = ar(repo, *start_args("--command", "no-such-command-xyz"), expect=3)
     assert "baseline failed" in res.err and "exited with code 127" in res.err
     assert runs(repo)[-1]["status"] == "crash"
 
 
-def test_non_numeric_metric_option(repo: Path, ar) -> None:
+def test_non_numeric_metric_option(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     for bad in ("abc", "nan", "inf", "14,600"):
         res = ar(repo, "keep", "-d", "x", "--metric", bad, expect=2)
@@ -83,7 +83,7 @@ def test_non_numeric_metric_option(repo: Path, ar) -> None:
     assert len(runs(repo)) == 1
 
 
-def test_merge_in_progress_is_refused(repo: Path, ar) -> None:
+def test_merge_in_progress_is_refused(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     write(repo / ".git" / "MERGE_HEAD", git(repo, "rev-parse", "HEAD") + "\n")
     for command in (["run", "-d", "x"], ["measure"], ["discard", "-d", "x"]):
@@ -91,24 +91,24 @@ def test_merge_in_progress_is_refused(repo: Path, ar) -> None:
         assert "merge is in progress" in one_line_error(res)
 
 
-def test_detached_head_is_refused_for_recording(repo: Path, ar) -> None:
+def test_detached_head_is_refused_for_recording(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     git(repo, "checkout", "-q", "--detach")
     res = ar(repo, "run", "-d", "x", expect=3)
     assert "detached HEAD" in one_line_error(res)
 
 
-def test_existing_session_and_branch_are_refused(repo: Path, ar) -> None:
+def test_existing_session_and_branch_are_refused(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     assert "already exists" in one_line_error(ar(repo, *start_args(), expect=3))
 
 
-def test_json_error_document(repo: Path, ar) -> None:
+def test_json_error_document(repo: Path, ar: Tool) -> None:
     res = ar(repo, "status", "--json", expect=3)
     assert json.loads(res.out) == {"error": res.err.split(": ", 1)[1].strip(), "exit_code": 3}
 
 
-def test_usage_error_exit_2(repo: Path, ar) -> None:
+def test_usage_error_exit_2(repo: Path, ar: Tool) -> None:
     ar(repo, "run", expect=2)
     ar(repo, "no-such-subcommand", expect=2)
 
@@ -206,18 +206,18 @@ def test_demo_shows_every_outcome(tmp_path: Path) -> None:
     assert "session     sort-demo" in proc.stdout
 
 
-def test_bad_path_pattern(repo: Path, ar) -> None:
+def test_bad_path_pattern(repo: Path, ar: Tool) -> None:
     res = ar(repo, *start_args("--scope", "[z-a].py"), expect=2)
     assert "'[z-a].py' is not a valid path pattern" in one_line_error(res)
 
 
-def test_unreadable_config(repo: Path, ar) -> None:
+def test_unreadable_config(repo: Path, ar: Tool) -> None:
     (repo / ".auto" / "config.toml").mkdir(parents=True)
     res = ar(repo, "status", expect=3)
     assert "cannot read" in one_line_error(res)
 
 
-def test_usage_errors_are_one_line_and_json(repo: Path, ar) -> None:
+def test_usage_errors_are_one_line_and_json(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     for args in (["show", "abc", "--json"], ["run", "--json"],
                  ["keep", "-d", "x", "--metric", "abc", "--json"]):
@@ -226,12 +226,12 @@ def test_usage_errors_are_one_line_and_json(repo: Path, ar) -> None:
         assert json.loads(res.out)["exit_code"] == 2
 
 
-def test_unknown_segment(repo: Path, ar) -> None:
+def test_unknown_segment(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     assert "no segment 9" in one_line_error(ar(repo, "log", "--segment", "9", expect=2))
 
 
-def test_bad_environment_settings(repo: Path, ar, monkeypatch) -> None:
+def test_bad_environment_settings(repo: Path, ar: Tool, monkeypatch: pytest.MonkeyPatch) -> None:
     ar(repo, *start_args())
     monkeypatch.setenv("GIT_AUTORESEARCH_LOCK_WAIT", "abc")
     assert "GIT_AUTORESEARCH_LOCK_WAIT" in one_line_error(ar(repo, "run", "-d", "x", expect=2))
@@ -254,7 +254,8 @@ def test_long_description_from_stdin(repo: Path) -> None:
     assert json.loads(proc.stdout)["description"] == text
 
 
-def test_a_repository_git_refuses_is_named_as_such(repo: Path, ar, monkeypatch) -> None:
+def test_a_repository_git_refuses_is_named_as_such(repo: Path, ar: Tool,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     # git's safe.directory check, as for a repository owned by another user
     monkeypatch.setenv("GIT_CONFIG_COUNT", "1")
     monkeypatch.setenv("GIT_CONFIG_KEY_0", "safe.bareRepository")

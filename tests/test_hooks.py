@@ -6,9 +6,10 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
-from conftest import FIXTURES_DIR, git, ledger_lines, runs, start_args, write
+from conftest import FIXTURES_DIR, Tool, git, ledger_lines, runs, start_args, write
 
 SHELL_DUMP = "#!/bin/sh\ncat > {out}\n"
 
@@ -17,17 +18,17 @@ def hook(top: Path, name: str, body: str, mode: int = 0o755) -> Path:
     return write(top / ".auto" / "hooks" / name, body, mode)
 
 
-def hook_lines(top: Path) -> list[dict]:
+def hook_lines(top: Path) -> list[dict[str, Any]]:
     return [line for line in ledger_lines(top) if line.get("type") == "hook"]
 
 
 @pytest.fixture
-def session(repo: Path, ar) -> Path:
+def session(repo: Path, ar: Tool) -> Path:
     ar(repo, *start_args())
     return repo
 
 
-def test_payloads_have_the_seed_fields_and_values(session: Path, ar, tmp_path: Path) -> None:
+def test_payloads_have_the_seed_fields_and_values(session: Path, ar: Tool, tmp_path: Path) -> None:
     hook(session, "before.sh", SHELL_DUMP.format(out=tmp_path / "before.json"))
     hook(session, "after.sh", SHELL_DUMP.format(out=tmp_path / "after.json"))
     write(session / "value.txt", "90\n")
@@ -57,7 +58,7 @@ def test_payloads_have_the_seed_fields_and_values(session: Path, ar, tmp_path: P
     assert after["session"]["run_count"] == 3 and after["session"]["best_metric"] == 90
 
 
-def test_fresh_session_has_null_fields(repo: Path, ar, tmp_path: Path) -> None:
+def test_fresh_session_has_null_fields(repo: Path, ar: Tool, tmp_path: Path) -> None:
     ar(repo, *start_args("--no-baseline"))
     hook(repo, "before.sh", SHELL_DUMP.format(out=tmp_path / "b.json"))
     ar(repo, "measure")
@@ -67,7 +68,7 @@ def test_fresh_session_has_null_fields(repo: Path, ar, tmp_path: Path) -> None:
     assert payload["session"]["best_metric"] is None
 
 
-def test_steer_is_printed_and_returned(session: Path, ar) -> None:
+def test_steer_is_printed_and_returned(session: Path, ar: Tool) -> None:
     hook(session, "after.sh", "#!/bin/sh\necho 'try the other loop'\n")
     res = ar(session, "run", "-d", "x")
     assert "==== steer from after hooks ====\ntry the other loop\n==== end of steer ====" \
@@ -75,7 +76,7 @@ def test_steer_is_printed_and_returned(session: Path, ar) -> None:
     assert ar(session, "run", "-d", "y", "--json").json()["steer"] == "try the other loop"
 
 
-def test_steer_is_cut_at_8_kib(session: Path, ar) -> None:
+def test_steer_is_cut_at_8_kib(session: Path, ar: Tool) -> None:
     hook(session, "after.sh", "#!/bin/sh\nyes 'line of output' | head -c 1048576\n")
     record = ar(session, "run", "-d", "x", "--json").json()
     steer = record["steer"]
@@ -86,14 +87,14 @@ def test_steer_is_cut_at_8_kib(session: Path, ar) -> None:
     assert hook_lines(session)[-1]["stdout_bytes"] == 1048576
 
 
-def test_cut_at_utf8_boundary_without_newlines(session: Path, ar) -> None:
+def test_cut_at_utf8_boundary_without_newlines(session: Path, ar: Tool) -> None:
     hook(session, "after.sh", "#!/usr/bin/env python3\nprint('é' * 10000, end='')\n")
     steer = ar(session, "run", "-d", "x", "--json").json()["steer"]
     body = steer.split("\n[steer truncated")[0]
     assert set(body) == {"é"} and len(body.encode()) <= 8192
 
 
-def test_failing_hook_gives_error_steer_and_run_is_recorded(session: Path, ar) -> None:
+def test_failing_hook_gives_error_steer_and_run_is_recorded(session: Path, ar: Tool) -> None:
     hook(session, "before.sh", "#!/bin/sh\necho partial\necho boom >&2\nexit 3\n")
     write(session / "value.txt", "120\n")
     record = ar(session, "run", "-d", "x", "--json").json()
@@ -109,7 +110,9 @@ def test_failing_hook_gives_error_steer_and_run_is_recorded(session: Path, ar) -
                                 "timed_out": False}]
 
 
-def test_hanging_hook_is_killed_at_the_limit(session: Path, ar, monkeypatch, tmp_path) -> None:
+def test_hanging_hook_is_killed_at_the_limit(session: Path, ar: Tool,
+                                             monkeypatch: pytest.MonkeyPatch,
+                                             tmp_path: Path) -> None:
     monkeypatch.setenv("GIT_AUTORESEARCH_HOOK_TIMEOUT", "1")
     pidfile = tmp_path / "pid"
     hook(session, "after.sh", f"#!/bin/sh\necho $$ > {pidfile}\nsleep 1000\n")
@@ -124,7 +127,8 @@ def test_hanging_hook_is_killed_at_the_limit(session: Path, ar, monkeypatch, tmp
         os.kill(int(pidfile.read_text()), 0)
 
 
-def test_background_child_holding_stdout_does_not_block(session: Path, ar, monkeypatch,
+def test_background_child_holding_stdout_does_not_block(session: Path, ar: Tool,
+                                                        monkeypatch: pytest.MonkeyPatch,
                                                         tmp_path: Path) -> None:
     monkeypatch.setenv("GIT_AUTORESEARCH_HOOK_TIMEOUT", "20")
     hook(session, "after.sh", f"#!/bin/sh\n(sleep 1000; echo late) &\necho $! > {tmp_path}/c\n"
@@ -137,7 +141,7 @@ def test_background_child_holding_stdout_does_not_block(session: Path, ar, monke
         os.kill(int((tmp_path / "c").read_text()), 0)
 
 
-def test_non_executable_hook_warns_and_is_not_run(session: Path, ar, tmp_path: Path) -> None:
+def test_non_executable_hook_warns_and_is_not_run(session: Path, ar: Tool, tmp_path: Path) -> None:
     hook(session, "after.sh", f"#!/bin/sh\ntouch {tmp_path}/ran\n", mode=0o644)
     record = ar(session, "run", "-d", "x", "--json").json()
     assert not (tmp_path / "ran").exists()
@@ -148,13 +152,13 @@ def test_non_executable_hook_warns_and_is_not_run(session: Path, ar, tmp_path: P
     assert hook_lines(session) == []
 
 
-def test_crlf_first_line_warns(session: Path, ar) -> None:
+def test_crlf_first_line_warns(session: Path, ar: Tool) -> None:
     hook(session, "before.sh", "#!/bin/sh\r\necho hi\r\n")
     record = ar(session, "run", "-d", "x", "--json").json()
     assert any("carriage return" in w for w in record["warnings"])
 
 
-def test_stage_folders_run_in_name_order_after_main_hook(session: Path, ar) -> None:
+def test_stage_folders_run_in_name_order_after_main_hook(session: Path, ar: Tool) -> None:
     hook(session, "after.sh", "#!/bin/sh\necho main\n")
     hook(session, "after.d/20-second", "#!/bin/sh\necho second\n")
     hook(session, "after.d/10-first", "#!/bin/sh\necho first\n")
@@ -165,7 +169,7 @@ def test_stage_folders_run_in_name_order_after_main_hook(session: Path, ar) -> N
                                                          "after.d/20-second"]
 
 
-def test_hooks_fire_for_measure_keep_discard_crash_and_by_hand(session: Path, ar,
+def test_hooks_fire_for_measure_keep_discard_crash_and_by_hand(session: Path, ar: Tool,
                                                                tmp_path: Path) -> None:
     log = tmp_path / "fired"
     body = ("#!/bin/sh\npython3 -c 'import json, sys; "
@@ -184,7 +188,7 @@ def test_hooks_fire_for_measure_keep_discard_crash_and_by_hand(session: Path, ar
     assert ar(session, "doctor").code == 0, "the state ref holds the hook lines of measure"
 
 
-def test_hooks_and_modes_survive_reverts(session: Path, ar) -> None:
+def test_hooks_and_modes_survive_reverts(session: Path, ar: Tool) -> None:
     a = hook(session, "before.d/10-x", "#!/bin/sh\n:\n", mode=0o750)
     b = hook(session, "after.sh", "#!/bin/sh\n:\n", mode=0o700)
     for value in ("120", "x"):
@@ -198,14 +202,14 @@ def test_hooks_and_modes_survive_reverts(session: Path, ar) -> None:
 # --- the examples -------------------------------------------------------------------------
 
 
-def install(top: Path, ar, name: str) -> Path:
+def install(top: Path, ar: Tool, name: str) -> Path:
     out = ar(top, "hooks", "install", name, "--json").json()
-    path = top / out["installed"]
+    path: Path = top / out["installed"]
     assert os.access(path, os.X_OK)
     return path
 
 
-def test_hooks_list_names_every_example(repo: Path, ar) -> None:
+def test_hooks_list_names_every_example(repo: Path, ar: Tool) -> None:
     listed = ar(repo, "hooks", "list", "--json").json()
     assert {(e["stage"], e["name"]) for e in listed} == {
         ("before", "anti-thrash"), ("before", "context-rotation"), ("before", "idea-rotator"),
@@ -215,14 +219,14 @@ def test_hooks_list_names_every_example(repo: Path, ar) -> None:
     assert all(e["summary"] for e in listed)
 
 
-def test_hooks_install_refuses_unknown_and_existing(session: Path, ar) -> None:
+def test_hooks_install_refuses_unknown_and_existing(session: Path, ar: Tool) -> None:
     assert "no example hook named" in ar(session, "hooks", "install", "nope", expect=2).err
     install(session, ar, "notify")
     assert "already exists" in ar(session, "hooks", "install", "notify", expect=3).err
     ar(session, "hooks", "install", "notify", "--force")
 
 
-def test_anti_thrash(session: Path, ar, monkeypatch) -> None:
+def test_anti_thrash(session: Path, ar: Tool, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AUTORESEARCH_THRASH_LIMIT", "2")
     install(session, ar, "anti-thrash")
     steers = []
@@ -237,7 +241,7 @@ def test_anti_thrash(session: Path, ar, monkeypatch) -> None:
     assert ar(session, "run", "-d", "again", "--json").json()["steer"] is None
 
 
-def test_context_rotation(session: Path, ar, monkeypatch) -> None:
+def test_context_rotation(session: Path, ar: Tool, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AUTORESEARCH_PROMPT_MAX_BYTES", "1000")
     monkeypatch.setenv("AUTORESEARCH_PROMPT_KEEP_BYTES", "300")
     install(session, ar, "context-rotation")
@@ -254,7 +258,7 @@ def test_context_rotation(session: Path, ar, monkeypatch) -> None:
     assert ar(session, "run", "-d", "y", "--json").json()["steer"] is None
 
 
-def test_idea_rotator(session: Path, ar) -> None:
+def test_idea_rotator(session: Path, ar: Tool) -> None:
     install(session, ar, "idea-rotator")
     ideas = write(session / ".auto" / "ideas.md",
                   "# Ideas\n- [x] tried already\n- [ ] unroll the loop\n- [ ] cache the table\n")
@@ -268,7 +272,7 @@ def test_idea_rotator(session: Path, ar) -> None:
                                  "- [~] cache the table (offered before run 3)\n")
 
 
-def test_hypothesis_reflection(session: Path, ar, monkeypatch) -> None:
+def test_hypothesis_reflection(session: Path, ar: Tool, monkeypatch: pytest.MonkeyPatch) -> None:
     install(session, ar, "hypothesis-reflection")
     missing = ar(session, "run", "-d", "x", "--json").json()["steer"]
     assert "failed with exit code 1" in missing and "AUTORESEARCH_LLM_CMD is not set" in missing
@@ -286,8 +290,8 @@ def test_hypothesis_reflection(session: Path, ar, monkeypatch) -> None:
     ("external-search", "AUTORESEARCH_SEARCH_CMD", "search"),
     ("qmd-search", "AUTORESEARCH_QMD_CMD", "qmd"),
 ])
-def test_search_hooks(session: Path, ar, monkeypatch, name: str, variable: str,
-                      folder: str) -> None:
+def test_search_hooks(session: Path, ar: Tool, monkeypatch: pytest.MonkeyPatch, name: str,
+                      variable: str, folder: str) -> None:
     install(session, ar, name)
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     if name == "external-search":
@@ -305,7 +309,7 @@ def test_search_hooks(session: Path, ar, monkeypatch, name: str, variable: str,
     assert "RESULT: lower the value branchless compare" in steer
 
 
-def test_auto_tag_winners(session: Path, ar) -> None:
+def test_auto_tag_winners(session: Path, ar: Tool) -> None:
     install(session, ar, "auto-tag-winners")
     write(session / "value.txt", "80\n")
     ar(session, "run", "-d", "better")
@@ -318,7 +322,7 @@ def test_auto_tag_winners(session: Path, ar) -> None:
     assert git(session, "tag", "--list").split() == ["autoresearch/s1/best-run-2"]
 
 
-def test_learnings_journal(session: Path, ar) -> None:
+def test_learnings_journal(session: Path, ar: Tool) -> None:
     install(session, ar, "learnings-journal")
     write(session / "value.txt", "80\n")
     ar(session, "run", "-d", "better\nwith a second line", "--asi", "hypothesis=h1")
@@ -330,7 +334,7 @@ def test_learnings_journal(session: Path, ar) -> None:
         "- run 3 **crash** -: broken (rollback_reason: typo)\n")
 
 
-def test_notify(session: Path, ar, monkeypatch, tmp_path: Path) -> None:
+def test_notify(session: Path, ar: Tool, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     install(session, ar, "notify")
     bin_dir = tmp_path / "bin"
     calls = tmp_path / "calls"

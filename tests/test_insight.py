@@ -13,9 +13,10 @@ import threading
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
-from conftest import FIXTURES_DIR, git, runs, start_args, write
+from conftest import FIXTURES_DIR, Tool, git, runs, start_args, write
 
 from git_autoresearch import ledger
 from git_autoresearch.dashboard import render, serve
@@ -25,11 +26,11 @@ from git_autoresearch.report import stability
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-def generated_ledger(path: Path, count: int, seed: int = 7) -> list[dict]:
+def generated_ledger(path: Path, count: int, seed: int = 7) -> list[dict[str, Any]]:
     """A pi-format ledger of ``count`` runs (lower is better) with a known story."""
     rng = random.Random(seed)
-    records = [{"type": "config", "name": "generated", "metricName": "ms",
-                "metricUnit": "ms", "bestDirection": "lower"}]
+    records: list[dict[str, Any]] = [{"type": "config", "name": "generated", "metricName": "ms",
+                                      "metricUnit": "ms", "bestDirection": "lower"}]
     best = 1000.0
     for n in range(1, count + 1):
         roll = rng.random()
@@ -57,14 +58,16 @@ def test_stability_label() -> None:
     seg = ledger.parse(b'{"type":"config","bestDirection":"lower"}\n' + b"".join(
         json.dumps({"run": i, "metric": m, "status": "keep"}).encode() + b"\n"
         for i, m in enumerate([100, 100.5, 99.8, 100.2], start=1))).current
-    assert stability(seg)["label"] == "high"
+    steady = stability(seg)
+    assert steady is not None and steady["label"] == "high"
     noisy = ledger.parse(b"".join(
         json.dumps({"run": i, "metric": m, "status": "keep"}).encode() + b"\n"
         for i, m in enumerate([100, 80, 120, 60], start=1))).current
-    assert stability(noisy)["label"] == "low"
+    unsteady = stability(noisy)
+    assert unsteady is not None and unsteady["label"] == "low"
 
 
-def test_confidence_is_written_into_records(repo: Path, ar) -> None:
+def test_confidence_is_written_into_records(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     for value in ("90", "95", "92", "80"):
         write(repo / "value.txt", value + "\n")
@@ -77,7 +80,7 @@ def test_confidence_is_written_into_records(repo: Path, ar) -> None:
     assert status["confidence_label"] in ("likely real", "marginal", "within noise")
 
 
-def test_analyze_matches_an_independent_count(tmp_path: Path, repo: Path, ar) -> None:
+def test_analyze_matches_an_independent_count(tmp_path: Path, repo: Path, ar: Tool) -> None:
     records = generated_ledger(repo / ".auto" / "log.jsonl", 300)
     data = ar(repo, "analyze", "--json").json()
     statuses = [r["status"] for r in records]
@@ -101,7 +104,7 @@ def test_analyze_matches_an_independent_count(tmp_path: Path, repo: Path, ar) ->
         b - a for a, b in zip(positions, positions[1:], strict=False)]
 
 
-def test_analyze_plot_svg_and_png(repo: Path, ar, tmp_path: Path) -> None:
+def test_analyze_plot_svg_and_png(repo: Path, ar: Tool, tmp_path: Path) -> None:
     generated_ledger(repo / ".auto" / "log.jsonl", 40)
     ar(repo, "analyze", "--plot", str(tmp_path / "p.svg"))
     text = (tmp_path / "p.svg").read_text()
@@ -115,7 +118,7 @@ def test_analyze_plot_svg_and_png(repo: Path, ar, tmp_path: Path) -> None:
         assert res.code == 0 and (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def test_summary_is_bounded_and_keeps_best_and_last(repo: Path, ar) -> None:
+def test_summary_is_bounded_and_keeps_best_and_last(repo: Path, ar: Tool) -> None:
     records = generated_ledger(repo / ".auto" / "log.jsonl", 10000)
     write(repo / ".auto" / "prompt.md", "# s\n\n## Rules\n- only src/\n\n## Learnings\n- x\n")
     write(repo / ".auto" / "ideas.md", "- [ ] unroll\n- [x] tried\n")
@@ -128,7 +131,7 @@ def test_summary_is_bounded_and_keeps_best_and_last(repo: Path, ar) -> None:
     assert ar(repo, "summary", "--max-bytes", "4000").out == text, "deterministic"
 
 
-def test_ideas_backlog(repo: Path, ar) -> None:
+def test_ideas_backlog(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     ar(repo, "ideas", "add", "unroll", "the", "loop")
     ar(repo, "ideas", "add", "cache the table")
@@ -143,7 +146,7 @@ def test_ideas_backlog(repo: Path, ar) -> None:
     assert ar(repo, "ideas", "done", "9", expect=2).code == 2
 
 
-def test_pi_session_read_in_place_and_imported(repo: Path, ar, tmp_path: Path) -> None:
+def test_pi_session_read_in_place_and_imported(repo: Path, ar: Tool, tmp_path: Path) -> None:
     write(repo / ".auto" / "log.jsonl", (FIXTURES_DIR / "pi-autoresearch-log.jsonl").read_text())
     status = ar(repo, "status", "--json").json()
     assert status["segment"]["baseline"]["metric"] == 2210.0
@@ -162,7 +165,7 @@ def test_pi_session_read_in_place_and_imported(repo: Path, ar, tmp_path: Path) -
     assert seg0["baseline"]["metric"] == 412.5 and seg0["best"]["metric"] == 365.3
 
 
-def test_kept_runs_read_from_trailers_alone_keep_their_numbers(repo: Path, ar) -> None:
+def test_kept_runs_read_from_trailers_alone_keep_their_numbers(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     for value in ("90", "95", "80"):
         write(repo / "value.txt", value + "\n")
@@ -174,12 +177,12 @@ def test_kept_runs_read_from_trailers_alone_keep_their_numbers(repo: Path, ar) -
     assert "value 80" in ar(repo, "show", "4").out
 
 
-def test_flat_pi_ledger_read_in_place(repo: Path, ar) -> None:
+def test_flat_pi_ledger_read_in_place(repo: Path, ar: Tool) -> None:
     write(repo / "autoresearch.jsonl", (FIXTURES_DIR / "pi-autoresearch-log.jsonl").read_text())
     assert ar(repo, "status", "--json").json()["total_runs"] == 8
 
 
-def test_import_karpathy_results_tsv(repo: Path, ar, tmp_path: Path) -> None:
+def test_import_karpathy_results_tsv(repo: Path, ar: Tool, tmp_path: Path) -> None:
     tsv = write(tmp_path / "results.tsv",
                 "commit\tval_bpb\tmemory_gb\tstatus\tdescription\n"
                 "a1b2c3d\t0.997900\t44.0\tkeep\tbaseline\n"
@@ -195,7 +198,7 @@ def test_import_karpathy_results_tsv(repo: Path, ar, tmp_path: Path) -> None:
     assert status["metric_name"] == "val_bpb" and status["segment"]["best"]["metric"] == 0.9932
 
 
-def test_import_loop_seed_session(repo: Path, ar, tmp_path: Path) -> None:
+def test_import_loop_seed_session(repo: Path, ar: Tool, tmp_path: Path) -> None:
     folder = tmp_path / "seeded" / ".autoresearch"
     write(folder / "config.json", json.dumps({
         "goal": "maximize throughput", "command": "make bench", "direction": "maximize",
@@ -215,7 +218,7 @@ def test_import_loop_seed_session(repo: Path, ar, tmp_path: Path) -> None:
     assert rows[3]["status"] == "crash" and rows[0]["duration_s"] == 12
 
 
-def test_result_trailers_alone(repo: Path, ar) -> None:
+def test_result_trailers_alone(repo: Path, ar: Tool) -> None:
     git(repo, "commit", "-q", "--allow-empty", "-m",
         'faster\n\nResult: {"status":"keep","total_µs":14600,"compile_µs":4100}')
     git(repo, "commit", "-q", "--allow-empty", "-m",
@@ -228,7 +231,7 @@ def test_result_trailers_alone(repo: Path, ar) -> None:
     assert any("Result: trailers" in w for w in status["warnings"])
 
 
-def test_log_csv(repo: Path, ar) -> None:
+def test_log_csv(repo: Path, ar: Tool) -> None:
     generated_ledger(repo / ".auto" / "log.jsonl", 5)
     rows = list(csv.reader(io.StringIO(ar(repo, "log", "--csv").out)))
     assert rows[0][:4] == ["run", "segment", "status", "metric"]
@@ -236,7 +239,7 @@ def test_log_csv(repo: Path, ar) -> None:
     assert rows[1][8] == "idea 1\twith a tab"
 
 
-def test_dashboard_file_is_self_contained(repo: Path, ar, tmp_path: Path) -> None:
+def test_dashboard_file_is_self_contained(repo: Path, ar: Tool, tmp_path: Path) -> None:
     generated_ledger(repo / ".auto" / "log.jsonl", 50)
     ar(repo, "dashboard", "-o", str(tmp_path / "d.html"))
     page = (tmp_path / "d.html").read_text()
@@ -276,10 +279,11 @@ def test_dashboard_serve_refreshes_on_ledger_change(repo: Path, tmp_path: Path) 
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (apt-get install chromium)")
-def test_dashboard_in_a_real_browser(repo: Path, ar, tmp_path: Path) -> None:
+def test_dashboard_in_a_real_browser(repo: Path, ar: Tool, tmp_path: Path) -> None:
     records = generated_ledger(repo / ".auto" / "log.jsonl", 400)
     page = tmp_path / "dashboard.html"
     ar(repo, "dashboard", "-o", str(page))
+    assert CHROMIUM is not None  # for mypy: the test is skipped without Chromium
     flags = [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
              "--no-first-run", "--disable-background-networking", "--disable-component-update",
              "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}",
@@ -299,7 +303,7 @@ def test_dashboard_in_a_real_browser(repo: Path, ar, tmp_path: Path) -> None:
 # --- found by trying to break it ----------------------------------------------------------
 
 
-def test_trailers_of_non_kept_runs_are_not_kept_runs(repo: Path, ar, tmp_path: Path) -> None:
+def test_trailers_of_non_kept_runs_are_not_kept_runs(repo: Path, ar: Tool, tmp_path: Path) -> None:
     git(repo, "commit", "-q", "--allow-empty", "-m", 'a\n\nResult: {"status":"keep","ms":30}')
     git(repo, "commit", "-q", "--allow-empty", "-m", 'b\n\nResult: {"status":"discard","ms":20}')
     git(repo, "commit", "-q", "--allow-empty", "-m", 'c\n\nResult: {"status":"keep","ms":25}')
@@ -310,7 +314,7 @@ def test_trailers_of_non_kept_runs_are_not_kept_runs(repo: Path, ar, tmp_path: P
     assert status["branch"] == "main"
 
 
-def test_huge_metrics_never_break_json(repo: Path, ar) -> None:
+def test_huge_metrics_never_break_json(repo: Path, ar: Tool) -> None:
     write(repo / ".auto" / "log.jsonl",
           '{"type":"config","name":"x","metricName":"m","bestDirection":"lower"}\n'
           '{"run":1,"metric":1e308,"status":"keep"}\n'
@@ -328,7 +332,7 @@ def test_huge_metrics_never_break_json(repo: Path, ar) -> None:
     ("results.tsv", "commit\tval_bpb\tstatus\tdescription\na\tabc\tkeep\tx\n",
      "val_bpb 'abc' is not a finite number"),
 ])
-def test_import_refuses_bad_input(repo: Path, ar, tmp_path: Path, name: str, content: str,
+def test_import_refuses_bad_input(repo: Path, ar: Tool, tmp_path: Path, name: str, content: str,
                                   message: str) -> None:
     source = write(tmp_path / name, content)
     res = ar(repo, "import", str(source), expect=2)
@@ -336,7 +340,7 @@ def test_import_refuses_bad_input(repo: Path, ar, tmp_path: Path, name: str, con
     assert not (repo / ".auto" / "log.jsonl").exists()
 
 
-def test_import_refuses_non_utf8_and_odd_configs(repo: Path, ar, tmp_path: Path) -> None:
+def test_import_refuses_non_utf8_and_odd_configs(repo: Path, ar: Tool, tmp_path: Path) -> None:
     latin = write(tmp_path / "results.tsv", b"commit\tval_bpb\tstatus\tdescription\n"
                   + b"a\t1.0\tkeep\tcaf\xe9\n")
     assert "not UTF-8" in ar(repo, "import", str(latin), expect=2).err
@@ -352,14 +356,14 @@ def test_import_refuses_non_utf8_and_odd_configs(repo: Path, ar, tmp_path: Path)
     assert status["metric_name"] == "size_kb" and status["metric_unit"] == "KB"
 
 
-def test_plot_errors(repo: Path, ar, tmp_path: Path) -> None:
+def test_plot_errors(repo: Path, ar: Tool, tmp_path: Path) -> None:
     generated_ledger(repo / ".auto" / "log.jsonl", 5)
     assert ar(repo, "analyze", "--plot", str(tmp_path / "x.jpg"), expect=2).code == 2
     assert "does not exist" in ar(repo, "analyze", "--plot", str(tmp_path / "no" / "x.svg"),
                                   expect=3).err
 
 
-def test_summary_at_its_smallest_keeps_whole_lines(repo: Path, ar) -> None:
+def test_summary_at_its_smallest_keeps_whole_lines(repo: Path, ar: Tool) -> None:
     records = generated_ledger(repo / ".auto" / "log.jsonl", 500)
     text = ar(repo, "summary", "--max-bytes", "1500").out
     assert len(text.encode()) <= 1500 and text.endswith("\n")
@@ -368,7 +372,7 @@ def test_summary_at_its_smallest_keeps_whole_lines(repo: Path, ar) -> None:
     assert ar(repo, "summary", "--max-bytes", "200", expect=2).code == 2
 
 
-def test_dashboard_serve_on_a_busy_port(repo: Path, ar) -> None:
+def test_dashboard_serve_on_a_busy_port(repo: Path, ar: Tool) -> None:
     import socket
 
     generated_ledger(repo / ".auto" / "log.jsonl", 3)
@@ -408,6 +412,7 @@ def test_dashboard_serve_answers_only_its_own_host_names(repo: Path) -> None:
         conn.close()
         return code
 
+    host: str | None
     try:
         for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}",
                      f"LOCALHOST:{port}"):

@@ -6,10 +6,11 @@ import json
 import subprocess
 from pathlib import Path
 
-from conftest import git, ledger_lines, runs, start_args, write
+import pytest
+from conftest import Tool, git, ledger_lines, runs, start_args, write
 
 
-def test_start_records_baseline_on_new_branch(repo: Path, ar) -> None:
+def test_start_records_baseline_on_new_branch(repo: Path, ar: Tool) -> None:
     res = ar(repo, *start_args(), "--json")
     data = res.json()
     assert data["branch"] == "autoresearch/s1"
@@ -30,7 +31,7 @@ def test_start_records_baseline_on_new_branch(repo: Path, ar) -> None:
     assert git(repo, "status", "--porcelain") == ""
 
 
-def test_run_keeps_improvement_with_trailer_matching_ledger(repo: Path, ar) -> None:
+def test_run_keeps_improvement_with_trailer_matching_ledger(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     write(repo / "value.txt", "90\n")
     res = ar(repo, "run", "-d", "lower the value to 90", "--asi", "hypothesis=smaller is faster",
@@ -49,7 +50,7 @@ def test_run_keeps_improvement_with_trailer_matching_ledger(repo: Path, ar) -> N
         f"{head[:7]} lower the value to 90"]
 
 
-def test_run_discards_regression_and_keeps_attempt(repo: Path, ar) -> None:
+def test_run_discards_regression_and_keeps_attempt(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     write(repo / "value.txt", "120\n")
     write(repo / "src" / "new.py", "x = 1\n")
@@ -67,13 +68,13 @@ def test_run_discards_regression_and_keeps_attempt(repo: Path, ar) -> None:
     assert "-100\n+120" in shown and "src/new.py" in shown
 
 
-def test_equal_metric_is_discarded(repo: Path, ar) -> None:
+def test_equal_metric_is_discarded(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     write(repo / "README.md", "changed\n")
     assert ar(repo, "run", "-d", "same", "--json").json()["status"] == "discard"
 
 
-def test_higher_direction(repo: Path, ar) -> None:
+def test_higher_direction(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args("--direction", "higher"))
     write(repo / "value.txt", "90\n")
     assert ar(repo, "run", "-d", "lower", "--json").json()["status"] == "discard"
@@ -81,7 +82,7 @@ def test_higher_direction(repo: Path, ar) -> None:
     assert ar(repo, "run", "-d", "higher", "--json").json()["status"] == "keep"
 
 
-def test_crash_reverts_and_records_reason(repo: Path, ar) -> None:
+def test_crash_reverts_and_records_reason(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     write(repo / "value.txt", "oops\n")
     record = ar(repo, "run", "-d", "broken", "--json").json()
@@ -91,7 +92,7 @@ def test_crash_reverts_and_records_reason(repo: Path, ar) -> None:
     assert (repo / "value.txt").read_text() == "100\n"
 
 
-def test_checks_failed_is_reverted(repo: Path, ar) -> None:
+def test_checks_failed_is_reverted(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args("--checks-command", "test ! -e src/bad.py"))
     write(repo / "value.txt", "50\n")
     write(repo / "src" / "bad.py", "")
@@ -102,7 +103,7 @@ def test_checks_failed_is_reverted(repo: Path, ar) -> None:
     assert not (repo / "src" / "bad.py").exists()
 
 
-def test_measure_then_keep_and_discard(repo: Path, ar) -> None:
+def test_measure_then_keep_and_discard(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     write(repo / "value.txt", "80\n")
     measured = ar(repo, "measure", "--json").json()
@@ -118,7 +119,7 @@ def test_measure_then_keep_and_discard(repo: Path, ar) -> None:
     assert (repo / "value.txt").read_text() == "80\n"
 
 
-def test_keep_refuses_failed_checks_unless_forced(repo: Path, ar) -> None:
+def test_keep_refuses_failed_checks_unless_forced(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args("--checks-command", "test ! -e src/bad.py"))
     write(repo / "value.txt", "50\n")
     write(repo / "src" / "bad.py", "")
@@ -128,7 +129,7 @@ def test_keep_refuses_failed_checks_unless_forced(repo: Path, ar) -> None:
     assert ar(repo, "keep", "-d", "x", "--force", "--json").json()["status"] == "keep"
 
 
-def test_a_stale_measurement_that_failed_its_checks(repo: Path, ar) -> None:
+def test_a_stale_measurement_that_failed_its_checks(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args("--checks-command", "test ! -e src/bad.py"))
     write(repo / "value.txt", "50\n")
     write(repo / "src" / "bad.py", "")
@@ -140,7 +141,7 @@ def test_a_stale_measurement_that_failed_its_checks(repo: Path, ar) -> None:
     assert record["status"] == "discard" and record["checks"] is None
 
 
-def test_given_metrics_are_checked(repo: Path, ar) -> None:
+def test_given_metrics_are_checked(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     write(repo / "value.txt", "50\n")
     for bad in ("bad name=3", "status=7", "x=nan", "noequals"):
@@ -157,7 +158,8 @@ def test_given_metrics_are_checked(repo: Path, ar) -> None:
     assert record["metrics"] == {"rss_mb": 12}
 
 
-def test_an_empty_description_is_refused(repo: Path, ar, monkeypatch) -> None:
+def test_an_empty_description_is_refused(repo: Path, ar: Tool,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
     import io
 
     ar(repo, *start_args())
@@ -168,14 +170,14 @@ def test_an_empty_description_is_refused(repo: Path, ar, monkeypatch) -> None:
     assert (repo / "value.txt").read_text() == "50\n"
 
 
-def test_discard_of_failed_checks_records_checks_failed(repo: Path, ar) -> None:
+def test_discard_of_failed_checks_records_checks_failed(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args("--checks-command", "test $(cat value.txt) != 50"))
     write(repo / "value.txt", "50\n")
     ar(repo, "measure", expect=0)
     assert ar(repo, "discard", "-d", "x", "--json").json()["status"] == "checks_failed"
 
 
-def test_keep_with_metric_given_by_caller(repo: Path, ar) -> None:
+def test_keep_with_metric_given_by_caller(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args("--no-baseline"))
     write(repo / "value.txt", "1\n")
     record = ar(repo, "keep", "-d", "measured elsewhere", "--metric", "-0.35",
@@ -186,13 +188,13 @@ def test_keep_with_metric_given_by_caller(repo: Path, ar) -> None:
     assert trailer == '{"status":"keep","score":-0.35,"total_µs":14600}'
 
 
-def test_keep_without_measurement_is_refused(repo: Path, ar) -> None:
+def test_keep_without_measurement_is_refused(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     res = ar(repo, "keep", "-d", "x", expect=3)
     assert "nothing to keep" in res.err
 
 
-def test_keep_with_nothing_changed_makes_no_commit(repo: Path, ar) -> None:
+def test_keep_with_nothing_changed_makes_no_commit(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args("--no-baseline"))
     head = git(repo, "rev-parse", "HEAD")
     record = ar(repo, "keep", "-d", "noise", "--metric", "5", "--json").json()
@@ -200,13 +202,13 @@ def test_keep_with_nothing_changed_makes_no_commit(repo: Path, ar) -> None:
     assert git(repo, "rev-parse", "HEAD") == head
 
 
-def test_no_baseline_keeps_first_run(repo: Path, ar) -> None:
+def test_no_baseline_keeps_first_run(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args("--no-baseline"))
     write(repo / "value.txt", "500\n")
     assert ar(repo, "run", "-d", "first", "--json").json()["status"] == "keep"
 
 
-def test_dry_run_applies_nothing(repo: Path, ar) -> None:
+def test_dry_run_applies_nothing(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     write(repo / "value.txt", "10\n")
     data = ar(repo, "run", "-d", "x", "--dry-run", "--json").json()
@@ -215,7 +217,7 @@ def test_dry_run_applies_nothing(repo: Path, ar) -> None:
     assert len(runs(repo)) == 1
 
 
-def test_runs_are_numbered_and_log_tsv(repo: Path, ar) -> None:
+def test_runs_are_numbered_and_log_tsv(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     for value in ("90", "95", "x", "80"):
         write(repo / "value.txt", value + "\n")
@@ -233,7 +235,7 @@ def test_runs_are_numbered_and_log_tsv(repo: Path, ar) -> None:
     assert "try 80" in table and "-20.0%" in table
 
 
-def test_status_reports_best_and_agrees_with_branch(repo: Path, ar) -> None:
+def test_status_reports_best_and_agrees_with_branch(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     write(repo / "value.txt", "60\n")
     ar(repo, "run", "-d", "sixty")
@@ -259,7 +261,7 @@ def test_status_reports_best_and_agrees_with_branch(repo: Path, ar) -> None:
     assert "pending     70, stale: value.txt changed since" in ar(repo, "status").out
 
 
-def test_stop_sentinel_ends_loop_with_exit_4(repo: Path, ar) -> None:
+def test_stop_sentinel_ends_loop_with_exit_4(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     ar(repo, "stop")
     assert (repo / ".auto" / "STOP").exists()
@@ -271,7 +273,7 @@ def test_stop_sentinel_ends_loop_with_exit_4(repo: Path, ar) -> None:
     ar(repo, "run", "-d", "x", expect=0)
 
 
-def test_max_experiments_ends_loop_with_exit_4(repo: Path, ar) -> None:
+def test_max_experiments_ends_loop_with_exit_4(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args("--max-experiments", "2"))
     ar(repo, "run", "-d", "one")
     ar(repo, "run", "-d", "two")
@@ -279,7 +281,7 @@ def test_max_experiments_ends_loop_with_exit_4(repo: Path, ar) -> None:
     assert len(runs(repo)) == 3
 
 
-def test_new_segment_after_failed_baseline(repo: Path, ar) -> None:
+def test_new_segment_after_failed_baseline(repo: Path, ar: Tool) -> None:
     res = ar(repo, *start_args("--metric-pattern", r"nomatch: (\d+)"), expect=3)
     assert "baseline failed" in res.err
     assert runs(repo)[0]["status"] == "crash"
@@ -288,7 +290,7 @@ def test_new_segment_after_failed_baseline(repo: Path, ar) -> None:
     assert ar(repo, "status", "--json").json()["segment"]["baseline"]["run"] == 2
 
 
-def test_edited_config_is_refused_naming_the_key(repo: Path, ar) -> None:
+def test_edited_config_is_refused_naming_the_key(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     cfg = repo / ".auto" / "config.toml"
     cfg.chmod(0o644)
@@ -305,7 +307,7 @@ def test_edited_config_is_refused_naming_the_key(repo: Path, ar) -> None:
     assert ar(repo, "run", "-d", "after the undo", "--json").json()["run"] == 2
 
 
-def test_runs_from_subdirectory(repo: Path, ar) -> None:
+def test_runs_from_subdirectory(repo: Path, ar: Tool) -> None:
     ar(repo / "src", *[a if a != "bench.sh" else "../bench.sh" for a in start_args()])
     write(repo / "value.txt", "50\n")
     assert ar(repo / "src", "run", "-d", "from src", "--json").json()["status"] == "keep"
@@ -314,13 +316,13 @@ def test_runs_from_subdirectory(repo: Path, ar) -> None:
     assert (repo / "value.txt").read_text() == "50\n"
 
 
-def test_start_from_detached_head(repo: Path, ar) -> None:
+def test_start_from_detached_head(repo: Path, ar: Tool) -> None:
     git(repo, "checkout", "-q", "--detach")
     ar(repo, *start_args())
     assert git(repo, "symbolic-ref", "--short", "HEAD") == "autoresearch/s1"
 
 
-def test_linked_worktree(repo: Path, ar, tmp_path: Path) -> None:
+def test_linked_worktree(repo: Path, ar: Tool, tmp_path: Path) -> None:
     wt = tmp_path / "wt"
     git(repo, "worktree", "add", "-q", str(wt), "-b", "other")
     ar(wt, *start_args())
@@ -333,7 +335,7 @@ def test_linked_worktree(repo: Path, ar, tmp_path: Path) -> None:
     assert not (repo / ".auto").exists()
 
 
-def test_sha256_repository(tmp_path: Path, ar) -> None:
+def test_sha256_repository(tmp_path: Path, ar: Tool) -> None:
     top = tmp_path / "sha256"
     top.mkdir()
     git(top, "init", "-q", "--object-format=sha256", "-b", "main")
@@ -354,14 +356,14 @@ def test_sha256_repository(tmp_path: Path, ar) -> None:
     ar(top, "doctor")
 
 
-def test_default_session_id_from_goal(repo: Path, ar) -> None:
+def test_default_session_id_from_goal(repo: Path, ar: Tool) -> None:
     data = ar(repo, "start", "--goal", "Speed up: the Parser!", "--command", "sh bench.sh",
               "--readonly", "bench.sh",
               "--metric-pattern", r"score: (\S+)", "--no-baseline", "--json").json()
     assert data["session_id"].startswith("speed-up-the-parser-20")
 
 
-def test_config_file(repo: Path, ar, tmp_path: Path) -> None:
+def test_config_file(repo: Path, ar: Tool, tmp_path: Path) -> None:
     conf = write(tmp_path / "ar.toml", 'goal = "from file"\ncommand = "sh bench.sh"\n'
                  'metric_pattern = "score: (\\\\S+)"\nmetric_name = "score"\n'
                  'session_id = "fromfile"\nruns_per_experiment = 3\nreadonly = ["bench.sh"]\n')
@@ -371,7 +373,7 @@ def test_config_file(repo: Path, ar, tmp_path: Path) -> None:
     assert data["session_id"] == "fromfile"
 
 
-def test_keep_refuses_a_tree_changed_since_measured(repo: Path, ar) -> None:
+def test_keep_refuses_a_tree_changed_since_measured(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     write(repo / "value.txt", "80\n")
     ar(repo, "measure")
@@ -382,7 +384,7 @@ def test_keep_refuses_a_tree_changed_since_measured(repo: Path, ar) -> None:
     assert ar(repo, "keep", "-d", "x", "--json").json()["metric"] == 80
 
 
-def test_a_given_metric_is_recorded_alone(repo: Path, ar) -> None:
+def test_a_given_metric_is_recorded_alone(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args("--checks-command", "true"))
     write(repo / "value.txt", "80\n")
     ar(repo, "measure")
@@ -390,7 +392,7 @@ def test_a_given_metric_is_recorded_alone(repo: Path, ar) -> None:
     assert record["metric"] == 75 and record["samples"] == [75] and record["checks"] is None
 
 
-def test_a_given_metric_is_kept_alone_when_the_tree_changed_since_measured(repo: Path, ar
+def test_a_given_metric_is_kept_alone_when_the_tree_changed_since_measured(repo: Path, ar: Tool
                                                                           ) -> None:
     ar(repo, *start_args("--checks-command", "true"))
     write(repo / "value.txt", "80\n")
@@ -404,7 +406,7 @@ def test_a_given_metric_is_kept_alone_when_the_tree_changed_since_measured(repo:
     assert git(repo, "show", "HEAD:value.txt") == "70"
 
 
-def test_keep_warns_when_not_better(repo: Path, ar) -> None:
+def test_keep_warns_when_not_better(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     write(repo / "value.txt", "120\n")
     ar(repo, "measure")
@@ -412,7 +414,7 @@ def test_keep_warns_when_not_better(repo: Path, ar) -> None:
     assert "does not beat the best so far (100, run 1)" in res.err
 
 
-def test_discard_without_measurement_has_no_metric(repo: Path, ar) -> None:
+def test_discard_without_measurement_has_no_metric(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     write(repo / "value.txt", "1\n")
     record = ar(repo, "discard", "-d", "changed my mind", "--json").json()
@@ -422,7 +424,7 @@ def test_discard_without_measurement_has_no_metric(repo: Path, ar) -> None:
     assert ar(repo, "status", "--json").json()["segment"]["best"]["metric"] == 100
 
 
-def test_keep_with_nothing_to_commit_says_so(repo: Path, ar) -> None:
+def test_keep_with_nothing_to_commit_says_so(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     write(repo / "value.txt", "100\n")
     res = ar(repo, "keep", "-d", "re-measure", "--metric", "99")
@@ -431,7 +433,7 @@ def test_keep_with_nothing_to_commit_says_so(repo: Path, ar) -> None:
     assert ar(repo, "status", "--json").json()["warnings"] == []
 
 
-def test_run_after_failed_baseline_is_refused(repo: Path, ar) -> None:
+def test_run_after_failed_baseline_is_refused(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args("--metric-pattern", r"nomatch: (\d+)"), expect=3)
     write(repo / "value.txt", "1\n")
     res = ar(repo, "run", "-d", "x", expect=3)
@@ -439,7 +441,7 @@ def test_run_after_failed_baseline_is_refused(repo: Path, ar) -> None:
     assert (repo / "value.txt").read_text() == "1\n"
 
 
-def test_concurrent_callers_get_consecutive_runs(repo: Path, ar) -> None:
+def test_concurrent_callers_get_consecutive_runs(repo: Path, ar: Tool) -> None:
     import subprocess
     import sys
 
@@ -456,7 +458,7 @@ def test_concurrent_callers_get_consecutive_runs(repo: Path, ar) -> None:
     assert [r["run"] for r in runs(repo)] == [1, 2, 3]
 
 
-def test_stop_mentions_unrecorded_changes(repo: Path, ar) -> None:
+def test_stop_mentions_unrecorded_changes(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     ar(repo, "stop")
     write(repo / "value.txt", "1\n")
@@ -464,7 +466,7 @@ def test_stop_mentions_unrecorded_changes(repo: Path, ar) -> None:
     assert "unrecorded changes (value.txt)" in res.err
 
 
-def test_new_segment_can_lift_the_limit_but_not_change_the_id(repo: Path, ar) -> None:
+def test_new_segment_can_lift_the_limit_but_not_change_the_id(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args("--max-experiments", "1"))
     ar(repo, "run", "-d", "one")
     ar(repo, "run", "-d", "two", expect=4)
@@ -475,7 +477,7 @@ def test_new_segment_can_lift_the_limit_but_not_change_the_id(repo: Path, ar) ->
         ar(repo, "run", "-d", f"unlimited {i}")
 
 
-def test_discard_after_changes_since_measure_drops_the_stale_metric(repo: Path, ar) -> None:
+def test_discard_after_changes_since_measure_drops_the_stale_metric(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     write(repo / "value.txt", "80\n")
     ar(repo, "measure")
@@ -485,14 +487,14 @@ def test_discard_after_changes_since_measure_drops_the_stale_metric(repo: Path, 
     assert any("changed since it was measured" in w for w in record["warnings"])
 
 
-def test_a_crash_records_metric_zero(repo: Path, ar) -> None:
+def test_a_crash_records_metric_zero(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     write(repo / "value.txt", "80\n")
     ar(repo, "measure")
     assert ar(repo, "crash", "-d", "it broke later", "--json").json()["metric"] == 0
 
 
-def test_keep_warnings_reach_json_and_force_refusal_says_only_that(repo: Path, ar) -> None:
+def test_keep_warnings_reach_json_and_force_refusal_says_only_that(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     write(repo / "value.txt", "120\n")
     ar(repo, "measure")
@@ -505,7 +507,7 @@ def test_keep_warnings_reach_json_and_force_refusal_says_only_that(repo: Path, a
     assert "kept because you asked" not in res.err
 
 
-def test_out_of_scope_reverts_are_a_warning_in_json(repo: Path, ar) -> None:
+def test_out_of_scope_reverts_are_a_warning_in_json(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args("--scope", "value.txt"))
     write(repo / "value.txt", "90\n")
     write(repo / "README.md", "edited\n")
@@ -514,7 +516,7 @@ def test_out_of_scope_reverts_are_a_warning_in_json(repo: Path, ar) -> None:
                for w in record["warnings"])
 
 
-def test_mean_is_rounded(repo: Path, ar) -> None:
+def test_mean_is_rounded(repo: Path, ar: Tool) -> None:
     write(repo / "c.sh", "n=$(cat .n 2>/dev/null || echo 0); n=$((n+1)); echo $n > .n\n"
                          "echo \"score: 0.00$n\"\n")
     write(repo / ".gitignore", ".n\n")
@@ -527,7 +529,7 @@ def test_mean_is_rounded(repo: Path, ar) -> None:
 
 
 def test_a_torn_ledger_line_is_reported_by_the_loop_and_set_aside_by_resume(repo: Path,
-                                                                             ar) -> None:
+                                                                             ar: Tool) -> None:
     """A line cut short (a crash mid-append) is reported with its number by the commands a loop
     runs, not only by log and status, and the way out the warning names works."""
     ar(repo, *start_args())

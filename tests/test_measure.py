@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import PYTHON, assert_dies, commit_all, runs, start_args, write
+from conftest import PYTHON, Tool, assert_dies, commit_all, runs, start_args, write
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -82,7 +82,7 @@ def test_clean_line_never_keeps_escape_sequences_of_colour(pieces: list[str]) ->
         assert "\r" not in piece
 
 
-def test_timeout_kills_background_grandchild(repo: Path, ar, tmp_path: Path) -> None:
+def test_timeout_kills_background_grandchild(repo: Path, ar: Tool, tmp_path: Path) -> None:
     pidfile = tmp_path / "grandchild.pid"
     write(repo / "slow.sh", f"#!/bin/sh\n(sleep 300 & echo $! > {pidfile}; wait) &\n"
                             "sleep 300\n")
@@ -99,7 +99,7 @@ def test_timeout_kills_background_grandchild(repo: Path, ar, tmp_path: Path) -> 
     assert runs(repo)[-1]["reason"].startswith("timeout")
 
 
-def test_samples_are_aggregated_with_median(repo: Path, ar) -> None:
+def test_samples_are_aggregated_with_median(repo: Path, ar: Tool) -> None:
     counter = write(repo / "count.sh", "#!/bin/sh\nn=$(cat .n 2>/dev/null || echo 0)\n"
                     "n=$((n+1)); echo $n > .n\necho \"score: $((n*n))\"\n")
     write(repo / ".gitignore", ".n\n")
@@ -112,7 +112,7 @@ def test_samples_are_aggregated_with_median(repo: Path, ar) -> None:
     assert counter.exists()
 
 
-def test_metric_command(repo: Path, ar) -> None:
+def test_metric_command(repo: Path, ar: Tool) -> None:
     write(repo / "score.sh", "#!/bin/sh\necho 'METRIC parts=3'\necho 41.5\n")
     commit_all(repo)
     data = ar(repo, "start", "--goal", "g", "--session-id", "s", "--command", "true",
@@ -121,7 +121,7 @@ def test_metric_command(repo: Path, ar) -> None:
     assert data["baseline"]["metrics"] == {"parts": 3}
 
 
-def test_files_the_commands_name_are_readonly(repo: Path, ar) -> None:
+def test_files_the_commands_name_are_readonly(repo: Path, ar: Tool) -> None:
     write(repo / "score.sh", "#!/bin/sh\necho $(cat value.txt)\n")
     write(repo / "checks" / "run.sh", "#!/bin/sh\nexit 0\n")
     commit_all(repo)
@@ -137,7 +137,7 @@ def test_files_the_commands_name_are_readonly(repo: Path, ar) -> None:
     assert (repo / "checks" / "run.sh").read_text() == "#!/bin/sh\nexit 0\n"
 
 
-def test_checks_timeout_is_checks_failed(repo: Path, ar) -> None:
+def test_checks_timeout_is_checks_failed(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     ar(repo, "start", "--new-segment", "--checks-command", "sleep 30",
        "--checks-timeout-seconds", "0.5", expect=3)
@@ -146,12 +146,12 @@ def test_checks_timeout_is_checks_failed(repo: Path, ar) -> None:
     assert record["checks"]["timed_out"] is True
 
 
-def test_run_log_holds_output(repo: Path, ar) -> None:
+def test_run_log_holds_output(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     assert (repo / ".auto" / "run.log").read_text() == "score: 100\n"
 
 
-def test_python_command(repo: Path, ar) -> None:
+def test_python_command(repo: Path, ar: Tool) -> None:
     write(repo / "b.py", "print('score:', 3.5)\n")
     commit_all(repo)
     data = ar(repo, "start", "--goal", "g", "--command", f"{PYTHON} b.py", "--metric-name",
@@ -160,7 +160,7 @@ def test_python_command(repo: Path, ar) -> None:
     assert data["baseline"]["metric"] == 3.5
 
 
-def test_live_progress_line_on_a_terminal(repo: Path, ar) -> None:
+def test_live_progress_line_on_a_terminal(repo: Path, ar: Tool) -> None:
     """On a terminal, a long measurement shows the elapsed time and the last log line."""
     import pty
     import subprocess
@@ -198,7 +198,7 @@ sys.exit(code)
 """
 
 
-def test_user_commands_run_through_plumbum_which_hot_commands_never_import(repo: Path, ar
+def test_user_commands_run_through_plumbum_which_hot_commands_never_import(repo: Path, ar: Tool
                                                                           ) -> None:
     """keep and discard are hot (and status and log are read all night): they never pay for
     plumbum's import; measuring, which runs the user's commands through it, does."""
@@ -223,7 +223,7 @@ def test_user_commands_run_through_plumbum_which_hot_commands_never_import(repo:
     assert imported("discard", "-d", "measured") is False
 
 
-def test_the_command_never_sees_the_git_variables_of_a_calling_hook(repo: Path, ar) -> None:
+def test_the_command_never_sees_the_git_variables_of_a_calling_hook(repo: Path, ar: Tool) -> None:
     """Started from inside a git hook, we inherit GIT_DIR and GIT_INDEX_FILE pointing at the
     caller's state; the experiment must see its own work tree (plumbum's snapshot of the
     environment must not bring them back)."""

@@ -8,7 +8,7 @@ import json
 import os
 from pathlib import Path
 
-from conftest import commit_all, git, runs, start_args, write
+from conftest import Tool, commit_all, git, runs, start_args, write
 
 BENCH = "#!/bin/sh\necho \"score: $(cat value.txt)\"\n"
 CHEAT = "#!/bin/sh\necho 'score: 0'\n"
@@ -18,7 +18,7 @@ def files_of(repo: Path, rev: str) -> list[str]:
     return git(repo, "show", "--name-only", "--format=", rev).splitlines()
 
 
-def test_start_needs_no_protected_benchmark(repo: Path, ar) -> None:
+def test_start_needs_no_protected_benchmark(repo: Path, ar: Tool) -> None:
     args = [a for a in start_args() if a not in ("--protected", "bench.sh", "--readonly")]
     data = ar(repo, *args, "--json").json()
     assert data["baseline"]["metric"] == 100
@@ -26,7 +26,7 @@ def test_start_needs_no_protected_benchmark(repo: Path, ar) -> None:
     assert b"readonly" not in (repo / ".auto" / "config.toml").read_bytes()
 
 
-def test_benchmark_change_is_undone_measured_and_recorded(repo: Path, ar) -> None:
+def test_benchmark_change_is_undone_measured_and_recorded(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     write(repo / "value.txt", "50\n")
     write(repo / "bench.sh", CHEAT, 0o755)
@@ -46,7 +46,7 @@ def test_benchmark_change_is_undone_measured_and_recorded(repo: Path, ar) -> Non
     assert git(repo, "status", "--porcelain") == ""
 
 
-def test_readonly_change_in_human_output_of_measure_and_run(repo: Path, ar) -> None:
+def test_readonly_change_in_human_output_of_measure_and_run(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     write(repo / "bench.sh", CHEAT, 0o755)
     res = ar(repo, "measure")
@@ -61,7 +61,7 @@ def test_readonly_change_in_human_output_of_measure_and_run(repo: Path, ar) -> N
     assert (repo / "bench.sh").read_text() == BENCH
 
 
-def test_deleted_readonly_file_is_restored(repo: Path, ar) -> None:
+def test_deleted_readonly_file_is_restored(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     os.remove(repo / "bench.sh")
     write(repo / "value.txt", "90\n")
@@ -81,7 +81,7 @@ def test_deleted_readonly_file_is_restored(repo: Path, ar) -> None:
     assert git(repo, "status", "--porcelain") == ""
 
 
-def test_readonly_wins_over_scope(repo: Path, ar) -> None:
+def test_readonly_wins_over_scope(repo: Path, ar: Tool) -> None:
     write(repo / "data" / "input.txt", "fixed input\n")
     commit_all(repo)
     ar(repo, *start_args("--scope", "data", "--scope", "value.txt", "--scope", "bench.sh",
@@ -98,7 +98,7 @@ def test_readonly_wins_over_scope(repo: Path, ar) -> None:
     assert (repo / "bench.sh").read_text() == BENCH
 
 
-def test_a_protected_benchmark_is_readonly_all_the_same(repo: Path, ar) -> None:
+def test_a_protected_benchmark_is_readonly_all_the_same(repo: Path, ar: Tool) -> None:
     """Sessions started with the old advice (--protected bench.sh) get their benchmark back."""
     ar(repo, *start_args("--protected", "bench.sh"))
     write(repo / "bench.sh", CHEAT, 0o755)
@@ -108,7 +108,7 @@ def test_a_protected_benchmark_is_readonly_all_the_same(repo: Path, ar) -> None:
     assert (repo / "bench.sh").read_text() == BENCH
 
 
-def test_protected_notes_are_not_readonly(repo: Path, ar) -> None:
+def test_protected_notes_are_not_readonly(repo: Path, ar: Tool) -> None:
     write(repo / "notes" / "log.md", "tracked notes\n")
     commit_all(repo)
     ar(repo, *start_args("--protected", "notes/**"))
@@ -120,7 +120,7 @@ def test_protected_notes_are_not_readonly(repo: Path, ar) -> None:
     assert (repo / "notes" / "log.md").read_text() == "learnings\n"
 
 
-def test_discard_and_keep_without_measuring_record_readonly_changes(repo: Path, ar) -> None:
+def test_discard_and_keep_without_measuring_record_readonly_changes(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     write(repo / "bench.sh", CHEAT, 0o755)
     record = ar(repo, "discard", "-d", "tried a new benchmark", "--json").json()
@@ -137,7 +137,7 @@ def test_discard_and_keep_without_measuring_record_readonly_changes(repo: Path, 
     assert git(repo, "show", f"{record['attempt_ref']}:bench.sh") == CHEAT.strip()
 
 
-def test_readonly_option_config_file_and_validation(repo: Path, ar, tmp_path: Path) -> None:
+def test_readonly_option_config_file_and_validation(repo: Path, ar: Tool, tmp_path: Path) -> None:
     res = ar(repo, *start_args("--readonly", "/etc/passwd"), expect=2)
     assert res.err.strip().splitlines()[-1] == \
         f"git autoresearch: --readonly /etc/passwd: the path is outside the repository {repo}"
@@ -156,7 +156,7 @@ def test_readonly_option_config_file_and_validation(repo: Path, ar, tmp_path: Pa
         ["data/input.txt"]
 
 
-def test_a_session_without_readonly_keeps_its_hash_and_segment(repo: Path, ar) -> None:
+def test_a_session_without_readonly_keeps_its_hash_and_segment(repo: Path, ar: Tool) -> None:
     """A configuration written before readonly existed has no such key: it opens, resumes and
     records in the same segment."""
     ar(repo, *start_args())
@@ -170,7 +170,7 @@ def test_a_session_without_readonly_keeps_its_hash_and_segment(repo: Path, ar) -
     assert ar(repo, "status", "--json").json()["warnings"] == []
 
 
-def test_status_warns_when_a_readonly_file_differs(repo: Path, ar) -> None:
+def test_status_warns_when_a_readonly_file_differs(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     write(repo / "bench.sh", CHEAT, 0o755)
     data = ar(repo, "status", "--json").json()
@@ -188,7 +188,7 @@ def test_status_warns_when_a_readonly_file_differs(repo: Path, ar) -> None:
     assert data["readonly_changed"] == [] and data["warnings"] == []
 
 
-def test_status_names_a_new_file_in_a_readonly_folder(repo: Path, ar) -> None:
+def test_status_names_a_new_file_in_a_readonly_folder(repo: Path, ar: Tool) -> None:
     write(repo / "data" / "input.txt", "fixed\n")
     commit_all(repo)
     ar(repo, *start_args("--readonly", "data"))
@@ -210,7 +210,7 @@ def crashing_bench(repo: Path, lines: int) -> None:
     commit_all(repo, "crashing bench")
 
 
-def test_a_crash_record_keeps_the_tail_of_the_output(repo: Path, ar) -> None:
+def test_a_crash_record_keeps_the_tail_of_the_output(repo: Path, ar: Tool) -> None:
     crashing_bench(repo, 100)
     ar(repo, *start_args())
     write(repo / "value.txt", "boom\n")
@@ -225,7 +225,7 @@ def test_a_crash_record_keeps_the_tail_of_the_output(repo: Path, ar) -> None:
     assert ar(repo, "show", "2", "--json").json()["record"]["tail"] == expected
 
 
-def test_crash_and_discard_of_a_crashed_measurement_keep_the_tail(repo: Path, ar) -> None:
+def test_crash_and_discard_of_a_crashed_measurement_keep_the_tail(repo: Path, ar: Tool) -> None:
     crashing_bench(repo, 3)
     ar(repo, *start_args())
     write(repo / "value.txt", "boom\n")
@@ -241,7 +241,7 @@ def test_crash_and_discard_of_a_crashed_measurement_keep_the_tail(repo: Path, ar
     assert record["status"] == "keep" and "tail" not in record
 
 
-def test_a_long_crash_tail_is_bounded(repo: Path, ar) -> None:
+def test_a_long_crash_tail_is_bounded(repo: Path, ar: Tool) -> None:
     write(repo / "bench.sh", "#!/bin/sh\nif [ \"$(cat value.txt)\" = boom ]; then\n"
                              "  i=1; while [ $i -le 20 ]; do printf '%0500d\\n' $i; "
                              "i=$((i+1)); done\n  exit 1\nfi\necho \"score: $(cat value.txt)\"\n",
@@ -265,7 +265,7 @@ def test_an_absent_readonly_key_is_no_configuration_change() -> None:
         ["readonly: None -> ['data']"]
 
 
-def test_a_new_segment_adds_readonly_paths(repo: Path, ar) -> None:
+def test_a_new_segment_adds_readonly_paths(repo: Path, ar: Tool) -> None:
     write(repo / "data" / "input.txt", "fixed\n")
     commit_all(repo)
     ar(repo, *start_args())
@@ -280,7 +280,7 @@ def test_a_new_segment_adds_readonly_paths(repo: Path, ar) -> None:
     assert (repo / "data" / "input.txt").read_text() == "fixed\n"
 
 
-def test_a_symlinked_benchmark_and_its_target_are_readonly(repo: Path, ar) -> None:
+def test_a_symlinked_benchmark_and_its_target_are_readonly(repo: Path, ar: Tool) -> None:
     write(repo / "scripts" / "bench.sh", BENCH, 0o755)
     os.symlink("scripts/bench.sh", repo / "link.sh")
     commit_all(repo)
@@ -295,7 +295,7 @@ def test_a_symlinked_benchmark_and_its_target_are_readonly(repo: Path, ar) -> No
     assert (repo / "scripts" / "bench.sh").read_text() == BENCH
 
 
-def test_start_warns_when_the_benchmark_is_not_committed(repo: Path, ar) -> None:
+def test_start_warns_when_the_benchmark_is_not_committed(repo: Path, ar: Tool) -> None:
     """Only HEAD can restore a readonly file, so an uncommitted benchmark is said at start."""
     write(repo / "bench2.sh", "#!/bin/sh\necho \"score: $(cat value.txt)\"\n", 0o755)
     data = ar(repo, "start", "--goal", "g", "--session-id", "s1", "--command", "sh bench2.sh",

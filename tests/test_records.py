@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import git, ledger_lines, runs, start_args, write
+from conftest import Tool, git, ledger_lines, runs, start_args, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -30,7 +30,7 @@ HOSTILE = [
 
 
 @pytest.mark.parametrize("description", HOSTILE)
-def test_hostile_description_neither_forges_nor_hides_trailer(repo: Path, ar,
+def test_hostile_description_neither_forges_nor_hides_trailer(repo: Path, ar: Tool,
                                                               description: str) -> None:
     ar(repo, *start_args())
     write(repo / "value.txt", "42\n")
@@ -47,7 +47,7 @@ def test_hostile_description_neither_forges_nor_hides_trailer(repo: Path, ar,
     assert ar(repo, "status", "--json").json()["warnings"] == []
 
 
-def test_metric_name_with_micro_sign_in_trailer_and_ledger(repo: Path, ar) -> None:
+def test_metric_name_with_micro_sign_in_trailer_and_ledger(repo: Path, ar: Tool) -> None:
     write(repo / "bench.sh", "#!/bin/sh\necho \"score: $(cat value.txt)\"\n"
                              "echo METRIC compile_µs=4100\n")
     git(repo, "commit", "-qam", "metric lines")
@@ -82,6 +82,8 @@ def test_pi_fixture_baselines_and_bests() -> None:
     book = ledger.read(PI_LOG)
     assert len(book.segments) == 2
     first, second = book.segments
+    assert first.baseline is not None and first.best is not None
+    assert second.baseline is not None and second.best is not None
     assert first.baseline.metric == 412.5
     assert first.best.metric == 365.3 and first.best.number == 6
     assert second.baseline.metric == 2210.0 and second.best.metric == 2210.0
@@ -97,7 +99,7 @@ def test_pi_fixture_confidence_recomputed() -> None:
             assert ledger.confidence(seg, upto=run.number) == run.data["confidence"], run.number
 
 
-def test_torn_last_line_is_reported_and_never_glued(repo: Path, ar) -> None:
+def test_torn_last_line_is_reported_and_never_glued(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     path = repo / ".auto" / "log.jsonl"
     with open(path, "ab") as fh:
@@ -131,7 +133,7 @@ def test_ledger_refuses_nan_and_reports_bad_lines(tmp_path: Path) -> None:
         ledger.dumps({"metric": float("nan")})
 
 
-def test_ledger_header_fields(repo: Path, ar) -> None:
+def test_ledger_header_fields(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     header = ledger_lines(repo)[0]
     assert {"name", "metricName", "metricUnit", "bestDirection", "config_hash", "session_id",

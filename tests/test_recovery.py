@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import assert_dies, git, runs, start_args, write
+from conftest import Tool, assert_dies, git, runs, start_args, write
 
 from git_autoresearch import ledger
 from git_autoresearch.lock import SessionLock
@@ -31,7 +31,7 @@ def files_of(top: Path, names: list[str]) -> dict[str, tuple[bytes, int]]:
 
 
 @pytest.fixture
-def experiment(repo: Path, ar) -> Path:
+def experiment(repo: Path, ar: Tool) -> Path:
     """A session with user files, ignored files, protected files, and an experiment in the
     work tree: an in-scope edit, a new in-scope file, and an out-of-scope edit."""
     write(repo / ".gitignore", ".env\n")
@@ -68,7 +68,7 @@ SET_ASIDE_STEPS = ["set-aside:after-attempt", "set-aside:after-remove"]
 
 
 @pytest.mark.parametrize("step", SET_ASIDE_STEPS)
-def test_kill_during_the_set_aside_before_measuring(experiment: Path, ar, step: str) -> None:
+def test_kill_during_the_set_aside_before_measuring(experiment: Path, ar: Tool, step: str) -> None:
     """A run killed while it sets aside the changes outside the scope (some created files
     removed, the tracked one not yet restored): the next command finishes the set-aside and
     says so, and the run recorded next names the scope ref and every path in it."""
@@ -102,7 +102,7 @@ def test_kill_during_the_set_aside_before_measuring(experiment: Path, ar, step: 
     assert ar(top, "doctor", "--json").json()["findings"] == []
 
 
-def test_every_set_aside_of_a_run_is_named_by_its_record(experiment: Path, ar) -> None:
+def test_every_set_aside_of_a_run_is_named_by_its_record(experiment: Path, ar: Tool) -> None:
     """A run measured twice with changes outside the scope each time (the first measurement
     left pending): its record names both scope refs, the union of their paths, and show
     lists them."""
@@ -128,7 +128,7 @@ START_STEPS = ["start:after-intent", "start:after-branch", "start:after-config",
 
 
 @pytest.mark.parametrize("step", START_STEPS)
-def test_kill_during_start_then_resume(repo: Path, ar, step: str) -> None:
+def test_kill_during_start_then_resume(repo: Path, ar: Tool, step: str) -> None:
     write(repo / "notes.txt", "user notes\n")
     killed = tool(repo, *start_args("--force", "--scope", "value.txt"),
                   env={"GIT_AUTORESEARCH_DIE_AT": step})
@@ -160,7 +160,7 @@ def test_kill_during_start_then_resume(repo: Path, ar, step: str) -> None:
 
 @pytest.mark.parametrize("step", ["start:after-intent", "start:after-branch",
                                   "start:after-config", "start:after-ledger"])
-def test_a_sigterm_during_start_lets_it_make_the_session_whole(repo: Path, ar, step: str
+def test_a_sigterm_during_start_lets_it_make_the_session_whole(repo: Path, ar: Tool, step: str
                                                                ) -> None:
     """A polite kill waits until the session is made whole: nothing is left for resume to
     finish, and the baseline that was not measured is what the next command names."""
@@ -175,7 +175,7 @@ def test_a_sigterm_during_start_lets_it_make_the_session_whole(repo: Path, ar, s
 
 
 @pytest.mark.parametrize("step", REVERT_STEPS)
-def test_kill_during_revert_then_resume(experiment: Path, ar, step: str) -> None:
+def test_kill_during_revert_then_resume(experiment: Path, ar: Tool, step: str) -> None:
     top = experiment
     precious = files_of(top, PRECIOUS)
     head = git(top, "rev-parse", "HEAD")
@@ -198,7 +198,7 @@ def test_kill_during_revert_then_resume(experiment: Path, ar, step: str) -> None
 
 
 @pytest.mark.parametrize("step", KEEP_STEPS)
-def test_kill_during_keep_then_resume(experiment: Path, ar, step: str) -> None:
+def test_kill_during_keep_then_resume(experiment: Path, ar: Tool, step: str) -> None:
     top = experiment
     precious = files_of(top, PRECIOUS)
     head = git(top, "rev-parse", "HEAD")
@@ -235,7 +235,7 @@ def test_kill_during_keep_then_resume(experiment: Path, ar, step: str) -> None:
     assert not (top / ".git" / "autoresearch" / "index-before-keep").exists()
 
 
-def test_next_command_finishes_an_interrupted_revert(experiment: Path, ar) -> None:
+def test_next_command_finishes_an_interrupted_revert(experiment: Path, ar: Tool) -> None:
     killed = tool(experiment, "discard", "-d", "killed",
                   env={"GIT_AUTORESEARCH_DIE_AT": "revert:after-remove"})
     assert killed.returncode == -signal.SIGKILL
@@ -245,7 +245,7 @@ def test_next_command_finishes_an_interrupted_revert(experiment: Path, ar) -> No
     assert [r["run"] for r in runs(experiment)] == [1, 2, 3]
 
 
-def test_clean_xfd_then_resume_restores_the_session(experiment: Path, ar) -> None:
+def test_clean_xfd_then_resume_restores_the_session(experiment: Path, ar: Tool) -> None:
     top = experiment
     ar(top, "discard", "-d", "one")
     write(top / "value.txt", "20\n")
@@ -269,7 +269,7 @@ def test_clean_xfd_then_resume_restores_the_session(experiment: Path, ar) -> Non
     assert ar(top, "run", "-d", "three", "--json").json()["run"] == 4
 
 
-def test_deleted_ledger_is_restored(experiment: Path, ar) -> None:
+def test_deleted_ledger_is_restored(experiment: Path, ar: Tool) -> None:
     ar(experiment, "discard", "-d", "one")
     ledger_path = experiment / ".auto" / "log.jsonl"
     saved = ledger_path.read_bytes()
@@ -280,7 +280,7 @@ def test_deleted_ledger_is_restored(experiment: Path, ar) -> None:
     assert ledger_path.read_bytes() == saved
 
 
-def test_truncated_ledger_is_restored_and_the_old_one_kept(experiment: Path, ar) -> None:
+def test_truncated_ledger_is_restored_and_the_old_one_kept(experiment: Path, ar: Tool) -> None:
     ar(experiment, "discard", "-d", "one")
     path = experiment / ".auto" / "log.jsonl"
     saved = path.read_bytes()
@@ -290,7 +290,7 @@ def test_truncated_ledger_is_restored_and_the_old_one_kept(experiment: Path, ar)
     assert path.read_bytes() == saved
 
 
-def test_resume_from_a_fresh_clone(experiment: Path, ar, tmp_path: Path) -> None:
+def test_resume_from_a_fresh_clone(experiment: Path, ar: Tool, tmp_path: Path) -> None:
     ar(experiment, "discard", "-d", "one")
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", "-b", "main", str(experiment), str(clone))
@@ -302,7 +302,7 @@ def test_resume_from_a_fresh_clone(experiment: Path, ar, tmp_path: Path) -> None
     assert ar(clone, "run", "-d", "in the clone", "--json").json()["run"] == 3
 
 
-def test_resume_refuses_edited_config_naming_the_key(experiment: Path, ar) -> None:
+def test_resume_refuses_edited_config_naming_the_key(experiment: Path, ar: Tool) -> None:
     cfg = experiment / ".auto" / "config.toml"
     cfg.chmod(0o644)
     cfg.write_text(cfg.read_text().replace("timeout_seconds = 600", "timeout_seconds = 5"))
@@ -310,7 +310,7 @@ def test_resume_refuses_edited_config_naming_the_key(experiment: Path, ar) -> No
     assert "timeout_seconds: 600 -> 5" in res.err
 
 
-def test_resume_sets_malformed_lines_aside(experiment: Path, ar) -> None:
+def test_resume_sets_malformed_lines_aside(experiment: Path, ar: Tool) -> None:
     path = experiment / ".auto" / "log.jsonl"
     with open(path, "ab") as fh:
         fh.write(b'{"run": "bad"}\n{"torn":')
@@ -326,7 +326,7 @@ def test_resume_sets_malformed_lines_aside(experiment: Path, ar) -> None:
     assert len(ledger.read(path).runs) == 1
 
 
-def test_resume_reports_a_missing_script(repo: Path, ar) -> None:
+def test_resume_reports_a_missing_script(repo: Path, ar: Tool) -> None:
     write(repo / "measure.sh", "echo score: 1\n")
     git(repo, "add", "measure.sh")
     git(repo, "commit", "-qm", "script")
@@ -348,7 +348,7 @@ def _drop_runs(path: Path, numbers: tuple[int, ...], extra: list[str]) -> dict[i
     return dropped
 
 
-def test_doctor_finds_and_fixes_planted_problems(experiment: Path, ar) -> None:
+def test_doctor_finds_and_fixes_planted_problems(experiment: Path, ar: Tool) -> None:
     top = experiment
     ar(top, "run", "-d", "kept")           # run 2: keep, with a trailer
     write(top / "value.txt", "300\n")
@@ -386,14 +386,14 @@ def test_doctor_finds_and_fixes_planted_problems(experiment: Path, ar) -> None:
     assert left == ["run 9 names refs/autoresearch/s1/attempts/99, which does not exist"]
 
 
-def test_doctor_reports_a_branch_that_lost_a_keep(experiment: Path, ar) -> None:
+def test_doctor_reports_a_branch_that_lost_a_keep(experiment: Path, ar: Tool) -> None:
     ar(experiment, "run", "-d", "kept")
     git(experiment, "reset", "-q", "--hard", "HEAD~1")
     findings = ar(experiment, "doctor", "--json", expect=3).json()["findings"]
     assert any("run 2 is recorded as kept" in f["problem"] for f in findings)
 
 
-def test_doctor_sets_aside_a_stuck_interrupted_keep(experiment: Path, ar) -> None:
+def test_doctor_sets_aside_a_stuck_interrupted_keep(experiment: Path, ar: Tool) -> None:
     killed = tool(experiment, "keep", "-d", "k", "--metric", "50",
                   env={"GIT_AUTORESEARCH_DIE_AT": "keep:after-commit"})
     assert killed.returncode == -signal.SIGKILL
@@ -404,7 +404,7 @@ def test_doctor_sets_aside_a_stuck_interrupted_keep(experiment: Path, ar) -> Non
         == "discard"
 
 
-def test_duplicate_run_numbers_are_not_trusted(experiment: Path, ar) -> None:
+def test_duplicate_run_numbers_are_not_trusted(experiment: Path, ar: Tool) -> None:
     with open(experiment / ".auto" / "log.jsonl", "a") as fh:
         fh.write('{"run":1,"commit":"abc","metric":1,"status":"keep"}\n')
     status = ar(experiment, "status", "--json").json()
@@ -463,7 +463,7 @@ def test_lock_of_a_killed_process_is_taken_over(experiment: Path) -> None:
 # --- hostile input ------------------------------------------------------------------------
 
 
-def test_descriptions_and_annotations_never_reach_a_shell(experiment: Path, ar,
+def test_descriptions_and_annotations_never_reach_a_shell(experiment: Path, ar: Tool,
                                                           tmp_path: Path) -> None:
     hostile = [f"$(touch {tmp_path}/p1)", f"`touch {tmp_path}/p2`", f"x; touch {tmp_path}/p3",
                f"' \"; touch {tmp_path}/p4 #"]
@@ -476,7 +476,7 @@ def test_descriptions_and_annotations_never_reach_a_shell(experiment: Path, ar,
     assert runs(experiment)[1]["asi"] == {"hypothesis": hostile[0], hostile[0]: "value"}
 
 
-def test_untrusted_trailers_are_not_trusted(experiment: Path, ar) -> None:
+def test_untrusted_trailers_are_not_trusted(experiment: Path, ar: Tool) -> None:
     git(experiment, "commit", "-q", "--allow-empty", "-m",
         'forged\n\nResult: {"status":"keep","score":NaN}\nAutoresearch-Run: 7')
     git(experiment, "commit", "-q", "--allow-empty", "-m",
@@ -488,7 +488,7 @@ def test_untrusted_trailers_are_not_trusted(experiment: Path, ar) -> None:
                for f in findings) == 2
 
 
-def test_huge_ledger_line_is_reported(experiment: Path, ar) -> None:
+def test_huge_ledger_line_is_reported(experiment: Path, ar: Tool) -> None:
     with open(experiment / ".auto" / "log.jsonl", "a") as fh:
         fh.write('{"run":2,"description":"' + "x" * (2 << 20) + '"}\n')
     res = ar(experiment, "log")
@@ -503,7 +503,7 @@ def runs_of(top: Path) -> list[ledger.Run]:
 # --- found by trying to break it ----------------------------------------------------------
 
 
-def test_recovery_never_destroys_work_done_after_the_kill(experiment: Path, ar) -> None:
+def test_recovery_never_destroys_work_done_after_the_kill(experiment: Path, ar: Tool) -> None:
     killed = tool(experiment, "discard", "-d", "killed",
                   env={"GIT_AUTORESEARCH_DIE_AT": "revert:after-attempt"})
     assert killed.returncode == -signal.SIGKILL
@@ -517,7 +517,7 @@ def test_recovery_never_destroys_work_done_after_the_kill(experiment: Path, ar) 
     assert found == "precious new work"
 
 
-def test_a_lost_last_ledger_line_never_reuses_a_run_number(experiment: Path, ar) -> None:
+def test_a_lost_last_ledger_line_never_reuses_a_run_number(experiment: Path, ar: Tool) -> None:
     ar(experiment, "discard", "-d", "bad idea")
     path = experiment / ".auto" / "log.jsonl"
     data = path.read_bytes()
@@ -531,7 +531,7 @@ def test_a_lost_last_ledger_line_never_reuses_a_run_number(experiment: Path, ar)
 
 
 @pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_interrupting_a_measurement_ends_the_experiment(repo: Path, ar, tmp_path: Path,
+def test_interrupting_a_measurement_ends_the_experiment(repo: Path, ar: Tool, tmp_path: Path,
                                                         sig: int, code: int) -> None:
     ar(repo, *start_args())
     pidfile = tmp_path / "pid"
@@ -550,7 +550,7 @@ def test_interrupting_a_measurement_ends_the_experiment(repo: Path, ar, tmp_path
     assert_dies(int(pidfile.read_text()), "the experiment of the interrupted command")
 
 
-def test_a_start_killed_during_the_baseline(repo: Path, ar) -> None:
+def test_a_start_killed_during_the_baseline(repo: Path, ar: Tool) -> None:
     killed = tool(repo, *start_args(), env={"GIT_AUTORESEARCH_DIE_AT": "record:before-ledger"})
     assert killed.returncode == -signal.SIGKILL
     ar(repo, "resume")
@@ -558,7 +558,7 @@ def test_a_start_killed_during_the_baseline(repo: Path, ar) -> None:
     assert record["run"] == 1 and record["status"] == "keep" and record["baseline"] is True
 
 
-def test_a_baseline_never_measured_is_refused(repo: Path, ar) -> None:
+def test_a_baseline_never_measured_is_refused(repo: Path, ar: Tool) -> None:
     write(repo / "slow.sh", "sleep 30\n")
     git(repo, "add", "slow.sh")
     git(repo, "commit", "-qm", "slow")
@@ -572,7 +572,7 @@ def test_a_baseline_never_measured_is_refused(repo: Path, ar) -> None:
     assert "never measured" in ar(repo, "run", "-d", "x", expect=3).err
 
 
-def test_resume_leaves_a_deleted_hook_deleted(experiment: Path, ar) -> None:
+def test_resume_leaves_a_deleted_hook_deleted(experiment: Path, ar: Tool) -> None:
     ar(experiment, "hooks", "install", "notify")
     (experiment / ".auto" / "hooks" / "after.d" / "notify.py").unlink()
     ar(experiment, "resume")
@@ -582,7 +582,7 @@ def test_resume_leaves_a_deleted_hook_deleted(experiment: Path, ar) -> None:
     assert (experiment / ".auto" / "hooks" / "after.sh").exists()
 
 
-def test_resume_restores_a_config_that_does_not_parse(experiment: Path, ar) -> None:
+def test_resume_restores_a_config_that_does_not_parse(experiment: Path, ar: Tool) -> None:
     cfg = experiment / ".auto" / "config.toml"
     good = cfg.read_bytes()
     cfg.chmod(0o644)
@@ -593,7 +593,7 @@ def test_resume_restores_a_config_that_does_not_parse(experiment: Path, ar) -> N
     assert cfg.read_bytes() == good
 
 
-def test_bad_text_is_refused_before_measuring(experiment: Path, ar) -> None:
+def test_bad_text_is_refused_before_measuring(experiment: Path, ar: Tool) -> None:
     assert ar(experiment, "run", "-d", "bad \udc80 bytes", expect=2).code == 2
     assert ar(experiment, "run", "-d", "x", "--asi-json", '{"a": NaN}', expect=2).code == 2
     assert ar(experiment, "run", "-d", "x", "--asi-json", '{"a": 1e999}', expect=2).code == 2
@@ -601,7 +601,7 @@ def test_bad_text_is_refused_before_measuring(experiment: Path, ar) -> None:
     assert not (experiment / ".auto" / "run.log").read_text().count("score: 50")
 
 
-def test_reserved_metric_name(repo: Path, ar) -> None:
+def test_reserved_metric_name(repo: Path, ar: Tool) -> None:
     res = ar(repo, *start_args("--metric-name", "status"), expect=2)
     assert "'status' is taken" in res.err
 
@@ -624,7 +624,7 @@ def test_make_tree_writes_nested_folders_as_git_would(repo: Path) -> None:
     assert r.make_tree(reversed(entries)) == expected
 
 
-def test_doctor_after_the_session_was_merged(repo: Path, ar) -> None:
+def test_doctor_after_the_session_was_merged(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     write(repo / "value.txt", "50\n")
     ar(repo, "run", "-d", "better")
@@ -646,7 +646,7 @@ def test_doctor_after_the_session_was_merged(repo: Path, ar) -> None:
     assert "nor is its last keep in HEAD" in ar(repo, "run", "-d", "x", expect=3).err
 
 
-def test_a_config_edited_into_an_invalid_value(repo: Path, ar) -> None:
+def test_a_config_edited_into_an_invalid_value(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     cfg = repo / ".auto" / "config.toml"
     original = cfg.read_bytes()
@@ -665,7 +665,7 @@ def test_a_config_edited_into_an_invalid_value(repo: Path, ar) -> None:
     assert ar(repo, "run", "-d", "after resume", "--json").json()["status"] == "keep"
 
 
-def test_a_new_segment_after_a_commit_by_hand_reconciles(repo: Path, ar) -> None:
+def test_a_new_segment_after_a_commit_by_hand_reconciles(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     write(repo / "bench.sh", "#!/bin/sh\necho \"score: $(cat value.txt)\"\necho tuned\n", 0o755)
     git(repo, "commit", "-qam", "tune the benchmark by hand")
@@ -675,7 +675,7 @@ def test_a_new_segment_after_a_commit_by_hand_reconciles(repo: Path, ar) -> None
 
 
 def test_a_finished_revert_of_a_staged_new_file_killed_before_its_ledger_line(
-        repo: Path, ar) -> None:
+        repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     write(repo / "value.txt", "200\n")
     write(repo / "src" / "staged.py", "x = 1\n")
@@ -690,7 +690,7 @@ def test_a_finished_revert_of_a_staged_new_file_killed_before_its_ledger_line(
     assert git(repo, "show", "refs/autoresearch/s1/attempts/2:src/staged.py") == "x = 1"
 
 
-def test_upkeep_commands_never_mirror_damaged_session_files(repo: Path, ar) -> None:
+def test_upkeep_commands_never_mirror_damaged_session_files(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     for value in ("90", "95"):
         write(repo / "value.txt", value + "\n")
@@ -723,8 +723,9 @@ def test_upkeep_commands_never_mirror_damaged_session_files(repo: Path, ar) -> N
                                       ("discard", "record:after-ledger"),
                                       ("discard", "record:before-after-hooks"),
                                       ("keep", "record:before-after-hooks")])
-def test_a_run_finished_after_a_kill_fires_its_after_hooks(experiment: Path, ar, tmp_path: Path,
-                                                           op: str, step: str) -> None:
+def test_a_run_finished_after_a_kill_fires_its_after_hooks(experiment: Path, ar: Tool,
+                                                           tmp_path: Path, op: str,
+                                                           step: str) -> None:
     """The after hooks (a tag, a journal line) see every recorded run once, also one that a
     kill interrupted and resume (or the next command) finished."""
     top = experiment
@@ -745,7 +746,7 @@ def test_a_run_finished_after_a_kill_fires_its_after_hooks(experiment: Path, ar,
     assert len(fired.read_text().splitlines()) == 2  # once: the payload line and the blank line
 
 
-def test_the_next_command_fires_the_after_hooks_of_the_run_it_finished(experiment: Path, ar,
+def test_the_next_command_fires_the_after_hooks_of_the_run_it_finished(experiment: Path, ar: Tool,
                                                                         tmp_path: Path) -> None:
     top = experiment
     fired = tmp_path / "fired.jsonl"

@@ -8,7 +8,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from conftest import commit_all, git, runs, start_args, write
+from conftest import Tool, commit_all, git, runs, start_args, write
 
 
 def snapshot(paths: list[Path]) -> dict[str, tuple[bytes, int]]:
@@ -24,7 +24,7 @@ def ignored_user_files(repo: Path, ignore: str = ".venv/\n.env\n") -> tuple[Path
             write(repo / ".env", "SECRET=1\n", 0o600))
 
 
-def test_user_files_survive_discard(repo: Path, ar) -> None:
+def test_user_files_survive_discard(repo: Path, ar: Tool) -> None:
     venv, dotenv = ignored_user_files(repo, ".venv/\n.env\n*.log\n")
     notes = write(repo / "notes.txt", "my notes, untracked before the session\n")
     ar(repo, *start_args("--force"))
@@ -49,7 +49,7 @@ def test_user_files_survive_discard(repo: Path, ar) -> None:
                                   "refs/autoresearch/s1/attempts/2")
 
 
-def test_renames_deletions_and_modes_are_reverted(repo: Path, ar) -> None:
+def test_renames_deletions_and_modes_are_reverted(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     git(repo, "mv", "src/lib.py", "src/renamed.py")
     os.remove(repo / "README.md")
@@ -65,7 +65,7 @@ def test_renames_deletions_and_modes_are_reverted(repo: Path, ar) -> None:
     assert git(repo, "status", "--porcelain") == ""
 
 
-def test_file_replaced_by_directory_is_reverted(repo: Path, ar) -> None:
+def test_file_replaced_by_directory_is_reverted(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     os.remove(repo / "README.md")
     write(repo / "README.md" / "inside.txt", "dir now\n")
@@ -74,7 +74,7 @@ def test_file_replaced_by_directory_is_reverted(repo: Path, ar) -> None:
     assert (repo / "README.md").read_text() == "project\n"
 
 
-def test_protected_files_are_byte_and_mode_identical(repo: Path, ar) -> None:
+def test_protected_files_are_byte_and_mode_identical(repo: Path, ar: Tool) -> None:
     write(repo / "eval" / "score.py", "print('tracked evaluator')\n")
     write(repo / "autoresearch.md", "tracked legacy notes\n")
     git(repo, "add", "eval", "autoresearch.md")
@@ -97,7 +97,7 @@ def test_protected_files_are_byte_and_mode_identical(repo: Path, ar) -> None:
     assert files_committed == ["value.txt"], "a keep never commits protected paths"
 
 
-def test_changing_what_defines_success_is_undone_and_recorded(repo: Path, ar) -> None:
+def test_changing_what_defines_success_is_undone_and_recorded(repo: Path, ar: Tool) -> None:
     write(repo / "eval" / "score.py", "print('tracked evaluator')\n")
     git(repo, "add", "eval")
     git(repo, "commit", "-q", "-m", "evaluator")
@@ -116,7 +116,7 @@ def test_changing_what_defines_success_is_undone_and_recorded(repo: Path, ar) ->
     assert record["readonly_violations"] == ["bench.sh"]
 
 
-def test_out_of_scope_changes_are_reverted_before_measuring(repo: Path, ar) -> None:
+def test_out_of_scope_changes_are_reverted_before_measuring(repo: Path, ar: Tool) -> None:
     write(repo / "tests" / "test_value.sh", "test $(cat value.txt) -ge 50\n")
     git(repo, "add", "tests")
     git(repo, "commit", "-q", "-m", "tests")
@@ -134,7 +134,7 @@ def test_out_of_scope_changes_are_reverted_before_measuring(repo: Path, ar) -> N
     assert (repo / "tests" / "test_value.sh").read_text() == "test $(cat value.txt) -ge 50\n"
 
 
-def test_keep_reverts_changes_outside_scope(repo: Path, ar) -> None:
+def test_keep_reverts_changes_outside_scope(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args("--scope", "value.txt"))
     write(repo / "value.txt", "10\n")
     write(repo / "README.md", "out of scope\n")
@@ -148,7 +148,7 @@ def test_keep_reverts_changes_outside_scope(repo: Path, ar) -> None:
     assert git(repo, "show", f"{record['scope_ref']}:README.md") == "out of scope"
 
 
-def test_start_refuses_dirty_tree(repo: Path, ar) -> None:
+def test_start_refuses_dirty_tree(repo: Path, ar: Tool) -> None:
     write(repo / "value.txt", "1\n")
     write(repo / "scratch.txt", "x\n")
     res = ar(repo, *start_args(), expect=3)
@@ -164,7 +164,7 @@ def test_start_refuses_dirty_tree(repo: Path, ar) -> None:
     assert (repo / "stray.txt").read_text() == "x\n"
 
 
-def test_paths_with_odd_names(repo: Path, ar) -> None:
+def test_paths_with_odd_names(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     odd = ["sp ace.txt", "star*.txt", ":(glob)magic.txt", "tab\tname.txt", "ünï.txt", "-dash.txt"]
     for name in odd:
@@ -184,7 +184,7 @@ def test_paths_with_odd_names(repo: Path, ar) -> None:
             assert name in committed
 
 
-def test_ignored_files_survive_gitignore_edits_and_force_adds(repo: Path, ar) -> None:
+def test_ignored_files_survive_gitignore_edits_and_force_adds(repo: Path, ar: Tool) -> None:
     venv, dotenv = ignored_user_files(repo)
     ar(repo, *start_args())
     before = snapshot([venv, dotenv])
@@ -205,7 +205,7 @@ def test_ignored_files_survive_gitignore_edits_and_force_adds(repo: Path, ar) ->
     assert snapshot([venv, dotenv]) == before
 
 
-def test_commit_refused_by_a_hook_changes_nothing(repo: Path, ar) -> None:
+def test_commit_refused_by_a_hook_changes_nothing(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args("--scope", "value.txt"))
     hook = write(repo / ".git" / "hooks" / "pre-commit", "#!/bin/sh\nexit 1\n", 0o755)
     write(repo / "value.txt", "10\n")
@@ -226,7 +226,7 @@ def test_commit_refused_by_a_hook_changes_nothing(repo: Path, ar) -> None:
     assert record["metric"] == 10 and record["run"] == 3
 
 
-def test_glob_without_slash_matches_at_any_depth(repo: Path, ar) -> None:
+def test_glob_without_slash_matches_at_any_depth(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args("--scope", "*.py", "--scope", "value.txt"))
     write(repo / "src" / "lib.py", "def f():\n    return 2\n")
     write(repo / "value.txt", "10\n")
@@ -235,7 +235,7 @@ def test_glob_without_slash_matches_at_any_depth(repo: Path, ar) -> None:
     assert "src/lib.py" in git(repo, "show", "--name-only", "--format=", "HEAD").splitlines()
 
 
-def test_a_rename_out_of_scope_is_reverted_whole(repo: Path, ar) -> None:
+def test_a_rename_out_of_scope_is_reverted_whole(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args("--scope", "src/", "--scope", "value.txt"))
     git(repo, "mv", "src/lib.py", "moved_out.py")
     write(repo / "value.txt", "10\n")
@@ -246,7 +246,7 @@ def test_a_rename_out_of_scope_is_reverted_whole(repo: Path, ar) -> None:
     assert git(repo, "ls-tree", "--name-only", "HEAD", "src/") == "src/lib.py"
 
 
-def test_keep_never_commits_a_staged_change_outside_the_scope(repo: Path, ar) -> None:
+def test_keep_never_commits_a_staged_change_outside_the_scope(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args("--scope", "value.txt"))
     write(repo / "value.txt", "10\n")
     write(repo / "README.md", "staged, out of scope\n")
@@ -258,7 +258,7 @@ def test_keep_never_commits_a_staged_change_outside_the_scope(repo: Path, ar) ->
     assert git(repo, "show", f"{record['attempt_ref']}:README.md") == "staged, out of scope"
 
 
-def test_a_keep_commit_is_what_git_commit_makes(repo: Path, ar) -> None:
+def test_a_keep_commit_is_what_git_commit_makes(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     branch = git(repo, "branch", "--show-current")
     write(repo / "value.txt", "10\n")
@@ -272,7 +272,7 @@ def test_a_keep_commit_is_what_git_commit_makes(repo: Path, ar) -> None:
     assert git(repo, "log", "-1", "--format=%B").startswith("smaller value\n\nwhy it helps\n\n")
 
 
-def test_hooks_under_core_hookspath_run_on_keep(repo: Path, ar) -> None:
+def test_hooks_under_core_hookspath_run_on_keep(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     git(repo, "config", "core.hooksPath", "my-hooks")
     marker = repo.parent / "post-commit-ran"
@@ -283,7 +283,7 @@ def test_hooks_under_core_hookspath_run_on_keep(repo: Path, ar) -> None:
     assert "value.txt" in git(repo, "show", "--name-only", "--format=", "HEAD").splitlines()
 
 
-def test_keep_signs_when_commit_gpgsign_is_set(repo: Path, ar) -> None:
+def test_keep_signs_when_commit_gpgsign_is_set(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     signer = write(repo.parent / "fake-gpg", "#!/bin/sh\ncat >/dev/null\n"
                    "printf '[GNUPG:] BEGIN_SIGNING\\n[GNUPG:] SIG_CREATED D 1 8 00 0 0\\n' >&2\n"
@@ -328,7 +328,8 @@ def test_keep_refuses_when_head_moved_since_it_was_read(repo: Path) -> None:
     assert git(repo, "rev-parse", "HEAD") == moved
 
 
-def test_git_maintenance_runs_during_a_session(repo: Path, ar, monkeypatch) -> None:
+def test_git_maintenance_runs_during_a_session(repo: Path, ar: Tool,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
     from git_autoresearch import recording
 
     monkeypatch.setattr(recording, "MAINTENANCE_EVERY", 1)
@@ -350,7 +351,7 @@ def test_git_maintenance_runs_during_a_session(repo: Path, ar, monkeypatch) -> N
     assert len(list(packs.glob("*.pack"))) == 1
 
 
-def test_keep_reverts_new_files_staged_outside_the_scope(repo: Path, ar) -> None:
+def test_keep_reverts_new_files_staged_outside_the_scope(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args("--scope", "value.txt"))
     write(repo / "value.txt", "10\n")
     write(repo / "staged-new.txt", "new, staged\n")
@@ -371,7 +372,7 @@ def test_keep_reverts_new_files_staged_outside_the_scope(repo: Path, ar) -> None
     assert ar(repo, "discard", "-d", "next", "--json").json()["run"] == 3
 
 
-def test_keep_puts_back_a_file_renamed_out_of_the_scope(repo: Path, ar) -> None:
+def test_keep_puts_back_a_file_renamed_out_of_the_scope(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args("--scope", "src/", "--scope", "value.txt"))
     (repo / "src" / "lib.py").rename(repo / "lib.py")
     write(repo / "value.txt", "10\n")
@@ -383,7 +384,7 @@ def test_keep_puts_back_a_file_renamed_out_of_the_scope(repo: Path, ar) -> None:
 
 
 def test_intent_to_add_files_from_before_the_session_are_never_committed_or_removed(
-        repo: Path, ar) -> None:
+        repo: Path, ar: Tool) -> None:
     notes = write(repo / "notes.txt", "my notes\n")
     ar(repo, *start_args("--force"))
     git(repo, "add", "-N", "notes.txt")
@@ -397,7 +398,7 @@ def test_intent_to_add_files_from_before_the_session_are_never_committed_or_remo
     assert git(repo, "ls-files", "notes.txt") == ""
 
 
-def test_a_refused_keep_leaves_index_and_session_as_they_were(repo: Path, ar) -> None:
+def test_a_refused_keep_leaves_index_and_session_as_they_were(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args("--scope", "value.txt", "--scope", "src/"))
     write(repo / ".git" / "hooks" / "pre-commit", "#!/bin/sh\necho 'lint: failed' >&2\n"
           "echo 'fix it' >&2\nexit 1\n", 0o755)
@@ -418,7 +419,7 @@ def test_a_refused_keep_leaves_index_and_session_as_they_were(repo: Path, ar) ->
     ("sed -i 's/^Autoresearch-Run: .*/Autoresearch-Run: 99/' \"$1\"",
      "Autoresearch-Run trailer"),
 ])
-def test_a_trailer_changed_by_a_hook_is_refused_and_head_moved_back(repo: Path, ar, hook: str,
+def test_a_trailer_changed_by_a_hook_is_refused_and_head_moved_back(repo: Path, ar: Tool, hook: str,
                                                                    said: str) -> None:
     ar(repo, *start_args())
     head = git(repo, "rev-parse", "HEAD")
@@ -433,7 +434,8 @@ def test_a_trailer_changed_by_a_hook_is_refused_and_head_moved_back(repo: Path, 
     assert ar(repo, "doctor").code == 0
 
 
-def test_a_description_longer_than_the_argument_limit(repo: Path, ar, monkeypatch) -> None:
+def test_a_description_longer_than_the_argument_limit(repo: Path, ar: Tool,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     import io
 
     ar(repo, *start_args())
@@ -444,7 +446,8 @@ def test_a_description_longer_than_the_argument_limit(repo: Path, ar, monkeypatc
     assert len(git(repo, "reflog", "-1", "--format=%gs")) == len("commit: ") + 4000
 
 
-def test_reflog_action_squash_message_and_bad_signing_value(repo: Path, ar, monkeypatch
+def test_reflog_action_squash_message_and_bad_signing_value(repo: Path, ar: Tool,
+                                                            monkeypatch: pytest.MonkeyPatch
                                                            ) -> None:
     ar(repo, *start_args())
     monkeypatch.setenv("GIT_REFLOG_ACTION", "loop")
@@ -461,7 +464,7 @@ def test_reflog_action_squash_message_and_bad_signing_value(repo: Path, ar, monk
     assert "bad boolean config value" in res.err
 
 
-def test_file_names_that_are_not_utf8(repo: Path, ar) -> None:
+def test_file_names_that_are_not_utf8(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     bad = os.fsdecode(b"src/bad\xff.txt")
     write(repo / "value.txt", "10\n")
@@ -480,7 +483,7 @@ def test_file_names_that_are_not_utf8(repo: Path, ar) -> None:
     assert [r["run"] for r in runs(repo)][-1] == 4
 
 
-def test_a_commit_hook_cannot_sweep_paths_outside_the_scope_into_a_keep(repo: Path, ar
+def test_a_commit_hook_cannot_sweep_paths_outside_the_scope_into_a_keep(repo: Path, ar: Tool
                                                                        ) -> None:
     ar(repo, *start_args("--scope", "value.txt"))
     head = git(repo, "rev-parse", "HEAD")
@@ -494,7 +497,7 @@ def test_a_commit_hook_cannot_sweep_paths_outside_the_scope_into_a_keep(repo: Pa
     assert (repo / "value.txt").read_text() == "10\n"
 
 
-def test_a_hook_cannot_commit_a_file_from_before_the_session(repo: Path, ar) -> None:
+def test_a_hook_cannot_commit_a_file_from_before_the_session(repo: Path, ar: Tool) -> None:
     write(repo / "src" / "mine.py", "# the user's, untracked\n")
     ar(repo, *start_args("--force", "--scope", "src/", "--scope", "value.txt"))
     write(repo / ".git" / "hooks" / "pre-commit", "#!/bin/sh\ngit add -A src\n", 0o755)
@@ -505,7 +508,8 @@ def test_a_hook_cannot_commit_a_file_from_before_the_session(repo: Path, ar) -> 
     assert git(repo, "ls-files", "src/mine.py") == ""
 
 
-def test_without_a_committer_identity_nothing_is_reverted(repo: Path, ar, monkeypatch) -> None:
+def test_without_a_committer_identity_nothing_is_reverted(repo: Path, ar: Tool,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     ar(repo, *start_args("--scope", "value.txt"))
     for name in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME",
                  "GIT_COMMITTER_EMAIL"):
@@ -521,7 +525,7 @@ def test_without_a_committer_identity_nothing_is_reverted(repo: Path, ar, monkey
     assert ar(repo, "status", "--json").json()["warnings"] == []
 
 
-def test_out_of_scope_changes_set_aside_by_measurements_stay_named(repo: Path, ar) -> None:
+def test_out_of_scope_changes_set_aside_by_measurements_stay_named(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args("--scope", "value.txt"))
     write(repo / "value.txt", "90\n")
     write(repo / "README.md", "first\n")

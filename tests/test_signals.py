@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BIN, assert_dies, git, runs, start_args, write
+from conftest import BIN, Tool, assert_dies, git, runs, start_args, write
 
 TOOL = [sys.executable, "-m", "git_autoresearch"]
 SIGNALS = [pytest.param(signal.SIGINT, 130, id="INT"),
@@ -80,7 +80,7 @@ def error_document(out: bytes, code: int) -> dict[str, Any]:
 
 
 @pytest.fixture
-def slow(repo: Path, ar, tmp_path: Path) -> Path:
+def slow(repo: Path, ar: Tool, tmp_path: Path) -> Path:
     """A session whose experiment writes its pid to ``<tmp>/pid`` and sleeps for 30 s."""
     pidfile = tmp_path / "pid"
     ar(repo, *start_args("--no-baseline"))
@@ -91,7 +91,7 @@ def slow(repo: Path, ar, tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("sig,code", SIGNALS)
 def test_a_signal_just_after_the_experiment_started_ends_its_group(
-        repo: Path, slow: Path, sig: int, code: int) -> None:
+        repo: Path, slow: Path, sig: signal.Signals, code: int) -> None:
     proc = launch(repo, "run", "-d", "slow", "--json",
                   env={"GIT_AUTORESEARCH_PAUSE_AT": "group:started"})
     wait_for_pause(proc, "group:started")
@@ -106,7 +106,7 @@ def test_a_signal_just_after_the_experiment_started_ends_its_group(
 
 @pytest.mark.parametrize("sig,code", SIGNALS)
 def test_a_signal_during_the_measurement_ends_its_group(
-        repo: Path, slow: Path, sig: int, code: int) -> None:
+        repo: Path, slow: Path, sig: signal.Signals, code: int) -> None:
     proc = launch(repo, "measure", "--json")
     pid = wait_for_pid(slow)
     proc.send_signal(sig)
@@ -120,7 +120,7 @@ def test_a_signal_during_the_measurement_ends_its_group(
 
 @pytest.mark.parametrize("sig,code", SIGNALS)
 def test_a_signal_while_a_hook_runs_ends_the_hooks_group(
-        repo: Path, ar, tmp_path: Path, sig: int, code: int) -> None:
+        repo: Path, ar: Tool, tmp_path: Path, sig: signal.Signals, code: int) -> None:
     ar(repo, *start_args())
     pidfile = tmp_path / "hook.pid"
     write(repo / ".auto" / "hooks" / "before.sh",
@@ -145,7 +145,7 @@ exit 0
 
 
 @pytest.fixture
-def slow_head(repo: Path, ar, tmp_path: Path) -> Path:
+def slow_head(repo: Path, ar: Tool, tmp_path: Path) -> Path:
     """A session whose git takes a second to move HEAD (a reference-transaction hook, run
     while git holds HEAD.lock and the branch's lock); an experiment that improves the metric
     waits in the work tree. Returns the file the hook creates when it starts waiting."""
@@ -159,7 +159,7 @@ def slow_head(repo: Path, ar, tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("sig,code", SIGNALS)
 def test_a_signal_while_git_moves_head_lets_the_keep_finish(
-        repo: Path, ar, slow_head: Path, sig: int, code: int) -> None:
+        repo: Path, ar: Tool, slow_head: Path, sig: signal.Signals, code: int) -> None:
     head = git(repo, "rev-parse", "HEAD")
     proc = launch(repo, "keep", "-d", "better", "--metric", "50", "--json")
     wait_for_file(slow_head)
@@ -183,7 +183,7 @@ def test_a_signal_while_git_moves_head_lets_the_keep_finish(
 
 
 def test_ctrl_c_reaching_git_too_leaves_no_lock_and_no_phantom_keep(
-        repo: Path, ar, slow_head: Path) -> None:
+        repo: Path, ar: Tool, slow_head: Path) -> None:
     head = git(repo, "rev-parse", "HEAD")
     proc = launch(repo, "keep", "-d", "better", "--metric", "50", "--json", new_group=True)
     wait_for_file(slow_head)
@@ -200,7 +200,7 @@ def test_ctrl_c_reaching_git_too_leaves_no_lock_and_no_phantom_keep(
     assert ar(repo, "keep", "-d", "again", "--metric", "50", "--json").json()["run"] == 2
 
 
-def test_a_signal_inside_a_finalizer_still_ends_the_command(repo: Path, ar) -> None:
+def test_a_signal_inside_a_finalizer_still_ends_the_command(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     script = (
         "import os, signal, sys\n"
@@ -221,8 +221,9 @@ def test_a_signal_inside_a_finalizer_still_ends_the_command(repo: Path, ar) -> N
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGHUP], ids=["INT", "HUP"])
 @pytest.mark.parametrize("through_git", [False, True], ids=["dashed", "git"])
-def test_a_signal_ignored_from_the_start_stays_ignored(repo: Path, ar, slow: Path,
-                                                       sig: int, through_git: bool) -> None:
+def test_a_signal_ignored_from_the_start_stays_ignored(repo: Path, ar: Tool, slow: Path,
+                                                       sig: signal.Signals,
+                                                       through_git: bool) -> None:
     # A shell script's background job ignores SIGINT; nohup ignores SIGHUP: such a job must
     # record its run when the signal reaches its process group.
     ar(repo, "start", "--new-segment", "--no-baseline", "--command",
@@ -247,7 +248,7 @@ def test_a_signal_ignored_from_the_start_stays_ignored(repo: Path, ar, slow: Pat
 
 
 @pytest.fixture
-def experiment(repo: Path, ar) -> Path:
+def experiment(repo: Path, ar: Tool) -> Path:
     ar(repo, *start_args())
     write(repo / "value.txt", "50\n")
     write(repo / "src" / "new.py", "x = 1\n")
@@ -267,7 +268,7 @@ KEEP = ["keep", "-d", "x", "--metric", "50"]
     ("refs/autoresearch/s1/scope/2.lock", ["measure"]),
     ("refs/autoresearch/s1/state.lock", KEEP)], ids=lambda v: v if isinstance(v, str) else v[0])
 def test_a_stale_git_lock_is_refused_before_anything_changes(
-        experiment: Path, ar, lock: str, command: list[str]) -> None:
+        experiment: Path, ar: Tool, lock: str, command: list[str]) -> None:
     top = experiment
     path = top / ".git" / lock
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -287,7 +288,8 @@ def test_a_stale_git_lock_is_refused_before_anything_changes(
     assert ar(top, *command, "--json").code == 0
 
 
-def test_a_lock_taken_during_a_revert_is_named_and_resume_finishes(experiment: Path, ar) -> None:
+def test_a_lock_taken_during_a_revert_is_named_and_resume_finishes(experiment: Path,
+                                                                   ar: Tool) -> None:
     top = experiment
     lock = top / ".git" / "index.lock"
     proc = subprocess.run([*TOOL, "discard", "-d", "blocked"], cwd=top, capture_output=True,
@@ -316,7 +318,7 @@ def test_a_lock_taken_during_a_revert_is_named_and_resume_finishes(experiment: P
                                         ("keep:before-commit", "index.lock"),
                                         ("keep:before-commit", "HEAD.lock")])
 def test_a_keep_blocked_by_a_lock_before_committing_leaves_no_intent(experiment: Path,
-                                                                     ar, step: str,
+                                                                     ar: Tool, step: str,
                                                                      name: str) -> None:
     """Another git takes a lock between our check and our commit: the lock file is named (not
     git's 'remove the file manually'), nothing is recorded, and the experiment stays."""
@@ -344,7 +346,7 @@ def test_a_keep_blocked_by_a_lock_before_committing_leaves_no_intent(experiment:
     assert ar(top, "keep", "-d", "again", "--metric", "50", "--json").json()["run"] == 2
 
 
-def test_doctor_names_stale_git_locks(experiment: Path, ar) -> None:
+def test_doctor_names_stale_git_locks(experiment: Path, ar: Tool) -> None:
     top = experiment
     ar(top, "discard", "-d", "one")
     planted = [".git/index.lock", ".git/HEAD.lock", ".git/packed-refs.lock",
@@ -414,7 +416,7 @@ def test_a_signal_that_came_in_a_finalizer_during_a_measurement_ends_it(tmp_path
 
 
 def test_a_lock_on_our_attempt_ref_taken_during_the_measurement_is_named(experiment: Path,
-                                                                        ar) -> None:
+                                                                        ar: Tool) -> None:
     """A lock file on the run's attempt ref appears while the experiment runs: the revert
     that follows is refused naming the file, nothing is reverted or recorded, and once the
     file is gone the pending measurement is recorded."""

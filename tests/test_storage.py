@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import git, runs, start_args, write
+from conftest import Tool, git, runs, start_args, write
 
 TOOL = [sys.executable, "-m", "git_autoresearch"]
 
@@ -87,7 +87,7 @@ def head(top: Path) -> str:
 
 
 @pytest.mark.parametrize("torn", [b"", b"DIRC\0\0\0\2"])
-def test_a_torn_copy_of_the_index_is_never_restored(repo: Path, ar, torn: bytes) -> None:
+def test_a_torn_copy_of_the_index_is_never_restored(repo: Path, ar: Tool, torn: bytes) -> None:
     """A keep killed while it copies the index aside, with the copy cut short (0 bytes, or a
     header only): resume leaves the index the keep found, and git can read it."""
     ar(repo, *start_args("--scope", "value.txt", "--scope", "src/"))
@@ -110,7 +110,7 @@ def test_a_torn_copy_of_the_index_is_never_restored(repo: Path, ar, torn: bytes)
     assert [r["run"] for r in runs(repo)] == [1]
 
 
-def test_a_sigterm_while_the_index_is_copied_aside(repo: Path, ar) -> None:
+def test_a_sigterm_while_the_index_is_copied_aside(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args("--scope", "value.txt"))
     write(repo / "value.txt", "50\n")
     git(repo, "add", "value.txt")
@@ -131,7 +131,7 @@ def test_a_sigterm_while_the_index_is_copied_aside(repo: Path, ar) -> None:
 # --- 6. full and read-only disks ----------------------------------------------------------
 
 
-def _session_on_tmpfs(repo: Path, ar, mounts: Mounts) -> Path:
+def _session_on_tmpfs(repo: Path, ar: Tool, mounts: Mounts) -> Path:
     auto = repo / ".auto"
     auto.mkdir()
     mounts.tmpfs(auto, "256k")
@@ -139,7 +139,7 @@ def _session_on_tmpfs(repo: Path, ar, mounts: Mounts) -> Path:
     return auto
 
 
-def test_a_keep_on_a_full_disk_is_refused_and_finished_later(repo: Path, ar,
+def test_a_keep_on_a_full_disk_is_refused_and_finished_later(repo: Path, ar: Tool,
                                                              mounts: Mounts) -> None:
     auto = _session_on_tmpfs(repo, ar, mounts)
     ledger = auto / "log.jsonl"
@@ -164,7 +164,7 @@ def test_a_keep_on_a_full_disk_is_refused_and_finished_later(repo: Path, ar,
     assert ar(repo, "keep", "-d", "next", "--metric", "40", "--json").json()["run"] == 3
 
 
-def test_a_discard_on_a_full_disk_is_finished_by_the_next_run(repo: Path, ar,
+def test_a_discard_on_a_full_disk_is_finished_by_the_next_run(repo: Path, ar: Tool,
                                                               mounts: Mounts) -> None:
     auto = _session_on_tmpfs(repo, ar, mounts)
     write(repo / "value.txt", "500\n")
@@ -181,7 +181,7 @@ def test_a_discard_on_a_full_disk_is_finished_by_the_next_run(repo: Path, ar,
         [(1, "keep"), (2, "discard"), (3, "keep")]
 
 
-def test_a_full_disk_is_refused_before_anything_changes(repo: Path, ar,
+def test_a_full_disk_is_refused_before_anything_changes(repo: Path, ar: Tool,
                                                         mounts: Mounts) -> None:
     auto = _session_on_tmpfs(repo, ar, mounts)
     write(repo / "value.txt", "50\n")
@@ -197,7 +197,7 @@ def test_a_full_disk_is_refused_before_anything_changes(repo: Path, ar,
     assert [r["run"] for r in runs(repo)] == [1]
 
 
-def test_a_read_only_ledger_is_refused_before_the_commit(repo: Path, ar,
+def test_a_read_only_ledger_is_refused_before_the_commit(repo: Path, ar: Tool,
                                                          mounts: Mounts) -> None:
     ar(repo, *start_args())
     ledger = repo / ".auto" / "log.jsonl"
@@ -220,7 +220,7 @@ def test_a_read_only_ledger_is_refused_before_the_commit(repo: Path, ar,
 # --- run numbers ----------------------------------------------------------------------------
 
 
-def test_a_kept_run_whose_line_was_lost_keeps_its_number(repo: Path, ar) -> None:
+def test_a_kept_run_whose_line_was_lost_keeps_its_number(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     ledger = repo / ".auto" / "log.jsonl"
     before = ledger.read_bytes()
@@ -234,7 +234,7 @@ def test_a_kept_run_whose_line_was_lost_keeps_its_number(repo: Path, ar) -> None
 # --- 7. huge and deep inputs ------------------------------------------------------------------
 
 
-def test_a_deeply_nested_asi_is_refused_before_anything_changes(repo: Path, ar) -> None:
+def test_a_deeply_nested_asi_is_refused_before_anything_changes(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     write(repo / "value.txt", "500\n")
     deep = "[" * 1000 + "]" * 1000
@@ -245,7 +245,7 @@ def test_a_deeply_nested_asi_is_refused_before_anything_changes(repo: Path, ar) 
     assert ar(repo, "discard", "-d", "flat", "--json").json()["run"] == 2
 
 
-def test_inputs_too_big_for_a_ledger_line_are_refused(repo: Path, ar) -> None:
+def test_inputs_too_big_for_a_ledger_line_are_refused(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     write(repo / "value.txt", "500\n")
     res = ar(repo, "discard", "-d", "x" * 400_000, expect=2)
@@ -268,7 +268,7 @@ def test_inputs_too_big_for_a_ledger_line_are_refused(repo: Path, ar) -> None:
     assert record["run"] == 2 and len(record["description"]) == 393_216
 
 
-def test_a_line_too_long_to_read_never_wedges_the_state_ref(repo: Path, ar) -> None:
+def test_a_line_too_long_to_read_never_wedges_the_state_ref(repo: Path, ar: Tool) -> None:
     """A run record over 1 MiB (as earlier versions could write): its number is not reused,
     doctor --fix sets it aside, and the state ref takes every later update."""
     ar(repo, *start_args())
@@ -294,7 +294,7 @@ def test_a_line_too_long_to_read_never_wedges_the_state_ref(repo: Path, ar) -> N
 # --- 8. doctor --fix converges; every way out works ----------------------------------------
 
 
-def test_doctor_fix_converges_on_a_record_with_an_invalid_status(repo: Path, ar) -> None:
+def test_doctor_fix_converges_on_a_record_with_an_invalid_status(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     write(repo / "value.txt", "500\n")
     ar(repo, "discard", "-d", "two")
@@ -322,7 +322,7 @@ def _lose_header(repo: Path) -> bytes:
 
 
 @pytest.mark.parametrize("via", ["keep", "status", "start"])
-def test_a_ledger_that_lost_its_header_has_a_way_out(repo: Path, ar, via: str) -> None:
+def test_a_ledger_that_lost_its_header_has_a_way_out(repo: Path, ar: Tool, via: str) -> None:
     ar(repo, *start_args())
     write(repo / "value.txt", "500\n")
     ar(repo, "discard", "-d", "two")
@@ -345,7 +345,7 @@ def test_a_ledger_that_lost_its_header_has_a_way_out(repo: Path, ar, via: str) -
     assert ar(repo, "keep", "-d", "k", "--metric", "50", "--json").json()["run"] == 3
 
 
-def test_doctor_fix_restores_a_lost_header(repo: Path, ar) -> None:
+def test_doctor_fix_restores_a_lost_header(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     whole = _lose_header(repo)
     found = ar(repo, "doctor", expect=3).out
@@ -358,7 +358,7 @@ def test_doctor_fix_restores_a_lost_header(repo: Path, ar) -> None:
 # --- 9. concurrent writers of session files ------------------------------------------------
 
 
-def test_eight_concurrent_ideas_add_lose_nothing(repo: Path, ar) -> None:
+def test_eight_concurrent_ideas_add_lose_nothing(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     script = "for i in 1 2 3; do \"$@\" ideas add \"idea $N-$i\" >/dev/null || exit 1; done"
     procs = [subprocess.Popen(["sh", "-c", script, "sh", *TOOL], cwd=repo,
@@ -374,7 +374,7 @@ def test_eight_concurrent_ideas_add_lose_nothing(repo: Path, ar) -> None:
 @pytest.mark.parametrize("command", [["ideas", "add", "an idea"], ["stop"],
                                      ["hooks", "install", "notify"],
                                      ["start", "--new-segment", "--no-baseline"]])
-def test_upkeep_on_a_read_only_session_folder(repo: Path, ar, mounts: Mounts,
+def test_upkeep_on_a_read_only_session_folder(repo: Path, ar: Tool, mounts: Mounts,
                                               command: list[str]) -> None:
     ar(repo, *start_args())
     auto = repo / ".auto"
@@ -387,7 +387,7 @@ def test_upkeep_on_a_read_only_session_folder(repo: Path, ar, mounts: Mounts,
     assert {p.name: p.read_bytes() for p in auto.iterdir() if p.is_file()} == before
 
 
-def test_a_full_scratch_folder_after_the_commit_is_finished_later(repo: Path, ar,
+def test_a_full_scratch_folder_after_the_commit_is_finished_later(repo: Path, ar: Tool,
                                                                   mounts: Mounts) -> None:
     """The keep commits, then cannot build the temporary index that sets the out-of-scope
     change aside: it says so with the run's state, and resume finishes it once there is room."""
@@ -415,7 +415,7 @@ def test_a_full_scratch_folder_after_the_commit_is_finished_later(repo: Path, ar
 
 
 @pytest.mark.parametrize("lost", ["last", "middle"])
-def test_a_ledger_that_lost_lines_is_restored_as_the_warning_says(repo: Path, ar,
+def test_a_ledger_that_lost_lines_is_restored_as_the_warning_says(repo: Path, ar: Tool,
                                                                   lost: str) -> None:
     ar(repo, *start_args())
     for value in ("500", "400"):
@@ -456,7 +456,7 @@ def test_whole_index_knows_a_copy_git_can_read(repo: Path, tmp_path: Path) -> No
     assert whole_index(tmp_path / "copy") is False
 
 
-def test_an_intent_record_too_deep_to_read_is_set_aside(repo: Path, ar) -> None:
+def test_an_intent_record_too_deep_to_read_is_set_aside(repo: Path, ar: Tool) -> None:
     """As an earlier version left it after a 1,000-level --asi-json: every command went on
     failing until a person deleted the file."""
     ar(repo, *start_args())
@@ -471,7 +471,7 @@ def test_an_intent_record_too_deep_to_read_is_set_aside(repo: Path, ar) -> None:
     assert len(aside) == 1
 
 
-def test_doctor_fix_says_why_the_state_ref_could_not_be_written(repo: Path, ar,
+def test_doctor_fix_says_why_the_state_ref_could_not_be_written(repo: Path, ar: Tool,
                                                                mounts: Mounts) -> None:
     ar(repo, *start_args())
     refs = repo / ".git" / "refs" / "autoresearch" / "s1"
@@ -491,7 +491,7 @@ def test_doctor_fix_says_why_the_state_ref_could_not_be_written(repo: Path, ar,
     assert ar(repo, "doctor").out == "no problems found\n"
 
 
-def test_a_record_with_long_violation_paths_still_fits_and_names_them(repo: Path, ar) -> None:
+def test_a_record_with_long_violation_paths_still_fits_and_names_them(repo: Path, ar: Tool) -> None:
     """Many long out-of-scope paths with a description near its limit: the record is cut to
     fit the ledger's line (the count kept), never refused after the changes were set aside."""
     ar(repo, *start_args("--scope", "value.txt"))
@@ -511,7 +511,7 @@ def test_a_record_with_long_violation_paths_still_fits_and_names_them(repo: Path
 
 
 def test_output_that_cannot_be_written_does_not_misreport_a_recorded_run(repo: Path,
-                                                                         ar) -> None:
+                                                                         ar: Tool) -> None:
     """stdout on a full disk, or a reader that closed the pipe: the run was recorded, so the
     exit code says so, and stderr says the output was lost."""
     import shlex
@@ -539,7 +539,7 @@ def test_output_that_cannot_be_written_does_not_misreport_a_recorded_run(repo: P
 BENCH = "#!/bin/sh\necho \"score: $(cat value.txt)\"\n"
 
 
-def _repository_on_tmpfs(tmp_path: Path, ar, mounts: Mounts, bench: str = BENCH) -> Path:
+def _repository_on_tmpfs(tmp_path: Path, ar: Tool, mounts: Mounts, bench: str = BENCH) -> Path:
     """The ``repo`` fixture's project, made again inside a 2 MB tmpfs, with a session whose
     benchmark is ``bench``."""
     top = tmp_path / "small"
@@ -555,7 +555,7 @@ def _repository_on_tmpfs(tmp_path: Path, ar, mounts: Mounts, bench: str = BENCH)
 
 
 def test_a_disk_that_fills_while_git_writes_is_refused_and_leaves_no_garbage(
-        tmp_path: Path, ar, mounts: Mounts) -> None:
+        tmp_path: Path, ar: Tool, mounts: Mounts) -> None:
     """git runs out of space writing an object (a big file outside the scope being set
     aside): exit 3 naming the git directory's disk, the state and the way out; git's
     temporary objects of that call are removed, so freeing the user's own file is enough."""
@@ -586,7 +586,7 @@ def test_a_disk_that_fills_while_git_writes_is_refused_and_leaves_no_garbage(
     assert git(top, "cat-file", "-s", "refs/autoresearch/s1/scope/2:big.bin") == str(len(big))
 
 
-def test_a_disk_that_fills_during_the_measurement_says_the_state(tmp_path: Path, ar,
+def test_a_disk_that_fills_during_the_measurement_says_the_state(tmp_path: Path, ar: Tool,
                                                                  mounts: Mounts) -> None:
     """The benchmark fills the disk, so the measurement cannot be written: exit 3 with the
     state (nothing recorded, the experiment intact) and the way out; measuring again once
@@ -612,7 +612,7 @@ def test_a_disk_that_fills_during_the_measurement_says_the_state(tmp_path: Path,
     assert not pending.exists()
 
 
-def test_doctor_names_git_temporary_objects_left_behind(repo: Path, ar) -> None:
+def test_doctor_names_git_temporary_objects_left_behind(repo: Path, ar: Tool) -> None:
     """A temporary object file of git's an hour old is garbage that keeps a disk full:
     doctor names it with its size; one being written now is not named."""
     ar(repo, *start_args())
@@ -631,7 +631,7 @@ def test_doctor_names_git_temporary_objects_left_behind(repo: Path, ar) -> None:
 
 
 def test_a_keep_on_a_disk_that_fills_while_git_writes_records_nothing(
-        tmp_path: Path, ar, mounts: Mounts) -> None:
+        tmp_path: Path, ar: Tool, mounts: Mounts) -> None:
     """git runs out of space staging the kept file: exit 3 naming the disk, nothing
     committed or recorded, the experiment and the index as they were, no garbage left; the
     same keep works once the user's own file is gone."""

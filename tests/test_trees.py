@@ -10,7 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import commit_all, git, runs, start_args, write
+from conftest import Tool, commit_all, git, runs, start_args, write
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # the package's own dependency before 3.11
+    import tomli as tomllib
 
 TOOL = [sys.executable, "-m", "git_autoresearch"]
 
@@ -29,7 +34,7 @@ def died(proc: subprocess.CompletedProcess[str]) -> None:
 
 
 def test_resume_finishes_a_killed_discard_of_more_paths_than_a_command_line_holds(
-        repo: Path, ar) -> None:
+        repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     # 4,000 paths of about 620 bytes: 2.5 MB, more than ARG_MAX (2 MB) allows on one line.
     folder = repo / ("d" * 200) / ("e" * 200)
@@ -53,7 +58,7 @@ def test_resume_finishes_a_killed_discard_of_more_paths_than_a_command_line_hold
 
 
 def test_an_interrupted_revert_of_a_staged_new_file_finishes_under_a_german_git(
-        repo: Path, ar) -> None:
+        repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     write(repo / "src" / "new.py", "x = 1\n")
     git(repo, "add", "src/new.py")
@@ -81,7 +86,7 @@ def _folder_to_symlink(top: Path) -> None:
     (top / "src").symlink_to("lib2")
 
 
-def test_a_folder_replaced_by_a_symlink_is_kept(repo: Path, ar) -> None:
+def test_a_folder_replaced_by_a_symlink_is_kept(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     _folder_to_symlink(repo)
     record = ar(repo, "keep", "-d", "symlinked", "--metric", "90", "--json").json()
@@ -94,7 +99,8 @@ def test_a_folder_replaced_by_a_symlink_is_kept(repo: Path, ar) -> None:
 
 
 @pytest.mark.parametrize("step", [None, "revert:after-attempt", "revert:after-remove"])
-def test_a_folder_replaced_by_a_symlink_is_discarded(repo: Path, ar, step: str | None) -> None:
+def test_a_folder_replaced_by_a_symlink_is_discarded(repo: Path, ar: Tool,
+                                                     step: str | None) -> None:
     ar(repo, *start_args())
     _folder_to_symlink(repo)
     if step is None:
@@ -114,7 +120,7 @@ def test_a_folder_replaced_by_a_symlink_is_discarded(repo: Path, ar, step: str |
     assert ar(repo, "run", "-d", "carries on", "--json").json()["run"] == 3
 
 
-def test_an_out_of_scope_symlink_in_place_of_a_folder_is_set_aside(repo: Path, ar) -> None:
+def test_an_out_of_scope_symlink_in_place_of_a_folder_is_set_aside(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args("--scope", "value.txt", "--scope", "lib2", "--allow-missing"))
     _folder_to_symlink(repo)
     write(repo / "value.txt", "50\n")
@@ -140,7 +146,7 @@ def _untouched(top: Path) -> None:
     assert git(top, "rev-parse", "--abbrev-ref", "HEAD") == "main"
 
 
-def test_scope_from_a_subdirectory_is_read_from_there(repo: Path, ar) -> None:
+def test_scope_from_a_subdirectory_is_read_from_there(repo: Path, ar: Tool) -> None:
     src = repo / "src"
     ar(src, *FROM_SRC, "--scope", "lib.py", "--scope", "../value.txt", "--scope",
        str(repo / "README.md"))
@@ -152,9 +158,7 @@ def test_scope_from_a_subdirectory_is_read_from_there(repo: Path, ar) -> None:
         ["src/lib.py", "value.txt"]
 
 
-def test_scope_read_as_written(repo: Path, ar) -> None:
-    import tomllib
-
+def test_scope_read_as_written(repo: Path, ar: Tool) -> None:
     ar(repo / "src", *FROM_SRC, "--scope", "lib.py", "--scope", "../value.txt",
        "--scope", str(repo / "README.md"), "--scope", "*.py", "--no-baseline")
     cfg = tomllib.loads((repo / ".auto" / "config.toml").read_text())
@@ -163,7 +167,7 @@ def test_scope_read_as_written(repo: Path, ar) -> None:
 
 
 @pytest.mark.parametrize("entry", ["../../outside.txt", "/tmp"])
-def test_a_scope_outside_the_repository_is_refused(repo: Path, ar, entry: str) -> None:
+def test_a_scope_outside_the_repository_is_refused(repo: Path, ar: Tool, entry: str) -> None:
     res = ar(repo / "src", *FROM_SRC, "--scope", entry, expect=2)
     assert res.err == f"git autoresearch: --scope {entry}: the path is outside the repository " \
                       f"{repo}\n"
@@ -177,7 +181,7 @@ def test_a_scope_outside_the_repository_is_refused(repo: Path, ar, entry: str) -
                                 "src/notes/**)"),
     ("--scope", "*.txt", "--scope *.txt (read from the current directory as src/*.txt)"),
 ])
-def test_a_path_that_matches_nothing_is_refused(repo: Path, ar, option: str, entry: str,
+def test_a_path_that_matches_nothing_is_refused(repo: Path, ar: Tool, option: str, entry: str,
                                                 shown: str) -> None:
     res = ar(repo / "src", *FROM_SRC, option, entry, expect=2)
     assert res.err == (f"git autoresearch: {shown} matches no file in the work tree; fix it, "
@@ -187,9 +191,7 @@ def test_a_path_that_matches_nothing_is_refused(repo: Path, ar, option: str, ent
     assert (repo / ".auto" / "config.toml").exists()
 
 
-def test_config_file_paths_stay_relative_to_the_top(repo: Path, ar, tmp_path: Path) -> None:
-    import tomllib
-
+def test_config_file_paths_stay_relative_to_the_top(repo: Path, ar: Tool, tmp_path: Path) -> None:
     conf = write(tmp_path / "c.toml", 'scope = ["value.txt"]\nprotected = ["bench.sh"]\n')
     args = ["start", "--goal", "g", "--session-id", "s1", "--command", "sh bench.sh",
             "--metric-pattern", r"score: (\S+)", "--config", str(conf), "--no-baseline"]
@@ -204,9 +206,7 @@ def test_config_file_paths_stay_relative_to_the_top(repo: Path, ar, tmp_path: Pa
     assert cfg["scope"] == ["value.txt"] and cfg["protected"] == ["bench.sh"]
 
 
-def test_new_segment_from_a_subdirectory(repo: Path, ar) -> None:
-    import tomllib
-
+def test_new_segment_from_a_subdirectory(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args("--scope", "value.txt"))
     res = ar(repo / "src", "start", "--new-segment", "--scope", "nope.py", expect=2)
     assert res.err == ("git autoresearch: --scope nope.py (read from the current directory as "
@@ -223,7 +223,7 @@ def test_new_segment_from_a_subdirectory(repo: Path, ar) -> None:
 
 @pytest.mark.parametrize("step", ["start:after-intent", "start:after-branch",
                                   "start:after-config", "start:after-ledger"])
-def test_every_way_out_of_a_killed_start_works(repo: Path, ar, step: str) -> None:
+def test_every_way_out_of_a_killed_start_works(repo: Path, ar: Tool, step: str) -> None:
     died(tool(repo, *start_args(), env={"GIT_AUTORESEARCH_DIE_AT": step}))
     again = ar(repo, *start_args(), expect=3)
     assert again.err == ("git autoresearch: the start of session s1 was interrupted: git "
@@ -244,7 +244,7 @@ def test_every_way_out_of_a_killed_start_works(repo: Path, ar, step: str) -> Non
     assert not (repo / ".git" / "autoresearch" / "start.json").exists()
 
 
-def test_a_killed_start_whose_head_moved_is_refused_with_a_way_out(repo: Path, ar) -> None:
+def test_a_killed_start_whose_head_moved_is_refused_with_a_way_out(repo: Path, ar: Tool) -> None:
     died(tool(repo, *start_args(), env={"GIT_AUTORESEARCH_DIE_AT": "start:after-intent"}))
     head = git(repo, "rev-parse", "HEAD")
     write(repo / "value.txt", "7\n")
@@ -261,8 +261,12 @@ def test_a_killed_start_whose_head_moved_is_refused_with_a_way_out(repo: Path, a
 # --- submodules -------------------------------------------------------------------------------
 
 
+# What ``with_submodule`` gives: the repository's top, and the submodule's commits one and two.
+Submodule = tuple[Path, str, str]
+
+
 @pytest.fixture
-def with_submodule(repo: Path, tmp_path: Path) -> tuple[Path, str, str]:
+def with_submodule(repo: Path, tmp_path: Path) -> Submodule:
     """``repo`` with a submodule ``sub`` at its commit ``one`` (sub/a is "1"); the submodule's
     own history also holds ``two`` (sub/a is "2"), which an experiment can check out."""
     lib = tmp_path / "lib"
@@ -282,7 +286,8 @@ def with_submodule(repo: Path, tmp_path: Path) -> tuple[Path, str, str]:
     return repo, one, two
 
 
-def test_discard_restores_a_submodule_and_its_attempt_records_it(with_submodule, ar) -> None:
+def test_discard_restores_a_submodule_and_its_attempt_records_it(with_submodule: Submodule,
+                                                                 ar: Tool) -> None:
     top, one, two = with_submodule
     ar(top, *start_args())
     git(top / "sub", "checkout", "-q", two)
@@ -296,7 +301,8 @@ def test_discard_restores_a_submodule_and_its_attempt_records_it(with_submodule,
 
 
 @pytest.mark.parametrize("step", ["revert:after-attempt", "revert:after-remove"])
-def test_a_killed_discard_restores_a_submodule(with_submodule, ar, step: str) -> None:
+def test_a_killed_discard_restores_a_submodule(with_submodule: Submodule, ar: Tool,
+                                               step: str) -> None:
     top, one, two = with_submodule
     ar(top, *start_args())
     git(top / "sub", "checkout", "-q", two)
@@ -309,7 +315,7 @@ def test_a_killed_discard_restores_a_submodule(with_submodule, ar, step: str) ->
 
 
 @pytest.mark.parametrize("command", ["discard", "keep"])
-def test_a_dirty_submodule_is_refused_before_anything_changes(with_submodule, ar,
+def test_a_dirty_submodule_is_refused_before_anything_changes(with_submodule: Submodule, ar: Tool,
                                                               command: str) -> None:
     top, _, _ = with_submodule
     ar(top, *start_args())
@@ -332,8 +338,8 @@ def test_a_dirty_submodule_is_refused_before_anything_changes(with_submodule, ar
     assert not (top / ".git" / "autoresearch" / "intent.json").exists()
 
 
-def test_an_out_of_scope_submodule_change_is_never_measured_or_kept(with_submodule, ar
-                                                                     ) -> None:
+def test_an_out_of_scope_submodule_change_is_never_measured_or_kept(with_submodule: Submodule,
+                                                                    ar: Tool) -> None:
     top, one, two = with_submodule
     ar(top, *start_args("--scope", "value.txt", "--command", "sh bench.sh; cat sub/a"))
     git(top / "sub", "checkout", "-q", two)
@@ -350,7 +356,7 @@ def test_an_out_of_scope_submodule_change_is_never_measured_or_kept(with_submodu
     assert (top / "sub" / "a").read_text() == "edited inside\n"
 
 
-def test_an_in_scope_submodule_change_is_kept(with_submodule, ar) -> None:
+def test_an_in_scope_submodule_change_is_kept(with_submodule: Submodule, ar: Tool) -> None:
     top, one, two = with_submodule
     ar(top, *start_args())
     git(top / "sub", "checkout", "-q", two)
@@ -361,7 +367,7 @@ def test_an_in_scope_submodule_change_is_kept(with_submodule, ar) -> None:
 
 
 @pytest.mark.parametrize("command", ["discard", "keep"])
-def test_a_tracked_symlink_replaced_by_a_folder(repo: Path, ar, command: str) -> None:
+def test_a_tracked_symlink_replaced_by_a_folder(repo: Path, ar: Tool, command: str) -> None:
     (repo / "link").symlink_to("src")
     git(repo, "add", "link")
     git(repo, "commit", "-qm", "link")
@@ -379,9 +385,7 @@ def test_a_tracked_symlink_replaced_by_a_folder(repo: Path, ar, command: str) ->
     assert git(repo, "status", "--porcelain") == ""
 
 
-def test_readonly_paths_from_a_subdirectory_are_read_from_there(repo: Path, ar) -> None:
-    import tomllib
-
+def test_readonly_paths_from_a_subdirectory_are_read_from_there(repo: Path, ar: Tool) -> None:
     write(repo / "src" / "data.txt", "fixed\n")
     commit_all(repo)
     ar(repo / "src", *FROM_SRC, "--readonly", "data.txt", "--scope", "lib.py",
@@ -395,7 +399,7 @@ def test_readonly_paths_from_a_subdirectory_are_read_from_there(repo: Path, ar) 
                        "--allow-missing to keep it\n")
 
 
-def test_discard_brings_back_a_deleted_submodule(with_submodule, ar) -> None:
+def test_discard_brings_back_a_deleted_submodule(with_submodule: Submodule, ar: Tool) -> None:
     import shutil
 
     top, one, _ = with_submodule
@@ -422,7 +426,7 @@ def test_commit_hooks_keep_the_users_locale(repo: Path) -> None:
     assert (repo / ".git" / "seen-locale").read_text() == "C.UTF-8 de\n"
 
 
-def test_a_submodule_lacking_the_recorded_commit_is_refused(with_submodule, ar,
+def test_a_submodule_lacking_the_recorded_commit_is_refused(with_submodule: Submodule, ar: Tool,
                                                            tmp_path: Path) -> None:
     top, one, _ = with_submodule
     lib = tmp_path / "lib"
@@ -445,7 +449,7 @@ def test_a_submodule_lacking_the_recorded_commit_is_refused(with_submodule, ar,
     assert git(top / "sub", "rev-parse", "HEAD") == three
 
 
-def test_a_start_git_cannot_make_the_branch_for_leaves_nothing_behind(repo: Path, ar) -> None:
+def test_a_start_git_cannot_make_the_branch_for_leaves_nothing_behind(repo: Path, ar: Tool) -> None:
     git(repo, "branch", "autoresearch")  # no branch autoresearch/s1 can live beside it
     res = ar(repo, *start_args(), expect=3)
     assert res.err.startswith("git autoresearch: git could not create the branch "
@@ -456,11 +460,9 @@ def test_a_start_git_cannot_make_the_branch_for_leaves_nothing_behind(repo: Path
     assert ar(repo, *start_args(), "--json").json()["baseline"]["metric"] == 100
 
 
-def test_a_glob_given_from_a_subdirectory_stays_where_it_was_given(repo: Path, ar) -> None:
+def test_a_glob_given_from_a_subdirectory_stays_where_it_was_given(repo: Path, ar: Tool) -> None:
     """From src/, ``--protected '../notes*'`` names the top's notes files; a pattern without
     ``/`` would match at any depth, so it is anchored at the top (``/notes*``)."""
-    import tomllib
-
     write(repo / "notes.txt", "user notes\n")
     commit_all(repo, "notes")
     ar(repo / "src", *FROM_SRC, "--protected", "../notes*", "--no-baseline")
