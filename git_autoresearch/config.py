@@ -254,3 +254,28 @@ def describe_changes(recorded: Mapping[str, Any], current: Mapping[str, Any]) ->
             out.append(f"{key}: {recorded.get(key)!r} -> {current.get(key)!r}")
     return out
 
+
+def command_words(command: str) -> list[str]:
+    """The words of a shell command as the shell splits them (``shlex``), or split on white
+    space when it does not parse (an unclosed quote)."""
+    import shlex
+
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return command.split()
+
+
+def missing_scripts(cfg: Config, top: Path) -> list[str]:
+    """Script-like words of the configured commands (``x.sh``, ``x.py``, ``./x``, ``dir/x``)
+    that name no file, read from ``top`` (the top of the work tree) unless absolute; in the
+    commands' order."""
+    missing = []
+    for command in (cfg.command, cfg.checks_command, cfg.metric_command):
+        for word in command_words(command) if command else []:
+            looks_like_script = word.endswith((".sh", ".py")) or word.startswith("./")
+            if looks_like_script and not word.startswith("-") and "=" not in word:
+                path = Path(word) if os.path.isabs(word) else top / word
+                if not path.exists():
+                    missing.append(word)
+    return missing
