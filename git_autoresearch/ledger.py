@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from .files import append_whole, write_atomic
 
@@ -340,42 +340,38 @@ def version(path: Path) -> str:
     return f"{st.st_mtime_ns}-{st.st_size}"
 
 
-@dataclass(frozen=True)
-class ConfigHeader:
+class ConfigHeader(TypedDict):
     """The ledger line that opens a segment (DESIGN.md section 6): pi-autoresearch's ``name``,
-    ``metricName``, ``metricUnit`` and ``bestDirection``, then ours: the SHA-256 of
-    ``config.toml``'s bytes (``sha256:<hex>``), the session id, the format :data:`VERSION`, the
-    configuration's keys as written, the commit the segment starts from, whether its baseline
-    was skipped, and when (epoch milliseconds)."""
+    ``metricName``, ``metricUnit`` and ``bestDirection``, then ours; built by
+    :func:`config_header`. (A TypedDict, not a dataclass: every command imports this module,
+    and defining a dataclass costs start-up time.)"""
 
+    type: str
     name: str
-    metric_name: str
-    metric_unit: str
-    direction: str
+    metricName: str
+    metricUnit: str
+    bestDirection: str
     config_hash: str
     session_id: str
-    config: Mapping[str, Any]
+    version: int
+    config: dict[str, Any]
     base_commit: str
     no_baseline: bool
-    version: int = VERSION
-    timestamp: int = field(default_factory=now_ms)
+    timestamp: int
 
-    def to_json(self) -> dict[str, Any]:
-        """The header as its ledger line holds it, keys in the order every version wrote."""
-        return {
-            "type": "config",
-            "name": self.name,
-            "metricName": self.metric_name,
-            "metricUnit": self.metric_unit,
-            "bestDirection": self.direction,
-            "config_hash": self.config_hash,
-            "session_id": self.session_id,
-            "version": self.version,
-            "config": dict(self.config),
-            "base_commit": self.base_commit,
-            "no_baseline": self.no_baseline,
-            "timestamp": self.timestamp,
-        }
+
+def config_header(*, name: str, metric_name: str, metric_unit: str, direction: str,
+                  config_hash: str, session_id: str, config: dict[str, Any], base_commit: str,
+                  no_baseline: bool) -> ConfigHeader:
+    """A segment's header line, keys in the order every version wrote: the goal (``name``),
+    the metric and its ``direction`` (``lower``/``higher``), the SHA-256 of ``config.toml``'s
+    bytes (``sha256:<hex>``), the session id, this format's :data:`VERSION`, the
+    configuration's keys as written, the commit the segment starts from, whether its baseline
+    was skipped, and now (:func:`now_ms`, epoch milliseconds)."""
+    return {"type": "config", "name": name, "metricName": metric_name,
+            "metricUnit": metric_unit, "bestDirection": direction, "config_hash": config_hash,
+            "session_id": session_id, "version": VERSION, "config": config,
+            "base_commit": base_commit, "no_baseline": no_baseline, "timestamp": now_ms()}
 
 
 # Repairs: how a ledger that lost lines, lost its header or holds malformed lines is put right.

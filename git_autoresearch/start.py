@@ -335,7 +335,7 @@ def _new_segment_files(repo: Repo, layout: Layout, cfg: Config, head: str, opts:
                        untracked: list[str], scripts: list[str]) -> Session:
     """Write a new segment's configuration and ledger header; returns the session."""
     data = write_config(layout.config, cfg)
-    ledger_mod.append(layout.ledger, [segment_header(cfg, data, head, opts.no_baseline).to_json()])
+    ledger_mod.append(layout.ledger, [segment_header(cfg, data, head, opts.no_baseline)])
     write_prompt(repo, layout, cfg, head, scripts)
     layout.pending.unlink(missing_ok=True)
     session = Session(repo, cfg, data, ledger_mod.read(layout.ledger))

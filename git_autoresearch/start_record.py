@@ -18,7 +18,7 @@ from .faults import checkpoint
 from .files import write_atomic
 from .git import Repo, said
 from .layout import Layout, exclude_auto
-from .ledger import ConfigHeader
+from .ledger import ConfigHeader, config_header
 from .refs import session_branch
 from .scripts import command_files
 from .session import Session
@@ -47,10 +47,10 @@ Readonly: {readonly}
 def segment_header(cfg: Config, data: bytes, head: str, no_baseline: bool) -> ConfigHeader:
     """The ledger line that opens a segment of ``cfg`` (``data``: the bytes of its
     ``config.toml``) from commit ``head``."""
-    return ConfigHeader(name=cfg.goal, metric_name=cfg.metric_name,
-                        metric_unit=cfg.metric_unit, direction=cfg.direction,
-                        config_hash=file_hash(data), session_id=cfg.session_id,
-                        config=cfg.to_dict(), base_commit=head, no_baseline=no_baseline)
+    return config_header(name=cfg.goal, metric_name=cfg.metric_name,
+                         metric_unit=cfg.metric_unit, direction=cfg.direction,
+                         config_hash=file_hash(data), session_id=cfg.session_id,
+                         config=cfg.to_dict(), base_commit=head, no_baseline=no_baseline)
 
 
 def write_prompt(repo: Repo, layout: Layout, cfg: Config, head: str,
@@ -156,7 +156,7 @@ def _make_session(repo: Repo, layout: Layout, intent: StartIntent,
     checkpoint("start:after-config")
     if ledger_mod.read(layout.ledger).config_header is None:
         header = segment_header(cfg, data, intent.head, intent.no_baseline)
-        ledger_mod.append(layout.ledger, [header.to_json()])
+        ledger_mod.append(layout.ledger, [header])
     checkpoint("start:after-ledger")
     write_prompt(repo, layout, cfg, intent.head, scripts)
     layout.pending.unlink(missing_ok=True)
