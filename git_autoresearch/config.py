@@ -72,73 +72,94 @@ class Config:
         return cfg
 
     def validate(self, source: str) -> None:
-        """Check types and values; normalise ``direction``. Raises :class:`UsageError`."""
+        """Check types and values; normalise ``direction``, and read a ``max_experiments`` of 0
+        as no limit. Raises :class:`UsageError` naming ``source`` and the first bad key."""
+        for check in (self._check_strings, self._check_metric, self._check_paths,
+                      self._check_numbers, self._check_session_id):
+            problem = check()
+            if problem is not None:
+                raise UsageError(f"{source}: {problem[0]} {problem[1]}")
 
-        def bad(key: str, why: str) -> UsageError:
-            return UsageError(f"{source}: {key} {why}")
+    # Each check returns the first bad key and why, or None.
 
+    def _check_strings(self) -> tuple[str, str] | None:
         for key in ("goal", "command", "metric_name", "metric_unit", "direction", "aggregate",
                     "session_id", "created_at"):
             if not isinstance(getattr(self, key), str):
-                raise bad(key, "must be a string")
+                return key, "must be a string"
         for key in ("metric_pattern", "metric_command", "checks_command"):
             value = getattr(self, key)
             if value is not None and (not isinstance(value, str) or not value.strip()):
-                raise bad(key, "must be a non-empty string")
+                return key, "must be a non-empty string"
+        return None
+
+    def _check_metric(self) -> tuple[str, str] | None:
+        """The metric's name, direction (normalised here) and how it is read."""
         if self.metric_name == "status":
-            raise bad("metric_name", "'status' is taken by the Result trailer's own field")
+            return "metric_name", "'status' is taken by the Result trailer's own field"
         if not METRIC_NAME_RE.match(self.metric_name):
-            raise bad("metric_name", f"'{self.metric_name}' may hold only letters, digits, '_', "
-                                     "'.', '-' and 'µ'")
+            return "metric_name", (f"'{self.metric_name}' may hold only letters, digits, '_', "
+                                   "'.', '-' and 'µ'")
         direction = DIRECTIONS.get(self.direction.lower())
         if direction is None:
-            raise bad("direction", f"'{self.direction}' is not 'lower' or 'higher'")
+            return "direction", f"'{self.direction}' is not 'lower' or 'higher'"
         self.direction = direction
         if self.metric_pattern is not None and self.metric_command is not None:
-            raise bad("metric_pattern", "and metric_command are exclusive: set one")
+            return "metric_pattern", "and metric_command are exclusive: set one"
         if self.metric_pattern is not None:
             try:
                 compiled = re.compile(self.metric_pattern)
             except re.error as exc:
-                raise bad("metric_pattern", f"'{self.metric_pattern}' is not a valid regex: "
-                                            f"{exc}") from None
+                return "metric_pattern", (f"'{self.metric_pattern}' is not a valid regex: "
+                                          f"{exc}")
             if compiled.groups != 1:
-                raise bad("metric_pattern", f"'{self.metric_pattern}' must have exactly one "
-                                            f"capture group, not {compiled.groups}")
+                return "metric_pattern", (f"'{self.metric_pattern}' must have exactly one "
+                                          f"capture group, not {compiled.groups}")
+        return None
+
+    def _check_paths(self) -> tuple[str, str] | None:
         for key in ("scope", "protected", "readonly"):
             value = getattr(self, key)
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise bad(key, "must be a list of paths")
+                return key, "must be a list of paths"
             for item in value:
                 # A leading / anchors a glob without / at the top (/notes*); anything else
                 # that starts with / is a path outside the repository.
                 anchored_glob = "/" not in item[1:] and any(c in item for c in "*?[")
                 if item.startswith("/") and not anchored_glob or ".." in item.split("/"):
-                    raise bad(key, f"'{item}' must be a path inside the repository")
+                    return key, f"'{item}' must be a path inside the repository"
                 problem = check_rule(item)
                 if problem:
-                    raise bad(key, f"'{item}' is not a valid path pattern: {problem}")
+                    return key, f"'{item}' is not a valid path pattern: {problem}"
+        return None
+
+    def _check_numbers(self) -> tuple[str, str] | None:
+        """Timeouts, runs per experiment, the aggregate, and the limit (0 lifts it)."""
         for key in ("timeout_seconds", "checks_timeout_seconds"):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, (int, float)) \
                     or not math.isfinite(value) or value <= 0:
-                raise bad(key, "must be a positive number of seconds")
+                return key, "must be a positive number of seconds"
         if isinstance(self.runs_per_experiment, bool) or not isinstance(
                 self.runs_per_experiment, int) or self.runs_per_experiment < 1:
-            raise bad("runs_per_experiment", "must be a whole number of at least 1")
+            return "runs_per_experiment", "must be a whole number of at least 1"
         if self.aggregate not in AGGREGATES:
-            raise bad("aggregate", f"'{self.aggregate}' is not one of {', '.join(AGGREGATES)}")
+            return "aggregate", f"'{self.aggregate}' is not one of {', '.join(AGGREGATES)}"
         if self.max_experiments == 0 and not isinstance(self.max_experiments, bool):
             self.max_experiments = None  # 0 lifts the limit (for a new segment)
         if self.max_experiments is not None and (
                 isinstance(self.max_experiments, bool) or not isinstance(self.max_experiments, int)
                 or self.max_experiments < 1):
-            raise bad("max_experiments", "must be a whole number of at least 1")
+            return "max_experiments", "must be a whole number of at least 1"
+        return None
+
+    def _check_session_id(self) -> tuple[str, str] | None:
         if len(self.session_id) > 100:
-            raise bad("session_id", "is longer than 100 characters")
+            return "session_id", "is longer than 100 characters"
         if self.session_id and not SESSION_ID_RE.match(self.session_id):
-            raise bad("session_id", f"'{self.session_id}' may hold only letters, digits, '_' "
-                                    "and '-', and must start with a letter or digit")
+            return "session_id", (f"'{self.session_id}' may hold only letters, digits, '_' "
+                                  "and '-', and must start with a letter or digit")
+        return None
 
     def to_dict(self) -> dict[str, Any]:
         """The keys that are set, in declaration order (the TOML file's content). An empty
@@ -232,3 +253,29 @@ def describe_changes(recorded: Mapping[str, Any], current: Mapping[str, Any]) ->
         if recorded.get(key) != current.get(key):
             out.append(f"{key}: {recorded.get(key)!r} -> {current.get(key)!r}")
     return out
+
+
+def command_words(command: str) -> list[str]:
+    """The words of a shell command as the shell splits them (``shlex``), or split on white
+    space when it does not parse (an unclosed quote)."""
+    import shlex
+
+    try:
+        return shlex.split(command)
+    except ValueError:
+        return command.split()
+
+
+def missing_scripts(cfg: Config, top: Path) -> list[str]:
+    """Script-like words of the configured commands (``x.sh``, ``x.py``, ``./x``, ``dir/x``)
+    that name no file, read from ``top`` (the top of the work tree) unless absolute; in the
+    commands' order."""
+    missing = []
+    for command in (cfg.command, cfg.checks_command, cfg.metric_command):
+        for word in command_words(command) if command else []:
+            looks_like_script = word.endswith((".sh", ".py")) or word.startswith("./")
+            if looks_like_script and not word.startswith("-") and "=" not in word:
+                path = Path(word) if os.path.isabs(word) else top / word
+                if not path.exists():
+                    missing.append(word)
+    return missing

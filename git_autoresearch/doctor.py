@@ -15,9 +15,9 @@ from typing import Any
 from . import ledger as ledger_mod
 from .files import write_atomic
 from .git import temporary_objects
+from .ledger import has_our_header, lost_lines, set_aside, with_lost_header
 from .refs import attempt_ref, attempts_prefix, scope_prefix, session_branch
 from .report import bad_trailers, read_trailers, reconcile, trailer_log
-from .resume import _has_our_header, _lost_lines, _set_aside_malformed, with_lost_header
 from .session import Session
 from .state import FILES as STATE_FILES
 from .state import forget as forget_state_cache
@@ -166,7 +166,7 @@ def _examine(session: Session, fix: bool) -> Examination:
 
     state = read_state(repo, sid)
     saved_ledger = state[0].get("log.jsonl", b"") if state else b""
-    if _lost_lines(layout.ledger.read_bytes(), saved_ledger):
+    if lost_lines(layout.ledger.read_bytes(), saved_ledger):
         finding = exam.add(f"the ledger {layout.ledger} lost its last lines, which the state ref "
                            "holds", "restore them from the state ref")
         if fix:
@@ -178,7 +178,7 @@ def _examine(session: Session, fix: bool) -> Examination:
             session.reload()
             book = session.ledger
 
-    if not _has_our_header(layout.ledger.read_bytes()):
+    if not has_our_header(layout.ledger.read_bytes()):
         state = read_state(repo, sid)
         headed = with_lost_header(layout.ledger.read_bytes(),
                                   state[0].get("log.jsonl", b"")) if state else None
@@ -198,7 +198,8 @@ def _examine(session: Session, fix: bool) -> Examination:
         found = [exam.add(f"ledger line {bad.line} is not a readable record ({bad.reason})",
                           "move it to .auto/log.rejected.jsonl") for bad in book.malformed]
         if fix:
-            _set_aside_malformed(layout, book)
+            set_aside(layout.ledger, book.malformed)
+            forget_state_cache(repo)
             for finding in found:
                 finding.fixed = True
             session.reload()

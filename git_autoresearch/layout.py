@@ -91,7 +91,7 @@ class Layout:
 
     @property
     def start_intent(self) -> Path:
-        """What a ``start`` that has not finished is creating (``start.finish_start``)."""
+        """What a ``start`` that has not finished is creating (``start_record.finish_start``)."""
         return self.repo.scratch / "start.json"
 
 

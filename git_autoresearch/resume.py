@@ -4,7 +4,6 @@ session branch, finish an interrupted start, keep or revert."""
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
@@ -12,18 +11,17 @@ from typing import TYPE_CHECKING
 
 from . import ledger as ledger_mod
 from .branches import carry_over, merged_elsewhere, other_worktree
-from .config import Config, parse_toml
+from .config import Config, missing_scripts, parse_toml
 from .errors import Refused, UsageError
-from .files import append_whole, write_atomic
+from .files import write_atomic
 from .git import Repo, said
 from .layout import Layout, exclude_auto
-from .ledger import Ledger
 from .lock import SessionLock
+from .recovery import locked
 from .refs import session_branch, session_of_branch
-from .session import (
-    Session,
-)
-from .start import _dirty, _listing, finish_start
+from .session import Session
+from .start import listing, uncommitted
+from .start_record import finish_start
 from .state import forget as forget_state_cache
 
 if TYPE_CHECKING:
@@ -55,13 +53,6 @@ def _find_session_id(repo: Repo, layout: Layout, given: str | None) -> str:
                   "name one with --session-id")
 
 
-def _lost_lines(current: bytes, saved: bytes) -> bool:
-    """Whether the ledger on disk is a strict prefix of the saved one (lines were lost), its
-    last line possibly torn."""
-    whole = current[:current.rfind(b"\n") + 1]
-    return len(current) < len(saved) and saved.startswith(whole)
-
-
 def _restore_files(repo: Repo, layout: Layout, session_id: str) -> list[str]:
     """Bring back session files that are missing (or a ledger that lost lines) from the state
     ref; returns what was restored (``restored .auto/<file>``, with why when it replaced one)."""
@@ -71,143 +62,76 @@ def _restore_files(repo: Repo, layout: Layout, session_id: str) -> list[str]:
     if state is None:
         return []
     saved, file_modes = state
-    restored = []
     layout.auto.mkdir(exist_ok=True)
     # A session folder that lost its configuration or its ledger gets every saved file back;
     # otherwise a missing hook or note was removed on purpose, and only the configuration (when
     # it no longer parses) and a ledger that lost lines are repaired.
     lost = not layout.config.exists() or not layout.ledger.exists()
+    restored = []
     if not lost and "config.toml" in saved:
-        why = None
-        try:
-            values = parse_toml(layout.config.read_bytes(), source="config.toml")
-        except (UsageError, OSError):
-            why = "it did not parse"
-        else:
-            try:
-                Config.from_mapping(values, source="config.toml")
-            except UsageError:
-                why = "it was not valid"
-        if why:
-            broken = layout.config.with_name(f"config.toml.broken.{time.time_ns()}")
-            os.replace(layout.config, broken)
-            restored.append(f"restored .auto/config.toml ({why}; it is now "
-                            f".auto/{broken.name})")
-            write_atomic(layout.config, saved["config.toml"], 0o444)
+        restored += _repair_config(layout, saved["config.toml"])
     for name, data in saved.items():
-        path = layout.auto / name
-        if not lost and name != "log.jsonl":
-            continue
         if name == "log.jsonl":
-            try:
-                current = path.read_bytes()
-            except FileNotFoundError:
-                current = None
-            if current is not None and not _lost_lines(current, data):
-                headed = with_lost_header(current, data)
-                if headed is None:
-                    continue
-                kept = path.with_name(f"log.jsonl.before-resume.{time.time_ns()}")
-                write_atomic(kept, current)
-                write_atomic(path, headed)
-                forget_state_cache(repo)
-                restored.append("restored the configuration header of .auto/log.jsonl from "
-                                f"the state ref (the old file is .auto/{kept.name})")
-                continue
-            if current is not None:
-                kept = path.with_name(f"log.jsonl.before-resume.{time.time_ns()}")
-                os.replace(path, kept)
-                restored.append(f"restored .auto/log.jsonl (it had lost lines; the old file is "
-                                f".auto/{kept.name})")
-            else:
-                restored.append("restored .auto/log.jsonl")
-            write_atomic(path, data)
-            continue
-        if path.exists():
-            continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, data, 0o444 if name == "config.toml" else file_modes.get(name, 0o644))
-        restored.append(f"restored .auto/{name}")
+            restored += _repair_ledger(repo, layout.auto / name, data)
+        elif lost:
+            restored += _restore_missing(layout, name, data, 0o444 if name == "config.toml"
+                                         else file_modes.get(name, 0o644))
     return restored
 
 
-def with_lost_header(current: bytes, saved: bytes) -> bytes | None:
-    """The ledger ``current`` with the configuration header lines it lost put back from the
-    state ref's copy ``saved``, or None when it lost none (it has a header of ours, or the
-    saved ledger has none to give). The lines ``saved`` holds before the first line of
-    ``current`` are put back when there are any (the header and whatever else went with it),
-    else the saved ledger's first header."""
-    if _has_our_header(current):
-        return None
-    saved_lines = [line for line in saved.split(b"\n") if line.strip()]
-    headers = [line for line in saved_lines if _our_header(line)]
-    if not headers:
-        return None
-    first = next((line for line in current.split(b"\n") if line.strip()), None)
-    if first is not None and first in saved_lines and saved_lines.index(first) > 0:
-        before = saved_lines[:saved_lines.index(first)]
-        if any(_our_header(line) for line in before):
-            return b"".join(line + b"\n" for line in before) + current
-    return headers[0] + b"\n" + current
-
-
-def _our_header(line: bytes) -> bool:
+def _repair_config(layout: Layout, saved: bytes) -> list[str]:
+    """Replace a ``config.toml`` that does not parse or is not valid by the ``saved`` one; the
+    old file is kept beside it. Returns what was done."""
     try:
-        obj = json.loads(line)
-    except (ValueError, RecursionError):
-        return False
-    return isinstance(obj, dict) and obj.get("type") == "config" and "config_hash" in obj
-
-
-def _has_our_header(ledger: bytes) -> bool:
-    return any(_our_header(line) for line in ledger.split(b"\n")
-               if b'"config"' in line)
-
-
-def _set_aside_malformed(layout: Layout, book: Ledger) -> list[str]:
-    """Move malformed ledger lines to ``.auto/log.rejected.jsonl`` (with their line numbers and
-    reasons) and rewrite the ledger without them; every readable line stays, in order."""
-    if not book.malformed:
-        return []
-    bad = {m.line: m for m in book.malformed}
-    lines = layout.ledger.read_bytes().split(b"\n")
-    keep, rejected, notes = [], [], []
-    for number, raw in enumerate(lines, start=1):
-        if number in bad:
-            rejected.append(json.dumps({"line": number, "reason": bad[number].reason,
-                                        "text": raw.decode("utf-8", "replace")},
-                                       ensure_ascii=False) + "\n")
-            notes.append(f"ledger line {number} set aside ({bad[number].reason}) in "
-                         ".auto/log.rejected.jsonl")
-        elif raw.strip():
-            keep.append(raw + b"\n")
-    append_whole(layout.auto / "log.rejected.jsonl", "".join(rejected).encode("utf-8"))
-    write_atomic(layout.ledger, b"".join(keep))
-    # The ledger is shorter on purpose: the state ref must take it as it is now.
-    forget_state_cache(layout.repo)
-    return notes
-
-
-def missing_scripts(repo: Repo, cfg: Config) -> list[str]:
-    """Script-like words of the configured commands (``x.sh``, ``x.py``, ``./x``, ``dir/x``)
-    that name no file."""
-    import shlex
-
-    missing = []
-    for command in (cfg.command, cfg.checks_command, cfg.metric_command):
-        if not command:
-            continue
+        values = parse_toml(layout.config.read_bytes(), source="config.toml")
+    except (UsageError, OSError):
+        why = "it did not parse"
+    else:
         try:
-            words = shlex.split(command)
-        except ValueError:
-            words = command.split()
-        for word in words:
-            looks_like_script = word.endswith((".sh", ".py")) or word.startswith("./")
-            if looks_like_script and not word.startswith("-") and "=" not in word:
-                path = Path(word) if os.path.isabs(word) else repo.top / word
-                if not path.exists():
-                    missing.append(word)
-    return missing
+            Config.from_mapping(values, source="config.toml")
+            return []
+        except UsageError:
+            why = "it was not valid"
+    broken = layout.config.with_name(f"config.toml.broken.{time.time_ns()}")
+    os.replace(layout.config, broken)
+    write_atomic(layout.config, saved, 0o444)
+    return [f"restored .auto/config.toml ({why}; it is now .auto/{broken.name})"]
+
+
+def _repair_ledger(repo: Repo, path: Path, saved: bytes) -> list[str]:
+    """Put back the ledger at ``path`` from the ``saved`` copy when it is missing or lost
+    lines, or put back the header lines it lost; the old file is kept beside it. Returns what
+    was done."""
+    try:
+        current = path.read_bytes()
+    except FileNotFoundError:
+        write_atomic(path, saved)
+        return ["restored .auto/log.jsonl"]
+    kept = path.with_name(f"log.jsonl.before-resume.{time.time_ns()}")
+    if ledger_mod.lost_lines(current, saved):
+        os.replace(path, kept)
+        write_atomic(path, saved)
+        return [f"restored .auto/log.jsonl (it had lost lines; the old file is "
+                f".auto/{kept.name})"]
+    headed = ledger_mod.with_lost_header(current, saved)
+    if headed is None:
+        return []
+    write_atomic(kept, current)
+    write_atomic(path, headed)
+    forget_state_cache(repo)
+    return ["restored the configuration header of .auto/log.jsonl from the state ref (the old "
+            f"file is .auto/{kept.name})"]
+
+
+def _restore_missing(layout: Layout, name: str, saved: bytes, mode: int) -> list[str]:
+    """Write the ``saved`` session file ``.auto/<name>`` with ``mode`` unless it exists.
+    Returns what was done."""
+    path = layout.auto / name
+    if path.exists():
+        return []
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, saved, mode)
+    return [f"restored .auto/{name}"]
 
 
 def _checked_out_elsewhere(repo: Repo, session_id: str) -> str | None:
@@ -228,7 +152,8 @@ def resume(session_id: str | None = None, cwd: str | os.PathLike[str] | None = N
     ledger (refusing with the changed keys), check out the session branch, finish or roll back
     an interrupted keep or revert, and check that the configured scripts exist. Returns the
     session, the list of what was done, and the report of the after hooks fired for a run
-    recovery finished (None: none)."""
+    recovery finished (None: none). Raises :class:`Refused` (exit 3) when the session
+    cannot be picked up here, saying what to do."""
     repo = Repo.discover(cwd)
     layout = Layout(repo)
     with SessionLock(repo.scratch, "resume"):
@@ -237,43 +162,19 @@ def resume(session_id: str | None = None, cwd: str | os.PathLike[str] | None = N
     elsewhere = _checked_out_elsewhere(repo, sid)
     if elsewhere is not None:
         raise Refused(elsewhere + "; nothing was changed here")
-    with SessionLock(repo.scratch, "resume"):
-        actions = [finished] if finished else []
-        actions += _restore_files(repo, layout, sid)
-        if not layout.config.exists():
-            raise Refused(f"session {sid} has no .auto/config.toml and no state ref to restore "
-                          "it from")
-        exclude_auto(repo)
-        actions += _set_aside_malformed(layout, ledger_mod.read(layout.ledger))
+    actions = [finished] if finished else []
+    actions += _repair_session_files(repo, layout, sid)
     session = Session.open(cwd, on_branch=False)
     wanted = session_branch(session.config.session_id)
     if repo.current_branch() != wanted:
-        tracked, _ = _dirty(repo, session.bounds)
-        if tracked:
-            raise Refused(f"cannot check out {wanted}: uncommitted changes in "
-                          f"{_listing(tracked)}; {carry_over(repo, wanted)}, then run git "
-                          "autoresearch resume again")
-        # git switch also creates the branch from a single remote-tracking one (a fresh clone).
-        switched = repo.run("switch", "-q", wanted, allow_non_zero=True)
-        if switched.returncode != 0:
-            if repo.resolve(f"refs/heads/{wanted}") is not None:
-                lines = said(switched.stderr)
-                raise Refused(f"git could not check out the session branch {wanted}: "
-                              + (lines[-1].strip() if lines else f"exit {switched.returncode}"))
-            over = ("; or, merged and deleted, the session is over: to start another here, "
-                    "move .auto/ aside and run git autoresearch start --force"
-                    if merged_elsewhere(session) else "")
-            raise Refused(f"the session branch {wanted} does not exist here "
-                          f"({repo.fetch_hint(wanted)}{over})")
+        _switch_to_session_branch(repo, session, wanted)
         actions.append(f"checked out {wanted}")
         session = Session.open(cwd)
-    from .recovery import locked
-
     with locked(session, "resume") as recovered:
         if recovered.note:
             actions.append(recovered.note)
     session.warnings += recovered.warnings
-    missing = missing_scripts(repo, session.config)
+    missing = missing_scripts(session.config, repo.top)
     if missing:
         raise Refused(f"the configuration names {', '.join(missing)}, which does not exist")
     baseline = session.baseline_problem() or session.baseline_doubt()
@@ -282,3 +183,43 @@ def resume(session_id: str | None = None, cwd: str | os.PathLike[str] | None = N
     if actions:
         session.warnings += session.mirror_state("resume: " + "; ".join(actions)[:200])
     return session, actions, recovered.hooks
+
+
+def _repair_session_files(repo: Repo, layout: Layout, sid: str) -> list[str]:
+    """Under the session lock: restore lost files from the state ref, exclude ``.auto/``, and
+    set malformed ledger lines aside. Returns what was done; :class:`Refused` when there is
+    no configuration to be had."""
+    with SessionLock(repo.scratch, "resume"):
+        actions = _restore_files(repo, layout, sid)
+        if not layout.config.exists():
+            raise Refused(f"session {sid} has no .auto/config.toml and no state ref to restore "
+                          "it from")
+        exclude_auto(repo)
+        notes = ledger_mod.set_aside(layout.ledger, ledger_mod.read(layout.ledger).malformed)
+        if notes:
+            # The ledger is shorter on purpose: the state ref must take it as it is now.
+            forget_state_cache(repo)
+        return actions + notes
+
+
+def _switch_to_session_branch(repo: Repo, session: Session, wanted: str) -> None:
+    """Check out the session branch ``wanted``; :class:`Refused` saying what to do when
+    uncommitted changes are in the way or git cannot (the branch is gone or never fetched)."""
+    tracked, _ = uncommitted(repo, session.bounds)
+    if tracked:
+        raise Refused(f"cannot check out {wanted}: uncommitted changes in "
+                      f"{listing(tracked)}; {carry_over(repo, wanted)}, then run git "
+                      "autoresearch resume again")
+    # git switch also creates the branch from a single remote-tracking one (a fresh clone).
+    switched = repo.run("switch", "-q", wanted, allow_non_zero=True)
+    if switched.returncode == 0:
+        return
+    if repo.resolve(f"refs/heads/{wanted}") is not None:
+        lines = said(switched.stderr)
+        raise Refused(f"git could not check out the session branch {wanted}: "
+                      + (lines[-1].strip() if lines else f"exit {switched.returncode}"))
+    over = ("; or, merged and deleted, the session is over: to start another here, "
+            "move .auto/ aside and run git autoresearch start --force"
+            if merged_elsewhere(session) else "")
+    raise Refused(f"the session branch {wanted} does not exist here "
+                  f"({repo.fetch_hint(wanted)}{over})")

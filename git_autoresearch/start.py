@@ -1,9 +1,9 @@
-"""Beginning a session: ``start`` (a session, or a new segment of one), made so that a start
-killed anywhere can be finished (its start record, :func:`finish_start`)."""
+"""Beginning a session: ``start`` (a session, or a new segment of one) in its steps: the
+configuration, the refusals before anything changes, the session files (made through the start
+record of :mod:`start_record`, so that a start killed anywhere can be finished), the baseline."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
@@ -13,43 +13,30 @@ from pathlib import Path
 from typing import Any
 
 from . import ledger as ledger_mod
-from . import signals
+from . import pending, signals
 from .branches import other_worktree
-from .config import Config, file_hash, parse_toml, write_config
+from .config import Config, parse_toml, write_config
 from .errors import Refused, UsageError
 from .experiment import load_snapshot, save_snapshot, take_snapshot
-from .faults import checkpoint
-from .files import WriteFailed, check_writable, write_atomic
-from .git import Repo, said, split_z
-from .layout import Layout, exclude_auto
-from .ledger import VERSION, now_ms
+from .files import WriteFailed, check_writable
+from .git import Repo, split_z
+from .layout import Layout
 from .lock import SessionLock
 from .measure import Measurement, Progress
 from .paths import Boundaries
+from .recording import record as record_run
+from .recovery import locked
 from .refs import session_branch, state_ref
 from .scripts import command_files, uncommitted_command_files
-from .session import (
-    Session,
+from .session import Session
+from .start_record import (
+    StartIntent,
+    create_session,
+    finish_start,
+    read_start_intent,
+    segment_header,
+    write_prompt,
 )
-
-PROMPT_TEMPLATE = """# Autoresearch session: {goal}
-
-Metric: {metric_name} ({direction} is better{unit})
-Command: `{command}`
-Scope: {scope}
-Readonly: {readonly}
-
-## Rules
-- Change only files in scope; never the readonly files (the measure, checks or scoring
-  scripts, the data): a change there is undone before measuring and recorded.
-- One idea per run; describe it in one sentence with `-d`.
-
-## Learnings
-
-## Dead ends (do not retry)
-
-## Promising directions
-"""
 
 
 def default_session_id(goal: str, today: str | None = None) -> str:
@@ -141,7 +128,9 @@ def _check_matches(repo: Repo, given: list[tuple[str, str]]) -> None:
                              "--allow-missing to keep it")
 
 
-def _dirty(repo: Repo, bounds: Boundaries) -> tuple[list[str], list[str]]:
+def uncommitted(repo: Repo, bounds: Boundaries) -> tuple[list[str], list[str]]:
+    """The changed tracked paths and the untracked paths of the work tree (from ``git status``),
+    leaving out ignored and protected ones, each in git's order."""
     tracked: list[str] = []
     untracked: list[str] = []
     for entry in repo.status():
@@ -151,7 +140,9 @@ def _dirty(repo: Repo, bounds: Boundaries) -> tuple[list[str], list[str]]:
     return tracked, untracked
 
 
-def _listing(paths: list[str], limit: int = 5) -> str:
+def listing(paths: list[str], limit: int = 5) -> str:
+    """The first ``limit`` paths joined with commas, and how many more there are:
+    ``a, b, c, d, e and 2 more``."""
     shown = ", ".join(paths[:limit])
     return shown + (f" and {len(paths) - limit} more" if len(paths) > limit else "")
 
@@ -166,84 +157,136 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
     repo = Repo.discover(cwd)
     layout = Layout(repo)
     _paths_from_directory(opts, Path(cwd) if cwd is not None else Path.cwd(), repo.top)
+    head = _starting_commit(repo)
+    interrupted = read_start_intent(layout)
+    finished = None
+    if opts.new_segment:
+        finished = finish_start(repo, layout, baseline_hint=False) if interrupted else None
+        cfg, given = _config_for_segment(repo, layout, opts)
+    else:
+        cfg, given = _config_for_session(repo, layout, opts, interrupted)
+    if not opts.allow_missing:
+        _check_matches(repo, given)
+    scripts = command_files(repo, cfg, head)
+    unsaved = uncommitted_command_files(repo, cfg, scripts)
+    untracked = _refuse_dirty_tree(repo, layout, opts,
+                                   Boundaries(cfg.scope, cfg.protected, cfg.readonly, scripts))
+    _refuse_unwritable(repo, layout)
+    session = _write_session_files(repo, layout, cfg, head, opts, untracked, scripts)
+    if finished:
+        session.warnings.append(finished)
+    if unsaved:
+        session.warnings.append(
+            f"the configured commands run {', '.join(unsaved)}, which is not committed: an "
+            "experiment could change it unseen (only committed files are readonly): commit it")
+    if opts.no_baseline:
+        return session, None, None
+    record, result = _measure_baseline(session, progress)
+    return session, record, result
+
+
+def _starting_commit(repo: Repo) -> str:
+    """The commit the session starts from (HEAD's); :class:`Refused` when a merge (or the
+    like) is in progress or there is no commit yet."""
     op = repo.operation_in_progress()
     if op:
         raise Refused(f"a {op} is in progress; finish or abort it first")
     head = repo.head()
     if head is None:
         raise Refused("HEAD has no commit yet; commit the project first")
-    interrupted = read_start_intent(layout)
-    if opts.new_segment:
-        finished = finish_start(repo, layout, baseline_hint=False) if interrupted else None
-        if not layout.config.exists():
-            raise Refused("no session to start a new segment of (no .auto/config.toml): "
-                          + layout.missing_hint())
-        try:
-            old_data = parse_toml(layout.read_config_bytes(), source=str(layout.config))
-        except UsageError as exc:
-            raise Refused(f"{exc.message}; git autoresearch resume restores the file from the "
-                          "state ref") from None
+    return head
 
-        if ledger_mod.read(layout.ledger).config_header is None and repo.resolve(
-                state_ref(str(old_data.get("session_id", "")))):
-            raise Refused("the ledger is missing or lost its header while the state ref holds "
-                          "the session: run git autoresearch resume first")
-        given_id = opts.values.get("session_id")
-        if given_id and given_id != old_data.get("session_id"):
-            raise UsageError(f"--session-id cannot change with --new-segment (the session is "
-                             f"{old_data.get('session_id')})")
-        merged, given = _merge_values(opts, old_data)
-        merged["session_id"] = old_data.get("session_id", "")
-        cfg = Config.from_mapping(merged, source="configuration")
-        branch = repo.current_branch()
-        if branch != session_branch(cfg.session_id):
-            wanted = session_branch(cfg.session_id)
-            elsewhere = other_worktree(repo, wanted, "start the new segment there")
-            raise Refused(f"check out the session branch {wanted} before starting a new "
-                          "segment" + (f" (it is {elsewhere})" if elsewhere else
-                                       f" (git switch {wanted})"))
-    else:
-        if interrupted:
-            raise Refused(f"the start of session {interrupted['config'].get('session_id')} was "
-                          "interrupted: git autoresearch resume finishes it (git autoresearch "
-                          "start --new-segment finishes it and measures the baseline)")
-        if layout.config.exists():
-            old = parse_toml(layout.read_config_bytes(), source=str(layout.config))
-            raise Refused(f"a session already exists here ({old.get('session_id', '?')}); "
-                          "continue it, run git autoresearch start --new-segment, or move "
-                          ".auto/ aside to start another")
-        merged, given = _merge_values(opts, {})
-        if not merged.get("command") and (layout.auto / "measure.sh").is_file():
-            merged["command"] = "bash .auto/measure.sh"
-        if not merged.get("checks_command") and (layout.auto / "checks.sh").is_file():
-            merged["checks_command"] = "bash .auto/checks.sh"
-        cfg = Config.from_mapping(merged, source="configuration")
-        cfg.session_id = cfg.session_id or default_session_id(cfg.goal)
-        cfg.created_at = cfg.created_at or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        cfg.validate("configuration")
-        branch = session_branch(cfg.session_id)
-        if not repo.ref_format_ok(f"refs/heads/{branch}"):
-            raise UsageError(f"session id '{cfg.session_id}' does not make a valid branch name")
-        if repo.resolve(f"refs/heads/{branch}"):
-            raise Refused(f"branch {branch} already exists (from an earlier session); pick "
-                          "another --session-id")
-    if not opts.allow_missing:
-        _check_matches(repo, given)
-    scripts = command_files(repo, cfg, head)
-    bounds = Boundaries(cfg.scope, cfg.protected, cfg.readonly, scripts)
-    unsaved = uncommitted_command_files(repo, cfg, scripts)
-    tracked, untracked = _dirty(repo, bounds)
+
+def _config_for_session(repo: Repo, layout: Layout, opts: StartOptions,
+                        interrupted: StartIntent | None) -> tuple[Config, list[tuple[str, str]]]:
+    """The configuration of a new session, with the path rules given this time
+    (:func:`_merge_values`). Refuses when a start was interrupted, a session exists, or its
+    branch does; :class:`UsageError` for an id that makes no branch name."""
+    if interrupted:
+        raise Refused(f"the start of session {interrupted.config_session_id} was "
+                      "interrupted: git autoresearch resume finishes it (git autoresearch "
+                      "start --new-segment finishes it and measures the baseline)")
+    if layout.config.exists():
+        old = parse_toml(layout.read_config_bytes(), source=str(layout.config))
+        raise Refused(f"a session already exists here ({old.get('session_id', '?')}); "
+                      "continue it, run git autoresearch start --new-segment, or move "
+                      ".auto/ aside to start another")
+    merged, given = _merge_values(opts, {})
+    if not merged.get("command") and (layout.auto / "measure.sh").is_file():
+        merged["command"] = "bash .auto/measure.sh"
+    if not merged.get("checks_command") and (layout.auto / "checks.sh").is_file():
+        merged["checks_command"] = "bash .auto/checks.sh"
+    cfg = Config.from_mapping(merged, source="configuration")
+    cfg.session_id = cfg.session_id or default_session_id(cfg.goal)
+    cfg.created_at = cfg.created_at or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    cfg.validate("configuration")
+    branch = session_branch(cfg.session_id)
+    if not repo.ref_format_ok(f"refs/heads/{branch}"):
+        raise UsageError(f"session id '{cfg.session_id}' does not make a valid branch name")
+    if repo.resolve(f"refs/heads/{branch}"):
+        raise Refused(f"branch {branch} already exists (from an earlier session); pick "
+                      "another --session-id")
+    return cfg, given
+
+
+def _config_for_segment(repo: Repo, layout: Layout, opts: StartOptions
+                        ) -> tuple[Config, list[tuple[str, str]]]:
+    """The configuration of a new segment: the session's, changed by what was given this
+    time, with the path rules given (:func:`_merge_values`). Refuses without a readable
+    session, with a ledger that lost its header, or off the session branch;
+    :class:`UsageError` for another ``--session-id``."""
+    if not layout.config.exists():
+        raise Refused("no session to start a new segment of (no .auto/config.toml): "
+                      + layout.missing_hint())
+    try:
+        old_data = parse_toml(layout.read_config_bytes(), source=str(layout.config))
+    except UsageError as exc:
+        raise Refused(f"{exc.message}; git autoresearch resume restores the file from the "
+                      "state ref") from None
+    if ledger_mod.read(layout.ledger).config_header is None and repo.resolve(
+            state_ref(str(old_data.get("session_id", "")))):
+        raise Refused("the ledger is missing or lost its header while the state ref holds "
+                      "the session: run git autoresearch resume first")
+    given_id = opts.values.get("session_id")
+    if given_id and given_id != old_data.get("session_id"):
+        raise UsageError(f"--session-id cannot change with --new-segment (the session is "
+                         f"{old_data.get('session_id')})")
+    merged, given = _merge_values(opts, old_data)
+    merged["session_id"] = old_data.get("session_id", "")
+    cfg = Config.from_mapping(merged, source="configuration")
+    wanted = session_branch(cfg.session_id)
+    if repo.current_branch() != wanted:
+        elsewhere = other_worktree(repo, wanted, "start the new segment there")
+        raise Refused(f"check out the session branch {wanted} before starting a new "
+                      "segment" + (f" (it is {elsewhere})" if elsewhere else
+                                   f" (git switch {wanted})"))
+    return cfg, given
+
+
+def _refuse_dirty_tree(repo: Repo, layout: Layout, opts: StartOptions, bounds: Boundaries
+                       ) -> list[str]:
+    """The untracked paths the session must never touch (accepted with ``force``; for a new
+    segment, those the snapshot of untracked files does not know already). Refuses changed
+    tracked files, and untracked ones without ``force``; protected and ignored paths are
+    left out."""
+    tracked, untracked = uncommitted(repo, bounds)
     if opts.new_segment:
         known = load_snapshot(layout.untracked)
         untracked = [p for p in untracked if known is None or not known.covers(p)]
     if tracked:
-        also = (f" (and untracked files: {_listing(untracked)}, which --force would accept)"
+        also = (f" (and untracked files: {listing(untracked)}, which --force would accept)"
                 if untracked and not opts.force else "")
-        raise Refused(f"the work tree has uncommitted changes: {_listing(tracked)}{also}; "
+        raise Refused(f"the work tree has uncommitted changes: {listing(tracked)}{also}; "
                       "commit or remove them first")
     if untracked and not opts.force:
-        raise Refused(f"the work tree has untracked files: {_listing(untracked)}; commit or "
+        raise Refused(f"the work tree has untracked files: {listing(untracked)}; commit or "
                       "remove them, or pass --force (they are then never touched)")
+    return untracked
+
+
+def _refuse_unwritable(repo: Repo, layout: Layout) -> None:
+    """Refuse before anything is changed when git has no identity to commit with, or the
+    session folder or the scratch folder cannot be written."""
     problem = repo.identity_problem()
     if problem:
         raise Refused(problem)
@@ -253,41 +296,34 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
         check_writable(repo.scratch)
     except WriteFailed as exc:
         raise Refused(f"{exc.message}; nothing was changed") from None
+
+
+def _write_session_files(repo: Repo, layout: Layout, cfg: Config, head: str,
+                         opts: StartOptions, untracked: list[str], scripts: list[str]
+                         ) -> Session:
+    """Under the session lock, make the session (through its start record, so that a start
+    killed anywhere can be finished) or the new segment; returns the open session."""
     # Under the lock: a new segment's header must not land in the middle of a run's recording.
     # A signal waits until the session (or segment) is made whole (a SIGKILL is covered by the
     # start record).
     with SessionLock(repo.scratch, "start"), signals.deferred():
         if opts.new_segment:
-            session = _new_segment_files(repo, layout, cfg, head, opts, untracked)
-            if finished:
-                session.warnings.append(finished)
-        else:
-            intent = {"session_id": cfg.session_id, "head": head, "config": cfg.to_dict(),
-                      "no_baseline": opts.no_baseline,
-                      "untracked": sorted(untracked) if opts.force else []}
-            _write_start_intent(layout, intent)
-            checkpoint("start:after-intent")
-            try:
-                session = _create_session(repo, layout, intent)
-            except Exception:
-                if repo.resolve(f"refs/heads/{session_branch(cfg.session_id)}") is None:
-                    layout.start_intent.unlink(missing_ok=True)  # nothing was made
-                raise
-            checkpoint("start:before-baseline")
-    if unsaved:
-        session.warnings.append(
-            f"the configured commands run {', '.join(unsaved)}, which is not committed: an "
-            "experiment could change it unseen (only committed files are readonly): commit it")
-    if opts.no_baseline:
-        return session, None, None
-    from . import pending
-    from .recording import record as record_run
-    from .recovery import locked
+            return _new_segment_files(repo, layout, cfg, head, opts, untracked, scripts)
+        intent = StartIntent(session_id=cfg.session_id, head=head, config=cfg.to_dict(),
+                             no_baseline=opts.no_baseline,
+                             untracked=tuple(sorted(untracked)) if opts.force else ())
+        return create_session(repo, layout, intent, scripts)
 
+
+def _measure_baseline(session: Session, progress: Progress | None
+                      ) -> tuple[dict[str, Any], Measurement]:
+    """Measure the unchanged tree and record it as the segment's baseline; returns the record
+    and the measurement. Raises :class:`Refused` when it crashed or failed its checks (the
+    session is kept)."""
     with locked(session, "start") as recovered:
         result = pending.measure(session, progress, pending=False, baseline=True)
         status = result.status or "keep"
-        save_snapshot(layout.untracked, take_snapshot(repo))
+        save_snapshot(session.layout.untracked, take_snapshot(session.repo))
         recorded = record_run(session, status, "baseline", result=result, baseline=True)
     session.warnings += recovered.warnings + recorded.warnings
     record = recorded.record
@@ -297,43 +333,15 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
         raise Refused(f"the baseline failed ({record.get('reason') or status}); the session is "
                       "kept: fix the command, then run git autoresearch start --new-segment",
                       detail=tail)
-    return session, record, result
-
-
-def _header(cfg: Config, data: bytes, head: str, no_baseline: bool) -> dict[str, Any]:
-    """The ledger line that opens a segment (DESIGN.md section 6)."""
-    return {
-        "type": "config",
-        "name": cfg.goal,
-        "metricName": cfg.metric_name,
-        "metricUnit": cfg.metric_unit,
-        "bestDirection": cfg.direction,
-        "config_hash": file_hash(data),
-        "session_id": cfg.session_id,
-        "version": VERSION,
-        "config": cfg.to_dict(),
-        "base_commit": head,
-        "no_baseline": no_baseline,
-        "timestamp": now_ms(),
-    }
-
-
-def _write_prompt(repo: Repo, layout: Layout, cfg: Config, head: str) -> None:
-    if not layout.prompt.exists():
-        scripts = command_files(repo, cfg, head)
-        write_atomic(layout.prompt, PROMPT_TEMPLATE.format(
-            goal=cfg.goal, metric_name=cfg.metric_name, direction=cfg.direction,
-            unit=f", in {cfg.metric_unit}" if cfg.metric_unit else "", command=cfg.command,
-            scope=", ".join(cfg.scope) or "any path that is neither protected nor readonly",
-            readonly=", ".join(dict.fromkeys([*scripts, *cfg.readonly])) or "none").encode())
+    return record, result
 
 
 def _new_segment_files(repo: Repo, layout: Layout, cfg: Config, head: str, opts: StartOptions,
-                       untracked: list[str]) -> Session:
+                       untracked: list[str], scripts: list[str]) -> Session:
     """Write a new segment's configuration and ledger header; returns the session."""
     data = write_config(layout.config, cfg)
-    ledger_mod.append(layout.ledger, [_header(cfg, data, head, opts.no_baseline)])
-    _write_prompt(repo, layout, cfg, head)
+    ledger_mod.append(layout.ledger, [segment_header(cfg, data, head, opts.no_baseline)])
+    write_prompt(repo, layout, cfg, head, scripts)
     layout.pending.unlink(missing_ok=True)
     session = Session(repo, cfg, data, ledger_mod.read(layout.ledger))
     if opts.force:
@@ -344,86 +352,3 @@ def _new_segment_files(repo: Repo, layout: Layout, cfg: Config, head: str, opts:
     return session
 
 
-def _write_start_intent(layout: Layout, intent: dict[str, Any]) -> None:
-    """Record what ``start`` is about to create, before it changes anything, so that a start
-    that is killed can be finished (:func:`finish_start`)."""
-    layout.start_intent.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(layout.start_intent, json.dumps(intent, allow_nan=False).encode())
-
-
-def read_start_intent(layout: Layout) -> dict[str, Any] | None:
-    """The record of a ``start`` that did not finish, or None (an unreadable one is None too:
-    it was torn before anything changed, since it is written before the branch)."""
-    try:
-        data = json.loads(layout.start_intent.read_text(encoding="utf-8"))
-    except (FileNotFoundError, ValueError):
-        return None
-    if not isinstance(data, dict) or not isinstance(data.get("config"), dict):
-        return None
-    return data
-
-
-def _create_session(repo: Repo, layout: Layout, intent: dict[str, Any]) -> Session:
-    """Create the session that ``intent`` (:func:`_write_start_intent`) describes: the branch
-    checked out, ``.auto/`` excluded, the configuration, the ledger header, the notes, the
-    snapshot of untracked files and the state ref; then clear the intent. Each step is skipped
-    when already done, so a start killed anywhere is finished by running this again. Raises
-    :class:`Refused` when HEAD moved since (nothing is changed then)."""
-    cfg = Config.from_mapping(intent["config"], source="the interrupted start")
-    head = str(intent["head"])
-    branch = session_branch(cfg.session_id)
-    if repo.current_branch() != branch:
-        at = repo.resolve(f"refs/heads/{branch}")
-        if repo.head() != head or at not in (None, head):
-            raise Refused(f"HEAD moved since the start of session {cfg.session_id} was "
-                          f"interrupted; check out {branch} (or the commit {head[:7]}) and run "
-                          "git autoresearch resume again")
-        switched = repo.run("switch", "-q", *(["-c"] if at is None else []), branch,
-                            allow_non_zero=True)
-        if switched.returncode != 0:
-            lines = said(switched.stderr)
-            raise Refused(f"git could not {'create' if at is None else 'check out'} the branch "
-                          f"{branch}: " + (lines[-1].strip() if lines else
-                                           f"exit {switched.returncode}"))
-    checkpoint("start:after-branch")
-    exclude_auto(repo)
-    layout.auto.mkdir(exist_ok=True)
-    data = layout.config.read_bytes() if layout.config.exists() else \
-        write_config(layout.config, cfg)
-    checkpoint("start:after-config")
-    if ledger_mod.read(layout.ledger).config_header is None:
-        ledger_mod.append(layout.ledger, [_header(cfg, data, head, bool(intent["no_baseline"]))])
-    checkpoint("start:after-ledger")
-    _write_prompt(repo, layout, cfg, head)
-    layout.pending.unlink(missing_ok=True)
-    save_snapshot(layout.untracked, take_snapshot(repo, list(intent.get("untracked") or [])))
-    session = Session(repo, cfg, data, ledger_mod.read(layout.ledger))
-    session.warnings += session.mirror_state("session started")
-    layout.start_intent.unlink()
-    return session
-
-
-def finish_start(repo: Repo, layout: Layout, *, baseline_hint: bool = True) -> str | None:
-    """Finish a ``start`` that was killed before it had created the session; returns what was
-    done (with ``baseline_hint``, how to measure a baseline it did not), or None when there was
-    nothing to finish. An intent that a finished session
-    contradicts (``config.toml`` of another session) is set aside. Raises :class:`Refused`
-    (:func:`_create_session`)."""
-    intent = read_start_intent(layout)
-    if intent is None:
-        layout.start_intent.unlink(missing_ok=True)
-        return None
-    sid = intent["config"].get("session_id")
-    if layout.config.exists():
-        try:
-            current = parse_toml(layout.read_config_bytes(), source=str(layout.config))
-        except UsageError:
-            current = {}
-        if current.get("session_id") != sid:
-            os.replace(layout.start_intent,
-                       layout.start_intent.with_name(f"start.abandoned.{time.time_ns()}.json"))
-            return f"set aside the record of an interrupted start of session {sid}"
-    _create_session(repo, layout, intent)
-    how = "" if intent.get("no_baseline") or not baseline_hint else (
-        "; its baseline was not measured: git autoresearch start --new-segment measures it")
-    return f"finished the interrupted start of session {sid}{how}"

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import Tool, assert_dies, git, runs, start_args, write
+from conftest import Tool, assert_dies, git, ledger_lines, runs, start_args, write
 
 from git_autoresearch import ledger
 from git_autoresearch.lock import SessionLock
@@ -171,6 +171,34 @@ def test_a_sigterm_during_start_lets_it_make_the_session_whole(repo: Path, ar: T
     assert git(repo, "rev-parse", "--verify", "-q", "refs/autoresearch/s1/state")
     assert ar(repo, "resume", "--json").json()["actions"] == []
     assert "start --new-segment" in ar(repo, "run", "-d", "too early", expect=3).err
+    assert ar(repo, "start", "--new-segment", "--json").json()["baseline"]["metric"] == 100
+
+
+def test_resume_finishes_a_start_record_written_by_the_previous_version(repo: Path,
+                                                                       ar: Tool) -> None:
+    """A start.json left by the version before the start record was a typed value (the same
+    keys, written by json.dumps of a plain dict) is still finished."""
+    head = git(repo, "rev-parse", "HEAD")
+    config = ('{"goal": "lower the value", "command": "sh bench.sh", "metric_name": "score", '
+              '"metric_unit": "", "direction": "lower", "metric_pattern": "score: (\\\\S+)", '
+              '"scope": ["value.txt"], "protected": [], "timeout_seconds": 600, '
+              '"checks_timeout_seconds": 300, "runs_per_experiment": 1, '
+              '"aggregate": "median", "session_id": "s1", '
+              '"created_at": "2026-11-30T00:00:00Z"}')
+    write(repo / ".git" / "autoresearch" / "start.json",
+          f'{{"session_id": "s1", "head": "{head}", "config": {config}, '
+          '"no_baseline": false, "untracked": []}')
+    actions = ar(repo, "resume", "--json").json()["actions"]
+    assert actions[0] == ("finished the interrupted start of session s1; its baseline was "
+                          "not measured: git autoresearch start --new-segment measures it")
+    assert git(repo, "symbolic-ref", "--short", "HEAD") == "autoresearch/s1"
+    assert not (repo / ".git" / "autoresearch" / "start.json").exists()
+    header = ledger_lines(repo)[0]
+    assert (header["type"], header["session_id"], header["base_commit"], header["no_baseline"],
+            header["config"]["metric_pattern"]) == ("config", "s1", head, False, r"score: (\S+)")
+    assert list(header) == ["type", "name", "metricName", "metricUnit", "bestDirection",
+                            "config_hash", "session_id", "version", "config", "base_commit",
+                            "no_baseline", "timestamp"]
     assert ar(repo, "start", "--new-segment", "--json").json()["baseline"]["metric"] == 100
 
 

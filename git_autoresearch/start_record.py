@@ -1,0 +1,214 @@
+"""The start record and the files a start writes: ``start.json`` in the scratch folder says
+what a ``start`` is about to create before anything changes, so that a start killed anywhere
+is finished later (by ``resume``, or ``start --new-segment``), each step skipped when done."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from . import ledger as ledger_mod
+from .config import Config, file_hash, parse_toml, write_config
+from .errors import Refused, UsageError
+from .experiment import save_snapshot, take_snapshot
+from .faults import checkpoint
+from .files import write_atomic
+from .git import Repo, said
+from .layout import Layout, exclude_auto
+from .ledger import ConfigHeader, config_header
+from .refs import session_branch
+from .scripts import command_files
+from .session import Session
+
+# The first notes of ``.auto/prompt.md``, which the agent keeps (DESIGN.md section 3).
+PROMPT_TEMPLATE = """# Autoresearch session: {goal}
+
+Metric: {metric_name} ({direction} is better{unit})
+Command: `{command}`
+Scope: {scope}
+Readonly: {readonly}
+
+## Rules
+- Change only files in scope; never the readonly files (the measure, checks or scoring
+  scripts, the data): a change there is undone before measuring and recorded.
+- One idea per run; describe it in one sentence with `-d`.
+
+## Learnings
+
+## Dead ends (do not retry)
+
+## Promising directions
+"""
+
+
+def segment_header(cfg: Config, data: bytes, head: str, no_baseline: bool) -> ConfigHeader:
+    """The ledger line that opens a segment of ``cfg`` (``data``: the bytes of its
+    ``config.toml``) from commit ``head``."""
+    return config_header(name=cfg.goal, metric_name=cfg.metric_name,
+                         metric_unit=cfg.metric_unit, direction=cfg.direction,
+                         config_hash=file_hash(data), session_id=cfg.session_id,
+                         config=cfg.to_dict(), base_commit=head, no_baseline=no_baseline)
+
+
+def write_prompt(repo: Repo, layout: Layout, cfg: Config, head: str,
+                 scripts: list[str] | None) -> None:
+    """Write ``.auto/prompt.md`` unless it exists (the agent's notes are never replaced);
+    ``scripts``: the committed files the commands name, found here when None."""
+    if layout.prompt.exists():
+        return
+    if scripts is None:
+        scripts = command_files(repo, cfg, head)
+    write_atomic(layout.prompt, PROMPT_TEMPLATE.format(
+        goal=cfg.goal, metric_name=cfg.metric_name, direction=cfg.direction,
+        unit=f", in {cfg.metric_unit}" if cfg.metric_unit else "", command=cfg.command,
+        scope=", ".join(cfg.scope) or "any path that is neither protected nor readonly",
+        readonly=", ".join(dict.fromkeys([*scripts, *cfg.readonly])) or "none").encode())
+
+
+@dataclass(frozen=True)
+class StartIntent:
+    """The start record, ``start.json`` in the scratch folder: what a ``start`` is about to
+    create, written before it changes anything, so that a start killed anywhere can be
+    finished (:func:`finish_start`). ``config`` holds the configuration's keys as
+    ``config.toml`` will (:meth:`Config.to_dict`); ``head`` is the commit the session starts
+    from; ``untracked`` the untracked paths ``--force`` accepted."""
+
+    session_id: str
+    head: str
+    config: dict[str, Any]
+    no_baseline: bool
+    untracked: tuple[str, ...] = ()
+
+    @property
+    def config_session_id(self) -> Any:
+        """The session id the configuration names (what every message about it shows)."""
+        return self.config.get("session_id")
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as ``start.json`` holds it (the keys of every version, in its order)."""
+        return {"session_id": self.session_id, "head": self.head, "config": self.config,
+                "no_baseline": self.no_baseline, "untracked": list(self.untracked)}
+
+    @classmethod
+    def from_json(cls, data: Any) -> StartIntent | None:
+        """The record from its parsed JSON, or None when it is not one (no ``config`` object
+        or no ``head``): such a file was torn before anything changed. ``no_baseline`` and
+        ``untracked`` may be absent."""
+        if not isinstance(data, dict) or not isinstance(data.get("config"), dict) \
+                or not isinstance(data.get("head"), str):
+            return None
+        return cls(session_id=str(data.get("session_id") or ""), head=data["head"],
+                   config=data["config"], no_baseline=bool(data.get("no_baseline")),
+                   untracked=tuple(str(p) for p in data.get("untracked") or ()))
+
+
+def _write_start_intent(layout: Layout, intent: StartIntent) -> None:
+    """Write the start record before anything changes (:class:`StartIntent`)."""
+    layout.start_intent.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(layout.start_intent, json.dumps(intent.to_json(), allow_nan=False).encode())
+
+
+def read_start_intent(layout: Layout) -> StartIntent | None:
+    """The record of a ``start`` that did not finish, or None (an unreadable one is None too:
+    it was torn before anything changed, since it is written before the branch)."""
+    try:
+        data = json.loads(layout.start_intent.read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError):
+        return None
+    return StartIntent.from_json(data)
+
+
+def create_session(repo: Repo, layout: Layout, intent: StartIntent, scripts: list[str]
+                   ) -> Session:
+    """Write the start record ``intent``, then make the session it describes
+    (:func:`_make_session`); returns the open session. When that fails before the branch
+    exists, the record goes too: nothing was made."""
+    _write_start_intent(layout, intent)
+    checkpoint("start:after-intent")
+    try:
+        session = _make_session(repo, layout, intent, scripts)
+    except Exception:
+        if repo.resolve(f"refs/heads/{session_branch(intent.session_id)}") is None:
+            layout.start_intent.unlink(missing_ok=True)  # nothing was made
+        raise
+    checkpoint("start:before-baseline")
+    return session
+
+
+def _make_session(repo: Repo, layout: Layout, intent: StartIntent,
+                    scripts: list[str] | None = None) -> Session:
+    """Create the session that ``intent`` describes: the branch checked out, ``.auto/``
+    excluded, the configuration, the ledger header, the notes, the snapshot of untracked files
+    and the state ref; then clear the intent. Each step is skipped when already done, so a
+    start killed anywhere is finished by running this again. ``scripts``: the committed files
+    the commands name, when known. Raises :class:`Refused` when HEAD moved since (nothing is
+    changed then)."""
+    cfg = Config.from_mapping(intent.config, source="the interrupted start")
+    _check_out_new_branch(repo, cfg.session_id, intent.head)
+    checkpoint("start:after-branch")
+    exclude_auto(repo)
+    layout.auto.mkdir(exist_ok=True)
+    data = layout.config.read_bytes() if layout.config.exists() else \
+        write_config(layout.config, cfg)
+    checkpoint("start:after-config")
+    if ledger_mod.read(layout.ledger).config_header is None:
+        header = segment_header(cfg, data, intent.head, intent.no_baseline)
+        ledger_mod.append(layout.ledger, [header])
+    checkpoint("start:after-ledger")
+    write_prompt(repo, layout, cfg, intent.head, scripts)
+    layout.pending.unlink(missing_ok=True)
+    save_snapshot(layout.untracked, take_snapshot(repo, list(intent.untracked)))
+    session = Session(repo, cfg, data, ledger_mod.read(layout.ledger))
+    session.warnings += session.mirror_state("session started")
+    layout.start_intent.unlink()
+    return session
+
+
+def _check_out_new_branch(repo: Repo, session_id: str, head: str) -> None:
+    """Create the session branch at ``head`` and check it out (or only check it out, when an
+    interrupted start made it already). Raises :class:`Refused` when HEAD moved since, or git
+    cannot."""
+    branch = session_branch(session_id)
+    if repo.current_branch() == branch:
+        return
+    at = repo.resolve(f"refs/heads/{branch}")
+    if repo.head() != head or at not in (None, head):
+        raise Refused(f"HEAD moved since the start of session {session_id} was "
+                      f"interrupted; check out {branch} (or the commit {head[:7]}) and run "
+                      "git autoresearch resume again")
+    switched = repo.run("switch", "-q", *(["-c"] if at is None else []), branch,
+                        allow_non_zero=True)
+    if switched.returncode != 0:
+        lines = said(switched.stderr)
+        raise Refused(f"git could not {'create' if at is None else 'check out'} the branch "
+                      f"{branch}: " + (lines[-1].strip() if lines else
+                                       f"exit {switched.returncode}"))
+
+
+def finish_start(repo: Repo, layout: Layout, *, baseline_hint: bool = True) -> str | None:
+    """Finish a ``start`` that was killed before it had created the session; returns what was
+    done (with ``baseline_hint``, how to measure a baseline it did not), or None when there was
+    nothing to finish. An intent that a finished session
+    contradicts (``config.toml`` of another session) is set aside. Raises :class:`Refused`
+    (:func:`_make_session`)."""
+    intent = read_start_intent(layout)
+    if intent is None:
+        layout.start_intent.unlink(missing_ok=True)
+        return None
+    sid = intent.config_session_id
+    if layout.config.exists():
+        try:
+            current = parse_toml(layout.read_config_bytes(), source=str(layout.config))
+        except UsageError:
+            current = {}
+        if current.get("session_id") != sid:
+            os.replace(layout.start_intent,
+                       layout.start_intent.with_name(f"start.abandoned.{time.time_ns()}.json"))
+            return f"set aside the record of an interrupted start of session {sid}"
+    _make_session(repo, layout, intent)
+    how = "" if intent.no_baseline or not baseline_hint else (
+        "; its baseline was not measured: git autoresearch start --new-segment measures it")
+    return f"finished the interrupted start of session {sid}{how}"
