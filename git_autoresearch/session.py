@@ -29,14 +29,11 @@ from .config import (
 from .errors import AutoresearchError, Refused, StopLoop, UsageError
 from .experiment import (
     Changes,
-    commit_message,
     finish_revert,
     index_backup,
-    keep_trailers,
     load_snapshot,
     moved_out,
     plan_keep,
-    result_trailer,
     revert_targets,
     save_snapshot,
     scope_violations,
@@ -69,6 +66,7 @@ from .refs import (
 )
 from .refs import namespace as ref_namespace
 from .scripts import command_files
+from .trailers import commit_message, keep_trailers, result_trailer
 
 if TYPE_CHECKING:
     from .hooks import HookReport
@@ -236,7 +234,7 @@ class Session:
                 session = cls._foreign(repo, book, path)
                 session.warnings += [lost] if lost else []
                 return session
-        from .report import ledger_from_trailers
+        from .trailers import ledger_from_trailers
 
         branch = repo.current_branch() or "HEAD"
         book = ledger_from_trailers(repo, branch)
@@ -426,7 +424,7 @@ class Session:
         self._git_runs = None
         self.seen_version = None if self.trailer_branch is not None else self.version()
         if self.trailer_branch is not None:
-            from .report import ledger_from_trailers
+            from .trailers import ledger_from_trailers
 
             self.ledger = ledger_from_trailers(self.repo, self.trailer_branch)
         else:
