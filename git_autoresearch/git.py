@@ -202,6 +202,13 @@ def run_git(
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
+def show_prefix(cwd: str | os.PathLike[str]) -> str:
+    """Where ``cwd`` is below the top of its work tree, as git names it: a relative path
+    ending in ``/``, empty at the top (``git rev-parse --show-prefix``). Raises
+    :class:`GitError` outside a work tree."""
+    return run_git(["rev-parse", "--show-prefix"], cwd=cwd).text
+
+
 def user_locale() -> dict[str, str]:
     """The caller's locale variables, for a git call that runs the user's own code (commit
     hooks): ``LC_ALL`` as the user's effective message locale, and ``LANGUAGE``."""

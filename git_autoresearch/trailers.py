@@ -118,11 +118,10 @@ def commit_info(repo: Repo, oid: str) -> dict[str, Any]:
     message without its trailer block, as git's trailer parser finds the block)."""
     parts = repo.commit_fields(oid, ["%H", "%ct", _values(STATUS), _values(RUN), "%B",
                                      "%(trailers)"])
-    body, block = parts[4], parts[5]
+    # The block is the message's last paragraph; git prints it as the message holds it.
+    body, block = parts[4].rstrip("\n"), parts[5].rstrip("\n")
     if block and body.endswith(block):
         body = body[:-len(block)]
-    elif block and body.endswith(block + "\n"):
-        body = body[:-len(block) - 1]
     return {"commit": parts[0], "time": int(parts[1] or 0), "status": parts[2].strip(),
             "run": parts[3].strip(), "description": body.strip()}
 
