@@ -7,21 +7,28 @@ mirrored again, a malformed line moved aside. No record is deleted.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import ledger as ledger_mod
+from .branches import branch_problem
 from .files import write_atomic
 from .git import temporary_objects
 from .ledger import has_our_header, lost_lines, set_aside, with_lost_header
 from .refs import attempt_ref, attempts_prefix, scope_prefix, session_branch
-from .report import bad_trailers, read_trailers, reconcile, trailer_log
 from .session import Session
 from .state import FILES as STATE_FILES
 from .state import forget as forget_state_cache
 from .state import read as read_state
+from .trailers import (
+    TrailerCommit,
+    bad_trailers,
+    commit_info,
+    read_trailers,
+    reconcile,
+    trailer_log,
+)
 
 
 @dataclass
@@ -47,26 +54,14 @@ class Examination:
 
 
 def _attempts(session: Session) -> dict[int, str]:
+    """The attempt refs of the session, by run number: their commits."""
     prefix = attempts_prefix(session.config.session_id)
-    res = session.repo.run("for-each-ref", "--format=%(refname)%00%(objectname)", prefix)
     found = {}
-    for line in res.text.splitlines():
-        name, _, oid = line.partition("\0")
+    for name, oid in session.repo.ref_objects(prefix):
         tail = name[len(prefix):]
         if tail.isdigit():
             found[int(tail)] = oid
     return found
-
-
-def _commit_info(session: Session, oid: str) -> dict[str, Any]:
-    fmt = ("%H%x00%ct%x00%(trailers:key=Autoresearch-Status,valueonly)%x00"
-           "%(trailers:key=Autoresearch-Run,valueonly)%x00%B")
-    parts = session.repo.run("log", "-1", f"--format={fmt}", oid).stdout.decode(
-        "utf-8", "replace").split("\0")
-    body = parts[4] if len(parts) > 4 else ""
-    description = body.split("\n\nAutoresearch-", 1)[0].split("\n\nResult:", 1)[0].strip()
-    return {"commit": parts[0], "time": int(parts[1] or 0), "status": parts[2].strip(),
-            "run": parts[3].strip(), "description": description}
 
 
 def examine(session: Session, *, fix: bool = False) -> Examination:
@@ -87,25 +82,6 @@ def _state_lines(session: Session) -> dict[int, bytes]:
         if book.runs and not book.malformed:
             found.setdefault(book.runs[0].number, raw)
     return found
-
-
-def _insert_in_order(path: Any, additions: dict[int, bytes]) -> None:
-    """Put each added run line before the first run line with a greater number."""
-    lines = path.read_bytes().split(b"\n")
-    out: list[bytes] = []
-    pending = sorted(additions.items())
-    for raw in lines:
-        if not raw.strip():
-            continue
-        try:
-            number = json.loads(raw).get("run")
-        except (ValueError, AttributeError):
-            number = None
-        while pending and isinstance(number, int) and pending[0][0] < number:
-            out.append(pending.pop(0)[1])
-        out.append(raw)
-    out.extend(line for _, line in pending)
-    write_atomic(path, b"\n".join(out) + b"\n")
 
 
 def _age(seconds: float) -> str:
@@ -144,101 +120,149 @@ def _git_garbage(session: Session, exam: Examination) -> None:
 
 def _examine(session: Session, fix: bool) -> Examination:
     exam = Examination()
-    repo = session.repo
     _git_locks(session, exam)
     _git_garbage(session, exam)
-    sid = session.config.session_id
-    branch = session_branch(sid)
-    layout = session.layout
-    book = session.ledger
-
-    if layout.start_intent.exists():
-        # What else looks wrong (no ledger, no state ref) is what the start had not made yet.
-        exam.add(f"the start of session {sid} was interrupted (git autoresearch resume "
-                 "finishes it)")
+    if _check_files(session, exam):
         return exam
-
-    if not layout.ledger.exists():
-        # Nothing to reconcile, and a ledger rebuilt here would have no configuration header.
-        exam.add(f"the ledger {layout.ledger} is missing (git autoresearch resume restores it "
-                 "from the state ref)")
-        return exam
-
-    state = read_state(repo, sid)
-    saved_ledger = state[0].get("log.jsonl", b"") if state else b""
-    if lost_lines(layout.ledger.read_bytes(), saved_ledger):
-        finding = exam.add(f"the ledger {layout.ledger} lost its last lines, which the state ref "
-                           "holds", "restore them from the state ref")
-        if fix:
-            kept = layout.ledger.with_name(f"log.jsonl.before-doctor.{time.time_ns()}")
-            write_atomic(kept, layout.ledger.read_bytes())
-            write_atomic(layout.ledger, saved_ledger)
-            finding.fixed = True
-            finding.problem += f" (the old file is .auto/{kept.name})"
-            session.reload()
-            book = session.ledger
-
-    if not has_our_header(layout.ledger.read_bytes()):
-        state = read_state(repo, sid)
-        headed = with_lost_header(layout.ledger.read_bytes(),
-                                  state[0].get("log.jsonl", b"")) if state else None
-        finding = exam.add(f"the ledger {layout.ledger} has no configuration header line",
-                           "restore it from the state ref" if headed is not None else None)
-        if headed is None:
-            finding.problem += (" and the state ref holds none: start a new segment (git "
-                                "autoresearch start --new-segment)")
-        elif fix:
-            write_atomic(layout.ledger, headed)
-            forget_state_cache(repo)
-            finding.fixed = True
-            session.reload()
-            book = session.ledger
-
-    if book.malformed:
-        found = [exam.add(f"ledger line {bad.line} is not a readable record ({bad.reason})",
-                          "move it to .auto/log.rejected.jsonl") for bad in book.malformed]
-        if fix:
-            set_aside(layout.ledger, book.malformed)
-            forget_state_cache(repo)
-            for finding in found:
-                finding.fixed = True
-            session.reload()
-            book = session.ledger
-
-    intent = session.interrupted()
-    if intent is not None:
-        finding = exam.add(f"a {intent.op} of run {intent.run} was interrupted",
-                           "finish it, roll it back, or set it aside when HEAD has moved")
-        if fix:
-            from .recovery import recover
-
-            recovered = recover(session, abandon=True)
-            exam.warnings += recovered.warnings
-            finding.fixed = recovered.note is not None
-            book = session.ledger
-
-    from .branches import branch_problem
-
+    _check_lost_lines(session, exam, fix)
+    _check_header(session, exam, fix)
+    _check_malformed(session, exam, fix)
+    _check_interrupted(session, exam, fix)
     exists, problem = branch_problem(session)
     if problem:
         exam.add(problem)
     baseline = session.baseline_problem() or session.baseline_doubt()
     if baseline:
         exam.add(baseline)
+    log = _check_trailers(session, exam, exists)
+    saved_lines = _state_lines(session)
+    additions = _check_kept_runs(session, exam, log, saved_lines)
+    additions.update(_check_attempts(session, exam, saved_lines, additions))
+    _check_named_refs(session, exam)
+    _check_scope_refs(session, exam)
+    if fix and additions:
+        ledger_mod.insert_runs(session.layout.ledger, additions)
+        for finding in exam.findings:
+            if finding.fix and finding.fix.startswith(("restore the run", "rebuild the run")):
+                finding.fixed = True
+        session.reload()
+    _check_state(session, exam, fix)
+    return exam
 
+
+def _check_files(session: Session, exam: Examination) -> bool:
+    """Whether the session's files are not there to be examined: its start was interrupted,
+    or its ledger is missing (then a finding says so, and nothing else is checked)."""
+    layout = session.layout
+    if layout.start_intent.exists():
+        # What else looks wrong (no ledger, no state ref) is what the start had not made yet.
+        exam.add(f"the start of session {session.config.session_id} was interrupted (git "
+                 "autoresearch resume finishes it)")
+        return True
+    if not layout.ledger.exists():
+        # Nothing to reconcile, and a ledger rebuilt here would have no configuration header.
+        exam.add(f"the ledger {layout.ledger} is missing (git autoresearch resume restores it "
+                 "from the state ref)")
+        return True
+    return False
+
+
+def _check_lost_lines(session: Session, exam: Examination, fix: bool) -> None:
+    """The ledger lost lines at its end that the state ref holds: restored, the old file
+    kept beside it."""
+    layout = session.layout
+    state = read_state(session.repo, session.config.session_id)
+    saved_ledger = state[0].get("log.jsonl", b"") if state else b""
+    if not lost_lines(layout.ledger.read_bytes(), saved_ledger):
+        return
+    finding = exam.add(f"the ledger {layout.ledger} lost its last lines, which the state ref "
+                       "holds", "restore them from the state ref")
+    if fix:
+        kept = layout.ledger.with_name(f"log.jsonl.before-doctor.{time.time_ns()}")
+        write_atomic(kept, layout.ledger.read_bytes())
+        write_atomic(layout.ledger, saved_ledger)
+        finding.fixed = True
+        finding.problem += f" (the old file is .auto/{kept.name})"
+        session.reload()
+
+
+def _check_header(session: Session, exam: Examination, fix: bool) -> None:
+    """The ledger has no configuration header: put back from the state ref when it has one."""
+    layout = session.layout
+    if has_our_header(layout.ledger.read_bytes()):
+        return
+    state = read_state(session.repo, session.config.session_id)
+    headed = with_lost_header(layout.ledger.read_bytes(),
+                              state[0].get("log.jsonl", b"")) if state else None
+    finding = exam.add(f"the ledger {layout.ledger} has no configuration header line",
+                       "restore it from the state ref" if headed is not None else None)
+    if headed is None:
+        finding.problem += (" and the state ref holds none: start a new segment (git "
+                            "autoresearch start --new-segment)")
+    elif fix:
+        write_atomic(layout.ledger, headed)
+        forget_state_cache(session.repo)
+        finding.fixed = True
+        session.reload()
+
+
+def _check_malformed(session: Session, exam: Examination, fix: bool) -> None:
+    """Ledger lines that are no readable record: moved aside."""
+    book = session.ledger
+    if not book.malformed:
+        return
+    found = [exam.add(f"ledger line {bad.line} is not a readable record ({bad.reason})",
+                      "move it to .auto/log.rejected.jsonl") for bad in book.malformed]
+    if fix:
+        set_aside(session.layout.ledger, book.malformed)
+        forget_state_cache(session.repo)
+        for finding in found:
+            finding.fixed = True
+        session.reload()
+
+
+def _check_interrupted(session: Session, exam: Examination, fix: bool) -> None:
+    """A keep or revert that was killed: finished, rolled back or set aside."""
+    intent = session.interrupted()
+    if intent is None:
+        return
+    finding = exam.add(f"a {intent.op} of run {intent.run} was interrupted",
+                       "finish it, roll it back, or set it aside when HEAD has moved")
+    if fix:
+        from .recovery import recover
+
+        recovered = recover(session, abandon=True)
+        exam.warnings += recovered.warnings
+        finding.fixed = recovered.note is not None
+
+
+def _check_trailers(session: Session, exam: Examination, exists: bool) -> list[TrailerCommit]:
+    """Untrusted ``Result:`` trailers on the session branch, and disagreements between it and
+    the ledger (a kept run missing from the ledger is :func:`_check_kept_runs`'); returns the
+    branch's trailer log (empty when the branch does not exist)."""
+    book = session.ledger
+    branch = session_branch(session.config.session_id)
     base = (book.segments[0].header or {}).get("base_commit")
-    log = trailer_log(repo, branch, base) if exists else []
+    log = trailer_log(session.repo, branch, base) if exists else []
     for commit in bad_trailers(log):
         exam.add(f"commit {commit} has a Result trailer that is not a JSON object of finite "
                  "numbers; it is not trusted")
-    for problem in reconcile(repo, book, branch, base, log).problems if exists else []:
+    for problem in reconcile(session.repo, book, branch, base, log).problems if exists else []:
         if "but the ledger has no such keep" not in problem:
             exam.add(problem)
+    return log
 
-    saved_lines = _state_lines(session)
+
+def _check_kept_runs(session: Session, exam: Examination, log: list[TrailerCommit],
+                     saved_lines: dict[int, bytes]) -> dict[int, bytes]:
+    """Kept runs the branch's trailers record that the ledger lacks or calls otherwise;
+    the lines that restore them (run number -> line): from the state ref, or rebuilt from
+    the trailer."""
+    book = session.ledger
+    base = (book.segments[0].header or {}).get("base_commit")
     additions: dict[int, bytes] = {}
-    trailers = read_trailers(repo, branch, base, log)
-    for number, info in sorted(trailers.items()):
+    branch = session_branch(session.config.session_id)
+    for number, info in sorted(read_trailers(session.repo, branch, base, log).items()):
         run = book.find(number)
         if run is not None:
             if run.status != "keep":
@@ -254,68 +278,80 @@ def _examine(session: Session, fix: bool) -> Examination:
         result = info["result"]
         metric_name = next((k for k in result if k != "status"), None)
         value = ledger_mod.finite(result.get(metric_name)) if metric_name else None
-        if value is None:
+        if metric_name is None or value is None:
             finding.fix = None
             continue
-        meta = _commit_info(session, info["commit"])
+        meta = commit_info(session.repo, info["commit"])
         finding.fix = "rebuild the run's line from its trailer"
-        additions[number] = ledger_mod.dumps({
-            "run": number, "commit": info["commit"][:7], "metric": result[metric_name],
-            "metrics": {k: v for k, v in result.items() if k not in ("status", metric_name)
-                        and ledger_mod.finite(v) is not None},
-            "status": "keep", "description": meta["description"],
-            "timestamp": meta["time"] * 1000, "segment": session.segment.index,
-            "confidence": None, "rebuilt_from": "trailer", "committed": True}).encode()
+        additions[number] = ledger_mod.dumps(ledger_mod.run_record(
+            number, info["commit"][:7], result[metric_name],
+            {k: v for k, v in result.items() if k not in ("status", metric_name)
+             and ledger_mod.finite(v) is not None}, "keep", meta["description"],
+            meta["time"] * 1000, session.segment.index, rebuilt_from="trailer",
+            committed=True)).encode()
+    return additions
 
+
+def _check_attempts(session: Session, exam: Examination, saved_lines: dict[int, bytes],
+                    known: dict[int, bytes]) -> dict[int, bytes]:
+    """Attempt refs of runs the ledger lacks (and ``known`` does not restore); the lines that
+    restore them: from the state ref, or rebuilt from the attempt commit."""
+    repo, sid = session.repo, session.config.session_id
+    additions: dict[int, bytes] = {}
     for number, oid in sorted(_attempts(session).items()):
-        if book.find(number) is not None or number in additions:
+        if session.ledger.find(number) is not None or number in known:
             continue
         finding = exam.add(f"attempt ref of run {number} has no ledger line")
         if number in saved_lines:
             additions[number] = saved_lines[number]
             finding.fix = "restore the run's line from the state ref"
             continue
-        meta = _commit_info(session, oid)
+        meta = commit_info(repo, oid)
         if meta["status"] not in ledger_mod.STATUSES:
             continue
         finding.fix = "rebuild the run's line from its attempt commit"
-        additions[number] = ledger_mod.dumps({
-            "run": number, "commit": repo.short(repo.resolve(f"{oid}^") or oid),
-            "metric": 0 if meta["status"] == "crash" else None, "metrics": {},
-            "status": meta["status"], "description": meta["description"],
-            "timestamp": meta["time"] * 1000, "segment": session.segment.index,
-            "confidence": None, "attempt_ref": attempt_ref(sid, number),
-            "rebuilt_from": "attempt"}).encode()
+        additions[number] = ledger_mod.dumps(ledger_mod.run_record(
+            number, repo.short(repo.resolve(f"{oid}^") or oid),
+            0 if meta["status"] == "crash" else None, {}, meta["status"],
+            meta["description"], meta["time"] * 1000, session.segment.index,
+            attempt_ref=attempt_ref(sid, number), rebuilt_from="attempt")).encode()
+    return additions
 
+
+def _check_named_refs(session: Session, exam: Examination) -> None:
+    """Attempt refs that ledger lines name and that do not exist."""
+    for run in session.ledger.runs:
+        ref = run.data.get("attempt_ref")
+        if isinstance(ref, str) and ref and session.repo.resolve(ref) is None:
+            exam.add(f"run {run.number} names {ref}, which does not exist")
+
+
+def _check_scope_refs(session: Session, exam: Examination) -> None:
+    """Set-aside refs (``scope/<run>``) that no recorded run names."""
+    book = session.ledger
     named = set()
     for run in book.runs:
-        ref = run.data.get("attempt_ref")
-        if isinstance(ref, str) and ref and repo.resolve(ref) is None:
-            exam.add(f"run {run.number} names {ref}, which does not exist")
         if isinstance(run.data.get("scope_ref"), str):
             named.add(run.data["scope_ref"])
         if isinstance(run.data.get("scope_refs"), list):
             named.update(str(ref) for ref in run.data["scope_refs"])
-    prefix = scope_prefix(sid)
+    prefix = scope_prefix(session.config.session_id)
     # ... and those of the run about to be recorded (a pending measurement) belong to it;
     # a record that names its set-asides (scope_refs) names them all.
     recorded = {str(run.number) for run in book.runs
                 if not isinstance(run.data.get("scope_refs"), list)} | {str(session.next_run())}
-    for ref in repo.run("for-each-ref", "--format=%(refname)", prefix).text.splitlines():
+    for ref in session.repo.for_each_ref(prefix):
         # scope/N.2, scope/N.3, ...: measurements of run N taken again (or dropped as stale)
         # before it was recorded; they belong to run N as much as the one it names.
         if ref not in named and ref[len(prefix):].split(".")[0] not in recorded:
             exam.add(f"{ref} holds changes set aside (outside the scope or to readonly files) "
                      f"that no recorded run names (see them: git show {ref})")
 
-    if fix and additions:
-        _insert_in_order(layout.ledger, additions)
-        for finding in exam.findings:
-            if finding.fix and finding.fix.startswith(("restore the run", "rebuild the run")):
-                finding.fixed = True
-        session.reload()
 
-    state = read_state(repo, sid)
+def _check_state(session: Session, exam: Examination, fix: bool) -> None:
+    """The state ref is missing or behind the session files: mirrored again."""
+    layout = session.layout
+    state = read_state(session.repo, session.config.session_id)
     saved = state[0] if state else None
     on_disk = layout.ledger.read_bytes() if layout.ledger.exists() else b""
     behind = [name for name in STATE_FILES if (layout.auto / name).is_file()
@@ -328,7 +364,6 @@ def _examine(session: Session, fix: bool) -> Examination:
             problems = session.mirror_state("doctor --fix")
             exam.warnings += problems
             finding.fixed = not problems
-    return exam
 
 
 def render(exam: Examination) -> list[dict[str, Any]]:

@@ -8,20 +8,18 @@ are protected paths. A revert first records the whole attempt as a commit under
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from .errors import Refused
 from .faults import checkpoint
 from .files import write_atomic
-from .git import ABSENT, DiskFull, GitError, Repo, join_z, said, user_locale
-from .ledger import json_number
+from .git import ABSENT, DiskFull, GitError, Repo, join_z, said
 from .paths import Boundaries
 from .submodules import refuse_dirty_submodules, restore_submodules
+from .trailers import read_back
 
 
 @dataclass
@@ -104,27 +102,6 @@ def survey(repo: Repo, before: Snapshot | None) -> Changes:
     return changes
 
 
-def result_trailer(metric_name: str, metric: float, metrics: Mapping[str, float]) -> str:
-    """The ``Result:`` value: compact JSON, ``status`` first, then the primary metric, then the
-    secondary ones, non-ASCII names kept (the shape pi-autoresearch writes)."""
-    body: dict[str, Any] = {"status": "keep", metric_name: json_number(metric)}
-    for name, value in metrics.items():
-        if name not in body:
-            body[name] = json_number(value)
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-
-
-def commit_message(description: str, trailer: str, run: int, session_id: str) -> str:
-    """The keep commit's message: the description, a blank line, then our trailer block last.
-
-    Only the last paragraph of a message holds trailers, so a description's own ``Result:``
-    line, ``---`` line, tabs or paragraphs can neither forge nor hide ours.
-    """
-    text = description.replace("\r\n", "\n").strip("\n") or f"run {run}"
-    block = keep_trailers(trailer, run, session_id)
-    return f"{text}\n\n" + "".join(f"{key}: {value}\n" for key, value in block.items())
-
-
 def _remove_files(top: Path, paths: Iterable[str]) -> list[str]:
     """Delete created files, then the directories they leave empty (never ``top``)."""
     removed = []
@@ -156,37 +133,23 @@ def record_attempt(repo: Repo, head: str, paths: list[str], *, ref: str, message
     index, and point ``ref`` at it (it must not exist yet). ``reset`` are staged paths that must
     not be recorded (they are put back to ``head`` in the temporary index). Returns the commit;
     :class:`Refused` when git cannot make it (no committer identity), before anything changed."""
-    index = _scratch(repo) / f"attempt-index.{os.getpid()}"
-    env = {"GIT_INDEX_FILE": str(index)}
-    try:
-        real = repo.git_dir / "index"
-        if real.is_file():
-            # A copy keeps the stat data and cache tree: only ``paths`` are hashed again.
-            write_atomic(index, real.read_bytes())
-            if reset:
-                repo.run("reset", "-q", head, "--pathspec-from-file=-", "--pathspec-file-nul",
-                         input=join_z(reset), env=env)
+    with repo.temporary_index() as index:
+        if index.copied:
+            index.reset_paths(head, reset)
         else:
-            repo.run("read-tree", head, env=env)
-        repo.add_paths(paths, env=env)
-        tree = repo.run("write-tree", env=env).text
-    finally:
-        for leftover in (index, index.with_name(index.name + ".lock")):
-            try:
-                leftover.unlink()
-            except FileNotFoundError:
-                pass
+            index.read_tree(head)
+        index.add_paths(paths)
+        tree = index.write_tree()
     try:
-        made = repo.run("commit-tree", tree, "-p", head, "-F", "-",
-                        input=message.encode("utf-8"))
+        made = repo.commit_tree(tree, [head], message)
     except DiskFull:
         raise
     except GitError as exc:  # no identity, say: nothing has changed yet
         lines = said(exc.stderr)
         raise Refused("git cannot record the attempt, so nothing was reverted: "
                       + (lines[-1].strip() if lines else f"exit {exc.returncode}")) from None
-    repo.update_ref(ref, made.text, ABSENT, "autoresearch: record attempt")
-    return made.text
+    repo.update_ref(ref, made, ABSENT, "autoresearch: record attempt")
+    return made
 
 
 def _scratch(repo: Repo) -> Path:
@@ -194,19 +157,8 @@ def _scratch(repo: Repo) -> Path:
     return repo.scratch
 
 
-@dataclass
-class RevertResult:
-    """What a revert did: the attempt commit and ref, the tracked paths restored to HEAD and the
-    created files removed."""
-
-    attempt_commit: str
-    attempt_ref: str
-    restored: list[str]
-    removed: list[str]
-
-
 def revert(repo: Repo, bounds: Boundaries, changes: Changes, *, head: str, ref: str,
-           message: str, only: list[str] | None = None, stage: str = "revert") -> RevertResult:
+           message: str, only: list[str] | None = None, stage: str = "revert") -> None:
     """Record the attempt at ``ref``, then put every changed path that is not protected back to
     HEAD: created files removed, tracked paths restored (index and work tree). ``only`` limits
     the restore to those paths (the attempt still records everything)."""
@@ -215,12 +167,10 @@ def revert(repo: Repo, bounds: Boundaries, changes: Changes, *, head: str, ref: 
                         *changes.staged_preexisting]
     created, tracked = revert_targets(bounds, changes, only)
     refuse_dirty_submodules(repo, tracked, "reverted")
-    commit = record_attempt(repo, head, recordable, ref=ref, message=message,
-                            reset=staged_elsewhere)
+    record_attempt(repo, head, recordable, ref=ref, message=message, reset=staged_elsewhere)
     checkpoint(f"{stage}:after-attempt")
-    removed = finish_revert(repo, created, tracked, changes.staged_preexisting,
-                            stage="set-aside" if stage == "set-aside" else "revert")
-    return RevertResult(commit, ref, sorted(tracked), sorted(removed))
+    finish_revert(repo, created, tracked, changes.staged_preexisting,
+                  stage="set-aside" if stage == "set-aside" else "revert")
 
 
 def revert_targets(bounds: Boundaries, changes: Changes, only: list[str] | None = None
@@ -336,25 +286,41 @@ def keep(repo: Repo, bounds: Boundaries, plan: KeepPlan, *, head: str, message: 
     is False.
     """
     refuse_dirty_submodules(repo, [*plan.to_stage, *plan.violations], "kept")
+    made = _commit_in_scope(repo, bounds, plan, head=head, head_tree=head_tree,
+                            message=message, trailers=trailers)
+    checkpoint("keep:after-commit")
+    attempt = None
+    if plan.violations:
+        revert(repo, bounds, plan.revert_changes, head=head, ref=violations_ref,
+               only=plan.violations, message=violations_message, stage="keep")
+        attempt = violations_ref
+    return KeepResult(made or head, made is not None, plan.violations, attempt)
+
+
+def _commit_in_scope(repo: Repo, bounds: Boundaries, plan: KeepPlan, *, head: str,
+                     head_tree: str | None, message: str, trailers: Mapping[str, str]
+                     ) -> str | None:
+    """Stage ``plan`` in the real index and commit it (:func:`commit_index`); the commit, or
+    None when there was nothing to commit. The index found is saved first
+    (:func:`index_backup`) and put back when the commit is refused, or when git failed
+    before HEAD moved."""
     real = repo.git_dir / "index"
     saved = index_backup(repo)
     had_index = real.is_file()
     if had_index:
         # Whole or not at all: a keep killed here must not leave a torn copy to roll back to.
         write_atomic(saved, real.read_bytes(), step="keep:saving-index")
-    commit, committed = head, False
     try:
         repo.unstage(plan.unstage)
         checkpoint("keep:staging")
         repo.add_paths(plan.to_stage)
         checkpoint("keep:before-commit")
-        if plan.to_stage:
-            theirs = {*plan.revert_changes.preexisting, *plan.revert_changes.staged_preexisting}
-            made = commit_index(repo, head=head, head_tree=head_tree, message=message,
-                                trailers=trailers, allowed=lambda p: bounds.in_scope(p)
-                                and not bounds.is_protected(p) and p not in theirs)
-            if made is not None:
-                commit, committed = made, True
+        if not plan.to_stage:
+            return None
+        theirs = {*plan.revert_changes.preexisting, *plan.revert_changes.staged_preexisting}
+        return commit_index(repo, head=head, head_tree=head_tree, message=message,
+                            trailers=trailers, allowed=lambda p: bounds.in_scope(p)
+                            and not bounds.is_protected(p) and p not in theirs)
     except Refused:
         if had_index:
             os.replace(saved, real)
@@ -365,13 +331,6 @@ def keep(repo: Repo, bounds: Boundaries, plan: KeepPlan, *, head: str, message: 
         raise
     finally:
         saved.unlink(missing_ok=True)
-    checkpoint("keep:after-commit")
-    attempt = None
-    if plan.violations:
-        revert(repo, bounds, plan.revert_changes, head=head, ref=violations_ref,
-               only=plan.violations, message=violations_message, stage="keep")
-        attempt = violations_ref
-    return KeepResult(commit, committed, plan.violations, attempt)
 
 
 REFLOG_SUBJECT_LIMIT = 4000
@@ -394,45 +353,49 @@ def commit_index(repo: Repo, *, head: str, head_tree: str | None, message: str,
     was.
     """
     if repo.commit_customizations():
-        if not repo.has_staged_changes():
-            return None
-        # the hooks are the user's code, run in the user's locale
-        res = repo.run("commit", "-q", "--cleanup=verbatim", "-F", "-",
-                       input=message.encode("utf-8"), env=user_locale(), allow_non_zero=True)
-        if res.returncode != 0:
-            raise _commit_failed(res.returncode, res.stderr)
-        commit, problem = _read_back(repo, "HEAD", trailers)
-        if problem is None and allowed is not None:
-            extra = [p for p in repo.changed_paths(head, commit) if not allowed(p)]
-            if extra:
-                problem = (f"a commit hook added {', '.join(extra[:5])}"
-                           f"{' ...' if len(extra) > 5 else ''} to the commit, which a keep "
-                           "never commits (outside the scope, or there before the experiment)")
-        if problem:
-            repo.run("update-ref", "-m", "autoresearch: undo a keep refused after its commit",
-                     "HEAD", head, commit)
-            raise Refused(problem + "; HEAD was moved back, nothing was recorded")
-        return commit
-    tree = repo.run("write-tree", allow_non_zero=True)
-    if tree.returncode != 0:
-        raise _commit_failed(tree.returncode, tree.stderr)
-    if head_tree is None:
-        head_tree = repo.run("rev-parse", "--verify", f"{head}^{{tree}}").text
-    if tree.text == head_tree:
+        return _commit_with_hooks(repo, head=head, message=message, trailers=trailers,
+                                  allowed=allowed)
+    try:
+        tree = repo.write_tree()
+    except GitError as exc:
+        raise _commit_failed(exc.returncode, exc.stderr) from None
+    if tree == (head_tree if head_tree is not None else repo.tree_of(head)):
         return None
-    made = repo.run("commit-tree", tree.text, "-p", head, "-F", "-",
-                    input=message.encode("utf-8"), allow_non_zero=True)
-    if made.returncode != 0:
-        raise _commit_failed(made.returncode, made.stderr)
-    commit, problem = _read_back(repo, made.text, trailers)
+    try:
+        made = repo.commit_tree(tree, [head], message)
+    except GitError as exc:
+        raise _commit_failed(exc.returncode, exc.stderr) from None
+    commit, problem = read_back(repo, made, trailers)
     if problem:
         raise Refused(problem + "; nothing was recorded")
     action = os.environ.get("GIT_REFLOG_ACTION") or "commit"
     subject = message.split("\n", 1)[0][:REFLOG_SUBJECT_LIMIT]
-    moved = repo.run("update-ref", "-m", f"{action}: {subject}", "HEAD", commit, head,
-                     allow_non_zero=True)
-    if moved.returncode != 0:
-        raise _commit_failed(moved.returncode, moved.stderr)
+    try:
+        repo.update_ref("HEAD", commit, head, f"{action}: {subject}")
+    except GitError as exc:
+        raise _commit_failed(exc.returncode, exc.stderr) from None
+    return commit
+
+
+def _commit_with_hooks(repo: Repo, *, head: str, message: str, trailers: Mapping[str, str],
+                       allowed: Callable[[str], bool] | None) -> str | None:
+    """:func:`commit_index` through ``git commit``, hooks and all; HEAD is moved back to
+    ``head`` when the trailers do not read back or a hook added a path ``allowed`` refuses."""
+    if not repo.has_staged_changes():
+        return None
+    res = repo.commit(message)
+    if res.returncode != 0:
+        raise _commit_failed(res.returncode, res.stderr)
+    commit, problem = read_back(repo, "HEAD", trailers)
+    if problem is None and allowed is not None:
+        extra = [p for p in repo.changed_paths(head, commit) if not allowed(p)]
+        if extra:
+            problem = (f"a commit hook added {', '.join(extra[:5])}"
+                       f"{' ...' if len(extra) > 5 else ''} to the commit, which a keep "
+                       "never commits (outside the scope, or there before the experiment)")
+    if problem:
+        repo.update_ref("HEAD", head, commit, "autoresearch: undo a keep refused after its commit")
+        raise Refused(problem + "; HEAD was moved back, nothing was recorded")
     return commit
 
 
@@ -442,26 +405,6 @@ def _commit_failed(code: int, stderr: bytes) -> Refused:
     return Refused("git commit failed, nothing was recorded and nothing reverted: "
                    + (lines[-1].strip() if lines else f"exit {code}"),
                    detail="\n".join(lines[-40:-1]) if len(lines) > 1 else None)
-
-
-def _read_back(repo: Repo, rev: str, trailers: Mapping[str, str]) -> tuple[str, str | None]:
-    """The id of commit ``rev``, and what is wrong with its trailers (None when each of
-    ``trailers``, key to value, reads back once and as written)."""
-    keys = list(trailers)
-    fmt = "%H" + "".join(f"%x1f%(trailers:key={k},valueonly,unfold)" for k in keys)
-    parts = repo.run("log", "-1", f"--format={fmt}", rev, "--").text.split("\x1f")
-    commit = parts[0]
-    for key, read in zip(keys, parts[1:], strict=True):
-        values = [v for v in read.split("\n") if v.strip()]
-        if values != [trailers[key]]:
-            return commit, (f"the {key} trailer of commit {commit[:7]} does not read back as "
-                            f"written (a commit-msg hook changed it?): got {values!r}")
-    return commit, None
-
-
-def keep_trailers(trailer: str, run: int, session_id: str) -> dict[str, str]:
-    """The trailers :func:`commit_message` writes, key to value, for the read-back."""
-    return {"Result": trailer, "Autoresearch-Run": str(run), "Autoresearch-Session": session_id}
 
 
 def save_snapshot(path: Path, snap: Snapshot) -> None:

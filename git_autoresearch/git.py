@@ -12,17 +12,19 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import signals
 from .errors import EXIT_REFUSED, AutoresearchError, Refused
+from .files import write_atomic
 
 # Variables that tell git which repository, index or pathspec rules to use. When we are started from
 # inside a git hook (or a test harness) they point at somebody else's state, so every git call runs
 # without them (pre-commit's no_git_env does the same); identity and config variables are kept.
-_LOCATING_VARIABLES = (
+LOCATING_VARIABLES = (
     "GIT_DIR",
     "GIT_WORK_TREE",
     "GIT_INDEX_FILE",
@@ -165,7 +167,7 @@ def _environment(extra: Mapping[str, str] | None) -> dict[str, str]:
     # under C.UTF-8), so what it says is the same everywhere; callers that run the user's own
     # code through git (commit hooks) hand the user's locale back with user_locale().
     env = {k: v for k, v in os.environ.items()
-           if k not in _LOCATING_VARIABLES and k != "LANGUAGE"}
+           if k not in LOCATING_VARIABLES and k != "LANGUAGE"}
     env["LC_ALL"] = "C"
     if extra:
         env.update(extra)
@@ -198,6 +200,13 @@ def run_git(
     if proc.returncode != 0 and not allow_non_zero:
         raise GitError(["git", *args], proc.returncode, proc.stdout, proc.stderr)
     return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def show_prefix(cwd: str | os.PathLike[str]) -> str:
+    """Where ``cwd`` is below the top of its work tree, as git names it: a relative path
+    ending in ``/``, empty at the top (``git rev-parse --show-prefix``). Raises
+    :class:`GitError` outside a work tree."""
+    return run_git(["rev-parse", "--show-prefix"], cwd=cwd).text
 
 
 def user_locale() -> dict[str, str]:
@@ -389,6 +398,23 @@ class Repo:
         """Compare-and-swap ``ref`` from ``old`` (:data:`ABSENT`: must not exist) to ``new``."""
         self.run("update-ref", "-m", message, ref, new, old)
 
+    def for_each_ref(self, prefix: str) -> list[str]:
+        """The full names of the refs below ``prefix`` (``git for-each-ref``), sorted by name."""
+        return self.run("for-each-ref", "--format=%(refname)", prefix).text.splitlines()
+
+    def ref_objects(self, prefix: str) -> list[tuple[str, str]]:
+        """The (full name, object id) of each ref below ``prefix``, sorted by name."""
+        res = self.run("for-each-ref", "--format=%(refname)%00%(objectname)", prefix)
+        return [(name, oid) for name, _, oid in
+                (line.partition("\0") for line in res.text.splitlines())]
+
+    def switch(self, branch: str, *, create: bool = False) -> Result:
+        """``git switch -q [-c] <branch>``: check out ``branch`` (``create``: a new one at
+        HEAD; without, git also creates it from a single remote-tracking branch of that name).
+        Never raises for git's refusal: the caller reads ``returncode`` and ``stderr``."""
+        return self.run("switch", "-q", *(["-c"] if create else []), branch,
+                        allow_non_zero=True)
+
     def merged(self, rev: str) -> bool:
         """Whether commit ``rev`` is HEAD or an ancestor of it (``merge-base --is-ancestor``)."""
         return self.run("merge-base", "--is-ancestor", rev, "HEAD",
@@ -568,6 +594,140 @@ class Repo:
                     mode, _, oid = meta.decode().split()
                     found[name] = (mode, oid)
         return found
+
+    def ls_files(self) -> list[str]:
+        """Every path of the index (``git ls-files -z``)."""
+        return split_z(self.run("ls-files", "-z").stdout)
+
+    def ls_tree(self, commit: str, paths: Sequence[str]) -> list[tuple[str, str, str, str]]:
+        """The (mode, type, object id, path) of the entries of ``commit`` named by ``paths``,
+        not recursing into folders (``git ls-tree -z``); paths it does not hold are left out."""
+        found = []
+        for item in self.run("ls-tree", "-z", commit, "--", *paths).stdout.split(b"\0"):
+            if item:
+                meta, _, raw = item.partition(b"\t")
+                mode, kind, oid = meta.decode().split()
+                found.append((mode, kind, oid, raw.decode("utf-8", "surrogateescape")))
+        return found
+
+    def tree_files(self, rev: str) -> list[tuple[str, str, str]]:
+        """The (mode, object id, path) of every file in the tree of ``rev``, recursively
+        (``git ls-tree -r -z --full-tree``)."""
+        found = []
+        for item in split_z(self.run("ls-tree", "-r", "-z", "--full-tree", rev).stdout):
+            meta, _, path = item.partition("\t")
+            mode, _, oid = meta.split()
+            found.append((mode, oid, path))
+        return found
+
+    def cat_blob(self, oid: str) -> bytes:
+        """The content of blob ``oid`` (``git cat-file blob``). Raises :class:`GitError`."""
+        return self.run("cat-file", "blob", oid).stdout
+
+    def cat_blobs(self, oids: Sequence[str]) -> dict[str, bytes]:
+        """Blob contents by id, through one ``git cat-file --batch`` (its output: a
+        ``<oid> <type> <size>`` line, the content, a newline, for each)."""
+        if not oids:
+            return {}
+        out = self.run("cat-file", "--batch",
+                       input="".join(o + "\n" for o in oids).encode()).stdout
+        found: dict[str, bytes] = {}
+        at = 0
+        while at < len(out):
+            end = out.index(b"\n", at)
+            oid, _, size = out[at:end].decode().split()
+            found[oid] = out[end + 1:end + 1 + int(size)]
+            at = end + 1 + int(size) + 1
+        return found
+
+    def write_blobs(self, files: Sequence[str]) -> list[str]:
+        """Write the files ``files`` (absolute paths, as they are: no filters) into the object
+        store; their blob ids, in order (``git hash-object -w --no-filters --stdin-paths``)."""
+        if not files:
+            return []
+        return self.run("hash-object", "-w", "--no-filters", "--stdin-paths",
+                        input="".join(p + "\n" for p in files).encode()).text.split()
+
+    def write_tree(self) -> str:
+        """The tree of the index, written into the object store (``git write-tree``).
+        Raises :class:`GitError` (unmerged paths, say)."""
+        return self.run("write-tree").text
+
+    def tree_of(self, rev: str) -> str:
+        """The id of the tree of commit ``rev``. Raises :class:`GitError`."""
+        return self.run("rev-parse", "--verify", f"{rev}^{{tree}}").text
+
+    def commit_tree(self, tree: str, parents: Sequence[str], message: str) -> str:
+        """A new commit of ``tree`` with ``parents`` and ``message`` (UTF-8, as it is), made
+        by ``git commit-tree`` with the configured identity; HEAD does not move. Raises
+        :class:`GitError` (no committer identity, say)."""
+        argv = [arg for parent in parents for arg in ("-p", parent)]
+        return self.run("commit-tree", tree, *argv, "-F", "-",
+                        input=message.encode("utf-8")).text
+
+    def commit(self, message: str) -> Result:
+        """``git commit -q --cleanup=verbatim -F -``: the index committed with ``message`` as
+        it is, hooks and signing included, run in the user's locale (the hooks are the user's
+        code). Never raises for git's refusal: the caller reads ``returncode``/``stderr``."""
+        return self.run("commit", "-q", "--cleanup=verbatim", "-F", "-",
+                        input=message.encode("utf-8"), env=user_locale(), allow_non_zero=True)
+
+    @contextmanager
+    def temporary_index(self, *, copy_of_real: bool = True) -> Iterator[Index]:
+        """A private index under the scratch folder for building a tree without touching the
+        user's: a copy of the real index (its stat data and cache tree spare hashing every
+        file again) when ``copy_of_real`` and there is one, else empty. The file and its
+        ``.lock`` are removed on leaving, whatever happened."""
+        self.scratch.mkdir(parents=True, exist_ok=True)
+        path = self.scratch / f"attempt-index.{os.getpid()}"
+        try:
+            index = Index(self, path)
+            real = self.git_dir / "index"
+            if copy_of_real and real.is_file():
+                write_atomic(path, real.read_bytes())
+                index.copied = True
+            yield index
+        finally:
+            for leftover in (path, path.with_name(path.name + ".lock")):
+                leftover.unlink(missing_ok=True)
+
+    def show_patch(self, rev: str) -> str:
+        """Commit ``rev`` for people: ``commit <id>``, its message, a diffstat and the patch
+        (``git show --no-ext-diff --stat --patch``), decoded (invalid bytes replaced)."""
+        return self.run("show", "--no-ext-diff", "--stat", "--patch",
+                        "--format=commit %H%n%n%B", rev).stdout.decode("utf-8", "replace")
+
+    # --- history ------------------------------------------------------------------------------
+
+    def commit_fields(self, rev: str, fields: Sequence[str]) -> list[str]:
+        """The ``--format`` placeholders ``fields`` (``%H``, ``%(trailers:...)``, ...) of commit
+        ``rev``, in order, as text (invalid bytes replaced; the last without its trailing
+        newline). Raises :class:`GitError` when ``rev`` names no commit."""
+        fmt = "%x00".join(fields)
+        return self.run("log", "-1", f"--format={fmt}", rev, "--").text.split("\0")
+
+    def log_fields(self, spec: str, fields: Sequence[str], *, reverse: bool = False
+                   ) -> list[list[str]] | None:
+        """The ``--format`` placeholders ``fields`` of every commit of the revision range
+        ``spec`` (newest first; oldest first with ``reverse``), in one ``git log`` (fields
+        ended by ``%x1f``, commits by ``%x1e``, newlines around a commit removed); a commit
+        whose fields hold such a separator is left out. None when git refuses ``spec``."""
+        fmt = "%x1f".join(fields) + "%x1e"
+        res = self.run("log", *(["--reverse"] if reverse else []), f"--format={fmt}", spec,
+                       "--", allow_non_zero=True)
+        if res.returncode != 0:
+            return None
+        found = []
+        for item in res.stdout.decode("utf-8", "replace").split("\x1e"):
+            parts = item.strip("\n").split("\x1f")
+            if len(parts) == len(fields):
+                found.append(parts)
+        return found
+
+    def rev_list(self, spec: str) -> list[str]:
+        """The commits of the revision range ``spec`` (``git rev-list``), newest first; none
+        when git refuses it."""
+        return self.run("rev-list", spec, "--", allow_non_zero=True).text.split()
 
     # --- submodules ---------------------------------------------------------------------------
 
@@ -825,3 +985,33 @@ class Repo:
             except FileNotFoundError:  # git finished meanwhile
                 continue
         return out
+
+
+class Index:
+    """A private index file (:meth:`Repo.temporary_index`): every git call on it runs with
+    ``GIT_INDEX_FILE`` set here and nowhere else. ``copied``: whether it began as a copy of the
+    real index."""
+
+    def __init__(self, repo: Repo, path: Path) -> None:
+        self.repo = repo
+        self.path = path
+        self.copied = False
+        self.env = {"GIT_INDEX_FILE": str(path)}
+
+    def read_tree(self, rev: str) -> None:
+        """Make this index hold the tree of ``rev`` (``git read-tree``)."""
+        self.repo.run("read-tree", rev, env=self.env)
+
+    def reset_paths(self, rev: str, paths: Sequence[str]) -> None:
+        """Put the entries of ``paths`` back to ``rev``'s (``git reset -q <rev> --``)."""
+        if paths:
+            self.repo.run("reset", "-q", rev, "--pathspec-from-file=-", "--pathspec-file-nul",
+                          input=join_z(paths), env=self.env)
+
+    def add_paths(self, paths: Sequence[str]) -> None:
+        """Stage ``paths`` here as :meth:`Repo.add_paths` does in the real index."""
+        self.repo.add_paths(paths, env=self.env)
+
+    def write_tree(self) -> str:
+        """The tree of this index, written into the object store."""
+        return self.repo.run("write-tree", env=self.env).text

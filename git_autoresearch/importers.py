@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UsageError
-from .ledger import dumps
+from .ledger import RunRecord, dumps, run_record
 
 STATUS_WORDS = {"keep": "keep", "kept": "keep", "discard": "discard", "discarded": "discard",
                 "crash": "crash", "crashed": "crash", "checks_failed": "checks_failed",
@@ -52,8 +52,10 @@ def _rows(path: Path) -> list[dict[str, str]]:
 
 
 def _tsv_runs(rows: list[dict[str, str]], metric_column: str, source: str
-              ) -> list[dict[str, Any]]:
-    runs: list[dict[str, Any]] = []
+              ) -> list[RunRecord]:
+    """One run record a row of ``rows``, numbered from 1; a ``stopped`` row is skipped.
+    Raises :class:`UsageError` for an unknown status or a metric that is no finite number."""
+    runs: list[RunRecord] = []
     for line, row in enumerate(rows, start=2):
         word = (row.get("status") or "").strip().lower()
         if word not in STATUS_WORDS:
@@ -70,18 +72,52 @@ def _tsv_runs(rows: list[dict[str, str]], metric_column: str, source: str
                    if k not in (metric_column, "experiment", "duration_s", "commit")
                    and (n := _number((v or "").strip())) is not None}
         commit = (row.get("commit") or "").strip()
-        record = {"run": len(runs) + 1, "commit": "" if commit in ("", "-") else commit[:7],
-                  "metric": 0 if status == "crash" or metric is None else metric,
-                  "metrics": metrics, "status": status if metric is not None or
-                  status == "crash" else "crash",
-                  "description": (row.get("description") or "").strip(), "timestamp": None,
-                  "segment": 0, "confidence": None, "imported_from": source,
-                  "source_row": extras}
+        record = run_record(len(runs) + 1, "" if commit in ("", "-") else commit[:7],
+                            0 if status == "crash" or metric is None else metric, metrics,
+                            status if metric is not None or status == "crash" else "crash",
+                            (row.get("description") or "").strip(), None, 0,
+                            imported_from=source, source_row=extras)
         duration = _number((row.get("duration_s") or "").strip())
         if duration is not None:
             record["duration_s"] = duration
         runs.append(record)
     return runs
+
+
+def _ledger_lines(source: Path) -> list[str]:
+    """The lines of a pi-autoresearch ledger, unchanged (carriage returns and blank lines
+    dropped). Raises :class:`UsageError` naming the first malformed line."""
+    from .ledger import parse
+
+    data = _text(source)
+    bad = parse(data.encode("utf-8")).malformed
+    if bad:
+        raise UsageError(f"{source}:{bad[0].line}: {bad[0].reason} (and {len(bad) - 1} more)"
+                         if len(bad) > 1 else f"{source}:{bad[0].line}: {bad[0].reason}")
+    return [ln.rstrip("\r") for ln in data.split("\n") if ln.strip()]
+
+
+def _loop_seed_lines(rows: list[dict[str, str]], config_file: Path) -> list[str]:
+    """The loop seed's session as ledger lines: its ``config.json`` (when there is one) as
+    the header, then one run a row of its ``results.tsv``."""
+    config: dict[str, Any] = {}
+    if config_file.is_file():
+        try:
+            config = json.loads(_text(config_file))
+        except ValueError:
+            raise UsageError(f"{config_file} is not valid JSON") from None
+        if not isinstance(config, dict):
+            raise UsageError(f"{config_file} is not a JSON object")
+    direction = str(config.get("direction", "minimize")).lower()
+    header = {"type": "config", "name": config.get("goal") or "loop seed session",
+              "metricName": str(config.get("metric_name") or "metric"),
+              "metricUnit": str(config.get("metric_unit") or ""),
+              "bestDirection": "higher" if direction in ("maximize", "higher") else "lower",
+              "imported_from": "autoresearch loop seed", "config": config}
+    runs = _tsv_runs(rows, "metric", "autoresearch loop seed")
+    for record, row in zip(runs, rows, strict=False):
+        record["experiment"] = row.get("experiment")
+    return [dumps(header), *map(dumps, runs)]
 
 
 def convert(source: Path) -> tuple[list[str], str]:
@@ -97,15 +133,7 @@ def convert(source: Path) -> tuple[list[str], str]:
     if not source.is_file():
         raise UsageError(f"{source} does not exist")
     if source.suffix == ".jsonl":
-        from .ledger import parse
-
-        data = _text(source)
-        bad = parse(data.encode("utf-8")).malformed
-        if bad:
-            raise UsageError(f"{source}:{bad[0].line}: {bad[0].reason} (and {len(bad) - 1} more)"
-                             if len(bad) > 1 else f"{source}:{bad[0].line}: {bad[0].reason}")
-        lines = [ln.rstrip("\r") for ln in data.split("\n") if ln.strip()]
-        return lines, f"pi-autoresearch ledger {source}"
+        return _ledger_lines(source), f"pi-autoresearch ledger {source}"
     if source.suffix != ".tsv":
         raise UsageError(f"{source}: import reads .jsonl ledgers and .tsv results")
     rows = _rows(source)
@@ -114,24 +142,7 @@ def convert(source: Path) -> tuple[list[str], str]:
     columns = list(rows[0])
     config_file = source.parent / "config.json"
     if "experiment" in columns and "metric" in columns:
-        config: dict[str, Any] = {}
-        if config_file.is_file():
-            try:
-                config = json.loads(_text(config_file))
-            except ValueError:
-                raise UsageError(f"{config_file} is not valid JSON") from None
-            if not isinstance(config, dict):
-                raise UsageError(f"{config_file} is not a JSON object")
-        direction = str(config.get("direction", "minimize")).lower()
-        header = {"type": "config", "name": config.get("goal") or "loop seed session",
-                  "metricName": str(config.get("metric_name") or "metric"),
-                  "metricUnit": str(config.get("metric_unit") or ""),
-                  "bestDirection": "higher" if direction in ("maximize", "higher") else "lower",
-                  "imported_from": "autoresearch loop seed", "config": config}
-        runs = _tsv_runs(rows, "metric", "autoresearch loop seed")
-        for record, row in zip(runs, rows, strict=False):
-            record["experiment"] = row.get("experiment")
-        return [dumps(header), *map(dumps, runs)], f"loop seed session {source.parent}"
+        return _loop_seed_lines(rows, config_file), f"loop seed session {source.parent}"
     if "commit" in columns and "status" in columns and len(columns) >= 3:
         metric = next(c for c in columns if c not in ("commit", "status", "description"))
         header = {"type": "config", "name": f"karpathy autoresearch ({source.name})",

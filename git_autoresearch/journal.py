@@ -127,11 +127,9 @@ def made_by(repo: Repo, ref: str, intent: Intent) -> bool:
     commit = repo.resolve(ref)
     if commit is None:
         return False
-    if not intent.id:
-        return True
-    body = repo.run("log", "-1", "--format=%(trailers:key=Autoresearch-Intent,valueonly)",
-                    commit).text
-    return intent.id in body.split()
+    from .trailers import intent_tokens
+
+    return not intent.id or intent.id in intent_tokens(repo, commit)
 
 
 def git_failure(repo: Repo, path: Path, locks: list[Path], intent: Intent,

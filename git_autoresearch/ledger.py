@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 from .files import append_whole, write_atomic
 
@@ -254,6 +254,60 @@ def reject_constant(name: str) -> float:
     raise ValueError(f"non-finite number {name}")
 
 
+class _RunFields(TypedDict):
+    run: int
+    commit: str
+    metric: int | float | None
+    metrics: dict[str, Any]
+    status: str
+    description: str
+    timestamp: int | None
+    segment: int
+    confidence: float | None
+
+
+class RunRecord(_RunFields, total=False):
+    """A run line of the ledger (pi-autoresearch's ``log.jsonl`` run record): ``run`` number,
+    7-character ``commit`` (HEAD's, or the keep's), primary ``metric`` (0 for a crash) and
+    secondary ``metrics``, ``status`` (:data:`STATUSES`), ``description``, ``timestamp``
+    (milliseconds since the epoch; None when imported without one), ``segment`` index and
+    ``confidence``; then ours, each optional: what the measurement gave, where the attempt or
+    the set-aside changes are kept, and, for a rebuilt or imported line, where it came from."""
+
+    asi: dict[str, Any]
+    duration_s: float | None
+    samples: list[int | float]
+    checks: dict[str, Any] | None
+    attempt_ref: str | None
+    scope_violations: list[str]
+    readonly_violations: list[str]
+    hooks: list[dict[str, Any]]
+    scope_ref: str
+    scope_refs: list[str]
+    baseline: bool
+    reason: str | None
+    tail: str
+    committed: bool
+    rebuilt_from: str
+    imported_from: str
+    source_row: dict[str, str | None]
+    experiment: str | None
+
+
+def run_record(run: int, commit: str, metric: int | float | None, metrics: dict[str, Any],
+               status: str, description: str, timestamp: int | None, segment: int,
+               **more: Any) -> RunRecord:
+    """A :class:`RunRecord` with pi-autoresearch's fields first, in its order (``confidence``
+    None: computed when the line is appended), then ``more`` in the order given: the order
+    the line is written in."""
+    record: dict[str, Any] = {"run": run, "commit": commit, "metric": metric,
+                              "metrics": metrics, "status": status,
+                              "description": description, "timestamp": timestamp,
+                              "segment": segment, "confidence": None}
+    record.update(more)
+    return cast(RunRecord, record)
+
+
 def read(path: Path) -> Ledger:
     """Read the ledger at ``path``; a missing file reads as an empty ledger."""
     try:
@@ -277,6 +331,26 @@ def append(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
             raise ValueError(f"a ledger line of {len(line)} bytes is longer than the "
                              f"{MAX_LINE_BYTES} bytes a reader reads")
     append_whole(path, b"".join(line + b"\n" for line in lines))
+
+
+def insert_runs(path: Path, additions: Mapping[int, bytes]) -> None:
+    """Put each added run line (run number -> the line, without its newline) into the ledger
+    at ``path`` before the first run line with a greater number (after them all when none
+    is), rewriting the file atomically; blank lines are dropped."""
+    out: list[bytes] = []
+    pending = sorted(additions.items())
+    for raw in path.read_bytes().split(b"\n"):
+        if not raw.strip():
+            continue
+        try:
+            number = json.loads(raw).get("run")
+        except (ValueError, AttributeError):
+            number = None
+        while pending and isinstance(number, int) and pending[0][0] < number:
+            out.append(pending.pop(0)[1])
+        out.append(raw)
+    out.extend(line for _, line in pending)
+    write_atomic(path, b"\n".join(out) + b"\n")
 
 
 def median(values: Iterable[float]) -> float:

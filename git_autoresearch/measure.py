@@ -60,9 +60,9 @@ def shell() -> str:
 def command_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment for user commands: ours, without the variables that pin git to a
     repository (a command started from inside a git hook must still see its own work tree)."""
-    from .git import _LOCATING_VARIABLES
+    from .git import LOCATING_VARIABLES
 
-    env = {k: v for k, v in os.environ.items() if k not in _LOCATING_VARIABLES}
+    env = {k: v for k, v in os.environ.items() if k not in LOCATING_VARIABLES}
     if extra:
         env.update(extra)
     return env

@@ -25,6 +25,7 @@ from .measure import Measurement, Progress, command_environment
 from .measure import measure as run_measurement
 from .refs import scope_prefix
 from .session import Session
+from .trailers import set_aside_message
 
 
 def measure(session: Session, progress: Progress | None = None, *, pending: bool = True,
@@ -83,8 +84,7 @@ def _set_aside(session: Session, number: int, changes: Changes) -> tuple[list[st
         try:
             revert(session.repo, bounds, changes, head=session.head(), ref=scope_ref,
                    only=violations, stage="set-aside",
-                   message=f"changes outside the scope or to readonly paths before run "
-                           f"{number}\n\nAutoresearch-Intent: {token}\n")
+                   message=set_aside_message(number, token, kept=False))
         except GitError as exc:
             raise journal.git_failure(session.repo, path, session.git_locks(), aside,
                                       exc) from None
@@ -183,9 +183,9 @@ def set_asides(session: Session, number: int) -> list[tuple[str, list[str]]]:
     repo = session.repo
     prefix = scope_prefix(session.config.session_id)
     found = []
-    for ref in repo.run("for-each-ref", "--format=%(refname)", prefix).text.split("\n"):
+    for ref in repo.for_each_ref(prefix):
         head, _, rest = ref[len(prefix):].partition(".")
-        if ref and head == str(number) and (not rest or rest.isdigit()):
+        if head == str(number) and (not rest or rest.isdigit()):
             found.append((int(rest or 1), ref))
     out = []
     for _, ref in sorted(found):

@@ -46,7 +46,7 @@ def open_for_reading(cwd: str | os.PathLike[str] | None = None) -> Session:
             session = _foreign(repo, book, path)
             session.warnings += [lost] if lost else []
             return session
-    from .report import ledger_from_trailers
+    from .trailers import ledger_from_trailers
 
     branch = repo.current_branch() or "HEAD"
     book = ledger_from_trailers(repo, branch)

@@ -21,10 +21,7 @@ from . import ledger as ledger_mod
 from .errors import Refused
 from .experiment import (
     Changes,
-    commit_message,
-    keep_trailers,
     plan_keep,
-    result_trailer,
     revert,
     revert_targets,
     save_snapshot,
@@ -40,6 +37,13 @@ from .measure import Measurement
 from .pending import changed_since, set_asides
 from .refs import attempt_ref
 from .session import Session
+from .trailers import (
+    attempt_message,
+    commit_message,
+    keep_trailers,
+    result_trailer,
+    set_aside_message,
+)
 
 # Keeps commit through plumbing and reverts write only refs, so nothing of git's own runs its
 # automatic maintenance during a session: every this many runs, we run it as git commit would.
@@ -280,11 +284,8 @@ def _apply(session: Session, intent: journal.Intent, draft: dict[str, Any], chan
             created, tracked = revert_targets(session.bounds, changes)
             intent = intent.but(created=created, tracked=tracked)
             journal.write(session.layout.intent, intent)
-            number = intent.run
-            message = (f"{description.strip() or f'run {number}'}\n\n"
-                       f"Autoresearch-Status: {draft['status']}\nAutoresearch-Run: {number}\n"
-                       f"Autoresearch-Session: {session.config.session_id}\n"
-                       f"Autoresearch-Intent: {intent.id}\n")
+            message = attempt_message(description, draft["status"], draft["run"],
+                                      session.config.session_id, intent.id)
             revert(session.repo, session.bounds, changes, head=intent.head, ref=intent.ref,
                    message=message)
             draft["attempt_ref"] = intent.ref
@@ -343,9 +344,7 @@ def _keep(session: Session, intent: journal.Intent, draft: dict[str, Any], chang
                     message=commit_message(description, trailer, number, sid),
                     trailers=keep_trailers(trailer, number, sid),
                     violations_ref=ref, head_tree=head_tree,
-                    violations_message=f"changes outside the scope or to readonly paths of "
-                                       f"kept run {number}\n\nAutoresearch-Intent: "
-                                       f"{intent.id}\n")
+                    violations_message=set_aside_message(number, intent.id, kept=True))
     session.moved_head(kept.commit)
     draft.update({"commit": session.repo.short(kept.commit), "committed": kept.committed,
                   "attempt_ref": kept.attempt_ref})

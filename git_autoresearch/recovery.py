@@ -24,6 +24,7 @@ from .files import whole_index
 from .journal import Intent
 from .recording import append_run
 from .session import Session
+from .trailers import run_trailer, set_aside_message
 
 if TYPE_CHECKING:
     from .hooks import HookReport
@@ -135,8 +136,7 @@ def _finish_keep(session: Session, intent: Intent, number: int,
         else:
             revert(repo, session.bounds, session.changes(), head=intent.head, ref=ref,
                    only=[*intent.created, *intent.tracked],
-                   message=f"changes outside the scope or to readonly paths of kept run "
-                           f"{number}\n", stage="keep")
+                   message=set_aside_message(number, None, kept=True), stage="keep")
         record["attempt_ref"] = ref
     assert head is not None
     session.moved_head(head)
@@ -151,9 +151,7 @@ def _keep_moved(session: Session, intent: Intent, number: int, head: str, *, aba
     HEAD it found, its ``Autoresearch-Run`` trailer this run); else set aside with ``abandon``,
     or :class:`Refused`."""
     parent = session.repo.resolve(f"{head}^")
-    run_trailer = session.repo.run("log", "-1", "--format=%(trailers:key=Autoresearch-Run,"
-                                   "valueonly)", head).text.strip()
-    if parent == intent.head and run_trailer == str(number):
+    if parent == intent.head and run_trailer(session.repo, head) == str(number):
         return None
     if not abandon:
         raise Refused(f"HEAD moved since the keep of run {number} was interrupted, and not by "

@@ -1,15 +1,13 @@
-"""Reading a session for people and scripts: the run table, the status, reconciliation with the
-branch's ``Result:`` trailers. Returns data and plain strings; no click."""
+"""Reading a session for people and scripts: the run table and the segment summary, views over a
+:class:`Ledger`. Returns data and plain strings; no click, no git (the branch's trailers are read
+in :mod:`git_autoresearch.trailers`)."""
 
 from __future__ import annotations
 
-import json
 import math
 import re
-from dataclasses import dataclass
 from typing import Any
 
-from .git import Repo
 from .ledger import (
     Ledger,
     Run,
@@ -18,7 +16,6 @@ from .ledger import (
     confidence_label,
     mad,
     median,
-    reject_constant,
 )
 
 TSV_COLUMNS = ("experiment", "commit", "metric", "status", "duration_s", "description")
@@ -154,132 +151,6 @@ def table(rows: list[tuple[Run, Segment]], width: int = 100) -> str:
             f"{(f'{conf:.2f}' if isinstance(conf, (int, float)) else '-'):>6}  "
             f"{str(run.data.get('commit', '-'))[:7]:<7}  {desc}")
     return "\n".join(out) + "\n"
-
-
-@dataclass
-class Reconciliation:
-    """Kept runs as the branch's trailers show them, and each disagreement with the ledger."""
-
-    trailer_runs: dict[int, dict[str, Any]]
-    problems: list[str]
-
-
-@dataclass
-class TrailerCommit:
-    """A commit of the branch with a ``Result:`` trailer: its id, commit time (seconds),
-    subject, ``Autoresearch-Run`` (None when absent or not a number), and the ``Result`` value
-    parsed (None when it is not a JSON object of finite numbers: not to be trusted)."""
-
-    commit: str
-    time: int
-    subject: str
-    run: int | None
-    result: dict[str, Any] | None
-
-
-def trailer_log(repo: Repo, branch: str, base: str | None = None) -> list[TrailerCommit]:
-    """Every commit of ``branch`` (after ``base``) that has a ``Result:`` trailer, oldest
-    first, in one git call. Any tool's trailers count: ours, pi-autoresearch's, its ports'."""
-    spec = f"{base}..{branch}" if base else branch
-    res = repo.run("log", "--reverse", "--format=%H%x1f%ct%x1f%s%x1f"
-                   "%(trailers:key=Autoresearch-Run,valueonly)%x1f"
-                   "%(trailers:key=Result,valueonly)%x1e", spec, "--", allow_non_zero=True)
-    found: list[TrailerCommit] = []
-    if res.returncode != 0:
-        return found
-    for item in res.stdout.decode("utf-8", "replace").split("\x1e"):
-        parts = item.strip("\n").split("\x1f")
-        if len(parts) != 5 or not parts[4].strip():
-            continue
-        run_text = parts[3].strip().splitlines()[0] if parts[3].strip() else ""
-        try:
-            result = json.loads(parts[4].strip().splitlines()[-1], parse_constant=reject_constant)
-        except ValueError:
-            result = None
-        if not isinstance(result, dict) or any(
-                isinstance(v, float) and not math.isfinite(v) for v in result.values()):
-            result = None
-        found.append(TrailerCommit(parts[0], int(parts[1] or 0), parts[2],
-                                   int(run_text) if run_text.isdigit() else None, result))
-    return found
-
-
-def read_trailers(repo: Repo, branch: str, base: str | None,
-                  log: list[TrailerCommit] | None = None) -> dict[int, dict[str, Any]]:
-    """Kept runs as our trailers record them: run number -> ``{"commit", "result"}``; commits
-    without ``Autoresearch-Run`` or with an untrusted ``Result`` are left out."""
-    entries = trailer_log(repo, branch, base) if log is None else log
-    return {c.run: {"commit": c.commit, "result": c.result} for c in entries
-            if c.run is not None and c.result is not None}
-
-
-def ledger_from_trailers(repo: Repo, branch: str) -> Ledger:
-    """Kept runs rebuilt from the ``Result:`` trailers on ``branch`` alone, oldest first,
-    numbered by their ``Autoresearch-Run`` trailer where it has one (and it comes after the
-    previous number), else one after the previous; a trailer whose status is not ``keep`` is
-    no kept run."""
-    from .ledger import Ledger, Run, Segment
-
-    segment = Segment(0, None)
-    for entry in trailer_log(repo, branch):
-        result = entry.result
-        if result is None or result.get("status", "keep") != "keep":
-            continue
-        name = next((k for k in result if k != "status"), None)
-        value = result.get(name) if name else None
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            continue
-        if segment.header is None:
-            segment.header = {"type": "config", "name": f"kept runs on {branch}",
-                              "metricName": name, "metricUnit": "", "bestDirection": "lower"}
-        last = segment.runs[-1].number if segment.runs else 0
-        number = entry.run if entry.run is not None and entry.run > last else last + 1
-        data = {"run": number, "commit": entry.commit[:7], "metric": value,
-                "metrics": {k: v for k, v in result.items() if k not in ("status", name)},
-                "status": "keep", "description": entry.subject,
-                "timestamp": entry.time * 1000, "segment": 0, "confidence": None}
-        segment.runs.append(Run(data, number, 0))
-    return Ledger([segment], [], [], [])
-
-
-def bad_trailers(log: list[TrailerCommit]) -> list[str]:
-    """Short ids of the commits whose ``Result:`` trailer is not to be trusted."""
-    return [c.commit[:7] for c in log if c.result is None]
-
-
-def reconcile(repo: Repo, book: Ledger, branch: str, base: str | None,
-              log: list[TrailerCommit] | None = None) -> Reconciliation:
-    """Compare the ledger's kept runs with the branch: a trailer run missing from the ledger, a
-    ledger keep whose commit is not on the branch, a metric that differs."""
-    trailers = read_trailers(repo, branch, base, log)
-    problems = []
-    on_branch = {v["commit"][:7] for v in trailers.values()}
-    if base:
-        on_branch.add(base[:7])
-    kept = {r.number: r for r in book.runs if r.status == "keep"}
-    for number, info in sorted(trailers.items()):
-        run = kept.get(number)
-        if run is None:
-            problems.append(f"commit {info['commit'][:7]} on {branch} records run {number} as "
-                            "kept, but the ledger has no such keep")
-            continue
-        metric_name = next((k for k in info["result"] if k != "status"), None)
-        value = info["result"].get(metric_name) if metric_name else None
-        if isinstance(value, (int, float)) and run.metric is not None and value != run.metric:
-            problems.append(f"run {number}: the trailer says {value}, the ledger {run.metric}")
-    unsure = {number: str(run.data.get("commit", ""))[:7] for number, run in kept.items()
-              if number not in trailers and str(run.data.get("commit", ""))[:7] not in on_branch}
-    if unsure:
-        # A keep that committed nothing (or a baseline) sits on a commit without a trailer:
-        # ask the branch's history itself, once.
-        spec = f"{base}..{branch}" if base else branch
-        listed = repo.run("rev-list", spec, "--", allow_non_zero=True).text.split()
-        on_branch.update(oid[:7] for oid in listed)
-    for number, commit in sorted(unsure.items()):
-        if commit not in on_branch:
-            problems.append(f"run {number} is recorded as kept at {commit}, which is not on "
-                            f"{branch}")
-    return Reconciliation(trailers, problems)
 
 
 def stability(segment: Segment) -> dict[str, Any] | None:

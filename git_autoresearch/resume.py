@@ -211,7 +211,7 @@ def _switch_to_session_branch(repo: Repo, session: Session, wanted: str) -> None
                       f"{listing(tracked)}; {carry_over(repo, wanted)}, then run git "
                       "autoresearch resume again")
     # git switch also creates the branch from a single remote-tracking one (a fresh clone).
-    switched = repo.run("switch", "-q", wanted, allow_non_zero=True)
+    switched = repo.switch(wanted)
     if switched.returncode == 0:
         return
     if repo.resolve(f"refs/heads/{wanted}") is not None:

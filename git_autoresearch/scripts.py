@@ -25,15 +25,12 @@ def script_paths(repo: Repo, command: str, head: str) -> list[str]:
         if not wanted:
             break
         candidates = []
-        listing = repo.run("ls-tree", "-z", head, "--", *wanted).stdout
-        for item in listing.split(b"\0"):
-            meta, _, raw = item.partition(b"\t")
-            path = raw.decode("utf-8", "surrogateescape")
-            if not item or path not in wanted or meta.split()[1] != b"blob":
+        for mode, kind, oid, path in repo.ls_tree(head, wanted):
+            if path not in wanted or kind != "blob":
                 continue
             found.append(path)
-            if meta.split()[0] == b"120000":
-                target = repo.run("cat-file", "blob", meta.split()[2].decode()).stdout
+            if mode == "120000":
+                target = repo.cat_blob(oid)
                 pointed = _inside(repo, os.path.normpath(
                     repo.top / os.path.dirname(path) / os.fsdecode(target)))
                 if pointed:

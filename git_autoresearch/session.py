@@ -37,6 +37,7 @@ from .paths import AUTO, Boundaries
 from .refs import attempts_prefix, session_branch, state_ref
 from .refs import namespace as ref_namespace
 from .scripts import command_files
+from .trailers import runs_named
 
 if TYPE_CHECKING:
     from .hooks import HookReport
@@ -244,7 +245,7 @@ class Session:
         self._git_runs = None
         self.seen_version = None if self.trailer_branch is not None else self.version()
         if self.trailer_branch is not None:
-            from .report import ledger_from_trailers
+            from .trailers import ledger_from_trailers
 
             self.ledger = ledger_from_trailers(self.repo, self.trailer_branch)
         else:
@@ -322,16 +323,12 @@ class Session:
         commit), so a ledger line that was lost or never written never makes a number repeat."""
         if self._git_runs is None:  # asked of git once per command (and after a reload)
             prefix = attempts_prefix(self.config.session_id)
-            res = self.repo.run("for-each-ref", "--format=%(refname)", prefix)
-            numbers = [int(n[len(prefix):]) for n in res.text.splitlines()
+            numbers = [int(n[len(prefix):]) for n in self.repo.for_each_ref(prefix)
                        if n[len(prefix):].isdigit()]
             branch = session_branch(self.config.session_id)
             base = (self.ledger.segments[0].header or {}).get("base_commit")
             spec = f"{base}..{branch}" if isinstance(base, str) and base else branch
-            log = self.repo.run("log", "--format=%(trailers:key=Autoresearch-Run,valueonly)",
-                                spec, "--", allow_non_zero=True)
-            if log.returncode == 0:
-                numbers += [int(w) for w in log.text.split() if w.isdigit() and len(w) < 10]
+            numbers += runs_named(self.repo, spec)
             self._git_runs = max(numbers, default=0)
         return max(self.ledger.next_run_number, self._git_runs + 1)
 

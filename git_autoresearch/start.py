@@ -19,7 +19,7 @@ from .config import Config, parse_toml, write_config
 from .errors import Refused, UsageError
 from .experiment import load_snapshot, save_snapshot, take_snapshot
 from .files import WriteFailed, check_writable
-from .git import Repo, split_z
+from .git import Repo
 from .layout import Layout
 from .lock import SessionLock
 from .measure import Measurement, Progress
@@ -96,10 +96,10 @@ def _merge_values(opts: StartOptions, base: Mapping[str, Any]
 def _paths_from_directory(opts: StartOptions, where: Path, top: Path) -> None:
     """Make the path rules of the options relative to the top, read from ``where`` (the
     current directory) as git reads pathspecs; :class:`UsageError` for one outside."""
-    from .git import run_git
+    from .git import show_prefix
     from .paths import from_directory
 
-    prefix = opts.prefix = run_git(["rev-parse", "--show-prefix"], cwd=where).text
+    prefix = opts.prefix = show_prefix(where)
     for key in PATH_KEYS:
         entries = opts.values.get(key)
         if not entries:
@@ -120,7 +120,7 @@ def _check_matches(repo: Repo, given: list[tuple[str, str]]) -> None:
 
     names: list[str] = []
     if any(c in rule for _, rule in given for c in "*?["):
-        names = [e.path for e in repo.status()] + split_z(repo.run("ls-files", "-z").stdout)
+        names = [e.path for e in repo.status()] + repo.ls_files()
     missing = set(unmatched([rule for _, rule in given], repo.top, names))
     for shown, rule in given:
         if rule in missing:

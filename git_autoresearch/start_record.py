@@ -179,8 +179,7 @@ def _check_out_new_branch(repo: Repo, session_id: str, head: str) -> None:
         raise Refused(f"HEAD moved since the start of session {session_id} was "
                       f"interrupted; check out {branch} (or the commit {head[:7]}) and run "
                       "git autoresearch resume again")
-    switched = repo.run("switch", "-q", *(["-c"] if at is None else []), branch,
-                        allow_non_zero=True)
+    switched = repo.switch(branch, create=at is None)
     if switched.returncode != 0:
         lines = said(switched.stderr)
         raise Refused(f"git could not {'create' if at is None else 'check out'} the branch "

@@ -15,10 +15,11 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from .errors import Refused
 from .files import write_atomic
-from .git import ABSENT, GitError, Repo, split_z
+from .git import ABSENT, GitError, Repo
 from .refs import NAMESPACE, session_of_state_ref, state_ref
 
 LINES_PER_PIECE = 1000
@@ -49,26 +50,15 @@ def mirror(repo: Repo, auto: Path, session_id: str, message: str) -> tuple[str, 
     """Commit the session files of ``auto`` on the state ref (compare-and-swap on its old
     value); returns the new commit id, and the files under ``hooks/`` that could not be
     mirrored (a newline in the name, or a name that is not UTF-8). Raises GitError if another
-    writer moved the ref."""
+    writer moved the ref, :class:`LedgerShrank` when the ledger lost lines the ref holds."""
     ref = state_ref(session_id)
-    scratch = repo.scratch
-    scratch.mkdir(parents=True, exist_ok=True)
-    cache_path = scratch / "state-cache.json"
+    repo.scratch.mkdir(parents=True, exist_ok=True)
+    cache_path = repo.scratch / "state-cache.json"
     try:
         cache = json.loads(cache_path.read_text())
     except (FileNotFoundError, ValueError):
         cache = {}
-    entries: list[tuple[str, str]] = []  # (tree path, file to hash)
-    for name in FILES:
-        if (auto / name).is_file():
-            entries.append((name, str(auto / name)))
-    hooks = auto / "hooks"
-    skipped: list[tuple[str, str]] = []
-    if hooks.is_dir():
-        for path in sorted(hooks.rglob("*")):
-            if path.is_file() and not path.is_symlink():
-                name = path.relative_to(auto).as_posix()
-                (entries if _storable(str(path)) else skipped).append((name, str(path)))
+    entries, skipped = _session_files(auto)
     try:
         ledger = (auto / "log.jsonl").read_bytes()
     except FileNotFoundError:
@@ -82,24 +72,7 @@ def mirror(repo: Repo, auto: Path, session_id: str, message: str) -> tuple[str, 
         raise LedgerShrank(f"{auto / 'log.jsonl'} is shorter than the ledger on {ref} (it lost "
                            "lines?); git autoresearch doctor --fix restores them (or, lost at "
                            "its end, git autoresearch resume)")
-    piece_files: list[tuple[int, Path]] = []
-    for index, data in enumerate(pieces):
-        if known.get(index, [None])[0] == len(data):
-            continue
-        tmp = scratch / f"state-piece.{os.getpid()}.{index}"
-        write_atomic(tmp, data)
-        piece_files.append((index, tmp))
-    paths = [p for _, p in entries] + [str(p) for _, p in piece_files]
-    try:
-        ids = repo.run("hash-object", "-w", "--no-filters", "--stdin-paths",
-                       input="".join(p + "\n" for p in paths).encode()).text.split() \
-            if paths else []
-    finally:
-        for _, tmp in piece_files:
-            tmp.unlink()
-    blob_of = dict(zip(paths, ids, strict=True))
-    for index, tmp in piece_files:
-        known[index] = [len(pieces[index]), blob_of[str(tmp)]]
+    blob_of = _write_blobs(repo, entries, pieces, known)
     tree_entries = [("100755" if os.access(file, os.X_OK) else "100644", blob_of[file], name)
                     for name, file in entries]
     tree_entries += [("100644", known[index][1], f"log/{index:05d}.jsonl")
@@ -108,21 +81,64 @@ def mirror(repo: Repo, auto: Path, session_id: str, message: str) -> tuple[str, 
     # The ref's value as we last wrote it saves asking git; the compare-and-swap catches any
     # other writer, and then the ref is read and the commit made again on top of it.
     old = cache.get("commit") if cache.get("ref") == ref else repo.resolve(ref)
-    for attempt in range(2):
-        parents = ["-p", old] if old else []
-        commit = repo.run("commit-tree", tree, *parents, "-F", "-", input=(
-            f"{message}\n\nAutoresearch-State: {FORMAT_VERSION}\n").encode()).text
-        try:
-            repo.update_ref(ref, commit, old or ABSENT, "autoresearch: mirror session files")
-            break
-        except GitError:
-            if attempt:
-                raise
-            old = repo.resolve(ref)
+    commit = _commit_state(repo, ref, tree, old, message)
     cache.update({"ref": ref, "commit": commit})
     cache["pieces"] = {str(k): v for k, v in known.items() if k < len(pieces)}
     write_atomic(cache_path, json.dumps(cache).encode())
     return commit, [name for name, _ in skipped]
+
+
+def _session_files(auto: Path) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """The files of ``auto`` to mirror besides the ledger, as (tree path, file) pairs, and
+    those under ``hooks/`` that git cannot be handed by name (:func:`_storable`)."""
+    entries = [(name, str(auto / name)) for name in FILES if (auto / name).is_file()]
+    skipped: list[tuple[str, str]] = []
+    hooks = auto / "hooks"
+    if hooks.is_dir():
+        for path in sorted(hooks.rglob("*")):
+            if path.is_file() and not path.is_symlink():
+                name = path.relative_to(auto).as_posix()
+                (entries if _storable(str(path)) else skipped).append((name, str(path)))
+    return entries, skipped
+
+
+def _write_blobs(repo: Repo, entries: list[tuple[str, str]], pieces: list[bytes],
+                 known: dict[int, list[Any]]) -> dict[str, str]:
+    """Write the files of ``entries`` and the ledger pieces that changed since the cache
+    ``known`` (piece index -> [size in bytes, blob id], updated here) as blobs, in one git
+    call; the blob id of each file, by its path."""
+    piece_files: list[tuple[int, Path]] = []
+    for index, data in enumerate(pieces):
+        if known.get(index, [None])[0] == len(data):
+            continue
+        tmp = repo.scratch / f"state-piece.{os.getpid()}.{index}"
+        write_atomic(tmp, data)
+        piece_files.append((index, tmp))
+    paths = [p for _, p in entries] + [str(p) for _, p in piece_files]
+    try:
+        ids = repo.write_blobs(paths)
+    finally:
+        for _, tmp in piece_files:
+            tmp.unlink()
+    blob_of = dict(zip(paths, ids, strict=True))
+    for index, tmp in piece_files:
+        known[index] = [len(pieces[index]), blob_of[str(tmp)]]
+    return blob_of
+
+
+def _commit_state(repo: Repo, ref: str, tree: str, old: str | None, message: str) -> str:
+    """Commit ``tree`` on top of ``old`` and move ``ref`` there by compare-and-swap; when
+    another writer moved it meanwhile, once more on top of what it holds now. Raises
+    :class:`GitError`."""
+    text = f"{message}\n\nAutoresearch-State: {FORMAT_VERSION}\n"
+    commit = repo.commit_tree(tree, [old] if old else [], text)
+    try:
+        repo.update_ref(ref, commit, old or ABSENT, "autoresearch: mirror session files")
+    except GitError:
+        old = repo.resolve(ref)
+        commit = repo.commit_tree(tree, [old] if old else [], text)
+        repo.update_ref(ref, commit, old or ABSENT, "autoresearch: mirror session files")
+    return commit
 
 
 def forget(repo: Repo) -> None:
@@ -139,12 +155,9 @@ def read(repo: Repo, session_id: str) -> tuple[dict[str, bytes], dict[str, int]]
     ref = state_ref(session_id)
     if repo.resolve(ref) is None:
         return None
-    entries: list[tuple[str, str, int]] = []
-    for item in split_z(repo.run("ls-tree", "-r", "-z", "--full-tree", ref).stdout):
-        meta, _, path = item.partition("\t")
-        kind, _, oid = meta.split()
-        entries.append((path, oid, 0o755 if kind == "100755" else 0o644))
-    contents = _cat_blobs(repo, [oid for _, oid, _ in entries])
+    entries = [(path, oid, 0o755 if mode == "100755" else 0o644)
+               for mode, oid, path in repo.tree_files(ref)]
+    contents = repo.cat_blobs([oid for _, oid, _ in entries])
     files: dict[str, bytes] = {}
     modes: dict[str, int] = {}
     pieces = []
@@ -158,23 +171,7 @@ def read(repo: Repo, session_id: str) -> tuple[dict[str, bytes], dict[str, int]]
     return files, modes
 
 
-def _cat_blobs(repo: Repo, oids: list[str]) -> dict[str, bytes]:
-    """Blob contents by id, through one ``git cat-file --batch``."""
-    if not oids:
-        return {}
-    out = repo.run("cat-file", "--batch", input="".join(o + "\n" for o in oids).encode()).stdout
-    found: dict[str, bytes] = {}
-    at = 0
-    while at < len(out):
-        end = out.index(b"\n", at)
-        oid, _, size = out[at:end].decode().split()
-        found[oid] = out[end + 1:end + 1 + int(size)]
-        at = end + 1 + int(size) + 1
-    return found
-
-
 def sessions(repo: Repo) -> list[str]:
     """Session ids that have a state ref."""
-    res = repo.run("for-each-ref", "--format=%(refname)", NAMESPACE)
-    return [sid for sid in map(session_of_state_ref, res.text.splitlines()) if sid]
+    return [sid for sid in map(session_of_state_ref, repo.for_each_ref(NAMESPACE)) if sid]
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from git_autoresearch import ledger
-from git_autoresearch.experiment import commit_message, result_trailer
+from git_autoresearch.trailers import commit_message, keep_trailers, result_trailer
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PI_LOG = FIXTURES / "pi-autoresearch-log.jsonl"
@@ -76,6 +76,27 @@ def test_commit_message_keeps_trailer_block_last(description: str) -> None:
     message = commit_message(description, '{"status":"keep","m":1}', 7, "s")
     assert message.endswith('\n\nResult: {"status":"keep","m":1}\nAutoresearch-Run: 7\n'
                             "Autoresearch-Session: s\n")
+
+
+# Text git can be handed: no NUL, no lone surrogate.
+_TEXT = st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"))
+
+
+@settings(max_examples=40, deadline=None)
+@given(_TEXT, st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"),
+                      min_size=1),
+       st.floats(allow_nan=False, allow_infinity=False), st.integers(1, 10**9),
+       st.from_regex(r"[a-z0-9][a-z0-9-]{0,20}", fullmatch=True))
+def test_a_keep_message_reads_back_through_git_as_its_trailers(
+        description: str, name: str, metric: float, run: int, session_id: str) -> None:
+    trailer = result_trailer(name, metric, {})
+    message = commit_message(description, trailer, run, session_id)
+    # --no-divider: a commit message has no patch after a "---" line, and git reads a commit's
+    # trailers (%(trailers)) without looking for one.
+    parsed = git(Path.cwd(), "interpret-trailers", "--parse", "--no-divider",
+                 input=message.encode("utf-8"))
+    assert parsed.split("\n") == [f"{key}: {value}" for key, value in
+                                   keep_trailers(trailer, run, session_id).items()]
 
 
 def test_pi_fixture_baselines_and_bests() -> None:
@@ -143,3 +164,37 @@ def test_ledger_header_fields(repo: Path, ar: Tool) -> None:
             "segment", "confidence", "duration_s", "samples", "checks", "attempt_ref",
             "scope_violations", "hooks"} <= set(record)
     assert len(record["commit"]) == 7 and record["timestamp"] > 1.7e12
+
+
+def test_attempt_and_set_aside_messages_read_back_as_written(repo: Path) -> None:
+    from git_autoresearch.git import Repo
+    from git_autoresearch.trailers import (
+        attempt_message,
+        commit_info,
+        intent_tokens,
+        run_trailer,
+        runs_named,
+        set_aside_message,
+    )
+
+    r = Repo.discover(repo)
+    base = r.head()
+    assert base is not None
+    tree = r.tree_of(base)
+    message = attempt_message("  try a cache\n", "discard", 12, "s1", "t0ken")
+    assert message == ("try a cache\n\nAutoresearch-Status: discard\nAutoresearch-Run: 12\n"
+                       "Autoresearch-Session: s1\nAutoresearch-Intent: t0ken\n")
+    attempt = r.commit_tree(tree, [base], message)
+    assert intent_tokens(r, attempt) == ["t0ken"]
+    assert run_trailer(r, attempt) == "12"
+    assert runs_named(r, f"{base}..{attempt}") == [12]
+    assert runs_named(r, "no-such-branch") == []
+    info = commit_info(r, attempt)
+    assert (info["status"], info["run"], info["description"]) == ("discard", "12", "try a cache")
+    assert set_aside_message(3, "t", kept=False) == (
+        "changes outside the scope or to readonly paths before run 3\n\n"
+        "Autoresearch-Intent: t\n")
+    assert set_aside_message(3, None, kept=True) == (
+        "changes outside the scope or to readonly paths of kept run 3\n")
+    aside = r.commit_tree(tree, [base], set_aside_message(3, None, kept=True))
+    assert (intent_tokens(r, aside), run_trailer(r, aside)) == ([], "")

@@ -81,6 +81,7 @@ def status_cmd(as_json: bool) -> None:
     from .. import report
     from ..reader import open_for_reading
     from ..refs import session_branch
+    from ..trailers import reconcile
 
     session = open_for_reading()
     cfg = session.config
@@ -95,7 +96,7 @@ def status_cmd(as_json: bool) -> None:
         exists, problem = branch_problem(session)
         if exists:
             base = (session.ledger.segments[0].header or {}).get("base_commit")
-            warnings += report.reconcile(session.repo, session.ledger, branch, base).problems
+            warnings += reconcile(session.repo, session.ledger, branch, base).problems
         warnings += [problem] if problem else []
         baseline = session.baseline_problem() or session.baseline_doubt()
         warnings += [baseline] if baseline else []
@@ -204,7 +205,7 @@ def show_cmd(run_number: int, as_json: bool) -> None:
     target = None
     if run.status == "keep":
         from ..refs import session_branch
-        from ..report import read_trailers
+        from ..trailers import read_trailers
 
         base = (session.ledger.segments[0].header or {}).get("base_commit")
         info = read_trailers(repo, session_branch(session.config.session_id), base)
@@ -214,8 +215,7 @@ def show_cmd(run_number: int, as_json: bool) -> None:
         target = repo.resolve(str(run.data["attempt_ref"]))
     diff = ""
     if target:
-        diff = repo.run("show", "--no-ext-diff", "--stat", "--patch", "--format=commit %H%n%n%B",
-                        target).stdout.decode("utf-8", "replace")
+        diff = repo.show_patch(target)
     refs = run.data.get("scope_refs") or (
         [run.data["scope_ref"]] if isinstance(run.data.get("scope_ref"), str) else [])
     set_aside = []

@@ -1,0 +1,249 @@
+"""The commit-message contract: every trailer a session writes, and every reader of them.
+
+A keep commit ends with ``Result``, ``Autoresearch-Run`` and ``Autoresearch-Session``
+(pi-autoresearch's ``Result:`` JSON, status first); an attempt commit (a run not kept) with
+``Autoresearch-Status``, ``-Run``, ``-Session`` and ``-Intent``; a set-aside commit (changes
+outside the scope or to readonly paths) with ``Autoresearch-Intent``. Trailers are read back
+through git's own trailer parser (``%(trailers:key=...)``), never by splitting a message.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .git import Repo
+from .ledger import Ledger, Run, Segment, json_number, reject_constant, run_record
+
+RESULT = "Result"
+STATUS = "Autoresearch-Status"
+RUN = "Autoresearch-Run"
+SESSION = "Autoresearch-Session"
+INTENT = "Autoresearch-Intent"
+
+
+def _values(key: str, *options: str) -> str:
+    """The ``--format`` placeholder for the values of trailer ``key``."""
+    return f"%(trailers:key={key},{','.join(('valueonly', *options))})"
+
+
+# --- writers ------------------------------------------------------------------------------------
+
+def result_trailer(metric_name: str, metric: float, metrics: Mapping[str, float]) -> str:
+    """The ``Result:`` value: compact JSON, ``status`` first, then the primary metric, then the
+    secondary ones, non-ASCII names kept (the shape pi-autoresearch writes)."""
+    body: dict[str, Any] = {"status": "keep", metric_name: json_number(metric)}
+    for name, value in metrics.items():
+        if name not in body:
+            body[name] = json_number(value)
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def keep_trailers(trailer: str, run: int, session_id: str) -> dict[str, str]:
+    """The trailers :func:`commit_message` writes, key to value, for the read-back."""
+    return {RESULT: trailer, RUN: str(run), SESSION: session_id}
+
+
+def commit_message(description: str, trailer: str, run: int, session_id: str) -> str:
+    """The keep commit's message: the description, a blank line, then our trailer block last.
+
+    Only the last paragraph of a message holds trailers, so a description's own ``Result:``
+    line, ``---`` line, tabs or paragraphs can neither forge nor hide ours.
+    """
+    text = description.replace("\r\n", "\n").strip("\n") or f"run {run}"
+    block = keep_trailers(trailer, run, session_id)
+    return f"{text}\n\n" + "".join(f"{key}: {value}\n" for key, value in block.items())
+
+
+def attempt_message(description: str, status: str, run: int, session_id: str,
+                    token: str) -> str:
+    """The message of the attempt commit of a run not kept (``status``: discard, crash,
+    checks_failed): the description (``run N`` when blank), a blank line, then the
+    ``Autoresearch-Status``, ``-Run``, ``-Session`` and ``-Intent`` (``token``) trailers."""
+    return (f"{description.strip() or f'run {run}'}\n\n"
+            f"{STATUS}: {status}\n{RUN}: {run}\n"
+            f"{SESSION}: {session_id}\n"
+            f"{INTENT}: {token}\n")
+
+
+def set_aside_message(run: int, token: str | None, *, kept: bool) -> str:
+    """The message of a commit that sets aside changes outside the scope or to readonly paths:
+    those found before measuring run ``run``, or (``kept``) those of kept run ``run``; with an
+    ``Autoresearch-Intent`` trailer naming ``token`` when there is one."""
+    which = f"of kept run {run}" if kept else f"before run {run}"
+    text = f"changes outside the scope or to readonly paths {which}\n"
+    return text + (f"\n{INTENT}: {token}\n" if token is not None else "")
+
+
+# --- readers ------------------------------------------------------------------------------------
+
+def read_back(repo: Repo, rev: str, trailers: Mapping[str, str]) -> tuple[str, str | None]:
+    """The id of commit ``rev``, and what is wrong with its trailers (None when each of
+    ``trailers``, key to value, reads back once and as written)."""
+    keys = list(trailers)
+    parts = repo.commit_fields(rev, ["%H", *(_values(k, "unfold") for k in keys)])
+    commit = parts[0]
+    for key, read in zip(keys, parts[1:], strict=True):
+        values = [v for v in read.split("\n") if v.strip()]
+        if values != [trailers[key]]:
+            return commit, (f"the {key} trailer of commit {commit[:7]} does not read back as "
+                            f"written (a commit-msg hook changed it?): got {values!r}")
+    return commit, None
+
+
+def intent_tokens(repo: Repo, commit: str) -> list[str]:
+    """The ``Autoresearch-Intent`` tokens of ``commit`` (words of its values)."""
+    return repo.commit_fields(commit, [_values(INTENT)])[0].split()
+
+
+def run_trailer(repo: Repo, commit: str) -> str:
+    """The ``Autoresearch-Run`` value of ``commit``, blanks stripped (empty: none)."""
+    return repo.commit_fields(commit, [_values(RUN)])[0].strip()
+
+
+def runs_named(repo: Repo, spec: str) -> list[int]:
+    """Every run number an ``Autoresearch-Run`` trailer of the revision range ``spec`` names
+    (numbers of fewer than 10 digits); none when git refuses ``spec``."""
+    log = repo.log_fields(spec, [_values(RUN)]) or []
+    return [int(w) for (value,) in log for w in value.split() if w.isdigit() and len(w) < 10]
+
+
+def commit_info(repo: Repo, oid: str) -> dict[str, Any]:
+    """What a rebuilt ledger line takes from commit ``oid``: ``commit`` (full id), ``time``
+    (commit time, seconds since the epoch), ``status`` and ``run`` (its
+    ``Autoresearch-Status`` and ``-Run`` values, empty when absent) and ``description`` (the
+    message without its trailer block, as git's trailer parser finds the block)."""
+    parts = repo.commit_fields(oid, ["%H", "%ct", _values(STATUS), _values(RUN), "%B",
+                                     "%(trailers)"])
+    # The block is the message's last paragraph; git prints it as the message holds it.
+    body, block = parts[4].rstrip("\n"), parts[5].rstrip("\n")
+    if block and body.endswith(block):
+        body = body[:-len(block)]
+    return {"commit": parts[0], "time": int(parts[1] or 0), "status": parts[2].strip(),
+            "run": parts[3].strip(), "description": body.strip()}
+
+
+@dataclass
+class TrailerCommit:
+    """A commit of the branch with a ``Result:`` trailer: its id, commit time (seconds),
+    subject, ``Autoresearch-Run`` (None when absent or not a number), and the ``Result`` value
+    parsed (None when it is not a JSON object of finite numbers: not to be trusted)."""
+
+    commit: str
+    time: int
+    subject: str
+    run: int | None
+    result: dict[str, Any] | None
+
+
+def _result(text: str) -> dict[str, Any] | None:
+    """A ``Result`` value parsed, or None when it is not a JSON object of finite numbers."""
+    try:
+        result = json.loads(text.strip().splitlines()[-1], parse_constant=reject_constant)
+    except ValueError:
+        return None
+    if not isinstance(result, dict) or any(
+            isinstance(v, float) and not math.isfinite(v) for v in result.values()):
+        return None
+    return result
+
+
+def trailer_log(repo: Repo, branch: str, base: str | None = None) -> list[TrailerCommit]:
+    """Every commit of ``branch`` (after ``base``) that has a ``Result:`` trailer, oldest
+    first, in one git call. Any tool's trailers count: ours, pi-autoresearch's, its ports'."""
+    spec = f"{base}..{branch}" if base else branch
+    log = repo.log_fields(spec, ["%H", "%ct", "%s", _values(RUN), _values(RESULT)],
+                          reverse=True)
+    found: list[TrailerCommit] = []
+    for commit, time, subject, run, result in log or []:
+        if not result.strip():
+            continue
+        run_text = run.strip().splitlines()[0] if run.strip() else ""
+        found.append(TrailerCommit(commit, int(time or 0), subject,
+                                   int(run_text) if run_text.isdigit() else None,
+                                   _result(result)))
+    return found
+
+
+def read_trailers(repo: Repo, branch: str, base: str | None,
+                  log: list[TrailerCommit] | None = None) -> dict[int, dict[str, Any]]:
+    """Kept runs as our trailers record them: run number -> ``{"commit", "result"}``; commits
+    without ``Autoresearch-Run`` or with an untrusted ``Result`` are left out."""
+    entries = trailer_log(repo, branch, base) if log is None else log
+    return {c.run: {"commit": c.commit, "result": c.result} for c in entries
+            if c.run is not None and c.result is not None}
+
+
+def ledger_from_trailers(repo: Repo, branch: str) -> Ledger:
+    """Kept runs rebuilt from the ``Result:`` trailers on ``branch`` alone, oldest first,
+    numbered by their ``Autoresearch-Run`` trailer where it has one (and it comes after the
+    previous number), else one after the previous; a trailer whose status is not ``keep`` is
+    no kept run."""
+    segment = Segment(0, None)
+    for entry in trailer_log(repo, branch):
+        result = entry.result
+        if result is None or result.get("status", "keep") != "keep":
+            continue
+        name = next((k for k in result if k != "status"), None)
+        value = result.get(name) if name else None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if segment.header is None:
+            segment.header = {"type": "config", "name": f"kept runs on {branch}",
+                              "metricName": name, "metricUnit": "", "bestDirection": "lower"}
+        last = segment.runs[-1].number if segment.runs else 0
+        number = entry.run if entry.run is not None and entry.run > last else last + 1
+        data = run_record(number, entry.commit[:7], value,
+                          {k: v for k, v in result.items() if k not in ("status", name)},
+                          "keep", entry.subject, entry.time * 1000, 0)
+        segment.runs.append(Run(dict(data), number, 0))
+    return Ledger([segment], [], [], [])
+
+
+def bad_trailers(log: list[TrailerCommit]) -> list[str]:
+    """Short ids of the commits whose ``Result:`` trailer is not to be trusted."""
+    return [c.commit[:7] for c in log if c.result is None]
+
+
+@dataclass
+class Reconciliation:
+    """Each disagreement between the ledger's kept runs and the branch's trailers."""
+
+    problems: list[str]
+
+
+def reconcile(repo: Repo, book: Ledger, branch: str, base: str | None,
+              log: list[TrailerCommit] | None = None) -> Reconciliation:
+    """Compare the ledger's kept runs with the branch: a trailer run missing from the ledger, a
+    ledger keep whose commit is not on the branch, a metric that differs."""
+    trailers = read_trailers(repo, branch, base, log)
+    problems = []
+    on_branch = {v["commit"][:7] for v in trailers.values()}
+    if base:
+        on_branch.add(base[:7])
+    kept = {r.number: r for r in book.runs if r.status == "keep"}
+    for number, info in sorted(trailers.items()):
+        run = kept.get(number)
+        if run is None:
+            problems.append(f"commit {info['commit'][:7]} on {branch} records run {number} as "
+                            "kept, but the ledger has no such keep")
+            continue
+        metric_name = next((k for k in info["result"] if k != "status"), None)
+        value = info["result"].get(metric_name) if metric_name else None
+        if isinstance(value, (int, float)) and run.metric is not None and value != run.metric:
+            problems.append(f"run {number}: the trailer says {value}, the ledger {run.metric}")
+    unsure = {number: str(run.data.get("commit", ""))[:7] for number, run in kept.items()
+              if number not in trailers and str(run.data.get("commit", ""))[:7] not in on_branch}
+    if unsure:
+        # A keep that committed nothing (or a baseline) sits on a commit without a trailer:
+        # ask the branch's history itself, once.
+        listed = repo.rev_list(f"{base}..{branch}" if base else branch)
+        on_branch.update(oid[:7] for oid in listed)
+    for number, commit in sorted(unsure.items()):
+        if commit not in on_branch:
+            problems.append(f"run {number} is recorded as kept at {commit}, which is not on "
+                            f"{branch}")
+    return Reconciliation(problems)
