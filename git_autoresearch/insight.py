@@ -1,18 +1,18 @@
 """What a night of runs did, for people and for an agent that lost its context: the analysis
 (counts, keep rate, improvement, ranked gains, runs per improvement, dry streaks), the bounded
-summary, and the ideas backlog in ``.auto/ideas.md``. No click, no git."""
+summary (the backlog it lists is :mod:`git_autoresearch.ideas`). No click, no git."""
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .files import write_atomic
 from .ledger import STATUSES, Segment
 from .report import delta_pct, fmt, one_line
+
+if TYPE_CHECKING:
+    from .ideas import Idea
 
 
 def analyze(segment: Segment) -> dict[str, Any]:
@@ -120,75 +120,6 @@ def _pct(value: float | None) -> str:
 
 def _signed(value: float | None) -> str:
     return "-" if value is None else f"{value:+.2f}%"
-
-
-# --- the ideas backlog ---------------------------------------------------------------------
-
-IDEA_RE = re.compile(r"^(\s*[-*]\s+)\[([ xX~])\]\s+(.*\S)\s*$")
-
-
-@dataclass
-class Idea:
-    """A checkbox line of ``.auto/ideas.md``: its 1-based ``number`` among the checkboxes,
-    ``state`` (``open``, ``taken``: offered by a hook, ``done``), ``text`` and file ``line``."""
-
-    number: int
-    state: str
-    text: str
-    line: int
-
-
-def read_ideas(path: Path) -> list[Idea]:
-    try:
-        lines = path.read_text(encoding="utf-8").split("\n")
-    except FileNotFoundError:
-        return []
-    ideas: list[Idea] = []
-    for index, line in enumerate(lines):
-        match = IDEA_RE.match(line)
-        if match:
-            mark = match.group(2)
-            state = "open" if mark == " " else "taken" if mark == "~" else "done"
-            ideas.append(Idea(len(ideas) + 1, state, match.group(3), index))
-    return ideas
-
-
-def add_idea(path: Path, text: str) -> Idea:
-    """Append ``- [ ] text`` (one line) to the backlog, creating it with a heading; the file is
-    replaced whole (:func:`~git_autoresearch.files.write_atomic`), so the caller holds the
-    session lock. :class:`UsageError` for empty text or more than 64 KiB."""
-    from .inputs import check_text
-
-    text = one_line(check_text("the idea", text))
-    if not text:
-        from .errors import UsageError
-
-        raise UsageError("an idea needs some text")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    existing = path.read_text(encoding="utf-8") if path.exists() else "# Ideas backlog\n\n"
-    if existing and not existing.endswith("\n"):
-        existing += "\n"
-    write_atomic(path, (existing + f"- [ ] {text}\n").encode("utf-8"))
-    return read_ideas(path)[-1]
-
-
-def mark_done(path: Path, number: int, note: str | None) -> Idea:
-    """Mark idea ``number`` tried, as the seed writes it: ``- [x] ~~idea~~ → note``."""
-    ideas = read_ideas(path)
-    found = next((i for i in ideas if i.number == number), None)
-    if found is None:
-        from .errors import UsageError
-
-        raise UsageError(f"no idea {number} (there are {len(ideas)})")
-    lines = path.read_text(encoding="utf-8").split("\n")
-    match = IDEA_RE.match(lines[found.line])
-    assert match is not None
-    text = re.sub(r" \(offered before run \d+\)$", "", found.text)
-    if not text.startswith("~~"):
-        text = f"~~{text}~~"
-    lines[found.line] = f"{match.group(1)}[x] {text}" + (f" → {note}" if note else "")
-    write_atomic(path, "\n".join(lines).encode("utf-8"))
-    return read_ideas(path)[number - 1]
 
 
 # --- summary -----------------------------------------------------------------------------

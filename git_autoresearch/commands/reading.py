@@ -287,7 +287,8 @@ def analyze_cmd(segment: int | None, plot: Path | None, as_json: bool) -> None:
               help="How many recent runs to include at most.")
 def summary_cmd(max_bytes: int, last: int) -> None:
     """A deterministic text for an agent to resume from after its context was compacted."""
-    from ..insight import read_ideas, summary
+    from ..ideas import read_ideas
+    from ..insight import summary
 
     session = _open_warned()
     cfg = session.config
