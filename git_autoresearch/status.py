@@ -1,5 +1,6 @@
-"""What ``git autoresearch status`` reports: where an open session stands, computed once and
-returned as a value the command renders (human text or ``--json``, DESIGN.md section 5).
+"""What ``git autoresearch status`` (and ``resume``, once it has repaired) reports: where an
+open session stands, computed once and returned as a value the command renders (human text or
+``--json``, DESIGN.md section 5).
 
 No click here, and no git argv: the reconciliation comes from :func:`report.reconcile`, the
 rest from the session's own questions (its branch, baseline, pending measurement, readonly
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .hooks import HookReport
     from .session import Session
 
 # How many changed paths a stale pending measurement names in the human text.
@@ -140,3 +142,42 @@ def _pending(session: Session) -> Pending | None:
         metric=None if measured.metric is None else json_number(measured.metric),
         status=measured.status, decision=session.decide(measured),
         changed_since=session.changed_since(measured))
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """Where the loop stands after ``resume``: the ``actions`` it took (sentences), the current
+    ``segment`` (:func:`report.segment_summary`), the ``next_run`` number, STOP and the limit,
+    the session's ``warnings``, and the after hooks of a run that its recovery finished
+    (``finished``, None when there was none)."""
+
+    session_id: str
+    actions: list[str]
+    segment: dict[str, Any]
+    next_run: int
+    stop_pending: bool
+    limit_reached: bool
+    warnings: list[str]
+    finished: HookReport | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``resume --json`` document: its ``warnings`` include the finished hooks' own,
+        and ``steer`` is their steer (None when there is none)."""
+        finished = self.finished
+        return {
+            "session_id": self.session_id, "actions": self.actions, "segment": self.segment,
+            "next_run": self.next_run, "stop_pending": self.stop_pending,
+            "limit_reached": self.limit_reached,
+            "warnings": [*self.warnings, *finished.warnings] if finished else self.warnings,
+            "steer": (finished.steer or None) if finished else None}
+
+
+def resumed(session: Session, actions: list[str]) -> Resumed:
+    """Where ``session``, just resumed (:func:`resume.resume`), stands."""
+    from .report import segment_summary
+
+    return Resumed(
+        session_id=session.config.session_id, actions=actions,
+        segment=segment_summary(session.segment), next_run=session.ledger.next_run_number,
+        stop_pending=session.layout.stop.exists(), limit_reached=session.limit_reached(),
+        warnings=session.warnings, finished=session.recovered_hooks)

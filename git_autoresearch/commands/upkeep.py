@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -30,41 +30,32 @@ def resume_cmd(session_id: str | None, as_json: bool) -> None:
     """Check and repair the session, then say where the loop stands: restore lost session files
     from the state ref, set malformed ledger lines aside, check the configuration, check out the
     session branch, finish or roll back an interrupted keep or revert."""
-    from .. import report
     from ..resume import resume
+    from ..status import resumed
 
-    session, actions = resume(session_id)
-    seg = report.segment_summary(session.segment)
-    data: dict[str, Any] = {
-        "session_id": session.config.session_id, "actions": actions, "segment": seg,
-        "next_run": session.ledger.next_run_number,
-        "stop_pending": session.layout.stop.exists(),
-        "limit_reached": session.limit_reached(), "warnings": session.warnings}
-    finished = session.recovered_hooks
-    data["steer"] = finished.steer or None if finished else None
-    if finished:
-        data["warnings"] = [*data["warnings"], *finished.warnings]
+    found = resumed(*resume(session_id))
     if as_json:
-        emit_json(data)
+        emit_json(found.to_json())
         return
-    for action in actions:
+    for action in found.actions:
         click.echo(f"- {action}")
-    if finished and finished.steer:
+    if found.finished and found.finished.steer:
         click.echo("==== after steer (the run finished above) ====")
-        click.echo(finished.steer)
+        click.echo(found.finished.steer)
         click.echo("==== end of steer ====")
+    seg = found.segment
     best, last = seg["best"], seg["last"]
-    click.echo(f"session {session.config.session_id}, segment {seg['index']}: {seg['runs']} "
-               f"run(s), {seg['kept']} kept; next run {data['next_run']}")
+    click.echo(f"session {found.session_id}, segment {seg['index']}: {seg['runs']} "
+               f"run(s), {seg['kept']} kept; next run {found.next_run}")
     if best:
         click.echo(f"best {number(best['metric'])} (run {best['run']}, commit {best['commit']})")
     if last:
         click.echo(f"last run {last['run']}: {last['status']}")
-    if data["stop_pending"]:
+    if found.stop_pending:
         click.echo("STOP is pending: the next run exits 4")
-    if data["limit_reached"]:
+    if found.limit_reached:
         click.echo("max_experiments is reached: the next run exits 4")
-    for w in session.warnings:
+    for w in found.warnings:
         warn(w)
 
 
