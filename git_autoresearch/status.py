@@ -110,6 +110,18 @@ def status(session: Session) -> Status:
         readonly_changed=readonly_changed, warnings=warnings)
 
 
+def opening_warnings(session: Session) -> list[str]:
+    """What a reading command (log, show, analyze, summary, dashboard) warns of on opening:
+    the session's warnings (an edited configuration, say), and a start that was interrupted
+    (its baseline problem names resume)."""
+    warnings = list(session.warnings)
+    if not session.read_only and session.layout.start_intent.exists():
+        problem = session.baseline_problem()
+        if problem:
+            warnings.append(problem)
+    return warnings
+
+
 def _session_problems(session: Session, branch: str) -> list[str]:
     """The branch against the ledger (trailers that disagree with it), the branch itself, the
     baseline, and the ledger lines that cannot be read."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -19,6 +19,7 @@ from .common import (
 )
 
 if TYPE_CHECKING:
+    from ..ledger import Segment
     from ..session import Session
     from ..status import Status
 
@@ -42,9 +43,8 @@ def log_cmd(segment: int | None, status: str | None, last: int | None, tsv: bool
     from .. import report
 
     session = _open_warned()
-    if segment is not None and not 0 <= segment < len(session.ledger.segments):
-        raise UsageError(f"no segment {segment} (segments are 0 to "
-                         f"{len(session.ledger.segments) - 1})")
+    if segment is not None:
+        _segment_of(session, segment)
     for bad in session.ledger.malformed:
         warn(f"{session.layout.ledger}:{bad.line}: set aside: {bad.reason}"
              + (" (an append that was cut short)" if bad.torn else ""))
@@ -64,14 +64,11 @@ def _open_warned() -> Session:
     """The session, opened to read it, its warnings (an edited configuration, say) on stderr
     as status shows them."""
     from ..session import Session
+    from ..status import opening_warnings
 
     session = Session.open_for_reading()
-    for w in session.warnings:
+    for w in opening_warnings(session):
         warn(w)
-    if not session.read_only and session.layout.start_intent.exists():
-        problem = session.baseline_problem()  # names resume for an interrupted start
-        if problem:
-            warn(problem)
     return session
 
 
@@ -212,7 +209,9 @@ def show_cmd(run_number: int, as_json: bool) -> None:
                    f"{entry['ref']}: {', '.join(entry['paths'])}")
 
 
-def _segment_of(session: Any, segment: int | None) -> Any:
+def _segment_of(session: Session, segment: int | None) -> Segment:
+    """Segment number ``segment`` of the ledger (None: the current one); :class:`UsageError`
+    when there is no such segment."""
     if segment is None:
         return session.ledger.current
     if not 0 <= segment < len(session.ledger.segments):
