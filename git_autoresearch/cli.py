@@ -1,104 +1,31 @@
-"""The commands: option parsing, exit codes, and human or ``--json`` output.
+"""The programs: one entry point per subcommand and the group, and :func:`invoke`, which runs a
+command and turns how it ended into an exit code.
 
 Each subcommand is reachable as ``git autoresearch <cmd>`` and as its own executable
 ``git-autoresearch-<cmd>``; both go through :func:`invoke`, which maps errors to the exit codes of
 DESIGN.md section 5 (0 done, 1 internal error, 2 usage, 3 refused, 4 stop, 128 + N for signal
 N: 130 SIGINT, 143 SIGTERM, 129 SIGHUP) and never shows a traceback unless
-``GIT_AUTORESEARCH_DEBUG`` is set.
+``GIT_AUTORESEARCH_DEBUG`` is set. The commands themselves, and the click group that loads them,
+are :mod:`git_autoresearch.commands`; this module imports click only once a program has started
+(:func:`_start`), so that a signal during that import is held and said like any other.
 """
 
 from __future__ import annotations
 
 import errno
 import gc
-import importlib
 import os
 import signal
 import sys
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-# Nothing made while importing is garbage: collecting during the imports, and again at exit,
-# costs a command about 8 ms. The entry points freeze what the imports made (see _start).
-_collecting = gc.isenabled()
-gc.disable()
+from . import signals
+from .errors import EXIT_INTERNAL, EXIT_REFUSED, EXIT_USAGE, AutoresearchError
+from .signals import Interrupted
 
-from . import signals  # noqa: E402
-
-
-def _as_program() -> bool:
-    """Whether this process is one of our programs (``git-autoresearch[-<cmd>]`` or
-    ``python -m git_autoresearch``), rather than a program that imports us (a test)."""
-    path = sys.argv[0] if sys.argv else ""
-    name = os.path.basename(path)
-    return name.startswith("git-autoresearch") or (
-        name == "__main__.py" and os.path.basename(os.path.dirname(path)) == "git_autoresearch")
-
-
-if _as_program():
-    # A signal during the imports below (about 0.1 s) is held until invoke() runs, which
-    # says so and exits 128 + N, instead of Python's traceback of an interrupted import.
-    signals.install(hold=True)
-
-import click  # noqa: E402
-
-from . import __version__  # noqa: E402
-from .commands.common import CONTEXT, emit_json  # noqa: E402
-from .errors import EXIT_INTERNAL, EXIT_REFUSED, EXIT_USAGE, AutoresearchError  # noqa: E402
-from .signals import Interrupted  # noqa: E402
-
-# Every command, in help order, and the module of git_autoresearch.commands that defines it as
-# ``<name>_cmd``. A command's module is imported only when that command is asked for.
-COMMAND_MODULES: dict[str, str] = {
-    "start": "loop",
-    "measure": "loop",
-    "run": "loop",
-    "keep": "loop",
-    "discard": "loop",
-    "crash": "loop",
-    "log": "reading",
-    "status": "reading",
-    "show": "reading",
-    "stop": "loop",
-    "resume": "upkeep",
-    "doctor": "upkeep",
-    "hook": "loop",
-    "hooks": "upkeep",
-    "analyze": "reading",
-    "summary": "reading",
-    "ideas": "upkeep",
-    "import": "upkeep",
-    "dashboard": "reading",
-    "demo": "upkeep",
-}
-
-
-def command(name: str) -> click.Command:
-    """The click command ``name`` (a key of :data:`COMMAND_MODULES`); KeyError if unknown."""
-    module = importlib.import_module(f".commands.{COMMAND_MODULES[name]}", __package__)
-    found: click.Command = getattr(module, f"{name}_cmd")
-    return found
-
-
-class _Commands(click.Group):
-    """The group, loading each command's module on first use."""
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return list(COMMAND_MODULES)
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        return command(cmd_name) if cmd_name in COMMAND_MODULES else None
-
-
-@click.group("git-autoresearch", cls=_Commands, context_settings=CONTEXT)
-@click.version_option(__version__, "--version", prog_name="git-autoresearch")
-def cli() -> None:
-    """Git plumbing for autoresearch loops: measure a change, keep it with a Result: trailer or
-    revert it without losing anything, and record every run in .auto/log.jsonl."""
-
-
-if _collecting:
-    gc.enable()
+if TYPE_CHECKING:
+    import click
 
 
 def _wants_json(args: list[str]) -> bool:
@@ -146,10 +73,13 @@ def invoke(command: click.Command, prog_name: str, args: list[str]) -> int:
     """Run ``command`` with ``args`` and return the exit code of DESIGN.md section 5. Output
     that cannot be written (a closed pipe, a full disk) does not change it: it is said on
     stderr."""
+    import click
+
     output = _Output(sys.stdout)
     sys.stdout = output
     try:
         code = _invoke(command, prog_name, args)
+        # After every path of _invoke: _Output keeps a failed write instead of raising it.
         output.flush()
     finally:
         sys.stdout = output.stream
@@ -164,6 +94,8 @@ def invoke(command: click.Command, prog_name: str, args: list[str]) -> int:
 
 
 def _invoke(command: click.Command, prog_name: str, args: list[str]) -> int:
+    import click
+
     try:
         signals.release()
         returned = command.main(args=args, prog_name=prog_name, standalone_mode=False)
@@ -175,36 +107,27 @@ def _invoke(command: click.Command, prog_name: str, args: list[str]) -> int:
         cause = exc.__cause__ if isinstance(exc, click.exceptions.Abort) else exc
         if not isinstance(cause, (KeyboardInterrupt, Interrupted)):
             click.echo("aborted", err=True)
-            return _flushed(130)
+            return 130
         code = _report_signal(cause.signum if isinstance(cause, Interrupted)
                               else signal.SIGINT, prog_name, args)
     except click.ClickException as exc:
         code = EXIT_USAGE if isinstance(exc, click.UsageError) else exc.exit_code
-        message = " ".join(exc.format_message().split())
-        if _wants_json(args):
-            emit_json({"error": message, "exit_code": code}, interruptible=False)
         hint = ""
         if isinstance(exc, click.UsageError) and exc.ctx is not None:
             hint = f" (see {exc.ctx.command_path} -h)"
-        click.echo(f"{prog_name}: {message}{hint}", err=True)
+        _report_error(" ".join(exc.format_message().split()), code, prog_name, args,
+                      hint=hint)
     except AutoresearchError as exc:
         code = exc.exit_code
-        if _wants_json(args):
-            emit_json({"error": exc.message, "exit_code": code}, interruptible=False)
-        click.echo(f"{prog_name}: {exc.message}", err=True)
-        if exc.detail:
-            click.echo(exc.detail, err=True)
+        _report_error(exc.message, code, prog_name, args, detail=exc.detail)
     except Exception as exc:  # noqa: BLE001 - the one place that turns surprises into exit 1
         if os.environ.get("GIT_AUTORESEARCH_DEBUG"):
             raise
         if isinstance(exc, OSError) and exc.errno in _STORAGE_ERRORS:
             # A full or read-only disk under a write files.py does not make: refused, named.
-            code = EXIT_REFUSED
-            message = f"cannot write {exc.filename or 'a file'}: {exc.strerror}"
-            if _wants_json(args):
-                emit_json({"error": message, "exit_code": code}, interruptible=False)
-            click.echo(f"{prog_name}: {message}", err=True)
-            return _flushed(code)
+            _report_error(f"cannot write {exc.filename or 'a file'}: {exc.strerror}",
+                          EXIT_REFUSED, prog_name, args)
+            return EXIT_REFUSED
         code = EXIT_INTERNAL
         click.echo(f"{prog_name}: internal error: {exc.__class__.__name__}: {exc} "
                    "(set GIT_AUTORESEARCH_DEBUG=1 for the traceback)", err=True)
@@ -213,16 +136,35 @@ def _invoke(command: click.Command, prog_name: str, args: list[str]) -> int:
         # A signal that came too late to be raised (while the output was written, or in a
         # finalizer) still ends the command as that signal: the caller asked it to stop.
         code = _report_signal(arrived, prog_name, args, document=False)
-    return _flushed(code)
+    return code
 
 
 _STORAGE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}
+
+
+def _report_error(message: str, code: int, prog_name: str, args: list[str], *,
+                  hint: str = "", detail: str | None = None) -> None:
+    """Say why the command failed: the JSON error document on stdout with ``--json``, then
+    ``<prog_name>: <message><hint>`` and the ``detail`` lines on stderr."""
+    import click
+
+    from .commands.common import emit_json
+
+    if _wants_json(args):
+        emit_json({"error": message, "exit_code": code}, interruptible=False)
+    click.echo(f"{prog_name}: {message}{hint}", err=True)
+    if detail:
+        click.echo(detail, err=True)
 
 
 def _report_signal(signum: int, prog_name: str, args: list[str], *, document: bool = True
                    ) -> int:
     """Say that signal ``signum`` ended the command (the JSON error document too, with
     ``--json`` and ``document``); returns its exit code, 128 + ``signum``."""
+    import click
+
+    from .commands.common import emit_json
+
     code = 128 + signum
     what = signals.NAMES.get(signum, f"signal {signum}")
     done = signals.recorded()
@@ -243,21 +185,17 @@ def _report_signal(signum: int, prog_name: str, args: list[str], *, document: bo
     return code
 
 
-def _flushed(code: int) -> int:
-    try:
-        sys.stdout.flush()
-    except OSError:
-        pass
-    return code
-
-
 def _start(name: str | None) -> click.Command:
-    """Process set-up for an entry point: SIGINT, SIGTERM and SIGHUP handled alike
-    (:mod:`git_autoresearch.signals`); the command ``name``
-    (None: the group) is loaded, and what the imports made, which lives until exit, is kept out
-    of the collector's sight (gc.freeze)."""
-    signals.install()
+    """Process set-up for an entry point: SIGINT, SIGTERM and SIGHUP handled alike and held
+    until :func:`invoke` runs the command (:mod:`git_autoresearch.signals`), so that a signal
+    during the imports is said and exits 128 + N instead of a traceback; then the command
+    ``name`` (None: the group) is loaded with the collector off, since nothing the imports
+    make is garbage (collecting during them costs a command several milliseconds), and what
+    they made, which lives until exit, is kept out of the collector's sight (gc.freeze)."""
+    signals.install(hold=True)
     gc.disable()
+    from .commands import cli, command
+
     loaded = cli if name is None else command(name)
     gc.freeze()
     gc.enable()

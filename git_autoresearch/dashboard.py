@@ -10,7 +10,7 @@ from html import escape
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from .ledger import Ledger
+from .ledger import Ledger, Run, Segment
 from .plot import COLOURS, svg
 from .report import delta_pct, fmt, one_line, segment_summary
 
@@ -82,45 +82,62 @@ def render(book: Ledger, *, goal: str, metric_name: str, unit: str, session_id: 
     mark per run, hover for details), and the table of runs with their annotations."""
     seg = segment_summary(book.current)
     u = f" {unit}" if unit else ""
-    base, best = seg["baseline"], seg["best"]
-    cards = [
-        _card("baseline → best", f"{fmt(base['metric']) if base else '-'} → "
-                                 f"{fmt(best['metric']) if best else '-'}{u}"),
-        _card("improvement", f"{seg['improvement_pct']:+.2f}%"
-              if seg["improvement_pct"] is not None else "-"),
-        _card("runs (segment / all)", f"{seg['runs']} / {len(book.runs)}"),
-        _card("kept", str(seg["kept"])),
-        _card("confidence", f"{seg['confidence']:.2f} ({seg['confidence_label']})"
-              if seg["confidence"] is not None else "-"),
-    ]
+    cards = _cards(seg, len(book.runs), u)
     legend = "".join(f'<span><i style="background:{c}"></i>{escape(s)}</span>'
                      for s, c in COLOURS.items())
     legend += '<span><i style="background:#1e8e3e;height:2px;border-radius:0"></i>' \
               "running best</span>"
-    rows = []
-    for segment in book.segments:
-        baseline = segment.baseline
-        for run in reversed(segment.runs):
-            found = run.data.get("asi")
-            asi: dict[str, Any] = found if isinstance(found, dict) else {}
-            delta = delta_pct(run.metric, baseline.metric if baseline else None)
-            conf = run.data.get("confidence")
-            cells = [
-                f'<td class="n">{run.number}</td>', f'<td class="n">{segment.index}</td>',
-                f'<td class="{escape(run.status)}">{escape(run.status)}</td>',
-                f'<td class="n">{escape(fmt(run.metric))}</td>',
-                f'<td class="n">{"" if delta is None else f"{delta:+.1f}%"}</td>',
-                f'<td class="n">{f"{conf:.2f}" if isinstance(conf, (int, float)) else ""}</td>',
-                f"<td><code>{escape(str(run.data.get('commit', '')))}</code></td>",
-                f"<td>{escape(one_line(run.description))}</td>",
-                *(f"<td>{escape(_note(asi, keys))}</td>" for keys in NOTE_COLUMNS),
-                f"<td>{escape(_others(asi))}</td>",
-            ]
-            rows.append(f'<tr data-run="{run.number}">{"".join(cells)}</tr>')
-    rows.sort(key=lambda r: -int(r.split('data-run="', 1)[1].split('"', 1)[0]))
+    rows = [(run.number, _row(segment, run)) for segment in book.segments
+            for run in reversed(segment.runs)]
+    rows.sort(key=lambda row: -row[0])
     header = "".join(f"<th>{h}</th>" for h in (
         "run", "seg", "status", escape(metric_name), "vs baseline", "confidence", "commit",
         "description", "hypothesis", "rollback reason", "next action", "other notes"))
+    return _page(book, seg, goal=goal, metric_name=metric_name, unit=unit,
+                 session_id=session_id, cards=cards, legend=legend, header=header,
+                 rows=[row for _, row in rows])
+
+
+def _cards(seg: dict[str, Any], total_runs: int, u: str) -> list[str]:
+    """The cards above the chart, from :func:`report.segment_summary` of the segment."""
+    base, best = seg["baseline"], seg["best"]
+    return [
+        _card("baseline → best", f"{fmt(base['metric']) if base else '-'} → "
+                                 f"{fmt(best['metric']) if best else '-'}{u}"),
+        _card("improvement", f"{seg['improvement_pct']:+.2f}%"
+              if seg["improvement_pct"] is not None else "-"),
+        _card("runs (segment / all)", f"{seg['runs']} / {total_runs}"),
+        _card("kept", str(seg["kept"])),
+        _card("confidence", f"{seg['confidence']:.2f} ({seg['confidence_label']})"
+              if seg["confidence"] is not None else "-"),
+    ]
+
+
+def _row(segment: Segment, run: Run) -> str:
+    """One run's row of the table, its annotations (``asi``) in the note columns."""
+    baseline = segment.baseline
+    found = run.data.get("asi")
+    asi: dict[str, Any] = found if isinstance(found, dict) else {}
+    delta = delta_pct(run.metric, baseline.metric if baseline else None)
+    conf = run.data.get("confidence")
+    cells = [
+        f'<td class="n">{run.number}</td>', f'<td class="n">{segment.index}</td>',
+        f'<td class="{escape(run.status)}">{escape(run.status)}</td>',
+        f'<td class="n">{escape(fmt(run.metric))}</td>',
+        f'<td class="n">{"" if delta is None else f"{delta:+.1f}%"}</td>',
+        f'<td class="n">{f"{conf:.2f}" if isinstance(conf, (int, float)) else ""}</td>',
+        f"<td><code>{escape(str(run.data.get('commit', '')))}</code></td>",
+        f"<td>{escape(one_line(run.description))}</td>",
+        *(f"<td>{escape(_note(asi, keys))}</td>" for keys in NOTE_COLUMNS),
+        f"<td>{escape(_others(asi))}</td>",
+    ]
+    return f'<tr data-run="{run.number}">{"".join(cells)}</tr>'
+
+
+def _page(book: Ledger, seg: dict[str, Any], *, goal: str, metric_name: str, unit: str,
+          session_id: str, cards: list[str], legend: str, header: str, rows: list[str]) -> str:
+    """The whole HTML document around the pieces :func:`render` made."""
+    u = f" {unit}" if unit else ""
     data = json.dumps({"session": session_id, "runs": len(book.runs)})
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

@@ -16,11 +16,11 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from . import signals
 from .config import hook_timeout_seconds
-from .ledger import dumps
+from .ledger import dumps, now_ms
 from .measure import command_environment, process_group
 
 STEER_LIMIT = 8 * 1024
@@ -49,6 +49,31 @@ def cut(data: bytes, limit: int = STEER_LIMIT) -> tuple[str, bool]:
     return head.decode("utf-8", "replace"), True
 
 
+class HookLine(TypedDict):
+    """The ledger line of one firing (DESIGN.md section 8): ``type`` is ``"hook"``;
+    ``exit_code`` None when it was killed on timeout; ``duration_ms`` its wall time in
+    milliseconds; ``stdout_bytes`` all it printed, before the 8 KiB cut; ``timestamp`` in epoch
+    milliseconds, when the line is made."""
+
+    type: str
+    stage: str
+    hook: str
+    exit_code: int | None
+    duration_ms: int
+    stdout_bytes: int
+    timed_out: bool
+    timestamp: int
+
+
+class HookSummary(TypedDict):
+    """A before hook as the run record's ``hooks`` field lists it."""
+
+    stage: str
+    hook: str
+    exit_code: int | None
+    timed_out: bool
+
+
 @dataclass
 class Firing:
     """One hook firing: which file, its exit code (None when killed on timeout), the steer text
@@ -64,11 +89,17 @@ class Firing:
     error: bool
     truncated: bool = False
 
-    def ledger_line(self) -> dict[str, Any]:
-        return {"type": "hook", "stage": self.stage, "hook": self.hook,
-                "exit_code": self.exit_code, "duration_ms": self.duration_ms,
-                "stdout_bytes": self.stdout_bytes, "timed_out": self.timed_out,
-                "timestamp": int(time.time() * 1000)}
+    def ledger_line(self) -> HookLine:
+        """The firing's line in the ledger (and in ``hook --json``), stamped now."""
+        return HookLine(type="hook", stage=self.stage, hook=self.hook,
+                        exit_code=self.exit_code, duration_ms=self.duration_ms,
+                        stdout_bytes=self.stdout_bytes, timed_out=self.timed_out,
+                        timestamp=now_ms())
+
+    def summary(self) -> HookSummary:
+        """The firing as the run record's ``hooks`` field lists it."""
+        return HookSummary(stage=self.stage, hook=self.hook, exit_code=self.exit_code,
+                           timed_out=self.timed_out)
 
 
 @dataclass
@@ -83,6 +114,20 @@ class HookReport:
     def steer(self) -> str:
         """The steer messages of every firing, joined in firing order."""
         return "\n".join(f.steer.rstrip("\n") for f in self.firings if f.steer.strip())
+
+    def summary(self) -> list[HookSummary]:
+        """Every firing, in order, as the run record's ``hooks`` field lists them."""
+        return [f.summary() for f in self.firings]
+
+
+def run_payload(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A run as the hook contract shows it (a run record, or ``{}``): ``run``, ``status``,
+    ``metric`` (None for a crash), ``description`` and ``asi`` (``{}`` when absent)."""
+    metric = data.get("metric")
+    if data.get("status") == "crash":
+        metric = None
+    return {"run": data.get("run"), "status": data.get("status"), "metric": metric,
+            "description": data.get("description"), "asi": data.get("asi") or {}}
 
 
 def hook_files(hooks_dir: Path, stage: str) -> tuple[list[Path], list[str]]:
@@ -123,63 +168,93 @@ def fire_one(path: Path, stage: str, payload: Mapping[str, Any], *, cwd: Path,
     """
     limit = hook_timeout_seconds() if timeout is None else timeout
     started = time.monotonic()
-    out = bytearray()
-    err = bytearray()
-    total = 0
-    timed_out = False
     # The group is ended when the block exits: after the hook, on timeout, or on a signal.
     with process_group([str(path)], grace=0.5, cwd=cwd, stdin=subprocess.PIPE,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        env=command_environment()) as proc:
-        assert proc.stdin and proc.stdout and proc.stderr
-        try:
-            proc.stdin.write(dumps(payload).encode("utf-8") + b"\n")
-        except BrokenPipeError:
-            pass
-        try:
-            proc.stdin.close()
-        except BrokenPipeError:
-            pass
-        streams = {proc.stdout.fileno(): "out", proc.stderr.fileno(): "err"}
-        deadline = started + limit
-        exited_at: float | None = None
-        while streams:
-            signals.check()  # one that came in a finalizer is raised here, not after the hook
-            now = time.monotonic()
-            if now >= deadline:
-                timed_out = proc.poll() is None
-                break
-            if exited_at is None and proc.poll() is not None:
-                exited_at = now
-            if exited_at is not None and now - exited_at > 0.5:
-                break
-            ready, _, _ = select.select(list(streams), [], [], min(0.1, deadline - now))
-            for fd in ready:
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    del streams[fd]
-                    continue
-                if streams[fd] == "out":
-                    total += len(chunk)
-                    if len(out) <= STEER_LIMIT:
-                        out.extend(chunk[:STEER_LIMIT + 1 - len(out)])
-                elif len(err) < STDERR_LIMIT:
-                    err.extend(chunk[:STDERR_LIMIT - len(err)])
-    code = proc.returncode
-    duration_ms = int((time.monotonic() - started) * 1000)
-    steer, truncated = cut(bytes(out))
+        _feed(proc, payload)
+        output = _collect(proc, started + limit)
+    return _firing(stage, label or path.name, proc.returncode, limit, output,
+                   int((time.monotonic() - started) * 1000))
+
+
+@dataclass
+class _Printed:
+    """What a hook printed: ``out`` (stdout, kept to one byte past :data:`STEER_LIMIT`, so a
+    cut shows), ``err`` (stderr, kept to :data:`STDERR_LIMIT`), ``total`` stdout bytes, and
+    whether it was still running at its deadline (``timed_out``)."""
+
+    out: bytearray = field(default_factory=bytearray)
+    err: bytearray = field(default_factory=bytearray)
+    total: int = 0
+    timed_out: bool = False
+
+    def take(self, stream: str, chunk: bytes) -> None:
+        if stream == "out":
+            self.total += len(chunk)
+            if len(self.out) <= STEER_LIMIT:
+                self.out.extend(chunk[:STEER_LIMIT + 1 - len(self.out)])
+        elif len(self.err) < STDERR_LIMIT:
+            self.err.extend(chunk[:STDERR_LIMIT - len(self.err)])
+
+
+def _feed(proc: subprocess.Popen[bytes], payload: Mapping[str, Any]) -> None:
+    """Write ``payload`` as one JSON line on the hook's stdin, then EOF; a hook that does not
+    read it (its stdin closed) is no error."""
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(dumps(payload).encode("utf-8") + b"\n")
+    except BrokenPipeError:
+        pass
+    try:
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass
+
+
+def _collect(proc: subprocess.Popen[bytes], deadline: float) -> _Printed:
+    """Read the hook's stdout and stderr until both close, the ``deadline`` (a
+    ``time.monotonic`` value) passes, or half a second after the hook itself exited."""
+    assert proc.stdout and proc.stderr
+    output = _Printed()
+    streams = {proc.stdout.fileno(): "out", proc.stderr.fileno(): "err"}
+    exited_at: float | None = None
+    while streams:
+        signals.check()  # one that came in a finalizer is raised here, not after the hook
+        now = time.monotonic()
+        if now >= deadline:
+            output.timed_out = proc.poll() is None
+            break
+        if exited_at is None and proc.poll() is not None:
+            exited_at = now
+        if exited_at is not None and now - exited_at > 0.5:
+            break
+        ready, _, _ = select.select(list(streams), [], [], min(0.1, deadline - now))
+        for fd in ready:
+            chunk = os.read(fd, 65536)
+            if chunk:
+                output.take(streams[fd], chunk)
+            else:
+                del streams[fd]
+    return output
+
+
+def _firing(stage: str, name: str, code: int | None, limit: float, output: _Printed,
+            duration_ms: int) -> Firing:
+    """The :class:`Firing` of a hook that exited with ``code`` (or was killed at its
+    ``limit`` in seconds): its steer cut to 8 KiB, or an error steer with its stderr."""
+    steer, truncated = cut(bytes(output.out))
     if truncated:
-        steer = steer.rstrip("\n") + TRUNCATION_MARKER.format(total=total,
+        steer = steer.rstrip("\n") + TRUNCATION_MARKER.format(total=output.total,
                                                               kept=len(steer.encode()))
-    name = label or path.name
-    error = timed_out or code != 0
+    timed_out = output.timed_out
     if timed_out:
         steer = (f"[{stage} hook {name} timed out after {limit:g}s and was killed]\n"
-                 + _both(err, steer))
+                 + _both(output.err, steer))
     elif code != 0:
-        steer = f"[{stage} hook {name} failed with exit code {code}]\n" + _both(err, steer)
-    return Firing(stage, name, None if timed_out else code, duration_ms, total, timed_out,
-                  steer, error, truncated)
+        steer = f"[{stage} hook {name} failed with exit code {code}]\n" + _both(output.err, steer)
+    return Firing(stage, name, None if timed_out else code, duration_ms, output.total,
+                  timed_out, steer, timed_out or code != 0, truncated)
 
 
 def _both(err: bytearray, steer: str) -> str:

@@ -1,18 +1,19 @@
 """What a night of runs did, for people and for an agent that lost its context: the analysis
 (counts, keep rate, improvement, ranked gains, runs per improvement, dry streaks), the bounded
-summary, and the ideas backlog in ``.auto/ideas.md``. No click, no git."""
+summary (the backlog it lists is :mod:`git_autoresearch.ideas`). No click, no git."""
 
 from __future__ import annotations
 
 import math
 import re
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .files import write_atomic
-from .ledger import STATUSES, Segment
+from .ledger import STATUSES, Run, Segment
 from .report import delta_pct, fmt, one_line
+
+if TYPE_CHECKING:
+    from .ideas import Idea
 
 
 def analyze(segment: Segment) -> dict[str, Any]:
@@ -30,34 +31,7 @@ def analyze(segment: Segment) -> dict[str, Any]:
         counts[run.status] = counts.get(run.status, 0) + 1
     baseline = segment.baseline
     best = segment.best
-    sign = 1.0 if segment.direction == "higher" else -1.0
-    gains: list[dict[str, Any]] = []
-    spent: list[dict[str, int]] = []
-    incumbent: float | None = None
-    since = 0
-    streak = longest = 0
-    for run in runs:
-        since += 1
-        if run.status == "keep":
-            streak = 0
-        else:
-            streak += 1
-            longest = max(longest, streak)
-        if run.status != "keep" or run.metric is None:
-            continue
-        if incumbent is None:
-            incumbent, since = run.metric, 0
-            continue
-        if segment.better(run.metric, incumbent):
-            pct = delta_pct(run.metric, incumbent)
-            gain = sign * (run.metric - incumbent)
-            gains.append({"run": run.number, "metric": run.metric, "previous_best": incumbent,
-                          "gain": round(gain, 12) if math.isfinite(gain) else None,
-                          "gain_pct": None if pct is None else round(sign * pct, 2),
-                          "description": run.description})
-            spent.append({"run": run.number, "runs": since})
-            incumbent, since = run.metric, 0
-    gains.sort(key=lambda g: g["gain"] if g["gain"] is not None else math.inf, reverse=True)
+    gains, spent = _gains(segment)
     improvement = None
     if best is not None and baseline is not None:
         assert best.metric is not None and baseline.metric is not None
@@ -78,8 +52,47 @@ def analyze(segment: Segment) -> dict[str, Any]:
         "runs_per_improvement": spent,
         "mean_runs_per_improvement": round(sum(s["runs"] for s in spent) / len(spent), 2)
         if spent else None,
-        "longest_streak_without_keep": longest,
+        "longest_streak_without_keep": _longest_streak_without_keep(runs),
     }
+
+
+def _gains(segment: Segment) -> tuple[list[dict[str, Any]], list[dict[str, int]]]:
+    """Each kept run that beat the best before it (largest gain first; a gain too large for a
+    float, None, comes first of all), and the runs spent on each improvement, in run order."""
+    sign = 1.0 if segment.direction == "higher" else -1.0
+    gains: list[dict[str, Any]] = []
+    spent: list[dict[str, int]] = []
+    incumbent: float | None = None
+    since = 0
+    for run in segment.runs:
+        since += 1
+        if run.status != "keep" or run.metric is None:
+            continue
+        if incumbent is None:
+            incumbent, since = run.metric, 0
+            continue
+        if segment.better(run.metric, incumbent):
+            pct = delta_pct(run.metric, incumbent)
+            gain = sign * (run.metric - incumbent)
+            gains.append({"run": run.number, "metric": run.metric, "previous_best": incumbent,
+                          "gain": round(gain, 12) if math.isfinite(gain) else None,
+                          "gain_pct": None if pct is None else round(sign * pct, 2),
+                          "description": run.description})
+            spent.append({"run": run.number, "runs": since})
+            incumbent, since = run.metric, 0
+    gains.sort(key=lambda g: g["gain"] if g["gain"] is not None else math.inf, reverse=True)
+    return gains, spent
+
+
+def _longest_streak_without_keep(runs: list[Run]) -> int:
+    streak = longest = 0
+    for run in runs:
+        if run.status == "keep":
+            streak = 0
+        else:
+            streak += 1
+            longest = max(longest, streak)
+    return longest
 
 
 def _brief(run: Any) -> dict[str, Any] | None:
@@ -122,75 +135,6 @@ def _signed(value: float | None) -> str:
     return "-" if value is None else f"{value:+.2f}%"
 
 
-# --- the ideas backlog ---------------------------------------------------------------------
-
-IDEA_RE = re.compile(r"^(\s*[-*]\s+)\[([ xX~])\]\s+(.*\S)\s*$")
-
-
-@dataclass
-class Idea:
-    """A checkbox line of ``.auto/ideas.md``: its 1-based ``number`` among the checkboxes,
-    ``state`` (``open``, ``taken``: offered by a hook, ``done``), ``text`` and file ``line``."""
-
-    number: int
-    state: str
-    text: str
-    line: int
-
-
-def read_ideas(path: Path) -> list[Idea]:
-    try:
-        lines = path.read_text(encoding="utf-8").split("\n")
-    except FileNotFoundError:
-        return []
-    ideas: list[Idea] = []
-    for index, line in enumerate(lines):
-        match = IDEA_RE.match(line)
-        if match:
-            mark = match.group(2)
-            state = "open" if mark == " " else "taken" if mark == "~" else "done"
-            ideas.append(Idea(len(ideas) + 1, state, match.group(3), index))
-    return ideas
-
-
-def add_idea(path: Path, text: str) -> Idea:
-    """Append ``- [ ] text`` (one line) to the backlog, creating it with a heading; the file is
-    replaced whole (:func:`~git_autoresearch.files.write_atomic`), so the caller holds the
-    session lock. :class:`UsageError` for empty text or more than 64 KiB."""
-    from .inputs import check_text
-
-    text = one_line(check_text("the idea", text))
-    if not text:
-        from .errors import UsageError
-
-        raise UsageError("an idea needs some text")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    existing = path.read_text(encoding="utf-8") if path.exists() else "# Ideas backlog\n\n"
-    if existing and not existing.endswith("\n"):
-        existing += "\n"
-    write_atomic(path, (existing + f"- [ ] {text}\n").encode("utf-8"))
-    return read_ideas(path)[-1]
-
-
-def mark_done(path: Path, number: int, note: str | None) -> Idea:
-    """Mark idea ``number`` tried, as the seed writes it: ``- [x] ~~idea~~ → note``."""
-    ideas = read_ideas(path)
-    found = next((i for i in ideas if i.number == number), None)
-    if found is None:
-        from .errors import UsageError
-
-        raise UsageError(f"no idea {number} (there are {len(ideas)})")
-    lines = path.read_text(encoding="utf-8").split("\n")
-    match = IDEA_RE.match(lines[found.line])
-    assert match is not None
-    text = re.sub(r" \(offered before run \d+\)$", "", found.text)
-    if not text.startswith("~~"):
-        text = f"~~{text}~~"
-    lines[found.line] = f"{match.group(1)}[x] {text}" + (f" → {note}" if note else "")
-    write_atomic(path, "\n".join(lines).encode("utf-8"))
-    return read_ideas(path)[number - 1]
-
-
 # --- summary -----------------------------------------------------------------------------
 
 
@@ -219,69 +163,94 @@ def summary(*, goal: str, metric_name: str, unit: str, direction: str, segment: 
         head.append(f"best: {fmt(best.metric)}{u} (run {best.number}, commit "
                     f"{best.data.get('commit')}{', ' + _signed(pct) if pct is not None else ''})"
                     f": {_cap(one_line(best.description), 150)}")
-
-    def run_line(run: Any) -> str:
-        asi = run.data.get("asi") if isinstance(run.data.get("asi"), dict) else {}
-        notes = "; ".join(f"{k}: {one_line(str(v))[:160]}" for k, v in asi.items()
-                          if v not in (None, ""))[:300]
-        reason = run.data.get("reason")
-        extra = f" [{one_line(str(reason))[:120]}]" if reason else ""
-        return _cap(f"- run {run.number} {run.status} {fmt(run.metric)}: "
-                    f"{one_line(run.description)[:200]}{extra}"
-                    + (f" ({notes})" if notes else ""), 400)
-
     runs = list(reversed(segment.runs[-last:])) if last > 0 else []
-    run_lines = [run_line(r) for r in runs]
-    best_line = run_line(best) if best is not None else ""
-    rules = _section(prompt, "Rules")
-    dead = _section(prompt, "Dead ends (do not retry)") or _section(prompt, "Dead ends")
-    open_ideas = [i for i in ideas if i.state != "done"]
+    text = _Summary(head, runs, [_run_line(r) for r in runs], best,
+                    _run_line(best) if best is not None else "", len(segment.runs),
+                    _section(prompt, "Rules"),
+                    _section(prompt, "Dead ends (do not retry)") or _section(prompt, "Dead ends"),
+                    [i for i in ideas if i.state != "done"])
+    return text.fit(max_bytes)
 
-    def render(n_runs: int, n_ideas: int, with_rules: bool, with_dead: bool) -> str:
-        parts = list(head)
-        if with_rules and rules:
-            parts += ["", "## Rules", rules]
-        if with_dead and dead:
-            parts += ["", "## Dead ends", dead]
-        shown = run_lines[:n_runs]
-        heading = f"## Last runs, newest first ({n_runs} of {len(segment.runs)}"
-        if best is not None and n_runs and best.number not in {r.number for r in runs[:n_runs]}:
-            shown = [*shown, best_line]
+
+def _run_line(run: Run) -> str:
+    """One run in the summary: status, metric, description, failure reason, annotations."""
+    found = run.data.get("asi")
+    asi: dict[str, Any] = found if isinstance(found, dict) else {}
+    notes = "; ".join(f"{k}: {one_line(str(v))[:160]}" for k, v in asi.items()
+                      if v not in (None, ""))[:300]
+    reason = run.data.get("reason")
+    extra = f" [{one_line(str(reason))[:120]}]" if reason else ""
+    return _cap(f"- run {run.number} {run.status} {fmt(run.metric)}: "
+                f"{one_line(run.description)[:200]}{extra}"
+                + (f" ({notes})" if notes else ""), 400)
+
+
+@dataclass(frozen=True)
+class _Summary:
+    """The parts of a summary (``runs`` newest first, each as its ``run_lines``), to render
+    with fewer of them until the text fits."""
+
+    head: list[str]
+    runs: list[Run]
+    run_lines: list[str]
+    best: Run | None
+    best_line: str
+    total_runs: int
+    rules: str
+    dead: str
+    open_ideas: list[Idea]
+
+    def render(self, n_runs: int, n_ideas: int, with_rules: bool, with_dead: bool) -> str:
+        parts = list(self.head)
+        if with_rules and self.rules:
+            parts += ["", "## Rules", self.rules]
+        if with_dead and self.dead:
+            parts += ["", "## Dead ends", self.dead]
+        shown = self.run_lines[:n_runs]
+        heading = f"## Last runs, newest first ({n_runs} of {self.total_runs}"
+        best = self.best
+        if best is not None and n_runs and \
+                best.number not in {r.number for r in self.runs[:n_runs]}:
+            shown = [*shown, self.best_line]
             heading += f"; then the best, run {best.number}"
         if shown:
             parts += ["", heading + ")"]
             parts += shown
-        if n_ideas and open_ideas:
-            parts += ["", "## Open ideas"] + [f"- {i.text}" for i in open_ideas[:n_ideas]]
+        if n_ideas and self.open_ideas:
+            parts += ["", "## Open ideas"] + [f"- {i.text}" for i in self.open_ideas[:n_ideas]]
         return "\n".join(parts) + "\n"
 
-    def fits(text: str) -> bool:
-        return len(text.encode("utf-8")) <= max_bytes
+    def fit(self, max_bytes: int) -> str:
+        """The text within ``max_bytes``: the most recent runs that fit (by bisection), then
+        fewer ideas, then no dead ends, then no rules, then whole lines off the end."""
 
-    n_runs, n_ideas, with_rules, with_dead = len(runs), len(open_ideas), True, True
-    text = render(n_runs, n_ideas, with_rules, with_dead)
-    if not fits(text) and n_runs > 1:
-        low, high = 1, n_runs  # the most runs that fit, by bisection
-        while low < high:
-            middle = (low + high + 1) // 2
-            if fits(render(middle, n_ideas, with_rules, with_dead)):
-                low = middle
-            else:
-                high = middle - 1
-        n_runs = low
-        text = render(n_runs, n_ideas, with_rules, with_dead)
-    while not fits(text) and n_ideas:
-        n_ideas -= 1
-        text = render(n_runs, n_ideas, with_rules, with_dead)
-    if not fits(text):
-        with_dead = False
-        text = render(n_runs, n_ideas, with_rules, with_dead)
-    if not fits(text):
-        with_rules = False
-        text = render(n_runs, n_ideas, with_rules, with_dead)
-    while not fits(text) and "\n" in text.rstrip("\n"):
-        text = text.rstrip("\n").rsplit("\n", 1)[0] + "\n"  # whole lines only, never mid-word
-    return text
+        def fits(text: str) -> bool:
+            return len(text.encode("utf-8")) <= max_bytes
+
+        n_runs, n_ideas, with_rules, with_dead = len(self.runs), len(self.open_ideas), True, True
+        text = self.render(n_runs, n_ideas, with_rules, with_dead)
+        if not fits(text) and n_runs > 1:
+            low, high = 1, n_runs  # the most runs that fit, by bisection
+            while low < high:
+                middle = (low + high + 1) // 2
+                if fits(self.render(middle, n_ideas, with_rules, with_dead)):
+                    low = middle
+                else:
+                    high = middle - 1
+            n_runs = low
+            text = self.render(n_runs, n_ideas, with_rules, with_dead)
+        while not fits(text) and n_ideas:
+            n_ideas -= 1
+            text = self.render(n_runs, n_ideas, with_rules, with_dead)
+        if not fits(text):
+            with_dead = False
+            text = self.render(n_runs, n_ideas, with_rules, with_dead)
+        if not fits(text):
+            with_rules = False
+            text = self.render(n_runs, n_ideas, with_rules, with_dead)
+        while not fits(text) and "\n" in text.rstrip("\n"):
+            text = text.rstrip("\n").rsplit("\n", 1)[0] + "\n"  # whole lines, never mid-word
+        return text
 
 
 def _cap(text: str, limit: int) -> str:

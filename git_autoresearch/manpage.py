@@ -14,8 +14,8 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .cli import COMMAND_MODULES, cli
-from .cli import command as load_command
+from .commands import COMMAND_MODULES, cli
+from .commands import command as load_command
 
 EXIT_STATUS = [  # the README's table of exit codes
     ("0", "Done. A run that ended in discard, crash or checks_failed is done: it was recorded."),

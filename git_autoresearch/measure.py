@@ -363,38 +363,14 @@ def measure(
     samples: list[float] = []
     per_metric: dict[str, list[float]] = {}
     started = time.monotonic()
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        # A new file, not a truncated one: a command orphaned by a killed earlier measurement
-        # keeps writing to the old inode, never into this measurement's log.
-        log_path.unlink()
-    except FileNotFoundError:
-        pass
-    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    fd = _new_log(log_path)
     try:
         for index in range(cfg.runs_per_experiment):
             if cfg.runs_per_experiment > 1:
                 os.write(fd, f"==== sample {index + 1} of {cfg.runs_per_experiment} ====\n"
                          .encode())
-            offset = os.lseek(fd, 0, os.SEEK_END)
-
-            def tick(elapsed: float) -> None:
-                if progress:
-                    progress(elapsed, last_line(log_path))
-
-            outcome = run_shell(cfg.command, cwd=top, stdout=fd, timeout=cfg.timeout_seconds,
-                                env=env, on_tick=tick)
-            failure = None
-            if outcome.timed_out or outcome.exit_code != 0:
-                failure = _describe_exit(outcome, cfg.timeout_seconds, "the command")
-                reading = None
-            elif cfg.metric_command:
-                reading = _metric_from_command(cfg, top=top, log_fd=fd,
-                                               out_path=log_path.with_name("metric.out"), env=env)
-            else:
-                reading = read_log(log_path, offset, cfg.metric_pattern, cfg.metric_name)
-            if reading is not None and reading.metric is None:
-                failure = reading.problem
+            outcome, reading, failure = _sample(cfg, top=top, log_path=log_path, log_fd=fd,
+                                                env=env, progress=progress)
             if failure is not None:
                 return Measurement(None, reading.metrics if reading else {}, samples,
                                    round(time.monotonic() - started, 3), reason=failure,
@@ -413,6 +389,41 @@ def measure(
     if cfg.checks_command:
         result.checks = run_checks(cfg, top=top, log_path=log_path, env=env)
     return result
+
+
+def _new_log(log_path: Path) -> int:
+    """A file descriptor, open for writing, on a new, empty run log at ``log_path``."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        # A new file, not a truncated one: a command orphaned by a killed earlier measurement
+        # keeps writing to the old inode, never into this measurement's log.
+        log_path.unlink()
+    except FileNotFoundError:
+        pass
+    return os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+
+
+def _sample(cfg: Config, *, top: Path, log_path: Path, log_fd: int, env: Mapping[str, str],
+            progress: Progress | None) -> tuple[Outcome, LogReading | None, str | None]:
+    """Run the command once, its output appended to the run log, and read its metric: how it
+    ended, what was read (None when the command failed), and why it is no sample (None: it
+    is one)."""
+    offset = os.lseek(log_fd, 0, os.SEEK_END)
+
+    def tick(elapsed: float) -> None:
+        if progress:
+            progress(elapsed, last_line(log_path))
+
+    outcome = run_shell(cfg.command, cwd=top, stdout=log_fd, timeout=cfg.timeout_seconds,
+                        env=env, on_tick=tick)
+    if outcome.timed_out or outcome.exit_code != 0:
+        return outcome, None, _describe_exit(outcome, cfg.timeout_seconds, "the command")
+    if cfg.metric_command:
+        reading = _metric_from_command(cfg, top=top, log_fd=log_fd,
+                                       out_path=log_path.with_name("metric.out"), env=env)
+    else:
+        reading = read_log(log_path, offset, cfg.metric_pattern, cfg.metric_name)
+    return outcome, reading, reading.problem if reading.metric is None else None
 
 
 def _metric_from_command(cfg: Config, *, top: Path, log_fd: int, out_path: Path,

@@ -4,6 +4,7 @@ segment as a line, segment starts marked. Used by ``analyze --plot FILE.svg`` an
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
@@ -29,33 +30,62 @@ def _nice(value: float) -> str:
     return f"{value:.4g}"
 
 
+@dataclass(frozen=True)
+class _Frame:
+    """Where the plot area is and how runs and values map into it: ``x`` of the ``i``-th of
+    ``points`` runs, ``y`` of a metric between ``low`` and ``high``."""
+
+    points: int
+    low: float
+    high: float
+    plot_w: int = WIDTH - LEFT - RIGHT
+    plot_h: int = HEIGHT - TOP - BOTTOM
+
+    @classmethod
+    def around(cls, points: list[tuple[int, Run, Segment]]) -> _Frame:
+        """The frame of these runs: their metrics' range, padded by 5 % each side."""
+        values = [r.metric for _, r, _ in points if r.metric is not None]
+        low, high = (min(values), max(values)) if values else (0.0, 1.0)
+        if high == low:
+            high, low = high + 1, low - 1
+        pad = (high - low) * 0.05
+        return cls(len(points), low - pad, high + pad)
+
+    def x(self, i: int) -> float:
+        count = max(1, self.points - 1)
+        return LEFT + self.plot_w * (i / count if self.points > 1 else 0.5)
+
+    def y(self, v: float) -> float:
+        return TOP + self.plot_h * (1 - (v - self.low) / (self.high - self.low))
+
+
 def svg(segments: list[Segment], metric_name: str, unit: str = "", *,
         legend: bool = False) -> str:
     """The chart as a standalone SVG document. Each run is one ``<g class="mark">`` holding its
     shape and a ``<title>`` (shown on hover): run number, status, metric, description."""
     points = _points(segments)
-    values = [r.metric for _, r, _ in points if r.metric is not None]
-    low, high = (min(values), max(values)) if values else (0.0, 1.0)
-    if high == low:
-        high, low = high + 1, low - 1
-    pad = (high - low) * 0.05
-    low, high = low - pad, high + pad
-    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
-    count = max(1, len(points) - 1)
-
-    def x(i: int) -> float:
-        return LEFT + plot_w * (i / count if len(points) > 1 else 0.5)
-
-    def y(v: float) -> float:
-        return TOP + plot_h * (1 - (v - low) / (high - low))
-
+    frame = _Frame.around(points)
     u = f" {unit}" if unit else ""
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
            f'class="chart" role="img" aria-label="{escape(metric_name)} per run">',
-           f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="#fff" '
-           'stroke="#ddd"/>']
+           f'<rect x="{LEFT}" y="{TOP}" width="{frame.plot_w}" height="{frame.plot_h}" '
+           'fill="#fff" stroke="#ddd"/>']
+    out += _axes(frame, points, metric_name + u, legend)
+    out += _segment_starts(frame, points)
+    for seg in segments:
+        out += _running_best(frame, points, seg)
+    out += _marks(frame, points, u)
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def _axes(frame: _Frame, points: list[tuple[int, Run, Segment]], label: str,
+          legend: bool) -> list[str]:
+    """The value ticks and grid, the run ticks, the legend (when asked) and the axis labels."""
+    x, y, plot_w, plot_h = frame.x, frame.y, frame.plot_w, frame.plot_h
+    out = []
     for k in range(5):
-        v = low + (high - low) * k / 4
+        v = frame.low + (frame.high - frame.low) * k / 4
         out.append(f'<text x="{LEFT - 6}" y="{y(v) + 4:.1f}" text-anchor="end" '
                    f'font-size="11" fill="#555">{escape(_nice(v))}</text>')
         out.append(f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y(v):.1f}" y2="{y(v):.1f}" '
@@ -74,48 +104,67 @@ def svg(segments: list[Segment], metric_name: str, unit: str = "", *,
                        f"{status}</text>")
     out.append(f'<text x="14" y="{TOP + plot_h / 2}" font-size="12" fill="#333" '
                f'transform="rotate(-90 14 {TOP + plot_h / 2})" text-anchor="middle">'
-               f'{escape(metric_name + u)}</text>')
+               f'{escape(label)}</text>')
+    return out
+
+
+def _segment_starts(frame: _Frame, points: list[tuple[int, Run, Segment]]) -> list[str]:
+    """A dashed line and a label where each segment's first run is."""
+    out = []
     previous = None
     for i, _run, seg in points:
         if seg.index != previous:
             previous = seg.index
-            out.append(f'<line class="segment" x1="{x(i):.1f}" x2="{x(i):.1f}" y1="{TOP}" '
-                       f'y2="{TOP + plot_h}" stroke="#1a73e8" stroke-dasharray="4 3"/>')
-            out.append(f'<text x="{x(i) + 3:.1f}" y="{TOP + 12}" font-size="11" '
+            out.append(f'<line class="segment" x1="{frame.x(i):.1f}" x2="{frame.x(i):.1f}" '
+                       f'y1="{TOP}" y2="{TOP + frame.plot_h}" stroke="#1a73e8" '
+                       'stroke-dasharray="4 3"/>')
+            out.append(f'<text x="{frame.x(i) + 3:.1f}" y="{TOP + 12}" font-size="11" '
                        f'fill="#1a73e8">segment {seg.index}</text>')
-    for seg in segments:
-        line, best = [], None
-        for i, run, s in points:
-            if s is not seg or run.status != "keep" or run.metric is None:
-                continue
-            if best is None or seg.better(run.metric, best):
-                if best is not None:
-                    line.append(f"{x(i):.1f},{y(best):.1f}")
-                best = run.metric
-            line.append(f"{x(i):.1f},{y(best):.1f}")
-        last_i = max((i for i, _, s in points if s is seg), default=None)
-        if best is not None and last_i is not None:
-            line.append(f"{x(last_i):.1f},{y(best):.1f}")
-        if line:
-            out.append(f'<polyline class="best" points="{" ".join(line)}" fill="none" '
-                       'stroke="#1e8e3e" stroke-width="1.5"/>')
+    return out
+
+
+def _running_best(frame: _Frame, points: list[tuple[int, Run, Segment]], seg: Segment
+                  ) -> list[str]:
+    """The running best of ``seg`` as a step line to its last run (nothing before a keep)."""
+    x, y = frame.x, frame.y
+    line: list[str] = []
+    best = None
+    for i, run, s in points:
+        if s is not seg or run.status != "keep" or run.metric is None:
+            continue
+        if best is None or seg.better(run.metric, best):
+            if best is not None:
+                line.append(f"{x(i):.1f},{y(best):.1f}")
+            best = run.metric
+        line.append(f"{x(i):.1f},{y(best):.1f}")
+    last_i = max((i for i, _, s in points if s is seg), default=None)
+    if best is not None and last_i is not None:
+        line.append(f"{x(last_i):.1f},{y(best):.1f}")
+    if not line:
+        return []
+    return [f'<polyline class="best" points="{" ".join(line)}" fill="none" '
+            'stroke="#1e8e3e" stroke-width="1.5"/>']
+
+
+def _marks(frame: _Frame, points: list[tuple[int, Run, Segment]], u: str) -> list[str]:
+    """One mark per run: a dot at its metric, or a cross at the bottom for a run without one."""
+    out = []
     radius = 4 if len(points) <= 300 else 2.5 if len(points) <= 2000 else 1.6
     for i, run, _ in points:
         colour = COLOURS.get(run.status, "#000")
         title = escape(f"run {run.number}: {run.status} {fmt(run.metric)}{u}: "
                        f"{one_line(run.description)[:160]}")
         if run.metric is None:
-            cx, cy, r = x(i), TOP + plot_h - 6, radius + 1
+            cx, cy, r = frame.x(i), TOP + frame.plot_h - 6, radius + 1
             shape = (f'<path d="M{cx - r:.1f},{cy - r:.1f}L{cx + r:.1f},{cy + r:.1f}'
                      f'M{cx - r:.1f},{cy + r:.1f}L{cx + r:.1f},{cy - r:.1f}" '
                      f'stroke="{colour}" stroke-width="1.5"/>')
         else:
-            shape = (f'<circle cx="{x(i):.1f}" cy="{y(run.metric):.1f}" r="{radius}" '
-                     f'fill="{colour}"/>')
+            shape = (f'<circle cx="{frame.x(i):.1f}" cy="{frame.y(run.metric):.1f}" '
+                     f'r="{radius}" fill="{colour}"/>')
         out.append(f'<g class="mark {run.status}" data-run="{run.number}">'
                    f'<title>{title}</title>{shape}</g>')
-    out.append("</svg>")
-    return "\n".join(out)
+    return out
 
 
 def write_plot(path: Path, segments: list[Segment], metric_name: str, unit: str = "") -> None:

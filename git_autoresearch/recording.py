@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,7 +126,7 @@ def _with_metrics(result: Measurement, metric: float | None, given: Mapping[str,
 
 
 def record(session: Session, status: str, description: str, *, result: Measurement | None,
-           asi: Mapping[str, Any] | None = None, hooks: list[dict[str, Any]] | None = None,
+           asi: Mapping[str, Any] | None = None, hooks: Sequence[Mapping[str, Any]] | None = None,
            baseline: bool = False, given: Measurement | None = None,
            force: bool = False) -> Recorded:
     """Apply ``status`` to the work tree (keep: commit; otherwise: revert) and append the run
@@ -216,7 +216,7 @@ def _carry_dropped(draft: dict[str, Any], measured: Measurement) -> None:
 
 def _draft(session: Session, number: int, status: str, description: str,
            result: Measurement | None, asi: Mapping[str, Any] | None,
-           hooks: list[dict[str, Any]] | None, baseline: bool) -> dict[str, Any]:
+           hooks: Sequence[Mapping[str, Any]] | None, baseline: bool) -> dict[str, Any]:
     """The run record, with ``commit`` at HEAD and no attempt ref yet."""
     metric = result.metric if result else None
     draft: dict[str, Any] = {
@@ -241,7 +241,7 @@ def _draft(session: Session, number: int, status: str, description: str,
         "attempt_ref": None,
         "scope_violations": list(result.scope_violations) if result else [],
         "readonly_violations": list(result.readonly_violations) if result else [],
-        "hooks": hooks or [],
+        "hooks": [dict(h) for h in hooks or []],
     })
     if result is not None and result.scope_ref:
         draft["scope_ref"] = result.scope_ref

@@ -404,7 +404,7 @@ class Session:
     def fire_hooks(self, stage: str, *, run_entry: Mapping[str, Any] | None = None
                    ) -> HookReport:
         """Fire ``stage`` hooks with the seed's payload and log each firing in the ledger."""
-        from .hooks import HookReport, fire
+        from .hooks import HookReport, fire, run_payload
 
         if not self.layout.hooks.is_dir():
             self._after_hooks_fired(stage, run_entry)
@@ -470,11 +470,3 @@ class Session:
         return self.repo.recording_locks(session_branch(self.config.session_id),
                                          self.namespace)
 
-
-def run_payload(data: Mapping[str, Any]) -> dict[str, Any]:
-    """A run as the hook contract shows it: run, status, metric, description, asi."""
-    metric = data.get("metric")
-    if data.get("status") == "crash":
-        metric = None
-    return {"run": data.get("run"), "status": data.get("status"), "metric": metric,
-            "description": data.get("description"), "asi": data.get("asi") or {}}

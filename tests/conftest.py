@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from git_autoresearch import cli
+from git_autoresearch import cli, commands
 
 PYTHON = shlex.quote(sys.executable)
 FIXTURES_DIR = Path(__file__).resolve().parent / "fixtures"
@@ -88,7 +88,7 @@ class Tool:
     def __call__(self, cwd: Path, *args: str, expect: int | None = 0) -> Result:
         self.capsys.readouterr()
         self.monkeypatch.chdir(cwd)
-        code = cli.invoke(cli.cli, "git autoresearch", list(args))
+        code = cli.invoke(commands.cli, "git autoresearch", list(args))
         captured = self.capsys.readouterr()
         result = Result(code, captured.out, captured.err)
         if expect is not None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import BIN, Result, Tool, git, runs, start_args, write
 
-from git_autoresearch.cli import COMMAND_MODULES
+from git_autoresearch.commands import COMMAND_MODULES
 from git_autoresearch.manpage import pages
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -352,3 +352,29 @@ def test_notify(session: Path, ar: Tool, monkeypatch: pytest.MonkeyPatch, tmp_pa
     write(session / "value.txt", "60\n")
     record = ar(session, "run", "-d", "silent without a notifier", "--json").json()
     assert record["steer"] is None and record["status"] == "keep"
+
+
+def test_a_firing_gives_its_ledger_line_and_the_run_record_summary(tmp_path: Path) -> None:
+    """The two shapes a firing takes outside hooks.py come from it: the ledger line (with its
+    keys in the order DESIGN.md lists them) and the run record's ``hooks`` entry."""
+    from git_autoresearch.hooks import HookReport, fire_one
+
+    script = hook(tmp_path, "before.sh", "#!/bin/sh\ncat >/dev/null\necho hi\nexit 3\n")
+    firing = fire_one(script, "before", {"event": "before"}, cwd=tmp_path)
+    line = firing.ledger_line()
+    assert list(line) == ["type", "stage", "hook", "exit_code", "duration_ms", "stdout_bytes",
+                          "timed_out", "timestamp"]
+    assert (line["type"], line["hook"], line["exit_code"], line["stdout_bytes"]) == \
+        ("hook", "before.sh", 3, 3)
+    report = HookReport("before", [firing, firing])
+    assert report.summary() == [{"stage": "before", "hook": "before.sh", "exit_code": 3,
+                                 "timed_out": False}] * 2
+
+
+def test_the_run_payload_hides_a_crash_metric_and_fills_asi() -> None:
+    from git_autoresearch.hooks import run_payload
+
+    assert run_payload({"run": 4, "status": "crash", "metric": 0, "description": "x"}) == \
+        {"run": 4, "status": "crash", "metric": None, "description": "x", "asi": {}}
+    assert run_payload({}) == {"run": None, "status": None, "metric": None,
+                               "description": None, "asi": {}}

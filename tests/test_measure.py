@@ -191,8 +191,8 @@ def test_live_progress_line_on_a_terminal(repo: Path, ar: Tool) -> None:
 
 PROBE = """
 import sys
-from git_autoresearch import cli
-code = cli.invoke(cli.cli, "git autoresearch", sys.argv[1:])
+from git_autoresearch import cli, commands
+code = cli.invoke(commands.cli, "git autoresearch", sys.argv[1:])
 sys.stderr.write("plumbum imported: %s\\n" % ("plumbum" in sys.modules))
 sys.exit(code)
 """

@@ -1,2 +1,62 @@
 """The subcommands, by family: the loop (``loop``), reading a session (``reading``), and
-keeping it in order (``upkeep``). ``cli`` puts them together."""
+keeping it in order (``upkeep``); and the click group that puts them together, loading each
+family's module only when one of its commands is asked for. :mod:`git_autoresearch.cli` runs
+them as programs."""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+from .. import __version__
+from .common import CONTEXT
+
+# Every command, in help order, and the module of git_autoresearch.commands that defines it as
+# ``<name>_cmd``. A command's module is imported only when that command is asked for.
+COMMAND_MODULES: dict[str, str] = {
+    "start": "loop",
+    "measure": "loop",
+    "run": "loop",
+    "keep": "loop",
+    "discard": "loop",
+    "crash": "loop",
+    "log": "reading",
+    "status": "reading",
+    "show": "reading",
+    "stop": "loop",
+    "resume": "upkeep",
+    "doctor": "upkeep",
+    "hook": "loop",
+    "hooks": "upkeep",
+    "analyze": "reading",
+    "summary": "reading",
+    "ideas": "upkeep",
+    "import": "upkeep",
+    "dashboard": "reading",
+    "demo": "upkeep",
+}
+
+
+def command(name: str) -> click.Command:
+    """The click command ``name`` (a key of :data:`COMMAND_MODULES`); KeyError if unknown."""
+    module = importlib.import_module(f".{COMMAND_MODULES[name]}", __package__)
+    found: click.Command = getattr(module, f"{name}_cmd")
+    return found
+
+
+class _Commands(click.Group):
+    """The group, loading each command's module on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMAND_MODULES)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return command(cmd_name) if cmd_name in COMMAND_MODULES else None
+
+
+@click.group("git-autoresearch", cls=_Commands, context_settings=CONTEXT)
+@click.version_option(__version__, "--version", prog_name="git-autoresearch")
+def cli() -> None:
+    """Git plumbing for autoresearch loops: measure a change, keep it with a Result: trailer or
+    revert it without losing anything, and record every run in .auto/log.jsonl."""

@@ -260,8 +260,7 @@ def run_cmd(description: str, asi_pairs: tuple[str, ...], asi_json: str | None, 
             _dry_run(session, before, result, decision, as_json)
             return
         recorded = record(session, decision, description, result=result, asi=asi,
-                          hooks=[{"stage": f.stage, "hook": f.hook, "exit_code": f.exit_code,
-                                 "timed_out": f.timed_out} for f in before.firings])
+                          hooks=before.summary())
         after = session.fire_hooks("after", run_entry=recorded.record)
     notes = session.warnings + recovered.warnings + recorded.warnings
     if as_json:

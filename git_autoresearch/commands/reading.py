@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -19,7 +19,9 @@ from .common import (
 )
 
 if TYPE_CHECKING:
+    from ..ledger import Segment
     from ..session import Session
+    from ..status import Status
 
 
 @click.command("log", context_settings=CONTEXT)
@@ -41,9 +43,8 @@ def log_cmd(segment: int | None, status: str | None, last: int | None, tsv: bool
     from .. import report
 
     session = _open_warned()
-    if segment is not None and not 0 <= segment < len(session.ledger.segments):
-        raise UsageError(f"no segment {segment} (segments are 0 to "
-                         f"{len(session.ledger.segments) - 1})")
+    if segment is not None:
+        _segment_of(session, segment)
     for bad in session.ledger.malformed:
         warn(f"{session.layout.ledger}:{bad.line}: set aside: {bad.reason}"
              + (" (an append that was cut short)" if bad.torn else ""))
@@ -63,14 +64,11 @@ def _open_warned() -> Session:
     """The session, opened to read it, its warnings (an edited configuration, say) on stderr
     as status shows them."""
     from ..reader import open_for_reading
+    from ..status import opening_warnings
 
     session = open_for_reading()
-    for w in session.warnings:
+    for w in opening_warnings(session):
         warn(w)
-    if not session.read_only and session.layout.start_intent.exists():
-        problem = session.baseline_problem()  # names resume for an interrupted start
-        if problem:
-            warn(problem)
     return session
 
 
@@ -78,115 +76,79 @@ def _open_warned() -> Session:
 @json_option
 def status_cmd(as_json: bool) -> None:
     """Where the session stands: baseline, best, counts, confidence, STOP or limit, warnings."""
-    from .. import report
     from ..reader import open_for_reading
-    from ..refs import session_branch
-    from ..trailers import reconcile
+    from ..status import status
 
-    session = open_for_reading()
-    cfg = session.config
-    seg = report.segment_summary(session.segment)
-    branch = session_branch(cfg.session_id)
-    if session.read_only:
-        branch = session.repo.current_branch() or "HEAD"
-    warnings = list(session.warnings)
-    if not session.read_only:
-        from ..branches import branch_problem
-
-        exists, problem = branch_problem(session)
-        if exists:
-            base = (session.ledger.segments[0].header or {}).get("base_commit")
-            warnings += reconcile(session.repo, session.ledger, branch, base).problems
-        warnings += [problem] if problem else []
-        baseline = session.baseline_problem() or session.baseline_doubt()
-        warnings += [baseline] if baseline else []
-    repair = ("git autoresearch resume sets it aside" if not session.read_only
-              else "it is left out")
-    warnings.extend(f"ledger line {m.line} is not readable ({m.reason}); {repair}"
-                    for m in session.ledger.malformed)
-    from .. import pending as pending_mod
-
-    measured = None if session.read_only else pending_mod.read(session)
-    from ..ledger import json_number
-
-    moved = [] if measured is None else pending_mod.changed_since(session, measured)
-    pending: dict[str, Any] | None = None if measured is None else {
-        "metric": None if measured.metric is None else json_number(measured.metric),
-        "status": measured.status,
-        "decision": session.decide(measured),
-        "changed_since": moved}
-    readonly_changed = [] if session.read_only else session.readonly_changed()
-    warnings.extend(f"readonly file {path} differs from HEAD: the next measurement undoes the "
-                    "change (it is saved on a ref first)" for path in readonly_changed)
-    interrupted = session.interrupted()
-    if interrupted is not None:
-        warnings.append(f"a {interrupted.op} of run {interrupted.run} was "
-                        "interrupted; the next recording command (or resume) finishes it")
-    data = {
-        "session_id": cfg.session_id,
-        "branch": branch,
-        "goal": cfg.goal,
-        "metric_name": cfg.metric_name,
-        "metric_unit": cfg.metric_unit,
-        "direction": cfg.direction,
-        "segment": seg,
-        "total_runs": len(session.ledger.runs),
-        "pending": pending,
-        "stop_pending": session.layout.stop.exists(),
-        "limit": cfg.max_experiments,
-        "limit_reached": session.limit_reached(),
-        "readonly_changed": readonly_changed,
-        "warnings": warnings,
-    }
+    found = status(open_for_reading())
     if as_json:
-        emit_json(data)
+        emit_json(found.to_json())
         return
-    unit = f" {cfg.metric_unit}" if cfg.metric_unit else ""
-    click.echo(f"session     {cfg.session_id} (branch {branch})")
-    click.echo(f"goal        {cfg.goal}")
-    click.echo(f"metric      {cfg.metric_name}{' in ' + cfg.metric_unit if unit else ''}, "
-               f"{cfg.direction} is better")
+    for line in _status_lines(found):
+        click.echo(line)
+    for w in found.warnings[:20]:
+        warn(w)
+    if len(found.warnings) > 20:
+        warn(f"... and {len(found.warnings) - 20} more (git autoresearch status --json lists "
+             "them all)")
+
+
+def _status_lines(found: Status) -> list[str]:
+    """The human text of status, one line each, without the warnings."""
+    from ..report import one_line
+
+    seg = found.segment
+    unit = f" {found.metric_unit}" if found.metric_unit else ""
+    lines = [f"session     {found.session_id} (branch {found.branch})",
+             f"goal        {found.goal}",
+             f"metric      {found.metric_name}{' in ' + found.metric_unit if unit else ''}, "
+             f"{found.direction} is better"]
     runs_word = "run" if seg["runs"] == 1 else "runs"
     counts = ", ".join(f"{k} {v}" for k, v in sorted(seg["counts"].items()))
-    click.echo(f"segment     {seg['index']}: {seg['runs']} {runs_word}, {seg['kept']} kept"
-               + (f" ({counts})" if counts else ""))
+    lines.append(f"segment     {seg['index']}: {seg['runs']} {runs_word}, {seg['kept']} kept"
+                 + (f" ({counts})" if counts else ""))
     for key in ("baseline", "best"):
         brief = seg[key]
         if brief:
             extra = ""
             if key == "best" and seg["improvement_pct"] is not None:
                 extra = f", {seg['improvement_pct']:+.2f}% vs baseline"
-            click.echo(f"{key:<11} {number(brief['metric'])}{unit} (run {brief['run']}, commit "
-                       f"{brief['commit'] or '-'}){extra}")
+            lines.append(f"{key:<11} {number(brief['metric'])}{unit} (run {brief['run']}, "
+                         f"commit {brief['commit'] or '-'}){extra}")
         else:
-            click.echo(f"{key:<11} -")
+            lines.append(f"{key:<11} -")
     conf = seg["confidence"]
-    click.echo(f"confidence  {f'{conf:.2f}' if conf is not None else '-'} "
-               f"({seg['confidence_label']})")
+    lines.append(f"confidence  {f'{conf:.2f}' if conf is not None else '-'} "
+                 f"({seg['confidence_label']})")
     if seg["stability"]:
-        hint = " (consider raising runs_per_experiment)" if seg["stability"]["label"] == "low" \
-            else ""
-        click.echo(f"stability   {seg['stability']['label']}{hint}")
+        hint = " (consider raising runs_per_experiment)" \
+            if seg["stability"]["label"] == "low" else ""
+        lines.append(f"stability   {seg['stability']['label']}{hint}")
     if seg["last"]:
         last = seg["last"]
-        from ..report import one_line
+        lines.append(f"last run    {last['run']} {last['status']}: "
+                     f"{one_line(last['description'])[:70]}")
+    return lines + _status_tail(found, unit)
 
-        click.echo(f"last run    {last['run']} {last['status']}: "
-                   f"{one_line(last['description'])[:70]}")
+
+def _status_tail(found: Status, unit: str) -> list[str]:
+    """The pending measurement, STOP and the limit, as status shows them."""
+    from ..status import STALE_SHOWN
+
+    lines = []
+    pending = found.pending
     if pending is not None:
-        shown = "-" if pending["metric"] is None else f"{number(pending['metric'])}{unit}"
-        click.echo(f"pending     {shown}, measured and not yet recorded (the loop's decision: "
-                   f"{pending['decision']})" if not moved else f"pending     {shown}, stale: "
-                   f"{', '.join(moved[:3])}{' ...' if len(moved) > 3 else ''} changed since")
-    if data["stop_pending"]:
-        click.echo("STOP        pending: the next run exits 4")
-    if cfg.max_experiments is not None:
-        click.echo(f"limit       {session.experiments_in_segment()} of {cfg.max_experiments} "
-                   f"experiments{' (reached)' if data['limit_reached'] else ''}")
-    for w in warnings[:20]:
-        warn(w)
-    if len(warnings) > 20:
-        warn(f"... and {len(warnings) - 20} more (git autoresearch status --json lists them all)")
+        moved = pending.changed_since
+        shown = "-" if pending.metric is None else f"{number(pending.metric)}{unit}"
+        lines.append(f"pending     {shown}, measured and not yet recorded (the loop's decision: "
+                     f"{pending.decision})" if not moved else f"pending     {shown}, stale: "
+                     f"{', '.join(moved[:STALE_SHOWN])}"
+                     f"{' ...' if len(moved) > STALE_SHOWN else ''} changed since")
+    if found.stop_pending:
+        lines.append("STOP        pending: the next run exits 4")
+    if found.limit is not None:
+        lines.append(f"limit       {found.experiments} of {found.limit} "
+                     f"experiments{' (reached)' if found.limit_reached else ''}")
+    return lines
 
 
 @click.command("show", context_settings=CONTEXT)
@@ -246,7 +208,9 @@ def show_cmd(run_number: int, as_json: bool) -> None:
                    f"{entry['ref']}: {', '.join(entry['paths'])}")
 
 
-def _segment_of(session: Any, segment: int | None) -> Any:
+def _segment_of(session: Session, segment: int | None) -> Segment:
+    """Segment number ``segment`` of the ledger (None: the current one); :class:`UsageError`
+    when there is no such segment."""
     if segment is None:
         return session.ledger.current
     if not 0 <= segment < len(session.ledger.segments):
@@ -291,7 +255,8 @@ def analyze_cmd(segment: int | None, plot: Path | None, as_json: bool) -> None:
               help="How many recent runs to include at most.")
 def summary_cmd(max_bytes: int, last: int) -> None:
     """A deterministic text for an agent to resume from after its context was compacted."""
-    from ..insight import read_ideas, summary
+    from ..ideas import read_ideas
+    from ..insight import summary
 
     session = _open_warned()
     cfg = session.config

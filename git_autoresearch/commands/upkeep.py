@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -17,7 +17,8 @@ from .common import (
 )
 
 if TYPE_CHECKING:
-    from ..git import Repo
+    from ..ideas import Idea
+    from ..layout import Layout
     from ..lock import SessionLock
 
 
@@ -29,40 +30,32 @@ def resume_cmd(session_id: str | None, as_json: bool) -> None:
     """Check and repair the session, then say where the loop stands: restore lost session files
     from the state ref, set malformed ledger lines aside, check the configuration, check out the
     session branch, finish or roll back an interrupted keep or revert."""
-    from .. import report
     from ..resume import resume
+    from ..status import resumed
 
-    session, actions, finished = resume(session_id)
-    seg = report.segment_summary(session.segment)
-    data: dict[str, Any] = {
-        "session_id": session.config.session_id, "actions": actions, "segment": seg,
-        "next_run": session.ledger.next_run_number,
-        "stop_pending": session.layout.stop.exists(),
-        "limit_reached": session.limit_reached(), "warnings": session.warnings}
-    data["steer"] = finished.steer or None if finished else None
-    if finished:
-        data["warnings"] = [*data["warnings"], *finished.warnings]
+    found = resumed(*resume(session_id))
     if as_json:
-        emit_json(data)
+        emit_json(found.to_json())
         return
-    for action in actions:
+    for action in found.actions:
         click.echo(f"- {action}")
-    if finished and finished.steer:
+    if found.finished and found.finished.steer:
         click.echo("==== after steer (the run finished above) ====")
-        click.echo(finished.steer)
+        click.echo(found.finished.steer)
         click.echo("==== end of steer ====")
+    seg = found.segment
     best, last = seg["best"], seg["last"]
-    click.echo(f"session {session.config.session_id}, segment {seg['index']}: {seg['runs']} "
-               f"run(s), {seg['kept']} kept; next run {data['next_run']}")
+    click.echo(f"session {found.session_id}, segment {seg['index']}: {seg['runs']} "
+               f"run(s), {seg['kept']} kept; next run {found.next_run}")
     if best:
         click.echo(f"best {number(best['metric'])} (run {best['run']}, commit {best['commit']})")
     if last:
         click.echo(f"last run {last['run']}: {last['status']}")
-    if data["stop_pending"]:
+    if found.stop_pending:
         click.echo("STOP is pending: the next run exits 4")
-    if data["limit_reached"]:
+    if found.limit_reached:
         click.echo("max_experiments is reached: the next run exits 4")
-    for w in session.warnings:
+    for w in found.warnings:
         warn(w)
 
 
@@ -142,14 +135,13 @@ def hooks_list_cmd(as_json: bool) -> None:
 @json_option
 def hooks_install_cmd(name: str, force: bool, as_json: bool) -> None:
     """Copy the example hook NAME into .auto/hooks/<stage>.d/, executable."""
-    from ..git import Repo
     from ..hooks import install
     from ..layout import Layout
 
-    layout = Layout(Repo.discover())
+    layout = Layout.discover()
     if not layout.config.exists():
         raise Refused(f"no session here (no .auto/config.toml): {layout.missing_hint()}")
-    with _session_lock(layout.repo, "hooks install"):
+    with _session_lock(layout, "hooks install"):
         target = install(name, layout.hooks, force=force)
         _mirror(f"hooks install {name}")
     rel = target.relative_to(layout.repo.top)
@@ -164,35 +156,27 @@ def ideas_cmd() -> None:
     """The ideas backlog, .auto/ideas.md, as Markdown checkboxes."""
 
 
-def _session_lock(repo: Repo, what: str) -> SessionLock:
+def _session_lock(layout: Layout, what: str) -> SessionLock:
     """The session lock, for a command that writes a session file outside a run."""
     from ..lock import SessionLock
 
-    return SessionLock(repo.scratch, what)
+    return SessionLock(layout.repo.scratch, what)
 
 
-def _ideas_path() -> Path:
-    """``.auto/ideas.md`` (a backlog may come before the session); :class:`Refused` when the
-    session's files are gone but a state ref holds them, whose backlog a new file would hide."""
-    from ..git import Repo
+def _backlog() -> tuple[Layout, Path]:
+    """The layout of this work tree and its ideas backlog (:func:`ideas.backlog_path`)."""
+    from ..ideas import backlog_path
     from ..layout import Layout
-    from ..state import sessions
 
-    layout = Layout(Repo.discover())
-    if not layout.config.exists() and sessions(layout.repo):
-        raise Refused(f"no .auto/config.toml: {layout.missing_hint()} (its ideas with it)")
-    return layout.auto / "ideas.md"
+    layout = Layout.discover()
+    return layout, backlog_path(layout)
 
 
-def _show_idea(idea: Any, as_json: bool) -> None:
+def _show_idea(idea: Idea, as_json: bool) -> None:
     if as_json:
-        emit_json(_idea_json(idea))
+        emit_json(idea.to_json())
     else:
         click.echo(f"idea {idea.number}: {idea.text}")
-
-
-def _idea_json(idea: Any) -> dict[str, Any]:
-    return {"number": idea.number, "state": idea.state, "text": idea.text}
 
 
 @ideas_cmd.command("add", context_settings=CONTEXT)
@@ -200,11 +184,10 @@ def _idea_json(idea: Any) -> dict[str, Any]:
 @json_option
 def ideas_add_cmd(text: tuple[str, ...], as_json: bool) -> None:
     """Add an open idea."""
-    from ..git import Repo
-    from ..insight import add_idea
+    from ..ideas import add_idea
 
-    path = _ideas_path()
-    with _session_lock(Repo.discover(), "ideas add"):
+    layout, path = _backlog()
+    with _session_lock(layout, "ideas add"):
         idea = add_idea(path, " ".join(text))
         _mirror("ideas add")
     _show_idea(idea, as_json)
@@ -215,11 +198,11 @@ def ideas_add_cmd(text: tuple[str, ...], as_json: bool) -> None:
 @json_option
 def ideas_list_cmd(show_all: bool, as_json: bool) -> None:
     """The open ideas (and those a hook offered), numbered."""
-    from ..insight import read_ideas
+    from ..ideas import read_ideas
 
-    ideas = [i for i in read_ideas(_ideas_path()) if show_all or i.state != "done"]
+    ideas = [i for i in read_ideas(_backlog()[1]) if show_all or i.state != "done"]
     if as_json:
-        emit_json([_idea_json(i) for i in ideas])
+        emit_json([i.to_json() for i in ideas])
         return
     marks = {"open": "[ ]", "taken": "[~]", "done": "[x]"}
     for idea in ideas:
@@ -231,13 +214,11 @@ def ideas_list_cmd(show_all: bool, as_json: bool) -> None:
 def ideas_next_cmd(as_json: bool) -> None:
     """The first open idea, else the first one a hook offered but nobody marked done (exit 0
     with nothing printed when there is none)."""
-    from ..insight import read_ideas
+    from ..ideas import next_idea, read_ideas
 
-    ideas = read_ideas(_ideas_path())
-    found = next((i for i in ideas if i.state == "open"),
-                 next((i for i in ideas if i.state == "taken"), None))
+    found = next_idea(read_ideas(_backlog()[1]))
     if as_json:
-        emit_json(_idea_json(found) if found else None)
+        emit_json(found.to_json() if found else None)
     elif found:
         click.echo(f"{found.number}: {found.text}")
 
@@ -251,25 +232,18 @@ def ideas_next_cmd(as_json: bool) -> None:
 def ideas_done_cmd(number: int, run_number: int | None, note: str | None,
                    as_json: bool) -> None:
     """Mark idea NUMBER as tried: - [x] ~~idea~~ → run N, status, metric."""
-    from ..insight import mark_done
-    from ..report import fmt
+    from ..ideas import mark_done, tried_note
 
-    parts = []
+    run = None
     if run_number is not None:
         from ..reader import open_for_reading
 
-        session = open_for_reading()
-        run = session.ledger.find(run_number)
+        run = open_for_reading().ledger.find(run_number)
         if run is None:
             raise UsageError(f"no run {run_number} in the ledger")
-        parts.append(f"run {run.number}, {run.status}, {fmt(run.metric)}")
-    if note:
-        parts.append(note)
-    from ..git import Repo
-
-    path = _ideas_path()
-    with _session_lock(Repo.discover(), "ideas done"):
-        idea = mark_done(path, number, "; ".join(parts) or None)
+    layout, path = _backlog()
+    with _session_lock(layout, "ideas done"):
+        idea = mark_done(path, number, tried_note(run, note))
         _mirror("ideas done")
     _show_idea(idea, as_json)
 
@@ -284,7 +258,6 @@ def import_cmd(source: Path, output: Path | None, as_json: bool) -> None:
     autoresearch.jsonl, a karpathy/autoresearch results.tsv, or a loop seed .autoresearch/
     folder (or a repository holding one). log, status, analyze and dashboard then read it."""
     from ..files import write_atomic
-    from ..git import Repo
     from ..importers import convert
     from ..layout import Layout, exclude_auto
     from ..ledger import MAX_LINE_BYTES
@@ -298,14 +271,13 @@ def import_cmd(source: Path, output: Path | None, as_json: bool) -> None:
                              "was imported")
     data = "".join(line + "\n" for line in lines).encode("utf-8", "surrogateescape")
     if output is None:
-        repo = Repo.discover()
-        layout = Layout(repo)
-        with _session_lock(repo, "import"):
+        layout = Layout.discover()
+        with _session_lock(layout, "import"):
             if layout.ledger.exists():
                 raise Refused(f"{layout.ledger} exists already; name another file with "
                               "--output")
             layout.auto.mkdir(exist_ok=True)
-            exclude_auto(repo)
+            exclude_auto(layout.repo)
             output = layout.ledger
             write_atomic(output, data)
     elif output.exists():

@@ -1,0 +1,198 @@
+"""What ``git autoresearch status`` (and ``resume``, once it has repaired) reports: where an
+open session stands, computed once and returned as a value the command renders (human text or
+``--json``, DESIGN.md section 5).
+
+No click here, and no git argv: the reconciliation comes from :func:`report.reconcile`, the
+rest from the session's own questions (its branch, baseline, pending measurement, readonly
+files and intent record).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .hooks import HookReport
+    from .session import Session
+
+# How many changed paths a stale pending measurement names in the human text.
+STALE_SHOWN = 3
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A measurement taken and not yet recorded: its ``metric`` (as the ledger writes numbers;
+    None for a crash), its ``status`` (``crash``, ``checks_failed`` or None), the loop's
+    ``decision`` for it, and the paths ``changed_since`` it was taken (non-empty: stale)."""
+
+    metric: int | float | None
+    status: str | None
+    decision: str
+    changed_since: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"metric": self.metric, "status": self.status, "decision": self.decision,
+                "changed_since": self.changed_since}
+
+
+@dataclass(frozen=True)
+class Status:
+    """Where a session stands. ``segment`` is :func:`report.segment_summary` of the current
+    segment; ``branch`` the session branch (the current branch, or ``HEAD``, for a session read
+    in place); ``experiments`` the runs after the baseline in this segment (counted only when
+    ``limit``, ``max_experiments``, is set); ``warnings`` every problem, in the order status
+    has always given them."""
+
+    session_id: str
+    branch: str
+    goal: str
+    metric_name: str
+    metric_unit: str
+    direction: str
+    segment: dict[str, Any]
+    total_runs: int
+    pending: Pending | None
+    stop_pending: bool
+    limit: int | None
+    limit_reached: bool
+    experiments: int | None
+    readonly_changed: list[str]
+    warnings: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``status --json`` document (its keys in this order)."""
+        return {
+            "session_id": self.session_id,
+            "branch": self.branch,
+            "goal": self.goal,
+            "metric_name": self.metric_name,
+            "metric_unit": self.metric_unit,
+            "direction": self.direction,
+            "segment": self.segment,
+            "total_runs": self.total_runs,
+            "pending": None if self.pending is None else self.pending.to_json(),
+            "stop_pending": self.stop_pending,
+            "limit": self.limit,
+            "limit_reached": self.limit_reached,
+            "readonly_changed": self.readonly_changed,
+            "warnings": self.warnings,
+        }
+
+
+def status(session: Session) -> Status:
+    """What status reports for ``session`` (opened with :meth:`Session.open_for_reading`).
+    Reads the work tree, the session branch's trailers and the scratch folder; changes
+    nothing."""
+    from .refs import session_branch
+    from .report import segment_summary
+
+    cfg = session.config
+    branch = session_branch(cfg.session_id)
+    if session.read_only:
+        branch = session.repo.current_branch() or "HEAD"
+    warnings = [*session.warnings, *_session_problems(session, branch)]
+    pending = None if session.read_only else _pending(session)
+    readonly_changed = [] if session.read_only else session.readonly_changed()
+    warnings.extend(f"readonly file {path} differs from HEAD: the next measurement undoes the "
+                    "change (it is saved on a ref first)" for path in readonly_changed)
+    interrupted = session.interrupted()
+    if interrupted is not None:
+        warnings.append(f"a {interrupted.op} of run {interrupted.run} was "
+                        "interrupted; the next recording command (or resume) finishes it")
+    return Status(
+        session_id=cfg.session_id, branch=branch, goal=cfg.goal, metric_name=cfg.metric_name,
+        metric_unit=cfg.metric_unit, direction=cfg.direction,
+        segment=segment_summary(session.segment), total_runs=len(session.ledger.runs),
+        pending=pending, stop_pending=session.layout.stop.exists(),
+        limit=cfg.max_experiments, limit_reached=session.limit_reached(),
+        experiments=None if cfg.max_experiments is None else session.experiments_in_segment(),
+        readonly_changed=readonly_changed, warnings=warnings)
+
+
+def opening_warnings(session: Session) -> list[str]:
+    """What a reading command (log, show, analyze, summary, dashboard) warns of on opening:
+    the session's warnings (an edited configuration, say), and a start that was interrupted
+    (its baseline problem names resume)."""
+    warnings = list(session.warnings)
+    if not session.read_only and session.layout.start_intent.exists():
+        problem = session.baseline_problem()
+        if problem:
+            warnings.append(problem)
+    return warnings
+
+
+def _session_problems(session: Session, branch: str) -> list[str]:
+    """The branch against the ledger (trailers that disagree with it), the branch itself, the
+    baseline, and the ledger lines that cannot be read."""
+    from .branches import branch_problem
+    from .trailers import reconcile
+
+    problems: list[str] = []
+    if not session.read_only:
+        exists, problem = branch_problem(session)
+        if exists:
+            base = (session.ledger.segments[0].header or {}).get("base_commit")
+            problems += reconcile(session.repo, session.ledger, branch, base).problems
+        problems += [problem] if problem else []
+        baseline = session.baseline_problem() or session.baseline_doubt()
+        problems += [baseline] if baseline else []
+    repair = ("git autoresearch resume sets it aside" if not session.read_only
+              else "it is left out")
+    problems.extend(f"ledger line {m.line} is not readable ({m.reason}); {repair}"
+                    for m in session.ledger.malformed)
+    return problems
+
+
+def _pending(session: Session) -> Pending | None:
+    """The measurement waiting in the scratch folder, if any, with the loop's decision."""
+    from . import pending as pending_mod
+    from .ledger import json_number
+
+    measured = pending_mod.read(session)
+    if measured is None:
+        return None
+    return Pending(
+        metric=None if measured.metric is None else json_number(measured.metric),
+        status=measured.status, decision=session.decide(measured),
+        changed_since=pending_mod.changed_since(session, measured))
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """Where the loop stands after ``resume``: the ``actions`` it took (sentences), the current
+    ``segment`` (:func:`report.segment_summary`), the ``next_run`` number, STOP and the limit,
+    the session's ``warnings``, and the after hooks of a run that its recovery finished
+    (``finished``, None when there was none)."""
+
+    session_id: str
+    actions: list[str]
+    segment: dict[str, Any]
+    next_run: int
+    stop_pending: bool
+    limit_reached: bool
+    warnings: list[str]
+    finished: HookReport | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``resume --json`` document: its ``warnings`` include the finished hooks' own,
+        and ``steer`` is their steer (None when there is none)."""
+        finished = self.finished
+        return {
+            "session_id": self.session_id, "actions": self.actions, "segment": self.segment,
+            "next_run": self.next_run, "stop_pending": self.stop_pending,
+            "limit_reached": self.limit_reached,
+            "warnings": [*self.warnings, *finished.warnings] if finished else self.warnings,
+            "steer": (finished.steer or None) if finished else None}
+
+
+def resumed(session: Session, actions: list[str], finished: HookReport | None) -> Resumed:
+    """Where ``session``, just resumed (:func:`resume.resume`), stands; ``finished``: the
+    report of the after hooks fired for a run that resume's recovery finished."""
+    from .report import segment_summary
+
+    return Resumed(
+        session_id=session.config.session_id, actions=actions,
+        segment=segment_summary(session.segment), next_run=session.ledger.next_run_number,
+        stop_pending=session.layout.stop.exists(), limit_reached=session.limit_reached(),
+        warnings=session.warnings, finished=finished)
