@@ -18,7 +18,7 @@ from pathlib import Path
 from . import signals
 from .config import parse_toml
 from .errors import Refused
-from .git import run_git
+from .git.project import init_project, oneline_log
 from .resources import data_path
 
 DEMO_TIMEOUT_SECONDS = 4
@@ -44,15 +44,8 @@ def run_demo(directory: Path | None, *, echo: Callable[[str], None]) -> Path:
     shutil.copytree(source / "project", target, dirs_exist_ok=True)
     plan = parse_toml((source / "candidates" / "plan.toml").read_bytes(), source="plan.toml")
 
-    def git(*args: str) -> None:
-        run_git(list(args), cwd=target)
-
-    git("init", "-q")
-    if run_git(["var", "GIT_COMMITTER_IDENT"], cwd=target, allow_non_zero=True).returncode:
-        git("config", "user.name", "Autoresearch Demo")
-        git("config", "user.email", "demo@example.invalid")
-    git("add", "-A")
-    git("commit", "-q", "-m", "Example project: a slow sort, its benchmark and its checks")
+    repo = init_project(target, "Example project: a slow sort, its benchmark and its checks",
+                        "Autoresearch Demo", "demo@example.invalid")
     python = shlex.quote(sys.executable)
     echo(f"demo project: {target}\n")
     start = [
@@ -77,7 +70,7 @@ def run_demo(directory: Path | None, *, echo: Callable[[str], None]) -> Path:
     _step(["status"], target, echo)
     _step(["dashboard"], target, echo)
     echo("$ git log --oneline --grep Result:")
-    echo(run_git(["log", "--oneline", "--grep", "Result:"], cwd=target).text + "\n")
+    echo(oneline_log(repo, "Result:") + "\n")
     for surprise in surprises:
         echo(f"note: {surprise} (timings vary between machines)")
     echo(f"The session is in {target}: open .auto/dashboard.html in a browser, or try "

@@ -15,6 +15,7 @@ from . import ledger as ledger_mod
 from .branches import branch_problem
 from .files import write_atomic
 from .git import temporary_objects
+from .git.locks import lock_files
 from .ledger import has_our_header, lost_lines, set_aside, with_lost_header
 from .refs import attempt_ref, attempts_prefix, scope_prefix, session_branch
 from .session import Session
@@ -95,7 +96,7 @@ def _age(seconds: float) -> str:
 def _git_locks(session: Session, exam: Examination) -> None:
     """A finding for each lock file of git's (never removed here: a git process may be
     running and holding it)."""
-    for path, age in session.repo.lock_files():
+    for path, age in lock_files(session.repo):
         exam.add(f"git's lock file {path} is {_age(age)} old: a git process is running here, "
                  "or one was killed and left it; once no git process is running, remove it "
                  f"(rm {path})")

@@ -17,6 +17,7 @@ from .errors import Refused
 from .faults import checkpoint
 from .files import write_atomic
 from .git import ABSENT, DiskFull, GitError, Repo, join_z, said
+from .git.trees import hash_files, temporary_index
 from .paths import Boundaries
 from .submodules import refuse_dirty_submodules, restore_submodules
 from .trailers import read_back
@@ -133,7 +134,7 @@ def record_attempt(repo: Repo, head: str, paths: list[str], *, ref: str, message
     index, and point ``ref`` at it (it must not exist yet). ``reset`` are staged paths that must
     not be recorded (they are put back to ``head`` in the temporary index). Returns the commit;
     :class:`Refused` when git cannot make it (no committer identity), before anything changed."""
-    with repo.temporary_index() as index:
+    with temporary_index(repo) as index:
         if index.copied:
             index.reset_paths(head, reset)
         else:
@@ -227,7 +228,7 @@ def moved_out(repo: Repo, bounds: Boundaries, changes: Changes, violations: list
     gone = [p for p in changes.tracked if bounds.in_scope(p) and not (repo.top / p).exists()]
     if not arrived or not gone:
         return []
-    new_blobs = set(repo.hash_files(arrived).values())
+    new_blobs = set(hash_files(repo, arrived).values())
     return sorted(p for p, blob in repo.blobs("HEAD", gone).items() if blob in new_blobs)
 
 

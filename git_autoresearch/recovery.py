@@ -21,6 +21,7 @@ from . import journal, signals
 from .errors import Refused
 from .experiment import finish_revert, index_backup, revert
 from .files import whole_index
+from .git.trees import hash_files
 from .journal import Intent
 from .recording import append_run
 from .session import Session
@@ -220,7 +221,7 @@ def _diverged(session: Session, attempt: str, head: str, paths: list[str]) -> li
         return []
     repo = session.repo
     in_attempt, in_head = repo.blobs(attempt, paths), repo.blobs(head, paths)
-    now = repo.hash_files(paths)
+    now = hash_files(repo, paths)
     # A path that cannot be hashed (a newline in its name) counts as changed: left alone.
     return [p for p in paths if "\n" in p or now.get(p) not in (in_attempt.get(p),
                                                               in_head.get(p))]

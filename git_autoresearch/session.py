@@ -28,6 +28,7 @@ from .experiment import Changes, load_snapshot, survey
 from .faults import checkpoint
 from .files import WriteFailed, check_writable
 from .git import GitError, Repo
+from .git.locks import recording_locks
 from .journal import Intent
 from .layout import Layout
 from .ledger import Ledger, Segment, json_number, now_ms
@@ -467,6 +468,6 @@ class Session:
 
     def git_locks(self) -> list[Path]:
         """git's lock files that a keep, revert or measurement of this session would meet."""
-        return self.repo.recording_locks(session_branch(self.config.session_id),
+        return recording_locks(self.repo, session_branch(self.config.session_id),
                                          self.namespace)
 

@@ -20,6 +20,7 @@ from typing import Any
 from .errors import Refused
 from .files import write_atomic
 from .git import ABSENT, GitError, Repo
+from .git.trees import make_tree
 from .refs import NAMESPACE, session_of_state_ref, state_ref
 
 LINES_PER_PIECE = 1000
@@ -77,7 +78,7 @@ def mirror(repo: Repo, auto: Path, session_id: str, message: str) -> tuple[str, 
                     for name, file in entries]
     tree_entries += [("100644", known[index][1], f"log/{index:05d}.jsonl")
                      for index in range(len(pieces))]
-    tree = repo.make_tree(tree_entries)
+    tree = make_tree(repo, tree_entries)
     # The ref's value as we last wrote it saves asking git; the compare-and-swap catches any
     # other writer, and then the ref is read and the commit made again on top of it.
     old = cache.get("commit") if cache.get("ref") == ref else repo.resolve(ref)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .errors import Refused
-from .git import GITLINK, Repo
+from .git import GITLINK, Repo, submodule
 
 
 def refuse_dirty_submodules(repo: Repo, paths: Sequence[str], what: str) -> list[str]:
@@ -16,8 +16,8 @@ def refuse_dirty_submodules(repo: Repo, paths: Sequence[str], what: str) -> list
     restore its commit by losing them, and a keep could only record its commit without them)
     or, for a revert, lacks the commit HEAD records for it. ``what`` says what was not done
     (``reverted``, ``kept``)."""
-    subs = repo.submodules(paths)
-    dirty = [p for p in subs if repo.submodule_dirty(p)]
+    subs = submodule.submodules(repo, paths)
+    dirty = [p for p in subs if submodule.is_dirty(repo, p)]
     if dirty:
         raise Refused(f"the submodule{'s' if len(dirty) > 1 else ''} {', '.join(dirty)} "
                       "of the experiment ha" + ("ve" if len(dirty) > 1 else "s") +
@@ -27,7 +27,7 @@ def refuse_dirty_submodules(repo: Repo, paths: Sequence[str], what: str) -> list
     if what == "reverted" and subs:
         recorded = repo.tree_entries("HEAD", subs)
         lacking = [f"{p} ({oid[:7]})" for p, (mode, oid) in recorded.items()
-                   if mode == GITLINK and not repo.submodule_has(p, oid)]
+                   if mode == GITLINK and not submodule.has_commit(repo, p, oid)]
         if lacking:
             raise Refused(f"the submodule checkout cannot go back to the commit HEAD records, "
                           f"which it does not have: {', '.join(lacking)}; nothing was "
@@ -50,6 +50,6 @@ def restore_submodules(repo: Repo, paths: Sequence[str]) -> None:
             continue
         head = repo.submodule_head(path)
         if head is None:
-            repo.reinstate_submodule(path)
+            submodule.reinstate(repo, path)
         elif head != commit:
-            repo.checkout_submodule(path, commit)
+            submodule.checkout(repo, path, commit)

@@ -636,6 +636,7 @@ def test_reserved_metric_name(repo: Path, ar: Tool) -> None:
 
 def test_make_tree_writes_nested_folders_as_git_would(repo: Path) -> None:
     from git_autoresearch.git import Repo
+    from git_autoresearch.git.trees import make_tree
 
     r = Repo.discover(repo)
     blob = git(repo, "hash-object", "-w", "--stdin", input=b"data\n")
@@ -649,7 +650,7 @@ def test_make_tree_writes_nested_folders_as_git_would(repo: Path) -> None:
                    check=True)
     expected = subprocess.run(["git", "write-tree"], cwd=repo, env=env, check=True,
                               capture_output=True, text=True).stdout.strip()
-    assert r.make_tree(reversed(entries)) == expected
+    assert make_tree(r, reversed(entries)) == expected
 
 
 def test_doctor_after_the_session_was_merged(repo: Path, ar: Tool) -> None:

@@ -1,293 +1,33 @@
-"""The only module that runs git.
-
-Every call goes through :meth:`Repo.run`, which raises :class:`GitError` (argv, exit code, stdout,
-stderr) unless the caller opts in to a non-zero exit with ``allow_non_zero=True``. Only machine
-formats are parsed: ``-z`` lists, ``--porcelain`` and ``--format`` with ``%x1f``/``%x1e``
-separators. Paths handed to git are literal (``--literal-pathspecs``), so a file named ``*`` or
-``:(glob)x`` is that file and nothing else.
-"""
+"""A repository: a work tree and its git directories, and the typed operations on them
+(references, the work tree and index, objects, history, configuration)."""
 
 from __future__ import annotations
 
 import os
-import subprocess
-import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from . import signals
-from .errors import EXIT_REFUSED, AutoresearchError, Refused
-from .files import write_atomic
-
-# Variables that tell git which repository, index or pathspec rules to use. When we are started from
-# inside a git hook (or a test harness) they point at somebody else's state, so every git call runs
-# without them (pre-commit's no_git_env does the same); identity and config variables are kept.
-LOCATING_VARIABLES = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_COMMON_DIR",
-    "GIT_NAMESPACE",
-    "GIT_PREFIX",
-    "GIT_LITERAL_PATHSPECS",
-    "GIT_GLOB_PATHSPECS",
-    "GIT_NOGLOB_PATHSPECS",
-    "GIT_ICASE_PATHSPECS",
-    "GIT_QUARANTINE_PATH",
+from ..errors import Refused
+from .process import (
+    COMMIT_HOOKS,
+    DISK_FULL_BYTES,
+    DiskFull,
+    GitError,
+    Result,
+    StatusEntry,
+    clock,
+    config_bool,
+    covered,
+    fits_argv,
+    free_bytes,
+    inside_repository,
+    join_z,
+    run_git,
+    said,
+    split_z,
+    temporary_objects,
+    user_locale,
 )
-
-# The mode of a gitlink: a submodule's entry in a tree or the index.
-GITLINK = "160000"
-
-# The old value that makes ``git update-ref`` require that the ref does not exist yet, whatever
-# the repository's object format (40 zeros would be SHA-1 only).
-ABSENT = ""
-
-# The hooks ``git commit`` runs (githooks(5)); with none of them configured a keep commits through
-# plumbing (write-tree, commit-tree, update-ref), which gives the same commit and reflog.
-COMMIT_HOOKS = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit")
-
-
-class GitError(AutoresearchError):
-    """A git command failed: carries ``argv``, ``returncode``, ``stdout`` and ``stderr`` (bytes)."""
-
-    def __init__(self, argv: Sequence[str], returncode: int, stdout: bytes, stderr: bytes) -> None:
-        lines = said(stderr)
-        last = lines[-1].strip() if lines else "no message"
-        shown = " ".join(argv[:4])
-        super().__init__(f"git failed (exit {returncode}) running '{shown}': {last}")
-        self.argv = list(argv)
-        self.returncode = returncode
-        self.stdout = stdout
-        self.stderr = stderr
-
-
-# Below this many bytes free on the disk of the git directory, a git call that failed is taken
-# to have failed because the disk is full: git's own words are never read, and a git that
-# wrote until it could not leaves less than this (its partial temporary object included).
-DISK_FULL_BYTES = 1024 * 1024
-
-# What git leaves in .git/objects when it is stopped mid-write: a loose object being written
-# (objects/xx/tmp_obj_*), a pack or its index (objects/pack/tmp_pack_*, tmp_idx_*).
-GIT_TEMPORARY_OBJECTS = ("objects/??/tmp_obj_*", "objects/tmp_obj_*", "objects/pack/tmp_pack_*",
-                         "objects/pack/tmp_idx_*")
-
-
-class DiskFull(GitError):
-    """A git call failed while the disk of the git directory had (almost) no space left:
-    ``folder`` (the git directory) and ``free`` (bytes, once git's temporary files of the
-    failed call were removed). Exit 3; ``argv``, ``returncode``, ``stdout`` and ``stderr`` are
-    those of the git call."""
-
-    exit_code = EXIT_REFUSED
-
-    def __init__(self, failed: GitError, folder: Path, free: int) -> None:
-        super().__init__(failed.argv, failed.returncode, failed.stdout, failed.stderr)
-        shown = " ".join(failed.argv[:3])
-        self.message = (f"the disk of {folder} is full: git could not write there "
-                        f"(running '{shown}')")
-        self.args = (self.message,)
-        self.folder = folder
-        self.free = free
-
-
-def free_bytes(folder: Path) -> int | None:
-    """The bytes that can still be written on the filesystem of ``folder`` (root may use the
-    blocks reserved for it), or None when it cannot be told."""
-    try:
-        st = os.statvfs(folder)
-    except OSError:
-        return None
-    return (st.f_bfree if os.geteuid() == 0 else st.f_bavail) * st.f_frsize
-
-
-def _clock() -> float:
-    """Now, as the kernel stamps a file's modification time (its coarse clock, which may lag
-    ``time.time()`` by a tick): a file written after this call is never older than it."""
-    coarse = getattr(time, "CLOCK_REALTIME_COARSE", None)
-    return time.clock_gettime(coarse) if coarse is not None else time.time() - 0.01
-
-
-def temporary_objects(common_dir: Path) -> list[tuple[Path, float, int]]:
-    """git's temporary object files in ``common_dir`` (:data:`GIT_TEMPORARY_OBJECTS`), each
-    with its modification time (seconds since the epoch) and size (bytes); sorted by path."""
-    out = []
-    for pattern in GIT_TEMPORARY_OBJECTS:
-        for path in common_dir.glob(pattern):
-            try:
-                st = path.lstat()
-            except FileNotFoundError:
-                continue
-            out.append((path, st.st_mtime, st.st_size))
-    return sorted(out, key=lambda item: str(item[0]))
-
-
-@dataclass(frozen=True)
-class Result:
-    """What a git call returned: exit code and raw output bytes."""
-
-    returncode: int
-    stdout: bytes
-    stderr: bytes
-
-    @property
-    def text(self) -> str:
-        """stdout decoded as UTF-8 (invalid bytes replaced), trailing newline removed."""
-        return self.stdout.decode("utf-8", "replace").rstrip("\n")
-
-
-@dataclass(frozen=True)
-class StatusEntry:
-    """One line of ``git status --porcelain=v1 -z --no-renames``: index and worktree codes."""
-
-    index: str
-    worktree: str
-    path: str
-
-    @property
-    def untracked(self) -> bool:
-        return self.index == "?"
-
-    @property
-    def ignored(self) -> bool:
-        return self.index == "!"
-
-
-# A command line holds about 2 MB in all (ARG_MAX); a list of paths longer than this many bytes
-# is never passed as arguments, but on stdin or as a whole listing that is filtered.
-ARGV_BUDGET = 64 * 1024
-
-
-def _environment(extra: Mapping[str, str] | None) -> dict[str, str]:
-    # git speaks C to us whatever the user's locale (LANGUAGE is ignored under LC_ALL=C, not
-    # under C.UTF-8), so what it says is the same everywhere; callers that run the user's own
-    # code through git (commit hooks) hand the user's locale back with user_locale().
-    env = {k: v for k, v in os.environ.items()
-           if k not in LOCATING_VARIABLES and k != "LANGUAGE"}
-    env["LC_ALL"] = "C"
-    if extra:
-        env.update(extra)
-    return env
-
-
-def run_git(
-    args: Sequence[str],
-    *,
-    cwd: str | os.PathLike[str] | None = None,
-    input: bytes | None = None,
-    env: Mapping[str, str] | None = None,
-    allow_non_zero: bool = False,
-) -> Result:
-    """Run ``git <args>`` and return its :class:`Result`.
-
-    ``env`` adds variables on top of the cleaned environment. Raises :class:`GitError` on a
-    non-zero exit unless ``allow_non_zero``, and :class:`Refused` when git is not installed.
-    A signal that arrives meanwhile waits until git is done (:func:`signals.deferred`): git
-    killed half-way would leave its ``*.lock`` files behind.
-    """
-    argv = ["git", "--literal-pathspecs", *args]
-    try:
-        with signals.deferred():
-            proc = subprocess.run(argv, cwd=cwd, input=input, capture_output=True,
-                                  env=_environment(env),
-                                  stdin=subprocess.DEVNULL if input is None else None)
-    except FileNotFoundError:
-        raise Refused("git is not installed or not on PATH") from None
-    if proc.returncode != 0 and not allow_non_zero:
-        raise GitError(["git", *args], proc.returncode, proc.stdout, proc.stderr)
-    return Result(proc.returncode, proc.stdout, proc.stderr)
-
-
-def show_prefix(cwd: str | os.PathLike[str]) -> str:
-    """Where ``cwd`` is below the top of its work tree, as git names it: a relative path
-    ending in ``/``, empty at the top (``git rev-parse --show-prefix``). Raises
-    :class:`GitError` outside a work tree."""
-    return run_git(["rev-parse", "--show-prefix"], cwd=cwd).text
-
-
-def user_locale() -> dict[str, str]:
-    """The caller's locale variables, for a git call that runs the user's own code (commit
-    hooks): ``LC_ALL`` as the user's effective message locale, and ``LANGUAGE``."""
-    chosen = (os.environ.get("LC_ALL") or os.environ.get("LC_MESSAGES")
-              or os.environ.get("LANG") or "C")
-    return {"LC_ALL": chosen, "LANGUAGE": os.environ.get("LANGUAGE", "")}
-
-
-def _inside_repository(where: Path) -> bool:
-    """Whether ``where`` or a folder above it looks like a repository to git's discovery (a
-    ``.git`` entry, or a bare repository's ``HEAD``, ``objects`` and ``refs``): git refusing
-    such a place is not the same as there being no repository, and we tell them apart without
-    reading git's message."""
-    try:
-        here = where.resolve()
-    except OSError:
-        return False
-    for folder in (here, *here.parents):
-        if os.path.lexists(folder / ".git"):
-            return True
-        if (folder / "HEAD").is_file() and (folder / "objects").is_dir() \
-                and (folder / "refs").is_dir():
-            return True
-    return False
-
-
-def fits_argv(paths: Sequence[str]) -> bool:
-    """Whether ``paths`` are few and short enough (:data:`ARGV_BUDGET` bytes in all) to be
-    passed as arguments of one git call."""
-    total = 0
-    for path in paths:
-        total += len(path.encode("utf-8", "surrogateescape")) + 1
-        if total > ARGV_BUDGET:
-            return False
-    return True
-
-
-def _covered(name: str, wanted: set[str]) -> bool:
-    """Whether ``name`` is in ``wanted`` or below a folder that is (as a pathspec matches)."""
-    if name in wanted:
-        return True
-    cut = name.rfind("/")
-    while cut != -1:
-        if name[:cut] in wanted:
-            return True
-        cut = name.rfind("/", 0, cut)
-    return False
-
-
-def said(stderr: bytes) -> list[str]:
-    """What a git command said on stderr: its non-blank lines (indentation kept)."""
-    return [ln.rstrip() for ln in stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
-
-
-def config_bool(value: str | None) -> bool | None:
-    """A git boolean as ``git config --type=bool`` reads it: a bare key, ``true``, ``yes``,
-    ``on`` or a non-zero number is true; ``false``, ``no``, ``off``, ``0`` or empty is false;
-    anything else is None (git refuses it as a bad boolean)."""
-    if value is None:
-        return True
-    word = value.strip().lower()
-    if word in ("true", "yes", "on"):
-        return True
-    if word in ("false", "no", "off", ""):
-        return False
-    try:
-        return int(word) != 0
-    except ValueError:
-        return None
-
-
-def split_z(data: bytes) -> list[str]:
-    """Split NUL-terminated git output into paths (UTF-8, invalid bytes kept as surrogates)."""
-    return [p.decode("utf-8", "surrogateescape") for p in data.split(b"\0") if p]
-
-
-def join_z(paths: Iterable[str]) -> bytes:
-    """Encode paths as a NUL-separated list for ``--pathspec-from-file=- --pathspec-file-nul``."""
-    return b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)
 
 
 class Repo:
@@ -327,7 +67,7 @@ class Repo:
         lines = res.stdout.decode("utf-8", "surrogateescape").splitlines()
         if res.returncode != 0 or len(lines) < 5:
             words = said(res.stderr)
-            if words and _inside_repository(where):
+            if words and inside_repository(where):
                 # e.g. git's safe.directory check: say what git said, not "no repository"
                 raise Refused(f"git cannot use {where}: "
                               f"{words[-1].strip().removeprefix('fatal: ')}")
@@ -359,7 +99,7 @@ class Repo:
         the git directory has (almost) no space left (:data:`DISK_FULL_BYTES`), the
         temporary object files git wrote during this call are removed, so that freeing the
         user's own files is enough, and :class:`DiskFull` is raised instead."""
-        started = _clock()
+        started = clock()
         try:
             return run_git(args, cwd=self.top, input=input, env=env,
                            allow_non_zero=allow_non_zero)
@@ -507,7 +247,7 @@ class Repo:
         dropped from the index with ``--force-remove``). Raises :class:`GitError`."""
         if not paths:
             return
-        gone = [p for p in paths if not self._reachable(p)]
+        gone = [p for p in paths if not self.reachable(p)]
         if gone:
             self.run("update-index", "--force-remove", "-z", "--stdin", input=join_z(gone),
                      env=env)
@@ -517,7 +257,7 @@ class Repo:
             self.run("update-index", "--add", "--remove", "--replace", "-z", "--stdin",
                      input=join_z(present), env=env)
 
-    def _reachable(self, path: str) -> bool:
+    def reachable(self, path: str) -> bool:
         """Whether ``path`` exists in the work tree with a real folder at each level above it
         (not a symlink, not a file)."""
         folder = self.top
@@ -561,7 +301,7 @@ class Repo:
         if fits_argv(paths):
             return split_z(self.run("ls-files", "-z", "--", *paths).stdout)
         wanted = set(paths)
-        return [p for p in split_z(self.run("ls-files", "-z").stdout) if _covered(p, wanted)]
+        return [p for p in split_z(self.run("ls-files", "-z").stdout) if covered(p, wanted)]
 
     def unstage(self, paths: Sequence[str]) -> None:
         """Make the index entries of ``paths`` equal HEAD, leaving the work tree alone; a path
@@ -590,7 +330,7 @@ class Repo:
             if item:
                 meta, _, raw = item.partition(b"\t")
                 name = raw.decode("utf-8", "surrogateescape")
-                if few or _covered(name, wanted):
+                if few or covered(name, wanted):
                     mode, _, oid = meta.decode().split()
                     found[name] = (mode, oid)
         return found
@@ -672,25 +412,6 @@ class Repo:
         return self.run("commit", "-q", "--cleanup=verbatim", "-F", "-",
                         input=message.encode("utf-8"), env=user_locale(), allow_non_zero=True)
 
-    @contextmanager
-    def temporary_index(self, *, copy_of_real: bool = True) -> Iterator[Index]:
-        """A private index under the scratch folder for building a tree without touching the
-        user's: a copy of the real index (its stat data and cache tree spare hashing every
-        file again) when ``copy_of_real`` and there is one, else empty. The file and its
-        ``.lock`` are removed on leaving, whatever happened."""
-        self.scratch.mkdir(parents=True, exist_ok=True)
-        path = self.scratch / f"attempt-index.{os.getpid()}"
-        try:
-            index = Index(self, path)
-            real = self.git_dir / "index"
-            if copy_of_real and real.is_file():
-                write_atomic(path, real.read_bytes())
-                index.copied = True
-            yield index
-        finally:
-            for leftover in (path, path.with_name(path.name + ".lock")):
-                leftover.unlink(missing_ok=True)
-
     def show_patch(self, rev: str) -> str:
         """Commit ``rev`` for people: ``commit <id>``, its message, a diffstat and the patch
         (``git show --no-ext-diff --stat --patch``), decoded (invalid bytes replaced)."""
@@ -731,154 +452,18 @@ class Repo:
 
     # --- submodules ---------------------------------------------------------------------------
 
-    def submodules(self, paths: Sequence[str]) -> list[str]:
-        """The paths of ``paths`` that are submodules: a folder of the work tree whose entry in
-        HEAD or in the index is a gitlink (mode 160000)."""
-        folders = [p for p in paths if (self.top / p).is_dir() and not (self.top / p).is_symlink()]
-        if not folders:
-            return []
-        found = {p for p, (mode, _) in self.tree_entries("HEAD", folders).items()
-                 if mode == GITLINK}
-        staged = self.run("ls-files", "-s", "-z", "--", *folders).stdout if fits_argv(
-            folders) else self.run("ls-files", "-s", "-z").stdout
-        wanted = set(folders)
-        for item in split_z(staged):
-            meta, _, name = item.partition("\t")
-            if meta.startswith(GITLINK + " ") and name in wanted:
-                found.add(name)
-        return [p for p in paths if p in found]
-
-    def _checked_out(self, path: str) -> bool:
+    def checked_out(self, path: str) -> bool:
         """Whether submodule ``path`` has a checkout of its own (a ``.git`` file or folder);
         without one, git run inside it would act on this repository."""
         return os.path.lexists(self.top / path / ".git")
 
     def submodule_head(self, path: str) -> str | None:
         """The commit checked out in submodule ``path``, or None when it has no checkout."""
-        if not self._checked_out(path):
+        if not self.checked_out(path):
             return None
         res = run_git(["rev-parse", "-q", "--verify", "HEAD^{commit}"], cwd=self.top / path,
                       allow_non_zero=True)
         return res.text or None if res.returncode == 0 else None
-
-    def submodule_has(self, path: str, commit: str) -> bool:
-        """Whether submodule ``path`` has ``commit`` in its object store (true when it has no
-        checkout: there is nothing to check out then)."""
-        if not self._checked_out(path):
-            return True
-        return run_git(["cat-file", "-e", f"{commit}^{{commit}}"], cwd=self.top / path,
-                       allow_non_zero=True).returncode == 0
-
-    def submodule_dirty(self, path: str) -> bool:
-        """Whether submodule ``path`` has changes that its commit does not hold: edits, staged
-        changes or untracked files (not ignored ones)."""
-        if not self._checked_out(path):
-            return False
-        res = run_git(["status", "--porcelain=v1", "-z", "--untracked-files=all",
-                       "--ignore-submodules=none"], cwd=self.top / path)
-        return bool(res.stdout)
-
-    def reinstate_submodule(self, path: str) -> None:
-        """Check out submodule ``path`` again at the commit the index records, from its own
-        repository under the git directory (``modules/<name>``), when it has one; never
-        fetched (``git submodule update --init --no-fetch``). Without one, nothing is done:
-        the submodule's history is not here."""
-        names = [key[len("submodule."):-len(".path")]
-                 for key, value in self.config_entries_in(".gitmodules",
-                                                          r"^submodule\..*\.path$")
-                 if value == path]
-        if not any((self.common_dir / "modules" / name).is_dir() for name in names):
-            return
-        self.run("submodule", "--quiet", "update", "--init", "--no-fetch", "--", path)
-
-    def config_entries_in(self, file: str, pattern: str) -> list[tuple[str, str | None]]:
-        """As :meth:`config_entries`, from the file ``file`` of the work tree (such as
-        ``.gitmodules``); none when it does not exist."""
-        if not (self.top / file).is_file():
-            return []
-        res = self.run("config", "-z", "-f", file, "--get-regexp", pattern, allow_non_zero=True)
-        found: list[tuple[str, str | None]] = []
-        for item in split_z(res.stdout):
-            key, newline, value = item.partition("\n")
-            found.append((key, value if newline else None))
-        return found
-
-    def checkout_submodule(self, path: str, commit: str) -> None:
-        """Check out ``commit`` (detached) in submodule ``path``, as ``git submodule update``
-        does. Raises :class:`GitError` (the commit is not in its object store, say)."""
-        run_git(["checkout", "-q", "--detach", commit], cwd=self.top / path)
-
-    def make_tree(self, entries: Iterable[tuple[str, str, str]]) -> str:
-        """Write the tree of ``entries`` ((mode such as ``100644``, blob id, path with ``/``
-        separators)) and the trees of its folders, all through one interactive
-        ``git mktree --batch``; returns the top tree's id. Raises :class:`GitError`. A signal
-        waits until git is done, as in :func:`run_git`."""
-        with signals.deferred():
-            return self._make_tree(entries)
-
-    def _make_tree(self, entries: Iterable[tuple[str, str, str]]) -> str:
-        folders: dict[str, list[str]] = {"": []}  # folder -> its blob lines
-        children: dict[str, set[str]] = {}  # folder -> its subfolders
-        for mode, oid, path in entries:
-            parent, _, name = path.rpartition("/")
-            folders.setdefault(parent, []).append(f"{mode} blob {oid}\t{name}")
-            while parent:
-                above = parent.rpartition("/")[0]
-                folders.setdefault(above, [])
-                children.setdefault(above, set()).add(parent)
-                parent = above
-        argv = ["git", "--literal-pathspecs", "mktree", "--batch"]
-        proc = subprocess.Popen(argv, cwd=self.top, env=_environment(None),
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE)
-        assert proc.stdin is not None and proc.stdout is not None
-        made: dict[str, str] = {}
-        try:
-            # Deepest folders first, so that each parent can name its children's trees.
-            for folder in sorted(folders, key=lambda f: (-f.count("/") - bool(f), f)):
-                lines = folders[folder] + [f"040000 tree {made[child]}\t"
-                                           f"{child.rpartition('/')[2]}"
-                                           for child in sorted(children.get(folder, ()))]
-                proc.stdin.write(("\n".join(lines) + "\n\n").encode("utf-8", "surrogateescape"))
-                proc.stdin.flush()
-                made[folder] = proc.stdout.readline().decode().strip()
-                if not made[folder]:
-                    break
-            proc.stdin.close()
-        except BrokenPipeError:
-            pass
-        stderr = proc.stderr.read() if proc.stderr else b""
-        code = proc.wait()
-        top = made.get("", "")
-        if code != 0 or not top:
-            raise GitError(argv[2:], code, b"", stderr)
-        return top
-
-    def hash_files(self, paths: Sequence[str]) -> dict[str, str]:
-        """The object ids ``git update-index`` would record for the work tree paths ``paths``
-        (filters applied, nothing written): a file's blob, a symlink's blob (its target), a
-        submodule's checked-out commit; a path that is none of these, lies beyond a symlink, or
-        has a newline in its name is left out."""
-        files: list[str] = []
-        found: dict[str, str] = {}
-        for path in paths:
-            full = self.top / path
-            if "\n" in path or not self._reachable(path):
-                continue
-            if full.is_symlink():
-                target = os.fsencode(os.readlink(full))
-                found[path] = self.run("hash-object", "--stdin", input=target).text
-            elif full.is_file():
-                files.append(path)
-            elif full.is_dir():
-                head = self.submodule_head(path)
-                if head is not None:
-                    found[path] = head
-        if files:
-            ids = self.run("hash-object", "--stdin-paths", input="".join(
-                p + "\n" for p in files).encode("utf-8", "surrogateescape")).text.split()
-            found.update(zip(files, ids, strict=True))
-        return found
 
     def changed_paths(self, old: str, new: str) -> list[str]:
         """The paths that differ between commits ``old`` and ``new`` (renames as a deletion
@@ -945,73 +530,3 @@ class Repo:
         if res.returncode == 0:
             return None
         return "git has no committer identity: set user.name and user.email (git config)"
-
-    # --- git's own lock files ---------------------------------------------------------------
-
-    def recording_locks(self, branch: str, namespace: str | None = None) -> list[Path]:
-        """The lock files of what a keep, a revert or a measurement changes that exist now:
-        the index's, HEAD's, branch ``branch``'s (``refs/heads/<branch>.lock``),
-        ``packed-refs.lock``, and, with ``namespace`` (``refs/autoresearch/<id>``), those of
-        our own refs below it (``attempts/<run>.lock``, ``scope/<run>.lock``, ``state.lock``).
-        git creates each while it changes that file and removes it when done; one that stays
-        was left by a git process that was killed (or is one that is still running). Sorted
-        as listed, those under ``namespace`` by path."""
-        wanted = [self.git_dir / "index.lock", self.git_dir / "HEAD.lock",
-                  self.common_dir / "refs" / "heads" / f"{branch}.lock",
-                  self.common_dir / "packed-refs.lock"]
-        found = [path for path in wanted if path.is_file()]
-        if namespace is not None:
-            folder = self.common_dir / namespace
-            if folder.is_dir():
-                found.extend(sorted((p for p in folder.glob("**/*.lock") if p.is_file()),
-                                    key=str))
-        return found
-
-    def lock_files(self) -> list[tuple[Path, float]]:
-        """Every git lock file in the git directories, with its age in seconds: ``*.lock``
-        files at their top (``index.lock``, ``HEAD.lock``, ``packed-refs.lock``,
-        ``config.lock``, ...), under ``refs/``, and those of linked worktrees
-        (``worktrees/<name>/*.lock``); sorted by path."""
-        found: set[Path] = set()
-        for folder in {self.git_dir, self.common_dir}:
-            found.update(folder.glob("*.lock"))
-            found.update(folder.glob("worktrees/*/*.lock"))
-            found.update(folder.glob("refs/**/*.lock"))
-        now = time.time()
-        out = []
-        for path in sorted(found, key=str):
-            try:
-                out.append((path, max(0.0, now - path.lstat().st_mtime)))
-            except FileNotFoundError:  # git finished meanwhile
-                continue
-        return out
-
-
-class Index:
-    """A private index file (:meth:`Repo.temporary_index`): every git call on it runs with
-    ``GIT_INDEX_FILE`` set here and nowhere else. ``copied``: whether it began as a copy of the
-    real index."""
-
-    def __init__(self, repo: Repo, path: Path) -> None:
-        self.repo = repo
-        self.path = path
-        self.copied = False
-        self.env = {"GIT_INDEX_FILE": str(path)}
-
-    def read_tree(self, rev: str) -> None:
-        """Make this index hold the tree of ``rev`` (``git read-tree``)."""
-        self.repo.run("read-tree", rev, env=self.env)
-
-    def reset_paths(self, rev: str, paths: Sequence[str]) -> None:
-        """Put the entries of ``paths`` back to ``rev``'s (``git reset -q <rev> --``)."""
-        if paths:
-            self.repo.run("reset", "-q", rev, "--pathspec-from-file=-", "--pathspec-file-nul",
-                          input=join_z(paths), env=self.env)
-
-    def add_paths(self, paths: Sequence[str]) -> None:
-        """Stage ``paths`` here as :meth:`Repo.add_paths` does in the real index."""
-        self.repo.add_paths(paths, env=self.env)
-
-    def write_tree(self) -> str:
-        """The tree of this index, written into the object store."""
-        return self.repo.run("write-tree", env=self.env).text

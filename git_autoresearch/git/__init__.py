@@ -1,0 +1,45 @@
+"""The git store: the only package that runs git and parses what it prints.
+
+Every call goes through :func:`~git_autoresearch.git.process.run_git` (``Repo.run``), which raises
+:class:`GitError` (argv, exit code, stdout, stderr) unless the caller opts in to a non-zero exit
+with ``allow_non_zero=True``. Only machine formats are parsed: ``-z`` lists, ``--porcelain`` and
+``--format`` with NUL or ``%x1f``/``%x1e`` separators, never git's human messages. Paths handed to
+git are literal (``--literal-pathspecs``), so a file named ``*`` or ``:(glob)x`` is that file and
+nothing else. It knows no session concept (no ref name, no trailer key).
+
+- :mod:`.process`: running git, its environment, errors (:class:`GitError`, :class:`DiskFull`)
+  and the machine formats;
+- :mod:`.repo`: :class:`Repo`, the typed operations on a repository;
+- :mod:`.trees`: trees built outside the user's index (a private index, ``git mktree``);
+- :mod:`.submodule`: submodules and their checkouts;
+- :mod:`.locks`: git's own lock files.
+"""
+
+from .process import (
+    ABSENT,
+    COMMIT_HOOKS,
+    DISK_FULL_BYTES,
+    GITLINK,
+    LOCATING_VARIABLES,
+    DiskFull,
+    GitError,
+    Result,
+    StatusEntry,
+    config_bool,
+    fits_argv,
+    free_bytes,
+    join_z,
+    run_git,
+    said,
+    show_prefix,
+    split_z,
+    temporary_objects,
+    user_locale,
+)
+from .repo import Repo
+
+__all__ = [
+    "ABSENT", "COMMIT_HOOKS", "DISK_FULL_BYTES", "GITLINK", "LOCATING_VARIABLES", "DiskFull",
+    "GitError", "Repo", "Result", "StatusEntry", "config_bool", "fits_argv", "free_bytes",
+    "join_z", "run_git", "said", "show_prefix", "split_z", "temporary_objects", "user_locale",
+]

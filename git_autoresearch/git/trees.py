@@ -1,0 +1,139 @@
+"""Trees built outside the user's index: a private index file (after git-revise's ``Index``)
+and ``git mktree --batch`` for a tree of blobs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from .. import signals
+from ..files import write_atomic
+from .process import GitError, git_environment, join_z
+from .repo import Repo
+
+
+@contextmanager
+def temporary_index(repo: Repo, *, copy_of_real: bool = True) -> Iterator[Index]:
+    """A private index under the scratch folder for building a tree without touching the
+    user's: a copy of the real index (its stat data and cache tree spare hashing every
+    file again) when ``copy_of_real`` and there is one, else empty. The file and its
+    ``.lock`` are removed on leaving, whatever happened."""
+    repo.scratch.mkdir(parents=True, exist_ok=True)
+    path = repo.scratch / f"attempt-index.{os.getpid()}"
+    try:
+        index = Index(repo, path)
+        real = repo.git_dir / "index"
+        if copy_of_real and real.is_file():
+            write_atomic(path, real.read_bytes())
+            index.copied = True
+        yield index
+    finally:
+        for leftover in (path, path.with_name(path.name + ".lock")):
+            leftover.unlink(missing_ok=True)
+
+
+def make_tree(repo: Repo, entries: Iterable[tuple[str, str, str]]) -> str:
+    """Write the tree of ``entries`` ((mode such as ``100644``, blob id, path with ``/``
+    separators)) and the trees of its folders, all through one interactive
+    ``git mktree --batch``; returns the top tree's id. Raises :class:`GitError`. A signal
+    waits until git is done, as in :func:`run_git`."""
+    with signals.deferred():
+        return _make_tree(repo, entries)
+
+def _make_tree(repo: Repo, entries: Iterable[tuple[str, str, str]]) -> str:
+    folders: dict[str, list[str]] = {"": []}  # folder -> its blob lines
+    children: dict[str, set[str]] = {}  # folder -> its subfolders
+    for mode, oid, path in entries:
+        parent, _, name = path.rpartition("/")
+        folders.setdefault(parent, []).append(f"{mode} blob {oid}\t{name}")
+        while parent:
+            above = parent.rpartition("/")[0]
+            folders.setdefault(above, [])
+            children.setdefault(above, set()).add(parent)
+            parent = above
+    argv = ["git", "--literal-pathspecs", "mktree", "--batch"]
+    proc = subprocess.Popen(argv, cwd=repo.top, env=git_environment(None),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    made: dict[str, str] = {}
+    try:
+        # Deepest folders first, so that each parent can name its children's trees.
+        for folder in sorted(folders, key=lambda f: (-f.count("/") - bool(f), f)):
+            lines = folders[folder] + [f"040000 tree {made[child]}\t"
+                                       f"{child.rpartition('/')[2]}"
+                                       for child in sorted(children.get(folder, ()))]
+            proc.stdin.write(("\n".join(lines) + "\n\n").encode("utf-8", "surrogateescape"))
+            proc.stdin.flush()
+            made[folder] = proc.stdout.readline().decode().strip()
+            if not made[folder]:
+                break
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass
+    stderr = proc.stderr.read() if proc.stderr else b""
+    code = proc.wait()
+    top = made.get("", "")
+    if code != 0 or not top:
+        raise GitError(argv[2:], code, b"", stderr)
+    return top
+
+
+class Index:
+    """A private index file (:func:`temporary_index`): every git call on it runs with
+    ``GIT_INDEX_FILE`` set here and nowhere else. ``copied``: whether it began as a copy of the
+    real index."""
+
+    def __init__(self, repo: Repo, path: Path) -> None:
+        self.repo = repo
+        self.path = path
+        self.copied = False
+        self.env = {"GIT_INDEX_FILE": str(path)}
+
+    def read_tree(self, rev: str) -> None:
+        """Make this index hold the tree of ``rev`` (``git read-tree``)."""
+        self.repo.run("read-tree", rev, env=self.env)
+
+    def reset_paths(self, rev: str, paths: Sequence[str]) -> None:
+        """Put the entries of ``paths`` back to ``rev``'s (``git reset -q <rev> --``)."""
+        if paths:
+            self.repo.run("reset", "-q", rev, "--pathspec-from-file=-", "--pathspec-file-nul",
+                          input=join_z(paths), env=self.env)
+
+    def add_paths(self, paths: Sequence[str]) -> None:
+        """Stage ``paths`` here as :meth:`Repo.add_paths` does in the real index."""
+        self.repo.add_paths(paths, env=self.env)
+
+    def write_tree(self) -> str:
+        """The tree of this index, written into the object store."""
+        return self.repo.run("write-tree", env=self.env).text
+
+
+def hash_files(repo: Repo, paths: Sequence[str]) -> dict[str, str]:
+    """The object ids ``git update-index`` would record for the work tree paths ``paths``
+    (filters applied, nothing written): a file's blob, a symlink's blob (its target), a
+    submodule's checked-out commit; a path that is none of these, lies beyond a symlink, or
+    has a newline in its name is left out."""
+    files: list[str] = []
+    found: dict[str, str] = {}
+    for path in paths:
+        full = repo.top / path
+        if "\n" in path or not repo.reachable(path):
+            continue
+        if full.is_symlink():
+            target = os.fsencode(os.readlink(full))
+            found[path] = repo.run("hash-object", "--stdin", input=target).text
+        elif full.is_file():
+            files.append(path)
+        elif full.is_dir():
+            head = repo.submodule_head(path)
+            if head is not None:
+                found[path] = head
+    if files:
+        ids = repo.run("hash-object", "--stdin-paths", input="".join(
+            p + "\n" for p in files).encode("utf-8", "surrogateescape")).text.split()
+        found.update(zip(files, ids, strict=True))
+    return found
