@@ -298,9 +298,10 @@ AGGREGATORS: dict[str, Callable[[list[float]], float]] = {
     "mean": lambda values: float(f"{sum(values) / len(values):.12g}")}
 
 
-@dataclass
+@dataclass(frozen=True)
 class Measurement:
-    """One measured experiment (all samples, then the checks).
+    """One measured experiment (all samples, then the checks); immutable once taken (a copy
+    with changes: ``dataclasses.replace``).
 
     ``metric`` is the aggregate of ``samples`` (None when the run crashed, with ``reason``);
     ``checks`` is None when no checks ran, else ``passed``, ``exit_code``, ``timed_out``,
@@ -384,11 +385,10 @@ def measure(
     aggregate = AGGREGATORS[cfg.aggregate]
     metric = float(aggregate(samples))
     metrics = {name: float(aggregate(values)) for name, values in per_metric.items()}
-    result = Measurement(metric, metrics, samples, round(time.monotonic() - started, 3),
-                         exit_code=0, log_tail=tail(log_path))
-    if cfg.checks_command:
-        result.checks = run_checks(cfg, top=top, log_path=log_path, env=env)
-    return result
+    duration, log_tail = round(time.monotonic() - started, 3), tail(log_path)
+    checks = run_checks(cfg, top=top, log_path=log_path, env=env) if cfg.checks_command else None
+    return Measurement(metric, metrics, samples, duration, exit_code=0, checks=checks,
+                       log_tail=log_tail)
 
 
 def _new_log(log_path: Path) -> int:

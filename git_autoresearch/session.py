@@ -46,6 +46,29 @@ if TYPE_CHECKING:
 # How long a recording command waits for a lock file of git's to go before refusing.
 GIT_LOCK_WAIT_SECONDS = 1.0
 
+def _configuration(layout: Layout, data: bytes, book: Ledger, *, strict: bool
+                   ) -> tuple[Config, str | None]:
+    """The configuration of ``config.toml`` (``data``), and why it could not be used (None: it
+    could). Unless ``strict``, an invalid file is read with the values the ledger's header
+    recorded instead; :class:`Refused` when it must be refused."""
+    header = book.config_header or {}
+    recorded = header.get("config")
+    try:
+        if header.get("config_hash") == file_hash(data) and isinstance(recorded, dict):
+            # The header holds the very values the file was written from: no TOML to parse.
+            return Config.from_mapping(recorded, source=str(layout.config)), None
+        return Config.from_mapping(parse_toml(data, source=str(layout.config)),
+                                   source=str(layout.config)), None
+    except UsageError as exc:
+        if strict or not isinstance(recorded, dict):
+            raise Refused(f"{exc.message}; git autoresearch resume restores it from the "
+                          "state ref") from None
+        # To read the runs, the values the segment began with will do.
+        return (Config.from_mapping(recorded, source="the ledger's configuration header"),
+                f"{exc.message}; read with the configuration the segment began with (git "
+                "autoresearch resume restores the file from the state ref)")
+
+
 class Session:
     """An open session: repository, configuration (checked against the ledger) and ledger."""
 
@@ -118,24 +141,7 @@ class Session:
         data = layout.read_config_bytes()
         seen = ledger_mod.version(layout.ledger)  # taken first: a later change always shows
         book = ledger_mod.read(layout.ledger)
-        header = book.config_header or {}
-        recorded = header.get("config")
-        invalid: str | None = None
-        try:
-            if header.get("config_hash") == file_hash(data) and isinstance(recorded, dict):
-                # The header holds the very values the file was written from: no TOML to parse.
-                cfg = Config.from_mapping(recorded, source=str(layout.config))
-            else:
-                cfg = Config.from_mapping(parse_toml(data, source=str(layout.config)),
-                                          source=str(layout.config))
-        except UsageError as exc:
-            if check_config or not isinstance(recorded, dict):
-                raise Refused(f"{exc.message}; git autoresearch resume restores it from the "
-                              "state ref") from None
-            # To read the runs, the values the segment began with will do.
-            cfg = Config.from_mapping(recorded, source="the ledger's configuration header")
-            invalid = (f"{exc.message}; read with the configuration the segment began with "
-                       "(git autoresearch resume restores the file from the state ref)")
+        cfg, invalid = _configuration(layout, data, book, strict=check_config)
         lock_wait_seconds()
         hook_timeout_seconds()  # a bad setting is refused before anything runs
         session = cls(repo, cfg, data, book)

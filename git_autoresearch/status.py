@@ -1,8 +1,8 @@
-"""What ``git autoresearch status`` (and ``resume``, once it has repaired) reports: where an
-open session stands, computed once and returned as a value the command renders (human text or
-``--json``, DESIGN.md section 5).
+"""What ``git autoresearch status`` (and ``resume``, once it has repaired, and ``show`` of one
+run) reports: where an open session stands, computed once and returned as a value the command
+renders (human text or ``--json``, DESIGN.md section 5).
 
-No click here, and no git argv: the reconciliation comes from :func:`report.reconcile`, the
+No click here, and no git argv: the reconciliation comes from :func:`trailers.reconcile`, the
 rest from the session's own questions (its branch, baseline, pending measurement, readonly
 files and intent record).
 """
@@ -12,8 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .errors import UsageError
+
 if TYPE_CHECKING:
     from .hooks import HookReport
+    from .ledger import Run
     from .session import Session
 
 # How many changed paths a stale pending measurement names in the human text.
@@ -196,3 +199,52 @@ def resumed(session: Session, actions: list[str], finished: HookReport | None) -
         segment=segment_summary(session.segment), next_run=session.ledger.next_run_number,
         stop_pending=session.layout.stop.exists(), limit_reached=session.limit_reached(),
         warnings=session.warnings, finished=finished)
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What ``show`` reports of one run: its ``run``, the commit its diff is of (the keep
+    commit, or the attempt ref's; None: none), that ``diff`` (``git show`` text), and each
+    set-aside (``ref``, ``commit``, the ``paths`` outside the scope it took away)."""
+
+    run: Run
+    diff_commit: str | None
+    diff: str
+    set_aside: list[dict[str, Any]]
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``show --json`` document."""
+        return {"record": self.run.data, "diff_commit": self.diff_commit, "diff": self.diff,
+                "set_aside": self.set_aside}
+
+
+def shown(session: Session, number: int) -> Shown:
+    """Run ``number`` of ``session`` with its diff; :class:`UsageError` (exit 2) when the
+    ledger has no such run."""
+    from .refs import session_branch
+    from .trailers import read_trailers
+
+    run = session.ledger.find(number)
+    if run is None:
+        last = session.ledger.next_run_number - 1
+        raise UsageError(f"no run {number} in the ledger (runs are 1 to {last})"
+                         if last else f"no run {number}: the ledger has no runs yet")
+    repo = session.repo
+    target = None
+    if run.status == "keep":
+        base = (session.ledger.segments[0].header or {}).get("base_commit")
+        info = read_trailers(repo, session_branch(session.config.session_id), base)
+        if number in info:
+            target = info[number]["commit"]
+    elif run.data.get("attempt_ref"):
+        target = repo.resolve(str(run.data["attempt_ref"]))
+    refs = run.data.get("scope_refs") or (
+        [run.data["scope_ref"]] if isinstance(run.data.get("scope_ref"), str) else [])
+    set_aside = []
+    for ref in refs:
+        commit = repo.resolve(str(ref))
+        # The set-aside commit holds the whole experiment; only these paths were removed.
+        paths = [p for p in (repo.changed_paths(f"{commit}^", commit) if commit else [])
+                 if not session.bounds.in_scope(p)]
+        set_aside.append({"ref": ref, "commit": commit, "paths": paths})
+    return Shown(run, target, repo.show_patch(target) if target else "", set_aside)

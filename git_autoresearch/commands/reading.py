@@ -157,39 +157,12 @@ def _status_tail(found: Status, unit: str) -> list[str]:
 def show_cmd(run_number: int, as_json: bool) -> None:
     """One run: its record and its diff (the keep commit, or the attempt ref of a non-kept run)."""
 
-    session = _open_warned()
-    run = session.ledger.find(run_number)
-    if run is None:
-        last = session.ledger.next_run_number - 1
-        raise UsageError(f"no run {run_number} in the ledger (runs are 1 to {last})"
-                         if last else f"no run {run_number}: the ledger has no runs yet")
-    repo = session.repo
-    target = None
-    if run.status == "keep":
-        from ..refs import session_branch
-        from ..trailers import read_trailers
+    from ..status import shown
 
-        base = (session.ledger.segments[0].header or {}).get("base_commit")
-        info = read_trailers(repo, session_branch(session.config.session_id), base)
-        if run_number in info:
-            target = info[run_number]["commit"]
-    elif run.data.get("attempt_ref"):
-        target = repo.resolve(str(run.data["attempt_ref"]))
-    diff = ""
-    if target:
-        diff = repo.show_patch(target)
-    refs = run.data.get("scope_refs") or (
-        [run.data["scope_ref"]] if isinstance(run.data.get("scope_ref"), str) else [])
-    set_aside = []
-    for ref in refs:
-        commit = repo.resolve(str(ref))
-        # The set-aside commit holds the whole experiment; only these paths were removed.
-        paths = [p for p in (repo.changed_paths(f"{commit}^", commit) if commit else [])
-                 if not session.bounds.in_scope(p)]
-        set_aside.append({"ref": ref, "commit": commit, "paths": paths})
+    found = shown(_open_warned(), run_number)
+    run, diff, set_aside = found.run, found.diff, found.set_aside
     if as_json:
-        emit_json({"record": run.data, "diff_commit": target, "diff": diff,
-                   "set_aside": set_aside})
+        emit_json(found.to_json())
         return
     click.echo(json.dumps(run.data, ensure_ascii=False, indent=2))
     if run.status == "crash" and run.data.get("tail"):
