@@ -4,10 +4,12 @@ can be read back by the tool: under the ledger reader's line limit and without d
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from . import ledger as ledger_mod
 from .errors import UsageError
+from .ledger import RunRecord
 
 # Bounds on what a caller passes, so that every record the tool writes stays well under the
 # ledger reader's line limit (ledger.MAX_LINE_BYTES, 1 MiB) and every JSON it writes can be read
@@ -91,31 +93,45 @@ def parse_asi(pairs: list[str], raw_json: str | None) -> dict[str, Any]:
     return asi
 
 
-def fit_record(record: dict[str, Any]) -> None:
+def fit_record(record: RunRecord) -> None:
     """Make run ``record`` fit the ledger's line limit before it is written: a list of scope or
     readonly violations longer than :data:`SHOWN_VIOLATIONS` paths or
     :data:`VIOLATIONS_BUDGET` bytes is cut (its length kept in ``scope_violations_total`` or
     ``readonly_violations_total``; the paths stay in the scope or attempt ref). Raises
     :class:`UsageError` naming the largest field when it still does not fit."""
-    size = len(ledger_mod.dumps(record).encode("utf-8"))
+    if _size(record) <= RECORD_BUDGET:
+        return
+    scope = record.get("scope_violations") or []
+    kept = _shown(scope)
+    if len(kept) < len(scope):
+        record["scope_violations_total"] = len(scope)
+        record["scope_violations"] = kept
+    readonly = record.get("readonly_violations") or []
+    kept = _shown(readonly)
+    if len(kept) < len(readonly):
+        record["readonly_violations_total"] = len(readonly)
+        record["readonly_violations"] = kept
+    size = _size(record)
     if size <= RECORD_BUDGET:
         return
-    for key in ("scope_violations", "readonly_violations"):
-        paths = record.get(key) or []
-        kept: list[str] = []
-        used = 2
-        for path in paths:
-            used += len(ledger_mod.dumps({"": path}).encode("utf-8")) - 6
-            if used > VIOLATIONS_BUDGET or len(kept) >= SHOWN_VIOLATIONS:
-                break
-            kept.append(path)
-        if len(kept) < len(paths):
-            record[f"{key}_total"] = len(paths)
-            record[key] = kept
-    size = len(ledger_mod.dumps(record).encode("utf-8"))
-    if size <= RECORD_BUDGET:
-        return
-    largest = max(record, key=lambda k: len(ledger_mod.dumps({k: record[k]})))
+    fields: Mapping[str, object] = record
+    largest = max(fields, key=lambda k: len(ledger_mod.dumps({k: fields[k]})))
     raise UsageError(f"run {record['run']}'s record would be {size} bytes, more than the "
                      f"{RECORD_BUDGET} a ledger line may hold; its largest field is {largest!r}; "
                      "nothing was recorded")
+
+
+def _size(record: Mapping[str, object]) -> int:
+    return len(ledger_mod.dumps(record).encode("utf-8"))
+
+
+def _shown(paths: list[str]) -> list[str]:
+    """The first of ``paths`` that fit :data:`SHOWN_VIOLATIONS` and :data:`VIOLATIONS_BUDGET`."""
+    kept: list[str] = []
+    used = 2
+    for path in paths:
+        used += len(ledger_mod.dumps({"": path}).encode("utf-8")) - 6
+        if used > VIOLATIONS_BUDGET or len(kept) >= SHOWN_VIOLATIONS:
+            break
+        kept.append(path)
+    return kept

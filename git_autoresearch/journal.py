@@ -16,11 +16,12 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .errors import AutoresearchError, Refused
 from .files import write_atomic
 from .git import DiskFull, GitError, Repo, said
+from .ledger import RunRecord
 
 # The operations an intent record stands for; "unknown" is a record that cannot be read.
 OPERATIONS = ("keep", "revert", "set-aside")
@@ -44,7 +45,7 @@ class Intent:
     id: str = ""
     head: str = ""
     ref: str = ""
-    record: dict[str, Any] | None = None
+    record: RunRecord | None = None
     untracked_after: list[str] = field(default_factory=list)
     staged_preexisting: list[str] = field(default_factory=list)
     to_stage: list[str] = field(default_factory=list)
@@ -84,7 +85,7 @@ class Intent:
                    run=run if isinstance(run, int) and not isinstance(run, bool) else None,
                    id=str(data.get("id") or ""), head=str(data.get("head") or ""),
                    ref=str(data.get("ref") or ""),
-                   record=record if isinstance(record, dict) else None,
+                   record=cast(RunRecord, record) if isinstance(record, dict) else None,
                    untracked_after=paths("untracked_after"),
                    staged_preexisting=paths("staged_preexisting"),
                    to_stage=paths("to_stage"), had_index=bool(data.get("had_index")),

@@ -281,6 +281,8 @@ class RunRecord(_RunFields, total=False):
     attempt_ref: str | None
     scope_violations: list[str]
     readonly_violations: list[str]
+    scope_violations_total: int
+    readonly_violations_total: int
     hooks: list[dict[str, Any]]
     scope_ref: str
     scope_refs: list[str]

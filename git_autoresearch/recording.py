@@ -14,7 +14,7 @@ import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from . import journal, signals
 from . import ledger as ledger_mod
@@ -32,7 +32,7 @@ from .faults import checkpoint
 from .files import WriteFailed
 from .git import GitError
 from .inputs import fit_record
-from .ledger import Run, Segment, json_number, now_ms
+from .ledger import Run, RunRecord, Segment, json_number, now_ms, run_record
 from .measure import Measurement
 from .pending import changed_since, set_asides
 from .refs import attempt_ref
@@ -55,7 +55,7 @@ class Recorded:
     """A recorded run: its ledger record as written, and what the caller should hear (the
     measurement dropped, the state ref not mirrored, ...)."""
 
-    record: dict[str, Any]
+    record: RunRecord
     warnings: list[str] = field(default_factory=list)
 
 
@@ -205,7 +205,7 @@ def _settle(session: Session, status: str, result: Measurement | None,
     return status, result, measured
 
 
-def _carry_dropped(draft: dict[str, Any], measured: Measurement) -> None:
+def _carry_dropped(draft: RunRecord, measured: Measurement) -> None:
     """What a dropped measurement set aside before it ran still belongs to the run."""
     if measured.scope_ref:
         draft["scope_ref"] = measured.scope_ref
@@ -216,25 +216,11 @@ def _carry_dropped(draft: dict[str, Any], measured: Measurement) -> None:
 
 def _draft(session: Session, number: int, status: str, description: str,
            result: Measurement | None, asi: Mapping[str, Any] | None,
-           hooks: Sequence[Mapping[str, Any]] | None, baseline: bool) -> dict[str, Any]:
+           hooks: Sequence[Mapping[str, Any]] | None, baseline: bool) -> RunRecord:
     """The run record, with ``commit`` at HEAD and no attempt ref yet."""
     metric = result.metric if result else None
-    draft: dict[str, Any] = {
-        "run": number,
-        "commit": session.repo.short(session.head()),
-        # pi-autoresearch's convention: a crash's metric is 0, whatever was measured.
-        "metric": 0 if status == "crash" else
-        (json_number(metric) if metric is not None else None),
-        "metrics": {k: json_number(v) for k, v in (result.metrics if result else {}).items()},
-        "status": status,
-        "description": description,
-        "timestamp": now_ms(),
-        "segment": session.segment.index,
-        "confidence": None,
-    }
-    if asi:
-        draft["asi"] = dict(asi)
-    draft.update({
+    more: dict[str, Any] = {"asi": dict(asi)} if asi else {}
+    more.update({
         "duration_s": result.duration_s if result else None,
         "samples": [json_number(s) for s in result.samples] if result else [],
         "checks": result.checks if result else None,
@@ -243,6 +229,12 @@ def _draft(session: Session, number: int, status: str, description: str,
         "readonly_violations": list(result.readonly_violations) if result else [],
         "hooks": [dict(h) for h in hooks or []],
     })
+    draft = run_record(
+        number, session.repo.short(session.head()),
+        # pi-autoresearch's convention: a crash's metric is 0, whatever was measured.
+        0 if status == "crash" else (json_number(metric) if metric is not None else None),
+        {k: json_number(v) for k, v in (result.metrics if result else {}).items()},
+        status, description, now_ms(), session.segment.index, **more)
     if result is not None and result.scope_ref:
         draft["scope_ref"] = result.scope_ref
     if baseline:
@@ -257,7 +249,7 @@ def _draft(session: Session, number: int, status: str, description: str,
     return draft
 
 
-def _name_set_asides(session: Session, draft: dict[str, Any]) -> None:
+def _name_set_asides(session: Session, draft: RunRecord) -> None:
     """Name in run record ``draft`` every set-aside of its run (``scope_refs``) and add their
     paths outside the scope to its violations: nothing set aside goes unnamed."""
     refs = set_asides(session, draft["run"])
@@ -273,7 +265,7 @@ def _name_set_asides(session: Session, draft: dict[str, Any]) -> None:
                                            *(p for p in outside if bounds.is_readonly(p))})
 
 
-def _apply(session: Session, intent: journal.Intent, draft: dict[str, Any], changes: Changes,
+def _apply(session: Session, intent: journal.Intent, draft: RunRecord, changes: Changes,
            description: str) -> None:
     """The git side of the run: the keep commit, or the revert with the attempt saved at its
     ref; ``draft`` is completed. A failure says what was done and what is left to finish."""
@@ -326,12 +318,14 @@ def _failed(session: Session, intent: journal.Intent, exc: Refused | GitError) -
     return exc
 
 
-def _keep(session: Session, intent: journal.Intent, draft: dict[str, Any], changes: Changes,
+def _keep(session: Session, intent: journal.Intent, draft: RunRecord, changes: Changes,
           description: str) -> None:
     """The keep of :func:`record`: write the intent, commit, and complete ``draft``."""
     number, head, ref = draft["run"], intent.head, intent.ref
     sid = session.config.session_id
-    trailer = result_trailer(session.config.metric_name, draft["metric"], draft["metrics"])
+    metric = draft["metric"]
+    assert metric is not None  # a keep has a metric (_settle)
+    trailer = result_trailer(session.config.metric_name, metric, draft["metrics"])
     bounds = session.bounds
     plan = plan_keep(session.repo, bounds, changes)
     created, tracked = revert_targets(bounds, plan.revert_changes, plan.violations)
@@ -353,9 +347,9 @@ def _keep(session: Session, intent: journal.Intent, draft: dict[str, Any], chang
                                           if not bounds.is_readonly(p))})
 
 
-def append_run(session: Session, record: dict[str, Any], untracked_after: list[str],
+def append_run(session: Session, record: RunRecord, untracked_after: list[str],
                ignored: list[str] | None, warnings: list[str], *, hooks_follow: bool = True
-               ) -> dict[str, Any]:
+               ) -> RunRecord:
     """Compute the confidence, append ``record`` to the ledger, and clear what the run left
     behind; returns the record as written, adding to ``warnings``. With ``hooks_follow`` (the
     after hooks fire next) and after hooks in place, the intent record stays until they have
@@ -365,7 +359,7 @@ def append_run(session: Session, record: dict[str, Any], untracked_after: list[s
     fit_record(record)
     segment = session.segment
     probe = Segment(segment.index, segment.header, list(segment.runs))
-    probe.runs.append(Run(record, 0, probe.index))
+    probe.runs.append(Run(cast(dict[str, Any], record), 0, probe.index))
     record["confidence"] = ledger_mod.confidence(probe)
     checkpoint("record:before-ledger")
     try:
@@ -385,7 +379,7 @@ def append_run(session: Session, record: dict[str, Any], untracked_after: list[s
     return record
 
 
-def _after_append(session: Session, record: dict[str, Any], untracked_after: list[str],
+def _after_append(session: Session, record: RunRecord, untracked_after: list[str],
                   ignored: list[str] | None, warnings: list[str]) -> None:
     """What follows a ledger line: the untracked snapshot, the state ref, git's maintenance
     (every :data:`MAINTENANCE_EVERY` runs), and the pending measurement gone."""

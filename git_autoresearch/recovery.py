@@ -12,7 +12,7 @@ HEAD moved in between, it is :class:`Refused`, or set aside with ``abandon`` (do
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -56,7 +56,7 @@ def locked(session: Session, what: str) -> Iterator[Recovery]:
 def recover(session: Session, *, abandon: bool = False) -> Recovery:
     """:func:`finish_interrupted`, then the after hooks of the run it finished, which the
     killed command never fired."""
-    finished: list[dict[str, Any]] = []
+    finished: list[Mapping[str, Any]] = []
     warnings: list[str] = []
     note = finish_interrupted(session, finished, warnings, abandon=abandon)
     hooks = session.fire_hooks("after", run_entry=finished[0]) if finished else None
@@ -71,7 +71,7 @@ def _clean_scratch(session: Session) -> None:
                 leftover.unlink(missing_ok=True)
 
 
-def finish_interrupted(session: Session, finished: list[dict[str, Any]], warnings: list[str],
+def finish_interrupted(session: Session, finished: list[Mapping[str, Any]], warnings: list[str],
                        *, abandon: bool = False) -> str | None:
     """Finish or roll back an interrupted keep, revert or set-aside; returns what was done, or
     None when nothing was interrupted. The record of a run finished here (or found recorded
@@ -101,9 +101,10 @@ def finish_interrupted(session: Session, finished: list[dict[str, Any]], warning
 
 
 def _finish_revert(session: Session, intent: Intent, number: int,
-                   finished: list[dict[str, Any]], warnings: list[str], *, abandon: bool
+                   finished: list[Mapping[str, Any]], warnings: list[str], *, abandon: bool
                    ) -> str:
-    record = dict(intent.record or {})
+    assert intent.record is not None  # finish_interrupted set aside an intent without one
+    record = intent.record.copy()
     ref = intent.ref
     stopped = _not_to_finish(session, intent, journal.made_by(session.repo, ref, intent),
                              abandon, f"revert of run {number}", f"its attempt is at {ref}")
@@ -116,8 +117,9 @@ def _finish_revert(session: Session, intent: Intent, number: int,
 
 
 def _finish_keep(session: Session, intent: Intent, number: int,
-                 finished: list[dict[str, Any]], warnings: list[str], *, abandon: bool) -> str:
-    record = dict(intent.record or {})
+                 finished: list[Mapping[str, Any]], warnings: list[str], *, abandon: bool) -> str:
+    assert intent.record is not None  # finish_interrupted set aside an intent without one
+    record = intent.record.copy()
     repo = session.repo
     head = repo.head()
     ref = intent.ref

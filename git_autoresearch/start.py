@@ -21,6 +21,7 @@ from .experiment import load_snapshot, save_snapshot, take_snapshot
 from .files import WriteFailed, check_writable
 from .git import Repo
 from .layout import Layout
+from .ledger import RunRecord
 from .lock import SessionLock
 from .measure import Measurement, Progress
 from .paths import Boundaries
@@ -148,7 +149,7 @@ def listing(paths: list[str], limit: int = 5) -> str:
 
 
 def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
-          progress: Progress | None = None) -> tuple[Session, dict[str, Any] | None,
+          progress: Progress | None = None) -> tuple[Session, RunRecord | None,
                                                      Measurement | None]:
     """Create a session (or, with ``new_segment``, a new segment of the existing one), and run
     the baseline unless ``no_baseline``. Returns the session, the baseline record and its
@@ -316,7 +317,7 @@ def _write_session_files(repo: Repo, layout: Layout, cfg: Config, head: str,
 
 
 def _measure_baseline(session: Session, progress: Progress | None
-                      ) -> tuple[dict[str, Any], Measurement]:
+                      ) -> tuple[RunRecord, Measurement]:
     """Measure the unchanged tree and record it as the segment's baseline; returns the record
     and the measurement. Raises :class:`Refused` when it crashed or failed its checks (the
     session is kept)."""

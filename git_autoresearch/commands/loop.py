@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -204,14 +204,15 @@ def _print_recovered(recovered: Recovery) -> None:
         _print_steer("after (the interrupted run)", recovered.hooks)
 
 
-def _record_json(record: dict[str, Any], steer: list[str], warnings: list[str]) -> dict[str, Any]:
+def _record_json(record: Mapping[str, Any], steer: list[str], warnings: list[str]
+                 ) -> dict[str, Any]:
     out = dict(record)
     out["steer"] = "\n".join(s for s in steer if s) or None
     out["warnings"] = warnings
     return out
 
 
-def _print_record(session: Any, record: dict[str, Any], previous_best: float | None) -> None:
+def _print_record(session: Any, record: Mapping[str, Any], previous_best: float | None) -> None:
     cfg = session.config
     unit = f" {cfg.metric_unit}" if cfg.metric_unit else ""
     status = record["status"]
@@ -381,7 +382,7 @@ def _measurement_notes(before: HookReport, result: Measurement) -> list[str]:
          "readonly_violations": result.readonly_violations, "scope_ref": result.scope_ref})
 
 
-def _saved_at(record: dict[str, Any]) -> str:
+def _saved_at(record: Mapping[str, Any]) -> str:
     """Where a run's changes outside the scope or to readonly files are saved: every
     set-aside of the run (``scope_refs``), else its ``scope_ref``, else its attempt ref."""
     refs = record.get("scope_refs")
@@ -390,7 +391,7 @@ def _saved_at(record: dict[str, Any]) -> str:
     return str(record.get("scope_ref") or record.get("attempt_ref"))
 
 
-def _violation_notes(record: dict[str, Any]) -> list[str]:
+def _violation_notes(record: Mapping[str, Any]) -> list[str]:
     """A warning for an agent when some of its changes were outside the scope, or changed
     what defines success (readonly files), and were reverted."""
     where = _saved_at(record)
