@@ -225,6 +225,32 @@ def test_kill_during_revert_then_resume(experiment: Path, ar: Tool, step: str) -
     assert ar(top, "run", "-d", "carries on", "--json").json()["run"] == 3
 
 
+@pytest.mark.parametrize("op", ["discard", "keep"])
+def test_resume_finishes_an_intent_record_written_by_an_older_version(experiment: Path,
+                                                                        ar: Tool,
+                                                                        op: str) -> None:
+    """intent.json as versions before journal.Intent wrote it (json.dumps of a plain dict, its
+    keys in their order), and as the oldest wrote it, without ``id``, ``had_index`` or
+    ``staged_preexisting``: still finished, the run recorded once."""
+    top = experiment
+    args = ["keep", "-d", "killed", "--metric", "50"] if op == "keep" else ["discard", "-d", "x"]
+    step = "keep:after-commit" if op == "keep" else "record:before-ledger"
+    killed = tool(top, *args, env={"GIT_AUTORESEARCH_DIE_AT": step})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    path = top / ".git" / "autoresearch" / "intent.json"
+    written = json.loads(path.read_text())
+    order = ["op", "run", "id", "head", "ref", "record", "untracked_after", "staged_preexisting",
+             "to_stage", "had_index", "created", "tracked"]
+    oldest = {k: written[k] for k in order if k in written
+              and k not in ("id", "had_index", "staged_preexisting")}
+    path.write_text(json.dumps(oldest))
+    res = ar(top, "resume", "--json").json()
+    assert res["actions"] == [f"finished the interrupted {'keep' if op == 'keep' else 'revert'} "
+                              f"of run 2{'' if op == 'keep' else ' (discard)'}"]
+    assert [(r["run"], r["status"]) for r in runs(top)] == [(1, "keep"), (2, op)]
+    assert not path.exists()
+
+
 @pytest.mark.parametrize("step", KEEP_STEPS)
 def test_kill_during_keep_then_resume(experiment: Path, ar: Tool, step: str) -> None:
     top = experiment
