@@ -25,6 +25,18 @@ FORMATS = {"ledger", "config", "paths", "files", "refs", "inputs", "errors"}
 # The session protocol's rooms; the read side (session) never reaches up into them.
 PROTOCOL = {"pending", "recording", "recovery", "start", "resume", "doctor"}
 MAX_LINES = 550  # about 500, with a 10 % margin
+# The layers of README "How it is built", top to bottom: a module imports from its own layer or
+# those below, never from one above.
+LAYERS = [
+    {"__main__", "cli", "manpage", "commands"},
+    {"start", "start_record", "resume", "doctor", "status", "demo"},
+    {"recording", "recovery", "pending"},
+    {"session", "reader", "branches", "journal"},
+    {"experiment", "trailers", "state", "submodules", "layout", "ideas", "scripts", "lock",
+     "measure", "hooks", "importers", "report", "insight", "dashboard", "plot"},
+    {"git", "ledger", "config", "refs", "paths", "files", "inputs", "errors", "signals",
+     "faults", "resources", "__init__"},
+]
 
 
 def name(path: Path) -> str:
@@ -67,6 +79,23 @@ def package_imports(path: Path) -> set[str]:
         elif module.startswith("git_autoresearch."):
             found.add(room(module.removeprefix("git_autoresearch.")))
     return found
+
+
+def layer(module: str) -> int:
+    return next(i for i, rooms in enumerate(LAYERS) if module in rooms)
+
+
+def test_every_module_has_a_layer() -> None:
+    placed = set().union(*LAYERS)
+    assert {room(name(p)) for p in MODULES} == placed, "place new modules in LAYERS (and README)"
+
+
+@pytest.mark.parametrize("path", MODULES, ids=name)
+def test_imports_point_down_the_layers(path: Path) -> None:
+    here = layer(room(name(path)))
+    upward = sorted(m for m in package_imports(path) if m in set().union(*LAYERS)
+                    and layer(m) < here)
+    assert not upward, f"{name(path)} reaches up to {upward}"
 
 
 def test_every_room_a_rule_names_exists() -> None:
