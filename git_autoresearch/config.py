@@ -228,19 +228,13 @@ def parse_toml(data: bytes, *, source: str) -> dict[str, Any]:
 
 
 def write_config(path: Path, cfg: Config) -> bytes:
-    """Write ``config.toml`` read-only (0444), replacing any earlier one; returns its bytes."""
+    """Write ``config.toml`` read-only (0444), replacing any earlier one whole; returns its
+    bytes. Raises :class:`~git_autoresearch.files.WriteFailed`."""
+    from .files import write_atomic
+
     data = cfg.render()
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    if tmp.exists():
-        tmp.chmod(0o644)
-        tmp.unlink()
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    tmp.chmod(0o444)
-    os.replace(tmp, path)
+    write_atomic(path, data, 0o444)
     return data
 
 
