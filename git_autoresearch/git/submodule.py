@@ -58,7 +58,7 @@ def reinstate(repo: Repo, path: str) -> None:
     repo.run("submodule", "--quiet", "update", "--init", "--no-fetch", "--", path)
 
 def config_entries_in(repo: Repo, file: str, pattern: str) -> list[tuple[str, str | None]]:
-    """As :meth:`config_entries`, from the file ``file`` of the work tree (such as
+    """As :meth:`Repo.config_entries`, from the file ``file`` of the work tree (such as
     ``.gitmodules``); none when it does not exist."""
     if not (repo.top / file).is_file():
         return []
