@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -145,14 +146,25 @@ def _checked_out_elsewhere(repo: Repo, session_id: str) -> str | None:
     return f"the session branch {wanted} is {elsewhere}" if elsewhere else None
 
 
+@dataclass(frozen=True)
+class Picked:
+    """A session picked up by :func:`resume`: the open ``session``, what was done
+    (``actions``), the report of the after hooks fired for a run recovery finished
+    (``finished``; None: none), and warnings beyond those of opening the session."""
+
+    session: Session
+    actions: list[str]
+    finished: HookReport | None
+    warnings: list[str]
+
+
 def resume(session_id: str | None = None, cwd: str | os.PathLike[str] | None = None
-           ) -> tuple[Session, list[str], HookReport | None]:
+           ) -> Picked:
     """Integrity checks and repairs before a loop carries on: restore missing session files
     from the state ref, set malformed ledger lines aside, check the configuration against the
     ledger (refusing with the changed keys), check out the session branch, finish or roll back
     an interrupted keep or revert, and check that the configured scripts exist. Returns the
-    session, the list of what was done, and the report of the after hooks fired for a run
-    recovery finished (None: none). Raises :class:`Refused` (exit 3) when the session
+    :class:`Picked`. Raises :class:`Refused` (exit 3) when the session
     cannot be picked up here, saying what to do."""
     repo = Repo.discover(cwd)
     layout = Layout(repo)
@@ -173,16 +185,16 @@ def resume(session_id: str | None = None, cwd: str | os.PathLike[str] | None = N
     with locked(session, "resume") as recovered:
         if recovered.note:
             actions.append(recovered.note)
-    session.warnings += recovered.warnings
+    warnings = list(recovered.warnings)
     missing = missing_scripts(session.config, repo.top)
     if missing:
         raise Refused(f"the configuration names {', '.join(missing)}, which does not exist")
     baseline = session.baseline_problem() or session.baseline_doubt()
     if baseline:
-        session.warnings.append(baseline)
+        warnings.append(baseline)
     if actions:
-        session.warnings += session.mirror_state("resume: " + "; ".join(actions)[:200])
-    return session, actions, recovered.hooks
+        warnings += session.mirror_state("resume: " + "; ".join(actions)[:200])
+    return Picked(session, actions, recovered.hooks, warnings)
 
 
 def _repair_session_files(repo: Repo, layout: Layout, sid: str) -> list[str]:

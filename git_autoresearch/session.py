@@ -80,6 +80,9 @@ class Session:
         self.ledger = book
         self._bounds: Boundaries | None = None
         self._head: str | None = None
+        # What opening the session found (an invalid configuration, unreadable ledger lines, a
+        # foreign session read in place); set while opening, never added to afterwards: every
+        # later step returns its own warnings.
         self.warnings: list[str] = []
         self.read_only = False
         self.ledger_path = self.layout.ledger
@@ -290,7 +293,9 @@ class Session:
                                                         "command": command,
                                                         "next_run": self.ledger.next_run_number}])
                 self.layout.stop.unlink()
-                self.warnings += self.mirror_state("stopped")
+                # The loop stops with exit 4 and its own message: a mirror that failed is
+                # mirrored again by the next command that records.
+                self.mirror_state("stopped")
             raise StopLoop("STOP sentinel found: the loop stops here (the sentinel was removed)"
                            + self._unrecorded_note())
         if self.limit_reached():

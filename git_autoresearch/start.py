@@ -148,13 +148,23 @@ def listing(paths: list[str], limit: int = 5) -> str:
     return shown + (f" and {len(paths) - limit} more" if len(paths) > limit else "")
 
 
+@dataclass(frozen=True)
+class Started:
+    """A started session (or segment): the ``session``, the baseline's ``record`` and
+    ``result`` (None: not measured, ``--no-baseline``), and warnings for the caller."""
+
+    session: Session
+    record: RunRecord | None
+    result: Measurement | None
+    warnings: list[str]
+
+
 def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
-          progress: Progress | None = None) -> tuple[Session, RunRecord | None,
-                                                     Measurement | None]:
+          progress: Progress | None = None) -> Started:
     """Create a session (or, with ``new_segment``, a new segment of the existing one), and run
-    the baseline unless ``no_baseline``. Returns the session, the baseline record and its
-    measurement. Raises :class:`Refused` (exit 3) for a dirty tree, an existing session, an
-    existing branch, or a baseline that crashed or failed its checks (the session is kept)."""
+    the baseline unless ``no_baseline``. Raises :class:`Refused` (exit 3) for a dirty tree, an
+    existing session, an existing branch, or a baseline that crashed or failed its checks (the
+    session is kept)."""
     repo = Repo.discover(cwd)
     layout = Layout(repo)
     _paths_from_directory(opts, Path(cwd) if cwd is not None else Path.cwd(), repo.top)
@@ -173,17 +183,17 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
     untracked = _refuse_dirty_tree(repo, layout, opts,
                                    Boundaries(cfg.scope, cfg.protected, cfg.readonly, scripts))
     _refuse_unwritable(repo, layout)
-    session = _write_session_files(repo, layout, cfg, head, opts, untracked, scripts)
+    session, warnings = _write_session_files(repo, layout, cfg, head, opts, untracked, scripts)
     if finished:
-        session.warnings.append(finished)
+        warnings.append(finished)
     if unsaved:
-        session.warnings.append(
+        warnings.append(
             f"the configured commands run {', '.join(unsaved)}, which is not committed: an "
             "experiment could change it unseen (only committed files are readonly): commit it")
     if opts.no_baseline:
-        return session, None, None
-    record, result = _measure_baseline(session, progress)
-    return session, record, result
+        return Started(session, None, None, warnings)
+    record, result = _measure_baseline(session, progress, warnings)
+    return Started(session, record, result, warnings)
 
 
 def _starting_commit(repo: Repo) -> str:
@@ -301,9 +311,10 @@ def _refuse_unwritable(repo: Repo, layout: Layout) -> None:
 
 def _write_session_files(repo: Repo, layout: Layout, cfg: Config, head: str,
                          opts: StartOptions, untracked: list[str], scripts: list[str]
-                         ) -> Session:
+                         ) -> tuple[Session, list[str]]:
     """Under the session lock, make the session (through its start record, so that a start
-    killed anywhere can be finished) or the new segment; returns the open session."""
+    killed anywhere can be finished) or the new segment; returns the open session and
+    warnings."""
     # Under the lock: a new segment's header must not land in the middle of a run's recording.
     # A signal waits until the session (or segment) is made whole (a SIGKILL is covered by the
     # start record).
@@ -316,17 +327,17 @@ def _write_session_files(repo: Repo, layout: Layout, cfg: Config, head: str,
         return create_session(repo, layout, intent, scripts)
 
 
-def _measure_baseline(session: Session, progress: Progress | None
+def _measure_baseline(session: Session, progress: Progress | None, warnings: list[str]
                       ) -> tuple[RunRecord, Measurement]:
     """Measure the unchanged tree and record it as the segment's baseline; returns the record
-    and the measurement. Raises :class:`Refused` when it crashed or failed its checks (the
-    session is kept)."""
+    and the measurement, adding to ``warnings``. Raises :class:`Refused` when it crashed or
+    failed its checks (the session is kept)."""
     with locked(session, "start") as recovered:
         result = pending.measure(session, progress, pending=False, baseline=True)
         status = result.status or "keep"
         save_snapshot(session.layout.untracked, take_snapshot(session.repo))
         recorded = record_run(session, status, "baseline", result=result, baseline=True)
-    session.warnings += recovered.warnings + recorded.warnings
+    warnings += recovered.warnings + recorded.warnings
     record = recorded.record
     if status != "keep":
         tail = result.checks["tail"] if status == "checks_failed" and result.checks \
@@ -338,8 +349,9 @@ def _measure_baseline(session: Session, progress: Progress | None
 
 
 def _new_segment_files(repo: Repo, layout: Layout, cfg: Config, head: str, opts: StartOptions,
-                       untracked: list[str], scripts: list[str]) -> Session:
-    """Write a new segment's configuration and ledger header; returns the session."""
+                       untracked: list[str], scripts: list[str]) -> tuple[Session, list[str]]:
+    """Write a new segment's configuration and ledger header; returns the session and the
+    warnings of its state-ref mirror."""
     data = write_config(layout.config, cfg)
     ledger_mod.append(layout.ledger, [segment_header(cfg, data, head, opts.no_baseline)])
     write_prompt(repo, layout, cfg, head, scripts)
@@ -349,7 +361,6 @@ def _new_segment_files(repo: Repo, layout: Layout, cfg: Config, head: str, opts:
         known = load_snapshot(layout.untracked) or take_snapshot(repo, [])
         known.untracked.update(untracked)
         save_snapshot(layout.untracked, known)
-    session.warnings += session.mirror_state("new segment")
-    return session
+    return session, session.mirror_state("new segment")
 
 

@@ -122,28 +122,29 @@ def read_start_intent(layout: Layout) -> StartIntent | None:
 
 
 def create_session(repo: Repo, layout: Layout, intent: StartIntent, scripts: list[str]
-                   ) -> Session:
+                   ) -> tuple[Session, list[str]]:
     """Write the start record ``intent``, then make the session it describes
-    (:func:`_make_session`); returns the open session. When that fails before the branch
-    exists, the record goes too: nothing was made."""
+    (:func:`_make_session`); returns the open session and warnings. When that fails before the
+    branch exists, the record goes too: nothing was made."""
     _write_start_intent(layout, intent)
     checkpoint("start:after-intent")
     try:
-        session = _make_session(repo, layout, intent, scripts)
+        made = _make_session(repo, layout, intent, scripts)
     except Exception:
         if repo.resolve(f"refs/heads/{session_branch(intent.session_id)}") is None:
             layout.start_intent.unlink(missing_ok=True)  # nothing was made
         raise
     checkpoint("start:before-baseline")
-    return session
+    return made
 
 
 def _make_session(repo: Repo, layout: Layout, intent: StartIntent,
-                    scripts: list[str] | None = None) -> Session:
+                    scripts: list[str] | None = None) -> tuple[Session, list[str]]:
     """Create the session that ``intent`` describes: the branch checked out, ``.auto/``
     excluded, the configuration, the ledger header, the notes, the snapshot of untracked files
     and the state ref; then clear the intent. Each step is skipped when already done, so a
-    start killed anywhere is finished by running this again. ``scripts``: the committed files
+    start killed anywhere is finished by running this again; returns the session and the
+    warnings of its state-ref mirror. ``scripts``: the committed files
     the commands name, when known. Raises :class:`Refused` when HEAD moved since (nothing is
     changed then)."""
     cfg = Config.from_mapping(intent.config, source="the interrupted start")
@@ -162,9 +163,9 @@ def _make_session(repo: Repo, layout: Layout, intent: StartIntent,
     layout.pending.unlink(missing_ok=True)
     save_snapshot(layout.untracked, take_snapshot(repo, list(intent.untracked)))
     session = Session(repo, cfg, data, ledger_mod.read(layout.ledger))
-    session.warnings += session.mirror_state("session started")
+    warnings = session.mirror_state("session started")
     layout.start_intent.unlink()
-    return session
+    return session, warnings
 
 
 def _check_out_new_branch(repo: Repo, session_id: str, head: str) -> None:

@@ -17,6 +17,7 @@ from .errors import UsageError
 if TYPE_CHECKING:
     from .hooks import HookReport
     from .ledger import Run
+    from .resume import Picked
     from .session import Session
 
 # How many changed paths a stale pending measurement names in the human text.
@@ -189,16 +190,16 @@ class Resumed:
             "steer": (finished.steer or None) if finished else None}
 
 
-def resumed(session: Session, actions: list[str], finished: HookReport | None) -> Resumed:
-    """Where ``session``, just resumed (:func:`resume.resume`), stands; ``finished``: the
-    report of the after hooks fired for a run that resume's recovery finished."""
+def resumed(picked: Picked) -> Resumed:
+    """Where a session just picked up by :func:`resume.resume` stands."""
+    session, finished = picked.session, picked.finished
     from .report import segment_summary
 
     return Resumed(
-        session_id=session.config.session_id, actions=actions,
+        session_id=session.config.session_id, actions=picked.actions,
         segment=segment_summary(session.segment), next_run=session.ledger.next_run_number,
         stop_pending=session.layout.stop.exists(), limit_reached=session.limit_reached(),
-        warnings=session.warnings, finished=finished)
+        warnings=[*session.warnings, *picked.warnings], finished=finished)
 
 
 @dataclass(frozen=True)

@@ -96,16 +96,17 @@ def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
     opts = StartOptions(values=values, config_file=config_file, new_segment=new_segment,
                         no_baseline=no_baseline, force=force, allow_missing=allow_missing)
     try:
-        session, record, result = start(opts, progress=progress())
+        started = start(opts, progress=progress())
     finally:
         clear_progress()
+    session, record = started.session, started.record
     cfg = session.config
-    for message in session.warnings:
+    for message in started.warnings:
         warn(message)
     if as_json:
         emit_json({"session_id": cfg.session_id, "branch": session_branch(cfg.session_id),
                    "segment": session.segment.index, "config": cfg.to_dict(),
-                   "baseline": record, "warnings": session.warnings})
+                   "baseline": record, "warnings": started.warnings})
         return
     click.echo(f"session {cfg.session_id} on branch autoresearch/{cfg.session_id}, "
                f"segment {session.segment.index}")

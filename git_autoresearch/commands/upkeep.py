@@ -33,7 +33,7 @@ def resume_cmd(session_id: str | None, as_json: bool) -> None:
     from ..resume import resume
     from ..status import resumed
 
-    found = resumed(*resume(session_id))
+    found = resumed(resume(session_id))
     if as_json:
         emit_json(found.to_json())
         return
