@@ -58,12 +58,16 @@ class Intent:
         return dataclasses.replace(self, **changes)
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON object of ``intent.json``: the keys an operation uses, in a fixed order."""
+        """The JSON object of ``intent.json``: the keys its operation uses, in the order the
+        versions before this type wrote them."""
         out: dict[str, Any] = {"op": self.op, "run": self.run, "id": self.id, "head": self.head,
                                "ref": self.ref}
-        if self.op in ("keep", "revert"):
-            out.update({"record": self.record, "untracked_after": self.untracked_after})
-        out["staged_preexisting"] = self.staged_preexisting
+        if self.op == "set-aside":
+            out.update({"created": self.created, "tracked": self.tracked,
+                        "staged_preexisting": self.staged_preexisting})
+            return out
+        out.update({"record": self.record, "untracked_after": self.untracked_after,
+                    "staged_preexisting": self.staged_preexisting})
         if self.op == "keep":
             out.update({"to_stage": self.to_stage, "had_index": self.had_index})
         out.update({"created": self.created, "tracked": self.tracked})
@@ -71,25 +75,39 @@ class Intent:
 
     @classmethod
     def from_json(cls, data: Any) -> Intent:
-        """An intent from the object of ``intent.json``; ``unknown`` when it is not one."""
-        if not isinstance(data, dict) or data.get("op") not in OPERATIONS:
+        """An intent from the object of ``intent.json``. One that lacks what its operation
+        always wrote (``head``, ``ref``, the paths to restore; a keep's or revert's ``record``
+        and ``untracked_after``; a keep's ``to_stage``) is op ``unknown``, never finished; the
+        keys older versions did not write (``id``, ``had_index``, ``staged_preexisting``) read
+        as empty."""
+        if not isinstance(data, dict):
             return cls("unknown", None)
-        run = data.get("run")
+        op, run = data.get("op"), data.get("run")
+        number = run if isinstance(run, int) and not isinstance(run, bool) else None
+        if op not in OPERATIONS or not _complete(data, str(op)):
+            # Kept as written for messages ("a merge of run 7 was interrupted").
+            return cls(op if isinstance(op, str) else "unknown", number)
 
         def paths(key: str) -> list[str]:
-            value = data.get(key)
-            return [str(p) for p in value] if isinstance(value, list) else []
+            return [str(p) for p in data.get(key) or []]
 
-        record = data.get("record")
-        return cls(op=str(data["op"]),
-                   run=run if isinstance(run, int) and not isinstance(run, bool) else None,
-                   id=str(data.get("id") or ""), head=str(data.get("head") or ""),
-                   ref=str(data.get("ref") or ""),
-                   record=cast(RunRecord, record) if isinstance(record, dict) else None,
+        return cls(op=str(op), run=number, id=str(data.get("id") or ""),
+                   head=str(data["head"]), ref=str(data["ref"]),
+                   record=cast(RunRecord, data["record"]) if op != "set-aside" else None,
                    untracked_after=paths("untracked_after"),
                    staged_preexisting=paths("staged_preexisting"),
                    to_stage=paths("to_stage"), had_index=bool(data.get("had_index")),
                    created=paths("created"), tracked=paths("tracked"))
+
+
+def _complete(data: dict[str, Any], op: str) -> bool:
+    """Whether ``data`` holds every key operation ``op`` has always written, of its type."""
+    lists = ["created", "tracked", *(["untracked_after"] if op != "set-aside" else []),
+             *(["to_stage"] if op == "keep" else [])]
+    optional = [k for k in ("staged_preexisting",) if k in data]
+    return (isinstance(data.get("head"), str) and isinstance(data.get("ref"), str)
+            and all(isinstance(data.get(k), list) for k in [*lists, *optional])
+            and (op == "set-aside" or isinstance(data.get("record"), dict)))
 
 
 def write(path: Path, intent: Intent) -> None:

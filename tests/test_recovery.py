@@ -815,3 +815,36 @@ def test_the_next_command_fires_the_after_hooks_of_the_run_it_finished(experimen
     runs_seen = [json.loads(line)["run_entry"]["run"]
                  for line in fired.read_text().splitlines() if line.strip()]
     assert runs_seen == [2, 3]
+
+
+def test_an_intent_record_missing_what_its_operation_always_wrote_is_set_aside(
+        experiment: Path, ar: Tool) -> None:
+    """A keep intent without ``to_stage`` (no version wrote one) is never finished as a keep:
+    resume sets it aside, records nothing, and says so; the operation's name is kept for the
+    message."""
+    killed = tool(experiment, "keep", "-d", "killed", "--metric", "50",
+                  env={"GIT_AUTORESEARCH_DIE_AT": "keep:before-commit"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    path = experiment / ".git" / "autoresearch" / "intent.json"
+    written = json.loads(path.read_text())
+    del written["to_stage"]
+    path.write_text(json.dumps(written))
+    assert "a keep of run 2 was interrupted" in ar(experiment, "status").err
+    res = ar(experiment, "resume", "--json").json()
+    assert res["actions"] == ["set aside an unreadable intent record"]
+    assert [r["run"] for r in runs(experiment)] == [1]
+    assert list((experiment / ".git" / "autoresearch").glob("intent.abandoned.*.json"))
+
+
+def test_the_intent_record_keeps_the_key_order_of_earlier_versions() -> None:
+    from git_autoresearch.journal import Intent
+
+    aside = Intent("set-aside", 3, id="t", head="h", ref="r", created=["a"], tracked=["b"])
+    assert list(aside.to_json()) == ["op", "run", "id", "head", "ref", "created", "tracked",
+                                     "staged_preexisting"]
+    record = ledger.run_record(3, "abc1234", 1, {}, "keep", "d", 0, 0)
+    keep = Intent("keep", 3, id="t", head="h", ref="r", record=record)
+    assert list(keep.to_json()) == ["op", "run", "id", "head", "ref", "record",
+                                    "untracked_after", "staged_preexisting", "to_stage",
+                                    "had_index", "created", "tracked"]
+    assert Intent.from_json(keep.to_json()) == keep
