@@ -359,8 +359,10 @@ def measure(
     progress: Progress | None = None,
 ) -> Measurement:
     """Run the experiment ``runs_per_experiment`` times, read each sample's metric, aggregate,
-    then run the checks if every sample succeeded. Never raises for a failing command: a failure
-    is a :class:`Measurement` whose ``metric`` is None and whose ``reason`` says why."""
+    then run the checks if every sample succeeded. Each sample's command has
+    ``AUTORESEARCH_SAMPLE`` (1, 2, ...) in its environment, beside ``env``. Never raises for a
+    failing command: a failure is a :class:`Measurement` whose ``metric`` is None and whose
+    ``reason`` says why."""
     samples: list[float] = []
     per_metric: dict[str, list[float]] = {}
     started = time.monotonic()
@@ -370,8 +372,10 @@ def measure(
             if cfg.runs_per_experiment > 1:
                 os.write(fd, f"==== sample {index + 1} of {cfg.runs_per_experiment} ====\n"
                          .encode())
-            outcome, reading, failure = _sample(cfg, top=top, log_path=log_path, log_fd=fd,
-                                                env=env, progress=progress)
+            # Each sample knows its number: a training command can seed from it.
+            outcome, reading, failure = _sample(
+                cfg, top=top, log_path=log_path, log_fd=fd,
+                env={**env, "AUTORESEARCH_SAMPLE": str(index + 1)}, progress=progress)
             if failure is not None:
                 return Measurement(None, reading.metrics if reading else {}, samples,
                                    round(time.monotonic() - started, 3), reason=failure,

@@ -112,6 +112,20 @@ def test_samples_are_aggregated_with_median(repo: Path, ar: Tool) -> None:
     assert counter.exists()
 
 
+def test_each_sample_knows_its_number_and_run(repo: Path, ar: Tool) -> None:
+    """AUTORESEARCH_SAMPLE (1, 2, ...) and AUTORESEARCH_RUN reach every sample's command: a
+    training command can take its seed from them."""
+    write(repo / "seeded.sh", "#!/bin/sh\n"
+          "echo \"score: $((AUTORESEARCH_RUN * 100 + AUTORESEARCH_SAMPLE))\"\n")
+    commit_all(repo)
+    data = ar(repo, "start", "--goal", "g", "--session-id", "s", "--command", "sh seeded.sh",
+              "--metric-name", "score", "--metric-pattern", r"score: (\d+)",
+              "--runs-per-experiment", "3", "--json").json()
+    assert data["baseline"]["samples"] == [101, 102, 103]
+    measured = ar(repo, "measure", "--json").json()
+    assert measured["samples"] == [201, 202, 203]
+
+
 def test_metric_command(repo: Path, ar: Tool) -> None:
     write(repo / "score.sh", "#!/bin/sh\necho 'METRIC parts=3'\necho 41.5\n")
     commit_all(repo)
