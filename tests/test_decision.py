@@ -62,8 +62,11 @@ def test_within_noise_is_inconclusive_at_the_limit() -> None:
 
 def test_a_candidate_heading_the_wrong_way_stops_as_inconclusive() -> None:
     values = sorted(POOL)
+    assert sequential(POOL, [values[20]], max_samples=12).verdict == "continue"
     ruled = run(POOL, [values[20], values[22], values[19]] * 4, max_samples=12)
-    assert (ruled.verdict, ruled.candidate_samples) == ("inconclusive", 3)
+    assert (ruled.verdict, ruled.candidate_samples) == ("inconclusive", 2)
+    assert ruled.p_better is not None and ruled.p_better > decision.HOPELESS[1]
+    assert ruled.p_worse is not None and ruled.p_worse > decision.FUTILITY
 
 
 def test_a_moderate_gain_is_kept_at_the_last_look() -> None:
