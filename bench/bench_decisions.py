@@ -2,6 +2,7 @@
 seeds' strict rule, against issue 11's targets.
 
     python bench/bench_decisions.py [--seeds 40] [--candidates 300] [--max-samples 5 12]
+                                    [--fresh 5] [--trials 2000]
 
 Each stream starts at a true value of 100 (lower is better) and offers ``--candidates`` changes:
 80 % with no effect, 10 % true 2 % gains, 10 % true 2 % losses (multiplicative). A sample is
@@ -17,6 +18,11 @@ strict rule is the seeds' default: one sample per run, the best's single sample 
 re-measure. Every figure is a mean over seeds; "kept" is the share of that kind of candidate
 kept, "loss keeps" (the harmful keeps) is a share of all candidates, "true change" is where the
 kept runs took the true value. Both rules see the same stream of true effects for a seed.
+
+A second table gives the rule's operating characteristic against a fresh, unselected pool: the
+stream loses power against it because a keep's samples, which become the new incumbent's pool,
+were selected for being good (the winner's curse), so the next candidates face a bar set too
+low; fresh re-measures of a new incumbent (``--fresh``) buy part of it back.
 """
 
 from __future__ import annotations
@@ -166,6 +172,37 @@ def targets(rows: dict[tuple[str, str], Row], label: str) -> list[tuple[str, boo
     ]
 
 
+def fixed_pool(pool_size: int, effect: float, max_samples: int, trials: int) -> tuple[float, float]:
+    """Share kept and mean samples of one candidate against a fresh, unselected pool of
+    ``pool_size`` samples under 3 % Gaussian noise: the rule's own operating characteristic,
+    without the stream's winner's curse."""
+    rng = random.Random(pool_size * 1000 + max_samples)
+    kept = samples = 0
+    for _ in range(trials):
+        pool = [100 * (1 + 0.03 * rng.gauss(0.0, 1.0)) for _ in range(pool_size)]
+        taken: list[float] = []
+        while True:
+            taken.append(100 * (1 + effect) * (1 + 0.03 * rng.gauss(0.0, 1.0)))
+            ruled = decision.sequential(pool, taken, max_samples=max_samples)
+            if ruled.done:
+                break
+        kept += ruled.verdict == "better"
+        samples += len(taken)
+    return kept / trials, samples / trials
+
+
+def operating_characteristic(max_samples: list[int], trials: int) -> None:
+    print("\nOne candidate against a fresh pool (3% noise): kept share, mean candidate samples\n")
+    print("| max_samples | pool | no effect kept | samples | 2% gain kept | samples |")
+    print("|------------:|-----:|---------------:|--------:|-------------:|--------:|")
+    for most in max_samples:
+        for size in (10, 20, 30):
+            none, none_n = fixed_pool(size, 0.0, most, trials)
+            gain, gain_n = fixed_pool(size, -EFFECT, most, trials)
+            print(f"| {most:>11} | {size:>4} | {none:>13.1%} | {none_n:>7.2f} "
+                  f"| {gain:>11.1%} | {gain_n:>7.2f} |")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=40)
@@ -174,6 +211,8 @@ def main() -> int:
     parser.add_argument("--fresh", type=int, default=5,
                         help="also run the largest max_samples with this many re-measures "
                         "of a new incumbent after a keep (0: not)")
+    parser.add_argument("--trials", type=int, default=2000,
+                        help="candidates per cell of the fresh-pool table")
     args = parser.parse_args()
     started = time.monotonic()
     rules = [Rule(f"sequential {k}", "sequential", k) for k in args.max_samples]
@@ -201,6 +240,7 @@ def main() -> int:
         for text, ok in targets(rows, ruling.label):
             print(f"  {'PASS' if ok else 'FAIL'}  {text}")
             passed = passed and ok
+    operating_characteristic(args.max_samples, args.trials)
     print(f"\n{time.monotonic() - started:.0f} s")
     return 0 if passed else 1
 
