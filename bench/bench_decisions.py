@@ -1,0 +1,249 @@
+"""Keep/discard decisions on simulated streams of candidates: the sequential rule beside the
+seeds' strict rule, against issue 11's targets.
+
+    python bench/bench_decisions.py [--seeds 40] [--candidates 300] [--max-samples 5 12]
+                                    [--fresh 5] [--trials 2000]
+
+Each stream starts at a true value of 100 (lower is better) and offers ``--candidates`` changes:
+80 % with no effect, 10 % true 2 % gains, 10 % true 2 % losses (multiplicative). A sample is
+``true value * machine * (1 + noise * N(0, 1))``, times 1.5 with probability 5 % under heavy
+tails; ``machine`` goes from 1 to 0.9 along the stream under drift (the machine gets faster, so
+old samples of the incumbent flatter every candidate: the harmful direction). The deterministic
+metric has no noise; an unchanged candidate measures exactly the incumbent's value.
+
+The sequential rule (once per ``--max-samples`` value) starts from ``baseline_samples`` = 5,
+samples a candidate one at a time up to ``max_samples``, hands a keep's samples to the pool
+and re-measures the incumbent once after each revert (counted in the measurements). The
+strict rule is the seeds' default: one sample per run, the best's single sample as the bar, no
+re-measure. Every figure is a mean over seeds; "kept" is the share of that kind of candidate
+kept, "loss keeps" (the harmful keeps) is a share of all candidates, "true change" is where the
+kept runs took the true value. Both rules see the same stream of true effects for a seed.
+
+A second table gives the rule's operating characteristic against a fresh, unselected pool: the
+stream loses power against it because a keep's samples, which become the new incumbent's pool,
+were selected for being good (the winner's curse), so the next candidates face a bar set too
+low; fresh re-measures of a new incumbent (``--fresh``) buy part of it back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from git_autoresearch import decision  # noqa: E402
+
+EFFECT = 0.02
+BASELINE_SAMPLES = 5
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    noise: float
+    tails: float = 0.0  # probability of a sample 1.5x slower
+    drift: float = 0.0  # the machine's speed-up over the whole stream
+
+
+SCENARIOS = [
+    Scenario("gauss 3%", 0.03),
+    Scenario("gauss 1%", 0.01),
+    Scenario("heavy tails 3%", 0.03, tails=0.05),
+    Scenario("drift 3%", 0.03, drift=0.10),
+    Scenario("deterministic", 0.0),
+]
+
+
+@dataclass
+class Tally:
+    kept: dict[str, int] = field(default_factory=lambda: {"gain": 0, "none": 0, "loss": 0})
+    offered: dict[str, int] = field(default_factory=lambda: {"gain": 0, "none": 0, "loss": 0})
+    measurements: int = 0
+    verdicts: list[str] = field(default_factory=list)
+    final: float = 100.0
+
+
+def stream(seed: int, candidates: int) -> list[str]:
+    rng = random.Random(seed)
+    kinds = []
+    for _ in range(candidates):
+        u = rng.random()
+        kinds.append("gain" if u < 0.1 else "loss" if u < 0.2 else "none")
+    return kinds
+
+
+def sampler(scenario: Scenario, seed: int) -> Callable[[float, float], float]:
+    rng = random.Random(seed * 7919 + 17)
+
+    def sample(true: float, machine: float) -> float:
+        value = true * machine * (1 + scenario.noise * rng.gauss(0.0, 1.0))
+        return value * 1.5 if scenario.tails and rng.random() < scenario.tails else value
+
+    return sample
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A rule as the loop would run it: ``fresh`` re-measures of a new incumbent after a keep
+    replace the keep's own samples (selected for being good: the winner's curse)."""
+
+    label: str
+    rule: str
+    max_samples: int
+    fresh: int = 0
+
+
+def run(ruling: Rule, scenario: Scenario, seed: int, candidates: int) -> Tally:
+    """One stream under one rule."""
+    kinds, sample, tally = stream(seed, candidates), sampler(scenario, seed), Tally()
+    true, rule, per_run = 100.0, ruling.rule, ruling.max_samples
+    sequential = rule == "sequential"
+    pool = [sample(true, 1.0) for _ in range(BASELINE_SAMPLES if sequential else 1)]
+    for i, kind in enumerate(kinds):
+        machine = 1 - scenario.drift * i / candidates
+        mine = true * {"gain": 1 - EFFECT, "loss": 1 + EFFECT, "none": 1.0}[kind]
+        bar = decision.incumbent(pool).samples if sequential else tuple(pool)
+        taken: list[float] = []
+        while True:
+            taken.append(sample(mine, machine))
+            ruled = decision.decide(rule, list(bar), taken, max_samples=per_run)
+            if ruled.done:
+                break
+        tally.offered[kind] += 1
+        tally.measurements += len(taken)
+        tally.verdicts.append(ruled.verdict)
+        if ruled.verdict == "better":
+            tally.kept[kind] += 1
+            true, pool = mine, taken
+            if ruling.fresh:
+                pool = [sample(true, machine) for _ in range(ruling.fresh)]
+                tally.measurements += ruling.fresh
+        elif sequential:
+            pool = decision.window([*pool, sample(true, machine)])
+            tally.measurements += 1
+    tally.final = true
+    return tally
+
+
+@dataclass
+class Row:
+    gains: float
+    none: float
+    losses: float
+    measurements: float
+    final: float
+    verdicts: list[list[str]]
+
+
+def summarise(tallies: list[Tally], candidates: int) -> Row:
+    def mean(values: list[float]) -> float:
+        return sum(values) / len(values)
+
+    return Row(
+        gains=mean([t.kept["gain"] / max(1, t.offered["gain"]) for t in tallies]),
+        none=mean([t.kept["none"] / max(1, t.offered["none"]) for t in tallies]),
+        losses=mean([t.kept["loss"] / candidates for t in tallies]),
+        measurements=mean([t.measurements / candidates for t in tallies]),
+        final=mean([t.final / 100 - 1 for t in tallies]),
+        verdicts=[t.verdicts for t in tallies])
+
+
+def targets(rows: dict[tuple[str, str], Row], label: str) -> list[tuple[str, bool]]:
+    """Issue 11's targets for the sequential rule labelled ``label``."""
+    seq = {name: row for (name, rule), row in rows.items() if rule == label}
+    same = rows[("deterministic", label)].verdicts == rows[("deterministic", "strict")].verdicts
+    return [
+        ("3% noise: >= 40% of true gains kept", seq["gauss 3%"].gains >= 0.40),
+        ("3% noise: true losses kept <= 1% of candidates", seq["gauss 3%"].losses <= 0.01),
+        ("3% noise: no-effect kept <= 5% of them", seq["gauss 3%"].none <= 0.05),
+        ("1% noise: >= 90% of true gains kept", seq["gauss 1%"].gains >= 0.90),
+        ("heavy tails: harmful keeps <= 1% of candidates", seq["heavy tails 3%"].losses <= 0.01),
+        ("deterministic: same decisions as strict", same),
+        ("deterministic: <= 2 measurements per candidate",
+         seq["deterministic"].measurements <= 2.0),
+        ("every scenario: <= 6 measurements per candidate",
+         all(row.measurements <= 6.0 for row in seq.values())),
+    ]
+
+
+def fixed_pool(pool_size: int, effect: float, max_samples: int, trials: int) -> tuple[float, float]:
+    """Share kept and mean samples of one candidate against a fresh, unselected pool of
+    ``pool_size`` samples under 3 % Gaussian noise: the rule's own operating characteristic,
+    without the stream's winner's curse."""
+    rng = random.Random(pool_size * 1000 + max_samples)
+    kept = samples = 0
+    for _ in range(trials):
+        pool = [100 * (1 + 0.03 * rng.gauss(0.0, 1.0)) for _ in range(pool_size)]
+        taken: list[float] = []
+        while True:
+            taken.append(100 * (1 + effect) * (1 + 0.03 * rng.gauss(0.0, 1.0)))
+            ruled = decision.sequential(pool, taken, max_samples=max_samples)
+            if ruled.done:
+                break
+        kept += ruled.verdict == "better"
+        samples += len(taken)
+    return kept / trials, samples / trials
+
+
+def operating_characteristic(max_samples: list[int], trials: int) -> None:
+    print("\nOne candidate against a fresh pool (3% noise): kept share, mean candidate samples\n")
+    print("| max_samples | pool | no effect kept | samples | 2% gain kept | samples |")
+    print("|------------:|-----:|---------------:|--------:|-------------:|--------:|")
+    for most in max_samples:
+        for size in (10, 20, 30):
+            none, none_n = fixed_pool(size, 0.0, most, trials)
+            gain, gain_n = fixed_pool(size, -EFFECT, most, trials)
+            print(f"| {most:>11} | {size:>4} | {none:>13.1%} | {none_n:>7.2f} "
+                  f"| {gain:>11.1%} | {gain_n:>7.2f} |")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=40)
+    parser.add_argument("--candidates", type=int, default=300)
+    parser.add_argument("--max-samples", type=int, nargs="+", default=[5, 12])
+    parser.add_argument("--fresh", type=int, default=5,
+                        help="also run the largest max_samples with this many re-measures "
+                        "of a new incumbent after a keep (0: not)")
+    parser.add_argument("--trials", type=int, default=2000,
+                        help="candidates per cell of the fresh-pool table")
+    args = parser.parse_args()
+    started = time.monotonic()
+    rules = [Rule(f"sequential {k}", "sequential", k) for k in args.max_samples]
+    if args.fresh:
+        most = max(args.max_samples)
+        rules.append(Rule(f"seq {most}+fresh {args.fresh}", "sequential", most, args.fresh))
+    rows: dict[tuple[str, str], Row] = {}
+    for scenario in SCENARIOS:
+        for ruling in [*rules, Rule("strict", "strict", 1)]:
+            tallies = [run(ruling, scenario, seed, args.candidates)
+                       for seed in range(args.seeds)]
+            rows[(scenario.name, ruling.label)] = summarise(tallies, args.candidates)
+    print(f"{args.seeds} seeds x {args.candidates} candidates (80% none, 10% -2%, 10% +2%), "
+          "lower is better; 'sequential N': at most N samples per candidate\n")
+    print(f"| {'scenario':<15}| {'rule':<17}| gains kept | no-effect kept | loss keeps "
+          f"| measurements | true change |")
+    print(f"|{'-' * 16}|{'-' * 18}|-----------:|---------------:|-----------:"
+          f"|-------------:|------------:|")
+    for (name, label), row in rows.items():
+        print(f"| {name:<15}| {label:<17}| {row.gains:>9.1%} | {row.none:>13.1%} "
+              f"| {row.losses:>9.2%} | {row.measurements:>12.2f} | {row.final:>+10.1%} |")
+    passed = True
+    for ruling in rules:
+        print(f"\n{ruling.label}:")
+        for text, ok in targets(rows, ruling.label):
+            print(f"  {'PASS' if ok else 'FAIL'}  {text}")
+            passed = passed and ok
+    operating_characteristic(args.max_samples, args.trials)
+    print(f"\n{time.monotonic() - started:.0f} s")
+    return 0 if passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

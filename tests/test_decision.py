@@ -1,0 +1,253 @@
+"""The decision rules on lists of floats: each verdict, early stopping, the limit, outliers,
+drift, the metric with no spread (decided as strict decides it), the window, and the statistics
+themselves (the exact null distribution, the Hodges-Lehmann interval)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from git_autoresearch import decision
+from git_autoresearch.decision import Decision, incumbent, sequential, strict
+from git_autoresearch.ledger import median
+
+
+def noisy(centre: float, count: int, spread: float = 0.03, seed: int = 1) -> list[float]:
+    rng = random.Random(seed)
+    return [centre * (1 + spread * rng.gauss(0.0, 1.0)) for _ in range(count)]
+
+
+def run(pool: list[float], samples: list[float], **options: object) -> Decision:
+    """Feed ``samples`` one at a time until the rule stops (or they run out)."""
+    taken: list[float] = []
+    for value in samples:
+        taken.append(value)
+        ruled = sequential(pool, taken, **options)  # type: ignore[arg-type]
+        if ruled.done:
+            return ruled
+    return ruled
+
+
+POOL = noisy(100.0, 30)
+
+
+def test_clearly_better_stops_early() -> None:
+    ruled = run(POOL, [80.0, 81.0, 79.0, 80.5, 80.2])
+    assert (ruled.verdict, ruled.candidate_samples, ruled.incumbent_samples) == ("better", 3, 30)
+    assert ruled.effect.high < 0 and ruled.effect.relative is not None
+    assert -0.25 < ruled.effect.relative < -0.15
+    assert ruled.p_better is not None and ruled.p_better <= decision.ALPHA_INTERIM
+
+
+def test_clearly_worse_stops_early() -> None:
+    ruled = run(POOL, [120.0, 121.0, 119.0, 120.0, 122.0])
+    assert (ruled.verdict, ruled.candidate_samples) == ("worse", 2)
+    assert ruled.effect.low > 0
+
+
+def test_within_noise_is_inconclusive_at_the_limit() -> None:
+    values = sorted(POOL)
+    middle = [values[14], values[16], values[13], values[15], values[17]]
+    first = [sequential(POOL, middle[:k]).verdict for k in (1, 2)]
+    ruled = sequential(POOL, middle)
+    assert first == ["continue", "continue"]
+    assert (ruled.verdict, ruled.candidate_samples) == ("inconclusive", 5)
+    assert ruled.effect.low < 0 < ruled.effect.high
+
+
+def test_a_candidate_heading_the_wrong_way_stops_as_inconclusive() -> None:
+    values = sorted(POOL)
+    assert sequential(POOL, [values[20]], max_samples=12).verdict == "continue"
+    ruled = run(POOL, [values[20], values[22], values[19]] * 4, max_samples=12)
+    assert (ruled.verdict, ruled.candidate_samples) == ("inconclusive", 2)
+    assert ruled.p_better is not None and ruled.p_better > decision.HOPELESS[1]
+    assert ruled.p_worse is not None and ruled.p_worse > decision.FUTILITY
+
+
+def test_a_moderate_gain_is_kept_at_the_last_look() -> None:
+    values = sorted(POOL)
+    gain = [values[k] for k in (3, 6, 2, 8, 4)]
+    assert [sequential(POOL, gain[:k]).verdict for k in range(1, 6)] == \
+        ["continue"] * 4 + ["better"]
+
+
+def test_min_effect_raises_the_bar() -> None:
+    pool = noisy(100.0, 30, spread=0.005)
+    candidate = noisy(98.0, 5, spread=0.005, seed=2)
+    assert sequential(pool, candidate).verdict == "better"
+    assert sequential(pool, candidate, min_effect=0.05).verdict != "better"
+
+
+def test_higher_is_better() -> None:
+    ruled = run(POOL, [120.0, 121.0, 119.0, 120.0], direction="higher")
+    assert ruled.verdict == "better" and ruled.effect.value > 0
+
+
+def test_one_slow_outlier_in_the_pool_or_the_candidate_changes_nothing() -> None:
+    values = sorted(POOL)
+    middle = [values[14], values[16], values[13], values[15], values[17]]
+    assert sequential([*POOL[1:], 1e6], middle).verdict == "inconclusive"
+    assert sequential(POOL, [*middle[:4], 1e6]).verdict == "inconclusive"
+    gain = [values[k] for k in (3, 6, 2, 8, 4)]
+    assert sequential(POOL, [*gain[:4], gain[4] * 1.5]).verdict == "inconclusive"
+
+
+def test_heavy_tailed_pool_does_not_make_no_change_a_keep() -> None:
+    keeps = 0
+    for seed in range(200):
+        rng = random.Random(seed)
+        draw = [100 * (1 + 0.03 * rng.gauss(0, 1)) * (1.5 if rng.random() < 0.05 else 1)
+                for _ in range(35)]
+        keeps += run(draw[:30], draw[30:]).verdict == "better"
+    assert keeps <= 0.07 * 200
+
+
+@pytest.mark.parametrize("pool, candidate, verdict", [
+    ([5.0] * 5, [4.0], "better"),
+    ([5.0] * 5, [6.0], "worse"),
+    ([5.0] * 5, [5.0], "inconclusive"),
+    ([5.0, 5.0], [4.0], "better"),
+    ([5.0], [4.0, 4.0], "better"),
+    ([5.0], [6.0, 6.0], "worse"),
+])
+def test_no_spread_decides_as_strict_after_one_or_two_samples(
+        pool: list[float], candidate: list[float], verdict: str) -> None:
+    ruled = sequential(pool, candidate)
+    assert ruled.verdict == verdict
+    assert ruled.verdict == strict(pool, candidate, max_samples=len(candidate)).verdict
+    assert ruled.effect == strict(pool, candidate, max_samples=len(candidate)).effect
+
+
+def test_no_spread_waits_for_a_second_sample_after_a_one_sample_keep() -> None:
+    assert sequential([5.0], [4.0]).verdict == "continue"
+    assert sequential([5.0], [4.0], max_samples=1).verdict == "better"
+
+
+def test_no_spread_respects_min_effect_as_strict_does() -> None:
+    assert sequential([100.0] * 5, [99.0], min_effect=0.02).verdict == "inconclusive"
+    assert sequential([100.0] * 5, [97.0], min_effect=0.02).verdict == "better"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(50, 150), min_size=1, max_size=8),
+       st.lists(st.integers(50, 150), min_size=1, max_size=5))
+def test_strict_compares_medians(pool_ints: list[int], candidate_ints: list[int]) -> None:
+    pool, candidate = [float(v) for v in pool_ints], [float(v) for v in candidate_ints]
+    ruled = strict(pool, candidate, max_samples=len(candidate))
+    best, mine = median(pool), median(candidate)
+    expected = "better" if mine < best else "worse" if mine > best else "inconclusive"
+    assert ruled.verdict == expected and ruled.effect.value == mine - best
+
+
+def test_strict_continues_until_its_samples_are_taken() -> None:
+    assert strict([5.0], [4.0], max_samples=3).verdict == "continue"
+    assert strict([5.0], [4.0, 4.0, 4.0], max_samples=3).verdict == "better"
+
+
+samples = st.lists(st.floats(1.0, 1000.0, allow_nan=False), min_size=1, max_size=12)
+SWAP = {"better": "worse", "worse": "better", "inconclusive": "inconclusive",
+        "continue": "continue"}
+
+
+@settings(max_examples=150, deadline=None)
+@given(samples, st.lists(st.floats(1.0, 1000.0), min_size=1, max_size=6),
+       st.integers(1, 6))
+def test_mirroring_the_samples_swaps_better_and_worse(
+        pool: list[float], candidate: list[float], most: int) -> None:
+    """Reflecting every sample about 0 and turning the direction around is the same
+    question, at every look; reflecting without turning swaps better and worse at the last
+    look (before it the rule is asymmetric on purpose: an early keep needs p <= 0.001, an early
+    stop for worse p <= 0.02)."""
+    mirror = [-v for v in pool], [-v for v in candidate]  # exact, unlike 2000 - v
+    for rule in (sequential, strict):
+        low = rule(pool, candidate, direction="lower", max_samples=most)
+        assert low.verdict == rule(*mirror, direction="higher", max_samples=most).verdict
+        last = rule(pool, candidate, direction="lower", max_samples=len(candidate))
+        flipped = rule(*mirror, direction="lower", max_samples=len(candidate))
+        assert flipped.verdict == SWAP[last.verdict]
+
+
+@settings(max_examples=150, deadline=None)
+@given(samples, st.lists(st.floats(1.0, 1000.0), min_size=1, max_size=6))
+def test_the_interval_holds_the_estimate_and_the_verdict_is_never_both(
+        pool: list[float], candidate: list[float]) -> None:
+    ruled = sequential(pool, candidate, max_samples=len(candidate))
+    assert ruled.effect.low <= ruled.effect.value <= ruled.effect.high
+    assert 0 < ruled.effect.confidence <= 1
+    assert ruled.verdict != "continue"
+    assert ruled.p_better is not None and ruled.p_worse is not None
+    assert not (ruled.p_better <= decision.ALPHA and ruled.p_worse <= decision.ALPHA)
+
+
+@pytest.mark.parametrize("m, n", [(1, 1), (3, 2), (5, 1), (4, 4), (6, 3), (2, 5)])
+def test_the_null_distribution_is_exact(m: int, n: int) -> None:
+    counts = [0] * (m * n + 1)
+    for places in itertools.combinations(range(m + n), n):
+        counts[sum(p - i for i, p in enumerate(places))] += 1
+    assert decision.null_counts(m, n) == tuple(counts)
+    assert sum(counts) == math.comb(m + n, n)
+
+
+def test_the_hodges_lehmann_interval_reaches_its_level() -> None:
+    estimate, low, high, level = decision.hodges_lehmann(noisy(100.0, 30), noisy(98.0, 5))
+    assert low < estimate < high and 0.90 <= level < 0.95
+    assert decision.hodges_lehmann([1.0], [2.0])[3] == 0.0
+
+
+def test_the_interval_covers_the_true_shift_about_as_often_as_it_says() -> None:
+    covered = 0
+    for seed in range(300):
+        _, low, high, _ = decision.hodges_lehmann(noisy(100.0, 20, seed=seed),
+                                                  noisy(97.0, 5, seed=seed + 1000))
+        covered += low <= -3.0 <= high
+    assert 0.85 * 300 <= covered <= 0.97 * 300
+
+
+def test_bad_inputs_are_refused() -> None:
+    for call in (lambda: sequential([], [1.0]), lambda: sequential([1.0], []),
+                 lambda: sequential([1.0], [math.nan]),
+                 lambda: sequential([1.0], [1.0], direction="up"),
+                 lambda: sequential([1.0], [1.0], min_effect=-0.1),
+                 lambda: strict([1.0], [1.0], max_samples=0),
+                 lambda: decision.decide("vote", [1.0], [1.0]),
+                 lambda: decision.window([1.0], 0), lambda: incumbent([])):
+        with pytest.raises(ValueError):
+            call()
+
+
+def test_decide_names_the_rule() -> None:
+    assert decision.decide("strict", [5.0], [4.0], max_samples=1).rule == "strict"
+    assert decision.decide("sequential", [5.0] * 3, [4.0]).rule == "sequential"
+
+
+def test_the_window_keeps_the_most_recent_samples() -> None:
+    assert decision.window([float(v) for v in range(50)], 30) == [float(v) for v in
+                                                                  range(20, 50)]
+    assert decision.window([1.0, 2.0]) == [1.0, 2.0]
+    pool = incumbent(noisy(100.0, 45))
+    assert len(pool.samples) == decision.WINDOW and pool.drift is None
+    assert pool.samples == tuple(noisy(100.0, 45)[-decision.WINDOW:])
+
+
+def test_a_drifting_incumbent_is_reported_and_its_old_samples_dropped() -> None:
+    older, recent = noisy(100.0, 20, spread=0.01), noisy(106.0, 10, spread=0.01, seed=2)
+    pool = incumbent([*older, *recent])
+    assert pool.drift is not None and pool.drift.against
+    assert pool.samples == tuple(recent)
+    assert pool.drift.relative is not None and 0.04 < pool.drift.relative < 0.08
+    assert (pool.drift.recent, pool.drift.older) == (10, 20)
+    faster = incumbent([*older, *noisy(94.0, 10, spread=0.01, seed=2)], direction="lower")
+    assert faster.drift is not None and not faster.drift.against
+    assert incumbent([*older, *recent], direction="higher").drift is not None
+    assert not incumbent([*older, *recent], direction="higher").drift.against  # type: ignore[union-attr]
+
+
+def test_no_drift_in_a_steady_or_short_or_constant_pool() -> None:
+    assert decision.drift(noisy(100.0, 30)) is None
+    assert decision.drift([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]) is None
+    assert decision.drift([5.0] * 30) is None
