@@ -25,6 +25,9 @@ METRIC_NAME_RE = re.compile(r"^[\w.µ-]+$")
 DIRECTIONS = {"lower": "lower", "higher": "higher", "minimize": "lower", "maximize": "higher",
               "min": "lower", "max": "higher"}
 AGGREGATES = ("median", "min", "mean")
+# How a run is decided (decision.py): "strict", the seeds' rule (the aggregate beats the best),
+# or "sequential" (samples one at a time against the incumbent's, robust to noise).
+DECISION_RULES = ("sequential", "strict")
 # Keys added after sessions existed: absent and empty mean the same.
 OPTIONAL_LISTS = ("readonly",)
 
@@ -49,6 +52,13 @@ class Config:
     runs_per_experiment: int = 1
     aggregate: str = "median"
     max_experiments: int | None = None
+    # The decision rule and its settings; None: as before they existed (strict, and the
+    # defaults below), so that older files render to the same bytes.
+    decision: str | None = None
+    min_effect: float | None = None
+    max_samples: int | None = None
+    baseline_samples: int | None = None
+    remeasure_incumbent: bool | None = None
     session_id: str = ""
     created_at: str = ""
 
@@ -75,7 +85,7 @@ class Config:
         """Check types and values; normalise ``direction``, and read a ``max_experiments`` of 0
         as no limit. Raises :class:`UsageError` naming ``source`` and the first bad key."""
         for check in (self._check_strings, self._check_metric, self._check_paths,
-                      self._check_numbers, self._check_session_id):
+                      self._check_numbers, self._check_decision, self._check_session_id):
             problem = check()
             if problem is not None:
                 raise UsageError(f"{source}: {problem[0]} {problem[1]}")
@@ -152,6 +162,45 @@ class Config:
                 or self.max_experiments < 1):
             return "max_experiments", "must be a whole number of at least 1"
         return None
+
+    def _check_decision(self) -> tuple[str, str] | None:
+        """The decision rule and its settings (each optional)."""
+        if self.decision is not None and self.decision not in DECISION_RULES:
+            return "decision", f"'{self.decision}' is not one of {', '.join(DECISION_RULES)}"
+        effect = self.min_effect
+        if effect is not None and (isinstance(effect, bool) or not isinstance(
+                effect, (int, float)) or not math.isfinite(effect) or not 0 <= effect < 1):
+            return "min_effect", "must be a relative improvement from 0 to below 1 (0.01: 1%)"
+        for key in ("max_samples", "baseline_samples"):
+            value = getattr(self, key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or not 1 <= value <= 100):
+                return key, "must be a whole number from 1 to 100"
+        if self.remeasure_incumbent is not None and not isinstance(self.remeasure_incumbent,
+                                                                   bool):
+            return "remeasure_incumbent", "must be true or false"
+        return None
+
+    @property
+    def rule(self) -> str:
+        """The decision rule in force: ``decision``, else ``strict`` (the rule of sessions
+        begun before there was a choice)."""
+        return self.decision or "strict"
+
+    @property
+    def samples_at_most(self) -> int:
+        """Samples of a candidate under the sequential rule (``max_samples``, default 5)."""
+        return self.max_samples or 5
+
+    @property
+    def samples_of_baseline(self) -> int:
+        """Samples of the baseline under the sequential rule (``baseline_samples``, default 5)."""
+        return self.baseline_samples or 5
+
+    @property
+    def remeasures(self) -> bool:
+        """Whether the incumbent gets a sample after each revert (sequential rule only)."""
+        return self.rule == "sequential" and self.remeasure_incumbent is not False
 
     def _check_session_id(self) -> tuple[str, str] | None:
         if len(self.session_id) > 100:

@@ -284,6 +284,7 @@ class RunRecord(_RunFields, total=False):
     scope_violations_total: int
     readonly_violations_total: int
     hooks: list[dict[str, Any]]
+    decision: dict[str, Any]
     scope_ref: str
     scope_refs: list[str]
     baseline: bool

@@ -324,6 +324,8 @@ class Measurement:
     readonly_violations: list[str] = field(default_factory=list)
     scope_ref: str | None = None
     fingerprint: dict[str, str] | None = None
+    # The sequential rule's verdict on the samples (``decision_record``); None under strict.
+    decision: dict[str, Any] | None = None
 
     @property
     def status(self) -> str | None:
@@ -357,21 +359,26 @@ def measure(
     log_path: Path,
     env: Mapping[str, str],
     progress: Progress | None = None,
+    samples_at_most: int | None = None,
+    enough: Callable[[list[float]], bool] | None = None,
+    checks: bool = True,
 ) -> Measurement:
     """Run the experiment ``runs_per_experiment`` times, read each sample's metric, aggregate,
     then run the checks if every sample succeeded. Each sample's command has
     ``AUTORESEARCH_SAMPLE`` (1, 2, ...) in its environment, beside ``env``. Never raises for a
     failing command: a failure is a :class:`Measurement` whose ``metric`` is None and whose
-    ``reason`` says why."""
+    ``reason`` says why. ``samples_at_most`` replaces ``runs_per_experiment``; ``enough``, asked
+    after each sample with the samples so far, stops the sampling early when it says so (the
+    sequential decision rule). Without ``checks``, the checks command does not run."""
     samples: list[float] = []
+    count = samples_at_most or cfg.runs_per_experiment
     per_metric: dict[str, list[float]] = {}
     started = time.monotonic()
     fd = _new_log(log_path)
     try:
-        for index in range(cfg.runs_per_experiment):
-            if cfg.runs_per_experiment > 1:
-                os.write(fd, f"==== sample {index + 1} of {cfg.runs_per_experiment} ====\n"
-                         .encode())
+        for index in range(count):
+            if count > 1:
+                os.write(fd, f"==== sample {index + 1} of {count} ====\n".encode())
             # Each sample knows its number: a training command can seed from it.
             outcome, reading, failure = _sample(
                 cfg, top=top, log_path=log_path, log_fd=fd,
@@ -384,14 +391,17 @@ def measure(
             samples.append(reading.metric)
             for name, value in reading.metrics.items():
                 per_metric.setdefault(name, []).append(value)
+            if enough is not None and enough(samples):
+                break
     finally:
         os.close(fd)
     aggregate = AGGREGATORS[cfg.aggregate]
     metric = float(aggregate(samples))
     metrics = {name: float(aggregate(values)) for name, values in per_metric.items()}
     duration, log_tail = round(time.monotonic() - started, 3), tail(log_path)
-    checks = run_checks(cfg, top=top, log_path=log_path, env=env) if cfg.checks_command else None
-    return Measurement(metric, metrics, samples, duration, exit_code=0, checks=checks,
+    checked = run_checks(cfg, top=top, log_path=log_path, env=env) \
+        if cfg.checks_command and checks else None
+    return Measurement(metric, metrics, samples, duration, exit_code=0, checks=checked,
                        log_tail=log_tail)
 
 

@@ -14,13 +14,17 @@ import dataclasses
 import hashlib
 import json
 import os
+from dataclasses import dataclass
+from typing import Any
 
-from . import journal, signals
+from . import decision, journal, signals
+from . import ledger as ledger_mod
 from .config import file_hash
 from .errors import Refused
 from .experiment import Changes, moved_out, revert, revert_targets, scope_violations
 from .files import WriteFailed, write_atomic
 from .git import DiskFull, GitError, Repo
+from .ledger import RunRecord, json_number, now_ms
 from .measure import Measurement, Progress, command_environment
 from .measure import measure as run_measurement
 from .refs import scope_prefix
@@ -47,20 +51,109 @@ def measure(session: Session, progress: Progress | None = None, *, pending: bool
         "AUTORESEARCH_RUN": str(number),
         "AUTORESEARCH_RUN_LOG": str(session.layout.run_log),
     })
+    rule = Rule.of(session, baseline=baseline)
     try:
         result = run_measurement(session.config, top=session.repo.top,
-                                 log_path=session.layout.run_log, env=env, progress=progress)
+                                 log_path=session.layout.run_log, env=env, progress=progress,
+                                 samples_at_most=rule.samples, enough=rule.enough)
     except OSError as exc:  # the run log: a full or read-only disk
         raise _not_measured(f"cannot write {session.layout.run_log}: "
                             f"{exc.strerror or exc.__class__.__name__}", scope_ref) from None
     bounds = session.bounds
     result = dataclasses.replace(
-        result, head=session.head(), scope_ref=scope_ref,
+        result, head=session.head(), scope_ref=scope_ref, decision=rule.verdict(result.samples),
         readonly_violations=[p for p in violations if bounds.is_readonly(p)],
         scope_violations=[p for p in violations if not bounds.is_readonly(p)])
     if pending:
         result = _keep_pending(session, result)
     return result
+
+
+@dataclass(frozen=True)
+class Rule:
+    """How many samples a measurement takes and when it stops: the configuration's
+    ``runs_per_experiment`` under the strict rule; under the sequential rule, one at a time up
+    to ``max_samples`` against the incumbent's pool (``baseline_samples`` for a baseline, or when
+    there is no incumbent yet; one for a noise probe: a work tree with no change)."""
+
+    name: str
+    direction: str
+    pool: tuple[float, ...] = ()
+    samples: int | None = None
+    min_effect: float = 0.0
+    probe: bool = False
+
+    @classmethod
+    def of(cls, session: Session, *, baseline: bool = False) -> Rule:
+        cfg = session.config
+        if cfg.rule != "sequential":
+            return cls("strict", cfg.direction)
+        if baseline or not (pool := incumbent_samples(session)):
+            return cls("sequential", cfg.direction, samples=cfg.samples_of_baseline)
+        window = decision.incumbent(pool, cfg.direction).samples
+        probe = not [p for p in session.changes().changed() if not session.bounds.is_protected(p)]
+        return cls("sequential", cfg.direction, window, 1 if probe else cfg.samples_at_most,
+                   cfg.min_effect or 0.0, probe)
+
+    def enough(self, samples: list[float]) -> bool:
+        """Whether the samples so far decide (always False without a pool: take them all)."""
+        if self.name != "sequential" or not self.pool or self.probe:
+            return False
+        return decision.sequential(list(self.pool), samples, direction=self.direction,
+                                   min_effect=self.min_effect,
+                                   max_samples=self.samples or 1).done
+
+    def verdict(self, samples: list[float]) -> dict[str, Any] | None:
+        """The ``decision`` object of the run record (None under strict, or without samples)."""
+        if self.name != "sequential" or not samples:
+            return None
+        if not self.pool:
+            return {"rule": "sequential", "verdict": "baseline", "candidate_samples": len(samples)}
+        if self.probe:
+            return {"rule": "sequential", "verdict": "no_change",
+                    "incumbent_samples": len(self.pool), "candidate_samples": len(samples)}
+        found = decision.sequential(list(self.pool), samples, direction=self.direction,
+                                    min_effect=self.min_effect,
+                                    max_samples=max(self.samples or 1, len(samples)))
+        return decision_record(found)
+
+
+def decision_record(found: decision.Decision) -> dict[str, Any]:
+    """A :class:`decision.Decision` as the run record's ``decision`` object: ``rule``,
+    ``verdict`` (``inconclusive`` for a ``continue`` the samples ran out on), the ``effect``
+    (candidate minus incumbent, in the metric's unit, with its interval and ``confidence``,
+    and relative), and the samples of each side."""
+    eff = found.effect
+    return {"rule": found.rule,
+            "verdict": "inconclusive" if found.verdict == "continue" else found.verdict,
+            "effect": json_number(eff.value), "effect_low": json_number(eff.low),
+            "effect_high": json_number(eff.high), "relative": eff.relative,
+            "relative_low": eff.relative_low, "relative_high": eff.relative_high,
+            "confidence": eff.confidence, "incumbent_samples": found.incumbent_samples,
+            "candidate_samples": found.candidate_samples}
+
+
+def incumbent_samples(session: Session) -> list[float]:
+    """The incumbent's samples, oldest first: those of the segment's last kept run, of noise
+    probes after it (runs with no change), and of its re-measures (``incumbent`` lines of the
+    ledger after a revert). Empty when the segment has kept nothing."""
+    seg = session.segment
+    kept = [r for r in seg.runs if r.status == "keep"]
+    if not kept:
+        return []
+    last = kept[-1]
+    found: list[tuple[float, list[Any]]] = [(last.number, list(last.data.get("samples") or []))]
+    for run in seg.runs:
+        verdict = (run.data.get("decision") or {}).get("verdict")
+        if run.number > last.number and verdict == "no_change":
+            found.append((run.number, list(run.data.get("samples") or [])))
+    for event in session.ledger.events:
+        if event.get("type") == "incumbent" and event.get("segment") == seg.index \
+                and event.get("commit") == last.data.get("commit") \
+                and isinstance(event.get("after_run"), int) and event["after_run"] > last.number:
+            found.append((event["after_run"] + 0.5, list(event.get("samples") or [])))
+    return [float(x) for _, xs in sorted(found, key=lambda item: item[0]) for x in xs
+            if isinstance(x, (int, float)) and not isinstance(x, bool)]
 
 
 def _set_aside(session: Session, number: int, changes: Changes) -> tuple[list[str], str | None]:
@@ -192,3 +285,37 @@ def set_asides(session: Session, number: int) -> list[tuple[str, list[str]]]:
         parent = repo.resolve(f"{ref}^")
         out.append((ref, repo.changed_paths(parent, ref) if parent else []))
     return out
+
+
+def remeasure_incumbent(session: Session, after: RunRecord) -> list[str]:
+    """After run ``after`` was reverted, the work tree is the incumbent again: take one more
+    sample of it (no checks) and append it to the ledger as an ``incumbent`` line, which the
+    pool (:func:`incumbent_samples`) reads; this tracks drift of the machine for the cost of
+    one run. Only under the sequential rule with ``remeasure_incumbent`` (the default), for a
+    discard or checks_failed in a segment that has kept a run. Returns warnings: a failed
+    sample is not recorded, and an incumbent that drifted against the direction is named."""
+    if not session.config.remeasures or after["status"] not in ("discard", "checks_failed") \
+            or not incumbent_samples(session):
+        return []
+    env = command_environment({
+        "AUTORESEARCH_SESSION": session.config.session_id,
+        "AUTORESEARCH_RUN": str(after["run"]),
+        "AUTORESEARCH_RUN_LOG": str(session.layout.run_log),
+    })
+    result = run_measurement(session.config, top=session.repo.top,
+                             log_path=session.layout.run_log, env=env, samples_at_most=1,
+                             checks=False)
+    if result.metric is None:
+        return [f"the incumbent could not be measured again after run {after['run']} "
+                f"({result.reason}); its pool is as it was"]
+    ledger_mod.append(session.layout.ledger, [{
+        "type": "incumbent", "segment": session.segment.index,
+        "commit": session.repo.short(session.head()), "after_run": after["run"],
+        "samples": [json_number(s) for s in result.samples], "timestamp": now_ms()}])
+    session.reload()
+    moved = decision.incumbent(incumbent_samples(session), session.config.direction).drift
+    if moved is not None and moved.against:
+        how = f" ({moved.relative:+.1%})" if moved.relative is not None else ""
+        return [f"the incumbent drifted{how}: its recent samples are worse than its older "
+                "ones (the machine got slower?); only the recent ones are compared"]
+    return []

@@ -99,10 +99,15 @@ def choose_measurement(session: Session, status: str, pending: Measurement | Non
         if result is None or result.metric is None:
             raise Refused("nothing to keep: no pending measurement with a metric (run git "
                           "autoresearch measure, or pass --metric VALUE)")
+        metric, verdict = result.metric, (result.decision or {}).get("verdict")
         best = session.segment.best
-        if best is not None and best.metric is not None and \
-                not session.segment.better(result.metric, best.metric):
-            notes.append(f"{_number(result.metric)} does not beat the best so far "
+        if result.decision is not None and verdict not in ("better", "baseline"):
+            notes.append(f"the sequential rule found this run {verdict}; kept because you asked "
+                         "(its decision is recorded as forced)")
+            result = dataclasses.replace(result, decision={**result.decision, "forced": True})
+        elif best is not None and best.metric is not None and \
+                not session.segment.better(metric, best.metric):
+            notes.append(f"{_number(metric)} does not beat the best so far "
                          f"({_number(best.metric)}, run {best.number}); kept because you asked")
     return Choice(result, given, notes)
 
@@ -235,6 +240,10 @@ def _draft(session: Session, number: int, status: str, description: str,
         0 if status == "crash" else (json_number(metric) if metric is not None else None),
         {k: json_number(v) for k, v in (result.metrics if result else {}).items()},
         status, description, now_ms(), session.segment.index, **more)
+    if result is not None and result.decision is not None:
+        draft["decision"] = dict(result.decision)
+        if status == "discard" and result.decision.get("verdict") == "inconclusive":
+            draft["reason"] = "within noise"
     if result is not None and result.scope_ref:
         draft["scope_ref"] = result.scope_ref
     if baseline:

@@ -400,11 +400,15 @@ class Session:
 
     def decide(self, result: Measurement) -> str:
         """The loop's decision: ``crash`` without a metric, ``checks_failed`` when the checks
-        failed, ``keep`` when the metric strictly beats the segment's best (or nothing is kept
-        yet), else ``discard``."""
+        failed; under the sequential rule, ``keep`` for the verdict ``better`` (or a baseline),
+        else ``discard``; under the strict rule, ``keep`` when the metric strictly beats the
+        segment's best (or nothing is kept yet), else ``discard``."""
         status = result.status
         if status:
             return status
+        verdict = (result.decision or {}).get("verdict")
+        if verdict is not None:  # the sequential rule decided on the samples
+            return "keep" if verdict in ("better", "baseline") else "discard"
         best = self.segment.best
         assert result.metric is not None
         if best is None or best.metric is None:

@@ -59,6 +59,17 @@ from .common import (
 @click.option("--aggregate", type=click.Choice(["median", "min", "mean"]),
               help="How samples combine (default median).")
 @click.option("--max-experiments", type=int, help="Stop after this many runs in a segment.")
+@click.option("--decision", type=click.Choice(["sequential", "strict"]),
+              help="How a run is decided: sequential (samples against the incumbent's, robust "
+                   "to noise) or strict (the aggregate beats the best; the default for now).")
+@click.option("--min-effect", type=float, metavar="FRACTION",
+              help="Sequential: the smallest improvement worth a commit (0.01: 1%; default 0).")
+@click.option("--max-samples", type=int,
+              help="Sequential: samples of a run at most (default 5).")
+@click.option("--baseline-samples", type=int,
+              help="Sequential: samples of the baseline (default 5).")
+@click.option("--remeasure-incumbent/--no-remeasure-incumbent", default=None,
+              help="Sequential: one more sample of the incumbent after each revert (default on).")
 @click.option("--session-id", help="Session id (default: the goal in kebab case plus the date).")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Read the configuration keys from this TOML file (its paths are read from "
@@ -76,7 +87,9 @@ def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
               metric_command: str | None, scope: tuple[str, ...], protected: tuple[str, ...],
               readonly: tuple[str, ...], checks_command: str | None, timeout_seconds: float | None,
               checks_timeout_seconds: float | None, runs_per_experiment: int | None,
-              aggregate: str | None, max_experiments: int | None, session_id: str | None,
+              aggregate: str | None, max_experiments: int | None, decision: str | None,
+              min_effect: float | None, max_samples: int | None, baseline_samples: int | None,
+              remeasure_incumbent: bool | None, session_id: str | None,
               config_file: Path | None, new_segment: bool, no_baseline: bool, force: bool,
               allow_missing: bool, as_json: bool) -> None:
     """Create a session: branch autoresearch/<id>, .auto/, the ledger, and the baseline run."""
@@ -91,7 +104,9 @@ def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
         "checks_command": checks_command,
         "timeout_seconds": timeout_seconds, "checks_timeout_seconds": checks_timeout_seconds,
         "runs_per_experiment": runs_per_experiment, "aggregate": aggregate,
-        "max_experiments": max_experiments, "session_id": session_id,
+        "max_experiments": max_experiments, "decision": decision, "min_effect": min_effect,
+        "max_samples": max_samples, "baseline_samples": baseline_samples,
+        "remeasure_incumbent": remeasure_incumbent, "session_id": session_id,
     }
     opts = StartOptions(values=values, config_file=config_file, new_segment=new_segment,
                         no_baseline=no_baseline, force=force, allow_missing=allow_missing)
@@ -126,6 +141,10 @@ def _measurement_json(result: Measurement) -> dict[str, Any]:
 
     data = result.to_dict()
     data.pop("fingerprint", None)
+    # The sequential rule's verdict object; "decision" is the loop's decision, set by the caller.
+    verdict = data.pop("decision", None)
+    if verdict is not None:
+        data["verdict"] = verdict
     data["status"] = result.status
     if result.metric is not None:
         data["metric"] = json_number(result.metric)
@@ -246,6 +265,7 @@ def _print_record(session: Any, record: Mapping[str, Any], previous_best: float 
 def run_cmd(description: str, asi_pairs: tuple[str, ...], asi_json: str | None, dry_run: bool,
             as_json: bool) -> None:
     """One iteration: before hooks, measure, decide, keep or revert, record, after hooks."""
+    from .. import pending
     from ..recording import record
     from ..recovery import locked
     from ..session import Session
@@ -263,8 +283,9 @@ def run_cmd(description: str, asi_pairs: tuple[str, ...], asi_json: str | None, 
             return
         recorded = record(session, decision, description, result=result, asi=asi,
                           hooks=before.summary())
+        again = pending.remeasure_incumbent(session, recorded.record)
         after = session.fire_hooks("after", run_entry=recorded.record)
-    notes = session.warnings + recovered.warnings + recorded.warnings
+    notes = session.warnings + recovered.warnings + recorded.warnings + again
     if as_json:
         emit_json(_record_json(recorded.record,
                                [*_recovered_steer(recovered), before.steer, after.steer],
@@ -331,9 +352,10 @@ def _record_command(status: str) -> Callable[..., None]:
             previous_best = best.metric if best else None
             recorded = record(session, status, description, result=choice.result, asi=asi,
                               given=choice.given, force=force)
+            again = pending.remeasure_incumbent(session, recorded.record)
             after = session.fire_hooks("after", run_entry=recorded.record)
         notes = (choice.notes + session.warnings + recovered.warnings + recorded.warnings
-                 + _violation_notes(recorded.record))
+                 + again + _violation_notes(recorded.record))
         if as_json:
             emit_json(_record_json(recorded.record, [*_recovered_steer(recovered), after.steer],
                                    notes + after.warnings))

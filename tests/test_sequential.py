@@ -1,0 +1,89 @@
+"""The sequential decision rule through the commands (``decision = "sequential"``): samples one
+at a time against the incumbent's pool, the ``decision`` object of the run record, the noise
+probe, the incumbent's re-measure after a revert, and a forced keep. The statistics themselves
+are tested in test_decision.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import Tool, commit_all, ledger_lines, runs, start_args, write
+
+# A benchmark with noise: the value in value.txt times a factor that cycles with a counter kept
+# in an ignored file (about +-2%, never the same twice in a row).
+NOISY = """#!/bin/sh
+n=$(cat .n 2>/dev/null || echo 0); n=$((n+1)); echo $n > .n
+awk -v v="$(cat value.txt)" -v n="$n" 'BEGIN {
+  split("1.00 1.02 0.98 1.01 0.99 1.015 0.985", f, " ")
+  printf "score: %.4f\\n", v * f[(n % 7) + 1] }'
+"""
+
+
+def sequential(repo: Path, ar: Tool, *extra: str) -> None:
+    ar(repo, *start_args("--decision", "sequential", *extra))
+
+
+def test_a_metric_without_spread_is_decided_after_one_sample(repo: Path, ar: Tool) -> None:
+    sequential(repo, ar)
+    assert runs(repo)[0]["samples"] == [100] * 5  # the baseline's pool: baseline_samples
+    write(repo / "value.txt", "90\n")
+    kept = ar(repo, "run", "-d", "better", "--json").json()
+    assert (kept["status"], kept["samples"]) == ("keep", [90])
+    assert kept["decision"]["verdict"] == "better"
+    assert kept["decision"]["effect"] == -10 and kept["decision"]["relative"] == -0.1
+    write(repo / "value.txt", "95\n")
+    worse = ar(repo, "run", "-d", "worse", "--json").json()
+    # Against the one sample of a keep, two: one sample against one proves nothing.
+    assert (worse["status"], worse["samples"], worse["decision"]["verdict"]) == \
+        ("discard", [95, 95], "worse")
+    # After the revert the incumbent (90) was measured once more, for its pool.
+    again = [line for line in ledger_lines(repo) if line.get("type") == "incumbent"]
+    assert [(a["after_run"], a["samples"]) for a in again] == [(3, [90])]
+
+
+def test_a_run_without_change_is_a_noise_probe_never_a_keep(repo: Path, ar: Tool) -> None:
+    sequential(repo, ar)
+    probe = ar(repo, "run", "-d", "nothing changed", "--json").json()
+    assert probe["status"] == "discard"
+    assert (probe["decision"]["verdict"], probe["samples"]) == ("no_change", [100])
+
+
+def test_a_noisy_improvement_is_kept_and_noise_is_discarded_as_within_noise(
+        repo: Path, ar: Tool) -> None:
+    write(repo / "bench.sh", NOISY, 0o755)
+    write(repo / ".gitignore", ".n\n")
+    commit_all(repo)
+    sequential(repo, ar, "--max-samples", "5")
+    write(repo / "value.txt", "70\n")
+    kept = ar(repo, "run", "-d", "a real gain", "--json").json()
+    assert kept["status"] == "keep" and kept["decision"]["verdict"] == "better"
+    assert kept["decision"]["effect_high"] < 0  # the interval excludes no effect
+    write(repo / "value.txt", "70.1\n")
+    noise = ar(repo, "run", "-d", "no real change", "--json").json()
+    assert noise["status"] == "discard"
+    assert noise["decision"]["verdict"] in ("inconclusive", "worse")
+    if noise["decision"]["verdict"] == "inconclusive":
+        assert noise["reason"] == "within noise"
+    assert 1 <= len(noise["samples"]) <= 5
+
+
+def test_keep_by_hand_wins_over_the_rule_and_is_recorded_as_forced(repo: Path,
+                                                                  ar: Tool) -> None:
+    sequential(repo, ar)
+    write(repo / "value.txt", "120\n")
+    measured = ar(repo, "measure", "--json").json()
+    assert (measured["decision"], measured["verdict"]["verdict"]) == ("discard", "worse")
+    res = ar(repo, "keep", "-d", "kept anyway")
+    assert "the sequential rule found this run worse; kept because you asked" in res.err
+    record = runs(repo)[-1]
+    assert record["status"] == "keep"
+    assert (record["decision"]["verdict"], record["decision"]["forced"]) == ("worse", True)
+
+
+def test_sessions_without_the_key_keep_the_strict_rule(repo: Path, ar: Tool) -> None:
+    ar(repo, *start_args())
+    assert runs(repo)[0]["samples"] == [100]
+    write(repo / "value.txt", "90\n")
+    kept = ar(repo, "run", "-d", "better", "--json").json()
+    assert kept["status"] == "keep" and "decision" not in kept
+    assert "decision" not in (repo / ".auto" / "config.toml").read_text()
