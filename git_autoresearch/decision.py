@@ -277,6 +277,11 @@ def sequential(pool: list[float], candidate: list[float], *, direction: str = "l
     elif last or better > HOPELESS[min(n, len(HOPELESS)) - 1]:  # futility
         verdict = "inconclusive"
     value, low, high, level = hodges_lehmann(pool, candidate)
+    if verdict == "inconclusive" and level >= CONFIDENCE \
+            and (low > 0 if direction == "lower" else high < 0):
+        # Stopped for futility with its whole interval (at the full confidence) on the worse
+        # side: worse, not noise; at the last look this is the rank test's own verdict.
+        verdict = "worse"
     return Decision("sequential", verdict, effect(pool, value, low, high, level), len(pool), n,
                     better, worse)
 

@@ -122,12 +122,16 @@ class HookReport:
 
 def run_payload(data: Mapping[str, Any]) -> dict[str, Any]:
     """A run as the hook contract shows it (a run record, or ``{}``): ``run``, ``status``,
-    ``metric`` (None for a crash), ``description`` and ``asi`` (``{}`` when absent)."""
+    ``metric`` (None for a crash), ``description`` and ``asi`` (``{}`` when absent), and the
+    ``decision`` object when the sequential rule decided the run."""
     metric = data.get("metric")
     if data.get("status") == "crash":
         metric = None
-    return {"run": data.get("run"), "status": data.get("status"), "metric": metric,
-            "description": data.get("description"), "asi": data.get("asi") or {}}
+    payload = {"run": data.get("run"), "status": data.get("status"), "metric": metric,
+               "description": data.get("description"), "asi": data.get("asi") or {}}
+    if isinstance(data.get("decision"), dict):
+        payload["decision"] = data["decision"]
+    return payload
 
 
 def hook_files(hooks_dir: Path, stage: str) -> tuple[list[Path], list[str]]:

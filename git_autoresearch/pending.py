@@ -312,10 +312,11 @@ def remeasure_incumbent(session: Session, after: RunRecord) -> list[str]:
         "type": "incumbent", "segment": session.segment.index,
         "commit": session.repo.short(session.head()), "after_run": after["run"],
         "samples": [json_number(s) for s in result.samples], "timestamp": now_ms()}])
+    warnings = session.mirror_state(f"incumbent measured again after run {after['run']}")
     session.reload()
     moved = decision.incumbent(incumbent_samples(session), session.config.direction).drift
     if moved is not None and moved.against:
         how = f" ({moved.relative:+.1%})" if moved.relative is not None else ""
-        return [f"the incumbent drifted{how}: its recent samples are worse than its older "
-                "ones (the machine got slower?); only the recent ones are compared"]
-    return []
+        warnings.append(f"the incumbent drifted{how}: its recent samples are worse than its "
+                        "older ones (the machine got slower?); only the recent ones are compared")
+    return warnings

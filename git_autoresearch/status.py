@@ -63,9 +63,12 @@ class Status:
     experiments: int | None
     readonly_changed: list[str]
     warnings: list[str]
+    # Under the sequential rule: the incumbent's pool, its relative spread and drift.
+    noise: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The ``status --json`` document (its keys in this order)."""
+        """The ``status --json`` document (its keys in this order; ``noise`` only under the
+        sequential rule)."""
         return {
             "session_id": self.session_id,
             "branch": self.branch,
@@ -81,7 +84,7 @@ class Status:
             "limit_reached": self.limit_reached,
             "readonly_changed": self.readonly_changed,
             "warnings": self.warnings,
-        }
+        } | ({} if self.noise is None else {"noise": self.noise})
 
 
 def status(session: Session) -> Status:
@@ -111,7 +114,27 @@ def status(session: Session) -> Status:
         pending=pending, stop_pending=session.layout.stop.exists(),
         limit=cfg.max_experiments, limit_reached=session.limit_reached(),
         experiments=None if cfg.max_experiments is None else session.experiments_in_segment(),
-        readonly_changed=readonly_changed, warnings=warnings)
+        readonly_changed=readonly_changed, warnings=warnings, noise=_noise(session))
+
+
+def _noise(session: Session) -> dict[str, Any] | None:
+    """The noise level of the metric under the sequential rule: how many samples the
+    incumbent's pool holds, their relative spread (median absolute deviation over the median's
+    magnitude; None without two samples or with a median of 0), and its drift (None: none)."""
+    from . import decision
+    from .ledger import mad, median
+    from .pending import incumbent_samples
+
+    if session.read_only or session.config.rule != "sequential":
+        return None
+    pool = decision.incumbent(incumbent_samples(session), session.config.direction)
+    samples = list(pool.samples)
+    centre = median(samples) if samples else None
+    spread = (mad(samples) / abs(centre) if len(samples) > 1 and centre else None)
+    moved = pool.drift
+    return {"incumbent_samples": len(samples), "relative_spread": spread,
+            "drift": None if moved is None else {"relative": moved.relative,
+                                                 "against": moved.against}}
 
 
 def opening_warnings(session: Session) -> list[str]:

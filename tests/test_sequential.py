@@ -5,6 +5,7 @@ are tested in test_decision.py."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from conftest import Tool, commit_all, ledger_lines, runs, start_args, write
@@ -39,6 +40,7 @@ def test_a_metric_without_spread_is_decided_after_one_sample(repo: Path, ar: Too
     # After the revert the incumbent (90) was measured once more, for its pool.
     again = [line for line in ledger_lines(repo) if line.get("type") == "incumbent"]
     assert [(a["after_run"], a["samples"]) for a in again] == [(3, [90])]
+    assert ar(repo, "doctor", "--json").json()["findings"] == []  # mirrored on the state ref
 
 
 def test_a_run_without_change_is_a_noise_probe_never_a_keep(repo: Path, ar: Tool) -> None:
@@ -87,3 +89,21 @@ def test_sessions_without_the_key_keep_the_strict_rule(repo: Path, ar: Tool) -> 
     kept = ar(repo, "run", "-d", "better", "--json").json()
     assert kept["status"] == "keep" and "decision" not in kept
     assert "decision" not in (repo / ".auto" / "config.toml").read_text()
+
+
+def test_status_reports_the_noise_and_hooks_receive_the_decision(repo: Path, ar: Tool) -> None:
+    write(repo / "bench.sh", NOISY, 0o755)
+    write(repo / ".gitignore", ".n\n")
+    commit_all(repo)
+    sequential(repo, ar)
+    after = repo / ".auto" / "hooks" / "after.sh"
+    write(after, "#!/bin/sh\ncat > \"$(dirname \"$0\")/../payload.json\"\n", 0o755)
+    write(repo / "value.txt", "150\n")
+    ar(repo, "run", "-d", "much worse")
+    payload = json.loads((repo / ".auto" / "payload.json").read_text())
+    assert payload["run_entry"]["decision"]["verdict"] == "worse"
+    noise = ar(repo, "status", "--json").json()["noise"]
+    # The baseline's 5 samples and the re-measure after the revert.
+    assert noise["incumbent_samples"] == 6
+    assert 0.005 < noise["relative_spread"] < 0.03
+    assert "noise       ±" in ar(repo, "status").out

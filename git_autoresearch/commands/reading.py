@@ -116,6 +116,10 @@ def _status_lines(found: Status) -> list[str]:
                          f"commit {brief['commit'] or '-'}){extra}")
         else:
             lines.append(f"{key:<11} -")
+    if found.noise is not None:
+        spread = found.noise["relative_spread"]
+        lines.append(f"noise       {'-' if spread is None else f'±{spread:.1%}'} (spread of the "
+                     f"incumbent's {found.noise['incumbent_samples']} samples; sequential rule)")
     conf = seg["confidence"]
     lines.append(f"confidence  {f'{conf:.2f}' if conf is not None else '-'} "
                  f"({seg['confidence_label']})")
