@@ -161,9 +161,10 @@ def run_audit(session: Session, target: Target, samples: int = DEFAULT_SAMPLES,
     log = folder / "run.log"
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        inputs = untracked_inputs(session)
         for side in SIDES:
             worktrees.add_detached(repo, trees[side], commits[side])
-            _bring_uncommitted(session, trees[side])
+            _bring(session, inputs, trees[side])
         for index in range(samples):
             for side in SIDES:
                 env = command_environment({
@@ -228,20 +229,32 @@ def judge(target: Target, values: dict[str, list[float]], direction: str) -> Aud
                  ruled.p_worse, timestamp=now_ms())
 
 
-def _bring_uncommitted(session: Session, tree: Path) -> None:
-    """Copy into the checkout ``tree`` the files the measurement command names that git does
-    not give it: a ``.auto/measure.sh`` (never committed) or an ignored data file, as they are
-    in the session's work tree, so that both sides run the same benchmark."""
-    cfg = session.config
-    top = session.repo.top
+def untracked_inputs(session: Session) -> list[str]:
+    """The files the measurement command (and the metric command) name by a relative path that
+    git does not track: a ``.auto/measure.sh`` (never committed) or an ignored data file,
+    which a checkout of a commit lacks. A tracked file is never among them: a keep that
+    deleted it must be measured without it."""
+    cfg, top = session.config, session.repo.top
+    named = []
     for command in (cfg.command, cfg.metric_command):
         for word in command_words(command or ""):
-            if os.path.isabs(word) or word.startswith("-") or ".." in Path(word).parts:
-                continue
-            source, target = top / word, tree / word
-            if source.is_file() and not target.exists():
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(source, target)
+            if not (os.path.isabs(word) or word.startswith("-") or ".." in Path(word).parts) \
+                    and (top / word).is_file():
+                named.append(Path(word).as_posix())
+    if not named:
+        return []
+    tracked = set(session.repo.ls_files())
+    return [path for path in dict.fromkeys(named) if path not in tracked]
+
+
+def _bring(session: Session, paths: list[str], tree: Path) -> None:
+    """Copy ``paths`` from the session's work tree into the checkout ``tree``, so that both
+    sides run the same benchmark."""
+    for path in paths:
+        target = tree / path
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(session.repo.top / path, target)
 
 
 def record(session: Session, audit: Audit) -> None:
