@@ -236,4 +236,5 @@ summary_main = _entry("summary")
 ideas_main = _entry("ideas")
 import_main = _entry("import")
 dashboard_main = _entry("dashboard")
+audit_main = _entry("audit")
 

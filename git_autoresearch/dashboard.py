@@ -12,7 +12,7 @@ from typing import Any
 
 from .ledger import Ledger, Run, Segment
 from .plot import COLOURS, svg
-from .report import delta_pct, fmt, one_line, segment_summary
+from .report import audit_mark, audits, delta_pct, fmt, one_line, segment_summary
 
 STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#202124;background:#fafafa}
@@ -87,7 +87,9 @@ def render(book: Ledger, *, goal: str, metric_name: str, unit: str, session_id: 
                      for s, c in COLOURS.items())
     legend += '<span><i style="background:#1e8e3e;height:2px;border-radius:0"></i>' \
               "running best</span>"
-    rows = [(run.number, _row(segment, run)) for segment in book.segments
+    audited = audits(book)
+    rows = [(run.number, _row(segment, run, audited.get(run.number)))
+            for segment in book.segments
             for run in reversed(segment.runs)]
     rows.sort(key=lambda row: -row[0])
     header = "".join(f"<th>{h}</th>" for h in (
@@ -113,8 +115,23 @@ def _cards(seg: dict[str, Any], total_runs: int, u: str) -> list[str]:
     ]
 
 
-def _row(segment: Segment, run: Run) -> str:
-    """One run's row of the table, its annotations (``asi``) in the note columns."""
+def _audit_marker(found: list[dict[str, Any]] | None) -> str:
+    """The marker of a run's latest audit after its status (the verdict and the effect on
+    hover), or ``""``."""
+    mark = audit_mark(found)
+    if not found or not mark:
+        return ""
+    last = found[-1]
+    effect = last.get("effect")
+    title = f"audit: {last.get('verdict')}"
+    if isinstance(effect, dict) and isinstance(effect.get("relative"), (int, float)):
+        title += f", effect {effect['relative'] * 100:+.2f}%"
+    return f' <span class="audit" title="{escape(title)}">{escape(mark)}</span>'
+
+
+def _row(segment: Segment, run: Run, audited: list[dict[str, Any]] | None = None) -> str:
+    """One run's row of the table, its annotations (``asi``) in the note columns, and the
+    marker of its latest audit (``audited``: its audit lines) after its status."""
     baseline = segment.baseline
     found = run.data.get("asi")
     asi: dict[str, Any] = found if isinstance(found, dict) else {}
@@ -122,7 +139,7 @@ def _row(segment: Segment, run: Run) -> str:
     conf = run.data.get("confidence")
     cells = [
         f'<td class="n">{run.number}</td>', f'<td class="n">{segment.index}</td>',
-        f'<td class="{escape(run.status)}">{escape(run.status)}</td>',
+        f'<td class="{escape(run.status)}">{escape(run.status)}{_audit_marker(audited)}</td>',
         f'<td class="n">{escape(fmt(run.metric))}</td>',
         f'<td class="n">{"" if delta is None else f"{delta:+.1f}%"}</td>',
         f'<td class="n">{f"{conf:.2f}" if isinstance(conf, (int, float)) else ""}</td>',

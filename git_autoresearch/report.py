@@ -45,12 +45,40 @@ def one_line(text: str) -> str:
     return " ".join(_CONTROL.sub(" ", text).split())
 
 
-def run_row(run: Run, segment: Segment) -> dict[str, Any]:
-    """A run as ``log --json`` shows it: the record plus ``delta_pct`` against the baseline."""
+# An audited keep's mark in the run table, by the latest audit's verdict.
+AUDIT_MARKS = {"confirmed": "✓", "within noise": "~", "regression": "✗", "crash": "!"}
+
+
+def audits(book: Ledger) -> dict[int, list[dict[str, Any]]]:
+    """The ``{"type": "audit", ...}`` lines of the ledger (``git autoresearch audit``) by the
+    run they audited, oldest first."""
+    out: dict[int, list[dict[str, Any]]] = {}
+    for event in book.events:
+        run = event.get("audited_run")
+        if event.get("type") == "audit" and isinstance(run, int) and not isinstance(run, bool):
+            out.setdefault(run, []).append(event)
+    return out
+
+
+def audit_mark(found: list[dict[str, Any]] | None) -> str:
+    """The mark of a run's latest audit (``✓``, ``~``, ``✗``, ``!``), or ``""`` when it has
+    none."""
+    if not found:
+        return ""
+    return AUDIT_MARKS.get(str(found[-1].get("verdict")), "?")
+
+
+def run_row(run: Run, segment: Segment,
+            audited: dict[int, list[dict[str, Any]]] | None = None) -> dict[str, Any]:
+    """A run as ``log --json`` shows it: the record plus ``delta_pct`` against the baseline
+    and ``audit``, the latest audit line of the run from ``audited`` (:func:`audits`), or
+    None."""
     base = segment.baseline
     row = dict(run.data)
     row["segment"] = segment.index
     row["delta_pct"] = delta_pct(run.metric, base.metric if base else None)
+    found = (audited or {}).get(run.number)
+    row["audit"] = found[-1] if found else None
     return row
 
 
@@ -125,9 +153,12 @@ def _num(value: Any) -> float | None:
     return float(value)
 
 
-def table(rows: list[tuple[Run, Segment]], width: int = 100) -> str:
+def table(rows: list[tuple[Run, Segment]], width: int = 100,
+          audited: dict[int, list[dict[str, Any]]] | None = None) -> str:
     """The run table for people: run, status, metric, delta vs baseline, confidence, commit,
-    description; a line marks where each segment begins."""
+    description; a line marks where each segment begins. An audited keep's status carries the
+    mark of its latest audit (:data:`AUDIT_MARKS`, from ``audited``), explained below."""
+    audited = audited or {}
     out = []
     header = f"{'run':>5}  {'status':<13} {'metric':>12} {'vs base':>9} {'conf':>6}  " \
              f"{'commit':<7}  description"
@@ -145,11 +176,16 @@ def table(rows: list[tuple[Run, Segment]], width: int = 100) -> str:
         room = max(20, width - len(header) + len("description"))
         if len(desc) > room:
             desc = desc[:room - 1] + "…"
+        mark = audit_mark(audited.get(run.number))
+        status = f"{run.status} {mark}" if mark else run.status
         out.append(
-            f"{run.number:>5}  {run.status:<13} {fmt(run.metric):>12} "
+            f"{run.number:>5}  {status:<13} {fmt(run.metric):>12} "
             f"{(f'{delta:+.1f}%' if delta is not None else '-'):>9} "
             f"{(f'{conf:.2f}' if isinstance(conf, (int, float)) else '-'):>6}  "
             f"{str(run.data.get('commit', '-'))[:7]:<7}  {desc}")
+    if any(audited.get(run.number) for run, _ in rows):
+        out.append("audited (git autoresearch audit): ✓ confirmed, ~ within noise, "
+                   "✗ regression, ! crashed")
     return "\n".join(out) + "\n"
 
 

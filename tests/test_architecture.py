@@ -29,7 +29,7 @@ MAX_LINES = 550  # about 500, with a 10 % margin
 # those below, never from one above.
 LAYERS = [
     {"__main__", "cli", "manpage", "commands"},
-    {"start", "start_record", "resume", "doctor", "status", "demo"},
+    {"start", "start_record", "resume", "doctor", "status", "demo", "audit"},
     {"recording", "recovery", "pending"},
     {"session", "reader", "branches", "journal"},
     {"experiment", "trailers", "state", "submodules", "layout", "ideas", "scripts", "lock",

@@ -34,6 +34,7 @@ COMMAND_MODULES: dict[str, str] = {
     "ideas": "upkeep",
     "import": "upkeep",
     "dashboard": "reading",
+    "audit": "auditing",
     "demo": "upkeep",
 }
 

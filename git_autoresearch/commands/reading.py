@@ -49,15 +49,16 @@ def log_cmd(segment: int | None, status: str | None, last: int | None, tsv: bool
         warn(f"{session.layout.ledger}:{bad.line}: set aside: {bad.reason}"
              + (" (an append that was cut short)" if bad.torn else ""))
     rows = report.select_runs(session.ledger, segment=segment, status=status, last=last)
+    audited = report.audits(session.ledger)
     if as_json:
-        emit_json([report.run_row(run, seg) for run, seg in rows])
+        emit_json([report.run_row(run, seg, audited) for run, seg in rows])
     elif tsv:
         click.echo(report.tsv(rows), nl=False)
     elif as_csv:
         click.echo(report.csv_text(rows), nl=False)
     else:
         width = shutil.get_terminal_size((120, 20)).columns
-        click.echo(report.table(rows, width), nl=False)
+        click.echo(report.table(rows, width, audited), nl=False)
 
 
 def _open_warned() -> Session:
@@ -161,14 +162,21 @@ def _status_tail(found: Status, unit: str) -> list[str]:
 def show_cmd(run_number: int, as_json: bool) -> None:
     """One run: its record and its diff (the keep commit, or the attempt ref of a non-kept run)."""
 
+    from ..report import audits
     from ..status import shown
+    from .auditing import audit_lines
 
-    found = shown(_open_warned(), run_number)
+    session = _open_warned()
+    found = shown(session, run_number)
     run, diff, set_aside = found.run, found.diff, found.set_aside
+    audited = audits(session.ledger).get(run_number, [])
     if as_json:
-        emit_json(found.to_json())
+        emit_json({**found.to_json(), "audits": audited})
         return
     click.echo(json.dumps(run.data, ensure_ascii=False, indent=2))
+    for line in audited:
+        click.echo(f"audit {_when(line.get('timestamp'))}: "
+                   + "\n".join(audit_lines(line, session.config.metric_unit)))
     if run.status == "crash" and run.data.get("tail"):
         click.echo(f"---- tail of the output ----\n{run.data['tail']}\n----")
     if diff:
@@ -183,6 +191,19 @@ def show_cmd(run_number: int, as_json: bool) -> None:
             continue
         click.echo(f"set aside before measuring (outside the scope or readonly), at "
                    f"{entry['ref']}: {', '.join(entry['paths'])}")
+
+
+def _when(timestamp: object) -> str:
+    """Epoch milliseconds as UTC time to the second, or ``-``."""
+    import datetime
+
+    if isinstance(timestamp, bool) or not isinstance(timestamp, int):
+        return "-"
+    try:
+        moment = datetime.datetime.fromtimestamp(timestamp / 1000, tz=datetime.timezone.utc)
+    except (OverflowError, ValueError, OSError):  # a hostile ledger's number
+        return "-"
+    return moment.strftime("%Y-%m-%d %H:%M:%SZ")
 
 
 def _segment_of(session: Session, segment: int | None) -> Segment:

@@ -1,0 +1,272 @@
+"""Audit kept runs: measure each keep's commit against its parent again, interleaved, and say
+whether the keep holds up (issue 11, item 7).
+
+Each side is checked out in a linked worktree of its own under the scratch folder
+(``<scratch>/audit-<pid>/parent`` and ``.../commit``), so the session's work tree, index and
+HEAD are never touched; the measurement command runs there once per sample, parent and commit
+taking turns (A B A B ...), so that drift of the machine falls on both sides alike. The
+worktrees and their folder are removed afterwards, however the audit ends: done, crashed,
+or cut short by a signal. The verdict is the sequential rule's last look
+(:func:`decision.sequential` with every sample in hand: the one-sided rank-sum test at 5 %, or
+the exact comparison for a metric with no spread), the effect its Hodges-Lehmann shift with
+its interval. Each audit is recorded as one ``{"type": "audit", ...}`` line of the ledger.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import decision, signals
+from .config import command_words
+from .errors import Refused, UsageError
+from .files import WriteFailed
+from .git import worktrees
+from .ledger import Ledger, Run, append, json_number, now_ms
+from .measure import command_environment, measure
+from .refs import session_branch
+from .session import Session
+from .trailers import read_trailers
+
+SIDES = ("parent", "commit")  # A, then B, in every round
+DEFAULT_SAMPLES = 5
+# The rule's verdict at its last look -> the audit's word for it.
+VERDICTS = {"better": "confirmed", "worse": "regression", "inconclusive": "within noise"}
+CRASH = "crash"  # a sample gave no metric: the audit stopped there
+FOLDER_PREFIX = "audit-"  # <scratch>/audit-<pid>: one audit's worktrees
+
+# (run, side, sample number from 1, value or None for a crash)
+Progress = Callable[[int, str, int, "float | None"], None]
+
+
+@dataclass(frozen=True)
+class Target:
+    """A kept run to audit: its ``run`` number, its keep ``commit`` and that commit's
+    ``parent`` (full object ids)."""
+
+    run: int
+    commit: str
+    parent: str
+
+
+@dataclass
+class Audit:
+    """One kept run measured again: the ``samples`` of each side (``parent``, ``commit``, in
+    the order taken), the ``verdict`` (``confirmed``, ``regression``, ``within noise``, or
+    ``crash`` with the ``reason`` and the ``tail`` of the output), the ``effect`` (commit minus
+    parent, in the metric's unit and relative to the parent's median, with its interval), and
+    the rule's one-sided p-values that the commit is better and worse."""
+
+    target: Target
+    samples: dict[str, list[float]]
+    verdict: str
+    effect: decision.Effect | None = None
+    p_better: float | None = None
+    p_worse: float | None = None
+    reason: str | None = None
+    tail: str | None = None
+    timestamp: int = 0
+
+    def record(self, direction: str) -> dict[str, Any]:
+        """The ledger line: epoch milliseconds, 7-character commits as run records write them.
+        The run is ``audited_run``, not ``run``: like the hook and stopped lines, an event
+        carries no ``run`` field, so that no reader of the format (pi-autoresearch's among
+        them) can take it for a run record."""
+        out: dict[str, Any] = {
+            "type": "audit", "timestamp": self.timestamp, "audited_run": self.target.run,
+            "commit": self.target.commit[:7], "parent": self.target.parent[:7],
+            "direction": direction, "verdict": self.verdict,
+            "samples": {side: [json_number(v) for v in values]
+                        for side, values in self.samples.items()},
+            "effect": None if self.effect is None else effect_json(self.effect),
+            "p_better": self.p_better, "p_worse": self.p_worse,
+        }
+        if self.reason is not None:
+            out["reason"] = self.reason
+            out["tail"] = self.tail or ""
+        return out
+
+
+def effect_json(found: decision.Effect) -> dict[str, Any]:
+    """An effect as the ledger keeps it: ``value``, ``low``, ``high`` in the metric's unit,
+    ``relative`` and its bounds (fractions; None when the parent's median is 0), and the
+    interval's ``confidence``."""
+    return {k: None if v is None else json_number(round(v, 12))
+            for k, v in dataclasses.asdict(found).items()}
+
+
+def targets(session: Session, numbers: list[int]) -> list[Target]:
+    """The kept runs to audit: ``numbers`` in the order given, or, when empty, every committed
+    keep of the current segment after its baseline. Raises :class:`UsageError` (exit 2) for a
+    number that is no run, not a keep, or a keep that made no commit (a baseline among them)."""
+    repo = session.repo
+    base = (session.ledger.segments[0].header or {}).get("base_commit")
+    kept = read_trailers(repo, session_branch(session.config.session_id), base)
+    if not numbers:
+        segment = session.ledger.current
+        chosen = [run for run in segment.kept if run is not segment.baseline
+                  and run.number in kept]
+    else:
+        chosen = [_keep(session.ledger, n, kept) for n in dict.fromkeys(numbers)]
+    out = []
+    for run in chosen:
+        commit = str(kept[run.number]["commit"])
+        parent = repo.resolve(f"{commit}^")
+        if parent is None:
+            raise UsageError(f"run {run.number}'s commit {commit[:7]} has no parent to "
+                             "measure it against")
+        out.append(Target(run.number, commit, parent))
+    return out
+
+
+def _keep(book: Ledger, number: int, kept: dict[int, dict[str, Any]]) -> Run:
+    run = book.find(number)
+    if run is None:
+        last = book.next_run_number - 1
+        raise UsageError(f"no run {number} in the ledger (runs are 1 to {last})" if last
+                         else f"no run {number}: the ledger has no runs yet")
+    if run.status != "keep":
+        raise UsageError(f"run {number} is a {run.status}, not a keep: only kept runs are "
+                         "audited")
+    if number not in kept:
+        segment = book.segments[run.segment]
+        what = "the baseline of its segment" if run is segment.baseline \
+            else "a keep that committed nothing"
+        raise UsageError(f"run {number} is {what}: it has no commit to measure against its "
+                         "parent")
+    return run
+
+
+def run_audit(session: Session, target: Target, samples: int = DEFAULT_SAMPLES,
+              progress: Progress | None = None) -> Audit:
+    """Measure ``target``'s parent and commit ``samples`` times each, interleaved, in two
+    linked worktrees under the scratch folder, removed afterwards whatever happens (a signal's
+    :class:`signals.Interrupted` passes through once they are gone). A sample that gives no
+    metric ends the audit as ``crash``. Raises ValueError for ``samples`` below 1 and
+    :class:`GitError` when a worktree cannot be made."""
+    if samples < 1:
+        raise ValueError(f"an audit needs at least one sample a side, not {samples}")
+    repo = session.repo
+    sweep(session)
+    folder = repo.scratch / f"{FOLDER_PREFIX}{os.getpid()}"
+    trees = {side: folder / side for side in SIDES}
+    commits = {"parent": target.parent, "commit": target.commit}
+    values: dict[str, list[float]] = {side: [] for side in SIDES}
+    cfg = dataclasses.replace(session.config, runs_per_experiment=1, checks_command=None)
+    log = folder / "run.log"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        inputs = untracked_inputs(session)
+        for side in SIDES:
+            worktrees.add_detached(repo, trees[side], commits[side])
+            _bring(session, inputs, trees[side])
+        for index in range(samples):
+            for side in SIDES:
+                env = command_environment({
+                    "AUTORESEARCH_SESSION": session.config.session_id,
+                    "AUTORESEARCH_RUN": str(target.run),
+                    "AUTORESEARCH_RUN_LOG": str(log),
+                })
+                result = measure(cfg, top=trees[side], log_path=log, env=env)
+                if progress is not None:
+                    progress(target.run, side, index + 1, result.metric)
+                if result.metric is None:
+                    return Audit(target, values, CRASH, reason=f"{side} "
+                                 f"{commits[side][:7]}, sample {index + 1}: {result.reason}",
+                                 tail=result.log_tail, timestamp=now_ms())
+                values[side].append(result.metric)
+    finally:
+        with signals.deferred():  # a second signal must not leave a worktree behind
+            for path in trees.values():
+                worktrees.remove(repo, path)
+            shutil.rmtree(folder, ignore_errors=True)
+    return judge(target, values, session.config.direction)
+
+
+def sweep(session: Session) -> list[Path]:
+    """Remove what audits killed outright (SIGKILL, a machine that went down) left under the
+    scratch folder: each ``audit-<pid>`` folder whose process is gone, with its worktrees.
+    Returns the folders removed."""
+    repo = session.repo
+    removed = []
+    try:
+        folders = sorted(repo.scratch.glob(f"{FOLDER_PREFIX}*"))
+    except OSError:
+        return []
+    for folder in folders:
+        pid = folder.name.removeprefix(FOLDER_PREFIX)
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        with signals.deferred():
+            for side in SIDES:
+                worktrees.remove(repo, folder / side)
+            shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def judge(target: Target, values: dict[str, list[float]], direction: str) -> Audit:
+    """The verdict on a complete audit: the sequential rule at its last look, the parent's
+    samples as the incumbent's pool and the commit's as the candidate's."""
+    ruled = decision.sequential(values["parent"], values["commit"], direction=direction,
+                                max_samples=len(values["commit"]))
+    return Audit(target, values, VERDICTS[ruled.verdict], ruled.effect, ruled.p_better,
+                 ruled.p_worse, timestamp=now_ms())
+
+
+def untracked_inputs(session: Session) -> list[str]:
+    """The files the measurement command (and the metric command) name by a relative path that
+    git does not track: a ``.auto/measure.sh`` (never committed) or an ignored data file,
+    which a checkout of a commit lacks. A tracked file is never among them: a keep that
+    deleted it must be measured without it."""
+    cfg, top = session.config, session.repo.top
+    named = []
+    for command in (cfg.command, cfg.metric_command):
+        for word in command_words(command or ""):
+            if not (os.path.isabs(word) or word.startswith("-") or ".." in Path(word).parts) \
+                    and (top / word).is_file():
+                named.append(Path(word).as_posix())
+    if not named:
+        return []
+    tracked = set(session.repo.ls_files())
+    return [path for path in dict.fromkeys(named) if path not in tracked]
+
+
+def _bring(session: Session, paths: list[str], tree: Path) -> None:
+    """Copy ``paths`` from the session's work tree into the checkout ``tree``, so that both
+    sides run the same benchmark."""
+    for path in paths:
+        target = tree / path
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(session.repo.top / path, target)
+
+
+def record(session: Session, audit: Audit) -> None:
+    """Append ``audit``'s line to the ledger under the session lock. Refuses (exit 3) when
+    the lock is held too long or the ledger cannot be written, saying the verdict that was
+    not recorded."""
+    lost = f"the audit of run {audit.target.run} ({audit.verdict}) was not recorded"
+    try:
+        with session.lock("audit"):
+            append(session.layout.ledger, [audit.record(session.config.direction)])
+    except WriteFailed as exc:
+        raise Refused(f"{exc.message}; {lost}") from None
+    except Refused as exc:
+        raise Refused(f"{exc.message}; {lost}") from None
+

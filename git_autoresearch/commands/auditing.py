@@ -1,0 +1,86 @@
+"""audit: measure kept runs against their parents again, and say which keeps hold up."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from .common import CONTEXT, emit_json, json_option, number, warn
+
+
+@click.command("audit", context_settings=CONTEXT)
+@click.argument("run_numbers", metavar="[RUN]...", nargs=-1, type=int)
+@click.option("--samples", type=click.IntRange(min=1), default=5, show_default=True,
+              metavar="N", help="Measurements of each side (the parent and the commit).")
+@json_option
+def audit_cmd(run_numbers: tuple[int, ...], samples: int, as_json: bool) -> None:
+    """Measure each kept run's commit against its parent again, interleaved (parent, commit,
+    parent, ...), each checked out in a temporary git worktree so the work tree is never
+    touched; say whether the keep is confirmed, within noise or a regression, with its effect
+    and interval, and record an audit line in the ledger. Default: every kept run of the
+    current segment after its baseline."""
+    from ..audit import record, run_audit, targets
+    from ..session import Session
+
+    session = Session.open(on_branch=False)
+    for w in session.warnings:
+        warn(w)
+    found = targets(session, list(run_numbers))
+    direction, unit = session.config.direction, session.config.metric_unit
+    done: list[dict[str, Any]] = []
+    if not found:
+        warn("no committed keep after the baseline in the current segment: nothing to audit")
+    for target in found:
+        click.echo(f"auditing run {target.run}: {target.commit[:7]} against its parent "
+                   f"{target.parent[:7]}, {samples} sample(s) each", err=True)
+        audit = run_audit(session, target, samples, progress=_said)
+        record(session, audit)
+        line = audit.record(direction)
+        done.append(line)
+        if not as_json:
+            for text in audit_lines(line, unit):
+                click.echo(text)
+    if as_json:
+        emit_json({"direction": direction, "metric_name": session.config.metric_name,
+                   "metric_unit": unit, "audits": done})
+
+
+def _said(run: int, side: str, sample: int, value: float | None) -> None:
+    """One sample's progress line on stderr."""
+    click.echo(f"  run {run} {side:<6} sample {sample}: "
+               f"{'no metric' if value is None else number(value)}", err=True)
+
+
+def audit_lines(line: dict[str, Any], unit: str) -> list[str]:
+    """An audit line of the ledger for people: the verdict, each side's median, the effect
+    with its interval (in the unit and relative)."""
+    from ..ledger import median
+
+    u = f" {unit}" if unit else ""
+    head = (f"run {line.get('audited_run')}: {line.get('verdict')} ({line.get('commit')} "
+            f"against its parent {line.get('parent')})")
+    out = [head]
+    found = line.get("samples")
+    samples: dict[str, Any] = found if isinstance(found, dict) else {}
+    sides = []
+    for side in ("commit", "parent"):
+        values = [v for v in samples.get(side) or [] if isinstance(v, (int, float))]
+        if values:
+            sides.append(f"{side} median {number(median(values))}{u} ({len(values)})")
+    if sides:
+        out.append("  " + ", ".join(sides))
+    effect = line.get("effect")
+    if isinstance(effect, dict) and isinstance(effect.get("value"), (int, float)):
+        text = (f"  effect {effect['value']:+.6g}{u} [{effect['low']:+.6g}, "
+                f"{effect['high']:+.6g}]")
+        if isinstance(effect.get("relative"), (int, float)):
+            text += (f" ({effect['relative'] * 100:+.2f}% [{effect['relative_low'] * 100:+.2f}%"
+                     f", {effect['relative_high'] * 100:+.2f}%])")
+        confidence = effect.get("confidence")
+        if isinstance(confidence, (int, float)):
+            text += f", {confidence * 100:.0f}% interval"
+        out.append(text)
+    if line.get("reason"):
+        out.append(f"  {line['reason']}")
+    return out

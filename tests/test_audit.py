@@ -1,0 +1,322 @@
+"""git autoresearch audit: kept runs measured again against their parents, each side in a
+temporary git worktree, interleaved; the verdict recorded in the ledger and shown by log, show
+and the dashboard. Real repositories; the benchmark's value is the number in value.txt of the
+checkout it runs in, so each side's value is set by its commit."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import BIN, Tool, assert_dies, git, ledger_lines, start_args, write
+
+# Appends the value it reports to $AUDIT_ORDER (when set), and can be made to wait.
+BENCH = """#!/bin/sh
+value=$(cat value.txt)
+[ -z "$AUDIT_ORDER" ] || echo "$value $AUTORESEARCH_RUN $AUTORESEARCH_SAMPLE" >> "$AUDIT_ORDER"
+if [ -n "$AUDIT_SLEEP" ]; then echo $$ > "$AUDIT_SLEEP"; sleep 60; fi
+echo "score: $value"
+"""
+
+
+@pytest.fixture
+def session(repo: Path, ar: Tool) -> Path:
+    """A session whose kept runs are: 1 the baseline (100), 2 a real gain (80), 3 a change that
+    does not move the value (80, kept by hand), 4 a keep that is in truth worse (90, kept with
+    a metric given by the caller)."""
+    write(repo / "bench.sh", BENCH, 0o755)
+    git(repo, "commit", "-q", "-am", "bench that can report its order")
+    ar(repo, *start_args())
+    write(repo / "value.txt", "80\n")
+    ar(repo, "run", "-d", "a real gain")
+    write(repo / "src" / "lib.py", "def f():\n    return 2\n")
+    ar(repo, "keep", "-d", "noise taken for a gain", "--metric", "79")
+    write(repo / "value.txt", "90\n")
+    ar(repo, "keep", "-d", "worse, kept on a lucky number", "--metric", "70")
+    return repo
+
+
+def audits(top: Path) -> list[dict[str, Any]]:
+    return [line for line in ledger_lines(top) if line.get("type") == "audit"]
+
+
+def worktrees(top: Path) -> list[str]:
+    return [line.split(" ", 1)[1] for line in
+            git(top, "worktree", "list", "--porcelain").splitlines()
+            if line.startswith("worktree ")]
+
+
+def scratch(top: Path) -> Path:
+    return top / git(top, "rev-parse", "--git-path", "autoresearch")
+
+
+def assert_clean_up(top: Path) -> None:
+    assert worktrees(top) == [str(top)]
+    assert not [p.name for p in scratch(top).iterdir() if p.is_dir()]
+    assert not (top / ".git" / "worktrees").exists() or \
+        not list((top / ".git" / "worktrees").iterdir())
+
+
+def test_each_keep_gets_its_verdict_recorded(session: Path, ar: Tool) -> None:
+    out = ar(session, "audit", "--samples", "3").out
+    found = audits(session)
+    assert [(a["audited_run"], a["verdict"]) for a in found] == [
+        (2, "confirmed"), (3, "within noise"), (4, "regression")]
+    commits = git(session, "log", "--format=%h", "-3").split()
+    assert [a["commit"] for a in found] == commits[::-1]
+    assert [a["parent"] for a in found] == [git(session, "rev-parse", "--short", f"{c}^")
+                                            for c in commits[::-1]]
+    first = found[0]
+    assert first["samples"] == {"parent": [100, 100, 100], "commit": [80, 80, 80]}
+    assert first["direction"] == "lower"
+    assert first["effect"] == {"value": -20, "low": -20, "high": -20, "relative": -0.2,
+                               "relative_low": -0.2, "relative_high": -0.2, "confidence": 1}
+    assert isinstance(first["timestamp"], int)
+    assert found[2]["effect"]["value"] == 10
+    assert "run 2: confirmed" in out and "run 4: regression" in out
+    assert "effect -20 [-20, -20] (-20.00% [-20.00%, -20.00%])" in out
+    assert_clean_up(session)
+
+
+def test_noisy_samples_are_judged_by_the_rank_test(repo: Path, ar: Tool, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each sample reads the next number of a shared list: the parent's and the commit's
+    # samples overlap, so a small gain is within noise; a clear one is confirmed.
+    write(repo / "bench.sh", "#!/bin/sh\nn=$(cat \"$AUDIT_COUNTER\")\n"
+          "echo $((n + 1)) > \"$AUDIT_COUNTER\"\n"
+          "echo \"score: $(( $(cat value.txt) + n % 3 ))\"\n", 0o755)
+    git(repo, "commit", "-q", "-am", "a noisy bench")
+    counter = write(tmp_path / "counter", "0\n")
+    monkeypatch.setenv("AUDIT_COUNTER", str(counter))
+    ar(repo, *start_args())
+    write(repo / "value.txt", "99\n")
+    ar(repo, "keep", "-d", "one percent, under the noise", "--metric", "90")
+    write(repo / "value.txt", "50\n")
+    ar(repo, "keep", "-d", "a clear gain", "--metric", "50")
+    document = ar(repo, "audit", "--samples", "6", "--json").json()
+    verdicts = [(a["audited_run"], a["verdict"]) for a in document["audits"]]
+    assert verdicts == [(2, "within noise"), (3, "confirmed")]
+    noisy = document["audits"][0]
+    assert noisy["effect"]["low"] < 0 <= noisy["effect"]["high"]
+    assert 0 < noisy["p_better"] < 1 and noisy["effect"]["confidence"] < 1
+    assert document["audits"] == audits(repo)
+
+
+def test_the_sides_take_turns(session: Path, ar: Tool, tmp_path: Path,
+                              monkeypatch: pytest.MonkeyPatch) -> None:
+    order = tmp_path / "order"
+    monkeypatch.setenv("AUDIT_ORDER", str(order))
+    ar(session, "audit", "2", "--samples", "3")
+    assert [line.split()[:2] for line in order.read_text().splitlines()] == \
+        [["100", "2"], ["80", "2"]] * 3
+
+
+def test_higher_is_better_turns_the_verdicts(repo: Path, ar: Tool) -> None:
+    ar(repo, *[a if a != "lower" else "higher" for a in start_args()])
+    write(repo / "value.txt", "120\n")
+    ar(repo, "run", "-d", "higher now")
+    line = ar(repo, "audit", "--samples", "2", "--json").json()["audits"][0]
+    assert (line["verdict"], line["direction"], line["effect"]["value"]) == \
+        ("confirmed", "higher", 20)
+
+
+def test_the_session_work_tree_index_and_head_are_untouched(session: Path, ar: Tool) -> None:
+    write(session / "value.txt", "55\n")  # an experiment in progress
+    write(session / "src" / "lib.py", "staged\n")
+    git(session, "add", "src/lib.py")
+    write(session / "new.txt", "untracked\n")
+    before = (git(session, "status", "--porcelain=v2", "-z", "--untracked-files=all"),
+              git(session, "rev-parse", "HEAD"), git(session, "symbolic-ref", "HEAD"),
+              (session / ".git" / "index").read_bytes())
+    ar(session, "audit", "2", "--samples", "1")
+    after = (git(session, "status", "--porcelain=v2", "-z", "--untracked-files=all"),
+             git(session, "rev-parse", "HEAD"), git(session, "symbolic-ref", "HEAD"),
+             (session / ".git" / "index").read_bytes())
+    assert after == before
+    assert (session / "value.txt").read_text() == "55\n"
+    assert (session / "new.txt").read_text() == "untracked\n"
+    assert audits(session)[0]["samples"] == {"parent": [100], "commit": [80]}
+
+
+def test_log_show_and_the_dashboard_show_audits(session: Path, ar: Tool) -> None:
+    ar(session, "audit", "2", "4", "--samples", "2")
+    table = ar(session, "log").out.splitlines()
+    assert [line.split()[:3] for line in table[2:6]] == [
+        ["1", "keep", "100"], ["2", "keep", "✓"], ["3", "keep", "79"], ["4", "keep", "✗"]]
+    assert table[-1] == ("audited (git autoresearch audit): ✓ confirmed, ~ within noise, "
+                         "✗ regression, ! crashed")
+    rows = ar(session, "log", "--json").json()
+    assert [row["audit"] and row["audit"]["verdict"] for row in rows] == \
+        [None, "confirmed", None, "regression"]
+    shown = ar(session, "show", "4", "--json").json()
+    assert [a["verdict"] for a in shown["audits"]] == ["regression"]
+    text = ar(session, "show", "2").out
+    assert "audit " in text and "run 2: confirmed" in text
+    assert "commit median 80 (2), parent median 100 (2)" in text
+    ar(session, "dashboard")
+    page = (session / ".auto" / "dashboard.html").read_text()
+    assert '<span class="audit" title="audit: confirmed, effect -20.00%">✓</span>' in page
+    assert '<span class="audit" title="audit: regression, effect +12.50%">✗</span>' in page
+
+
+def test_a_later_audit_wins_in_log_and_show_keeps_them_all(session: Path, ar: Tool,
+                                                            tmp_path: Path) -> None:
+    ar(session, "audit", "3", "--samples", "1")
+    ar(session, "audit", "3", "--samples", "1")
+    assert len(ar(session, "show", "3", "--json").json()["audits"]) == 2
+    assert ar(session, "log", "--json").json()[2]["audit"]["verdict"] == "within noise"
+
+
+def test_the_loop_reads_past_audit_lines(session: Path, ar: Tool) -> None:
+    ar(session, "audit", "2", "--samples", "1")
+    write(session / "value.txt", "60\n")
+    result = ar(session, "run", "-d", "after an audit", "--json").json()
+    assert (result["run"], result["status"]) == (5, "keep")
+    assert ar(session, "status", "--json").json()["segment"]["runs"] == 5
+    ar(session, "doctor")
+
+
+@pytest.mark.parametrize("args,said", [
+    (["9"], "no run 9 in the ledger (runs are 1 to 4)"),
+    (["1"], "run 1 is the baseline of its segment"),
+    (["2", "x"], "Invalid value"),
+    (["--samples", "0"], "Invalid value"),
+])
+def test_a_bad_run_is_a_usage_error(session: Path, ar: Tool, args: list[str],
+                                    said: str) -> None:
+    assert said in ar(session, "audit", *args, expect=2).err
+    assert audits(session) == []
+
+
+def test_a_run_that_is_no_keep_is_refused(session: Path, ar: Tool) -> None:
+    write(session / "value.txt", "200\n")
+    ar(session, "run", "-d", "worse")
+    assert "run 5 is a discard, not a keep" in ar(session, "audit", "5", expect=2).err
+    ar(session, "keep", "-d", "nothing to commit", "--metric", "90")
+    assert "run 6 is a keep that committed nothing" in ar(session, "audit", "6",
+                                                          expect=2).err
+
+
+def test_no_session_exits_3(repo: Path, ar: Tool) -> None:
+    result = ar(repo, "audit", "--json", expect=3)
+    assert result.json()["exit_code"] == 3
+
+
+def test_nothing_to_audit_is_said(repo: Path, ar: Tool) -> None:
+    ar(repo, *start_args())
+    result = ar(repo, "audit", "--json")
+    assert result.json()["audits"] == []
+    assert "nothing to audit" in result.err
+
+
+def test_a_crashing_side_is_recorded_and_its_worktrees_removed(repo: Path, ar: Tool) -> None:
+    ar(repo, *start_args())
+    write(repo / "value.txt", "not a number\n")
+    ar(repo, "keep", "-d", "breaks the benchmark", "--metric", "50")
+    line = ar(repo, "audit", "--json").json()["audits"][0]
+    assert line["verdict"] == "crash" and line["effect"] is None
+    assert line["samples"] == {"parent": [100], "commit": []}
+    assert line["reason"].startswith(f"commit {line['commit']}, sample 1: ")
+    assert "score: not a number" in line["tail"]
+    assert ar(repo, "log").out.splitlines()[3].split()[:3] == ["2", "keep", "!"]
+    assert_clean_up(repo)
+
+
+def test_the_tool_failing_mid_audit_removes_the_worktrees(session: Path, ar: Tool,
+                                                          monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    # The seam: the measurement itself, raising as a bug in the tool would, after a sample.
+    from git_autoresearch.measure import measure as real
+
+    calls: list[Path] = []
+
+    def failing(*args: Any, top: Path, **kwargs: Any) -> Any:
+        calls.append(top)
+        if len(calls) == 3:
+            raise RuntimeError("a bug")
+        return real(*args, top=top, **kwargs)
+
+    monkeypatch.setattr("git_autoresearch.audit.measure", failing)
+    assert "internal error: RuntimeError: a bug" in ar(session, "audit", expect=1).err
+    assert [p.name for p in calls] == ["parent", "commit", "parent"]
+    assert_clean_up(session)
+    assert audits(session) == []
+
+
+def test_the_audit_line_is_written_under_the_session_lock(session: Path, ar: Tool,
+                                                          monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    from git_autoresearch.lock import SessionLock
+
+    monkeypatch.setenv("GIT_AUTORESEARCH_LOCK_WAIT", "0.3")
+    with SessionLock(scratch(session), "a test"):
+        err = ar(session, "audit", "2", "--samples", "1", expect=3).err
+    assert "holds the session lock (pid" in err
+    assert err.rstrip().endswith("the audit of run 2 (confirmed) was not recorded")
+    assert audits(session) == []
+    assert_clean_up(session)
+
+
+def test_an_untracked_script_the_command_names_is_brought_along(repo: Path, ar: Tool) -> None:
+    # .auto/ is never committed: a measure script there must still run on both sides.
+    write(repo / ".auto" / "measure.sh", 'echo "score: $(cat value.txt)"\n')
+    ar(repo, *[a if a != "sh bench.sh" else "sh .auto/measure.sh" for a in start_args()],
+       "--force")
+    write(repo / "value.txt", "70\n")
+    ar(repo, "keep", "-d", "gain", "--metric", "70")
+    line = ar(repo, "audit", "--samples", "1", "--json").json()["audits"][0]
+    assert line["samples"] == {"parent": [100], "commit": [70]}
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)],
+                         ids=["INT", "TERM"])
+def test_a_signal_mid_audit_removes_the_worktrees(session: Path, tmp_path: Path,
+                                                  sig: int, code: int) -> None:
+    pidfile = tmp_path / "bench.pid"
+    env = {**os.environ, "AUDIT_SLEEP": str(pidfile)}
+    proc = subprocess.Popen([str(BIN / "git-autoresearch-audit"), "2"], cwd=session, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while not (pidfile.exists() and pidfile.read_text().strip()):
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    bench = int(pidfile.read_text())
+    assert len(worktrees(session)) == 3  # the session's, the parent's and the commit's
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == code, err.decode()
+    assert_dies(bench, "the benchmark")
+    assert_clean_up(session)
+    assert audits(session) == []
+
+
+def test_what_a_killed_audit_left_is_swept_by_the_next(session: Path, tmp_path: Path,
+                                                      ar: Tool) -> None:
+    pidfile = tmp_path / "bench.pid"
+    env = {**os.environ, "AUDIT_SLEEP": str(pidfile)}
+    proc = subprocess.Popen([str(BIN / "git-autoresearch-audit"), "2"], cwd=session, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not (pidfile.exists() and pidfile.read_text().strip()):
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    proc.kill()
+    proc.wait()
+    os.killpg(int(pidfile.read_text()), signal.SIGKILL)  # its benchmark, in a group of its own
+    assert len(worktrees(session)) == 3
+    ar(session, "audit", "3", "--samples", "1")
+    assert_clean_up(session)
+
+
+def test_the_program_runs_through_git(session: Path) -> None:
+    proc = subprocess.run(["git", "autoresearch", "audit", "2", "--samples", "1", "--json"],
+                          cwd=session / "src", capture_output=True)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert json.loads(proc.stdout)["audits"][0]["verdict"] == "confirmed"
+    assert_clean_up(session)
