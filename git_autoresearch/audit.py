@@ -172,7 +172,8 @@ def run_audit(session: Session, target: Target, samples: int = DEFAULT_SAMPLES,
                     "AUTORESEARCH_RUN": str(target.run),
                     "AUTORESEARCH_RUN_LOG": str(log),
                 })
-                result = measure(cfg, top=trees[side], log_path=log, env=env)
+                result = measure(cfg, top=trees[side], log_path=log, env=env,
+                                 first_sample=index + 1)
                 if progress is not None:
                     progress(target.run, side, index + 1, result.metric)
                 if result.metric is None:

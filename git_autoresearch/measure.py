@@ -362,10 +362,12 @@ def measure(
     samples_at_most: int | None = None,
     enough: Callable[[list[float]], bool] | None = None,
     checks: bool = True,
+    first_sample: int = 1,
 ) -> Measurement:
     """Run the experiment ``runs_per_experiment`` times, read each sample's metric, aggregate,
     then run the checks if every sample succeeded. Each sample's command has
-    ``AUTORESEARCH_SAMPLE`` (1, 2, ...) in its environment, beside ``env``. Never raises for a
+    ``AUTORESEARCH_SAMPLE`` (``first_sample``, then one more each) in its environment, beside
+    ``env``. Never raises for a
     failing command: a failure is a :class:`Measurement` whose ``metric`` is None and whose
     ``reason`` says why. ``samples_at_most`` replaces ``runs_per_experiment``; ``enough``, asked
     after each sample with the samples so far, stops the sampling early when it says so (the
@@ -382,7 +384,7 @@ def measure(
             # Each sample knows its number: a training command can seed from it.
             outcome, reading, failure = _sample(
                 cfg, top=top, log_path=log_path, log_fd=fd,
-                env={**env, "AUTORESEARCH_SAMPLE": str(index + 1)}, progress=progress)
+                env={**env, "AUTORESEARCH_SAMPLE": str(first_sample + index)}, progress=progress)
             if failure is not None:
                 return Measurement(None, reading.metrics if reading else {}, samples,
                                    round(time.monotonic() - started, 3), reason=failure,

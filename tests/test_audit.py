@@ -115,6 +115,9 @@ def test_the_sides_take_turns(session: Path, ar: Tool, tmp_path: Path,
     ar(session, "audit", "2", "--samples", "3")
     assert [line.split()[:2] for line in order.read_text().splitlines()] == \
         [["100", "2"], ["80", "2"]] * 3
+    # Each side's samples are numbered 1, 2, 3 (AUTORESEARCH_SAMPLE), as in a measurement.
+    assert [line.split()[2] for line in order.read_text().splitlines()] == \
+        ["1", "1", "2", "2", "3", "3"]
 
 
 def test_higher_is_better_turns_the_verdicts(repo: Path, ar: Tool) -> None:
