@@ -292,7 +292,8 @@ def remeasure_incumbent(session: Session, after: RunRecord) -> list[str]:
     sample of it (no checks) and append it to the ledger as an ``incumbent`` line, which the
     pool (:func:`incumbent_samples`) reads; this tracks drift of the machine for the cost of
     one run. Only under the sequential rule with ``remeasure_incumbent`` (the default), for a
-    discard or checks_failed in a segment that has kept a run. Returns warnings: a failed
+    discard or checks_failed in a segment that has kept a run; ``run`` takes it (``discard`` by
+    hand does not: it runs none of the user's commands). Returns warnings: a failed
     sample is not recorded, and an incumbent that drifted against the direction is named."""
     if not session.config.remeasures or after["status"] not in ("discard", "checks_failed") \
             or not incumbent_samples(session):

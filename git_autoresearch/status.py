@@ -127,7 +127,8 @@ def _noise(session: Session) -> dict[str, Any] | None:
 
     if session.read_only or session.config.rule != "sequential":
         return None
-    pool = decision.incumbent(incumbent_samples(session), session.config.direction)
+    found = incumbent_samples(session)
+    pool = decision.incumbent(found, session.config.direction) if found else decision.Pool(())
     samples = list(pool.samples)
     centre = median(samples) if samples else None
     spread = (mad(samples) / abs(centre) if len(samples) > 1 and centre else None)

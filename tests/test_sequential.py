@@ -107,3 +107,21 @@ def test_status_reports_the_noise_and_hooks_receive_the_decision(repo: Path, ar:
     assert noise["incumbent_samples"] == 6
     assert 0.005 < noise["relative_spread"] < 0.03
     assert "noise       ±" in ar(repo, "status").out
+
+
+def test_before_anything_is_kept_status_reports_no_noise_yet(repo: Path, ar: Tool) -> None:
+    sequential(repo, ar, "--no-baseline")
+    noise = ar(repo, "status", "--json").json()["noise"]
+    assert noise == {"incumbent_samples": 0, "relative_spread": None, "drift": None}
+    write(repo / "value.txt", "90\n")
+    first = ar(repo, "run", "-d", "first", "--json").json()
+    assert (first["status"], first["decision"]["verdict"]) == ("keep", "baseline")
+    assert first["samples"] == [90] * 5  # the first keep becomes the pool: baseline_samples
+
+
+def test_discard_by_hand_takes_no_sample_of_the_incumbent(repo: Path, ar: Tool) -> None:
+    sequential(repo, ar)
+    write(repo / "value.txt", "120\n")
+    ar(repo, "measure")
+    ar(repo, "discard", "-d", "by hand")
+    assert [line for line in ledger_lines(repo) if line.get("type") == "incumbent"] == []

@@ -352,10 +352,9 @@ def _record_command(status: str) -> Callable[..., None]:
             previous_best = best.metric if best else None
             recorded = record(session, status, description, result=choice.result, asi=asi,
                               given=choice.given, force=force)
-            again = pending.remeasure_incumbent(session, recorded.record)
             after = session.fire_hooks("after", run_entry=recorded.record)
         notes = (choice.notes + session.warnings + recovered.warnings + recorded.warnings
-                 + again + _violation_notes(recorded.record))
+                 + _violation_notes(recorded.record))
         if as_json:
             emit_json(_record_json(recorded.record, [*_recovered_steer(recovered), after.steer],
                                    notes + after.warnings))
