@@ -277,10 +277,9 @@ def test_an_untracked_script_the_command_names_is_brought_along(repo: Path, ar: 
     assert line["samples"] == {"parent": [100], "commit": [70]}
 
 
-@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)],
-                         ids=["INT", "TERM"])
-def test_a_signal_mid_audit_removes_the_worktrees(session: Path, tmp_path: Path,
-                                                  sig: int, code: int) -> None:
+def sleeping_audit(session: Path, tmp_path: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """An audit of run 2 whose benchmark sleeps: the process, once the benchmark runs, and the
+    benchmark's pid."""
     pidfile = tmp_path / "bench.pid"
     env = {**os.environ, "AUDIT_SLEEP": str(pidfile)}
     proc = subprocess.Popen([str(BIN / "git-autoresearch-audit"), "2"], cwd=session, env=env,
@@ -289,7 +288,14 @@ def test_a_signal_mid_audit_removes_the_worktrees(session: Path, tmp_path: Path,
     while not (pidfile.exists() and pidfile.read_text().strip()):
         assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
         time.sleep(0.05)
-    bench = int(pidfile.read_text())
+    return proc, int(pidfile.read_text())
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)],
+                         ids=["INT", "TERM"])
+def test_a_signal_mid_audit_removes_the_worktrees(session: Path, tmp_path: Path,
+                                                  sig: int, code: int) -> None:
+    proc, bench = sleeping_audit(session, tmp_path)
     assert len(worktrees(session)) == 3  # the session's, the parent's and the commit's
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=30)
@@ -301,17 +307,10 @@ def test_a_signal_mid_audit_removes_the_worktrees(session: Path, tmp_path: Path,
 
 def test_what_a_killed_audit_left_is_swept_by_the_next(session: Path, tmp_path: Path,
                                                       ar: Tool) -> None:
-    pidfile = tmp_path / "bench.pid"
-    env = {**os.environ, "AUDIT_SLEEP": str(pidfile)}
-    proc = subprocess.Popen([str(BIN / "git-autoresearch-audit"), "2"], cwd=session, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while not (pidfile.exists() and pidfile.read_text().strip()):
-        assert time.monotonic() < deadline and proc.poll() is None
-        time.sleep(0.05)
+    proc, bench = sleeping_audit(session, tmp_path)
     proc.kill()
-    proc.wait()
-    os.killpg(int(pidfile.read_text()), signal.SIGKILL)  # its benchmark, in a group of its own
+    proc.communicate()
+    os.killpg(bench, signal.SIGKILL)  # its benchmark, in a group of its own
     assert len(worktrees(session)) == 3
     ar(session, "audit", "3", "--samples", "1")
     assert_clean_up(session)
