@@ -229,6 +229,7 @@ def _config_for_session(repo: Repo, layout: Layout, opts: StartOptions,
         merged["checks_command"] = "bash .auto/checks.sh"
     cfg = Config.from_mapping(merged, source="configuration")
     cfg.session_id = cfg.session_id or default_session_id(cfg.goal)
+    cfg.decision = cfg.decision or "sequential"  # the default of new sessions
     cfg.created_at = cfg.created_at or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     cfg.validate("configuration")
     branch = session_branch(cfg.session_id)

@@ -43,6 +43,9 @@ def test_payloads_have_the_seed_fields_and_values(session: Path, ar: Tool, tmp_p
     assert set(before) == set(shape_before)
     assert set(after) == set(shape_after)
     assert set(before["session"]) == set(shape_before["session"])
+    # Beside the seed's fields, a run carries the sequential rule's decision.
+    assert before["last_run"].pop("decision")["verdict"] == "better"
+    assert after["run_entry"].pop("decision")["verdict"] == "worse"
     assert before == {
         "event": "before", "cwd": str(session), "next_run": 3,
         "last_run": {"run": 2, "status": "keep", "metric": 90, "description": "ninety",

@@ -343,7 +343,7 @@ def test_sha256_repository(tmp_path: Path, ar: Tool) -> None:
     write(top / "bench.sh", "#!/bin/sh\necho \"score: $(cat value.txt)\"\n", 0o755)
     git(top, "add", "-A")
     git(top, "commit", "-q", "-m", "initial")
-    ar(top, *start_args())
+    ar(top, *start_args("--decision", "strict"))
     write(top / "value.txt", "42\n")
     assert ar(top, "run", "-d", "better", "--json").json()["status"] == "keep"
     write(top / "value.txt", "43\n")
@@ -367,7 +367,7 @@ def test_config_file(repo: Path, ar: Tool, tmp_path: Path) -> None:
     conf = write(tmp_path / "ar.toml", 'goal = "from file"\ncommand = "sh bench.sh"\n'
                  'metric_pattern = "score: (\\\\S+)"\nmetric_name = "score"\n'
                  'session_id = "fromfile"\nruns_per_experiment = 3\nreadonly = ["bench.sh"]\n')
-    data = ar(repo, "start", "--config", str(conf), "--json").json()
+    data = ar(repo, "start", "--decision", "strict", "--config", str(conf), "--json").json()
     assert data["config"]["runs_per_experiment"] == 3
     assert data["baseline"]["samples"] == [100, 100, 100]
     assert data["session_id"] == "fromfile"
@@ -407,7 +407,7 @@ def test_a_given_metric_is_kept_alone_when_the_tree_changed_since_measured(repo:
 
 
 def test_keep_warns_when_not_better(repo: Path, ar: Tool) -> None:
-    ar(repo, *start_args())
+    ar(repo, *start_args("--decision", "strict"))
     write(repo / "value.txt", "120\n")
     ar(repo, "measure")
     res = ar(repo, "keep", "-d", "worse, but simpler")
@@ -495,7 +495,7 @@ def test_a_crash_records_metric_zero(repo: Path, ar: Tool) -> None:
 
 
 def test_keep_warnings_reach_json_and_force_refusal_says_only_that(repo: Path, ar: Tool) -> None:
-    ar(repo, *start_args())
+    ar(repo, *start_args("--decision", "strict"))
     write(repo / "value.txt", "120\n")
     ar(repo, "measure")
     record = ar(repo, "keep", "-d", "slower but simpler", "--json").json()
@@ -522,7 +522,8 @@ def test_mean_is_rounded(repo: Path, ar: Tool) -> None:
     write(repo / ".gitignore", ".n\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "c")
-    data = ar(repo, "start", "--goal", "g", "--command", "sh c.sh", "--metric-pattern",
+    data = ar(repo, "start", "--decision", "strict",
+              "--goal", "g", "--command", "sh c.sh", "--metric-pattern",
               r"score: (\S+)", "--readonly", "c.sh", "--runs-per-experiment", "3",
               "--aggregate", "mean", "--json").json()
     assert data["baseline"]["metric"] == 0.002

@@ -104,7 +104,8 @@ def test_samples_are_aggregated_with_median(repo: Path, ar: Tool) -> None:
                     "n=$((n+1)); echo $n > .n\necho \"score: $((n*n))\"\n")
     write(repo / ".gitignore", ".n\n")
     commit_all(repo)
-    data = ar(repo, "start", "--goal", "g", "--session-id", "s", "--command", "sh count.sh",
+    data = ar(repo, "start", "--decision", "strict",
+              "--goal", "g", "--session-id", "s", "--command", "sh count.sh",
               "--metric-name", "score", "--metric-pattern", r"score: (\d+)",
               "--readonly", "count.sh", "--runs-per-experiment", "3", "--json").json()
     assert data["baseline"]["samples"] == [1, 4, 9]
@@ -118,7 +119,8 @@ def test_each_sample_knows_its_number_and_run(repo: Path, ar: Tool) -> None:
     write(repo / "seeded.sh", "#!/bin/sh\n"
           "echo \"score: $((AUTORESEARCH_RUN * 100 + AUTORESEARCH_SAMPLE))\"\n")
     commit_all(repo)
-    data = ar(repo, "start", "--goal", "g", "--session-id", "s", "--command", "sh seeded.sh",
+    data = ar(repo, "start", "--decision", "strict",
+              "--goal", "g", "--session-id", "s", "--command", "sh seeded.sh",
               "--metric-name", "score", "--metric-pattern", r"score: (\d+)",
               "--runs-per-experiment", "3", "--json").json()
     assert data["baseline"]["samples"] == [101, 102, 103]
@@ -161,7 +163,7 @@ def test_checks_timeout_is_checks_failed(repo: Path, ar: Tool) -> None:
 
 
 def test_run_log_holds_output(repo: Path, ar: Tool) -> None:
-    ar(repo, *start_args())
+    ar(repo, *start_args("--decision", "strict"))
     assert (repo / ".auto" / "run.log").read_text() == "score: 100\n"
 
 
@@ -253,3 +255,14 @@ def test_the_command_never_sees_the_git_variables_of_a_calling_hook(repo: Path, 
                          env=env, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     assert "dir=unset index=unset" in (repo / ".auto" / "run.log").read_text()
+
+
+def test_the_median_of_two_samples_is_not_a_float_artefact(repo: Path, ar: Tool) -> None:
+    write(repo / "two.sh", "#!/bin/sh\n"
+          "[ \"$AUTORESEARCH_SAMPLE\" = 1 ] && echo 'score: 1.925' || echo 'score: 1.93'\n")
+    commit_all(repo)
+    data = ar(repo, "start", "--decision", "strict", "--goal", "g", "--session-id", "s",
+              "--command", "sh two.sh", "--metric-name", "score",
+              "--metric-pattern", r"score: (\S+)", "--runs-per-experiment", "2",
+              "--json").json()
+    assert data["baseline"]["metric"] == 1.9275  # not 1.9275000000000002

@@ -227,7 +227,7 @@ def test_a_crash_record_keeps_the_tail_of_the_output(repo: Path, ar: Tool) -> No
 
 def test_crash_and_discard_of_a_crashed_measurement_keep_the_tail(repo: Path, ar: Tool) -> None:
     crashing_bench(repo, 3)
-    ar(repo, *start_args())
+    ar(repo, *start_args("--decision", "strict"))
     write(repo / "value.txt", "boom\n")
     ar(repo, "measure")
     record = ar(repo, "crash", "-d", "explode", "--json").json()

@@ -21,7 +21,7 @@ awk -v v="$(cat value.txt)" -v n="$n" 'BEGIN {
 
 
 def sequential(repo: Path, ar: Tool, *extra: str) -> None:
-    ar(repo, *start_args("--decision", "sequential", *extra))
+    ar(repo, *start_args(*extra))  # the default rule of a new session
 
 
 def test_a_metric_without_spread_is_decided_after_one_sample(repo: Path, ar: Tool) -> None:
@@ -82,13 +82,28 @@ def test_keep_by_hand_wins_over_the_rule_and_is_recorded_as_forced(repo: Path,
     assert (record["decision"]["verdict"], record["decision"]["forced"]) == ("worse", True)
 
 
-def test_sessions_without_the_key_keep_the_strict_rule(repo: Path, ar: Tool) -> None:
+def test_new_sessions_decide_sequentially_and_strict_stays_a_choice(repo: Path,
+                                                                     ar: Tool) -> None:
     ar(repo, *start_args())
+    assert 'decision = "sequential"' in (repo / ".auto" / "config.toml").read_text()
+    assert runs(repo)[0]["samples"] == [100] * 5
+
+
+def test_strict_decides_on_the_aggregate_as_before(repo: Path, ar: Tool) -> None:
+    ar(repo, *start_args("--decision", "strict"))
     assert runs(repo)[0]["samples"] == [100]
     write(repo / "value.txt", "90\n")
     kept = ar(repo, "run", "-d", "better", "--json").json()
     assert kept["status"] == "keep" and "decision" not in kept
-    assert "decision" not in (repo / ".auto" / "config.toml").read_text()
+
+
+def test_a_configuration_without_the_key_is_strict() -> None:
+    """Sessions begun before the key existed keep the rule they had."""
+    from git_autoresearch.config import Config
+
+    cfg = Config.from_mapping({"goal": "g", "command": "true"}, source="old")
+    assert (cfg.rule, cfg.remeasures) == ("strict", False)
+    assert "decision" not in cfg.render().decode()
 
 
 def test_status_reports_the_noise_and_hooks_receive_the_decision(repo: Path, ar: Tool) -> None:

@@ -341,7 +341,8 @@ def test_a_dirty_submodule_is_refused_before_anything_changes(with_submodule: Su
 def test_an_out_of_scope_submodule_change_is_never_measured_or_kept(with_submodule: Submodule,
                                                                     ar: Tool) -> None:
     top, one, two = with_submodule
-    ar(top, *start_args("--scope", "value.txt", "--command", "sh bench.sh; cat sub/a"))
+    ar(top, *start_args("--decision", "strict", "--scope", "value.txt", "--command",
+                        "sh bench.sh; cat sub/a"))
     git(top / "sub", "checkout", "-q", two)
     write(top / "value.txt", "50\n")
     record = ar(top, "run", "-d", "better", "--json").json()

@@ -60,8 +60,8 @@ from .common import (
               help="How samples combine (default median).")
 @click.option("--max-experiments", type=int, help="Stop after this many runs in a segment.")
 @click.option("--decision", type=click.Choice(["sequential", "strict"]),
-              help="How a run is decided: sequential (samples against the incumbent's, robust "
-                   "to noise) or strict (the aggregate beats the best; the default for now).")
+              help="How a run is decided: sequential (the default: samples against the "
+                   "incumbent's, robust to noise) or strict (the aggregate beats the best).")
 @click.option("--min-effect", type=float, metavar="FRACTION",
               help="Sequential: the smallest improvement worth a commit (0.01: 1%; default 0).")
 @click.option("--max-samples", type=int,
