@@ -28,8 +28,9 @@ from .errors import Refused, UsageError
 from .files import WriteFailed
 from .git import worktrees
 from .ledger import Ledger, Run, append, json_number, now_ms
-from .measure import command_environment, measure
+from .measure import measure
 from .refs import session_branch
+from .running import command_environment
 from .session import Session
 from .trailers import read_trailers
 

@@ -16,8 +16,8 @@ from .branches import branch_problem
 from .files import write_atomic
 from .git import temporary_objects
 from .git.locks import lock_files
-from .ledger import has_our_header, lost_lines, set_aside, with_lost_header
 from .refs import attempt_ref, attempts_prefix, scope_prefix, session_branch
+from .repairs import has_our_header, insert_runs, lost_lines, set_aside, with_lost_header
 from .session import Session
 from .state import FILES as STATE_FILES
 from .state import forget as forget_state_cache
@@ -142,7 +142,7 @@ def _examine(session: Session, fix: bool) -> Examination:
     _check_named_refs(session, exam)
     _check_scope_refs(session, exam)
     if fix and additions:
-        ledger_mod.insert_runs(session.layout.ledger, additions)
+        insert_runs(session.layout.ledger, additions)
         for finding in exam.findings:
             if finding.fix and finding.fix.startswith(("restore the run", "rebuild the run")):
                 finding.fixed = True

@@ -21,7 +21,7 @@ from typing import Any, TypedDict
 from . import signals
 from .config import hook_timeout_seconds
 from .ledger import dumps, now_ms
-from .measure import command_environment, process_group
+from .running import command_environment, process_group
 
 STEER_LIMIT = 8 * 1024
 STDERR_LIMIT = 4 * 1024
@@ -166,7 +166,7 @@ def fire_one(path: Path, stage: str, payload: Mapping[str, Any], *, cwd: Path,
     """Run one hook with ``payload`` as one JSON line on stdin, in its own process group.
 
     Waits at most ``timeout`` seconds (default ``$GIT_AUTORESEARCH_HOOK_TIMEOUT``, 30), then
-    ends the whole group (:func:`measure.process_group`), as it does when a signal ends us.
+    ends the whole group (:func:`running.process_group`), as it does when a signal ends us.
     A background process that keeps the hook's stdout open does not make us wait past the
     moment the hook itself exits (plus a short drain).
     """

@@ -20,7 +20,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, TypedDict, cast
 
-from .files import append_whole, write_atomic
+from .files import append_whole
 
 # A run record as :func:`dumps` (or json.dumps) writes it begins with its number.
 _RUN_PREFIX = re.compile(rb'\{\s*"run"\s*:\s*([1-9][0-9]{0,8})\s*[,}]')
@@ -336,26 +336,6 @@ def append(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
     append_whole(path, b"".join(line + b"\n" for line in lines))
 
 
-def insert_runs(path: Path, additions: Mapping[int, bytes]) -> None:
-    """Put each added run line (run number -> the line, without its newline) into the ledger
-    at ``path`` before the first run line with a greater number (after them all when none
-    is), rewriting the file atomically; blank lines are dropped."""
-    out: list[bytes] = []
-    pending = sorted(additions.items())
-    for raw in path.read_bytes().split(b"\n"):
-        if not raw.strip():
-            continue
-        try:
-            number = json.loads(raw).get("run")
-        except (ValueError, AttributeError):
-            number = None
-        while pending and isinstance(number, int) and pending[0][0] < number:
-            out.append(pending.pop(0)[1])
-        out.append(raw)
-    out.extend(line for _, line in pending)
-    write_atomic(path, b"\n".join(out) + b"\n")
-
-
 def median(values: Iterable[float]) -> float:
     """The median of a non-empty sequence. (``statistics`` costs ~5 ms of start-up, which every
     command would pay; this is all of it we need.)"""
@@ -454,73 +434,3 @@ def config_header(*, name: str, metric_name: str, metric_unit: str, direction: s
 # Repairs: how a ledger that lost lines, lost its header or holds malformed lines is put right.
 # They work on bytes and files only; the caller decides where the saved copy comes from (the
 # state ref) and tells the state mirror that a shorter ledger is on purpose.
-
-REJECTED_NAME = "log.rejected.jsonl"
-
-
-def is_our_header(line: bytes) -> bool:
-    """Whether one ledger line is a configuration header this tool wrote (it has a
-    ``config_hash``; an imported pi-autoresearch header has none)."""
-    try:
-        obj = json.loads(line)
-    except (ValueError, RecursionError):
-        return False
-    return isinstance(obj, dict) and obj.get("type") == "config" and "config_hash" in obj
-
-
-def has_our_header(data: bytes) -> bool:
-    """Whether the ledger bytes ``data`` hold a configuration header of ours
-    (:func:`is_our_header`)."""
-    return any(is_our_header(line) for line in data.split(b"\n") if b'"config"' in line)
-
-
-def lost_lines(current: bytes, saved: bytes) -> bool:
-    """Whether the ledger bytes ``current`` are a strict prefix of the ``saved`` copy (lines were
-    lost), its last line possibly torn."""
-    whole = current[:current.rfind(b"\n") + 1]
-    return len(current) < len(saved) and saved.startswith(whole)
-
-
-def with_lost_header(current: bytes, saved: bytes) -> bytes | None:
-    """The ledger ``current`` with the configuration header lines it lost put back from the
-    saved copy ``saved`` (the state ref's), or None when it lost none (it has a header of ours,
-    or the saved ledger has none to give). The lines ``saved`` holds before the first line of
-    ``current`` are put back when there are any (the header and whatever else went with it),
-    else the saved ledger's first header."""
-    if has_our_header(current):
-        return None
-    saved_lines = [line for line in saved.split(b"\n") if line.strip()]
-    headers = [line for line in saved_lines if is_our_header(line)]
-    if not headers:
-        return None
-    first = next((line for line in current.split(b"\n") if line.strip()), None)
-    if first is not None and first in saved_lines and saved_lines.index(first) > 0:
-        before = saved_lines[:saved_lines.index(first)]
-        if any(is_our_header(line) for line in before):
-            return b"".join(line + b"\n" for line in before) + current
-    return headers[0] + b"\n" + current
-
-
-def set_aside(path: Path, malformed: list[Malformed]) -> list[str]:
-    """Move the ``malformed`` lines (:attr:`Ledger.malformed`, read from ``path``) to
-    :data:`REJECTED_NAME` beside the ledger, one JSON object each (``line``, ``reason``,
-    ``text``), and rewrite the ledger whole without them; every readable line stays, in order.
-    Returns one note per line set aside (none when there is nothing to do). Raises
-    :class:`~git_autoresearch.files.WriteFailed` when a file cannot be written. The caller must
-    tell the state mirror that the shorter ledger is on purpose."""
-    if not malformed:
-        return []
-    bad = {m.line: m for m in malformed}
-    keep, rejected, notes = [], [], []
-    for number, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
-        if number in bad:
-            rejected.append(json.dumps({"line": number, "reason": bad[number].reason,
-                                        "text": raw.decode("utf-8", "replace")},
-                                       ensure_ascii=False) + "\n")
-            notes.append(f"ledger line {number} set aside ({bad[number].reason}) in "
-                         f".auto/{REJECTED_NAME}")
-        elif raw.strip():
-            keep.append(raw + b"\n")
-    append_whole(path.with_name(REJECTED_NAME), "".join(rejected).encode("utf-8"))
-    write_atomic(path, b"".join(keep))
-    return notes

@@ -25,9 +25,10 @@ from .experiment import Changes, moved_out, revert, revert_targets, scope_violat
 from .files import WriteFailed, write_atomic
 from .git import DiskFull, GitError, Repo
 from .ledger import RunRecord, json_number, now_ms
-from .measure import Measurement, Progress, command_environment
+from .measure import Measurement, Progress
 from .measure import measure as run_measurement
 from .refs import scope_prefix
+from .running import command_environment
 from .session import Session
 from .trailers import set_aside_message
 

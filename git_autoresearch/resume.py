@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import ledger as ledger_mod
+from . import repairs
 from .branches import carry_over, merged_elsewhere, other_worktree
 from .config import Config, missing_scripts, parse_toml
 from .errors import Refused, UsageError
@@ -109,12 +110,12 @@ def _repair_ledger(repo: Repo, path: Path, saved: bytes) -> list[str]:
         write_atomic(path, saved)
         return ["restored .auto/log.jsonl"]
     kept = path.with_name(f"log.jsonl.before-resume.{time.time_ns()}")
-    if ledger_mod.lost_lines(current, saved):
+    if repairs.lost_lines(current, saved):
         os.replace(path, kept)
         write_atomic(path, saved)
         return [f"restored .auto/log.jsonl (it had lost lines; the old file is "
                 f".auto/{kept.name})"]
-    headed = ledger_mod.with_lost_header(current, saved)
+    headed = repairs.with_lost_header(current, saved)
     if headed is None:
         return []
     write_atomic(kept, current)
@@ -207,7 +208,7 @@ def _repair_session_files(repo: Repo, layout: Layout, sid: str) -> list[str]:
             raise Refused(f"session {sid} has no .auto/config.toml and no state ref to restore "
                           "it from")
         exclude_auto(repo)
-        notes = ledger_mod.set_aside(layout.ledger, ledger_mod.read(layout.ledger).malformed)
+        notes = repairs.set_aside(layout.ledger, ledger_mod.read(layout.ledger).malformed)
         if notes:
             # The ledger is shorter on purpose: the state ref must take it as it is now.
             forget_state_cache(repo)

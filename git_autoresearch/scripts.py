@@ -8,6 +8,7 @@ from pathlib import Path
 
 from .config import Config
 from .git import Repo
+from .git.objects import cat_blob, ls_tree
 from .paths import AUTO
 
 
@@ -25,12 +26,12 @@ def script_paths(repo: Repo, command: str, head: str) -> list[str]:
         if not wanted:
             break
         candidates = []
-        for mode, kind, oid, path in repo.ls_tree(head, wanted):
+        for mode, kind, oid, path in ls_tree(repo, head, wanted):
             if path not in wanted or kind != "blob":
                 continue
             found.append(path)
             if mode == "120000":
-                target = repo.cat_blob(oid)
+                target = cat_blob(repo, oid)
                 pointed = _inside(repo, os.path.normpath(
                     repo.top / os.path.dirname(path) / os.fsdecode(target)))
                 if pointed:

@@ -20,6 +20,7 @@ from typing import Any
 from .errors import Refused
 from .files import write_atomic
 from .git import ABSENT, GitError, Repo
+from .git.objects import cat_blobs, tree_files, write_blobs
 from .git.trees import make_tree
 from .refs import NAMESPACE, session_of_state_ref, state_ref
 
@@ -117,7 +118,7 @@ def _write_blobs(repo: Repo, entries: list[tuple[str, str]], pieces: list[bytes]
         piece_files.append((index, tmp))
     paths = [p for _, p in entries] + [str(p) for _, p in piece_files]
     try:
-        ids = repo.write_blobs(paths)
+        ids = write_blobs(repo, paths)
     finally:
         for _, tmp in piece_files:
             tmp.unlink()
@@ -157,8 +158,8 @@ def read(repo: Repo, session_id: str) -> tuple[dict[str, bytes], dict[str, int]]
     if repo.resolve(ref) is None:
         return None
     entries = [(path, oid, 0o755 if mode == "100755" else 0o644)
-               for mode, oid, path in repo.tree_files(ref)]
-    contents = repo.cat_blobs([oid for _, oid, _ in entries])
+               for mode, oid, path in tree_files(repo, ref)]
+    contents = cat_blobs(repo, [oid for _, oid, _ in entries])
     files: dict[str, bytes] = {}
     modes: dict[str, int] = {}
     pieces = []

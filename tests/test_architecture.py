@@ -33,8 +33,8 @@ LAYERS = [
     {"recording", "recovery", "pending"},
     {"session", "reader", "branches", "journal"},
     {"experiment", "trailers", "state", "submodules", "layout", "ideas", "scripts", "lock",
-     "measure", "hooks", "importers", "report", "insight", "dashboard", "plot"},
-    {"git", "ledger", "config", "refs", "paths", "files", "inputs", "errors", "signals",
+     "measure", "running", "hooks", "importers", "report", "insight", "dashboard", "plot"},
+    {"git", "ledger", "repairs", "config", "refs", "paths", "files", "inputs", "errors", "signals",
      "faults", "resources", "decision", "__init__"},
 ]
 

@@ -1,5 +1,6 @@
-"""The subcommands, by family: the loop (``loop``), reading a session (``reading``), and
-keeping it in order (``upkeep``); and the click group that puts them together, loading each
+"""The subcommands, by family: starting a session (``starting``), the loop (``loop``), reading
+a session (``reading``), auditing its keeps (``auditing``), and keeping it in order
+(``upkeep``); and the click group that puts them together, loading each
 family's module only when one of its commands is asked for. :mod:`git_autoresearch.cli` runs
 them as programs."""
 
@@ -15,7 +16,7 @@ from .common import CONTEXT
 # Every command, in help order, and the module of git_autoresearch.commands that defines it as
 # ``<name>_cmd``. A command's module is imported only when that command is asked for.
 COMMAND_MODULES: dict[str, str] = {
-    "start": "loop",
+    "start": "starting",
     "measure": "loop",
     "run": "loop",
     "keep": "loop",

@@ -11,6 +11,7 @@ nothing else. It knows no session concept (no ref name, no trailer key).
   and the machine formats;
 - :mod:`.repo`: :class:`Repo`, the typed operations on a repository;
 - :mod:`.trees`: trees built outside the user's index (a private index, ``git mktree``);
+- :mod:`.objects`: tree entries and blobs read and written in batch;
 - :mod:`.submodule`: submodules and their checkouts;
 - :mod:`.locks`: git's own lock files.
 """

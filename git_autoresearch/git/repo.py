@@ -339,55 +339,6 @@ class Repo:
         """Every path of the index (``git ls-files -z``)."""
         return split_z(self.run("ls-files", "-z").stdout)
 
-    def ls_tree(self, commit: str, paths: Sequence[str]) -> list[tuple[str, str, str, str]]:
-        """The (mode, type, object id, path) of the entries of ``commit`` named by ``paths``,
-        not recursing into folders (``git ls-tree -z``); paths it does not hold are left out."""
-        found = []
-        for item in self.run("ls-tree", "-z", commit, "--", *paths).stdout.split(b"\0"):
-            if item:
-                meta, _, raw = item.partition(b"\t")
-                mode, kind, oid = meta.decode().split()
-                found.append((mode, kind, oid, raw.decode("utf-8", "surrogateescape")))
-        return found
-
-    def tree_files(self, rev: str) -> list[tuple[str, str, str]]:
-        """The (mode, object id, path) of every file in the tree of ``rev``, recursively
-        (``git ls-tree -r -z --full-tree``)."""
-        found = []
-        for item in split_z(self.run("ls-tree", "-r", "-z", "--full-tree", rev).stdout):
-            meta, _, path = item.partition("\t")
-            mode, _, oid = meta.split()
-            found.append((mode, oid, path))
-        return found
-
-    def cat_blob(self, oid: str) -> bytes:
-        """The content of blob ``oid`` (``git cat-file blob``). Raises :class:`GitError`."""
-        return self.run("cat-file", "blob", oid).stdout
-
-    def cat_blobs(self, oids: Sequence[str]) -> dict[str, bytes]:
-        """Blob contents by id, through one ``git cat-file --batch`` (its output: a
-        ``<oid> <type> <size>`` line, the content, a newline, for each)."""
-        if not oids:
-            return {}
-        out = self.run("cat-file", "--batch",
-                       input="".join(o + "\n" for o in oids).encode()).stdout
-        found: dict[str, bytes] = {}
-        at = 0
-        while at < len(out):
-            end = out.index(b"\n", at)
-            oid, _, size = out[at:end].decode().split()
-            found[oid] = out[end + 1:end + 1 + int(size)]
-            at = end + 1 + int(size) + 1
-        return found
-
-    def write_blobs(self, files: Sequence[str]) -> list[str]:
-        """Write the files ``files`` (absolute paths, as they are: no filters) into the object
-        store; their blob ids, in order (``git hash-object -w --no-filters --stdin-paths``)."""
-        if not files:
-            return []
-        return self.run("hash-object", "-w", "--no-filters", "--stdin-paths",
-                        input="".join(p + "\n" for p in files).encode()).text.split()
-
     def write_tree(self) -> str:
         """The tree of the index, written into the object store (``git write-tree``).
         Raises :class:`GitError` (unmerged paths, say)."""

@@ -1,0 +1,113 @@
+"""start: a session, or a new segment of one, from options and a configuration file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .common import CONTEXT, clear_progress, emit_json, json_option, progress, warn
+
+
+@click.command("start", context_settings=CONTEXT)
+@click.option("--goal", help="What the session optimises, in a few words.")
+@click.option("--command", "command_", metavar="SHELL", help="The experiment command.")
+@click.option("--metric-name", help="Name of the primary metric (default: metric).")
+@click.option("--metric-unit", help="Unit of the primary metric, e.g. ms.")
+@click.option("--direction", help="lower or higher is better (default: lower).")
+@click.option("--metric-pattern", metavar="REGEX",
+              help="Regex with one capture group; its last match in the run log is the metric.")
+@click.option("--metric-command", metavar="SHELL",
+              help="A command whose stdout is the metric (instead of --metric-pattern).")
+@click.option("--scope", multiple=True, metavar="PATH",
+              help="A path an experiment may change (repeatable; none: any path that is "
+                   "neither protected nor readonly). Read from the current directory, as git "
+                   "reads paths.")
+@click.option("--protected", multiple=True, metavar="PATH",
+              help="A path for the agent's notes: no revert touches it, no keep commits it "
+                   "(repeatable). Read from the current directory, as git reads paths.")
+@click.option("--readonly", multiple=True, metavar="PATH",
+              help="A path that defines success (benchmark, checks, data, scorer): a change to "
+                   "it is saved on a ref, undone before measuring and recorded as a violation "
+                   "(repeatable; files the commands name are readonly anyway). Read from the "
+                   "current directory, as git reads paths.")
+@click.option("--checks-command", metavar="SHELL",
+              help="A command that must succeed for a run to be kept.")
+@click.option("--timeout-seconds", type=float, help="Limit per measurement (default 600).")
+@click.option("--checks-timeout-seconds", type=float, help="Limit for the checks (default 300).")
+@click.option("--runs-per-experiment", type=int, help="Samples per measurement (default 1).")
+@click.option("--aggregate", type=click.Choice(["median", "min", "mean"]),
+              help="How samples combine (default median).")
+@click.option("--max-experiments", type=int, help="Stop after this many runs in a segment.")
+@click.option("--decision", type=click.Choice(["sequential", "strict"]),
+              help="How a run is decided: sequential (the default: samples against the "
+                   "incumbent's, robust to noise) or strict (the aggregate beats the best).")
+@click.option("--min-effect", type=float, metavar="FRACTION",
+              help="Sequential: the smallest improvement worth a commit (0.01: 1%; default 0).")
+@click.option("--max-samples", type=int,
+              help="Sequential: samples of a run at most (default 5).")
+@click.option("--baseline-samples", type=int,
+              help="Sequential: samples of the baseline (default 5).")
+@click.option("--remeasure-incumbent/--no-remeasure-incumbent", default=None,
+              help="Sequential: one more sample of the incumbent after each revert (default on).")
+@click.option("--session-id", help="Session id (default: the goal in kebab case plus the date).")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Read the configuration keys from this TOML file (its paths are read from "
+                   "the top of the work tree).")
+@click.option("--new-segment", is_flag=True,
+              help="Start a new segment of the existing session with changed options.")
+@click.option("--no-baseline", is_flag=True, help="Do not measure the baseline now.")
+@click.option("--force", is_flag=True,
+              help="Start despite untracked files (they are then never touched).")
+@click.option("--allow-missing", is_flag=True,
+              help="Accept a --scope, --protected or --readonly path that matches no file yet.")
+@json_option
+def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
+              metric_unit: str | None, direction: str | None, metric_pattern: str | None,
+              metric_command: str | None, scope: tuple[str, ...], protected: tuple[str, ...],
+              readonly: tuple[str, ...], checks_command: str | None, timeout_seconds: float | None,
+              checks_timeout_seconds: float | None, runs_per_experiment: int | None,
+              aggregate: str | None, max_experiments: int | None, decision: str | None,
+              min_effect: float | None, max_samples: int | None, baseline_samples: int | None,
+              remeasure_incumbent: bool | None, session_id: str | None,
+              config_file: Path | None, new_segment: bool, no_baseline: bool, force: bool,
+              allow_missing: bool, as_json: bool) -> None:
+    """Create a session: branch autoresearch/<id>, .auto/, the ledger, and the baseline run."""
+    from ..refs import session_branch
+    from ..start import StartOptions, start
+
+    values = {
+        "goal": goal, "command": command_, "metric_name": metric_name,
+        "metric_unit": metric_unit, "direction": direction, "metric_pattern": metric_pattern,
+        "metric_command": metric_command, "scope": list(scope) or None,
+        "protected": list(protected) or None, "readonly": list(readonly) or None,
+        "checks_command": checks_command,
+        "timeout_seconds": timeout_seconds, "checks_timeout_seconds": checks_timeout_seconds,
+        "runs_per_experiment": runs_per_experiment, "aggregate": aggregate,
+        "max_experiments": max_experiments, "decision": decision, "min_effect": min_effect,
+        "max_samples": max_samples, "baseline_samples": baseline_samples,
+        "remeasure_incumbent": remeasure_incumbent, "session_id": session_id,
+    }
+    opts = StartOptions(values=values, config_file=config_file, new_segment=new_segment,
+                        no_baseline=no_baseline, force=force, allow_missing=allow_missing)
+    try:
+        started = start(opts, progress=progress())
+    finally:
+        clear_progress()
+    session, record = started.session, started.record
+    cfg = session.config
+    for message in started.warnings:
+        warn(message)
+    if as_json:
+        emit_json({"session_id": cfg.session_id, "branch": session_branch(cfg.session_id),
+                   "segment": session.segment.index, "config": cfg.to_dict(),
+                   "baseline": record, "warnings": started.warnings})
+        return
+    click.echo(f"session {cfg.session_id} on branch autoresearch/{cfg.session_id}, "
+               f"segment {session.segment.index}")
+    click.echo(f"metric {cfg.metric_name} ({cfg.direction} is better)")
+    if record:
+        click.echo(f"baseline: {cfg.metric_name} = {record['metric']}"
+                   f"{' ' + cfg.metric_unit if cfg.metric_unit else ''} (run {record['run']})")
+    else:
+        click.echo("no baseline measured yet: the first run of the segment will be kept as it")
