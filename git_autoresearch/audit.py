@@ -259,14 +259,15 @@ def _bring(session: Session, paths: list[str], tree: Path) -> None:
             shutil.copy2(session.repo.top / path, target)
 
 
-def record(session: Session, audit: Audit) -> None:
-    """Append ``audit``'s line to the ledger under the session lock. Refuses (exit 3) when
-    the lock is held too long or the ledger cannot be written, saying the verdict that was
-    not recorded."""
+def record(session: Session, audit: Audit) -> list[str]:
+    """Append ``audit``'s line to the ledger under the session lock and mirror the session
+    files on the state ref; returns the mirror's warnings. Refuses (exit 3) when the lock is
+    held too long or the ledger cannot be written, saying the verdict that was not recorded."""
     lost = f"the audit of run {audit.target.run} ({audit.verdict}) was not recorded"
     try:
         with session.lock("audit"):
             append(session.layout.ledger, [audit.record(session.config.direction)])
+            return session.mirror_state(f"audit of run {audit.target.run}")
     except WriteFailed as exc:
         raise Refused(f"{exc.message}; {lost}") from None
     except Refused as exc:

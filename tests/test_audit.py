@@ -176,6 +176,11 @@ def test_a_later_audit_wins_in_log_and_show_keeps_them_all(session: Path, ar: To
     assert ar(session, "log", "--json").json()[2]["audit"]["verdict"] == "within noise"
 
 
+def test_an_audit_line_is_mirrored_on_the_state_ref(session: Path, ar: Tool) -> None:
+    ar(session, "audit", "2", "--samples", "1")
+    assert ar(session, "doctor", "--json").json()["findings"] == []
+
+
 def test_the_loop_reads_past_audit_lines(session: Path, ar: Tool) -> None:
     ar(session, "audit", "2", "--samples", "1")
     write(session / "value.txt", "60\n")

@@ -35,7 +35,8 @@ def audit_cmd(run_numbers: tuple[int, ...], samples: int, as_json: bool) -> None
         click.echo(f"auditing run {target.run}: {target.commit[:7]} against its parent "
                    f"{target.parent[:7]}, {samples} sample(s) each", err=True)
         audit = run_audit(session, target, samples, progress=_said)
-        record(session, audit)
+        for w in record(session, audit):
+            warn(w)
         line = audit.record(direction)
         done.append(line)
         if not as_json:

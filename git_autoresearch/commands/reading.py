@@ -125,8 +125,9 @@ def _status_lines(found: Status) -> list[str]:
     lines.append(f"confidence  {f'{conf:.2f}' if conf is not None else '-'} "
                  f"({seg['confidence_label']})")
     if seg["stability"]:
+        # runs_per_experiment counts only under the strict rule; sequential samples by itself.
         hint = " (consider raising runs_per_experiment)" \
-            if seg["stability"]["label"] == "low" else ""
+            if seg["stability"]["label"] == "low" and found.noise is None else ""
         lines.append(f"stability   {seg['stability']['label']}{hint}")
     if seg["last"]:
         last = seg["last"]
