@@ -29,8 +29,8 @@ from .files import WriteFailed
 from .git import worktrees
 from .ledger import Ledger, Run, append, json_number, now_ms
 from .measure import measure
+from .pending import run_environment
 from .refs import session_branch
-from .running import command_environment
 from .session import Session
 from .trailers import read_trailers
 
@@ -166,13 +166,9 @@ def run_audit(session: Session, target: Target, samples: int = DEFAULT_SAMPLES,
         for side in SIDES:
             worktrees.add_detached(repo, trees[side], commits[side])
             _bring(session, inputs, trees[side])
+        env = run_environment(session, target.run, log)
         for index in range(samples):
             for side in SIDES:
-                env = command_environment({
-                    "AUTORESEARCH_SESSION": session.config.session_id,
-                    "AUTORESEARCH_RUN": str(target.run),
-                    "AUTORESEARCH_RUN_LOG": str(log),
-                })
                 result = measure(cfg, top=trees[side], log_path=log, env=env,
                                  first_sample=index + 1)
                 if progress is not None:

@@ -77,7 +77,8 @@ class HookSummary(TypedDict):
 @dataclass
 class Firing:
     """One hook firing: which file, its exit code (None when killed on timeout), the steer text
-    (stdout, cut to 8 KiB), whether it is an error steer, and the ledger fields."""
+    (stdout, cut to 8 KiB; an error steer after a failure or a timeout), and the ledger
+    fields."""
 
     stage: str
     hook: str
@@ -86,8 +87,6 @@ class Firing:
     stdout_bytes: int
     timed_out: bool
     steer: str
-    error: bool
-    truncated: bool = False
 
     def ledger_line(self) -> HookLine:
         """The firing's line in the ledger (and in ``hook --json``), stamped now."""
@@ -258,7 +257,7 @@ def _firing(stage: str, name: str, code: int | None, limit: float, output: _Prin
     elif code != 0:
         steer = f"[{stage} hook {name} failed with exit code {code}]\n" + _both(output.err, steer)
     return Firing(stage, name, None if timed_out else code, duration_ms, output.total,
-                  timed_out, steer, timed_out or code != 0, truncated)
+                  timed_out, steer)
 
 
 def _both(err: bytearray, steer: str) -> str:

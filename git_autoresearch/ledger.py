@@ -35,6 +35,12 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def number_text(value: float) -> str:
+    """A metric as the ledger writes it, as text: whole numbers without ``.0`` and every digit
+    kept (``2584610000``, where ``:g`` would print ``2.58461e+09``)."""
+    return str(json_number(value))
+
+
 def json_number(value: float) -> int | float:
     """A metric as JSON writes it: whole numbers without ``.0`` (``14600``, as the seed shows)."""
     if math.isfinite(value) and value == int(value) and abs(value) < 2**53:

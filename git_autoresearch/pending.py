@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from . import decision, journal, signals
@@ -46,13 +47,13 @@ def measure(session: Session, progress: Progress | None = None, *, pending: bool
     if pending:
         session.preflight()
     number = session.next_run()
-    violations, scope_ref = _set_aside(session, number, session.changes())
-    env = command_environment({
-        "AUTORESEARCH_SESSION": session.config.session_id,
-        "AUTORESEARCH_RUN": str(number),
-        "AUTORESEARCH_RUN_LOG": str(session.layout.run_log),
-    })
-    rule = Rule.of(session, baseline=baseline)
+    changes = session.changes()
+    violations, scope_ref = _set_aside(session, number, changes)
+    env = run_environment(session, number, session.layout.run_log)
+    # What is left to measure once the set-aside is done: nothing makes the run a noise probe.
+    aside = set(violations)
+    left = [p for p in changes.changed() if not session.bounds.is_protected(p) and p not in aside]
+    rule = Rule.of(session, baseline=baseline, changed=bool(left))
     try:
         result = run_measurement(session.config, top=session.repo.top,
                                  log_path=session.layout.run_log, env=env, progress=progress,
@@ -70,6 +71,14 @@ def measure(session: Session, progress: Progress | None = None, *, pending: bool
     return result
 
 
+def run_environment(session: Session, run: int, log: Path) -> dict[str, str]:
+    """The environment of the user's commands measuring run ``run`` of ``session``, its output
+    going to ``log``: ours (:func:`running.command_environment`) with ``AUTORESEARCH_SESSION``,
+    ``AUTORESEARCH_RUN`` and ``AUTORESEARCH_RUN_LOG``."""
+    return command_environment({"AUTORESEARCH_SESSION": session.config.session_id,
+                                "AUTORESEARCH_RUN": str(run), "AUTORESEARCH_RUN_LOG": str(log)})
+
+
 @dataclass(frozen=True)
 class Rule:
     """How many samples a measurement takes and when it stops: the configuration's
@@ -85,14 +94,16 @@ class Rule:
     probe: bool = False
 
     @classmethod
-    def of(cls, session: Session, *, baseline: bool = False) -> Rule:
+    def of(cls, session: Session, *, baseline: bool = False, changed: bool = True) -> Rule:
+        """The rule of the next measurement of ``session``; ``changed``: whether the work tree
+        holds a change to measure (without one, the run is a noise probe)."""
         cfg = session.config
         if cfg.rule != "sequential":
             return cls("strict", cfg.direction)
         if baseline or not (pool := incumbent_samples(session)):
             return cls("sequential", cfg.direction, samples=cfg.samples_of_baseline)
         window = decision.incumbent(pool, cfg.direction).samples
-        probe = not [p for p in session.changes().changed() if not session.bounds.is_protected(p)]
+        probe = not changed
         return cls("sequential", cfg.direction, window, 1 if probe else cfg.samples_at_most,
                    cfg.min_effect or 0.0, probe)
 
@@ -299,11 +310,7 @@ def remeasure_incumbent(session: Session, after: RunRecord) -> list[str]:
     if not session.config.remeasures or after["status"] not in ("discard", "checks_failed") \
             or not incumbent_samples(session):
         return []
-    env = command_environment({
-        "AUTORESEARCH_SESSION": session.config.session_id,
-        "AUTORESEARCH_RUN": str(after["run"]),
-        "AUTORESEARCH_RUN_LOG": str(session.layout.run_log),
-    })
+    env = run_environment(session, after["run"], session.layout.run_log)
     result = run_measurement(session.config, top=session.repo.top,
                              log_path=session.layout.run_log, env=env, samples_at_most=1,
                              checks=False)

@@ -32,7 +32,7 @@ from .faults import checkpoint
 from .files import WriteFailed
 from .git import GitError
 from .inputs import fit_record
-from .ledger import Run, RunRecord, Segment, json_number, now_ms, run_record
+from .ledger import Run, RunRecord, Segment, json_number, now_ms, number_text, run_record
 from .measure import Measurement
 from .pending import changed_since, set_asides
 from .refs import attempt_ref
@@ -107,13 +107,10 @@ def choose_measurement(session: Session, status: str, pending: Measurement | Non
             result = dataclasses.replace(result, decision={**result.decision, "forced": True})
         elif best is not None and best.metric is not None and \
                 not session.segment.better(metric, best.metric):
-            notes.append(f"{_number(metric)} does not beat the best so far "
-                         f"({_number(best.metric)}, run {best.number}); kept because you asked")
+            notes.append(f"{number_text(metric)} does not beat the best so far "
+                         f"({number_text(best.metric)}, run {best.number}); kept because you "
+                         "asked")
     return Choice(result, given, notes)
-
-
-def _number(value: float) -> str:
-    return str(json_number(value))
 
 
 def _with_metrics(result: Measurement, metric: float | None, given: Mapping[str, float],

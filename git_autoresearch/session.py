@@ -29,19 +29,17 @@ from .faults import checkpoint
 from .files import WriteFailed, check_writable
 from .git import GitError, Repo
 from .git.locks import recording_locks
-from .journal import Intent
 from .layout import Layout
 from .ledger import Ledger, Segment, json_number, now_ms
 from .lock import SessionLock
-from .measure import Measurement
 from .paths import AUTO, Boundaries
 from .refs import attempts_prefix, session_branch, state_ref
 from .refs import namespace as ref_namespace
-from .scripts import command_files
-from .trailers import runs_named
 
 if TYPE_CHECKING:
     from .hooks import HookReport
+    from .journal import Intent
+    from .measure import Measurement
 
 # How long a recording command waits for a lock file of git's to go before refusing.
 GIT_LOCK_WAIT_SECONDS = 1.0
@@ -99,6 +97,8 @@ class Session:
         (:func:`command_files`, found once, on first use) readonly."""
         if self._bounds is None:
             cfg = self.config
+            from .scripts import command_files
+
             scripts = [] if self.read_only else command_files(self.repo, cfg, self.repo.head())
             self._bounds = Boundaries(cfg.scope, cfg.protected, cfg.readonly, scripts)
         return self._bounds
@@ -340,6 +340,8 @@ class Session:
             branch = session_branch(self.config.session_id)
             base = (self.ledger.segments[0].header or {}).get("base_commit")
             spec = f"{base}..{branch}" if isinstance(base, str) and base else branch
+            from .trailers import runs_named
+
             numbers += runs_named(self.repo, spec)
             self._git_runs = max(numbers, default=0)
         return max(self.ledger.next_run_number, self._git_runs + 1)

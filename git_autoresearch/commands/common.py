@@ -41,11 +41,10 @@ def emit_json(data: Any, *, interruptible: bool = True) -> None:
 
 
 def number(value: float) -> str:
-    """A metric as the ledger writes it: whole numbers without ``.0`` and every digit kept
-    (``2584610000``, where ``:g`` would print ``2.58461e+09``)."""
-    from ..ledger import json_number
+    """A metric as the ledger writes it (:func:`ledger.number_text`)."""
+    from ..ledger import number_text
 
-    return str(json_number(value))
+    return number_text(value)
 
 
 def warn(message: str) -> None:
