@@ -314,6 +314,17 @@ def test_a_lock_taken_during_a_revert_is_named_and_resume_finishes(experiment: P
     assert git(top, "status", "--porcelain") == ""
 
 
+def refused_with_lock(top: Path, step: str, lock: Path, *args: str) -> str:
+    """Run ``args`` with ``--json``, git's lock file ``lock`` created at kill point ``step``;
+    the error it is refused with (exit 3)."""
+    proc = subprocess.run([*TOOL, *args, "--json"], cwd=top, capture_output=True, text=True,
+                          env={**os.environ, "GIT_AUTORESEARCH_CREATE_AT": step,
+                               "GIT_AUTORESEARCH_CREATE_FILE": str(lock)})
+    assert proc.returncode == 3, proc.stderr
+    error: str = json.loads(proc.stdout)["error"]
+    return error
+
+
 @pytest.mark.parametrize("step, name", [("keep:staging", "index.lock"),
                                         ("keep:before-commit", "index.lock"),
                                         ("keep:before-commit", "HEAD.lock")])
@@ -326,12 +337,7 @@ def test_a_keep_blocked_by_a_lock_before_committing_leaves_no_intent(experiment:
     lock = top / ".git" / name
     head = git(top, "rev-parse", "HEAD")
     staged = git(top, "diff", "--cached", "--name-status")
-    proc = subprocess.run([*TOOL, "keep", "-d", "blocked", "--metric", "50", "--json"], cwd=top,
-                          capture_output=True, text=True,
-                          env={**os.environ, "GIT_AUTORESEARCH_CREATE_AT": step,
-                               "GIT_AUTORESEARCH_CREATE_FILE": str(lock)})
-    assert proc.returncode == 3, proc.stderr
-    error = json.loads(proc.stdout)["error"]
+    error = refused_with_lock(top, step, lock, "keep", "-d", "blocked", "--metric", "50")
     assert error.startswith(f"git could not finish the keep of run 2: its lock file {lock} "
                             "exists (git said: ")
     assert error.endswith("nothing was recorded, and the experiment is still in the work tree; "
@@ -424,12 +430,7 @@ def test_a_lock_on_our_attempt_ref_taken_during_the_measurement_is_named(experim
     write(top / "value.txt", "500\n")  # worse than the baseline: a discard
     lock = top / ".git" / "refs" / "autoresearch" / "s1" / "attempts" / "2.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run([*TOOL, "run", "-d", "blocked", "--json"], cwd=top,
-                          capture_output=True, text=True,
-                          env={**os.environ, "GIT_AUTORESEARCH_CREATE_AT": "group:started",
-                               "GIT_AUTORESEARCH_CREATE_FILE": str(lock)})
-    assert proc.returncode == 3, proc.stderr
-    error = json.loads(proc.stdout)["error"]
+    error = refused_with_lock(top, "group:started", lock, "run", "-d", "blocked")
     assert error.startswith(f"git could not finish the revert of run 2: its lock file {lock} "
                             "exists (git said: ")
     assert error.endswith("nothing was reverted or recorded; once no git process is running, "
