@@ -1,8 +1,8 @@
 """Keep/discard decisions on simulated streams of candidates: the sequential rule beside the
 seeds' strict rule, against issue 11's targets.
 
-    python bench/bench_decisions.py [--seeds 40] [--candidates 300] [--max-samples 5 12]
-                                    [--fresh 5] [--trials 2000]
+    python bench/bench_decisions.py [--seeds 40] [--candidates 300] [--max-samples 5 16]
+                                    [--fresh 0] [--trials 2000] [--jobs N] [--cli 60]
 
 Each stream starts at a true value of 100 (lower is better) and offers ``--candidates`` changes:
 80 % with no effect, 10 % true 2 % gains, 10 % true 2 % losses (multiplicative). A sample is
@@ -23,15 +23,21 @@ A second table gives the rule's operating characteristic against a fresh, unsele
 stream loses power against it because a keep's samples, which become the new incumbent's pool,
 were selected for being good (the winner's curse), so the next candidates face a bar set too
 low; fresh re-measures of a new incumbent (``--fresh``) buy part of it back.
+
+Last, one end-to-end pass (``--cli``) sends the first stream of "gauss 3%" through the commands
+on a scratch repository (:func:`cli_pass`), whose benchmark's true value and noise are the
+simulation's: the commands must reach the simulation's decisions with its number of samples.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -154,6 +160,12 @@ def summarise(tallies: list[Tally], candidates: int) -> Row:
         verdicts=[t.verdicts for t in tallies])
 
 
+def cell(scenario: Scenario, ruling: Rule, seeds: int, candidates: int) -> Row:
+    """One row of the table: ``seeds`` streams of one scenario under one rule."""
+    return summarise([run(ruling, scenario, seed, candidates) for seed in range(seeds)],
+                     candidates)
+
+
 def targets(rows: dict[tuple[str, str], Row], label: str) -> list[tuple[str, bool]]:
     """Issue 11's targets for the sequential rule labelled ``label``."""
     seq = {name: row for (name, rule), row in rows.items() if rule == label}
@@ -203,14 +215,83 @@ def operating_characteristic(max_samples: list[int], trials: int) -> None:
                   f"| {gain:>11.1%} | {gain_n:>7.2f} |")
 
 
+BENCH_SCRIPT = """import pathlib, random
+counter = pathlib.Path(".n")
+n = int(counter.read_text()) if counter.exists() else 0
+counter.write_text(str(n + 1))
+rng = random.Random({seed} * 7919 + 17)
+for _ in range(n + 1):
+    g = rng.gauss(0.0, 1.0)
+value = float(pathlib.Path("value.txt").read_text().split()[0])
+print("score: " + repr(value * (1 + {noise} * g)))
+"""
+
+
+def cli_pass(candidates: int, seed: int, scenario: Scenario) -> bool:
+    """The same stream through the commands: a scratch repository whose benchmark prints the
+    true value in ``value.txt`` times the simulation's own noise draws (the k-th call of the
+    benchmark takes the k-th draw), ``git autoresearch start`` with the defaults and one
+    ``git autoresearch run --json`` per candidate. The session must decide every candidate
+    as the simulation did and take as many samples."""
+    import json
+    import shutil
+    import subprocess
+    import tempfile
+
+    exe = shutil.which("git-autoresearch", path=str(Path(sys.executable).parent)) \
+        or shutil.which("git-autoresearch")
+    if exe is None:
+        print("\nCLI pass skipped: git-autoresearch is not installed")
+        return True
+    simulated = run(Rule("sequential", "sequential", 16), scenario, seed, candidates)
+    kinds, started = stream(seed, candidates), time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="bench-decisions-") as scratch:
+        top = Path(scratch)
+
+        def call(*argv: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(argv, cwd=top, capture_output=True, text=True, check=True)
+
+        call("git", "init", "-q", "-b", "main")
+        call("git", "config", "user.email", "bench@example.com")
+        call("git", "config", "user.name", "bench")
+        (top / "bench.py").write_text(BENCH_SCRIPT.format(seed=seed, noise=scenario.noise))
+        (top / "value.txt").write_text("100.0\n")
+        (top / ".gitignore").write_text(".n\n")
+        call("git", "add", "-A")
+        call("git", "commit", "-q", "-m", "the project")
+        call(exe, "start", "--goal", "bench", "--session-id", "bench",
+             "--command", f"{sys.executable} bench.py", "--metric-name", "score",
+             "--metric-pattern", r"score: (\S+)", "--scope", "value.txt")
+        true, verdicts = 100.0, []
+        for i, kind in enumerate(kinds):
+            mine = true * {"gain": 1 - EFFECT, "loss": 1 + EFFECT, "none": 1.0}[kind]
+            (top / "value.txt").write_text(f"{mine!r}\n# candidate {i}: {kind}\n")
+            done = json.loads(call(exe, "run", "-d", f"candidate {i}", "--json").stdout)
+            verdicts.append(done["decision"]["verdict"])
+            if done["status"] == "keep":
+                true = mine
+        calls = int((top / ".n").read_text()) - BASELINE_SAMPLES
+    seconds = time.monotonic() - started
+    same = sum(a == b for a, b in zip(verdicts, simulated.verdicts, strict=True))
+    print(f"\nCLI pass ({scenario.name}, seed {seed}, {candidates} candidates through "
+          f"git autoresearch run): {same}/{candidates} decisions as simulated "
+          f"({verdicts.count('better')} kept), "
+          f"{calls / candidates:.2f} measurements per candidate "
+          f"(simulated {simulated.measurements / candidates:.2f}), {seconds:.0f} s")
+    return same == candidates and calls == simulated.measurements
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=40)
     parser.add_argument("--candidates", type=int, default=300)
-    parser.add_argument("--max-samples", type=int, nargs="+", default=[5, 12])
-    parser.add_argument("--fresh", type=int, default=5,
+    parser.add_argument("--max-samples", type=int, nargs="+", default=[5, 16])
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--fresh", type=int, default=0,
                         help="also run the largest max_samples with this many re-measures "
                         "of a new incumbent after a keep (0: not)")
+    parser.add_argument("--cli", type=int, default=60,
+                        help="candidates of the end-to-end pass through the commands (0: none)")
     parser.add_argument("--trials", type=int, default=2000,
                         help="candidates per cell of the fresh-pool table")
     args = parser.parse_args()
@@ -220,11 +301,13 @@ def main() -> int:
         most = max(args.max_samples)
         rules.append(Rule(f"seq {most}+fresh {args.fresh}", "sequential", most, args.fresh))
     rows: dict[tuple[str, str], Row] = {}
-    for scenario in SCENARIOS:
-        for ruling in [*rules, Rule("strict", "strict", 1)]:
-            tallies = [run(ruling, scenario, seed, args.candidates)
-                       for seed in range(args.seeds)]
-            rows[(scenario.name, ruling.label)] = summarise(tallies, args.candidates)
+    cells = [(scenario, ruling) for scenario in SCENARIOS
+             for ruling in [*rules, Rule("strict", "strict", 1)]]
+    with ProcessPoolExecutor(args.jobs) as pool:
+        for (scenario, ruling), row in zip(cells, pool.map(
+                cell, [s for s, _ in cells], [r for _, r in cells], [args.seeds] * len(cells),
+                [args.candidates] * len(cells)), strict=True):
+            rows[(scenario.name, ruling.label)] = row
     print(f"{args.seeds} seeds x {args.candidates} candidates (80% none, 10% -2%, 10% +2%), "
           "lower is better; 'sequential N': at most N samples per candidate\n")
     print(f"| {'scenario':<15}| {'rule':<17}| gains kept | no-effect kept | loss keeps "
@@ -241,6 +324,10 @@ def main() -> int:
             print(f"  {'PASS' if ok else 'FAIL'}  {text}")
             passed = passed and ok
     operating_characteristic(args.max_samples, args.trials)
+    if args.cli:
+        ok = cli_pass(args.cli, 0, SCENARIOS[0])
+        print(f"  {'PASS' if ok else 'FAIL'}  the commands decide as the simulation")
+        passed = passed and ok
     print(f"\n{time.monotonic() - started:.0f} s")
     return 0 if passed else 1
 

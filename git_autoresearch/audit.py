@@ -7,9 +7,10 @@ HEAD are never touched; the measurement command runs there once per sample, pare
 taking turns (A B A B ...), so that drift of the machine falls on both sides alike. The
 worktrees and their folder are removed afterwards, however the audit ends: done, crashed,
 or cut short by a signal. The verdict is the sequential rule's last look
-(:func:`decision.sequential` with every sample in hand: the one-sided rank-sum test at 5 %, or
-the exact comparison for a metric with no spread), the effect its Hodges-Lehmann shift with
-its interval. Each audit is recorded as one ``{"type": "audit", ...}`` line of the ledger.
+(:func:`decision.sequential` with every sample in hand, at ``decision.AUDIT_ALPHA``: the
+one-sided rank-sum test at 5 %, stricter than a keep's 10 %, or the exact comparison for a
+metric with no spread), the effect its Hodges-Lehmann shift with its 90 % interval. Each
+audit is recorded as one ``{"type": "audit", ...}`` line of the ledger.
 """
 
 from __future__ import annotations
@@ -222,7 +223,9 @@ def judge(target: Target, values: dict[str, list[float]], direction: str) -> Aud
     """The verdict on a complete audit: the sequential rule at its last look, the parent's
     samples as the incumbent's pool and the commit's as the candidate's."""
     ruled = decision.sequential(values["parent"], values["commit"], direction=direction,
-                                max_samples=len(values["commit"]))
+                                max_samples=len(values["commit"]),
+                                alpha=decision.AUDIT_ALPHA,
+                                confidence=decision.AUDIT_CONFIDENCE)
     return Audit(target, values, VERDICTS[ruled.verdict], ruled.effect, ruled.p_better,
                  ruled.p_worse, timestamp=now_ms())
 

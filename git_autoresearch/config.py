@@ -189,8 +189,8 @@ class Config:
 
     @property
     def samples_at_most(self) -> int:
-        """Samples of a candidate under the sequential rule (``max_samples``, default 5)."""
-        return self.max_samples or 5
+        """Samples of a candidate under the sequential rule (``max_samples``, default 16)."""
+        return self.max_samples or 16
 
     @property
     def samples_of_baseline(self) -> int:

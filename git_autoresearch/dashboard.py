@@ -12,7 +12,16 @@ from typing import Any
 
 from .ledger import Ledger, Run, Segment
 from .plot import COLOURS, svg
-from .report import audit_mark, audits, delta_pct, fmt, one_line, segment_summary
+from .report import (
+    as_number,
+    audit_mark,
+    audits,
+    decision_text,
+    delta_pct,
+    fmt,
+    one_line,
+    segment_summary,
+)
 
 STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#202124;background:#fafafa}
@@ -87,13 +96,18 @@ def render(book: Ledger, *, goal: str, metric_name: str, unit: str, session_id: 
                      for s, c in COLOURS.items())
     legend += '<span><i style="background:#1e8e3e;height:2px;border-radius:0"></i>' \
               "running best</span>"
+    legend += '<span><i style="background:#1e8e3e;opacity:0.15;border-radius:0"></i>' \
+              "incumbent's noise (median ± spread)</span>"
+    legend += '<span><i style="background:#9aa0a6;width:2px;border-radius:0"></i>' \
+              "a run's samples, lowest to highest</span>"
     audited = audits(book)
     rows = [(run.number, _row(segment, run, audited.get(run.number)))
             for segment in book.segments
             for run in reversed(segment.runs)]
     rows.sort(key=lambda row: -row[0])
     header = "".join(f"<th>{h}</th>" for h in (
-        "run", "seg", "status", escape(metric_name), "vs baseline", "confidence", "commit",
+        "run", "seg", "status", escape(metric_name), "vs baseline", "decision", "confidence",
+        "commit",
         "description", "hypothesis", "rollback reason", "next action", "other notes"))
     return _page(book, seg, goal=goal, metric_name=metric_name, unit=unit,
                  session_id=session_id, cards=cards, legend=legend, header=header,
@@ -129,6 +143,26 @@ def _audit_marker(found: list[dict[str, Any]] | None) -> str:
     return f' <span class="audit" title="{escape(title)}">{escape(mark)}</span>'
 
 
+def _decision_cell(run: Run) -> str:
+    """The run's decision (:func:`report.decision_text`), with its interval and the samples of
+    each side on hover."""
+    text = decision_text(run)
+    found = run.data.get("decision")
+    if text == "-" or not isinstance(found, dict):
+        return "<td></td>"
+    parts = [f"rule: {found.get('rule')}"]
+    low, high, level = (as_number(found.get(k)) for k in ("relative_low", "relative_high",
+                                                      "confidence"))
+    if low is not None and high is not None and level is not None:
+        parts.append(f"effect {low * 100:+.2f}% to {high * 100:+.2f}% "
+                     f"({level * 100:.0f}% interval)")
+    parts.append(f"samples: {found.get('candidate_samples')} against the incumbent's "
+                 f"{found.get('incumbent_samples', 0)}")
+    if found.get("forced") is True:
+        parts.append("kept by hand against the rule")
+    return f'<td title="{escape("; ".join(parts))}">{escape(text)}</td>'
+
+
 def _row(segment: Segment, run: Run, audited: list[dict[str, Any]] | None = None) -> str:
     """One run's row of the table, its annotations (``asi``) in the note columns, and the
     marker of its latest audit (``audited``: its audit lines) after its status."""
@@ -142,6 +176,7 @@ def _row(segment: Segment, run: Run, audited: list[dict[str, Any]] | None = None
         f'<td class="{escape(run.status)}">{escape(run.status)}{_audit_marker(audited)}</td>',
         f'<td class="n">{escape(fmt(run.metric))}</td>',
         f'<td class="n">{"" if delta is None else f"{delta:+.1f}%"}</td>',
+        _decision_cell(run),
         f'<td class="n">{f"{conf:.2f}" if isinstance(conf, (int, float)) else ""}</td>',
         f"<td><code>{escape(str(run.data.get('commit', '')))}</code></td>",
         f"<td>{escape(one_line(run.description))}</td>",

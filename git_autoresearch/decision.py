@@ -18,16 +18,18 @@ is ``len(candidate)``):
     Chicken 2014, *Nonparametric Statistical Methods*, 3rd ed., section 4.1);
   * looks before ``max_samples`` stop for *better* only at ``p <= 0.001`` (the Haybittle-Peto
     boundary: Haybittle 1971, Peto et al. 1976), so the last look keeps almost all of
-    ``ALPHA``; they stop for *worse* when the candidate is significantly worse at
-    ``FUTILITY``, and as *inconclusive* when the one-sided p-value of *better* after ``n``
-    samples exceeds ``HOPELESS[n-1]`` (0.7 after two, 0.5 after three, 0.35, then 0.25 from
-    the seventh): futility stops, which can only lower the type I error (Jennison & Turnbull
-    2000, *Group Sequential Methods in Clinical Trials*, chapter 10); the schedule was tuned
-    by simulation (``bench/bench_decisions.py``). At the last look a candidate not better at
-    ``ALPHA`` is ``worse`` (significantly) or ``inconclusive``. The futility stops pay for a
-    larger ``max_samples``: under 3 % Gaussian noise, against a pool of 10 to 20 samples,
-    ``max_samples=12`` keeps about 4 % of no-effect changes, 40 to 49 % of 2 % gains, with
-    under 5 samples per no-effect candidate on average;
+    ``ALPHA`` (10 %, one-sided); they stop for *worse* when the candidate is significantly
+    worse at ``FUTILITY``, and as *inconclusive* when the one-sided p-value of *better* after
+    ``n`` samples exceeds ``HOPELESS[n-1]`` (0.75 after two, 0.55 after three, then 0.45,
+    0.4, 0.35 and 0.3 from the seventh): futility stops, which can only lower the type I
+    error (Jennison & Turnbull 2000, *Group Sequential Methods in Clinical Trials*, chapter
+    10). ``ALPHA``, the schedule and the default ``max_samples`` of 16 were tuned by
+    simulation (``bench/bench_decisions.py``): the futility stops end most no-effect
+    candidates after a few samples, so the last look's level and a long ``max_samples`` buy
+    power for real gains cheaply, and in a stream the realised share of no-effect changes kept
+    stays near 2 % (a keep's samples, selected for being good, make the next bar hard). At the
+    last look a candidate not better at ``alpha`` is ``worse`` (significantly) or
+    ``inconclusive``;
   * the effect is the Hodges-Lehmann shift ``median(c_j - p_i)`` over all pairs, with the
     distribution-free interval ``[D_(C), D_(mn+1-C)]`` of the ordered pairwise differences,
     ``C`` the largest count with ``P(U <= C-1) <= (1-CONFIDENCE)/2`` (Hollander, Wolfe &
@@ -57,13 +59,15 @@ Verdict = Literal["better", "worse", "inconclusive", "continue"]
 VERDICTS: tuple[Verdict, ...] = ("better", "worse", "inconclusive", "continue")
 DIRECTIONS = ("lower", "higher")
 RULES = ("sequential", "strict")
-ALPHA = 0.05  # one-sided level of the last look: the share of no-effect changes kept
+ALPHA = 0.10  # one-sided level of the last look (bounds the share of no-effect changes kept)
+AUDIT_ALPHA = 0.05  # the level of an audit, which confirms a keep: stricter than a keep
 ALPHA_INTERIM = 0.001  # Haybittle-Peto: an early keep must be this clear
 FUTILITY = 0.02  # an early stop for worse: significantly worse at this one-sided level
 # An early stop as inconclusive when the one-sided p-value of better exceeds HOPELESS[n - 1]
 # after n samples (the last entry holds on): the candidate is not heading for a keep.
-HOPELESS = (1.0, 0.7, 0.5, 0.35, 0.35, 0.35, 0.25)
-CONFIDENCE = 0.90  # two-sided interval of the effect, the dual of the one-sided 5 % test
+HOPELESS = (1.0, 0.75, 0.55, 0.45, 0.4, 0.35, 0.3)
+CONFIDENCE = 0.80  # two-sided interval of the effect, the dual of the one-sided 10 % test
+AUDIT_CONFIDENCE = 0.90  # the dual of the audit's one-sided 5 % test
 WINDOW = 30  # samples of the incumbent kept; the most recent win
 DRIFT_ALPHA = 0.01  # two-sided level at which the incumbent's recent samples have moved
 DRIFT_MIN = 9  # fewer samples than this are not tested for drift
@@ -255,12 +259,14 @@ def constant(values: list[float]) -> bool:
 
 
 def sequential(pool: list[float], candidate: list[float], *, direction: str = "lower",
-               min_effect: float = 0.0, max_samples: int = 5) -> Decision:
+               min_effect: float = 0.0, max_samples: int = 16, alpha: float = ALPHA,
+               confidence: float = CONFIDENCE) -> Decision:
     """Decide on the candidate's samples so far (one more each call) against the incumbent's
     ``pool``: ``better`` (keep), ``worse``, ``inconclusive`` (at ``max_samples``, or earlier
     when the candidate is not heading for better), or ``continue``. ``min_effect`` is
-    relative (0.01: one percent). The statistics and their sources are in the module's
-    docstring. Raises ValueError (see :func:`check`)."""
+    relative (0.01: one percent); ``alpha`` is the one-sided level of the last look and
+    ``confidence`` the two-sided level of the effect's interval. The statistics and their
+    sources are in the module's docstring. Raises ValueError (see :func:`check`)."""
     check(pool, candidate, direction, min_effect, max_samples)
     n, last = len(candidate), len(candidate) >= max_samples
     if constant(pool) and constant(candidate) and (len(pool) + n >= 3 or last):
@@ -270,14 +276,14 @@ def sequential(pool: list[float], candidate: list[float], *, direction: str = "l
     better = p_lower(ours, [c + shift for c in theirs])
     worse = p_higher(ours, theirs)
     verdict: Verdict = "continue"
-    if better <= (ALPHA if last else ALPHA_INTERIM):
+    if better <= (alpha if last else ALPHA_INTERIM):
         verdict = "better"
-    elif worse <= (ALPHA if last else FUTILITY):
+    elif worse <= (alpha if last else FUTILITY):
         verdict = "worse"
     elif last or better > HOPELESS[min(n, len(HOPELESS)) - 1]:  # futility
         verdict = "inconclusive"
-    value, low, high, level = hodges_lehmann(pool, candidate)
-    if verdict == "inconclusive" and level >= CONFIDENCE \
+    value, low, high, level = hodges_lehmann(pool, candidate, confidence)
+    if verdict == "inconclusive" and level >= confidence \
             and (low > 0 if direction == "lower" else high < 0):
         # Stopped for futility with its whole interval (at the full confidence) on the worse
         # side: worse, not noise; at the last look this is the rank test's own verdict.
@@ -339,7 +345,7 @@ def incumbent(samples: list[float], direction: str = "lower", size: int = WINDOW
 
 
 def decide(rule: str, pool: list[float], candidate: list[float], *, direction: str = "lower",
-           min_effect: float = 0.0, max_samples: int = 5) -> Decision:
+           min_effect: float = 0.0, max_samples: int = 16) -> Decision:
     """The decision of the rule named ``rule`` (one of ``RULES``). Raises ValueError for an
     unknown rule or bad inputs."""
     if rule == "strict":

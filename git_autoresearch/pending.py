@@ -25,7 +25,7 @@ from .errors import Refused
 from .experiment import Changes, moved_out, revert, revert_targets, scope_violations
 from .files import WriteFailed, write_atomic
 from .git import DiskFull, GitError, Repo
-from .ledger import RunRecord, json_number, now_ms
+from .ledger import RunRecord, json_number, mad, median, now_ms
 from .measure import Measurement, Progress
 from .measure import measure as run_measurement
 from .refs import scope_prefix
@@ -63,7 +63,7 @@ def measure(session: Session, progress: Progress | None = None, *, pending: bool
                             f"{exc.strerror or exc.__class__.__name__}", scope_ref) from None
     bounds = session.bounds
     result = dataclasses.replace(
-        result, head=session.head(), scope_ref=scope_ref, decision=rule.verdict(result.samples),
+        result, head=session.head(), scope_ref=scope_ref, decision=rule.verdict(result),
         readonly_violations=[p for p in violations if bounds.is_readonly(p)],
         scope_violations=[p for p in violations if not bounds.is_readonly(p)])
     if pending:
@@ -99,7 +99,9 @@ class Rule:
         holds a change to measure (without one, the run is a noise probe)."""
         cfg = session.config
         if cfg.rule != "sequential":
-            return cls("strict", cfg.direction)
+            best = None if baseline else session.segment.best
+            bar = () if best is None or best.metric is None else (best.metric,)
+            return cls("strict", cfg.direction, bar, min_effect=cfg.min_effect or 0.0)
         if baseline or not (pool := incumbent_samples(session)):
             return cls("sequential", cfg.direction, samples=cfg.samples_of_baseline)
         window = decision.incumbent(pool, cfg.direction).samples
@@ -115,26 +117,35 @@ class Rule:
                                    min_effect=self.min_effect,
                                    max_samples=self.samples or 1).done
 
-    def verdict(self, samples: list[float]) -> dict[str, Any] | None:
-        """The ``decision`` object of the run record (None under strict, or without samples)."""
-        if self.name != "sequential" or not samples:
+    def verdict(self, result: Measurement) -> dict[str, Any] | None:
+        """The ``decision`` object of the run record of ``result`` (None without a metric).
+        Under strict, the pool is the best kept metric and the candidate is ``result``'s
+        aggregate."""
+        samples = result.samples
+        if result.metric is None or not samples:
             return None
         if not self.pool:
-            return {"rule": "sequential", "verdict": "baseline", "candidate_samples": len(samples)}
+            return {"rule": self.name, "verdict": "baseline", "candidate_samples": len(samples)}
+        if self.name != "sequential":
+            return decision_record(decision.strict(list(self.pool), [result.metric],
+                                                   direction=self.direction,
+                                                   min_effect=self.min_effect), self.pool)
         if self.probe:
             return {"rule": "sequential", "verdict": "no_change",
-                    "incumbent_samples": len(self.pool), "candidate_samples": len(samples)}
+                    "incumbent_samples": len(self.pool), "candidate_samples": len(samples),
+                    **pool_record(self.pool)}
         found = decision.sequential(list(self.pool), samples, direction=self.direction,
                                     min_effect=self.min_effect,
                                     max_samples=max(self.samples or 1, len(samples)))
-        return decision_record(found)
+        return decision_record(found, self.pool)
 
 
-def decision_record(found: decision.Decision) -> dict[str, Any]:
+def decision_record(found: decision.Decision, pool: tuple[float, ...]) -> dict[str, Any]:
     """A :class:`decision.Decision` as the run record's ``decision`` object: ``rule``,
     ``verdict`` (``inconclusive`` for a ``continue`` the samples ran out on), the ``effect``
     (candidate minus incumbent, in the metric's unit, with its interval and ``confidence``,
-    and relative), and the samples of each side."""
+    and relative), the samples of each side, and the incumbent's ``pool``
+    (:func:`pool_record`): the noise band a reviewer sees."""
     eff = found.effect
     return {"rule": found.rule,
             "verdict": "inconclusive" if found.verdict == "continue" else found.verdict,
@@ -142,7 +153,15 @@ def decision_record(found: decision.Decision) -> dict[str, Any]:
             "effect_high": json_number(eff.high), "relative": eff.relative,
             "relative_low": eff.relative_low, "relative_high": eff.relative_high,
             "confidence": eff.confidence, "incumbent_samples": found.incumbent_samples,
-            "candidate_samples": found.candidate_samples}
+            "candidate_samples": found.candidate_samples, **pool_record(pool)}
+
+
+def pool_record(pool: tuple[float, ...]) -> dict[str, Any]:
+    """The incumbent's pool in a run's ``decision`` object: ``pool_median`` and ``pool_spread``
+    (1.4826 times the median absolute deviation: the standard deviation of Gaussian noise,
+    estimated robustly), in the metric's unit."""
+    return {"pool_median": json_number(median(pool)),
+            "pool_spread": json_number(1.4826 * mad(list(pool)))}
 
 
 def incumbent_samples(session: Session) -> list[float]:

@@ -1,9 +1,13 @@
 """The chart of a session as SVG: one mark per run, coloured by status, the running best of each
-segment as a line, segment starts marked. Used by ``analyze --plot FILE.svg`` and the dashboard;
-``.png`` goes through matplotlib when it is installed (the ``plot`` extra)."""
+segment as a line, segment starts marked; a run measured more than once has a whisker from its
+lowest to its highest sample, and the incumbent's noise band (the pool's median plus and minus
+its robust spread, from each run's ``decision``) is shaded behind the marks. Used by ``analyze
+--plot FILE.svg`` and the dashboard; ``.png`` goes through matplotlib when it is installed (the
+``plot`` extra)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
@@ -55,6 +59,10 @@ class _Frame:
         count = max(1, self.points - 1)
         return LEFT + self.plot_w * (i / count if self.points > 1 else 0.5)
 
+    def clip(self, v: float) -> float:
+        """``v`` within the frame's range."""
+        return min(self.high, max(self.low, v))
+
     def y(self, v: float) -> float:
         return TOP + self.plot_h * (1 - (v - self.low) / (self.high - self.low))
 
@@ -72,8 +80,10 @@ def svg(segments: list[Segment], metric_name: str, unit: str = "", *,
            'fill="#fff" stroke="#ddd"/>']
     out += _axes(frame, points, metric_name + u, legend)
     out += _segment_starts(frame, points)
+    out += _noise_band(frame, points)
     for seg in segments:
         out += _running_best(frame, points, seg)
+    out += _whiskers(frame, points)
     out += _marks(frame, points, u)
     out.append("</svg>")
     return "\n".join(out)
@@ -144,6 +154,58 @@ def _running_best(frame: _Frame, points: list[tuple[int, Run, Segment]], seg: Se
         return []
     return [f'<polyline class="best" points="{" ".join(line)}" fill="none" '
             'stroke="#1e8e3e" stroke-width="1.5"/>']
+
+
+def _finite(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _noise_band(frame: _Frame, points: list[tuple[int, Run, Segment]]) -> list[str]:
+    """The incumbent's noise band: for each run decided against a pool, a shaded column from
+    ``pool_median - pool_spread`` to ``pool_median + pool_spread`` (clipped to the frame), one
+    polygon per stretch of consecutive such runs."""
+    out: list[str] = []
+    stretch: list[tuple[float, float, float]] = []
+    half = frame.plot_w / max(1, frame.points - 1) / 2 if frame.points > 1 else 6
+
+    def close() -> None:
+        if stretch:
+            top = " ".join(f"{x:.1f},{hi:.1f}" for x, hi, _ in stretch)
+            bottom = " ".join(f"{x:.1f},{lo:.1f}" for x, _, lo in reversed(stretch))
+            out.append(f'<polygon class="noise" points="{top} {bottom}" fill="#1e8e3e" '
+                       'fill-opacity="0.10" stroke="none"/>')
+            stretch.clear()
+
+    for i, run, _ in points:
+        found = run.data.get("decision")
+        centre = _finite(found.get("pool_median")) if isinstance(found, dict) else None
+        spread = _finite(found.get("pool_spread")) if isinstance(found, dict) else None
+        if centre is None or spread is None:
+            close()
+            continue
+        hi, lo = frame.clip(centre + spread), frame.clip(centre - spread)
+        x = frame.x(i)
+        stretch += [(x - half, frame.y(hi), frame.y(lo)), (x + half, frame.y(hi), frame.y(lo))]
+    close()
+    return out
+
+
+def _whiskers(frame: _Frame, points: list[tuple[int, Run, Segment]]) -> list[str]:
+    """A line from the lowest to the highest sample of each run measured more than once
+    (clipped to the frame)."""
+    out = []
+    for i, run, _ in points:
+        samples = [v for v in (_finite(x) for x in run.data.get("samples") or []) if v is not None]
+        if len(samples) < 2 or run.metric is None:
+            continue
+        colour = COLOURS.get(run.status, "#000")
+        low, high = frame.clip(min(samples)), frame.clip(max(samples))
+        out.append(f'<line class="whisker" x1="{frame.x(i):.1f}" x2="{frame.x(i):.1f}" '
+                   f'y1="{frame.y(high):.1f}" y2="{frame.y(low):.1f}" stroke="{colour}" '
+                   'stroke-opacity="0.6"/>')
+    return out
 
 
 def _marks(frame: _Frame, points: list[tuple[int, Run, Segment]], u: str) -> list[str]:

@@ -101,16 +101,27 @@ def choose_measurement(session: Session, status: str, pending: Measurement | Non
                           "autoresearch measure, or pass --metric VALUE)")
         metric, verdict = result.metric, (result.decision or {}).get("verdict")
         best = session.segment.best
+        beaten = best is None or best.metric is None or session.segment.better(metric,
+                                                                                best.metric)
         if result.decision is not None and verdict not in ("better", "baseline"):
-            notes.append(f"the sequential rule found this run {verdict}; kept because you asked "
-                         "(its decision is recorded as forced)")
+            if result.decision.get("rule") == "strict":
+                notes.append(f"{number_text(metric)} does not beat the best so far "
+                             f"({_best_text(best)}); kept because you asked (its decision is "
+                             "recorded as forced)")
+            else:
+                notes.append(f"the sequential rule found this run {verdict}; kept because you "
+                             "asked (its decision is recorded as forced)")
             result = dataclasses.replace(result, decision={**result.decision, "forced": True})
-        elif best is not None and best.metric is not None and \
-                not session.segment.better(metric, best.metric):
+        elif not beaten and best is not None:
             notes.append(f"{number_text(metric)} does not beat the best so far "
-                         f"({number_text(best.metric)}, run {best.number}); kept because you "
-                         "asked")
+                         f"({_best_text(best)}); kept because you asked")
     return Choice(result, given, notes)
+
+
+def _best_text(best: Run | None) -> str:
+    if best is None or best.metric is None:
+        return "nothing kept"
+    return f"{number_text(best.metric)}, run {best.number}"
 
 
 def _with_metrics(result: Measurement, metric: float | None, given: Mapping[str, float],

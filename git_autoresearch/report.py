@@ -106,7 +106,7 @@ def tsv(rows: list[tuple[Run, Segment]]) -> str:
         desc = one_line(run.description)
         metrics = run.data.get("metrics") or {}
         if isinstance(metrics, dict) and metrics:
-            desc += " [" + ", ".join(f"{one_line(str(k))}={fmt(_num(v))}"
+            desc += " [" + ", ".join(f"{one_line(str(k))}={fmt(as_number(v))}"
                                      for k, v in metrics.items()) + "]"
         duration = run.data.get("duration_s")
         lines.append("\t".join([
@@ -114,7 +114,7 @@ def tsv(rows: list[tuple[Run, Segment]]) -> str:
             one_line(str(run.data.get("commit", "-"))) if run.status == "keep" else "-",
             fmt(run.metric),
             run.status,
-            fmt(_num(duration)) if duration is not None else "-",
+            fmt(as_number(duration)) if duration is not None else "-",
             desc.strip() or "-",
         ]))
     return "\n".join(lines) + "\n"
@@ -147,21 +147,44 @@ def csv_text(rows: list[tuple[Run, Segment]]) -> str:
     return out.getvalue()
 
 
-def _num(value: Any) -> float | None:
+def as_number(value: Any) -> float | None:
+    """``value`` as a float when it is a JSON number (not a bool), else None."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value)
 
 
+# The words of a run's decision in the run table, by its verdict.
+VERDICT_WORDS = {"better": "better", "worse": "worse", "inconclusive": "noise",
+                 "no_change": "probe", "baseline": "baseline"}
+
+
+def decision_text(run: Run) -> str:
+    """A run's decision in a few characters: the verdict's word (``noise`` for
+    ``inconclusive``, ``probe`` for ``no_change``) and the relative effect against the
+    incumbent, ``*`` when kept by hand against the rule; ``-`` for a run without one."""
+    found = run.data.get("decision")
+    if not isinstance(found, dict) or not isinstance(found.get("verdict"), str):
+        return "-"
+    verdict: str = found["verdict"]
+    word = VERDICT_WORDS.get(verdict, verdict)[:8]
+    relative = as_number(found.get("relative"))
+    pct = None if relative is None else relative * 100
+    text = word if pct is None else f"{word} {pct:+.0f}%" if abs(pct) >= 100 else \
+        f"{word} {pct:+.1f}%"
+    return text + ("*" if found.get("forced") is True else "")
+
+
 def table(rows: list[tuple[Run, Segment]], width: int = 100,
           audited: dict[int, list[dict[str, Any]]] | None = None) -> str:
-    """The run table for people: run, status, metric, delta vs baseline, confidence, commit,
-    description; a line marks where each segment begins. An audited keep's status carries the
-    mark of its latest audit (:data:`AUDIT_MARKS`, from ``audited``), explained below."""
+    """The run table for people: run, status, metric, delta vs baseline, the decision
+    (:func:`decision_text`), confidence, commit, description; a line marks where each segment
+    begins. An audited keep's status carries the mark of its latest audit
+    (:data:`AUDIT_MARKS`, from ``audited``); both are explained below the table."""
     audited = audited or {}
     out = []
-    header = f"{'run':>5}  {'status':<13} {'metric':>12} {'vs base':>9} {'conf':>6}  " \
-             f"{'commit':<7}  description"
+    header = f"{'run':>5}  {'status':<13} {'metric':>12} {'vs base':>9} {'decision':<15} " \
+             f"{'conf':>6}  {'commit':<7}  description"
     out.append(header)
     current = None
     for run, seg in rows:
@@ -181,8 +204,15 @@ def table(rows: list[tuple[Run, Segment]], width: int = 100,
         out.append(
             f"{run.number:>5}  {status:<13} {fmt(run.metric):>12} "
             f"{(f'{delta:+.1f}%' if delta is not None else '-'):>9} "
+            f"{decision_text(run):<15} "
             f"{(f'{conf:.2f}' if isinstance(conf, (int, float)) else '-'):>6}  "
             f"{str(run.data.get('commit', '-'))[:7]:<7}  {desc}")
+    decided = [decision_text(run) for run, _ in rows]
+    if any(text != "-" for text in decided):
+        out.append("decision: the rule's verdict against the incumbent and the effect (noise: "
+                   "within noise; probe: no change)" +
+                   ("; * kept by hand against it" if any(t.endswith("*") for t in decided)
+                    else ""))
     if any(audited.get(run.number) for run, _ in rows):
         out.append("audited (git autoresearch audit): ✓ confirmed, ~ within noise, "
                    "✗ regression, ! crashed")

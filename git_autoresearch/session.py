@@ -409,7 +409,7 @@ class Session:
         if status:
             return status
         verdict = (result.decision or {}).get("verdict")
-        if verdict is not None:  # the sequential rule decided on the samples
+        if verdict is not None:  # the rule decided when measuring
             return "keep" if verdict in ("better", "baseline") else "discard"
         best = self.segment.best
         assert result.metric is not None

@@ -72,7 +72,7 @@ def test_a_candidate_heading_the_wrong_way_stops_as_inconclusive() -> None:
 def test_a_moderate_gain_is_kept_at_the_last_look() -> None:
     values = sorted(POOL)
     gain = [values[k] for k in (3, 6, 2, 8, 4)]
-    assert [sequential(POOL, gain[:k]).verdict for k in range(1, 6)] == \
+    assert [sequential(POOL, gain[:k], max_samples=5).verdict for k in range(1, 6)] == \
         ["continue"] * 4 + ["better"]
 
 
@@ -91,10 +91,11 @@ def test_higher_is_better() -> None:
 def test_one_slow_outlier_in_the_pool_or_the_candidate_changes_nothing() -> None:
     values = sorted(POOL)
     middle = [values[14], values[16], values[13], values[15], values[17]]
-    assert sequential([*POOL[1:], 1e6], middle).verdict == "inconclusive"
-    assert sequential(POOL, [*middle[:4], 1e6]).verdict == "inconclusive"
+    assert sequential([*POOL[1:], 1e6], middle, max_samples=5).verdict == "inconclusive"
+    assert sequential(POOL, [*middle[:4], 1e6], max_samples=5).verdict == "inconclusive"
     gain = [values[k] for k in (3, 6, 2, 8, 4)]
-    assert sequential(POOL, [*gain[:4], gain[4] * 1.5]).verdict == "inconclusive"
+    assert sequential(POOL, gain, max_samples=5).verdict == "better"
+    assert sequential([*POOL[1:], 1e6], gain, max_samples=5).verdict == "better"
 
 
 def test_heavy_tailed_pool_does_not_make_no_change_a_keep() -> None:
@@ -194,8 +195,11 @@ def test_the_null_distribution_is_exact(m: int, n: int) -> None:
 
 
 def test_the_hodges_lehmann_interval_reaches_its_level() -> None:
-    estimate, low, high, level = decision.hodges_lehmann(noisy(100.0, 30), noisy(98.0, 5))
+    estimate, low, high, level = decision.hodges_lehmann(noisy(100.0, 30), noisy(98.0, 5),
+                                                         0.90)
     assert low < estimate < high and 0.90 <= level < 0.95
+    narrower = decision.hodges_lehmann(noisy(100.0, 30), noisy(98.0, 5))
+    assert decision.CONFIDENCE <= narrower[3] < 0.90 and low < narrower[1] < narrower[2] < high
     assert decision.hodges_lehmann([1.0], [2.0])[3] == 0.0
 
 
@@ -203,7 +207,7 @@ def test_the_interval_covers_the_true_shift_about_as_often_as_it_says() -> None:
     covered = 0
     for seed in range(300):
         _, low, high, _ = decision.hodges_lehmann(noisy(100.0, 20, seed=seed),
-                                                  noisy(97.0, 5, seed=seed + 1000))
+                                                  noisy(97.0, 5, seed=seed + 1000), 0.90)
         covered += low <= -3.0 <= high
     assert 0.85 * 300 <= covered <= 0.97 * 300
 

@@ -6,6 +6,7 @@ are tested in test_decision.py."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from conftest import Tool, commit_all, ledger_lines, runs, start_args, write
@@ -94,7 +95,27 @@ def test_strict_decides_on_the_aggregate_as_before(repo: Path, ar: Tool) -> None
     assert runs(repo)[0]["samples"] == [100]
     write(repo / "value.txt", "90\n")
     kept = ar(repo, "run", "-d", "better", "--json").json()
-    assert kept["status"] == "keep" and "decision" not in kept
+    assert kept["status"] == "keep"
+    assert kept["decision"]["rule"] == "strict" and kept["decision"]["verdict"] == "better"
+    assert (kept["decision"]["effect"], kept["decision"]["relative"]) == (-10, -0.1)
+    assert (kept["decision"]["pool_median"], kept["decision"]["pool_spread"]) == (100, 0)
+    write(repo / "value.txt", "90\n")
+    tied = ar(repo, "run", "-d", "the same", "--json").json()
+    assert (tied["status"], tied["decision"]["verdict"]) == ("discard", "inconclusive")
+    write(repo / "value.txt", "95\n")
+    worse = ar(repo, "run", "-d", "worse", "--json").json()
+    assert (worse["status"], worse["decision"]["verdict"]) == ("discard", "worse")
+    assert runs(repo)[0]["decision"] == {"rule": "strict", "verdict": "baseline",
+                                         "candidate_samples": 1}
+
+
+def test_strict_takes_min_effect_too(repo: Path, ar: Tool) -> None:
+    ar(repo, *start_args("--decision", "strict", "--min-effect", "0.05"))
+    write(repo / "value.txt", "97\n")
+    small = ar(repo, "run", "-d", "3% better", "--json").json()
+    assert (small["status"], small["decision"]["verdict"]) == ("discard", "inconclusive")
+    write(repo / "value.txt", "90\n")
+    assert ar(repo, "run", "-d", "10% better", "--json").json()["status"] == "keep"
 
 
 def test_a_configuration_without_the_key_is_strict() -> None:
@@ -140,3 +161,65 @@ def test_discard_by_hand_takes_no_sample_of_the_incumbent(repo: Path, ar: Tool) 
     ar(repo, "measure")
     ar(repo, "discard", "-d", "by hand")
     assert [line for line in ledger_lines(repo) if line.get("type") == "incumbent"] == []
+
+
+# A machine that slows down by 10% after its twentieth benchmark run, with a little noise.
+SLOWING = """#!/bin/sh
+n=$(cat .n 2>/dev/null || echo 0); n=$((n+1)); echo $n > .n
+awk -v v="$(cat value.txt)" -v n="$n" 'BEGIN {
+  split("1.00 1.004 0.996 1.002 0.998", f, " ")
+  printf "score: %.4f\\n", v * f[(n % 5) + 1] * (n > 20 ? 1.10 : 1.00) }'
+"""
+
+
+def test_an_incumbent_that_drifts_is_named_and_only_its_recent_samples_count(
+        repo: Path, ar: Tool) -> None:
+    write(repo / "bench.sh", SLOWING, 0o755)
+    write(repo / ".gitignore", ".n\n")
+    commit_all(repo)
+    sequential(repo, ar)
+    write(repo / "value.txt", "90\n")
+    kept = ar(repo, "run", "-d", "a clear gain", "--json").json()
+    assert kept["status"] == "keep" and len(kept["samples"]) <= 10
+    warned = []
+    for k in range(8):  # noise probes, each followed by a re-measure of the incumbent
+        write(repo / "value.txt", "90\n")
+        warned += ar(repo, "run", "-d", f"probe {k}", "--json").json()["warnings"]
+    assert any("the incumbent drifted (+" in w and "only the recent ones are compared" in w
+               for w in warned), warned
+    noise = ar(repo, "status", "--json").json()["noise"]
+    assert noise["drift"]["against"] is True and 0.05 < noise["drift"]["relative"] < 0.15
+    # The next candidate faces the recent (slow) samples only: no change is no gain.
+    write(repo / "value.txt", "89.9\n")
+    again = ar(repo, "run", "-d", "hardly anything", "--json").json()
+    assert again["status"] == "discard"
+    assert again["decision"]["pool_median"] > 95  # the slow machine's value, not 90
+
+
+def test_log_and_the_dashboard_show_each_decision(repo: Path, ar: Tool) -> None:
+    write(repo / "bench.sh", NOISY, 0o755)
+    write(repo / ".gitignore", ".n\n")
+    commit_all(repo)
+    sequential(repo, ar, "--max-samples", "5")
+    write(repo / "value.txt", "70\n")
+    ar(repo, "run", "-d", "a real gain")
+    write(repo / "value.txt", "140\n")
+    ar(repo, "run", "-d", "much worse")
+    write(repo / "value.txt", "70\n")
+    ar(repo, "run", "-d", "nothing")
+    write(repo / "value.txt", "80\n")
+    ar(repo, "measure")
+    ar(repo, "keep", "-d", "kept anyway")
+    table = ar(repo, "log").out
+    lines = {line.split()[0]: line for line in table.splitlines() if line.split()[0].isdigit()}
+    assert " baseline " in lines["1"] and " better -" in lines["2"]
+    assert " worse +" in lines["3"] and " probe " in lines["4"]
+    assert "worse +" in lines["5"] and "%* " in lines["5"]  # forced
+    assert "* kept by hand against it" in table
+    assert ar(repo, "log", "--json").json()[-1]["decision"]["forced"] is True
+    ar(repo, "dashboard", "-o", "page.html")
+    page = (repo / "page.html").read_text()
+    assert page.count('class="whisker"') == 4  # every run of several samples but the probe
+    assert page.count('class="noise"') == 1  # one band: runs 2..5 were decided against a pool
+    assert "kept by hand against the rule" in page
+    assert re.search(r"effect [+-]\d+\.\d\d% to [+-]\d+\.\d\d% \((8\d|9\d)% interval\)", page)

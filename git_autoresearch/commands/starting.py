@@ -45,7 +45,7 @@ from .common import CONTEXT, clear_progress, emit_json, json_option, progress, w
 @click.option("--min-effect", type=float, metavar="FRACTION",
               help="Sequential: the smallest improvement worth a commit (0.01: 1%; default 0).")
 @click.option("--max-samples", type=int,
-              help="Sequential: samples of a run at most (default 5).")
+              help="Sequential: samples of a run at most (default 16).")
 @click.option("--baseline-samples", type=int,
               help="Sequential: samples of the baseline (default 5).")
 @click.option("--remeasure-incumbent/--no-remeasure-incumbent", default=None,
