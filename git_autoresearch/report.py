@@ -259,5 +259,8 @@ def segment_summary(segment: Segment) -> dict[str, Any]:
 def _run_brief(run: Run | None) -> dict[str, Any] | None:
     if run is None:
         return None
+    found = run.data.get("decision")
     return {"run": run.number, "status": run.status, "metric": run.metric,
-            "commit": run.data.get("commit"), "description": run.description}
+            "commit": run.data.get("commit"), "description": run.description,
+            "decision": found if isinstance(found, dict) else None,
+            "decision_text": decision_text(run)}

@@ -138,11 +138,15 @@ def test_status_reports_the_noise_and_hooks_receive_the_decision(repo: Path, ar:
     ar(repo, "run", "-d", "much worse")
     payload = json.loads((repo / ".auto" / "payload.json").read_text())
     assert payload["run_entry"]["decision"]["verdict"] == "worse"
-    noise = ar(repo, "status", "--json").json()["noise"]
+    found = ar(repo, "status", "--json").json()
+    noise = found["noise"]
     # The baseline's 5 samples and the re-measure after the revert.
     assert noise["incumbent_samples"] == 6
     assert 0.005 < noise["relative_spread"] < 0.03
-    assert "noise       ±" in ar(repo, "status").out
+    assert found["segment"]["last"]["decision"]["verdict"] == "worse"
+    text = ar(repo, "status").out
+    assert "noise       ±" in text
+    assert re.search(r"last run    2 discard \(worse \+\d+\.\d%\): much worse", text)
 
 
 def test_before_anything_is_kept_status_reports_no_noise_yet(repo: Path, ar: Tool) -> None:

@@ -131,7 +131,8 @@ def _status_lines(found: Status) -> list[str]:
         lines.append(f"stability   {seg['stability']['label']}{hint}")
     if seg["last"]:
         last = seg["last"]
-        lines.append(f"last run    {last['run']} {last['status']}: "
+        said = f" ({last['decision_text']})" if last.get("decision_text", "-") != "-" else ""
+        lines.append(f"last run    {last['run']} {last['status']}{said}: "
                      f"{one_line(last['description'])[:70]}")
     return lines + _status_tail(found, unit)
 
