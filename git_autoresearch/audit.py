@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from . import decision, signals
-from .config import command_words
 from .errors import Refused, UsageError
 from .files import WriteFailed
 from .git import worktrees
@@ -231,20 +230,18 @@ def judge(target: Target, values: dict[str, list[float]], direction: str) -> Aud
 
 
 def untracked_inputs(session: Session) -> list[str]:
-    """The files the measurement command (and the metric command) name by a relative path that
-    git does not track: a ``.auto/measure.sh`` (never committed) or an ignored data file,
-    which a checkout of a commit lacks. A tracked file is never among them: a keep that
-    deleted it must be measured without it."""
-    cfg, top = session.config, session.repo.top
-    named = []
-    for command in (cfg.command, cfg.metric_command):
-        for word in command_words(command or ""):
-            if not (os.path.isabs(word) or word.startswith("-") or ".." in Path(word).parts) \
-                    and (top / word).is_file():
-                named.append(Path(word).as_posix())
+    """The files the measurement command (and the metric command) name by a path inside the
+    work tree (relative, or absolute) that git does not track: a ``.auto/measure.sh`` (never
+    committed) or an ignored data file, which a checkout of a commit lacks. A tracked file is
+    never among them: a keep that deleted it must be measured without it."""
+    from .scripts import named_paths
+
+    cfg, repo = session.config, session.repo
+    named = [path for command in (cfg.command, cfg.metric_command)
+             for path in named_paths(repo, command or "") if (repo.top / path).is_file()]
     if not named:
         return []
-    tracked = set(session.repo.ls_files())
+    tracked = set(repo.ls_files())
     return [path for path in dict.fromkeys(named) if path not in tracked]
 
 

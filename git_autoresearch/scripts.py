@@ -42,14 +42,10 @@ def script_paths(repo: Repo, command: str, head: str) -> list[str]:
 def named_paths(repo: Repo, command: str) -> list[str]:
     """The words of a shell command that are paths inside the top (relative to it, with ``/``
     separators, in the command's order), whether or not such a file exists."""
-    import shlex
+    from .config import command_words
 
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        words = command.split()
     found: list[str] = []
-    for word in words:
+    for word in command_words(command):
         if not word or word.startswith("-") or "=" in word and not word.startswith("./"):
             continue
         rel = _inside(repo, os.path.normpath(word if os.path.isabs(word) else repo.top / word))
