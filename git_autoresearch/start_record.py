@@ -24,13 +24,14 @@ from .scripts import command_files
 from .session import Session
 
 # The first notes of ``.auto/prompt.md``, which the agent keeps (DESIGN.md section 3).
-PROMPT_TEMPLATE = """# Autoresearch session: {goal}
+PROMPT_HEADER = """# Autoresearch session: {goal}
 
 Metric: {metric_name} ({direction} is better{unit})
 Command: `{command}`
 Scope: {scope}
 Readonly: {readonly}
-
+"""
+PROMPT_TEMPLATE = PROMPT_HEADER + """
 ## Rules
 - Change only files in scope; never the readonly files (the measure, checks or scoring
   scripts, the data): a change there is undone before measuring and recorded.
@@ -55,17 +56,31 @@ def segment_header(cfg: Config, data: bytes, head: str, no_baseline: bool) -> Co
 
 def write_prompt(repo: Repo, layout: Layout, cfg: Config, head: str,
                  scripts: list[str] | None) -> None:
-    """Write ``.auto/prompt.md`` unless it exists (the agent's notes are never replaced);
-    ``scripts``: the committed files the commands name, found here when None."""
-    if layout.prompt.exists():
-        return
+    """Write ``.auto/prompt.md`` unless it exists (the agent's notes are never replaced: only
+    its header, the lines from ``# Autoresearch session:`` to ``Readonly:``, is brought up to
+    date with ``cfg``, for a new segment); ``scripts``: the committed files the commands name,
+    found here when None."""
     if scripts is None:
         scripts = command_files(repo, cfg, head)
-    write_atomic(layout.prompt, PROMPT_TEMPLATE.format(
-        goal=cfg.goal, metric_name=cfg.metric_name, direction=cfg.direction,
-        unit=f", in {cfg.metric_unit}" if cfg.metric_unit else "", command=cfg.command,
-        scope=", ".join(cfg.scope) or "any path that is neither protected nor readonly",
-        readonly=", ".join(dict.fromkeys([*scripts, *cfg.readonly])) or "none").encode())
+    fields = {"goal": cfg.goal, "metric_name": cfg.metric_name, "direction": cfg.direction,
+              "unit": f", in {cfg.metric_unit}" if cfg.metric_unit else "",
+              "command": cfg.command,
+              "scope": ", ".join(cfg.scope) or "any path that is neither protected nor readonly",
+              "readonly": ", ".join(dict.fromkeys([*scripts, *cfg.readonly])) or "none"}
+    try:
+        old = layout.prompt.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        write_atomic(layout.prompt, PROMPT_TEMPLATE.format(**fields).encode())
+        return
+    except (OSError, UnicodeDecodeError):
+        return  # not ours to mend
+    lines = old.splitlines(keepends=True)
+    ends = [i for i, line in enumerate(lines[:12]) if line.startswith("Readonly: ")]
+    if not lines or not lines[0].startswith("# Autoresearch session: ") or not ends:
+        return  # the agent rewrote the header: leave it
+    new = PROMPT_HEADER.format(**fields) + "".join(lines[ends[0] + 1:])
+    if new != old:
+        write_atomic(layout.prompt, new.encode())
 
 
 @dataclass(frozen=True)

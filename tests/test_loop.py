@@ -550,3 +550,22 @@ def test_a_torn_ledger_line_is_reported_by_the_loop_and_set_aside_by_resume(repo
     assert (repo / ".auto" / "log.rejected.jsonl").read_text().count('"trunc') == 1
     write(repo / "value.txt", "70\n")
     assert ar(repo, "run", "-d", "clean", "--json").json()["warnings"] == []
+
+
+def test_a_new_segment_brings_the_prompt_header_up_to_date_and_keeps_the_notes(
+        repo: Path, ar: Tool) -> None:
+    ar(repo, *start_args())
+    prompt = repo / ".auto" / "prompt.md"
+    notes = prompt.read_text().replace("## Learnings\n", "## Learnings\n- caching helps\n")
+    prompt.write_text(notes)
+    ar(repo, "start", "--new-segment", "--goal", "lower the value again",
+       "--metric-name", "total")
+    text = prompt.read_text()
+    assert text.startswith("# Autoresearch session: lower the value again\n\n"
+                           "Metric: total (lower is better)\n")
+    assert text.split("Readonly: ", 1)[1].split("\n", 1)[1] == \
+        notes.split("Readonly: ", 1)[1].split("\n", 1)[1]  # everything below, as it was
+    mine = "# My own plan\n- keep it short\n"
+    prompt.write_text(mine)
+    ar(repo, "start", "--new-segment", "--goal", "a third goal")
+    assert prompt.read_text() == mine  # a header the agent rewrote is left alone
