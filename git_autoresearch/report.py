@@ -232,8 +232,11 @@ def stability(segment: Segment) -> dict[str, Any] | None:
 
 
 def segment_summary(segment: Segment) -> dict[str, Any]:
-    """Baseline, best, improvement, counts and confidence of one segment."""
+    """Baseline, best, improvement, counts and confidence of one segment; ``incumbent`` is the
+    last kept run (the commit the next run is compared with), which is not the best after a
+    keep by hand of a worse run."""
     base, best = segment.baseline, segment.best
+    kept = [run for run in segment.runs if run.status == "keep"]
     counts: dict[str, int] = {}
     for run in segment.runs:
         counts[run.status] = counts.get(run.status, 0) + 1
@@ -253,6 +256,7 @@ def segment_summary(segment: Segment) -> dict[str, Any]:
         "confidence_label": confidence_label(conf),
         "stability": stability(segment),
         "last": _run_brief(segment.runs[-1]) if segment.runs else None,
+        "incumbent": _run_brief(kept[-1]) if kept else None,
     }
 
 

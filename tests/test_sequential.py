@@ -81,6 +81,10 @@ def test_keep_by_hand_wins_over_the_rule_and_is_recorded_as_forced(repo: Path,
     record = runs(repo)[-1]
     assert record["status"] == "keep"
     assert (record["decision"]["verdict"], record["decision"]["forced"]) == ("worse", True)
+    seg = ar(repo, "status", "--json").json()["segment"]
+    assert (seg["best"]["run"], seg["incumbent"]["run"]) == (1, 2)
+    assert f"incumbent   120 (run 2, commit {record['commit']}): the last keep" in \
+        ar(repo, "status").out
 
 
 def test_new_sessions_decide_sequentially_and_strict_stays_a_choice(repo: Path,

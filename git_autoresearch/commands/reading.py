@@ -117,6 +117,11 @@ def _status_lines(found: Status) -> list[str]:
                          f"commit {brief['commit'] or '-'}){extra}")
         else:
             lines.append(f"{key:<11} -")
+    inc, best = seg.get("incumbent"), seg["best"]
+    if inc and best and inc["run"] != best["run"]:
+        lines.append(f"incumbent   {number(inc['metric'])}{unit} (run {inc['run']}, commit "
+                     f"{inc['commit'] or '-'}): the last keep, which the next run is compared "
+                     "with")
     if found.noise is not None:
         spread = found.noise["relative_spread"]
         lines.append(f"noise       {'-' if spread is None else f'±{spread:.1%}'} (spread of the "
