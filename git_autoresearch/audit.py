@@ -165,7 +165,7 @@ def run_audit(session: Session, target: Target, samples: int = DEFAULT_SAMPLES,
         inputs = untracked_inputs(session)
         for side in SIDES:
             worktrees.add_detached(repo, trees[side], commits[side])
-            _bring(session, inputs, trees[side])
+            bring(session, inputs, trees[side])
         env = run_environment(session, target.run, log)
         for index in range(samples):
             for side in SIDES:
@@ -245,7 +245,7 @@ def untracked_inputs(session: Session) -> list[str]:
     return [path for path in dict.fromkeys(named) if path not in tracked]
 
 
-def _bring(session: Session, paths: list[str], tree: Path) -> None:
+def bring(session: Session, paths: list[str], tree: Path) -> None:
     """Copy ``paths`` from the session's work tree into the checkout ``tree``, so that both
     sides run the same benchmark."""
     for path in paths:

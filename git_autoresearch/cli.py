@@ -238,3 +238,4 @@ import_main = _entry("import")
 dashboard_main = _entry("dashboard")
 audit_main = _entry("audit")
 
+finalize_main = _entry("finalize")

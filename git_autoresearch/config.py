@@ -47,6 +47,8 @@ class Config:
     protected: list[str] = field(default_factory=list)
     readonly: list[str] = field(default_factory=list)
     checks_command: str | None = None
+    # What finalize runs on the final branch (the full test suite); None: checks_command.
+    final_checks_command: str | None = None
     timeout_seconds: float = 600
     checks_timeout_seconds: float = 300
     runs_per_experiment: int = 1
@@ -97,7 +99,8 @@ class Config:
                     "session_id", "created_at"):
             if not isinstance(getattr(self, key), str):
                 return key, "must be a string"
-        for key in ("metric_pattern", "metric_command", "checks_command"):
+        for key in ("metric_pattern", "metric_command", "checks_command",
+                    "final_checks_command"):
             value = getattr(self, key)
             if value is not None and (not isinstance(value, str) or not value.strip()):
                 return key, "must be a non-empty string"

@@ -52,6 +52,11 @@ class Layout:
     def hooks(self) -> Path:
         return self.auto / "hooks"
 
+    @property
+    def final_notes(self) -> Path:
+        """The pull-request body ``finalize`` writes."""
+        return self.auto / "final.md"
+
     def read_config_bytes(self) -> bytes:
         """The bytes of ``config.toml``; :class:`Refused` when there is no readable file."""
         try:

@@ -4,7 +4,10 @@
 - ``refs/autoresearch/<session-id>/attempts/<run>``: the work tree of a run that was not kept;
 - ``refs/autoresearch/<session-id>/scope/<run>`` (``<run>.2``, ``<run>.3``, ... for a run
   measured again): changes set aside before measuring, outside the scope or to readonly files;
-- ``refs/autoresearch/<session-id>/state``: the session files (:mod:`git_autoresearch.state`).
+- ``refs/autoresearch/<session-id>/state``: the session files (:mod:`git_autoresearch.state`);
+- ``autoresearch/<session-id>-final``: the keeps replayed onto the session's base for review
+  (``finalize``), and ``autoresearch/<session-id>-final-<run>``: one keep alone on the base
+  (``finalize --split``).
 
 Only names here: listing refs asks git through :class:`git_autoresearch.git.Repo`.
 """
@@ -18,6 +21,17 @@ NAMESPACE = "refs/autoresearch/"
 def session_branch(session_id: str) -> str:
     """The short name of the session branch: ``autoresearch/<session-id>``."""
     return BRANCH_PREFIX + session_id
+
+
+def final_branch(session_id: str) -> str:
+    """The short name of the branch ``finalize`` makes: ``autoresearch/<session-id>-final``."""
+    return f"{BRANCH_PREFIX}{session_id}-final"
+
+
+def split_branch(session_id: str, run: int) -> str:
+    """The branch of one keep alone on the base (``finalize --split``):
+    ``autoresearch/<session-id>-final-<run>``."""
+    return f"{final_branch(session_id)}-{run}"
 
 
 def session_of_branch(branch: str | None) -> str | None:

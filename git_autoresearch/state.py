@@ -1,8 +1,8 @@
 """The session's files mirrored in git, at ``refs/autoresearch/<session-id>/state``.
 
 After each recorded run the session files (``config.toml``, ``log.jsonl``, ``prompt.md``,
-``ideas.md`` and ``hooks/``; not ``run.log``) become a commit on that ref, so the session
-survives ``git clean -xfd``, a lost ``.auto/`` or a fresh clone that fetched
+``ideas.md``, ``final.md`` and ``hooks/``; not ``run.log``) become a commit on that ref, so the
+session survives ``git clean -xfd``, a lost ``.auto/`` or a fresh clone that fetched
 ``refs/autoresearch/*``.
 
 Tree layout (format version 1): the files at their ``.auto/`` paths, except the ledger, which is
@@ -25,7 +25,7 @@ from .git.trees import make_tree
 from .refs import NAMESPACE, session_of_state_ref, state_ref
 
 LINES_PER_PIECE = 1000
-FILES = ("config.toml", "prompt.md", "ideas.md")
+FILES = ("config.toml", "prompt.md", "ideas.md", "final.md")
 FORMAT_VERSION = 1
 
 

@@ -29,11 +29,12 @@ MAX_LINES = 550  # about 500, with a 10 % margin
 # those below, never from one above.
 LAYERS = [
     {"__main__", "cli", "manpage", "commands"},
-    {"start", "start_record", "resume", "doctor", "status", "demo", "audit"},
+    {"start", "start_record", "resume", "doctor", "status", "demo", "audit", "finalize"},
     {"recording", "recovery", "pending"},
     {"session", "reader", "branches", "journal"},
     {"experiment", "trailers", "state", "submodules", "layout", "ideas", "scripts", "lock",
-     "measure", "running", "hooks", "importers", "report", "insight", "dashboard", "plot"},
+     "measure", "running", "hooks", "importers", "report", "insight", "dashboard", "plot",
+     "review"},
     {"git", "ledger", "repairs", "config", "refs", "paths", "files", "inputs", "errors", "signals",
      "faults", "resources", "decision", "__init__"},
 ]

@@ -1,5 +1,6 @@
 """The subcommands, by family: starting a session (``starting``), the loop (``loop``), reading
-a session (``reading``), auditing its keeps (``auditing``), and keeping it in order
+a session (``reading``), auditing its keeps (``auditing``), turning it into a branch to review
+(``reviewing``), and keeping it in order
 (``upkeep``); and the click group that puts them together, loading each
 family's module only when one of its commands is asked for. :mod:`git_autoresearch.cli` runs
 them as programs."""
@@ -36,6 +37,7 @@ COMMAND_MODULES: dict[str, str] = {
     "import": "upkeep",
     "dashboard": "reading",
     "audit": "auditing",
+    "finalize": "reviewing",
     "demo": "upkeep",
 }
 

@@ -33,6 +33,9 @@ from .common import CONTEXT, clear_progress, emit_json, json_option, progress, w
                    "current directory, as git reads paths.")
 @click.option("--checks-command", metavar="SHELL",
               help="A command that must succeed for a run to be kept.")
+@click.option("--final-checks-command", metavar="SHELL",
+              help="What finalize runs on the final branch, e.g. the full test suite "
+                   "(default: the checks command).")
 @click.option("--timeout-seconds", type=float, help="Limit per measurement (default 600).")
 @click.option("--checks-timeout-seconds", type=float, help="Limit for the checks (default 300).")
 @click.option("--runs-per-experiment", type=int, help="Samples per measurement (default 1).")
@@ -65,7 +68,8 @@ from .common import CONTEXT, clear_progress, emit_json, json_option, progress, w
 def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
               metric_unit: str | None, direction: str | None, metric_pattern: str | None,
               metric_command: str | None, scope: tuple[str, ...], protected: tuple[str, ...],
-              readonly: tuple[str, ...], checks_command: str | None, timeout_seconds: float | None,
+              readonly: tuple[str, ...], checks_command: str | None,
+              final_checks_command: str | None, timeout_seconds: float | None,
               checks_timeout_seconds: float | None, runs_per_experiment: int | None,
               aggregate: str | None, max_experiments: int | None, decision: str | None,
               min_effect: float | None, max_samples: int | None, baseline_samples: int | None,
@@ -81,7 +85,7 @@ def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
         "metric_unit": metric_unit, "direction": direction, "metric_pattern": metric_pattern,
         "metric_command": metric_command, "scope": list(scope) or None,
         "protected": list(protected) or None, "readonly": list(readonly) or None,
-        "checks_command": checks_command,
+        "checks_command": checks_command, "final_checks_command": final_checks_command,
         "timeout_seconds": timeout_seconds, "checks_timeout_seconds": checks_timeout_seconds,
         "runs_per_experiment": runs_per_experiment, "aggregate": aggregate,
         "max_experiments": max_experiments, "decision": decision, "min_effect": min_effect,

@@ -1,0 +1,308 @@
+"""``git autoresearch finalize``: a night of keeps made into a branch a person can review.
+
+The chosen keeps (every committed keep of the session by default) are replayed in run order
+onto the session's base commit (the commit ``start`` began from), one ``git cherry-pick`` each
+in a linked worktree of ours under the scratch folder, so the session branch, the user's work
+tree, index and HEAD are never touched whatever happens; each final commit keeps its keep's
+message, trailers included (``Result:``, ``Autoresearch-Run``, ``Autoresearch-Session``). A keep
+that conflicts is named with its paths and the others are still tried, so every conflict is
+named at once; then no branch is made (nothing half done). Otherwise the branch
+``autoresearch/<id>-final`` points at the last commit (``--split`` also makes
+``autoresearch/<id>-final-<run>``, each keep alone on the base, and names the keeps a keep
+depends on when it does not apply alone), the final checks (``final_checks_command``, else
+``checks_command``) run on it in that worktree, and the base and the final commit are measured
+against each other, interleaved (:func:`audit.run_audit`). The outcome is one ``{"type":
+"final", ...}`` line of the ledger and ``.auto/final.md``, a pull-request body
+(:mod:`git_autoresearch.review`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import signals
+from .audit import Audit, Target, bring, effect_json, run_audit, untracked_inputs
+from .errors import Refused, UsageError
+from .files import WriteFailed
+from .git import ABSENT, worktrees
+from .git.replay import APPLIED, CONFLICT, Picked, cherry_pick, reset
+from .ledger import Run, append, json_number, now_ms
+from .measure import run_checks
+from .pending import run_environment
+from .refs import final_branch, session_branch, split_branch
+from .report import audits
+from .session import Session
+from .trailers import read_trailers
+
+FOLDER_PREFIX = "final-"  # <scratch>/final-<pid>: one finalize's worktree
+DROPPED_VERDICTS = ("within noise", "regression")  # an audit's words that drop a keep
+
+
+@dataclass(frozen=True)
+class Keep:
+    """A committed keep of the session: its ``run`` record, its keep ``commit`` (full object
+    id) and the paths that commit changed."""
+
+    run: Run
+    commit: str
+    paths: tuple[str, ...]
+
+    @property
+    def number(self) -> int:
+        return self.run.number
+
+
+@dataclass
+class Replayed:
+    """One keep replayed: ``outcome`` (``applied``, ``conflict``, ``empty``: its change was
+    already there), the new ``commit``, the conflicting ``paths``; for ``--split``, the
+    ``branch`` made and the earlier keeps it ``depends_on`` when it does not apply alone."""
+
+    keep: Keep
+    outcome: str
+    commit: str | None = None
+    paths: tuple[str, ...] = ()
+    branch: str | None = None
+    depends_on: tuple[int, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"run": self.keep.number, "outcome": self.outcome, "source": self.keep.commit,
+                "commit": self.commit, "paths": list(self.paths), "branch": self.branch,
+                "depends_on": list(self.depends_on)}
+
+
+@dataclass
+class Final:
+    """What ``finalize`` made: the ``base`` commit, the ``branch`` and its ``tip`` (None when a
+    keep conflicted: no branch was made), each keep ``replayed``, the keeps ``dropped`` (run,
+    why), the ``split`` branches, the final ``checks`` (``passed``, ``exit_code``, ... and the
+    ``command``; None without a checks command) and the A/B measurement ``measured`` (None
+    with ``--samples 0`` or when the branch was not made)."""
+
+    base: str
+    branch: str
+    tip: str | None
+    replayed: list[Replayed]
+    dropped: list[tuple[int, str]]
+    split: list[Replayed] = field(default_factory=list)
+    checks: dict[str, Any] | None = None
+    measured: Audit | None = None
+    timestamp: int = 0
+
+    @property
+    def conflicts(self) -> list[Replayed]:
+        return [r for r in self.replayed if r.outcome == CONFLICT]
+
+    def record(self, direction: str) -> dict[str, Any]:
+        """The ledger line (no ``run`` field: an event, never a run record to any reader)."""
+        measured = self.measured
+        return {
+            "type": "final", "timestamp": self.timestamp, "branch": self.branch,
+            "base": self.base[:7], "commit": self.tip[:7] if self.tip else None,
+            "runs": [r.keep.number for r in self.replayed if r.outcome == APPLIED],
+            "replayed": [r.to_json() for r in self.replayed],
+            "dropped": [{"run": n, "why": why} for n, why in self.dropped],
+            "split": [r.to_json() for r in self.split],
+            "checks": self.checks,
+            "direction": direction,
+            "verdict": None if measured is None else measured.verdict,
+            "samples": None if measured is None else {
+                "base": [json_number(v) for v in measured.samples["parent"]],
+                "final": [json_number(v) for v in measured.samples["commit"]]},
+            "effect": None if measured is None or measured.effect is None
+            else effect_json(measured.effect),
+            "reason": None if measured is None else measured.reason,
+        }
+
+
+def base_commit(session: Session) -> str:
+    """The full object id of the commit the session began from (its first segment's
+    ``base_commit``). Refuses (exit 3) when the ledger does not say or git lacks it."""
+    base = (session.ledger.segments[0].header or {}).get("base_commit")
+    found = session.repo.resolve(f"{base}^{{commit}}") if isinstance(base, str) and base \
+        else None
+    if found is None:
+        raise Refused(f"the session's base commit {base or '(not recorded)'} is not in this "
+                      "repository: nothing to replay the keeps onto")
+    return found
+
+
+def keeps(session: Session) -> list[Keep]:
+    """Every committed keep of the session, in run order: the commits of the session branch
+    after its base that carry our trailers and have a kept run in the ledger (the baselines
+    made no commit)."""
+    repo, cfg = session.repo, session.config
+    base = (session.ledger.segments[0].header or {}).get("base_commit")
+    kept = read_trailers(repo, session_branch(cfg.session_id), base)
+    out = []
+    for number in sorted(kept):
+        run = session.ledger.find(number)
+        if run is None or run.status != "keep":
+            continue
+        commit = str(kept[number]["commit"])
+        out.append(Keep(run, commit, tuple(repo.changed_paths(f"{commit}^", commit))))
+    return out
+
+
+def choose(session: Session, found: list[Keep], *, drop: list[int], only: list[int],
+           include_noise: bool) -> tuple[list[Keep], list[tuple[int, str]]]:
+    """The keeps to replay and those left out (run, why): ``only`` (when given) picks, then
+    ``drop`` removes, then a keep whose latest audit found it within noise or a regression is
+    dropped unless ``include_noise`` or ``only`` names it. Raises :class:`UsageError` (exit 2)
+    for a number that is not a committed keep of the session."""
+    numbers = {k.number for k in found}
+    for option, given in (("--drop", drop), ("--only", only)):
+        bad = [n for n in given if n not in numbers]
+        if bad:
+            listing = ", ".join(str(k) for k in sorted(numbers)) or "none"
+            raise UsageError(f"{option} {bad[0]}: not a committed keep of the session (they "
+                             f"are: {listing})")
+    audited = audits(session.ledger)
+    chosen, dropped = [], []
+    for keep in found:
+        latest = (audited.get(keep.number) or [{}])[-1].get("verdict")
+        if only and keep.number not in only:
+            dropped.append((keep.number, "not among --only"))
+        elif keep.number in drop:
+            dropped.append((keep.number, "--drop"))
+        elif latest in DROPPED_VERDICTS and not include_noise and keep.number not in only:
+            dropped.append((keep.number, f"audit: {latest}"))
+        else:
+            chosen.append(keep)
+    return chosen, dropped
+
+
+Progress = Callable[[str], None]
+
+
+def finalize(session: Session, chosen: list[Keep], dropped: list[tuple[int, str]], *,
+             split: bool = False, checks_command: str | None = None, samples: int = 5,
+             force: bool = False, progress: Progress | None = None,
+             measure_progress: Callable[[int, str, int, float | None], None] | None = None
+             ) -> Final:
+    """Replay ``chosen`` onto the session's base and make the final branch (and, with
+    ``split``, one branch per keep), run the final checks on it and measure it against the
+    base ``samples`` times a side (0: not). Refuses (exit 3) when nothing is chosen, or a
+    branch it would make exists (``force`` replaces it) or belongs to another session. The
+    returned :class:`Final` has no ``tip`` when a keep conflicted."""
+    say = progress or (lambda _text: None)
+    if not chosen:
+        raise Refused("no keep to finalize" + (
+            f" (left out: {', '.join(str(n) for n, _ in dropped)})" if dropped else
+            ": the session has no committed keep after its baseline"))
+    repo, cfg = session.repo, session.config
+    base = base_commit(session)
+    branch = final_branch(cfg.session_id)
+    names = [branch, *(split_branch(cfg.session_id, k.number) for k in chosen if split)]
+    _refuse_taken(session, names, force)
+    final = Final(base, branch, None, [], dropped, timestamp=now_ms())
+    folder = repo.scratch / f"{FOLDER_PREFIX}{os.getpid()}"
+    tree = folder / "tree"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        worktrees.add_detached(repo, tree, base)
+        for keep in chosen:
+            picked = cherry_pick(tree, keep.commit)
+            final.replayed.append(_replayed(keep, picked))
+            say(f"run {keep.number}: {picked.outcome}"
+                + (f" ({', '.join(picked.paths)})" if picked.paths else ""))
+        if final.conflicts:
+            return final
+        final.tip = next((r.commit for r in reversed(final.replayed) if r.commit), base)
+        _set_branch(session, branch, final.tip, force)
+        if split:
+            final.split = _split(session, tree, base, chosen, force)
+        command = checks_command or cfg.final_checks_command or cfg.checks_command
+        if command:
+            say(f"final checks: {command}")
+            reset(tree, final.tip)
+            final.checks = _checks(session, tree, command)
+    finally:
+        with signals.deferred():  # a second signal must not leave the worktree behind
+            worktrees.remove(repo, tree)
+            shutil.rmtree(folder, ignore_errors=True)
+    if samples > 0 and final.tip != base:
+        say(f"measuring the base {base[:7]} against the final {final.tip[:7]}, "
+            f"{samples} sample(s) each")
+        final.measured = run_audit(session, Target(0, final.tip, base), samples,
+                                   progress=measure_progress)
+    return final
+
+
+def _replayed(keep: Keep, picked: Picked) -> Replayed:
+    return Replayed(keep, picked.outcome, picked.commit, picked.paths)
+
+
+def _refuse_taken(session: Session, names: list[str], force: bool) -> None:
+    """Refuse a branch name that exists (unless ``force``) or is another session's branch."""
+    repo = session.repo
+    for name in names:
+        other = name.removeprefix("autoresearch/")
+        if repo.resolve(f"refs/autoresearch/{other}/state") is not None:
+            raise Refused(f"branch {name} is the session branch of session {other}; finalize "
+                          "never replaces it")
+        if not force and repo.resolve(f"refs/heads/{name}") is not None:
+            raise Refused(f"branch {name} exists (an earlier finalize?); pass --force to "
+                          "replace it")
+
+
+def _set_branch(session: Session, name: str, commit: str, force: bool) -> None:
+    repo = session.repo
+    ref = f"refs/heads/{name}"
+    old = repo.resolve(ref)
+    if old is not None and not force:
+        raise Refused(f"branch {name} exists (an earlier finalize?); pass --force to replace it")
+    repo.update_ref(ref, commit, old or ABSENT, "autoresearch finalize")
+
+
+def _split(session: Session, tree: Path, base: str, chosen: list[Keep],
+           force: bool) -> list[Replayed]:
+    """Each keep alone on the base, as its own branch; a keep that does not apply alone names
+    the earlier chosen keeps that changed the paths it conflicts on."""
+    out = []
+    for index, keep in enumerate(chosen):
+        reset(tree, base)
+        picked = cherry_pick(tree, keep.commit)
+        done = _replayed(keep, picked)
+        if picked.outcome == APPLIED and picked.commit is not None:
+            done.branch = split_branch(session.config.session_id, keep.number)
+            _set_branch(session, done.branch, picked.commit, force)
+        elif picked.outcome == CONFLICT:
+            done.depends_on = tuple(k.number for k in chosen[:index]
+                                    if set(k.paths) & set(picked.paths))
+        out.append(done)
+    return out
+
+
+def _checks(session: Session, tree: Path, command: str) -> dict[str, Any]:
+    """Run ``command`` in the worktree at ``tree`` as the checks run (the checks' time limit,
+    the environment of a measurement of run 0), with the untracked inputs the commands name
+    copied in; the outcome of :func:`measure.run_checks` with the ``command``."""
+    bring(session, untracked_inputs(session), tree)
+    log = tree.parent / "checks.log"
+    log.touch()
+    cfg = dataclasses.replace(session.config, checks_command=command)
+    found = run_checks(cfg, top=tree, log_path=log, env=run_environment(session, 0, log))
+    return {"command": command, **found}
+
+
+def record(session: Session, final: Final, notes: str) -> list[str]:
+    """Append ``final``'s ledger line and write ``notes`` to ``.auto/final.md``, under the
+    session lock, and mirror the session files on the state ref; returns the mirror's
+    warnings. Refuses (exit 3) when the lock is held too long or a file cannot be written."""
+    from .files import write_atomic
+
+    try:
+        with session.lock("finalize"):
+            append(session.layout.ledger, [final.record(session.config.direction)])
+            write_atomic(session.layout.final_notes, notes.encode())
+            return session.mirror_state("finalize")
+    except WriteFailed as exc:
+        raise Refused(f"{exc.message}; the branch {final.branch} was made, but the ledger "
+                      "line or .auto/final.md was not written") from None

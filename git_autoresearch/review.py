@@ -1,0 +1,141 @@
+"""``.auto/final.md``: the pull-request body ``finalize`` writes, from its ledger line and the
+session's runs. Markdown (CommonMark tables); nothing here runs git or reads files."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .ledger import Ledger, Run, median
+from .report import decision_text, fmt, one_line
+
+
+def _cell(text: str) -> str:
+    """Text fit for a Markdown table cell: one line, ``|`` escaped."""
+    return one_line(text).replace("|", "\\|")
+
+
+def _pct(value: Any) -> str:
+    return f"{value * 100:+.2f}%" if isinstance(value, (int, float)) \
+        and not isinstance(value, bool) else "-"
+
+
+def render(book: Ledger, final: dict[str, Any], *, goal: str, metric_name: str, unit: str,
+           direction: str, command: str, session_id: str) -> str:
+    """The pull-request body for ``final`` (a ``{"type": "final", ...}`` ledger line): the
+    goal, the measured gain of the final branch over the base with its interval, the final
+    checks, a table of the kept changes (their effect when kept and against the keep before),
+    the keeps left out, what was tried and discarded grouped by idea (the run's ``asi``
+    ``idea``, else ``hypothesis``), the crashes, and how to reproduce the measurement."""
+    u = f" {unit}" if unit else ""
+    runs = {run.number: run for run in book.runs}
+    replayed = [r for r in final.get("replayed") or [] if r.get("outcome") == "applied"]
+    out = [f"# {goal}", "",
+           f"Session `{session_id}`: {metric_name}{u}, {direction} is better. "
+           f"{len(book.runs)} runs; {len(replayed)} kept change(s) replayed onto "
+           f"`{final.get('base')}` as branch `{final.get('branch')}` "
+           f"(`{final.get('commit')}`).", ""]
+    out += _result(final, u) + _kept(replayed, runs, u) + _left_out(final, runs)
+    out += _tried(book.runs) + _crashes(book.runs)
+    out += ["## Reproduce", "", "```sh", f"git checkout {final.get('base')}   # before",
+            command, f"git checkout {final.get('branch')}   # after", command, "```", "",
+            "`git autoresearch finalize --force` measures both again, taking turns.", ""]
+    return "\n".join(out)
+
+
+def _result(final: dict[str, Any], u: str) -> list[str]:
+    out = ["## Result", ""]
+    samples, effect = final.get("samples"), final.get("effect")
+    if isinstance(samples, dict) and samples.get("base") and samples.get("final"):
+        base, tip = samples["base"], samples["final"]
+        out.append(f"Measured by `finalize`, base and final taking turns, {len(tip)} sample(s) "
+                   f"each: base median {fmt(median(base))}{u}, final median "
+                   f"{fmt(median(tip))}{u}.")
+        if isinstance(effect, dict):
+            level = effect.get("confidence")
+            out.append(f"Effect (final minus base): **{_pct(effect.get('relative'))}** "
+                       f"[{_pct(effect.get('relative_low'))}, "
+                       f"{_pct(effect.get('relative_high'))}]"
+                       + (f", {level * 100:.0f}% interval" if isinstance(level, float) else "")
+                       + f": {final.get('verdict')}.")
+    elif final.get("reason"):
+        out.append(f"The measurement failed: {final['reason']}.")
+    else:
+        out.append("Not measured (`--samples 0`).")
+    checks = final.get("checks")
+    if isinstance(checks, dict):
+        state = "passed" if checks.get("passed") else (
+            f"**failed** ({checks.get('reason') or 'exit ' + str(checks.get('exit_code'))})")
+        out.append(f"Final checks `{checks.get('command')}`: {state}.")
+    else:
+        out.append("No final checks were run (no `final_checks_command` or `checks_command`).")
+    return [*out, ""]
+
+
+def _kept(replayed: list[dict[str, Any]], runs: dict[int, Run], u: str) -> list[str]:
+    out = ["## Kept changes", "", "| run | commit | metric | vs keep before | decision | "
+           "description |", "|---:|---|---:|---:|---|---|"]
+    before: float | None = None
+    for entry in replayed:
+        run = runs.get(entry.get("run", -1))
+        if run is None:
+            continue
+        change = "-"
+        if before not in (None, 0) and run.metric is not None:
+            assert before is not None
+            change = f"{(run.metric - before) / abs(before) * 100:+.2f}%"
+        out.append(f"| {run.number} | `{str(entry.get('commit') or '')[:7]}` | "
+                   f"{fmt(run.metric)}{u} | {change} | {_cell(decision_text(run))} | "
+                   f"{_cell(run.description)} |")
+        before = run.metric if run.metric is not None else before
+    return [*out, ""]
+
+
+def _left_out(final: dict[str, Any], runs: dict[int, Run]) -> list[str]:
+    dropped = final.get("dropped") or []
+    if not dropped:
+        return []
+    out = ["## Keeps left out", ""]
+    for entry in dropped:
+        run = runs.get(entry.get("run", -1))
+        text = _cell(run.description) if run else ""
+        out.append(f"- run {entry.get('run')} ({entry.get('why')}): {text}")
+    return [*out, ""]
+
+
+def _idea(run: Run) -> str:
+    asi = run.data.get("asi")
+    if isinstance(asi, dict):
+        for key in ("idea", "hypothesis"):
+            if isinstance(asi.get(key), str) and asi[key].strip():
+                return one_line(asi[key])
+    return "other ideas"
+
+
+def _tried(runs: list[Run]) -> list[str]:
+    groups: dict[str, list[Run]] = {}
+    for run in runs:
+        if run.status in ("discard", "checks_failed"):
+            groups.setdefault(_idea(run), []).append(run)
+    if not groups:
+        return []
+    out = ["## Tried and discarded", ""]
+    for idea in sorted(groups, key=lambda k: (k == "other ideas", k)):
+        out += [f"### {_cell(idea)}", ""]
+        for run in groups[idea]:
+            said = decision_text(run)
+            extra = f", {said}" if said != "-" else ""
+            out.append(f"- run {run.number} ({run.status}{extra}): {_cell(run.description)}")
+        out.append("")
+    return out
+
+
+def _crashes(runs: list[Run]) -> list[str]:
+    crashed = [run for run in runs if run.status == "crash"]
+    if not crashed:
+        return []
+    out = ["## Crashes", ""]
+    for run in crashed:
+        reason = run.data.get("reason")
+        out.append(f"- run {run.number}: {_cell(run.description)}"
+                   + (f" ({_cell(str(reason))})" if reason else ""))
+    return [*out, ""]

@@ -1,0 +1,174 @@
+"""finalize: the session's keeps replayed onto its base as a branch to review, with the final
+checks, an A/B measurement and .auto/final.md; the session branch and the work tree untouched."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from conftest import Tool, commit_all, git, ledger_lines, start_args, write
+
+# The score is value.txt plus other.txt: keeps of either file improve it.
+BENCH = '#!/bin/sh\necho "score: $(( $(cat value.txt) + $(cat other.txt) ))"\n'
+
+
+def night(repo: Path, ar: Tool) -> None:
+    """A session of four runs: keeps 2 (value.txt), 3 (other.txt alone), 4 (value.txt again)
+    and a discard, 5."""
+    write(repo / "bench.sh", BENCH, 0o755)
+    write(repo / "other.txt", "10\n")
+    commit_all(repo)
+    ar(repo, *start_args())
+    for value, other, what in (("90", "10", "lower the value"), ("90", "5", "lower the other"),
+                               ("80", "5", "lower the value again"), ("85", "5", "worse")):
+        write(repo / "value.txt", f"{value}\n")
+        write(repo / "other.txt", f"{other}\n")
+        ar(repo, "run", "-d", what)
+
+
+def snapshot(repo: Path) -> dict[str, str]:
+    """The session branch, HEAD, the index and every file of the work tree (.git aside, and the
+    files finalize writes: the ledger, which gains one line, and final.md)."""
+    files = {str(p.relative_to(repo)): hashlib.sha256(p.read_bytes()).hexdigest()
+             for p in sorted(repo.rglob("*")) if p.is_file() and ".git" not in p.parts
+             and p.name not in ("final.md", "log.jsonl")}
+    return {"branch": git(repo, "rev-parse", "autoresearch/s1"),
+            "head": git(repo, "symbolic-ref", "HEAD"), "index": git(repo, "write-tree"),
+            **files}
+
+
+def test_finalize_replays_every_keep_with_its_trailers_and_touches_nothing_else(
+        repo: Path, ar: Tool) -> None:
+    night(repo, ar)
+    before, lines = snapshot(repo), ledger_lines(repo)
+    base = git(repo, "rev-parse", "main")
+    done = ar(repo, "finalize", "--checks-command", "test $(cat value.txt) = 80",
+              "--samples", "2", "--json").json()
+    assert snapshot(repo) == before and ledger_lines(repo)[:-1] == lines
+    assert (done["branch"], done["runs"], done["base"]) == ("autoresearch/s1-final", [2, 3, 4],
+                                                            base[:7])
+    final = git(repo, "rev-parse", "autoresearch/s1-final")
+    assert done["commit"] == final[:7]
+    assert git(repo, "rev-list", "--count", f"{base}..{final}") == "3"
+    assert git(repo, "rev-parse", f"{final}^{{tree}}") == \
+        git(repo, "rev-parse", "autoresearch/s1^{tree}")  # the same code as the session
+    runs = git(repo, "log", "--reverse", "--format=%(trailers:key=Autoresearch-Run,valueonly)",
+               f"{base}..{final}").split()
+    assert runs == ["2", "3", "4"]
+    results = git(repo, "log", "--reverse", "--format=%(trailers:key=Result,valueonly)",
+                  f"{base}..{final}").split()
+    assert results == ['{"status":"keep","score":100}', '{"status":"keep","score":95}',
+                       '{"status":"keep","score":85}']
+    assert done["checks"]["passed"] is True and done["checks"]["command"] == \
+        "test $(cat value.txt) = 80"
+    assert done["samples"] == {"base": [110, 110], "final": [85, 85]}
+    assert done["verdict"] == "confirmed" and done["effect"]["value"] == -25
+    line = [x for x in ledger_lines(repo) if x.get("type") == "final"]
+    assert len(line) == 1 and "run" not in line[0] and line[0]["runs"] == [2, 3, 4]
+    notes = (repo / ".auto" / "final.md").read_text()
+    assert notes.startswith("# lower the value\n")
+    for run, what in ((2, "lower the value"), (3, "lower the other"),
+                      (4, "lower the value again")):
+        assert f"| {run} | `" in notes and f"| {what} |" in notes
+    assert "- run 5 (discard, worse " in notes and "Final checks `test $(cat value.txt) = 80`: " \
+        "passed." in notes and "**-22.73%**" in notes
+    assert ar(repo, "doctor", "--json").json()["findings"] == []  # final.md on the state ref
+
+
+def test_a_conflict_is_named_run_by_run_and_no_branch_is_made(repo: Path, ar: Tool) -> None:
+    night(repo, ar)
+    before = snapshot(repo)
+    res = ar(repo, "finalize", "--drop", "2", "--samples", "0", expect=3)
+    assert res.err == ("  run 3: applied\n  run 4: conflict (value.txt)\n"
+                       "git autoresearch: run 4 conflicts in value.txt: no branch was made "
+                       "(leave them out with --drop, or replay only some with --only)\n")
+    assert git(repo, "branch", "--list", "autoresearch/s1-final") == ""
+    assert snapshot(repo) == before
+    assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
+    doc = ar(repo, "finalize", "--drop", "2", "--samples", "0", "--json", expect=3).json()
+    assert doc["exit_code"] == 3 and doc["commit"] is None
+    assert [(r["run"], r["outcome"], r["paths"]) for r in doc["replayed"]] == \
+        [(3, "applied", []), (4, "conflict", ["value.txt"])]
+    assert ar(repo, "finalize", "--only", "3", "--samples", "0", "--json").json()["runs"] == [3]
+
+
+def test_split_makes_a_branch_per_keep_that_applies_alone_and_names_dependencies(
+        repo: Path, ar: Tool) -> None:
+    night(repo, ar)
+    done = ar(repo, "finalize", "--split", "--samples", "0", "--json").json()
+    assert [(r["run"], r["branch"], r["depends_on"]) for r in done["split"]] == \
+        [(2, "autoresearch/s1-final-2", []), (3, "autoresearch/s1-final-3", []),
+         (4, None, [2])]
+    base = git(repo, "rev-parse", "main")
+    for run in (2, 3):
+        tip = git(repo, "rev-parse", f"autoresearch/s1-final-{run}")
+        assert git(repo, "rev-parse", f"{tip}^") == base
+        assert git(repo, "log", "-1", "--format=%(trailers:key=Autoresearch-Run,valueonly)",
+                   tip) == str(run)
+    text = ar(repo, "finalize", "--split", "--force", "--samples", "0").out
+    assert "run 4: does not apply alone (depends on run(s) 2)" in text
+
+
+def test_an_existing_final_branch_is_replaced_only_with_force(repo: Path, ar: Tool) -> None:
+    night(repo, ar)
+    ar(repo, "finalize", "--samples", "0", "--only", "2")
+    first = git(repo, "rev-parse", "autoresearch/s1-final")
+    res = ar(repo, "finalize", "--samples", "0", expect=3)
+    assert res.err == ("git autoresearch: branch autoresearch/s1-final exists (an earlier "
+                       "finalize?); pass --force to replace it\n")
+    assert git(repo, "rev-parse", "autoresearch/s1-final") == first
+    assert ar(repo, "finalize", "--samples", "0", "--force", "--json").json()["runs"] == \
+        [2, 3, 4]
+
+
+def test_failing_final_checks_exit_5_with_the_branch_made(repo: Path, ar: Tool) -> None:
+    night(repo, ar)
+    res = ar(repo, "finalize", "--checks-command", "echo broken; exit 1", "--samples", "0",
+             expect=5)
+    assert "final checks: FAILED (echo broken; exit 1): the checks command exited with " \
+        "code 1" in res.out
+    assert res.err.endswith("fix them before it is merged\n")
+    assert git(repo, "rev-parse", "--verify", "-q", "autoresearch/s1-final") != ""
+    assert "Final checks `echo broken; exit 1`: **failed** (" in \
+        (repo / ".auto" / "final.md").read_text()
+
+
+def test_the_final_checks_default_to_the_configured_ones(repo: Path, ar: Tool) -> None:
+    write(repo / "other.txt", "10\n")
+    write(repo / "bench.sh", BENCH, 0o755)
+    commit_all(repo)
+    ar(repo, *start_args("--checks-command", "true",
+                         "--final-checks-command", "test -f other.txt"))
+    write(repo / "value.txt", "90\n")
+    ar(repo, "run", "-d", "better")
+    done = ar(repo, "finalize", "--samples", "0", "--json").json()
+    assert done["checks"]["command"] == "test -f other.txt" and done["checks"]["passed"]
+
+
+def test_a_keep_an_audit_found_within_noise_is_left_out_unless_asked(repo: Path,
+                                                                      ar: Tool) -> None:
+    night(repo, ar)
+    write(repo / "README.md", "a change the score does not see\n")
+    ar(repo, "measure")
+    ar(repo, "keep", "-d", "cosmetic", "--metric", "80")  # a keep by hand: run 6
+    assert ar(repo, "audit", "6", "--samples", "2", "--json").json()["audits"][0]["verdict"] \
+        == "within noise"
+    done = ar(repo, "finalize", "--samples", "0", "--json")
+    assert done.json()["runs"] == [2, 3, 4]
+    assert done.json()["dropped"] == [{"run": 6, "why": "audit: within noise"}]
+    assert "run 6 left out (audit: within noise); --include-noise replays it" in done.err
+    again = ar(repo, "finalize", "--samples", "0", "--force", "--include-noise", "--json")
+    assert again.json()["runs"] == [2, 3, 4, 6]
+
+
+def test_unknown_runs_and_a_session_without_keeps_are_refused(repo: Path, ar: Tool) -> None:
+    ar(repo, *start_args())
+    assert ar(repo, "finalize", expect=3).err == ("git autoresearch: no keep to finalize: the "
+                                                  "session has no committed keep after its "
+                                                  "baseline\n")
+    write(repo / "value.txt", "90\n")
+    ar(repo, "run", "-d", "better")
+    assert ar(repo, "finalize", "--drop", "7", expect=2).err == (
+        "git autoresearch: --drop 7: not a committed keep of the session (they are: 2)\n")
+    assert ar(repo, "finalize", "--only", "1", expect=2).err == (
+        "git autoresearch: --only 1: not a committed keep of the session (they are: 2)\n")
