@@ -13,7 +13,8 @@ metric has no noise; an unchanged candidate measures exactly the incumbent's val
 
 The sequential rule (once per ``--max-samples`` value) starts from ``baseline_samples`` = 5,
 samples a candidate one at a time up to ``max_samples``, hands a keep's samples to the pool
-and re-measures the incumbent once after each revert (counted in the measurements). The
+and re-measures the incumbent once after each revert (up to ``baseline_samples`` when its pool
+holds fewer; counted in the measurements). The
 strict rule is the seeds' default: one sample per run, the best's single sample as the bar, no
 re-measure. Every figure is a mean over seeds; "kept" is the share of that kind of candidate
 kept, "loss keeps" (the harmful keeps) is a share of all candidates, "true change" is where the
@@ -111,6 +112,7 @@ def run(ruling: Rule, scenario: Scenario, seed: int, candidates: int) -> Tally:
     true, rule, per_run = 100.0, ruling.rule, ruling.max_samples
     sequential = rule == "sequential"
     pool = [sample(true, 1.0) for _ in range(BASELINE_SAMPLES if sequential else 1)]
+    exact = False
     for i, kind in enumerate(kinds):
         machine = 1 - scenario.drift * i / candidates
         mine = true * {"gain": 1 - EFFECT, "loss": 1 + EFFECT, "none": 1.0}[kind]
@@ -127,12 +129,15 @@ def run(ruling: Rule, scenario: Scenario, seed: int, candidates: int) -> Tally:
         if ruled.verdict == "better":
             tally.kept[kind] += 1
             true, pool = mine, taken
+            exact = ruled.effect.low == ruled.effect.high
             if ruling.fresh:
                 pool = [sample(true, machine) for _ in range(ruling.fresh)]
                 tally.measurements += ruling.fresh
-        elif sequential:
-            pool = decision.window([*pool, sample(true, machine)])
-            tally.measurements += 1
+        elif sequential:  # the incumbent measured again, its pool topped up to the baseline's
+            # (not after an exact keep: a metric with no spread, whose one sample is enough)
+            more = 1 if exact else max(1, BASELINE_SAMPLES - len(pool))
+            pool = decision.window([*pool, *(sample(true, machine) for _ in range(more))])
+            tally.measurements += more
     tally.final = true
     return tally
 

@@ -186,36 +186,44 @@ def run_audit(session: Session, target: Target, samples: int = DEFAULT_SAMPLES,
     return judge(target, values, session.config.direction)
 
 
-def sweep(session: Session) -> list[Path]:
-    """Remove what audits killed outright (SIGKILL, a machine that went down) left under the
-    scratch folder: each ``audit-<pid>`` folder whose process is gone, with its worktrees.
-    Returns the folders removed."""
+def sweep(session: Session, prefix: str = FOLDER_PREFIX,
+          trees: tuple[str, ...] = SIDES) -> list[Path]:
+    """Remove what a command killed outright (SIGKILL, a machine that went down) left under
+    the scratch folder: each ``<prefix><pid>`` folder (``audit-``, ``final-``) whose process is
+    gone, with its worktrees (the subfolders ``trees``). Returns the folders removed."""
     repo = session.repo
     removed = []
     try:
-        folders = sorted(repo.scratch.glob(f"{FOLDER_PREFIX}*"))
+        folders = sorted(repo.scratch.glob(f"{prefix}*"))
     except OSError:
         return []
     for folder in folders:
-        pid = folder.name.removeprefix(FOLDER_PREFIX)
+        pid = folder.name.removeprefix(prefix)
         if not pid.isdigit() or _alive(int(pid)):
             continue
         with signals.deferred():
-            for side in SIDES:
-                worktrees.remove(repo, folder / side)
+            for tree in trees:
+                worktrees.remove(repo, folder / tree)
             shutil.rmtree(folder, ignore_errors=True)
         removed.append(folder)
     return removed
 
 
 def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs: it exists and is not a zombie (a process that has ended
+    but that its parent has not reaped yet, state ``Z`` in ``/proc/<pid>/stat``)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # another user's process
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            state = stat.read().rpartition(b")")[2].split()[:1]
+    except OSError:  # no /proc (macOS): alive, as kill said
+        return True
+    return state != [b"Z"]
 
 
 def judge(target: Target, values: dict[str, list[float]], direction: str) -> Audit:

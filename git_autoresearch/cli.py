@@ -83,7 +83,8 @@ def invoke(command: click.Command, prog_name: str, args: list[str]) -> int:
         output.flush()
     finally:
         sys.stdout = output.stream
-    if output.failed is not None:
+    if output.failed is not None and output.failed.errno != errno.EPIPE:
+        # A reader that closed the pipe (``show 9 | head``) wanted no more: said by no one.
         try:
             click.echo(f"{prog_name}: the output could not be written "
                        f"({output.failed.strerror or output.failed}); the command itself "
@@ -157,6 +158,19 @@ def _report_error(message: str, code: int, prog_name: str, args: list[str], *,
         click.echo(detail, err=True)
 
 
+# The commands that record runs: a signal's message says whether one was recorded.
+RECORDING = ("run", "measure", "keep", "discard", "crash")
+
+
+def _subcommand(prog_name: str, args: list[str]) -> str | None:
+    """The subcommand being run: from ``git autoresearch <name>`` (an entry point's program
+    name), else the first argument that is not an option."""
+    words = prog_name.split()
+    if len(words) > 2:
+        return words[2]
+    return next((a for a in args if not a.startswith("-")), None)
+
+
 def _report_signal(signum: int, prog_name: str, args: list[str], *, document: bool = True
                    ) -> int:
     """Say that signal ``signum`` ended the command (the JSON error document too, with
@@ -172,11 +186,17 @@ def _report_signal(signum: int, prog_name: str, args: list[str], *, document: bo
         # A signal waits for a run being recorded, so a non-zero exit can follow a recorded run.
         what += " after " + ", ".join(f"run {r['run']} was recorded ({r['status']})"
                                       for r in done)
+    name = _subcommand(prog_name, args)
+    if done or name not in RECORDING:
+        said = {"audit": "; each audit finished before it is in the ledger",
+                "finalize": "; no branch was made unless it was said, and the temporary "
+                            "worktree is removed"}.get(name or "", "")
+    else:
+        said = "; no run was recorded (a keep or revert begun before is finished by the next " \
+               "command)"
     try:
         if document and _wants_json(args):
-            emit_json({"error": f"{what} ({signal.Signals(signum).name})" + (
-                "" if done else "; no run was recorded (a keep or revert begun before is "
-                                "finished by the next command)"),
+            emit_json({"error": f"{what} ({signal.Signals(signum).name}){said}",
                        "exit_code": code, "recorded": done[-1] if done else None},
                       interruptible=False)
         click.echo(f"{prog_name}: {what}", err=True)

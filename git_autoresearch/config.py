@@ -179,6 +179,10 @@ class Config:
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                       or not 1 <= value <= 100):
                 return key, "must be a whole number from 1 to 100"
+        if self.max_samples == 1 and self.decision == "sequential":
+            return "max_samples", ("must be at least 2 under the sequential rule: one sample "
+                                   "of a run cannot be told from noise (decision = \"strict\" "
+                                   "takes one)")
         if self.remeasure_incumbent is not None and not isinstance(self.remeasure_incumbent,
                                                                    bool):
             return "remeasure_incumbent", "must be true or false"

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from . import signals
-from .audit import Audit, Target, bring, effect_json, run_audit, untracked_inputs
+from .audit import Audit, Target, bring, effect_json, run_audit, sweep, untracked_inputs
 from .errors import Refused, UsageError
 from .files import WriteFailed
 from .git import ABSENT, worktrees
@@ -202,6 +202,7 @@ def finalize(session: Session, chosen: list[Keep], dropped: list[tuple[int, str]
     names = [branch, *(split_branch(cfg.session_id, k.number) for k in chosen if split)]
     _refuse_taken(session, names, force)
     final = Final(base, branch, None, [], dropped, timestamp=now_ms())
+    sweep(session, FOLDER_PREFIX, ("tree",))  # what a finalize killed outright left
     folder = repo.scratch / f"{FOLDER_PREFIX}{os.getpid()}"
     tree = folder / "tree"
     try:

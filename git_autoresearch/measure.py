@@ -231,6 +231,8 @@ def measure(
                 cfg, top=top, log_path=log_path, log_fd=fd,
                 env={**env, "AUTORESEARCH_SAMPLE": str(first_sample + index)}, progress=progress)
             if failure is not None:
+                if count > 1 and samples:  # say which sample: the earlier ones gave a metric
+                    failure = f"sample {first_sample + index}: {failure}"
                 return Measurement(None, reading.metrics if reading else {}, samples,
                                    round(time.monotonic() - started, 3), reason=failure,
                                    exit_code=outcome.exit_code, log_tail=tail(log_path))

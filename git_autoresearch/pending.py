@@ -149,19 +149,25 @@ def decision_record(found: decision.Decision, pool: tuple[float, ...]) -> dict[s
     eff = found.effect
     return {"rule": found.rule,
             "verdict": "inconclusive" if found.verdict == "continue" else found.verdict,
-            "effect": json_number(eff.value), "effect_low": json_number(eff.low),
-            "effect_high": json_number(eff.high), "relative": eff.relative,
-            "relative_low": eff.relative_low, "relative_high": eff.relative_high,
-            "confidence": eff.confidence, "incumbent_samples": found.incumbent_samples,
+            "effect": tidy(eff.value), "effect_low": tidy(eff.low),
+            "effect_high": tidy(eff.high), "relative": tidy(eff.relative),
+            "relative_low": tidy(eff.relative_low), "relative_high": tidy(eff.relative_high),
+            "confidence": tidy(eff.confidence), "incumbent_samples": found.incumbent_samples,
             "candidate_samples": found.candidate_samples, **pool_record(pool)}
+
+
+def tidy(value: float | None) -> float | int | None:
+    """A computed figure as the ledger keeps it: 12 significant digits, so that the float
+    error of a subtraction (``-132.15499999999997``) is not shown; a whole number as an
+    integer (:func:`ledger.json_number`)."""
+    return None if value is None else json_number(float(f"{value:.12g}"))
 
 
 def pool_record(pool: tuple[float, ...]) -> dict[str, Any]:
     """The incumbent's pool in a run's ``decision`` object: ``pool_median`` and ``pool_spread``
     (1.4826 times the median absolute deviation: the standard deviation of Gaussian noise,
     estimated robustly), in the metric's unit."""
-    return {"pool_median": json_number(median(pool)),
-            "pool_spread": json_number(1.4826 * mad(list(pool)))}
+    return {"pool_median": tidy(median(pool)), "pool_spread": tidy(1.4826 * mad(list(pool)))}
 
 
 def incumbent_samples(session: Session) -> list[float]:
@@ -320,18 +326,32 @@ def set_asides(session: Session, number: int) -> list[tuple[str, list[str]]]:
 
 def remeasure_incumbent(session: Session, after: RunRecord) -> list[str]:
     """After run ``after`` was reverted, the work tree is the incumbent again: take one more
-    sample of it (no checks) and append it to the ledger as an ``incumbent`` line, which the
-    pool (:func:`incumbent_samples`) reads; this tracks drift of the machine for the cost of
-    one run. Only under the sequential rule with ``remeasure_incumbent`` (the default), for a
-    discard or checks_failed in a segment that has kept a run; ``run`` takes it (``discard`` by
-    hand does not: it runs none of the user's commands). Returns warnings: a failed
-    sample is not recorded, and an incumbent that drifted against the direction is named."""
-    if not session.config.remeasures or after["status"] not in ("discard", "checks_failed") \
-            or not incumbent_samples(session):
+    sample of it (as many as bring its pool up to ``baseline_samples`` when it holds fewer),
+    with no checks and ``AUTORESEARCH_INCUMBENT=1`` in the command's environment, and append
+    it to the ledger as an ``incumbent`` line, which the pool (:func:`incumbent_samples`)
+    reads; this tracks drift of the machine for the cost of one run. Only under the sequential
+    rule with ``remeasure_incumbent`` (the default), for a discard or checks_failed in a
+    segment that has kept a run; ``run`` takes it (``discard`` by hand does not: it runs none
+    of the user's commands). Returns warnings: a failed sample is not recorded, and an
+    incumbent that drifted against the direction is named."""
+    if not session.config.remeasures or after["status"] not in ("discard", "checks_failed"):
         return []
-    env = run_environment(session, after["run"], session.layout.run_log)
+    pool = incumbent_samples(session)
+    if not pool:
+        return []
+    # A pool smaller than the baseline's (after a keep by hand, or a keep decided early) is
+    # topped up to baseline_samples: one or two samples cannot prove any gain against them;
+    # unless the keep was decided as a metric with no spread (an exact comparison: its effect
+    # is a point), whose one sample is as good as many.
+    kept = [run for run in session.segment.runs if run.status == "keep"]
+    found = kept[-1].data.get("decision") if kept else None
+    exact = isinstance(found, dict) and found.get("effect_low") is not None \
+        and found.get("effect_low") == found.get("effect_high")
+    count = 1 if exact else max(1, session.config.samples_of_baseline - len(pool))
+    env = {**run_environment(session, after["run"], session.layout.run_log),
+           "AUTORESEARCH_INCUMBENT": "1"}
     result = run_measurement(session.config, top=session.repo.top,
-                             log_path=session.layout.run_log, env=env, samples_at_most=1,
+                             log_path=session.layout.run_log, env=env, samples_at_most=count,
                              checks=False)
     if result.metric is None:
         return [f"the incumbent could not be measured again after run {after['run']} "

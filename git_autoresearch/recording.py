@@ -112,10 +112,25 @@ def choose_measurement(session: Session, status: str, pending: Measurement | Non
                 notes.append(f"the sequential rule found this run {verdict}; kept because you "
                              "asked (its decision is recorded as forced)")
             result = dataclasses.replace(result, decision={**result.decision, "forced": True})
+        cfg = session.config
+        if cfg.remeasures and len(result.samples) < min(3, cfg.samples_of_baseline):
+            notes.append(f"the new incumbent has {len(result.samples)} sample(s): a gain is "
+                         "hard to prove against so few; run measures it again after the next "
+                         f"revert, up to baseline_samples ({cfg.samples_of_baseline})")
         elif not beaten and best is not None:
             notes.append(f"{number_text(metric)} does not beat the best so far "
                          f"({_best_text(best)}); kept because you asked")
     return Choice(result, given, notes)
+
+
+def _inconclusive_reason(found: Mapping[str, Any], min_effect: float, direction: str) -> str:
+    """Why an inconclusive run was discarded: "within noise", or, when its whole interval is
+    on the better side but the gain was not shown to reach ``min_effect``, that."""
+    high, low = found.get("relative_high"), found.get("relative_low")
+    if min_effect > 0 and isinstance(high, (int, float)) and isinstance(low, (int, float)):
+        if (high < 0 if direction == "lower" else low > 0):
+            return f"better, but not shown to be better by min_effect ({min_effect:.2%})"
+    return "within noise"
 
 
 def _best_text(best: Run | None) -> str:
@@ -251,7 +266,9 @@ def _draft(session: Session, number: int, status: str, description: str,
     if result is not None and result.decision is not None:
         draft["decision"] = dict(result.decision)
         if status == "discard" and result.decision.get("verdict") == "inconclusive":
-            draft["reason"] = "within noise"
+            draft["reason"] = _inconclusive_reason(result.decision,
+                                                   session.config.min_effect or 0.0,
+                                                   session.config.direction)
     if result is not None and result.scope_ref:
         draft["scope_ref"] = result.scope_ref
     if baseline:

@@ -92,7 +92,7 @@ def status(session: Session) -> Status:
     Reads the work tree, the session branch's trailers and the scratch folder; changes
     nothing."""
     from .refs import session_branch
-    from .report import segment_summary
+    from .report import audits, segment_summary
 
     cfg = session.config
     branch = session_branch(cfg.session_id)
@@ -107,10 +107,17 @@ def status(session: Session) -> Status:
     if interrupted is not None:
         warnings.append(f"a {interrupted.op} of run {interrupted.run} was "
                         "interrupted; the next recording command (or resume) finishes it")
+    summary = segment_summary(session.segment)
+    audited = audits(session.ledger)
+    for key in ("best", "incumbent"):  # the latest audit of each, as log marks it
+        brief = summary.get(key)
+        if brief is not None:
+            found = audited.get(brief["run"])
+            brief["audit"] = found[-1].get("verdict") if found else None
     return Status(
         session_id=cfg.session_id, branch=branch, goal=cfg.goal, metric_name=cfg.metric_name,
         metric_unit=cfg.metric_unit, direction=cfg.direction,
-        segment=segment_summary(session.segment), total_runs=len(session.ledger.runs),
+        segment=summary, total_runs=len(session.ledger.runs),
         pending=pending, stop_pending=session.layout.stop.exists(),
         limit=cfg.max_experiments, limit_reached=session.limit_reached(),
         experiments=None if cfg.max_experiments is None else session.experiments_in_segment(),

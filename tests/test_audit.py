@@ -282,12 +282,14 @@ def test_an_untracked_script_the_command_names_is_brought_along(repo: Path, ar: 
     assert line["samples"] == {"parent": [100], "commit": [70]}
 
 
-def sleeping_audit(session: Path, tmp_path: Path) -> tuple[subprocess.Popen[bytes], int]:
+def sleeping_audit(session: Path, tmp_path: Path, *extra: str
+                   ) -> tuple[subprocess.Popen[bytes], int]:
     """An audit of run 2 whose benchmark sleeps: the process, once the benchmark runs, and the
     benchmark's pid."""
     pidfile = tmp_path / "bench.pid"
     env = {**os.environ, "AUDIT_SLEEP": str(pidfile)}
-    proc = subprocess.Popen([str(BIN / "git-autoresearch-audit"), "2"], cwd=session, env=env,
+    proc = subprocess.Popen([str(BIN / "git-autoresearch-audit"), "2", *extra], cwd=session,
+                            env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 30
     while not (pidfile.exists() and pidfile.read_text().strip()):
@@ -310,15 +312,34 @@ def test_a_signal_mid_audit_removes_the_worktrees(session: Path, tmp_path: Path,
     assert audits(session) == []
 
 
+def test_a_signal_mid_audit_says_what_an_audit_keeps(session: Path, tmp_path: Path) -> None:
+    proc, _ = sleeping_audit(session, tmp_path, "--json")
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert json.loads(out)["error"] == ("interrupted (SIGINT); each audit finished before it "
+                                        "is in the ledger")
+    assert err.decode().endswith("\ngit autoresearch audit: interrupted\n")
+    assert b"no run was recorded" not in out + err
+
+
+@pytest.mark.parametrize("reaped", [True, False], ids=["reaped", "zombie"])
 def test_what_a_killed_audit_left_is_swept_by_the_next(session: Path, tmp_path: Path,
-                                                      ar: Tool) -> None:
+                                                      ar: Tool, reaped: bool) -> None:
     proc, bench = sleeping_audit(session, tmp_path)
     proc.kill()
-    proc.communicate()
+    if reaped:
+        proc.communicate()
+    else:  # ended, but not reaped by its parent yet: a zombie, whose pid still answers kill 0
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{proc.pid}/stat").read_bytes().rpartition(b")")[2].split()[0] \
+                != b"Z":
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
     os.killpg(bench, signal.SIGKILL)  # its benchmark, in a group of its own
     assert len(worktrees(session)) == 3
     ar(session, "audit", "3", "--samples", "1")
     assert_clean_up(session)
+    proc.communicate()
 
 
 def test_the_program_runs_through_git(session: Path) -> None:

@@ -264,3 +264,13 @@ def test_a_repository_git_refuses_is_named_as_such(repo: Path, ar: Tool,
     git(repo.parent, "init", "-q", "--bare", str(bare))
     res = ar(bare, "status", expect=3)
     assert "not a git repository" not in res.err and "git cannot use" in res.err
+
+
+def test_a_reader_that_closes_the_pipe_gets_no_complaint(repo: Path, ar: Tool) -> None:
+    """``show 2 | head -1``: git says nothing when its reader goes away, and neither do we."""
+    ar(repo, *start_args())
+    write(repo / "value.txt", "90\n" + "filler line\n" * 20000)
+    ar(repo, "run", "-d", "a long diff")
+    proc = subprocess.run(f"{BIN / 'git-autoresearch'} show 2 | head -1", shell=True,
+                          cwd=repo, capture_output=True, text=True)
+    assert proc.stdout == "{\n" and proc.stderr == ""

@@ -153,6 +153,8 @@ def test_a_keep_an_audit_found_within_noise_is_left_out_unless_asked(repo: Path,
     ar(repo, "keep", "-d", "cosmetic", "--metric", "80")  # a keep by hand: run 6
     assert ar(repo, "audit", "6", "--samples", "2", "--json").json()["audits"][0]["verdict"] \
         == "within noise"
+    assert "(run 6, commit " in ar(repo, "status").out and \
+        "; audit: within noise" in ar(repo, "status").out
     done = ar(repo, "finalize", "--samples", "0", "--json")
     assert done.json()["runs"] == [2, 3, 4]
     assert done.json()["dropped"] == [{"run": 6, "why": "audit: within noise"}]

@@ -231,3 +231,57 @@ def test_log_and_the_dashboard_show_each_decision(repo: Path, ar: Tool) -> None:
     assert page.count('class="noise"') == 1  # one band: runs 2..5 were decided against a pool
     assert "kept by hand against the rule" in page
     assert re.search(r"effect [+-]\d+\.\d\d% to [+-]\d+\.\d\d% \((8\d|9\d)% interval\)", page)
+
+
+def test_a_keep_by_hand_on_few_samples_is_topped_up_after_the_next_revert(
+        repo: Path, ar: Tool) -> None:
+    write(repo / "bench.sh", NOISY.replace(
+        "n=$(cat .n", 'echo "$AUTORESEARCH_RUN ${AUTORESEARCH_INCUMBENT:-0}" >> .env.log\n'
+        "n=$(cat .n"), 0o755)
+    write(repo / ".gitignore", ".n\n.env.log\n")
+    commit_all(repo)
+    sequential(repo, ar)
+    write(repo / "value.txt", "150\n")
+    measured = ar(repo, "measure", "--json").json()
+    assert measured["verdict"]["verdict"] == "worse" and len(measured["samples"]) == 2
+    kept = ar(repo, "keep", "-d", "kept anyway", "--json").json()
+    assert any("the new incumbent has 2 sample(s): a gain is hard to prove" in w
+               for w in kept["warnings"])
+    write(repo / "value.txt", "160\n")
+    ar(repo, "run", "-d", "worse again")
+    again = [line for line in ledger_lines(repo) if line.get("type") == "incumbent"]
+    assert [(a["after_run"], len(a["samples"])) for a in again] == [(3, 3)]  # up to 5
+    labels = (repo / ".env.log").read_text().split("\n")[-4:-1]
+    assert labels == ["3 1"] * 3  # the incumbent's samples say so
+
+
+def test_max_samples_of_one_is_refused_under_the_sequential_rule(repo: Path, ar: Tool) -> None:
+    res = ar(repo, *start_args("--decision", "sequential", "--max-samples", "1"), expect=2)
+    assert "max_samples must be at least 2 under the sequential rule" in res.err
+    assert not (repo / ".auto").exists()
+    ar(repo, *start_args("--decision", "strict", "--max-samples", "1"))
+
+
+def test_a_sample_without_a_metric_crashes_the_run_and_names_the_sample(
+        repo: Path, ar: Tool) -> None:
+    # The benchmark's seventh call prints nothing: the run's second sample (the baseline took
+    # five, and one sample never decides).
+    write(repo / "bench.sh", NOISY.replace("awk", '[ "$n" -eq 7 ] && exit 0\nawk'), 0o755)
+    write(repo / ".gitignore", ".n\n")
+    commit_all(repo)
+    sequential(repo, ar)
+    write(repo / "value.txt", "101\n")
+    ran = ar(repo, "run", "-d", "flaky", "--json").json()
+    assert ran["status"] == "crash"
+    assert ran["reason"] == "sample 2: metric pattern 'score: (\\S+)' matched nothing in the log"
+
+
+def test_min_effect_is_named_when_it_is_what_stopped_a_keep(repo: Path, ar: Tool) -> None:
+    ar(repo, *start_args("--min-effect", "0.01"))
+    write(repo / "value.txt", "99.5\n")
+    ran = ar(repo, "run", "-d", "half a percent", "--json").json()
+    assert (ran["status"], ran["decision"]["verdict"]) == ("discard", "inconclusive")
+    assert ran["reason"] == "better, but not shown to be better by min_effect (1.00%)"
+    write(repo / "value.txt", "100\n# a comment\n")
+    same = ar(repo, "run", "-d", "nothing", "--json").json()
+    assert same["reason"] == "within noise"

@@ -113,6 +113,8 @@ def _status_lines(found: Status) -> list[str]:
             extra = ""
             if key == "best" and seg["improvement_pct"] is not None:
                 extra = f", {seg['improvement_pct']:+.2f}% vs baseline"
+            if brief.get("audit"):
+                extra += f"; audit: {brief['audit']}"
             lines.append(f"{key:<11} {number(brief['metric'])}{unit} (run {brief['run']}, "
                          f"commit {brief['commit'] or '-'}){extra}")
         else:

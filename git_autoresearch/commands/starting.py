@@ -46,11 +46,12 @@ from .common import CONTEXT, clear_progress, emit_json, json_option, progress, w
               help="How a run is decided: sequential (the default: samples against the "
                    "incumbent's, robust to noise) or strict (the aggregate beats the best).")
 @click.option("--min-effect", type=float, metavar="FRACTION",
-              help="Sequential: the smallest improvement worth a commit (0.01: 1%; default 0).")
+              help="The smallest relative improvement worth a commit, under either rule (0.01: "
+                   "1%; default 0).")
 @click.option("--max-samples", type=int,
-              help="Sequential: samples of a run at most (default 16).")
+              help="Sequential: samples of a run at most, 2 to 100 (default 16).")
 @click.option("--baseline-samples", type=int,
-              help="Sequential: samples of the baseline (default 5).")
+              help="Sequential: samples of the baseline, 1 to 100 (default 5).")
 @click.option("--remeasure-incumbent/--no-remeasure-incumbent", default=None,
               help="Sequential: one more sample of the incumbent after each revert (default on).")
 @click.option("--session-id", help="Session id (default: the goal in kebab case plus the date).")
