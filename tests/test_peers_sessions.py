@@ -231,3 +231,58 @@ def test_status_warns_when_a_pi_keep_is_on_no_branch(repo: Path, ar: Tool) -> No
     warnings = ar(repo, "status", "--json").json()["warnings"]
     assert warnings == [f"run 2 is recorded as kept at {kept}, which is on no branch (history "
                         "rewritten after the session: a rebase, an amend or a squash merge?)"]
+
+
+# --- item 2: a pi-autoresearch session below the top, or behind its workingDir ----------------
+
+def _pi_package(repo: Path) -> Path:
+    """A monorepo package with a pi-autoresearch session of three runs in its own ``.auto/``
+    (pi keeps its files in the folder it was started in: pi-autoresearch 1.6.2,
+    extensions/pi-autoresearch/index.ts:602-607 with paths.ts:72-76)."""
+    package = repo / "packages" / "parser"
+    write(package / "src" / "parse.py", "x = 1\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "parser package")
+    head = git(repo, "rev-parse", "--short=7", "HEAD")
+    _pi_ledger(package, [PI_HEADER, _pi_run(1, head, 100, "keep", "baseline"),
+                         _pi_run(2, head, 110, "discard", "unroll"),
+                         _pi_run(3, head, 105, "discard", "inline")])
+    return package
+
+
+def test_pi_session_in_a_package_is_found_from_it_and_below(repo: Path, ar: Tool) -> None:
+    """pi-autoresearch reads its session in the folder it runs in, a package of a monorepo
+    (index.ts:602 ``sessionFilePath(dir, "log")``): found from that folder and from any
+    folder below it. Failed before: "no session here"."""
+    package = _pi_package(repo)
+    for where in (package, package / "src"):
+        found = ar(where, "status", "--json").json()
+        assert (found["total_runs"], found["segment"]["baseline"]["metric"]) == (3, 100)
+        assert found["limit"] is None
+    assert [r["run"] for r in ar(package / "src", "log", "--json").json()] == [1, 2, 3]
+
+
+def test_pi_working_dir_and_max_iterations(repo: Path, ar: Tool) -> None:
+    """pi-autoresearch's ``.auto/config.json`` in the folder it runs in names ``workingDir``
+    (relative to that folder: index.ts:493-499) where the session files are, and
+    ``maxIterations``, reached when the segment's runs, the baseline included, number that
+    many (index.ts:1713-1714 ``currentResults(...).length >= state.maxExperiments``; 2463).
+    Failed before: "no session here", and a limit counted after the baseline."""
+    _pi_package(repo)
+    write(repo / ".auto" / "config.json",
+          json.dumps({"workingDir": "packages/parser", "maxIterations": 3}))
+    found = ar(repo, "status", "--json").json()
+    assert (found["total_runs"], found["limit"], found["limit_reached"]) == (3, 3, True)
+    assert "limit       3 of 3 experiments (reached)" in ar(repo, "status").out
+    write(repo / ".auto" / "config.json",
+          json.dumps({"workingDir": "packages/parser", "maxIterations": 4.9}))
+    found = ar(repo, "status", "--json").json()
+    assert (found["limit"], found["limit_reached"]) == (4, False)
+
+
+def test_pi_working_dir_that_does_not_exist(repo: Path, ar: Tool) -> None:
+    """A ``workingDir`` that is no folder is refused in pi's words (index.ts:565-576)."""
+    write(repo / ".auto" / "config.json", json.dumps({"workingDir": "packages/gone"}))
+    failed = ar(repo, "log", expect=3)
+    assert failed.err == (f'git autoresearch: workingDir "{repo / "packages" / "gone"}" (from '
+                          f'{repo / ".auto" / "config.json"}) does not exist\n')
