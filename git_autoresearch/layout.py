@@ -52,7 +52,15 @@ class Layout:
 
     @property
     def prompt(self) -> Path:
-        return self.auto / "prompt.md"
+        return self.auto / "prompt.md" if self.root is None else pi_session_file(self.root,
+                                                                                 "prompt")
+
+    @property
+    def ideas(self) -> Path:
+        """The ideas backlog: ``.auto/ideas.md`` (pi-autoresearch's legacy
+        ``autoresearch.ideas.md`` for a pi session in the legacy layout)."""
+        return self.auto / "ideas.md" if self.root is None else pi_session_file(self.root,
+                                                                                "ideas")
 
     @property
     def hooks(self) -> Path:

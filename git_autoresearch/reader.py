@@ -43,7 +43,7 @@ def open_for_reading(cwd: str | os.PathLike[str] | None = None) -> Session:
     saved = sessions(repo)
     lost = (f"no .auto/config.toml, though a state ref holds a session: "
             f"{layout.missing_hint(saved)}") if saved else None
-    found = find_pi_session(_start(cwd, repo.top), repo.top)
+    found = find_pi_session(search_start(cwd, repo.top), repo.top)
     if found is not None:
         book = ledger_mod.read(found.ledger)
         session = _foreign(repo, book, found.ledger)
@@ -69,7 +69,7 @@ def open_for_reading(cwd: str | os.PathLike[str] | None = None) -> Session:
     session.warnings += [lost] if lost else []
     return session
 
-def _start(cwd: str | os.PathLike[str] | None, top: Path) -> Path:
+def search_start(cwd: str | os.PathLike[str] | None, top: Path) -> Path:
     """The folder a search for a pi-autoresearch session starts from: ``cwd`` (the current
     directory when None), or ``top`` when it is not inside the work tree."""
     where = Path(os.path.abspath(cwd if cwd is not None else os.getcwd()))

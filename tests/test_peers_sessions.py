@@ -286,3 +286,15 @@ def test_pi_working_dir_that_does_not_exist(repo: Path, ar: Tool) -> None:
     failed = ar(repo, "log", expect=3)
     assert failed.err == (f'git autoresearch: workingDir "{repo / "packages" / "gone"}" (from '
                           f'{repo / ".auto" / "config.json"}) does not exist\n')
+
+
+def test_pi_package_ideas_and_prompt_are_its_own(repo: Path, ar: Tool) -> None:
+    """The backlog and the prompt of a pi-autoresearch session are in its own folder
+    (index.ts:603-604 ``sessionFilePath(dir, "prompt" | "ideas")``): ``ideas next`` and
+    ``summary`` read them there. Failed before: ``ideas next`` found no backlog."""
+    package = _pi_package(repo)
+    write(package / ".auto" / "ideas.md", "- [ ] try a lookup table\n")
+    write(package / ".auto" / "prompt.md", "# speed\n\n## Dead ends\n- regex caching\n")
+    assert ar(package, "ideas", "next").out == "1: try a lookup table\n"
+    text = ar(package / "src", "summary").out
+    assert "try a lookup table" in text and "regex caching" in text

@@ -272,7 +272,7 @@ def summary_cmd(max_bytes: int, last: int) -> None:
         prompt = ""
     text = summary(goal=cfg.goal, metric_name=cfg.metric_name, unit=cfg.metric_unit,
                    direction=cfg.direction, segment=session.ledger.current, prompt=prompt,
-                   ideas=read_ideas(session.layout.auto / "ideas.md"), max_bytes=max_bytes,
+                   ideas=read_ideas(session.layout.ideas), max_bytes=max_bytes,
                    last=last)
     click.echo(text, nl=False)
 
