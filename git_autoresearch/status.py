@@ -298,17 +298,21 @@ def _record_commit(session: Session, run: Run) -> tuple[str | None, str | None]:
                and (r.status == "keep" or run.status == "keep")
                and (run.status != "keep" or r.number < run.number)]
     shared = any(same_commit(str(r.data.get("commit") or ""), recorded) for r in earlier)
-    if run.data.get("committed") is False or shared or (run.status == "keep" and _first(
-            session, run)):
+    if run.data.get("committed") is False or shared or (run.status == "keep" and _baseline(
+            session, run, commit)):
         return None, recorded.strip()
     return commit, None
 
 
-def _first(session: Session, run: Run) -> bool:
-    """Whether ``run`` is the first run of the ledger (a baseline: it measured the code as it
-    was, and committed nothing)."""
+def _baseline(session: Session, run: Run, commit: str) -> bool:
+    """Whether ``run`` is the first run of the ledger and ``commit``, which it records, is no
+    keep commit (no ``Result:`` trailer): a baseline, which measured the code as it was and
+    committed nothing."""
+    from .trailers import has_result
+
     first = session.ledger.runs[0] if session.ledger.runs else None
-    return first is not None and first.number == run.number
+    return first is not None and first.number == run.number and not has_result(
+        session.repo, commit)
 
 
 def shown(session: Session, number: int) -> Shown:

@@ -104,6 +104,11 @@ def run_trailer(repo: Repo, commit: str) -> str:
     return repo.commit_fields(commit, [_values(RUN)])[0].strip()
 
 
+def has_result(repo: Repo, commit: str) -> bool:
+    """Whether ``commit`` has a ``Result:`` trailer (a keep of any tool made it)."""
+    return bool(repo.commit_fields(commit, [_values(RESULT)])[0].strip())
+
+
 def runs_named(repo: Repo, spec: str) -> list[int]:
     """Every run number an ``Autoresearch-Run`` trailer of the revision range ``spec`` names
     (numbers of fewer than 10 digits); none when git refuses ``spec``."""

@@ -298,3 +298,14 @@ def test_pi_package_ideas_and_prompt_are_its_own(repo: Path, ar: Tool) -> None:
     assert ar(package, "ideas", "next").out == "1: try a lookup table\n"
     text = ar(package / "src", "summary").out
     assert "try a lookup table" in text and "regex caching" in text
+
+
+def test_show_a_run_read_from_trailers_alone(repo: Path, ar: Tool) -> None:
+    """With no ledger, the kept runs are the branch's ``Result:`` trailers (pi-autoresearch
+    1.6.2, extensions/pi-autoresearch/index.ts:2384 writes them): ``show 1`` is that commit.
+    Failed before: "(no commit: the kept measurement changed nothing)"."""
+    write(repo / "value.txt", "80\n")
+    kept = _pi_commit(repo, "halve the work", {"status": "keep", "total_ms": 80})
+    shown = ar(repo, "show", "1", "--json").json()
+    assert (shown["diff_commit"][:7], shown["diff_source"]) == (kept, "record")
+    assert "-100\n+80\n" in shown["diff"]
