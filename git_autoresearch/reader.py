@@ -69,6 +69,7 @@ def open_for_reading(cwd: str | os.PathLike[str] | None = None) -> Session:
     session.warnings += [lost] if lost else []
     return session
 
+
 def search_start(cwd: str | os.PathLike[str] | None, top: Path) -> Path:
     """The folder a search for a pi-autoresearch session starts from: ``cwd`` (the current
     directory when None), or ``top`` when it is not inside the work tree."""
