@@ -17,7 +17,14 @@ from .files import write_atomic
 from .git import temporary_objects
 from .git.locks import lock_files
 from .refs import attempt_ref, attempts_prefix, scope_prefix, session_branch
-from .repairs import has_our_header, insert_runs, lost_lines, set_aside, with_lost_header
+from .repairs import (
+    has_our_header,
+    insert_runs,
+    lost_lines,
+    replace_commits,
+    set_aside,
+    with_lost_header,
+)
 from .session import Session
 from .state import FILES as STATE_FILES
 from .state import forget as forget_state_cache
@@ -28,6 +35,7 @@ from .trailers import (
     commit_info,
     read_trailers,
     reconcile,
+    rewritten,
     trailer_log,
 )
 
@@ -136,6 +144,7 @@ def _examine(session: Session, fix: bool) -> Examination:
     if baseline:
         exam.add(baseline)
     log = _check_trailers(session, exam, exists)
+    _check_rewritten(session, exam, log, fix)
     saved_lines = _state_lines(session)
     additions = _check_kept_runs(session, exam, log, saved_lines)
     additions.update(_check_attempts(session, exam, saved_lines, additions))
@@ -252,6 +261,31 @@ def _check_trailers(session: Session, exam: Examination, exists: bool) -> list[T
         if "but the ledger has no such keep" not in problem:
             exam.add(problem)
     return log
+
+
+def _check_rewritten(session: Session, exam: Examination, log: list[TrailerCommit],
+                     fix: bool) -> None:
+    """Runs whose recorded commit is on no branch while a commit of the session branch carries
+    their ``Autoresearch-Run`` and ``Autoresearch-Session`` trailers (history rewritten after
+    the session: :func:`trailers.rewritten`); with ``fix``, the ledger's ``commit`` fields are
+    rewritten (the old ids kept in ``commit_before_rewrite``) and the state ref mirrored."""
+    if not log:
+        return
+    sid = session.config.session_id
+    branch = session_branch(sid)
+    base = (session.ledger.segments[0].header or {}).get("base_commit")
+    moved = rewritten(session.repo, session.ledger, branch, sid, base, log)
+    findings = [exam.add(m.problem(branch, sid), "update the ledger's commit fields")
+                for m in moved]
+    if not fix or not moved:
+        return
+    forget_state_cache(session.repo)
+    replace_commits(session.layout.ledger,
+                    {m.run: (m.recorded, session.repo.short(m.commit)) for m in moved})
+    for finding in findings:
+        finding.fixed = True
+    session.reload()
+    exam.warnings += session.mirror_state("doctor --fix: commits found again by their trailers")
 
 
 def _check_kept_runs(session: Session, exam: Examination, log: list[TrailerCommit],

@@ -42,7 +42,7 @@ def backlog_path(layout: Layout) -> Path:
 
     if not layout.config.exists() and sessions(layout.repo):
         raise Refused(f"no .auto/config.toml: {layout.missing_hint()} (its ideas with it)")
-    return layout.auto / "ideas.md"
+    return layout.ideas
 
 
 def read_ideas(path: Path) -> list[Idea]:

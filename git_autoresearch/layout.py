@@ -3,9 +3,12 @@ per-worktree scratch folder under ``git rev-parse --git-path autoresearch``."""
 
 from __future__ import annotations
 
+import json
+import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .errors import Refused
 from .files import write_atomic
@@ -18,6 +21,9 @@ class Layout:
     """Where a work tree keeps its session: ``.auto/`` files and the per-worktree scratch."""
 
     repo: Repo
+    # Where ``.auto/`` is: the top of the work tree, or (a pi-autoresearch session read in
+    # place, :func:`find_pi_session`) the folder pi-autoresearch keeps it in.
+    root: Path | None = None
 
     @classmethod
     def discover(cls, cwd: str | os.PathLike[str] | None = None) -> Layout:
@@ -26,7 +32,7 @@ class Layout:
 
     @property
     def auto(self) -> Path:
-        return self.repo.top / AUTO
+        return (self.root or self.repo.top) / AUTO
 
     @property
     def config(self) -> Path:
@@ -46,7 +52,15 @@ class Layout:
 
     @property
     def prompt(self) -> Path:
-        return self.auto / "prompt.md"
+        return self.auto / "prompt.md" if self.root is None else pi_session_file(self.root,
+                                                                                 "prompt")
+
+    @property
+    def ideas(self) -> Path:
+        """The ideas backlog: ``.auto/ideas.md`` (pi-autoresearch's legacy
+        ``autoresearch.ideas.md`` for a pi session in the legacy layout)."""
+        return self.auto / "ideas.md" if self.root is None else pi_session_file(self.root,
+                                                                                "ideas")
 
     @property
     def hooks(self) -> Path:
@@ -114,3 +128,91 @@ def exclude_auto(repo: Repo) -> None:
         text += "\n"
     # The user's own exclusions are in this file: replaced whole, never left cut short.
     write_atomic(path, (text + "# git-autoresearch session folder\n/.auto/\n").encode())
+
+
+# pi-autoresearch's session files: the current name under .auto/, and the legacy flat name
+# (pi-autoresearch 1.6.2, extensions/pi-autoresearch/paths.ts:21-28).
+PI_FILES = {"log": ("log.jsonl", "autoresearch.jsonl"),
+            "prompt": ("prompt.md", "autoresearch.md"),
+            "ideas": ("ideas.md", "autoresearch.ideas.md"),
+            "checks": ("checks.sh", "autoresearch.checks.sh"),
+            "measure": ("measure.sh", "autoresearch.sh"),
+            "config": ("config.json", "autoresearch.config.json")}
+
+
+def pi_session_file(folder: Path, kind: str) -> Path:
+    """The path pi-autoresearch uses for session file ``kind`` (a key of :data:`PI_FILES`) of
+    the session in ``folder``: under ``.auto/`` when any current session file (or
+    ``.auto/hooks``) exists there, else the legacy flat file when it exists, else under
+    ``.auto/`` (pi-autoresearch 1.6.2, extensions/pi-autoresearch/paths.ts:52-75,
+    ``sessionFilePath``)."""
+    current = folder / AUTO / PI_FILES[kind][0]
+    if any((folder / AUTO / name).exists() for name, _ in PI_FILES.values()) \
+            or (folder / AUTO / "hooks").exists():
+        return current
+    legacy = folder / PI_FILES[kind][1]
+    return legacy if legacy.exists() else current
+
+
+@dataclass
+class PiSession:
+    """A pi-autoresearch session found from a directory: ``config_dir``, where pi was started
+    (its ``.auto/config.json`` is read there), ``work_dir``, where its session files are (the
+    config's ``workingDir``, else ``config_dir``), the ``ledger`` path, ``max_iterations`` (the
+    config's ``maxIterations``: None when unset), and ``warnings`` (a config that could not be
+    read)."""
+
+    config_dir: Path
+    work_dir: Path
+    ledger: Path
+    max_iterations: int | None
+    warnings: list[str] = field(default_factory=list)
+
+
+def pi_config(folder: Path) -> tuple[dict[str, Any], str | None]:
+    """pi-autoresearch's configuration in ``folder`` (``.auto/config.json``, or the legacy
+    ``autoresearch.config.json``), and a warning when the file exists but is no JSON object
+    (pi then reads it as ``{}``, silently: pi-autoresearch 1.6.2,
+    extensions/pi-autoresearch/index.ts:470-478, ``readConfig``)."""
+    path = pi_session_file(folder, "config")
+    try:
+        data = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return {}, None
+    except (OSError, ValueError, RecursionError):
+        return {}, f"{path} is not a readable JSON object; read without its settings"
+    if not isinstance(data, dict):
+        return {}, f"{path} is not a JSON object; read without its settings"
+    return data, None
+
+
+def find_pi_session(start: Path, top: Path) -> PiSession | None:
+    """The pi-autoresearch session seen from ``start``: in ``start``, then each folder above it
+    up to ``top`` (the work tree's top), the first folder whose session ledger exists, read as
+    pi does from the folder it was started in: its ``.auto/config.json`` ``workingDir``
+    (relative to that folder, or absolute) names where the session files are
+    (pi-autoresearch 1.6.2, extensions/pi-autoresearch/index.ts:493-499, ``resolveWorkDir``),
+    and ``maxIterations`` a limit (a positive number, rounded down: index.ts:481-486). None
+    when no folder has one. Raises :class:`Refused` for a ``workingDir`` that does not exist or
+    is not a folder (pi's own words: index.ts:565-576)."""
+    folder = start
+    while True:
+        config, problem = pi_config(folder)
+        work = folder
+        wanted = config.get("workingDir")
+        if isinstance(wanted, str) and wanted:
+            work = Path(os.path.normpath(folder / wanted))
+            if not work.is_dir():
+                what = "is not a directory" if work.exists() else "does not exist"
+                raise Refused(f'workingDir "{work}" (from {pi_session_file(folder, "config")}) '
+                              f"{what}")
+        ledger = pi_session_file(work, "log")
+        if ledger.is_file():
+            limit = config.get("maxIterations")
+            number = (math.floor(limit) if isinstance(limit, (int, float))
+                      and not isinstance(limit, bool) and math.isfinite(limit) and limit > 0
+                      else None)
+            return PiSession(folder, work, ledger, number, [problem] if problem else [])
+        if folder == top or folder.parent == folder:
+            return None
+        folder = folder.parent

@@ -12,7 +12,7 @@ from . import ledger as ledger_mod
 from .config import SESSION_ID_RE, Config
 from .errors import Refused
 from .git import Repo
-from .layout import Layout
+from .layout import Layout, find_pi_session
 from .ledger import Ledger
 from .refs import BRANCH_PREFIX
 from .session import Session
@@ -22,9 +22,12 @@ def open_for_reading(cwd: str | os.PathLike[str] | None = None) -> Session:
     """Open a session to read it, never refusing what only a recording command must refuse.
 
     Our session (an edited configuration or another branch is a warning here); else a
-    pi-autoresearch session read in place (``.auto/log.jsonl`` without ``config.toml``, or
-    the older flat ``autoresearch.jsonl``); else the kept runs of ``Result:`` trailers on
-    the current branch. Such sessions are ``read_only``."""
+    pi-autoresearch session read in place, found as pi finds it from ``cwd`` or a folder above
+    it up to the top of the work tree, through its ``.auto/config.json`` ``workingDir``
+    (:func:`layout.find_pi_session`; ``.auto/log.jsonl`` without ``config.toml``, or the
+    older flat ``autoresearch.jsonl``), its ``maxIterations`` the limit, counted as pi counts
+    it (the baseline included); else the kept runs of ``Result:`` trailers on the current
+    branch. Such sessions are ``read_only``."""
     repo = Repo.discover(cwd)
     layout = Layout(repo)
     if layout.config.exists():
@@ -40,12 +43,16 @@ def open_for_reading(cwd: str | os.PathLike[str] | None = None) -> Session:
     saved = sessions(repo)
     lost = (f"no .auto/config.toml, though a state ref holds a session: "
             f"{layout.missing_hint(saved)}") if saved else None
-    for path in (layout.ledger, repo.top / "autoresearch.jsonl"):
-        if path.is_file():
-            book = ledger_mod.read(path)
-            session = _foreign(repo, book, path)
-            session.warnings += [lost] if lost else []
-            return session
+    found = find_pi_session(search_start(cwd, repo.top), repo.top)
+    if found is not None:
+        book = ledger_mod.read(found.ledger)
+        session = _foreign(repo, book, found.ledger)
+        session.layout = Layout(repo, found.work_dir)
+        if found.max_iterations is not None:
+            session.config.max_experiments = found.max_iterations
+            session.limit_counts_baseline = True
+        session.warnings += found.warnings + ([lost] if lost else [])
+        return session
     from .trailers import ledger_from_trailers
 
     branch = repo.current_branch() or "HEAD"
@@ -61,6 +68,17 @@ def open_for_reading(cwd: str | os.PathLike[str] | None = None) -> Session:
                             "direction is unknown and taken as lower-is-better")
     session.warnings += [lost] if lost else []
     return session
+
+
+def search_start(cwd: str | os.PathLike[str] | None, top: Path) -> Path:
+    """The folder a search for a pi-autoresearch session starts from: ``cwd`` (the current
+    directory when None), or ``top`` when it is not inside the work tree."""
+    where = Path(os.path.abspath(cwd if cwd is not None else os.getcwd()))
+    for candidate in (where, where.resolve()):
+        if candidate == top or top in candidate.parents:
+            return candidate
+    return top
+
 
 def _foreign(repo: Repo, book: Ledger, path: Path | None) -> Session:
     header = book.config_header or {}

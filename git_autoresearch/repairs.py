@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .files import append_whole, write_atomic
-from .ledger import Malformed
+from .ledger import Malformed, dumps
 
 
 def insert_runs(path: Path, additions: Mapping[int, bytes]) -> None:
@@ -32,6 +32,41 @@ def insert_runs(path: Path, additions: Mapping[int, bytes]) -> None:
         out.append(raw)
     out.extend(line for _, line in pending)
     write_atomic(path, b"\n".join(out) + b"\n")
+
+
+def replace_commits(path: Path, moved: Mapping[int, tuple[str, str]]) -> int:
+    """Rewrite the ``commit`` field of run lines of the ledger at ``path``: ``moved`` maps a
+    run number to (the commit its line records, the commit to record instead); a line that
+    records another commit is left alone. A changed line keeps every other byte (re-encoded
+    only when its ``commit`` is not written compactly) and gains ``commit_before_rewrite``
+    (the old value) as its last field, so nothing is lost. The file is rewritten whole or not
+    at all (:func:`write_atomic`; WriteFailed, exit 3). Returns how many lines changed. The
+    caller tells the state mirror first (:func:`git_autoresearch.state.forget`) and mirrors
+    afterwards."""
+    out: list[bytes] = []
+    changed = 0
+    for raw in path.read_bytes().split(b"\n"):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except (ValueError, RecursionError):
+            obj = None
+        number = obj.get("run") if isinstance(obj, dict) else None
+        if isinstance(number, int) and number in moved and obj is not None \
+                and obj.get("commit") == moved[number][0]:
+            old, new = moved[number]
+            field = f'"commit":{json.dumps(old)}'.encode()
+            if field in raw and raw.rstrip().endswith(b"}"):
+                raw = (raw.rstrip()[:-1].replace(field, f'"commit":{json.dumps(new)}'.encode(), 1)
+                       + f',"commit_before_rewrite":{json.dumps(old)}}}'.encode())
+            else:
+                raw = dumps({**obj, "commit": new, "commit_before_rewrite": old}).encode()
+            changed += 1
+        out.append(raw)
+    if changed:
+        write_atomic(path, b"\n".join(out) + b"\n")
+    return changed
 
 
 REJECTED_NAME = "log.rejected.jsonl"

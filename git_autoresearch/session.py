@@ -90,6 +90,9 @@ class Session:
         self.invalid_config: str | None = None
         # The highest run number the attempt refs and the branch's trailers name.
         self._git_runs: int | None = None
+        # The limit counts every run of the segment, the baseline too (pi-autoresearch's
+        # maxIterations: extensions/pi-autoresearch/index.ts:1713), not the runs after it.
+        self.limit_counts_baseline = False
 
     @property
     def bounds(self) -> Boundaries:
@@ -274,8 +277,11 @@ class Session:
         return self.ledger.current
 
     def experiments_in_segment(self) -> int:
-        """Runs of the current segment after its baseline."""
+        """Runs of the current segment after its baseline (every run of it, for a limit that
+        counts the baseline: :attr:`limit_counts_baseline`)."""
         seg = self.segment
+        if self.limit_counts_baseline:
+            return len(seg.runs)
         base = seg.baseline
         return len([r for r in seg.runs if base is None or r.number != base.number])
 

@@ -167,16 +167,38 @@ def _session_problems(session: Session, branch: str) -> list[str]:
     if not session.read_only:
         exists, problem = branch_problem(session)
         if exists:
+            from .trailers import rewritten, trailer_log
+
             base = (session.ledger.segments[0].header or {}).get("base_commit")
-            problems += reconcile(session.repo, session.ledger, branch, base).problems
+            log = trailer_log(session.repo, branch, base)
+            problems += reconcile(session.repo, session.ledger, branch, base, log).problems
+            problems += [moved.problem(branch, session.config.session_id) for moved in
+                         rewritten(session.repo, session.ledger, branch,
+                                   session.config.session_id, base, log)
+                         if moved.of_run is None]
         problems += [problem] if problem else []
         baseline = session.baseline_problem() or session.baseline_doubt()
         problems += [baseline] if baseline else []
+    else:
+        problems += _kept_off_branches(session)
     repair = ("git autoresearch resume sets it aside" if not session.read_only
               else "it is left out")
     problems.extend(f"ledger line {m.line} is not readable ({m.reason}); {repair}"
                     for m in session.ledger.malformed)
     return problems
+
+
+def _kept_off_branches(session: Session) -> list[str]:
+    """For a session another tool recorded (read in place): each kept run whose recorded commit
+    exists and is on no branch (history rewritten after the session: a rebase, an amend, a
+    squash merge). A commit this repository does not have at all is not named: a ledger
+    brought from another clone names such commits."""
+    kept = {r.number: str(r.data.get("commit") or "") for r in session.ledger.runs
+            if r.status == "keep"}
+    gone = session.repo.off_branches([c for c in kept.values() if c])
+    return [f"run {number} is recorded as kept at {commit}, which is on no branch (history "
+            "rewritten after the session: a rebase, an amend or a squash merge?)"
+            for number, commit in kept.items() if gone.get(commit)]
 
 
 def _pending(session: Session) -> Pending | None:
@@ -235,24 +257,76 @@ def resumed(picked: Picked) -> Resumed:
 
 @dataclass(frozen=True)
 class Shown:
-    """What ``show`` reports of one run: its ``run``, the commit its diff is of (the keep
-    commit, or the attempt ref's; None: none), that ``diff`` (``git show`` text), and each
-    set-aside (``ref``, ``commit``, the ``paths`` outside the scope it took away)."""
+    """What ``show`` reports of one run: its ``run``, the commit its diff is of (None: none),
+    where that commit was found (``diff_source``: ``trailer``, the keep commit whose
+    ``Autoresearch-Run`` trailer names the run; ``attempt_ref``, the attempt commit of a run not
+    kept; ``record``, the record's own ``commit`` field, for a run another tool recorded; None),
+    that ``diff`` (``git show`` text), each set-aside (``ref``, ``commit``, the ``paths``
+    outside the scope it took away), and ``measured``: the record's commit when it names the
+    code the run started from rather than a commit of its own (None otherwise)."""
 
     run: Run
     diff_commit: str | None
     diff: str
     set_aside: list[dict[str, Any]]
+    diff_source: str | None = None
+    measured: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The ``show --json`` document."""
-        return {"record": self.run.data, "diff_commit": self.diff_commit, "diff": self.diff,
+        return {"record": self.run.data, "diff_commit": self.diff_commit,
+                "diff_source": self.diff_source, "diff": self.diff,
                 "set_aside": self.set_aside}
+
+
+def same_commit(a: str, b: str) -> bool:
+    """Whether two commit ids, full or abbreviated (pi-autoresearch records 7 characters),
+    name the same commit: one is a prefix of the other (both non-empty)."""
+    a, b = a.strip().lower(), b.strip().lower()
+    return bool(a) and bool(b) and (a.startswith(b) or b.startswith(a))
+
+
+def _record_commit(session: Session, run: Run) -> tuple[str | None, str | None]:
+    """The commit of a run found from its record's own ``commit`` field (a run recorded by
+    another tool: pi-autoresearch, karpathy/autoresearch), as (its own commit, the commit it
+    started from), at most one of them set. A keep that committed nothing (``committed``
+    false, or the same commit as an earlier run: pi-autoresearch 1.6.2,
+    extensions/pi-autoresearch/index.ts:2393 keeps HEAD then) and a run not kept whose commit
+    is a kept run's (pi's discard records HEAD, index.ts:2277) started from that commit; any
+    other commit that exists is the run's own (karpathy/autoresearch program.md:98 commits each
+    experiment before running it)."""
+    recorded = run.data.get("commit")
+    if not isinstance(recorded, str) or not recorded.strip():
+        return None, None
+    commit = session.repo.resolve(recorded.strip())
+    if commit is None:
+        return None, None
+    earlier = [r for r in session.ledger.runs if r.number != run.number
+               and (r.status == "keep" or run.status == "keep")
+               and (run.status != "keep" or r.number < run.number)]
+    shared = any(same_commit(str(r.data.get("commit") or ""), recorded) for r in earlier)
+    if run.data.get("committed") is False or shared or (run.status == "keep" and _baseline(
+            session, run, commit)):
+        return None, recorded.strip()
+    return commit, None
+
+
+def _baseline(session: Session, run: Run, commit: str) -> bool:
+    """Whether ``run`` is the first run of the ledger and ``commit``, which it records, is no
+    keep commit (no ``Result:`` trailer): a baseline, which measured the code as it was and
+    committed nothing."""
+    from .trailers import has_result
+
+    first = session.ledger.runs[0] if session.ledger.runs else None
+    return first is not None and first.number == run.number and not has_result(
+        session.repo, commit)
 
 
 def shown(session: Session, number: int) -> Shown:
     """Run ``number`` of ``session`` with its diff; :class:`UsageError` (exit 2) when the
-    ledger has no such run."""
+    ledger has no such run. The commit is the keep commit whose ``Autoresearch-Run`` trailer
+    names the run, else the attempt ref's, else the record's own ``commit`` field
+    (:func:`_record_commit`)."""
     from .refs import session_branch
     from .trailers import read_trailers
 
@@ -262,14 +336,18 @@ def shown(session: Session, number: int) -> Shown:
         raise UsageError(f"no run {number} in the ledger (runs are 1 to {last})"
                          if last else f"no run {number}: the ledger has no runs yet")
     repo = session.repo
-    target = None
-    if run.status == "keep":
+    target, source, measured = None, None, None
+    if run.status == "keep" and not session.read_only:
         base = (session.ledger.segments[0].header or {}).get("base_commit")
         info = read_trailers(repo, session_branch(session.config.session_id), base)
         if number in info:
-            target = info[number]["commit"]
-    elif run.data.get("attempt_ref"):
+            target, source = info[number]["commit"], "trailer"
+    elif run.status != "keep" and run.data.get("attempt_ref"):
         target = repo.resolve(str(run.data["attempt_ref"]))
+        source = "attempt_ref" if target else None
+    if target is None and not run.data.get("attempt_ref"):
+        target, measured = _record_commit(session, run)
+        source = "record" if target else None
     refs = run.data.get("scope_refs") or (
         [run.data["scope_ref"]] if isinstance(run.data.get("scope_ref"), str) else [])
     set_aside = []
@@ -279,4 +357,5 @@ def shown(session: Session, number: int) -> Shown:
         paths = [p for p in (repo.changed_paths(f"{commit}^", commit) if commit else [])
                  if not session.bounds.in_scope(p)]
         set_aside.append({"ref": ref, "commit": commit, "paths": paths})
-    return Shown(run, target, repo.show_patch(target) if target else "", set_aside)
+    return Shown(run, target, repo.show_patch(target) if target else "", set_aside, source,
+                 measured)

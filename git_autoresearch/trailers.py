@@ -104,6 +104,11 @@ def run_trailer(repo: Repo, commit: str) -> str:
     return repo.commit_fields(commit, [_values(RUN)])[0].strip()
 
 
+def has_result(repo: Repo, commit: str) -> bool:
+    """Whether ``commit`` has a ``Result:`` trailer (a keep of any tool made it)."""
+    return bool(repo.commit_fields(commit, [_values(RESULT)])[0].strip())
+
+
 def runs_named(repo: Repo, spec: str) -> list[int]:
     """Every run number an ``Autoresearch-Run`` trailer of the revision range ``spec`` names
     (numbers of fewer than 10 digits); none when git refuses ``spec``."""
@@ -129,14 +134,16 @@ def commit_info(repo: Repo, oid: str) -> dict[str, Any]:
 @dataclass
 class TrailerCommit:
     """A commit of the branch with a ``Result:`` trailer: its id, commit time (seconds),
-    subject, ``Autoresearch-Run`` (None when absent or not a number), and the ``Result`` value
-    parsed (None when it is not a JSON object of finite numbers: not to be trusted)."""
+    subject, ``Autoresearch-Run`` (None when absent or not a number), the ``Result`` value
+    parsed (None when it is not a JSON object of finite numbers: not to be trusted), and
+    ``Autoresearch-Session`` (None when absent)."""
 
     commit: str
     time: int
     subject: str
     run: int | None
     result: dict[str, Any] | None
+    session: str | None = None
 
 
 def _result(text: str) -> dict[str, Any] | None:
@@ -155,16 +162,17 @@ def trailer_log(repo: Repo, branch: str, base: str | None = None) -> list[Traile
     """Every commit of ``branch`` (after ``base``) that has a ``Result:`` trailer, oldest
     first, in one git call. Any tool's trailers count: ours, pi-autoresearch's, its ports'."""
     spec = f"{base}..{branch}" if base else branch
-    log = repo.log_fields(spec, ["%H", "%ct", "%s", _values(RUN), _values(RESULT)],
-                          reverse=True)
+    log = repo.log_fields(spec, ["%H", "%ct", "%s", _values(RUN), _values(RESULT),
+                                 _values(SESSION)], reverse=True)
     found: list[TrailerCommit] = []
-    for commit, time, subject, run, result in log or []:
+    for commit, time, subject, run, result, session in log or []:
         if not result.strip():
             continue
         run_text = run.strip().splitlines()[0] if run.strip() else ""
+        session_text = session.strip().splitlines()[0].strip() if session.strip() else None
         found.append(TrailerCommit(commit, int(time or 0), subject,
                                    int(run_text) if run_text.isdigit() else None,
-                                   _result(result)))
+                                   _result(result), session_text))
     return found
 
 
@@ -173,8 +181,8 @@ def read_trailers(repo: Repo, branch: str, base: str | None,
     """Kept runs as our trailers record them: run number -> ``{"commit", "result"}``; commits
     without ``Autoresearch-Run`` or with an untrusted ``Result`` are left out."""
     entries = trailer_log(repo, branch, base) if log is None else log
-    return {c.run: {"commit": c.commit, "result": c.result} for c in entries
-            if c.run is not None and c.result is not None}
+    return {c.run: {"commit": c.commit, "result": c.result, "session": c.session}
+            for c in entries if c.run is not None and c.result is not None}
 
 
 def ledger_from_trailers(repo: Repo, branch: str) -> Ledger:
@@ -206,6 +214,58 @@ def ledger_from_trailers(repo: Repo, branch: str) -> Ledger:
 def bad_trailers(log: list[TrailerCommit]) -> list[str]:
     """Short ids of the commits whose ``Result:`` trailer is not to be trusted."""
     return [c.commit[:7] for c in log if c.result is None]
+
+
+@dataclass(frozen=True)
+class Rewritten:
+    """A run whose recorded ``commit`` (as the ledger holds it) is on no branch, and the commit
+    of the session branch that carries its ``Autoresearch-Run`` and ``Autoresearch-Session``
+    trailers now (full id): the same keep after history was rewritten (a rebase, an amend).
+    ``of_run`` is the kept run whose commit it was, when this run is not that keep (a run not
+    kept records the commit it started from)."""
+
+    run: int
+    recorded: str
+    commit: str
+    of_run: int | None = None
+
+    def problem(self, branch: str, session_id: str) -> str:
+        """The finding, in words."""
+        if self.of_run is not None:
+            return (f"run {self.run} names commit {self.recorded}, which is on no branch; it "
+                    f"is run {self.of_run}'s, now {self.commit[:7]}")
+        return (f"run {self.run} is recorded as kept at {self.recorded}, which is on no branch; "
+                f"commit {self.commit[:7]} on {branch} carries its trailers ({RUN}: {self.run}, "
+                f"{SESSION}: {session_id}): history was rewritten (a rebase or an amend); git "
+                "autoresearch doctor --fix updates the ledger")
+
+
+def rewritten(repo: Repo, book: Ledger, branch: str, session_id: str, base: str | None,
+              log: list[TrailerCommit] | None = None) -> list[Rewritten]:
+    """The runs of ``book`` whose recorded commit is on no branch (or exists no more) while a
+    commit of ``branch`` (after ``base``) has their ``Autoresearch-Run`` and an
+    ``Autoresearch-Session`` of ``session_id``: kept runs first found by their own trailers, then
+    every other run that recorded one of those old commits (it started from that keep), in run
+    order. Two git calls besides the trailer log (none when every kept commit is on the branch
+    as recorded)."""
+    entries = trailer_log(repo, branch, base) if log is None else log
+    now = {c.run: c.commit for c in entries
+           if c.run is not None and c.result is not None and c.session == session_id}
+    moved = {r.number: str(r.data.get("commit") or "") for r in book.runs
+             if r.status == "keep" and r.number in now
+             and not now[r.number].startswith(str(r.data.get("commit") or "-"))}
+    if not moved:
+        return []
+    gone = repo.off_branches(list(moved.values()))
+    old = {commit: number for number, commit in moved.items() if commit in gone}
+    found = []
+    for run in book.runs:
+        recorded = str(run.data.get("commit") or "")
+        if run.status == "keep" and old.get(recorded) == run.number:
+            found.append(Rewritten(run.number, recorded, now[run.number]))
+        elif recorded in old:
+            found.append(Rewritten(run.number, recorded, now[old[recorded]], old[recorded]))
+    return found
 
 
 @dataclass

@@ -188,12 +188,18 @@ def show_cmd(run_number: int, as_json: bool) -> None:
                    + "\n".join(audit_lines(line, session.config.metric_unit)))
     if run.status == "crash" and run.data.get("tail"):
         click.echo(f"---- tail of the output ----\n{run.data['tail']}\n----")
+    if diff and found.diff_source == "record":
+        click.echo(f"(commit {run.data.get('commit')}, named by the record's commit field: no "
+                   "Autoresearch-Run trailer names this run)")
     if diff:
         click.echo(diff, nl=False)
     elif run.status == "keep":
-        click.echo("(no commit: the kept measurement changed nothing)")
+        click.echo("(no commit: the kept measurement changed nothing"
+                   + (f"; it measured {found.measured})" if found.measured else ")"))
     else:
-        click.echo("(no attempt ref recorded for this run)")
+        click.echo("(no attempt ref recorded for this run"
+                   + (f"; its record names {found.measured}, the kept commit it started from)"
+                      if found.measured else ")"))
     for entry in set_aside:
         if entry["commit"] is None:
             click.echo(f"set aside before measuring at {entry['ref']}, which no longer exists")
@@ -273,7 +279,7 @@ def summary_cmd(max_bytes: int, last: int) -> None:
         prompt = ""
     text = summary(goal=cfg.goal, metric_name=cfg.metric_name, unit=cfg.metric_unit,
                    direction=cfg.direction, segment=session.ledger.current, prompt=prompt,
-                   ideas=read_ideas(session.layout.auto / "ideas.md"), max_bytes=max_bytes,
+                   ideas=read_ideas(session.layout.ideas), max_bytes=max_bytes,
                    last=last)
     click.echo(text, nl=False)
 

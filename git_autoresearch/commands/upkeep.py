@@ -164,11 +164,20 @@ def _session_lock(layout: Layout, what: str) -> SessionLock:
 
 
 def _backlog() -> tuple[Layout, Path]:
-    """The layout of this work tree and its ideas backlog (:func:`ideas.backlog_path`)."""
+    """The layout of this work tree and its ideas backlog (:func:`ideas.backlog_path`): that of
+    a pi-autoresearch session found from here (:func:`layout.find_pi_session`) when the work
+    tree has no session of ours."""
     from ..ideas import backlog_path
     from ..layout import Layout
 
     layout = Layout.discover()
+    if not layout.config.exists():
+        from ..layout import find_pi_session
+        from ..reader import search_start
+
+        found = find_pi_session(search_start(None, layout.repo.top), layout.repo.top)
+        if found is not None:  # a pi-autoresearch session's own backlog
+            layout = Layout(layout.repo, found.work_dir)
     return layout, backlog_path(layout)
 
 

@@ -401,6 +401,25 @@ class Repo:
         when git refuses it."""
         return self.run("rev-list", spec, "--", allow_non_zero=True).text.split()
 
+    def off_branches(self, names: Sequence[str]) -> dict[str, str | None]:
+        """Of the commit ids ``names`` (full or abbreviated), those that no local branch
+        reaches: each name -> its full id, or None when it names no commit at all (pruned, or
+        never in this repository). Two git calls whatever the number of names
+        (``cat-file --batch-check``, then ``rev-list <ids> --not --branches``)."""
+        wanted = [n for n in dict.fromkeys(names) if n and n.strip() == n and "\n" not in n]
+        if not wanted:
+            return {}
+        out = self.run("cat-file", "--batch-check=%(objectname) %(objecttype)",
+                       input="".join(f"{n}^{{commit}}\n" for n in wanted).encode()).text
+        full: dict[str, str | None] = {}
+        for name, line in zip(wanted, out.splitlines(), strict=False):
+            oid, _, kind = line.partition(" ")
+            full[name] = oid if kind == "commit" else None
+        ids = sorted({oid for oid in full.values() if oid})
+        unreached = set(self.run("rev-list", *ids, "--not", "--branches", "--",
+                                 ).text.split()) if ids else set()
+        return {name: oid for name, oid in full.items() if oid is None or oid in unreached}
+
     # --- submodules ---------------------------------------------------------------------------
 
     def checked_out(self, path: str) -> bool:
