@@ -60,12 +60,14 @@ def _text(path: Path) -> str:
 @dataclass
 class Record:
     """One record of a tab-separated file: the 1-based ``line`` it begins on and ``lines`` it
-    spans, its ``fields``, and whether a field was in double quotes."""
+    spans, its ``fields``, whether a field was in double quotes, and whether text followed a
+    closing quote (``"fast" path``, read as ``fast path``)."""
 
     line: int
     lines: int
     fields: list[str]
     quoted: bool
+    odd: bool = False
 
 
 def _records(text: str, path: Path) -> list[Record]:
@@ -82,12 +84,12 @@ def _records(text: str, path: Path) -> list[Record]:
     out: list[Record] = []
     fields: list[str] = []
     field: list[str] = []
-    state, line, first, quoted = "start", 1, 1, False
+    state, line, first, quoted, odd = "start", 1, 1, False, False
 
     def end_record() -> None:
         fields.append("".join(field))
         if fields != [""] or quoted:
-            out.append(Record(first, line - first + 1, list(fields), quoted))
+            out.append(Record(first, line - first + 1, list(fields), quoted, odd))
         fields.clear()
 
     for ch in text:
@@ -109,11 +111,12 @@ def _records(text: str, path: Path) -> list[Record]:
             end_record()
             field.clear()
             line += 1
-            state, first, quoted = "start", line, False
+            state, first, quoted, odd = "start", line, False, False
         elif state == "start" and ch == '"':
             state, quoted = "quoted", True
         else:
             field.append(ch)
+            odd = odd or state == "quote"
             state = "field"
     if state == "quoted":
         raise UsageError(f"{path}:{first}: a double quote opens a field that never closes "
@@ -136,7 +139,9 @@ def _rows(path: Path, warnings: list[str]) -> list[Row]:
     """The data rows of the tab-separated file ``path`` under its header row. Fields past the
     header's are a tab inside the last column (the description): joined back into it, with a
     warning, as is a quoted field (see :func:`_records`) that pandas reads otherwise than the
-    text shows."""
+    text shows (text after a closing quote, a quoted field over several lines); a field
+    quoted whole, as :func:`report.tsv` writes one that begins with a quote, is no
+    surprise."""
     records = _records(_text(path), path)
     if not records:
         return []
@@ -154,7 +159,7 @@ def _rows(path: Path, warnings: list[str]) -> list[Row]:
                 + ("takes the first column of every row as the index and shifts the rest)"
                    if index == 0 else f"refuses the whole file: \"Expected {len(header)} "
                    f"fields in line {record.line}, saw {len(record.fields)}\")"))
-        elif record.quoted:
+        elif record.odd or record.lines > 1:
             warnings.append(f"{where}: a field begins with a double quote, which {PANDAS} "
                             "takes as quoting: read as it reads it"
                             + (f", over {record.lines} lines" if record.lines > 1 else "")

@@ -117,13 +117,20 @@ def _tsv_number(value: Any) -> str:
     return "-" if number is None or not math.isfinite(number) else number_text(number)
 
 
+def _field(text: str) -> str:
+    """``text`` as a field of the tab-separated file: quoted as CSV quotes (``"`` doubled)
+    when it begins with a double quote, which pandas' ``read_csv`` (karpathy's
+    ``analysis.ipynb``) and ``import`` would otherwise take as quoting."""
+    return '"' + text.replace('"', '""') + '"' if text.startswith('"') else text
+
+
 def _stop_row(event: dict[str, Any]) -> str:
     experiment = event.get("experiment")
     description = event.get("description")
     return "\t".join([
         str(experiment) if isinstance(experiment, int) and not isinstance(experiment, bool)
         else "-", "-", "-", "stopped", _tsv_number(event.get("duration_s")),
-        one_line(description) if isinstance(description, str) and description.strip()
+        _field(one_line(description)) if isinstance(description, str) and description.strip()
         else "STOP sentinel found"])
 
 
@@ -132,7 +139,8 @@ def tsv(rows: list[tuple[Run, Segment]], stops: list[dict[str, Any]] | None = No
     fields per run; the ``experiment`` is the seed's own number of an imported run, else the
     run's; ``-`` for the commit of a non-kept run and the metric of a crash; numbers with
     every digit (:func:`ledger.number_text`); secondary metrics appended to the description
-    as ``[name=value, ...]``; each of ``stops`` (``stopped`` events, :func:`stops_among`) a
+    as ``[name=value, ...]``; a field that begins with ``"`` quoted (:func:`_field`); each
+    of ``stops`` (``stopped`` events, :func:`stops_among`) a
     ``stopped`` row before the run it stopped ahead of. ``git autoresearch import`` reads it
     back."""
     lines = ["\t".join(TSV_COLUMNS)]
@@ -153,7 +161,7 @@ def tsv(rows: list[tuple[Run, Segment]], stops: list[dict[str, Any]] | None = No
             "-" if run.metric is None else _tsv_number(run.metric),
             run.status,
             _tsv_number(run.data.get("duration_s")),
-            desc.strip() or "-",
+            _field(desc.strip()) or "-",
         ]))
     lines.extend(_stop_row(event) for event in pending)
     return "\n".join(lines) + "\n"

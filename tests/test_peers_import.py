@@ -130,6 +130,27 @@ def test_log_tsv_keeps_every_digit(repo: Path, ar: Tool, tmp_path: Path) -> None
         1234567.25, {"rss_kb": 0.000123456789}, 12.3456789)
 
 
+def test_log_tsv_quotes_a_description_that_begins_with_a_quote(repo: Path, ar: Tool,
+                                                               tmp_path: Path) -> None:
+    """pandas' ``read_csv(sep="\\t")`` (karpathy's analysis.ipynb:25) reads a field that
+    begins with ``"`` as quoted: pandas 3.1 reads ``"fast" path`` as ``fast path``, and the
+    field quoted whole with its quotes doubled as ``"fast" path``. ``log --tsv`` writes the
+    latter, and ``import`` reads it back whole, without a warning."""
+    write(repo / ".auto" / "log.jsonl",
+          '{"type":"config","name":"g","metricName":"m","metricUnit":"","bestDirection":"lower"}\n'
+          '{"run":1,"commit":"abcdef0","metric":3,"metrics":{},"status":"keep",'
+          '"description":"\\"fast\\" path","timestamp":1,"segment":0,"confidence":null}\n')
+    out = ar(repo, "log", "--tsv").out
+    assert out.splitlines()[1].split("\t")[5] == '"""fast"" path"'
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q")
+    write(tmp_path / "r.tsv", out)
+    res = ar(other, "import", str(tmp_path / "r.tsv"))
+    assert res.err == ""
+    assert ar(other, "log", "--json").json()[0]["description"] == '"fast" path'
+
+
 # --- round trip: the demo session through log --json, log --tsv and import ---------------------
 
 
@@ -222,15 +243,15 @@ def test_karpathy_quoted_field_read_as_pandas_reads_it(repo: Path, ar: Tool,
     double quote as quoted: pandas 3.1 reads ``"a\\tb"`` as ``a<TAB>b`` (one field),
     ``"quoted" then`` as ``quoted then``, and a quote inside a field as itself (the
     fixture's ``add "value embeddings" (ResFormer-style)``). We read the same, and warn where
-    the text shows otherwise; a quote that never closes is refused, as pandas refuses the file
-    ("EOF inside string")."""
+    the text shows otherwise (text after the closing quote); a quote that never closes is
+    refused, as pandas refuses the file ("EOF inside string")."""
     source = write(tmp_path / "results.tsv", HEADER
                    + 'a1b2c3d\t0.99\t44.0\tkeep\t"a\tb"\n'
                    + 'b2c3d4e\t0.98\t44.0\tkeep\t"quoted" then\n'
                    + 'c3d4e5f\t0.97\t44.0\tkeep\tmid "q" x\n')
     res = ar(repo, "import", str(source))
-    assert res.err.count("begins with a double quote") == 2
-    assert "results.tsv:2:" in res.err and "results.tsv:3:" in res.err
+    assert res.err.count("begins with a double quote") == 1
+    assert "results.tsv:3:" in res.err and "quoted then" in res.err
     rows = ar(repo, "log", "--json").json()
     assert [r["description"] for r in rows] == ["a\tb", "quoted then", 'mid "q" x']
     broken = write(tmp_path / "broken.tsv", HEADER + 'a1b2c3d\t0.99\t44.0\tkeep\t"open\n'
