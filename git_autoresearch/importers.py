@@ -36,7 +36,7 @@ DIRECTIONS = ("lower", "higher")
 KARPATHY = "karpathy/autoresearch"
 LOOP_SEED = "autoresearch loop seed"
 # How karpathy's analysis.ipynb reads results.tsv, named in the warnings.
-PANDAS = "pandas' read_csv (karpathy's analysis.ipynb)"
+PANDAS = "pandas' read_csv, as karpathy's analysis.ipynb calls it,"
 
 
 def _number(text: str) -> float | int | None:
@@ -149,16 +149,18 @@ def _rows(path: Path, warnings: list[str]) -> list[Row]:
     rows: list[Row] = []
     for index, record in enumerate(records[1:]):
         fields = record.fields
+        if not record.quoted and not any(f.strip() for f in fields):
+            continue  # blank (pandas skips it, or reads a row of nothing)
         where = f"{path.name}:{record.line}"
         if len(fields) > len(header):
             fields = [*fields[:len(header) - 1], "\t".join(fields[len(header) - 1:])]
             warnings.append(
                 f"{where}: {len(record.fields)} fields under {len(header)} columns: the "
                 f"tab{'s' if len(record.fields) - len(header) > 1 else ''} in its "
-                f"{header[-1]} kept ({PANDAS} "
-                + ("takes the first column of every row as the index and shifts the rest)"
+                f"{header[-1]} kept; {PANDAS} "
+                + ("takes the first columns of every row as its index and shifts the rest"
                    if index == 0 else f"refuses the whole file: \"Expected {len(header)} "
-                   f"fields in line {record.line}, saw {len(record.fields)}\")"))
+                   f"fields in line {record.line}, saw {len(record.fields)}\""))
         elif record.odd or record.lines > 1:
             warnings.append(f"{where}: a field begins with a double quote, which {PANDAS} "
                             "takes as quoting: read as it reads it"
@@ -221,7 +223,7 @@ class _Times:
         return self.found.get(commit)
 
 
-def _tsv_runs(rows: list[Row], metric_column: str, source: str, times: _Times,
+def _tsv_runs(path: Path, rows: list[Row], metric_column: str, source: str, times: _Times,
               numbers: list[int] | None = None) -> list[RunRecord]:
     """One run record a row of ``rows`` (none may be ``stopped``), numbered from 1 or by
     ``numbers``. Raises :class:`UsageError` for an unknown status or a metric that is no
@@ -231,11 +233,12 @@ def _tsv_runs(rows: list[Row], metric_column: str, source: str, times: _Times,
         word = _cell(row, "status").lower()
         status = STATUS_WORDS.get(word)
         if status is None:
-            raise UsageError(f"line {row.line}: unknown status {word!r}")
+            raise UsageError(f"{path}:{row.line}: unknown status {word!r}")
         raw = _cell(row, metric_column)
         metric = _number(raw)
         if metric is None and status != "crash" and raw not in ("", "-"):
-            raise UsageError(f"line {row.line}: {metric_column} {raw!r} is not a finite number")
+            raise UsageError(f"{path}:{row.line}: {metric_column} {raw!r} is not a finite "
+                             "number")
         extras = dict(row.cells)
         description = (row.cells.get("description") or "").strip()
         metrics: dict[str, Any] = {
@@ -276,14 +279,15 @@ def _whole(text: str) -> int | None:
     return int(text) if re.fullmatch(r"[0-9]{1,9}", text) else None
 
 
-def _loop_seed_lines(rows: list[Row], config_file: Path, direction: str | None,
-                     times: _Times, warnings: list[str]) -> list[str]:
+def _loop_seed_lines(path: Path, rows: list[Row], direction: str | None, times: _Times,
+                     warnings: list[str]) -> list[str]:
     """The loop seed's session as ledger lines: its ``config.json`` (when there is one) as
     the header, then one run a row of its ``results.tsv`` and a ``stopped`` event a
     ``stopped`` row. Run numbers follow the ``experiment`` column: experiment N is run N + 1
     when the first is experiment 0 (the seed's baseline), else run N; a row whose number is
     missing or not above the previous run's gets the next number, with a warning."""
     config: dict[str, Any] = {}
+    config_file = path.parent / "config.json"
     if config_file.is_file():
         try:
             config = json.loads(_text(config_file))
@@ -305,6 +309,7 @@ def _loop_seed_lines(rows: list[Row], config_file: Path, direction: str | None,
     offset = next((1 if e == 0 else 0 for e in experiments if e is not None), 0)
     lines = [dumps(header)]
     last = 0
+    shifted: list[str] = []
     for row, experiment in zip(rows, experiments, strict=True):
         if _cell(row, "status").lower() == "stopped":
             event: dict[str, Any] = {"type": "stopped", "timestamp": None, "next_run": last + 1,
@@ -320,13 +325,18 @@ def _loop_seed_lines(rows: list[Row], config_file: Path, direction: str | None,
         number = last + 1 if experiment is None or experiment + offset <= last \
             else experiment + offset
         if number != (experiment or 0) + offset:
-            warnings.append(f"line {row.line}: experiment {_cell(row, 'experiment')!r} "
-                            f"after run {last}: recorded as run {number}")
-        (record,) = _tsv_runs([row], "metric", LOOP_SEED, times, [number])
+            shifted.append(f"line {row.line} (experiment {_cell(row, 'experiment')!r}) is "
+                           f"run {number}")
+        (record,) = _tsv_runs(path, [row], "metric", LOOP_SEED, times, [number])
         record["experiment"] = experiment if experiment is not None \
             else _cell(row, "experiment") or None
         lines.append(dumps(record))
         last = number
+    if shifted:
+        warnings.append(f"{path.name}: {len(shifted)} row{'s' if len(shifted) > 1 else ''} "
+                        "with no experiment number above the previous row's, numbered on "
+                        "from it: " + "; ".join(shifted[:3]) + ("; ..." if len(shifted) > 3
+                                                                 else ""))
     return lines
 
 
@@ -363,8 +373,8 @@ def convert(source: Path, *, direction: str | None = None,
     columns = list(rows[0].cells)
     times = _Times(source, rows)
     if "experiment" in columns and "metric" in columns:
-        return (_loop_seed_lines(rows, source.parent / "config.json", direction, times,
-                                 warnings), f"loop seed session {source.parent}")
+        return (_loop_seed_lines(source, rows, direction, times, warnings),
+                f"loop seed session {source.parent}")
     if "commit" in columns and "status" in columns and len(columns) >= 3:
         metric = next(c for c in columns if c not in ("commit", "status", "description"))
         header = {"type": "config", "name": f"karpathy autoresearch ({source.name})",
@@ -373,9 +383,10 @@ def convert(source: Path, *, direction: str | None = None,
         kept = []
         for row in rows:
             if _cell(row, "status").lower() == "stopped":
-                warnings.append(f"line {row.line}: a stopped row is no run; left out")
+                warnings.append(f"{source.name}:{row.line}: a stopped row is no run; left "
+                                "out")
             else:
                 kept.append(row)
-        runs = _tsv_runs(kept, metric, KARPATHY, times)
+        runs = _tsv_runs(source, kept, metric, KARPATHY, times)
         return [dumps(header), *map(dumps, runs)], f"karpathy/autoresearch results {source}"
     raise UsageError(f"{source}: unknown columns {', '.join(columns)}")

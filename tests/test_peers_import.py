@@ -50,6 +50,24 @@ def test_loop_seed_stopped_row_is_kept_and_numbers_stay_right(repo: Path, ar: To
     assert stop["source_row"]["status"] == "stopped"
 
 
+def test_loop_seed_repeated_experiment_number_is_numbered_on(repo: Path, ar: Tool,
+                                                             tmp_path: Path) -> None:
+    """A run number is given once: a row whose experiment number repeats an earlier one, or
+    is no number, is numbered on from the previous run, and one warning names the rows; the
+    row's own ``experiment`` is kept as written (autoresearch-loop.SKILL.txt:177)."""
+    folder = tmp_path / "s" / ".autoresearch"
+    write(folder / "results.tsv", "experiment\tcommit\tmetric\tstatus\tduration_s\tdescription\n"
+          "0\ta1b2c3d\t10\tkeep\t1\tBaseline\n1\t-\t11\tdiscard\t1\ta\n"
+          "1\t-\t12\tdiscard\t1\tb\nx\t-\t13\tdiscard\t1\tc\n5\t-\t14\tdiscard\t1\td\n")
+    res = ar(repo, "import", str(tmp_path / "s"))
+    assert "results.tsv: 2 rows with no experiment number above the previous row's, " \
+        "numbered on from it: line 4 (experiment '1') is run 3; line 5 (experiment 'x') is " \
+        "run 4" in res.err
+    rows = ar(repo, "log", "--json").json()
+    assert [(r["run"], r["experiment"]) for r in rows] == [
+        (1, 0), (2, 1), (3, 1), (4, "x"), (6, 5)]
+
+
 def test_loop_seed_metric_suffix_read_into_metrics(repo: Path, ar: Tool) -> None:
     """The seed appends secondary metrics to the description as ``Reduced dependencies
     [loss=0.5, vram_mb=4200]`` (autoresearch-loop.SKILL.txt:139-141), and has no suffix when
