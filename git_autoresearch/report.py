@@ -139,10 +139,10 @@ def tsv(rows: list[tuple[Run, Segment]], stops: list[dict[str, Any]] | None = No
     fields per run; the ``experiment`` is the seed's own number of an imported run, else the
     run's; ``-`` for the commit of a non-kept run and the metric of a crash; numbers with
     every digit (:func:`ledger.number_text`); secondary metrics appended to the description
-    as ``[name=value, ...]``; a field that begins with ``"`` quoted (:func:`_field`); each
-    of ``stops`` (``stopped`` events, :func:`stops_among`) a
-    ``stopped`` row before the run it stopped ahead of. ``git autoresearch import`` reads it
-    back."""
+    as ``[name=value, ...]`` (the numeric ones, as the seed's ``METRIC`` lines are); a field
+    that begins with ``"`` quoted (:func:`_field`); each of ``stops`` (``stopped`` events,
+    :func:`stops_among`) a ``stopped`` row before the run it stopped ahead of.
+    ``git autoresearch import`` reads it back."""
     lines = ["\t".join(TSV_COLUMNS)]
     pending = sorted(stops or [], key=lambda event: int(event["next_run"]))
     for run, _ in rows:
@@ -150,9 +150,10 @@ def tsv(rows: list[tuple[Run, Segment]], stops: list[dict[str, Any]] | None = No
             lines.append(_stop_row(pending.pop(0)))
         desc = one_line(run.description)
         metrics = run.data.get("metrics") or {}
-        if isinstance(metrics, dict) and metrics:
-            desc += " [" + ", ".join(f"{one_line(str(k))}={_tsv_number(v)}"
-                                     for k, v in metrics.items()) + "]"
+        numeric = [f"{one_line(str(k))}={_tsv_number(v)}" for k, v in metrics.items()
+                   if as_number(v) is not None] if isinstance(metrics, dict) else []
+        if numeric:
+            desc += " [" + ", ".join(numeric) + "]"
         experiment = run.data.get("experiment")
         lines.append("\t".join([
             str(experiment) if isinstance(experiment, int) and not isinstance(experiment, bool)
