@@ -19,7 +19,9 @@ if TYPE_CHECKING:
 def analyze(segment: Segment) -> dict[str, Any]:
     """The analysis of one segment.
 
-    ``counts`` per status and ``keep_rate`` (kept / runs); ``baseline``, ``best``,
+    ``counts`` per status and ``keep_rate`` (kept / runs), and ``keep_rate_decided``: kept /
+    the runs that did not crash, the keep rate karpathy/autoresearch's ``analysis.ipynb``
+    prints (``n_keep / (n_keep + n_discard)``); ``baseline``, ``best``,
     ``improvement`` (best - baseline) and ``improvement_pct``; ``gains``: each kept run that
     beat the best before it, with ``gain`` (its improvement over that best, positive is better)
     ranked largest first; ``runs_per_improvement``: runs spent since the previous improvement,
@@ -32,6 +34,7 @@ def analyze(segment: Segment) -> dict[str, Any]:
     baseline = segment.baseline
     best = segment.best
     gains, spent = _gains(segment)
+    decided = len(runs) - counts["crash"]
     improvement = None
     if best is not None and baseline is not None:
         assert best.metric is not None and baseline.metric is not None
@@ -43,6 +46,7 @@ def analyze(segment: Segment) -> dict[str, Any]:
         "runs": len(runs),
         "counts": counts,
         "keep_rate": round(counts["keep"] / len(runs), 4) if runs else None,
+        "keep_rate_decided": round(counts["keep"] / decided, 4) if decided else None,
         "baseline": _brief(baseline),
         "best": _brief(best),
         "improvement": improvement,
@@ -105,8 +109,11 @@ def _brief(run: Any) -> dict[str, Any] | None:
 def analysis_text(result: dict[str, Any], metric_name: str, unit: str) -> str:
     """The analysis for people."""
     u = f" {unit}" if unit else ""
+    decided = result["runs"] - result["counts"].get("crash", 0)
     lines = [f"segment {result['segment']} ({result['direction']} is better): {result['runs']} "
-             f"runs, keep rate {_pct(result['keep_rate'])}"]
+             f"runs, keep rate {_pct(result['keep_rate'])}"
+             + (f" ({_pct(result['keep_rate_decided'])} of the {decided} that did not crash)"
+                if result["counts"].get("crash") and decided else "")]
     lines.append("  " + ", ".join(f"{k} {v}" for k, v in result["counts"].items()))
     base, best = result["baseline"], result["best"]
     if base and best:

@@ -300,7 +300,7 @@ class RunRecord(_RunFields, total=False):
     rebuilt_from: str
     imported_from: str
     source_row: dict[str, str | None]
-    experiment: str | None
+    experiment: int | str | None
 
 
 def run_record(run: int, commit: str, metric: int | float | None, metrics: dict[str, Any],

@@ -16,6 +16,7 @@ from .ledger import (
     confidence_label,
     mad,
     median,
+    number_text,
 )
 
 TSV_COLUMNS = ("experiment", "commit", "metric", "status", "duration_s", "description")
@@ -97,26 +98,73 @@ def select_runs(book: Ledger, *, segment: int | None, status: str | None,
     return out
 
 
-def tsv(rows: list[tuple[Run, Segment]]) -> str:
-    """The seed's ``results.tsv``: a header and six tab-separated fields per run; ``-`` for the
-    commit of a non-kept run and the metric of a crash; secondary metrics appended to the
-    description as ``[name=value, ...]``."""
+def stops_among(book: Ledger, rows: list[tuple[Run, Segment]]) -> list[dict[str, Any]]:
+    """The ``stopped`` events of ``book`` that fall among ``rows`` (their ``next_run`` after
+    the first row's run and at most the last's, or one past it when the last row is the
+    ledger's last run), for :func:`tsv`."""
+    if not rows:
+        return []
+    first, last = rows[0][0].number, rows[-1][0].number
+    final = book.last_run
+    limit = last + 1 if final is not None and final.number == last else last
+    return [event for event in book.events
+            if event.get("type") == "stopped" and isinstance(event.get("next_run"), int)
+            and first < event["next_run"] <= limit]
+
+
+def _tsv_number(value: Any) -> str:
+    number = as_number(value)
+    return "-" if number is None or not math.isfinite(number) else number_text(number)
+
+
+def _field(text: str) -> str:
+    """``text`` as a field of the tab-separated file: quoted as CSV quotes (``"`` doubled)
+    when it begins with a double quote, which pandas' ``read_csv`` (karpathy's
+    ``analysis.ipynb``) and ``import`` would otherwise take as quoting."""
+    return '"' + text.replace('"', '""') + '"' if text.startswith('"') else text
+
+
+def _stop_row(event: dict[str, Any]) -> str:
+    experiment = event.get("experiment")
+    description = event.get("description")
+    return "\t".join([
+        str(experiment) if isinstance(experiment, int) and not isinstance(experiment, bool)
+        else "-", "-", "-", "stopped", _tsv_number(event.get("duration_s")),
+        _field(one_line(description)) if isinstance(description, str) and description.strip()
+        else "STOP sentinel found"])
+
+
+def tsv(rows: list[tuple[Run, Segment]], stops: list[dict[str, Any]] | None = None) -> str:
+    """The seed's ``results.tsv`` (its SKILL, "Step 9"): a header and six tab-separated
+    fields per run; the ``experiment`` is the seed's own number of an imported run, else the
+    run's; ``-`` for the commit of a non-kept run and the metric of a crash; numbers with
+    every digit (:func:`ledger.number_text`); secondary metrics appended to the description
+    as ``[name=value, ...]`` (the numeric ones, as the seed's ``METRIC`` lines are); a field
+    that begins with ``"`` quoted (:func:`_field`); each of ``stops`` (``stopped`` events,
+    :func:`stops_among`) a ``stopped`` row before the run it stopped ahead of.
+    ``git autoresearch import`` reads it back."""
     lines = ["\t".join(TSV_COLUMNS)]
+    pending = sorted(stops or [], key=lambda event: int(event["next_run"]))
     for run, _ in rows:
+        while pending and int(pending[0]["next_run"]) <= run.number:
+            lines.append(_stop_row(pending.pop(0)))
         desc = one_line(run.description)
         metrics = run.data.get("metrics") or {}
-        if isinstance(metrics, dict) and metrics:
-            desc += " [" + ", ".join(f"{one_line(str(k))}={fmt(as_number(v))}"
-                                     for k, v in metrics.items()) + "]"
-        duration = run.data.get("duration_s")
+        numeric = [f"{one_line(str(k))}={_tsv_number(v)}" for k, v in metrics.items()
+                   if as_number(v) is not None] if isinstance(metrics, dict) else []
+        if numeric:
+            desc += " [" + ", ".join(numeric) + "]"
+        experiment = run.data.get("experiment")
         lines.append("\t".join([
-            str(run.number),
-            one_line(str(run.data.get("commit", "-"))) if run.status == "keep" else "-",
-            fmt(run.metric),
+            str(experiment) if isinstance(experiment, int) and not isinstance(experiment, bool)
+            else str(run.number),
+            one_line(str(run.data.get("commit", "-"))) or "-" if run.status == "keep" else "-",
+            "-" if run.metric is None else _tsv_number(run.metric),
             run.status,
-            fmt(as_number(duration)) if duration is not None else "-",
-            desc.strip() or "-",
+            _tsv_number(run.data.get("duration_s")),
+            _field(desc.strip()) or "-",
         ]))
+    lines.extend(_stop_row(event) for event in pending)
     return "\n".join(lines) + "\n"
 
 

@@ -214,7 +214,7 @@ def test_import_loop_seed_session(repo: Path, ar: Tool, tmp_path: Path) -> None:
     assert status["goal"] == "maximize throughput" and status["direction"] == "higher"
     assert status["segment"]["best"]["metric"] == 130
     rows = ar(repo, "log", "--json").json()
-    assert [r["experiment"] for r in rows] == ["0", "1", "2", "3"]
+    assert [r["experiment"] for r in rows] == [0, 1, 2, 3]
     assert rows[3]["status"] == "crash" and rows[0]["duration_s"] == 12
 
 

@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 @click.option("--last", type=click.IntRange(min=0), metavar="N", help="Only the last N runs.")
 @click.option("--tsv", is_flag=True,
               help="Write the seed's results.tsv columns: experiment commit metric status "
-                   "duration_s description.")
+                   "duration_s description (secondary metrics as a [name=value, ...] suffix, "
+                   "stopped rows where the loop stopped); import reads it back.")
 @click.option("--csv", "as_csv", is_flag=True,
               help="Write CSV: run, segment, status, metric, delta_pct, confidence, commit, "
                    "duration_s, description, then one column per secondary metric.")
@@ -53,7 +54,8 @@ def log_cmd(segment: int | None, status: str | None, last: int | None, tsv: bool
     if as_json:
         emit_json([report.run_row(run, seg, audited) for run, seg in rows])
     elif tsv:
-        click.echo(report.tsv(rows), nl=False)
+        stops = report.stops_among(session.ledger, rows) if status is None else []
+        click.echo(report.tsv(rows, stops), nl=False)
     elif as_csv:
         click.echo(report.csv_text(rows), nl=False)
     else:

@@ -261,17 +261,25 @@ def ideas_done_cmd(number: int, run_number: int | None, note: str | None,
 @click.argument("source", type=click.Path(path_type=Path))
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the ledger here instead of .auto/log.jsonl.")
+@click.option("--direction", type=click.Choice(["lower", "higher"]),
+              help="Which way the metric of a results.tsv is better (karpathy's: lower; a loop "
+                   "seed session's: its config.json's direction).")
 @json_option
-def import_cmd(source: Path, output: Path | None, as_json: bool) -> None:
+def import_cmd(source: Path, output: Path | None, direction: str | None,
+               as_json: bool) -> None:
     """Read another tool's session into a ledger: a pi-autoresearch .auto/log.jsonl or
     autoresearch.jsonl, a karpathy/autoresearch results.tsv, or a loop seed .autoresearch/
-    folder (or a repository holding one). log, status, analyze and dashboard then read it."""
+    folder (or a repository holding one, or what log --tsv writes). log, status, analyze and
+    dashboard then read it. A run's timestamp is its commit's time when the commit exists. A
+    row read otherwise than its text shows (a tab in a description, a double quote that
+    opens a field) is read as karpathy's analysis.ipynb reads it, with a warning."""
     from ..files import write_atomic
     from ..importers import convert
     from ..layout import Layout, exclude_auto
     from ..ledger import MAX_LINE_BYTES
 
-    lines, what = convert(source)
+    warnings: list[str] = []
+    lines, what = convert(source, direction=direction, warnings=warnings)
     for index, line in enumerate(lines, start=1):
         size = len(line.encode("utf-8", "surrogateescape"))
         if size > MAX_LINE_BYTES:
@@ -293,9 +301,12 @@ def import_cmd(source: Path, output: Path | None, as_json: bool) -> None:
         raise Refused(f"{output} exists already")
     else:
         write_atomic(output, data)
+    for message in warnings:
+        warn(message)
     runs = sum(1 for line in lines if '"type"' not in line.split(",", 1)[0])
     if as_json:
-        emit_json({"source": what, "output": str(output), "lines": len(lines)})
+        emit_json({"source": what, "output": str(output), "lines": len(lines), "runs": runs,
+                   "warnings": warnings})
     else:
         click.echo(f"imported {what}: {len(lines)} lines ({runs} runs) into {output}")
 

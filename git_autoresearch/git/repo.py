@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -28,6 +29,9 @@ from .process import (
     temporary_objects,
     user_locale,
 )
+
+# An object id, whole or abbreviated as git prints it (4 to 64 hexadecimal digits).
+_HEX_NAME = re.compile(r"[0-9a-fA-F]{4,64}")
 
 
 class Repo:
@@ -394,6 +398,28 @@ class Repo:
             parts = item.strip("\n").split("\x1f")
             if len(parts) == len(fields):
                 found.append(parts)
+        return found
+
+    def commit_times(self, names: Sequence[str]) -> dict[str, int]:
+        """The committer time (seconds since the epoch) of each commit that ``names`` (object
+        ids, full or abbreviated, hexadecimal) names, in one ``git log --no-walk``; a name that
+        is no hexadecimal id, names no object here or no commit is left out. Keys are the
+        names as given."""
+        wanted = sorted({n for n in names if _HEX_NAME.fullmatch(n)})
+        if not wanted:
+            return {}
+        res = self.run("log", "--no-walk", "--ignore-missing", "--format=%H %ct", *wanted,
+                       "--", allow_non_zero=True)
+        if res.returncode != 0:
+            return {}
+        found: dict[str, int] = {}
+        for line in res.text.splitlines():
+            oid, _, seconds = line.partition(" ")
+            if not seconds.isdigit():
+                continue
+            for name in wanted:
+                if oid.startswith(name.lower()):
+                    found[name] = int(seconds)
         return found
 
     def rev_list(self, spec: str) -> list[str]:
