@@ -12,6 +12,12 @@ from .files import write_atomic
 from .git import Repo
 from .paths import AUTO
 
+# pi-autoresearch's session files: the name in ``.auto/`` and the flat file at the top that
+# older sessions wrote (its ``extensions/pi-autoresearch/paths.ts:21-28``).
+PI_SESSION_FILES = {"log.jsonl": "autoresearch.jsonl", "prompt.md": "autoresearch.md",
+                    "ideas.md": "autoresearch.ideas.md", "checks.sh": "autoresearch.checks.sh",
+                    "measure.sh": "autoresearch.sh", "config.json": "autoresearch.config.json"}
+
 
 @dataclass
 class Layout:
@@ -51,6 +57,19 @@ class Layout:
     @property
     def hooks(self) -> Path:
         return self.auto / "hooks"
+
+    def session_file(self, name: str) -> Path:
+        """Where the session file ``name`` (a key of :data:`PI_SESSION_FILES`: ``ideas.md``,
+        ``prompt.md``, ...) is, as pi-autoresearch 1.6.2 finds it (``paths.ts:66-75``): in
+        ``.auto/`` when any session file is there (ours or pi's) or ``.auto/hooks/`` is; else
+        pi's older flat file at the top (``autoresearch.ideas.md``) when it exists; else in
+        ``.auto/``."""
+        current = self.auto / name
+        present = [*PI_SESSION_FILES, "config.toml"]
+        if any((self.auto / n).exists() for n in present) or self.hooks.exists():
+            return current
+        legacy = self.repo.top / PI_SESSION_FILES[name]
+        return legacy if legacy.exists() else current
 
     def read_config_bytes(self) -> bytes:
         """The bytes of ``config.toml``; :class:`Refused` when there is no readable file."""

@@ -249,3 +249,110 @@ def test_the_example_hooks_read_the_fixture_payloads(tmp_path: Path) -> None:
         if example.name in ("hypothesis-reflection", "external-search", "qmd-search"):
             continue  # these need a command of the user's, and say so in an error steer
         assert firing.exit_code == 0, (example.name, firing.steer)
+
+
+# --- item 7: ideas as plain bullets ----------------------------------------------------------
+
+# A backlog as pi-autoresearch's agent writes it: "Write promising but deferred optimizations
+# as bullet points to .auto/ideas.md" (pi-autoresearch 1.6.2, extensions/pi-autoresearch/
+# index.ts:1536 and :2210; skills/autoresearch-create/SKILL.md:154, "append them as bullets"),
+# beside the loop seed's checkboxes (seeds/autoresearch-loop.SKILL.txt, "Ideas Backlog").
+PI_BACKLOG = ("# Ideas\n"
+              "\n"
+              "Deferred, most promising first.\n"
+              "\n"
+              "- Lookup table for the escape decoder\n"
+              "- [ ] SIMD scan for quotes\n"
+              "* Cache the parsed schema\n"
+              "  - only pays on large inputs\n"
+              "+ Arena for token buffers\n"
+              "1. Skip whitespace in 8-byte words\n"
+              "- ~~Inline the tokenizer loop~~ (run 2: slower)\n"
+              "- [x] ~~unroll the loop~~ → run 4, discard, 41.2\n"
+              "---\n")
+
+OPEN_TEXTS = ["Lookup table for the escape decoder", "SIMD scan for quotes",
+              "Cache the parsed schema", "Arena for token buffers",
+              "Skip whitespace in 8-byte words"]
+
+
+def test_ideas_list_and_next_read_plain_bullets(session: Path, ar: Tool) -> None:
+    """pi-autoresearch 1.6.2, index.ts:1536: the agent writes ideas "as bullet points", and
+    pi's compaction summary carries them all (compaction.ts:153-157). ``- idea``, ``* idea``,
+    ``+ idea`` and ``1. idea`` are ideas like ``- [ ] idea``; an indented bullet under one is a
+    detail of it; a struck-through one (``~~idea~~``) was tried. ``ideas list`` printed nothing
+    here, exit 0, no warning."""
+    write(session / ".auto" / "ideas.md", PI_BACKLOG)
+    listed = ar(session, "ideas", "list", "--json").json()
+    assert listed == [{"number": n, "state": "open", "text": t}
+                      for n, t in enumerate(OPEN_TEXTS, start=1)]
+    assert ar(session, "ideas", "list").out == "".join(
+        f"{n:>3} [ ] {t}\n" for n, t in enumerate(OPEN_TEXTS, start=1))
+    every = ar(session, "ideas", "list", "--all", "--json").json()
+    assert [(i["number"], i["state"]) for i in every[5:]] == [(6, "done"), (7, "done")]
+    assert ar(session, "ideas", "next").out == "1: Lookup table for the escape decoder\n"
+
+
+def test_ideas_done_turns_a_bullet_into_the_seeds_tried_mark(session: Path, ar: Tool) -> None:
+    """The seed's mark of a tried idea, ``- [x] ~~idea~~ → note``, on a plain bullet and on an
+    ordered item; every other line of the file stays byte for byte."""
+    path = write(session / ".auto" / "ideas.md", PI_BACKLOG)
+    ar(session, "ideas", "done", "3", "--note", "no gain")
+    ar(session, "ideas", "done", "5", "--run", "1")
+    assert path.read_text() == PI_BACKLOG.replace(
+        "* Cache the parsed schema\n", "* [x] ~~Cache the parsed schema~~ → no gain\n").replace(
+        "1. Skip whitespace in 8-byte words\n",
+        "1. [x] ~~Skip whitespace in 8-byte words~~ → run 1, keep, 100\n")
+    assert [i["number"] for i in ar(session, "ideas", "list", "--json").json()] == [1, 2, 4]
+
+
+def test_summary_lists_plain_bullets(session: Path, ar: Tool) -> None:
+    """``summary`` is our compaction summary (pi's compaction.ts:153-157 gives the whole
+    backlog): its open ideas are the bullets too; it listed none."""
+    write(session / ".auto" / "ideas.md", PI_BACKLOG)
+    text = ar(session, "summary").out
+    assert text.endswith("## Open ideas\n" + "".join(f"- {t}\n" for t in OPEN_TEXTS))
+
+
+def test_a_backlog_with_no_list_item_warns(session: Path, ar: Tool) -> None:
+    """A backlog with text but not one list item gives nothing to list; that is said once on
+    stderr, naming the file, instead of printing nothing at all."""
+    write(session / ".auto" / "ideas.md", "# Ideas\n\nTry a lookup table. Maybe SIMD.\n")
+    for args in (("ideas", "list"), ("ideas", "next"), ("summary",)):
+        res = ar(session, *args)
+        assert "## Open ideas" not in res.out
+        assert res.err.count(".auto/ideas.md has text but no idea") == 1, args
+    write(session / ".auto" / "ideas.md", "# Ideas\n\n")
+    assert ar(session, "ideas", "list").err == ""
+
+
+def test_the_idea_rotator_offers_a_plain_bullet(session: Path, ar: Tool) -> None:
+    """The idea-rotator example offers the first open idea, bullet or checkbox, and marks it
+    offered; pi's own example (skills/autoresearch-hooks/examples/before/idea-rotator.sh:9)
+    reads only ``- [ ]``, so it never offered what pi's agent writes."""
+    ar(session, "hooks", "install", "idea-rotator")
+    path = write(session / ".auto" / "ideas.md", PI_BACKLOG)
+    steer = ar(session, "hook", "before", "--json").json()["steer"]
+    assert steer == ("Next idea from the backlog (.auto/ideas.md): "
+                     "Lookup table for the escape decoder")
+    assert path.read_text() == PI_BACKLOG.replace(
+        "- Lookup table for the escape decoder\n",
+        "- [~] Lookup table for the escape decoder (offered before run 2)\n")
+    assert ar(session, "ideas", "next").out == "2: SIMD scan for quotes\n"
+
+
+def test_a_legacy_pi_session_reads_autoresearch_ideas_md(repo: Path, ar: Tool) -> None:
+    """pi-autoresearch 1.6.2, extensions/pi-autoresearch/paths.ts:21-28 and :71-75: without
+    any ``.auto/`` file, a session's ideas are ``autoresearch.ideas.md`` and its notes
+    ``autoresearch.md`` (beside ``autoresearch.jsonl``). ``summary`` and ``ideas list`` read
+    them there; they read ``.auto/ideas.md``, which is not there."""
+    write(repo / "autoresearch.jsonl", (FIXTURES_DIR / "pi-autoresearch-log.jsonl").read_text())
+    write(repo / "autoresearch.ideas.md", "- arena allocator\n- [ ] SIMD scan\n")
+    write(repo / "autoresearch.md", "# Notes\n\n## Rules\n- never touch the fixtures\n")
+    text = ar(repo, "summary").out
+    assert "## Rules\n- never touch the fixtures\n" in text
+    assert text.endswith("## Open ideas\n- arena allocator\n- SIMD scan\n")
+    assert [i["text"] for i in ar(repo, "ideas", "list", "--json").json()] == \
+        ["arena allocator", "SIMD scan"]
+    write(repo / ".auto" / "prompt.md", "# Notes\n")  # a .auto/ file: pi's layout is .auto/
+    assert ar(repo, "ideas", "list", "--json").json() == []
