@@ -153,7 +153,7 @@ def hooks_install_cmd(name: str, force: bool, as_json: bool) -> None:
 
 @click.group("ideas", context_settings=CONTEXT)
 def ideas_cmd() -> None:
-    """The ideas backlog, .auto/ideas.md, as Markdown checkboxes."""
+    """The ideas backlog, .auto/ideas.md: Markdown list items, - idea or - [ ] idea."""
 
 
 def _session_lock(layout: Layout, what: str) -> SessionLock:
@@ -217,7 +217,9 @@ def ideas_add_cmd(text: tuple[str, ...], as_json: bool) -> None:
 @click.option("--all", "show_all", is_flag=True, help="Also the ideas already tried.")
 @json_option
 def ideas_list_cmd(show_all: bool, as_json: bool) -> None:
-    """The open ideas (and those a hook offered), numbered."""
+    """The open ideas (and those a hook offered), numbered: every list item of the backlog,
+    - [ ] idea or a plain - idea (*, + or 1. too); an indented plain item is a detail of the
+    one above it, and a struck-through ~~idea~~ was tried."""
     ideas = [i for i in _read_backlog() if show_all or i.state != "done"]
     if as_json:
         emit_json([i.to_json() for i in ideas])
