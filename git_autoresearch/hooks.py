@@ -86,9 +86,9 @@ class HookSummary(TypedDict):
 
 @dataclass
 class Firing:
-    """One hook firing: which file, its exit code (None when killed on timeout), the steer text
-    (stdout, cut to 8 KiB; an error steer after a failure or a timeout), and the ledger
-    fields."""
+    """One hook firing: which file, its exit code (None when killed on timeout or never
+    started), the steer text (stdout, cut to 8 KiB; an error steer after a failure, a timeout
+    or a failed start), and the ledger fields."""
 
     stage: str
     hook: str
@@ -175,8 +175,10 @@ def hook_files(hooks_dir: Path, stage: str) -> tuple[list[Path], list[str]]:
         with open(path, "rb") as fh:
             first = fh.readline(4096)
         if first.endswith(b"\r\n"):
+            effect = ("so its interpreter may not be found" if first.startswith(b"#!")
+                      else "which bash reads as part of each command")
             warnings.append(f"hook {rel} has Windows line endings (its first line ends in a "
-                            "carriage return), so its interpreter may not be found")
+                            f"carriage return), {effect}")
         runnable.append(path)
     return runnable, warnings
 

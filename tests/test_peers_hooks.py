@@ -105,6 +105,17 @@ def test_a_hook_that_cannot_start_is_an_error_steer_and_a_ledger_line(
                                               ("before.d/10-gone", None, False, 0)]
 
 
+def test_a_plain_hook_with_windows_line_endings_warns_about_bash(session: Path,
+                                                                 ar: Tool) -> None:
+    """A hook without ``#!`` runs through bash (pi-autoresearch 1.6.2, hooks.ts:88), which
+    reads a carriage return as part of each command: the warning says so."""
+    hook(session, "before.sh", "echo hi\r\n")
+    out = ar(session, "hook", "before", "--json").json()
+    assert out["warnings"] == ["hook .auto/hooks/before.sh has Windows line endings (its first "
+                               "line ends in a carriage return), which bash reads as part of "
+                               "each command"]
+
+
 def test_fire_one_runs_a_plain_file_through_bash(tmp_path: Path) -> None:
     """The library call gives the same: pi-autoresearch 1.6.2, hooks.ts:88."""
     from git_autoresearch.hooks import fire_one
@@ -133,8 +144,11 @@ def test_payloads_have_pis_keys_in_pis_order(session: Path, ar: Tool, tmp_path: 
     hook(session, "after.sh", DUMP.format(out=tmp_path / "after.json"))
     write(session / "value.txt", "90\n")
     ar(session, "run", "-d", "ninety", "--asi", "hypothesis=smaller")
-    ar(session, "run", "-d", "ninety again")
+    write(session / "value.txt", "95\n")
+    ar(session, "run", "-d", "ninety-five")
     before, after = payload(tmp_path / "before.json"), payload(tmp_path / "after.json")
+    # pi's computeConfidence (index.ts:426-456) over 100, 90, 95: |90 - 100| / MAD 5.
+    assert after["run_entry"]["confidence"] == 2
     fixture_before = json.loads((FIXTURES_DIR / "hook-before-payload.json").read_text())
     fixture_after = json.loads((FIXTURES_DIR / "hook-after-payload.json").read_text())
     assert list(before) == list(fixture_before)
