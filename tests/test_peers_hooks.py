@@ -370,3 +370,25 @@ def test_a_legacy_pi_session_reads_autoresearch_ideas_md(repo: Path, ar: Tool) -
         ["arena allocator", "SIMD scan"]
     write(repo / ".auto" / "prompt.md", "# Notes\n")  # a .auto/ file: pi's layout is .auto/
     assert ar(repo, "ideas", "list", "--json").json() == []
+
+
+@pytest.mark.parametrize("name,snapshot", [
+    ("pi-1.6.2-written-log.jsonl",
+     {"metric_name": "throughput", "metric_unit": "", "direction": "higher",
+      "baseline_metric": 50, "best_metric": 60, "run_count": 11, "goal": "parser throughput"}),
+    ("pi-autoresearch-log.jsonl",
+     {"metric_name": "parse_ms", "metric_unit": "ms", "direction": "lower",
+      "baseline_metric": 2210, "best_metric": 2210, "run_count": 8,
+      "goal": "speed up json parser (large inputs)"}),
+])
+def test_the_session_object_of_pis_own_ledgers(repo: Path, name: str,
+                                               snapshot: dict[str, Any]) -> None:
+    """pi-autoresearch 1.6.2's ``buildSessionSnapshot`` (index.ts:1247-1255) over its
+    reconstruction (jsonl.ts:169-191), run under node on these ledgers, gives ``snapshot``;
+    ours gives the same seven keys, then its own two."""
+    from git_autoresearch.reader import open_for_reading
+
+    write(repo / ".auto" / "log.jsonl", (FIXTURES_DIR / name).read_bytes())
+    got = open_for_reading(repo).session_summary()
+    assert {k: got[k] for k in snapshot} == snapshot
+    assert list(got)[:7] == list(snapshot)
