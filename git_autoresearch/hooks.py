@@ -3,14 +3,23 @@
 ``.auto/hooks/before.sh`` fires before each run and ``.auto/hooks/after.sh`` after each recorded
 run, then every executable file in ``.auto/hooks/before.d/`` or ``after.d/`` in name order. Each
 gets one JSON line on stdin (then EOF); its stdout, capped at 8 KiB, is a steer message for the
-agent. A non-zero exit or a timeout gives an error steer. A hook never stops a run from being
-recorded.
+agent. A non-zero exit, a timeout or a hook that cannot be started gives an error steer. A hook
+never stops a run from being recorded.
+
+A hook runs as pi-autoresearch 1.6.2 runs it (``extensions/pi-autoresearch/hooks.ts``) where
+that is safe: only with the execute bit, and a file without a ``#!`` line through ``bash``
+(pi runs every hook with ``bash script``). A file with a ``#!`` line runs with the interpreter
+it names (pi would hand a Python hook to bash); the payload line ends in a newline (pi writes
+none, which makes a shell's ``read`` fail); a timeout ends the hook's whole process group (pi's
+ends bash alone).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import select
+import shutil
 import subprocess
 import time
 from collections.abc import Mapping
@@ -51,7 +60,8 @@ def cut(data: bytes, limit: int = STEER_LIMIT) -> tuple[str, bool]:
 
 class HookLine(TypedDict):
     """The ledger line of one firing (DESIGN.md section 8): ``type`` is ``"hook"``;
-    ``exit_code`` None when it was killed on timeout; ``duration_ms`` its wall time in
+    ``exit_code`` None when it was killed on timeout or could not be started (as
+    pi-autoresearch logs both, ``hooks.ts:146``); ``duration_ms`` its wall time in
     milliseconds; ``stdout_bytes`` all it printed, before the 8 KiB cut; ``timestamp`` in epoch
     milliseconds, when the line is made."""
 
@@ -76,9 +86,9 @@ class HookSummary(TypedDict):
 
 @dataclass
 class Firing:
-    """One hook firing: which file, its exit code (None when killed on timeout), the steer text
-    (stdout, cut to 8 KiB; an error steer after a failure or a timeout), and the ledger
-    fields."""
+    """One hook firing: which file, its exit code (None when killed on timeout or never
+    started), the steer text (stdout, cut to 8 KiB; an error steer after a failure, a timeout
+    or a failed start), and the ledger fields."""
 
     stage: str
     hook: str
@@ -119,15 +129,26 @@ class HookReport:
         return [f.summary() for f in self.firings]
 
 
+# The run record as pi-autoresearch 1.6.2 hands it to a hook: the ledger line it just wrote
+# (``index.ts:2277-2286`` and ``:2436-2441``), these keys in this order.
+PI_RUN_KEYS = ("run", "commit", "metric", "metrics", "status", "description", "timestamp",
+               "segment", "confidence", "asi")
+
+
 def run_payload(data: Mapping[str, Any]) -> dict[str, Any]:
-    """A run as the hook contract shows it (a run record, or ``{}``): ``run``, ``status``,
-    ``metric`` (None for a crash), ``description`` and ``asi`` (``{}`` when absent), and the
-    ``decision`` object when the sequential rule decided the run."""
+    """A run record (a ledger line, or ``{}``) as a hook sees it, ``run_entry`` or
+    ``last_run``: pi-autoresearch's keys in its order (:data:`PI_RUN_KEYS`), as its ledger line
+    has them; ``metric`` a number, 0 for a crash or a run without one (pi's ``index.ts:241``:
+    "0 for crashes"; ``jsonl.ts:118`` reads a missing one as 0); ``asi`` only when the run has
+    one (``index.ts:2441``). Then ours: the ``decision`` object when the run has one. Our other
+    fields (samples, checks, refs) stay in the ledger."""
     metric = data.get("metric")
-    if data.get("status") == "crash":
-        metric = None
-    payload = {"run": data.get("run"), "status": data.get("status"), "metric": metric,
-               "description": data.get("description"), "asi": data.get("asi") or {}}
+    payload: dict[str, Any] = {key: data.get(key) for key in PI_RUN_KEYS if key != "asi"}
+    payload["metric"] = metric if isinstance(metric, (int, float)) \
+        and not isinstance(metric, bool) else 0
+    payload["metrics"] = data.get("metrics") if isinstance(data.get("metrics"), dict) else {}
+    if isinstance(data.get("asi"), dict) and data["asi"]:
+        payload["asi"] = data["asi"]
     if isinstance(data.get("decision"), dict):
         payload["decision"] = data["decision"]
     return payload
@@ -154,15 +175,20 @@ def hook_files(hooks_dir: Path, stage: str) -> tuple[list[Path], list[str]]:
         with open(path, "rb") as fh:
             first = fh.readline(4096)
         if first.endswith(b"\r\n"):
+            effect = ("so its interpreter may not be found" if first.startswith(b"#!")
+                      else "which bash reads as part of each command")
             warnings.append(f"hook {rel} has Windows line endings (its first line ends in a "
-                            "carriage return), so its interpreter may not be found")
+                            f"carriage return), {effect}")
         runnable.append(path)
     return runnable, warnings
 
 
 def fire_one(path: Path, stage: str, payload: Mapping[str, Any], *, cwd: Path,
              timeout: float | None = None, label: str | None = None) -> Firing:
-    """Run one hook with ``payload`` as one JSON line on stdin, in its own process group.
+    """Run one hook with ``payload`` as one JSON line on stdin, in its own process group: the
+    file itself, or ``bash FILE`` when the system cannot run it (no ``#!`` line), as
+    pi-autoresearch runs hooks (``hooks.ts:88``). One that cannot be started at all gives a
+    firing with no exit code and an error steer that says why.
 
     Waits at most ``timeout`` seconds (default ``$GIT_AUTORESEARCH_HOOK_TIMEOUT``, 30), then
     ends the whole group (:func:`running.process_group`), as it does when a signal ends us.
@@ -170,15 +196,56 @@ def fire_one(path: Path, stage: str, payload: Mapping[str, Any], *, cwd: Path,
     moment the hook itself exits (plus a short drain).
     """
     limit = hook_timeout_seconds() if timeout is None else timeout
+    name = label or path.name
+    env = command_environment()
     started = time.monotonic()
-    # The group is ended when the block exits: after the hook, on timeout, or on a signal.
-    with process_group([str(path)], grace=0.5, cwd=cwd, stdin=subprocess.PIPE,
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       env=command_environment()) as proc:
-        _feed(proc, payload)
-        output = _collect(proc, started + limit)
-    return _firing(stage, label or path.name, proc.returncode, limit, output,
+    argv = [str(path)]
+    while True:
+        try:
+            # The group is ended when the block exits: after the hook, on timeout, or on a
+            # signal.
+            with process_group(argv, grace=0.5, cwd=cwd, stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env=env) as proc:
+                _feed(proc, payload)
+                output = _collect(proc, started + limit)
+            break
+        except OSError as exc:
+            if exc.errno == errno.ENOEXEC and len(argv) == 1:
+                # No #! line: bash runs it, as pi runs every hook (hooks.ts:88).
+                bash = shutil.which("bash", path=env.get("PATH", os.defpath))
+                if bash is not None:
+                    argv = [bash, str(path)]
+                    continue
+            return _not_started(stage, name, _start_failure(path, argv, exc),
+                                int((time.monotonic() - started) * 1000))
+    return _firing(stage, name, proc.returncode, limit, output,
                    int((time.monotonic() - started) * 1000))
+
+
+def _start_failure(path: Path, argv: list[str], exc: OSError) -> str:
+    """Why the hook at ``path`` could not be started, in words: no bash for a file without a
+    ``#!`` line, a ``#!`` interpreter that is missing, or the system's reason."""
+    if exc.errno == errno.ENOEXEC:
+        return "it has no #! line, so it runs through bash, and there is no bash on PATH"
+    if exc.errno == errno.ENOENT and len(argv) == 1:
+        try:
+            with open(path, "rb") as fh:
+                first = fh.readline(4096)
+        except OSError:
+            first = b""
+        if first.startswith(b"#!"):
+            words = first[2:].decode("utf-8", "replace").split()
+            if words:
+                return f"its interpreter {words[0]} was not found"
+    return exc.strerror or str(exc)
+
+
+def _not_started(stage: str, name: str, why: str, duration_ms: int) -> Firing:
+    """The firing of a hook that could not be started: no exit code, not timed out, an error
+    steer (pi-autoresearch reports a bash it cannot spawn the same way, ``hooks.ts:124``)."""
+    return Firing(stage, name, None, duration_ms, 0, False,
+                  f"[{stage} hook {name} could not be started: {why}]")
 
 
 @dataclass
@@ -270,15 +337,13 @@ def _both(err: bytearray, steer: str) -> str:
 
 
 def fire(hooks_dir: Path, stage: str, payload: Mapping[str, Any], *, cwd: Path) -> HookReport:
-    """Fire every hook of ``stage``; never raises for a failing hook."""
+    """Fire every hook of ``stage``; never raises for a failing hook (one that cannot be
+    started is a firing with an error steer)."""
     report = HookReport(stage)
     files, report.warnings = hook_files(hooks_dir, stage)
     for path in files:
         label = path.name if path.parent == hooks_dir else f"{path.parent.name}/{path.name}"
-        try:
-            report.firings.append(fire_one(path, stage, payload, cwd=cwd, label=label))
-        except OSError as exc:
-            report.warnings.append(f"hook {label} could not be started: {exc.strerror}")
+        report.firings.append(fire_one(path, stage, payload, cwd=cwd, label=label))
     return report
 
 

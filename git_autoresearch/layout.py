@@ -71,6 +71,16 @@ class Layout:
         """The pull-request body ``finalize`` writes."""
         return self.auto / "final.md"
 
+    def session_file(self, kind: str) -> Path:
+        """Where a reading command finds the session file ``kind`` (a key of
+        :data:`PI_FILES`: ``ideas``, ``prompt``, ...): in ``.auto/`` for a session of ours;
+        otherwise where pi-autoresearch 1.6.2 finds it (:func:`pi_session_file`), so that the
+        older flat files (``autoresearch.ideas.md``) of a pi session with no ``.auto/`` file
+        are read."""
+        if self.root is None and self.config.exists():
+            return self.auto / PI_FILES[kind][0]
+        return pi_session_file(self.root or self.repo.top, kind)
+
     def read_config_bytes(self) -> bytes:
         """The bytes of ``config.toml``; :class:`Refused` when there is no readable file."""
         try:

@@ -318,19 +318,32 @@ class Session:
                 "discard or keep")
 
     def session_summary(self) -> dict[str, Any]:
-        """The ``session`` object of the hook payload (seed contract), within this segment."""
+        """The ``session`` object of the hook payload, as pi-autoresearch 1.6.2 builds it
+        (``index.ts:1247-1255``; ``seeds/autoresearch-hooks.SKILL.txt``): ``baseline_metric``
+        the metric of the current segment's first run, whatever its status (``index.ts:580``;
+        0 for a crash), ``best_metric`` the best kept metric of the segment (``index.ts:586``),
+        both None before there is one; ``run_count`` every run of the session, all segments
+        (``index.ts:1253``), a line set aside that names a run included, as pi reads it. Then
+        ours: ``session_id`` and ``segment_run_count`` (the runs of the current segment)."""
         seg = self.segment
-        base, best = seg.baseline, seg.best
+        first = seg.runs[0].metric if seg.runs else None
+
+        def number(value: float | None) -> int | float:
+            return json_number(value) if value is not None else 0  # pi's jsonl.ts:118
+
+        kept = [number(r.metric) for r in seg.runs if r.status == "keep"]
+        best = (max(kept) if self.config.direction == "higher" else min(kept)) if kept else None
+        named = [m for m in self.ledger.malformed if m.run is not None]
         return {
             "metric_name": self.config.metric_name,
             "metric_unit": self.config.metric_unit,
             "direction": self.config.direction,
-            "baseline_metric": json_number(base.metric) if base and base.metric is not None
-            else None,
-            "best_metric": json_number(best.metric) if best and best.metric is not None
-            else None,
-            "run_count": len(seg.runs),
+            "baseline_metric": number(first) if seg.runs else None,
+            "best_metric": best,
+            "run_count": len(self.ledger.runs) + len(named),
             "goal": self.config.goal,
+            "session_id": self.config.session_id,
+            "segment_run_count": len(seg.runs),
         }
 
     # --- measuring --------------------------------------------------------------------------

@@ -270,19 +270,25 @@ def analyze_cmd(segment: int | None, plot: Path | None, as_json: bool) -> None:
               help="How many recent runs to include at most.")
 def summary_cmd(max_bytes: int, last: int) -> None:
     """A deterministic text for an agent to resume from after its context was compacted."""
-    from ..ideas import read_ideas
+    from ..ideas import read_ideas, unread_warning
     from ..insight import summary
 
     session = _open_warned()
     cfg = session.config
+    layout = session.layout
+    # pi-autoresearch's older sessions keep these as flat files at the top (paths.ts:21-28).
+    prompt_path, ideas_path = layout.session_file("prompt"), layout.session_file("ideas")
     try:
-        prompt = session.layout.prompt.read_text(encoding="utf-8")
+        prompt = prompt_path.read_text(encoding="utf-8")
     except FileNotFoundError:
         prompt = ""
+    ideas = read_ideas(ideas_path)
+    problem = unread_warning(ideas_path, ideas, str(ideas_path.relative_to(layout.repo.top)))
+    if problem:
+        warn(problem)
     text = summary(goal=cfg.goal, metric_name=cfg.metric_name, unit=cfg.metric_unit,
                    direction=cfg.direction, segment=session.ledger.current, prompt=prompt,
-                   ideas=read_ideas(session.layout.ideas), max_bytes=max_bytes,
-                   last=last)
+                   ideas=ideas, max_bytes=max_bytes, last=last)
     click.echo(text, nl=False)
 
 

@@ -153,7 +153,7 @@ def hooks_install_cmd(name: str, force: bool, as_json: bool) -> None:
 
 @click.group("ideas", context_settings=CONTEXT)
 def ideas_cmd() -> None:
-    """The ideas backlog, .auto/ideas.md, as Markdown checkboxes."""
+    """The ideas backlog, .auto/ideas.md: Markdown list items, - idea or - [ ] idea."""
 
 
 def _session_lock(layout: Layout, what: str) -> SessionLock:
@@ -181,6 +181,26 @@ def _backlog() -> tuple[Layout, Path]:
     return layout, backlog_path(layout)
 
 
+def _read_backlog() -> list[Idea]:
+    """The ideas of this work tree's backlog; a backlog with text but no idea is a warning."""
+    from ..ideas import read_ideas, unread_warning
+
+    layout, path = _backlog()
+    ideas = read_ideas(path)
+    problem = unread_warning(path, ideas, _shown(layout, path))
+    if problem:
+        warn(problem)
+    return ideas
+
+
+def _shown(layout: Layout, path: Path) -> str:
+    """``path`` relative to the top of the work tree, as messages name session files."""
+    try:
+        return str(path.relative_to(layout.repo.top))
+    except ValueError:
+        return str(path)
+
+
 def _show_idea(idea: Idea, as_json: bool) -> None:
     if as_json:
         emit_json(idea.to_json())
@@ -206,10 +226,10 @@ def ideas_add_cmd(text: tuple[str, ...], as_json: bool) -> None:
 @click.option("--all", "show_all", is_flag=True, help="Also the ideas already tried.")
 @json_option
 def ideas_list_cmd(show_all: bool, as_json: bool) -> None:
-    """The open ideas (and those a hook offered), numbered."""
-    from ..ideas import read_ideas
-
-    ideas = [i for i in read_ideas(_backlog()[1]) if show_all or i.state != "done"]
+    """The open ideas (and those a hook offered), numbered: every list item of the backlog,
+    - [ ] idea or a plain - idea (*, + or 1. too); an indented plain item is a detail of the
+    one above it, and a struck-through ~~idea~~ was tried."""
+    ideas = [i for i in _read_backlog() if show_all or i.state != "done"]
     if as_json:
         emit_json([i.to_json() for i in ideas])
         return
@@ -223,9 +243,9 @@ def ideas_list_cmd(show_all: bool, as_json: bool) -> None:
 def ideas_next_cmd(as_json: bool) -> None:
     """The first open idea, else the first one a hook offered but nobody marked done (exit 0
     with nothing printed when there is none)."""
-    from ..ideas import next_idea, read_ideas
+    from ..ideas import next_idea
 
-    found = next_idea(read_ideas(_backlog()[1]))
+    found = next_idea(_read_backlog())
     if as_json:
         emit_json(found.to_json() if found else None)
     elif found:

@@ -20,7 +20,9 @@ def one_line(text):
 def main():
     payload = json.loads(sys.stdin.readline() or "{}")
     entry = payload.get("run_entry") or {}
-    metric = "-" if entry.get("metric") is None else entry.get("metric")
+    # A crash carries metric 0, as pi-autoresearch gives it: no measurement, shown as "-".
+    crashed = entry.get("status") == "crash" or entry.get("metric") is None
+    metric = "-" if crashed else entry.get("metric")
     unit = (payload.get("session") or {}).get("metric_unit") or ""
     asi = entry.get("asi") or {}
     notes = "; ".join(f"{key}: {one_line(asi[key])}" for key in NOTES if asi.get(key))
