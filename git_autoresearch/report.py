@@ -72,10 +72,13 @@ def run_row(run: Run, segment: Segment,
             audited: dict[int, list[dict[str, Any]]] | None = None) -> dict[str, Any]:
     """A run as ``log --json`` shows it: the record plus ``delta_pct`` against the baseline
     and ``audit``, the latest audit line of the run from ``audited`` (:func:`audits`), or
-    None."""
+    None; a missing or unknown ``status`` shows as read (keep, :attr:`Run.status`), the one
+    written (None when missing) in ``recorded_status``."""
     base = segment.baseline
     row = dict(run.data)
     row["segment"] = segment.index
+    if run.odd_status:  # read as pi-autoresearch reads it, what was written kept beside it
+        row["status"], row["recorded_status"] = run.status, run.data.get("status")
     row["delta_pct"] = delta_pct(run.metric, base.metric if base else None)
     found = (audited or {}).get(run.number)
     row["audit"] = found[-1] if found else None

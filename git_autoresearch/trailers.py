@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .git import Repo
-from .ledger import Ledger, Run, Segment, json_number, reject_constant, run_record
+from .ledger import Ledger, Run, Segment, dumps, json_number, reject_constant, run_record
 
 RESULT = "Result"
 STATUS = "Autoresearch-Status"
@@ -34,12 +34,14 @@ def _values(key: str, *options: str) -> str:
 
 def result_trailer(metric_name: str, metric: float, metrics: Mapping[str, float]) -> str:
     """The ``Result:`` value: compact JSON, ``status`` first, then the primary metric, then the
-    secondary ones, non-ASCII names kept (the shape pi-autoresearch writes)."""
+    secondary ones, non-ASCII names kept, numbers as JavaScript writes them (``0.000015``,
+    ``1e-7``: the ``JSON.stringify`` of pi-autoresearch 1.6.2, extensions/pi-autoresearch/
+    index.ts:2383)."""
     body: dict[str, Any] = {"status": "keep", metric_name: json_number(metric)}
     for name, value in metrics.items():
         if name not in body:
             body[name] = json_number(value)
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return dumps(body)
 
 
 def keep_trailers(trailer: str, run: int, session_id: str) -> dict[str, str]:

@@ -262,7 +262,10 @@ def import_cmd(source: Path, output: Path | None, as_json: bool) -> None:
     from ..layout import Layout, exclude_auto
     from ..ledger import MAX_LINE_BYTES
 
-    lines, what = convert(source)
+    notes: list[str] = []
+    lines, what = convert(source, notes)
+    for note in notes:
+        warn(note)
     for index, line in enumerate(lines, start=1):
         size = len(line.encode("utf-8", "surrogateescape"))
         if size > MAX_LINE_BYTES:
@@ -286,7 +289,8 @@ def import_cmd(source: Path, output: Path | None, as_json: bool) -> None:
         write_atomic(output, data)
     runs = sum(1 for line in lines if '"type"' not in line.split(",", 1)[0])
     if as_json:
-        emit_json({"source": what, "output": str(output), "lines": len(lines)})
+        emit_json({"source": what, "output": str(output), "lines": len(lines),
+                   "warnings": notes})
     else:
         click.echo(f"imported {what}: {len(lines)} lines ({runs} runs) into {output}")
 
