@@ -25,6 +25,9 @@ from .files import append_whole, write_atomic
 # A run record as :func:`dumps` (or json.dumps) writes it begins with its number.
 _RUN_PREFIX = re.compile(rb'\{\s*"run"\s*:\s*([1-9][0-9]{0,8})\s*[,}]')
 STATUSES = ("keep", "discard", "crash", "checks_failed")
+# Fields of the run records this tool writes (or doctor rebuilds) that pi-autoresearch's lack.
+OUR_RUN_FIELDS = frozenset({"attempt_ref", "samples", "duration_s", "hooks", "checks",
+                            "rebuilt_from"})
 MAX_LINE_BYTES = 1 << 20  # a longer line is reported, not parsed
 # The ``version`` of the config header this implementation writes.
 VERSION = 1
@@ -141,6 +144,12 @@ class Run:
     def odd_status(self) -> bool:
         """Whether the record's ``status`` is missing or none of :data:`STATUSES`."""
         return self.data.get("status") not in STATUSES
+
+    @property
+    def ours(self) -> bool:
+        """Whether this tool wrote the record (it has a field of ours that pi-autoresearch's
+        records lack: :data:`OUR_RUN_FIELDS`), not pi-autoresearch."""
+        return not OUR_RUN_FIELDS.isdisjoint(self.data)
 
     @property
     def pi_metric(self) -> float:
@@ -276,9 +285,12 @@ class Ledger:
         numbers += [m.run for m in self.malformed if m.run is not None]
         return max(numbers) + 1 if numbers else 1
 
-    def find(self, number: int) -> Run | None:
+    def find(self, number: int, *, ours: bool = False) -> Run | None:
+        """The first run numbered ``number``; with ``ours``, the first that this tool wrote
+        (:attr:`Run.ours`), since another tool may have written the same number
+        (:attr:`repeated_numbers`). None when there is none."""
         for run in self.runs:
-            if run.number == number:
+            if run.number == number and (run.ours or not ours):
                 return run
         return None
 

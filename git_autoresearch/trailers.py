@@ -226,7 +226,10 @@ def reconcile(repo: Repo, book: Ledger, branch: str, base: str | None,
     on_branch = {v["commit"][:7] for v in trailers.values()}
     if base:
         on_branch.add(base[:7])
-    kept = {r.number: r for r in book.runs if r.status == "keep"}
+    kept: dict[int, Run] = {}
+    for r in book.runs:  # a number another tool wrote too: ours first
+        if r.status == "keep" and (r.number not in kept or r.ours and not kept[r.number].ours):
+            kept[r.number] = r
     for number, info in sorted(trailers.items()):
         run = kept.get(number)
         if run is None:

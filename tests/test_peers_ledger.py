@@ -10,6 +10,10 @@ Every expected value is what pi's own code gives for the input: its ledger recon
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -232,3 +236,23 @@ def test_numbers_are_written_as_javascript_writes_them(repo: Path, ar: Tool) -> 
     message = git(repo, "log", "-1", "--format=%B")
     assert 'Result: {"status":"keep","score":1e-7}' in message
     assert ledger.dumps({"m": 1e16, "s": [1.5e-5]}) == '{"m":10000000000000000,"s":[0.000015]}'
+
+
+def test_our_interrupted_run_is_recorded_though_a_peer_took_its_number(repo: Path,
+                                                                        ar: Tool) -> None:
+    """A run of ours killed before its ledger line, then pi-autoresearch appends a run numbered
+    by its count (extensions/pi-autoresearch/index.ts:2422: run 2, the number ours holds):
+    resume still writes our run 2, pi's run stays, and neither is taken for the other."""
+    ar(repo, *start_args())
+    write(repo / "value.txt", "90\n")
+    killed = subprocess.run([sys.executable, "-m", "git_autoresearch", "discard", "-d", "ours"],
+                            cwd=repo, capture_output=True, text=True,
+                            env={**os.environ, "GIT_AUTORESEARCH_DIE_AT": "record:before-ledger"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    path = repo / ".auto" / "log.jsonl"
+    with open(path, "a") as fh:
+        fh.write(run_line(2, 91, "discard", commit="1234567") + "\n")
+    ar(repo, "resume")
+    assert [(r["run"], r["description"]) for r in runs(repo)] == [
+        (1, "baseline"), (2, "run 2"), (2, "ours")]
+    assert ar(repo, "doctor", expect=None).out.count("run 2") == 0
