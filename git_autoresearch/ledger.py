@@ -5,7 +5,9 @@ The format is pi-autoresearch 1.6's: a ``{"type":"config",...}`` line opens a se
 session), ``commit`` (7 characters), ``metric`` (0 for a crash), ``metrics``, ``status``,
 ``description``, ``timestamp`` (epoch milliseconds), ``segment``, ``confidence`` and ``asi``; our
 own fields ride along and readers skip what they do not know. Hook firings are
-``{"type":"hook",...}`` lines. This module never runs git.
+``{"type":"hook",...}`` lines; a line cut short becomes a ``{"type":"torn_line",...}`` record at
+the next append. Lines are written as pi's ``JSON.stringify`` writes them (:func:`dumps`) and read
+as its ``reconstructJsonlState`` reads them (:func:`parse`). This module never runs git.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ def number_text(value: float) -> str:
     """A number as the ledger and the ``Result:`` trailer write it: JavaScript's number text,
     the text ``JSON.stringify`` gives (ECMAScript's Number::toString, which pi-autoresearch's
     ledger and trailers hold): the shortest digits that read back as ``value``, in positional
-    notation from 1e-7 up to below 1e21 (``0.000015``, ``10000000000000000``, ``2584610000``,
+    notation from 1e-6 up to below 1e21 (``0.000015``, ``10000000000000000``, ``2584610000``,
     ``14600`` for 14600.0) and exponential outside it (``1e-7``, ``1.5e+21``); ``0`` for -0.
     Raises ValueError for NaN and infinity, which JSON has no text for."""
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) <= 2**53:

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from conftest import FIXTURES_DIR, Tool, commit_all, git, runs, start_args, write
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from git_autoresearch import ledger
 
@@ -256,3 +258,21 @@ def test_our_interrupted_run_is_recorded_though_a_peer_took_its_number(repo: Pat
     assert [(r["run"], r["description"]) for r in runs(repo)] == [
         (1, "baseline"), (2, "run 2"), (2, "ours")]
     assert ar(repo, "doctor", expect=None).out.count("run 2") == 0
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False))
+@settings(max_examples=500, deadline=None)
+def test_number_text_reads_back_and_takes_javascripts_notation(value: float) -> None:
+    """ECMAScript's Number::toString, which JSON.stringify uses (pi-autoresearch 1.6.2 writes
+    its ledger and trailers with it): the number reads back unchanged, in positional notation
+    from 1e-6 up to below 1e21 and exponential outside it, the exponent with its sign and no
+    leading zero, and -0 as 0."""
+    text = ledger.number_text(value)
+    assert float(json.loads(text)) == value  # as JavaScript reads it: a double
+    positional = value == 0 or 1e-6 <= abs(value) < 1e21
+    assert ("e" not in text) == positional, text
+    if not positional:
+        exponent = text.split("e")[1]
+        assert exponent[0] in "+-" and not exponent[1:].startswith("0"), text
+    assert not text.startswith("-0") or text.startswith("-0.")
+    assert ledger.dumps({"x": value}) == '{"x":' + text + "}"
