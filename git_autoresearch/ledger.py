@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, TypedDict, cast
 
 from .files import append_whole, write_atomic
+from .jsontext import stringify
 
 # A run record as :func:`dumps` (or json.dumps) writes it begins with its number.
 _RUN_PREFIX = re.compile(rb'\{\s*"run"\s*:\s*([1-9][0-9]{0,8})\s*[,}]')
@@ -40,40 +41,6 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def number_text(value: float) -> str:
-    """A number as the ledger and the ``Result:`` trailer write it: JavaScript's number text,
-    the text ``JSON.stringify`` gives (ECMAScript's Number::toString, which pi-autoresearch's
-    ledger and trailers hold): the shortest digits that read back as ``value``, in positional
-    notation from 1e-6 up to below 1e21 (``0.000015``, ``10000000000000000``, ``2584610000``,
-    ``14600`` for 14600.0) and exponential outside it (``1e-7``, ``1.5e+21``); ``0`` for -0.
-    Raises ValueError for NaN and infinity, which JSON has no text for."""
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) <= 2**53:
-        return str(value)
-    number = float(value)
-    if not math.isfinite(number):
-        raise ValueError(f"{number} is not a JSON number")
-    if number == 0:
-        return "0"
-    if number < 0:
-        return "-" + number_text(-number)
-    mantissa, _, power = repr(number).partition("e")
-    whole, _, fraction = mantissa.partition(".")
-    joined = whole + fraction
-    significant = joined.lstrip("0")
-    # number = 0.<digits> x 10**point (ECMAScript's k digits and n)
-    point = len(whole) + int(power or 0) - (len(joined) - len(significant))
-    digits = significant.rstrip("0")
-    if len(digits) <= point <= 21:
-        return digits + "0" * (point - len(digits))
-    if 0 < point <= 21:
-        return f"{digits[:point]}.{digits[point:]}"
-    if -6 < point <= 0:
-        return "0." + "0" * -point + digits
-    exponent = point - 1
-    head = digits[0] + (f".{digits[1:]}" if len(digits) > 1 else "")
-    return f"{head}e{'+' if exponent >= 0 else '-'}{abs(exponent)}"
-
-
 def json_number(value: float) -> int | float:
     """A metric as JSON writes it: whole numbers without ``.0`` (``14600``, as the seed shows)."""
     if math.isfinite(value) and value == int(value) and abs(value) < 2**53:
@@ -83,36 +50,18 @@ def json_number(value: float) -> int | float:
 
 def dumps(record: Mapping[str, Any]) -> str:
     """One ledger line (no newline) as pi-autoresearch's ``JSON.stringify`` writes it: compact
-    JSON, non-ASCII kept, numbers as :func:`number_text` (``0.000015``, not ``1.5e-05``), NaN
+    JSON, non-ASCII kept, numbers as :func:`~git_autoresearch.jsontext.number_text`
+    (``0.000015``, not ``1.5e-05``), NaN
     and infinity refused (ValueError). A record holding a file name that is not UTF-8 (its
     bytes kept as lone surrogates) is written with ``\\u`` escapes instead, which read back
     as the same name. Values are dicts, lists, tuples, strings, numbers, booleans and None
     (TypeError for anything else)."""
-    text = _encode(record, False)
+    text = stringify(record)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        text = _encode(record, True)
+        text = stringify(record, ascii_only=True)
     return text
-
-
-def _encode(value: Any, ascii_only: bool) -> str:
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=ascii_only)
-    if isinstance(value, (int, float)):
-        return number_text(value)
-    if isinstance(value, Mapping):
-        return "{" + ",".join(f"{json.dumps(str(k), ensure_ascii=ascii_only)}:"
-                              f"{_encode(v, ascii_only)}" for k, v in value.items()) + "}"
-    if isinstance(value, (list, tuple)):
-        return "[" + ",".join(_encode(v, ascii_only) for v in value) + "]"
-    raise TypeError(f"a ledger line cannot hold {type(value).__name__}")
 
 
 def finite(value: Any) -> float | None:

@@ -21,7 +21,7 @@ from conftest import FIXTURES_DIR, Tool, commit_all, git, runs, start_args, writ
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from git_autoresearch import ledger
+from git_autoresearch import jsontext, ledger
 
 PI_WRITTEN = FIXTURES_DIR / "pi-1.6.2-written-log.jsonl"
 PI_LOG = FIXTURES_DIR / "pi-autoresearch-log.jsonl"
@@ -224,7 +224,7 @@ def test_numbers_are_written_as_javascript_writes_them(repo: Path, ar: Tool) -> 
     """pi-autoresearch 1.6.2 writes its ledger and its Result: trailer with JSON.stringify
     (extensions/pi-autoresearch/index.ts:2383, :2426); under node JSON.stringify gives
     0.000015, 1e-7, 10000000000000000, 1e+21, 2584610000 and 0 for -0."""
-    assert [ledger.number_text(v) for v in (0.000015, 1e-7, 1e16, 1e21, 2584610000.0, -0.0,
+    assert [jsontext.number_text(v) for v in (0.000015, 1e-7, 1e16, 1e21, 2584610000.0, -0.0,
                                             -2.5e-9, 1000.05, 2**60)] == [
         "0.000015", "1e-7", "10000000000000000", "1e+21", "2584610000", "0", "-2.5e-9",
         "1000.05", "1152921504606847000"]
@@ -267,7 +267,7 @@ def test_number_text_reads_back_and_takes_javascripts_notation(value: float) -> 
     its ledger and trailers with it): the number reads back unchanged, in positional notation
     from 1e-6 up to below 1e21 and exponential outside it, the exponent with its sign and no
     leading zero, and -0 as 0."""
-    text = ledger.number_text(value)
+    text = jsontext.number_text(value)
     assert float(json.loads(text)) == value  # as JavaScript reads it: a double
     positional = value == 0 or 1e-6 <= abs(value) < 1e21
     assert ("e" not in text) == positional, text
