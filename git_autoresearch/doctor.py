@@ -298,7 +298,7 @@ def _check_kept_runs(session: Session, exam: Examination, log: list[TrailerCommi
     additions: dict[int, bytes] = {}
     branch = session_branch(session.config.session_id)
     for number, info in sorted(read_trailers(session.repo, branch, base, log).items()):
-        run = book.find(number)
+        run = book.find(number, ours=True)
         if run is not None:
             if run.status != "keep":
                 exam.add(f"commit {info['commit'][:7]} records run {number} as kept, but the "
@@ -334,7 +334,7 @@ def _check_attempts(session: Session, exam: Examination, saved_lines: dict[int, 
     repo, sid = session.repo, session.config.session_id
     additions: dict[int, bytes] = {}
     for number, oid in sorted(_attempts(session).items()):
-        if session.ledger.find(number) is not None or number in known:
+        if session.ledger.find(number, ours=True) is not None or number in known:
             continue
         finding = exam.add(f"attempt ref of run {number} has no ledger line")
         if number in saved_lines:

@@ -262,17 +262,41 @@ def _tsv_runs(path: Path, rows: list[Row], metric_column: str, source: str, time
     return runs
 
 
-def _ledger_lines(source: Path) -> list[str]:
+def _ledger_lines(source: Path, warnings: list[str]) -> list[str]:
     """The lines of a pi-autoresearch ledger, unchanged (carriage returns and blank lines
-    dropped). Raises :class:`UsageError` naming the first malformed line."""
+    dropped), as pi-autoresearch 1.6.2 reads them (``reconstructJsonlState``,
+    extensions/pi-autoresearch/jsonl.ts:173): a line that is no JSON object (a torn append)
+    is skipped, as pi skips it, with a warning in ``warnings``; so is each record read
+    otherwise than it says (:meth:`Ledger.notices`). Raises :class:`UsageError` naming the
+    first line the ledger reader cannot read at all (a ``run`` that is no positive whole
+    number, a line too long) and when no line is left."""
     from .ledger import parse
 
-    data = _text(source)
-    bad = parse(data.encode("utf-8")).malformed
+    lines = [ln.rstrip("\r") for ln in _text(source).split("\n")]
+    kept, skipped = [], []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            skipped.append(f"{source}:{number}: not JSON")
+            continue
+        if not isinstance(obj, dict):
+            skipped.append(f"{source}:{number}: not a JSON object")
+            continue
+        kept.append(line)
+    if not kept:
+        raise UsageError(f"{skipped[0]}; the file holds no ledger line" if skipped
+                         else f"{source} holds no ledger line")
+    warnings += [f"{what}: skipped, as pi-autoresearch skips it" for what in skipped]
+    book = parse("".join(ln + "\n" for ln in kept).encode("utf-8", "surrogateescape"))
+    bad = book.malformed
     if bad:
-        raise UsageError(f"{source}:{bad[0].line}: {bad[0].reason} (and {len(bad) - 1} more)"
-                         if len(bad) > 1 else f"{source}:{bad[0].line}: {bad[0].reason}")
-    return [ln.rstrip("\r") for ln in data.split("\n") if ln.strip()]
+        raise UsageError(f"{source}: ledger record {bad[0].line}: {bad[0].reason}"
+                         + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""))
+    warnings += book.notices(source)
+    return kept
 
 
 def _whole(text: str) -> int | None:
@@ -362,7 +386,7 @@ def convert(source: Path, *, direction: str | None = None,
         if direction is not None:
             raise UsageError(f"{source}: --direction is for a results.tsv; a ledger's config "
                              "lines carry the direction")
-        return _ledger_lines(source), f"pi-autoresearch ledger {source}"
+        return _ledger_lines(source, warnings), f"pi-autoresearch ledger {source}"
     if source.suffix != ".tsv":
         raise UsageError(f"{source}: import reads .jsonl ledgers and .tsv results")
     if direction is not None and direction not in DIRECTIONS:

@@ -5,7 +5,9 @@ The format is pi-autoresearch 1.6's: a ``{"type":"config",...}`` line opens a se
 session), ``commit`` (7 characters), ``metric`` (0 for a crash), ``metrics``, ``status``,
 ``description``, ``timestamp`` (epoch milliseconds), ``segment``, ``confidence`` and ``asi``; our
 own fields ride along and readers skip what they do not know. Hook firings are
-``{"type":"hook",...}`` lines. This module never runs git.
+``{"type":"hook",...}`` lines; a line cut short becomes a ``{"type":"torn_line",...}`` record at
+the next append. Lines are written as pi's ``JSON.stringify`` writes them (:func:`dumps`) and read
+as its ``reconstructJsonlState`` reads them (:func:`parse`). This module never runs git.
 """
 
 from __future__ import annotations
@@ -20,11 +22,15 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, TypedDict, cast
 
-from .files import append_whole
+from .files import append_whole, write_atomic
+from .jsontext import stringify
 
 # A run record as :func:`dumps` (or json.dumps) writes it begins with its number.
 _RUN_PREFIX = re.compile(rb'\{\s*"run"\s*:\s*([1-9][0-9]{0,8})\s*[,}]')
 STATUSES = ("keep", "discard", "crash", "checks_failed")
+# Fields of the run records this tool writes (or doctor rebuilds) that pi-autoresearch's lack.
+OUR_RUN_FIELDS = frozenset({"attempt_ref", "samples", "duration_s", "hooks", "checks",
+                            "rebuilt_from"})
 MAX_LINE_BYTES = 1 << 20  # a longer line is reported, not parsed
 # The ``version`` of the config header this implementation writes.
 VERSION = 1
@@ -35,12 +41,6 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def number_text(value: float) -> str:
-    """A metric as the ledger writes it, as text: whole numbers without ``.0`` and every digit
-    kept (``2584610000``, where ``:g`` would print ``2.58461e+09``)."""
-    return str(json_number(value))
-
-
 def json_number(value: float) -> int | float:
     """A metric as JSON writes it: whole numbers without ``.0`` (``14600``, as the seed shows)."""
     if math.isfinite(value) and value == int(value) and abs(value) < 2**53:
@@ -49,14 +49,18 @@ def json_number(value: float) -> int | float:
 
 
 def dumps(record: Mapping[str, Any]) -> str:
-    """One ledger line (no newline): compact JSON, non-ASCII kept, NaN and infinity refused.
-    A record holding a file name that is not UTF-8 (its bytes kept as lone surrogates) is
-    written with ``\\u`` escapes instead, which read back as the same name."""
-    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    """One ledger line (no newline) as pi-autoresearch's ``JSON.stringify`` writes it: compact
+    JSON, non-ASCII kept, numbers as :func:`~git_autoresearch.jsontext.number_text`
+    (``0.000015``, not ``1.5e-05``), NaN
+    and infinity refused (ValueError). A record holding a file name that is not UTF-8 (its
+    bytes kept as lone surrogates) is written with ``\\u`` escapes instead, which read back
+    as the same name. Values are dicts, lists, tuples, strings, numbers, booleans and None
+    (TypeError for anything else)."""
+    text = stringify(record)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        text = json.dumps(record, separators=(",", ":"), allow_nan=False)
+        text = stringify(record, ascii_only=True)
     return text
 
 
@@ -81,7 +85,28 @@ class Run:
 
     @property
     def status(self) -> str:
-        return str(self.data.get("status", ""))
+        """The status, one of :data:`STATUSES`: a missing or unknown one reads as ``keep``, as
+        pi-autoresearch 1.6.2's extension reads it (``statusFrom``, extensions/pi-autoresearch/
+        jsonl.ts:74); :attr:`odd_status` tells such a record apart."""
+        value = self.data.get("status")
+        return value if isinstance(value, str) and value in STATUSES else "keep"
+
+    @property
+    def odd_status(self) -> bool:
+        """Whether the record's ``status`` is missing or none of :data:`STATUSES`."""
+        return self.data.get("status") not in STATUSES
+
+    @property
+    def ours(self) -> bool:
+        """Whether this tool wrote the record (it has a field of ours that pi-autoresearch's
+        records lack: :data:`OUR_RUN_FIELDS`), not pi-autoresearch."""
+        return not OUR_RUN_FIELDS.isdisjoint(self.data)
+
+    @property
+    def pi_metric(self) -> float:
+        """The metric as pi-autoresearch reads it (jsonl.ts:118): the recorded number, a
+        crash's 0 included, and 0 when the record holds none."""
+        return finite(self.data.get("metric")) or 0.0
 
     @property
     def metric(self) -> float | None:
@@ -171,6 +196,39 @@ class Ledger:
         return None
 
     @property
+    def odd_statuses(self) -> list[Run]:
+        """The runs whose ``status`` is missing or unknown (read as keep: :attr:`Run.status`)."""
+        return [r for r in self.runs if r.odd_status]
+
+    @property
+    def repeated_numbers(self) -> dict[int, list[int]]:
+        """Run numbers held by more than one run record, each with the lines that hold it (two
+        tools appending to one ledger: pi numbers a run by the count of runs, this tool by the
+        last number + 1). Every such record is read as a run of its own."""
+        lines: dict[int, list[int]] = {}
+        for run in self.runs:
+            lines.setdefault(run.number, []).append(run.line)
+        return {n: found for n, found in lines.items() if len(found) > 1}
+
+    def notices(self, path: Path | str) -> list[str]:
+        """One warning for the records read otherwise than they say (a missing or unknown
+        status), and one per run number held twice, naming the ledger ``path``."""
+        out = []
+        odd = self.odd_statuses
+        if odd:
+            shown = ", ".join(f"run {r.number} ({r.data.get('status', 'missing')!r})"
+                              if "status" in r.data else f"run {r.number} (no status)"
+                              for r in odd[:3])
+            more = f" and {len(odd) - 3} more" if len(odd) > 3 else ""
+            out.append(f"{path}: {shown}{more}: not one of {', '.join(STATUSES)}; read as "
+                       "keep, as pi-autoresearch reads it")
+        for number, lines in self.repeated_numbers.items():
+            out.append(f"{path}: run number {number} is on lines "
+                       f"{', '.join(map(str, lines))} (another tool appended to this ledger); "
+                       f"each is read as a run of its own, and show {number} shows the first")
+        return out
+
+    @property
     def next_run_number(self) -> int:
         """One after the highest run number of a record, or of a line that could not be read
         but names one (too long, say): a number is never given twice."""
@@ -178,9 +236,12 @@ class Ledger:
         numbers += [m.run for m in self.malformed if m.run is not None]
         return max(numbers) + 1 if numbers else 1
 
-    def find(self, number: int) -> Run | None:
+    def find(self, number: int, *, ours: bool = False) -> Run | None:
+        """The first run numbered ``number``; with ``ours``, the first that this tool wrote
+        (:attr:`Run.ours`), since another tool may have written the same number
+        (:attr:`repeated_numbers`). None when there is none."""
         for run in self.runs:
-            if run.number == number:
+            if run.number == number and (run.ours or not ours):
                 return run
         return None
 
@@ -193,23 +254,24 @@ def _check_run(obj: dict[str, Any]) -> str | None:
     run = obj.get("run")
     if isinstance(run, bool) or not isinstance(run, int) or run < 1:
         return "'run' is not a positive whole number"
-    if obj.get("status") not in STATUSES:
-        return f"unknown status {obj.get('status')!r}"
-    metric = obj.get("metric")
-    if metric is not None and finite(metric) is None:
-        return "'metric' is not a finite number"
     return None
 
 
 def parse(data: bytes) -> Ledger:
-    """Read ledger bytes. Unknown fields and line types are kept or skipped, never fatal; a line
-    that is not JSON, or a run record with a bad ``run``, ``status`` or ``metric``, is listed in
-    ``malformed`` and set aside."""
+    """Read ledger bytes as pi-autoresearch 1.6.2 reconstructs them (``reconstructJsonlState``,
+    extensions/pi-autoresearch/jsonl.ts:169). A ``config`` line opens a segment only once a
+    run was read (jsonl.ts:108: the config lines before the first run make one segment, the
+    later ones' fields winning); a missing or unknown ``status`` reads as keep
+    (:attr:`Run.status`); a ``metric`` that is no number reads as none; a run number seen
+    before is read as another run (:attr:`Ledger.repeated_numbers`) unless the line is a
+    byte-for-byte copy of the earlier one. Unknown fields and line types are kept or skipped,
+    never fatal; a line that is not JSON, or a run record whose ``run`` is no positive whole
+    number, is listed in ``malformed`` and set aside."""
     segments = [Segment(0, None)]
     hooks: list[dict[str, Any]] = []
     events: list[dict[str, Any]] = []
     malformed: list[Malformed] = []
-    seen: dict[int, int] = {}
+    seen: dict[bytes, int] = {}
     lines = data.split(b"\n")
     torn_last = bool(lines and lines[-1])
     for number, raw in enumerate(lines, start=1):
@@ -232,8 +294,11 @@ def parse(data: bytes) -> Ledger:
             continue
         kind = obj.get("type")
         if kind == "config":
-            if segments[-1].header is None and not segments[-1].runs and len(segments) == 1:
-                segments[-1].header = obj
+            if len(segments) == 1 and not segments[0].runs:
+                merged = {**(segments[0].header or {}), **obj}
+                if "bestDirection" not in obj:  # pi resets it (jsonl.ts:105)
+                    merged.pop("bestDirection", None)
+                segments[0].header = merged
             else:
                 segments.append(Segment(len(segments), obj))
         elif kind == "hook":
@@ -242,15 +307,16 @@ def parse(data: bytes) -> Ledger:
             events.append(obj)
         elif "run" in obj:
             problem = _check_run(obj)
-            if problem is None and obj["run"] in seen:
-                problem = f"run {obj['run']} again (first on line {seen[obj['run']]})"
+            copy = raw.strip()
+            if problem is None and copy in seen:
+                problem = f"a copy of line {seen[copy]} (run {obj['run']})"
             if problem:
                 run_value = obj.get("run")
                 malformed.append(Malformed(number, problem, is_torn,
                                            run_value if isinstance(run_value, int)
                                            and not isinstance(run_value, bool) else None))
             else:
-                seen[obj["run"]] = number
+                seen[copy] = number
                 segments[-1].runs.append(Run(obj, number, segments[-1].index))
     return Ledger(segments, hooks, events, malformed)
 
@@ -328,9 +394,11 @@ def read(path: Path) -> Ledger:
 def append(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
     """Append records in one ``write`` and ``fsync``.
 
-    A last line without its newline (an append that was cut short) is never glued onto: a newline
-    goes first, so the torn line stays a line of its own that readers report and set aside. A
-    line longer than :data:`MAX_LINE_BYTES` is refused (ValueError) before anything is written,
+    A last line without its newline (an append that was cut short) is never glued onto, nor
+    left torn in the middle of the ledger, where pi-autoresearch's export dashboard would
+    refuse the whole file (assets/template.html:394): it is set aside as a record of its own,
+    :func:`torn_record`, and the file rewritten whole with the new lines after it. A line
+    longer than :data:`MAX_LINE_BYTES` is refused (ValueError) before anything is written,
     since no reader would read it; an append that cannot be written whole (a full disk) leaves
     the file as it was and raises :class:`~git_autoresearch.files.WriteFailed`.
     """
@@ -339,7 +407,39 @@ def append(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
         if len(line) > MAX_LINE_BYTES:
             raise ValueError(f"a ledger line of {len(line)} bytes is longer than the "
                              f"{MAX_LINE_BYTES} bytes a reader reads")
-    append_whole(path, b"".join(line + b"\n" for line in lines))
+    payload = b"".join(line + b"\n" for line in lines)
+    if _ends_torn(path):
+        data = path.read_bytes()
+        cut = data.rfind(b"\n") + 1
+        torn = dumps(torn_record(data[cut:], data.count(b"\n") + 1)).encode("utf-8")
+        write_atomic(path, data[:cut] + torn + b"\n" + payload)
+        return
+    append_whole(path, payload)
+
+
+TORN = "torn_line"
+
+
+def torn_record(raw: bytes, line: int) -> dict[str, Any]:
+    """The record a torn last line becomes at the next append: ``{"type": "torn_line", "line":
+    its line number, "text": its bytes (UTF-8, a byte that is not kept as a lone surrogate
+    escape), "timestamp": now}``; pi-autoresearch reads no run in it (no ``run`` key), and its
+    export dashboard reads the file."""
+    return {"type": TORN, "line": line, "text": raw.decode("utf-8", "surrogateescape"),
+            "timestamp": now_ms()}
+
+
+def _ends_torn(path: Path) -> bool:
+    """Whether the file at ``path`` ends with a line without its newline."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, 2)
+            if fh.tell() == 0:
+                return False
+            fh.seek(-1, 2)
+            return fh.read(1) != b"\n"
+    except FileNotFoundError:
+        return False
 
 
 def median(values: Iterable[float]) -> float:
@@ -358,29 +458,32 @@ def mad(values: list[float]) -> float:
     return median(abs(v - centre) for v in values)
 
 
-def confidence(segment: Segment, upto: int | None = None) -> float | None:
-    """pi-autoresearch's confidence: ``|best kept - baseline| / MAD`` over the segment's runs.
-
-    The MAD is over the finite metrics of non-crashed runs (up to and including run ``upto`` when
-    given). None with fewer than 3 such runs, a MAD of 0, or no kept run better than the baseline.
-    """
-    runs = segment.runs if upto is None else [r for r in segment.runs if r.number <= upto]
-    values = [m for m in (r.metric for r in runs) if m is not None]
-    kept = [r for r in runs if r.status == "keep" and r.metric is not None]
-    if len(values) < 3 or not kept:
+def confidence(segment: Segment, count: int | None = None) -> float | None:
+    """The ledger's ``confidence`` field, bit for bit pi-autoresearch 1.6.2's
+    (``computeConfidence``, extensions/pi-autoresearch/index.ts:426), over the segment's first
+    ``count`` runs (all when None): ``|best kept - baseline| / MAD``, where the MAD and the best
+    kept metric are over the runs whose metric (:attr:`Run.pi_metric`) is above 0, whatever
+    their status, and the baseline is the segment's first run's metric, whatever its status
+    (``findBaselineMetric``, index.ts:580). None with fewer than 3 runs above 0, a MAD of 0,
+    no kept run above 0, a best equal to the baseline, or a quotient too large for a double
+    (which ``JSON.stringify`` writes as null). Not rounded. A unitless float."""
+    runs = segment.runs if count is None else segment.runs[:count]
+    positive = [r for r in runs if r.pi_metric > 0]
+    if len(positive) < 3:
         return None
-    baseline = kept[0].metric
-    best = baseline
-    for r in kept:
-        assert r.metric is not None and best is not None
-        if segment.better(r.metric, best):
-            best = r.metric
-    assert best is not None and baseline is not None
+    values = [r.pi_metric for r in positive]
     spread = mad(values)
-    if spread == 0 or best == baseline:
+    if spread == 0:
+        return None
+    baseline = runs[0].pi_metric
+    best: float | None = None
+    for run in positive:
+        if run.status == "keep" and (best is None or segment.better(run.pi_metric, best)):
+            best = run.pi_metric
+    if best is None or best == baseline:
         return None
     value = abs(best - baseline) / spread
-    return round(value, 4) if math.isfinite(value) else None
+    return value if math.isfinite(value) else None
 
 
 def confidence_label(value: float | None) -> str:

@@ -32,7 +32,8 @@ from .faults import checkpoint
 from .files import WriteFailed
 from .git import GitError
 from .inputs import fit_record
-from .ledger import Run, RunRecord, Segment, json_number, now_ms, number_text, run_record
+from .jsontext import number_text
+from .ledger import Run, RunRecord, Segment, json_number, now_ms, run_record
 from .measure import Measurement
 from .pending import changed_since, set_asides
 from .refs import attempt_ref

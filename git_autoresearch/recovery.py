@@ -89,7 +89,7 @@ def finish_interrupted(session: Session, finished: list[Mapping[str, Any]], warn
     if intent.op not in ("keep", "revert") or number is None or intent.record is None:
         journal.set_aside(session.layout.intent)
         return "set aside an unreadable intent record"
-    already = session.ledger.find(number)
+    already = session.ledger.find(number, ours=True)
     if already is not None:
         # The intent is cleared once the after hooks fired: they have not.
         finished.append(already.data)

@@ -8,6 +8,7 @@ import math
 import re
 from typing import Any
 
+from .jsontext import number_text
 from .ledger import (
     Ledger,
     Run,
@@ -16,7 +17,6 @@ from .ledger import (
     confidence_label,
     mad,
     median,
-    number_text,
 )
 
 TSV_COLUMNS = ("experiment", "commit", "metric", "status", "duration_s", "description")
@@ -73,10 +73,13 @@ def run_row(run: Run, segment: Segment,
             audited: dict[int, list[dict[str, Any]]] | None = None) -> dict[str, Any]:
     """A run as ``log --json`` shows it: the record plus ``delta_pct`` against the baseline
     and ``audit``, the latest audit line of the run from ``audited`` (:func:`audits`), or
-    None."""
+    None; a missing or unknown ``status`` shows as read (keep, :attr:`Run.status`), the one
+    written (None when missing) in ``recorded_status``."""
     base = segment.baseline
     row = dict(run.data)
     row["segment"] = segment.index
+    if run.odd_status:  # read as pi-autoresearch reads it, what was written kept beside it
+        row["status"], row["recorded_status"] = run.status, run.data.get("status")
     row["delta_pct"] = delta_pct(run.metric, base.metric if base else None)
     found = (audited or {}).get(run.number)
     row["audit"] = found[-1] if found else None
@@ -138,7 +141,7 @@ def tsv(rows: list[tuple[Run, Segment]], stops: list[dict[str, Any]] | None = No
     """The seed's ``results.tsv`` (its SKILL, "Step 9"): a header and six tab-separated
     fields per run; the ``experiment`` is the seed's own number of an imported run, else the
     run's; ``-`` for the commit of a non-kept run and the metric of a crash; numbers with
-    every digit (:func:`ledger.number_text`); secondary metrics appended to the description
+    every digit (:func:`jsontext.number_text`); secondary metrics appended to the description
     as ``[name=value, ...]`` (the numeric ones, as the seed's ``METRIC`` lines are); a field
     that begins with ``"`` quoted (:func:`_field`); each of ``stops`` (``stopped`` events,
     :func:`stops_among`) a ``stopped`` row before the run it stopped ahead of.

@@ -470,7 +470,7 @@ class Session:
             return
         intent = self.interrupted()
         if intent is not None and intent.run == run_entry.get("run") \
-                and self.ledger.find(int(run_entry.get("run") or 0)) is not None:
+                and self.ledger.find(int(run_entry.get("run") or 0), ours=True) is not None:
             journal.clear(self.layout.intent)
 
     def preflight(self) -> None:

@@ -147,9 +147,10 @@ def _noise(session: Session) -> dict[str, Any] | None:
 
 def opening_warnings(session: Session) -> list[str]:
     """What a reading command (log, show, analyze, summary, dashboard) warns of on opening:
-    the session's warnings (an edited configuration, say), and a start that was interrupted
-    (its baseline problem names resume)."""
-    warnings = list(session.warnings)
+    the session's warnings (an edited configuration, say), the ledger's records read otherwise
+    than they say (:meth:`Ledger.notices`), and a start that was interrupted (its baseline
+    problem names resume)."""
+    warnings = list(session.warnings) + session.ledger.notices(session.layout.ledger)
     if not session.read_only and session.layout.start_intent.exists():
         problem = session.baseline_problem()
         if problem:
@@ -185,6 +186,7 @@ def _session_problems(session: Session, branch: str) -> list[str]:
               else "it is left out")
     problems.extend(f"ledger line {m.line} is not readable ({m.reason}); {repair}"
                     for m in session.ledger.malformed)
+    problems += session.ledger.notices(session.layout.ledger)
     return problems
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .git import Repo
-from .ledger import Ledger, Run, Segment, json_number, reject_constant, run_record
+from .ledger import Ledger, Run, Segment, dumps, json_number, reject_constant, run_record
 
 RESULT = "Result"
 STATUS = "Autoresearch-Status"
@@ -34,12 +34,14 @@ def _values(key: str, *options: str) -> str:
 
 def result_trailer(metric_name: str, metric: float, metrics: Mapping[str, float]) -> str:
     """The ``Result:`` value: compact JSON, ``status`` first, then the primary metric, then the
-    secondary ones, non-ASCII names kept (the shape pi-autoresearch writes)."""
+    secondary ones, non-ASCII names kept, numbers as JavaScript writes them (``0.000015``,
+    ``1e-7``: the ``JSON.stringify`` of pi-autoresearch 1.6.2, extensions/pi-autoresearch/
+    index.ts:2383)."""
     body: dict[str, Any] = {"status": "keep", metric_name: json_number(metric)}
     for name, value in metrics.items():
         if name not in body:
             body[name] = json_number(value)
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return dumps(body)
 
 
 def keep_trailers(trailer: str, run: int, session_id: str) -> dict[str, str]:
@@ -284,7 +286,10 @@ def reconcile(repo: Repo, book: Ledger, branch: str, base: str | None,
     on_branch = {v["commit"][:7] for v in trailers.values()}
     if base:
         on_branch.add(base[:7])
-    kept = {r.number: r for r in book.runs if r.status == "keep"}
+    kept: dict[int, Run] = {}
+    for r in book.runs:  # a number another tool wrote too: ours first
+        if r.status == "keep" and (r.number not in kept or r.ours and not kept[r.number].ours):
+            kept[r.number] = r
     for number, info in sorted(trailers.items()):
         run = kept.get(number)
         if run is None:

@@ -73,8 +73,8 @@ def test_confidence_is_written_into_records(repo: Path, ar: Tool) -> None:
         write(repo / "value.txt", value + "\n")
         ar(repo, "run", "-d", value)
     book = ledger.read(repo / ".auto" / "log.jsonl")
-    for run in book.runs:
-        assert run.data["confidence"] == ledger.confidence(book.current, upto=run.number)
+    for count, run in enumerate(book.current.runs, start=1):
+        assert run.data["confidence"] == ledger.confidence(book.current, count)
     assert runs(repo)[-1]["confidence"] is not None
     status = ar(repo, "status", "--json").json()["segment"]
     assert status["confidence_label"] in ("likely real", "marginal", "within noise")

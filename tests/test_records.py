@@ -114,10 +114,12 @@ def test_pi_fixture_baselines_and_bests() -> None:
 
 
 def test_pi_fixture_confidence_recomputed() -> None:
+    """The fixture's confidences are pi's, rounded to 4 decimals (tests/fixtures/README)."""
     book = ledger.read(PI_LOG)
     for seg in book.segments:
-        for run in seg.runs:
-            assert ledger.confidence(seg, upto=run.number) == run.data["confidence"], run.number
+        for count, run in enumerate(seg.runs, start=1):
+            value = ledger.confidence(seg, count)
+            assert (None if value is None else round(value, 4)) == run.data["confidence"]
 
 
 def test_torn_last_line_is_reported_and_never_glued(repo: Path, ar: Tool) -> None:
@@ -128,13 +130,15 @@ def test_torn_last_line_is_reported_and_never_glued(repo: Path, ar: Tool) -> Non
     write(repo / "value.txt", "90\n")
     ar(repo, "run", "-d", "after a torn line")
     lines = path.read_bytes().split(b"\n")
-    assert lines[2] == b'{"run":2,"commit":"abc","met'
+    torn = json.loads(lines[2])
+    assert (torn["type"], torn["line"], torn["text"]) == ("torn_line", 3,
+                                                          '{"run":2,"commit":"abc","met')
     assert json.loads(lines[3])["description"] == "after a torn line"
     res = ar(repo, "log")
-    assert "log.jsonl:3: set aside" in res.err
+    assert "set aside" not in res.err
     book = ledger.read(path)
     assert [r.number for r in book.runs] == [1, 2]
-    assert [(m.line, m.torn) for m in book.malformed] == [(3, False)]
+    assert book.malformed == []
 
 
 def test_ledger_refuses_nan_and_reports_bad_lines(tmp_path: Path) -> None:
@@ -148,8 +152,10 @@ def test_ledger_refuses_nan_and_reports_bad_lines(tmp_path: Path) -> None:
                     '{"run":5,"metric":2,"status":"keep","future_field":{"a":1}}\n'
                     '{"type":"something-new"}\n')
     book = ledger.read(path)
-    assert [m.line for m in book.malformed] == [2, 3, 4, 5, 6]
-    assert [r.number for r in book.runs] == [5]
+    assert [m.line for m in book.malformed] == [2, 4, 6]
+    # pi reads a number too large for a double and an unknown status (jsonl.ts:118, :74)
+    assert [(r.number, r.metric, r.status) for r in book.runs] == [
+        (2, None, "keep"), (4, 1, "keep"), (5, 2, "keep")]
     with pytest.raises(ValueError):
         ledger.dumps({"metric": float("nan")})
 

@@ -458,12 +458,15 @@ def test_doctor_sets_aside_a_stuck_interrupted_keep(experiment: Path, ar: Tool) 
         == "discard"
 
 
-def test_duplicate_run_numbers_are_not_trusted(experiment: Path, ar: Tool) -> None:
+def test_a_run_number_written_twice_is_two_runs(experiment: Path, ar: Tool) -> None:
+    """pi-autoresearch 1.6.2 reads every record with a numeric ``run`` as a run
+    (extensions/pi-autoresearch/jsonl.ts:184), whatever its number: so does status, and it
+    says that the number is held twice."""
     with open(experiment / ".auto" / "log.jsonl", "a") as fh:
         fh.write('{"run":1,"commit":"abc","metric":1,"status":"keep"}\n')
     status = ar(experiment, "status", "--json").json()
-    assert status["segment"]["best"]["metric"] == 100
-    assert any("run 1 again" in w for w in status["warnings"])
+    assert (status["segment"]["runs"], status["segment"]["best"]["metric"]) == (2, 1)
+    assert any("run number 1 is on lines 2, 3" in w for w in status["warnings"])
 
 
 # --- concurrency and locks ----------------------------------------------------------------

@@ -294,7 +294,9 @@ def test_a_line_too_long_to_read_never_wedges_the_state_ref(repo: Path, ar: Tool
 # --- 8. doctor --fix converges; every way out works ----------------------------------------
 
 
-def test_doctor_fix_converges_on_a_record_with_an_invalid_status(repo: Path, ar: Tool) -> None:
+def test_a_record_with_an_invalid_status_is_kept_and_told(repo: Path, ar: Tool) -> None:
+    """pi-autoresearch 1.6.2 reads an unknown status as keep (extensions/pi-autoresearch/
+    jsonl.ts:74): the record is neither set aside nor rebuilt; doctor says how it is read."""
     ar(repo, *start_args())
     write(repo / "value.txt", "500\n")
     ar(repo, "discard", "-d", "two")
@@ -304,14 +306,12 @@ def test_doctor_fix_converges_on_a_record_with_an_invalid_status(repo: Path, ar:
     ar(repo, "ideas", "add", "mirrors the session files")  # the state ref now holds it too
     assert git(repo, "show", "refs/autoresearch/s1/state:log/00000.jsonl").encode() + b"\n" \
         == bad
-    first = ar(repo, "doctor", "--fix", "--json").json()["findings"]
-    assert all(f["fixed"] for f in first), first
-    assert ar(repo, "doctor", "--fix").out == "no problems found\n"
-    assert ar(repo, "doctor").out == "no problems found\n"
-    rejected = (repo / ".auto" / "log.rejected.jsonl").read_text().splitlines()
-    assert len(rejected) == 1 and '\\"status\\":\\"discarded\\"' in rejected[0]
-    assert [(r["run"], r["status"], r.get("rebuilt_from")) for r in runs(repo)] == \
-        [(1, "keep", None), (2, "discard", "attempt")]
+    res = ar(repo, "doctor", "--fix")
+    assert res.out == "no problems found\n"
+    assert "run 2 ('discarded'): not one of keep, discard, crash, checks_failed; read as " \
+        "keep" in res.err
+    assert ledger.read_bytes() == bad
+    assert not (repo / ".auto" / "log.rejected.jsonl").exists()
 
 
 def _lose_header(repo: Path) -> bytes:

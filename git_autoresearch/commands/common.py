@@ -41,8 +41,8 @@ def emit_json(data: Any, *, interruptible: bool = True) -> None:
 
 
 def number(value: float) -> str:
-    """A metric as the ledger writes it (:func:`ledger.number_text`)."""
-    from ..ledger import number_text
+    """A metric as the ledger writes it (:func:`jsontext.number_text`)."""
+    from ..jsontext import number_text
 
     return number_text(value)
 

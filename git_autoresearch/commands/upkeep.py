@@ -74,9 +74,13 @@ def doctor_cmd(fix: bool, as_json: bool) -> None:
     left = [f for f in found if not f["fixed"]]
     # Why a fix did not take (the state ref could not be written: a full disk, say).
     why = list(dict.fromkeys(session.warnings + exam.warnings))
+    # Records read otherwise than they say (as pi-autoresearch reads them): told, not fixed.
+    notices = session.ledger.notices(session.layout.ledger)
     if as_json:
-        emit_json({"findings": found, "fix": fix, "warnings": why})
+        emit_json({"findings": found, "fix": fix, "warnings": why, "notices": notices})
     else:
+        for note in notices:
+            warn(note)
         if not found:
             click.echo("no problems found")
         for item in found:
