@@ -238,3 +238,7 @@ import_main = _entry("import")
 dashboard_main = _entry("dashboard")
 audit_main = _entry("audit")
 
+sessions_main = _entry("sessions")
+gc_main = _entry("gc")
+push_main = _entry("push")
+pull_main = _entry("pull")

@@ -55,7 +55,7 @@ def _find_session_id(repo: Repo, layout: Layout, given: str | None) -> str:
                   "name one with --session-id")
 
 
-def _restore_files(repo: Repo, layout: Layout, session_id: str) -> list[str]:
+def restore_files(repo: Repo, layout: Layout, session_id: str) -> list[str]:
     """Bring back session files that are missing (or a ledger that lost lines) from the state
     ref; returns what was restored (``restored .auto/<file>``, with why when it replaced one)."""
     from .state import read
@@ -203,7 +203,7 @@ def _repair_session_files(repo: Repo, layout: Layout, sid: str) -> list[str]:
     set malformed ledger lines aside. Returns what was done; :class:`Refused` when there is
     no configuration to be had."""
     with SessionLock(repo.scratch, "resume"):
-        actions = _restore_files(repo, layout, sid)
+        actions = restore_files(repo, layout, sid)
         if not layout.config.exists():
             raise Refused(f"session {sid} has no .auto/config.toml and no state ref to restore "
                           "it from")

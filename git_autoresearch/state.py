@@ -154,11 +154,16 @@ def read(repo: Repo, session_id: str) -> tuple[dict[str, bytes], dict[str, int]]
     """The session files as the state ref holds them (``log.jsonl`` joined again), keyed by
     their path under ``.auto/``, and their modes (0o755 or 0o644); None when there is no state
     ref. Two git calls, whatever the number of files."""
-    ref = state_ref(session_id)
-    if repo.resolve(ref) is None:
+    return read_at(repo, state_ref(session_id))
+
+
+def read_at(repo: Repo, rev: str) -> tuple[dict[str, bytes], dict[str, int]] | None:
+    """:func:`read` of the state commit ``rev`` (a state ref, or a commit fetched from a
+    remote's); None when ``rev`` names no commit."""
+    if repo.resolve(rev) is None:
         return None
     entries = [(path, oid, 0o755 if mode == "100755" else 0o644)
-               for mode, oid, path in tree_files(repo, ref)]
+               for mode, oid, path in tree_files(repo, rev)]
     contents = cat_blobs(repo, [oid for _, oid, _ in entries])
     files: dict[str, bytes] = {}
     modes: dict[str, int] = {}

@@ -29,7 +29,8 @@ MAX_LINES = 550  # about 500, with a 10 % margin
 # those below, never from one above.
 LAYERS = [
     {"__main__", "cli", "manpage", "commands"},
-    {"start", "start_record", "resume", "doctor", "status", "demo", "audit"},
+    {"start", "start_record", "resume", "doctor", "status", "demo", "audit", "catalog",
+     "sharing"},
     {"recording", "recovery", "pending"},
     {"session", "reader", "branches", "journal"},
     {"experiment", "trailers", "state", "submodules", "layout", "ideas", "scripts", "lock",
