@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from . import ledger as ledger_mod
@@ -128,6 +129,16 @@ def local_session(repo: Repo) -> str | None:
         return None
     sid = found.get("session_id")
     return sid if isinstance(sid, str) and SESSION_ID_RE.match(sid) else None
+
+
+def session_home(repo: Repo, sid: str) -> Repo | None:
+    """The work tree of this repository (this one first, then its other worktrees) whose
+    ``.auto/`` holds session ``sid``, or None."""
+    for path in repo.worktree_paths():
+        other = repo if path == repo.top else Repo.discover(path)
+        if local_session(other) == sid:
+            return other
+    return None
 
 
 def describe(repo: Repo, sid: str) -> SessionInfo:
@@ -242,14 +253,17 @@ def all_sessions(repo: Repo | None = None) -> list[SessionInfo]:
 @dataclass
 class Collected:
     """What ``gc`` did (or, ``dry_run``, would do): the ``deleted`` refs (full names, by
-    session), the sessions ``skipped`` and why, and whether it was a ``dry_run``."""
+    session), the sessions ``skipped`` and why, whether it was a ``dry_run``, and
+    ``warnings``."""
 
     deleted: dict[str, list[str]]
     skipped: dict[str, str]
     dry_run: bool
+    warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {"dry_run": self.dry_run, "deleted": self.deleted, "skipped": self.skipped}
+        return {"dry_run": self.dry_run, "deleted": self.deleted, "skipped": self.skipped,
+                "warnings": self.warnings}
 
 
 def gc(repo: Repo | None, session: str | None = None, *, older_than_days: float | None = None,
@@ -271,6 +285,7 @@ def gc(repo: Repo | None, session: str | None = None, *, older_than_days: float 
         ids = [session]
     deleted: dict[str, list[str]] = {}
     skipped: dict[str, str] = {}
+    warnings: list[str] = []
     for sid in ids:
         info = describe(repo, sid)
         why = _not_collectable(info, older_than_days, now)
@@ -283,12 +298,52 @@ def gc(repo: Repo | None, session: str | None = None, *, older_than_days: float 
         refs = info.collectable()
         if not refs:
             continue
-        if not dry_run and not update_refs(repo, {ref: (None, oid) for ref, oid in refs.items()},
-                                           f"autoresearch gc: {sid}"):
-            raise Refused(f"the refs of session {sid} moved while gc ran; nothing of it was "
-                          "deleted: run gc again")
+        if not dry_run:
+            if not update_refs(repo, {ref: (None, oid) for ref, oid in refs.items()},
+                               f"autoresearch gc: {sid}"):
+                raise Refused(f"the refs of session {sid} moved while gc ran; nothing of it "
+                              "was deleted: run gc again")
+            warnings += record_collected(repo, sid, sorted(refs), now)
         deleted[sid] = sorted(refs)
-    return Collected(deleted, skipped, dry_run)
+    return Collected(deleted, skipped, dry_run, warnings)
+
+
+def record_collected(repo: Repo, sid: str, refs: list[str], now: int) -> list[str]:
+    """Append a ``{"type": "gc", "deleted": [refs], "timestamp": ms}`` event to the ledger of
+    session ``sid`` (``.auto/log.jsonl`` of the work tree that holds it, this one or another
+    worktree, :func:`session_home`; else a copy of the state ref's files) and mirror it on
+    the state ref, so that ``doctor`` and ``show`` know these refs were deleted on purpose.
+    Returns warnings (the state ref could not be written)."""
+    import tempfile
+
+    from .files import WriteFailed, write_atomic
+    from .git import GitError
+    from .lock import SessionLock
+    from .state import LedgerShrank, mirror, read
+
+    event = {"type": "gc", "timestamp": now, "deleted": refs}
+    try:
+        home = session_home(repo, sid)
+        if home is not None:
+            with SessionLock(home.scratch, "gc"):
+                ledger_mod.append(Layout(home).ledger, [event])
+                mirror(home, Layout(home).auto, sid, "gc: deleted attempt and scope refs")
+            return []
+        saved = read(repo, sid)
+        if saved is None:
+            return []  # known by its branch alone: no ledger to record it in
+        files, modes = saved
+        repo.scratch.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=repo.scratch, prefix="gc-") as tmp:
+            for name, data in files.items():
+                path = Path(tmp) / name
+                path.parent.mkdir(parents=True, exist_ok=True)
+                write_atomic(path, data, modes.get(name, 0o644))
+            ledger_mod.append(Path(tmp) / "log.jsonl", [event])
+            mirror(repo, Path(tmp), sid, "gc: deleted attempt and scope refs", use_cache=False)
+    except (GitError, LedgerShrank, WriteFailed, OSError) as exc:
+        return [f"session {sid}: the deletion was not recorded in its ledger: {exc}"]
+    return []
 
 
 def _not_collectable(info: SessionInfo, older_than_days: float | None, now: int) -> str | None:

@@ -189,6 +189,17 @@ class Ledger:
         return self.current.header
 
 
+def collected_refs(book: Ledger) -> set[str]:
+    """The refs that ``git autoresearch gc`` deleted on purpose: those its ``{"type": "gc",
+    "deleted": [ref, ...]}`` events name."""
+    found: set[str] = set()
+    for event in book.events:
+        deleted = event.get("deleted")
+        if event.get("type") == "gc" and isinstance(deleted, list):
+            found.update(ref for ref in deleted if isinstance(ref, str))
+    return found
+
+
 def _check_run(obj: dict[str, Any]) -> str | None:
     run = obj.get("run")
     if isinstance(run, bool) or not isinstance(run, int) or run < 1:

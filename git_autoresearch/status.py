@@ -236,11 +236,12 @@ class Shown:
     diff_commit: str | None
     diff: str
     set_aside: list[dict[str, Any]]
+    collected: bool = False  # its attempt ref was deleted by git autoresearch gc
 
     def to_json(self) -> dict[str, Any]:
         """The ``show --json`` document."""
         return {"record": self.run.data, "diff_commit": self.diff_commit, "diff": self.diff,
-                "set_aside": self.set_aside}
+                "set_aside": self.set_aside, "collected": self.collected}
 
 
 def shown(session: Session, number: int) -> Shown:
@@ -272,4 +273,7 @@ def shown(session: Session, number: int) -> Shown:
         paths = [p for p in (repo.changed_paths(f"{commit}^", commit) if commit else [])
                  if not session.bounds.in_scope(p)]
         set_aside.append({"ref": ref, "commit": commit, "paths": paths})
-    return Shown(run, target, repo.show_patch(target) if target else "", set_aside)
+    from .ledger import collected_refs
+
+    collected = target is None and run.data.get("attempt_ref") in collected_refs(session.ledger)
+    return Shown(run, target, repo.show_patch(target) if target else "", set_aside, collected)

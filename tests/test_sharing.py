@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import Tool, git, runs, start_args, write
+from conftest import Tool, git, ledger_lines, runs, start_args, write
 
 from git_autoresearch import sharing
 from git_autoresearch.catalog import gc
@@ -126,7 +126,7 @@ def test_gc_refuses_a_running_session_and_leaves_its_refs(repo: Path, ar: Tool) 
                                "and scope refs anyway)")
     assert ar(repo, "gc", "--json").json() == {
         "dry_run": False, "deleted": {},
-        "skipped": {"s1": "running (not merged, not finalized)"}}
+        "skipped": {"s1": "running (not merged, not finalized)"}, "warnings": []}
     assert refs_of(repo) == before
 
 
@@ -149,12 +149,42 @@ def test_gc_of_a_merged_session_deletes_attempts_and_keeps_the_ledger(repo: Path
     kept = {r: o for r, o in refs_of(repo).items() if "/attempts/" not in r}
     assert ar(repo, "gc", "--json").json() == {
         "dry_run": False, "deleted": {"s1": ["refs/autoresearch/s1/attempts/3"]},
-        "skipped": {}}
+        "skipped": {}, "warnings": []}
     assert refs_of(repo) == kept
     assert [r["run"] for r in ar(repo, "log", "--json").json()] == [1, 2, 3]
     [entry] = ar(repo, "sessions", "--json").json()
     assert (entry["runs"], entry["state"], entry["attempt_refs"]) == (3, "merged", 0)
     assert ar(repo, "gc").out == "nothing to delete\n"
+    # The deletion is a ledger event, mirrored: doctor finds nothing missing, show says why
+    # there is no diff, and the state ref holds the event too.
+    [event] = [line for line in ledger_lines(repo) if line.get("type") == "gc"]
+    assert event["deleted"] == ["refs/autoresearch/s1/attempts/3"]
+    assert '"type":"gc"' in git(repo, "show", "refs/autoresearch/s1/state:log/00000.jsonl")
+    assert ar(repo, "doctor", "--json").json()["findings"] == []
+    assert ar(repo, "show", "3").out.rstrip().endswith(
+        "(its attempt ref refs/autoresearch/s1/attempts/3 was deleted by git autoresearch gc)")
+    assert ar(repo, "show", "3", "--json").json()["collected"] is True
+
+
+def test_gc_of_a_session_known_by_its_state_ref_records_the_deletion_there(
+        repo: Path, ar: Tool, tmp_path: Path) -> None:
+    """Another worktree's session, finalized: its refs go, and the gc event is written in
+    that worktree's ledger and mirrored on its state ref; this work tree gets no .auto/."""
+    other = tmp_path / "other"
+    git(repo, "worktree", "add", "-q", "-b", "side", str(other))
+    ar(other, *start_args("--session-id", "s2"))
+    write(other / "value.txt", "120\n")
+    ar(other, "run", "-d", "raise it")
+    git(repo, "branch", "autoresearch/s2-final", "autoresearch/s2")
+    state_before = git(repo, "rev-parse", "refs/autoresearch/s2/state")
+    done = ar(repo, "gc", "s2", "--json").json()
+    assert done["deleted"] == {"s2": ["refs/autoresearch/s2/attempts/2"]}
+    assert done["warnings"] == []
+    assert git(repo, "rev-parse", "refs/autoresearch/s2/state^") == state_before
+    assert '"deleted":["refs/autoresearch/s2/attempts/2"]' in git(
+        repo, "show", "refs/autoresearch/s2/state:log/00000.jsonl")
+    assert not (repo / ".auto").exists()
+    assert ar(other, "doctor", "--json").json()["findings"] == []
 
 
 def test_gc_older_than_takes_a_stopped_session_only_once_it_is_that_old(

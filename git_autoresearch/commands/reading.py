@@ -190,6 +190,9 @@ def show_cmd(run_number: int, as_json: bool) -> None:
         click.echo(diff, nl=False)
     elif run.status == "keep":
         click.echo("(no commit: the kept measurement changed nothing)")
+    elif found.collected:
+        click.echo(f"(its attempt ref {run.data['attempt_ref']} was deleted by git "
+                   "autoresearch gc)")
     else:
         click.echo("(no attempt ref recorded for this run)")
     for entry in set_aside:

@@ -75,6 +75,8 @@ def gc_cmd(session: str | None, older_than: float | None, dry_run: bool, force: 
         click.echo(f"{sid}: left alone ({why})")
     if not done.deleted:
         click.echo("nothing to delete")
+    for w in done.warnings:
+        warn(w)
 
 
 @click.command("push", context_settings=CONTEXT)
