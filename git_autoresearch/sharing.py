@@ -7,13 +7,14 @@ send ``refs/exps/...`` (iterative/dvc, ``dvc/repo/experiments/push.py``: refuses
 experiment that diverged unless forced), a push sends them all or nothing (``git push
 --atomic``), and never rewrites what the remote has: every ref is pushed with
 ``--force-with-lease=<ref>:<the value read from the remote>`` (git-push(1); the compare-and-swap
-git-perf relies on to push its notes ref, kaihowl/git-perf), and only when the remote's value is
-an ancestor of ours. A state ref chains each mirror on the previous one, so "the remote's state
-is not an ancestor of ours" is "the remote holds runs we have not": the push is refused, naming
-them. A pull is the mirror image: each ref moves here only forward, all in one local ref
-transaction, and the session files are written to ``.auto/`` when this work tree has none (or
-holds the same session with fewer runs), so that ``log``, ``status``, ``show`` and ``dashboard``
-read it and ``resume`` carries it on.
+git-perf pushes its notes ref with, reading ``--porcelain``'s ``!`` flag for a refusal:
+kaihowl/git-perf, ``git_perf/src/git/git_interop.rs``, ``git_push_notes_ref``), and only when
+the remote's value is an ancestor of ours. A state ref chains each mirror on the previous one,
+so "the remote's state is not an ancestor of ours" is "the remote holds runs we have not": the
+push is refused, naming them. A pull is the mirror image: each ref moves here only forward,
+all in one local ref transaction, and the session files are written to ``.auto/`` when this
+work tree has none (or holds the same session with fewer runs), so that ``log``, ``status``,
+``show`` and ``dashboard`` read it and ``resume`` carries it on.
 """
 
 from __future__ import annotations
@@ -25,12 +26,21 @@ from . import ledger as ledger_mod
 from .catalog import local_session
 from .config import SESSION_ID_RE
 from .errors import Refused, UsageError
+from .files import write_atomic
 from .git import Repo
 from .git.remote import fetch_objects, has_commit, is_ancestor, push_atomic, remote_refs
 from .git.remote import update_refs as move_refs
 from .layout import Layout, exclude_auto
 from .lock import SessionLock
-from .refs import NAMESPACE, namespace, session_branch, session_of_branch, session_of_state_ref
+from .refs import (
+    NAMESPACE,
+    namespace,
+    session_branch,
+    session_of_branch,
+    session_of_state_ref,
+    state_ref,
+)
+from .repairs import lost_lines
 from .resume import restore_files
 from .state import forget as forget_state_cache
 from .state import read_at
@@ -282,6 +292,26 @@ def _files_here(repo: Repo, sid: str, shared: Shared) -> None:
                             "stay on its state ref (move .auto/ aside, then git autoresearch "
                             f"resume --session-id {sid})")
         return
+    if here == sid and layout.ledger.is_file():
+        _extend_ledger(repo, layout, sid, shared)
+        return
     shared.restored = restore_files(repo, layout, sid)
     if shared.restored:
         exclude_auto(repo)
+
+
+def _extend_ledger(repo: Repo, layout: Layout, sid: str, shared: Shared) -> None:
+    """This work tree holds session ``sid``: when its ledger is the beginning of the pulled
+    one (runs were recorded elsewhere), it becomes the pulled one."""
+    saved = read_at(repo, state_ref(sid))
+    if saved is None:
+        return
+    pulled = saved[0].get("log.jsonl", b"")
+    current = layout.ledger.read_bytes()
+    if not lost_lines(current, pulled):
+        return
+    known = {run.number for run in ledger_mod.parse(current).runs}
+    added = sorted(run.number for run in ledger_mod.parse(pulled).runs
+                   if run.number not in known)
+    write_atomic(layout.ledger, pulled)
+    shared.restored.append(f"added run(s) {_span(added)} to .auto/log.jsonl")

@@ -3,10 +3,11 @@ as the remote.
 
 DVC shares experiments as refs (``dvc exp push``/``exp pull`` send ``refs/exps/...``;
 iterative/dvc, ``dvc/repo/experiments/push.py`` refuses an experiment that diverged on the
-remote unless forced); git-perf pushes its notes ref and, refused, fetches and tries again
-(kaihowl/git-perf, ``measure.sh``). Here every ref is pushed with ``git push --atomic`` and
-``--force-with-lease=<ref>:<value read from the remote>`` (git-push(1)), so a stale push is
-refused and the remote is left as it was."""
+remote unless forced); git-perf pushes its notes ref with ``--porcelain
+--force-with-lease=<ref>:<expected>`` and takes a ``!`` line as a refusal (kaihowl/git-perf,
+``git_perf/src/git/git_interop.rs``, ``git_push_notes_ref``). Here every ref is pushed with
+``git push --atomic`` and ``--force-with-lease=<ref>:<value read from the remote>``
+(git-push(1)), so a stale push is refused and the remote is left as it was."""
 
 from __future__ import annotations
 
@@ -337,7 +338,10 @@ def test_pull_brings_runs_recorded_elsewhere_into_the_same_session(
     done = ar(repo, "pull", "--json").json()
     assert {m["ref"] for m in done["moved"]} == {"refs/heads/autoresearch/s1",
                                                  "refs/autoresearch/s1/state"}
+    assert done["restored"] == ["added run(s) 4 to .auto/log.jsonl"]
     assert [r["run"] for r in runs(repo)] == [1, 2, 3, 4]
+    assert sorted(p.name for p in (repo / ".auto").iterdir() if "log.jsonl" in p.name) \
+        == ["log.jsonl"]
     assert ar(repo, "resume", "--json").json()["next_run"] == 5
 
 
