@@ -49,8 +49,12 @@ def _find_session_id(repo: Repo, layout: Layout, given: str | None) -> str:
     if len(known) == 1:
         return known[0]
     if not known:
+        remotes = repo.remotes()
+        remote = "origin" if "origin" in remotes else (remotes or [""])[0]
         raise Refused("no session to resume: no .auto/config.toml and no "
-                      "refs/autoresearch/*/state ref")
+                      "refs/autoresearch/*/state ref"
+                      + (f" (git autoresearch pull {remote} brings one from a remote)"
+                         if remote else ""))
     raise Refused(f"several sessions could be resumed ({', '.join(sorted(known))}); "
                   "name one with --session-id")
 
@@ -235,4 +239,16 @@ def _switch_to_session_branch(repo: Repo, session: Session, wanted: str) -> None
             "move .auto/ aside and run git autoresearch start --force"
             if merged_elsewhere(session) else "")
     raise Refused(f"the session branch {wanted} does not exist here "
-                  f"({repo.fetch_hint(wanted)}{over})")
+                  f"({pull_hint(repo, session.config.session_id)}{over})")
+
+
+def pull_hint(repo: Repo, session_id: str) -> str:
+    """How to bring session ``session_id`` here from a remote, with its runs (its branch,
+    attempt refs and state ref): ``git autoresearch pull <remote> <id>``, naming the remotes;
+    or that this repository has none."""
+    remotes = repo.remotes()
+    if not remotes:
+        return "this repository has no remote to fetch it from"
+    remote = "origin" if "origin" in remotes else remotes[0]
+    return (f"bring it with its runs from a remote ({', '.join(remotes)}): git autoresearch "
+            f"pull {remote} {session_id}")

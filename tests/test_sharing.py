@@ -121,6 +121,8 @@ def test_sessions_says_so_when_there_is_none(repo: Path, ar: Tool) -> None:
 def test_gc_refuses_a_running_session_and_leaves_its_refs(repo: Path, ar: Tool) -> None:
     session_of_three_runs(repo, ar)
     before = refs_of(repo)
+    assert ar(repo, "gc").out == ("s1: left alone: running (not merged, not finalized)\n"
+                                  "nothing to delete\n")
     res = ar(repo, "gc", "s1", expect=3)
     assert res.err.strip() == ("git autoresearch: session s1 is running (not merged, not "
                                "finalized): gc leaves it alone (--force deletes its attempt "
@@ -353,6 +355,24 @@ def test_pull_refuses_to_move_the_checked_out_session_branch(repo: Path, ar: Too
     assert res.err.strip().startswith("git autoresearch: the session branch autoresearch/s1 is "
                                       "checked out (here or in another worktree)")
     assert refs_of(repo) == before
+
+
+def test_a_fresh_clone_is_told_to_pull_the_session(repo: Path, ar: Tool,
+                                                   tmp_path: Path) -> None:
+    """Before the pull, resume and status in the clone point at it."""
+    session_of_three_runs(repo, ar)
+    bare = with_remote(repo, tmp_path)
+    ar(repo, "push")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(bare), str(clone))
+    assert ar(clone, "resume", expect=3).err == (
+        "git autoresearch: no session to resume: no .auto/config.toml and no "
+        "refs/autoresearch/*/state ref (git autoresearch pull origin brings one from a remote)\n")
+    assert ar(clone, "stop", expect=3).err == (
+        "git autoresearch: no session here (no .auto/config.toml): start one with `git "
+        "autoresearch start`, or bring one from a remote with `git autoresearch pull origin`\n")
+    ar(clone, "pull")
+    assert ar(clone, "resume", "--json").json()["next_run"] == 4
 
 
 def test_pull_of_a_session_the_remote_lacks_is_a_usage_error(repo: Path, ar: Tool,

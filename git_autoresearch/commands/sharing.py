@@ -72,7 +72,7 @@ def gc_cmd(session: str | None, older_than: float | None, dry_run: bool, force: 
         for ref in refs:
             click.echo(f"  {ref}")
     for sid, why in done.skipped.items():
-        click.echo(f"{sid}: left alone ({why})")
+        click.echo(f"{sid}: left alone: {why}")
     if not done.deleted:
         click.echo("nothing to delete")
     for w in done.warnings:
