@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from . import ledger as ledger_mod
 from . import repairs
-from .branches import carry_over, merged_elsewhere, other_worktree
+from .branches import carry_over, merged_elsewhere, other_worktree, pull_hint
 from .config import Config, missing_scripts, parse_toml
 from .errors import Refused, UsageError
 from .files import write_atomic
@@ -241,14 +241,3 @@ def _switch_to_session_branch(repo: Repo, session: Session, wanted: str) -> None
     raise Refused(f"the session branch {wanted} does not exist here "
                   f"({pull_hint(repo, session.config.session_id)}{over})")
 
-
-def pull_hint(repo: Repo, session_id: str) -> str:
-    """How to bring session ``session_id`` here from a remote, with its runs (its branch,
-    attempt refs and state ref): ``git autoresearch pull <remote> <id>``, naming the remotes;
-    or that this repository has none."""
-    remotes = repo.remotes()
-    if not remotes:
-        return "this repository has no remote to fetch it from"
-    remote = "origin" if "origin" in remotes else remotes[0]
-    return (f"bring it with its runs from a remote ({', '.join(remotes)}): git autoresearch "
-            f"pull {remote} {session_id}")

@@ -193,17 +193,6 @@ class Repo:
         """The names of the configured remotes (``git remote``: one name a line), sorted."""
         return sorted(self.run("remote").text.split())
 
-    def fetch_hint(self, branch: str) -> str:
-        """How to bring ``branch`` here from a remote: ``git fetch origin B:B`` when a remote
-        named origin exists, else the remotes that do, else that there is none."""
-        remotes = self.remotes()
-        if "origin" in remotes:
-            return f"fetch it: git fetch origin {branch}:{branch}"
-        if remotes:
-            return (f"fetch it from one of the remotes ({', '.join(remotes)}): git fetch "
-                    f"{remotes[0]} {branch}:{branch}")
-        return "this repository has no remote to fetch it from"
-
     def ref_format_ok(self, ref: str) -> bool:
         """Whether ``git check-ref-format`` accepts ``ref``."""
         return self.run("check-ref-format", ref, allow_non_zero=True).returncode == 0
