@@ -27,7 +27,7 @@ from .catalog import local_session
 from .config import SESSION_ID_RE
 from .errors import Refused, UsageError
 from .files import write_atomic
-from .git import Repo
+from .git import GitError, Repo
 from .git.remote import fetch_objects, has_commit, is_ancestor, push_atomic, remote_refs
 from .git.remote import update_refs as move_refs
 from .layout import Layout, exclude_auto
@@ -165,6 +165,9 @@ def push(repo: Repo | None, remote: str | None = None, session: str | None = Non
     if sid is None:
         raise UsageError("name the session to push: this work tree has none "
                          "(git autoresearch sessions lists them)")
+    shared = Shared(remote, sid)
+    if local_session(repo) == sid:
+        shared.notes += _mirror_first(repo, sid)
     ours = _local_refs(repo, sid)
     if not ours:
         raise UsageError(f"no session {sid!r} here: no branch {session_branch(sid)} and no "
@@ -173,7 +176,6 @@ def push(repo: Repo | None, remote: str | None = None, session: str | None = Non
     unknown = [ref for ref, oid in theirs.items()
                if ref in ours and oid != ours[ref] and not has_commit(repo, oid)]
     fetch_objects(repo, remote, unknown)  # what cannot be fetched counts as diverged below
-    shared = Shared(remote, sid)
     updates: dict[str, tuple[str, str]] = {}
     conflicts: list[str] = []
     for ref, oid in sorted(ours.items()):
@@ -207,6 +209,28 @@ def push(repo: Repo | None, remote: str | None = None, session: str | None = Non
                       "refs); nothing was pushed: run git autoresearch push again")
     shared.moved = [Moved(ref, old or None, new) for ref, (new, old) in updates.items()]
     return shared
+
+
+def _mirror_first(repo: Repo, sid: str) -> list[str]:
+    """Mirror ``.auto/`` (this work tree's session ``sid``) on the state ref when the state
+    ref does not hold its ledger, configuration, prompt and ideas as they are (a mirror that
+    failed, notes edited since the last run), so that the push sends them. Returns warnings."""
+    from .state import FILES, LedgerShrank, mirror, read
+
+    layout = Layout(repo)
+    saved = read(repo, sid)
+    held = saved[0] if saved else {}
+    names = ("log.jsonl", *FILES)
+    current = {name: (layout.auto / name).read_bytes() for name in names
+               if (layout.auto / name).is_file()}
+    if {name: held[name] for name in names if name in held} == current:
+        return []
+    try:
+        with SessionLock(repo.scratch, "push"):
+            mirror(repo, layout.auto, sid, "push: the session files as they are")
+    except (LedgerShrank, GitError, OSError) as exc:
+        return [f"the session files were not mirrored before pushing: {exc}"]
+    return []
 
 
 def pull(repo: Repo | None, remote: str | None = None, session: str | None = None) -> Shared:

@@ -230,6 +230,21 @@ def test_push_sends_branch_attempts_and_state_atomically(repo: Path, ar: Tool,
     assert ar(repo, "push", "origin", "--json").json()["up_to_date"] is True
 
 
+def test_push_sends_notes_edited_since_the_last_run(repo: Path, ar: Tool,
+                                                    tmp_path: Path) -> None:
+    """ideas.md written after the last run is mirrored before the push: the clone gets it."""
+    session_of_three_runs(repo, ar)
+    bare = with_remote(repo, tmp_path)
+    write(repo / ".auto" / "ideas.md", "- try a smaller value\n")
+    ar(repo, "push")
+    assert git(repo, "show", "refs/autoresearch/s1/state:ideas.md") == "- try a smaller value"
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(bare), str(clone))
+    ar(clone, "pull")
+    assert (clone / ".auto" / "ideas.md").read_text() == "- try a smaller value\n"
+    assert ar(repo, "push", "--json").json()["up_to_date"] is True
+
+
 def test_a_clone_pulls_reads_and_resumes_the_session(repo: Path, ar: Tool,
                                                      tmp_path: Path) -> None:
     """The clone gets the refs and .auto/ back: log, status, show and dashboard read it,
