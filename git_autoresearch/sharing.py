@@ -19,6 +19,8 @@ work tree has none (or holds the same session with fewer runs), so that ``log``,
 
 from __future__ import annotations
 
+import os
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,8 +44,8 @@ from .refs import (
 )
 from .repairs import lost_lines
 from .resume import restore_files
+from .state import FILES, read_at
 from .state import forget as forget_state_cache
-from .state import read_at
 
 
 @dataclass
@@ -326,7 +328,8 @@ def _files_here(repo: Repo, sid: str, shared: Shared) -> None:
 
 def _extend_ledger(repo: Repo, layout: Layout, sid: str, shared: Shared) -> None:
     """This work tree holds session ``sid``: when its ledger is the beginning of the pulled
-    one (runs were recorded elsewhere), it becomes the pulled one."""
+    one (runs were recorded elsewhere), it becomes the pulled one, and the configuration,
+    prompt and ideas become the pulled ones (a local copy that differs is kept beside)."""
     saved = read_at(repo, state_ref(sid))
     if saved is None:
         return
@@ -339,3 +342,17 @@ def _extend_ledger(repo: Repo, layout: Layout, sid: str, shared: Shared) -> None
                    if run.number not in known)
     write_atomic(layout.ledger, pulled)
     shared.restored.append(f"added run(s) {_span(added)} to .auto/log.jsonl")
+    # The runs came with the configuration, prompt and ideas they were recorded under; a
+    # local copy that differs is kept beside it.
+    for name in FILES:
+        data = saved[0].get(name)
+        path = layout.auto / name
+        if data is None or (path.is_file() and path.read_bytes() == data):
+            continue
+        note = f"updated .auto/{name}"
+        if path.is_file():
+            kept = path.with_name(f"{name}.before-pull.{time.time_ns()}")
+            os.replace(path, kept)
+            note += f" (the old file is .auto/{kept.name})"
+        write_atomic(path, data, 0o444 if name == "config.toml" else saved[1].get(name, 0o644))
+        shared.restored.append(note)

@@ -350,12 +350,15 @@ def test_pull_brings_runs_recorded_elsewhere_into_the_same_session(
         repo: Path, ar: Tool, tmp_path: Path) -> None:
     """Behind the remote and off the session branch: pull moves every ref forward and the
     ledger here gains run 4."""
-    shared_and_continued_elsewhere(repo, ar, tmp_path)
+    _, clone = shared_and_continued_elsewhere(repo, ar, tmp_path)
+    write(clone / ".auto" / "ideas.md", "- from the clone\n")
+    ar(clone, "push")
     git(repo, "switch", "-q", "main")
     done = ar(repo, "pull", "--json").json()
     assert {m["ref"] for m in done["moved"]} == {"refs/heads/autoresearch/s1",
                                                  "refs/autoresearch/s1/state"}
-    assert done["restored"] == ["added run(s) 4 to .auto/log.jsonl"]
+    assert done["restored"] == ["added run(s) 4 to .auto/log.jsonl", "updated .auto/ideas.md"]
+    assert (repo / ".auto" / "ideas.md").read_text() == "- from the clone\n"
     assert [r["run"] for r in runs(repo)] == [1, 2, 3, 4]
     assert sorted(p.name for p in (repo / ".auto").iterdir() if "log.jsonl" in p.name) \
         == ["log.jsonl"]
