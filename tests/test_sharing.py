@@ -270,6 +270,7 @@ def test_a_clone_pulls_reads_and_resumes_the_session(repo: Path, ar: Tool,
     assert git(clone, "status", "--porcelain") == ""
     ar(clone, "resume")
     assert git(clone, "symbolic-ref", "--short", "HEAD") == "autoresearch/s1"
+    assert ar(clone, "doctor", "--json").json()["findings"] == []
     write(clone / "value.txt", "80\n")
     assert ar(clone, "run", "-d", "lower it to 80", "--json").json()["run"] == 4
     pushed = ar(clone, "push", "--json").json()
