@@ -23,6 +23,18 @@ def carry_over(repo: Repo, branch: str) -> str:
             f"and then git switch {branch}")
 
 
+def pull_hint(repo: Repo, session_id: str) -> str:
+    """How to bring session ``session_id`` here from a remote, with its runs (its branch,
+    attempt refs and state ref): ``git autoresearch pull <remote> <id>``, naming the remotes;
+    or that this repository has none."""
+    remotes = repo.remotes()
+    if not remotes:
+        return "this repository has no remote to fetch it from"
+    remote = "origin" if "origin" in remotes else remotes[0]
+    return (f"bring it with its runs from a remote ({', '.join(remotes)}): git autoresearch "
+            f"pull {remote} {session_id}")
+
+
 def other_worktree(repo: Repo, branch: str, there: str) -> str | None:
     """Where ``branch`` is checked out when another worktree has it (git allows one at a
     time): ``checked out in another worktree, <path>: <there>`` (``there`` says what to do in
@@ -52,7 +64,7 @@ def check_branch(session: Session) -> None:
                               "autoresearch start --force)")
             raise Refused(f"the work tree is on {where}, and the session branch {wanted} "
                           "does not exist, nor is its last keep in HEAD (not fetched? "
-                          f"{session.repo.fetch_hint(wanted)})")
+                          f"{pull_hint(session.repo, session.config.session_id)})")
         elsewhere = other_worktree(session.repo, wanted, "carry on there (cd {path})")
         if elsewhere is not None:
             raise Refused(f"the work tree is on {where}, and the session branch {wanted} "
@@ -84,7 +96,8 @@ def branch_problem(session: Session) -> tuple[bool, str | None]:
         if merged_elsewhere(session):
             return False, None
         return False, (f"the session branch {branch} does not exist, and its last keep is "
-                       f"not in HEAD (not fetched? {session.repo.fetch_hint(branch)})")
+                       "not in HEAD (not fetched? "
+                       f"{pull_hint(session.repo, session.config.session_id)})")
     if current is None:
         return True, f"the work tree is on a detached HEAD, not on the session branch {branch}"
     if current != branch and not session.repo.merged(branch):

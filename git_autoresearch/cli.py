@@ -259,3 +259,7 @@ dashboard_main = _entry("dashboard")
 audit_main = _entry("audit")
 
 finalize_main = _entry("finalize")
+sessions_main = _entry("sessions")
+gc_main = _entry("gc")
+push_main = _entry("push")
+pull_main = _entry("pull")

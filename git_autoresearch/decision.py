@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
-from .ledger import median
+from .stats import median
 
 Verdict = Literal["better", "worse", "inconclusive", "continue"]
 VERDICTS: tuple[Verdict, ...] = ("better", "worse", "inconclusive", "continue")

@@ -354,10 +354,13 @@ def _check_attempts(session: Session, exam: Examination, saved_lines: dict[int, 
 
 
 def _check_named_refs(session: Session, exam: Examination) -> None:
-    """Attempt refs that ledger lines name and that do not exist."""
+    """Attempt refs that ledger lines name and that do not exist (and that no ``gc`` event
+    says it deleted)."""
+    collected = ledger_mod.collected_refs(session.ledger)
     for run in session.ledger.runs:
         ref = run.data.get("attempt_ref")
-        if isinstance(ref, str) and ref and session.repo.resolve(ref) is None:
+        if isinstance(ref, str) and ref and ref not in collected \
+                and session.repo.resolve(ref) is None:
             exam.add(f"run {run.number} names {ref}, which does not exist")
 
 

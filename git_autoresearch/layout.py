@@ -100,7 +100,11 @@ class Layout:
             return "`git autoresearch resume` finishes the start that was interrupted"
         saved = sessions(self.repo) if saved is None else saved
         if not saved:
-            return "start one with `git autoresearch start`"
+            remotes = self.repo.remotes()
+            remote = "origin" if "origin" in remotes else (remotes or [""])[0]
+            return "start one with `git autoresearch start`" + (
+                f", or bring one from a remote with `git autoresearch pull {remote}`"
+                if remote else "")
         if len(saved) == 1:
             return f"`git autoresearch resume` restores session {saved[0]} from its state ref"
         return ("`git autoresearch resume --session-id ID` restores one from its state ref: "

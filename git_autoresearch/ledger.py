@@ -24,6 +24,7 @@ from typing import Any, TypedDict, cast
 
 from .files import append_whole, write_atomic
 from .jsontext import stringify
+from .stats import mad
 
 # A run record as :func:`dumps` (or json.dumps) writes it begins with its number.
 _RUN_PREFIX = re.compile(rb'\{\s*"run"\s*:\s*([1-9][0-9]{0,8})\s*[,}]')
@@ -250,6 +251,17 @@ class Ledger:
         return self.current.header
 
 
+def collected_refs(book: Ledger) -> set[str]:
+    """The refs that ``git autoresearch gc`` deleted on purpose: those its ``{"type": "gc",
+    "deleted": [ref, ...]}`` events name."""
+    found: set[str] = set()
+    for event in book.events:
+        deleted = event.get("deleted")
+        if event.get("type") == "gc" and isinstance(deleted, list):
+            found.update(ref for ref in deleted if isinstance(ref, str))
+    return found
+
+
 def _check_run(obj: dict[str, Any]) -> str | None:
     run = obj.get("run")
     if isinstance(run, bool) or not isinstance(run, int) or run < 1:
@@ -440,22 +452,6 @@ def _ends_torn(path: Path) -> bool:
             return fh.read(1) != b"\n"
     except FileNotFoundError:
         return False
-
-
-def median(values: Iterable[float]) -> float:
-    """The median of a non-empty sequence. (``statistics`` costs ~5 ms of start-up, which every
-    command would pay; this is all of it we need.)"""
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    if len(ordered) % 2:
-        return ordered[middle]
-    return (ordered[middle - 1] + ordered[middle]) / 2
-
-
-def mad(values: list[float]) -> float:
-    """Median absolute deviation from the median."""
-    centre = median(values)
-    return median(abs(v - centre) for v in values)
 
 
 def confidence(segment: Segment, count: int | None = None) -> float | None:

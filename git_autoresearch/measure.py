@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from .config import Config
-from .ledger import median
 from .running import Outcome, run_shell
+from .stats import median
 
 TAIL_LINES = 30
 TAIL_CHARS = 4000

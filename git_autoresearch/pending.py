@@ -25,12 +25,13 @@ from .errors import Refused
 from .experiment import Changes, moved_out, revert, revert_targets, scope_violations
 from .files import WriteFailed, write_atomic
 from .git import DiskFull, GitError, Repo
-from .ledger import RunRecord, json_number, mad, median, now_ms
+from .ledger import RunRecord, json_number, now_ms
 from .measure import Measurement, Progress
 from .measure import measure as run_measurement
 from .refs import scope_prefix
 from .running import command_environment
 from .session import Session
+from .stats import mad, median
 from .trailers import set_aside_message
 
 

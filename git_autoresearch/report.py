@@ -15,9 +15,8 @@ from .ledger import (
     Segment,
     confidence,
     confidence_label,
-    mad,
-    median,
 )
+from .stats import mad, median
 
 TSV_COLUMNS = ("experiment", "commit", "metric", "status", "duration_s", "description")
 

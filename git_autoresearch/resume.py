@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from . import ledger as ledger_mod
 from . import repairs
-from .branches import carry_over, merged_elsewhere, other_worktree
+from .branches import carry_over, merged_elsewhere, other_worktree, pull_hint
 from .config import Config, missing_scripts, parse_toml
 from .errors import Refused, UsageError
 from .files import write_atomic
@@ -49,13 +49,17 @@ def _find_session_id(repo: Repo, layout: Layout, given: str | None) -> str:
     if len(known) == 1:
         return known[0]
     if not known:
+        remotes = repo.remotes()
+        remote = "origin" if "origin" in remotes else (remotes or [""])[0]
         raise Refused("no session to resume: no .auto/config.toml and no "
-                      "refs/autoresearch/*/state ref")
+                      "refs/autoresearch/*/state ref"
+                      + (f" (git autoresearch pull {remote} brings one from a remote)"
+                         if remote else ""))
     raise Refused(f"several sessions could be resumed ({', '.join(sorted(known))}); "
                   "name one with --session-id")
 
 
-def _restore_files(repo: Repo, layout: Layout, session_id: str) -> list[str]:
+def restore_files(repo: Repo, layout: Layout, session_id: str) -> list[str]:
     """Bring back session files that are missing (or a ledger that lost lines) from the state
     ref; returns what was restored (``restored .auto/<file>``, with why when it replaced one)."""
     from .state import read
@@ -203,7 +207,7 @@ def _repair_session_files(repo: Repo, layout: Layout, sid: str) -> list[str]:
     set malformed ledger lines aside. Returns what was done; :class:`Refused` when there is
     no configuration to be had."""
     with SessionLock(repo.scratch, "resume"):
-        actions = _restore_files(repo, layout, sid)
+        actions = restore_files(repo, layout, sid)
         if not layout.config.exists():
             raise Refused(f"session {sid} has no .auto/config.toml and no state ref to restore "
                           "it from")
@@ -235,4 +239,5 @@ def _switch_to_session_branch(repo: Repo, session: Session, wanted: str) -> None
             "move .auto/ aside and run git autoresearch start --force"
             if merged_elsewhere(session) else "")
     raise Refused(f"the session branch {wanted} does not exist here "
-                  f"({repo.fetch_hint(wanted)}{over})")
+                  f"({pull_hint(repo, session.config.session_id)}{over})")
+

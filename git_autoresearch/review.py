@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .ledger import Ledger, Run, median
+from .ledger import Ledger, Run
 from .report import decision_text, fmt, one_line
+from .stats import median
 
 
 def _cell(text: str) -> str:

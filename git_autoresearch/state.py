@@ -48,16 +48,19 @@ def _pieces(ledger: bytes) -> list[bytes]:
                                                                    LINES_PER_PIECE)]
 
 
-def mirror(repo: Repo, auto: Path, session_id: str, message: str) -> tuple[str, list[str]]:
+def mirror(repo: Repo, auto: Path, session_id: str, message: str, *,
+           use_cache: bool = True) -> tuple[str, list[str]]:
     """Commit the session files of ``auto`` on the state ref (compare-and-swap on its old
     value); returns the new commit id, and the files under ``hooks/`` that could not be
     mirrored (a newline in the name, or a name that is not UTF-8). Raises GitError if another
-    writer moved the ref, :class:`LedgerShrank` when the ledger lost lines the ref holds."""
+    writer moved the ref, :class:`LedgerShrank` when the ledger lost lines the ref holds.
+    ``use_cache`` False: ``auto`` is not this work tree's session folder (a copy of another
+    session's files): the cache of what was last mirrored is neither read nor written."""
     ref = state_ref(session_id)
     repo.scratch.mkdir(parents=True, exist_ok=True)
     cache_path = repo.scratch / "state-cache.json"
     try:
-        cache = json.loads(cache_path.read_text())
+        cache = json.loads(cache_path.read_text()) if use_cache else {}
     except (FileNotFoundError, ValueError):
         cache = {}
     entries, skipped = _session_files(auto)
@@ -86,7 +89,8 @@ def mirror(repo: Repo, auto: Path, session_id: str, message: str) -> tuple[str, 
     commit = _commit_state(repo, ref, tree, old, message)
     cache.update({"ref": ref, "commit": commit})
     cache["pieces"] = {str(k): v for k, v in known.items() if k < len(pieces)}
-    write_atomic(cache_path, json.dumps(cache).encode())
+    if use_cache:
+        write_atomic(cache_path, json.dumps(cache).encode())
     return commit, [name for name, _ in skipped]
 
 
@@ -154,11 +158,16 @@ def read(repo: Repo, session_id: str) -> tuple[dict[str, bytes], dict[str, int]]
     """The session files as the state ref holds them (``log.jsonl`` joined again), keyed by
     their path under ``.auto/``, and their modes (0o755 or 0o644); None when there is no state
     ref. Two git calls, whatever the number of files."""
-    ref = state_ref(session_id)
-    if repo.resolve(ref) is None:
+    return read_at(repo, state_ref(session_id))
+
+
+def read_at(repo: Repo, rev: str) -> tuple[dict[str, bytes], dict[str, int]] | None:
+    """:func:`read` of the state commit ``rev`` (a state ref, or a commit fetched from a
+    remote's); None when ``rev`` names no commit."""
+    if repo.resolve(rev) is None:
         return None
     entries = [(path, oid, 0o755 if mode == "100755" else 0o644)
-               for mode, oid, path in tree_files(repo, ref)]
+               for mode, oid, path in tree_files(repo, rev)]
     contents = cat_blobs(repo, [oid for _, oid, _ in entries])
     files: dict[str, bytes] = {}
     modes: dict[str, int] = {}

@@ -129,8 +129,8 @@ def _noise(session: Session) -> dict[str, Any] | None:
     incumbent's pool holds, their relative spread (median absolute deviation over the median's
     magnitude; None without two samples or with a median of 0), and its drift (None: none)."""
     from . import decision
-    from .ledger import mad, median
     from .pending import incumbent_samples
+    from .stats import mad, median
 
     if session.read_only or session.config.rule != "sequential":
         return None
@@ -273,12 +273,13 @@ class Shown:
     set_aside: list[dict[str, Any]]
     diff_source: str | None = None
     measured: str | None = None
+    collected: bool = False  # its attempt ref was deleted by git autoresearch gc
 
     def to_json(self) -> dict[str, Any]:
         """The ``show --json`` document."""
         return {"record": self.run.data, "diff_commit": self.diff_commit,
                 "diff_source": self.diff_source, "diff": self.diff,
-                "set_aside": self.set_aside}
+                "set_aside": self.set_aside, "collected": self.collected}
 
 
 def same_commit(a: str, b: str) -> bool:
@@ -359,5 +360,8 @@ def shown(session: Session, number: int) -> Shown:
         paths = [p for p in (repo.changed_paths(f"{commit}^", commit) if commit else [])
                  if not session.bounds.in_scope(p)]
         set_aside.append({"ref": ref, "commit": commit, "paths": paths})
+    from .ledger import collected_refs
+
+    collected = target is None and run.data.get("attempt_ref") in collected_refs(session.ledger)
     return Shown(run, target, repo.show_patch(target) if target else "", set_aside, source,
-                 measured)
+                 measured, collected)

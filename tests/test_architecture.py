@@ -29,14 +29,15 @@ MAX_LINES = 550  # about 500, with a 10 % margin
 # those below, never from one above.
 LAYERS = [
     {"__main__", "cli", "manpage", "commands"},
-    {"start", "start_record", "resume", "doctor", "status", "demo", "audit", "finalize"},
+    {"start", "start_record", "resume", "doctor", "status", "demo", "audit", "finalize",
+     "catalog", "sharing"},
     {"recording", "recovery", "pending"},
     {"session", "reader", "branches", "journal"},
     {"experiment", "trailers", "state", "submodules", "layout", "ideas", "scripts", "lock",
      "measure", "running", "hooks", "importers", "report", "insight", "dashboard", "plot",
      "review"},
     {"git", "ledger", "jsontext", "repairs", "config", "refs", "paths", "files", "inputs",
-     "errors", "signals", "faults", "resources", "decision", "__init__"},
+     "errors", "signals", "faults", "resources", "decision", "stats", "__init__"},
 ]
 
 

@@ -148,9 +148,9 @@ def test_a_missing_session_branch_names_the_remotes_that_exist(repo: Path, ar: T
     git(repo, "remote", "add", "upstream", str(tmp_path / "upstream.git"))
     res = ar(repo, "resume", expect=3)
     assert res.err == ("git autoresearch: the session branch autoresearch/s1 does not exist "
-                       "here (fetch it from one of the remotes (upstream): git fetch upstream "
-                       "autoresearch/s1:autoresearch/s1)\n")
-    git(repo, "fetch", "-q", "upstream", "autoresearch/s1:autoresearch/s1")  # as it says
+                       "here (bring it with its runs from a remote (upstream): git autoresearch "
+                       "pull upstream s1)\n")
+    ar(repo, "pull", "upstream", "s1")  # as it says
     assert ar(repo, "resume", "--json").json()["actions"] == ["checked out autoresearch/s1"]
     assert (repo / "value.txt").read_text() == "50\n"
 

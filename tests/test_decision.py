@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from git_autoresearch import decision
 from git_autoresearch.decision import Decision, incumbent, sequential, strict
-from git_autoresearch.ledger import median
+from git_autoresearch.stats import median
 
 
 def noisy(centre: float, count: int, spread: float = 0.03, seed: int = 1) -> list[float]:

@@ -56,7 +56,7 @@ def _said(run: int, side: str, sample: int, value: float | None) -> None:
 def audit_lines(line: dict[str, Any], unit: str) -> list[str]:
     """An audit line of the ledger for people: the verdict, each side's median, the effect
     with its interval (in the unit and relative)."""
-    from ..ledger import median
+    from ..stats import median
 
     u = f" {unit}" if unit else ""
     head = (f"run {line.get('audited_run')}: {line.get('verdict')} ({line.get('commit')} "

@@ -198,6 +198,9 @@ def show_cmd(run_number: int, as_json: bool) -> None:
     elif run.status == "keep":
         click.echo("(no commit: the kept measurement changed nothing"
                    + (f"; it measured {found.measured})" if found.measured else ")"))
+    elif found.collected:
+        click.echo(f"(its attempt ref {run.data['attempt_ref']} was deleted by git "
+                   "autoresearch gc)")
     else:
         click.echo("(no attempt ref recorded for this run"
                    + (f"; its record names {found.measured}, the kept commit it started from)"

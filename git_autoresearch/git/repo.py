@@ -181,20 +181,21 @@ class Repo:
                 return Path(path)
         return None
 
+    def worktree_paths(self) -> list[Path]:
+        """The work trees of this repository that exist on disk, this one first (``git
+        worktree list --porcelain -z``: records of ``key value`` fields)."""
+        res = self.run("worktree", "list", "--porcelain", "-z", allow_non_zero=True)
+        found = [self.top]
+        for field in split_z(res.stdout) if res.returncode == 0 else []:
+            key, _, value = field.partition(" ")
+            if key == "worktree" and Path(value).is_dir() \
+                    and Path(value).resolve() != self.top.resolve():
+                found.append(Path(value))
+        return found
+
     def remotes(self) -> list[str]:
         """The names of the configured remotes (``git remote``: one name a line), sorted."""
         return sorted(self.run("remote").text.split())
-
-    def fetch_hint(self, branch: str) -> str:
-        """How to bring ``branch`` here from a remote: ``git fetch origin B:B`` when a remote
-        named origin exists, else the remotes that do, else that there is none."""
-        remotes = self.remotes()
-        if "origin" in remotes:
-            return f"fetch it: git fetch origin {branch}:{branch}"
-        if remotes:
-            return (f"fetch it from one of the remotes ({', '.join(remotes)}): git fetch "
-                    f"{remotes[0]} {branch}:{branch}")
-        return "this repository has no remote to fetch it from"
 
     def ref_format_ok(self, ref: str) -> bool:
         """Whether ``git check-ref-format`` accepts ``ref``."""

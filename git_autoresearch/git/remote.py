@@ -1,0 +1,121 @@
+"""A git remote, and refs moved as one transaction: listing a remote's refs, fetching their
+objects, an atomic push with a compare-and-swap on each ref, and a local update of several refs
+at once.
+
+Only machine formats are read: ``git ls-remote`` (``<oid> TAB <ref>`` a line), ``git push
+--porcelain`` (``<flag> TAB <from>:<to> TAB <summary>`` a line, git-push(1) "OUTPUT"), and exit
+codes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ..errors import Refused
+from .process import said
+from .repo import Repo
+
+
+def remote_refs(repo: Repo, remote: str, prefixes: Sequence[str]) -> dict[str, str]:
+    """The refs of ``remote`` (a remote's name, a URL or a path) whose full name starts with one
+    of ``prefixes`` (``refs/heads/x`` matches itself only, ``refs/x/`` everything below),
+    mapped to their object ids (``git ls-remote --refs``). Raises :class:`Refused` when the
+    remote cannot be listed (no such remote, unreachable)."""
+    res = repo.run("ls-remote", "--refs", "--end-of-options", remote, allow_non_zero=True)
+    if res.returncode != 0:
+        lines = said(res.stderr)
+        raise Refused(f"cannot list the refs of remote {remote!r}: "
+                      + (lines[-1].strip().removeprefix("fatal: ") if lines
+                         else f"git ls-remote exit {res.returncode}"))
+    found: dict[str, str] = {}
+    for line in res.text.splitlines():
+        oid, _, ref = line.partition("\t")
+        if any(ref == p or (p.endswith("/") and ref.startswith(p)) for p in prefixes):
+            found[ref] = oid
+    return found
+
+
+def fetch_objects(repo: Repo, remote: str, refs: Sequence[str]) -> bool:
+    """Bring the objects of ``refs`` (full names on ``remote``) here without writing any ref,
+    FETCH_HEAD included; False when git could not (a ref vanished meanwhile, say)."""
+    if not refs:
+        return True
+    res = repo.run("fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+                   "--no-recurse-submodules", "--end-of-options", remote, *refs,
+                   allow_non_zero=True)
+    return res.returncode == 0
+
+
+def has_commit(repo: Repo, oid: str) -> bool:
+    """Whether the commit ``oid`` is in this repository's object store."""
+    return repo.run("cat-file", "-e", f"{oid}^{{commit}}", allow_non_zero=True).returncode == 0
+
+
+def is_ancestor(repo: Repo, old: str, new: str) -> bool:
+    """Whether commit ``old`` is ``new`` or an ancestor of it (``merge-base --is-ancestor``)."""
+    return repo.run("merge-base", "--is-ancestor", old, new,
+                    allow_non_zero=True).returncode == 0
+
+
+@dataclass(frozen=True)
+class Pushed:
+    """One ref of a ``git push --porcelain`` answer: its ``flag`` (`` `` fast-forward, ``+``
+    forced, ``-`` deleted, ``*`` new, ``!`` rejected, ``=`` up to date) and the remote ``ref``."""
+
+    flag: str
+    ref: str
+
+
+def push_atomic(repo: Repo, remote: str, updates: Mapping[str, tuple[str, str]]
+                ) -> tuple[int, list[Pushed]]:
+    """Push, all or nothing (``--atomic``), each remote ref of ``updates`` to its new commit,
+    on the condition that the remote still holds the expected one: ``{ref: (new, expected)}``,
+    ``expected`` empty for a ref that must not exist there yet (``--force-with-lease=<ref>:
+    <expected>``, git-push(1)). Returns git's exit code and the refs as ``--porcelain`` lists
+    them; a lease that no longer holds makes git refuse every ref (flag ``!``)."""
+    leases = [f"--force-with-lease={ref}:{expected}"
+              for ref, (_, expected) in updates.items()]
+    specs = [f"{new}:{ref}" for ref, (new, _) in updates.items()]
+    res = repo.run("push", "--atomic", "--porcelain", "--no-verify", "--no-recurse-submodules",
+                   *leases, "--end-of-options", remote, *specs, allow_non_zero=True)
+    pushed = []
+    for line in res.text.splitlines():
+        fields = line.split("\t")
+        if len(fields) >= 2 and len(fields[0]) == 1 and ":" in fields[1]:
+            pushed.append(Pushed(fields[0], fields[1].rpartition(":")[2]))
+    return res.returncode, pushed
+
+
+def update_refs(repo: Repo, changes: Mapping[str, tuple[str | None, str | None]],
+                message: str) -> bool:
+    """Move several local refs in one transaction (``git update-ref --stdin``): ``{ref: (new,
+    old)}``, ``new`` None deletes the ref, ``old`` None requires that it does not exist yet.
+    All or nothing; False when an old value no longer held (another writer)."""
+    lines = []
+    for ref, (new, old) in changes.items():
+        if new is None:
+            lines.append(f"delete {ref} {old or ''}")
+        elif old is None:
+            lines.append(f"create {ref} {new}")
+        else:
+            lines.append(f"update {ref} {new} {old}")
+    if not lines:
+        return True
+    res = repo.run("update-ref", "-m", message, "--stdin",
+                   input=("\n".join(lines) + "\n").encode(), allow_non_zero=True)
+    return res.returncode == 0
+
+
+def default_branch(repo: Repo) -> str | None:
+    """The full name of the repository's default branch: the one ``origin/HEAD`` points at,
+    else ``init.defaultBranch``, else ``main`` or ``master``, if it exists here; else None."""
+    res = repo.run("symbolic-ref", "-q", "refs/remotes/origin/HEAD", allow_non_zero=True)
+    candidates = []
+    if res.returncode == 0 and res.text.startswith("refs/remotes/origin/"):
+        candidates.append("refs/heads/" + res.text.removeprefix("refs/remotes/origin/"))
+        candidates.append(res.text)
+    configured = repo.config_entries(r"^init\.defaultbranch$")
+    if configured and configured[-1][1]:
+        candidates.append(f"refs/heads/{configured[-1][1]}")
+    candidates += ["refs/heads/main", "refs/heads/master"]
+    return next((ref for ref in candidates if repo.resolve(ref) is not None), None)
