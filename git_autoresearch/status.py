@@ -325,11 +325,27 @@ def _baseline(session: Session, run: Run, commit: str) -> bool:
         session.repo, commit)
 
 
-def shown(session: Session, number: int) -> Shown:
-    """Run ``number`` of ``session`` with its diff; :class:`UsageError` (exit 2) when the
-    ledger has no such run. The commit is the keep commit whose ``Autoresearch-Run`` trailer
-    names the run, else the attempt ref's, else the record's own ``commit`` field
-    (:func:`_record_commit`)."""
+@dataclass(frozen=True)
+class RunCommit:
+    """Where a run's change is in git: its ``commit`` (full object id; None: none), the
+    ``source`` of it (``trailer``: the keep commit whose ``Autoresearch-Run`` trailer names the
+    run; ``attempt_ref``; ``record``: the record's own ``commit`` field; None), the commit the
+    run was ``measured`` on when the record names that instead of a commit of its own, and
+    whether ``git autoresearch gc`` deleted its attempt ref (``collected``)."""
+
+    run: Run
+    commit: str | None
+    source: str | None
+    measured: str | None = None
+    collected: bool = False
+
+
+def run_commit(session: Session, number: int) -> RunCommit:
+    """Run ``number`` of ``session`` and its commit (:class:`RunCommit`); :class:`UsageError`
+    (exit 2) when the ledger has no such run. The commit is the keep commit whose
+    ``Autoresearch-Run`` trailer names the run, else the attempt ref's, else the record's own
+    ``commit`` field (:func:`_record_commit`)."""
+    from .ledger import collected_refs
     from .refs import session_branch
     from .trailers import read_trailers
 
@@ -351,6 +367,15 @@ def shown(session: Session, number: int) -> Shown:
     if target is None and not run.data.get("attempt_ref"):
         target, measured = _record_commit(session, run)
         source = "record" if target else None
+    collected = target is None and run.data.get("attempt_ref") in collected_refs(session.ledger)
+    return RunCommit(run, target, source, measured, collected)
+
+
+def shown(session: Session, number: int) -> Shown:
+    """Run ``number`` of ``session`` with its diff (of its commit: :func:`run_commit`);
+    :class:`UsageError` (exit 2) when the ledger has no such run."""
+    found = run_commit(session, number)
+    run, repo = found.run, session.repo
     refs = run.data.get("scope_refs") or (
         [run.data["scope_ref"]] if isinstance(run.data.get("scope_ref"), str) else [])
     set_aside = []
@@ -360,8 +385,6 @@ def shown(session: Session, number: int) -> Shown:
         paths = [p for p in (repo.changed_paths(f"{commit}^", commit) if commit else [])
                  if not session.bounds.in_scope(p)]
         set_aside.append({"ref": ref, "commit": commit, "paths": paths})
-    from .ledger import collected_refs
-
-    collected = target is None and run.data.get("attempt_ref") in collected_refs(session.ledger)
-    return Shown(run, target, repo.show_patch(target) if target else "", set_aside, source,
-                 measured, collected)
+    target = found.commit
+    return Shown(run, target, repo.show_patch(target) if target else "", set_aside,
+                 found.source, found.measured, found.collected)
