@@ -259,6 +259,8 @@ dashboard_main = _entry("dashboard")
 audit_main = _entry("audit")
 
 finalize_main = _entry("finalize")
+apply_main = _entry("apply")
+diff_main = _entry("diff")
 sessions_main = _entry("sessions")
 gc_main = _entry("gc")
 push_main = _entry("push")

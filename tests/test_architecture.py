@@ -29,7 +29,7 @@ MAX_LINES = 550  # about 500, with a 10 % margin
 # those below, never from one above.
 LAYERS = [
     {"__main__", "cli", "manpage", "commands"},
-    {"start", "start_record", "resume", "doctor", "status", "demo", "audit", "finalize",
+    {"start", "start_record", "resume", "doctor", "status", "demo", "audit", "finalize", "apply",
      "catalog", "sharing"},
     {"recording", "recovery", "pending"},
     {"session", "reader", "branches", "journal"},

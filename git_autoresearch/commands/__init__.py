@@ -38,6 +38,8 @@ COMMAND_MODULES: dict[str, str] = {
     "dashboard": "reading",
     "audit": "auditing",
     "finalize": "reviewing",
+    "apply": "reviewing",
+    "diff": "reviewing",
     "demo": "upkeep",
     "sessions": "sharing",
     "gc": "sharing",

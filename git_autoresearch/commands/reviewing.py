@@ -122,3 +122,84 @@ def _lines(line: dict[str, Any], unit: str) -> list[str]:
     elif line["reason"]:
         out.append(f"measured: failed ({line['reason']})")
     return out
+
+
+@click.command("apply", context_settings=CONTEXT)
+@click.argument("run_number", metavar="RUN", type=int)
+@json_option
+def apply_cmd(run_number: int, as_json: bool) -> None:
+    """Bring the change of a run that was not kept (from its attempt ref) back onto the work
+    tree, to retry it or build on it; replayed onto HEAD when a keep came after it. HEAD and
+    the index do not move; a work tree with changes is refused."""
+    from ..apply import apply_run
+    from ..session import Session
+
+    session = Session.open()
+    for w in session.warnings:
+        warn(w)
+    done = apply_run(session, run_number)
+    for w in done.warnings:
+        warn(w)
+    if as_json:
+        emit_json({"run": done.run, "commit": done.commit[:7], "onto": done.onto[:7],
+                   "replayed": done.replayed, "paths": list(done.paths)})
+        return
+    how = f"replayed onto HEAD {done.onto[:7]}" if done.replayed else f"on HEAD {done.onto[:7]}"
+    click.echo(f"applied run {done.run}'s change ({done.commit[:7]}, {how}) to the work tree: "
+               f"{len(done.paths)} file(s): {', '.join(done.paths[:10])}"
+               + (" ..." if len(done.paths) > 10 else ""))
+    click.echo('next: edit it further, then git autoresearch run -d "..."')
+
+
+@click.command("diff", context_settings=CONTEXT)
+@click.argument("runs", metavar="RUN [RUN]", type=int, nargs=-1, required=True)
+@click.option("--stat", is_flag=True, help="A diffstat instead of the patch.")
+@click.option("--name-only", is_flag=True, help="Only the names of the files that differ.")
+@json_option
+def diff_cmd(runs: tuple[int, ...], stat: bool, name_only: bool, as_json: bool) -> None:
+    """The code difference between two runs (keeps or attempts), or between a run and its
+    parent (the commit it was tried on), with the metric's change in the header."""
+    from ..errors import UsageError
+    from ..report import delta_pct, fmt
+    from ..session import Session
+    from ..status import run_commit
+
+    if len(runs) > 2:
+        raise UsageError(f"diff takes one or two runs, not {len(runs)}")
+    if stat and name_only:
+        raise UsageError("--stat and --name-only are exclusive: give one")
+    session = Session.open(on_branch=False)
+    found = [run_commit(session, number) for number in runs]
+    for one in found:
+        if one.commit is None:
+            why = ("its attempt ref was deleted by git autoresearch gc" if one.collected
+                   else "the kept measurement changed nothing" if one.run.status == "keep"
+                   else "it has no commit (no attempt ref recorded)")
+            raise UsageError(f"run {one.run.number} has no commit to compare: {why}")
+    repo = session.repo
+    if len(found) == 1:
+        new, new_run = str(found[0].commit), found[0].run
+        old = repo.resolve(f"{new}^")
+        if old is None:
+            raise UsageError(f"run {new_run.number}'s commit {new[:7]} has no parent")
+        old_label = f"its parent {old[:7]}"
+        old_metric = None
+    else:
+        old, new, new_run = str(found[0].commit), str(found[1].commit), found[1].run
+        old_label = (f"run {found[0].run.number} ({found[0].run.status}, "
+                     f"{fmt(found[0].run.metric)}) {old[:7]}")
+        old_metric = found[0].run.metric
+    change = delta_pct(new_run.metric, old_metric)
+    text = repo.diff_text(old, new, stat=stat, name_only=name_only)
+    unit = f" {session.config.metric_unit}" if session.config.metric_unit else ""
+    header = (f"# {old_label} -> run {new_run.number} ({new_run.status}, "
+              f"{fmt(new_run.metric)}{unit}) {new[:7]}"
+              + (f": {change:+.2f}%" if change is not None else ""))
+    if as_json:
+        emit_json({"from": {"run": found[0].run.number if len(found) == 2 else None,
+                            "commit": old[:7], "metric": old_metric},
+                   "to": {"run": new_run.number, "commit": new[:7], "metric": new_run.metric},
+                   "change_pct": change, "diff": text})
+        return
+    click.echo(header)
+    click.echo(text, nl=False)

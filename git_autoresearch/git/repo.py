@@ -462,6 +462,23 @@ class Repo:
                       allow_non_zero=True)
         return res.text or None if res.returncode == 0 else None
 
+    def diff_text(self, old: str, new: str, *, stat: bool = False,
+                  name_only: bool = False) -> str:
+        """The difference from commit ``old`` to commit ``new`` for people (``git diff
+        --no-color --no-ext-diff``, with ``--stat`` or ``--name-only``), decoded (invalid bytes
+        replaced)."""
+        args = ["diff", "--no-color", "--no-ext-diff"]
+        args += ["--stat"] if stat else ["--name-only"] if name_only else []
+        return self.run(*args, old, new, "--").stdout.decode("utf-8", "replace")
+
+    def restore_worktree(self, commit: str, paths: Sequence[str]) -> None:
+        """Make the work tree's ``paths`` what they are in ``commit`` (a path absent from it is
+        removed), leaving the index and HEAD as they are (``git restore --source --worktree
+        --no-overlay``). Raises :class:`GitError`."""
+        if paths:
+            self.run("restore", f"--source={commit}", "--worktree", "--no-overlay",
+                     "--pathspec-from-file=-", "--pathspec-file-nul", input=join_z(paths))
+
     def changed_paths(self, old: str, new: str) -> list[str]:
         """The paths that differ between commits ``old`` and ``new`` (renames as a deletion
         and an addition)."""
