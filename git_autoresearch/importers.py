@@ -224,16 +224,21 @@ class _Times:
 
 
 def _tsv_runs(path: Path, rows: list[Row], metric_column: str, source: str, times: _Times,
-              numbers: list[int] | None = None) -> list[RunRecord]:
+              numbers: list[int] | None = None,
+              warnings: list[str] | None = None) -> list[RunRecord]:
     """One run record a row of ``rows`` (none may be ``stopped``), numbered from 1 or by
-    ``numbers``. Raises :class:`UsageError` for an unknown status or a metric that is no
-    finite number."""
+    ``numbers``. A status that is none of the known words is kept as written (and read as a
+    keep, as pi-autoresearch reads an unknown status), named in ``warnings``: no row is
+    dropped. Raises :class:`UsageError` for a metric that is no finite number."""
     runs: list[RunRecord] = []
     for index, row in enumerate(rows):
         word = _cell(row, "status").lower()
         status = STATUS_WORDS.get(word)
         if status is None:
-            raise UsageError(f"{path}:{row.line}: unknown status {word!r}")
+            if warnings is not None:
+                warnings.append(f"{path.name}:{row.line}: unknown status {word!r}, kept as "
+                                "written (read as a keep, as pi-autoresearch reads it)")
+            status = word or "unknown"
         raw = _cell(row, metric_column)
         metric = _number(raw)
         if metric is None and status != "crash" and raw not in ("", "-"):
@@ -351,7 +356,7 @@ def _loop_seed_lines(path: Path, rows: list[Row], direction: str | None, times: 
         if number != (experiment or 0) + offset:
             shifted.append(f"line {row.line} (experiment {_cell(row, 'experiment')!r}) is "
                            f"run {number}")
-        (record,) = _tsv_runs(path, [row], "metric", LOOP_SEED, times, [number])
+        (record,) = _tsv_runs(path, [row], "metric", LOOP_SEED, times, [number], warnings)
         record["experiment"] = experiment if experiment is not None \
             else _cell(row, "experiment") or None
         lines.append(dumps(record))
@@ -411,6 +416,6 @@ def convert(source: Path, *, direction: str | None = None,
                                 "out")
             else:
                 kept.append(row)
-        runs = _tsv_runs(source, kept, metric, KARPATHY, times)
+        runs = _tsv_runs(source, kept, metric, KARPATHY, times, warnings=warnings)
         return [dumps(header), *map(dumps, runs)], f"karpathy/autoresearch results {source}"
     raise UsageError(f"{source}: unknown columns {', '.join(columns)}")

@@ -121,7 +121,8 @@ def status(session: Session) -> Status:
         pending=pending, stop_pending=session.layout.stop.exists(),
         limit=cfg.max_experiments, limit_reached=session.limit_reached(),
         experiments=None if cfg.max_experiments is None else session.experiments_in_segment(),
-        readonly_changed=readonly_changed, warnings=warnings, noise=_noise(session))
+        readonly_changed=readonly_changed, warnings=list(dict.fromkeys(warnings)),
+        noise=_noise(session))
 
 
 def _noise(session: Session) -> dict[str, Any] | None:

@@ -371,3 +371,20 @@ def test_fixture_imports_without_warnings(repo: Path, ar: Tool, fixture: str) ->
     event."""
     res = ar(repo, "import", str(FIXTURES_DIR / fixture), "--json")
     assert res.err == "" and res.json()["warnings"] == []
+
+
+def test_an_unknown_status_in_a_results_tsv_is_kept_not_refused(repo: Path, ar: Tool) -> None:
+    """pi-autoresearch 1.6.2 reads a status it does not know as a keep
+    (extensions/pi-autoresearch/jsonl.ts:74, ``statusFrom``), and karpathy's analysis.ipynb
+    counts every row (its cell at line 42: ``df["status"].value_counts()``): no row is dropped,
+    and the import says which it kept as written."""
+    write(repo / "results.tsv", HEADER + "a1b2c3d\t0.997900\t44.0\tkeep\tbaseline\n"
+          "b2c3d4e\t0.993200\t44.2\tskipped\tweird status\n")
+    res = ar(repo, "import", "results.tsv", "--json")
+    assert res.json()["warnings"] == ["results.tsv:3: unknown status 'skipped', kept as "
+                                      "written (read as a keep, as pi-autoresearch reads it)"]
+    runs = [line for line in ledger_lines(repo) if "run" in line]
+    assert [(r["run"], r["status"]) for r in runs] == [(1, "keep"), (2, "skipped")]
+    status = ar(repo, "status", "--json").json()
+    assert status["segment"]["runs"] == 2
+    assert sum("run 2 ('skipped')" in w for w in status["warnings"]) == 1  # said once
