@@ -41,6 +41,7 @@ from .session import Session
 from .trailers import (
     attempt_message,
     commit_message,
+    decision_trailer,
     keep_trailers,
     result_trailer,
     set_aside_message,
@@ -369,9 +370,10 @@ def _keep(session: Session, intent: journal.Intent, draft: RunRecord, changes: C
         created=created, tracked=tracked))
     head_tree = (session.repo.head_tree_at_discovery
                  if head == session.repo.head_at_discovery else None)
+    decided = decision_trailer(draft.get("decision"))
     kept = git_keep(session.repo, bounds, plan, head=head,
-                    message=commit_message(description, trailer, number, sid),
-                    trailers=keep_trailers(trailer, number, sid),
+                    message=commit_message(description, trailer, number, sid, decided),
+                    trailers=keep_trailers(trailer, number, sid, decided),
                     violations_ref=ref, head_tree=head_tree,
                     violations_message=set_aside_message(number, intent.id, kept=True))
     session.moved_head(kept.commit)

@@ -1,7 +1,8 @@
 """The commit-message contract: every trailer a session writes, and every reader of them.
 
 A keep commit ends with ``Result``, ``Autoresearch-Run`` and ``Autoresearch-Session``
-(pi-autoresearch's ``Result:`` JSON, status first); an attempt commit (a run not kept) with
+(pi-autoresearch's ``Result:`` JSON, status first), and ``Autoresearch-Decision`` (how the rule
+decided, for people) when the run has a decision; an attempt commit (a run not kept) with
 ``Autoresearch-Status``, ``-Run``, ``-Session`` and ``-Intent``; a set-aside commit (changes
 outside the scope or to readonly paths) with ``Autoresearch-Intent``. Trailers are read back
 through git's own trailer parser (``%(trailers:key=...)``), never by splitting a message.
@@ -23,6 +24,7 @@ STATUS = "Autoresearch-Status"
 RUN = "Autoresearch-Run"
 SESSION = "Autoresearch-Session"
 INTENT = "Autoresearch-Intent"
+DECISION = "Autoresearch-Decision"
 
 
 def _values(key: str, *options: str) -> str:
@@ -44,19 +46,51 @@ def result_trailer(metric_name: str, metric: float, metrics: Mapping[str, float]
     return dumps(body)
 
 
-def keep_trailers(trailer: str, run: int, session_id: str) -> dict[str, str]:
+def _figure(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else None
+
+
+def decision_trailer(found: Mapping[str, Any] | None) -> str | None:
+    """The ``Autoresearch-Decision:`` value of a keep, for people reading ``git log``: the
+    rule, the verdict, the relative effect against the incumbent with its interval and the
+    samples of each side, and ``forced`` for a keep by hand against the rule
+    (``sequential better -2.10% [-3.40%, -0.80%], 6 samples against 25``); None without a
+    decision, or for a baseline."""
+    if not found or found.get("verdict") in (None, "baseline"):
+        return None
+    text = f"{found.get('rule', 'sequential')} {found['verdict']}"
+    rel, low, high = (_figure(found.get(k)) for k in ("relative", "relative_low",
+                                                      "relative_high"))
+    if rel is not None and low is not None and high is not None:
+        text += f" {rel * 100:+.2f}%"
+        if low != high:
+            text += f" [{low * 100:+.2f}%, {high * 100:+.2f}%]"
+    if isinstance(found.get("candidate_samples"), int) and \
+            isinstance(found.get("incumbent_samples"), int):
+        text += (f", {found['candidate_samples']} sample(s) against "
+                 f"{found['incumbent_samples']}")
+    return text + (", forced" if found.get("forced") is True else "")
+
+
+def keep_trailers(trailer: str, run: int, session_id: str,
+                  decision: str | None = None) -> dict[str, str]:
     """The trailers :func:`commit_message` writes, key to value, for the read-back."""
-    return {RESULT: trailer, RUN: str(run), SESSION: session_id}
+    block = {RESULT: trailer, RUN: str(run), SESSION: session_id}
+    if decision:
+        block[DECISION] = decision
+    return block
 
 
-def commit_message(description: str, trailer: str, run: int, session_id: str) -> str:
+def commit_message(description: str, trailer: str, run: int, session_id: str,
+                   decision: str | None = None) -> str:
     """The keep commit's message: the description, a blank line, then our trailer block last.
 
     Only the last paragraph of a message holds trailers, so a description's own ``Result:``
     line, ``---`` line, tabs or paragraphs can neither forge nor hide ours.
     """
     text = description.replace("\r\n", "\n").strip("\n") or f"run {run}"
-    block = keep_trailers(trailer, run, session_id)
+    block = keep_trailers(trailer, run, session_id, decision)
     return f"{text}\n\n" + "".join(f"{key}: {value}\n" for key, value in block.items())
 
 

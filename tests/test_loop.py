@@ -42,7 +42,8 @@ def test_run_keeps_improvement_with_trailer_matching_ledger(repo: Path, ar: Tool
     assert record["commit"] == head[:7]
     message = git(repo, "log", "-1", "--format=%B")
     assert message == ('lower the value to 90\n\nResult: {"status":"keep","score":90}\n'
-                       "Autoresearch-Run: 2\nAutoresearch-Session: s1")
+                       "Autoresearch-Run: 2\nAutoresearch-Session: s1\n"
+                       "Autoresearch-Decision: sequential better -10.00%, 1 sample(s) against 5")
     trailer = git(repo, "log", "-1", "--format=%(trailers:key=Result,valueonly)")
     assert json.loads(trailer) == {"status": "keep", "score": 90}
     assert runs(repo)[-1]["asi"] == {"hypothesis": "smaller is faster"}

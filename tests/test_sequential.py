@@ -9,7 +9,7 @@ import json
 import re
 from pathlib import Path
 
-from conftest import Tool, commit_all, ledger_lines, runs, start_args, write
+from conftest import Tool, commit_all, git, ledger_lines, runs, start_args, write
 
 # A benchmark with noise: the value in value.txt times a factor that cycles with a counter kept
 # in an ignored file (about +-2%, never the same twice in a row).
@@ -285,3 +285,22 @@ def test_min_effect_is_named_when_it_is_what_stopped_a_keep(repo: Path, ar: Tool
     write(repo / "value.txt", "100\n# a comment\n")
     same = ar(repo, "run", "-d", "nothing", "--json").json()
     assert same["reason"] == "within noise"
+
+
+def test_a_keep_commit_says_how_it_was_decided_in_a_trailer(repo: Path, ar: Tool) -> None:
+    write(repo / "bench.sh", NOISY, 0o755)
+    write(repo / ".gitignore", ".n\n")
+    commit_all(repo)
+    sequential(repo, ar, "--max-samples", "5")
+    write(repo / "value.txt", "70\n")
+    kept = ar(repo, "run", "-d", "a real gain", "--json").json()
+    said = git(repo, "log", "-1", "--format=%(trailers:key=Autoresearch-Decision,valueonly)")
+    d = kept["decision"]
+    assert said == (f"sequential better {d['relative'] * 100:+.2f}% "
+                    f"[{d['relative_low'] * 100:+.2f}%, {d['relative_high'] * 100:+.2f}%], "
+                    f"{d['candidate_samples']} sample(s) against {d['incumbent_samples']}")
+    write(repo / "value.txt", "120\n")
+    ar(repo, "measure")
+    ar(repo, "keep", "-d", "kept anyway")
+    forced = git(repo, "log", "-1", "--format=%(trailers:key=Autoresearch-Decision,valueonly)")
+    assert forced.startswith("sequential worse +") and forced.endswith(", forced")
