@@ -374,6 +374,42 @@ class Repo:
         return self.run("show", "--no-ext-diff", "--stat", "--patch",
                         "--format=commit %H%n%n%B", rev).stdout.decode("utf-8", "replace")
 
+    def patches(self, commits: Sequence[str]) -> dict[str, str]:
+        """Each commit's patch against its first parent (a root commit: against nothing), as
+        ``git diff-tree --stdin -p --stat`` gives it for all of them on one process: commit id
+        (full, as given) -> the diffstat and patch text (invalid bytes replaced); a commit git
+        does not have is left out."""
+        wanted = [c for c in dict.fromkeys(commits) if _HEX_NAME.fullmatch(c)]
+        if not wanted:
+            return {}
+        res = self.run("diff-tree", "--stdin", "--root", "--no-ext-diff", "--no-color",
+                       "--diff-merges=first-parent", "--always", "--stat", "--patch",
+                       "--format=%x00%H", input="".join(f"{c}\n" for c in wanted).encode(),
+                       allow_non_zero=True)
+        found: dict[str, str] = {}
+        for chunk in res.stdout.decode("utf-8", "replace").split("\0")[1:]:
+            oid, _, patch = chunk.partition("\n")
+            found[oid.strip()] = patch.strip("\n") + "\n"
+        return found
+
+    def resolve_many(self, names: Sequence[str]) -> dict[str, str]:
+        """The commit each of ``names`` (object ids, full or abbreviated, or ref names) names,
+        in one ``git cat-file --batch-check``: name -> full object id; a name that names no
+        commit here (missing, ambiguous, another kind of object, blank or with spaces) is
+        left out."""
+        wanted = [n for n in dict.fromkeys(names) if n and not any(c.isspace() for c in n)]
+        if not wanted:
+            return {}
+        res = self.run("cat-file", "--batch-check=%(objectname) %(objecttype)",
+                       input="".join(f"{n}^{{commit}}\n" for n in wanted).encode(),
+                       allow_non_zero=True)
+        found: dict[str, str] = {}
+        for name, line in zip(wanted, res.text.splitlines(), strict=False):
+            oid, _, kind = line.partition(" ")
+            if kind == "commit" and _HEX_NAME.fullmatch(oid):
+                found[name] = oid
+        return found
+
     # --- history ------------------------------------------------------------------------------
 
     def commit_fields(self, rev: str, fields: Sequence[str]) -> list[str]:
