@@ -487,8 +487,9 @@ def run_diffs(session: Session, *, per_run: int | None = None,
     for number in sorted(commits, reverse=True):
         where = commits[number]
         patch = patches.get(where.commit or "")
-        if patch is None:
-            found[number] = ("", _no_diff(where, number == first))
+        if not patch:
+            found[number] = ("", "its commit changes no file" if patch == "" else
+                             _no_diff(where, number == first))
             continue
         patch = _capped(patch, per_run)
         size = len(patch.encode("utf-8"))

@@ -134,3 +134,62 @@ def test_past_the_total_the_oldest_runs_go_without(repo: Path, ar: Tool,
     for run in (5, 4, 3, 2):
         assert "no diff: left out: the page holds at most 1.95312 KiB of diffs, spent on newer " \
             "runs" in row(page, run)
+
+
+def test_all_runs_at_once_find_what_one_run_finds(repo: Path, ar: Tool,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """``status.run_commits`` (every run, a few git calls) agrees with ``status.run_commit``
+    (the one ``show`` uses) on our session, after gc, and on a ledger as pi-autoresearch 1.6.2
+    writes it: a discard records HEAD (extensions/pi-autoresearch/index.ts:2277), a keep that
+    committed nothing records HEAD too (index.ts:2393)."""
+    from git_autoresearch.reader import open_for_reading
+
+    night(repo, ar)
+    ar(repo, "gc", "--force")
+    monkeypatch.chdir(repo)
+    session = open_for_reading()
+    assert status.run_commits(session) == {
+        n: status.run_commit(session, n) for n in range(1, 7)}
+    assert status.run_commits(session)[5].collected is True
+
+    pi = repo.parent / "pi"
+    pi.mkdir()
+    git(pi, "init", "-q", "-b", "main")
+    oids = []
+    for text in ("1\n", "2\n", "3\n"):
+        write(pi / "value.txt", text)
+        commit_all(pi)
+        oids.append(git(pi, "rev-parse", "--short=7", "HEAD"))
+    records = [(1, oids[0], "keep"), (2, oids[1], "keep"), (3, oids[1], "discard"),
+               (4, oids[1], "keep"), (5, oids[2], "keep"), (6, "0badbad", "crash"),
+               (7, "", "discard")]
+    write(pi / ".auto" / "log.jsonl",
+          '{"type":"config","name":"x","metricName":"ms","metricUnit":"ms",'
+          '"bestDirection":"lower"}\n' + "".join(
+              f'{{"run":{n},"commit":"{c}","metric":{10 - n},"metrics":{{}},"status":"{s}",'
+              f'"description":"r{n}","timestamp":{n},"segment":0,"confidence":null}}\n'
+              for n, c, s in records))
+    monkeypatch.chdir(pi)
+    session = open_for_reading()
+    found = status.run_commits(session)
+    assert found == {n: status.run_commit(session, n) for n in range(1, 8)}
+    assert [(n, w.source, w.measured) for n, w in sorted(found.items())] == [
+        (1, None, oids[0]), (2, "record", None), (3, None, oids[1]), (4, None, oids[1]),
+        (5, "record", None), (6, None, None), (7, None, None)]
+
+
+def test_commits_are_found_in_an_empty_store_only_through_its_alternates(tmp_path: Path) -> None:
+    """A repository with no objects of its own resolves nothing without asking git name by
+    name; a ``clone --shared`` (objects borrowed from an alternate store) still resolves."""
+    from git_autoresearch.git.repo import Repo
+
+    git(tmp_path, "init", "-q", "-b", "main", "a")
+    git(tmp_path / "a", "commit", "-q", "--allow-empty", "-m", "x")
+    head = git(tmp_path / "a", "rev-parse", "HEAD")
+    git(tmp_path, "clone", "-q", "--shared", "a", "b")
+    git(tmp_path, "init", "-q", "c")
+    assert Repo.discover(tmp_path / "b").resolve_many([head[:7], "refs/heads/main", "0bad"]) \
+        == {head[:7]: head, "refs/heads/main": head}
+    assert Repo.discover(tmp_path / "c").has_objects() is False
+    assert Repo.discover(tmp_path / "c").resolve_many([head]) == {}
+    assert Repo.discover(tmp_path / "a").patches([head]) == {head: ""}

@@ -377,8 +377,8 @@ class Repo:
     def patches(self, commits: Sequence[str]) -> dict[str, str]:
         """Each commit's patch against its first parent (a root commit: against nothing), as
         ``git diff-tree --stdin -p --stat`` gives it for all of them on one process: commit id
-        (full, as given) -> the diffstat and patch text (invalid bytes replaced); a commit git
-        does not have is left out."""
+        (full, as given) -> the diffstat and patch text (invalid bytes replaced; ``""`` for a
+        commit that changes nothing); a commit git does not have is left out."""
         wanted = [c for c in dict.fromkeys(commits) if _HEX_NAME.fullmatch(c)]
         if not wanted:
             return {}
@@ -389,8 +389,18 @@ class Repo:
         found: dict[str, str] = {}
         for chunk in res.stdout.decode("utf-8", "replace").split("\0")[1:]:
             oid, _, patch = chunk.partition("\n")
-            found[oid.strip()] = patch.strip("\n") + "\n"
+            patch = patch.strip("\n")
+            found[oid.strip()] = patch + "\n" if patch else ""
         return found
+
+    def has_objects(self) -> bool:
+        """Whether the object store may hold any object: loose or packed, or borrowed from an
+        alternate store (``git count-objects -v``: its ``count``, ``in-pack`` and
+        ``alternate`` fields)."""
+        res = self.run("count-objects", "-v", allow_non_zero=True)
+        fields = dict(line.partition(": ")[::2] for line in res.text.splitlines())
+        return res.returncode != 0 or "alternate" in fields or \
+            fields.get("count", "1") != "0" or fields.get("in-pack", "1") != "0"
 
     def resolve_many(self, names: Sequence[str]) -> dict[str, str]:
         """The commit each of ``names`` (object ids, full or abbreviated, or ref names) names,
@@ -398,9 +408,9 @@ class Repo:
         commit here (missing, ambiguous, another kind of object, blank or with spaces) is
         left out."""
         wanted = [n for n in dict.fromkeys(names) if n and not any(c.isspace() for c in n)]
-        if not wanted:
-            return {}
-        res = self.run("cat-file", "--batch-check=%(objectname) %(objecttype)",
+        if not wanted or not self.has_objects():
+            return {}  # git would look each name up among refs and packs, to find nothing
+        res = self.run("cat-file", "--buffer", "--batch-check=%(objectname) %(objecttype)",
                        input="".join(f"{n}^{{commit}}\n" for n in wanted).encode(),
                        allow_non_zero=True)
         found: dict[str, str] = {}
