@@ -266,7 +266,7 @@ def _final_card(final: dict[str, Any], u: str) -> str:
             text += f" [{low * 100:+.2f}%, {high * 100:+.2f}%]"
             text += f" ({level * 100:.0f}% interval)" if level is not None else ""
         value = as_number(effect.get("value"))
-        lines.append(text + (f", {fmt(value)}{u}" if value is not None else ""))
+        lines.append(text + (f"; final minus base {fmt(value)}{u}" if value is not None else ""))
     elif final.get("reason"):
         lines.append(f"not measured: {final['reason']}")
     if final.get("verdict"):

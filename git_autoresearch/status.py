@@ -473,9 +473,10 @@ def run_diffs(session: Session, *, per_run: int | None = None,
               total: int | None = None) -> dict[int, tuple[str, str]]:
     """Every run's patch for the dashboard: run number -> (patch text, ``""``) or (``""``, why
     there is none). The patches (:func:`run_commits`, then one ``git diff-tree --stdin``) are
-    cut at a line past ``per_run`` bytes (UTF-8), saying how many lines were left; newest runs
-    first, once ``total`` bytes are spent the older runs get no patch, and say so. The caps
-    default to :data:`DIFF_RUN_BYTES` and :data:`DIFF_TOTAL_BYTES`."""
+    headed by ``commit <id>`` and cut at a line past ``per_run`` bytes (UTF-8), saying how many
+    lines were left; newest runs first, once ``total`` bytes are spent the older runs get no
+    patch, and say so. The caps default to :data:`DIFF_RUN_BYTES` and
+    :data:`DIFF_TOTAL_BYTES`."""
     per_run = DIFF_RUN_BYTES if per_run is None else per_run
     total = DIFF_TOTAL_BYTES if total is None else total
     room = f"{total // 2**20} MiB" if total % 2**20 == 0 else f"{total / 1024:g} KiB"
@@ -491,7 +492,7 @@ def run_diffs(session: Session, *, per_run: int | None = None,
             found[number] = ("", "its commit changes no file" if patch == "" else
                              _no_diff(where, number == first))
             continue
-        patch = _capped(patch, per_run)
+        patch = f"commit {where.commit}\n\n" + _capped(patch, per_run)
         size = len(patch.encode("utf-8"))
         if spent + size > total:
             found[number] = ("", f"left out: the page holds at most {room} of diffs, spent "

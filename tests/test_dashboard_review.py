@@ -55,7 +55,9 @@ def test_each_run_diff_the_final_marks_and_card_are_in_the_page(repo: Path, ar: 
               "--samples", "2", "--json", expect=None).json()
     ar(repo, "dashboard", "-o", "page.html")
     page = (repo / "page.html").read_text(encoding="utf-8")
-    assert "<summary>diff</summary>" in row(page, 2) and "\n-100\n+90\n" in row(page, 2)
+    keep = git(repo, "log", "-1", "--format=%H", "--grep=Autoresearch-Run: 2", "autoresearch/s1")
+    assert f"<summary>diff</summary><pre>commit {keep}\n\n value.txt | 2 +-\n" in row(page, 2)
+    assert "\n-100\n+90\n" in row(page, 2)
     assert "+&lt;b&gt;tag&lt;/b&gt; &amp; more" in row(page, 3)  # escaped, not markup
     assert "<b>tag</b>" not in page
     assert "\n-90\n+80\n" in row(page, 4)
@@ -78,7 +80,8 @@ def test_each_run_diff_the_final_marks_and_card_are_in_the_page(repo: Path, ar: 
     assert "checks passed: test -f value.txt" in text
     assert f"verdict: {done['verdict']}" in text and "samples: 2 base, 2 final" in text
     relative = done["effect"]["relative"] * 100
-    assert f"{relative:+.2f}%" in text
+    assert f"effect {relative:+.2f}% [" in text
+    assert f"final minus base {done['effect']['value']}" in text
     # Still offline: the Content-Security-Policy is kept and nothing names a URL to fetch.
     assert "default-src 'none'" in page
     assert not re.search(r"""(src|href|action)\s*=\s*["']?\s*(https?:)?//""", page)

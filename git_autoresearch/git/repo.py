@@ -389,7 +389,7 @@ class Repo:
         found: dict[str, str] = {}
         for chunk in res.stdout.decode("utf-8", "replace").split("\0")[1:]:
             oid, _, patch = chunk.partition("\n")
-            patch = patch.strip("\n")
+            patch = patch.strip("\n").removeprefix("---\n")  # the line before the diffstat
             found[oid.strip()] = patch + "\n" if patch else ""
         return found
 
