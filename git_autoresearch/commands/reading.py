@@ -303,9 +303,9 @@ def summary_cmd(max_bytes: int, last: int) -> None:
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
               help="The port for --serve (0: any free port).")
 def dashboard_cmd(output: Path | None, serve: bool, port: int) -> None:
-    """One self-contained HTML page (no network requests): cards (the latest finalize's among
-    them), the chart of every run with the running best, and the table of runs with their
-    annotations and each run's patch one click away."""
+    """One self-contained HTML page (no network requests): cards, the chart of every run with the
+    running best, and the table of runs with their annotations and patches. A run's patch opens
+    on a click in its row; the keeps of the latest finalize are marked, its result in a card."""
     from ..dashboard import render
     from ..dashboard import serve as serve_page
     from ..status import run_diffs
