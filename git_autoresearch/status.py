@@ -400,6 +400,7 @@ def run_commits(session: Session) -> dict[int, RunCommit]:
     """:func:`run_commit` of every run of the ledger at once (run number -> :class:`RunCommit`),
     in three git calls whatever the number of runs: the session branch's trailers, and one
     ``cat-file --batch-check`` for the attempt refs and recorded commits."""
+    from .git.objects import resolve_many
     from .ledger import collected_refs
     from .refs import session_branch
     from .trailers import has_result, read_trailers
@@ -416,7 +417,7 @@ def run_commits(session: Session) -> dict[int, RunCommit]:
                 if isinstance(r.data.get("commit"), str) and r.data["commit"].strip()}
     wanted = [*refs.values(), *(c for n, c in recorded.items() if n not in refs
                                 and n not in info)]
-    resolved = repo.resolve_many(wanted)
+    resolved = resolve_many(repo, wanted)
     shared = _shared_commits(runs, recorded)
     collected = collected_refs(book)
     found: dict[int, RunCommit] = {}
@@ -480,8 +481,10 @@ def run_diffs(session: Session, *, per_run: int | None = None,
     per_run = DIFF_RUN_BYTES if per_run is None else per_run
     total = DIFF_TOTAL_BYTES if total is None else total
     room = f"{total // 2**20} MiB" if total % 2**20 == 0 else f"{total / 1024:g} KiB"
+    from .git.objects import patches as read_patches
+
     commits = run_commits(session)
-    patches = session.repo.patches([c.commit for c in commits.values() if c.commit])
+    patches = read_patches(session.repo, [c.commit for c in commits.values() if c.commit])
     first = session.ledger.runs[0].number if session.ledger.runs else None
     spent = 0
     found: dict[int, tuple[str, str]] = {}

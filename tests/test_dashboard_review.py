@@ -184,6 +184,7 @@ def test_all_runs_at_once_find_what_one_run_finds(repo: Path, ar: Tool,
 def test_commits_are_found_in_an_empty_store_only_through_its_alternates(tmp_path: Path) -> None:
     """A repository with no objects of its own resolves nothing without asking git name by
     name; a ``clone --shared`` (objects borrowed from an alternate store) still resolves."""
+    from git_autoresearch.git.objects import has_objects, patches, resolve_many
     from git_autoresearch.git.repo import Repo
 
     git(tmp_path, "init", "-q", "-b", "main", "a")
@@ -191,8 +192,8 @@ def test_commits_are_found_in_an_empty_store_only_through_its_alternates(tmp_pat
     head = git(tmp_path / "a", "rev-parse", "HEAD")
     git(tmp_path, "clone", "-q", "--shared", "a", "b")
     git(tmp_path, "init", "-q", "c")
-    assert Repo.discover(tmp_path / "b").resolve_many([head[:7], "refs/heads/main", "0bad"]) \
+    assert resolve_many(Repo.discover(tmp_path / "b"), [head[:7], "refs/heads/main", "0bad"]) \
         == {head[:7]: head, "refs/heads/main": head}
-    assert Repo.discover(tmp_path / "c").has_objects() is False
-    assert Repo.discover(tmp_path / "c").resolve_many([head]) == {}
-    assert Repo.discover(tmp_path / "a").patches([head]) == {head: ""}
+    assert has_objects(Repo.discover(tmp_path / "c")) is False
+    assert resolve_many(Repo.discover(tmp_path / "c"), [head]) == {}
+    assert patches(Repo.discover(tmp_path / "a"), [head]) == {head: ""}

@@ -31,7 +31,7 @@ from .process import (
 )
 
 # An object id, whole or abbreviated as git prints it (4 to 64 hexadecimal digits).
-_HEX_NAME = re.compile(r"[0-9a-fA-F]{4,64}")
+HEX_NAME = re.compile(r"[0-9a-fA-F]{4,64}")
 
 
 class Repo:
@@ -374,52 +374,6 @@ class Repo:
         return self.run("show", "--no-ext-diff", "--stat", "--patch",
                         "--format=commit %H%n%n%B", rev).stdout.decode("utf-8", "replace")
 
-    def patches(self, commits: Sequence[str]) -> dict[str, str]:
-        """Each commit's patch against its first parent (a root commit: against nothing), as
-        ``git diff-tree --stdin -p --stat`` gives it for all of them on one process: commit id
-        (full, as given) -> the diffstat and patch text (invalid bytes replaced; ``""`` for a
-        commit that changes nothing); a commit git does not have is left out."""
-        wanted = [c for c in dict.fromkeys(commits) if _HEX_NAME.fullmatch(c)]
-        if not wanted:
-            return {}
-        res = self.run("diff-tree", "--stdin", "--root", "--no-ext-diff", "--no-color",
-                       "--diff-merges=first-parent", "--always", "--stat", "--patch",
-                       "--format=%x00%H", input="".join(f"{c}\n" for c in wanted).encode(),
-                       allow_non_zero=True)
-        found: dict[str, str] = {}
-        for chunk in res.stdout.decode("utf-8", "replace").split("\0")[1:]:
-            oid, _, patch = chunk.partition("\n")
-            patch = patch.strip("\n").removeprefix("---\n")  # the line before the diffstat
-            found[oid.strip()] = patch + "\n" if patch else ""
-        return found
-
-    def has_objects(self) -> bool:
-        """Whether the object store may hold any object: loose or packed, or borrowed from an
-        alternate store (``git count-objects -v``: its ``count``, ``in-pack`` and
-        ``alternate`` fields)."""
-        res = self.run("count-objects", "-v", allow_non_zero=True)
-        fields = dict(line.partition(": ")[::2] for line in res.text.splitlines())
-        return res.returncode != 0 or "alternate" in fields or \
-            fields.get("count", "1") != "0" or fields.get("in-pack", "1") != "0"
-
-    def resolve_many(self, names: Sequence[str]) -> dict[str, str]:
-        """The commit each of ``names`` (object ids, full or abbreviated, or ref names) names,
-        in one ``git cat-file --batch-check``: name -> full object id; a name that names no
-        commit here (missing, ambiguous, another kind of object, blank or with spaces) is
-        left out."""
-        wanted = [n for n in dict.fromkeys(names) if n and not any(c.isspace() for c in n)]
-        if not wanted or not self.has_objects():
-            return {}  # git would look each name up among refs and packs, to find nothing
-        res = self.run("cat-file", "--buffer", "--batch-check=%(objectname) %(objecttype)",
-                       input="".join(f"{n}^{{commit}}\n" for n in wanted).encode(),
-                       allow_non_zero=True)
-        found: dict[str, str] = {}
-        for name, line in zip(wanted, res.text.splitlines(), strict=False):
-            oid, _, kind = line.partition(" ")
-            if kind == "commit" and _HEX_NAME.fullmatch(oid):
-                found[name] = oid
-        return found
-
     # --- history ------------------------------------------------------------------------------
 
     def commit_fields(self, rev: str, fields: Sequence[str]) -> list[str]:
@@ -452,7 +406,7 @@ class Repo:
         ids, full or abbreviated, hexadecimal) names, in one ``git log --no-walk``; a name that
         is no hexadecimal id, names no object here or no commit is left out. Keys are the
         names as given."""
-        wanted = sorted({n for n in names if _HEX_NAME.fullmatch(n)})
+        wanted = sorted({n for n in names if HEX_NAME.fullmatch(n)})
         if not wanted:
             return {}
         res = self.run("log", "--no-walk", "--ignore-missing", "--format=%H %ct", *wanted,
