@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from html import escape
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -37,6 +37,12 @@ th,td{border-bottom:1px solid #eee;padding:4px 8px;text-align:left;vertical-alig
 th{position:sticky;top:0;background:#f1f3f4} tr{content-visibility:auto}
 td.n{text-align:right;font-variant-numeric:tabular-nums}
 .keep{color:#1e8e3e}.discard{color:#5f6368}.crash{color:#d93025}.checks_failed{color:#e37400}
+details.diff summary{cursor:pointer;color:#1a73e8} .nodiff,.final-out{color:#5f6368;font-size:12px}
+details.diff pre{max-width:80vw;max-height:60vh;overflow:auto;background:#f8f9fa;padding:6px;
+font-size:12px;white-space:pre} .final{color:#1e8e3e;font-weight:600}
+.final-card{background:#fff;border:1px solid #1e8e3e;border-radius:8px;padding:10px 14px;
+margin-bottom:16px} .final-card .k{color:#5f6368;font-size:12px}
+.final-card .v{font-size:16px;font-weight:600}
 """
 
 SCRIPT = """
@@ -86,9 +92,14 @@ def _card(key: str, value: str) -> str:
            "</div></div>"
 
 
-def render(book: Ledger, *, goal: str, metric_name: str, unit: str, session_id: str) -> str:
-    """The dashboard page: cards (baseline -> best, improvement, runs, kept), the chart (one
-    mark per run, hover for details), and the table of runs with their annotations."""
+def render(book: Ledger, *, goal: str, metric_name: str, unit: str, session_id: str,
+           diffs: Mapping[int, tuple[str, str]] | None = None) -> str:
+    """The dashboard page: cards (baseline -> best, improvement, runs, kept), the card of the
+    latest ``finalize`` (its ``{"type": "final"}`` ledger line: branch, checks, A/B result),
+    the chart (one mark per run, hover for details), and the table of runs with their
+    annotations, the keeps finalize replayed or left out marked. ``diffs`` (run number ->
+    (patch text, ``""``) or (``""``, why there is none), as ``status.run_diffs`` gives them)
+    puts each run's patch one click away in its row; without it the page has no patches."""
     seg = segment_summary(book.current)
     u = f" {unit}" if unit else ""
     cards = _cards(seg, len(book.runs), u)
@@ -101,7 +112,12 @@ def render(book: Ledger, *, goal: str, metric_name: str, unit: str, session_id: 
     legend += '<span><i style="background:#9aa0a6;width:2px;border-radius:0"></i>' \
               "a run's samples, lowest to highest</span>"
     audited = audits(book)
-    rows = [(run.number, _row(segment, run, audited.get(run.number)))
+    final = latest_final(book)
+    if final is not None:
+        cards.insert(0, _final_card(final, u))
+    marks = _final_marks(final)
+    rows = [(run.number, _row(segment, run, audited.get(run.number), marks.get(run.number, ""),
+                              (diffs or {}).get(run.number)))
             for segment in book.segments
             for run in reversed(segment.runs)]
     rows.sort(key=lambda row: -row[0])
@@ -163,9 +179,11 @@ def _decision_cell(run: Run) -> str:
     return f'<td title="{escape("; ".join(parts))}">{escape(text)}</td>'
 
 
-def _row(segment: Segment, run: Run, audited: list[dict[str, Any]] | None = None) -> str:
-    """One run's row of the table, its annotations (``asi``) in the note columns, and the
-    marker of its latest audit (``audited``: its audit lines) after its status."""
+def _row(segment: Segment, run: Run, audited: list[dict[str, Any]] | None = None,
+         mark: str = "", diff: tuple[str, str] | None = None) -> str:
+    """One run's row of the table, its annotations (``asi``) in the note columns, the marker
+    of its latest audit (``audited``: its audit lines) and its finalize ``mark`` (HTML) after
+    its status, and its ``diff`` (patch, or why none) under its commit."""
     baseline = segment.baseline
     found = run.data.get("asi")
     asi: dict[str, Any] = found if isinstance(found, dict) else {}
@@ -173,17 +191,95 @@ def _row(segment: Segment, run: Run, audited: list[dict[str, Any]] | None = None
     conf = run.data.get("confidence")
     cells = [
         f'<td class="n">{run.number}</td>', f'<td class="n">{segment.index}</td>',
-        f'<td class="{escape(run.status)}">{escape(run.status)}{_audit_marker(audited)}</td>',
+        f'<td class="{escape(run.status)}">{escape(run.status)}{_audit_marker(audited)}{mark}'
+        "</td>",
         f'<td class="n">{escape(fmt(run.metric))}</td>',
         f'<td class="n">{"" if delta is None else f"{delta:+.1f}%"}</td>',
         _decision_cell(run),
         f'<td class="n">{f"{conf:.2f}" if isinstance(conf, (int, float)) else ""}</td>',
-        f"<td><code>{escape(str(run.data.get('commit', '')))}</code></td>",
+        f"<td><code>{escape(str(run.data.get('commit', '')))}</code>{_diff(diff)}</td>",
         f"<td>{escape(one_line(run.description))}</td>",
         *(f"<td>{escape(_note(asi, keys))}</td>" for keys in NOTE_COLUMNS),
         f"<td>{escape(_others(asi))}</td>",
     ]
     return f'<tr data-run="{run.number}">{"".join(cells)}</tr>'
+
+
+def _diff(diff: tuple[str, str] | None) -> str:
+    """A run's patch, escaped, in a ``<details>`` opened by a click; or why it has none."""
+    if diff is None:
+        return ""
+    patch, why = diff
+    if not patch:
+        return f' <span class="nodiff">no diff: {escape(why)}</span>'
+    return f'<details class="diff"><summary>diff</summary><pre>{escape(patch)}</pre></details>'
+
+
+def latest_final(book: Ledger) -> dict[str, Any] | None:
+    """The ledger's latest ``{"type": "final", ...}`` line (written by ``git autoresearch
+    finalize``, finalize.py ``Final.record``), or None."""
+    return next((e for e in reversed(book.events) if e.get("type") == "final"), None)
+
+
+def _final_marks(final: dict[str, Any] | None) -> dict[int, str]:
+    """Run number -> the HTML mark of the keeps ``final`` replayed (the final commit on
+    hover) or left out (why)."""
+    marks: dict[int, str] = {}
+    if final is None:
+        return marks
+    branch = str(final.get("branch") or "")
+    for entry in final.get("replayed") or []:
+        if not isinstance(entry, dict) or not isinstance(entry.get("run"), int):
+            continue
+        if entry.get("outcome") == "applied":
+            title = f"replayed as {str(entry.get('commit') or '')[:7]} on {branch}"
+            marks[entry["run"]] = f' <span class="final" title="{escape(title)}">⇢ final</span>'
+        else:
+            paths = ", ".join(str(p) for p in entry.get("paths") or [])
+            why = f"{entry.get('outcome')}" + (f" ({paths})" if paths else "")
+            marks[entry["run"]] = (' <span class="final-out">not in the final branch: '
+                                   f"{escape(why)}</span>")
+    for entry in final.get("dropped") or []:
+        if isinstance(entry, dict) and isinstance(entry.get("run"), int):
+            marks[entry["run"]] = (' <span class="final-out">left out of the final branch: '
+                                   f"{escape(str(entry.get('why')))}</span>")
+    return marks
+
+
+def _final_card(final: dict[str, Any], u: str) -> str:
+    """The card of the latest finalize: the branch and its commit, the final checks, and the
+    A/B result (effect with its interval, verdict, samples per side)."""
+    lines = []
+    checks = final.get("checks")
+    if isinstance(checks, dict):
+        state = "passed" if checks.get("passed") is True else (
+            f"failed ({checks.get('reason') or 'exit ' + str(checks.get('exit_code'))})")
+        lines.append(f"checks {state}: {checks.get('command')}")
+    else:
+        lines.append("no final checks were run")
+    effect, samples = final.get("effect"), final.get("samples")
+    if isinstance(effect, dict) and isinstance(effect.get("relative"), (int, float)):
+        text = f"effect {effect['relative'] * 100:+.2f}%"
+        low, high, level = (as_number(effect.get(k)) for k in ("relative_low", "relative_high",
+                                                               "confidence"))
+        if low is not None and high is not None:
+            text += f" [{low * 100:+.2f}%, {high * 100:+.2f}%]"
+            text += f" ({level * 100:.0f}% interval)" if level is not None else ""
+        value = as_number(effect.get("value"))
+        lines.append(text + (f"; final minus base {fmt(value)}{u}" if value is not None else ""))
+    elif final.get("reason"):
+        lines.append(f"not measured: {final['reason']}")
+    if final.get("verdict"):
+        lines.append(f"verdict: {final['verdict']}")
+    if isinstance(samples, dict):
+        lines.append(f"samples: {len(samples.get('base') or [])} base, "
+                     f"{len(samples.get('final') or [])} final")
+    runs = ", ".join(str(n) for n in final.get("runs") or [])
+    head = f"{final.get('branch')} at {final.get('commit') or '(not made)'}"
+    return ('<div class="final-card"><div class="k">finalized: runs '
+            f'{escape(runs or "none")} replayed onto {escape(str(final.get("base")))}</div>'
+            f'<div class="v">{escape(head)}</div>'
+            f'<div>{"<br>".join(escape(line) for line in lines)}</div></div>')
 
 
 def _page(book: Ledger, seg: dict[str, Any], *, goal: str, metric_name: str, unit: str,

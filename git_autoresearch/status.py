@@ -389,3 +389,150 @@ def shown(session: Session, number: int) -> Shown:
     target = found.commit
     return Shown(run, target, repo.show_patch(target) if target else "", set_aside,
                  found.source, found.measured, found.collected)
+
+
+# The page's caps on embedded patches: one run's (cut at a line) and all runs' together (the
+# oldest runs go without).
+DIFF_RUN_BYTES = 64 * 1024
+DIFF_TOTAL_BYTES = 8 * 1024 * 1024
+
+
+def run_commits(session: Session) -> dict[int, RunCommit]:
+    """:func:`run_commit` of every run of the ledger at once (run number -> :class:`RunCommit`),
+    in three git calls whatever the number of runs: the session branch's trailers, and one
+    ``cat-file --batch-check`` for the attempt refs and recorded commits."""
+    from .git.objects import resolve_many
+    from .ledger import collected_refs
+    from .refs import session_branch
+    from .trailers import has_result, read_trailers
+
+    book, repo = session.ledger, session.repo
+    runs = book.runs
+    info: dict[int, dict[str, Any]] = {}
+    if not session.read_only and any(r.status == "keep" for r in runs):
+        base = (book.segments[0].header or {}).get("base_commit")
+        info = read_trailers(repo, session_branch(session.config.session_id), base)
+    refs = {r.number: str(r.data["attempt_ref"]) for r in runs
+            if r.status != "keep" and r.data.get("attempt_ref")}
+    recorded = {r.number: r.data["commit"].strip() for r in runs
+                if isinstance(r.data.get("commit"), str) and r.data["commit"].strip()}
+    wanted = [*refs.values(), *(c for n, c in recorded.items() if n not in refs
+                                and n not in info)]
+    resolved = resolve_many(repo, wanted)
+    shared = _shared_commits(runs, recorded)
+    collected = collected_refs(book)
+    found: dict[int, RunCommit] = {}
+    for index, run in enumerate(runs):
+        target, source, measured = None, None, None
+        if run.status == "keep" and run.number in info:
+            target, source = info[run.number]["commit"], "trailer"
+        elif run.number in refs:
+            target = resolved.get(refs[run.number])
+            source = "attempt_ref" if target else None
+        ref = run.data.get("attempt_ref")
+        if target is None and not ref and run.number in recorded:
+            commit = resolved.get(recorded[run.number])
+            if commit is None:
+                pass
+            elif run.data.get("committed") is False or run.number in shared or (
+                    run.status == "keep" and index == 0 and not has_result(repo, commit)):
+                measured = recorded[run.number]
+            else:
+                target, source = commit, "record"
+        found[run.number] = RunCommit(run, target, source, measured,
+                                      target is None and ref in collected)
+    return found
+
+
+def _shared_commits(runs: list[Run], recorded: dict[int, str]) -> set[int]:
+    """The runs whose recorded commit is another's (:func:`same_commit`) as
+    :func:`_record_commit` reads it: for a keep, any earlier run's; for a run not kept, a
+    keep's. Runs are bucketed by the shortest recorded length, so a ledger of distinct commits
+    is read in linear time."""
+    if not recorded:
+        return set()
+    shortest = min(len(c) for c in recorded.values())
+    buckets: dict[str, list[Run]] = {}
+    for run in runs:
+        if run.number in recorded:
+            buckets.setdefault(recorded[run.number][:shortest].lower(), []).append(run)
+    found = set()
+    for run in runs:
+        mine = recorded.get(run.number)
+        if mine is None:
+            continue
+        for other in buckets[mine[:shortest].lower()]:
+            if other.number == run.number or not same_commit(recorded[other.number], mine):
+                continue
+            if (run.status == "keep" and other.number < run.number) or (
+                    run.status != "keep" and other.status == "keep"):
+                found.add(run.number)
+                break
+    return found
+
+
+def run_diffs(session: Session, *, per_run: int | None = None,
+              total: int | None = None) -> dict[int, tuple[str, str]]:
+    """Every run's patch for the dashboard: run number -> (patch text, ``""``) or (``""``, why
+    there is none). The patches (:func:`run_commits`, then one ``git diff-tree --stdin``) are
+    headed by ``commit <id>`` and cut at a line past ``per_run`` bytes (UTF-8), saying how many
+    lines were left; newest runs first, once ``total`` bytes are spent the older runs get no
+    patch, and say so. The caps default to :data:`DIFF_RUN_BYTES` and
+    :data:`DIFF_TOTAL_BYTES`."""
+    per_run = DIFF_RUN_BYTES if per_run is None else per_run
+    total = DIFF_TOTAL_BYTES if total is None else total
+    room = f"{total // 2**20} MiB" if total % 2**20 == 0 else f"{total / 1024:g} KiB"
+    from .git.objects import patches as read_patches
+
+    commits = run_commits(session)
+    patches = read_patches(session.repo, [c.commit for c in commits.values() if c.commit])
+    first = session.ledger.runs[0].number if session.ledger.runs else None
+    spent = 0
+    found: dict[int, tuple[str, str]] = {}
+    for number in sorted(commits, reverse=True):
+        where = commits[number]
+        patch = patches.get(where.commit or "")
+        if not patch:
+            found[number] = ("", "its commit changes no file" if patch == "" else
+                             _no_diff(where, number == first))
+            continue
+        patch = f"commit {where.commit}\n\n" + _capped(patch, per_run)
+        size = len(patch.encode("utf-8"))
+        if spent + size > total:
+            found[number] = ("", f"left out: the page holds at most {room} of diffs, spent "
+                                 "on newer runs")
+            spent = total
+            continue
+        spent += size
+        found[number] = (patch, "")
+    return found
+
+
+def _no_diff(where: RunCommit, first: bool) -> str:
+    """Why a run has no patch to show."""
+    run = where.run
+    ref, recorded = run.data.get("attempt_ref"), run.data.get("commit")
+    if where.collected:
+        return "its attempt ref was deleted by gc"
+    if where.commit is not None:
+        return f"commit {where.commit[:7]} has no patch"
+    if where.measured is not None:
+        return "the baseline kept no change" if first and run.status == "keep" else \
+            f"no change of its own (measured on {where.measured[:7]})"
+    if ref:
+        return f"its attempt ref {ref} is gone"
+    if isinstance(recorded, str) and recorded.strip():
+        return f"commit {recorded.strip()} is not in this repository"
+    return "recorded without a commit"
+
+
+def _capped(patch: str, limit: int) -> str:
+    """``patch`` whole, or its first lines within ``limit`` bytes and ``… cut, N more
+    lines``."""
+    data = patch.encode("utf-8")
+    if len(data) <= limit:
+        return patch
+    head = data[:limit]
+    head = head[:head.rfind(b"\n") + 1]
+    kept = head.decode("utf-8", "ignore")
+    return kept + f"… cut, {patch.count(chr(10)) - kept.count(chr(10))} more lines\n"

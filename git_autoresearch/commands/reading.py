@@ -304,9 +304,11 @@ def summary_cmd(max_bytes: int, last: int) -> None:
               help="The port for --serve (0: any free port).")
 def dashboard_cmd(output: Path | None, serve: bool, port: int) -> None:
     """One self-contained HTML page (no network requests): cards, the chart of every run with the
-    running best, and the table of runs with their annotations."""
+    running best, and the table of runs with their annotations and patches. A run's patch opens
+    on a click in its row; the keeps of the latest finalize are marked, its result in a card."""
     from ..dashboard import render
     from ..dashboard import serve as serve_page
+    from ..status import run_diffs
 
     session = _open_warned()
     cfg = session.config
@@ -314,7 +316,8 @@ def dashboard_cmd(output: Path | None, serve: bool, port: int) -> None:
     def build() -> str:
         session.reload()
         return render(session.ledger, goal=cfg.goal, metric_name=cfg.metric_name,
-                      unit=cfg.metric_unit, session_id=cfg.session_id)
+                      unit=cfg.metric_unit, session_id=cfg.session_id,
+                      diffs=run_diffs(session))
 
     if serve:
         try:

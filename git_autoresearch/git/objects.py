@@ -1,12 +1,14 @@
 """Objects read and written without the index: the entries of a tree, blobs in batch (``git
-cat-file --batch``, ``git hash-object -w``), for the readonly scripts and the state ref."""
+cat-file --batch``, ``git hash-object -w``), for the readonly scripts and the state ref; many
+commits resolved (``git cat-file --batch-check``) and their patches read (``git diff-tree
+--stdin``) on one process each, for the dashboard."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from .process import split_z
-from .repo import Repo
+from .repo import HEX_NAME, Repo
 
 
 def ls_tree(repo: Repo, commit: str, paths: Sequence[str]) -> list[tuple[str, str, str, str]]:
@@ -61,3 +63,52 @@ def write_blobs(repo: Repo, files: Sequence[str]) -> list[str]:
         return []
     return repo.run("hash-object", "-w", "--no-filters", "--stdin-paths",
                     input="".join(p + "\n" for p in files).encode()).text.split()
+
+
+def patches(repo: Repo, commits: Sequence[str]) -> dict[str, str]:
+    """Each commit's patch against its first parent (a root commit: against nothing), as
+    ``git diff-tree --stdin -p --stat`` gives it for all of them on one process: commit id
+    (full, as given) -> the diffstat and patch text (invalid bytes replaced; ``""`` for a
+    commit that changes nothing); a commit git does not have is left out."""
+    wanted = [c for c in dict.fromkeys(commits) if HEX_NAME.fullmatch(c)]
+    if not wanted:
+        return {}
+    res = repo.run("diff-tree", "--stdin", "--root", "--no-ext-diff", "--no-color",
+                   "--diff-merges=first-parent", "--always", "--stat", "--patch",
+                   "--format=%x00%H", input="".join(f"{c}\n" for c in wanted).encode(),
+                   allow_non_zero=True)
+    found: dict[str, str] = {}
+    for chunk in res.stdout.decode("utf-8", "replace").split("\0")[1:]:
+        oid, _, patch = chunk.partition("\n")
+        patch = patch.strip("\n").removeprefix("---\n")  # the line before the diffstat
+        found[oid.strip()] = patch + "\n" if patch else ""
+    return found
+
+
+def has_objects(repo: Repo) -> bool:
+    """Whether the object store may hold any object: loose or packed, or borrowed from an
+    alternate store (``git count-objects -v``: its ``count``, ``in-pack`` and
+    ``alternate`` fields)."""
+    res = repo.run("count-objects", "-v", allow_non_zero=True)
+    fields = dict(line.partition(": ")[::2] for line in res.text.splitlines())
+    return res.returncode != 0 or "alternate" in fields or \
+        fields.get("count", "1") != "0" or fields.get("in-pack", "1") != "0"
+
+
+def resolve_many(repo: Repo, names: Sequence[str]) -> dict[str, str]:
+    """The commit each of ``names`` (object ids, full or abbreviated, or ref names) names,
+    in one ``git cat-file --batch-check``: name -> full object id; a name that names no
+    commit here (missing, ambiguous, another kind of object, blank or with spaces) is
+    left out."""
+    wanted = [n for n in dict.fromkeys(names) if n and not any(c.isspace() for c in n)]
+    if not wanted or not has_objects(repo):
+        return {}  # git would look each name up among refs and packs, to find nothing
+    res = repo.run("cat-file", "--buffer", "--batch-check=%(objectname) %(objecttype)",
+                   input="".join(f"{n}^{{commit}}\n" for n in wanted).encode(),
+                   allow_non_zero=True)
+    found: dict[str, str] = {}
+    for name, line in zip(wanted, res.text.splitlines(), strict=False):
+        oid, _, kind = line.partition(" ")
+        if kind == "commit" and HEX_NAME.fullmatch(oid):
+            found[name] = oid
+    return found

@@ -31,7 +31,7 @@ from .process import (
 )
 
 # An object id, whole or abbreviated as git prints it (4 to 64 hexadecimal digits).
-_HEX_NAME = re.compile(r"[0-9a-fA-F]{4,64}")
+HEX_NAME = re.compile(r"[0-9a-fA-F]{4,64}")
 
 
 class Repo:
@@ -406,7 +406,7 @@ class Repo:
         ids, full or abbreviated, hexadecimal) names, in one ``git log --no-walk``; a name that
         is no hexadecimal id, names no object here or no commit is left out. Keys are the
         names as given."""
-        wanted = sorted({n for n in names if _HEX_NAME.fullmatch(n)})
+        wanted = sorted({n for n in names if HEX_NAME.fullmatch(n)})
         if not wanted:
             return {}
         res = self.run("log", "--no-walk", "--ignore-missing", "--format=%H %ct", *wanted,
