@@ -132,6 +132,15 @@ def _span(numbers: list[int]) -> str:
         f"{numbers[0]} to {numbers[-1]} ({len(numbers)} runs)"
 
 
+def _runs(numbers: list[int]) -> str:
+    """``run 4`` or ``runs 4, 5``."""
+    return f"run {numbers[0]}" if len(numbers) == 1 else f"runs {_span(numbers)}"
+
+
+def _be(numbers: list[int]) -> str:
+    return "is" if len(numbers) == 1 else "are"
+
+
 def _differs(repo: Repo, sid: str, ref: str, ours: str | None, theirs: str,
              where: str) -> str:
     """What differs between our value of ``ref`` and the other side's (``where``), for a
@@ -143,13 +152,24 @@ def _differs(repo: Repo, sid: str, ref: str, ours: str | None, theirs: str,
         only_here = sorted(n for n in mine if n not in other)
         parts = []
         if only_there:
-            parts.append(f"runs {_span(only_there)} are {where} only")
+            parts.append(f"{_runs(only_there)} {_be(only_there)} {where} only")
         if changed:
-            parts.append(f"runs {_span(changed)} differ")
+            parts.append(f"{_runs(changed)} {'differs' if len(changed) == 1 else 'differ'}")
         if only_here:
-            parts.append(f"runs {_span(only_here)} are here only")
+            parts.append(f"{_runs(only_here)} {_be(only_here)} here only")
         return f"state of session {sid} ({'; '.join(parts) or 'its session files differ'})"
     return ref
+
+
+def _target(repo: Repo | None, remote: str | None, session: str | None
+            ) -> tuple[Repo, str, str | None]:
+    """The repository (the current directory's when None), the remote (:func:`default_remote`
+    when None) and the session (this work tree's when None: None when it has none) a push or
+    pull is for; the names are checked first."""
+    repo = repo or Repo.discover()
+    remote = remote or default_remote(repo)
+    _check_names(remote, session)
+    return repo, remote, session or _here(repo)
 
 
 def push(repo: Repo | None, remote: str | None = None, session: str | None = None) -> Shared:
@@ -160,10 +180,7 @@ def push(repo: Repo | None, remote: str | None = None, session: str | None = Non
     ancestor of ours (naming the runs the remote's state holds that ours does not), or when
     the remote moved between reading and pushing. ``repo``: the one around the current
     directory when None."""
-    repo = repo or Repo.discover()
-    remote = remote or default_remote(repo)
-    _check_names(remote, session)
-    sid = session or _here(repo)
+    repo, remote, sid = _target(repo, remote, session)
     if sid is None:
         raise UsageError("name the session to push: this work tree has none "
                          "(git autoresearch sessions lists them)")
@@ -244,10 +261,7 @@ def pull(repo: Repo | None, remote: str | None = None, session: str | None = Non
     runs) or the session branch to move is checked out; :class:`UsageError` when the remote
     has no such session, or several and none was named. ``repo``: the one around the current
     directory when None."""
-    repo = repo or Repo.discover()
-    remote = remote or default_remote(repo)
-    _check_names(remote, session)
-    sid = session or _here(repo)
+    repo, remote, sid = _target(repo, remote, session)
     if sid is None:
         there = sorted({s for s in map(session_of_state_ref,
                                        remote_refs(repo, remote, [NAMESPACE])) if s})

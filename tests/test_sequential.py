@@ -25,6 +25,14 @@ def sequential(repo: Path, ar: Tool, *extra: str) -> None:
     ar(repo, *start_args(*extra))  # the default rule of a new session
 
 
+def noisy(repo: Path, ar: Tool, *extra: str) -> None:
+    """A sequential session on the NOISY benchmark (its counter file ignored)."""
+    write(repo / "bench.sh", NOISY, 0o755)
+    write(repo / ".gitignore", ".n\n")
+    commit_all(repo)
+    sequential(repo, ar, *extra)
+
+
 def test_a_metric_without_spread_is_decided_after_one_sample(repo: Path, ar: Tool) -> None:
     sequential(repo, ar)
     assert runs(repo)[0]["samples"] == [100] * 5  # the baseline's pool: baseline_samples
@@ -53,10 +61,7 @@ def test_a_run_without_change_is_a_noise_probe_never_a_keep(repo: Path, ar: Tool
 
 def test_a_noisy_improvement_is_kept_and_noise_is_discarded_as_within_noise(
         repo: Path, ar: Tool) -> None:
-    write(repo / "bench.sh", NOISY, 0o755)
-    write(repo / ".gitignore", ".n\n")
-    commit_all(repo)
-    sequential(repo, ar, "--max-samples", "5")
+    noisy(repo, ar, "--max-samples", "5")
     write(repo / "value.txt", "70\n")
     kept = ar(repo, "run", "-d", "a real gain", "--json").json()
     assert kept["status"] == "keep" and kept["decision"]["verdict"] == "better"
@@ -132,10 +137,7 @@ def test_a_configuration_without_the_key_is_strict() -> None:
 
 
 def test_status_reports_the_noise_and_hooks_receive_the_decision(repo: Path, ar: Tool) -> None:
-    write(repo / "bench.sh", NOISY, 0o755)
-    write(repo / ".gitignore", ".n\n")
-    commit_all(repo)
-    sequential(repo, ar)
+    noisy(repo, ar)
     after = repo / ".auto" / "hooks" / "after.sh"
     write(after, "#!/bin/sh\ncat > \"$(dirname \"$0\")/../payload.json\"\n", 0o755)
     write(repo / "value.txt", "150\n")
@@ -205,10 +207,7 @@ def test_an_incumbent_that_drifts_is_named_and_only_its_recent_samples_count(
 
 
 def test_log_and_the_dashboard_show_each_decision(repo: Path, ar: Tool) -> None:
-    write(repo / "bench.sh", NOISY, 0o755)
-    write(repo / ".gitignore", ".n\n")
-    commit_all(repo)
-    sequential(repo, ar, "--max-samples", "5")
+    noisy(repo, ar, "--max-samples", "5")
     write(repo / "value.txt", "70\n")
     ar(repo, "run", "-d", "a real gain")
     write(repo / "value.txt", "140\n")
@@ -288,10 +287,7 @@ def test_min_effect_is_named_when_it_is_what_stopped_a_keep(repo: Path, ar: Tool
 
 
 def test_a_keep_commit_says_how_it_was_decided_in_a_trailer(repo: Path, ar: Tool) -> None:
-    write(repo / "bench.sh", NOISY, 0o755)
-    write(repo / ".gitignore", ".n\n")
-    commit_all(repo)
-    sequential(repo, ar, "--max-samples", "5")
+    noisy(repo, ar, "--max-samples", "5")
     write(repo / "value.txt", "70\n")
     kept = ar(repo, "run", "-d", "a real gain", "--json").json()
     said = git(repo, "log", "-1", "--format=%(trailers:key=Autoresearch-Decision,valueonly)")

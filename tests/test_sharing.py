@@ -278,11 +278,8 @@ def test_a_clone_pulls_reads_and_resumes_the_session(repo: Path, ar: Tool,
                                                    "refs/autoresearch/s1/state"}
 
 
-def shared_and_continued_elsewhere(repo: Path, ar: Tool, tmp_path: Path) -> tuple[Path, Path]:
-    """s1 pushed from ``repo``, pulled by a clone that recorded run 4 (80) and pushed it."""
-    session_of_three_runs(repo, ar)
-    bare = with_remote(repo, tmp_path)
-    ar(repo, "push")
+def continued_elsewhere(ar: Tool, tmp_path: Path, bare: Path) -> Path:
+    """A clone of ``bare`` that pulled s1, recorded run 4 (80) and pushed it."""
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(bare), str(clone))
     ar(clone, "pull")
@@ -290,7 +287,15 @@ def shared_and_continued_elsewhere(repo: Path, ar: Tool, tmp_path: Path) -> tupl
     write(clone / "value.txt", "80\n")
     ar(clone, "run", "-d", "lower it to 80")
     ar(clone, "push")
-    return bare, clone
+    return clone
+
+
+def shared_and_continued_elsewhere(repo: Path, ar: Tool, tmp_path: Path) -> tuple[Path, Path]:
+    """s1 pushed from ``repo``, pulled by a clone that recorded run 4 (80) and pushed it."""
+    session_of_three_runs(repo, ar)
+    bare = with_remote(repo, tmp_path)
+    ar(repo, "push")
+    return bare, continued_elsewhere(ar, tmp_path, bare)
 
 
 def test_push_behind_the_remote_is_refused_naming_the_runs(repo: Path, ar: Tool,
@@ -299,7 +304,7 @@ def test_push_behind_the_remote_is_refused_naming_the_runs(repo: Path, ar: Tool,
     before = remote_of(repo, bare)
     res = ar(repo, "push", expect=3)
     assert res.err.strip() == (
-        "git autoresearch: origin holds a newer state of session s1 (runs 4 are on origin only) "
+        "git autoresearch: origin holds a newer state of session s1 (run 4 is on origin only) "
         "(and 1 more ref(s) differ); nothing was pushed: git autoresearch pull origin s1, "
         "then push again")
     assert remote_of(repo, bare) == before
@@ -314,11 +319,11 @@ def test_push_of_a_diverged_session_is_refused_and_the_remote_kept(
     write(repo / "value.txt", "85\n")
     ar(repo, "run", "-d", "lower it to 85")
     res = ar(repo, "push", "origin", "s1", expect=3)
-    assert "origin holds a newer state of session s1 (runs 4 differ)" in res.err
+    assert "origin holds a newer state of session s1 (run 4 differs)" in res.err
     assert "nothing was pushed: runs were recorded on both sides" in res.err
     assert remote_of(repo, bare) == before
     assert ar(repo, "pull", expect=3).err.strip() == (
-        "git autoresearch: the state of session s1 (runs 4 differ) here diverged from "
+        "git autoresearch: the state of session s1 (run 4 differs) here diverged from "
         "origin's (and 1 more ref(s)); nothing was changed here")
 
 
@@ -330,13 +335,7 @@ def test_a_stale_lease_is_refused_by_git_and_nothing_is_pushed(
     bare = with_remote(repo, tmp_path)
     ar(repo, "push")
     stale = remote_of(repo, bare)
-    clone = tmp_path / "clone"
-    git(tmp_path, "clone", "-q", str(bare), str(clone))
-    ar(clone, "pull")
-    ar(clone, "resume")
-    write(clone / "value.txt", "80\n")
-    ar(clone, "run", "-d", "lower it to 80")
-    ar(clone, "push")
+    continued_elsewhere(ar, tmp_path, bare)
     moved = remote_of(repo, bare)
     write(repo / "value.txt", "85\n")
     ar(repo, "run", "-d", "lower it to 85")
