@@ -17,6 +17,7 @@ state ref, else from the ``Result:`` trailers of its branch. Its state is, first
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,20 +33,17 @@ from .refs import (
     BRANCH_PREFIX,
     NAMESPACE,
     attempts_prefix,
+    final_branch,
     namespace,
     scope_prefix,
     session_branch,
     session_of_state_ref,
 )
 
-FINAL_SUFFIX = "-final"
+# The end of a branch finalize makes: autoresearch/<id>-final, autoresearch/<id>-final-<run>.
+FINAL_NAME = re.compile(r"-final(-\d+)?$")
 STATES = ("running", "stopped", "merged", "finalized")
 FINISHED = ("merged", "finalized")
-
-
-def final_branch(session_id: str) -> str:
-    """The short name of the branch ``finalize`` makes: ``autoresearch/<id>-final``."""
-    return session_branch(session_id) + FINAL_SUFFIX
 
 
 @dataclass
@@ -111,7 +109,7 @@ def session_ids(repo: Repo) -> list[str]:
         ids.add(local)
     ids.update(branches)
     return sorted(sid for sid in ids if not (
-        sid.endswith(FINAL_SUFFIX) and sid.removesuffix(FINAL_SUFFIX) in ids
+        (found := FINAL_NAME.search(sid)) and sid[:found.start()] in ids
         and session_of_branch_only(repo, sid)))
 
 
@@ -204,9 +202,24 @@ def _summarize(info: SessionInfo, book: ledger_mod.Ledger) -> None:
     info.last_activity = max(known) if known else None
 
 
+def _finalized(repo: Repo, info: SessionInfo, book: ledger_mod.Ledger | None) -> bool:
+    """Whether the session is finalized: its ledger's latest ``final`` line names the commit
+    the branch ``autoresearch/<id>-final`` points at, and no run was recorded after it (a
+    session that went on after its finalize is not finished; a branch of that name that the
+    ledger does not name is not its final branch)."""
+    tip = repo.resolve(f"refs/heads/{final_branch(info.id)}")
+    finals = [e for e in book.events if e.get("type") == "final"] if book else []
+    if tip is None or not finals or not isinstance(finals[-1].get("commit"), str) \
+            or not tip.startswith(finals[-1]["commit"]):
+        return False
+    made = ledger_mod.finite(finals[-1].get("timestamp")) or 0
+    return book is not None and all(
+        (ledger_mod.finite(run.data.get("timestamp")) or 0) <= made for run in book.runs)
+
+
 def _state(repo: Repo, info: SessionInfo, book: ledger_mod.Ledger | None,
            layout: Layout) -> str:
-    if repo.resolve(f"refs/heads/{final_branch(info.id)}") is not None:
+    if _finalized(repo, info, book):
         return "finalized"
     if info.branch is not None and _merged(repo, info, book):
         return "merged"

@@ -94,6 +94,8 @@ class Final:
     checks: dict[str, Any] | None = None
     measured: Audit | None = None
     timestamp: int = 0
+    # Each branch ref this finalize set, with the value it had before (None: it was new).
+    made: list[tuple[str, str | None]] = field(default_factory=list)
 
     @property
     def conflicts(self) -> list[Replayed]:
@@ -155,7 +157,7 @@ def choose(session: Session, found: list[Keep], *, drop: list[int], only: list[i
     """The keeps to replay and those left out (run, why): ``only`` (when given) picks, then
     ``drop`` removes, then a keep whose latest audit found it within noise or a regression is
     dropped unless ``include_noise`` or ``only`` names it. Raises :class:`UsageError` (exit 2)
-    for a number that is not a committed keep of the session."""
+    for a number that is not a committed keep of the session, or one given to both."""
     numbers = {k.number for k in found}
     for option, given in (("--drop", drop), ("--only", only)):
         bad = [n for n in given if n not in numbers]
@@ -163,6 +165,9 @@ def choose(session: Session, found: list[Keep], *, drop: list[int], only: list[i
             listing = ", ".join(str(k) for k in sorted(numbers)) or "none"
             raise UsageError(f"{option} {bad[0]}: not a committed keep of the session (they "
                              f"are: {listing})")
+    both = sorted(set(drop) & set(only))
+    if both:
+        raise UsageError(f"run {both[0]} is given to both --drop and --only: give it to one")
     audited = audits(session.ledger)
     chosen, dropped = [], []
     for keep in found:
@@ -216,24 +221,61 @@ def finalize(session: Session, chosen: list[Keep], dropped: list[tuple[int, str]
         if final.conflicts:
             return final
         final.tip = next((r.commit for r in reversed(final.replayed) if r.commit), base)
-        _set_branch(session, branch, final.tip, force)
+        _set_branch(session, final, branch, final.tip, force)
         if split:
-            final.split = _split(session, tree, base, chosen, force)
+            final.split = _split(session, final, tree, base, chosen, force)
+        if force:
+            _drop_stale_splits(session, final)
         command = checks_command or cfg.final_checks_command or cfg.checks_command
         if command:
             say(f"final checks: {command}")
             reset(tree, final.tip)
             final.checks = _checks(session, tree, command)
+        if samples > 0 and final.tip != base:
+            say(f"measuring the base {base[:7]} against the final {final.tip[:7]}, "
+                f"{samples} sample(s) each")
+            final.measured = run_audit(session, Target(0, final.tip, base), samples,
+                                       progress=measure_progress)
+    except BaseException:  # a signal, a crash: no branch is left without its record
+        undo(session, final)
+        raise
     finally:
         with signals.deferred():  # a second signal must not leave the worktree behind
             worktrees.remove(repo, tree)
             shutil.rmtree(folder, ignore_errors=True)
-    if samples > 0 and final.tip != base:
-        say(f"measuring the base {base[:7]} against the final {final.tip[:7]}, "
-            f"{samples} sample(s) each")
-        final.measured = run_audit(session, Target(0, final.tip, base), samples,
-                                   progress=measure_progress)
     return final
+
+
+def undo(session: Session, final: Final) -> None:
+    """Put back every branch ``final`` set (delete a new one, restore a replaced one), as if
+    this finalize had never run; what cannot be put back is left (git refused)."""
+    repo = session.repo
+    with signals.deferred():
+        for ref, old in reversed(final.made):
+            now = repo.resolve(ref)
+            if now is None:
+                continue
+            if old is None:
+                repo.run("update-ref", "-d", ref, now, allow_non_zero=True)
+            else:
+                repo.run("update-ref", "-m", "autoresearch finalize undone", ref, old, now,
+                         allow_non_zero=True)
+        final.made.clear()
+
+
+def _drop_stale_splits(session: Session, final: Final) -> None:
+    """With ``--force``: delete the branches ``autoresearch/<id>-final-<run>`` an earlier
+    ``--split`` made that this finalize did not make again (recorded in ``final.made``, so
+    that an interruption puts them back)."""
+    repo = session.repo
+    prefix = f"refs/heads/{split_branch(session.config.session_id, 0)[:-1]}"
+    kept = {ref for ref, _ in final.made}
+    for ref in repo.for_each_ref(prefix + "*"):  # a glob: the names share no folder
+        number = ref.removeprefix(prefix)
+        old = repo.resolve(ref)
+        if number.isdigit() and ref not in kept and old is not None:
+            final.made.append((ref, old))
+            repo.run("update-ref", "-d", ref, old)
 
 
 def _replayed(keep: Keep, picked: Picked) -> Replayed:
@@ -253,16 +295,18 @@ def _refuse_taken(session: Session, names: list[str], force: bool) -> None:
                           "replace it")
 
 
-def _set_branch(session: Session, name: str, commit: str, force: bool) -> None:
+def _set_branch(session: Session, final: Final, name: str, commit: str, force: bool) -> None:
+    """Point branch ``name`` at ``commit`` (recorded in ``final.made`` for :func:`undo`)."""
     repo = session.repo
     ref = f"refs/heads/{name}"
     old = repo.resolve(ref)
     if old is not None and not force:
         raise Refused(f"branch {name} exists (an earlier finalize?); pass --force to replace it")
+    final.made.append((ref, old))
     repo.update_ref(ref, commit, old or ABSENT, "autoresearch finalize")
 
 
-def _split(session: Session, tree: Path, base: str, chosen: list[Keep],
+def _split(session: Session, final: Final, tree: Path, base: str, chosen: list[Keep],
            force: bool) -> list[Replayed]:
     """Each keep alone on the base, as its own branch; a keep that does not apply alone names
     the earlier chosen keeps that changed the paths it conflicts on."""
@@ -273,7 +317,7 @@ def _split(session: Session, tree: Path, base: str, chosen: list[Keep],
         done = _replayed(keep, picked)
         if picked.outcome == APPLIED and picked.commit is not None:
             done.branch = split_branch(session.config.session_id, keep.number)
-            _set_branch(session, done.branch, picked.commit, force)
+            _set_branch(session, final, done.branch, picked.commit, force)
         elif picked.outcome == CONFLICT:
             done.depends_on = tuple(k.number for k in chosen[:index]
                                     if set(k.paths) & set(picked.paths))
@@ -300,7 +344,7 @@ def record(session: Session, final: Final, notes: str) -> list[str]:
     from .files import write_atomic
 
     try:
-        with session.lock("finalize"):
+        with session.lock("finalize"), signals.deferred():  # all three, or none
             append(session.layout.ledger, [final.record(session.config.direction)])
             write_atomic(session.layout.final_notes, notes.encode())
             return session.mirror_state("finalize")

@@ -39,6 +39,10 @@ from .start_record import (
     write_prompt,
 )
 
+# The end of the branch names finalize makes (refs.final_branch, refs.split_branch): a session
+# id that ends so would pass for another session's final branch.
+FINAL_ID = re.compile(r"-final(-\d+)?$")
+
 
 def default_session_id(goal: str, today: str | None = None) -> str:
     """The goal in kebab case (at most 40 characters) plus the date: ``sort-speed-2026-11-29``."""
@@ -235,6 +239,9 @@ def _config_for_session(repo: Repo, layout: Layout, opts: StartOptions,
     branch = session_branch(cfg.session_id)
     if not repo.ref_format_ok(f"refs/heads/{branch}"):
         raise UsageError(f"session id '{cfg.session_id}' does not make a valid branch name")
+    if FINAL_ID.search(cfg.session_id):
+        raise UsageError(f"session id '{cfg.session_id}' ends like the branches finalize makes "
+                         "(<id>-final, <id>-final-<run>); pick another --session-id")
     if repo.resolve(f"refs/heads/{branch}"):
         raise Refused(f"branch {branch} already exists (from an earlier session); pick "
                       "another --session-id")

@@ -88,8 +88,8 @@ def test_diff_of_a_run_against_its_parent_and_of_two_runs(repo: Path, ar: Tool) 
     assert "2 files changed" in ar(repo, "diff", "3", "--stat").out
     doc = ar(repo, "diff", "2", "3", "--json").json()
     assert (doc["from"]["run"], doc["to"]["run"], round(doc["change_pct"], 2)) == (2, 3, 5.56)
-    assert ar(repo, "diff", "1", expect=2).err == (
-        "git autoresearch: run 1 has no commit to compare: the kept measurement changed "
-        "nothing\n")
+    base = ar(repo, "diff", "1", "4").out  # the baseline is the code it measured
+    assert base.splitlines()[0].startswith("# run 1 (keep, 100) ")
+    assert base.splitlines()[0].endswith(": -20.00%") and "\n-100\n+80\n" in base
     assert ar(repo, "diff", "1", "2", "3", expect=2).err == (
         "git autoresearch: diff takes one or two runs, not 3\n")

@@ -4,9 +4,13 @@ checks, an A/B measurement and .auto/final.md; the session branch and the work t
 from __future__ import annotations
 
 import hashlib
+import os
+import signal
+import subprocess
+import time
 from pathlib import Path
 
-from conftest import Tool, commit_all, git, ledger_lines, start_args, write
+from conftest import BIN, Tool, commit_all, git, ledger_lines, start_args, write
 
 # The score is value.txt plus other.txt: keeps of either file improve it.
 BENCH = '#!/bin/sh\necho "score: $(( $(cat value.txt) + $(cat other.txt) ))"\n'
@@ -174,3 +178,59 @@ def test_unknown_runs_and_a_session_without_keeps_are_refused(repo: Path, ar: To
         "git autoresearch: --drop 7: not a committed keep of the session (they are: 2)\n")
     assert ar(repo, "finalize", "--only", "1", expect=2).err == (
         "git autoresearch: --only 1: not a committed keep of the session (they are: 2)\n")
+
+
+def test_a_session_that_went_on_after_its_finalize_is_running_again(repo: Path,
+                                                                    ar: Tool) -> None:
+    night(repo, ar)
+    ar(repo, "finalize", "--samples", "0")
+    assert ar(repo, "sessions", "--json").json()[0]["state"] == "finalized"
+    write(repo / "value.txt", "99\n")
+    ar(repo, "run", "-d", "worse, after the finalize")  # run 6, an attempt of a live session
+    assert ar(repo, "sessions", "--json").json()[0]["state"] == "running"
+    ar(repo, "gc")
+    assert git(repo, "rev-parse", "--verify", "-q", "refs/autoresearch/s1/attempts/6")
+
+
+def test_a_session_id_that_passes_for_a_final_branch_is_refused(repo: Path, ar: Tool) -> None:
+    for sid in ("x-final", "x-final-3"):
+        res = ar(repo, "start", "--goal", "g", "--command", "sh bench.sh",
+                 "--metric-pattern", r"score: (\S+)", "--session-id", sid, expect=2)
+        assert f"session id '{sid}' ends like the branches finalize makes" in res.err
+    assert not (repo / ".auto").exists()
+
+
+def test_split_branches_are_no_sessions_and_a_forced_finalize_drops_stale_ones(
+        repo: Path, ar: Tool) -> None:
+    night(repo, ar)
+    ar(repo, "finalize", "--split", "--samples", "0")
+    assert [s["id"] for s in ar(repo, "sessions", "--json").json()] == ["s1"]
+    ar(repo, "finalize", "--force", "--samples", "0")
+    assert git(repo, "branch", "--list", "autoresearch/s1-final-*") == ""
+
+
+def test_an_interrupted_finalize_leaves_no_branch(repo: Path, ar: Tool, tmp_path: Path) -> None:
+    night(repo, ar)
+    pidfile = tmp_path / "checks.pid"
+    proc = subprocess.Popen([str(BIN / "git-autoresearch-finalize"), "--samples", "0",
+                             "--checks-command", f"echo $$ > '{pidfile}'; sleep 60"],
+                            cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while not (pidfile.exists() and pidfile.read_text().strip()):
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    assert git(repo, "branch", "--list", "autoresearch/s1-final") != ""  # made, then...
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err.decode()
+    assert git(repo, "branch", "--list", "autoresearch/s1-final") == ""  # ...taken back
+    assert not [x for x in ledger_lines(repo) if x.get("type") == "final"]
+    assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
+    assert not (repo / ".auto" / "final.md").exists()
+    assert os.path.exists(repo / ".auto" / "log.jsonl")
+
+
+def test_drop_and_only_of_one_run_is_a_usage_error(repo: Path, ar: Tool) -> None:
+    night(repo, ar)
+    assert ar(repo, "finalize", "--only", "4", "--drop", "4", expect=2).err == (
+        "git autoresearch: run 4 is given to both --drop and --only: give it to one\n")

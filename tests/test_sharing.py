@@ -79,7 +79,8 @@ def test_sessions_lists_goal_metric_runs_best_gain_state_and_activity(repo: Path
 
 def test_sessions_states_stopped_merged_finalized(repo: Path, ar: Tool) -> None:
     """stopped: a STOP recorded after the last run; merged: the tip is in main; finalized:
-    autoresearch/<id>-final exists (and is no session of its own)."""
+    the ledger's latest finalize made autoresearch/<id>-final (no session of its own), and no
+    run came after it."""
     session_of_three_runs(repo, ar)
     ar(repo, "stop")
     write(repo / "value.txt", "80\n")
@@ -89,7 +90,10 @@ def test_sessions_states_stopped_merged_finalized(repo: Path, ar: Tool) -> None:
     git(repo, "switch", "-q", "main")
     git(repo, "merge", "-q", "--ff-only", "autoresearch/s1")
     assert [s["state"] for s in ar(repo, "sessions", "--json").json()] == ["merged"]
-    git(repo, "branch", "autoresearch/s1-final", "autoresearch/s1")
+    git(repo, "branch", "autoresearch/s1-final", "autoresearch/s1")  # by hand: no finalize
+    assert [s["state"] for s in ar(repo, "sessions", "--json").json()] == ["merged"]
+    git(repo, "branch", "-D", "-q", "autoresearch/s1-final")
+    ar(repo, "finalize", "--samples", "0")
     listed = ar(repo, "sessions", "--json").json()
     assert [(s["id"], s["state"]) for s in listed] == [("s1", "finalized")]
 
@@ -178,7 +182,9 @@ def test_gc_of_a_session_known_by_its_state_ref_records_the_deletion_there(
     ar(other, *start_args("--session-id", "s2"))
     write(other / "value.txt", "120\n")
     ar(other, "run", "-d", "raise it")
-    git(repo, "branch", "autoresearch/s2-final", "autoresearch/s2")
+    write(other / "value.txt", "90\n")
+    ar(other, "run", "-d", "lower it")
+    ar(other, "finalize", "--samples", "0")
     state_before = git(repo, "rev-parse", "refs/autoresearch/s2/state")
     done = ar(repo, "gc", "s2", "--json").json()
     assert done["deleted"] == {"s2": ["refs/autoresearch/s2/attempts/2"]}

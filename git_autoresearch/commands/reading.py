@@ -193,8 +193,13 @@ def show_cmd(run_number: int, as_json: bool) -> None:
     if diff and found.diff_source == "record":
         click.echo(f"(commit {run.data.get('commit')}, named by the record's commit field: no "
                    "Autoresearch-Run trailer names this run)")
+    recorded = run.data.get("commit")
     if diff:
         click.echo(diff, nl=False)
+    elif isinstance(recorded, str) and recorded.strip() and not found.measured \
+            and found.diff_source is None and not run.data.get("attempt_ref") \
+            and session.repo.resolve(recorded.strip()) is None:
+        click.echo(f"(no diff: commit {recorded.strip()} is not in this repository)")
     elif run.status == "keep":
         click.echo("(no commit: the kept measurement changed nothing"
                    + (f"; it measured {found.measured})" if found.measured else ")"))

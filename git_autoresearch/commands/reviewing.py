@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import click
@@ -36,7 +37,7 @@ def finalize_cmd(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bo
     work tree are never touched. Then run the final checks on it, measure it against the base,
     and write .auto/final.md, a pull-request body. A keep that conflicts is named and no
     branch is made."""
-    from ..finalize import choose, finalize, keeps, record
+    from ..finalize import choose, finalize, keeps, record, undo
     from ..review import render
     from ..session import Session
 
@@ -65,7 +66,12 @@ def finalize_cmd(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bo
     notes = render(session.ledger, line, goal=cfg.goal, metric_name=cfg.metric_name,
                    unit=cfg.metric_unit, direction=cfg.direction, command=cfg.command,
                    session_id=cfg.session_id)
-    for w in record(session, final, notes):
+    try:
+        said = record(session, final, notes)
+    except BaseException:  # not recorded: the branches go too, nothing is half done
+        undo(session, final)
+        raise
+    for w in said:
         warn(w)
     if as_json:
         emit_json({**line, "notes": str(session.layout.final_notes)})
@@ -77,6 +83,12 @@ def finalize_cmd(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bo
         click.echo(f"git autoresearch: the final checks failed on {final.branch} "
                    f"({final.checks['reason']}); fix them before it is merged", err=True)
         raise click.exceptions.Exit(EXIT_FINAL_CHECKS)
+
+
+def _number(value: float | None) -> float | int | None:
+    from ..ledger import json_number
+
+    return None if value is None else json_number(value)
 
 
 def _said(text: str) -> None:
@@ -170,6 +182,10 @@ def diff_cmd(runs: tuple[int, ...], stat: bool, name_only: bool, as_json: bool) 
         raise UsageError("--stat and --name-only are exclusive: give one")
     session = Session.open(on_branch=False)
     found = [run_commit(session, number) for number in runs]
+    # A run without a commit of its own that names the commit it measured (a baseline) is
+    # that commit's code.
+    found = [dataclasses.replace(one, commit=session.repo.resolve(one.measured))
+             if one.commit is None and one.measured else one for one in found]
     for one in found:
         if one.commit is None:
             why = ("its attempt ref was deleted by git autoresearch gc" if one.collected
@@ -197,8 +213,9 @@ def diff_cmd(runs: tuple[int, ...], stat: bool, name_only: bool, as_json: bool) 
               + (f": {change:+.2f}%" if change is not None else ""))
     if as_json:
         emit_json({"from": {"run": found[0].run.number if len(found) == 2 else None,
-                            "commit": old[:7], "metric": old_metric},
-                   "to": {"run": new_run.number, "commit": new[:7], "metric": new_run.metric},
+                            "commit": old[:7], "metric": _number(old_metric)},
+                   "to": {"run": new_run.number, "commit": new[:7],
+                          "metric": _number(new_run.metric)},
                    "change_pct": change, "diff": text})
         return
     click.echo(header)
