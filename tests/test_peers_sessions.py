@@ -309,3 +309,12 @@ def test_show_a_run_read_from_trailers_alone(repo: Path, ar: Tool) -> None:
     shown = ar(repo, "show", "1", "--json").json()
     assert (shown["diff_commit"][:7], shown["diff_source"]) == (kept, "record")
     assert "-100\n+80\n" in shown["diff"]
+
+
+def test_show_says_when_a_records_commit_is_not_in_this_repository(repo: Path,
+                                                                     ar: Tool) -> None:
+    write(repo / ".auto" / "log.jsonl",
+          '{"type":"config","name":"g","metricName":"m","bestDirection":"lower"}\n'
+          '{"run":1,"commit":"deadbee","metric":5,"metrics":{},"status":"keep",'
+          '"description":"elsewhere","timestamp":1,"segment":0,"confidence":null}\n')
+    assert "(no diff: commit deadbee is not in this repository)" in ar(repo, "show", "1").out
