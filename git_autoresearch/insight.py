@@ -153,10 +153,11 @@ def _section(text: str, heading: str) -> str:
 
 def summary(*, goal: str, metric_name: str, unit: str, direction: str, segment: Segment,
             prompt: str, ideas: list[Idea], max_bytes: int, last: int) -> str:
-    """A deterministic text to resume from: goal, metric, rules, baseline and best, the last
-    ``last`` runs (newest first, with annotations) and the open ideas, within ``max_bytes``
-    (UTF-8). When it must cut, older runs go first, then ideas, then rules; the header, the best
-    run and the last run always stay."""
+    """A deterministic text to resume from: goal, metric, the rules, learnings and dead ends of
+    ``prompt`` (prompt.md), baseline and best, the last ``last`` runs (newest first, with
+    annotations) and the open ideas, within ``max_bytes`` (UTF-8). When it must cut, older runs
+    go first, then ideas, then learnings and dead ends, then rules; the header, the best run and
+    the last run always stay."""
     u = f" {unit}" if unit else ""
     base, best = segment.baseline, segment.best
     head = [f"# Autoresearch summary: {_cap(one_line(goal), 150)}",
@@ -173,7 +174,7 @@ def summary(*, goal: str, metric_name: str, unit: str, direction: str, segment: 
     runs = list(reversed(segment.runs[-last:])) if last > 0 else []
     text = _Summary(head, runs, [_run_line(r) for r in runs], best,
                     _run_line(best) if best is not None else "", len(segment.runs),
-                    _section(prompt, "Rules"),
+                    _section(prompt, "Rules"), _section(prompt, "Learnings"),
                     _section(prompt, "Dead ends (do not retry)") or _section(prompt, "Dead ends"),
                     [i for i in ideas if i.state != "done"])
     return text.fit(max_bytes)
@@ -204,6 +205,7 @@ class _Summary:
     best_line: str
     total_runs: int
     rules: str
+    learnings: str
     dead: str
     open_ideas: list[Idea]
 
@@ -211,6 +213,8 @@ class _Summary:
         parts = list(self.head)
         if with_rules and self.rules:
             parts += ["", "## Rules", self.rules]
+        if with_dead and self.learnings:  # the agent's notes: learnings, then dead ends
+            parts += ["", "## Learnings", self.learnings]
         if with_dead and self.dead:
             parts += ["", "## Dead ends", self.dead]
         shown = self.run_lines[:n_runs]
@@ -229,7 +233,8 @@ class _Summary:
 
     def fit(self, max_bytes: int) -> str:
         """The text within ``max_bytes``: the most recent runs that fit (by bisection), then
-        fewer ideas, then no dead ends, then no rules, then whole lines off the end."""
+        fewer ideas, then no learnings and dead ends, then no rules, then whole lines off the
+        end."""
 
         def fits(text: str) -> bool:
             return len(text.encode("utf-8")) <= max_bytes

@@ -128,6 +128,7 @@ def test_summary_is_bounded_and_keeps_best_and_last(repo: Path, ar: Tool) -> Non
     assert f"- run {best['run']} keep" in text
     assert f"- run {records[-1]['run']} " in text
     assert "## Rules\n- only src/" in text and "- unroll" in text
+    assert "## Learnings\n- x" in text  # the agent's learnings, after a context reset too
     assert ar(repo, "summary", "--max-bytes", "4000").out == text, "deterministic"
 
 
