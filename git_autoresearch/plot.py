@@ -67,6 +67,14 @@ class _Frame:
         return TOP + self.plot_h * (1 - (v - self.low) / (self.high - self.low))
 
 
+def axis_label(metric_name: str, unit: str) -> str:
+    """The value axis's label: the metric's name and its unit, the unit once when the name
+    already ends in it (``total_ms`` in ms, ``total_µs`` in µs)."""
+    if not unit or metric_name.lower().endswith(unit.lower()):
+        return metric_name
+    return f"{metric_name} ({unit})"
+
+
 def svg(segments: list[Segment], metric_name: str, unit: str = "", *,
         legend: bool = False) -> str:
     """The chart as a standalone SVG document. Each run is one ``<g class="mark">`` holding its
@@ -78,7 +86,7 @@ def svg(segments: list[Segment], metric_name: str, unit: str = "", *,
            f'class="chart" role="img" aria-label="{escape(metric_name)} per run">',
            f'<rect x="{LEFT}" y="{TOP}" width="{frame.plot_w}" height="{frame.plot_h}" '
            'fill="#fff" stroke="#ddd"/>']
-    out += _axes(frame, points, metric_name + u, legend)
+    out += _axes(frame, points, axis_label(metric_name, unit), legend)
     out += _segment_starts(frame, points)
     out += _noise_band(frame, points)
     for seg in segments:

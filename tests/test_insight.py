@@ -424,3 +424,12 @@ def test_dashboard_serve_answers_only_its_own_host_names(repo: Path) -> None:
     finally:
         stop.set()
         thread.join(timeout=5)
+
+
+def test_the_value_axis_names_the_unit_once() -> None:
+    from git_autoresearch.plot import axis_label
+
+    assert axis_label("total_ms", "ms") == "total_ms"
+    assert axis_label("total_µs", "µs") == "total_µs"
+    assert axis_label("val_bpb", "") == "val_bpb"
+    assert axis_label("latency", "ms") == "latency (ms)"
