@@ -117,8 +117,9 @@ def _axes(frame: _Frame, points: list[tuple[int, Run, Segment]], label: str,
     if legend:
         for k, (status, colour) in enumerate(COLOURS.items()):
             lx = LEFT + 10 + k * 110
-            out.append(f'<circle cx="{lx}" cy="{TOP + 28}" r="4" fill="{colour}"/>'
-                       f'<text x="{lx + 8}" y="{TOP + 32}" font-size="11" fill="#333">'
+            # In the margin above the plot, clear of the data.
+            out.append(f'<circle cx="{lx}" cy="{TOP - 9}" r="4" fill="{colour}"/>'
+                       f'<text x="{lx + 8}" y="{TOP - 5}" font-size="11" fill="#333">'
                        f"{status}</text>")
     out.append(f'<text x="14" y="{TOP + plot_h / 2}" font-size="12" fill="#333" '
                f'transform="rotate(-90 14 {TOP + plot_h / 2})" text-anchor="middle">'

@@ -433,3 +433,15 @@ def test_the_value_axis_names_the_unit_once() -> None:
     assert axis_label("total_µs", "µs") == "total_µs"
     assert axis_label("val_bpb", "") == "val_bpb"
     assert axis_label("latency", "ms") == "latency (ms)"
+
+
+def test_the_svg_legend_sits_above_the_plot_clear_of_the_data() -> None:
+    import re
+
+    from git_autoresearch.ledger import parse
+    from git_autoresearch.plot import TOP, svg
+
+    book = parse((FIXTURES_DIR / "pi-autoresearch-log.jsonl").read_bytes())
+    text = svg(book.segments, "parse_ms", "ms", legend=True)
+    legend = re.findall(r'<circle cx="[\d.]+" cy="([\d.]+)" r="4" fill="#[0-9a-f]+"/><text', text)
+    assert len(legend) == 4 and all(float(cy) < TOP for cy in legend)
