@@ -218,7 +218,8 @@ def _whiskers(frame: _Frame, points: list[tuple[int, Run, Segment]]) -> list[str
 
 
 def _marks(frame: _Frame, points: list[tuple[int, Run, Segment]], u: str) -> list[str]:
-    """One mark per run: a dot at its metric, or a cross at the bottom for a run without one."""
+    """One mark per run: a dot at its metric (hollow for a noise probe, ringed for a keep by
+    hand against the rule), or a cross at the bottom for a run without one."""
     out = []
     radius = 4 if len(points) <= 300 else 2.5 if len(points) <= 2000 else 1.6
     for i, run, _ in points:
@@ -231,8 +232,18 @@ def _marks(frame: _Frame, points: list[tuple[int, Run, Segment]], u: str) -> lis
                      f'M{cx - r:.1f},{cy + r:.1f}L{cx + r:.1f},{cy - r:.1f}" '
                      f'stroke="{colour}" stroke-width="1.5"/>')
         else:
+            found = run.data.get("decision")
+            verdict = found.get("verdict") if isinstance(found, dict) else None
+            forced = isinstance(found, dict) and found.get("forced") is True
+            # A noise probe (no change) is hollow; a keep by hand against the rule is ringed.
+            fill = "none" if verdict == "no_change" else colour
+            ring = (f' stroke="{colour if verdict == "no_change" else "#202124"}" '
+                    'stroke-width="1.5"' if verdict == "no_change" or forced else "")
             shape = (f'<circle cx="{frame.x(i):.1f}" cy="{frame.y(run.metric):.1f}" '
-                     f'r="{radius}" fill="{colour}"/>')
+                     f'r="{radius}" fill="{fill}"{ring}/>')
+            if verdict == "no_change" or forced:
+                note = "no change: a noise probe" if verdict == "no_change" else "kept by hand"
+                title = f"{title} ({escape(note)})"
         out.append(f'<g class="mark {run.status}" data-run="{run.number}">'
                    f'<title>{title}</title>{shape}</g>')
     return out

@@ -229,6 +229,8 @@ def test_log_and_the_dashboard_show_each_decision(repo: Path, ar: Tool) -> None:
     assert page.count('class="whisker"') == 4  # every run of several samples but the probe
     assert page.count('class="noise"') == 1  # one band: runs 2..5 were decided against a pool
     assert "kept by hand against the rule" in page
+    assert "run 4: discard" in page and "(no change: a noise probe)</title>" in page
+    assert "(kept by hand)</title>" in page and 'fill="none" stroke=' in page
     assert re.search(r"effect [+-]\d+\.\d\d% to [+-]\d+\.\d\d% \((8\d|9\d)% interval\)", page)
 
 
