@@ -111,6 +111,9 @@ def render(book: Ledger, *, goal: str, metric_name: str, unit: str, session_id: 
               "incumbent's noise (median ± spread)</span>"
     legend += '<span><i style="background:#9aa0a6;width:2px;border-radius:0"></i>' \
               "a run's samples, lowest to highest</span>"
+    whole = _whole_session(book)
+    if whole is not None:
+        cards.insert(1, _card("whole session (all segments)", whole))
     audited = audits(book)
     final = latest_final(book)
     if final is not None:
@@ -128,6 +131,30 @@ def render(book: Ledger, *, goal: str, metric_name: str, unit: str, session_id: 
     return _page(book, seg, goal=goal, metric_name=metric_name, unit=unit,
                  session_id=session_id, cards=cards, legend=legend, header=header,
                  rows=[row for _, row in rows])
+
+
+def _whole_session(book: Ledger) -> str | None:
+    """The whole session across its segments, when it has several that measure the same metric
+    the same way: the first baseline → the best kept run of any segment, and the change; None
+    otherwise (one segment, or segments that measure different things)."""
+    segments = [seg for seg in book.segments if seg.runs]
+    if len(segments) < 2:
+        return None
+    names = {(seg.header or {}).get("metricName") for seg in segments}
+    if len(names) != 1 or len({seg.direction for seg in segments}) != 1:
+        return None
+    first = segments[0].baseline
+    bests = [seg.best for seg in segments if seg.best is not None and seg.best.metric is not None]
+    if first is None or first.metric is None or not bests:
+        return None
+    best = bests[0]
+    for run in bests[1:]:
+        assert run.metric is not None and best.metric is not None
+        if segments[0].better(run.metric, best.metric):
+            best = run
+    change = delta_pct(best.metric, first.metric)
+    return (f"{fmt(first.metric)} → {fmt(best.metric)} (run {best.number})"
+            + (f", {change:+.2f}%" if change is not None else ""))
 
 
 def _cards(seg: dict[str, Any], total_runs: int, u: str) -> list[str]:

@@ -445,3 +445,15 @@ def test_the_svg_legend_sits_above_the_plot_clear_of_the_data() -> None:
     text = svg(book.segments, "parse_ms", "ms", legend=True)
     legend = re.findall(r'<circle cx="[\d.]+" cy="([\d.]+)" r="4" fill="#[0-9a-f]+"/><text', text)
     assert len(legend) == 4 and all(float(cy) < TOP for cy in legend)
+
+
+def test_the_dashboard_shows_the_whole_session_across_segments(repo: Path, ar: Tool) -> None:
+    ar(repo, *start_args())
+    write(repo / "value.txt", "90\n")
+    ar(repo, "run", "-d", "better")
+    ar(repo, "start", "--new-segment")  # baseline 90 again
+    write(repo / "value.txt", "80\n")
+    ar(repo, "run", "-d", "better still")
+    ar(repo, "dashboard", "-o", "page.html")
+    page = (repo / "page.html").read_text()
+    assert "whole session (all segments)" in page and "100 → 80 (run 4), -20.00%" in page
