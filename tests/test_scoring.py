@@ -260,3 +260,51 @@ def test_score_of_a_session_without_a_score_table_is_refused(repo: Path, ar: Too
                                 "has no [score] table")
     assert "no run 7" in ar(repo, "score", "7", expect=2).err
     assert git(repo, "status", "--porcelain") == ""
+
+
+def test_a_json_file_left_from_before_is_never_read_as_a_new_result(repo: Path, ar: Tool
+                                                                    ) -> None:
+    """The benchmark writes bench.json unless value.txt holds 90: that run must not read the
+    baseline's file (100) as its own result."""
+    _json_repo(repo, HYPERFINE_SCRIPT.replace("v=$(cat value.txt)\n",
+                                              "v=$(cat value.txt)\n[ \"$v\" = 90 ] && exit 0\n"))
+    ar(repo, "start", "--goal", "g", "--session-id", "s", "--command", "sh bench.sh",
+       "--metric-json", "bench.json:results[0].mean")
+    write(repo / "value.txt", "90\n")
+    ar(repo, "run", "-d", "ninety", expect=None)
+    assert runs(repo)[-1]["status"] == "crash"
+    assert runs(repo)[-1]["reason"] == ("bench.json was not rewritten by the command (it is "
+                                        "left from before)")
+    (repo / "bench.json").unlink()
+    write(repo / "value.txt", "90\n")
+    ar(repo, "run", "-d", "ninety again", expect=None)
+    assert runs(repo)[-1]["reason"] == "bench.json was not written by the command"
+
+
+@pytest.mark.parametrize("args,problem", [
+    (["--metrics-json", "sd"], "--metrics-json 'sd' is not NAME=[FILE:]PATH"),
+    (["--metric-json", "b.json:results[0]..mean"], "metric_json 'b.json:results[0]..mean': "
+     "path 'results[0]..mean' is not keys and [indexes] at character 11"),
+    (["--metric-json", "../b.json:mean"], "the file must be a path inside the repository"),
+    (["--metric-json", "mean", "--metric-pattern", "x(1)"],
+     "metric_pattern and metric_json are exclusive: set one"),
+])
+def test_bad_json_options_are_refused_naming_them(repo: Path, ar: Tool, args: list[str],
+                                                  problem: str) -> None:
+    err = ar(repo, "start", "--goal", "g", "--session-id", "s", "--command", "true", *args,
+             expect=2).err
+    assert problem in err and len(err.strip().splitlines()) == 1
+    assert not (repo / ".auto").exists()
+
+
+def test_a_new_segment_may_read_the_metric_another_way(repo: Path, ar: Tool) -> None:
+    """A session read by a pattern takes --metric-command (or --metric-json) for its next
+    segment: the reader given replaces the earlier one instead of clashing with it."""
+    from conftest import start_args
+    ar(repo, *start_args())
+    write(repo / "score.sh", "#!/bin/sh\necho 7.5\n")
+    commit_all(repo)
+    data = ar(repo, "start", "--new-segment", "--metric-command", "sh score.sh",
+              "--json").json()
+    assert data["baseline"]["metric"] == 7.5
+    assert "metric_pattern" not in data["config"]
