@@ -308,3 +308,24 @@ def test_a_new_segment_may_read_the_metric_another_way(repo: Path, ar: Tool) -> 
               "--json").json()
     assert data["baseline"]["metric"] == 7.5
     assert "metric_pattern" not in data["config"]
+
+
+def test_a_gated_score_from_an_inline_table(repo: Path, ar: Tool) -> None:
+    """Gated: the metric is the pattern's value (100) while accuracy passes its gate (0.97 is
+    at least 0.95); 0.9 fails the gate and the run is a crash."""
+    write(repo / "bench.sh", "#!/bin/sh\necho \"ms: $(cat value.txt)\"\n"
+          "echo \"METRIC accuracy=$(cat acc.txt)\"\n", 0o755)
+    write(repo / "acc.txt", "0.97\n")
+    commit_all(repo)
+    data = ar(repo, "start", "--goal", "g", "--session-id", "s", "--command", "sh bench.sh",
+              "--metric-name", "latency", "--metric-pattern", r"ms: (\S+)", "--score",
+              '{kind = "gated", primary = "value", gates = {accuracy = {min = 0.95}}}',
+              "--json").json()
+    assert data["baseline"]["metric"] == 100
+    assert data["config"]["score"] == {"kind": "gated", "primary": "value",
+                                       "gates": {"accuracy": {"min": 0.95}}}
+    write(repo / "acc.txt", "0.9\n")
+    ar(repo, "run", "-d", "less accurate", expect=None)
+    assert runs(repo)[-1]["reason"] == "gate failed: accuracy = 0.9 is below 0.95"
+    err = ar(repo, "start", "--new-segment", "--score", "gated", expect=2).err
+    assert "--score: not valid TOML" in err
