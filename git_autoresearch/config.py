@@ -43,6 +43,12 @@ class Config:
     direction: str = "lower"
     metric_pattern: str | None = None
     metric_command: str | None = None
+    # Metrics read from JSON (jsonmetric.py): the primary's "FILE:PATH" or "PATH" (standard
+    # output), and secondaries by name.
+    metric_json: str | None = None
+    metrics_json: dict[str, str] | None = None
+    # Composite scoring (scoring.py): the [score] table; None: the metric as read.
+    score: dict[str, Any] | None = None
     scope: list[str] = field(default_factory=list)
     protected: list[str] = field(default_factory=list)
     readonly: list[str] = field(default_factory=list)
@@ -117,8 +123,10 @@ class Config:
         if direction is None:
             return "direction", f"'{self.direction}' is not 'lower' or 'higher'"
         self.direction = direction
-        if self.metric_pattern is not None and self.metric_command is not None:
-            return "metric_pattern", "and metric_command are exclusive: set one"
+        readers = [key for key in ("metric_pattern", "metric_command", "metric_json")
+                   if getattr(self, key) is not None]
+        if len(readers) > 1:
+            return readers[0], f"and {readers[1]} are exclusive: set one"
         if self.metric_pattern is not None:
             try:
                 compiled = re.compile(self.metric_pattern)
@@ -128,6 +136,32 @@ class Config:
             if compiled.groups != 1:
                 return "metric_pattern", (f"'{self.metric_pattern}' must have exactly one "
                                           f"capture group, not {compiled.groups}")
+        return self._check_json_and_score()
+
+    def _check_json_and_score(self) -> tuple[str, str] | None:
+        """``metric_json``, ``metrics_json`` and the ``[score]`` table."""
+        from . import jsonmetric, scoring
+
+        if self.metric_json is not None:
+            problem = jsonmetric.check_spec(self.metric_json)
+            if problem:
+                return "metric_json", problem
+        if self.metrics_json is not None:
+            if not isinstance(self.metrics_json, dict):
+                return "metrics_json", "must be a table of metric names and JSON paths"
+            for name, spec in self.metrics_json.items():
+                if name in ("status", self.metric_name) or not METRIC_NAME_RE.match(name):
+                    return "metrics_json", (f"'{name}' is not a usable secondary metric name")
+                problem = jsonmetric.check_spec(spec)
+                if problem:
+                    return f"metrics_json.{name}", problem
+        if self.score is not None:
+            problem = scoring.check_table(self.score, DIRECTIONS)
+            if problem:
+                return "score", problem
+            if self.metric_name in scoring.components(self.score):
+                return "score", (f"names '{self.metric_name}', the score's own name "
+                                 "(metric_name): a component needs a name of its own")
         return None
 
     def _check_paths(self) -> tuple[str, str] | None:
@@ -223,6 +257,10 @@ class Config:
         renders to the same bytes (and the same hash) as it did then."""
         return {k: getattr(self, k) for k in self.keys() if getattr(self, k) is not None
                 and not (k in OPTIONAL_LISTS and not getattr(self, k))}
+
+    def scored(self) -> bool:
+        """Whether a ``[score]`` table computes the primary metric."""
+        return self.score is not None
 
     def render(self) -> bytes:
         """The exact bytes of ``config.toml``."""

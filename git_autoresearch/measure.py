@@ -16,7 +16,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .config import Config
+from . import jsonmetric, scoring
+from .config import DIRECTIONS, Config
 from .running import Outcome, run_shell
 from .stats import median
 
@@ -277,6 +278,7 @@ def _sample(cfg: Config, *, top: Path, log_path: Path, log_fd: int, env: Mapping
         if progress:
             progress(elapsed, last_line(log_path))
 
+    before = json_files_state(cfg, top)
     outcome = run_shell(cfg.command, cwd=top, stdout=log_fd, timeout=cfg.timeout_seconds,
                         env=env, on_tick=tick)
     if outcome.timed_out or outcome.exit_code != 0:
@@ -286,7 +288,100 @@ def _sample(cfg: Config, *, top: Path, log_path: Path, log_fd: int, env: Mapping
                                        out_path=log_path.with_name("metric.out"), env=env)
     else:
         reading = read_log(log_path, offset, cfg.metric_pattern, cfg.metric_name)
+    if cfg.metric_json is not None or cfg.metrics_json or cfg.score is not None:
+        read_json_and_score(cfg, reading, top=top, log_path=log_path, offset=offset,
+                            before=before)
     return outcome, reading, reading.problem if reading.metric is None else None
+
+
+# The most of a command's standard output read as a JSON document (the rest is ignored).
+JSON_OUTPUT_LIMIT = 8 << 20
+FileState = tuple[int, int, int] | None
+
+
+def _json_files(cfg: Config) -> list[str]:
+    """The files the JSON metrics read (``metric_json``'s, then ``metrics_json``'s), each
+    once."""
+    default, _ = jsonmetric.split_spec(cfg.metric_json) if cfg.metric_json else (None, "")
+    files = [default] if default else []
+    for spec in (cfg.metrics_json or {}).values():
+        file, _ = jsonmetric.split_spec(spec, default)
+        if file and file not in files:
+            files.append(file)
+    return files
+
+
+def json_files_state(cfg: Config, top: Path) -> dict[str, FileState]:
+    """Each JSON metric file's (inode, mtime in ns, size) before the command ran, None when
+    absent: a file the command leaves untouched is a stale result, never read as a new one."""
+    states: dict[str, FileState] = {}
+    for file in _json_files(cfg):
+        try:
+            st = os.stat(top / file)
+            states[file] = (st.st_ino, st.st_mtime_ns, st.st_size)
+        except OSError:
+            states[file] = None
+    return states
+
+
+def read_json_and_score(cfg: Config, reading: LogReading, *, top: Path, log_path: Path,
+                        offset: int, before: Mapping[str, FileState]) -> None:
+    """Complete ``reading`` in place: the JSON metrics (``metric_json``, ``metrics_json``),
+    then the ``[score]``, which replaces the metric and keeps the value read under
+    :data:`scoring.READ_VALUE`. Any failure leaves ``metric`` None and says why in
+    ``problem`` (a crash)."""
+    reader = cfg.metric_pattern or cfg.metric_command or cfg.metric_json
+    if cfg.metric_json is not None or reader is None:
+        # The JSON or the score gives the metric: no METRIC line of its name is needed.
+        reading.problem = None
+    elif reading.problem is not None:
+        return
+    docs: dict[str | None, list[Any]] = {}
+
+    def value(spec: str, default: str | None) -> float:
+        file, path = jsonmetric.split_spec(spec, default)
+        if file not in docs:
+            docs[file] = jsonmetric.documents(_json_text(file, top, log_path, offset, before))
+        return jsonmetric.read_value(docs[file], path, file or "the command's output")
+
+    try:
+        default = None
+        if cfg.metric_json is not None:
+            default, _ = jsonmetric.split_spec(cfg.metric_json)
+            reading.metric = value(cfg.metric_json, None)
+        for name, spec in (cfg.metrics_json or {}).items():
+            try:
+                reading.metrics[name] = value(spec, default)
+            except jsonmetric.JsonMetricError as exc:
+                raise jsonmetric.JsonMetricError(f"metrics_json '{name}': {exc}") from None
+        if cfg.score is not None:
+            if reader is not None and reading.metric is not None:
+                reading.metrics[scoring.READ_VALUE] = reading.metric
+            score = scoring.compute(cfg.score, reading.metrics, cfg.direction, DIRECTIONS)
+            reading.metric = score.value
+    except (jsonmetric.JsonMetricError, scoring.ScoreError) as exc:
+        reading.metric, reading.problem = None, str(exc)
+
+
+def _json_text(file: str | None, top: Path, log_path: Path, offset: int,
+               before: Mapping[str, FileState]) -> str:
+    """The text of a JSON metric's source: ``file`` (relative to ``top``), or the sample's
+    output in the run log from ``offset``. Raises :class:`jsonmetric.JsonMetricError` for a
+    file the command did not write."""
+    if file is None:
+        with open(log_path, "rb") as fh:
+            fh.seek(offset)
+            return fh.read(JSON_OUTPUT_LIMIT).decode("utf-8", "replace")
+    try:
+        st = os.stat(top / file)
+        with open(top / file, "rb") as fh:
+            data = fh.read(JSON_OUTPUT_LIMIT)
+    except OSError:
+        raise jsonmetric.JsonMetricError(f"{file} was not written by the command") from None
+    if before.get(file) == (st.st_ino, st.st_mtime_ns, st.st_size):
+        raise jsonmetric.JsonMetricError(f"{file} was not rewritten by the command (it is "
+                                         "left from before)")
+    return data.decode("utf-8", "replace")
 
 
 def _metric_from_command(cfg: Config, *, top: Path, log_fd: int, out_path: Path,

@@ -69,6 +69,8 @@ class StartOptions:
 # The configuration keys that hold path rules. On the command line they are read from the
 # current directory, as git reads pathspecs; in a --config file, from the top of the work tree.
 PATH_KEYS = ("scope", "protected", "readonly")
+# The exclusive ways of reading the primary metric.
+READERS = ("metric_pattern", "metric_command", "metric_json")
 
 
 def _merge_values(opts: StartOptions, base: Mapping[str, Any]
@@ -77,6 +79,7 @@ def _merge_values(opts: StartOptions, base: Mapping[str, Any]
     the path rules given this time, as (how the user wrote it, the rule)."""
     merged = dict(base)
     given: list[tuple[str, str]] = []
+    values: dict[str, Any] = {}
     if opts.config_file is not None:
         try:
             data = opts.config_file.read_bytes()
@@ -90,6 +93,12 @@ def _merge_values(opts: StartOptions, base: Mapping[str, Any]
                 given += [(f"{key} entry {r!r} of {opts.config_file} (read from the top of "
                            "the work tree)", r) for r in rules if isinstance(r, str)]
     merged.update({k: v for k, v in opts.values.items() if v is not None})
+    # One way of reading the metric: the one given now replaces the base's (a new segment).
+    named = {k for k in READERS if opts.values.get(k) is not None
+             or (opts.config_file is not None and values.get(k) is not None)}
+    for key in READERS if named else ():
+        if key not in named:
+            merged.pop(key, None)
     for key in PATH_KEYS:
         option = "--" + key.replace("_", "-")
         given += [(f"{option} {shown}" + (f" (read from the current directory as {rule})"

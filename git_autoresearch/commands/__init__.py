@@ -26,6 +26,7 @@ COMMAND_MODULES: dict[str, str] = {
     "log": "reading",
     "status": "reading",
     "show": "reading",
+    "score": "reading",
     "stop": "loop",
     "resume": "upkeep",
     "doctor": "upkeep",

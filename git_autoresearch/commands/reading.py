@@ -335,3 +335,50 @@ def dashboard_cmd(output: Path | None, serve: bool, port: int) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(build(), encoding="utf-8")
     click.echo(f"wrote {target}")
+
+
+@click.command("score", context_settings=CONTEXT)
+@click.argument("run_number", metavar="RUN", type=int)
+@json_option
+def score_cmd(run_number: int, as_json: bool) -> None:
+    """Explain a run's composite score term by term (the [score] table of its segment)."""
+    from ..config import DIRECTIONS
+    from ..scoring import ScoreError, compute
+
+    session = _open_warned()
+    run = session.ledger.find(run_number)
+    if run is None:
+        raise UsageError(f"no run {run_number} in the ledger (runs are 1 to "
+                         f"{session.ledger.next_run_number - 1})")
+    segment = next(s for s in session.ledger.segments if run in s.runs)
+    recorded = (segment.header or {}).get("config")
+    table = recorded.get("score") if isinstance(recorded, dict) else session.config.score
+    if not isinstance(table, dict):
+        raise Refused(f"run {run_number} has no composite score: its segment's configuration "
+                      "has no [score] table")
+    found = run.data.get("metrics")
+    metrics: dict[str, float] = found if isinstance(found, dict) else {}
+    direction = segment.direction
+    try:
+        score = compute(table, metrics, direction, DIRECTIONS)
+        terms, value, error = score.terms, score.value, None
+    except ScoreError as exc:
+        terms, value, error = [], None, str(exc)
+    if as_json:
+        emit_json({"run": run_number, "kind": table.get("kind"), "direction": direction,
+                   "score": value, "recorded": run.data.get("metric"), "error": error,
+                   "terms": [{"term": label, "value": part} for label, part in terms]})
+        return
+    unit = session.config.metric_unit
+    click.echo(f"run {run_number}: {table.get('kind')} score, {direction} is better")
+    width = max([len(label) for label, _ in terms] + [10])
+    for label, part in terms:
+        click.echo(f"  {label:<{width}}  {part:+.6g}")
+    if value is None:
+        click.echo(f"  not scored: {error}")
+    else:
+        click.echo(f"  {'= score':<{width}}  {number(value)}{' ' + unit if unit else ''}")
+    if run.data.get("metric") is not None and value is not None \
+            and run.data["metric"] != value:
+        click.echo(f"  (recorded {number(run.data['metric'])}: the aggregate of each "
+                   "sample's score, where this sums the aggregated components)")

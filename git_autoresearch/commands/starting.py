@@ -9,6 +9,34 @@ import click
 from .common import CONTEXT, clear_progress, emit_json, json_option, progress, warn
 
 
+def _named_paths(entries: tuple[str, ...]) -> dict[str, str] | None:
+    """``NAME=PATH`` options as a table (None when there are none); :class:`UsageError` for an
+    entry without ``=``."""
+    from ..errors import UsageError
+
+    table = {}
+    for entry in entries:
+        name, sep, path = entry.partition("=")
+        if not sep or not name.strip():
+            raise UsageError(f"--metrics-json '{entry}' is not NAME=[FILE:]PATH")
+        table[name.strip()] = path
+    return table or None
+
+
+def _inline_table(text: str | None) -> dict[str, object] | None:
+    """``--score``'s TOML inline table (None when not given); :class:`UsageError` when it is
+    not one."""
+    from ..config import parse_toml
+    from ..errors import UsageError
+
+    if text is None:
+        return None
+    table = parse_toml(f"score = {text}\n".encode(), source="--score").get("score")
+    if not isinstance(table, dict):
+        raise UsageError(f"--score '{text}' is not a TOML inline table {{kind = ...}}")
+    return table
+
+
 @click.command("start", context_settings=CONTEXT)
 @click.option("--goal", help="What the session optimises, in a few words.")
 @click.option("--command", "command_", metavar="SHELL", help="The experiment command.")
@@ -19,6 +47,16 @@ from .common import CONTEXT, clear_progress, emit_json, json_option, progress, w
               help="Regex with one capture group; its last match in the run log is the metric.")
 @click.option("--metric-command", metavar="SHELL",
               help="A command whose stdout is the metric (instead of --metric-pattern).")
+@click.option("--metric-json", metavar="FILE:PATH",
+              help="Read the metric from JSON: a file the command writes and a path in it, e.g. "
+                   "bench.json:results[0].mean (a bare PATH reads the command's output).")
+@click.option("--metrics-json", multiple=True, metavar="NAME=[FILE:]PATH",
+              help="A secondary metric read from JSON (repeatable; a bare PATH reads "
+                   "--metric-json's file).")
+@click.option("--score", "score_table", metavar="TOML",
+              help="Composite scoring as a TOML inline table, e.g. '{kind = \"gated\", primary "
+                   "= \"value\", gates = {accuracy = {min = 0.95}}}' (or a [score] table in "
+                   "--config).")
 @click.option("--scope", multiple=True, metavar="PATH",
               help="A path an experiment may change (repeatable; none: any path that is "
                    "neither protected nor readonly). Read from the current directory, as git "
@@ -68,7 +106,9 @@ from .common import CONTEXT, clear_progress, emit_json, json_option, progress, w
 @json_option
 def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
               metric_unit: str | None, direction: str | None, metric_pattern: str | None,
-              metric_command: str | None, scope: tuple[str, ...], protected: tuple[str, ...],
+              metric_command: str | None, metric_json: str | None,
+              metrics_json: tuple[str, ...], score_table: str | None,
+              scope: tuple[str, ...], protected: tuple[str, ...],
               readonly: tuple[str, ...], checks_command: str | None,
               final_checks_command: str | None, timeout_seconds: float | None,
               checks_timeout_seconds: float | None, runs_per_experiment: int | None,
@@ -84,7 +124,9 @@ def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
     values = {
         "goal": goal, "command": command_, "metric_name": metric_name,
         "metric_unit": metric_unit, "direction": direction, "metric_pattern": metric_pattern,
-        "metric_command": metric_command, "scope": list(scope) or None,
+        "metric_command": metric_command, "metric_json": metric_json,
+        "metrics_json": _named_paths(metrics_json), "score": _inline_table(score_table),
+        "scope": list(scope) or None,
         "protected": list(protected) or None, "readonly": list(readonly) or None,
         "checks_command": checks_command, "final_checks_command": final_checks_command,
         "timeout_seconds": timeout_seconds, "checks_timeout_seconds": checks_timeout_seconds,
