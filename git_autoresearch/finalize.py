@@ -30,7 +30,7 @@ from . import signals
 from .audit import Audit, Target, bring, effect_json, run_audit, sweep, untracked_inputs
 from .errors import Refused, UsageError
 from .files import WriteFailed
-from .git import ABSENT, worktrees
+from .git import ABSENT, GitError, worktrees
 from .git.replay import APPLIED, CONFLICT, Picked, cherry_pick, reset
 from .ledger import Run, append, json_number, now_ms
 from .measure import run_checks
@@ -256,10 +256,12 @@ def undo(session: Session, final: Final) -> None:
             if now is None:
                 continue
             if old is None:
-                repo.run("update-ref", "-d", ref, now, allow_non_zero=True)
+                repo.delete_ref(ref, now)
             else:
-                repo.run("update-ref", "-m", "autoresearch finalize undone", ref, old, now,
-                         allow_non_zero=True)
+                try:
+                    repo.update_ref(ref, old, now, "autoresearch finalize undone")
+                except GitError:
+                    pass  # moved by someone else meanwhile: theirs now
         final.made.clear()
 
 
@@ -275,7 +277,7 @@ def _drop_stale_splits(session: Session, final: Final) -> None:
         old = repo.resolve(ref)
         if number.isdigit() and ref not in kept and old is not None:
             final.made.append((ref, old))
-            repo.run("update-ref", "-d", ref, old)
+            repo.delete_ref(ref, old)
 
 
 def _replayed(keep: Keep, picked: Picked) -> Replayed:

@@ -142,6 +142,10 @@ class Repo:
         """Compare-and-swap ``ref`` from ``old`` (:data:`ABSENT`: must not exist) to ``new``."""
         self.run("update-ref", "-m", message, ref, new, old)
 
+    def delete_ref(self, ref: str, old: str) -> bool:
+        """Delete ``ref`` if it still points at ``old`` (compare-and-swap); whether it did."""
+        return self.run("update-ref", "-d", ref, old, allow_non_zero=True).returncode == 0
+
     def for_each_ref(self, prefix: str) -> list[str]:
         """The full names of the refs below ``prefix`` (``git for-each-ref``), sorted by name."""
         return self.run("for-each-ref", "--format=%(refname)", prefix).text.splitlines()
