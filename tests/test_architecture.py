@@ -37,7 +37,7 @@ LAYERS = [
      "measure", "running", "hooks", "importers", "report", "insight", "dashboard", "plot",
      "review"},
     {"git", "ledger", "jsontext", "repairs", "config", "refs", "paths", "files", "inputs",
-     "errors", "signals", "faults", "resources", "decision", "stats", "__init__"},
+     "errors", "signals", "faults", "resources", "decision", "stats", "budget", "__init__"},
 ]
 
 

@@ -164,6 +164,11 @@ def _status_tail(found: Status, unit: str) -> list[str]:
     if found.limit is not None:
         lines.append(f"limit       {found.experiments} of {found.limit} "
                      f"experiments{' (reached)' if found.limit_reached else ''}")
+    if found.max_duration is not None and found.time_left is not None:
+        from ..config import format_duration
+
+        lines.append(f"time left   {format_duration(found.time_left)} of {found.max_duration}"
+                     f"{' (spent: the next run exits 4)' if found.time_left == 0 else ''}")
     return lines
 
 

@@ -55,6 +55,8 @@ def resume_cmd(session_id: str | None, as_json: bool) -> None:
         click.echo("STOP is pending: the next run exits 4")
     if found.limit_reached:
         click.echo("max_experiments is reached: the next run exits 4")
+    if found.time_left == 0:
+        click.echo("max_duration is spent: the next run exits 4")
     for w in found.warnings:
         warn(w)
 
