@@ -45,6 +45,7 @@ COMMAND_MODULES: dict[str, str] = {
     "gc": "sharing",
     "push": "sharing",
     "pull": "sharing",
+    "completion": "completing",
 }
 
 

@@ -17,6 +17,7 @@ from .common import (
     number,
     warn,
 )
+from .completing import complete_runs
 
 if TYPE_CHECKING:
     from ..ledger import Segment
@@ -173,7 +174,7 @@ def _status_tail(found: Status, unit: str) -> list[str]:
 
 
 @click.command("show", context_settings=CONTEXT)
-@click.argument("run_number", metavar="RUN", type=int)
+@click.argument("run_number", metavar="RUN", type=int, shell_complete=complete_runs)
 @json_option
 def show_cmd(run_number: int, as_json: bool) -> None:
     """One run: its record and its diff (the keep commit, or the attempt ref of a non-kept run)."""
