@@ -113,6 +113,12 @@ def session_ids(repo: Repo) -> list[str]:
         and session_of_branch_only(repo, sid)))
 
 
+def session_ids_here() -> list[str]:
+    """:func:`session_ids` of the repository of the current directory (raises
+    :class:`~git_autoresearch.git.GitError` outside one)."""
+    return session_ids(Repo.discover())
+
+
 def session_of_branch_only(repo: Repo, sid: str) -> bool:
     """Whether ``sid`` is known by a branch alone (no state ref, not ``.auto/``'s)."""
     return repo.resolve(f"{namespace(sid)}/state") is None and local_session(repo) != sid

@@ -99,7 +99,10 @@ def _invoke(command: click.Command, prog_name: str, args: list[str]) -> int:
 
     try:
         signals.release()
-        returned = command.main(args=args, prog_name=prog_name, standalone_mode=False)
+        # click answers a completion request (the completion script's) before parsing.
+        returned = command.main(args=args, prog_name=prog_name, standalone_mode=False,
+                                complete_var=COMPLETE_VAR if prog_name == "git autoresearch"
+                                else None)
         code = returned if isinstance(returned, int) else 0
     except click.exceptions.Exit as exc:
         code = exc.exit_code
@@ -140,6 +143,9 @@ def _invoke(command: click.Command, prog_name: str, args: list[str]) -> int:
     return code
 
 
+# The variable of a completion request: ``_<PROG>_COMPLETE`` for ``git-autoresearch``
+# (commands/completing.py).
+COMPLETE_VAR = "_GIT_AUTORESEARCH_COMPLETE"
 _STORAGE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}
 
 
@@ -266,3 +272,4 @@ sessions_main = _entry("sessions")
 gc_main = _entry("gc")
 push_main = _entry("push")
 pull_main = _entry("pull")
+completion_main = _entry("completion")

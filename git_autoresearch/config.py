@@ -60,6 +60,8 @@ class Config:
     runs_per_experiment: int = 1
     aggregate: str = "median"
     max_experiments: int | None = None
+    # A time budget for a segment ("8h", "90m", "3600s", "1h30m"); None: no budget.
+    max_duration: str | None = None
     # The decision rule and its settings; None: as before they existed (strict, and the
     # defaults below), so that older files render to the same bytes.
     decision: str | None = None
@@ -198,6 +200,15 @@ class Config:
                 isinstance(self.max_experiments, bool) or not isinstance(self.max_experiments, int)
                 or self.max_experiments < 1):
             return "max_experiments", "must be a whole number of at least 1"
+        if self.max_duration is not None:
+            if not isinstance(self.max_duration, str):
+                return "max_duration", "must be a string such as \"8h\", \"90m\" or \"3600s\""
+            seconds = duration_seconds(self.max_duration)
+            if seconds is None:
+                return "max_duration", (f"'{self.max_duration}' is not a duration such as 8h, "
+                                        "90m, 3600s or 1h30m")
+            if seconds == 0:
+                self.max_duration = None  # 0 lifts the budget (for a new segment)
         return None
 
     def _check_decision(self) -> tuple[str, str] | None:
@@ -221,6 +232,11 @@ class Config:
                                                                    bool):
             return "remeasure_incumbent", "must be true or false"
         return None
+
+    @property
+    def duration_budget(self) -> float | None:
+        """``max_duration`` in seconds, or None when there is no budget."""
+        return None if self.max_duration is None else duration_seconds(self.max_duration)
 
     @property
     def rule(self) -> str:
@@ -269,6 +285,38 @@ class Config:
         header = "# git-autoresearch session configuration. Read-only: change it with\n" \
                  "# `git autoresearch start --new-segment` and new options.\n"
         return header.encode() + tomli_w.dumps(self.to_dict()).encode("utf-8")
+
+
+_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)([dhms])")
+_UNIT_SECONDS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+
+
+def duration_seconds(text: str) -> float | None:
+    """The seconds of a duration written as numbers with units, largest first: ``"8h"``
+    (28800), ``"90m"`` (5400), ``"3600s"``, ``"1h30m"`` (5400), ``"1.5h"``, ``"2d"``,
+    ``"0"``; None for anything else (a unit missing, repeated or out of order, an empty text)."""
+    text = text.strip().lower()
+    if text == "0":
+        return 0.0
+    parts = _DURATION_RE.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        return None
+    units = [u for _, u in parts]
+    order = list(_UNIT_SECONDS)
+    if [order.index(u) for u in units] != sorted({order.index(u) for u in units}):
+        return None
+    return sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
+
+
+def format_duration(seconds: float) -> str:
+    """``seconds`` as whole hours, minutes and seconds: ``"7h 59m 5s"``, ``"4m 0s"``,
+    ``"12s"`` (rounded down to the second; a negative number reads as ``"0s"``)."""
+    left = max(0, int(seconds))
+    hours, rest = divmod(left, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h {minutes}m {secs}s"
+    return f"{minutes}m {secs}s" if minutes else f"{secs}s"
 
 
 LOCK_WAIT_VARIABLE = "GIT_AUTORESEARCH_LOCK_WAIT"

@@ -38,6 +38,7 @@ class Refused(AutoresearchError):
 
 
 class StopLoop(AutoresearchError):
-    """The loop should stop (STOP sentinel or ``max_experiments`` reached): exit 4."""
+    """The loop should stop (STOP sentinel, ``max_experiments`` reached or ``max_duration``
+    spent): exit 4."""
 
     exit_code = EXIT_STOP

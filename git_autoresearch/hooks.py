@@ -350,12 +350,15 @@ def fire(hooks_dir: Path, stage: str, payload: Mapping[str, Any], *, cwd: Path) 
 @dataclass
 class Example:
     """An example hook shipped with the package: ``name`` (file name without ``.py``), its
-    ``stage``, a one-line ``summary`` (from its second line), and its ``path``."""
+    ``stage``, a one-line ``summary`` (from its second line), its ``path``, and the setting it
+    ``needs`` to do anything (from a ``# needs: ...`` line of its header; None: none). A hook
+    whose setting is unset does nothing, silently."""
 
     name: str
     stage: str
     summary: str
     path: Path
+    needs: str | None = None
 
 
 def examples() -> list[Example]:
@@ -367,30 +370,55 @@ def examples() -> list[Example]:
     for stage in STAGES:
         for path in sorted((root / stage).glob("*.py")):
             with open(path, encoding="utf-8") as fh:
-                fh.readline()
-                second = fh.readline().lstrip("# ").strip()
+                head = [fh.readline() for _ in range(4)]
+            second = head[1].lstrip("# ").strip()
             name = path.stem
             summary = second[len(name) + 1:].strip() if second.startswith(name + ":") else second
-            found.append(Example(name, stage, summary, path))
+            needs = next((line.split(":", 1)[1].strip() for line in head
+                          if line.startswith(NEEDS)), None)
+            found.append(Example(name, stage, summary, path, needs))
     return found
 
 
-def install(name: str, hooks_dir: Path, *, force: bool = False) -> Path:
-    """Copy example ``name`` into ``hooks_dir/<stage>.d/`` with the execute bit; returns the new
-    file. Raises :class:`UsageError` for an unknown name and :class:`Refused` when the file
-    exists (unless ``force``)."""
-    from .errors import Refused, UsageError
+NEEDS = "# needs:"
+
+
+def pick(names: list[str], *, every: bool = False) -> list[Example]:
+    """The examples named by ``names`` (``name``, ``name.py`` or ``stage/name``), in the order
+    given and each once; every example with ``every``. Raises :class:`UsageError` naming the
+    first unknown name, before anything is installed."""
+    from .errors import UsageError
+
+    known = examples()
+    if every:
+        return known
+    picked: list[Example] = []
+    for name in names:
+        wanted = name.removesuffix(".py")
+        match = [e for e in known if e.name == wanted or f"{e.stage}/{e.name}" == wanted]
+        if not match:
+            raise UsageError(f"no example hook named '{name}' (there are: "
+                             f"{', '.join(e.name for e in known)})")
+        if match[0] not in picked:
+            picked.append(match[0])
+    return picked
+
+
+def install_all(picked: list[Example], hooks_dir: Path, *, force: bool = False) -> list[Path]:
+    """Copy each of ``picked`` into ``hooks_dir/<stage>.d/`` with the execute bit; returns the
+    new files. Raises :class:`Refused` naming every one that exists (unless ``force``),
+    before any is copied."""
+    from .errors import Refused
     from .files import write_atomic
 
-    wanted = name.removesuffix(".py")
-    match = [e for e in examples() if e.name == wanted or f"{e.stage}/{e.name}" == wanted]
-    if not match:
-        known = ", ".join(e.name for e in examples())
-        raise UsageError(f"no example hook named '{name}' (there are: {known})")
-    example = match[0]
-    target = hooks_dir / f"{example.stage}.d" / f"{example.name}.py"
-    if target.exists() and not force:
-        raise Refused(f"{target} already exists; pass --force to replace it")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(target, example.path.read_bytes(), 0o755)  # never a half-copied hook
-    return target
+    targets = [hooks_dir / f"{e.stage}.d" / f"{e.name}.py" for e in picked]
+    present = [e.name for e, t in zip(picked, targets, strict=True) if t.exists()]
+    if present and not force:
+        one = len(present) == 1
+        raise Refused(f"{'hook' if one else 'hooks'} {', '.join(present)} "
+                      f"{'is' if one else 'are'} already installed in {hooks_dir}; pass --force "
+                      f"to replace {'it' if one else 'them'}")
+    for example, target in zip(picked, targets, strict=True):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(target, example.path.read_bytes(), 0o755)  # never a half-copied hook
+    return targets

@@ -9,7 +9,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .ledger import STATUSES, Run, Segment
+from .config import format_duration
+from .ledger import STATUSES, Run, Segment, finite
 from .report import delta_pct, fmt, one_line
 
 if TYPE_CHECKING:
@@ -25,7 +26,9 @@ def analyze(segment: Segment) -> dict[str, Any]:
     ``improvement`` (best - baseline) and ``improvement_pct``; ``gains``: each kept run that
     beat the best before it, with ``gain`` (its improvement over that best, positive is better)
     ranked largest first; ``runs_per_improvement``: runs spent since the previous improvement,
-    per improvement; ``longest_streak_without_keep``.
+    per improvement, and ``seconds`` between the two keeps' timestamps (None: a timestamp is
+    missing), with ``mean_seconds_per_improvement`` (None unless every one is known);
+    ``longest_streak_without_keep``.
     """
     runs = segment.runs
     counts = {status: 0 for status in STATUSES}
@@ -56,24 +59,27 @@ def analyze(segment: Segment) -> dict[str, Any]:
         "runs_per_improvement": spent,
         "mean_runs_per_improvement": round(sum(s["runs"] for s in spent) / len(spent), 2)
         if spent else None,
+        "mean_seconds_per_improvement": _mean_seconds(spent),
         "longest_streak_without_keep": _longest_streak_without_keep(runs),
     }
 
 
-def _gains(segment: Segment) -> tuple[list[dict[str, Any]], list[dict[str, int]]]:
+def _gains(segment: Segment) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Each kept run that beat the best before it (largest gain first; a gain too large for a
     float, None, comes first of all), and the runs spent on each improvement, in run order."""
     sign = 1.0 if segment.direction == "higher" else -1.0
     gains: list[dict[str, Any]] = []
-    spent: list[dict[str, int]] = []
+    spent: list[dict[str, Any]] = []
     incumbent: float | None = None
     since = 0
+    since_ms: float | None = None
     for run in segment.runs:
         since += 1
         if run.status != "keep" or run.metric is None:
             continue
+        stamp = finite(run.data.get("timestamp"))
         if incumbent is None:
-            incumbent, since = run.metric, 0
+            incumbent, since, since_ms = run.metric, 0, stamp
             continue
         if segment.better(run.metric, incumbent):
             pct = delta_pct(run.metric, incumbent)
@@ -82,10 +88,21 @@ def _gains(segment: Segment) -> tuple[list[dict[str, Any]], list[dict[str, int]]
                           "gain": round(gain, 12) if math.isfinite(gain) else None,
                           "gain_pct": None if pct is None else round(sign * pct, 2),
                           "description": run.description})
-            spent.append({"run": run.number, "runs": since})
-            incumbent, since = run.metric, 0
+            took = None if stamp is None or since_ms is None else round(
+                max(0.0, stamp - since_ms) / 1000, 3)
+            spent.append({"run": run.number, "runs": since, "seconds": took})
+            incumbent, since, since_ms = run.metric, 0, stamp
     gains.sort(key=lambda g: g["gain"] if g["gain"] is not None else math.inf, reverse=True)
     return gains, spent
+
+
+def _mean_seconds(spent: list[dict[str, Any]]) -> float | None:
+    """The mean of the improvements' ``seconds`` (None when any is unknown, or none)."""
+    seconds: list[float | None] = [s["seconds"] for s in spent]
+    known = [t for t in seconds if t is not None]
+    if not known or len(known) < len(seconds):
+        return None
+    return round(sum(known) / len(known), 3)
 
 
 def _longest_streak_without_keep(runs: list[Run]) -> int:
@@ -130,6 +147,11 @@ def analysis_text(result: dict[str, Any], metric_name: str, unit: str) -> str:
                          f"{one_line(g['description'])[:60]}")
         lines.append(f"runs per improvement: {result['mean_runs_per_improvement']} on average "
                      f"({', '.join(str(s['runs']) for s in result['runs_per_improvement'])})")
+        if result["mean_seconds_per_improvement"] is not None:
+            lines.append("time per improvement: "
+                         f"{format_duration(result['mean_seconds_per_improvement'])} on average ("
+                         + ", ".join(format_duration(s["seconds"])
+                                     for s in result["runs_per_improvement"]) + ")")
     lines.append(f"longest streak without a keep: {result['longest_streak_without_keep']} runs")
     return "\n".join(lines) + "\n"
 

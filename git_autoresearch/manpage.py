@@ -31,7 +31,8 @@ EXIT_STATUS = [  # the README's table of exit codes
           "uncommitted changes or lacking the commit HEAD records, a start that was "
           "interrupted (resume finishes it), a dirty tree at start, a baseline that failed, "
           "doctor finding problems it did not fix, a missing optional dependency."),
-    ("4", "The loop should stop: .auto/STOP found, or max_experiments reached."),
+    ("4", "The loop should stop: .auto/STOP found, max_experiments reached or "
+          "max_duration spent."),
     ("129, 130, 143", "Hung up (SIGHUP: the terminal or ssh session closed), interrupted "
                       "(SIGINT, Ctrl-C) or terminated (SIGTERM): 128 + the signal's number. The "
                       "experiment's and hooks' processes are ended; git is never killed half-way; "

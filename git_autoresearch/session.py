@@ -291,7 +291,8 @@ class Session:
 
     def check_stop(self, command: str) -> None:
         """Exit 4 when the loop should stop: a STOP sentinel (recorded as a ``stopped`` event and
-        removed) or ``max_experiments`` reached."""
+        removed), ``max_experiments`` reached or ``max_duration`` spent (each recorded as a
+        ``stopped`` event naming the budget)."""
         if self.layout.stop.exists():
             with signals.deferred():  # one stopped event per sentinel
                 ledger_mod.append(self.layout.ledger, [{"type": "stopped",
@@ -305,8 +306,33 @@ class Session:
             raise StopLoop("STOP sentinel found: the loop stops here (the sentinel was removed)"
                            + self._unrecorded_note())
         if self.limit_reached():
+            self._budget_spent(command, "max_experiments")
             raise StopLoop(f"max_experiments ({self.config.max_experiments}) reached in this "
                            "segment: the loop stops here" + self._unrecorded_note())
+        if self.time_left() == 0:
+            self._budget_spent(command, "max_duration")
+            raise StopLoop(f"max_duration ({self.config.max_duration}) spent in this segment: "
+                           "the loop stops here" + self._unrecorded_note())
+
+    def time_left(self) -> float | None:
+        """Seconds of ``max_duration`` left in the current segment (0: spent); None: no
+        budget (:func:`budget.time_left`)."""
+        from .budget import time_left
+
+        return time_left(self.config, self.segment, now_ms())
+
+    def _budget_spent(self, command: str, budget: str) -> None:
+        """Record that the loop stopped on ``budget`` (``max_experiments``, ``max_duration``):
+        a ``stopped`` event naming it, once per budget and next run."""
+        upcoming = self.ledger.next_run_number
+        if any(e.get("type") == "stopped" and e.get("budget") == budget
+               and e.get("next_run") == upcoming for e in self.ledger.events):
+            return
+        with signals.deferred():
+            ledger_mod.append(self.layout.ledger, [{"type": "stopped", "timestamp": now_ms(),
+                                                    "command": command, "next_run": upcoming,
+                                                    "budget": budget}])
+            self.mirror_state("stopped")
 
     def _unrecorded_note(self) -> str:
         changes = self.changes()

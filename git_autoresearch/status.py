@@ -45,7 +45,8 @@ class Status:
     """Where a session stands. ``segment`` is :func:`report.segment_summary` of the current
     segment; ``branch`` the session branch (the current branch, or ``HEAD``, for a session read
     in place); ``experiments`` the runs after the baseline in this segment (counted only when
-    ``limit``, ``max_experiments``, is set); ``warnings`` every problem, in the order status
+    ``limit``, ``max_experiments``, is set); ``time_left`` the seconds of ``max_duration`` left
+    in this segment (None: no budget); ``warnings`` every problem, in the order status
     has always given them."""
 
     session_id: str
@@ -65,6 +66,9 @@ class Status:
     warnings: list[str]
     # Under the sequential rule: the incumbent's pool, its relative spread and drift.
     noise: dict[str, Any] | None = None
+    # The time budget (max_duration as written) and the seconds of it left (0: spent).
+    max_duration: str | None = None
+    time_left: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The ``status --json`` document (its keys in this order; ``noise`` only under the
@@ -82,6 +86,8 @@ class Status:
             "stop_pending": self.stop_pending,
             "limit": self.limit,
             "limit_reached": self.limit_reached,
+            "max_duration": self.max_duration,
+            "time_left_seconds": None if self.time_left is None else round(self.time_left, 3),
             "readonly_changed": self.readonly_changed,
             "warnings": self.warnings,
         } | ({} if self.noise is None else {"noise": self.noise})
@@ -122,7 +128,7 @@ def status(session: Session) -> Status:
         limit=cfg.max_experiments, limit_reached=session.limit_reached(),
         experiments=None if cfg.max_experiments is None else session.experiments_in_segment(),
         readonly_changed=readonly_changed, warnings=list(dict.fromkeys(warnings)),
-        noise=_noise(session))
+        noise=_noise(session), max_duration=cfg.max_duration, time_left=session.time_left())
 
 
 def _noise(session: Session) -> dict[str, Any] | None:
@@ -233,6 +239,8 @@ class Resumed:
     limit_reached: bool
     warnings: list[str]
     finished: HookReport | None
+    # Seconds of max_duration left in the segment (0: spent; None: no budget).
+    time_left: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The ``resume --json`` document: its ``warnings`` include the finished hooks' own,
@@ -242,6 +250,7 @@ class Resumed:
             "session_id": self.session_id, "actions": self.actions, "segment": self.segment,
             "next_run": self.next_run, "stop_pending": self.stop_pending,
             "limit_reached": self.limit_reached,
+            "time_left_seconds": None if self.time_left is None else round(self.time_left, 3),
             "warnings": [*self.warnings, *finished.warnings] if finished else self.warnings,
             "steer": (finished.steer or None) if finished else None}
 
@@ -255,7 +264,8 @@ def resumed(picked: Picked) -> Resumed:
         session_id=session.config.session_id, actions=picked.actions,
         segment=segment_summary(session.segment), next_run=session.ledger.next_run_number,
         stop_pending=session.layout.stop.exists(), limit_reached=session.limit_reached(),
-        warnings=[*session.warnings, *picked.warnings], finished=finished)
+        warnings=[*session.warnings, *picked.warnings], finished=finished,
+        time_left=session.time_left())
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ LAYERS = [
      "review"},
     {"git", "ledger", "jsontext", "repairs", "config", "refs", "paths", "files", "inputs",
      "errors", "signals", "faults", "resources", "decision", "stats", "scoring", "jsonmetric",
-     "__init__"},
+     "budget", "__init__"},
 ]
 
 

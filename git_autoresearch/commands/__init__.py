@@ -12,7 +12,7 @@ import importlib
 import click
 
 from .. import __version__
-from .common import CONTEXT
+from .common import CONTEXT, bare_group
 
 # Every command, in help order, and the module of git_autoresearch.commands that defines it as
 # ``<name>_cmd``. A command's module is imported only when that command is asked for.
@@ -46,6 +46,7 @@ COMMAND_MODULES: dict[str, str] = {
     "gc": "sharing",
     "push": "sharing",
     "pull": "sharing",
+    "completion": "completing",
 }
 
 
@@ -66,8 +67,11 @@ class _Commands(click.Group):
         return command(cmd_name) if cmd_name in COMMAND_MODULES else None
 
 
-@click.group("git-autoresearch", cls=_Commands, context_settings=CONTEXT)
+@click.group("git-autoresearch", cls=_Commands, context_settings=CONTEXT,
+             invoke_without_command=True)
 @click.version_option(__version__, "--version", prog_name="git-autoresearch")
-def cli() -> None:
+@click.pass_context
+def cli(ctx: click.Context) -> None:
     """Git plumbing for autoresearch loops: measure a change, keep it with a Result: trailer or
     revert it without losing anything, and record every run in .auto/log.jsonl."""
+    bare_group(ctx)

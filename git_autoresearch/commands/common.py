@@ -27,6 +27,13 @@ def _finite(data: Any) -> Any:
     return data
 
 
+def bare_group(ctx: click.Context) -> None:
+    """The callback of a group called without a subcommand (``git autoresearch``, ``hooks``,
+    ``ideas``): its help on stdout, exit 0. Nothing while click completes a command line."""
+    if ctx.invoked_subcommand is None and not ctx.resilient_parsing:
+        click.echo(ctx.get_help())
+
+
 def emit_json(data: Any, *, interruptible: bool = True) -> None:
     """Print one JSON document (never NaN or infinity: such values become null). A signal
     that arrived and was not raised yet is raised first (``interruptible``), so that the

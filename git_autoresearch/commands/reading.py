@@ -17,6 +17,7 @@ from .common import (
     number,
     warn,
 )
+from .completing import complete_runs
 
 if TYPE_CHECKING:
     from ..ledger import Segment
@@ -164,11 +165,16 @@ def _status_tail(found: Status, unit: str) -> list[str]:
     if found.limit is not None:
         lines.append(f"limit       {found.experiments} of {found.limit} "
                      f"experiments{' (reached)' if found.limit_reached else ''}")
+    if found.max_duration is not None and found.time_left is not None:
+        from ..config import format_duration
+
+        lines.append(f"time left   {format_duration(found.time_left)} of {found.max_duration}"
+                     f"{' (spent: the next run exits 4)' if found.time_left == 0 else ''}")
     return lines
 
 
 @click.command("show", context_settings=CONTEXT)
-@click.argument("run_number", metavar="RUN", type=int)
+@click.argument("run_number", metavar="RUN", type=int, shell_complete=complete_runs)
 @json_option
 def show_cmd(run_number: int, as_json: bool) -> None:
     """One run: its record and its diff (the keep commit, or the attempt ref of a non-kept run)."""

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from .common import CONTEXT, emit_json, json_option, number, warn
+from .completing import complete_sessions
 
 if TYPE_CHECKING:
     from ..catalog import SessionInfo
@@ -46,7 +47,7 @@ def _session_line(info: SessionInfo) -> str:
 
 
 @click.command("gc", context_settings=CONTEXT)
-@click.argument("session", required=False)
+@click.argument("session", required=False, shell_complete=complete_sessions)
 @click.option("--older-than", "older_than", type=click.FloatRange(min=0), metavar="DAYS",
               help="Also collect sessions not running whose last activity is older than DAYS.")
 @click.option("--dry-run", is_flag=True, help="Print what would be deleted; delete nothing.")
@@ -81,7 +82,7 @@ def gc_cmd(session: str | None, older_than: float | None, dry_run: bool, force: 
 
 @click.command("push", context_settings=CONTEXT)
 @click.argument("remote", required=False)
-@click.argument("session", required=False)
+@click.argument("session", required=False, shell_complete=complete_sessions)
 @json_option
 def push_cmd(remote: str | None, session: str | None, as_json: bool) -> None:
     """Send SESSION (default: this work tree's): its branch, its attempt and scope refs and its
@@ -95,7 +96,7 @@ def push_cmd(remote: str | None, session: str | None, as_json: bool) -> None:
 
 @click.command("pull", context_settings=CONTEXT)
 @click.argument("remote", required=False)
-@click.argument("session", required=False)
+@click.argument("session", required=False, shell_complete=complete_sessions)
 @json_option
 def pull_cmd(remote: str | None, session: str | None, as_json: bool) -> None:
     """Fetch SESSION (default: this work tree's, else the remote's only one) from REMOTE

@@ -80,6 +80,9 @@ def _inline_table(text: str | None) -> dict[str, object] | None:
 @click.option("--aggregate", type=click.Choice(["median", "min", "mean"]),
               help="How samples combine (default median).")
 @click.option("--max-experiments", type=int, help="Stop after this many runs in a segment.")
+@click.option("--max-duration", metavar="DURATION",
+              help="Stop once the segment has run this long: 8h, 90m, 3600s, 1h30m (0 lifts "
+                   "the budget).")
 @click.option("--decision", type=click.Choice(["sequential", "strict"]),
               help="How a run is decided: sequential (the default: samples against the "
                    "incumbent's, robust to noise) or strict (the aggregate beats the best).")
@@ -112,8 +115,9 @@ def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
               readonly: tuple[str, ...], checks_command: str | None,
               final_checks_command: str | None, timeout_seconds: float | None,
               checks_timeout_seconds: float | None, runs_per_experiment: int | None,
-              aggregate: str | None, max_experiments: int | None, decision: str | None,
-              min_effect: float | None, max_samples: int | None, baseline_samples: int | None,
+              aggregate: str | None, max_experiments: int | None,
+              max_duration: str | None, decision: str | None, min_effect: float | None,
+              max_samples: int | None, baseline_samples: int | None,
               remeasure_incumbent: bool | None, session_id: str | None,
               config_file: Path | None, new_segment: bool, no_baseline: bool, force: bool,
               allow_missing: bool, as_json: bool) -> None:
@@ -131,7 +135,8 @@ def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
         "checks_command": checks_command, "final_checks_command": final_checks_command,
         "timeout_seconds": timeout_seconds, "checks_timeout_seconds": checks_timeout_seconds,
         "runs_per_experiment": runs_per_experiment, "aggregate": aggregate,
-        "max_experiments": max_experiments, "decision": decision, "min_effect": min_effect,
+        "max_experiments": max_experiments, "max_duration": max_duration,
+        "decision": decision, "min_effect": min_effect,
         "max_samples": max_samples, "baseline_samples": baseline_samples,
         "remeasure_incumbent": remeasure_incumbent, "session_id": session_id,
     }

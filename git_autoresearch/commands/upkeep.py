@@ -10,6 +10,7 @@ import click
 from ..errors import EXIT_REFUSED, AutoresearchError, Refused, UsageError
 from .common import (
     CONTEXT,
+    bare_group,
     emit_json,
     json_option,
     number,
@@ -55,6 +56,8 @@ def resume_cmd(session_id: str | None, as_json: bool) -> None:
         click.echo("STOP is pending: the next run exits 4")
     if found.limit_reached:
         click.echo("max_experiments is reached: the next run exits 4")
+    if found.time_left == 0:
+        click.echo("max_duration is spent: the next run exits 4")
     for w in found.warnings:
         warn(w)
 
@@ -113,51 +116,75 @@ def _mirror(message: str) -> None:
         warn(w)
 
 
-@click.group("hooks", context_settings=CONTEXT)
-def hooks_cmd() -> None:
-    """The example hooks shipped with git-autoresearch: list them, install one."""
+@click.group("hooks", context_settings=CONTEXT, invoke_without_command=True)
+@click.pass_context
+def hooks_cmd(ctx: click.Context) -> None:
+    """The example hooks shipped with git-autoresearch: list them, install them."""
+    bare_group(ctx)
+
+
+def _needs_note(needs: str | None) -> str:
+    return f"needs {needs}; until then it does nothing" if needs else ""
 
 
 @hooks_cmd.command("list", context_settings=CONTEXT)
 @json_option
 def hooks_list_cmd(as_json: bool) -> None:
-    """Show the example hooks with a one-line description each."""
+    """Show the example hooks with a one-line description each, and the setting a hook needs."""
     from ..hooks import examples
 
     found = examples()
     if as_json:
-        emit_json([{"name": e.name, "stage": e.stage, "summary": e.summary} for e in found])
+        emit_json([{"name": e.name, "stage": e.stage, "summary": e.summary, "needs": e.needs}
+                   for e in found])
         return
     width = max(len(e.name) for e in found)
     for e in found:
         click.echo(f"{e.stage:<6}  {e.name:<{width}}  {e.summary}")
+        if e.needs:
+            click.echo(f"{'':<6}  {'':<{width}}  ({_needs_note(e.needs)})")
 
 
 @hooks_cmd.command("install", context_settings=CONTEXT)
-@click.argument("name")
-@click.option("--force", is_flag=True, help="Replace an installed hook of the same name.")
+@click.argument("names", metavar="NAME...", nargs=-1)
+@click.option("--all", "every", is_flag=True, help="Install every example hook.")
+@click.option("--force", is_flag=True, help="Replace installed hooks of the same names.")
 @json_option
-def hooks_install_cmd(name: str, force: bool, as_json: bool) -> None:
-    """Copy the example hook NAME into .auto/hooks/<stage>.d/, executable."""
-    from ..hooks import install
+def hooks_install_cmd(names: tuple[str, ...], every: bool, force: bool, as_json: bool) -> None:
+    """Copy example hooks, those named or --all, into .auto/hooks/<stage>.d/, executable. An
+    unknown name, or one already installed (without --force), installs none of them; a hook
+    that needs a setting says which, and does nothing until it is set."""
+    from ..hooks import install_all, pick
     from ..layout import Layout
 
+    if every and names:
+        raise UsageError("give hook names or --all, not both")
+    if not every and not names:
+        raise UsageError("name the hooks to install (see git autoresearch hooks list), or "
+                         "pass --all")
+    picked = pick(list(names), every=every)
     layout = Layout.discover()
     if not layout.config.exists():
         raise Refused(f"no session here (no .auto/config.toml): {layout.missing_hint()}")
     with _session_lock(layout, "hooks install"):
-        target = install(name, layout.hooks, force=force)
-        _mirror(f"hooks install {name}")
-    rel = target.relative_to(layout.repo.top)
+        targets = install_all(picked, layout.hooks, force=force)
+        _mirror(f"hooks install {' '.join(e.name for e in picked)}")
+    rels = [str(t.relative_to(layout.repo.top)) for t in targets]
     if as_json:
-        emit_json({"installed": str(rel)})
-    else:
+        emit_json({"installed": [{"name": e.name, "stage": e.stage, "path": rel,
+                                  "needs": e.needs} for e, rel in zip(picked, rels, strict=True)]})
+        return
+    for example, rel in zip(picked, rels, strict=True):
         click.echo(f"installed {rel}")
+        if example.needs:
+            click.echo(f"  {_needs_note(example.needs)}")
 
 
-@click.group("ideas", context_settings=CONTEXT)
-def ideas_cmd() -> None:
+@click.group("ideas", context_settings=CONTEXT, invoke_without_command=True)
+@click.pass_context
+def ideas_cmd(ctx: click.Context) -> None:
     """The ideas backlog, .auto/ideas.md: Markdown list items, - idea or - [ ] idea."""
+    bare_group(ctx)
 
 
 def _session_lock(layout: Layout, what: str) -> SessionLock:

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 # external-search: runs a web search CLI ($AUTORESEARCH_SEARCH_CMD) on the goal and the next focus.
+# needs: AUTORESEARCH_SEARCH_CMD, a search command that takes the query as its last argument
 """A before hook for git-autoresearch.
 
 The query is the goal plus the last run's `next_action_hint`, `next_focus` or description. The
 command in AUTORESEARCH_SEARCH_CMD is run with the query as its last argument (no shell), its
 output saved to .auto/search/run-<N>.md, and its beginning printed as the steer. Without the
-variable, or when the command is missing or fails, it exits non-zero saying why.
+variable it does nothing; when the command is missing or fails, it exits non-zero saying why.
 """
 import json
 import os
@@ -32,8 +33,7 @@ def main():
     payload = json.loads(sys.stdin.readline() or "{}")
     command = os.environ.get(VARIABLE, DEFAULT).strip()
     if not command:
-        sys.exit(f"{NAME}: {VARIABLE} is not set; set it to a search command that takes the "
-                 "query as its last argument")
+        return  # not set up: `git autoresearch hooks list` names the variable
     query = query_for(payload)
     if not query:
         return

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 # hypothesis-reflection: asks a language model CLI ($AUTORESEARCH_LLM_CMD) to reflect on runs.
+# needs: AUTORESEARCH_LLM_CMD, a command that reads a prompt on stdin and prints an answer
 """A before hook for git-autoresearch.
 
 Builds a prompt from the goal and the last AUTORESEARCH_REFLECT_RUNS (default 10) runs of the
 segment (status, metric, description, hypothesis and other annotations) and sends it on stdin to
 the command in AUTORESEARCH_LLM_CMD (for example `llm -m gpt-4o-mini` or `claude -p`). The answer
 is appended to .auto/reflections.md and its beginning is printed as the steer. Without the
-variable, or when the command fails, it exits non-zero with a message that says why.
+variable it does nothing; when the command fails, it exits non-zero with a message that says
+why.
 """
 import json
 import os
@@ -58,8 +60,7 @@ def main():
     payload = json.loads(sys.stdin.readline() or "{}")
     command = os.environ.get("AUTORESEARCH_LLM_CMD", "").strip()
     if not command:
-        sys.exit("hypothesis-reflection: AUTORESEARCH_LLM_CMD is not set; set it to a command "
-                 "that reads a prompt on stdin and prints an answer (e.g. 'llm')")
+        return  # not set up: `git autoresearch hooks list` names the variable
     try:
         count = max(1, int(os.environ.get("AUTORESEARCH_REFLECT_RUNS", "10")))
     except ValueError:

@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 # qmd-search: searches local documents with qmd ($AUTORESEARCH_QMD_CMD, default "qmd search").
+# needs: qmd on PATH, or AUTORESEARCH_QMD_CMD, a search command that takes the query last
 """A before hook for git-autoresearch.
 
 The query is the goal plus the last run's `next_action_hint`, `next_focus` or description. The
 command in AUTORESEARCH_QMD_CMD (default `qmd search`, a local Markdown search) is run with the
 query as its last argument (no shell), its output saved to .auto/qmd/run-<N>.md, and its
-beginning printed as the steer. When the command is missing or fails, it exits non-zero saying
-why.
+beginning printed as the steer. Without the variable and without qmd on PATH it does nothing;
+when the command is missing or fails, it exits non-zero saying why.
 """
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 
@@ -31,10 +33,11 @@ def query_for(payload):
 
 def main():
     payload = json.loads(sys.stdin.readline() or "{}")
-    command = os.environ.get(VARIABLE, DEFAULT).strip()
+    command = os.environ.get(VARIABLE, "").strip()
     if not command:
-        sys.exit(f"{NAME}: {VARIABLE} is not set; set it to a search command that takes the "
-                 "query as its last argument")
+        if shutil.which(DEFAULT.split()[0]) is None:
+            return  # not set up: `git autoresearch hooks list` names what it needs
+        command = DEFAULT
     query = query_for(payload)
     if not query:
         return
