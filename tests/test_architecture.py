@@ -30,12 +30,12 @@ MAX_LINES = 550  # about 500, with a 10 % margin
 LAYERS = [
     {"__main__", "cli", "manpage", "commands"},
     {"start", "start_record", "resume", "doctor", "status", "demo", "audit", "finalize", "apply",
-     "catalog", "sharing"},
+     "catalog", "sharing", "guard"},
     {"recording", "recovery", "pending"},
     {"session", "reader", "branches", "journal"},
     {"experiment", "trailers", "state", "submodules", "layout", "ideas", "scripts", "lock",
      "measure", "running", "hooks", "importers", "report", "insight", "dashboard", "plot",
-     "review"},
+     "review", "skill"},
     {"git", "ledger", "jsontext", "repairs", "config", "refs", "paths", "files", "inputs",
      "errors", "signals", "faults", "resources", "decision", "stats", "__init__"},
 ]

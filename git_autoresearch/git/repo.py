@@ -361,12 +361,13 @@ class Repo:
         return self.run("commit-tree", tree, *argv, "-F", "-",
                         input=message.encode("utf-8")).text
 
-    def commit(self, message: str) -> Result:
+    def commit(self, message: str, extra_env: Mapping[str, str] | None = None) -> Result:
         """``git commit -q --cleanup=verbatim -F -``: the index committed with ``message`` as
         it is, hooks and signing included, run in the user's locale (the hooks are the user's
-        code). Never raises for git's refusal: the caller reads ``returncode``/``stderr``."""
-        return self.run("commit", "-q", "--cleanup=verbatim", "-F", "-",
-                        input=message.encode("utf-8"), env=user_locale(), allow_non_zero=True)
+        code) with ``extra_env`` added. Never raises for git's refusal: the caller reads
+        ``returncode``/``stderr``."""
+        return self.run("commit", "-q", "--cleanup=verbatim", "-F", "-", allow_non_zero=True,
+                        input=message.encode("utf-8"), env={**user_locale(), **(extra_env or {})})
 
     def show_patch(self, rev: str) -> str:
         """Commit ``rev`` for people: ``commit <id>``, its message, a diffstat and the patch
