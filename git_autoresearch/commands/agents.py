@@ -106,4 +106,4 @@ def guard_check_cmd(hook: str, args: tuple[str, ...]) -> None:
             raise click.UsageError("commit-msg needs the message file")
         problem = check_commit_msg(args[0])
     if problem:
-        raise Refused(f"guard: {problem} (git commit --no-verify skips the guard)")
+        raise Refused(f"guard: {problem}")
