@@ -25,7 +25,7 @@ from pathlib import Path
 from .errors import AutoresearchError, Refused
 from .experiment import OUR_COMMIT_VARIABLE
 from .git import Repo
-from .git.commit_hooks import hooks_folder, message_trailers, staged_paths
+from .git.commit_hooks import hooks_folder, message_trailers, staged_paths, visible
 from .paths import Boundaries
 from .refs import session_branch
 from .trailers import DECISION, INTENT, RESULT, RUN, SESSION, STATUS
@@ -133,17 +133,18 @@ def install(repo: Repo | None = None, python: str | None = None) -> list[HookSta
     there that is not the guard's is renamed ``<hook>.pre-autoresearch`` and chained; the
     guard's own is rewritten where it is (the interpreter may have moved). Refuses
     (:class:`Refused`) when a hook and a chained hook are both there and neither is the
-    guard's."""
+    guard's, or when the folder is in the work tree and its hook files are not ignored."""
     repo = repo or Repo.discover()
     folder = hooks_folder(repo)
     python = python or sys.executable
+    folder.mkdir(parents=True, exist_ok=True)  # first: git tells an ignored folder by its kind
+    _refuse_in_work_tree(repo, folder)
     for hook in HOOKS:
         path, chained = folder / hook, folder / f"{hook}{CHAINED_SUFFIX}"
         if (_guard_file(folder, hook) is None and os.path.lexists(path)
                 and os.path.lexists(chained)):
             raise Refused(f"{path} and {chained} both exist and neither is the guard's; "
                           f"merge them into {chained} and run guard install again")
-    folder.mkdir(parents=True, exist_ok=True)
     for hook in HOOKS:
         path, chained = folder / hook, folder / f"{hook}{CHAINED_SUFFIX}"
         target = _guard_file(folder, hook)
@@ -156,6 +157,23 @@ def install(repo: Repo | None = None, python: str | None = None) -> list[HookSta
         tmp.chmod(0o755)
         os.replace(tmp, target)
     return status(repo)
+
+
+def _refuse_in_work_tree(repo: Repo, folder: Path) -> None:
+    """Refuse (:class:`Refused`) a hooks folder inside the work tree whose hook files the
+    guard would write or rename are tracked or not ignored: they would be changes of the
+    project, which a run sets aside as changes outside the scope."""
+    top, where = repo.top.resolve(), folder.resolve()
+    if where.is_relative_to(repo.common_dir.resolve()) or not where.is_relative_to(top):
+        return
+    rel = where.relative_to(top).as_posix()
+    names = [f"{rel}/{hook}{suffix}" for hook in HOOKS for suffix in ("", CHAINED_SUFFIX)]
+    shown = visible(repo, names)
+    if shown:
+        raise Refused(f"the hooks folder {rel} (core.hooksPath) is in the work tree and "
+                      f"{shown[0]} is tracked or not ignored: the guard's files would be "
+                      "changes of the project; ignore them in .gitignore or set core.hooksPath "
+                      "to a folder outside the work tree")
 
 
 def uninstall(repo: Repo | None = None) -> list[HookState]:

@@ -343,3 +343,24 @@ def test_guard_under_pre_commit_installed_after_it(repo: Path, ar: Tool) -> None
     ar(repo, "guard", "uninstall")
     assert sorted(p.name for p in hooks.iterdir()) == ["pre-commit"]
     assert (hooks / "pre-commit").read_text() == FRAMEWORK
+
+
+def test_guard_refuses_a_hooks_folder_of_the_project(repo: Path, ar: Tool) -> None:
+    """core.hooksPath inside the work tree with a tracked hook: install is refused (exit 3)
+    and nothing changes, since renaming it would be a change of the project that a run sets
+    aside; with the guard's files ignored there, it installs."""
+    write(repo / ".githooks" / "pre-commit", "#!/bin/sh\nexit 0\n", 0o755)
+    git(repo, "add", ".githooks")
+    git(repo, "commit", "-q", "-m", "hooks")
+    git(repo, "config", "core.hooksPath", ".githooks")
+    res = ar(repo, "guard", "install", expect=3)
+    assert "the hooks folder .githooks (core.hooksPath) is in the work tree and " \
+           ".githooks/pre-commit is tracked or not ignored" in res.err
+    assert sorted(p.name for p in (repo / ".githooks").iterdir()) == ["pre-commit"]
+    git(repo, "config", "core.hooksPath", ".local-hooks")
+    write(repo / ".gitignore", ".local-hooks/\n")
+    git(repo, "add", ".gitignore")
+    git(repo, "commit", "-q", "-m", "ignore")
+    ar(repo, "guard", "install")
+    assert (repo / ".local-hooks" / "pre-commit").exists()
+    assert git(repo, "status", "--porcelain") == ""

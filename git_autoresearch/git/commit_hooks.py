@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .process import split_z
+from .process import join_z, split_z
 from .repo import Repo
 
 
@@ -42,3 +42,16 @@ def message_trailers(repo: Repo, message: bytes) -> list[tuple[str, str]]:
         if colon:
             found.append((key.strip(), value.strip()))
     return found
+
+
+def visible(repo: Repo, paths: list[str]) -> list[str]:
+    """Those of ``paths`` (relative to the top, existing or not) that the work tree's status
+    would show: tracked, or not ignored (``git ls-files``, ``git check-ignore --no-index``)."""
+    if not paths:
+        return []
+    tracked = set(split_z(repo.run("ls-files", "-z", "--", *paths).stdout))
+    # check-ignore refuses the literal pathspecs every other call runs with.
+    ignored = set(split_z(repo.run("--no-literal-pathspecs", "check-ignore", "-z", "--stdin",
+                                   "--no-index", input=join_z(paths),
+                                   allow_non_zero=True).stdout))
+    return [p for p in paths if p in tracked or p not in ignored]
