@@ -115,8 +115,9 @@ def test_skill_installs_where_the_harness_reads_it(repo: Path, ar: Tool, harness
                                                     path: str) -> None:
     """``--install`` writes SKILL.md where the harness reads skills (Claude Code
     ``.claude/skills/<name>/SKILL.md``; pi a skills folder, pi-autoresearch 1.6.2 README.md:119
-    ``~/.pi/agent/skills/``, here the project's ``.pi/skills/``), from a subfolder too; again
-    it says unchanged; a SKILL.md not ours is refused (exit 3) unless ``--force``."""
+    ``~/.pi/agent/skills/``, and pi's docs/skills.md the project's ``.pi/skills/``, where a
+    SKILL.md in a folder named as its ``name`` is found), from a subfolder too; again it says
+    unchanged; a SKILL.md not ours is refused (exit 3) unless ``--force``."""
     res = ar(repo / "src", "skill", "--install", harness, "--json").json()
     assert res == {"harness": harness, "path": path, "action": "created"}
     assert (repo / path).read_text() == skill_text()
