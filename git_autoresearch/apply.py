@@ -17,7 +17,7 @@ from . import signals
 from .audit import sweep
 from .errors import Refused, UsageError
 from .git import worktrees
-from .git.replay import CONFLICT, EMPTY, cherry_pick
+from .git.replay import CONFLICT, EMPTY, cherry_pick, restore_worktree
 from .paths import AUTO
 from .recovery import locked
 from .session import Session
@@ -80,7 +80,7 @@ def apply_run(session: Session, number: int) -> Applied:
             raise Refused(f"untracked files are in the way of run {number}'s change "
                           f"({_listing(in_way)}): move them first")
         with signals.deferred():  # the work tree changed whole or not at all
-            repo.restore_worktree(target, paths)
+            restore_worktree(repo, target, paths)
     return Applied(number, attempt, head, target != attempt, tuple(paths),
                    tuple(recovered.warnings))
 

@@ -335,6 +335,9 @@ def _commit_in_scope(repo: Repo, bounds: Boundaries, plan: KeepPlan, *, head: st
 
 
 REFLOG_SUBJECT_LIMIT = 4000
+# Set in the environment of the ``git commit`` a keep runs, so that the commit hooks of ``git
+# autoresearch guard`` let that commit pass (a commit by hand is checked).
+OUR_COMMIT_VARIABLE = "GIT_AUTORESEARCH_KEEP"
 
 
 def commit_index(repo: Repo, *, head: str, head_tree: str | None, message: str,
@@ -347,8 +350,9 @@ def commit_index(repo: Repo, *, head: str, head_tree: str | None, message: str,
     this is ``write-tree``, ``commit-tree`` and a compare-and-swap ``update-ref HEAD`` with git
     commit's reflog message (``$GIT_REFLOG_ACTION`` or ``commit``, then the subject, cut at
     :data:`REFLOG_SUBJECT_LIMIT` characters), and the trailers are read back before HEAD moves;
-    otherwise ``git commit`` runs, hooks and all, and HEAD is moved back if the trailers do
-    not read back or a hook added a path that ``allowed`` refuses (one outside the scope).
+    otherwise ``git commit`` runs, hooks and all (with :data:`OUR_COMMIT_VARIABLE` set), and
+    HEAD is moved back if the trailers do not read back or a hook added a path that
+    ``allowed`` refuses (one outside the scope).
     Raises :class:`Refused` when git refuses (a hook, unmerged paths, HEAD moved meanwhile), the
     trailers do not read back as written, or a hook added such a path; HEAD is then where it
     was.
@@ -384,7 +388,7 @@ def _commit_with_hooks(repo: Repo, *, head: str, message: str, trailers: Mapping
     ``head`` when the trailers do not read back or a hook added a path ``allowed`` refuses."""
     if not repo.has_staged_changes():
         return None
-    res = repo.commit(message)
+    res = repo.commit(message, extra_env={OUR_COMMIT_VARIABLE: "1"})
     if res.returncode != 0:
         raise _commit_failed(res.returncode, res.stderr)
     commit, problem = read_back(repo, "HEAD", trailers)

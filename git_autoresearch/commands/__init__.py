@@ -1,9 +1,9 @@
 """The subcommands, by family: starting a session (``starting``), the loop (``loop``), reading
 a session (``reading``), auditing its keeps (``auditing``), turning it into a branch to review
-(``reviewing``), keeping it in order (``upkeep``), and listing, cleaning up and sharing
-sessions (``sharing``); and the click group that puts them together, loading each family's
-module only when one of its commands is asked for. :mod:`git_autoresearch.cli` runs them as
-programs."""
+(``reviewing``), keeping it in order (``upkeep``), listing, cleaning up and sharing sessions
+(``sharing``), and fitting the loop to a coding agent (``agents``); and the click group that
+puts them together, loading each family's module only when one of its commands is asked for.
+:mod:`git_autoresearch.cli` runs them as programs."""
 
 from __future__ import annotations
 
@@ -47,6 +47,8 @@ COMMAND_MODULES: dict[str, str] = {
     "push": "sharing",
     "pull": "sharing",
     "completion": "completing",
+    "skill": "agents",
+    "guard": "agents",
 }
 
 

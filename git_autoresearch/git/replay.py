@@ -7,10 +7,12 @@ applied."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .process import GitError, run_git, split_z
+from .process import GitError, join_z, run_git, split_z
+from .repo import Repo
 
 APPLIED, CONFLICT, EMPTY = "applied", "conflict", "empty"
 
@@ -56,3 +58,13 @@ def reset(tree: Path, commit: str) -> None:
     """Put the worktree at ``tree`` (a linked worktree of ours, never the user's) at
     ``commit``: HEAD, index and files (``git reset --hard``)."""
     run_git(("reset", "--hard", "--quiet", commit), cwd=tree)
+
+
+def restore_worktree(repo: Repo, commit: str, paths: Sequence[str]) -> None:
+    """Make the work tree's ``paths`` what they are in ``commit`` (a path absent from it is
+    removed), leaving the index and HEAD as they are (``git restore --source --worktree
+    --no-overlay``): a change replayed onto the user's work tree as uncommitted changes.
+    Raises :class:`GitError`."""
+    if paths:
+        repo.run("restore", f"--source={commit}", "--worktree", "--no-overlay",
+                 "--pathspec-from-file=-", "--pathspec-file-nul", input=join_z(paths))

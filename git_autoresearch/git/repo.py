@@ -365,12 +365,13 @@ class Repo:
         return self.run("commit-tree", tree, *argv, "-F", "-",
                         input=message.encode("utf-8")).text
 
-    def commit(self, message: str) -> Result:
+    def commit(self, message: str, extra_env: Mapping[str, str] | None = None) -> Result:
         """``git commit -q --cleanup=verbatim -F -``: the index committed with ``message`` as
         it is, hooks and signing included, run in the user's locale (the hooks are the user's
-        code). Never raises for git's refusal: the caller reads ``returncode``/``stderr``."""
-        return self.run("commit", "-q", "--cleanup=verbatim", "-F", "-",
-                        input=message.encode("utf-8"), env=user_locale(), allow_non_zero=True)
+        code) with ``extra_env`` added. Never raises for git's refusal: the caller reads
+        ``returncode``/``stderr``."""
+        return self.run("commit", "-q", "--cleanup=verbatim", "-F", "-", allow_non_zero=True,
+                        input=message.encode("utf-8"), env={**user_locale(), **(extra_env or {})})
 
     def show_patch(self, rev: str) -> str:
         """Commit ``rev`` for people: ``commit <id>``, its message, a diffstat and the patch
@@ -474,14 +475,6 @@ class Repo:
         args = ["diff", "--no-color", "--no-ext-diff"]
         args += ["--stat"] if stat else ["--name-only"] if name_only else []
         return self.run(*args, old, new, "--").stdout.decode("utf-8", "replace")
-
-    def restore_worktree(self, commit: str, paths: Sequence[str]) -> None:
-        """Make the work tree's ``paths`` what they are in ``commit`` (a path absent from it is
-        removed), leaving the index and HEAD as they are (``git restore --source --worktree
-        --no-overlay``). Raises :class:`GitError`."""
-        if paths:
-            self.run("restore", f"--source={commit}", "--worktree", "--no-overlay",
-                     "--pathspec-from-file=-", "--pathspec-file-nul", input=join_z(paths))
 
     def changed_paths(self, old: str, new: str) -> list[str]:
         """The paths that differ between commits ``old`` and ``new`` (renames as a deletion

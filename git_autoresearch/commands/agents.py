@@ -1,0 +1,109 @@
+"""skill, guard: fitting the loop to a coding agent (a skill that teaches it the commands, git
+hooks that refuse a commit made around the loop)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+from ..errors import Refused
+from .common import CONTEXT, emit_json, json_option
+
+if TYPE_CHECKING:
+    from ..guard import HookState
+
+
+@click.command("skill", context_settings=CONTEXT)
+@click.option("--install", "harness", type=click.Choice(["claude", "codex", "pi", "generic"]),
+              help="Write the skill where this agent reads it: claude .claude/skills/"
+                   "git-autoresearch/SKILL.md, codex a section of AGENTS.md, pi .pi/skills/"
+                   "git-autoresearch/SKILL.md, generic .agents/skills/git-autoresearch/"
+                   "SKILL.md (all at the top of the repository).")
+@click.option("--print", "show", is_flag=True,
+              help="Print what --install would write, and write nothing (the default without "
+                   "--install).")
+@click.option("--force", is_flag=True, help="Replace a SKILL.md that is not ours.")
+@json_option
+def skill_cmd(harness: str | None, show: bool, force: bool, as_json: bool) -> None:
+    """The agent skill: how to run the loop with these commands (what to call, the JSON to
+    read, the exit codes, never committing by hand, what to read after a context reset)."""
+    from ..skill import install, text_for
+
+    text = text_for(harness or "generic")
+    if harness is None or show:
+        if as_json:
+            emit_json({"harness": harness or "generic", "text": text})
+        else:
+            click.echo(text, nl=False)
+        return
+    done = install(harness, force=force)
+    if as_json:
+        emit_json({"harness": harness, "path": done.path, "action": done.action})
+    else:
+        click.echo(f"{done.action} {done.path}")
+
+
+@click.group("guard", context_settings=CONTEXT)
+def guard_cmd() -> None:
+    """Git hooks that refuse, on a session branch, a commit made by hand that carries a keep's
+    trailers (Result:, Autoresearch-*) or changes the files that define success."""
+
+
+def _show(states: list[HookState], as_json: bool) -> None:
+    """Print the guard's hooks, one line each (or as JSON)."""
+    if as_json:
+        emit_json([s.to_json() for s in states])
+        return
+    for s in states:
+        line = f"{s.hook}: {'installed' if s.installed else 'not installed'} ({s.path})"
+        if s.chained:
+            line += f", then {s.chained}"
+        click.echo(line)
+
+
+@guard_cmd.command("install", context_settings=CONTEXT)
+@json_option
+def guard_install_cmd(as_json: bool) -> None:
+    """Install the pre-commit and commit-msg hooks in git's hooks folder (core.hooksPath or
+    .git/hooks); a hook already there is renamed <hook>.pre-autoresearch and run after."""
+    from ..guard import install
+
+    _show(install(), as_json)
+
+
+@guard_cmd.command("uninstall", context_settings=CONTEXT)
+@json_option
+def guard_uninstall_cmd(as_json: bool) -> None:
+    """Remove the guard's hooks and put back the hooks they ran after them."""
+    from ..guard import uninstall
+
+    _show(uninstall(), as_json)
+
+
+@guard_cmd.command("status", context_settings=CONTEXT)
+@json_option
+def guard_status_cmd(as_json: bool) -> None:
+    """Whether the guard's hooks are installed, and the hooks they chain to."""
+    from ..guard import status
+
+    _show(status(), as_json)
+
+
+@guard_cmd.command("check", context_settings=CONTEXT)
+@click.argument("hook", type=click.Choice(["pre-commit", "commit-msg"]))
+@click.argument("args", nargs=-1)
+def guard_check_cmd(hook: str, args: tuple[str, ...]) -> None:
+    """What the guard's hooks run: exit 3 with the reason when the commit must be refused."""
+    import os
+
+    from ..guard import check_commit_msg, check_pre_commit
+
+    if hook == "pre-commit":
+        problem = check_pre_commit(os.environ.get("GIT_INDEX_FILE"))
+    else:
+        if not args:
+            raise click.UsageError("commit-msg needs the message file")
+        problem = check_commit_msg(args[0])
+    if problem:
+        raise Refused(f"guard: {problem}")
