@@ -109,6 +109,13 @@ def received() -> int | None:
     return _received
 
 
+def handled() -> None:
+    """The command ended on the signal by design (``status --watch`` runs until Ctrl-C): the
+    signal is forgotten, so that the command exits 0, and the next one is raised again."""
+    global _received, _raised
+    _received, _raised = None, False
+
+
 def check() -> None:
     """Raise :class:`Interrupted` now if a signal arrived and was not raised yet (a safe
     point: outside deferred sections only)."""

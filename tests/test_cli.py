@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -274,3 +275,20 @@ def test_a_reader_that_closes_the_pipe_gets_no_complaint(repo: Path, ar: Tool) -
     proc = subprocess.run(f"{BIN / 'git-autoresearch'} show 2 | head -1", shell=True,
                           cwd=repo, capture_output=True, text=True)
     assert proc.stdout == "{\n" and proc.stderr == ""
+
+
+def test_status_watch_shows_the_status_again_until_told_to_stop(repo: Path, ar: Tool) -> None:
+    ar(repo, *start_args())
+    out = ar(repo, "status", "--watch", "--interval", "0.1", "--times", "2").out
+    assert out.count("session     s1 (branch autoresearch/s1)") == 2
+    assert out.count("every 0.1s, Ctrl-C ends") == 2
+    assert ar(repo, "status", "--watch", "--json", expect=2).err == (
+        "git autoresearch: --watch shows a live view for people; --json takes one status\n")
+    proc = subprocess.Popen([str(BIN / "git-autoresearch-status"), "--watch", "--interval",
+                             "0.2"], cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None
+    first = proc.stdout.readline()  # the first view has begun
+    assert b"every 0.2s, Ctrl-C ends" in first
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err.decode()  # Ctrl-C is how a watch ends

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -77,16 +78,56 @@ def _open_warned() -> Session:
 
 
 @click.command("status", context_settings=CONTEXT)
+@click.option("--watch", is_flag=True,
+              help="Show it again every --interval seconds, a live view, until Ctrl-C.")
+@click.option("--interval", type=click.FloatRange(min=0.1), default=2.0, show_default=True,
+              metavar="SECONDS", help="With --watch: seconds between two views.")
+@click.option("--times", type=click.IntRange(min=1), metavar="N",
+              help="With --watch: stop after N views (default: until Ctrl-C).")
 @json_option
-def status_cmd(as_json: bool) -> None:
+def status_cmd(watch: bool, interval: float, times: int | None, as_json: bool) -> None:
     """Where the session stands: baseline, best, counts, confidence, STOP or limit, warnings."""
     from ..reader import open_for_reading
     from ..status import status
 
+    if watch:
+        if as_json:
+            raise UsageError("--watch shows a live view for people; --json takes one status")
+        _watch(interval, times)
+        return
     found = status(open_for_reading())
     if as_json:
         emit_json(found.to_json())
         return
+    _show_status(found)
+
+
+def _watch(interval: float, times: int | None) -> None:
+    """status again and again, the screen cleared between views on a terminal, until Ctrl-C
+    (which ends it with exit 0: the view was the point) or ``times`` views."""
+    import time
+
+    from ..reader import open_for_reading
+    from ..signals import Interrupted, handled
+    from ..status import status
+
+    shown = 0
+    try:
+        while times is None or shown < times:
+            found = status(open_for_reading())  # opened anew: the loop records meanwhile
+            if sys.stdout.isatty():
+                click.echo("\x1b[H\x1b[2J", nl=False)
+            click.echo(f"{time.strftime('%H:%M:%S')}  every {interval:g}s, Ctrl-C ends")
+            _show_status(found)
+            shown += 1
+            if times is None or shown < times:
+                time.sleep(interval)
+    except (Interrupted, KeyboardInterrupt):
+        handled()  # Ctrl-C is how a watch ends: exit 0
+
+
+def _show_status(found: Status) -> None:
+    """The human status on stdout, its warnings on stderr."""
     for line in _status_lines(found):
         click.echo(line)
     for w in found.warnings[:20]:
