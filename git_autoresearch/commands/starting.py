@@ -140,6 +140,11 @@ def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
         "max_samples": max_samples, "baseline_samples": baseline_samples,
         "remeasure_incumbent": remeasure_incumbent, "session_id": session_id,
     }
+    if config_file is None and not new_segment:
+        from .asking import ask_missing, can_ask, needs_asking
+
+        if needs_asking(values) and can_ask(as_json):
+            ask_missing(values)
     opts = StartOptions(values=values, config_file=config_file, new_segment=new_segment,
                         no_baseline=no_baseline, force=force, allow_missing=allow_missing)
     try:
