@@ -11,10 +11,11 @@ from __future__ import annotations
 import os
 import select
 import subprocess
-import tomllib
 from pathlib import Path
 
 from conftest import BIN
+
+from git_autoresearch.config import parse_toml
 
 
 def converse(cwd: Path, args: list[str], steps: list[tuple[str, str]]) -> tuple[int, str]:
@@ -82,7 +83,7 @@ def test_start_on_a_terminal_asks_the_seed_questions_and_creates_the_session(rep
     assert "'nope.py' matches no file" in shown
     assert "session lower-the-value-" in shown
     assert "baseline: score = 100 (run 1)" in shown
-    cfg = tomllib.loads((repo / ".auto" / "config.toml").read_text())
+    cfg = parse_toml((repo / ".auto" / "config.toml").read_bytes(), source="config.toml")
     assert cfg["goal"] == "lower the value"
     assert cfg["command"] == "sh bench.sh"
     assert cfg["metric_pattern"] == r"score: (\d+)"
@@ -125,3 +126,27 @@ def test_start_without_a_terminal_does_not_ask(repo: Path) -> None:
     assert proc.stdout == ""
     assert proc.stderr == "git autoresearch: configuration: 'goal' is required\n"
     assert not (repo / ".auto").exists()
+
+
+def test_start_asked_in_a_subfolder_runs_the_trial_at_the_top(repo: Path) -> None:
+    """The first run that tries the regex runs where measuring does, at the top of the work
+    tree; scope answers are read from the current directory, as ``--scope`` is."""
+    code, shown = converse(repo / "src", ["start", "--metric-name", "score", "--no-baseline"], [
+        ("Goal", "lower the value"),
+        ("Experiment command", "sh bench.sh"),
+        ("Metric regex", r"score: (\d+)"),
+        ("Direction", "higher"),
+        ("Files in scope", "lib.py"),
+        ("Timeout", ""),
+        ("Checks command", "true"),
+        ("Runs per experiment", "3"),
+        ("Max experiments", ""),
+    ])
+    assert code == 0, shown
+    assert "matched: score: 100 -> 100" in shown
+    cfg = parse_toml((repo / ".auto" / "config.toml").read_bytes(), source="config.toml")
+    assert cfg["scope"] == ["src/lib.py"]
+    assert cfg["direction"] == "higher"
+    assert cfg["checks_command"] == "true"
+    assert cfg["runs_per_experiment"] == 3
+    assert "max_experiments" not in cfg

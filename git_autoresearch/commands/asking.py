@@ -31,13 +31,13 @@ def _optional(text: str) -> str | None:
     return text.strip() or None
 
 
-def _first_output(command: str, timeout: float) -> str:
-    """The output (stdout and stderr) of one run of ``command`` in the current directory, as
-    text; at most ``timeout`` seconds."""
+def _first_output(command: str, top: Path, timeout: float) -> str:
+    """The output (stdout and stderr) of one run of ``command`` at the top of the work tree
+    ``top``, where measuring runs it, as text; at most ``timeout`` seconds."""
     from ..running import run_shell
 
     with tempfile.TemporaryFile() as log:
-        run_shell(command, cwd=Path.cwd(), stdout=log.fileno(),
+        run_shell(command, cwd=top, stdout=log.fileno(),
                   timeout=min(timeout, TRIAL_SECONDS), env=os.environ)
         log.seek(0)
         return log.read().decode("utf-8", "replace")
@@ -60,7 +60,7 @@ def regex_reading(pattern: str, output: str) -> tuple[str, str] | str:
     return found or f"'{pattern}' matched nothing in the command's output"
 
 
-def _ask_regex(command: str, timeout: float) -> str | None:
+def _ask_regex(command: str, top: Path, timeout: float) -> str | None:
     """Question 3, the metric regex, tried against a first run of ``command`` until it matches
     (an empty answer: no regex)."""
     output: str | None = None
@@ -71,7 +71,7 @@ def _ask_regex(command: str, timeout: float) -> str | None:
             return None
         if output is None:
             click.echo(f"running '{command}' once to try it...")
-            output = _first_output(command, timeout)
+            output = _first_output(command, top, timeout)
         reading = regex_reading(answer, output)
         if isinstance(reading, str):
             click.echo(f"{reading}; try again")
@@ -120,14 +120,18 @@ def _ask_number(text: str, default: str, kind: type) -> Any:
 
 def ask_missing(values: dict[str, Any]) -> None:
     """Ask, in the loop seed's order, the questions whose option is missing from ``values`` and
-    store the answers in it (keys as :class:`~git_autoresearch.config.Config`'s)."""
+    store the answers in it (keys as :class:`~git_autoresearch.config.Config`'s). Outside a
+    repository, the error :meth:`Layout.discover` raises, before any question."""
+    from ..layout import Layout
+
+    top = Layout.discover().repo.top
     if not values.get("goal"):
         values["goal"] = click.prompt("Goal: what metric to optimise")
     if not values.get("command"):
         values["command"] = click.prompt("Experiment command")
     timeout = values.get("timeout_seconds") or 600.0
     if not any(values.get(k) for k in ("metric_pattern", "metric_command", "metric_json")):
-        values["metric_pattern"] = _ask_regex(values["command"], timeout)
+        values["metric_pattern"] = _ask_regex(values["command"], top, timeout)
         if values["metric_pattern"] is None:
             values["metric_command"] = _optional(click.prompt(
                 "Metric command, its stdout the metric (empty: METRIC name=value lines)",

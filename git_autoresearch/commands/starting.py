@@ -121,7 +121,12 @@ def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
               remeasure_incumbent: bool | None, session_id: str | None,
               config_file: Path | None, new_segment: bool, no_baseline: bool, force: bool,
               allow_missing: bool, as_json: bool) -> None:
-    """Create a session: branch autoresearch/<id>, .auto/, the ledger, and the baseline run."""
+    """Create a session: branch autoresearch/<id>, .auto/, the ledger, and the baseline run.
+
+    On a terminal, without --goal or --command (and without --config or --new-segment), the
+    loop's questions are asked one at a time for the options not given: the regex is tried on
+    a first run of the command, scope paths are checked. Never with --json or without a
+    terminal (then the missing option is an error, exit 2)."""
     from ..refs import session_branch
     from ..start import StartOptions, start
 
