@@ -13,7 +13,7 @@ import select
 import subprocess
 from pathlib import Path
 
-from conftest import BIN
+from conftest import BIN, git, write
 
 from git_autoresearch.config import parse_toml
 
@@ -150,3 +150,29 @@ def test_start_asked_in_a_subfolder_runs_the_trial_at_the_top(repo: Path) -> Non
     assert cfg["checks_command"] == "true"
     assert cfg["runs_per_experiment"] == 3
     assert "max_experiments" not in cfg
+
+
+def test_start_questions_ended_by_end_of_input_leave_nothing(repo: Path) -> None:
+    """End of input (Ctrl-D) at a question: "aborted", exit 130, no session, no branch."""
+    code, shown = converse(repo, ["start"], [("Goal", "\x04")])
+    assert code == 130
+    assert shown.endswith("aborted\n")
+    assert not (repo / ".auto").exists()
+    assert git(repo, "branch", "--list", "autoresearch/*") == ""
+
+
+def test_start_questions_say_when_the_trial_run_fails(repo: Path) -> None:
+    """A first run that exits non-zero is named, and its output still tried."""
+    write(repo / "fail.sh", "echo 'score: 5'\nexit 4\n")
+    git(repo, "add", "fail.sh")
+    git(repo, "commit", "-q", "-m", "failing bench")
+    code, shown = converse(repo, ["start", "--metric-name", "score", "--no-baseline",
+                                  "--scope", "src", "--timeout-seconds", "30",
+                                  "--checks-command", "true", "--runs-per-experiment", "1",
+                                  "--max-experiments", "2", "--direction", "lower"], [
+        ("Goal", "g"),
+        ("Experiment command", "sh fail.sh"),
+        ("Metric regex", r"score: (\d+)"),
+    ])
+    assert code == 0, shown
+    assert "the command exited 4\nmatched: score: 5 -> 5" in shown

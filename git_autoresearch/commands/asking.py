@@ -37,10 +37,15 @@ def _first_output(command: str, top: Path, timeout: float) -> str:
     from ..running import run_shell
 
     with tempfile.TemporaryFile() as log:
-        run_shell(command, cwd=top, stdout=log.fileno(),
-                  timeout=min(timeout, TRIAL_SECONDS), env=os.environ)
+        outcome = run_shell(command, cwd=top, stdout=log.fileno(),
+                            timeout=min(timeout, TRIAL_SECONDS), env=os.environ)
         log.seek(0)
-        return log.read().decode("utf-8", "replace")
+        output = log.read().decode("utf-8", "replace")
+    if outcome.timed_out:
+        click.echo(f"the command ran out of time ({min(timeout, TRIAL_SECONDS):g} s)")
+    elif outcome.exit_code != 0:
+        click.echo(f"the command exited {outcome.exit_code}")
+    return output
 
 
 def regex_reading(pattern: str, output: str) -> tuple[str, str] | str:
