@@ -29,9 +29,18 @@ EDITS: dict[str, tuple[str, str, str, str | None]] = {
 }
 
 
-def _needs(name: str) -> None:
-    if name == "pytest-benchmark" and importlib.util.find_spec("pytest_benchmark") is None:
-        pytest.skip("pytest-benchmark is not installed")
+def _needs(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    if name == "pytest-benchmark":
+        if importlib.util.find_spec("pytest_benchmark") is None:
+            pytest.skip("pytest-benchmark is not installed")
+        # The example's own pytest is not an xdist worker of this one (pytest-benchmark
+        # disables itself in a worker).
+        for variable in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT",
+                         "PYTEST_XDIST_TESTRUNUID"):
+            monkeypatch.delenv(variable, raising=False)
+        # Only the plugin the example needs: this environment's others take seconds to load.
+        monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+        monkeypatch.setenv("PYTEST_PLUGINS", "pytest_benchmark.plugin")
     if name == "hyperfine" and shutil.which("hyperfine") is None:
         pytest.skip("hyperfine is not installed")
 
@@ -46,13 +55,16 @@ def test_every_example_has_a_config_a_readme_and_a_test() -> None:
 
 @pytest.mark.parametrize("name", sorted(EDITS))
 def test_an_example_starts_from_its_config_and_records_a_run(
-        name: str, tmp_path: Path, ar: Tool) -> None:
-    _needs(name)
+        name: str, tmp_path: Path, ar: Tool, monkeypatch: pytest.MonkeyPatch) -> None:
+    _needs(name, monkeypatch)
     top = tmp_path / name
     shutil.copytree(EXAMPLES / name, top)
     git(top, "init", "-q", "-b", "main")
     commit_all(top, f"example {name}")
-    data = ar(top, "start", "--config", "config.toml", "--json").json()
+    # The external tools' examples take a second a sample: fewer samples here.
+    fewer = ["--baseline-samples", "2", "--max-samples", "2"] \
+        if name in ("pytest-benchmark", "hyperfine") else []
+    data = ar(top, "start", "--config", "config.toml", *fewer, "--json").json()
     assert data["baseline"]["status"] == "keep"
     assert isinstance(data["baseline"]["metric"], (int, float)) and data["baseline"]["metric"] > 0
 

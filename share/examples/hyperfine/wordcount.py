@@ -2,7 +2,7 @@
 
 import sys
 
-TEXT = " ".join(f"word{i % 97}" for i in range(60_000))
+TEXT = " ".join(f"word{i % 97}" for i in range(30_000))
 
 
 def count(text):

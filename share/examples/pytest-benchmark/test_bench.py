@@ -4,7 +4,7 @@ import random
 
 import sortlib
 
-DATA = [random.Random(7).randint(0, 10_000) for _ in range(300)]
+DATA = [random.Random(7).randint(0, 10_000) for _ in range(150)]
 
 
 def test_sort(benchmark):
