@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import Tool, commit_all, git, runs
+from conftest import Tool, git, runs
 
 from git_autoresearch.resources import data_path
 
@@ -58,9 +58,11 @@ def test_an_example_starts_from_its_config_and_records_a_run(
         name: str, tmp_path: Path, ar: Tool, monkeypatch: pytest.MonkeyPatch) -> None:
     _needs(name, monkeypatch)
     top = tmp_path / name
-    shutil.copytree(EXAMPLES / name, top)
-    git(top, "init", "-q", "-b", "main")
-    commit_all(top, f"example {name}")
+    out = ar(tmp_path, "demo", "--example", name, str(top)).out
+    assert out.splitlines()[-1] == (f"next: cd {top} && git autoresearch start --config "
+                                    "config.toml (see its README.md)")
+    assert git(top, "status", "--porcelain") == ""
+    assert git(top, "log", "--format=%s") == f"Example project: {name}"
     # The external tools' examples take a second a sample: fewer samples here.
     fewer = ["--baseline-samples", "2", "--max-samples", "2"] \
         if name in ("pytest-benchmark", "hyperfine") else []
@@ -83,3 +85,21 @@ def test_an_example_starts_from_its_config_and_records_a_run(
         assert last["status"] == status
     if name == "composite":
         assert set(last["metrics"]) >= {"accuracy", "latency_ms"}
+
+
+def test_demo_lists_the_examples_and_refuses_an_unknown_one(tmp_path: Path, ar: Tool) -> None:
+    assert ar(tmp_path, "demo", "--list-examples").out.splitlines() == sorted(EDITS)
+    err = ar(tmp_path, "demo", "--example", "nope", expect=2).err
+    assert err.strip() == ("git autoresearch: no example 'nope'; the examples are: "
+                           + ", ".join(sorted(EDITS)))
+    assert not (tmp_path / "nope").exists()
+
+
+def test_demo_example_goes_to_its_name_and_refuses_a_folder_in_use(tmp_path: Path,
+                                                                   ar: Tool) -> None:
+    ar(tmp_path, "demo", "--example", "bundle-size")
+    assert (tmp_path / "bundle-size" / "config.toml").read_bytes() == (
+        EXAMPLES / "bundle-size" / "config.toml").read_bytes()
+    err = ar(tmp_path, "demo", "--example", "bundle-size", expect=3).err
+    assert err.strip() == (f"git autoresearch: {tmp_path / 'bundle-size'} is not empty; name a "
+                           "new or empty folder for the example")
