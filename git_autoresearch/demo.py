@@ -17,7 +17,7 @@ from pathlib import Path
 
 from . import signals
 from .config import parse_toml
-from .errors import Refused
+from .errors import Refused, UsageError
 from .git.project import init_project, oneline_log
 from .resources import data_path
 
@@ -75,6 +75,28 @@ def run_demo(directory: Path | None, *, echo: Callable[[str], None]) -> Path:
         echo(f"note: {surprise} (timings vary between machines)")
     echo(f"The session is in {target}: open .auto/dashboard.html in a browser, or try "
          "`git autoresearch show 4` or `git autoresearch analyze` there.")
+    return target
+
+
+def example_names() -> list[str]:
+    """The bundled examples (``share/examples/<name>/``), sorted."""
+    return sorted(p.name for p in data_path("examples").iterdir() if p.is_dir())
+
+
+def copy_example(name: str, directory: Path | None) -> Path:
+    """Copy the bundled example ``name`` into ``directory`` (``./<name>`` when None) and commit
+    it in a new git repository there; returns the folder. Raises :class:`UsageError` for an
+    unknown name (naming the known ones) and :class:`Refused` when the folder exists and is
+    not empty."""
+    names = example_names()
+    if name not in names:
+        raise UsageError(f"no example '{name}'; the examples are: {', '.join(names)}")
+    target = (directory if directory is not None else Path(name)).resolve()
+    if target.exists() and any(target.iterdir()):
+        raise Refused(f"{target} is not empty; name a new or empty folder for the example")
+    shutil.copytree(data_path("examples") / name, target, dirs_exist_ok=True)
+    init_project(target, f"Example project: {name}", "Autoresearch Example",
+                 "example@example.invalid")
     return target
 
 

@@ -13,7 +13,7 @@ _SOURCE = _PACKAGE.parent
 
 
 def data_path(name: str) -> Path:
-    """The folder of installed data ``name`` (``demo``, ``skill`` or ``hooks``)."""
+    """The folder of installed data ``name`` (``demo``, ``examples``, ``skill`` or ``hooks``)."""
     packaged = _PACKAGE / "_data" / name
     if packaged.is_dir():
         return packaged

@@ -364,8 +364,22 @@ def import_cmd(source: Path, output: Path | None, direction: str | None,
 
 @click.command("demo", context_settings=CONTEXT)
 @click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
-def demo_cmd(directory: Path | None) -> None:
+@click.option("--example", "example", metavar="NAME",
+              help="Instead: copy the example NAME into DIRECTORY (default ./NAME) as a new git "
+                   "repository, to start with its config.toml (--list-examples names them).")
+@click.option("--list-examples", is_flag=True, help="Name the bundled examples and exit.")
+def demo_cmd(directory: Path | None, example: str | None, list_examples: bool) -> None:
     """Copy the bundled example project into DIRECTORY and run a whole session on it."""
-    from ..demo import run_demo
+    from ..demo import copy_example, example_names, run_demo
 
+    if list_examples:
+        for name in example_names():
+            click.echo(name)
+        return
+    if example is not None:
+        target = copy_example(example, directory)
+        click.echo(f"example {example}: {target}")
+        click.echo(f"next: cd {target} && git autoresearch start --config config.toml "
+                   "(see its README.md)")
+        return
     run_demo(directory, echo=click.echo)

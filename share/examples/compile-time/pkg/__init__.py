@@ -1,0 +1,1 @@
+"""A package whose byte-compilation is timed."""
