@@ -5,6 +5,8 @@ branch, its checks and the A/B result. Real repositories."""
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -197,3 +199,31 @@ def test_commits_are_found_in_an_empty_store_only_through_its_alternates(tmp_pat
     assert has_objects(Repo.discover(tmp_path / "c")) is False
     assert resolve_many(Repo.discover(tmp_path / "c"), [head]) == {}
     assert patches(Repo.discover(tmp_path / "a"), [head]) == {head: ""}
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None and shutil.which("chromium-browser") is None,
+                    reason="needs Chromium (apt-get install chromium)")
+def test_the_review_marks_render_in_a_real_browser(repo: Path, ar: Tool, tmp_path: Path) -> None:
+    """The page of a real session (decisions, a probe, a keep by hand, diffs, a finalize) as a
+    browser shows it: no error, no request, and every new mark in the rendered DOM."""
+    night(repo, ar)
+    ar(repo, "run", "-d", "no change at all")  # a noise probe
+    write(repo / "value.txt", "130\n")
+    ar(repo, "measure")
+    ar(repo, "keep", "-d", "kept by hand")
+    ar(repo, "finalize", "--samples", "2", "--force", "--include-noise", expect=None)
+    page = tmp_path / "page.html"
+    ar(repo, "dashboard", "-o", str(page))
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert chromium is not None
+    flags = [chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000"]
+    dom = subprocess.run([*flags, "--dump-dom", page.as_uri()], capture_output=True, text=True,
+                         timeout=120).stdout
+    body = dom.split("<body", 1)[1].split(">", 1)[0]
+    assert 'data-errors="0"' in body and 'data-requests="0"' in body, body
+    assert dom.count('class="whisker"') >= 1 and 'class="noise"' in dom
+    assert "(no change: a noise probe)</title>" in dom and "(kept by hand)</title>" in dom
+    assert "<summary>diff</summary>" in dom and 'class="final-card"' in dom
+    assert "⇢ final" in dom
