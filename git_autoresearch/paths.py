@@ -23,8 +23,9 @@ from .errors import UsageError
 # The session folder, relative to the top of the work tree (DESIGN.md section 3).
 AUTO = ".auto"
 
-# Protected whatever the configuration says: the session folder, and the layouts older
-# implementations used, so that sessions begun with them survive our reverts.
+# Protected whatever the configuration says: the session folder, the layouts older
+# implementations used, so that sessions begun with them survive our reverts, and the agent
+# skill's files.
 DEFAULT_PROTECTED = (
     ".auto/**",
     ".autoresearch/**",
@@ -35,6 +36,11 @@ DEFAULT_PROTECTED = (
     "autoresearch.checks.sh",
     "autoresearch.config.json",
     "autoresearch.hooks/**",
+    # The agent's instructions, where `git autoresearch skill --install` writes them.
+    ".claude/skills/git-autoresearch/**",
+    ".pi/skills/git-autoresearch/**",
+    ".agents/skills/git-autoresearch/**",
+    "AGENTS.md",
 )
 
 

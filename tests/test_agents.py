@@ -365,3 +365,23 @@ def test_guard_refuses_a_hooks_folder_of_the_project(repo: Path, ar: Tool) -> No
     ar(repo, "guard", "install")
     assert (repo / ".local-hooks" / "pre-commit").exists()
     assert git(repo, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("harness,path", [
+    ("claude", ".claude/skills/git-autoresearch/SKILL.md"),
+    ("codex", "AGENTS.md"),
+])
+def test_an_installed_skill_survives_the_loop(repo: Path, ar: Tool, harness: str,
+                                              path: str) -> None:
+    """The agent's instructions are never an experiment: a run neither reverts nor commits
+    them (they are protected like .auto/)."""
+    ar(repo, *start_args("--scope", "value.txt"))
+    ar(repo, "skill", "--install", harness)
+    text = (repo / path).read_text()
+    write(repo / "value.txt", "120\n")
+    ran = ar(repo, "run", "-d", "worse", "--json").json()
+    assert ran["status"] == "discard" and ran["scope_violations"] == []
+    write(repo / "value.txt", "90\n")
+    assert ar(repo, "run", "-d", "better", "--json").json()["status"] == "keep"
+    assert (repo / path).read_text() == text
+    assert path not in git(repo, "show", "--name-only", "--format=", "HEAD")
