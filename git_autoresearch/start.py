@@ -45,8 +45,13 @@ FINAL_ID = re.compile(r"-final(-\d+)?$")
 
 
 def default_session_id(goal: str, today: str | None = None) -> str:
-    """The goal in kebab case (at most 40 characters) plus the date: ``sort-speed-2026-11-29``."""
-    slug = re.sub(r"[^A-Za-z0-9]+", "-", goal).strip("-").lower()[:40].strip("-") or "session"
+    """The goal in kebab case (at most 40 characters, cut between words) plus the date:
+    ``sort-speed-2026-11-29``."""
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", goal).strip("-").lower()
+    if len(slug) > 40:
+        cut = slug[:41]
+        slug = cut[:cut.rfind("-")] if "-" in cut else slug[:40]
+    slug = slug.strip("-") or "session"
     return f"{slug}-{today or time.strftime('%Y-%m-%d')}"
 
 

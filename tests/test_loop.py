@@ -364,6 +364,14 @@ def test_default_session_id_from_goal(repo: Path, ar: Tool) -> None:
     assert data["session_id"].startswith("speed-up-the-parser-20")
 
 
+def test_a_long_goal_makes_a_session_id_cut_between_words() -> None:
+    from git_autoresearch.start import default_session_id
+
+    assert default_session_id("faster predictions without losing accuracy on the test set",
+                              "2026-12-01") == "faster-predictions-without-losing-2026-12-01"
+    assert default_session_id("x" * 50, "2026-12-01") == "x" * 40 + "-2026-12-01"
+
+
 def test_config_file(repo: Path, ar: Tool, tmp_path: Path) -> None:
     conf = write(tmp_path / "ar.toml", 'goal = "from file"\ncommand = "sh bench.sh"\n'
                  'metric_pattern = "score: (\\\\S+)"\nmetric_name = "score"\n'
