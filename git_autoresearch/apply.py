@@ -20,8 +20,8 @@ from .git import worktrees
 from .git.replay import CONFLICT, EMPTY, cherry_pick, restore_worktree
 from .paths import AUTO
 from .recovery import locked
+from .runcommits import run_commit
 from .session import Session
-from .status import run_commit
 
 FOLDER_PREFIX = "apply-"  # <scratch>/apply-<pid>: the worktree a replay onto HEAD uses
 

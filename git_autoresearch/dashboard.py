@@ -98,7 +98,7 @@ def render(book: Ledger, *, goal: str, metric_name: str, unit: str, session_id: 
     latest ``finalize`` (its ``{"type": "final"}`` ledger line: branch, checks, A/B result),
     the chart (one mark per run, hover for details), and the table of runs with their
     annotations, the keeps finalize replayed or left out marked. ``diffs`` (run number ->
-    (patch text, ``""``) or (``""``, why there is none), as ``status.run_diffs`` gives them)
+    (patch text, ``""``) or (``""``, why there is none), as ``runcommits.run_diffs`` gives them)
     puts each run's patch one click away in its row; without it the page has no patches."""
     seg = segment_summary(book.current)
     u = f" {unit}" if unit else ""

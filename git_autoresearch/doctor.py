@@ -16,6 +16,7 @@ from .branches import branch_problem
 from .files import write_atomic
 from .git import temporary_objects
 from .git.locks import lock_files
+from .records import run_record
 from .refs import attempt_ref, attempts_prefix, scope_prefix, session_branch
 from .repairs import (
     has_our_header,
@@ -318,7 +319,7 @@ def _check_kept_runs(session: Session, exam: Examination, log: list[TrailerCommi
             continue
         meta = commit_info(session.repo, info["commit"])
         finding.fix = "rebuild the run's line from its trailer"
-        additions[number] = ledger_mod.dumps(ledger_mod.run_record(
+        additions[number] = ledger_mod.dumps(run_record(
             number, info["commit"][:7], result[metric_name],
             {k: v for k, v in result.items() if k not in ("status", metric_name)
              and ledger_mod.finite(v) is not None}, "keep", meta["description"],
@@ -345,7 +346,7 @@ def _check_attempts(session: Session, exam: Examination, saved_lines: dict[int, 
         if meta["status"] not in ledger_mod.STATUSES:
             continue
         finding.fix = "rebuild the run's line from its attempt commit"
-        additions[number] = ledger_mod.dumps(ledger_mod.run_record(
+        additions[number] = ledger_mod.dumps(run_record(
             number, repo.short(repo.resolve(f"{oid}^") or oid),
             0 if meta["status"] == "crash" else None, {}, meta["status"],
             meta["description"], meta["time"] * 1000, session.segment.index,

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import Refused, UsageError
-from .ledger import RunRecord, dumps, run_record
+from .ledger import dumps
+from .records import RunRecord, run_record
 
 STATUS_WORDS = {"keep": "keep", "kept": "keep", "discard": "discard", "discarded": "discard",
                 "crash": "crash", "crashed": "crash", "checks_failed": "checks_failed",

@@ -9,7 +9,7 @@ from typing import Any
 
 from . import ledger as ledger_mod
 from .errors import UsageError
-from .ledger import RunRecord
+from .records import RunRecord
 
 # Bounds on what a caller passes, so that every record the tool writes stays well under the
 # ledger reader's line limit (ledger.MAX_LINE_BYTES, 1 MiB) and every JSON it writes can be read

@@ -21,7 +21,7 @@ from typing import Any, cast
 from .errors import AutoresearchError, Refused
 from .files import write_atomic
 from .git import DiskFull, GitError, Repo, said
-from .ledger import RunRecord
+from .records import RunRecord
 
 # The operations an intent record stands for; "unknown" is a record that cannot be read.
 OPERATIONS = ("keep", "revert", "set-aside")

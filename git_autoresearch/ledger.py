@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import Any
 
 from .files import append_whole, write_atomic
 from .jsontext import stringify
@@ -338,63 +338,6 @@ def reject_constant(name: str) -> float:
     raise ValueError(f"non-finite number {name}")
 
 
-class _RunFields(TypedDict):
-    run: int
-    commit: str
-    metric: int | float | None
-    metrics: dict[str, Any]
-    status: str
-    description: str
-    timestamp: int | None
-    segment: int
-    confidence: float | None
-
-
-class RunRecord(_RunFields, total=False):
-    """A run line of the ledger (pi-autoresearch's ``log.jsonl`` run record): ``run`` number,
-    7-character ``commit`` (HEAD's, or the keep's), primary ``metric`` (0 for a crash) and
-    secondary ``metrics``, ``status`` (:data:`STATUSES`), ``description``, ``timestamp``
-    (milliseconds since the epoch; None when imported without one), ``segment`` index and
-    ``confidence``; then ours, each optional: what the measurement gave, where the attempt or
-    the set-aside changes are kept, and, for a rebuilt or imported line, where it came from."""
-
-    asi: dict[str, Any]
-    duration_s: float | None
-    samples: list[int | float]
-    checks: dict[str, Any] | None
-    attempt_ref: str | None
-    scope_violations: list[str]
-    readonly_violations: list[str]
-    scope_violations_total: int
-    readonly_violations_total: int
-    hooks: list[dict[str, Any]]
-    decision: dict[str, Any]
-    scope_ref: str
-    scope_refs: list[str]
-    baseline: bool
-    reason: str | None
-    tail: str
-    committed: bool
-    rebuilt_from: str
-    imported_from: str
-    source_row: dict[str, str | None]
-    experiment: int | str | None
-
-
-def run_record(run: int, commit: str, metric: int | float | None, metrics: dict[str, Any],
-               status: str, description: str, timestamp: int | None, segment: int,
-               **more: Any) -> RunRecord:
-    """A :class:`RunRecord` with pi-autoresearch's fields first, in its order (``confidence``
-    None: computed when the line is appended), then ``more`` in the order given: the order
-    the line is written in."""
-    record: dict[str, Any] = {"run": run, "commit": commit, "metric": metric,
-                              "metrics": metrics, "status": status,
-                              "description": description, "timestamp": timestamp,
-                              "segment": segment, "confidence": None}
-    record.update(more)
-    return cast(RunRecord, record)
-
-
 def read(path: Path) -> Ledger:
     """Read the ledger at ``path``; a missing file reads as an empty ledger."""
     try:
@@ -500,40 +443,6 @@ def version(path: Path) -> str:
     except FileNotFoundError:
         return "none"
     return f"{st.st_mtime_ns}-{st.st_size}"
-
-
-class ConfigHeader(TypedDict):
-    """The ledger line that opens a segment (DESIGN.md section 6): pi-autoresearch's ``name``,
-    ``metricName``, ``metricUnit`` and ``bestDirection``, then ours; built by
-    :func:`config_header`. (A TypedDict, not a dataclass: every command imports this module,
-    and defining a dataclass costs start-up time.)"""
-
-    type: str
-    name: str
-    metricName: str
-    metricUnit: str
-    bestDirection: str
-    config_hash: str
-    session_id: str
-    version: int
-    config: dict[str, Any]
-    base_commit: str
-    no_baseline: bool
-    timestamp: int
-
-
-def config_header(*, name: str, metric_name: str, metric_unit: str, direction: str,
-                  config_hash: str, session_id: str, config: dict[str, Any], base_commit: str,
-                  no_baseline: bool) -> ConfigHeader:
-    """A segment's header line, keys in the order every version wrote: the goal (``name``),
-    the metric and its ``direction`` (``lower``/``higher``), the SHA-256 of ``config.toml``'s
-    bytes (``sha256:<hex>``), the session id, this format's :data:`VERSION`, the
-    configuration's keys as written, the commit the segment starts from, whether its baseline
-    was skipped, and now (:func:`now_ms`, epoch milliseconds)."""
-    return {"type": "config", "name": name, "metricName": metric_name,
-            "metricUnit": metric_unit, "bestDirection": direction, "config_hash": config_hash,
-            "session_id": session_id, "version": VERSION, "config": config,
-            "base_commit": base_commit, "no_baseline": no_baseline, "timestamp": now_ms()}
 
 
 # Repairs: how a ledger that lost lines, lost its header or holds malformed lines is put right.

@@ -25,9 +25,10 @@ from .errors import Refused
 from .experiment import Changes, moved_out, revert, revert_targets, scope_violations
 from .files import WriteFailed, write_atomic
 from .git import DiskFull, GitError, Repo
-from .ledger import RunRecord, json_number, now_ms
+from .ledger import json_number, now_ms
 from .measure import Measurement, Progress
 from .measure import measure as run_measurement
+from .records import RunRecord
 from .refs import scope_prefix
 from .running import command_environment
 from .session import Session

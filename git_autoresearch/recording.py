@@ -33,9 +33,10 @@ from .files import WriteFailed
 from .git import GitError
 from .inputs import fit_record
 from .jsontext import number_text
-from .ledger import Run, RunRecord, Segment, json_number, now_ms, run_record
+from .ledger import Run, Segment, json_number, now_ms
 from .measure import Measurement
 from .pending import changed_since, set_asides
+from .records import RunRecord, run_record
 from .refs import attempt_ref
 from .session import Session
 from .trailers import (

@@ -21,11 +21,11 @@ from .experiment import load_snapshot, save_snapshot, take_snapshot
 from .files import WriteFailed, check_writable
 from .git import Repo
 from .layout import Layout
-from .ledger import RunRecord
 from .lock import SessionLock
 from .measure import Measurement, Progress
 from .paths import Boundaries
 from .recording import record as record_run
+from .records import RunRecord
 from .recovery import locked
 from .refs import session_branch, state_ref
 from .scripts import command_files, uncommitted_command_files

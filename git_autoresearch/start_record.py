@@ -18,7 +18,7 @@ from .faults import checkpoint
 from .files import write_atomic
 from .git import Repo, said
 from .layout import Layout, exclude_auto
-from .ledger import ConfigHeader, config_header
+from .records import ConfigHeader, config_header
 from .refs import session_branch
 from .scripts import command_files
 from .session import Session

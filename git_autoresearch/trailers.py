@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .git import Repo
-from .ledger import Ledger, Run, Segment, dumps, json_number, reject_constant, run_record
+from .ledger import Ledger, Run, Segment, dumps, json_number, reject_constant
+from .records import run_record
 
 RESULT = "Result"
 STATUS = "Autoresearch-Status"

@@ -31,7 +31,7 @@ MAX_LINES = 550  # about 500, with a 10 % margin
 LAYERS = [
     {"__main__", "cli", "manpage", "commands"},
     {"start", "start_record", "resume", "doctor", "status", "demo", "audit", "finalize", "apply",
-     "catalog", "sharing", "guard"},
+     "catalog", "sharing", "guard", "runcommits"},
     {"recording", "recovery", "pending"},
     {"session", "reader", "branches", "journal"},
     {"experiment", "trailers", "state", "submodules", "layout", "ideas", "scripts", "lock",
@@ -39,7 +39,7 @@ LAYERS = [
      "review", "skill"},
     {"git", "ledger", "jsontext", "repairs", "config", "refs", "paths", "files", "inputs",
      "errors", "signals", "faults", "resources", "decision", "stats", "scoring", "jsonmetric",
-     "budget", "__init__"},
+     "records", "budget", "__init__"},
 ]
 
 

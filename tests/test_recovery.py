@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import Tool, assert_dies, git, ledger_lines, runs, start_args, write
 
-from git_autoresearch import ledger
+from git_autoresearch import ledger, records
 from git_autoresearch.lock import SessionLock
 
 TOOL = [sys.executable, "-m", "git_autoresearch"]
@@ -845,7 +845,7 @@ def test_the_intent_record_keeps_the_key_order_of_earlier_versions() -> None:
     aside = Intent("set-aside", 3, id="t", head="h", ref="r", created=["a"], tracked=["b"])
     assert list(aside.to_json()) == ["op", "run", "id", "head", "ref", "created", "tracked",
                                      "staged_preexisting"]
-    record = ledger.run_record(3, "abc1234", 1, {}, "keep", "d", 0, 0)
+    record = records.run_record(3, "abc1234", 1, {}, "keep", "d", 0, 0)
     keep = Intent("keep", 3, id="t", head="h", ref="r", record=record)
     assert list(keep.to_json()) == ["op", "run", "id", "head", "ref", "record",
                                     "untracked_after", "staged_preexisting", "to_stage",

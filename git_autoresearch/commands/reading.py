@@ -221,7 +221,7 @@ def show_cmd(run_number: int, as_json: bool) -> None:
     """One run: its record and its diff (the keep commit, or the attempt ref of a non-kept run)."""
 
     from ..report import audits
-    from ..status import shown
+    from ..runcommits import shown
     from .auditing import audit_lines
 
     session = _open_warned()
@@ -360,7 +360,7 @@ def dashboard_cmd(output: Path | None, serve: bool, port: int) -> None:
     on a click in its row; the keeps of the latest finalize are marked, its result in a card."""
     from ..dashboard import render
     from ..dashboard import serve as serve_page
-    from ..status import run_diffs
+    from ..runcommits import run_diffs
 
     session = _open_warned()
     cfg = session.config

@@ -175,8 +175,8 @@ def diff_cmd(runs: tuple[int, ...], stat: bool, name_only: bool, as_json: bool) 
     parent (the commit it was tried on), with the metric's change in the header."""
     from ..errors import UsageError
     from ..report import delta_pct, fmt
+    from ..runcommits import run_commit
     from ..session import Session
-    from ..status import run_commit
 
     if len(runs) > 2:
         raise UsageError(f"diff takes one or two runs, not {len(runs)}")

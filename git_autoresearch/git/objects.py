@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .history import HEX_NAME
 from .process import split_z
-from .repo import HEX_NAME, Repo
+from .repo import Repo
 
 
 def ls_tree(repo: Repo, commit: str, paths: Sequence[str]) -> list[tuple[str, str, str, str]]:

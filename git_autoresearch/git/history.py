@@ -1,0 +1,113 @@
+"""The history of a repository: commits, their fields and patches, the differences between
+two commits, and which commits are on no branch; mixed into :class:`~.repo.Repo`, whose
+``run`` every method calls (git-log(1), git-rev-list(1), git-diff-tree(1) machine formats)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from .process import Result, split_z
+
+# An object id, whole or abbreviated as git prints it (4 to 64 hexadecimal digits).
+HEX_NAME = re.compile(r"[0-9a-fA-F]{4,64}")
+
+
+class History:
+    """The history questions of :class:`~.repo.Repo` (which provides :meth:`run`)."""
+
+    def run(self, *args: str, input: bytes | None = None,
+            env: Mapping[str, str] | None = None, allow_non_zero: bool = False) -> Result:
+        raise NotImplementedError  # Repo.run
+
+    def show_patch(self, rev: str) -> str:
+        """Commit ``rev`` for people: ``commit <id>``, its message, a diffstat and the patch
+        (``git show --no-ext-diff --stat --patch``), decoded (invalid bytes replaced)."""
+        return self.run("show", "--no-ext-diff", "--stat", "--patch",
+                        "--format=commit %H%n%n%B", rev).stdout.decode("utf-8", "replace")
+
+    def commit_fields(self, rev: str, fields: Sequence[str]) -> list[str]:
+        """The ``--format`` placeholders ``fields`` (``%H``, ``%(trailers:...)``, ...) of commit
+        ``rev``, in order, as text (invalid bytes replaced; the last without its trailing
+        newline). Raises :class:`GitError` when ``rev`` names no commit."""
+        fmt = "%x00".join(fields)
+        return self.run("log", "-1", f"--format={fmt}", rev, "--").text.split("\0")
+
+    def log_fields(self, spec: str, fields: Sequence[str], *, reverse: bool = False
+                   ) -> list[list[str]] | None:
+        """The ``--format`` placeholders ``fields`` of every commit of the revision range
+        ``spec`` (newest first; oldest first with ``reverse``), in one ``git log`` (fields
+        ended by ``%x1f``, commits by ``%x1e``, newlines around a commit removed); a commit
+        whose fields hold such a separator is left out. None when git refuses ``spec``."""
+        fmt = "%x1f".join(fields) + "%x1e"
+        res = self.run("log", *(["--reverse"] if reverse else []), f"--format={fmt}", spec,
+                       "--", allow_non_zero=True)
+        if res.returncode != 0:
+            return None
+        found = []
+        for item in res.stdout.decode("utf-8", "replace").split("\x1e"):
+            parts = item.strip("\n").split("\x1f")
+            if len(parts) == len(fields):
+                found.append(parts)
+        return found
+
+    def commit_times(self, names: Sequence[str]) -> dict[str, int]:
+        """The committer time (seconds since the epoch) of each commit that ``names`` (object
+        ids, full or abbreviated, hexadecimal) names, in one ``git log --no-walk``; a name that
+        is no hexadecimal id, names no object here or no commit is left out. Keys are the
+        names as given."""
+        wanted = sorted({n for n in names if HEX_NAME.fullmatch(n)})
+        if not wanted:
+            return {}
+        res = self.run("log", "--no-walk", "--ignore-missing", "--format=%H %ct", *wanted,
+                       "--", allow_non_zero=True)
+        if res.returncode != 0:
+            return {}
+        found: dict[str, int] = {}
+        for line in res.text.splitlines():
+            oid, _, seconds = line.partition(" ")
+            if not seconds.isdigit():
+                continue
+            for name in wanted:
+                if oid.startswith(name.lower()):
+                    found[name] = int(seconds)
+        return found
+
+    def rev_list(self, spec: str) -> list[str]:
+        """The commits of the revision range ``spec`` (``git rev-list``), newest first; none
+        when git refuses it."""
+        return self.run("rev-list", spec, "--", allow_non_zero=True).text.split()
+
+    def off_branches(self, names: Sequence[str]) -> dict[str, str | None]:
+        """Of the commit ids ``names`` (full or abbreviated), those that no local branch
+        reaches: each name -> its full id, or None when it names no commit at all (pruned, or
+        never in this repository). Two git calls whatever the number of names
+        (``cat-file --batch-check``, then ``rev-list <ids> --not --branches``)."""
+        wanted = [n for n in dict.fromkeys(names) if n and n.strip() == n and "\n" not in n]
+        if not wanted:
+            return {}
+        out = self.run("cat-file", "--batch-check=%(objectname) %(objecttype)",
+                       input="".join(f"{n}^{{commit}}\n" for n in wanted).encode()).text
+        full: dict[str, str | None] = {}
+        for name, line in zip(wanted, out.splitlines(), strict=False):
+            oid, _, kind = line.partition(" ")
+            full[name] = oid if kind == "commit" else None
+        ids = sorted({oid for oid in full.values() if oid})
+        unreached = set(self.run("rev-list", *ids, "--not", "--branches", "--",
+                                 ).text.split()) if ids else set()
+        return {name: oid for name, oid in full.items() if oid is None or oid in unreached}
+
+    def diff_text(self, old: str, new: str, *, stat: bool = False,
+                  name_only: bool = False) -> str:
+        """The difference from commit ``old`` to commit ``new`` for people (``git diff
+        --no-color --no-ext-diff``, with ``--stat`` or ``--name-only``), decoded (invalid bytes
+        replaced)."""
+        args = ["diff", "--no-color", "--no-ext-diff"]
+        args += ["--stat"] if stat else ["--name-only"] if name_only else []
+        return self.run(*args, old, new, "--").stdout.decode("utf-8", "replace")
+
+    def changed_paths(self, old: str, new: str) -> list[str]:
+        """The paths that differ between commits ``old`` and ``new`` (renames as a deletion
+        and an addition)."""
+        return split_z(self.run("diff-tree", "-r", "-z", "--name-only", "--no-renames", old,
+                                new).stdout)
