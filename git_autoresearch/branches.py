@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from .errors import Refused
 from .git import Repo
-from .refs import session_branch
+from .refs import session_branch, worker_branch
 
 if TYPE_CHECKING:
     from .session import Session
@@ -54,6 +54,8 @@ def check_branch(session: Session) -> None:
     to get there (a missing branch, another worktree, uncommitted changes to carry over)."""
     branch = session.repo.branch_at_discovery
     wanted = session_branch(session.config.session_id)
+    if session.worker is not None:  # a worker works on its own branch
+        wanted = worker_branch(session.config.session_id, session.worker.name)
     if branch != wanted:
         where = f"branch {branch}" if branch else "a detached HEAD"
         if session.repo.resolve(wanted) is None:

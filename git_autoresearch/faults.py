@@ -20,6 +20,11 @@ start:  ``start:after-intent`` (start intent written, nothing else), ``start:aft
         written; notes, snapshot and state ref not yet), ``start:before-baseline`` (session
         complete, baseline not measured)
 
+worker: ``keep:before-advance`` (a worker's keep committed on its branch, the session branch not
+        yet advanced), ``replay:saved`` (a candidate saved for its replay onto a new
+        incumbent, the work tree untouched), ``replay:reverted`` (reverted, not yet moved),
+        ``replay:moved`` (moved onto the incumbent, the candidate not yet put back)
+
 Two more seams let a test act at a step without killing: ``$GIT_AUTORESEARCH_CREATE_AT`` names a
 step where the file ``$GIT_AUTORESEARCH_CREATE_FILE`` is created (as another git process taking
 ``index.lock`` would), and ``$GIT_AUTORESEARCH_PAUSE_AT`` names a step where the process says
@@ -58,6 +63,10 @@ STEPS = (
     "start:after-config",
     "start:after-ledger",
     "start:before-baseline",
+    "keep:before-advance",
+    "replay:saved",
+    "replay:reverted",
+    "replay:moved",
 )
 
 

@@ -14,6 +14,7 @@ from .errors import Refused
 from .files import write_atomic
 from .git import Repo
 from .paths import AUTO
+from .workers import current as current_worker
 
 
 @dataclass
@@ -24,6 +25,16 @@ class Layout:
     # Where ``.auto/`` is: the top of the work tree, or (a pi-autoresearch session read in
     # place, :func:`find_pi_session`) the folder pi-autoresearch keeps it in.
     root: Path | None = None
+    # A worker worktree's ``.auto/`` is the main work tree's (:mod:`workers`): its top, and the
+    # worker's name; both None in the main work tree.
+    shared: Path | None = field(default=None, init=False)
+    worker: str | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        if self.root is None:
+            found = current_worker(self.repo)
+            if found is not None:
+                self.shared, self.worker = found.main, found.name
 
     @classmethod
     def discover(cls, cwd: str | os.PathLike[str] | None = None) -> Layout:
@@ -32,7 +43,7 @@ class Layout:
 
     @property
     def auto(self) -> Path:
-        return (self.root or self.repo.top) / AUTO
+        return (self.root or self.shared or self.repo.top) / AUTO
 
     @property
     def config(self) -> Path:
@@ -44,7 +55,8 @@ class Layout:
 
     @property
     def run_log(self) -> Path:
-        return self.auto / "run.log"
+        """``.auto/run.log``; a worker's own ``.auto/run.<worker>.log``."""
+        return self.auto / (f"run.{self.worker}.log" if self.worker else "run.log")
 
     @property
     def stop(self) -> Path:

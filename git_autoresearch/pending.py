@@ -48,7 +48,7 @@ def measure(session: Session, progress: Progress | None = None, *, pending: bool
         session.check_baseline()
     if pending:
         session.preflight()
-    number = session.next_run()
+    number = session.reserve_run() if pending else session.next_run()
     changes = session.changes()
     violations, scope_ref = _set_aside(session, number, changes)
     env = run_environment(session, number, session.layout.run_log)
@@ -358,11 +358,12 @@ def remeasure_incumbent(session: Session, after: RunRecord) -> list[str]:
     if result.metric is None:
         return [f"the incumbent could not be measured again after run {after['run']} "
                 f"({result.reason}); its pool is as it was"]
-    ledger_mod.append(session.layout.ledger, [{
-        "type": "incumbent", "segment": session.segment.index,
-        "commit": session.repo.short(session.head()), "after_run": after["run"],
-        "samples": [json_number(s) for s in result.samples], "timestamp": now_ms()}])
-    warnings = session.mirror_state(f"incumbent measured again after run {after['run']}")
+    with session.shared("measure the incumbent again"):
+        ledger_mod.append(session.layout.ledger, [{
+            "type": "incumbent", "segment": session.segment.index,
+            "commit": session.repo.short(session.head()), "after_run": after["run"],
+            "samples": [json_number(s) for s in result.samples], "timestamp": now_ms()}])
+        warnings = session.mirror_state(f"incumbent measured again after run {after['run']}")
     session.reload()
     moved = decision.incumbent(incumbent_samples(session), session.config.direction).drift
     if moved is not None and moved.against:

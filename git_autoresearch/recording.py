@@ -47,6 +47,7 @@ from .trailers import (
     result_trailer,
     set_aside_message,
 )
+from .workers import release
 
 # Keeps commit through plumbing and reverts write only refs, so nothing of git's own runs its
 # automatic maintenance during a session: every this many runs, we run it as git commit would.
@@ -159,7 +160,8 @@ def _with_metrics(result: Measurement, metric: float | None, given: Mapping[str,
 def record(session: Session, status: str, description: str, *, result: Measurement | None,
            asi: Mapping[str, Any] | None = None, hooks: Sequence[Mapping[str, Any]] | None = None,
            baseline: bool = False, given: Measurement | None = None,
-           force: bool = False) -> Recorded:
+           force: bool = False, reason: str | None = None,
+           replayed: Mapping[str, Any] | None = None) -> Recorded:
     """Apply ``status`` to the work tree (keep: commit; otherwise: revert) and append the run
     record. Returns the record as written, and warnings.
 
@@ -168,9 +170,24 @@ def record(session: Session, status: str, description: str, *, result: Measureme
     measured. A ``discard`` of a measurement that crashed or failed its checks is recorded as
     that; a ``keep`` of one that failed its checks is refused unless ``force``. Refuses (exit
     3) during a merge or the like, on a ledger that cannot be written, and a record that
-    cannot fit (exit 2)."""
+    cannot fit (exit 2). ``reason`` says why a discard was discarded (a replay that
+    conflicted), ``replayed`` what a replay did (:mod:`replaying`). In a worker, a keep whose
+    incumbent moved raises :class:`replaying.IncumbentMoved` before anything changes."""
     session.check_recordable()
     session.preflight()
+    with session.shared(f"record a run ({status})"):
+        return _record(session, status, description, result=result, asi=asi, hooks=hooks,
+                       baseline=baseline, given=given, force=force, reason=reason,
+                       replayed=replayed)
+
+
+def _record(session: Session, status: str, description: str, *, result: Measurement | None,
+            asi: Mapping[str, Any] | None, hooks: Sequence[Mapping[str, Any]] | None,
+            baseline: bool, given: Measurement | None, force: bool, reason: str | None,
+            replayed: Mapping[str, Any] | None) -> Recorded:
+    """:func:`record`, under the session's shared lock."""
+    from .replaying import check_incumbent, follow
+
     head = session.head()
     number = session.next_run()
     changes = session.changes()
@@ -179,7 +196,13 @@ def record(session: Session, status: str, description: str, *, result: Measureme
     if status == "keep" and not baseline:
         # A kept experiment would become the baseline of a segment that wanted one measured.
         session.check_baseline()
+    if status == "keep":
+        check_incumbent(session)
     draft = _draft(session, number, status, description, chosen, asi, hooks, baseline)
+    if reason and status != "keep":
+        draft["reason"] = reason
+    if replayed:
+        draft["replayed"] = dict(replayed)
     if measured is not None and chosen is not measured:
         _carry_dropped(draft, measured)
     _name_set_asides(session, draft)
@@ -201,6 +224,9 @@ def record(session: Session, status: str, description: str, *, result: Measureme
         _apply(session, intent, draft, changes, description)
         written = append_run(session, draft, untracked_after, changes.ignored, warnings,
                              hooks_follow=not baseline)
+    moved = follow(session)
+    if moved:
+        warnings.append(moved)
     return Recorded(written, warnings)
 
 
@@ -266,6 +292,8 @@ def _draft(session: Session, number: int, status: str, description: str,
         0 if status == "crash" else (json_number(metric) if metric is not None else None),
         {k: json_number(v) for k, v in (result.metrics if result else {}).items()},
         status, description, now_ms(), session.segment.index, **more)
+    if session.worker is not None:
+        draft["worker"] = session.worker.name
     if result is not None and result.decision is not None:
         draft["decision"] = dict(result.decision)
         if status == "discard" and result.decision.get("verdict") == "inconclusive":
@@ -378,6 +406,11 @@ def _keep(session: Session, intent: journal.Intent, draft: RunRecord, changes: C
                     violations_ref=ref, head_tree=head_tree,
                     violations_message=set_aside_message(number, intent.id, kept=True))
     session.moved_head(kept.commit)
+    if kept.committed:
+        from .replaying import advance
+
+        checkpoint("keep:before-advance")
+        advance(session, head, kept.commit)
     draft.update({"commit": session.repo.short(kept.commit), "committed": kept.committed,
                   "attempt_ref": kept.attempt_ref})
     draft["scope_violations"] = sorted({*draft["scope_violations"],
@@ -409,6 +442,7 @@ def append_run(session: Session, record: RunRecord, untracked_after: list[str],
                       "autoresearch resume (or any run, keep or discard) finishes recording "
                       "it") from None
     checkpoint("record:after-ledger")
+    release(session.repo, session.config.session_id, session.worker_name, record["run"])
     signals.note_recorded(record["run"], record["status"], record.get("commit"))
     _after_append(session, record, untracked_after, ignored, warnings)
     if not (hooks_follow and session.layout.hooks.is_dir()):

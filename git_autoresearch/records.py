@@ -27,7 +27,9 @@ class RunRecord(_RunFields, total=False):
     secondary ``metrics``, ``status`` (:data:`STATUSES`), ``description``, ``timestamp``
     (milliseconds since the epoch; None when imported without one), ``segment`` index and
     ``confidence``; then ours, each optional: what the measurement gave, where the attempt or
-    the set-aside changes are kept, and, for a rebuilt or imported line, where it came from."""
+    the set-aside changes are kept, and, for a rebuilt or imported line, where it came from;
+    in a session with workers, the ``worker`` that recorded it and what a ``replayed`` keep
+    was replayed from and onto (:mod:`git_autoresearch.replaying`)."""
 
     asi: dict[str, Any]
     duration_s: float | None
@@ -50,6 +52,8 @@ class RunRecord(_RunFields, total=False):
     imported_from: str
     source_row: dict[str, str | None]
     experiment: int | str | None
+    worker: str
+    replayed: dict[str, Any]
 
 
 def run_record(run: int, commit: str, metric: int | float | None, metrics: dict[str, Any],

@@ -49,16 +49,25 @@ def locked(session: Session, what: str) -> Iterator[Recovery]:
     with session.lock(what):
         session.check_git_locks()
         with signals.deferred():
-            recovered = recover(session)
+            if session.interrupted() is None:
+                recovered = recover(session)
+            else:
+                with session.shared(f"{what}: finish an interrupted run"):
+                    recovered = recover(session)
         yield recovered
 
 
 def recover(session: Session, *, abandon: bool = False) -> Recovery:
     """:func:`finish_interrupted`, then the after hooks of the run it finished, which the
     killed command never fired."""
+    from .replaying import finish_interrupted_replay
+
     finished: list[Mapping[str, Any]] = []
     warnings: list[str] = []
     note = finish_interrupted(session, finished, warnings, abandon=abandon)
+    replayed = finish_interrupted_replay(session) if session.worker is not None else None
+    if replayed:
+        note = f"{note}; {replayed}" if note else replayed
     hooks = session.fire_hooks("after", run_entry=finished[0]) if finished else None
     return Recovery(note, hooks, warnings)
 
@@ -143,6 +152,11 @@ def _finish_keep(session: Session, intent: Intent, number: int,
         record["attempt_ref"] = ref
     assert head is not None
     session.moved_head(head)
+    if committed and session.worker is not None:
+        from .replaying import advance, tip
+
+        if tip(session) == intent.head:  # killed between the commit and the branch's advance
+            advance(session, intent.head, head)
     record.update({"commit": repo.short(head), "committed": committed})
     finished.append(append_run(session, record, intent.untracked_after, None, warnings))
     return f"finished the interrupted keep of run {number}{note}"

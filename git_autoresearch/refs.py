@@ -4,6 +4,8 @@
 - ``refs/autoresearch/<session-id>/attempts/<run>``: the work tree of a run that was not kept;
 - ``refs/autoresearch/<session-id>/scope/<run>`` (``<run>.2``, ``<run>.3``, ... for a run
   measured again): changes set aside before measuring, outside the scope or to readonly files;
+- ``autoresearch-workers/<session-id>/<worker>``: a worker's own branch (``worker add``),
+  from which its keeps advance the session branch;
 - ``refs/autoresearch/<session-id>/state``: the session files (:mod:`git_autoresearch.state`);
 - ``autoresearch/<session-id>-final``: the keeps replayed onto the session's base for review
   (``finalize``), and ``autoresearch/<session-id>-final-<run>``: one keep alone on the base
@@ -15,6 +17,7 @@ Only names here: listing refs asks git through :class:`git_autoresearch.git.Repo
 from __future__ import annotations
 
 BRANCH_PREFIX = "autoresearch/"
+WORKER_BRANCH_PREFIX = "autoresearch-workers/"
 NAMESPACE = "refs/autoresearch/"
 
 
@@ -71,4 +74,17 @@ def session_of_state_ref(ref: str) -> str | None:
     parts = ref.split("/")
     if len(parts) == 4 and ref.startswith(NAMESPACE) and parts[3] == "state":
         return parts[2]
+    return None
+
+
+def worker_branch(session_id: str, worker: str) -> str:
+    """The short name of a worker's branch: ``autoresearch-workers/<session-id>/<worker>``."""
+    return f"{WORKER_BRANCH_PREFIX}{session_id}/{worker}"
+
+
+def worker_of_branch(branch: str | None, session_id: str) -> str | None:
+    """The worker name of ``autoresearch-workers/<session-id>/<worker>``, or None."""
+    prefix = f"{WORKER_BRANCH_PREFIX}{session_id}/"
+    if branch and branch.startswith(prefix):
+        return branch[len(prefix):] or None
     return None

@@ -20,7 +20,7 @@ from .git import Repo, said
 from .layout import Layout, exclude_auto
 from .lock import SessionLock
 from .recovery import locked
-from .refs import session_branch, session_of_branch
+from .refs import session_branch, session_of_branch, worker_branch
 from .session import Session
 from .start import listing, uncommitted
 from .start_record import finish_start
@@ -183,6 +183,8 @@ def resume(session_id: str | None = None, cwd: str | os.PathLike[str] | None = N
     actions += _repair_session_files(repo, layout, sid)
     session = Session.open(cwd, on_branch=False)
     wanted = session_branch(session.config.session_id)
+    if session.worker is not None:  # a worker's home is its own branch
+        wanted = worker_branch(session.config.session_id, session.worker.name)
     if repo.current_branch() != wanted:
         _switch_to_session_branch(repo, session, wanted)
         actions.append(f"checked out {wanted}")

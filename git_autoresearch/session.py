@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import journal, signals
+from . import journal
 from . import ledger as ledger_mod
 from .config import (
     Config,
@@ -23,7 +23,7 @@ from .config import (
     lock_wait_seconds,
     parse_toml,
 )
-from .errors import Refused, StopLoop, UsageError
+from .errors import Refused, UsageError
 from .experiment import Changes, load_snapshot, survey
 from .faults import checkpoint
 from .files import WriteFailed, check_writable
@@ -35,6 +35,8 @@ from .lock import SessionLock
 from .paths import AUTO, Boundaries
 from .refs import attempts_prefix, session_branch, state_ref
 from .refs import namespace as ref_namespace
+from .workers import current as current_worker
+from .workers import reservations, reserve, shared_dir
 
 if TYPE_CHECKING:
     from .hooks import HookReport
@@ -93,6 +95,10 @@ class Session:
         # The limit counts every run of the segment, the baseline too (pi-autoresearch's
         # maxIterations: extensions/pi-autoresearch/index.ts:1713), not the runs after it.
         self.limit_counts_baseline = False
+        # The worker this work tree is (None: a session without workers), and how deep the
+        # shared lock is held by this process (:meth:`shared`).
+        self.worker = current_worker(repo)
+        self._shared_depth = 0
 
     @property
     def bounds(self) -> Boundaries:
@@ -254,6 +260,45 @@ class Session:
                 self.check_config()
             yield
 
+    @contextmanager
+    def shared(self, what: str) -> Iterator[None]:
+        """Hold the lock every worktree of the session shares
+        (``<common git dir>/autoresearch-sessions/<id>/lock``) while the ledger, the session
+        branch or the state ref change: run numbers, keeps, ledger lines and mirrors of all
+        workers one at a time. Taken again
+        by the same process, it is already held. Once taken, the ledger is read again if
+        another worker recorded meanwhile."""
+        if self._shared_depth:
+            self._shared_depth += 1
+            try:
+                yield
+            finally:
+                self._shared_depth -= 1
+            return
+        with SessionLock(shared_dir(self.repo, self.config.session_id), what):
+            if self.trailer_branch is None and self.seen_version is not None \
+                    and self.version() != self.seen_version:
+                self.reload()
+            self._shared_depth = 1
+            try:
+                yield
+            finally:
+                self._shared_depth = 0
+
+    @property
+    def worker_name(self) -> str:
+        """This work tree's worker name (``main`` when it is no worker's)."""
+        return self.worker.name if self.worker else "main"
+
+    def reserve_run(self) -> int:
+        """The number of the run this work tree measures next, held for it so that no other
+        worker takes it until it is recorded (:func:`workers.reserve`)."""
+        with self.shared("reserve a run number"):
+            number = self.next_run()
+            if reservations(self.repo, self.config.session_id).get(self.worker_name) != number:
+                reserve(self.repo, self.config.session_id, self.worker_name, number)
+            return number
+
     def reload(self) -> None:
         self._git_runs = None
         self.seen_version = None if self.trailer_branch is not None else self.version()
@@ -289,59 +334,12 @@ class Session:
         limit = self.config.max_experiments
         return limit is not None and self.experiments_in_segment() >= limit
 
-    def check_stop(self, command: str) -> None:
-        """Exit 4 when the loop should stop: a STOP sentinel (recorded as a ``stopped`` event and
-        removed), ``max_experiments`` reached or ``max_duration`` spent (each recorded as a
-        ``stopped`` event naming the budget)."""
-        if self.layout.stop.exists():
-            with signals.deferred():  # one stopped event per sentinel
-                ledger_mod.append(self.layout.ledger, [{"type": "stopped",
-                                                        "timestamp": now_ms(),
-                                                        "command": command,
-                                                        "next_run": self.ledger.next_run_number}])
-                self.layout.stop.unlink()
-                # The loop stops with exit 4 and its own message: a mirror that failed is
-                # mirrored again by the next command that records.
-                self.mirror_state("stopped")
-            raise StopLoop("STOP sentinel found: the loop stops here (the sentinel was removed)"
-                           + self._unrecorded_note())
-        if self.limit_reached():
-            self._budget_spent(command, "max_experiments")
-            raise StopLoop(f"max_experiments ({self.config.max_experiments}) reached in this "
-                           "segment: the loop stops here" + self._unrecorded_note())
-        if self.time_left() == 0:
-            self._budget_spent(command, "max_duration")
-            raise StopLoop(f"max_duration ({self.config.max_duration}) spent in this segment: "
-                           "the loop stops here" + self._unrecorded_note())
-
     def time_left(self) -> float | None:
         """Seconds of ``max_duration`` left in the current segment (0: spent); None: no
         budget (:func:`budget.time_left`)."""
         from .budget import time_left
 
         return time_left(self.config, self.segment, now_ms())
-
-    def _budget_spent(self, command: str, budget: str) -> None:
-        """Record that the loop stopped on ``budget`` (``max_experiments``, ``max_duration``):
-        a ``stopped`` event naming it, once per budget and next run."""
-        upcoming = self.ledger.next_run_number
-        if any(e.get("type") == "stopped" and e.get("budget") == budget
-               and e.get("next_run") == upcoming for e in self.ledger.events):
-            return
-        with signals.deferred():
-            ledger_mod.append(self.layout.ledger, [{"type": "stopped", "timestamp": now_ms(),
-                                                    "command": command, "next_run": upcoming,
-                                                    "budget": budget}])
-            self.mirror_state("stopped")
-
-    def _unrecorded_note(self) -> str:
-        changes = self.changes()
-        changed = [p for p in changes.changed() if not self.bounds.is_protected(p)]
-        if not changed:
-            return ""
-        return (f"; the work tree has unrecorded changes ({', '.join(changed[:3])}"
-                f"{' ...' if len(changed) > 3 else ''}): record them with git autoresearch "
-                "discard or keep")
 
     def session_summary(self) -> dict[str, Any]:
         """The ``session`` object of the hook payload, as pi-autoresearch 1.6.2 builds it
@@ -389,7 +387,15 @@ class Session:
 
             numbers += runs_named(self.repo, spec)
             self._git_runs = max(numbers, default=0)
-        return max(self.ledger.next_run_number, self._git_runs + 1)
+        base = max(self.ledger.next_run_number, self._git_runs + 1)
+        held = reservations(self.repo, self.config.session_id)
+        own = held.pop(self.worker_name, None)
+        if own is not None and own not in held.values() and (own >= base or (
+                self.ledger.find(own, ours=True) is None
+                and self.repo.resolve(f"{attempts_prefix(self.config.session_id)}{own}")
+                is None)):
+            return own  # held by this work tree, and recorded by no one yet
+        return max(base, max(held.values(), default=0) + 1)
 
     def check_baseline(self) -> None:
         """Refuse to measure or keep experiments against a segment whose baseline failed or was
@@ -484,8 +490,10 @@ class Session:
         payload["session"] = self.session_summary()
         report = fire(self.layout.hooks, stage, payload, cwd=self.repo.top)
         if report.firings:
-            ledger_mod.append(self.layout.ledger, [f.ledger_line() for f in report.firings])
-            report.warnings += self.mirror_state(f"{stage} hooks")
+            with self.shared(f"{stage} hooks"):
+                ledger_mod.append(self.layout.ledger,
+                                  [f.ledger_line() for f in report.firings])
+                report.warnings += self.mirror_state(f"{stage} hooks")
         self._after_hooks_fired(stage, run_entry)
         return report
 
@@ -514,8 +522,10 @@ class Session:
         from .state import LedgerShrank, mirror
 
         try:
-            _, skipped = mirror(self.repo, self.layout.auto, self.config.session_id, message)
-        except (LedgerShrank, WriteFailed, GitError, OSError, UnicodeError) as exc:
+            with self.shared("mirror the session files"):
+                _, skipped = mirror(self.repo, self.layout.auto, self.config.session_id,
+                                    message)
+        except (LedgerShrank, WriteFailed, GitError, OSError, UnicodeError, Refused) as exc:
             return [f"the session files were not mirrored on the state ref: {exc}"]
         if skipped:
             return ["not mirrored on the state ref (rename them): "

@@ -1,7 +1,7 @@
 """Workers: linked worktrees of one session, each an agent's own work tree on its own worker
 branch, sharing the main work tree's ``.auto/`` (one configuration, one ledger) and the
-session's shared folder in the common git directory (locks, run-number reservations,
-measurement slots).
+session's shared folder in the common git directory, ``autoresearch-sessions/<id>`` (locks,
+run-number reservations, measurement slots).
 
 A worker worktree is marked by ``worker.json`` in its scratch folder (``git rev-parse
 --git-path autoresearch``): ``{"worker": NAME, "session_id": ID, "main": PATH}``. The main work
@@ -53,5 +53,63 @@ def worker_name(repo: Repo) -> str:
 
 def shared_dir(repo: Repo, session_id: str) -> Path:
     """The folder every worktree of session ``session_id`` shares:
-    ``<common git dir>/autoresearch/sessions/<id>`` (not created here)."""
-    return repo.common_dir / "autoresearch" / "sessions" / session_id
+    ``<common git dir>/autoresearch-sessions/<id>`` (not created here), beside the main
+    work tree's scratch folder, not in it."""
+    return repo.common_dir / "autoresearch-sessions" / session_id
+
+
+def mark(repo: Repo, worker: Worker) -> None:
+    """Write ``repo``'s worker marker (its scratch folder's ``worker.json``)."""
+    from .files import write_atomic
+
+    repo.scratch.mkdir(parents=True, exist_ok=True)
+    write_atomic(repo.scratch / WORKER_FILE, json.dumps(
+        {"worker": worker.name, "session_id": worker.session_id,
+         "main": str(worker.main)}).encode())
+
+
+def unmark(repo: Repo) -> None:
+    """Remove ``repo``'s worker marker, if any."""
+    (repo.scratch / WORKER_FILE).unlink(missing_ok=True)
+
+
+# --- run numbers reserved by a measurement not yet recorded ------------------------------------
+
+def _reserved_dir(repo: Repo, session_id: str) -> Path:
+    return shared_dir(repo, session_id) / "reserved"
+
+
+def reservations(repo: Repo, session_id: str) -> dict[str, int]:
+    """The run number each worker holds for a measurement it has not recorded yet, by worker
+    name (``<shared folder>/reserved/<worker>``, one decimal number each); unreadable files are
+    skipped."""
+    found: dict[str, int] = {}
+    try:
+        entries = list(_reserved_dir(repo, session_id).iterdir())
+    except OSError:
+        return found
+    for path in entries:
+        try:
+            text = path.read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            found[path.name] = int(text)
+    return found
+
+
+def reserve(repo: Repo, session_id: str, worker: str, number: int) -> None:
+    """Hold run ``number`` for ``worker`` (under the session's shared lock)."""
+    from .files import write_atomic
+
+    folder = _reserved_dir(repo, session_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    write_atomic(folder / worker, f"{number}\n".encode())
+
+
+def release(repo: Repo, session_id: str, worker: str, number: int | None = None) -> None:
+    """Give back ``worker``'s reserved run number (only if it is ``number``, when given)."""
+    path = _reserved_dir(repo, session_id) / worker
+    if number is not None and reservations(repo, session_id).get(worker) != number:
+        return
+    path.unlink(missing_ok=True)

@@ -31,9 +31,9 @@ MAX_LINES = 550  # about 500, with a 10 % margin
 LAYERS = [
     {"__main__", "cli", "manpage", "commands"},
     {"start", "start_record", "resume", "doctor", "status", "demo", "audit", "finalize", "apply",
-     "catalog", "sharing", "guard", "runcommits"},
-    {"recording", "recovery", "pending"},
-    {"session", "reader", "branches", "journal"},
+     "catalog", "sharing", "guard", "runcommits", "parallel"},
+    {"recording", "recovery", "pending", "replaying"},
+    {"session", "reader", "branches", "journal", "stopping"},
     {"experiment", "trailers", "state", "submodules", "layout", "ideas", "scripts", "lock",
      "measure", "running", "hooks", "importers", "report", "insight", "dashboard", "plot",
      "review", "skill", "workers"},

@@ -160,8 +160,8 @@ def run_cmd(description: str, asi_pairs: tuple[str, ...], asi_json: str | None, 
             as_json: bool) -> None:
     """One iteration: before hooks, measure, decide, keep or revert, record, after hooks."""
     from .. import pending
-    from ..recording import record
     from ..recovery import locked
+    from ..replaying import record_replaying
     from ..session import Session
 
     asi, description = _record_inputs(asi_pairs, asi_json, description)
@@ -175,8 +175,9 @@ def run_cmd(description: str, asi_pairs: tuple[str, ...], asi_json: str | None, 
         if dry_run:
             _dry_run(session, before, result, decision, as_json)
             return
-        recorded = record(session, decision, description, result=result, asi=asi,
-                          hooks=before.summary())
+        recorded = record_replaying(session, decision, description, result=result, asi=asi,
+                                    hooks=before.summary(),
+                                    measure_again=lambda: _measure_again(session))
         again = pending.remeasure_incumbent(session, recorded.record)
         after = session.fire_hooks("after", run_entry=recorded.record)
     notes = session.warnings + recovered.warnings + recorded.warnings + again
@@ -233,6 +234,7 @@ def _record_command(status: str) -> Callable[..., None]:
         from .. import pending
         from ..recording import choose_measurement, record
         from ..recovery import locked
+        from ..replaying import IncumbentMoved, keep_refused
         from ..session import Session
 
         asi, description = _record_inputs(asi_pairs, asi_json, description)
@@ -244,8 +246,11 @@ def _record_command(status: str) -> Callable[..., None]:
                                         given_metrics)
             best = session.segment.best
             previous_best = best.metric if best else None
-            recorded = record(session, status, description, result=choice.result, asi=asi,
-                              given=choice.given, force=force)
+            try:
+                recorded = record(session, status, description, result=choice.result,
+                                  asi=asi, given=choice.given, force=force)
+            except IncumbentMoved as moved:
+                raise keep_refused(session, moved) from None
             after = session.fire_hooks("after", run_entry=recorded.record)
         notes = (choice.notes + session.warnings + recovered.warnings + recorded.warnings
                  + _violation_notes(recorded.record))
@@ -280,14 +285,25 @@ def _hooks_and_measure(session: Session, command: str) -> tuple[HookReport, Meas
     measurement stays pending until a run is recorded (a keep that git refuses leaves it for
     discard or keep)."""
     from .. import pending
+    from ..stopping import check_stop
 
-    session.check_stop(command)
+    check_stop(session, command)
     before = session.fire_hooks("before")
     try:
         result = pending.measure(session, progress())
     finally:
         clear_progress()
     return before, result
+
+
+def _measure_again(session: Session) -> Measurement:
+    """Measure a candidate replayed onto a new incumbent (no hooks fire again)."""
+    from .. import pending
+
+    try:
+        return pending.measure(session, progress())
+    finally:
+        clear_progress()
 
 
 def _measurement_notes(before: HookReport, result: Measurement) -> list[str]:

@@ -1,0 +1,98 @@
+"""worker add, worker list, worker remove: several agents at once on one session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .common import CONTEXT, bare_group, emit_json, json_option, warn
+
+
+@click.group("worker", context_settings=CONTEXT, invoke_without_command=True)
+@click.pass_context
+def worker_cmd(ctx: click.Context) -> None:
+    """Workers: linked worktrees of the session, one agent in each, sharing its ledger."""
+    bare_group(ctx)
+
+
+@worker_cmd.command("add", context_settings=CONTEXT)
+@click.argument("count", type=click.IntRange(1, 64), default=1, required=False)
+@click.option("--name", "names", multiple=True, metavar="NAME",
+              help="Name the worker (repeatable; instead of w1, w2, ...).")
+@click.option("--path", "folder", type=click.Path(file_okay=False, path_type=Path),
+              help="The folder to put the worktrees in (default: <work tree>.workers beside "
+                   "the work tree).")
+@json_option
+def worker_add_cmd(count: int, names: tuple[str, ...], folder: Path | None,
+                   as_json: bool) -> None:
+    """Add COUNT workers (default 1), each a worktree on its own branch at the incumbent."""
+    from ..parallel import add
+    from ..session import Session
+
+    session = Session.open(on_branch=False)
+    _check_home(session)
+    made = add(session, len(names) or count, folder, list(names) or None)
+    if as_json:
+        emit_json([w.to_json() for w in made])
+        return
+    for w in made:
+        click.echo(f"worker {w.name}: {w.path} (branch {w.branch})")
+    click.echo("an agent works in each: cd there and use the usual commands (git autoresearch "
+               "run ...)")
+
+
+def _check_home(session: object) -> None:
+    """Refuse a main work tree off both the session branch and its worker branch."""
+    from ..errors import Refused
+    from ..refs import session_branch, worker_branch
+    from ..session import Session
+
+    assert isinstance(session, Session)
+    sid = session.config.session_id
+    branch = session.repo.branch_at_discovery
+    if branch not in (session_branch(sid), worker_branch(sid, "main")) \
+            and session.worker is None:
+        raise Refused(f"the work tree is not on the session branch {session_branch(sid)}: "
+                      f"git switch {session_branch(sid)}")
+
+
+@worker_cmd.command("list", context_settings=CONTEXT)
+@json_option
+def worker_list_cmd(as_json: bool) -> None:
+    """Show the workers: where each is, whether it is behind the incumbent, its last run."""
+    from ..parallel import listing
+    from ..session import Session
+
+    session = Session.open(on_branch=False)
+    found = listing(session)
+    if as_json:
+        emit_json([w.to_json() for w in found])
+        return
+    if not found:
+        click.echo("no workers (git autoresearch worker add N)")
+        return
+    for w in found:
+        last = w.last_run
+        what = (f"last run {last['run']} {last['status']}: {last['description']}"
+                if last else "no run yet")
+        if w.measuring is not None:
+            what = f"measuring run {w.measuring}; " + what
+        where = str(w.path) if w.path else "(folder gone)"
+        behind = " behind the incumbent" if w.behind else ""
+        click.echo(f"{w.name:<8} {w.commit or '-':<8} {where}{behind}  {what}")
+
+
+@worker_cmd.command("remove", context_settings=CONTEXT)
+@click.argument("names", metavar="NAME...", nargs=-1, required=True)
+@click.option("--force", is_flag=True, help="Remove a worker with unrecorded changes too.")
+def worker_remove_cmd(names: tuple[str, ...], force: bool) -> None:
+    """Remove workers: their worktrees and branches (their runs and attempts stay)."""
+    from ..parallel import remove
+    from ..session import Session
+
+    session = Session.open(on_branch=False)
+    for name in names:
+        click.echo(remove(session, name, force=force))
+    for message in session.warnings:
+        warn(message)

@@ -1,0 +1,222 @@
+"""Several agents at once on one machine: ``worker add``, ``worker list``, ``worker remove``.
+
+A worker is a linked worktree of the repository on its own worker branch
+(``autoresearch-workers/<id>/<name>``), at ``<folder of the work tree>/<name of the work
+tree>.workers/<name>`` unless told otherwise. It shares the main work tree's ``.auto/`` (one
+configuration, one ledger) and takes the same commands; its keeps advance the session branch
+by compare-and-swap (:mod:`replaying`). Once workers exist, the main work tree is worker
+``main``, on its own worker branch too: the session branch is then checked out nowhere, so
+that a keep by any worker can move it without changing a work tree under someone's feet.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import Refused, UsageError
+from .experiment import save_snapshot, take_snapshot
+from .git import ABSENT, GitError, Repo
+from .git.moving import add_on_branch, is_ancestor, move_work_tree, point_head
+from .git.worktrees import remove as remove_worktree
+from .layout import Layout
+from .refs import WORKER_BRANCH_PREFIX, session_branch, worker_branch
+from .session import Session
+from .workers import MAIN, Worker, current, mark, release, reservations, unmark
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$")
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    """A worker as ``worker list`` shows it: ``name``, ``branch``, ``path`` (None: its folder
+    is gone), its ``commit``, whether it is ``behind`` the incumbent, its ``last_run`` and the
+    run number it is measuring (``measuring``)."""
+
+    name: str
+    branch: str
+    path: Path | None
+    commit: str | None
+    behind: bool
+    last_run: dict[str, Any] | None
+    measuring: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"worker": self.name, "branch": self.branch,
+                "path": str(self.path) if self.path else None, "commit": self.commit,
+                "behind": self.behind, "last_run": self.last_run, "measuring": self.measuring}
+
+
+def default_folder(session: Session) -> Path:
+    """Where ``worker add`` puts worktrees: ``<folder of the work tree>/<its name>.workers``."""
+    top = session.repo.top
+    return top.parent / f"{top.name}.workers"
+
+
+def _names(session: Session) -> list[str]:
+    prefix = "refs/heads/" + WORKER_BRANCH_PREFIX + session.config.session_id + "/"
+    return [ref[len(prefix):] for ref in session.repo.for_each_ref(prefix)]
+
+
+def _main_repo(session: Session) -> Repo:
+    found = session.worker
+    if found is not None and found.name != MAIN:
+        raise Refused(f"this is worker {found.name}'s worktree: add, list and remove workers "
+                      f"from the main work tree, {found.main}")
+    return session.repo
+
+
+def enlist_main(session: Session) -> None:
+    """Make the main work tree worker ``main``: its own worker branch at HEAD (HEAD pointed at
+    it; nothing in the work tree or index changes), and its marker."""
+    repo = session.repo
+    sid = session.config.session_id
+    if session.worker is not None:
+        return
+    head = session.head()
+    if repo.resolve("refs/heads/" + session_branch(sid)) != head:
+        raise Refused(f"the work tree is not at the tip of the session branch "
+                      f"{session_branch(sid)}: workers start from the incumbent")
+    ref = "refs/heads/" + worker_branch(sid, MAIN)
+    repo.update_ref(ref, head, ABSENT, "git-autoresearch: the main work tree becomes worker main")
+    point_head(repo, ref)
+    mark(repo, Worker(MAIN, sid, repo.top))
+    session.worker = current(repo)
+
+
+def add(session: Session, count: int, folder: Path | None = None,
+        names: list[str] | None = None) -> list[WorkerInfo]:
+    """Add ``count`` workers (or those ``names``), each a linked worktree at ``folder/<name>``
+    (:func:`default_folder`) on a new worker branch at the incumbent. Refuses (exit 3) in a
+    worker's worktree, off the session's tip, or when a name or folder is taken; a bad name is
+    a usage error."""
+    repo = _main_repo(session)
+    sid = session.config.session_id
+    if names:
+        for name in names:
+            if not NAME_RE.match(name) or name == MAIN:
+                raise UsageError(f"bad worker name {name!r}: letters, digits, - and _, up to 40, "
+                                 f"not {MAIN!r}")
+    taken = set(_names(session))
+    if names is None:
+        names, n = [], 1
+        while len(names) < count:
+            if f"w{n}" not in taken:
+                names.append(f"w{n}")
+            n += 1
+    clash = sorted(set(names) & taken)
+    if clash:
+        raise Refused(f"worker {clash[0]} exists already (git autoresearch worker list)")
+    where = (folder or default_folder(session)).resolve()
+    for name in names:
+        if (where / name).exists():
+            raise Refused(f"{where / name} exists already: choose another folder (--path)")
+    with session.shared("add workers"):
+        enlist_main(session)
+        incumbent = repo.resolve("refs/heads/" + session_branch(sid))
+        assert incumbent is not None
+        made = []
+        for name in names:
+            path = where / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                add_on_branch(repo, path, worker_branch(sid, name), incumbent)
+            except GitError as exc:
+                raise Refused(f"git could not add the worktree {path}: "
+                              f"{exc.message}") from None
+            there = Repo.discover(path)
+            mark(there, Worker(name, sid, repo.top))
+            save_snapshot(Layout(there).untracked, take_snapshot(there))
+            made.append(name)
+    return [w for w in listing(session) if w.name in made]
+
+
+def listing(session: Session) -> list[WorkerInfo]:
+    """Every worker of the session, ``main`` first."""
+    repo, sid = session.repo, session.config.session_id
+    incumbent = repo.resolve("refs/heads/" + session_branch(sid))
+    held = reservations(repo, sid)
+    last: dict[str, dict[str, Any]] = {}
+    for run in session.ledger.runs:
+        last[str(run.data.get("worker") or MAIN)] = {
+            "run": run.number, "status": run.status, "description": run.description}
+    out = []
+    for name in sorted(_names(session), key=lambda n: (n != MAIN, n)):
+        branch = worker_branch(sid, name)
+        commit = repo.resolve("refs/heads/" + branch)
+        path = repo.top if name == MAIN else repo.worktree_of(branch)
+        behind = bool(incumbent and commit and commit != incumbent
+                      and is_ancestor(repo, commit, incumbent))
+        number = held.get(name)
+        measuring = number if number is not None and session.ledger.find(
+            number, ours=True) is None else None
+        out.append(WorkerInfo(name, branch, path, repo.short(commit) if commit else None,
+                              behind, last.get(name), measuring))
+    return out
+
+
+def remove(session: Session, name: str, *, force: bool = False) -> str:
+    """Remove worker ``name``: its worktree and its branch (its runs, attempts and keeps stay).
+    Refuses (exit 3) a worker with unrecorded changes unless ``force``, and ``main``. When
+    no other worker is left, the main work tree goes back to the session branch. Returns what
+    was done, for the user."""
+    repo = _main_repo(session)
+    sid = session.config.session_id
+    if name == MAIN:
+        raise Refused("worker main is the main work tree: remove the others, and it goes back "
+                      "to the session branch")
+    if name not in _names(session):
+        raise Refused(f"no worker {name} in session {sid} (git autoresearch worker list)")
+    branch = worker_branch(sid, name)
+    path = repo.worktree_of(branch)
+    if path is not None and path.exists() and not force:
+        changed = unrecorded(path)
+        if changed:
+            shown = ", ".join(changed[:3]) + (" ..." if len(changed) > 3 else "")
+            raise Refused(f"worker {name} has unrecorded changes ({shown}): record them (git "
+                          "autoresearch discard, in its worktree), or remove it with --force")
+    with session.shared("remove a worker"):
+        if path is not None:
+            remove_worktree(repo, path)
+        ref = "refs/heads/" + branch
+        commit = repo.resolve(ref)
+        incumbent = repo.resolve("refs/heads/" + session_branch(sid))
+        if commit and incumbent and is_ancestor(repo, commit, incumbent):
+            repo.delete_ref(ref, commit)
+        release(repo, sid, name)
+        said = f"removed worker {name}" + (f" ({path})" if path else "")
+        if set(_names(session)) <= {MAIN}:
+            said += _back_to_session_branch(session)
+    return said
+
+
+def unrecorded(path: Path) -> list[str]:
+    """The changes a worker's worktree at ``path`` has that no run recorded (not protected)."""
+    there = Session.open(path, on_branch=False, check_config=False)
+    return [p for p in there.changes().changed() if not there.bounds.is_protected(p)]
+
+
+def _back_to_session_branch(session: Session) -> str:
+    """The last worker gone: the main work tree back on the session branch (moved to the
+    incumbent first, when it is behind and nothing in the way changes)."""
+    repo, sid = session.repo, session.config.session_id
+    ref = "refs/heads/" + worker_branch(sid, MAIN)
+    head = repo.resolve("HEAD")
+    incumbent = repo.resolve("refs/heads/" + session_branch(sid))
+    if repo.current_branch() != worker_branch(sid, MAIN) or head is None or incumbent is None:
+        return ""
+    if head != incumbent:
+        if not is_ancestor(repo, head, incumbent):
+            return "; the main work tree stays on its worker branch (it is not behind the " \
+                "session branch)"
+        try:
+            move_work_tree(repo, head, incumbent)
+        except GitError:
+            return ("; the main work tree stays on its worker branch: a changed or untracked "
+                    "file is in the way of the incumbent")
+    point_head(repo, "refs/heads/" + session_branch(sid))
+    repo.delete_ref(ref, head)
+    unmark(repo)
+    return f"; the main work tree is back on {session_branch(sid)}"

@@ -1,0 +1,58 @@
+"""When the loop stops: a STOP sentinel, ``max_experiments`` reached, ``max_duration`` spent
+(each recorded once as a ``stopped`` event), with a note of what the work tree still holds."""
+
+from __future__ import annotations
+
+from . import ledger as ledger_mod
+from . import signals
+from .errors import StopLoop
+from .ledger import now_ms
+from .session import Session
+
+
+def check_stop(session: Session, command: str) -> None:
+    """Exit 4 when the loop should stop: a STOP sentinel (recorded as a ``stopped`` event and
+    removed), ``max_experiments`` reached or ``max_duration`` spent (each recorded as a
+    ``stopped`` event naming the budget)."""
+    if session.layout.stop.exists():
+        with session.shared("stop"), signals.deferred():  # one stopped event per sentinel
+            ledger_mod.append(session.layout.ledger, [{"type": "stopped",
+                                                    "timestamp": now_ms(),
+                                                    "command": command,
+                                                    "next_run": session.ledger.next_run_number}])
+            session.layout.stop.unlink()
+            # The loop stops with exit 4 and its own message: a mirror that failed is
+            # mirrored again by the next command that records.
+            session.mirror_state("stopped")
+        raise StopLoop("STOP sentinel found: the loop stops here (the sentinel was removed)"
+                       + _unrecorded_note(session))
+    if session.limit_reached():
+        _budget_spent(session, command, "max_experiments")
+        raise StopLoop(f"max_experiments ({session.config.max_experiments}) reached in this "
+                       "segment: the loop stops here" + _unrecorded_note(session))
+    if session.time_left() == 0:
+        _budget_spent(session, command, "max_duration")
+        raise StopLoop(f"max_duration ({session.config.max_duration}) spent in this segment: "
+                       "the loop stops here" + _unrecorded_note(session))
+
+def _budget_spent(session: Session, command: str, budget: str) -> None:
+    """Record that the loop stopped on ``budget`` (``max_experiments``, ``max_duration``):
+    a ``stopped`` event naming it, once per budget and next run."""
+    upcoming = session.ledger.next_run_number
+    if any(e.get("type") == "stopped" and e.get("budget") == budget
+           and e.get("next_run") == upcoming for e in session.ledger.events):
+        return
+    with session.shared("stop"), signals.deferred():
+        ledger_mod.append(session.layout.ledger, [{"type": "stopped", "timestamp": now_ms(),
+                                                "command": command, "next_run": upcoming,
+                                                "budget": budget}])
+        session.mirror_state("stopped")
+
+def _unrecorded_note(session: Session) -> str:
+    changes = session.changes()
+    changed = [p for p in changes.changed() if not session.bounds.is_protected(p)]
+    if not changed:
+        return ""
+    return (f"; the work tree has unrecorded changes ({', '.join(changed[:3])}"
+            f"{' ...' if len(changed) > 3 else ''}): record them with git autoresearch "
+            "discard or keep")

@@ -1,0 +1,226 @@
+"""Several agents at once on one machine: workers on linked worktrees sharing one ledger, keeps
+replayed onto an incumbent that moved, the session branch advanced by compare-and-swap only,
+and nothing lost when a worker is killed at any step of a keep or a replay."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import Tool, git, runs, start_args, write
+
+TOOL = [sys.executable, "-m", "git_autoresearch"]
+BRANCH = "autoresearch/s1"
+
+
+def tool(cwd: Path, *args: str, env: dict[str, str] | None = None
+         ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*TOOL, *args], cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})})
+
+
+@pytest.fixture
+def crew(repo: Path, ar: Tool) -> tuple[Path, Path, Path]:
+    """A session whose score is value.txt + extra.txt (both in scope), under the strict rule,
+    with workers w1 and w2: (main, w1, w2)."""
+    write(repo / "extra.txt", "100\n")
+    write(repo / "bench.sh", "#!/bin/sh\necho \"score: $(( $(cat value.txt) + "
+          "$(cat extra.txt) ))\"\n", 0o755)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "two numbers")
+    ar(repo, *start_args("--decision", "strict", "--scope", "value.txt", "--scope",
+                         "extra.txt"))
+    made = ar(repo, "worker", "add", "2", "--json").json()
+    folder = repo.parent / "project.workers"
+    assert [(w["worker"], w["path"], w["branch"]) for w in made] == [
+        ("w1", str(folder / "w1"), "autoresearch-workers/s1/w1"),
+        ("w2", str(folder / "w2"), "autoresearch-workers/s1/w2")]
+    return repo, folder / "w1", folder / "w2"
+
+
+def test_workers_share_one_ledger_and_keep_on_the_moved_incumbent(
+        crew: tuple[Path, Path, Path], ar: Tool) -> None:
+    """w1 keeps; w2's candidate, measured on the old incumbent, is replayed onto w1's keep and
+    measured again before it is kept: its record says so, and every keep on the session branch
+    is the child of the commit it was measured on."""
+    main, w1, w2 = crew
+    assert git(main, "symbolic-ref", "--short", "HEAD") == "autoresearch-workers/s1/main"
+    base = git(main, "rev-parse", "--short", BRANCH)
+    write(w1 / "value.txt", "90\n")
+    first = ar(w1, "run", "-d", "value 90", "--json").json()
+    assert (first["run"], first["status"], first["metric"], first["worker"]) == (
+        2, "keep", 190, "w1")
+    assert "replayed" not in first
+    write(w2 / "extra.txt", "80\n")
+    second = ar(w2, "run", "-d", "extra 80", "--json").json()
+    assert (second["run"], second["status"], second["metric"], second["worker"]) == (
+        3, "keep", 170, "w2"), "measured again on w1's keep: 90 + 80"
+    assert second["replayed"] == {"from": base, "onto": first["commit"],
+                                  "kept_meanwhile": [2],
+                                  "saved_at": "refs/autoresearch/s1/replays/3"}
+    assert git(main, "rev-parse", "--short", BRANCH) == second["commit"]
+    assert git(main, "rev-parse", "--short", f"{BRANCH}^") == first["commit"]
+    assert git(main, "rev-parse", "--short", f"{BRANCH}^^") == base
+    assert git(main, "show", f"{BRANCH}:value.txt") == "90"
+    assert git(main, "show", f"{BRANCH}:extra.txt") == "80"
+    # One ledger, in the main work tree; the workers have no .auto/ of their own.
+    assert [(r["run"], r.get("worker")) for r in runs(main)] == [
+        (1, None), (2, "w1"), (3, "w2")]
+    assert not (w1 / ".auto").exists()
+    listed = {w["worker"]: w for w in ar(main, "worker", "list", "--json").json()}
+    assert set(listed) == {"main", "w1", "w2"}
+    assert (listed["w1"]["behind"], listed["w2"]["behind"]) == (True, False)
+    assert listed["w2"]["last_run"] == {"run": 3, "status": "keep",
+                                        "description": "extra 80"}
+    # w1's next run starts from... its own branch, which follows after its next record.
+    assert git(w2, "status", "--porcelain") == ""
+
+
+def test_a_candidate_that_conflicts_with_a_keep_is_discarded_and_saved(
+        crew: tuple[Path, Path, Path], ar: Tool) -> None:
+    """Both change value.txt: the second cannot be replayed; it is a discard naming the
+    conflict, its candidate at its attempt ref, and the worker then follows the incumbent."""
+    main, w1, w2 = crew
+    write(w1 / "value.txt", "90\n")
+    ar(w1, "run", "-d", "value 90")
+    write(w2 / "value.txt", "50\n")
+    record = ar(w2, "run", "-d", "value 50", "--json").json()
+    assert (record["run"], record["status"]) == (3, "discard")
+    assert record["reason"] == ("conflicts with run(s) 2 kept meanwhile by other workers "
+                                "(value.txt)")
+    assert record["replayed"]["conflicts"] == ["value.txt"]
+    assert git(main, "show", f"{record['attempt_ref']}:value.txt") == "50"
+    assert (w2 / "value.txt").read_text() == "90\n", "w2 follows the incumbent"
+    assert git(w2, "rev-parse", "HEAD") == git(main, "rev-parse", BRANCH)
+    assert git(main, "show", f"{BRANCH}:value.txt") == "90"
+
+
+def test_keep_by_hand_replays_and_asks_for_a_new_measurement(
+        crew: tuple[Path, Path, Path], ar: Tool) -> None:
+    """keep in a worker whose incumbent moved is refused (exit 3) with the candidate replayed
+    onto the incumbent; measured again, it keeps on the incumbent."""
+    main, w1, w2 = crew
+    write(w1 / "value.txt", "90\n")
+    ar(w1, "run", "-d", "value 90")
+    write(w2 / "extra.txt", "80\n")
+    ar(w2, "measure")
+    refused = ar(w2, "keep", "-d", "extra 80", expect=3)
+    assert "the incumbent moved since this candidate was measured (run(s) 2 kept by other " \
+           "workers): the candidate was replayed onto the incumbent" in refused.err
+    assert (w2 / "value.txt").read_text() == "90\n"
+    assert (w2 / "extra.txt").read_text() == "80\n"
+    assert git(w2, "rev-parse", "HEAD") == git(main, "rev-parse", BRANCH)
+    ar(w2, "measure")
+    kept = ar(w2, "keep", "-d", "extra 80", "--json").json()
+    assert (kept["run"], kept["metric"]) == (3, 170)
+    assert git(main, "rev-parse", "--short", BRANCH) == kept["commit"]
+
+
+def test_runs_measured_at_once_get_distinct_numbers(crew: tuple[Path, Path, Path],
+                                                     ar: Tool) -> None:
+    """A measurement pending in w1 holds its run number: w2's run takes the next, and w1's
+    keep records the number it measured under."""
+    main, w1, w2 = crew
+    write(w1 / "value.txt", "90\n")
+    assert ar(w1, "measure", "--json").json()["metric"] == 190
+    write(w2 / "extra.txt", "99\n")
+    assert ar(w2, "run", "-d", "extra 99", "--json").json()["run"] == 3
+    assert ar(w1, "discard", "-d", "value 90", "--json").json()["run"] == 2
+    assert ar(main, "run", "-d", "nothing", "--json").json()["run"] == 4
+    assert sorted(r["run"] for r in runs(main)) == [1, 2, 3, 4]
+
+
+def test_workers_running_at_the_same_time_lose_no_run(crew: tuple[Path, Path, Path]) -> None:
+    """Two workers' runs started at once (separate processes): both recorded, distinct
+    numbers, the branch linear with each keep on its parent."""
+    main, w1, w2 = crew
+    write(w1 / "value.txt", "90\n")
+    write(w2 / "extra.txt", "80\n")
+    procs = [subprocess.Popen([*TOOL, "run", "-d", f"from {w.name}", "--json"], cwd=w,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for w in (w1, w2)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    recorded = sorted((r["run"], r["worker"], r["status"]) for r in runs(main)[1:])
+    assert recorded == [(2, "w1", "keep"), (3, "w2", "keep")] or recorded == [
+        (2, "w2", "keep"), (3, "w1", "keep")]
+    assert git(main, "show", f"{BRANCH}:value.txt") == "90"
+    assert git(main, "show", f"{BRANCH}:extra.txt") == "80"
+    assert len(git(main, "rev-list", f"{BRANCH}~2..{BRANCH}").split()) == 2
+
+
+def test_remove_refuses_unrecorded_changes_and_the_last_puts_main_back(
+        crew: tuple[Path, Path, Path], ar: Tool) -> None:
+    main, w1, w2 = crew
+    write(w1 / "value.txt", "42\n")
+    refused = ar(main, "worker", "remove", "w1", expect=3)
+    assert refused.err.strip() == (
+        "git autoresearch: worker w1 has unrecorded changes (value.txt): record them (git "
+        "autoresearch discard, in its worktree), or remove it with --force")
+    ar(w1, "discard", "-d", "value 42")
+    attempt = runs(main)[-1]["attempt_ref"]
+    assert ar(main, "worker", "remove", "w1").out.strip() == f"removed worker w1 ({w1})"
+    assert not w1.exists()
+    assert git(main, "show", f"{attempt}:value.txt") == "42", "its attempts stay"
+    write(w2 / "extra.txt", "80\n")
+    ar(w2, "run", "-d", "extra 80")
+    said = ar(main, "worker", "remove", "w2").out.strip()
+    assert said == f"removed worker w2 ({w2}); the main work tree is back on {BRANCH}"
+    assert git(main, "symbolic-ref", "--short", "HEAD") == BRANCH
+    assert (main / "extra.txt").read_text() == "80\n", "moved to the incumbent"
+    assert git(main, "status", "--porcelain") == ""
+    assert ar(main, "worker", "list", "--json").json() == []
+    assert ar(main, "run", "-d", "alone again", "--json").json()["run"] == 4
+    assert "worker" not in runs(main)[-1]
+
+
+def test_worker_commands_refuse_bad_input(crew: tuple[Path, Path, Path], ar: Tool) -> None:
+    main, w1, _ = crew
+    assert ar(main, "worker", "add", "--name", "a/b", expect=2).err.strip() == (
+        "git autoresearch: bad worker name 'a/b': letters, digits, - and _, up to 40, not "
+        "'main'")
+    assert ar(main, "worker", "add", "--name", "w1", expect=3).err.strip() == (
+        "git autoresearch: worker w1 exists already (git autoresearch worker list)")
+    assert ar(main, "worker", "remove", "main", expect=3).err.strip().startswith(
+        "git autoresearch: worker main is the main work tree")
+    assert ar(main, "worker", "remove", "nobody", expect=3).err.strip() == (
+        "git autoresearch: no worker nobody in session s1 (git autoresearch worker list)")
+    assert ar(w1, "worker", "add", expect=3).err.strip().startswith(
+        "git autoresearch: this is worker w1's worktree")
+
+
+@pytest.mark.parametrize("step", ["keep:before-advance", "replay:saved", "replay:reverted",
+                                  "replay:moved"])
+def test_a_worker_killed_in_a_keep_or_a_replay_loses_nothing(
+        crew: tuple[Path, Path, Path], ar: Tool, step: str) -> None:
+    """A worker killed between its keep commit and the session branch's advance, or at any
+    step of a replay: the next command finishes the job, the candidate is never lost, and the
+    branch ends with each keep on its parent."""
+    main, w1, w2 = crew
+    write(w1 / "value.txt", "90\n")
+    ar(w1, "run", "-d", "value 90")
+    write(w2 / "extra.txt", "80\n")
+    env = {"GIT_AUTORESEARCH_DIE_AT": step}
+    if step == "keep:before-advance":  # a plain keep, no replay: w1 keeps on its own tip
+        write(w1 / "extra.txt", "80\n")
+        killed = tool(w1, "run", "-d", "killed", env=env)
+        assert killed.returncode == -signal.SIGKILL, killed.stderr
+        done = ar(w1, "resume", "--json").json()
+        assert done["actions"][0].startswith("finished the interrupted keep of run 3")
+        assert git(main, "show", f"{BRANCH}:extra.txt") == "80"
+        assert git(main, "rev-parse", BRANCH) == git(w1, "rev-parse", "HEAD")
+        return
+    killed = tool(w2, "run", "-d", "killed", env=env)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert git(main, "show", "refs/autoresearch/s1/replays/3:extra.txt") == "80"
+    record = ar(w2, "run", "-d", "carries on", "--json").json()
+    assert (record["run"], record["status"], record["metric"]) == (3, "keep", 170)
+    assert git(main, "show", f"{BRANCH}:extra.txt") == "80"
+    assert git(main, "show", f"{BRANCH}:value.txt") == "90"
+    assert git(main, "rev-parse", "--short", f"{BRANCH}^") == runs(main)[1]["commit"], \
+        "kept on w1's keep, the commit it was measured on again"
+    assert sorted(r["run"] for r in runs(main)) == [1, 2, 3]
