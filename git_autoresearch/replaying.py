@@ -167,14 +167,15 @@ def finish_interrupted_replay(session: Session) -> str | None:
         return None
     except (OSError, ValueError, KeyError, TypeError):
         marker.unlink(missing_ok=True)
-        return "set aside an unreadable replay record"
+        return "removed an unreadable replay record"
     head = session.repo.head()
     try:
-        if head not in (base, onto):
-            raise GitError(["git", "read-tree"], 1, b"", b"HEAD moved")
-        _finish(session, base, onto, tree, list(data.get("created") or []),
-                list(data.get("tracked") or []), list(data.get("staged_preexisting") or []))
+        if head in (base, onto):
+            _finish(session, base, onto, tree, list(data.get("created") or []),
+                    list(data.get("tracked") or []), list(data.get("staged_preexisting") or []))
     except GitError:
+        head = None
+    if head not in (base, onto):
         marker.unlink(missing_ok=True)
         return (f"the replay of run {run}'s candidate onto {session.repo.short(onto)} was "
                 f"interrupted and could not be finished (the work tree changed since); the "

@@ -193,8 +193,10 @@ def test_worker_commands_refuse_bad_input(crew: tuple[Path, Path, Path], ar: Too
         "git autoresearch: this is worker w1's worktree")
 
 
-@pytest.mark.parametrize("step", ["keep:before-advance", "replay:saved", "replay:reverted",
-                                  "replay:moved"])
+WORKER_STEPS = ["keep:before-advance", "replay:saved", "replay:reverted", "replay:moved"]
+
+
+@pytest.mark.parametrize("step", WORKER_STEPS)
 def test_a_worker_killed_in_a_keep_or_a_replay_loses_nothing(
         crew: tuple[Path, Path, Path], ar: Tool, step: str) -> None:
     """A worker killed between its keep commit and the session branch's advance, or at any
@@ -217,6 +219,12 @@ def test_a_worker_killed_in_a_keep_or_a_replay_loses_nothing(
     killed = tool(w2, "run", "-d", "killed", env=env)
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     assert git(main, "show", "refs/autoresearch/s1/replays/3:extra.txt") == "80"
+    incumbent = git(main, "rev-parse", "--short", BRANCH)
+    assert ar(w2, "resume", "--json").json()["actions"] == [
+        f"finished the interrupted replay of run 3's candidate onto {incumbent}: it is in the "
+        "work tree, to be measured"]
+    assert (w2 / "extra.txt").read_text() == "80\n"
+    assert (w2 / "value.txt").read_text() == "90\n"
     record = ar(w2, "run", "-d", "carries on", "--json").json()
     assert (record["run"], record["status"], record["metric"]) == (3, "keep", 170)
     assert git(main, "show", f"{BRANCH}:extra.txt") == "80"
