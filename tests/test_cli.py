@@ -292,3 +292,21 @@ def test_status_watch_shows_the_status_again_until_told_to_stop(repo: Path, ar: 
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err.decode()  # Ctrl-C is how a watch ends
+
+
+def test_trace_names_each_git_call_with_its_time(repo: Path) -> None:
+    """GIT_AUTORESEARCH_TRACE=1 writes one stderr line per git call (exit code, wall time,
+    arguments) and changes nothing else; unset, nothing is traced."""
+    import re
+
+    env = {**os.environ, "GIT_AUTORESEARCH_TRACE": "1"}
+    traced = subprocess.run([sys.executable, "-m", "git_autoresearch", "sessions"], cwd=repo,
+                            capture_output=True, text=True, env=env)
+    plain = subprocess.run([sys.executable, "-m", "git_autoresearch", "sessions"], cwd=repo,
+                           capture_output=True, text=True)
+    lines = traced.stderr.splitlines()
+    assert lines and all(re.fullmatch(r"git-autoresearch trace: \d+\.\d ms exit \d+ git .+", ln)
+                         for ln in lines), traced.stderr
+    assert lines[0].endswith("--abbrev-ref HEAD") and " git rev-parse " in lines[0]
+    assert (traced.returncode, traced.stdout) == (plain.returncode, plain.stdout)
+    assert "trace" not in plain.stderr

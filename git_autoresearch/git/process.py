@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -169,6 +170,24 @@ def git_environment(extra: Mapping[str, str] | None) -> dict[str, str]:
     return env
 
 
+# GIT_AUTORESEARCH_TRACE=1: each git call on stderr with its exit code and wall time, to see
+# where a command's time goes (bench/bench_ops.py --trace prints a keep's and a discard's).
+TRACE = os.environ.get("GIT_AUTORESEARCH_TRACE", "") not in ("", "0")
+
+
+def trace(args: Sequence[str], code: int, seconds: float) -> None:
+    """Write one trace line: ``git-autoresearch trace: 3.1 ms exit 0 git <args>`` (the
+    arguments cut at 200 characters)."""
+    shown = " ".join(args)
+    if len(shown) > 200:
+        shown = shown[:197] + "..."
+    try:
+        sys.stderr.write(f"git-autoresearch trace: {seconds * 1000:.1f} ms exit {code} git "
+                         f"{shown}\n")
+    except (OSError, ValueError):
+        pass
+
+
 def run_git(
     args: Sequence[str],
     *,
@@ -185,6 +204,7 @@ def run_git(
     killed half-way would leave its ``*.lock`` files behind.
     """
     argv = ["git", "--literal-pathspecs", *args]
+    started = time.perf_counter()
     try:
         with signals.deferred():
             proc = subprocess.run(argv, cwd=cwd, input=input, capture_output=True,
@@ -192,6 +212,8 @@ def run_git(
                                   stdin=subprocess.DEVNULL if input is None else None)
     except FileNotFoundError:
         raise Refused("git is not installed or not on PATH") from None
+    if TRACE:
+        trace(args, proc.returncode, time.perf_counter() - started)
     if proc.returncode != 0 and not allow_non_zero:
         raise GitError(["git", *args], proc.returncode, proc.stdout, proc.stderr)
     return Result(proc.returncode, proc.stdout, proc.stderr)
