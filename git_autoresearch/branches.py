@@ -94,6 +94,9 @@ def branch_problem(session: Session) -> tuple[bool, str | None]:
     HEAD. A session merged into the branch checked out is finished, not in trouble."""
     branch = session_branch(session.config.session_id)
     current = session.repo.branch_at_discovery
+    if session.worker is not None \
+            and current == worker_branch(session.config.session_id, session.worker.name):
+        return session.repo.resolve(branch) is not None, None  # a worker on its own branch
     if current != branch and session.repo.resolve(branch) is None:
         if merged_elsewhere(session):
             return False, None

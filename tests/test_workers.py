@@ -76,8 +76,10 @@ def test_workers_share_one_ledger_and_keep_on_the_moved_incumbent(
     assert (listed["w1"]["behind"], listed["w2"]["behind"]) == (True, False)
     assert listed["w2"]["last_run"] == {"run": 3, "status": "keep",
                                         "description": "extra 80"}
-    # w1's next run starts from... its own branch, which follows after its next record.
     assert git(w2, "status", "--porcelain") == ""
+    for where in (main, w1, w2):  # a worker on its own branch is where it should be
+        assert ar(where, "status", "--json").json()["warnings"] == []
+        assert ar(where, "doctor", "--json").json()["findings"] == []
 
 
 def test_a_candidate_that_conflicts_with_a_keep_is_discarded_and_saved(
