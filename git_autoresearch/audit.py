@@ -38,6 +38,10 @@ SIDES = ("parent", "commit")  # A, then B, in every round
 DEFAULT_SAMPLES = 5
 # The rule's verdict at its last look -> the audit's word for it.
 VERDICTS = {"better": "confirmed", "worse": "regression", "inconclusive": "within noise"}
+# Fewer samples a side than this cannot show a difference at the audit's level unless the
+# metric has no spread; such an audit's verdict is TOO_FEW instead of "within noise".
+MIN_SAMPLES_TO_TELL = 3
+TOO_FEW = "too few samples"
 CRASH = "crash"  # a sample gave no metric: the audit stopped there
 FOLDER_PREFIX = "audit-"  # <scratch>/audit-<pid>: one audit's worktrees
 
@@ -58,7 +62,8 @@ class Target:
 @dataclass
 class Audit:
     """One kept run measured again: the ``samples`` of each side (``parent``, ``commit``, in
-    the order taken), the ``verdict`` (``confirmed``, ``regression``, ``within noise``, or
+    the order taken), the ``verdict`` (``confirmed``, ``regression``, ``within noise``, ``too
+    few samples`` (fewer than 3 a side of a metric with spread), or
     ``crash`` with the ``reason`` and the ``tail`` of the output), the ``effect`` (commit minus
     parent, in the metric's unit and relative to the parent's median, with its interval), and
     the rule's one-sided p-values that the commit is better and worse."""
@@ -233,7 +238,14 @@ def judge(target: Target, values: dict[str, list[float]], direction: str) -> Aud
                                 max_samples=len(values["commit"]),
                                 alpha=decision.AUDIT_ALPHA,
                                 confidence=decision.AUDIT_CONFIDENCE)
-    return Audit(target, values, VERDICTS[ruled.verdict], ruled.effect, ruled.p_better,
+    verdict = VERDICTS[ruled.verdict]
+    exact = ruled.effect is not None and ruled.effect.low == ruled.effect.high
+    if ruled.verdict == "inconclusive" and not exact \
+            and min(len(values["parent"]), len(values["commit"])) < MIN_SAMPLES_TO_TELL:
+        # Two samples against two can never reach the audit's 5% (the rank test's smallest
+        # p-value is 1/6): not "within noise", which drops a keep, but too few to say.
+        verdict = TOO_FEW
+    return Audit(target, values, verdict, ruled.effect, ruled.p_better,
                  ruled.p_worse, timestamp=now_ms())
 
 

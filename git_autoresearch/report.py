@@ -46,7 +46,8 @@ def one_line(text: str) -> str:
 
 
 # An audited keep's mark in the run table, by the latest audit's verdict.
-AUDIT_MARKS = {"confirmed": "✓", "within noise": "~", "regression": "✗", "crash": "!"}
+AUDIT_MARKS = {"confirmed": "✓", "within noise": "~", "regression": "✗", "crash": "!",
+               "too few samples": "?"}
 
 
 def audits(book: Ledger) -> dict[int, list[dict[str, Any]]]:

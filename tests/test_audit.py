@@ -348,3 +348,19 @@ def test_the_program_runs_through_git(session: Path) -> None:
     assert proc.returncode == 0, proc.stderr.decode()
     assert json.loads(proc.stdout)["audits"][0]["verdict"] == "confirmed"
     assert_clean_up(session)
+
+
+def test_too_few_samples_to_tell_is_said_so_not_within_noise(repo: Path, ar: Tool) -> None:
+    """A noisy metric audited with 2 samples a side: the rank test's smallest p-value (1/6)
+    can never reach 5%, so a 50% gain is "too few samples", not "within noise" (which would
+    drop the keep from finalize); with 3 a side it is confirmed."""
+    write(repo / "bench.sh", "#!/bin/sh\necho \"score: $(( $(cat value.txt) + "
+          "${AUTORESEARCH_SAMPLE:-1} ))\"\n", 0o755)
+    git(repo, "commit", "-q", "-am", "a noisy bench")
+    ar(repo, *start_args("--decision", "strict"))
+    write(repo / "value.txt", "50\n")
+    ar(repo, "run", "-d", "half")
+    few = ar(repo, "audit", "--samples", "2", "--json").json()["audits"][0]
+    assert (few["verdict"], few["effect"]["value"]) == ("too few samples", -50)
+    enough = ar(repo, "audit", "--samples", "3", "--json").json()["audits"][0]
+    assert enough["verdict"] == "confirmed"
