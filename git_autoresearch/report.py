@@ -266,7 +266,10 @@ def table(rows: list[tuple[Run, Segment]], width: int = 100,
                     else ""))
     if any(audited.get(run.number) for run, _ in rows):
         out.append("audited (git autoresearch audit): ✓ confirmed, ~ within noise, "
-                   "✗ regression, ! crashed")
+                   "✗ regression, ! crashed"
+                   + (", ? too few samples" if any(
+                       (audited.get(run.number) or [{}])[-1].get("verdict") == "too few samples"
+                       for run, _ in rows) else ""))
     return "\n".join(out) + "\n"
 
 

@@ -362,5 +362,7 @@ def test_too_few_samples_to_tell_is_said_so_not_within_noise(repo: Path, ar: Too
     ar(repo, "run", "-d", "half")
     few = ar(repo, "audit", "--samples", "2", "--json").json()["audits"][0]
     assert (few["verdict"], few["effect"]["value"]) == ("too few samples", -50)
+    shown = ar(repo, "log").out
+    assert "? too few samples" in shown.splitlines()[-1]
     enough = ar(repo, "audit", "--samples", "3", "--json").json()["audits"][0]
     assert enough["verdict"] == "confirmed"
