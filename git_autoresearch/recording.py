@@ -274,6 +274,8 @@ def _draft(session: Session, number: int, status: str, description: str,
                                                    session.config.direction)
     if result is not None and result.scope_ref:
         draft["scope_ref"] = result.scope_ref
+    if result is not None and result.slot:
+        draft["slot"] = dict(result.slot)
     if baseline:
         draft["baseline"] = True
     if result and result.reason and status == "crash":
