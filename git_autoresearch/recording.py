@@ -18,6 +18,7 @@ from typing import Any, cast
 
 from . import journal, signals
 from . import ledger as ledger_mod
+from .claims import release_worker
 from .errors import Refused
 from .experiment import (
     Changes,
@@ -47,6 +48,7 @@ from .trailers import (
     result_trailer,
     set_aside_message,
 )
+from .workers import worker_name
 
 # Keeps commit through plumbing and reverts write only refs, so nothing of git's own runs its
 # automatic maintenance during a session: every this many runs, we run it as git commit would.
@@ -433,6 +435,7 @@ def _after_append(session: Session, record: RunRecord, untracked_after: list[str
     if record["run"] % MAINTENANCE_EVERY == 0:
         session.repo.auto_maintenance()
     session.layout.pending.unlink(missing_ok=True)
+    release_worker(session.repo, session.config.session_id, worker_name(session.repo))
 
 
 def _run_state(record: Mapping[str, Any]) -> str:

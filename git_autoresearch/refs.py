@@ -5,6 +5,8 @@
 - ``refs/autoresearch/<session-id>/scope/<run>`` (``<run>.2``, ``<run>.3``, ... for a run
   measured again): changes set aside before measuring, outside the scope or to readonly files;
 - ``refs/autoresearch/<session-id>/state``: the session files (:mod:`git_autoresearch.state`);
+- ``refs/autoresearch/<session-id>/claims/<key>``: an idea a worker took
+  (:mod:`git_autoresearch.claims`), ``<key>`` a short hash of the idea's text;
 - ``autoresearch/<session-id>-final``: the keeps replayed onto the session's base for review
   (``finalize``), and ``autoresearch/<session-id>-final-<run>``: one keep alone on the base
   (``finalize --split``).
@@ -59,6 +61,16 @@ def attempt_ref(session_id: str, run: int) -> str:
 def scope_prefix(session_id: str) -> str:
     """``refs/autoresearch/<session-id>/scope/``, followed by ``<run>`` or ``<run>.<n>``."""
     return f"{namespace(session_id)}/scope/"
+
+
+def claims_prefix(session_id: str) -> str:
+    """``refs/autoresearch/<session-id>/claims/``, followed by an idea's key."""
+    return f"{namespace(session_id)}/claims/"
+
+
+def claim_ref(session_id: str, key: str) -> str:
+    """The ref of the claim on the idea whose key is ``key``."""
+    return f"{claims_prefix(session_id)}{key}"
 
 
 def state_ref(session_id: str) -> str:
