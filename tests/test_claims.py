@@ -263,3 +263,22 @@ def test_claimant_pid_skips_git_and_shells(session: Path) -> None:
                           cwd=session, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["claim"]["pid"] == os.getpid()
+
+
+def test_ideas_next_leaves_out_another_workers_claim(session: Path, ar: Tool) -> None:
+    """``ideas next`` offers what this worker may try: not an idea another worker's live
+    claim holds (its own claims, and stale ones, it still offers)."""
+    foreign_claim(session, "unroll the loop")
+    assert ar(session, "ideas", "next").out == "2: cache the table\n"
+    ar(session, "ideas", "claim", "2")
+    assert ar(session, "ideas", "next", "--json").json()["number"] == 2
+
+
+def test_gc_deletes_the_claims_of_a_session_it_collects(session: Path, ar: Tool) -> None:
+    """A session's claims go with its attempt and scope refs when gc collects it."""
+    ar(session, "ideas", "claim")
+    ref = PREFIX + idea_key("unroll the loop")
+    assert ar(session, "gc", "s1", "--force", "--dry-run").out == (
+        f"s1: would delete 1 ref(s)\n  {ref}\n")
+    ar(session, "gc", "s1", "--force")
+    assert claim_refs(session) == {}

@@ -246,3 +246,19 @@ def test_a_configuration_without_the_keys_renders_as_before() -> None:
                                "claim_timeout": "90m"}, source="x")
     assert b"measure_slots = 4\nclaim_timeout = \"90m\"\n" in cfg.render()
     assert (cfg.slots, cfg.claim_seconds) == (4, 5400.0)
+
+
+def test_status_names_the_worker_that_measures(repo: Path, ar: Tool, tmp_path: Path) -> None:
+    """While a measurement holds a slot, ``status`` says which worker measures what."""
+    ar(repo, *start_args())
+    release = tmp_path / "release"
+    first = holder(tmp_path, repo, 1, str(release))
+    assert first_line(first) == "1"
+    [doing] = ar(repo, "status", "--json").json()["workers"]
+    assert (doing["worker"], doing["slot"]["slot"], doing["slot"]["pid"],
+            doing["slot"]["what"]) == ("main", 1, first.pid, f"test {first.pid}")
+    assert f"worker      main: measuring (test {first.pid}, slot 1); last run 1 keep\n" in \
+        ar(repo, "status").out
+    release.touch()
+    first.communicate(timeout=60)
+    assert "workers" not in ar(repo, "status", "--json").json()

@@ -262,7 +262,7 @@ def ideas_list_cmd(show_all: bool, as_json: bool) -> None:
     - [ ] idea or a plain - idea (*, + or 1. too); an indented plain item is a detail of the
     one above it, and a struck-through ~~idea~~ was tried."""
     ideas = [i for i in _read_backlog() if show_all or i.state != "done"]
-    found = _claims(ideas)
+    found = _claims(ideas)[:2]
     if as_json:
         emit_json([i.to_json() | ({"claim": found[1][i.number].to_json(found[0])}
                                   if i.number in found[1] else {}) for i in ideas])
@@ -277,26 +277,32 @@ def ideas_list_cmd(show_all: bool, as_json: bool) -> None:
 @ideas_cmd.command("next", context_settings=CONTEXT)
 @json_option
 def ideas_next_cmd(as_json: bool) -> None:
-    """The first open idea, else the first one a hook offered but nobody marked done (exit 0
-    with nothing printed when there is none)."""
+    """The first open idea, else the first one a hook offered but nobody marked done, leaving
+    out those another worker claims (exit 0 with nothing printed when there is none)."""
     from ..ideas import next_idea
 
-    found = next_idea(_read_backlog())
+    ideas = _read_backlog()
+    timeout, claimed, me = _claims(ideas)
+    found = next_idea([i for i in ideas if i.number not in claimed
+                       or claimed[i.number].mine(me) or claimed[i.number].stale(timeout)])
     if as_json:
         emit_json(found.to_json() if found else None)
     elif found:
         click.echo(f"{found.number}: {found.text}")
 
 
-def _claims(ideas: list[Idea]) -> tuple[float, dict[int, Claim]]:
-    """The claim timeout of this work tree's session, in seconds, and the claim on each idea
-    of ``ideas`` that has one, by number (none without a session of ours)."""
+def _claims(ideas: list[Idea]) -> tuple[float, dict[int, Claim], str]:
+    """The claim timeout of this work tree's session, in seconds, the claim on each idea of
+    ``ideas`` that has one, by number (none without a session of ours), and this worker's
+    name."""
     from ..claims import of_ideas, read_claims
+    from ..workers import MAIN, worker_name
 
     found = _claim_session(required=False)
     if found is None:
-        return 0.0, {}
-    return found.timeout, of_ideas(read_claims(found.repo, found.session_id), ideas)
+        return 0.0, {}, MAIN
+    return (found.timeout, of_ideas(read_claims(found.repo, found.session_id), ideas),
+            worker_name(found.repo))
 
 
 def _claim_session(required: bool = True) -> Board | None:
