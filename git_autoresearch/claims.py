@@ -44,7 +44,11 @@ ATTEMPTS = 16
 # wrappers an agent's tool runs a command through (a process name as the kernel gives it, at
 # most 15 characters).
 PASS_THROUGH = frozenset({"git", "git-autoresearc", "sh", "bash", "dash", "zsh", "ksh", "mksh",
-                          "fish", "env", "nohup", "timeout", "nice", "xargs", "sudo"})
+                          "fish", "env", "nohup", "timeout", "nice", "xargs", "sudo", "time",
+                          "stdbuf", "make", "uv", "uvx", "pipx", "poetry", "pdm", "hatch"})
+# Names the worker's process outright (a number; 0: none, the timeout alone ends its claims),
+# for an agent that runs the tool through a program the walk up the ancestry cannot see past.
+PID_VARIABLE = "AUTORESEARCH_WORKER_PID"
 
 
 def idea_key(text: str) -> str:
@@ -176,8 +180,15 @@ def claimant_pid() -> int | None:
     """The process that claims for this worker: the nearest ancestor of this one that is not
     git or a shell or wrapper (:data:`PASS_THROUGH`), so that the claim lives as long as the
     agent (or the script) that called us, not as long as the shell its tool started for one
-    command. None where process ancestry cannot be read (no ``/proc``) or the walk reaches
-    init: then only the timeout and the worktree end the claim."""
+    command. ``$AUTORESEARCH_WORKER_PID`` names it outright (0: none). None where process
+    ancestry cannot be read (no ``/proc``) or the walk reaches init: then only the timeout
+    and the worktree end the claim. Raises :class:`UsageError` for a variable that is not a
+    whole number."""
+    given = os.environ.get(PID_VARIABLE, "").strip()
+    if given:
+        if not given.isdigit():
+            raise UsageError(f"{PID_VARIABLE}={given!r} is not a process id (0: none)")
+        return int(given) or None
     pid = os.getppid()
     for _ in range(32):
         if pid <= 1:

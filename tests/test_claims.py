@@ -282,3 +282,16 @@ def test_gc_deletes_the_claims_of_a_session_it_collects(session: Path, ar: Tool)
         f"s1: would delete 1 ref(s)\n  {ref}\n")
     ar(session, "gc", "s1", "--force")
     assert claim_refs(session) == {}
+
+
+def test_the_worker_pid_can_be_named(session: Path, ar: Tool,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """``AUTORESEARCH_WORKER_PID`` names the worker's process outright (0: none, and then only
+    the timeout ends the claim); anything else is a usage error."""
+    monkeypatch.setenv("AUTORESEARCH_WORKER_PID", "0")
+    assert ar(session, "ideas", "claim", "--json").json()["claim"]["pid"] is None
+    monkeypatch.setenv("AUTORESEARCH_WORKER_PID", str(os.getpid()))
+    assert ar(session, "ideas", "claim", "--json").json()["claim"]["pid"] == os.getpid()
+    monkeypatch.setenv("AUTORESEARCH_WORKER_PID", "me")
+    assert ar(session, "ideas", "claim", expect=2).err == (
+        "git autoresearch: AUTORESEARCH_WORKER_PID='me' is not a process id (0: none)\n")

@@ -262,3 +262,22 @@ def test_status_names_the_worker_that_measures(repo: Path, ar: Tool, tmp_path: P
     release.touch()
     first.communicate(timeout=60)
     assert "workers" not in ar(repo, "status", "--json").json()
+
+
+def test_pinning_where_the_platform_cannot_warns_once(repo: Path, ar: Tool,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """``pin_cpus`` on a platform without ``sched_setaffinity``: one warning a command, no
+    pinning, and a record with no CPUs (the one slot, unpinned: no slot at all)."""
+    from git_autoresearch import slots
+
+    ar(repo, *start_args("--pin-cpus"))
+    monkeypatch.delattr(os, "sched_setaffinity", raising=False)
+    monkeypatch.setattr(slots, "_pin_warned", False)
+    write(repo / "value.txt", "90\n")
+    first = ar(repo, "run", "-d", "lower")
+    write(repo / "value.txt", "80\n")
+    second = ar(repo, "run", "-d", "lower again")
+    warning = ("warning: pin_cpus: this platform cannot pin a process to CPUs; measuring "
+               "unpinned\n")
+    assert (first.err.count(warning), second.err.count(warning)) == (1, 0)
+    assert "slot" not in runs(repo)[-1]
