@@ -159,7 +159,6 @@ def measuring(repo: Repo, cfg: Config, what: str) -> Iterator[Slot]:
     folder.mkdir(parents=True, exist_ok=True)
     count = cfg.slots
     fds: list[int] = []
-    index: int | None = None
     try:
         for k in range(1, count + 1):
             fds.append(os.open(folder / str(k), os.O_RDWR | os.O_CREAT, 0o644))
@@ -179,11 +178,8 @@ def measuring(repo: Repo, cfg: Config, what: str) -> Iterator[Slot]:
         with _pinned(index, count, bool(cfg.pin_cpus)) as cpus:
             yield Slot(index, count, cpus)
     finally:
-        if index is not None and fds:
-            try:
-                os.ftruncate(fds[0], 0)
-            except OSError:
-                pass
+        # The holder's line stays: only the lock says whether a slot is held (and emptying
+        # the file would free a page that a full disk's next write takes by surprise).
         for fd in fds:
             os.close(fd)  # closing the last descriptor of the file releases the flock
 
