@@ -195,9 +195,10 @@ def test_the_record_names_the_slot_and_its_cpus(repo: Path, ar: Tool) -> None:
     command sees as its affinity. With the one slot unpinned, a record is as before."""
     ar(repo, *start_args())
     assert "slot" not in runs(repo)[0]
+    assert "slot" not in ar(repo, "measure", "--json").json()
     ar(repo, "start", "--new-segment", "--no-baseline", "--measure-slots", "2")
     write(repo / "value.txt", "90\n")
-    ar(repo, "measure")
+    assert ar(repo, "measure", "--json").json()["slot"] == {"slot": 1, "of": 2}
     pending = json.loads((repo / ".git" / "autoresearch" / "pending.json").read_text())
     assert pending["slot"] == {"slot": 1, "of": 2}
     ar(repo, "keep", "-d", "lower")
