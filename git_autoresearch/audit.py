@@ -32,6 +32,7 @@ from .measure import measure
 from .pending import run_environment
 from .refs import session_branch
 from .session import Session
+from .slots import measuring
 from .trailers import read_trailers
 
 SIDES = ("parent", "commit")  # A, then B, in every round
@@ -173,16 +174,19 @@ def run_audit(session: Session, target: Target, samples: int = DEFAULT_SAMPLES,
             bring(session, inputs, trees[side])
         env = run_environment(session, target.run, log)
         for index in range(samples):
-            for side in SIDES:
-                result = measure(cfg, top=trees[side], log_path=log, env=env,
-                                 first_sample=index + 1)
-                if progress is not None:
-                    progress(target.run, side, index + 1, result.metric)
-                if result.metric is None:
-                    return Audit(target, values, CRASH, reason=f"{side} "
-                                 f"{commits[side][:7]}, sample {index + 1}: {result.reason}",
-                                 tail=result.log_tail, timestamp=now_ms())
-                values[side].append(result.metric)
+            # Both sides of a sample in one slot: they compare under the same load.
+            with measuring(repo, cfg, f"audit of run {target.run}"):
+                for side in SIDES:
+                    result = measure(cfg, top=trees[side], log_path=log, env=env,
+                                     first_sample=index + 1)
+                    if progress is not None:
+                        progress(target.run, side, index + 1, result.metric)
+                    if result.metric is None:
+                        return Audit(target, values, CRASH, reason=f"{side} "
+                                     f"{commits[side][:7]}, sample {index + 1}: "
+                                     f"{result.reason}", tail=result.log_tail,
+                                     timestamp=now_ms())
+                    values[side].append(result.metric)
     finally:
         with signals.deferred():  # a second signal must not leave a worktree behind
             for path in trees.values():

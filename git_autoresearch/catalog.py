@@ -33,6 +33,7 @@ from .refs import (
     BRANCH_PREFIX,
     NAMESPACE,
     attempts_prefix,
+    claims_prefix,
     final_branch,
     namespace,
     scope_prefix,
@@ -78,12 +79,13 @@ class SessionInfo:
                 "last_activity": iso(self.last_activity), "source": self.source,
                 "branch": session_branch(self.id) if self.branch else None,
                 "attempt_refs": len(self.collectable(attempts_only=True)),
-                "scope_refs": len(self.collectable()) - len(self.collectable(attempts_only=True))}
+                "scope_refs": len([r for r in self.refs if r.startswith(scope_prefix(self.id))])}
 
     def collectable(self, *, attempts_only: bool = False) -> dict[str, str]:
-        """The attempt and scope refs of the session (what ``gc`` deletes), by full name."""
+        """The attempt and scope refs of the session, and its claims on ideas (what ``gc``
+        deletes), by full name."""
         prefixes = (attempts_prefix(self.id),) if attempts_only else (
-            attempts_prefix(self.id), scope_prefix(self.id))
+            attempts_prefix(self.id), scope_prefix(self.id), claims_prefix(self.id))
         return {ref: oid for ref, oid in self.refs.items() if ref.startswith(prefixes)}
 
 

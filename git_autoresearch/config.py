@@ -28,6 +28,8 @@ AGGREGATES = ("median", "min", "mean")
 # How a run is decided (decision.py): "strict", the seeds' rule (the aggregate beats the best),
 # or "sequential" (samples one at a time against the incumbent's, robust to noise).
 DECISION_RULES = ("sequential", "strict")
+# How long a claim on an idea lasts when ``claim_timeout`` is not set.
+CLAIM_TIMEOUT_DEFAULT = "2h"
 # Keys added after sessions existed: absent and empty mean the same.
 OPTIONAL_LISTS = ("readonly",)
 
@@ -69,6 +71,12 @@ class Config:
     max_samples: int | None = None
     baseline_samples: int | None = None
     remeasure_incumbent: bool | None = None
+    # Several agents at once (slots.py, claims.py): measurements at a time on this machine
+    # (None: 1), each slot's commands pinned to its share of the CPUs, and how long an idea's
+    # claim lasts ("2h" when None).
+    measure_slots: int | None = None
+    pin_cpus: bool | None = None
+    claim_timeout: str | None = None
     session_id: str = ""
     created_at: str = ""
 
@@ -95,7 +103,8 @@ class Config:
         """Check types and values; normalise ``direction``, and read a ``max_experiments`` of 0
         as no limit. Raises :class:`UsageError` naming ``source`` and the first bad key."""
         for check in (self._check_strings, self._check_metric, self._check_paths,
-                      self._check_numbers, self._check_decision, self._check_session_id):
+                      self._check_numbers, self._check_decision, self._check_workers,
+                      self._check_session_id):
             problem = check()
             if problem is not None:
                 raise UsageError(f"{source}: {problem[0]} {problem[1]}")
@@ -232,6 +241,31 @@ class Config:
                                                                    bool):
             return "remeasure_incumbent", "must be true or false"
         return None
+
+    def _check_workers(self) -> tuple[str, str] | None:
+        """``measure_slots``, ``pin_cpus`` and ``claim_timeout`` (each optional)."""
+        slots = self.measure_slots
+        if slots is not None and (isinstance(slots, bool) or not isinstance(slots, int)
+                                  or not 1 <= slots <= 1024):
+            return "measure_slots", "must be a whole number from 1 to 1024"
+        if self.pin_cpus is not None and not isinstance(self.pin_cpus, bool):
+            return "pin_cpus", "must be true or false"
+        timeout = self.claim_timeout
+        if timeout is not None and (not isinstance(timeout, str)
+                                    or not duration_seconds(timeout)):
+            return "claim_timeout", (f"'{timeout}' is not a duration above 0 such as 2h, 90m "
+                                     "or 3600s")
+        return None
+
+    @property
+    def slots(self) -> int:
+        """Measurements at a time on this machine (``measure_slots``, default 1)."""
+        return self.measure_slots or 1
+
+    @property
+    def claim_seconds(self) -> float:
+        """How long a claim on an idea lasts, in seconds (``claim_timeout``, default 2h)."""
+        return duration_seconds(self.claim_timeout or CLAIM_TIMEOUT_DEFAULT) or 7200.0
 
     @property
     def duration_budget(self) -> float | None:

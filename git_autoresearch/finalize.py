@@ -38,6 +38,7 @@ from .pending import run_environment
 from .refs import final_branch, session_branch, split_branch
 from .report import audits
 from .session import Session
+from .slots import measuring
 from .trailers import read_trailers
 
 FOLDER_PREFIX = "final-"  # <scratch>/final-<pid>: one finalize's worktree
@@ -335,7 +336,8 @@ def _checks(session: Session, tree: Path, command: str) -> dict[str, Any]:
     log = tree.parent / "checks.log"
     log.touch()
     cfg = dataclasses.replace(session.config, checks_command=command)
-    found = run_checks(cfg, top=tree, log_path=log, env=run_environment(session, 0, log))
+    with measuring(session.repo, cfg, "finalize's checks"):
+        found = run_checks(cfg, top=tree, log_path=log, env=run_environment(session, 0, log))
     return {"command": command, **found}
 
 

@@ -172,6 +172,8 @@ class Measurement:
     fingerprint: dict[str, str] | None = None
     # The sequential rule's verdict on the samples (``decision_record``); None under strict.
     decision: dict[str, Any] | None = None
+    # The measurement slot it ran in (``slots.Slot.record``); None: the one slot, unpinned.
+    slot: dict[str, Any] | None = None
 
     @property
     def status(self) -> str | None:

@@ -32,6 +32,7 @@ from .records import RunRecord
 from .refs import scope_prefix
 from .running import command_environment
 from .session import Session
+from .slots import measuring
 from .stats import mad, median
 from .trailers import set_aside_message
 
@@ -57,15 +58,18 @@ def measure(session: Session, progress: Progress | None = None, *, pending: bool
     left = [p for p in changes.changed() if not session.bounds.is_protected(p) and p not in aside]
     rule = Rule.of(session, baseline=baseline, changed=bool(left))
     try:
-        result = run_measurement(session.config, top=session.repo.top,
-                                 log_path=session.layout.run_log, env=env, progress=progress,
-                                 samples_at_most=rule.samples, enough=rule.enough)
-    except OSError as exc:  # the run log: a full or read-only disk
-        raise _not_measured(f"cannot write {session.layout.run_log}: "
+        with measuring(session.repo, session.config, f"run {number}") as slot:
+            result = run_measurement(session.config, top=session.repo.top,
+                                     log_path=session.layout.run_log, env=env,
+                                     progress=progress, samples_at_most=rule.samples,
+                                     enough=rule.enough)
+    except OSError as exc:  # the run log or the slot: a full or read-only disk
+        raise _not_measured(f"cannot write {exc.filename or session.layout.run_log}: "
                             f"{exc.strerror or exc.__class__.__name__}", scope_ref) from None
     bounds = session.bounds
     result = dataclasses.replace(
         result, head=session.head(), scope_ref=scope_ref, decision=rule.verdict(result),
+        slot=slot.record(),
         readonly_violations=[p for p in violations if bounds.is_readonly(p)],
         scope_violations=[p for p in violations if not bounds.is_readonly(p)])
     if pending:
@@ -352,9 +356,10 @@ def remeasure_incumbent(session: Session, after: RunRecord) -> list[str]:
     count = 1 if exact else max(1, session.config.samples_of_baseline - len(pool))
     env = {**run_environment(session, after["run"], session.layout.run_log),
            "AUTORESEARCH_INCUMBENT": "1"}
-    result = run_measurement(session.config, top=session.repo.top,
-                             log_path=session.layout.run_log, env=env, samples_at_most=count,
-                             checks=False)
+    with measuring(session.repo, session.config, f"incumbent after run {after['run']}"):
+        result = run_measurement(session.config, top=session.repo.top,
+                                 log_path=session.layout.run_log, env=env,
+                                 samples_at_most=count, checks=False)
     if result.metric is None:
         return [f"the incumbent could not be measured again after run {after['run']} "
                 f"({result.reason}); its pool is as it was"]

@@ -18,6 +18,7 @@ from typing import Any, cast
 
 from . import journal, signals
 from . import ledger as ledger_mod
+from .claims import release_worker
 from .errors import Refused
 from .experiment import (
     Changes,
@@ -302,6 +303,8 @@ def _draft(session: Session, number: int, status: str, description: str,
                                                    session.config.direction)
     if result is not None and result.scope_ref:
         draft["scope_ref"] = result.scope_ref
+    if result is not None and result.slot:
+        draft["slot"] = dict(result.slot)
     if baseline:
         draft["baseline"] = True
     if result and result.reason and status == "crash":
@@ -465,6 +468,7 @@ def _after_append(session: Session, record: RunRecord, untracked_after: list[str
     if record["run"] % MAINTENANCE_EVERY == 0:
         session.repo.auto_maintenance()
     session.layout.pending.unlink(missing_ok=True)
+    release_worker(session.repo, session.config.session_id, session.worker_name)
 
 
 def _run_state(record: Mapping[str, Any]) -> str:

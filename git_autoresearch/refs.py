@@ -7,6 +7,8 @@
 - ``autoresearch-workers/<session-id>/<worker>``: a worker's own branch (``worker add``),
   from which its keeps advance the session branch;
 - ``refs/autoresearch/<session-id>/state``: the session files (:mod:`git_autoresearch.state`);
+- ``refs/autoresearch/<session-id>/claims/<key>``: an idea a worker took
+  (:mod:`git_autoresearch.claims`), ``<key>`` a short hash of the idea's text;
 - ``autoresearch/<session-id>-final``: the keeps replayed onto the session's base for review
   (``finalize``), and ``autoresearch/<session-id>-final-<run>``: one keep alone on the base
   (``finalize --split``).
@@ -62,6 +64,16 @@ def attempt_ref(session_id: str, run: int) -> str:
 def scope_prefix(session_id: str) -> str:
     """``refs/autoresearch/<session-id>/scope/``, followed by ``<run>`` or ``<run>.<n>``."""
     return f"{namespace(session_id)}/scope/"
+
+
+def claims_prefix(session_id: str) -> str:
+    """``refs/autoresearch/<session-id>/claims/``, followed by an idea's key."""
+    return f"{namespace(session_id)}/claims/"
+
+
+def claim_ref(session_id: str, key: str) -> str:
+    """The ref of the claim on the idea whose key is ``key``."""
+    return f"{claims_prefix(session_id)}{key}"
 
 
 def state_ref(session_id: str) -> str:

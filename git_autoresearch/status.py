@@ -66,10 +66,13 @@ class Status:
     # The time budget (max_duration as written) and the seconds of it left (0: spent).
     max_duration: str | None = None
     time_left: float | None = None
+    # What each worker is doing (:func:`workers_doing`); empty: nothing to say.
+    workers: list[dict[str, Any]] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The ``status --json`` document (its keys in this order; ``noise`` only under the
-        sequential rule)."""
+        sequential rule; ``workers`` only when a worker claims an idea or measures, or the
+        ledger names a worker besides ``main``)."""
         return {
             "session_id": self.session_id,
             "branch": self.branch,
@@ -87,7 +90,8 @@ class Status:
             "time_left_seconds": None if self.time_left is None else round(self.time_left, 3),
             "readonly_changed": self.readonly_changed,
             "warnings": self.warnings,
-        } | ({} if self.noise is None else {"noise": self.noise})
+        } | ({} if self.noise is None else {"noise": self.noise}) \
+            | ({"workers": self.workers} if self.workers else {})
 
 
 def status(session: Session) -> Status:
@@ -125,7 +129,49 @@ def status(session: Session) -> Status:
         limit=cfg.max_experiments, limit_reached=session.limit_reached(),
         experiments=None if cfg.max_experiments is None else session.experiments_in_segment(),
         readonly_changed=readonly_changed, warnings=list(dict.fromkeys(warnings)),
-        noise=_noise(session), max_duration=cfg.max_duration, time_left=session.time_left())
+        noise=_noise(session), max_duration=cfg.max_duration, time_left=session.time_left(),
+        workers=None if session.read_only else workers_doing(session))
+
+
+def workers_doing(session: Session) -> list[dict[str, Any]]:
+    """What each worker of ``session`` is doing, by name (``main`` first): its ``claims`` (the
+    idea's current ``number``, or null when it left the backlog, ``key``, ``text`` and the
+    claim's :meth:`~git_autoresearch.claims.Claim.to_json`), its ``last_run`` (``run``,
+    ``status``, ``metric``, ``timestamp``: the last run record naming it; a record without a
+    ``worker`` field is ``main``'s) and the measurement ``slot`` it holds (``slot``, ``pid``,
+    ``what``, ``since``; null). Empty when no worker claims or measures and the ledger names
+    no worker besides ``main``: a single agent's status stays as it was."""
+    from .claims import idea_key, read_claims
+    from .ideas import read_ideas
+    from .slots import held
+
+    cfg = session.config
+    claims = read_claims(session.repo, cfg.session_id)
+    slots = held(session.repo, cfg.session_id)
+    named = {str(r.data.get("worker") or "main") for r in session.ledger.runs}
+    if not claims and not slots and named <= {"main"}:
+        return []
+    numbers = {idea_key(i.text): i.number
+               for i in read_ideas(session.layout.session_file("ideas"))}
+    names = named | {c.worker for c in claims.values()} | \
+        {str(h.get("worker")) for h in slots.values() if h.get("worker")}
+    out = []
+    for name in sorted(names, key=lambda n: (n != "main", n)):
+        mine = [r for r in session.ledger.runs if str(r.data.get("worker") or "main") == name]
+        last = mine[-1] if mine else None
+        slot = next(({"slot": k, "pid": h.get("pid"), "what": h.get("what"),
+                      "since": h.get("since")} for k, h in sorted(slots.items())
+                     if h.get("worker") == name), None)
+        out.append({
+            "worker": name,
+            "claims": [{"number": numbers.get(c.key), "key": c.key, "text": c.text,
+                        **c.to_json(cfg.claim_seconds)}
+                       for c in claims.values() if c.worker == name],
+            "last_run": None if last is None else {
+                "run": last.number, "status": last.status, "metric": last.metric,
+                "timestamp": last.data.get("timestamp")},
+            "slot": slot})
+    return out
 
 
 def _noise(session: Session) -> dict[str, Any] | None:

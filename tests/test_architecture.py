@@ -36,7 +36,7 @@ LAYERS = [
     {"session", "reader", "branches", "journal", "stopping"},
     {"experiment", "trailers", "state", "submodules", "layout", "ideas", "scripts", "lock",
      "measure", "running", "hooks", "importers", "report", "insight", "dashboard", "plot",
-     "review", "skill", "workers"},
+     "review", "skill", "workers", "slots", "claims"},
     {"git", "ledger", "jsontext", "repairs", "config", "refs", "paths", "files", "inputs",
      "errors", "signals", "faults", "resources", "decision", "stats", "scoring", "jsonmetric",
      "records", "budget", "__init__"},

@@ -35,6 +35,8 @@ def _measurement_json(result: Measurement) -> dict[str, Any]:
 
     data = result.to_dict()
     data.pop("fingerprint", None)
+    if data.get("slot") is None:  # named, as in the run record, only with slots or pinning
+        data.pop("slot", None)
     # The sequential rule's verdict object; "decision" is the loop's decision, set by the caller.
     verdict = data.pop("decision", None)
     if verdict is not None:

@@ -188,11 +188,30 @@ def _status_lines(found: Status) -> list[str]:
     return lines + _status_tail(found, unit)
 
 
-def _status_tail(found: Status, unit: str) -> list[str]:
-    """The pending measurement, STOP and the limit, as status shows them."""
-    from ..status import STALE_SHOWN
+def _worker_lines(found: Status) -> list[str]:
+    """One line a worker: the slot it measures in, its claims, its last run."""
+    from ..report import one_line
 
     lines = []
+    for doing in found.workers or []:
+        parts = []
+        if doing["slot"] is not None:
+            parts.append(f"measuring ({doing['slot']['what']}, slot {doing['slot']['slot']})")
+        for held in doing["claims"]:
+            idea = f"idea {held['number']}" if held["number"] else "an idea no longer listed"
+            stale = f", {held['stale']}" if held["stale"] else ""
+            parts.append(f"claims {idea} ({one_line(held['text'])[:50]}{stale})")
+        last = doing["last_run"]
+        parts.append(f"last run {last['run']} {last['status']}" if last else "no run yet")
+        lines.append(f"worker      {doing['worker']}: {'; '.join(parts)}")
+    return lines
+
+
+def _status_tail(found: Status, unit: str) -> list[str]:
+    """The workers, the pending measurement, STOP and the limit, as status shows them."""
+    from ..status import STALE_SHOWN
+
+    lines = _worker_lines(found)
     pending = found.pending
     if pending is not None:
         moved = pending.changed_since

@@ -95,6 +95,13 @@ def _inline_table(text: str | None) -> dict[str, object] | None:
               help="Sequential: samples of the baseline, 1 to 100 (default 5).")
 @click.option("--remeasure-incumbent/--no-remeasure-incumbent", default=None,
               help="Sequential: one more sample of the incumbent after each revert (default on).")
+@click.option("--measure-slots", type=int, metavar="N",
+              help="Measurements at a time on this machine, across the session's worktrees "
+                   "(default 1: one at a time).")
+@click.option("--pin-cpus/--no-pin-cpus", default=None,
+              help="Pin each measurement slot's commands to its share of the CPUs (Linux).")
+@click.option("--claim-timeout", metavar="DURATION",
+              help="How long a claim on an idea lasts (ideas claim): 2h (the default), 90m.")
 @click.option("--session-id", help="Session id (default: the goal in kebab case plus the date).")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Read the configuration keys from this TOML file (its paths are read from "
@@ -118,7 +125,8 @@ def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
               aggregate: str | None, max_experiments: int | None,
               max_duration: str | None, decision: str | None, min_effect: float | None,
               max_samples: int | None, baseline_samples: int | None,
-              remeasure_incumbent: bool | None, session_id: str | None,
+              remeasure_incumbent: bool | None, measure_slots: int | None,
+              pin_cpus: bool | None, claim_timeout: str | None, session_id: str | None,
               config_file: Path | None, new_segment: bool, no_baseline: bool, force: bool,
               allow_missing: bool, as_json: bool) -> None:
     """Create a session: branch autoresearch/<id>, .auto/, the ledger, and the baseline run.
@@ -143,7 +151,8 @@ def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
         "max_experiments": max_experiments, "max_duration": max_duration,
         "decision": decision, "min_effect": min_effect,
         "max_samples": max_samples, "baseline_samples": baseline_samples,
-        "remeasure_incumbent": remeasure_incumbent, "session_id": session_id,
+        "remeasure_incumbent": remeasure_incumbent, "measure_slots": measure_slots,
+        "pin_cpus": pin_cpus, "claim_timeout": claim_timeout, "session_id": session_id,
     }
     if config_file is None and not new_segment:
         from .asking import ask_missing, can_ask, needs_asking

@@ -18,6 +18,7 @@ from .common import (
 )
 
 if TYPE_CHECKING:
+    from ..claims import Board, Claim
     from ..ideas import Idea
     from ..layout import Layout
     from ..lock import SessionLock
@@ -261,26 +262,142 @@ def ideas_list_cmd(show_all: bool, as_json: bool) -> None:
     - [ ] idea or a plain - idea (*, + or 1. too); an indented plain item is a detail of the
     one above it, and a struck-through ~~idea~~ was tried."""
     ideas = [i for i in _read_backlog() if show_all or i.state != "done"]
+    found = _claims(ideas)[:2]
     if as_json:
-        emit_json([i.to_json() for i in ideas])
+        emit_json([i.to_json() | ({"claim": found[1][i.number].to_json(found[0])}
+                                  if i.number in found[1] else {}) for i in ideas])
         return
     marks = {"open": "[ ]", "taken": "[~]", "done": "[x]"}
     for idea in ideas:
-        click.echo(f"{idea.number:>3} {marks[idea.state]} {idea.text}")
+        held = found[1].get(idea.number)
+        claimed = f"  (claimed by {held.describe(found[0])})" if held else ""
+        click.echo(f"{idea.number:>3} {marks[idea.state]} {idea.text}{claimed}")
 
 
 @ideas_cmd.command("next", context_settings=CONTEXT)
 @json_option
 def ideas_next_cmd(as_json: bool) -> None:
-    """The first open idea, else the first one a hook offered but nobody marked done (exit 0
-    with nothing printed when there is none)."""
+    """The first open idea, else the first one a hook offered but nobody marked done, leaving
+    out those another worker claims (exit 0 with nothing printed when there is none)."""
     from ..ideas import next_idea
 
-    found = next_idea(_read_backlog())
+    ideas = _read_backlog()
+    timeout, claimed, me = _claims(ideas)
+    found = next_idea([i for i in ideas if i.number not in claimed
+                       or claimed[i.number].mine(me) or claimed[i.number].stale(timeout)])
     if as_json:
         emit_json(found.to_json() if found else None)
     elif found:
         click.echo(f"{found.number}: {found.text}")
+
+
+def _claims(ideas: list[Idea]) -> tuple[float, dict[int, Claim], str]:
+    """The claim timeout of this work tree's session, in seconds, the claim on each idea of
+    ``ideas`` that has one, by number (none without a session of ours), and this worker's
+    name."""
+    from ..claims import of_ideas, read_claims
+    from ..workers import MAIN, worker_name
+
+    found = _claim_session(required=False)
+    if found is None:
+        return 0.0, {}, MAIN
+    return (found.timeout, of_ideas(read_claims(found.repo, found.session_id), ideas),
+            worker_name(found.repo))
+
+
+def _claim_session(required: bool = True) -> Board | None:
+    """The claims of this work tree's session; None (``required``: :class:`Refused`) without
+    a session of ours."""
+    from ..claims import Board
+    from ..layout import Layout
+
+    layout = Layout.discover()
+    if not layout.config.exists():
+        if required:
+            raise Refused(f"claims need a session of git-autoresearch here: "
+                          f"{_shown(layout, layout.config)} does not exist")
+        return None
+    return Board.of(layout)
+
+
+@ideas_cmd.command("claim", context_settings=CONTEXT)
+@click.argument("number", type=int, required=False)
+@click.option("--text", help="Claim this idea, by its text (added to the backlog when it is "
+                             "not there yet).")
+@json_option
+def ideas_claim_cmd(number: int | None, text: str | None, as_json: bool) -> None:
+    """Take idea NUMBER for this worker (default: the first idea not done that no other worker
+    holds), so that no other worker tries it: a ref under refs/autoresearch/<id>/claims/,
+    created by compare-and-swap. A claim ends when a run is recorded by this worker, by ideas
+    release, after claim_timeout (default 2h), or when its process or worktree is gone. Exit
+    3 when there is nothing left to claim, saying why."""
+    from ..claims import claim, idea_key
+    from ..ideas import add_idea
+
+    if number is not None and text is not None:
+        raise UsageError("give an idea's NUMBER or --text, not both")
+    board = _claim_session()
+    assert board is not None
+    layout, path = _backlog()
+    ideas = _read_backlog()
+    if text is not None:
+        key = idea_key(text)
+        same = next((i for i in ideas if idea_key(i.text) == key), None)
+        if same is None:
+            with _session_lock(layout, "ideas claim"):
+                same = add_idea(path, text)
+                _mirror("ideas claim")
+            ideas = _read_backlog()
+        number = same.number
+    taken = claim(board.repo, board.session_id, ideas, timeout=board.timeout, number=number)
+    if as_json:
+        emit_json(taken.to_json(board.timeout))
+        return
+    if taken.replaced is not None:
+        warn(f"took idea {taken.idea.number} over from {taken.replaced.describe(board.timeout)}")
+    again = " (already yours)" if taken.again else ""
+    click.echo(f"claimed idea {taken.idea.number}{again}: {taken.idea.text}")
+
+
+@ideas_cmd.command("release", context_settings=CONTEXT)
+@click.argument("number", type=int, required=False)
+@click.option("--force", is_flag=True, help="Release another worker's live claim too.")
+@json_option
+def ideas_release_cmd(number: int | None, force: bool, as_json: bool) -> None:
+    """Release the claim on idea NUMBER (default: every claim of this worker), so that any
+    worker may take it. Another worker's claim that still holds is refused (exit 3) unless
+    --force."""
+    from ..claims import idea_key, read_claims, release
+    from ..workers import worker_name
+
+    board = _claim_session()
+    assert board is not None
+    me = worker_name(board.repo)
+    claims = read_claims(board.repo, board.session_id)
+    if number is None:
+        chosen = [c for c in claims.values() if c.mine(me)]
+    else:
+        ideas = _read_backlog()
+        idea = next((i for i in ideas if i.number == number), None)
+        if idea is None:
+            raise UsageError(f"no idea {number} (there are {len(ideas)})")
+        held = claims.get(idea_key(idea.text))
+        if held is None:
+            raise Refused(f"idea {number} is not claimed")
+        if not (held.mine(me) or force or held.stale(board.timeout)):
+            raise Refused(f"idea {number} is claimed by {held.describe(board.timeout)}, "
+                          "not by this worker; --force releases it anyway")
+        chosen = [held]
+    released = [c for c in chosen if release(board.repo, c)]
+    if number is not None and not released:
+        raise Refused(f"the claim on idea {number} changed meanwhile (taken over or "
+                      "released by another worker); nothing was released")
+    if as_json:
+        emit_json([{"key": c.key, "idea": c.idea, "text": c.text,
+                    **c.to_json(board.timeout)} for c in released])
+        return
+    for c in released:
+        click.echo(f"released idea {c.idea}: {c.text}" if c.idea else f"released {c.text}")
 
 
 @ideas_cmd.command("done", context_settings=CONTEXT)
