@@ -16,7 +16,9 @@ import json
 import math
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -28,6 +30,10 @@ from .stats import mad
 
 # A run record as :func:`dumps` (or json.dumps) writes it begins with its number.
 _RUN_PREFIX = re.compile(rb'\{\s*"run"\s*:\s*([1-9][0-9]{0,8})\s*[,}]')
+# A test of every line at once that lets parse skip run lines no reader in this context
+# wants (only_runs): False for a line it need not read.
+LineTest = Callable[[list[bytes]], list[bool]]
+_ONLY: ContextVar[LineTest | None] = ContextVar("only_runs", default=None)
 STATUSES = ("keep", "discard", "crash", "checks_failed")
 # Fields of the run records this tool writes (or doctor rebuilds) that pi-autoresearch's lack.
 OUR_RUN_FIELDS = frozenset({"attempt_ref", "samples", "duration_s", "hooks", "checks",
@@ -286,7 +292,15 @@ def parse(data: bytes) -> Ledger:
     seen: dict[bytes, int] = {}
     lines = data.split(b"\n")
     torn_last = bool(lines and lines[-1])
+    wanted = _ONLY.get()
+    flags = wanted(lines) if wanted is not None else []
+    based = False  # whether the current segment has its baseline (a kept run with a metric)
     for number, raw in enumerate(lines, start=1):
+        # With a line test (only_runs), once the segment has its baseline: skip what it need
+        # not read, when the line is a run record as written and no escape can hide a key.
+        if based and not flags[number - 1] and raw.startswith(b'{"run":') \
+                and b'"type"' not in raw and b"\\u" not in raw:
+            continue
         if not raw.strip():
             continue
         is_torn = torn_last and number == len(lines)
@@ -313,6 +327,7 @@ def parse(data: bytes) -> Ledger:
                 segments[0].header = merged
             else:
                 segments.append(Segment(len(segments), obj))
+                based = False
         elif kind == "hook":
             hooks.append(obj)
         elif kind is not None:
@@ -329,8 +344,27 @@ def parse(data: bytes) -> Ledger:
                                            and not isinstance(run_value, bool) else None))
             else:
                 seen[copy] = number
-                segments[-1].runs.append(Run(obj, number, segments[-1].index))
+                run = Run(obj, number, segments[-1].index)
+                segments[-1].runs.append(run)
+                based = based or (wanted is not None and run.status == "keep"
+                                  and run.metric is not None)
     return Ledger(segments, hooks, events, malformed)
+
+
+@contextmanager
+def only_runs(wanted: LineTest | None) -> Iterator[None]:
+    """While it lasts, :func:`parse` (and so :func:`read` and opening a session) skips the
+    run lines for which ``wanted(lines)`` (every line of the ledger, as bytes) says False,
+    unparsed: a query's quick test of the lines' bytes, which must say True for every line
+    the query could select. Lines before a segment's baseline, lines that do not begin
+    ``{"run":`` as a written record does, lines with a ``"type"`` key or a ``\\u`` escape
+    (which could hide a key) are always read. A ledger read so holds fewer runs: for
+    answering that query only."""
+    token = _ONLY.set(wanted)
+    try:
+        yield
+    finally:
+        _ONLY.reset(token)
 
 
 def reject_constant(name: str) -> float:

@@ -15,7 +15,7 @@ from typing import Any
 
 from .errors import UsageError
 from .jsontext import number_text
-from .ledger import Ledger, Run, Segment, finite
+from .ledger import Ledger, LineTest, Run, Segment, finite
 from .report import delta_pct, one_line
 
 # A field that a run does not have (distinct from a JSON null, which reads the same in tests).
@@ -356,3 +356,90 @@ def rows_of(book: Ledger, session: str, source: str) -> Iterator[Row]:
     for segment in book.segments:
         for run in segment.runs:
             yield Row(run, segment, session, source, audited)
+
+
+# --- the quick test of a ledger line (ledger.only_runs) ---------------------------------------
+
+_COMPARE: dict[str, Callable[[float, float], bool]] = {
+    "=": lambda a, b: a == b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
+# The status of a run record as written (pi-autoresearch's key order, ours after it: run,
+# commit, metric, metrics, status), when it is not keep: the record's own status, not a
+# nested one.
+_OTHER_STATUS = re.compile(rb'\{\s*"run"\s*:\s*\d+\s*,\s*"commit"\s*:\s*"[^"\\]*"\s*,\s*'
+                           rb'"metric"\s*:\s*[-+.\deE]+\s*,\s*"metrics"\s*:\s*\{[^{}]*\}\s*,\s*'
+                           rb'"status"\s*:\s*"(?:discard|crash|checks_failed)"')
+_JSON_NUMBER = rb'\s*:\s*(-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*[,}]'
+_RUN_NUMBER = re.compile(rb'\{\s*"run"\s*:\s*([1-9][0-9]{0,8})\s*[,}]')
+
+
+def _numeric_test(lines: list[bytes], key: str, op: str, want: float,
+                  metric_name_ok: bool) -> Callable[[bytes], bool] | None:
+    """Whether a line may hold a value of ``key`` that satisfies ``op want``: False only when
+    the line names ``key`` nowhere (the field is missing), or once, followed by a number that
+    fails; True when unsure. ``metric_name_ok``: the key may be a segment's metric name (which
+    names the primary metric): None (no test) when a line of ``lines`` names it so."""
+    token = json.dumps(key, ensure_ascii=False).encode("utf-8")
+    if metric_name_ok:
+        named = re.compile(rb'"metricName"\s*:\s*' + re.escape(token))
+        if any(named.search(raw) for raw in lines if b'"metricName"' in raw):
+            return None
+    after = re.compile(re.escape(token) + _JSON_NUMBER)
+    compare = _COMPARE[op]
+
+    def test(raw: bytes) -> bool:
+        count = raw.count(token)
+        if count != 1:
+            return count > 1
+        found = after.search(raw)
+        if found is None:
+            return True
+        value = float(found.group(1))
+        return not math.isfinite(value) or compare(value, want)
+
+    return test
+
+
+def line_test(query: Query) -> LineTest | None:
+    """A quick test of the ledger's lines for ``query`` (:func:`ledger.only_runs`): False
+    only for a run line the query cannot select (another status, a run outside ``--run``, a
+    number that fails a numeric ``--where`` or the dates), so that such lines are never
+    parsed; None when the query has nothing to test that way. Each test runs over every line
+    in one comprehension, the cheap ones first."""
+    first, last = query.runs
+    conditions = [c for c in query.where
+                  if c.number is not None and c.op in _COMPARE and "." not in c.field
+                  and (c.field not in _DERIVED or c.field == "metric")]
+    if query.status is None and first is None and last is None and not conditions \
+            and query.since is None and query.until is None:
+        return None
+
+    def flags(lines: list[bytes]) -> list[bool]:
+        if query.status is not None and query.status != "keep":
+            token = json.dumps(query.status).encode()
+            found = [token in raw for raw in lines]
+        elif query.status == "keep":
+            other = _OTHER_STATUS.match
+            found = [not other(raw) or raw.count(b'"status"') != 1 for raw in lines]
+        else:
+            found = [True] * len(lines)
+        if first is not None or last is not None:
+            low, high = first or 0, last if last is not None else math.inf
+            number = _RUN_NUMBER.match
+
+            def within(raw: bytes) -> bool:
+                named = number(raw)
+                return named is None or low <= int(named[1]) <= high
+            found = [keep and within(raw) for keep, raw in zip(found, lines, strict=True)]
+        tests = [_numeric_test(lines, c.field, c.op, c.number, c.field != "metric")
+                 for c in conditions if c.number is not None]
+        if query.since is not None:
+            tests.append(_numeric_test(lines, "timestamp", ">=", query.since * 1000, False))
+        if query.until is not None:
+            tests.append(_numeric_test(lines, "timestamp", "<=", query.until * 1000, False))
+        for test in tests:
+            if test is not None:
+                found = [keep and test(raw) for keep, raw in zip(found, lines, strict=True)]
+        return found
+
+    return flags

@@ -392,3 +392,60 @@ def test_random_expressions_give_results_or_a_usage_error(repo: Path, ar: Tool) 
             if as_json and "--format" not in extra:
                 assert isinstance(res.json(), list)
     assert answered > 30 and refused > 30
+
+
+# --- the quick test of ledger lines -----------------------------------------------------------
+
+
+def test_the_quick_line_test_never_changes_an_answer() -> None:
+    """A query reads only the ledger lines its quick test cannot rule out
+    (ledger.only_runs); on a ledger of awkward lines (a nested status, a record without
+    status, an escaped key, a duplicate key, the metric's own name as a field, crashes before
+    the baseline, a second segment) every query selects the same rows, with the same
+    baseline, as a full read."""
+    from git_autoresearch import ledger
+    from git_autoresearch.query import Query, line_test, parse_where, rows_of
+    from git_autoresearch.report import run_row
+
+    lines = [
+        {"type": "config", "name": "a", "metricName": "ms", "bestDirection": "lower"},
+        {"run": 1, "commit": "a", "metric": 0, "metrics": {}, "status": "crash"},
+        {"run": 2, "commit": "b", "metric": 50, "metrics": {"mem": 10}, "status": "keep",
+         "timestamp": 1000},
+        {"run": 3, "commit": "c", "metric": 40, "metrics": {"mem": 30}, "status": "discard",
+         "asi": {"status": "keep"}, "timestamp": 2000},
+        {"run": 4, "commit": "d", "metric": 45, "metrics": {}, "asi": {"status": "crash"}},
+        {"run": 5, "commit": "e", "metric": 30, "metrics": {"ms": 99}, "status": "keep",
+         "timestamp": 3000},
+        {"run": 6, "metric": 20, "status": "crash", "asi": {"mem": 5}},
+        {"type": "config", "name": "b", "metricName": "mem", "bestDirection": "higher"},
+        {"run": 7, "commit": "f", "metric": 0, "metrics": {}, "status": "discard"},
+        {"run": 8, "commit": "g", "metric": 7, "metrics": {}, "status": "keep"},
+        {"run": 9, "commit": "h", "metric": 9, "metrics": {"mem": 1}, "status": "discard",
+         "timestamp": 2500},
+    ]
+    data = "".join(json.dumps(line) + "\n" for line in lines)
+    data += '{"run": 10, "commit": "i", "metric": 3, "metrics": {}, "\\u0073tatus": "keep"}\n'
+    data += '{"run":11,"commit":"j","metric":8,"metrics":{},"status":"crash","status":"keep"}\n'
+    raw = data.encode()
+    queries = [Query(status=s) for s in ("keep", "discard", "crash", "checks_failed")]
+    queries += [Query(where=[parse_where(w)]) for w in (
+        "mem>5", "mem<=10", "mem=30", "metric<46", "metric>=45", "ms>50", "ms<60",
+        "timestamp>1500")]
+    queries += [Query(runs=(3, 8)), Query(runs=(None, 4)), Query(since=2, until=2),
+                Query(status="keep", where=[parse_where("metric<46")]),
+                Query(status="crash", runs=(2, None))]
+    for query in queries:
+        full = ledger.parse(raw)
+        with ledger.only_runs(line_test(query)):
+            quick = ledger.parse(raw)
+        want = [run_row(r.run, r.segment) for r in query.select(rows_of(full, "s", "ledger"))]
+        got = [run_row(r.run, r.segment) for r in query.select(rows_of(quick, "s", "ledger"))]
+        assert got == want, query
+    assert line_test(Query(where=[parse_where("mem!=1")])) is None  # != keeps a missing field
+    with ledger.only_runs(line_test(Query(status="crash"))):
+        skipped = ledger.parse(raw)
+    assert [r.number for r in skipped.runs] == [1, 2, 4, 6, 7, 8, 10, 11]  # 3, 5, 9 unread
+    with ledger.only_runs(line_test(Query(where=[parse_where("metric>=45")]))):
+        skipped = ledger.parse(raw)
+    assert [r.number for r in skipped.runs] == [1, 2, 4, 7, 8, 10]

@@ -169,11 +169,15 @@ def _one_session(query: Query, since: str | None, until: str | None,
                  segment: int | None) -> tuple[list[Row], Ledger]:
     """The rows of the session here that ``query`` selects, and its ledger (the reader says
     on stderr when it read the ``Result:`` trailers alone)."""
-    from ..query import rows_of
+    from ..catalog import repository
+    from ..ledger import only_runs
+    from ..query import line_test, rows_of
     from .reading import open_warned, segment_of
 
-    session = open_warned()
-    _dates(query, session.repo.date_seconds, since, until)
+    if since is not None or until is not None:
+        _dates(query, repository().date_seconds, since, until)
+    with only_runs(line_test(query)):  # the lines the query cannot select are never parsed
+        session = open_warned()
     if segment is not None:
         segment_of(session, segment)
     for bad in session.ledger.malformed:
