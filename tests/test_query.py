@@ -322,6 +322,22 @@ def test_all_sessions_reads_a_session_known_by_its_branch_from_its_trailers(
            "only)" in res.err
 
 
+def test_all_sessions_includes_a_session_pulled_from_a_remote(repo: Path, ar: Tool,
+                                                               tmp_path: Path) -> None:
+    night(repo, ar)
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    git(repo, "remote", "add", "origin", str(bare))
+    git(repo, "push", "-q", "origin", "main")
+    ar(repo, "push")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(bare), str(clone))
+    ar(clone, "pull")
+    assert ar(clone, "log", "--all-sessions", "--kept", "--sort", "best",
+              "--format", "{session} {run} {metric} {asi.hypothesis}").out == (
+        "s1 4 85 a bigger Cache\ns1 2 90 cache the parsed config\ns1 1 100 \n")
+
+
 def test_all_sessions_without_a_session_is_refused(repo: Path, ar: Tool) -> None:
     res = ar(repo, "log", "--all-sessions", expect=3)
     assert "no session in this repository" in res.err
