@@ -293,14 +293,10 @@ def parse(data: bytes) -> Ledger:
     lines = data.split(b"\n")
     torn_last = bool(lines and lines[-1])
     wanted = _ONLY.get()
-    flags = wanted(lines) if wanted is not None else []
-    based = False  # whether the current segment has its baseline (a kept run with a metric)
-    for number, raw in enumerate(lines, start=1):
-        # With a line test (only_runs), once the segment has its baseline: skip what it need
-        # not read, when the line is a run record as written and no escape can hide a key.
-        if based and not flags[number - 1] and raw.startswith(b'{"run":') \
-                and b'"type"' not in raw and b"\\u" not in raw:
-            continue
+    based = [False]  # whether the current segment has its baseline (a kept run with a metric)
+    visited = enumerate(lines, start=1) if wanted is None else \
+        _visited(lines, wanted(lines), based)
+    for number, raw in visited:
         if not raw.strip():
             continue
         is_torn = torn_last and number == len(lines)
@@ -310,7 +306,7 @@ def parse(data: bytes) -> Ledger:
                                        int(named.group(1)) if named else None))
             continue
         try:
-            obj = json.loads(raw, parse_constant=reject_constant)
+            obj = _loads(raw)
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             # A cut-off line's number is not counted: its run's attempt ref or trailer is.
             malformed.append(Malformed(number, f"not JSON ({exc.__class__.__name__})", is_torn))
@@ -327,7 +323,7 @@ def parse(data: bytes) -> Ledger:
                 segments[0].header = merged
             else:
                 segments.append(Segment(len(segments), obj))
-                based = False
+                based[0] = False
         elif kind == "hook":
             hooks.append(obj)
         elif kind is not None:
@@ -346,9 +342,30 @@ def parse(data: bytes) -> Ledger:
                 seen[copy] = number
                 run = Run(obj, number, segments[-1].index)
                 segments[-1].runs.append(run)
-                based = based or (wanted is not None and run.status == "keep"
-                                  and run.metric is not None)
+                if wanted is not None and not based[0]:
+                    based[0] = run.status == "keep" and run.metric is not None
     return Ledger(segments, hooks, events, malformed)
+
+
+def _visited(lines: list[bytes], flags: list[bool], based: list[bool]
+             ) -> Iterator[tuple[int, bytes]]:
+    """(line number, line) of the lines :func:`parse` reads under :func:`only_runs`: each
+    line ``flags`` keeps, and each it rules out that is not a run record as written (it
+    begins ``{"run":``, has no ``"type"`` key and no ``\\u`` escape that could hide one), or
+    that comes before its segment's baseline (``based[0]``, which parse sets; a config line,
+    which opens a segment and resets it, is always read)."""
+    skip = [not keep and raw.startswith(b'{"run":') and b'"type"' not in raw
+            and b"\\u" not in raw for keep, raw in zip(flags, lines, strict=True)]
+    after = 0  # the index of the first line not yet given
+    for index in [i for i, skipped in enumerate(skip) if not skipped]:
+        while not based[0] and after < index:  # the baseline is not known yet: read on
+            yield after + 1, lines[after]
+            after += 1
+        yield index + 1, lines[index]
+        after = index + 1
+    while not based[0] and after < len(lines):
+        yield after + 1, lines[after]
+        after += 1
 
 
 @contextmanager
@@ -370,6 +387,16 @@ def only_runs(wanted: LineTest | None) -> Iterator[None]:
 def reject_constant(name: str) -> float:
     """``json.loads``' ``parse_constant``: NaN and infinity are not JSON numbers."""
     raise ValueError(f"non-finite number {name}")
+
+
+_DECODER = json.JSONDecoder(parse_constant=reject_constant)
+
+
+def _loads(raw: bytes) -> Any:
+    """``json.loads(raw, parse_constant=reject_constant)`` with one decoder for every line
+    (``json.loads`` makes a decoder per call when given an option): the same text read, the
+    same errors raised."""
+    return _DECODER.decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))
 
 
 def read(path: Path) -> Ledger:
