@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -149,29 +150,11 @@ def session_home(repo: Repo, sid: str) -> Repo | None:
 
 def describe(repo: Repo, sid: str) -> SessionInfo:
     """What ``sessions`` says of session ``sid`` (:class:`SessionInfo`)."""
-    from .state import read
-
     info = SessionInfo(sid)
     info.branch = repo.resolve(f"refs/heads/{session_branch(sid)}")
     info.refs = dict(repo.ref_objects(namespace(sid) + "/"))
     layout = Layout(repo)
-    config_bytes: bytes | None = None
-    book: ledger_mod.Ledger | None = None
-    if local_session(repo) == sid:
-        info.source = ".auto"
-        config_bytes = layout.config.read_bytes()
-        book = ledger_mod.read(layout.ledger)
-    else:
-        saved = read(repo, sid)
-        if saved is not None:
-            info.source = "state ref"
-            config_bytes = saved[0].get("config.toml")
-            book = ledger_mod.parse(saved[0].get("log.jsonl", b""))
-        elif info.branch is not None:
-            from .trailers import ledger_from_trailers
-
-            info.source = "trailers"
-            book = ledger_from_trailers(repo, session_branch(sid))
+    info.source, config_bytes, book = session_ledger(repo, sid, info.branch is not None)
     if config_bytes is not None:
         try:
             cfg = parse_toml(config_bytes, source="config.toml")
@@ -186,6 +169,43 @@ def describe(repo: Repo, sid: str) -> SessionInfo:
         _summarize(info, book)
     info.state = _state(repo, info, book, layout)
     return info
+
+
+def session_ledger(repo: Repo, sid: str, has_branch: bool = True
+                   ) -> tuple[str, bytes | None, ledger_mod.Ledger | None]:
+    """Where session ``sid`` is read from, its ``config.toml`` bytes (None: none) and its
+    ledger (None: nothing to read): ``.auto`` (this work tree's, the freshest copy), else
+    ``state ref`` (``refs/autoresearch/<id>/state``, pushed or pulled ones included), else
+    ``trailers`` (the ``Result:`` trailers of its branch, when ``has_branch``), else
+    ``none``."""
+    from .state import read
+
+    if local_session(repo) == sid:
+        layout = Layout(repo)
+        return ".auto", layout.config.read_bytes(), ledger_mod.read(layout.ledger)
+    saved = read(repo, sid)
+    if saved is not None:
+        return ("state ref", saved[0].get("config.toml"),
+                ledger_mod.parse(saved[0].get("log.jsonl", b"")))
+    if has_branch:
+        from .trailers import ledger_from_trailers
+
+        return "trailers", None, ledger_from_trailers(repo, session_branch(sid))
+    return "none", None, None
+
+
+def every_ledger(repo: Repo) -> Iterator[tuple[str, str, ledger_mod.Ledger]]:
+    """(id, source, ledger) of every session of the repository (:func:`session_ids`, sorted
+    by id), each read where :func:`session_ledger` finds it, one at a time; a session with
+    nothing to read is left out. Raises :class:`Refused` when there is no session."""
+    ids = session_ids(repo)
+    if not ids:
+        raise Refused("no session in this repository (no autoresearch/* branch, no "
+                      "refs/autoresearch/ state ref, no .auto/config.toml)")
+    for sid in ids:
+        source, _, book = session_ledger(repo, sid)
+        if book is not None:
+            yield sid, source, book
 
 
 def _summarize(info: SessionInfo, book: ledger_mod.Ledger) -> None:
@@ -379,3 +399,9 @@ def _not_collectable(info: SessionInfo, older_than_days: float | None, now: int)
         return None
     age = "" if older_than_days is None else f", active within {older_than_days:g} days"
     return f"{info.state} (not merged, not finalized{age})"
+
+
+def repository() -> Repo:
+    """The repository around the current directory (raises
+    :class:`~git_autoresearch.git.GitError` outside one)."""
+    return Repo.discover()

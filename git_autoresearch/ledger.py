@@ -16,7 +16,9 @@ import json
 import math
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -28,6 +30,10 @@ from .stats import mad
 
 # A run record as :func:`dumps` (or json.dumps) writes it begins with its number.
 _RUN_PREFIX = re.compile(rb'\{\s*"run"\s*:\s*([1-9][0-9]{0,8})\s*[,}]')
+# A test of every line at once that lets parse skip run lines no reader in this context
+# wants (only_runs): False for a line it need not read.
+LineTest = Callable[[list[bytes]], list[bool]]
+_ONLY: ContextVar[LineTest | None] = ContextVar("only_runs", default=None)
 STATUSES = ("keep", "discard", "crash", "checks_failed")
 # Fields of the run records this tool writes (or doctor rebuilds) that pi-autoresearch's lack.
 OUR_RUN_FIELDS = frozenset({"attempt_ref", "samples", "duration_s", "hooks", "checks",
@@ -286,7 +292,11 @@ def parse(data: bytes) -> Ledger:
     seen: dict[bytes, int] = {}
     lines = data.split(b"\n")
     torn_last = bool(lines and lines[-1])
-    for number, raw in enumerate(lines, start=1):
+    wanted = _ONLY.get()
+    based = [False]  # whether the current segment has its baseline (a kept run with a metric)
+    visited = enumerate(lines, start=1) if wanted is None else \
+        _visited(lines, wanted(lines), based)
+    for number, raw in visited:
         if not raw.strip():
             continue
         is_torn = torn_last and number == len(lines)
@@ -296,7 +306,7 @@ def parse(data: bytes) -> Ledger:
                                        int(named.group(1)) if named else None))
             continue
         try:
-            obj = json.loads(raw, parse_constant=reject_constant)
+            obj = _loads(raw)
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             # A cut-off line's number is not counted: its run's attempt ref or trailer is.
             malformed.append(Malformed(number, f"not JSON ({exc.__class__.__name__})", is_torn))
@@ -313,6 +323,7 @@ def parse(data: bytes) -> Ledger:
                 segments[0].header = merged
             else:
                 segments.append(Segment(len(segments), obj))
+                based[0] = False
         elif kind == "hook":
             hooks.append(obj)
         elif kind is not None:
@@ -329,13 +340,63 @@ def parse(data: bytes) -> Ledger:
                                            and not isinstance(run_value, bool) else None))
             else:
                 seen[copy] = number
-                segments[-1].runs.append(Run(obj, number, segments[-1].index))
+                run = Run(obj, number, segments[-1].index)
+                segments[-1].runs.append(run)
+                if wanted is not None and not based[0]:
+                    based[0] = run.status == "keep" and run.metric is not None
     return Ledger(segments, hooks, events, malformed)
+
+
+def _visited(lines: list[bytes], flags: list[bool], based: list[bool]
+             ) -> Iterator[tuple[int, bytes]]:
+    """(line number, line) of the lines :func:`parse` reads under :func:`only_runs`: each
+    line ``flags`` keeps, and each it rules out that is not a run record as written (it
+    begins ``{"run":``, has no ``"type"`` key and no ``\\u`` escape that could hide one), or
+    that comes before its segment's baseline (``based[0]``, which parse sets; a config line,
+    which opens a segment and resets it, is always read)."""
+    skip = [not keep and raw.startswith(b'{"run":') and b'"type"' not in raw
+            and b"\\u" not in raw for keep, raw in zip(flags, lines, strict=True)]
+    after = 0  # the index of the first line not yet given
+    for index in [i for i, skipped in enumerate(skip) if not skipped]:
+        while not based[0] and after < index:  # the baseline is not known yet: read on
+            yield after + 1, lines[after]
+            after += 1
+        yield index + 1, lines[index]
+        after = index + 1
+    while not based[0] and after < len(lines):
+        yield after + 1, lines[after]
+        after += 1
+
+
+@contextmanager
+def only_runs(wanted: LineTest | None) -> Iterator[None]:
+    """While it lasts, :func:`parse` (and so :func:`read` and opening a session) skips the
+    run lines for which ``wanted(lines)`` (every line of the ledger, as bytes) says False,
+    unparsed: a query's quick test of the lines' bytes, which must say True for every line
+    the query could select. Lines before a segment's baseline, lines that do not begin
+    ``{"run":`` as a written record does, lines with a ``"type"`` key or a ``\\u`` escape
+    (which could hide a key) are always read. A ledger read so holds fewer runs: for
+    answering that query only."""
+    token = _ONLY.set(wanted)
+    try:
+        yield
+    finally:
+        _ONLY.reset(token)
 
 
 def reject_constant(name: str) -> float:
     """``json.loads``' ``parse_constant``: NaN and infinity are not JSON numbers."""
     raise ValueError(f"non-finite number {name}")
+
+
+_DECODER = json.JSONDecoder(parse_constant=reject_constant)
+
+
+def _loads(raw: bytes) -> Any:
+    """``json.loads(raw, parse_constant=reject_constant)`` with one decoder for every line
+    (``json.loads`` makes a decoder per call when given an option): the same text read, the
+    same errors raised."""
+    return _DECODER.decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))
 
 
 def read(path: Path) -> Ledger:

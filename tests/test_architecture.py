@@ -19,7 +19,7 @@ MODULES = sorted(PACKAGE.rglob("*.py"))
 # The command-line layer: parses options and renders; the only place click is imported.
 CLI = {"cli", "manpage", "commands"}
 # Views: read a Ledger, return data and text; never run git.
-VIEWS = {"report", "insight", "dashboard", "plot"}
+VIEWS = {"report", "insight", "dashboard", "plot", "query", "queryformat"}
 # Leaves below the session protocol: formats and paths, no git and no session.
 FORMATS = {"ledger", "jsontext", "config", "paths", "files", "refs", "inputs", "errors", "decision",
            "scoring", "jsonmetric"}
@@ -36,7 +36,7 @@ LAYERS = [
     {"session", "reader", "branches", "journal", "stopping"},
     {"experiment", "trailers", "state", "submodules", "layout", "ideas", "scripts", "lock",
      "measure", "running", "hooks", "importers", "report", "insight", "dashboard", "plot",
-     "review", "skill", "workers", "slots", "claims"},
+     "review", "skill", "workers", "slots", "claims", "query", "queryformat"},
     {"git", "ledger", "jsontext", "repairs", "config", "refs", "paths", "files", "inputs",
      "errors", "signals", "faults", "resources", "decision", "stats", "scoring", "jsonmetric",
      "records", "budget", "__init__"},

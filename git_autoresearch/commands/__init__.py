@@ -23,7 +23,7 @@ COMMAND_MODULES: dict[str, str] = {
     "keep": "loop",
     "discard": "loop",
     "crash": "loop",
-    "log": "reading",
+    "log": "querying",
     "status": "reading",
     "show": "reading",
     "score": "reading",

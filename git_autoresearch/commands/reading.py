@@ -1,9 +1,9 @@
-"""log, status, show, analyze, summary, dashboard: reading a session."""
+"""status, show, analyze, summary, dashboard, score: reading a session (log is
+:mod:`.querying`'s)."""
 
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,46 +26,7 @@ if TYPE_CHECKING:
     from ..status import Status
 
 
-@click.command("log", context_settings=CONTEXT)
-@click.option("--segment", type=int, help="Only runs of this segment (0 is the first).")
-@click.option("--status", type=click.Choice(["keep", "discard", "crash", "checks_failed"]),
-              help="Only runs with this status.")
-@click.option("--last", type=click.IntRange(min=0), metavar="N", help="Only the last N runs.")
-@click.option("--tsv", is_flag=True,
-              help="Write the seed's results.tsv columns: experiment commit metric status "
-                   "duration_s description (secondary metrics as a [name=value, ...] suffix, "
-                   "stopped rows where the loop stopped); import reads it back.")
-@click.option("--csv", "as_csv", is_flag=True,
-              help="Write CSV: run, segment, status, metric, delta_pct, confidence, commit, "
-                   "duration_s, description, then one column per secondary metric.")
-@json_option
-def log_cmd(segment: int | None, status: str | None, last: int | None, tsv: bool,
-            as_csv: bool, as_json: bool) -> None:
-    """The runs of the ledger, newest last (our session, a pi-autoresearch session read in
-    place, or the Result: trailers of the current branch)."""
-    from .. import report
-
-    session = _open_warned()
-    if segment is not None:
-        _segment_of(session, segment)
-    for bad in session.ledger.malformed:
-        warn(f"{session.layout.ledger}:{bad.line}: set aside: {bad.reason}"
-             + (" (an append that was cut short)" if bad.torn else ""))
-    rows = report.select_runs(session.ledger, segment=segment, status=status, last=last)
-    audited = report.audits(session.ledger)
-    if as_json:
-        emit_json([report.run_row(run, seg, audited) for run, seg in rows])
-    elif tsv:
-        stops = report.stops_among(session.ledger, rows) if status is None else []
-        click.echo(report.tsv(rows, stops), nl=False)
-    elif as_csv:
-        click.echo(report.csv_text(rows), nl=False)
-    else:
-        width = shutil.get_terminal_size((120, 20)).columns
-        click.echo(report.table(rows, width, audited), nl=False)
-
-
-def _open_warned() -> Session:
+def open_warned() -> Session:
     """The session, opened to read it, its warnings (an edited configuration, say) on stderr
     as status shows them."""
     from ..reader import open_for_reading
@@ -243,7 +204,7 @@ def show_cmd(run_number: int, as_json: bool) -> None:
     from ..runcommits import shown
     from .auditing import audit_lines
 
-    session = _open_warned()
+    session = open_warned()
     found = shown(session, run_number)
     run, diff, set_aside = found.run, found.diff, found.set_aside
     audited = audits(session.ledger).get(run_number, [])
@@ -297,7 +258,7 @@ def _when(timestamp: object) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%SZ")
 
 
-def _segment_of(session: Session, segment: int | None) -> Segment:
+def segment_of(session: Session, segment: int | None) -> Segment:
     """Segment number ``segment`` of the ledger (None: the current one); :class:`UsageError`
     when there is no such segment."""
     if segment is None:
@@ -319,8 +280,8 @@ def analyze_cmd(segment: int | None, plot: Path | None, as_json: bool) -> None:
     gain over the best before them; runs spent per improvement; the longest dry streak."""
     from ..insight import analysis_text, analyze
 
-    session = _open_warned()
-    seg = _segment_of(session, segment)
+    session = open_warned()
+    seg = segment_of(session, segment)
     result = analyze(seg)
     if plot is not None:
         from ..plot import write_plot
@@ -347,7 +308,7 @@ def summary_cmd(max_bytes: int, last: int) -> None:
     from ..ideas import read_ideas, unread_warning
     from ..insight import summary
 
-    session = _open_warned()
+    session = open_warned()
     cfg = session.config
     layout = session.layout
     # pi-autoresearch's older sessions keep these as flat files at the top (paths.ts:21-28).
@@ -381,7 +342,7 @@ def dashboard_cmd(output: Path | None, serve: bool, port: int) -> None:
     from ..dashboard import serve as serve_page
     from ..runcommits import run_diffs
 
-    session = _open_warned()
+    session = open_warned()
     cfg = session.config
 
     def build() -> str:
@@ -411,7 +372,7 @@ def score_cmd(run_number: int, as_json: bool) -> None:
     from ..config import DIRECTIONS
     from ..scoring import ScoreError, compute
 
-    session = _open_warned()
+    session = open_warned()
     run = session.ledger.find(run_number)
     if run is None:
         raise UsageError(f"no run {run_number} in the ledger (runs are 1 to "

@@ -51,6 +51,19 @@ class History:
                 found.append(parts)
         return found
 
+    def date_seconds(self, when: str, *, until: bool = False) -> int | None:
+        """``when`` as seconds since the epoch, read as ``git log --since`` (``--until`` with
+        ``until``) reads a date: ISO dates, ``yesterday``, ``midnight``, ``2.hours.ago``...
+        (git's approxidate, through ``git rev-parse --since=``, which prints
+        ``--max-age=<seconds>``; ``--until=`` prints ``--min-age=``). git reads a text it does
+        not understand as now, as ``git log`` does. None when git prints no date."""
+        flag, printed = ("--until", "--min-age=") if until else ("--since", "--max-age=")
+        res = self.run("rev-parse", f"{flag}={when}", allow_non_zero=True)
+        out = res.text.strip() if res.returncode == 0 else ""
+        if not out.startswith(printed) or not out[len(printed):].lstrip("-").isdigit():
+            return None
+        return int(out[len(printed):])
+
     def commit_times(self, names: Sequence[str]) -> dict[str, int]:
         """The committer time (seconds since the epoch) of each commit that ``names`` (object
         ids, full or abbreviated, hexadecimal) names, in one ``git log --no-walk``; a name that

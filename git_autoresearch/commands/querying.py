@@ -1,0 +1,230 @@
+"""log: the runs of a session, or of every session, filtered, sorted and written in the format
+asked for (the query itself is :mod:`git_autoresearch.query`, the formats
+:mod:`git_autoresearch.queryformat`)."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from ..errors import UsageError
+from .common import CONTEXT, warn
+
+if TYPE_CHECKING:
+    from ..ledger import Ledger
+    from ..query import Query, Row
+
+_FORMAT_HELP = ("table, markdown, json, jsonl, csv or tsv; or a template with {field} "
+                "placeholders ({run}, {metric}, {asi.hypothesis}, {{ and }} for braces), one "
+                "line a run, as git log --format. --json, --csv and --tsv are its aliases.")
+
+
+@click.command("log", context_settings=CONTEXT)
+@click.option("--segment", type=int, help="Only runs of this segment (0 is the first).")
+@click.option("--status", type=click.Choice(["keep", "discard", "crash", "checks_failed"]),
+              help="Only runs with this status.")
+@click.option("--kept", is_flag=True, help="Only kept runs (--status keep).")
+@click.option("--run", "run_range", metavar="N|A..B",
+              help="Only these runs: N, A..B (both included), A.. or ..B.")
+@click.option("--since", metavar="DATE",
+              help="Only runs recorded at or after DATE, as git log reads it (2026-11-30, "
+                   "midnight, yesterday, '3 hours ago').")
+@click.option("--until", metavar="DATE", help="Only runs recorded at or before DATE.")
+@click.option("--grep", "greps", multiple=True, metavar="PATTERN",
+              help="Only runs whose description or asi text matches PATTERN (a regular "
+                   "expression; given again: any of them).")
+@click.option("-i", "--regexp-ignore-case", "ignore_case", is_flag=True,
+              help="--grep ignores case.")
+@click.option("--invert-grep", is_flag=True, help="Only runs that --grep does not match.")
+@click.option("--where", "wheres", multiple=True, metavar="EXPR",
+              help="Only runs where FIELD OP VALUE holds (OP: < <= = != >= > ~ !~; ~ a regular "
+                   "expression): 'mem_mb>2048', 'asi.hypothesis~cache', 'worker=w2'. "
+                   "Repeatable: all must hold.")
+@click.option("--worker", metavar="NAME", help="Only runs recorded by this worker.")
+@click.option("--decision", type=click.Choice(["better", "worse", "inconclusive", "no_change",
+                                               "baseline"]),
+              help="Only runs whose decision has this verdict.")
+@click.option("--last", type=click.IntRange(min=0), metavar="N",
+              help="Only the last N runs (of those the filters keep, in run order).")
+@click.option("--sort", "sorts", multiple=True, metavar="FIELD",
+              help="Sort by FIELD (-FIELD: descending; best: the metric, best first in its "
+                   "direction); a comma-separated list or repeated, the first the most "
+                   "significant. Runs without the field come last.")
+@click.option("-n", "--max-count", type=click.IntRange(min=0), metavar="N",
+              help="At most N runs, after sorting.")
+@click.option("--columns", metavar="LIST",
+              help="The columns, comma-separated: run,status,metric,mem_mb,asi.hypothesis "
+                   "(for every format; --json keeps every field without it).")
+@click.option("--format", "fmt", metavar="FORMAT", help=_FORMAT_HELP)
+@click.option("--all-sessions", is_flag=True,
+              help="Every session of the repository (branches and refs/autoresearch/*, pulled "
+                   "ones included), with a session column.")
+@click.option("--tsv", is_flag=True,
+              help="Write the seed's results.tsv columns: experiment commit metric status "
+                   "duration_s description (secondary metrics as a [name=value, ...] suffix, "
+                   "stopped rows where the loop stopped); import reads it back. With "
+                   "--columns: those columns, tab-separated.")
+@click.option("--csv", "as_csv", is_flag=True,
+              help="Write CSV: run, segment, status, metric, delta_pct, confidence, commit, "
+                   "duration_s, description, then one column per secondary metric.")
+@click.option("--json", "as_json", is_flag=True, help="Write JSON: one object a run.")
+def log_cmd(segment: int | None, status: str | None, kept: bool, run_range: str | None,
+            since: str | None, until: str | None, greps: tuple[str, ...], ignore_case: bool,
+            invert_grep: bool, wheres: tuple[str, ...], worker: str | None,
+            decision: str | None, last: int | None, sorts: tuple[str, ...],
+            max_count: int | None, columns: str | None, fmt: str | None, all_sessions: bool,
+            tsv: bool, as_csv: bool, as_json: bool) -> None:
+    """The runs of the ledger, newest last (our session, a pi-autoresearch session read in
+    place, or the Result: trailers of the current branch; --all-sessions: every session of the
+    repository), filtered, sorted and in the format asked for."""
+    from .. import queryformat
+    from ..query import Query, compile_pattern, parse_range, parse_sort, parse_where
+
+    chosen = _chosen_format(fmt, tsv, as_csv, as_json)
+    template = queryformat.parse_template(chosen) if queryformat.is_template(chosen) else None
+    names = queryformat.parse_columns(columns) if columns is not None else None
+    if kept and status not in (None, "keep"):
+        raise UsageError(f"--kept and --status {status} ask for two statuses")
+    query = Query(status="keep" if kept else status, segment=segment,
+                  runs=parse_range(run_range) if run_range is not None else (None, None),
+                  grep=[compile_pattern(p, f"--grep {p!r}", ignore_case=ignore_case)
+                        for p in greps],
+                  invert_grep=invert_grep, where=[parse_where(w) for w in wheres],
+                  worker=worker, decision=decision, last=last, sort=parse_sort(sorts),
+                  max_count=max_count)
+    if all_sessions:
+        from ..catalog import repository
+
+        repo = repository()
+        _dates(query, repo.date_seconds, since, until)
+        rows, book = query.select(_every_session(repo, segment)), None
+    else:
+        rows, book = _one_session(query, since, until, segment)
+    if template is not None:
+        click.echo(queryformat.template_text(rows, template), nl=False)
+    elif chosen in ("json", "jsonl"):
+        write = queryformat.json_text if chosen == "json" else queryformat.jsonl_text
+        click.echo(write(rows, names, all_sessions), nl=False)
+    elif chosen == "table":
+        width = shutil.get_terminal_size((120, 20)).columns
+        if names is None and not all_sessions:
+            from ..report import table
+
+            audited = rows[0].audited if rows else {}
+            click.echo(table([(r.run, r.segment) for r in rows], width, audited), nl=False)
+        else:
+            shown = names or (["session", *queryformat.DEFAULT_COLUMNS] if all_sessions
+                              else list(queryformat.DEFAULT_COLUMNS))
+            click.echo(queryformat.table_text(rows, shown, width), nl=False)
+    elif chosen == "markdown":
+        shown = names or (["session"] if all_sessions else []) + list(
+            queryformat.DEFAULT_COLUMNS)
+        click.echo(queryformat.markdown_text(rows, shown), nl=False)
+    else:
+        click.echo(_delimited(rows, chosen, names, book, query), nl=False)
+
+
+def _chosen_format(fmt: str | None, tsv: bool, as_csv: bool, as_json: bool) -> str:
+    """The format asked for: ``--format``, or the flag that is its alias; :class:`UsageError`
+    when they disagree or the format is unknown."""
+    from ..query import shown
+    from ..queryformat import FORMATS, is_template
+
+    flags = [name for name, on in (("json", as_json), ("tsv", tsv), ("csv", as_csv)) if on]
+    if fmt is None:
+        return flags[0] if flags else "table"
+    if not is_template(fmt) and fmt not in FORMATS:
+        raise UsageError(f"--format {shown(fmt)!r}: no such format (one of "
+                         f"{', '.join(FORMATS)}, or a template with {{field}} placeholders)")
+    for flag in flags:
+        if flag != fmt:
+            raise UsageError(f"--format {shown(fmt)} and --{flag} ask for two formats")
+    return fmt
+
+
+def _dates(query: Query, read: Callable[..., int | None], since: str | None,
+           until: str | None) -> None:
+    """``--since`` and ``--until`` read by git (``read``: :meth:`Repo.date_seconds`) into
+    ``query`` (epoch seconds)."""
+    from ..query import shown
+
+    for option, given, is_until in (("--since", since, False), ("--until", until, True)):
+        if given is None:
+            continue
+        if not given.strip():
+            raise UsageError(f"{option}: an empty date")
+        seconds = read(given, until=is_until)
+        if seconds is None:
+            raise UsageError(f"{option} {shown(given)!r}: git reads no date in it")
+        if is_until:
+            query.until = seconds
+        else:
+            query.since = seconds
+
+
+def _one_session(query: Query, since: str | None, until: str | None,
+                 segment: int | None) -> tuple[list[Row], Ledger]:
+    """The rows of the session here that ``query`` selects, and its ledger (the reader says
+    on stderr when it read the ``Result:`` trailers alone)."""
+    from ..catalog import repository
+    from ..ledger import only_runs
+    from ..query import line_test, rows_of
+    from .reading import open_warned, segment_of
+
+    if since is not None or until is not None:
+        _dates(query, repository().date_seconds, since, until)
+    with only_runs(line_test(query)):  # the lines the query cannot select are never parsed
+        session = open_warned()
+    if segment is not None:
+        segment_of(session, segment)
+    for bad in session.ledger.malformed:
+        warn(f"{session.layout.ledger}:{bad.line}: set aside: {bad.reason}"
+             + (" (an append that was cut short)" if bad.torn else ""))
+    source = "trailers" if session.trailer_branch else "ledger"
+    return (query.select(rows_of(session.ledger, session.config.session_id, source)),
+            session.ledger)
+
+
+def _every_session(repo: Any, segment: int | None) -> Iterator[Row]:
+    """The rows of every session of the repository (:func:`catalog.every_ledger`), session
+    by session; each read from a state ref or from trailers is said on stderr."""
+    from ..catalog import every_ledger
+    from ..query import rows_of
+    from ..refs import session_branch
+
+    for sid, where, book in every_ledger(repo):
+        if where == "state ref":
+            warn(f"session {sid}: read from its state ref (refs/autoresearch/{sid}/state)")
+        elif where == "trailers":
+            warn(f"session {sid}: read from the Result: trailers of {session_branch(sid)} "
+                 "alone (kept runs only)")
+        if segment is not None and segment >= len(book.segments):
+            continue
+        yield from rows_of(book, sid, "ledger" if where == ".auto" else where)
+
+
+def _delimited(rows: list[Row], chosen: str, names: list[str] | None, book: Ledger | None,
+               query: Query) -> str:
+    """CSV or TSV: the columns asked for; without them, for one session (``book``, its
+    ledger), the seed's results.tsv (TSV: with its ``stopped`` rows unless runs were filtered
+    or sorted) or the CSV of :func:`report.csv_text`; across sessions (``book`` None),
+    :func:`queryformat.csv_columns` with ``session`` first."""
+    from .. import queryformat, report
+
+    if names is None and book is not None:
+        pairs = [(r.run, r.segment) for r in rows]
+        if chosen == "csv":
+            return report.csv_text(pairs)
+        plain = query.status is None and not (query.where or query.grep or query.sort) and \
+            query.runs == (None, None) and query.since is None and query.until is None and \
+            query.worker is None and query.decision is None and query.max_count is None
+        stops = report.stops_among(book, pairs) if plain else []
+        return report.tsv(pairs, stops)
+    if names is None:
+        names = queryformat.csv_columns(rows, book is None)
+        if chosen == "tsv":
+            names = [n for n in names if not n.startswith("metrics.")]
+    return queryformat.delimited_text(rows, names, "\t" if chosen == "tsv" else ",")

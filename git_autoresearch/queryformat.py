@@ -1,0 +1,211 @@
+"""How ``log`` writes the rows of a query (:mod:`git_autoresearch.query`): the choice of
+columns and the formats (``table``, ``markdown``, ``json``, ``jsonl``, ``csv``, ``tsv``, or a
+``{field}`` template as ``git log --format`` takes one). Returns text; no click, no git."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from .errors import UsageError
+from .query import Row, check_field, scalar, shown, text, value
+from .report import decision_text, fmt, one_line, run_row
+
+FORMATS = ("table", "markdown", "json", "jsonl", "csv", "tsv")
+# The columns of a table or Markdown table when --columns is not given.
+DEFAULT_COLUMNS = ("run", "status", "metric", "delta_pct", "decision", "commit", "description")
+# The columns of CSV when --columns is not given (report.csv_text's, then the secondary metrics).
+CSV_COLUMNS = ("run", "segment", "status", "metric", "delta_pct", "confidence", "commit",
+               "duration_s", "description")
+_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
+
+
+def parse_columns(spec: str) -> list[str]:
+    """``--columns`` (comma-separated field names, :func:`query.value`) as a list; raises
+    :class:`UsageError` for an empty list or a bad name."""
+    names = [check_field(part, "--columns") for part in spec.split(",")]
+    if not names:
+        raise UsageError("--columns: no column named")
+    return names
+
+
+def parse_template(template: str) -> list[str | tuple[str]]:
+    """A ``--format`` template as its pieces: literal text, and ``(field,)`` for each
+    ``{field}`` placeholder; ``{{`` and ``}}`` are literal braces. Raises :class:`UsageError`
+    for an unmatched brace or a bad field name."""
+    pieces: list[str | tuple[str]] = []
+    at = 0
+    for found in _PLACEHOLDER.finditer(template):
+        literal = template[at:found.start()]
+        if "{" in literal or "}" in literal:
+            break
+        pieces.append(literal)
+        if found.group(1) is None:
+            pieces.append(found.group(0)[0])
+        else:
+            pieces.append((check_field(found.group(1), f"--format {shown(template)!r}"),))
+        at = found.end()
+    rest = template[at:]
+    if "{" in rest or "}" in rest:
+        raise UsageError(f"--format {shown(template)!r}: an unmatched brace (write {{{{ or }}}} "
+                         "for a literal one)")
+    pieces.append(rest)
+    return [p for p in pieces if p != ""]
+
+
+def is_template(spec: str) -> bool:
+    """Whether a ``--format`` value is a template rather than a format's name."""
+    return spec not in FORMATS and ("{" in spec or "}" in spec)
+
+
+def json_row(row: Row, columns: list[str] | None, all_sessions: bool) -> dict[str, Any]:
+    """A row as ``--json`` writes it: every field of the record (:func:`report.run_row`) with
+    ``source`` (and ``session`` across sessions), or just ``columns``."""
+    if columns is not None:
+        return {name: value(row, name) for name in columns}
+    out = run_row(row.run, row.segment, row.audited)
+    if all_sessions:
+        out = {"session": row.session, **out}
+    out["source"] = row.source
+    return out
+
+
+def json_text(rows: list[Row], columns: list[str] | None, all_sessions: bool) -> str:
+    """The rows as one JSON array, two-space indented (``--json``)."""
+    return _dumps([json_row(r, columns, all_sessions) for r in rows], indent=2) + "\n"
+
+
+def jsonl_text(rows: list[Row], columns: list[str] | None, all_sessions: bool) -> str:
+    """The rows as JSON Lines: one compact object a line."""
+    return "".join(_dumps(json_row(r, columns, all_sessions)) + "\n" for r in rows)
+
+
+def _finite(data: Any) -> Any:
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {k: _finite(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_finite(v) for v in data]
+    return data
+
+
+def _dumps(data: Any, indent: int | None = None) -> str:
+    try:
+        return json.dumps(data, ensure_ascii=False, indent=indent, allow_nan=False)
+    except ValueError:  # a non-finite number from a hostile ledger
+        return json.dumps(_finite(data), ensure_ascii=False, indent=indent, allow_nan=False)
+
+
+def cell(row: Row, name: str) -> Any:
+    """Field ``name`` of ``row`` for a text format: a decision as its verdict, None for
+    none."""
+    return scalar(name, value(row, name))
+
+
+def _shown_cell(row: Row, name: str) -> str:
+    """A table or Markdown cell: ``-`` for none, a float to 6 significant digits, the run
+    table's words for a decision."""
+    if name == "decision":
+        return decision_text(row.run)
+    found = value(row, name)
+    if found is None:
+        return "-"
+    if isinstance(found, float):
+        return fmt(found) if math.isfinite(found) else "-"
+    return one_line(text(found)) or "-"
+
+
+def _numeric(rows: list[Row], name: str) -> bool:
+    found = [cell(r, name) for r in rows]
+    known = [v for v in found if v is not None]
+    return bool(known) and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                               for v in known)
+
+
+def table_text(rows: list[Row], columns: list[str], width: int = 100) -> str:
+    """The rows as an aligned table for people: a header of the column names, numbers right
+    aligned, the last column cut to the terminal's ``width`` (at least 20 characters) and
+    the others to 60."""
+    grid = [[_shown_cell(r, name) for name in columns] for r in rows]
+    right = [_numeric(rows, name) for name in columns]
+    widths = []
+    for i, name in enumerate(columns):
+        grid_width = max([len(line[i]) for line in grid] + [len(name)])
+        widths.append(min(grid_width, 60) if i < len(columns) - 1 else grid_width)
+    used = sum(widths[:-1]) + 2 * (len(columns) - 1)
+    room = max(20, width - used)
+
+    def line(cells: list[str]) -> str:
+        parts = []
+        for i, value_text in enumerate(cells):
+            limit = widths[i] if i < len(cells) - 1 else room
+            if len(value_text) > limit:
+                value_text = value_text[:limit - 1] + "…"
+            if i == len(cells) - 1 and not right[i]:
+                parts.append(value_text)
+            else:
+                parts.append(value_text.rjust(widths[i]) if right[i]
+                             else value_text.ljust(widths[i]))
+        return "  ".join(parts).rstrip()
+
+    return "".join(line(cells) + "\n" for cells in [list(columns), *grid])
+
+
+def markdown_text(rows: list[Row], columns: list[str]) -> str:
+    """The rows as a GitHub Markdown table (``|`` in a cell escaped, numbers right
+    aligned), to paste into a review."""
+    right = [_numeric(rows, name) for name in columns]
+
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(c.replace("\\", "\\\\").replace("|", "\\|")
+                                 for c in cells) + " |\n"
+
+    rule = "|" + "|".join("---:" if r else "---" for r in right) + "|\n"
+    return line(list(columns)) + rule + "".join(
+        line([_shown_cell(r, name) for name in columns]) for r in rows)
+
+
+def delimited_text(rows: list[Row], columns: list[str], delimiter: str) -> str:
+    """The rows as CSV (RFC 4180 quoting) or, with a tab ``delimiter``, TSV (tabs and
+    newlines inside a value folded to spaces): a header of the column names, then one line a
+    run, an empty field for none."""
+    import csv
+    import io
+
+    if delimiter == "\t":
+        def field_text(found: Any) -> str:
+            return one_line(text(found))
+        return "".join("\t".join(line) + "\n" for line in [
+            [one_line(c) for c in columns],
+            *([field_text(cell(r, name)) for name in columns] for r in rows)])
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(columns)
+    for r in rows:
+        writer.writerow([text(cell(r, name)) for name in columns])
+    return out.getvalue()
+
+
+def csv_columns(rows: list[Row], all_sessions: bool) -> list[str]:
+    """The default CSV columns: :data:`CSV_COLUMNS` (``session`` first across sessions), then
+    each secondary metric a run has (``metrics.NAME``), in the order first seen."""
+    names: list[str] = []
+    for r in rows:
+        listed = r.run.data.get("metrics")
+        if isinstance(listed, dict):
+            names.extend(f"metrics.{k}" for k in listed
+                         if f"metrics.{k}" not in names and "." not in k)
+    return (["session"] if all_sessions else []) + list(CSV_COLUMNS) + names
+
+
+def template_text(rows: list[Row], pieces: list[str | tuple[str]]) -> str:
+    """Each row through the template (:func:`parse_template`), a newline after each: a
+    placeholder's value as :func:`query.text` writes it on one line, empty for none."""
+    out = []
+    for r in rows:
+        out.append("".join(p if isinstance(p, str) else one_line(text(cell(r, p[0])))
+                           for p in pieces) + "\n")
+    return "".join(out)

@@ -1,0 +1,467 @@
+"""log as a query: filters (--where, --grep, --since/--until, --run, --kept, --worker,
+--decision), --sort, --columns, the formats (markdown, jsonl, csv, tsv, templates), every
+session at once, and the same on the Result: trailers alone.
+
+The options follow ``git log`` (git-log(1): ``--since``/``--until`` read by git's approxidate,
+``--grep`` with ``-i`` and ``--invert-grep``, ``-n``/``--max-count``, ``--format`` with
+placeholders) and DVC's ``exp show`` (``--sort-by``/``--sort-order``, choosing columns)."""
+
+from __future__ import annotations
+
+import calendar
+import json
+import random
+import string
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Tool, git, start_args, write
+
+MEMORY_BENCH = ("#!/bin/sh\necho \"score: $(cat value.txt)\"\n"
+                "echo \"METRIC mem_mb=$(cat mem.txt)\"\n")
+
+
+def night(repo: Path, ar: Tool) -> None:
+    """Session s1 (lower is better): run 1 the baseline (100, 1000 MB), 2 kept (90, 3000 MB,
+    "cache the parsed config"), 3 discarded (110, 2500 MB, "unroll the loop"), 4 kept (85,
+    1500 MB, "a bigger Cache"), 5 a crash ("mmap the cache", no metrics)."""
+    write(repo / "bench.sh", MEMORY_BENCH, 0o755)
+    write(repo / "mem.txt", "1000\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "bench with memory")
+    ar(repo, *start_args())
+    for value, mem, hypothesis, description in (
+            ("90", "3000", "cache the parsed config", "cache config"),
+            ("110", "2500", "unroll the loop", "unroll"),
+            ("85", "1500", "a bigger Cache", "bigger cache")):
+        write(repo / "value.txt", value + "\n")
+        write(repo / "mem.txt", mem + "\n")
+        ar(repo, "run", "-d", description, "--asi", f"hypothesis={hypothesis}")
+    write(repo / "value.txt", "80\n")
+    ar(repo, "crash", "-d", "segfault in the cache", "--asi", "hypothesis=mmap the cache")
+
+
+def numbers(ar: Tool, cwd: Path, *args: str) -> list[int]:
+    """The run numbers ``log --json`` prints for ``args``, in its order."""
+    return [row["run"] for row in ar(cwd, "log", "--json", *args).json()]
+
+
+def written(path: Path, records: list[dict[str, Any]]) -> Path:
+    """A pi-autoresearch ledger at ``path`` (read in place: no config.toml)."""
+    write(path, "".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def epoch_ms(stamp: str) -> int:
+    """``2026-11-29T12:00:00`` (UTC) in milliseconds since the epoch."""
+    return calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%S")) * 1000
+
+
+HEADER = {"type": "config", "name": "crafted", "metricName": "ms", "metricUnit": "ms",
+          "bestDirection": "lower"}
+
+
+def crafted(repo: Path) -> None:
+    """Four runs with fixed timestamps, workers and decisions (an issue-15 ``worker`` field,
+    an ``inconclusive`` verdict)."""
+    records = [HEADER]
+    for n, (status, metric, stamp, worker, verdict) in enumerate([
+            ("keep", 10, "2026-11-29T11:00:00", None, "baseline"),
+            ("discard", 11, "2026-11-29T12:00:00", "w1", "inconclusive"),
+            ("keep", 8, "2026-11-29T13:00:00", "w2", "better"),
+            ("discard", 12, "2026-11-29T14:00:00", "w2", "inconclusive")], start=1):
+        record: dict[str, Any] = {"run": n, "commit": f"{n:07x}", "metric": metric,
+                                  "metrics": {}, "status": status,
+                                  "description": f"try {n}", "timestamp": epoch_ms(stamp),
+                                  "segment": 0, "confidence": None,
+                                  "decision": {"rule": "sequential", "verdict": verdict}}
+        if worker:
+            record["worker"] = worker
+        records.append(record)
+    written(repo / ".auto" / "log.jsonl", records)
+
+
+# --- filters ----------------------------------------------------------------------------------
+
+
+def test_where_compares_the_metric_secondary_metrics_asi_and_record_fields(
+        repo: Path, ar: Tool) -> None:
+    night(repo, ar)
+    assert numbers(ar, repo, "--where", "mem_mb>2048") == [2, 3]
+    assert numbers(ar, repo, "--where", "metrics.mem_mb<=1500") == [1, 4]
+    assert numbers(ar, repo, "--where", "asi.hypothesis~cache") == [2, 5]
+    assert numbers(ar, repo, "--where", "asi.hypothesis~(?i)cache") == [2, 4, 5]
+    assert numbers(ar, repo, "--where", "asi.hypothesis!~cache") == [1, 3, 4]
+    assert numbers(ar, repo, "--where", "metric<=90", "--where", "mem_mb >= 2000") == [2]
+    assert numbers(ar, repo, "--where", "score<95") == [2, 4]  # the metric by its own name
+    assert numbers(ar, repo, "--where", "status=crash") == [5]
+    assert numbers(ar, repo, "--where", "decision=better") == [2, 4]
+    assert numbers(ar, repo, "--where", "decision.relative<-0.06") == [2]
+    assert numbers(ar, repo, "--where", "mem_mb!=3000") == [1, 3, 4, 5]  # 5 has none
+    assert numbers(ar, repo, "--where", "asi.hypothesis='unroll the loop'") == [3]
+    assert numbers(ar, repo, "--where", "run==4") == [4]
+    assert numbers(ar, repo, "--where", "nothing>1") == []
+
+
+@pytest.mark.parametrize(("expression", "message"), [
+    ("mem_mb>lots", "--where 'mem_mb>lots': > compares numbers, and 'lots' is not a number"),
+    ("mem_mb", "--where 'mem_mb': no comparison (one of <= >= != !~ == = < > ~)"),
+    (">3", "--where '>3': no field before >"),
+    ("mem_mb!3", "--where 'mem_mb!3': '!3' is no comparison (one of <= >= != !~ == = < > ~)"),
+    ("asi.hypothesis~(cache", "--where 'asi.hypothesis~(cache': bad regular expression "
+                              "'(cache': missing ), unterminated subpattern at position 0"),
+    ("asi..x=1", "--where 'asi..x=1': bad field name 'asi..x' (a name such as status, mem_mb "
+                 "or asi.hypothesis)"),
+])
+def test_a_bad_where_is_a_usage_error_naming_the_bad_part(repo: Path, ar: Tool,
+                                                           expression: str,
+                                                           message: str) -> None:
+    crafted(repo)
+    res = ar(repo, "log", "--where", expression, expect=2)
+    assert res.err == f"git autoresearch: {message}\n"
+    assert res.out == ""
+
+
+def test_kept_run_ranges_and_grep(repo: Path, ar: Tool) -> None:
+    night(repo, ar)
+    assert numbers(ar, repo, "--kept") == [1, 2, 4]
+    assert numbers(ar, repo, "--status", "discard") == [3]
+    assert numbers(ar, repo, "--run", "2..4") == [2, 3, 4]
+    assert numbers(ar, repo, "--run", "4..") == [4, 5]
+    assert numbers(ar, repo, "--run", "..2") == [1, 2]
+    assert numbers(ar, repo, "--run", "3") == [3]
+    assert numbers(ar, repo, "--grep", "cache") == [2, 4, 5]  # descriptions
+    assert numbers(ar, repo, "--grep", "parsed") == [2]  # asi text
+    assert numbers(ar, repo, "--grep", "CACHE") == []
+    assert numbers(ar, repo, "--grep", "CACHE", "-i") == [2, 4, 5]
+    assert numbers(ar, repo, "--grep", "unroll", "--grep", "baseline") == [1, 3]
+    assert numbers(ar, repo, "--grep", "cache", "--invert-grep") == [1, 3]
+    assert numbers(ar, repo, "--kept", "--last", "2") == [2, 4]
+    for args, message in ((["--kept", "--status", "crash"],
+                           "--kept and --status crash ask for two statuses"),
+                          (["--run", "4..2"], "--run '4..2': the range is empty (4 is after 2)"),
+                          (["--run", "two"], "--run 'two': a run number or a range (N, A..B, "
+                                             "A.. or ..B)"),
+                          (["--grep", "("], "--grep '(': bad regular expression '(': missing ), "
+                                            "unterminated subpattern at position 0")):
+        res = ar(repo, "log", *args, expect=2)
+        assert res.err == f"git autoresearch: {message}\n"
+
+
+def test_worker_decision_since_and_until(repo: Path, ar: Tool) -> None:
+    crafted(repo)
+    assert numbers(ar, repo, "--worker", "w2") == [3, 4]
+    assert numbers(ar, repo, "--worker", "main") == []
+    assert numbers(ar, repo, "--decision", "inconclusive") == [2, 4]
+    assert numbers(ar, repo, "--decision", "inconclusive", "--worker", "w1") == [2]
+    assert numbers(ar, repo, "--since", "2026-11-29 12:00:00 +0000") == [2, 3, 4]
+    assert numbers(ar, repo, "--until", "2026-11-29T13:00:00Z") == [1, 2, 3]
+    assert numbers(ar, repo, "--since", "2026-11-29 11:30 +0000",
+                   "--until", "2026-11-29 13:30 +0000") == [2, 3]
+    assert ar(repo, "log", "--since", " ", expect=2).err == \
+        "git autoresearch: --since: an empty date\n"
+
+
+def test_since_reads_git_s_relative_dates(repo: Path, ar: Tool) -> None:
+    now = int(time.time() * 1000)
+    written(repo / ".auto" / "log.jsonl", [HEADER] + [
+        {"run": n, "metric": 10 - n, "status": "keep", "description": f"run {n}",
+         "timestamp": now - age} for n, age in enumerate(
+            [30 * 86_400_000, 3 * 86_400_000, 2 * 3_600_000], start=1)])
+    assert numbers(ar, repo, "--since", "1.week.ago") == [2, 3]
+    assert numbers(ar, repo, "--since", "5 hours ago") == [3]
+    assert numbers(ar, repo, "--until", "yesterday") == [1, 2]
+    assert numbers(ar, repo, "--since", "2 months ago", "--until", "2.weeks.ago") == [1]
+
+
+# --- sorting and columns ----------------------------------------------------------------------
+
+
+def test_sort_understands_the_direction_and_puts_missing_values_last(repo: Path,
+                                                                     ar: Tool) -> None:
+    night(repo, ar)
+    assert numbers(ar, repo, "--sort", "best") == [4, 2, 1, 3, 5]
+    assert numbers(ar, repo, "--sort=-best") == [3, 1, 2, 4, 5]
+    assert numbers(ar, repo, "--sort", "-mem_mb") == [2, 3, 4, 1, 5]
+    assert numbers(ar, repo, "--sort", "mem_mb") == [1, 4, 3, 2, 5]
+    assert numbers(ar, repo, "--sort", "status,-run") == [5, 3, 4, 2, 1]
+    assert numbers(ar, repo, "--sort", "status", "--sort", "-run") == [5, 3, 4, 2, 1]
+    assert numbers(ar, repo, "--kept", "--sort", "best", "-n", "1") == [4]
+    assert numbers(ar, repo, "--where", "asi.hypothesis~(?i)cache", "--kept",
+                   "--sort", "best") == [4, 2]
+
+
+def test_sort_best_of_a_higher_is_better_segment(repo: Path, ar: Tool) -> None:
+    written(repo / ".auto" / "log.jsonl", [{**HEADER, "bestDirection": "higher"}] + [
+        {"run": n, "metric": m, "status": "keep", "description": "x"}
+        for n, m in enumerate([5, 9, 7], start=1)])
+    assert numbers(ar, repo, "--sort", "best") == [2, 3, 1]
+    assert numbers(ar, repo, "--sort", "-best") == [1, 3, 2]
+
+
+def test_columns_for_json_jsonl_csv_tsv_markdown_table(repo: Path, ar: Tool) -> None:
+    night(repo, ar)
+    cols = ["--columns", "run,status,metric,mem_mb,asi.hypothesis"]
+    assert ar(repo, "log", "--json", *cols, "--run", "4..").json() == [
+        {"run": 4, "status": "keep", "metric": 85, "mem_mb": 1500,
+         "asi.hypothesis": "a bigger Cache"},
+        {"run": 5, "status": "crash", "metric": None, "mem_mb": None,
+         "asi.hypothesis": "mmap the cache"}]
+    assert ar(repo, "log", "--format", "jsonl", "--columns", "run,mem_mb", "--kept").out == (
+        '{"run": 1, "mem_mb": 1000}\n{"run": 2, "mem_mb": 3000}\n{"run": 4, "mem_mb": 1500}\n')
+    assert ar(repo, "log", "--format", "csv", *cols, "--run", "3..").out == (
+        "run,status,metric,mem_mb,asi.hypothesis\n3,discard,110,2500,unroll the loop\n"
+        "4,keep,85,1500,a bigger Cache\n5,crash,,,mmap the cache\n")
+    assert ar(repo, "log", "--csv", "--columns", "run,description", "--run", "2").out == (
+        "run,description\n2,cache config\n")
+    assert ar(repo, "log", "--tsv", *cols, "--run", "4..").out == (
+        "run\tstatus\tmetric\tmem_mb\tasi.hypothesis\n4\tkeep\t85\t1500\ta bigger Cache\n"
+        "5\tcrash\t\t\tmmap the cache\n")
+    assert ar(repo, "log", "--format", "markdown", *cols, "--kept", "--sort", "best").out == (
+        "| run | status | metric | mem_mb | asi.hypothesis |\n"
+        "|---:|---|---:|---:|---|\n"
+        "| 4 | keep | 85 | 1500 | a bigger Cache |\n"
+        "| 2 | keep | 90 | 3000 | cache the parsed config |\n"
+        "| 1 | keep | 100 | 1000 | - |\n")
+    assert ar(repo, "log", "--format", "table", *cols, "--run", "3..").out == (
+        "run  status   metric  mem_mb  asi.hypothesis\n"
+        "  3  discard     110    2500  unroll the loop\n"
+        "  4  keep         85    1500  a bigger Cache\n"
+        "  5  crash         -       -  mmap the cache\n")
+
+
+def test_json_keeps_every_field_and_says_the_source(repo: Path, ar: Tool) -> None:
+    night(repo, ar)
+    rows = ar(repo, "log", "--json", "--run", "2").json()
+    assert len(rows) == 1
+    assert rows[0]["source"] == "ledger"
+    assert rows[0]["asi"] == {"hypothesis": "cache the parsed config"}
+    assert rows[0]["decision"]["verdict"] == "better"
+    assert (rows[0]["metrics"], rows[0]["delta_pct"], rows[0]["segment"]) == \
+        ({"mem_mb": 3000}, -10.0, 0)
+
+
+def test_markdown_default_columns_and_escaped_pipes(repo: Path, ar: Tool) -> None:
+    written(repo / ".auto" / "log.jsonl", [HEADER] + [
+        {"run": 1, "commit": "abc1234", "metric": 10, "status": "keep",
+         "description": "a | b"},
+        {"run": 2, "commit": "abc1235", "metric": 8, "status": "keep",
+         "description": "faster",
+         "decision": {"rule": "sequential", "verdict": "better", "relative": -0.2}}])
+    assert ar(repo, "log", "--format", "markdown").out == (
+        "| run | status | metric | delta_pct | decision | commit | description |\n"
+        "|---:|---|---:|---:|---|---|---|\n"
+        "| 1 | keep | 10 | 0 | - | abc1234 | a \\| b |\n"
+        "| 2 | keep | 8 | -20 | better -20.0% | abc1235 | faster |\n")
+
+
+def test_format_templates_as_git_log_takes_them(repo: Path, ar: Tool) -> None:
+    night(repo, ar)
+    assert ar(repo, "log", "--kept", "--format", "{run}\t{metric}\t{asi.hypothesis}").out == (
+        "1\t100\t\n2\t90\tcache the parsed config\n4\t85\ta bigger Cache\n")
+    assert ar(repo, "log", "--run", "3", "--format", "{{{status}}} {mem_mb}MB {nothing}|").out \
+        == "{discard} 2500MB |\n"
+    for fmt, message in (("{run", "--format '{run': an unmatched brace (write {{ or }} for a "
+                                  "literal one)"),
+                         ("run}", "--format 'run}': an unmatched brace (write {{ or }} for a "
+                                  "literal one)"),
+                         ("{}", "--format '{}': an empty field name"),
+                         ("xml", "--format 'xml': no such format (one of table, markdown, json, "
+                                 "jsonl, csv, tsv, or a template with {field} placeholders)")):
+        assert ar(repo, "log", "--format", fmt, expect=2).err == \
+            f"git autoresearch: {message}\n"
+    assert ar(repo, "log", "--format", "csv", "--json", expect=2).err == \
+        "git autoresearch: --format csv and --json ask for two formats\n"
+    assert ar(repo, "log", "--format", "json", "--json", "--run", "1").json()[0]["run"] == 1
+
+
+# --- every session; the trailers alone ------------------------------------------------------
+
+
+def two_sessions(repo: Path, ar: Tool, tmp_path: Path) -> Path:
+    """s1 here (``night``), s2 in another worktree (read here from its state ref): its
+    baseline (100) and a keep (95, "lower it to 95")."""
+    night(repo, ar)
+    other = tmp_path / "other"
+    git(repo, "worktree", "add", "-q", "-b", "side", str(other), "main")
+    ar(other, *start_args("--session-id", "s2"))
+    write(other / "value.txt", "95\n")
+    ar(other, "run", "-d", "lower it to 95")
+    return other
+
+
+def test_all_sessions_reads_every_session_with_a_session_column(repo: Path, ar: Tool,
+                                                                 tmp_path: Path) -> None:
+    two_sessions(repo, ar, tmp_path)
+    res = ar(repo, "log", "--all-sessions", "--kept", "--sort", "best",
+             "--format", "csv", "--columns", "session,run,metric,description")
+    assert res.out == ("session,run,metric,description\ns1,4,85,bigger cache\n"
+                       "s1,2,90,cache config\ns2,2,95,lower it to 95\ns1,1,100,baseline\n"
+                       "s2,1,100,baseline\n")
+    assert "session s2: read from its state ref (refs/autoresearch/s2/state)" in res.err
+    rows = ar(repo, "log", "--all-sessions", "--json", "--where", "run=2").json()
+    assert [(r["session"], r["source"], r["description"]) for r in rows] == [
+        ("s1", "ledger", "cache config"), ("s2", "state ref", "lower it to 95")]
+    table = ar(repo, "log", "--all-sessions", "--run", "2").out.splitlines()
+    assert table[0].split() == ["session", "run", "status", "metric", "delta_pct", "decision",
+                                "commit", "description"]
+    assert [line.split()[:4] for line in table[1:]] == [["s1", "2", "keep", "90"],
+                                                        ["s2", "2", "keep", "95"]]
+
+
+def test_all_sessions_reads_a_session_known_by_its_branch_from_its_trailers(
+        repo: Path, ar: Tool, tmp_path: Path) -> None:
+    two_sessions(repo, ar, tmp_path)
+    git(repo, "update-ref", "-d", "refs/autoresearch/s2/state")
+    res = ar(repo, "log", "--all-sessions", "--format", "{session} {run} {metric} {source}",
+             "--where", "session=s2")
+    assert res.out == "s2 2 95 trailers\n"  # the baseline committed nothing: no trailer
+    assert "session s2: read from the Result: trailers of autoresearch/s2 alone (kept runs " \
+           "only)" in res.err
+
+
+def test_all_sessions_includes_a_session_pulled_from_a_remote(repo: Path, ar: Tool,
+                                                               tmp_path: Path) -> None:
+    night(repo, ar)
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    git(repo, "remote", "add", "origin", str(bare))
+    git(repo, "push", "-q", "origin", "main")
+    ar(repo, "push")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(bare), str(clone))
+    ar(clone, "pull")
+    assert ar(clone, "log", "--all-sessions", "--kept", "--sort", "best",
+              "--format", "{session} {run} {metric} {asi.hypothesis}").out == (
+        "s1 4 85 a bigger Cache\ns1 2 90 cache the parsed config\ns1 1 100 \n")
+
+
+def test_all_sessions_without_a_session_is_refused(repo: Path, ar: Tool) -> None:
+    res = ar(repo, "log", "--all-sessions", expect=3)
+    assert "no session in this repository" in res.err
+
+
+def test_the_same_queries_on_the_trailers_alone(repo: Path, ar: Tool, tmp_path: Path) -> None:
+    """A clone that fetched only branches, on the session branch: no .auto/, so log answers
+    from the Result: trailers (the kept runs that committed: 2 and 4) and says so."""
+    night(repo, ar)
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "-b", "autoresearch/s1", str(repo), str(clone))
+    res = ar(clone, "log", "--json", "--where", "mem_mb>2000")
+    assert [(r["run"], r["metric"], r["metrics"], r["source"]) for r in res.json()] == [
+        (2, 90, {"mem_mb": 3000}, "trailers")]
+    assert "read from the Result: trailers on autoresearch/s1 alone" in res.err
+    assert ar(clone, "log", "--sort", "best", "--format", "csv",
+              "--columns", "run,metric,mem_mb,description").out == (
+        "run,metric,mem_mb,description\n4,85,1500,bigger cache\n2,90,3000,cache config\n")
+    assert numbers(ar, clone, "--grep", "^cache") == [2]
+    assert numbers(ar, clone, "--kept", "--since", "2026-11-29 11:00 +0000") == [2, 4]
+    assert numbers(ar, clone, "--until", "2026-11-29 11:00 +0000") == []
+    assert numbers(ar, clone, "--status", "crash") == []
+    assert ar(clone, "log", "--format", "{run}:{source}", "-n", "1").out == "2:trailers\n"
+
+
+# --- fuzz -------------------------------------------------------------------------------------
+
+
+def test_random_expressions_give_results_or_a_usage_error(repo: Path, ar: Tool) -> None:
+    """Seeded random strings and random well-formed-ish expressions for --where (and random
+    --sort, --columns, --run and templates): each answers (exit 0, JSON) or is a one-line
+    usage error (exit 2), never a traceback."""
+    crafted(repo)
+    rng = random.Random(18)
+    fields = ["run", "metric", "status", "worker", "decision", "decision.verdict", "asi.x",
+              "timestamp", "mem_mb", "", "a..b", "métrique", "x y"]
+    ops = ["<", "<=", "=", "==", "!=", ">=", ">", "~", "!~", "!", "=<", "<>", "~~", ""]
+    values = ["1", "-2.5", "1e3", "1e999", "nan", "keep", "'keep'", "\"w 2\"", "(", "[a-",
+              "*", "", "'", "0x10", ".5", "inf", "\\", "{run}", "\x00", "\udcff"]
+    alphabet = string.printable + "éλ\u202e"
+    answered = refused = 0
+    for _ in range(250):
+        if rng.random() < 0.4:
+            expression = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+        else:
+            expression = rng.choice(fields) + rng.choice([" ", ""]) + rng.choice(ops) + \
+                rng.choice([" ", ""]) + rng.choice(values)
+        extra: list[str] = rng.choice([
+            [], ["--sort", rng.choice(fields + ["-best", "best,-run", ","])],
+            ["--columns", rng.choice(fields + ["run,", "run,metric"])],
+            ["--run", rng.choice(["1..", "..", "3", "a..b", "9999999999", " 2 .. 3 "])],
+            ["--format", rng.choice(["{run", "{run} {x}", "}{", "{{}}", "{a..b}", "csv"])]])
+        as_json = rng.random() < 0.5
+        res = ar(repo, "log", *(["--json"] if as_json else []), "--where", expression, *extra,
+                 expect=None)
+        assert res.code in (0, 2), (expression, extra, res.err)
+        assert "Traceback" not in res.err
+        if res.code == 2 and as_json:  # the error is the one JSON document on stdout
+            refused += 1
+            error = res.json()
+            assert error["exit_code"] == 2 and "\n" not in error["error"], error
+        elif res.code == 2:
+            refused += 1
+            assert res.out == ""
+            assert res.err.startswith("git autoresearch: ") and res.err.count("\n") == 1
+        else:
+            answered += 1
+            if as_json and "--format" not in extra:
+                assert isinstance(res.json(), list)
+    assert answered > 30 and refused > 30
+
+
+# --- the quick test of ledger lines -----------------------------------------------------------
+
+
+def test_the_quick_line_test_never_changes_an_answer() -> None:
+    """A query reads only the ledger lines its quick test cannot rule out
+    (ledger.only_runs); on a ledger of awkward lines (a nested status, a record without
+    status, an escaped key, a duplicate key, the metric's own name as a field, crashes before
+    the baseline, a second segment) every query selects the same rows, with the same
+    baseline, as a full read."""
+    from git_autoresearch import ledger
+    from git_autoresearch.query import Query, line_test, parse_where, rows_of
+    from git_autoresearch.report import run_row
+
+    lines = [
+        {"type": "config", "name": "a", "metricName": "ms", "bestDirection": "lower"},
+        {"run": 1, "commit": "a", "metric": 0, "metrics": {}, "status": "crash"},
+        {"run": 2, "commit": "b", "metric": 50, "metrics": {"mem": 10}, "status": "keep",
+         "timestamp": 1000},
+        {"run": 3, "commit": "c", "metric": 40, "metrics": {"mem": 30}, "status": "discard",
+         "asi": {"status": "keep"}, "timestamp": 2000},
+        {"run": 4, "commit": "d", "metric": 45, "metrics": {}, "asi": {"status": "crash"}},
+        {"run": 5, "commit": "e", "metric": 30, "metrics": {"ms": 99}, "status": "keep",
+         "timestamp": 3000},
+        {"run": 6, "metric": 20, "status": "crash", "asi": {"mem": 5}},
+        {"type": "config", "name": "b", "metricName": "mem", "bestDirection": "higher"},
+        {"run": 7, "commit": "f", "metric": 0, "metrics": {}, "status": "discard"},
+        {"run": 8, "commit": "g", "metric": 7, "metrics": {}, "status": "keep"},
+        {"run": 9, "commit": "h", "metric": 9, "metrics": {"mem": 1}, "status": "discard",
+         "timestamp": 2500},
+    ]
+    data = "".join(json.dumps(line) + "\n" for line in lines)
+    data += '{"run": 10, "commit": "i", "metric": 3, "metrics": {}, "\\u0073tatus": "keep"}\n'
+    data += '{"run":11,"commit":"j","metric":8,"metrics":{},"status":"crash","status":"keep"}\n'
+    raw = data.encode()
+    queries = [Query(status=s) for s in ("keep", "discard", "crash", "checks_failed")]
+    queries += [Query(where=[parse_where(w)]) for w in (
+        "mem>5", "mem<=10", "mem=30", "metric<46", "metric>=45", "ms>50", "ms<60",
+        "timestamp>1500")]
+    queries += [Query(runs=(3, 8)), Query(runs=(None, 4)), Query(since=2, until=2),
+                Query(status="keep", where=[parse_where("metric<46")]),
+                Query(status="crash", runs=(2, None))]
+    for query in queries:
+        full = ledger.parse(raw)
+        with ledger.only_runs(line_test(query)):
+            quick = ledger.parse(raw)
+        want = [run_row(r.run, r.segment) for r in query.select(rows_of(full, "s", "ledger"))]
+        got = [run_row(r.run, r.segment) for r in query.select(rows_of(quick, "s", "ledger"))]
+        assert got == want, query
+    assert line_test(Query(where=[parse_where("mem!=1")])) is None  # != keeps a missing field
+    with ledger.only_runs(line_test(Query(status="crash"))):
+        skipped = ledger.parse(raw)
+    assert [r.number for r in skipped.runs] == [1, 2, 4, 6, 7, 8, 10, 11]  # 3, 5, 9 unread
+    with ledger.only_runs(line_test(Query(where=[parse_where("metric>=45")]))):
+        skipped = ledger.parse(raw)
+    assert [r.number for r in skipped.runs] == [1, 2, 4, 7, 8, 10]
