@@ -16,8 +16,9 @@ from pathlib import Path
 from .errors import Refused
 from .faults import checkpoint
 from .files import write_atomic
-from .git import ABSENT, DiskFull, GitError, Repo, join_z, said
-from .git.trees import hash_files, temporary_index
+from .git import ABSENT, GITLINK, DiskFull, GitError, Repo, join_z, said
+from .git.objects import write_blobs
+from .git.trees import hash_files, renamed, temporary_index
 from .paths import Boundaries
 from .submodules import refuse_dirty_submodules, restore_submodules
 from .trailers import read_back
@@ -221,15 +222,27 @@ def scope_violations(bounds: Boundaries, changes: Changes) -> list[str]:
 
 def moved_out(repo: Repo, bounds: Boundaries, changes: Changes, violations: list[str]
               ) -> list[str]:
-    """In-scope files the experiment deleted whose exact content reappears at an out-of-scope
-    path: a rename out of the scope. Reverting only the new path would lose the file, so the
-    deletion belongs with the violation."""
-    arrived = [p for p in violations if (repo.top / p).is_file()]
-    gone = [p for p in changes.tracked if bounds.in_scope(p) and not (repo.top / p).exists()]
+    """In-scope files the experiment deleted that reappear at an out-of-scope path: a rename
+    out of the scope, whatever its edits: the same content, a rename git's detection finds
+    (:func:`renamed`), or the same file name in another folder. Reverting only the new path
+    would lose the file, so the deletion belongs with the violation and the file is put back
+    whole."""
+    arrived = [p for p in violations if (repo.top / p).is_file()
+               and not (repo.top / p).is_symlink() and "\n" not in p]
+    gone = [p for p in changes.tracked if bounds.in_scope(p) and not (repo.top / p).exists()
+            and not (repo.top / p).is_symlink()]
     if not arrived or not gone:
         return []
-    new_blobs = set(hash_files(repo, arrived).values())
-    return sorted(p for p, blob in repo.blobs("HEAD", gone).items() if blob in new_blobs)
+    new_blobs = hash_files(repo, arrived)
+    old_entries = repo.tree_entries("HEAD", gone)
+    names = {p.rpartition("/")[2] for p in arrived}
+    found = {p for p, (_, blob) in old_entries.items()
+             if blob in set(new_blobs.values()) or p.rpartition("/")[2] in names}
+    written = write_blobs(repo, [str(repo.top / p) for p in arrived])
+    found.update(old for old, _ in renamed(
+        repo, [(mode, oid, p) for p, (mode, oid) in old_entries.items() if mode != GITLINK],
+        [("100644", oid, p) for p, oid in zip(arrived, written, strict=True)]))
+    return sorted(found)
 
 
 @dataclass

@@ -1,0 +1,79 @@
+"""Files that cross a line the tool draws: a rename with edits across the scope boundary, and
+a case-only rename where the file system does not tell the two names apart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import Tool, git, start_args, write
+
+LIB = "def f():\n    return 1\n"
+# The same module, edited as it moved: git's rename detection pairs it with the old one (72%
+# similar) under another name.
+EDITED = "def f():\n    return 1\n\n# moved\n"
+# Edited beyond what git calls a rename (47% similar), kept under its own file name.
+REWRITTEN = "def f():\n    return 1\n\n\ndef g():\n    return 2\n"
+
+
+def test_a_rename_with_edits_out_of_the_scope_is_set_aside_whole(repo: Path, ar: Tool) -> None:
+    """Measuring: the out-of-scope new path is saved and removed, and the in-scope file it came
+    from is put back as HEAD has it, so the tree never lacks a file HEAD has."""
+    ar(repo, *start_args("--scope", "src/", "--scope", "value.txt"))
+    (repo / "src" / "lib.py").unlink()
+    write(repo / "moved_out.py", EDITED)
+    write(repo / "value.txt", "10\n")
+    record = ar(repo, "run", "-d", "rename out of scope, edited", "--json").json()
+    assert record["status"] == "keep"
+    assert record["scope_violations"] == ["moved_out.py", "src/lib.py"]
+    assert (repo / "src" / "lib.py").read_text() == LIB
+    assert not (repo / "moved_out.py").exists()
+    assert git(repo, "ls-tree", "--name-only", "HEAD", "src/") == "src/lib.py"
+    assert git(repo, "show", "--name-only", "--format=", "HEAD").splitlines() == ["value.txt"]
+    assert git(repo, "status", "--porcelain") == ""
+    scope_ref = record["scope_ref"]
+    assert git(repo, "show", f"{scope_ref}:moved_out.py") + "\n" == EDITED
+
+
+def test_keep_puts_back_a_file_renamed_with_edits_out_of_the_scope(repo: Path, ar: Tool) -> None:
+    ar(repo, *start_args("--scope", "src/", "--scope", "value.txt"))
+    (repo / "src" / "lib.py").unlink()
+    write(repo / "lib.py", REWRITTEN)
+    write(repo / "value.txt", "10\n")
+    record = ar(repo, "keep", "-d", "rename out, edited", "--metric", "10", "--json").json()
+    assert record["scope_violations"] == ["lib.py", "src/lib.py"]
+    assert git(repo, "show", "--name-only", "--format=", "HEAD").splitlines() == ["value.txt"]
+    assert (repo / "src" / "lib.py").read_text() == LIB
+    assert not (repo / "lib.py").exists()
+    assert git(repo, "show", f"{record['attempt_ref']}:lib.py") + "\n" == REWRITTEN
+
+
+def test_a_rename_with_edits_into_the_scope_keeps_the_new_file_and_restores_the_old(
+        repo: Path, ar: Tool) -> None:
+    """The out-of-scope side (the deleted README.md) is restored whole; the in-scope side (the
+    new file) follows the decision: committed on a keep."""
+    ar(repo, *start_args("--scope", "src/", "--scope", "value.txt"))
+    (repo / "README.md").unlink()
+    write(repo / "src" / "README.md", "project\nand more\n")
+    write(repo / "value.txt", "10\n")
+    record = ar(repo, "run", "-d", "rename into scope, edited", "--json").json()
+    assert record["status"] == "keep"
+    assert record["scope_violations"] == ["README.md"]
+    assert (repo / "README.md").read_text() == "project\n"
+    assert sorted(git(repo, "show", "--name-only", "--format=", "HEAD").splitlines()) == \
+        ["src/README.md", "value.txt"]
+    assert git(repo, "status", "--porcelain") == ""
+
+
+def test_an_in_scope_deletion_beside_an_unrelated_new_file_outside_is_kept(
+        repo: Path, ar: Tool) -> None:
+    """Only a rename joins the deletion to the violation: an unrelated file created outside the
+    scope leaves the experiment's deletion alone."""
+    ar(repo, *start_args("--scope", "src/", "--scope", "value.txt"))
+    (repo / "src" / "lib.py").unlink()
+    write(repo / "notes.txt", "nothing like the deleted module\n")
+    write(repo / "value.txt", "10\n")
+    record = ar(repo, "run", "-d", "delete lib", "--json").json()
+    assert record["scope_violations"] == ["notes.txt"]
+    assert sorted(git(repo, "show", "--name-only", "--format=", "HEAD").splitlines()) == \
+        ["src/lib.py", "value.txt"]
+    assert not (repo / "src" / "lib.py").exists()
