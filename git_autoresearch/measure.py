@@ -386,10 +386,13 @@ def _json_text(file: str | None, top: Path, log_path: Path, offset: int,
 
 def _metric_from_command(cfg: Config, *, top: Path, log_fd: int, out_path: Path,
                          env: Mapping[str, str]) -> LogReading:
+    """Run ``metric_command`` and read its one number from its stdout alone: its stderr (a
+    warning, a progress line) goes straight to the run log (``log_fd``), never into the
+    number; its stdout follows it there."""
     assert cfg.metric_command is not None
     os.write(log_fd, f"==== metric_command: {cfg.metric_command} ====\n".encode())
     with open(out_path, "w+b") as out:
-        outcome = run_shell(cfg.metric_command, cwd=top, stdout=out.fileno(),
+        outcome = run_shell(cfg.metric_command, cwd=top, stdout=out.fileno(), stderr=log_fd,
                             timeout=cfg.timeout_seconds, env=env)
         out.seek(0)
         data = out.read(1 << 20)
@@ -412,8 +415,8 @@ def _metric_from_command(cfg: Config, *, top: Path, log_fd: int, out_path: Path,
         else:
             values.append(pieces[-1].strip())
     if len(values) != 1:
-        reading.problem = (f"the metric command printed {len(values)} values; it must print "
-                           "exactly one number")
+        reading.problem = (f"the metric command printed {len(values)} values on stdout; it "
+                           "must print exactly one number")
         return reading
     reading.metric, reading.problem = parse_number(values[0])
     reading.metrics.pop(cfg.metric_name, None)
