@@ -12,6 +12,7 @@ only the last piece, so a long session adds small objects, not a whole ledger pe
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -108,14 +109,21 @@ def _session_files(auto: Path) -> tuple[list[tuple[str, str]], list[tuple[str, s
     return entries, skipped
 
 
+def _digest(data: bytes) -> str:
+    """The content hash the cache keeps of a ledger piece (SHA-256, hex)."""
+    return hashlib.sha256(data).hexdigest()
+
+
 def _write_blobs(repo: Repo, entries: list[tuple[str, str]], pieces: list[bytes],
                  known: dict[int, list[Any]]) -> dict[str, str]:
     """Write the files of ``entries`` and the ledger pieces that changed since the cache
-    ``known`` (piece index -> [size in bytes, blob id], updated here) as blobs, in one git
-    call; the blob id of each file, by its path."""
+    ``known`` (piece index -> [size in bytes, blob id, SHA-256 of the content], updated here)
+    as blobs, in one git call; the blob id of each file, by its path. A piece is compared by
+    its content hash, not its length: a hand fix of one character changes no length."""
     piece_files: list[tuple[int, Path]] = []
     for index, data in enumerate(pieces):
-        if known.get(index, [None])[0] == len(data):
+        cached = known.get(index, [])
+        if len(cached) >= 3 and cached[0] == len(data) and cached[2] == _digest(data):
             continue
         tmp = repo.scratch / f"state-piece.{os.getpid()}.{index}"
         write_atomic(tmp, data)
@@ -128,7 +136,7 @@ def _write_blobs(repo: Repo, entries: list[tuple[str, str]], pieces: list[bytes]
             tmp.unlink()
     blob_of = dict(zip(paths, ids, strict=True))
     for index, tmp in piece_files:
-        known[index] = [len(pieces[index]), blob_of[str(tmp)]]
+        known[index] = [len(pieces[index]), blob_of[str(tmp)], _digest(pieces[index])]
     return blob_of
 
 
