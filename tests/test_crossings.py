@@ -3,6 +3,7 @@ a case-only rename where the file system does not tell the two names apart."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from conftest import Tool, git, start_args, write
@@ -77,3 +78,62 @@ def test_an_in_scope_deletion_beside_an_unrelated_new_file_outside_is_kept(
     assert sorted(git(repo, "show", "--name-only", "--format=", "HEAD").splitlines()) == \
         ["src/lib.py", "value.txt"]
     assert not (repo / "src" / "lib.py").exists()
+
+
+# --- case-only renames where the file system folds case --------------------------------------
+# What a case-insensitive file system (macOS, Windows, exFAT) shows after ``mv Foo.py foo.py``:
+# the index holds Foo.py, the folder lists only foo.py, and git, with core.ignorecase set as
+# git init sets it there, sees no new file. These tests build exactly that on a case-sensitive
+# disk: core.ignorecase=true, and the file renamed on disk.
+
+
+def case_folding_repo(repo: Path) -> Path:
+    """``repo`` with a committed Foo.py and core.ignorecase=true; returns the module."""
+    git(repo, "config", "core.ignorecase", "true")
+    write(repo / "Foo.py", "VALUE = 1\nNAME = 'foo'\nSIZE = 3\n")
+    git(repo, "add", "Foo.py")
+    git(repo, "commit", "-q", "-m", "a module")
+    return repo / "Foo.py"
+
+
+def names(top: Path) -> list[str]:
+    return sorted(n for n in os.listdir(top) if n.lower() == "foo.py")
+
+
+def test_discard_undoes_a_case_only_rename_and_saves_it_in_the_attempt(
+        repo: Path, ar: Tool) -> None:
+    module = case_folding_repo(repo)
+    ar(repo, *start_args("--scope", "*.py", "--scope", "value.txt"))
+    module.rename(repo / "foo.py")
+    write(repo / "value.txt", "200\n")
+    record = ar(repo, "discard", "-d", "lower-case module", "--json").json()
+    assert names(repo) == ["Foo.py"]
+    assert module.read_text() == "VALUE = 1\nNAME = 'foo'\nSIZE = 3\n"
+    attempt = record["attempt_ref"]
+    assert git(repo, "ls-tree", "--name-only", attempt, "--", "Foo.py", "foo.py") == "foo.py"
+    assert git(repo, "show", f"{attempt}:foo.py") == "VALUE = 1\nNAME = 'foo'\nSIZE = 3"
+    assert git(repo, "status", "--porcelain") == ""
+
+
+def test_a_run_that_is_discarded_undoes_a_case_only_rename(repo: Path, ar: Tool) -> None:
+    module = case_folding_repo(repo)
+    ar(repo, *start_args("--scope", "*.py", "--scope", "value.txt"))
+    module.rename(repo / "foo.py")
+    write(repo / "value.txt", "200\n")
+    assert ar(repo, "run", "-d", "worse", "--json").json()["status"] == "discard"
+    assert names(repo) == ["Foo.py"]
+    assert git(repo, "status", "--porcelain") == ""
+
+
+def test_keep_commits_a_case_only_rename_as_a_rename(repo: Path, ar: Tool) -> None:
+    module = case_folding_repo(repo)
+    ar(repo, *start_args("--scope", "*.py", "--scope", "value.txt"))
+    module.rename(repo / "foo.py")
+    write(repo / "foo.py", "VALUE = 2\nNAME = 'foo'\nSIZE = 3\n")
+    write(repo / "value.txt", "10\n")
+    assert ar(repo, "run", "-d", "better", "--json").json()["status"] == "keep"
+    assert git(repo, "diff-tree", "-M", "--name-status", "-r", "HEAD~1", "HEAD") == \
+        "R068\tFoo.py\tfoo.py\nM\tvalue.txt"
+    assert git(repo, "ls-tree", "--name-only", "HEAD", "--", "Foo.py", "foo.py") == "foo.py"
+    assert names(repo) == ["foo.py"]
+    assert git(repo, "status", "--porcelain") == ""
