@@ -4,8 +4,11 @@ a case-only rename where the file system does not tell the two names apart."""
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import Tool, git, start_args, write
 
 LIB = "def f():\n    return 1\n"
@@ -137,3 +140,50 @@ def test_keep_commits_a_case_only_rename_as_a_rename(repo: Path, ar: Tool) -> No
     assert git(repo, "ls-tree", "--name-only", "HEAD", "--", "Foo.py", "foo.py") == "foo.py"
     assert names(repo) == ["foo.py"]
     assert git(repo, "status", "--porcelain") == ""
+
+
+def folding_folder(tmp_path: Path) -> Path:
+    """An empty folder on a file system that folds case: ext4's casefold attribute set on an
+    empty folder (``chattr +F``, which needs a file system made with the casefold feature and a
+    kernel built with CONFIG_UNICODE); else the test is skipped, saying why. (A loop-mounted
+    vfat or exFAT image needs root and mkfs tools CI does not have; the tests above build what
+    such a file system shows instead.)"""
+    folder = tmp_path / "folding"
+    folder.mkdir()
+    if shutil.which("chattr") is None:
+        pytest.skip("no chattr to make a case-folding folder")
+    made = subprocess.run(["chattr", "+F", str(folder)], capture_output=True)
+    if made.returncode != 0:
+        pytest.skip("this file system cannot fold case (chattr +F: "
+                    f"{made.stderr.decode(errors='replace').strip()})")
+    (folder / "Probe").write_text("")
+    if not (folder / "probe").exists():
+        pytest.skip("chattr +F did not make the folder fold case")
+    (folder / "Probe").unlink()
+    return folder
+
+
+def test_on_a_folding_file_system_discard_undoes_and_keep_commits_a_case_only_rename(
+        tmp_path: Path, ar: Tool) -> None:
+    """The same as the simulated tests, on a real case-folding folder (git init sets
+    core.ignorecase there itself)."""
+    top = folding_folder(tmp_path)
+    git(top, "init", "-q", "-b", "main")
+    assert git(top, "config", "core.ignorecase") == "true"
+    write(top / "value.txt", "100\n")
+    write(top / "bench.sh", "#!/bin/sh\necho \"score: $(cat value.txt)\"\n", 0o755)
+    write(top / "Foo.py", "VALUE = 1\nNAME = 'foo'\nSIZE = 3\n")
+    git(top, "add", "-A")
+    git(top, "commit", "-q", "-m", "initial")
+    ar(top, *start_args("--scope", "*.py", "--scope", "value.txt"))
+    (top / "Foo.py").rename(top / "foo.py")
+    assert git(top, "status", "--porcelain", "--", "Foo.py", "foo.py") == ""
+    write(top / "value.txt", "200\n")
+    ar(top, "discard", "-d", "lower-case module")
+    assert names(top) == ["Foo.py"]
+    (top / "Foo.py").rename(top / "foo.py")
+    write(top / "value.txt", "10\n")
+    assert ar(top, "run", "-d", "better", "--json").json()["status"] == "keep"
+    assert git(top, "ls-tree", "--name-only", "HEAD", "--", "foo.py") == "foo.py"
+    assert names(top) == ["foo.py"]
+    assert git(top, "status", "--porcelain") == ""
