@@ -235,9 +235,13 @@ class KeepResult:
 
 def scope_violations(bounds: Boundaries, changes: Changes) -> list[str]:
     """Changed paths that are neither protected nor inside the scope (readonly paths
-    included: they are never inside it)."""
-    return sorted(p for p in changes.changed()
-                  if not bounds.is_protected(p) and not bounds.in_scope(p))
+    included: they are never inside it), and those renamed in case only to a name outside it
+    (the index path stands for the rename)."""
+    outside = {p for p in changes.changed()
+               if not bounds.is_protected(p) and not bounds.in_scope(p)}
+    outside.update(old for old, new in changes.case_renames.items()
+                   if not bounds.is_protected(old) and not bounds.in_scope(new))
+    return sorted(outside)
 
 
 def moved_out(repo: Repo, bounds: Boundaries, changes: Changes, violations: list[str]

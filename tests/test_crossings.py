@@ -187,3 +187,19 @@ def test_on_a_folding_file_system_discard_undoes_and_keep_commits_a_case_only_re
     assert git(top, "ls-tree", "--name-only", "HEAD", "--", "foo.py") == "foo.py"
     assert names(top) == ["foo.py"]
     assert git(top, "status", "--porcelain") == ""
+
+
+def test_a_case_only_rename_to_a_name_outside_the_scope_is_set_aside(repo: Path,
+                                                                       ar: Tool) -> None:
+    """The scope names Foo.py alone: foo.py is outside it, so the rename is a violation, saved
+    and undone, and the keep commits the rest."""
+    module = case_folding_repo(repo)
+    ar(repo, *start_args("--scope", "Foo.py", "--scope", "value.txt"))
+    module.rename(repo / "foo.py")
+    write(repo / "value.txt", "10\n")
+    record = ar(repo, "run", "-d", "better", "--json").json()
+    assert record["status"] == "keep"
+    assert record["scope_violations"] == ["Foo.py", "foo.py"]
+    assert names(repo) == ["Foo.py"]
+    assert git(repo, "show", "--name-only", "--format=", "HEAD").splitlines() == ["value.txt"]
+    assert git(repo, "status", "--porcelain") == ""
