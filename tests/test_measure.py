@@ -296,3 +296,17 @@ def test_metric_command_that_prints_its_number_on_stderr_only_is_a_crash(
     assert record["status"] == "crash"
     assert record["reason"] == ("the metric command printed 0 values on stdout; it must print "
                                 "exactly one number")
+
+
+def test_metric_json_from_the_command_output_reads_stdout_alone(repo: Path, ar: Tool) -> None:
+    """A bare metric_json path reads the command's standard output (jsonmetric.split_spec): a
+    warning the command prints on stderr after its JSON does not spoil the document, and
+    the run log keeps both."""
+    write(repo / "bench.sh", "#!/bin/sh\nprintf '{\\n  \"mean\": 1.5\\n}\\n'\n"
+          "echo 'warning: slow disk' >&2\n")
+    commit_all(repo)
+    data = ar(repo, "start", "--goal", "g", "--session-id", "s", "--command", "sh bench.sh",
+              "--metric-json", "mean", "--json").json()
+    assert data["baseline"]["metric"] == 1.5
+    log = (repo / ".auto" / "run.log").read_text()
+    assert "warning: slow disk\n" in log and '  "mean": 1.5\n' in log
