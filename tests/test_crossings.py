@@ -203,3 +203,18 @@ def test_a_case_only_rename_to_a_name_outside_the_scope_is_set_aside(repo: Path,
     assert names(repo) == ["Foo.py"]
     assert git(repo, "show", "--name-only", "--format=", "HEAD").splitlines() == ["value.txt"]
     assert git(repo, "status", "--porcelain") == ""
+
+
+def test_a_case_renamed_file_edited_after_measuring_makes_the_measurement_stale(
+        repo: Path, ar: Tool) -> None:
+    """The pending measurement's fingerprint reads the file under its name on disk: an edit
+    of foo.py after measuring is a change, and the keep is refused until it is measured
+    again."""
+    module = case_folding_repo(repo)
+    ar(repo, *start_args("--scope", "*.py", "--scope", "value.txt"))
+    module.rename(repo / "foo.py")
+    write(repo / "value.txt", "10\n")
+    ar(repo, "measure")
+    write(repo / "foo.py", "VALUE = 3\n")
+    res = ar(repo, "keep", "-d", "stale", expect=3)
+    assert "the work tree changed since it was measured (Foo.py)" in res.err
