@@ -93,6 +93,8 @@ class Session:
         # The limit counts every run of the segment, the baseline too (pi-autoresearch's
         # maxIterations: extensions/pi-autoresearch/index.ts:1713), not the runs after it.
         self.limit_counts_baseline = False
+        # Hook links already said to point at untracked files: said once per command.
+        self._links_told: set[str] = set()
 
     @property
     def bounds(self) -> Boundaries:
@@ -511,16 +513,22 @@ class Session:
     def mirror_state(self, message: str) -> list[str]:
         """Mirror the session files on the state ref (``message``: the commit's subject);
         returns warnings (a failure is a warning, not an error), none when it worked."""
-        from .state import LedgerShrank, mirror
+        from .state import LedgerShrank, mirror, unkept_links
 
         try:
             _, skipped = mirror(self.repo, self.layout.auto, self.config.session_id, message)
+            unkept = [link for link in unkept_links(self.repo, self.layout.auto)
+                      if link not in self._links_told]
+            self._links_told.update(unkept)
         except (LedgerShrank, WriteFailed, GitError, OSError, UnicodeError) as exc:
             return [f"the session files were not mirrored on the state ref: {exc}"]
+        warnings = [f"hook link {link} points at a file git does not track: the state ref "
+                    "keeps the link, not the file (commit it, or make the hook a file)"
+                    for link in unkept]
         if skipped:
-            return ["not mirrored on the state ref (rename them): "
-                    + ", ".join(repr(name) for name in skipped)]
-        return []
+            warnings.append("not mirrored on the state ref (rename them): "
+                            + ", ".join(repr(name) for name in skipped))
+        return warnings
 
     # --- the journal ---------------------------------------------------------------------------
 

@@ -138,6 +138,28 @@ def current(auto: Path) -> dict[str, tuple[bytes, bool]]:
     return found
 
 
+def unkept_links(repo: Repo, auto: Path) -> list[str]:
+    """The symbolic links under ``auto/hooks/`` whose target git does not keep: a path in the
+    work tree, outside ``hooks/``, that is not tracked (``git clean -xfd`` removes it, and the
+    state ref holds only the link). Each as ``.auto/hooks/<name> -> <target>``."""
+    _, links, _ = _session_files(auto)
+    hooks = (auto / "hooks").resolve()
+    top = repo.top.resolve()
+    outside: dict[str, str] = {}
+    for name, target in links:
+        pointed = (auto / name).parent / os.fsdecode(target)
+        try:
+            real = Path(os.path.normpath(Path(os.path.abspath(pointed)))).resolve()
+        except (OSError, RuntimeError):
+            continue
+        if real == hooks or hooks in real.parents or top not in real.parents \
+                or not real.exists():  # a link to nothing is said when its stage fires
+            continue
+        outside[real.relative_to(top).as_posix()] = f".auto/{name} -> {os.fsdecode(target)}"
+    kept = set(repo.indexed(sorted(outside))) if outside else set()
+    return [said for rel, said in sorted(outside.items()) if rel not in kept]
+
+
 def write_file(path: Path, data: bytes, mode: int) -> None:
     """Write a session file as :func:`read` gives it: ``data`` with ``mode``, or, for
     :data:`LINK`, a symbolic link to ``data`` (what is at ``path`` replaced whole)."""

@@ -109,3 +109,20 @@ def test_a_hook_link_to_nothing_is_named_when_its_stage_fires(repo: Path, ar: To
     record = ar(repo, "run", "-d", "ninety", "--json").json()
     assert record["warnings"] == ["hook .auto/hooks/after.sh is a symbolic link to "
                                   "../../scripts/gone.sh, which does not exist: it was not run"]
+
+
+def test_a_hook_link_to_an_untracked_file_is_told_when_mirrored(repo: Path, ar: Tool) -> None:
+    """The state ref keeps the link, not what it points at: a target git does not track
+    would be lost to git clean -xfd, and the run says so."""
+    write(repo / "scratch" / "hook.sh", "#!/bin/sh\n:\n", 0o755)
+    ar(repo, *start_args("--force", "--scope", "value.txt"))
+    (repo / ".auto" / "hooks").mkdir()
+    os.symlink("../../scratch/hook.sh", repo / ".auto" / "hooks" / "after.sh")
+    write(repo / "value.txt", "90\n")
+    record = ar(repo, "run", "-d", "ninety", "--json").json()
+    assert record["warnings"] == [
+        "hook link .auto/hooks/after.sh -> ../../scratch/hook.sh points at a file git does not "
+        "track: the state ref keeps the link, not the file (commit it, or make the hook a file)"]
+    commit_all(repo, "the hook script")
+    write(repo / "value.txt", "80\n")
+    assert ar(repo, "run", "-d", "eighty", "--json").json()["warnings"] == []
