@@ -357,10 +357,10 @@ def record_collected(repo: Repo, sid: str, refs: list[str], now: int) -> list[st
     Returns warnings (the state ref could not be written)."""
     import tempfile
 
-    from .files import WriteFailed, write_atomic
+    from .files import WriteFailed
     from .git import GitError
     from .lock import SessionLock
-    from .state import LedgerShrank, mirror, read
+    from .state import LedgerShrank, mirror, read, write_file
 
     event = {"type": "gc", "timestamp": now, "deleted": refs}
     try:
@@ -379,7 +379,7 @@ def record_collected(repo: Repo, sid: str, refs: list[str], now: int) -> list[st
             for name, data in files.items():
                 path = Path(tmp) / name
                 path.parent.mkdir(parents=True, exist_ok=True)
-                write_atomic(path, data, modes.get(name, 0o644))
+                write_file(path, data, modes.get(name, 0o644))
             ledger_mod.append(Path(tmp) / "log.jsonl", [event])
             mirror(repo, Path(tmp), sid, "gc: deleted attempt and scope refs", use_cache=False)
     except (GitError, LedgerShrank, WriteFailed, OSError) as exc:

@@ -28,6 +28,8 @@ from .repairs import (
 )
 from .session import Session
 from .state import FILES as STATE_FILES
+from .state import LINK as STATE_LINK
+from .state import current as current_state
 from .state import forget as forget_state_cache
 from .state import read as read_state
 from .trailers import (
@@ -392,9 +394,14 @@ def _check_state(session: Session, exam: Examination, fix: bool) -> None:
     layout = session.layout
     state = read_state(session.repo, session.config.session_id)
     saved = state[0] if state else None
-    on_disk = layout.ledger.read_bytes() if layout.ledger.exists() else b""
-    behind = [name for name in STATE_FILES if (layout.auto / name).is_file()
-              and (saved or {}).get(name) != (layout.auto / name).read_bytes()]
+    held = {name: (data, state[1].get(name) == STATE_LINK)
+            for name, data in state[0].items()} if state else {}
+    now = current_state(layout.auto)
+    on_disk = now.get("log.jsonl", (b"", False))[0]
+    behind = [name for name in STATE_FILES if name in now and held.get(name) != now[name]]
+    # The hooks as they are: one added, changed, turned into a link or removed since.
+    hooks = {name for name in [*now, *held] if name.startswith("hooks/")}
+    behind += sorted(name for name in hooks if held.get(name) != now.get(name))
     if saved is None or saved.get("log.jsonl", b"") != on_disk or behind:
         finding = exam.add("the state ref does not hold the current session files"
                            if saved is not None else "there is no state ref",

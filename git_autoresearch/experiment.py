@@ -16,8 +16,10 @@ from pathlib import Path
 from .errors import Refused
 from .faults import checkpoint
 from .files import write_atomic
-from .git import ABSENT, DiskFull, GitError, Repo, join_z, said
-from .git.trees import hash_files, temporary_index
+from .git import ABSENT, GITLINK, DiskFull, GitError, Repo, join_z, said
+from .git.casenames import case_renames, rename_in_index, undo_case_renames
+from .git.objects import write_blobs
+from .git.trees import hash_files, renamed, temporary_index
 from .paths import Boundaries
 from .submodules import refuse_dirty_submodules, restore_submodules
 from .trailers import read_back
@@ -32,7 +34,9 @@ class Changes:
     ``preexisting``: untracked files that were there before (never touched);
     ``staged_preexisting``: those of them staged since, or marked with ``git add -N``;
     ``added``: the tracked paths that HEAD does not have (staged new files, intent-to-add
-    entries). Paths are relative to the top, with ``/`` separators.
+    entries); ``case_renames``: tracked paths renamed on disk in case only, where the file
+    system folds case (index path -> disk path; the index path is in ``tracked``). Paths are
+    relative to the top, with ``/`` separators.
     """
 
     tracked: list[str] = field(default_factory=list)
@@ -41,6 +45,7 @@ class Changes:
     staged_preexisting: list[str] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)
     added: set[str] = field(default_factory=set)
+    case_renames: dict[str, str] = field(default_factory=dict)
 
     def changed(self) -> list[str]:
         return [*self.tracked, *self.created]
@@ -100,6 +105,14 @@ def survey(repo: Repo, before: Snapshot | None) -> Changes:
             changes.tracked.append(entry.path)
             if new:
                 changes.added.add(entry.path)
+    # A case-only rename is no change to git where the file system folds case: the names on
+    # disk are compared with the index's.
+    changes.case_renames = case_renames(repo)
+    for was, now in changes.case_renames.items():
+        if was not in changes.tracked:
+            changes.tracked.append(was)
+        if now in changes.created:
+            changes.created.remove(now)
     return changes
 
 
@@ -129,17 +142,22 @@ def _remove_files(top: Path, paths: Iterable[str]) -> list[str]:
 
 
 def record_attempt(repo: Repo, head: str, paths: list[str], *, ref: str, message: str,
-                   reset: Sequence[str] = ()) -> str:
+                   reset: Sequence[str] = (), renames: Mapping[str, str] | None = None) -> str:
     """Commit the work tree state of ``paths`` on top of ``head`` without touching the user's
     index, and point ``ref`` at it (it must not exist yet). ``reset`` are staged paths that must
-    not be recorded (they are put back to ``head`` in the temporary index). Returns the commit;
-    :class:`Refused` when git cannot make it (no committer identity), before anything changed."""
+    not be recorded (they are put back to ``head`` in the temporary index); ``renames`` (index
+    path -> disk path) are case-only renames of ``paths``, recorded under their new names.
+    Returns the commit; :class:`Refused` when git cannot make it (no committer identity),
+    before anything changed."""
     with temporary_index(repo) as index:
         if index.copied:
             index.reset_paths(head, reset)
         else:
             index.read_tree(head)
         index.add_paths(paths)
+        wanted = set(paths)
+        rename_in_index(repo, {old: new for old, new in (renames or {}).items() if old in wanted},
+                        env=index.env)
         tree = index.write_tree()
     try:
         made = repo.commit_tree(tree, [head], message)
@@ -168,7 +186,8 @@ def revert(repo: Repo, bounds: Boundaries, changes: Changes, *, head: str, ref: 
                         *changes.staged_preexisting]
     created, tracked = revert_targets(bounds, changes, only)
     refuse_dirty_submodules(repo, tracked, "reverted")
-    record_attempt(repo, head, recordable, ref=ref, message=message, reset=staged_elsewhere)
+    record_attempt(repo, head, recordable, ref=ref, message=message, reset=staged_elsewhere,
+                   renames=changes.case_renames)
     checkpoint(f"{stage}:after-attempt")
     finish_revert(repo, created, tracked, changes.staged_preexisting,
                   stage="set-aside" if stage == "set-aside" else "revert")
@@ -188,13 +207,15 @@ def revert_targets(bounds: Boundaries, changes: Changes, only: list[str] | None 
 def finish_revert(repo: Repo, created: list[str], tracked: list[str],
                   staged_preexisting: list[str], *, stage: str = "revert") -> list[str]:
     """Remove ``created`` files, restore ``tracked`` paths to HEAD (a submodule's checkout too:
-    :func:`restore_submodules`), unstage preexisting files. Idempotent, so an interrupted
+    :func:`restore_submodules`; a case-only rename undone first, :func:`undo_case_renames`),
+    unstage preexisting files. Idempotent, so an interrupted
     revert can be finished by running it again. ``stage`` names the kill point reached once
     the files are removed (``<stage>:after-remove``). Raises :class:`Refused` for a submodule
     with uncommitted changes, before anything changed."""
     refuse_dirty_submodules(repo, tracked, "reverted")
     removed = _remove_files(repo.top, created)
     checkpoint(f"{stage}:after-remove")
+    undo_case_renames(repo, tracked)
     repo.restore_from_head(tracked)
     restore_submodules(repo, tracked)
     repo.unstage(staged_preexisting)
@@ -214,22 +235,38 @@ class KeepResult:
 
 def scope_violations(bounds: Boundaries, changes: Changes) -> list[str]:
     """Changed paths that are neither protected nor inside the scope (readonly paths
-    included: they are never inside it)."""
-    return sorted(p for p in changes.changed()
-                  if not bounds.is_protected(p) and not bounds.in_scope(p))
+    included: they are never inside it), and those renamed in case only to a name outside it
+    (the index path stands for the rename)."""
+    outside = {p for p in changes.changed()
+               if not bounds.is_protected(p) and not bounds.in_scope(p)}
+    outside.update(old for old, new in changes.case_renames.items()
+                   if not bounds.is_protected(old) and not bounds.in_scope(new))
+    return sorted(outside)
 
 
 def moved_out(repo: Repo, bounds: Boundaries, changes: Changes, violations: list[str]
               ) -> list[str]:
-    """In-scope files the experiment deleted whose exact content reappears at an out-of-scope
-    path: a rename out of the scope. Reverting only the new path would lose the file, so the
-    deletion belongs with the violation."""
-    arrived = [p for p in violations if (repo.top / p).is_file()]
-    gone = [p for p in changes.tracked if bounds.in_scope(p) and not (repo.top / p).exists()]
+    """In-scope files the experiment deleted that reappear at an out-of-scope path: a rename
+    out of the scope, whatever its edits: the same content, a rename git's detection finds
+    (:func:`renamed`), or the same file name in another folder. Reverting only the new path
+    would lose the file, so the deletion belongs with the violation and the file is put back
+    whole."""
+    arrived = [p for p in violations if (repo.top / p).is_file()
+               and not (repo.top / p).is_symlink() and "\n" not in p]
+    gone = [p for p in changes.tracked if bounds.in_scope(p) and not (repo.top / p).exists()
+            and not (repo.top / p).is_symlink()]
     if not arrived or not gone:
         return []
-    new_blobs = set(hash_files(repo, arrived).values())
-    return sorted(p for p, blob in repo.blobs("HEAD", gone).items() if blob in new_blobs)
+    new_blobs = hash_files(repo, arrived)
+    old_entries = repo.tree_entries("HEAD", gone)
+    names = {p.rpartition("/")[2] for p in arrived}
+    found = {p for p, (_, blob) in old_entries.items()
+             if blob in set(new_blobs.values()) or p.rpartition("/")[2] in names}
+    written = write_blobs(repo, [str(repo.top / p) for p in arrived])
+    found.update(old for old, _ in renamed(
+        repo, [(mode, oid, p) for p, (mode, oid) in old_entries.items() if mode != GITLINK],
+        [("100644", oid, p) for p, oid in zip(arrived, written, strict=True)]))
+    return sorted(found)
 
 
 @dataclass
@@ -243,6 +280,13 @@ class KeepPlan:
     unstage: list[str]
     violations: list[str]
     revert_changes: Changes
+
+    def renames(self, bounds: Boundaries) -> dict[str, str]:
+        """The case-only renames this keep commits as renames: of a staged path, to a name
+        inside the scope."""
+        staging = set(self.to_stage)
+        return {old: new for old, new in self.revert_changes.case_renames.items()
+                if old in staging and bounds.in_scope(new) and not bounds.is_protected(new)}
 
 
 def plan_keep(repo: Repo, bounds: Boundaries, changes: Changes) -> KeepPlan:
@@ -261,7 +305,7 @@ def plan_keep(repo: Repo, bounds: Boundaries, changes: Changes) -> KeepPlan:
         revert_changes = Changes([p for p in changes.tracked if p not in leaving],
                                  [*changes.created, *sorted(leaving)], changes.preexisting,
                                  changes.staged_preexisting, changes.ignored,
-                                 changes.added - leaving)
+                                 changes.added - leaving, changes.case_renames)
     return KeepPlan(to_stage, unstage, violations, revert_changes)
 
 
@@ -315,6 +359,7 @@ def _commit_in_scope(repo: Repo, bounds: Boundaries, plan: KeepPlan, *, head: st
         repo.unstage(plan.unstage)
         checkpoint("keep:staging")
         repo.add_paths(plan.to_stage)
+        rename_in_index(repo, plan.renames(bounds))
         checkpoint("keep:before-commit")
         if not plan.to_stage:
             return None

@@ -155,19 +155,26 @@ def run_payload(data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def hook_files(hooks_dir: Path, stage: str) -> tuple[list[Path], list[str]]:
-    """The hook files of ``stage`` in firing order, and warnings for files that will not run."""
+    """The hook files of ``stage`` in firing order, and warnings for files that will not run
+    (a symbolic link to nothing among them: its target was lost, say, to ``git clean``)."""
     candidates: list[Path] = []
     main = hooks_dir / f"{stage}.sh"
-    if main.is_file():
+    if main.is_file() or main.is_symlink():
         candidates.append(main)
     folder = hooks_dir / f"{stage}.d"
     if folder.is_dir():
-        candidates.extend(sorted((p for p in folder.iterdir() if p.is_file()
+        candidates.extend(sorted((p for p in folder.iterdir() if (p.is_file() or p.is_symlink())
                                   and not p.name.startswith(".")), key=lambda p: p.name))
     runnable, warnings = [], []
     for path in candidates:
         rel = path.relative_to(hooks_dir.parent.parent) if hooks_dir.parent.parent in \
             path.parents else path
+        if not path.exists():
+            warnings.append(f"hook {rel} is a symbolic link to {os.readlink(path)}, which "
+                            "does not exist: it was not run")
+            continue
+        if not path.is_file():
+            continue  # a link to a folder
         if not os.access(path, os.X_OK):
             warnings.append(f"hook {rel} is not executable and was not run "
                             f"(chmod +x {rel})")

@@ -273,16 +273,31 @@ def _sample(cfg: Config, *, top: Path, log_path: Path, log_fd: int, env: Mapping
             progress: Progress | None) -> tuple[Outcome, LogReading | None, str | None]:
     """Run the command once, its output appended to the run log, and read its metric: how it
     ended, what was read (None when the command failed), and why it is no sample (None: it
-    is one)."""
+    is one). When a JSON metric reads the command's standard output (:func:`_reads_output`),
+    stdout is kept apart from stderr (which goes straight to the run log) and follows it
+    there once the command has ended."""
     offset = os.lseek(log_fd, 0, os.SEEK_END)
+    out_path = log_path.with_name("command.out") if _reads_output(cfg) else None
 
     def tick(elapsed: float) -> None:
         if progress:
-            progress(elapsed, last_line(log_path))
+            progress(elapsed, last_line(out_path or log_path))
 
     before = json_files_state(cfg, top)
-    outcome = run_shell(cfg.command, cwd=top, stdout=log_fd, timeout=cfg.timeout_seconds,
-                        env=env, on_tick=tick)
+    output: str | None = None
+    if out_path is None:
+        outcome = run_shell(cfg.command, cwd=top, stdout=log_fd, timeout=cfg.timeout_seconds,
+                            env=env, on_tick=tick)
+    else:
+        with open(out_path, "w+b") as out:
+            outcome = run_shell(cfg.command, cwd=top, stdout=out.fileno(), stderr=log_fd,
+                                timeout=cfg.timeout_seconds, env=env, on_tick=tick)
+            out.seek(0)
+            while chunk := out.read(1 << 20):
+                os.write(log_fd, chunk)
+            out.seek(0)
+            output = out.read(JSON_OUTPUT_LIMIT).decode("utf-8", "replace")
+        os.unlink(out_path)
     if outcome.timed_out or outcome.exit_code != 0:
         return outcome, None, _describe_exit(outcome, cfg.timeout_seconds, "the command")
     if cfg.metric_command:
@@ -292,13 +307,23 @@ def _sample(cfg: Config, *, top: Path, log_path: Path, log_fd: int, env: Mapping
         reading = read_log(log_path, offset, cfg.metric_pattern, cfg.metric_name)
     if cfg.metric_json is not None or cfg.metrics_json or cfg.score is not None:
         read_json_and_score(cfg, reading, top=top, log_path=log_path, offset=offset,
-                            before=before)
+                            before=before, output=output)
     return outcome, reading, reading.problem if reading.metric is None else None
 
 
 # The most of a command's standard output read as a JSON document (the rest is ignored).
 JSON_OUTPUT_LIMIT = 8 << 20
 FileState = tuple[int, int, int] | None
+
+
+def _reads_output(cfg: Config) -> bool:
+    """Whether ``metric_json`` or one of ``metrics_json`` reads the command's standard output
+    (a bare path, or ``-:PATH``: :func:`jsonmetric.split_spec`)."""
+    default, _ = jsonmetric.split_spec(cfg.metric_json) if cfg.metric_json else (None, "")
+    if cfg.metric_json and default is None:
+        return True
+    return any(jsonmetric.split_spec(spec, default)[0] is None
+               for spec in (cfg.metrics_json or {}).values())
 
 
 def _json_files(cfg: Config) -> list[str]:
@@ -327,11 +352,13 @@ def json_files_state(cfg: Config, top: Path) -> dict[str, FileState]:
 
 
 def read_json_and_score(cfg: Config, reading: LogReading, *, top: Path, log_path: Path,
-                        offset: int, before: Mapping[str, FileState]) -> None:
+                        offset: int, before: Mapping[str, FileState],
+                        output: str | None = None) -> None:
     """Complete ``reading`` in place: the JSON metrics (``metric_json``, ``metrics_json``),
     then the ``[score]``, which replaces the metric and keeps the value read under
     :data:`scoring.READ_VALUE`. Any failure leaves ``metric`` None and says why in
-    ``problem`` (a crash)."""
+    ``problem`` (a crash). ``output``: the command's standard output, when it was kept
+    apart (else the run log from ``offset`` stands for it)."""
     reader = cfg.metric_pattern or cfg.metric_command or cfg.metric_json
     if cfg.metric_json is not None or reader is None:
         # The JSON or the score gives the metric: no METRIC line of its name is needed.
@@ -343,7 +370,9 @@ def read_json_and_score(cfg: Config, reading: LogReading, *, top: Path, log_path
     def value(spec: str, default: str | None) -> float:
         file, path = jsonmetric.split_spec(spec, default)
         if file not in docs:
-            docs[file] = jsonmetric.documents(_json_text(file, top, log_path, offset, before))
+            text = output if file is None and output is not None else \
+                _json_text(file, top, log_path, offset, before)
+            docs[file] = jsonmetric.documents(text)
         return jsonmetric.read_value(docs[file], path, file or "the command's output")
 
     try:
@@ -388,10 +417,13 @@ def _json_text(file: str | None, top: Path, log_path: Path, offset: int,
 
 def _metric_from_command(cfg: Config, *, top: Path, log_fd: int, out_path: Path,
                          env: Mapping[str, str]) -> LogReading:
+    """Run ``metric_command`` and read its one number from its stdout alone: its stderr (a
+    warning, a progress line) goes straight to the run log (``log_fd``), never into the
+    number; its stdout follows it there."""
     assert cfg.metric_command is not None
     os.write(log_fd, f"==== metric_command: {cfg.metric_command} ====\n".encode())
     with open(out_path, "w+b") as out:
-        outcome = run_shell(cfg.metric_command, cwd=top, stdout=out.fileno(),
+        outcome = run_shell(cfg.metric_command, cwd=top, stdout=out.fileno(), stderr=log_fd,
                             timeout=cfg.timeout_seconds, env=env)
         out.seek(0)
         data = out.read(1 << 20)
@@ -414,8 +446,8 @@ def _metric_from_command(cfg: Config, *, top: Path, log_fd: int, out_path: Path,
         else:
             values.append(pieces[-1].strip())
     if len(values) != 1:
-        reading.problem = (f"the metric command printed {len(values)} values; it must print "
-                           "exactly one number")
+        reading.problem = (f"the metric command printed {len(values)} values on stdout; it "
+                           "must print exactly one number")
         return reading
     reading.metric, reading.problem = parse_number(values[0])
     reading.metrics.pop(cfg.metric_name, None)

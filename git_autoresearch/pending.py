@@ -279,25 +279,35 @@ def read(session: Session) -> Measurement | None:
 
 def fingerprint(session: Session, changes: Changes) -> dict[str, str]:
     """What the experiment's changes are now: path -> ``<mode in octal>:<sha256>``,
-    ``commit:<id>`` for a submodule, ``deleted`` or ``unreadable``."""
+    ``commit:<id>`` for a submodule, ``deleted`` or ``unreadable``; a path renamed in case only
+    (``Changes.case_renames``) is read under its name on disk, which the value ends with."""
     out = {}
     repo = session.repo
     for rel in changes.changed():
         if session.bounds.is_protected(rel):
             continue
+        if rel in changes.case_renames:
+            new = changes.case_renames[rel]
+            out[rel] = f"{_fingerprint_of(repo.top / new)}:{new}"
+            continue
         path = repo.top / rel
         if path.is_dir() and not path.is_symlink():  # a submodule: its commit
             out[rel] = f"commit:{repo.submodule_head(rel)}"
             continue
-        try:
-            st = path.lstat()
-            data = os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
-            out[rel] = f"{st.st_mode:o}:{hashlib.sha256(data).hexdigest()}"
-        except FileNotFoundError:
-            out[rel] = "deleted"
-        except OSError:
-            out[rel] = "unreadable"
+        out[rel] = _fingerprint_of(path)
     return out
+
+
+def _fingerprint_of(path: Path) -> str:
+    """A file's or symlink's ``<mode in octal>:<sha256>``, ``deleted`` or ``unreadable``."""
+    try:
+        st = path.lstat()
+        data = os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
+        return f"{st.st_mode:o}:{hashlib.sha256(data).hexdigest()}"
+    except FileNotFoundError:
+        return "deleted"
+    except OSError:
+        return "unreadable"
 
 
 def changed_since(session: Session, result: Measurement, changes: Changes | None = None

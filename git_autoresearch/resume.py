@@ -130,13 +130,15 @@ def _repair_ledger(repo: Repo, path: Path, saved: bytes) -> list[str]:
 
 
 def _restore_missing(layout: Layout, name: str, saved: bytes, mode: int) -> list[str]:
-    """Write the ``saved`` session file ``.auto/<name>`` with ``mode`` unless it exists.
-    Returns what was done."""
+    """Write the ``saved`` session file ``.auto/<name>`` with ``mode`` (:data:`state.LINK`: a
+    symbolic link to ``saved``) unless it exists. Returns what was done."""
+    from .state import write_file
+
     path = layout.auto / name
-    if path.exists():
+    if path.exists() or path.is_symlink():
         return []
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, saved, mode)
+    write_file(path, saved, mode)  # a hook that was a symbolic link comes back as one
     return [f"restored .auto/{name}"]
 
 

@@ -141,11 +141,13 @@ def run_shell(
     timeout: float,
     env: Mapping[str, str],
     stdin: int | None = None,
+    stderr: int | None = None,
     on_tick: Callable[[float], None] | None = None,
 ) -> Outcome:
     """Run ``command`` through :func:`shell` in a new process group (:func:`process_group`).
 
-    ``stdout`` is a file descriptor that receives stdout and stderr. After ``timeout`` seconds
+    ``stdout`` is a file descriptor that receives stdout, and stderr too unless ``stderr``
+    names another. After ``timeout`` seconds
     the group is ended (:func:`end_group`); members still running when the command itself exits
     are ended too, and so is the group of a command interrupted by a signal, so no experiment
     leaves processes behind. ``on_tick`` is called about once a second with the elapsed seconds.
@@ -155,7 +157,8 @@ def run_shell(
     next_tick = started + 1.0
     with process_group([shell(), "-c", command], cwd=cwd,
                        stdin=stdin if stdin is not None else subprocess.DEVNULL,
-                       stdout=stdout, stderr=subprocess.STDOUT, env=dict(env)) as proc:
+                       stdout=stdout, stderr=subprocess.STDOUT if stderr is None else stderr,
+                       env=dict(env)) as proc:
         while True:
             signals.check()  # one that came in a finalizer is raised here, not after the run
             now = time.monotonic()

@@ -30,7 +30,7 @@ from .files import WriteFailed, check_writable
 from .git import GitError, Repo
 from .git.locks import recording_locks
 from .layout import Layout
-from .ledger import Ledger, Segment, json_number, now_ms
+from .ledger import Ledger, Segment, now_ms
 from .lock import SessionLock
 from .paths import AUTO, Boundaries
 from .refs import attempts_prefix, session_branch, state_ref
@@ -99,6 +99,8 @@ class Session:
         # shared lock is held by this process (:meth:`shared`).
         self.worker = current_worker(repo)
         self._shared_depth = 0
+        # Hook links already said to point at untracked files: said once per command.
+        self._links_told: set[str] = set()
 
     @property
     def bounds(self) -> Boundaries:
@@ -342,33 +344,10 @@ class Session:
         return time_left(self.config, self.segment, now_ms())
 
     def session_summary(self) -> dict[str, Any]:
-        """The ``session`` object of the hook payload, as pi-autoresearch 1.6.2 builds it
-        (``index.ts:1247-1255``; ``seeds/autoresearch-hooks.SKILL.txt``): ``baseline_metric``
-        the metric of the current segment's first run, whatever its status (``index.ts:580``;
-        0 for a crash), ``best_metric`` the best kept metric of the segment (``index.ts:586``),
-        both None before there is one; ``run_count`` every run of the session, all segments
-        (``index.ts:1253``), a line set aside that names a run included, as pi reads it. Then
-        ours: ``session_id`` and ``segment_run_count`` (the runs of the current segment)."""
-        seg = self.segment
-        first = seg.runs[0].metric if seg.runs else None
+        """The ``session`` object of the hook payload (:func:`hookpayload.session_payload`)."""
+        from .hookpayload import session_payload
 
-        def number(value: float | None) -> int | float:
-            return json_number(value) if value is not None else 0  # pi's jsonl.ts:118
-
-        kept = [number(r.metric) for r in seg.runs if r.status == "keep"]
-        best = (max(kept) if self.config.direction == "higher" else min(kept)) if kept else None
-        named = [m for m in self.ledger.malformed if m.run is not None]
-        return {
-            "metric_name": self.config.metric_name,
-            "metric_unit": self.config.metric_unit,
-            "direction": self.config.direction,
-            "baseline_metric": number(first) if seg.runs else None,
-            "best_metric": best,
-            "run_count": len(self.ledger.runs) + len(named),
-            "goal": self.config.goal,
-            "session_id": self.config.session_id,
-            "segment_run_count": len(seg.runs),
-        }
+        return session_payload(self)
 
     # --- measuring --------------------------------------------------------------------------
 
@@ -519,18 +498,24 @@ class Session:
     def mirror_state(self, message: str) -> list[str]:
         """Mirror the session files on the state ref (``message``: the commit's subject);
         returns warnings (a failure is a warning, not an error), none when it worked."""
-        from .state import LedgerShrank, mirror
+        from .state import LedgerShrank, mirror, unkept_links
 
         try:
             with self.shared("mirror the session files"):
                 _, skipped = mirror(self.repo, self.layout.auto, self.config.session_id,
                                     message)
+            unkept = [link for link in unkept_links(self.repo, self.layout.auto)
+                      if link not in self._links_told]
+            self._links_told.update(unkept)
         except (LedgerShrank, WriteFailed, GitError, OSError, UnicodeError, Refused) as exc:
             return [f"the session files were not mirrored on the state ref: {exc}"]
+        warnings = [f"hook link {link} points at a file git does not track: the state ref "
+                    "keeps the link, not the file (commit it, or make the hook a file)"
+                    for link in unkept]
         if skipped:
-            return ["not mirrored on the state ref (rename them): "
-                    + ", ".join(repr(name) for name in skipped)]
-        return []
+            warnings.append("not mirrored on the state ref (rename them): "
+                            + ", ".join(repr(name) for name in skipped))
+        return warnings
 
     # --- the journal ---------------------------------------------------------------------------
 

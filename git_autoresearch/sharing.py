@@ -232,17 +232,16 @@ def push(repo: Repo | None, remote: str | None = None, session: str | None = Non
 
 def _mirror_first(repo: Repo, sid: str) -> list[str]:
     """Mirror ``.auto/`` (this work tree's session ``sid``) on the state ref when the state
-    ref does not hold its ledger, configuration, prompt and ideas as they are (a mirror that
-    failed, notes edited since the last run), so that the push sends them. Returns warnings."""
-    from .state import FILES, LedgerShrank, mirror, read
+    ref does not hold its ledger, configuration, prompt, ideas and hooks as they are (a mirror
+    that failed, notes edited since the last run, a hook added by hand), so that the push sends
+    them. Returns warnings."""
+    from .state import LINK, LedgerShrank, current, mirror, read
 
     layout = Layout(repo)
     saved = read(repo, sid)
-    held = saved[0] if saved else {}
-    names = ("log.jsonl", *FILES)
-    current = {name: (layout.auto / name).read_bytes() for name in names
-               if (layout.auto / name).is_file()}
-    if {name: held[name] for name in names if name in held} == current:
+    held = {name: (data, saved[1].get(name) == LINK)
+            for name, data in saved[0].items()} if saved else {}
+    if held == current(layout.auto):
         return []
     try:
         with SessionLock(repo.scratch, "push"):

@@ -7,11 +7,14 @@ session survives ``git clean -xfd``, a lost ``.auto/`` or a fresh clone that fet
 
 Tree layout (format version 1): the files at their ``.auto/`` paths, except the ledger, which is
 split into ``log/00000.jsonl``, ``log/00001.jsonl``, ... of 1,000 lines each: an append touches
-only the last piece, so a long session adds small objects, not a whole ledger per run.
+only the last piece, so a long session adds small objects, not a whole ledger per run. A
+symbolic link under ``hooks/`` (to a hook file or a stage folder) is kept as a link (mode
+``120000``, its target as the blob), as git keeps one in a commit.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -27,6 +30,9 @@ from .refs import NAMESPACE, session_of_state_ref, state_ref
 LINES_PER_PIECE = 1000
 FILES = ("config.toml", "prompt.md", "ideas.md", "final.md")
 FORMAT_VERSION = 1
+# The mode :func:`read` gives a symbolic link (git's tree mode for one, ``120000``); its
+# content is the link's target.
+LINK = 0o120000
 
 
 class LedgerShrank(Refused):
@@ -63,7 +69,7 @@ def mirror(repo: Repo, auto: Path, session_id: str, message: str, *,
         cache = json.loads(cache_path.read_text()) if use_cache else {}
     except (FileNotFoundError, ValueError):
         cache = {}
-    entries, skipped = _session_files(auto)
+    entries, links, skipped = _session_files(auto)
     try:
         ledger = (auto / "log.jsonl").read_bytes()
     except FileNotFoundError:
@@ -77,9 +83,10 @@ def mirror(repo: Repo, auto: Path, session_id: str, message: str, *,
         raise LedgerShrank(f"{auto / 'log.jsonl'} is shorter than the ledger on {ref} (it lost "
                            "lines?); git autoresearch doctor --fix restores them (or, lost at "
                            "its end, git autoresearch resume)")
-    blob_of = _write_blobs(repo, entries, pieces, known)
+    blob_of = _write_blobs(repo, entries, pieces, known, links)
     tree_entries = [("100755" if os.access(file, os.X_OK) else "100644", blob_of[file], name)
                     for name, file in entries]
+    tree_entries += [("120000", blob_of[f"link:{name}"], name) for name, _ in links]
     tree_entries += [("100644", known[index][1], f"log/{index:05d}.jsonl")
                      for index in range(len(pieces))]
     tree = make_tree(repo, tree_entries)
@@ -94,41 +101,115 @@ def mirror(repo: Repo, auto: Path, session_id: str, message: str, *,
     return commit, [name for name, _ in skipped]
 
 
-def _session_files(auto: Path) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """The files of ``auto`` to mirror besides the ledger, as (tree path, file) pairs, and
-    those under ``hooks/`` that git cannot be handed by name (:func:`_storable`)."""
+def _session_files(auto: Path) -> tuple[list[tuple[str, str]], list[tuple[str, bytes]],
+                                         list[tuple[str, str]]]:
+    """The files of ``auto`` to mirror besides the ledger, as (tree path, file) pairs; the
+    symbolic links under ``hooks/`` (to a file or a folder, never followed) as (tree path,
+    target) pairs; and the files and links under ``hooks/`` that git cannot be handed by name
+    (:func:`_storable`)."""
     entries = [(name, str(auto / name)) for name in FILES if (auto / name).is_file()]
+    links: list[tuple[str, bytes]] = []
     skipped: list[tuple[str, str]] = []
     hooks = auto / "hooks"
-    if hooks.is_dir():
-        for path in sorted(hooks.rglob("*")):
-            if path.is_file() and not path.is_symlink():
+    if hooks.is_dir() and not hooks.is_symlink():
+        for folder, dirs, files in os.walk(hooks):
+            for item in sorted([*dirs, *files]):
+                path = Path(folder) / item
                 name = path.relative_to(auto).as_posix()
-                (entries if _storable(str(path)) else skipped).append((name, str(path)))
-    return entries, skipped
+                if path.is_symlink():
+                    if _storable(str(path)):
+                        links.append((name, os.fsencode(os.readlink(path))))
+                    else:
+                        skipped.append((name, str(path)))
+                elif item in files and path.is_file():
+                    (entries if _storable(str(path)) else skipped).append((name, str(path)))
+    return entries, sorted(links), skipped
+
+
+def current(auto: Path) -> dict[str, tuple[bytes, bool]]:
+    """What :func:`mirror` would store of ``auto`` now, keyed by the path under ``.auto/`` as
+    :func:`read` gives it: each file's content (a link's: its target) and whether it is a
+    symbolic link. Files git cannot be handed by name are left out."""
+    entries, links, _ = _session_files(auto)
+    found = {name: (Path(file).read_bytes(), False) for name, file in entries}
+    found.update((name, (target, True)) for name, target in links)
+    if (auto / "log.jsonl").is_file():
+        found["log.jsonl"] = ((auto / "log.jsonl").read_bytes(), False)
+    return found
+
+
+def unkept_links(repo: Repo, auto: Path) -> list[str]:
+    """The symbolic links under ``auto/hooks/`` whose target git does not keep: a path in the
+    work tree, outside ``hooks/``, that is not tracked (``git clean -xfd`` removes it, and the
+    state ref holds only the link). Each as ``.auto/hooks/<name> -> <target>``."""
+    _, links, _ = _session_files(auto)
+    hooks = (auto / "hooks").resolve()
+    top = repo.top.resolve()
+    outside: dict[str, str] = {}
+    for name, target in links:
+        pointed = (auto / name).parent / os.fsdecode(target)
+        try:
+            real = Path(os.path.normpath(Path(os.path.abspath(pointed)))).resolve()
+        except (OSError, RuntimeError):
+            continue
+        if real == hooks or hooks in real.parents or top not in real.parents \
+                or not real.exists():  # a link to nothing is said when its stage fires
+            continue
+        outside[real.relative_to(top).as_posix()] = f".auto/{name} -> {os.fsdecode(target)}"
+    kept = set(repo.indexed(sorted(outside))) if outside else set()
+    return [said for rel, said in sorted(outside.items()) if rel not in kept]
+
+
+def write_file(path: Path, data: bytes, mode: int) -> None:
+    """Write a session file as :func:`read` gives it: ``data`` with ``mode``, or, for
+    :data:`LINK`, a symbolic link to ``data`` (what is at ``path`` replaced whole)."""
+    if mode != LINK:
+        write_atomic(path, data, mode)
+        return
+    temporary = path.with_name(f".{path.name}.link.{os.getpid()}")
+    temporary.unlink(missing_ok=True)
+    os.symlink(os.fsdecode(data), temporary)
+    os.replace(temporary, path)
+
+
+def _digest(data: bytes) -> str:
+    """The content hash the cache keeps of a ledger piece (SHA-256, hex)."""
+    return hashlib.sha256(data).hexdigest()
 
 
 def _write_blobs(repo: Repo, entries: list[tuple[str, str]], pieces: list[bytes],
-                 known: dict[int, list[Any]]) -> dict[str, str]:
-    """Write the files of ``entries`` and the ledger pieces that changed since the cache
-    ``known`` (piece index -> [size in bytes, blob id], updated here) as blobs, in one git
-    call; the blob id of each file, by its path."""
+                 known: dict[int, list[Any]], links: list[tuple[str, bytes]]
+                 ) -> dict[str, str]:
+    """Write the files of ``entries``, the targets of ``links`` and the ledger pieces that
+    changed since the cache ``known`` (piece index -> [size in bytes, blob id, SHA-256 of the
+    content], updated here) as blobs, in one git call; the blob id of each file by its path,
+    and of each link by ``link:<tree path>``. A piece is compared by its content hash, not its
+    length: a hand fix of one character changes no length."""
+    link_files: list[tuple[str, Path]] = []
+    for number, (name, target) in enumerate(links):
+        tmp = repo.scratch / f"state-link.{os.getpid()}.{number}"
+        write_atomic(tmp, target)
+        link_files.append((name, tmp))
     piece_files: list[tuple[int, Path]] = []
     for index, data in enumerate(pieces):
-        if known.get(index, [None])[0] == len(data):
+        cached = known.get(index, [])
+        if len(cached) >= 3 and cached[0] == len(data) and cached[2] == _digest(data):
             continue
         tmp = repo.scratch / f"state-piece.{os.getpid()}.{index}"
         write_atomic(tmp, data)
         piece_files.append((index, tmp))
     paths = [p for _, p in entries] + [str(p) for _, p in piece_files]
+    paths += [str(p) for _, p in link_files]
     try:
         ids = write_blobs(repo, paths)
     finally:
-        for _, tmp in piece_files:
+        for tmp in [*(p for _, p in piece_files), *(p for _, p in link_files)]:
             tmp.unlink()
     blob_of = dict(zip(paths, ids, strict=True))
+    for name, tmp in link_files:
+        blob_of[f"link:{name}"] = blob_of[str(tmp)]
     for index, tmp in piece_files:
-        known[index] = [len(pieces[index]), blob_of[str(tmp)]]
+        known[index] = [len(pieces[index]), blob_of[str(tmp)], _digest(pieces[index])]
     return blob_of
 
 
@@ -157,7 +238,8 @@ def forget(repo: Repo) -> None:
 def read(repo: Repo, session_id: str) -> tuple[dict[str, bytes], dict[str, int]] | None:
     """The session files as the state ref holds them (``log.jsonl`` joined again), keyed by
     their path under ``.auto/``, and their modes (0o755 or 0o644); None when there is no state
-    ref. Two git calls, whatever the number of files."""
+    ref (:data:`LINK` for a symbolic link, whose content is its target). Two git calls, whatever
+    the number of files."""
     return read_at(repo, state_ref(session_id))
 
 
@@ -166,8 +248,8 @@ def read_at(repo: Repo, rev: str) -> tuple[dict[str, bytes], dict[str, int]] | N
     remote's); None when ``rev`` names no commit."""
     if repo.resolve(rev) is None:
         return None
-    entries = [(path, oid, 0o755 if mode == "100755" else 0o644)
-               for mode, oid, path in tree_files(repo, rev)]
+    modes_of = {"100755": 0o755, "120000": LINK}
+    entries = [(path, oid, modes_of.get(mode, 0o644)) for mode, oid, path in tree_files(repo, rev)]
     contents = cat_blobs(repo, [oid for _, oid, _ in entries])
     files: dict[str, bytes] = {}
     modes: dict[str, int] = {}

@@ -266,3 +266,47 @@ def test_the_median_of_two_samples_is_not_a_float_artefact(repo: Path, ar: Tool)
               "--metric-pattern", r"score: (\S+)", "--runs-per-experiment", "2",
               "--json").json()
     assert data["baseline"]["metric"] == 1.9275  # not 1.9275000000000002
+
+
+def test_metric_command_stderr_is_kept_out_of_the_number_and_in_the_run_log(
+        repo: Path, ar: Tool) -> None:
+    """The metric command's number is read from its stdout alone: a warning it prints on
+    stderr (with a number of its own) is no second value, and the run log keeps it."""
+    write(repo / "score.sh", "#!/bin/sh\necho 'warning: option 7 is deprecated' >&2\n"
+          "echo 41.5\necho 'took 0.3 s' >&2\n")
+    commit_all(repo)
+    data = ar(repo, "start", "--goal", "g", "--session-id", "s", "--command", "true",
+              "--metric-command", "sh score.sh", "--readonly", "score.sh", "--json").json()
+    assert data["baseline"]["status"] == "keep"
+    assert data["baseline"]["metric"] == 41.5
+    log = (repo / ".auto" / "run.log").read_text()
+    assert "warning: option 7 is deprecated\n" in log
+    assert "took 0.3 s\n" in log
+    assert log.index("==== metric_command: sh score.sh ====") < log.index("41.5")
+
+
+def test_metric_command_that_prints_its_number_on_stderr_only_is_a_crash(
+        repo: Path, ar: Tool) -> None:
+    """A number on stderr alone is not read: the run crashes, saying stdout held no value."""
+    write(repo / "score.sh", "#!/bin/sh\necho 41.5 >&2\n")
+    commit_all(repo)
+    ar(repo, "start", "--goal", "g", "--session-id", "s", "--command", "true",
+       "--metric-command", "sh score.sh", "--readonly", "score.sh", expect=3)
+    record = runs(repo)[-1]
+    assert record["status"] == "crash"
+    assert record["reason"] == ("the metric command printed 0 values on stdout; it must print "
+                                "exactly one number")
+
+
+def test_metric_json_from_the_command_output_reads_stdout_alone(repo: Path, ar: Tool) -> None:
+    """A bare metric_json path reads the command's standard output (jsonmetric.split_spec): a
+    warning the command prints on stderr after its JSON does not spoil the document, and
+    the run log keeps both."""
+    write(repo / "bench.sh", "#!/bin/sh\nprintf '{\\n  \"mean\": 1.5\\n}\\n'\n"
+          "echo 'warning: slow disk' >&2\n")
+    commit_all(repo)
+    data = ar(repo, "start", "--goal", "g", "--session-id", "s", "--command", "sh bench.sh",
+              "--metric-json", "mean", "--json").json()
+    assert data["baseline"]["metric"] == 1.5
+    log = (repo / ".auto" / "run.log").read_text()
+    assert "warning: slow disk\n" in log and '  "mean": 1.5\n' in log

@@ -11,6 +11,7 @@ remote unless forced); git-perf pushes its notes ref with ``--porcelain
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -248,6 +249,23 @@ def test_push_sends_notes_edited_since_the_last_run(repo: Path, ar: Tool,
     git(tmp_path, "clone", "-q", str(bare), str(clone))
     ar(clone, "pull")
     assert (clone / ".auto" / "ideas.md").read_text() == "- try a smaller value\n"
+    assert ar(repo, "push", "--json").json()["up_to_date"] is True
+
+
+def test_push_sends_a_hook_added_since_the_last_run_and_a_link_as_a_link(
+        repo: Path, ar: Tool, tmp_path: Path) -> None:
+    """A hook written, or linked, by hand after the last run is mirrored before the push: the
+    clone gets the file, and the link as a link."""
+    session_of_three_runs(repo, ar)
+    bare = with_remote(repo, tmp_path)
+    write(repo / ".auto" / "hooks" / "before.sh", "#!/bin/sh\n:\n", 0o755)
+    os.symlink("before.sh", repo / ".auto" / "hooks" / "after.sh")
+    ar(repo, "push")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(bare), str(clone))
+    ar(clone, "pull")
+    assert (clone / ".auto" / "hooks" / "before.sh").read_text() == "#!/bin/sh\n:\n"
+    assert os.readlink(clone / ".auto" / "hooks" / "after.sh") == "before.sh"
     assert ar(repo, "push", "--json").json()["up_to_date"] is True
 
 

@@ -13,6 +13,7 @@ nothing else. It knows no session concept (no ref name, no trailer key).
   :mod:`.history`);
 - :mod:`.trees`: trees built outside the user's index (a private index, ``git mktree``);
 - :mod:`.objects`: tree entries and blobs read and written in batch;
+- :mod:`.casenames`: case-only renames where the file system folds case (``core.ignorecase``);
 - :mod:`.submodule`: submodules and their checkouts;
 - :mod:`.locks`: git's own lock files.
 """

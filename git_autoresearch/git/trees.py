@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .. import signals
 from ..files import write_atomic
-from .process import GitError, git_environment, join_z
+from .process import GitError, git_environment, join_z, split_z
 from .repo import Repo
 
 
@@ -80,6 +80,24 @@ def _make_tree(repo: Repo, entries: Iterable[tuple[str, str, str]]) -> str:
     if code != 0 or not top:
         raise GitError(argv[2:], code, b"", stderr)
     return top
+
+
+def renamed(repo: Repo, gone: Iterable[tuple[str, str, str]],
+            arrived: Iterable[tuple[str, str, str]]) -> list[tuple[str, str]]:
+    """The (old path, new path) pairs git's rename detection finds between the files ``gone``
+    and those ``arrived`` (each a (mode, blob id, path) entry; the blobs must be in the object
+    store), whatever their similarity above git's threshold (``diff.renames``'s default, 50%):
+    ``git diff-tree -r -z -M --diff-filter=R`` between a tree of each. Raises
+    :class:`GitError`."""
+    gone, arrived = list(gone), list(arrived)
+    if not gone or not arrived:
+        return []
+    old, new = make_tree(repo, gone), make_tree(repo, arrived)
+    fields = split_z(repo.run("diff-tree", "-r", "-z", "-M", "--diff-filter=R", "--name-status",
+                              old, new).stdout)
+    # Each rename is three fields: R<score>, the old path, the new path.
+    return [(fields[i + 1], fields[i + 2]) for i in range(0, len(fields) - 2, 3)
+            if fields[i].startswith("R")]
 
 
 class Index:

@@ -1,0 +1,128 @@
+"""The state ref's copy of the session files: compared by content, and hook files that are
+symbolic links kept as links."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from conftest import Tool, commit_all, git, start_args, write
+
+
+def test_an_edit_that_keeps_the_ledger_length_is_mirrored(repo: Path, ar: Tool) -> None:
+    """A hand fix of one character leaves the ledger as long as the state ref's copy: doctor
+    sees the difference, --fix mirrors it once and for all, and after .auto/ is lost resume
+    brings back the fixed text, not the old one."""
+    ar(repo, *start_args())
+    write(repo / "value.txt", "200\n")
+    ar(repo, "run", "-d", "a wrong guess")
+    ledger = repo / ".auto" / "log.jsonl"
+    fixed = ledger.read_bytes().replace(b"a wrong guess", b"a wrong guest")
+    assert len(fixed) == ledger.stat().st_size
+    ledger.write_bytes(fixed)
+    assert ar(repo, "doctor", expect=3).out == \
+        "- the state ref does not hold the current session files [fixable with --fix]\n"
+    assert ar(repo, "doctor", "--fix").out == \
+        "- the state ref does not hold the current session files [fixed]\n"
+    assert ar(repo, "doctor").out == "no problems found\n"
+    git(repo, "clean", "-xfdq")
+    ar(repo, "resume")
+    assert ledger.read_bytes() == fixed
+
+
+
+def linked_hook(repo: Path, tmp_path: Path) -> Path:
+    """A committed hook script, scripts/after-hook.sh (it writes ``tmp_path/fired``), and
+    .auto/hooks/after.sh, a relative symbolic link to it; the link."""
+    write(repo / "scripts" / "after-hook.sh", f"#!/bin/sh\necho fired >> {tmp_path}/fired\n",
+          0o755)
+    commit_all(repo, "a hook script")
+    link = repo / ".auto" / "hooks" / "after.sh"
+    link.parent.mkdir(parents=True, exist_ok=True)
+    os.symlink("../../scripts/after-hook.sh", link)
+    return link
+
+
+def test_a_symlinked_hook_is_mirrored_as_a_link_and_restored_by_resume(
+        repo: Path, ar: Tool, tmp_path: Path) -> None:
+    """git clean -xfd removes .auto/, link and all; resume puts the link back as a link (to the
+    same target), and the hook fires again."""
+    ar(repo, *start_args("--scope", "value.txt"))
+    link = linked_hook(repo, tmp_path)
+    write(repo / "value.txt", "90\n")
+    ar(repo, "run", "-d", "ninety")
+    assert (tmp_path / "fired").read_text() == "fired\n"
+    tree = git(repo, "ls-tree", "refs/autoresearch/s1/state", "hooks/after.sh")
+    assert tree.split()[0] == "120000"
+    assert git(repo, "show", "refs/autoresearch/s1/state:hooks/after.sh") == \
+        "../../scripts/after-hook.sh"
+    git(repo, "clean", "-xfdq")
+    assert not link.is_symlink()
+    actions = ar(repo, "resume", "--json").json()["actions"]
+    assert "restored .auto/hooks/after.sh" in actions
+    assert link.is_symlink() and os.readlink(link) == "../../scripts/after-hook.sh"
+    write(repo / "value.txt", "80\n")
+    ar(repo, "run", "-d", "eighty")
+    assert (tmp_path / "fired").read_text() == "fired\nfired\n"
+    assert ar(repo, "doctor").out == "no problems found\n"
+
+
+def test_a_symlinked_hook_folder_is_mirrored_as_a_link(repo: Path, ar: Tool,
+                                                       tmp_path: Path) -> None:
+    ar(repo, *start_args("--scope", "value.txt"))
+    write(repo / "hookdir" / "notify.sh", f"#!/bin/sh\necho fired >> {tmp_path}/fired\n", 0o755)
+    commit_all(repo, "hooks kept in the project")
+    (repo / ".auto" / "hooks").mkdir()
+    os.symlink("../../hookdir", repo / ".auto" / "hooks" / "after.d")
+    write(repo / "value.txt", "90\n")
+    ar(repo, "run", "-d", "ninety")
+    assert (tmp_path / "fired").read_text() == "fired\n"
+    tree = git(repo, "ls-tree", "refs/autoresearch/s1/state", "hooks/after.d")
+    assert tree.split()[0] == "120000"
+    git(repo, "clean", "-xfdq")
+    ar(repo, "resume")
+    assert os.readlink(repo / ".auto" / "hooks" / "after.d") == "../../hookdir"
+
+
+def test_doctor_sees_a_hook_the_state_ref_does_not_hold(repo: Path, ar: Tool,
+                                                        tmp_path: Path) -> None:
+    """A hook added by hand since the last mirror is a difference doctor names, and --fix
+    mirrors it."""
+    ar(repo, *start_args("--scope", "value.txt"))
+    linked_hook(repo, tmp_path)
+    write(repo / ".auto" / "hooks" / "before.sh", "#!/bin/sh\n:\n", 0o755)
+    assert ar(repo, "doctor", expect=3).out == \
+        "- the state ref does not hold the current session files [fixable with --fix]\n"
+    ar(repo, "doctor", "--fix")
+    assert ar(repo, "doctor").out == "no problems found\n"
+    assert git(repo, "ls-tree", "--name-only", "refs/autoresearch/s1/state", "hooks/") == \
+        "hooks/after.sh\nhooks/before.sh"
+
+
+def test_a_hook_link_to_nothing_is_named_when_its_stage_fires(repo: Path, ar: Tool) -> None:
+    """A link whose target is gone (a script that was never committed, lost to git clean) is
+    said, not silently skipped."""
+    ar(repo, *start_args("--scope", "value.txt"))
+    (repo / ".auto" / "hooks").mkdir()
+    os.symlink("../../scripts/gone.sh", repo / ".auto" / "hooks" / "after.sh")
+    write(repo / "value.txt", "90\n")
+    record = ar(repo, "run", "-d", "ninety", "--json").json()
+    assert record["warnings"] == ["hook .auto/hooks/after.sh is a symbolic link to "
+                                  "../../scripts/gone.sh, which does not exist: it was not run"]
+
+
+def test_a_hook_link_to_an_untracked_file_is_told_when_mirrored(repo: Path, ar: Tool) -> None:
+    """The state ref keeps the link, not what it points at: a target git does not track
+    would be lost to git clean -xfd, and the run says so."""
+    write(repo / "scratch" / "hook.sh", "#!/bin/sh\n:\n", 0o755)
+    ar(repo, *start_args("--force", "--scope", "value.txt"))
+    (repo / ".auto" / "hooks").mkdir()
+    os.symlink("../../scratch/hook.sh", repo / ".auto" / "hooks" / "after.sh")
+    write(repo / "value.txt", "90\n")
+    record = ar(repo, "run", "-d", "ninety", "--json").json()
+    assert record["warnings"] == [
+        "hook link .auto/hooks/after.sh -> ../../scratch/hook.sh points at a file git does not "
+        "track: the state ref keeps the link, not the file (commit it, or make the hook a file)"]
+    commit_all(repo, "the hook script")
+    write(repo / "value.txt", "80\n")
+    assert ar(repo, "run", "-d", "eighty", "--json").json()["warnings"] == []
