@@ -95,7 +95,9 @@ def _inline_table(text: str | None) -> dict[str, object] | None:
               help="Sequential: samples of the baseline, 1 to 100 (default 5).")
 @click.option("--remeasure-incumbent/--no-remeasure-incumbent", default=None,
               help="Sequential: one more sample of the incumbent after each revert (default on).")
-@click.option("--session-id", help="Session id (default: the goal in kebab case plus the date).")
+@click.option("--session-id", help="Session id (default: the goal in kebab case plus the date, "
+              "then -2, -3, ... when an earlier session has it; an id whose refs exist is "
+              "refused).")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Read the configuration keys from this TOML file (its paths are read from "
                    "the top of the work tree).")

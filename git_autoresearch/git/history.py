@@ -73,6 +73,12 @@ class History:
                     found[name] = int(seconds)
         return found
 
+    def is_ancestor(self, old: str, new: str) -> bool:
+        """Whether commit ``old`` is ``new`` or an ancestor of it (``merge-base
+        --is-ancestor``); False when either names no commit."""
+        return self.run("merge-base", "--is-ancestor", old, new,
+                        allow_non_zero=True).returncode == 0
+
     def rev_list(self, spec: str) -> list[str]:
         """The commits of the revision range ``spec`` (``git rev-list``), newest first; none
         when git refuses it."""
