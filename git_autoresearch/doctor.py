@@ -13,7 +13,7 @@ from typing import Any
 
 from . import journal
 from . import ledger as ledger_mod
-from .branches import branch_problem
+from .branches import branch_problem, finished
 from .files import write_atomic
 from .git import temporary_objects
 from .git.locks import lock_files
@@ -57,6 +57,8 @@ class Examination:
 
     findings: list[Finding] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # The session finished off its branch (a squash merge, cherry-picks): the sentence.
+    finished: str | None = None
 
     def add(self, problem: str, fix: str | None = None) -> Finding:
         finding = Finding(problem, fix)
@@ -142,6 +144,7 @@ def _examine(session: Session, fix: bool) -> Examination:
     exists, problem = branch_problem(session)
     if problem:
         exam.add(problem)
+    exam.finished = finished(session)
     baseline = session.baseline_problem() or session.baseline_doubt()
     if baseline:
         exam.add(baseline)

@@ -151,3 +151,65 @@ def test_doctor_does_not_take_a_hand_made_commit_for_a_rewritten_keep(repo: Path
         == []
     assert "run 2: the trailer says 1, the ledger 90" in [f["problem"] for f in findings]
     assert runs(repo)[1]["commit"] == kept != forged
+
+
+def _two_keeps(repo: Path, ar: Tool) -> list[str]:
+    """Session s1 with two kept runs (2 and 3), then main checked out; the keeps' commits."""
+    ar(repo, *start_args("--decision", "strict"))
+    write(repo / "value.txt", "90\n")
+    ar(repo, "run", "-d", "ninety")
+    write(repo / "src" / "lib.py", "def f():\n    return 2\n")
+    write(repo / "value.txt", "80\n")
+    ar(repo, "run", "-d", "eighty")
+    git(repo, "switch", "-q", "main")
+    return git(repo, "rev-list", "--reverse", "main..autoresearch/s1").split()
+
+
+def _said_finished(repo: Path, ar: Tool, how: str) -> None:
+    """status and doctor say the session is finished, once, and nothing else."""
+    finished = f"session s1 is finished: its kept changes are in main by patch id ({how})"
+    found = ar(repo, "status", "--json").json()
+    assert found["warnings"] == [] and found["finished"] == finished
+    assert ar(repo, "status").out.count("is finished") == 1
+    doctor = ar(repo, "doctor", "--json").json()
+    assert doctor["findings"] == [] and doctor["finished"] == finished
+    assert ar(repo, "doctor").out.splitlines() == [finished, "no problems found"]
+
+
+def test_a_session_finished_by_a_squash_merge(repo: Path, ar: Tool) -> None:
+    """Issue 17 item 4: after ``git merge --squash`` of the session branch, status and doctor
+    said "not on the session branch" forever; the squash commit holds the keeps' changes, by
+    patch id: the session is finished, said once. With its branch deleted too."""
+    _two_keeps(repo, ar)
+    git(repo, "merge", "-q", "--squash", "autoresearch/s1")
+    git(repo, "commit", "-q", "-m", "the session, squashed")
+    squash = git(repo, "rev-parse", "--short=7", "HEAD")
+    _said_finished(repo, ar, f"a squash merge: commit {squash}")
+    # sessions calls it merged (and gc may collect its refs), as after a merge commit.
+    assert [s["state"] for s in ar(repo, "sessions", "--json").json()] == ["merged"]
+    git(repo, "branch", "-q", "-D", "autoresearch/s1")
+    _said_finished(repo, ar, f"a squash merge: commit {squash}")
+    assert "the session is over" in ar(repo, "run", "-d", "x", expect=3).err
+    assert "the session is over" in ar(repo, "resume", expect=3).err
+
+
+def test_a_session_finished_by_cherry_picks(repo: Path, ar: Tool) -> None:
+    """Issue 17 item 4: each keep cherry-picked onto main (their patch ids there): finished."""
+    keeps = _two_keeps(repo, ar)
+    git(repo, "commit", "-q", "--allow-empty", "-m", "other work on main")
+    git(repo, "cherry-pick", *keeps)
+    picked = git(repo, "rev-list", "--reverse", "--abbrev-commit", "HEAD~2..HEAD").split()
+    _said_finished(repo, ar, f"cherry-picks: commits {', '.join(picked)}")
+    assert [s["state"] for s in ar(repo, "sessions", "--json").json()] == ["merged"]
+    git(repo, "branch", "-q", "-D", "autoresearch/s1")
+    _said_finished(repo, ar, f"cherry-picks: commits {', '.join(picked)}")
+
+
+def test_a_half_picked_session_is_not_finished(repo: Path, ar: Tool) -> None:
+    """Issue 17 item 4: one keep of two cherry-picked is not a finished session."""
+    keeps = _two_keeps(repo, ar)
+    git(repo, "cherry-pick", keeps[0])
+    found = ar(repo, "status", "--json").json()
+    assert found["warnings"] == ["the work tree is on branch main, not on the session branch "
+                                 "autoresearch/s1"]
+    assert found.get("finished") is None
