@@ -89,7 +89,9 @@ def branch_problem(session: Session) -> tuple[bool, str | None]:
     """Whether the session branch exists, and what is wrong with where the work tree is
     (None when nothing is): off the session branch and not merged into the branch checked
     out, on a detached HEAD, or the session branch gone while its last keep is not in
-    HEAD. A session merged into the branch checked out is finished, not in trouble."""
+    HEAD. A session merged into the branch checked out, or whose keeps' changes are in it by
+    patch id (:func:`picked_into_head`: a squash merge, cherry-picks), is finished, not in
+    trouble."""
     branch = session_branch(session.config.session_id)
     current = session.repo.branch_at_discovery
     if current != branch and session.repo.resolve(branch) is None:
