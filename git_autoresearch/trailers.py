@@ -214,12 +214,34 @@ def trailer_log(repo: Repo, branch: str, base: str | None = None) -> list[Traile
 
 
 def read_trailers(repo: Repo, branch: str, base: str | None,
-                  log: list[TrailerCommit] | None = None) -> dict[int, dict[str, Any]]:
+                  log: list[TrailerCommit] | None = None,
+                  recorded: Mapping[int, str] | None = None) -> dict[int, dict[str, Any]]:
     """Kept runs as our trailers record them: run number -> ``{"commit", "result"}``; commits
-    without ``Autoresearch-Run`` or with an untrusted ``Result`` are left out."""
-    entries = trailer_log(repo, branch, base) if log is None else log
-    return {c.run: {"commit": c.commit, "result": c.result, "session": c.session}
-            for c in entries if c.run is not None and c.result is not None}
+    without ``Autoresearch-Run`` or with an untrusted ``Result`` are left out. When several
+    commits name one run, the newest wins, unless one of them is the commit ``recorded``
+    gives for that run (run number -> the ledger's commit id, full or abbreviated): a commit
+    made by hand that repeats a keep's trailers does not take its place."""
+    found: dict[int, dict[str, Any]] = {}
+    for c in entries_of(repo, branch, base, log):
+        if c.run is None or c.result is None:
+            continue
+        known = (recorded or {}).get(c.run, "").strip().lower()
+        if c.run in found and known and found[c.run]["commit"].startswith(known):
+            continue
+        found[c.run] = {"commit": c.commit, "result": c.result, "session": c.session}
+    return found
+
+
+def recorded_keeps(book: Ledger) -> dict[int, str]:
+    """The commit the ledger records for each kept run (run number -> id as written), for
+    :func:`read_trailers`'s ``recorded``."""
+    return {r.number: str(r.data.get("commit") or "") for r in book.runs if r.status == "keep"}
+
+
+def entries_of(repo: Repo, branch: str, base: str | None,
+               log: list[TrailerCommit] | None) -> list[TrailerCommit]:
+    """``log``, or :func:`trailer_log` of ``branch`` after ``base`` when it is None."""
+    return trailer_log(repo, branch, base) if log is None else log
 
 
 def ledger_from_trailers(repo: Repo, branch: str) -> Ledger:

@@ -213,3 +213,25 @@ def test_a_half_picked_session_is_not_finished(repo: Path, ar: Tool) -> None:
     assert found["warnings"] == ["the work tree is on branch main, not on the session branch "
                                  "autoresearch/s1"]
     assert found.get("finished") is None
+
+
+def test_show_keeps_the_recorded_keep_over_a_hand_made_commit(repo: Path, ar: Tool) -> None:
+    """Issue 17 item 5, its sibling: a commit made by hand that repeats a kept run's trailers
+    is not taken for that run's commit by show, the dashboard's run table (run_commits),
+    finalize or audit: the keep the ledger records is."""
+    ar(repo, *start_args("--decision", "strict"))
+    write(repo / "value.txt", "90\n")
+    ar(repo, "run", "-d", "ninety")        # run 2, kept
+    kept = git(repo, "rev-parse", "HEAD")
+    _commit_by_hand(repo, 2, 1)
+    shown = ar(repo, "show", "2", "--json").json()
+    assert (shown["diff_commit"], shown["diff_source"]) == (kept, "trailer")
+    from git_autoresearch.audit import targets
+    from git_autoresearch.finalize import keeps
+    from git_autoresearch.runcommits import run_commits
+    from git_autoresearch.session import Session
+
+    session = Session.open(repo, on_branch=False)
+    assert run_commits(session)[2].commit == kept
+    assert [k.commit for k in keeps(session)] == [kept], "finalize replays the keep"
+    assert [t.commit for t in targets(session, [2])] == [kept], "audit measures the keep"
