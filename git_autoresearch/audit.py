@@ -33,7 +33,7 @@ from .pending import run_environment
 from .refs import session_branch
 from .session import Session
 from .slots import measuring
-from .trailers import read_trailers
+from .trailers import read_trailers, recorded_keeps
 
 SIDES = ("parent", "commit")  # A, then B, in every round
 DEFAULT_SAMPLES = 5
@@ -113,7 +113,8 @@ def targets(session: Session, numbers: list[int]) -> list[Target]:
     number that is no run, not a keep, or a keep that made no commit (a baseline among them)."""
     repo = session.repo
     base = (session.ledger.segments[0].header or {}).get("base_commit")
-    kept = read_trailers(repo, session_branch(session.config.session_id), base)
+    kept = read_trailers(repo, session_branch(session.config.session_id), base,
+                         recorded=recorded_keeps(session.ledger))
     if not numbers:
         segment = session.ledger.current
         chosen = [run for run in segment.kept if run is not segment.baseline

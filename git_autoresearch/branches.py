@@ -91,7 +91,9 @@ def branch_problem(session: Session) -> tuple[bool, str | None]:
     """Whether the session branch exists, and what is wrong with where the work tree is
     (None when nothing is): off the session branch and not merged into the branch checked
     out, on a detached HEAD, or the session branch gone while its last keep is not in
-    HEAD. A session merged into the branch checked out is finished, not in trouble."""
+    HEAD. A session merged into the branch checked out, or whose keeps' changes are in it by
+    patch id (:func:`picked_into_head`: a squash merge, cherry-picks), is finished, not in
+    trouble."""
     branch = session_branch(session.config.session_id)
     current = session.repo.branch_at_discovery
     if session.worker is not None \
@@ -105,15 +107,57 @@ def branch_problem(session: Session) -> tuple[bool, str | None]:
                        f"{pull_hint(session.repo, session.config.session_id)})")
     if current is None:
         return True, f"the work tree is on a detached HEAD, not on the session branch {branch}"
-    if current != branch and not session.repo.merged(branch):
+    if current != branch and not session.repo.merged(branch) \
+            and picked_into_head(session) is None:
         return True, f"the work tree is on branch {current}, not on the session branch {branch}"
     return True, None
 
 def merged_elsewhere(session: Session) -> bool:
-    """Whether the last kept commit of the ledger is in HEAD: a session merged into the
-    branch checked out (its own branch perhaps deleted since)."""
+    """Whether the last kept commit of the ledger is in HEAD (a session merged into the
+    branch checked out, its own branch perhaps deleted since), or its keeps' changes are
+    (:func:`picked_into_head`: a squash merge, cherry-picks)."""
+    commit = _last_keep(session)
+    return commit is not None and (session.repo.merged(commit)
+                                   or picked_into_head(session) is not None)
+
+
+def _last_keep(session: Session) -> str | None:
+    """The commit of the ledger's last keep (full id), None when there is none here."""
     kept = [r for r in session.ledger.runs if r.status == "keep" and r.data.get("commit")]
-    if not kept:
-        return False
-    commit = session.repo.resolve(str(kept[-1].data["commit"]))
-    return commit is not None and session.repo.merged(commit)
+    return session.repo.resolve(str(kept[-1].data["commit"])) if kept else None
+
+
+def picked_into_head(session: Session) -> str | None:
+    """How the session's kept changes came into HEAD without its commits, by patch id
+    (git-patch-id(1)): ``a squash merge: commit <id>`` when a commit after the session's base
+    has the whole difference from the base to the last keep, ``cherry-picks: commits <id>,
+    ...`` when every kept commit's change is in a commit after the base; None otherwise (no
+    keep, the keeps' commits themselves in HEAD, or a change missing). The session branch's
+    tip is the last keep; without the branch, the ledger's last keep."""
+    repo = session.repo
+    base = (session.ledger.segments[0].header or {}).get("base_commit")
+    tip = repo.resolve(session_branch(session.config.session_id)) or _last_keep(session)
+    if not isinstance(base, str) or not base or tip is None or repo.merged(tip) \
+            or not repo.is_ancestor(base, tip):
+        return None
+    found = repo.picked_into(base, tip)
+    if found is None:
+        return None
+    kind, commits = found
+    if kind == "squash":
+        return f"a squash merge: commit {repo.short(commits[0])}"
+    return "cherry-picks: commits " + ", ".join(repo.short(c) for c in commits)
+
+
+def finished(session: Session) -> str | None:
+    """The sentence saying the session is finished, when the work tree is off its branch
+    and the keeps' changes are in the branch checked out by patch id
+    (:func:`picked_into_head`); None otherwise."""
+    current = session.repo.branch_at_discovery
+    if current is None or current == session_branch(session.config.session_id):
+        return None
+    how = picked_into_head(session)
+    if how is None:
+        return None
+    return (f"session {session.config.session_id} is finished: its kept changes are in "
+            f"{current} by patch id ({how})")

@@ -8,7 +8,8 @@ state ref, else from the ``Result:`` trailers of its branch. Its state is, first
 
 - ``finalized``: the branch ``autoresearch/<id>-final`` exists (what ``finalize`` makes);
 - ``merged``: the session branch has commits beyond its base and its tip is an ancestor of the
-  current branch's HEAD (not the session branch itself) or of the default branch;
+  current branch's HEAD (not the session branch itself) or of the default branch, or their
+  changes are there by patch id (a squash merge, cherry-picks);
 - ``stopped``: the last thing recorded after the last run is a ``stopped`` event (the STOP
   sentinel), or a STOP sentinel waits in this work tree, or the session is at work nowhere here
   (neither ``.auto/``'s session nor its branch checked out in a worktree);
@@ -281,7 +282,11 @@ def _merged(repo: Repo, info: SessionInfo, book: ledger_mod.Ledger | None) -> bo
     default = default_branch(repo)
     if default and default != f"refs/heads/{session_branch(info.id)}":
         targets.append(default)
-    return any(is_ancestor(repo, info.branch, target) for target in targets)
+    if any(is_ancestor(repo, info.branch, target) for target in targets):
+        return True
+    # Squash-merged or cherry-picked: the keeps' changes are there by patch id.
+    return isinstance(base, str) and bool(base) and is_ancestor(repo, base, info.branch) \
+        and any(repo.picked_into(base, info.branch, target) for target in targets)
 
 
 def all_sessions(repo: Repo | None = None) -> list[SessionInfo]:

@@ -11,8 +11,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import journal
 from . import ledger as ledger_mod
-from .branches import branch_problem
+from .branches import branch_problem, finished
 from .files import write_atomic
 from .git import temporary_objects
 from .git.locks import lock_files
@@ -58,6 +59,8 @@ class Examination:
 
     findings: list[Finding] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # The session finished off its branch (a squash merge, cherry-picks): the sentence.
+    finished: str | None = None
 
     def add(self, problem: str, fix: str | None = None) -> Finding:
         finding = Finding(problem, fix)
@@ -143,6 +146,7 @@ def _examine(session: Session, fix: bool) -> Examination:
     exists, problem = branch_problem(session)
     if problem:
         exam.add(problem)
+    exam.finished = finished(session)
     baseline = session.baseline_problem() or session.baseline_doubt()
     if baseline:
         exam.add(baseline)
@@ -319,6 +323,11 @@ def _check_kept_runs(session: Session, exam: Examination, log: list[TrailerCommi
         if metric_name is None or value is None:
             finding.fix = None
             continue
+        if not _intended(session, number, info["commit"], value):
+            finding.fix = None
+            finding.problem += (", and no keep of this tool made it (no intent record or "
+                                "state ref knows it): it is not adopted")
+            continue
         meta = commit_info(session.repo, info["commit"])
         finding.fix = "rebuild the run's line from its trailer"
         additions[number] = ledger_mod.dumps(run_record(
@@ -330,14 +339,34 @@ def _check_kept_runs(session: Session, exam: Examination, log: list[TrailerCommi
     return additions
 
 
+def _intended(session: Session, number: int, commit: str, metric: float) -> bool:
+    """Whether a keep of this tool made ``commit`` as run ``number``: an intent record of this
+    work tree (:func:`journal.written`: one interrupted, or set aside) is the keep of run
+    ``number``, from the commit's parent, with the trailer's ``metric``. A commit made by
+    hand with our trailers (an agent committing around the loop) matches none."""
+    parent = session.repo.resolve(f"{commit}^")
+    for intent in journal.written(session.layout.intent):
+        recorded = intent.record["metric"] if intent.record is not None else None
+        if intent.op == "keep" and intent.run == number and intent.head == parent \
+                and ledger_mod.finite(recorded) == metric:
+            return True
+    return False
+
+
 def _check_attempts(session: Session, exam: Examination, saved_lines: dict[int, bytes],
                     known: dict[int, bytes]) -> dict[int, bytes]:
     """Attempt refs of runs the ledger lacks (and ``known`` does not restore); the lines that
     restore them: from the state ref, or rebuilt from the attempt commit."""
     repo, sid = session.repo, session.config.session_id
+    base = (session.ledger.segments[0].header or {}).get("base_commit")
     additions: dict[int, bytes] = {}
     for number, oid in sorted(_attempts(session).items()):
         if session.ledger.find(number, ours=True) is not None or number in known:
+            continue
+        if isinstance(base, str) and base and not repo.is_ancestor(base, f"{oid}^"):
+            # An earlier session's, left under the same id (older versions reused ids).
+            exam.add(f"attempt ref {attempt_ref(sid, number)} is not of this session (its "
+                     "commit is not after the session's base commit): not imported")
             continue
         finding = exam.add(f"attempt ref of run {number} has no ledger line")
         if number in saved_lines:

@@ -39,7 +39,7 @@ from .refs import final_branch, session_branch, split_branch
 from .report import audits
 from .session import Session
 from .slots import measuring
-from .trailers import read_trailers
+from .trailers import read_trailers, recorded_keeps
 
 FOLDER_PREFIX = "final-"  # <scratch>/final-<pid>: one finalize's worktree
 DROPPED_VERDICTS = ("within noise", "regression")  # an audit's words that drop a keep
@@ -142,7 +142,8 @@ def keeps(session: Session) -> list[Keep]:
     made no commit)."""
     repo, cfg = session.repo, session.config
     base = (session.ledger.segments[0].header or {}).get("base_commit")
-    kept = read_trailers(repo, session_branch(cfg.session_id), base)
+    kept = read_trailers(repo, session_branch(cfg.session_id), base,
+                         recorded=recorded_keeps(session.ledger))
     out = []
     for number in sorted(kept):
         run = session.ledger.find(number)

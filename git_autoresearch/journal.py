@@ -139,6 +139,16 @@ def set_aside(path: Path) -> None:
     os.replace(path, path.with_name(f"intent.abandoned.{time.time_ns()}.json"))
 
 
+def written(path: Path) -> list[Intent]:
+    """Every intent record this work tree holds: the one at ``path`` (``intent.json``, an
+    operation not finished) and those set aside beside it (``intent.abandoned.<ns>.json``,
+    :func:`set_aside`), oldest first; unreadable ones are left out."""
+    found = [read(p) for p in sorted(path.parent.glob("intent.abandoned.*.json"),
+                                     key=lambda p: p.name)]
+    found.append(read(path))
+    return [i for i in found if i is not None and i.op in OPERATIONS]
+
+
 def made_by(repo: Repo, ref: str, intent: Intent) -> bool:
     """Whether ``ref`` holds the commit this intent made (not an older one): its
     ``Autoresearch-Intent`` trailer carries the intent's id (an intent without an id: any

@@ -29,7 +29,8 @@ EXIT_STATUS = [  # the README's table of exit codes
           "session branch's, or one on the session's own refs) in the way, a full or read-only "
           "disk (naming the file or the disk, and the run's state), a submodule with "
           "uncommitted changes or lacking the commit HEAD records, a start that was "
-          "interrupted (resume finishes it), a dirty tree at start, a baseline that failed, "
+          "interrupted (resume finishes it), a dirty tree at start, a --session-id that an "
+          "earlier session has (refs under refs/autoresearch/<id>/), a baseline that failed, "
           "doctor finding problems it did not fix, a missing optional dependency."),
     ("4", "The loop should stop: .auto/STOP found, max_experiments reached or "
           "max_duration spent."),

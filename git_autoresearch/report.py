@@ -273,16 +273,74 @@ def table(rows: list[tuple[Run, Segment]], width: int = 100,
     return "\n".join(out) + "\n"
 
 
-def stability(segment: Segment) -> dict[str, Any] | None:
+# The loop seed's bound of a "low" stability (relative MAD): noise at least this large is
+# what more samples per experiment are for.
+NOISE_LOW = 0.05
+
+
+def stability(segment: Segment, noise: dict[str, Any] | None = None
+              ) -> dict[str, Any] | None:
     """The loop seed's stability label over the last 5 kept metrics (from 3 keeps on):
-    relative MAD < 1 % *high*, < 5 % *medium*, else *low*."""
+    relative MAD < 1 % *high*, < 5 % *medium*, else *low* (``label``, ``relative_mad``, and
+    ``keeps``, how many it read), as autoresearch-loop.SKILL's confidence scoring computes it.
+    Kept runs that improve steadily spread as much as noisy ones, so the advice is computed
+    from what measures noise: ``noise`` (``relative_spread`` and the ``source`` it came from;
+    :func:`measured_noise` when not given, None when nothing measures it), and ``advice``
+    (raise ``runs_per_experiment``, under the strict rule when the noise is at least
+    :data:`NOISE_LOW`; None otherwise)."""
     values = [r.metric for r in segment.kept if r.metric is not None][-5:]
     if len(values) < 3:
         return None
     centre = median(values)
     rel = mad(values) / abs(centre) if centre else 0.0
     label = "high" if rel < 0.01 else "medium" if rel < 0.05 else "low"
-    return {"label": label, "relative_mad": round(rel, 6)}
+    noise = noise if noise is not None else measured_noise(segment)
+    config = (segment.header or {}).get("config")
+    rule = (config.get("decision") if isinstance(config, dict) else None) or "strict"
+    advice = ("consider raising runs_per_experiment" if noise is not None and rule == "strict"
+              and noise["relative_spread"] >= NOISE_LOW else None)
+    return {"label": label, "relative_mad": round(rel, 6), "keeps": len(values),
+            "noise": noise, "advice": advice}
+
+
+def measured_noise(segment: Segment) -> dict[str, Any] | None:
+    """The metric's noise as the segment's repeated measurements of one tree show it: the
+    samples of each run measured more than once, and each kept run with the no-change runs
+    (verdict ``no_change``) that measured it again. Each group of two values or more gives
+    its relative MAD (MAD over the median's magnitude); ``relative_spread`` is their median
+    (rounded to 6 places), ``source`` says what was read (``repeat samples of 5 runs``,
+    ``2 no-change runs``). None when no group has two values (crashes and failed checks are
+    not read)."""
+    groups: list[list[float]] = []
+    repeated = probes = 0
+    current: list[float] | None = None
+    for run in segment.runs:
+        if run.status not in ("keep", "discard"):
+            continue
+        raw = run.data.get("samples")
+        samples = [float(x) for x in raw if isinstance(x, (int, float))
+                   and not isinstance(x, bool) and math.isfinite(x)] \
+            if isinstance(raw, list) else []
+        values = samples or ([run.metric] if run.metric is not None else [])
+        repeated += len(samples) > 1
+        decided = run.data.get("decision")
+        if run.status == "keep":
+            current = list(values)
+            groups.append(current)
+        elif isinstance(decided, dict) and decided.get("verdict") == "no_change" \
+                and current is not None:
+            current.extend(values)
+            probes += 1
+        elif len(values) > 1:
+            groups.append(values)
+    spreads = [mad(g) / abs(median(g)) for g in groups if len(g) > 1 and median(g)]
+    spreads += [0.0 for g in groups if len(g) > 1 and not median(g) and not mad(g)]
+    if not spreads:
+        return None
+    said = [f"repeat samples of {repeated} run{'s' if repeated != 1 else ''}"] if repeated \
+        else []
+    said += [f"{probes} no-change run{'s' if probes != 1 else ''}"] if probes else []
+    return {"relative_spread": round(median(spreads), 6), "source": " and ".join(said)}
 
 
 def segment_summary(segment: Segment) -> dict[str, Any]:

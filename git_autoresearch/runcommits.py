@@ -117,7 +117,8 @@ def run_commit(session: Session, number: int) -> RunCommit:
     target, source, measured = None, None, None
     if run.status == "keep" and not session.read_only:
         base = (session.ledger.segments[0].header or {}).get("base_commit")
-        info = read_trailers(repo, session_branch(session.config.session_id), base)
+        info = read_trailers(repo, session_branch(session.config.session_id), base,
+                             recorded={number: str(run.data.get("commit") or "")})
         if number in info:
             target, source = info[number]["commit"], "trailer"
     elif run.status != "keep" and run.data.get("attempt_ref"):
@@ -162,14 +163,15 @@ def run_commits(session: Session) -> dict[int, RunCommit]:
     from .git.objects import resolve_many
     from .ledger import collected_refs
     from .refs import session_branch
-    from .trailers import has_result, read_trailers
+    from .trailers import has_result, read_trailers, recorded_keeps
 
     book, repo = session.ledger, session.repo
     runs = book.runs
     info: dict[int, dict[str, Any]] = {}
     if not session.read_only and any(r.status == "keep" for r in runs):
         base = (book.segments[0].header or {}).get("base_commit")
-        info = read_trailers(repo, session_branch(session.config.session_id), base)
+        info = read_trailers(repo, session_branch(session.config.session_id), base,
+                             recorded=recorded_keeps(book))
     refs = {r.number: str(r.data["attempt_ref"]) for r in runs
             if r.status != "keep" and r.data.get("attempt_ref")}
     recorded = {r.number: r.data["commit"].strip() for r in runs

@@ -27,7 +27,7 @@ from .paths import Boundaries
 from .recording import record as record_run
 from .records import RunRecord
 from .recovery import locked
-from .refs import session_branch, state_ref
+from .refs import namespace, session_branch, state_ref
 from .scripts import command_files, uncommitted_command_files
 from .session import Session
 from .start_record import (
@@ -246,7 +246,10 @@ def _config_for_session(repo: Repo, layout: Layout, opts: StartOptions,
     if not merged.get("checks_command") and (layout.auto / "checks.sh").is_file():
         merged["checks_command"] = "bash .auto/checks.sh"
     cfg = Config.from_mapping(merged, source="configuration")
-    cfg.session_id = cfg.session_id or default_session_id(cfg.goal)
+    if cfg.session_id:
+        _refuse_taken(repo, cfg.session_id)
+    else:
+        cfg.session_id = fresh_session_id(repo, default_session_id(cfg.goal))
     cfg.decision = cfg.decision or "sequential"  # the default of new sessions
     cfg.created_at = cfg.created_at or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     cfg.validate("configuration")
@@ -260,6 +263,34 @@ def _config_for_session(repo: Repo, layout: Layout, opts: StartOptions,
         raise Refused(f"branch {branch} already exists (from an earlier session); pick "
                       "another --session-id")
     return cfg, given
+
+
+def session_taken(repo: Repo, session_id: str) -> bool:
+    """Whether session id ``session_id`` is in use here: refs exist under
+    ``refs/autoresearch/<id>/`` (its state, attempts or set-asides, kept after its branch was
+    merged and deleted) or its branch ``autoresearch/<id>`` exists."""
+    return bool(repo.for_each_ref(f"{namespace(session_id)}/")) or \
+        repo.resolve(f"refs/heads/{session_branch(session_id)}") is not None
+
+
+def fresh_session_id(repo: Repo, wanted: str) -> str:
+    """``wanted``, or when a session has it (:func:`session_taken`) the first of
+    ``<wanted>-2``, ``<wanted>-3``, ... that none has: a new session never takes over the runs
+    and the state ref of an earlier one."""
+    candidate, suffix = wanted, 1
+    while session_taken(repo, candidate):
+        suffix += 1
+        candidate = f"{wanted}-{suffix}"
+    return candidate
+
+
+def _refuse_taken(repo: Repo, session_id: str) -> None:
+    """Refuse (exit 3) an explicit ``--session-id`` that an earlier session has: its refs
+    would be taken for the new session's (run numbers, doctor's repairs, the state ref)."""
+    if repo.for_each_ref(f"{namespace(session_id)}/"):
+        raise Refused(f"session {session_id} already exists: {namespace(session_id)}/ holds "
+                      "its runs (its state ref: git autoresearch sessions lists it); pick "
+                      "another --session-id, or leave it out for a fresh one")
 
 
 def _config_for_segment(repo: Repo, layout: Layout, opts: StartOptions

@@ -68,6 +68,8 @@ class Status:
     time_left: float | None = None
     # What each worker is doing (:func:`workers_doing`); empty: nothing to say.
     workers: list[dict[str, Any]] | None = None
+    # The session finished off its branch (a squash merge, cherry-picks): the sentence.
+    finished: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The ``status --json`` document (its keys in this order; ``noise`` only under the
@@ -90,6 +92,7 @@ class Status:
             "time_left_seconds": None if self.time_left is None else round(self.time_left, 3),
             "readonly_changed": self.readonly_changed,
             "warnings": self.warnings,
+            "finished": self.finished,
         } | ({} if self.noise is None else {"noise": self.noise}) \
             | ({"workers": self.workers} if self.workers else {})
 
@@ -98,8 +101,9 @@ def status(session: Session) -> Status:
     """What status reports for ``session`` (opened with :meth:`Session.open_for_reading`).
     Reads the work tree, the session branch's trailers and the scratch folder; changes
     nothing."""
+    from .branches import finished
     from .refs import session_branch
-    from .report import audits, segment_summary
+    from .report import audits, segment_summary, stability
 
     cfg = session.config
     branch = session_branch(cfg.session_id)
@@ -115,6 +119,13 @@ def status(session: Session) -> Status:
         warnings.append(f"a {interrupted.op} of run {interrupted.run} was "
                         "interrupted; the next recording command (or resume) finishes it")
     summary = segment_summary(session.segment)
+    noise = _noise(session)
+    if summary["stability"] and noise and noise["relative_spread"] is not None:
+        # The rule's own estimate of the noise, the one its decisions use.
+        summary["stability"] = stability(session.segment, {
+            "relative_spread": round(noise["relative_spread"], 6),
+            "source": f"the sequential rule's pool of {noise['incumbent_samples']} samples "
+                      "of the incumbent"})
     audited = audits(session.ledger)
     for key in ("best", "incumbent"):  # the latest audit of each, as log marks it
         brief = summary.get(key)
@@ -129,7 +140,8 @@ def status(session: Session) -> Status:
         limit=cfg.max_experiments, limit_reached=session.limit_reached(),
         experiments=None if cfg.max_experiments is None else session.experiments_in_segment(),
         readonly_changed=readonly_changed, warnings=list(dict.fromkeys(warnings)),
-        noise=_noise(session), max_duration=cfg.max_duration, time_left=session.time_left(),
+        noise=noise, max_duration=cfg.max_duration, time_left=session.time_left(),
+        finished=None if session.read_only else finished(session),
         workers=None if session.read_only else workers_doing(session))
 
 

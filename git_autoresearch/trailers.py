@@ -214,12 +214,34 @@ def trailer_log(repo: Repo, branch: str, base: str | None = None) -> list[Traile
 
 
 def read_trailers(repo: Repo, branch: str, base: str | None,
-                  log: list[TrailerCommit] | None = None) -> dict[int, dict[str, Any]]:
+                  log: list[TrailerCommit] | None = None,
+                  recorded: Mapping[int, str] | None = None) -> dict[int, dict[str, Any]]:
     """Kept runs as our trailers record them: run number -> ``{"commit", "result"}``; commits
-    without ``Autoresearch-Run`` or with an untrusted ``Result`` are left out."""
-    entries = trailer_log(repo, branch, base) if log is None else log
-    return {c.run: {"commit": c.commit, "result": c.result, "session": c.session}
-            for c in entries if c.run is not None and c.result is not None}
+    without ``Autoresearch-Run`` or with an untrusted ``Result`` are left out. When several
+    commits name one run, the newest wins, unless one of them is the commit ``recorded``
+    gives for that run (run number -> the ledger's commit id, full or abbreviated): a commit
+    made by hand that repeats a keep's trailers does not take its place."""
+    found: dict[int, dict[str, Any]] = {}
+    for c in entries_of(repo, branch, base, log):
+        if c.run is None or c.result is None:
+            continue
+        known = (recorded or {}).get(c.run, "").strip().lower()
+        if c.run in found and known and found[c.run]["commit"].startswith(known):
+            continue
+        found[c.run] = {"commit": c.commit, "result": c.result, "session": c.session}
+    return found
+
+
+def recorded_keeps(book: Ledger) -> dict[int, str]:
+    """The commit the ledger records for each kept run (run number -> id as written), for
+    :func:`read_trailers`'s ``recorded``."""
+    return {r.number: str(r.data.get("commit") or "") for r in book.runs if r.status == "keep"}
+
+
+def entries_of(repo: Repo, branch: str, base: str | None,
+               log: list[TrailerCommit] | None) -> list[TrailerCommit]:
+    """``log``, or :func:`trailer_log` of ``branch`` after ``base`` when it is None."""
+    return trailer_log(repo, branch, base) if log is None else log
 
 
 def ledger_from_trailers(repo: Repo, branch: str) -> Ledger:
@@ -288,8 +310,12 @@ def rewritten(repo: Repo, book: Ledger, branch: str, session_id: str, base: str 
     entries = trailer_log(repo, branch, base) if log is None else log
     now = {c.run: c.commit for c in entries
            if c.run is not None and c.result is not None and c.session == session_id}
+    metrics = {c.run: _primary(c.result) for c in entries if c.run in now}
+    # A commit whose Result says another metric than the ledger is no keep rewritten, but
+    # one made by hand (an agent's, with its own figure): reconcile names it.
     moved = {r.number: str(r.data.get("commit") or "") for r in book.runs
              if r.status == "keep" and r.number in now
+             and (r.metric is None or metrics.get(r.number) == r.metric)
              and not now[r.number].startswith(str(r.data.get("commit") or "-"))}
     if not moved:
         return []
@@ -303,6 +329,13 @@ def rewritten(repo: Repo, book: Ledger, branch: str, session_id: str, base: str 
         elif recorded in old:
             found.append(Rewritten(run.number, recorded, now[old[recorded]], old[recorded]))
     return found
+
+
+def _primary(result: Mapping[str, Any] | None) -> float | None:
+    """The primary metric of a parsed ``Result`` value: its first key besides ``status``
+    (the order :func:`result_trailer` writes); None when it has no number there."""
+    name = next((k for k in result or {} if k != "status"), None)
+    return _figure((result or {}).get(name)) if name is not None else None
 
 
 @dataclass
@@ -334,7 +367,8 @@ def reconcile(repo: Repo, book: Ledger, branch: str, base: str | None,
         metric_name = next((k for k in info["result"] if k != "status"), None)
         value = info["result"].get(metric_name) if metric_name else None
         if isinstance(value, (int, float)) and run.metric is not None and value != run.metric:
-            problems.append(f"run {number}: the trailer says {value}, the ledger {run.metric}")
+            problems.append(f"run {number}: the trailer says {value}, the ledger "
+                            f"{json_number(run.metric)}")
     unsure = {number: str(run.data.get("commit", ""))[:7] for number, run in kept.items()
               if number not in trailers and str(run.data.get("commit", ""))[:7] not in on_branch}
     if unsure:

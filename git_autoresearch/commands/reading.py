@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -105,6 +105,7 @@ def _status_lines(found: Status) -> list[str]:
     seg = found.segment
     unit = f" {found.metric_unit}" if found.metric_unit else ""
     lines = [f"session     {found.session_id} (branch {found.branch})",
+             *([f"finished    {found.finished}"] if found.finished else []),
              f"goal        {found.goal}",
              f"metric      {found.metric_name}{' in ' + found.metric_unit if unit else ''}, "
              f"{found.direction} is better"]
@@ -137,16 +138,26 @@ def _status_lines(found: Status) -> list[str]:
     lines.append(f"confidence  {f'{conf:.2f}' if conf is not None else '-'} "
                  f"({seg['confidence_label']})")
     if seg["stability"]:
-        # runs_per_experiment counts only under the strict rule; sequential samples by itself.
-        hint = " (consider raising runs_per_experiment)" \
-            if seg["stability"]["label"] == "low" and found.noise is None else ""
-        lines.append(f"stability   {seg['stability']['label']}{hint}")
+        lines.append(_stability_line(seg["stability"]))
     if seg["last"]:
         last = seg["last"]
         said = f" ({last['decision_text']})" if last.get("decision_text", "-") != "-" else ""
         lines.append(f"last run    {last['run']} {last['status']}{said}: "
                      f"{one_line(last['description'])[:70]}")
     return lines + _status_tail(found, unit)
+
+
+def _stability_line(found: dict[str, Any]) -> str:
+    """The seed's stability label, what it read, and the advice from what measures noise
+    (:func:`report.stability`)."""
+    noise = found.get("noise")
+    if noise is None:
+        said = "nothing measures the noise yet: no repeat samples, no no-change runs"
+    else:
+        said = f"the noise, from {noise['source']}, is {noise['relative_spread']:.1%}"
+        said += f": {found['advice']}" if found.get("advice") else ""
+    return (f"stability   {found['label']} (the last {found['keeps']} keeps spread "
+            f"{found['relative_mad']:.1%}; {said})")
 
 
 def _worker_lines(found: Status) -> list[str]:

@@ -102,7 +102,9 @@ def _inline_table(text: str | None) -> dict[str, object] | None:
               help="Pin each measurement slot's commands to its share of the CPUs (Linux).")
 @click.option("--claim-timeout", metavar="DURATION",
               help="How long a claim on an idea lasts (ideas claim): 2h (the default), 90m.")
-@click.option("--session-id", help="Session id (default: the goal in kebab case plus the date).")
+@click.option("--session-id", help="Session id (default: the goal in kebab case plus the date, "
+              "then -2, -3, ... when an earlier session has it; an id whose refs exist is "
+              "refused).")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Read the configuration keys from this TOML file (its paths are read from "
                    "the top of the work tree).")

@@ -81,10 +81,13 @@ def doctor_cmd(fix: bool, as_json: bool) -> None:
     # Records read otherwise than they say (as pi-autoresearch reads them): told, not fixed.
     notices = session.ledger.notices(session.layout.ledger)
     if as_json:
-        emit_json({"findings": found, "fix": fix, "warnings": why, "notices": notices})
+        emit_json({"findings": found, "fix": fix, "warnings": why, "notices": notices,
+                   "finished": exam.finished})
     else:
         for note in notices:
             warn(note)
+        if exam.finished:
+            click.echo(exam.finished)
         if not found:
             click.echo("no problems found")
         for item in found:

@@ -86,6 +86,62 @@ class History:
                     found[name] = int(seconds)
         return found
 
+    def patch_ids(self, spec: str) -> dict[str, str]:
+        """The stable patch id (git-patch-id(1) ``--stable``) of each commit of the revision
+        range ``spec`` that changes something, by full commit id: the same change has the same
+        id whatever commit carries it (a cherry-pick, a rebase). Renames are read as a deletion
+        and an addition, as :meth:`diff_patch_id` reads them. Empty when git refuses ``spec``.
+        Two git calls."""
+        res = self.run("log", "-p", "--no-color", "--no-ext-diff", "--no-renames",
+                       "--no-merges", "--format=commit %H", spec, "--", allow_non_zero=True)
+        if res.returncode != 0 or not res.stdout.strip():
+            return {}
+        found: dict[str, str] = {}
+        for line in self.run("patch-id", "--stable", input=res.stdout).text.splitlines():
+            pid, _, commit = line.partition(" ")
+            if pid and commit:
+                found[commit] = pid
+        return found
+
+    def diff_patch_id(self, old: str, new: str) -> str | None:
+        """The stable patch id of the whole difference from commit ``old`` to commit ``new``
+        (the one commit a ``git merge --squash`` of ``new`` onto ``old`` makes has it); None
+        when they do not differ or git refuses them."""
+        res = self.run("diff", "--no-color", "--no-ext-diff", "--no-renames", old, new, "--",
+                       allow_non_zero=True)
+        if res.returncode != 0 or not res.stdout.strip():
+            return None
+        out = self.run("patch-id", "--stable", input=res.stdout).text.split()
+        return out[0] if out else None
+
+    def picked_into(self, base: str, tip: str, into: str = "HEAD"
+                    ) -> tuple[str, list[str]] | None:
+        """How the changes of ``base..tip`` came into ``into`` without those commits, by patch
+        id: (``squash``, [the commit]) when a commit of ``base..into`` has the whole difference
+        from ``base`` to ``tip`` (a ``git merge --squash``), (``cherry-pick``, [the commits,
+        oldest first]) when every commit of ``base..tip`` has its change in one of
+        ``base..into``; None otherwise (nothing in ``base..tip``, or a change missing). Four
+        git calls at most; ``git log -p`` of ``base..into`` costs what that history costs."""
+        kept = self.patch_ids(f"{base}..{tip}")
+        here = self.patch_ids(f"{base}..{into}") if kept else {}
+        if not here:
+            return None
+        whole = self.diff_patch_id(base, tip)
+        squash = [c for c, pid in here.items() if pid == whole]
+        if squash:
+            return "squash", squash[:1]
+        by_id = {pid: c for c, pid in here.items()}
+        if not all(pid in by_id for pid in kept.values()):
+            return None
+        wanted = {by_id[pid] for pid in kept.values()}
+        return "cherry-pick", [c for c in reversed(list(here)) if c in wanted]
+
+    def is_ancestor(self, old: str, new: str) -> bool:
+        """Whether commit ``old`` is ``new`` or an ancestor of it (``merge-base
+        --is-ancestor``); False when either names no commit."""
+        return self.run("merge-base", "--is-ancestor", old, new,
+                        allow_non_zero=True).returncode == 0
+
     def rev_list(self, spec: str) -> list[str]:
         """The commits of the revision range ``spec`` (``git rev-list``), newest first; none
         when git refuses it."""

@@ -53,8 +53,7 @@ def has_commit(repo: Repo, oid: str) -> bool:
 
 def is_ancestor(repo: Repo, old: str, new: str) -> bool:
     """Whether commit ``old`` is ``new`` or an ancestor of it (``merge-base --is-ancestor``)."""
-    return repo.run("merge-base", "--is-ancestor", old, new,
-                    allow_non_zero=True).returncode == 0
+    return repo.is_ancestor(old, new)
 
 
 @dataclass(frozen=True)
