@@ -22,8 +22,9 @@ from .faults import checkpoint
 from .files import write_atomic
 from .git import GitError
 from .git.moving import is_ancestor, leave_unstaged, merge_trees, move_work_tree
-from .refs import namespace, session_branch
+from .refs import namespace, session_branch, worker_branch
 from .session import Session
+from .workers import MAIN
 
 if TYPE_CHECKING:
     from .experiment import Changes
@@ -80,9 +81,24 @@ def check_incumbent(session: Session) -> None:
     """In a worker, raise :class:`IncumbentMoved` when the session branch is not HEAD."""
     if session.worker is None:
         return
+    check_free(session)
     now, head = tip(session), session.head()
     if now is not None and now != head:
         raise IncumbentMoved(head, now, kept_between(session, head, now))
+
+
+def check_free(session: Session) -> None:
+    """Refuse (exit 3) a worker's keep while some worktree has the session branch checked
+    out: moving it would leave that worktree's index and files behind the branch."""
+    branch = session_branch(session.config.session_id)
+    where = session.repo.worktree_of(branch)
+    if where is None and session.repo.current_branch() == branch:
+        where = session.repo.top
+    if where is not None:
+        raise Refused(f"the session branch {branch} is checked out in {where}: with workers, "
+                      "it is checked out nowhere and moves only by keeps; there, git switch "
+                      f"{worker_branch(session.config.session_id, MAIN)} (or the worker's own "
+                      "branch)")
 
 
 def kept_between(session: Session, base: str, now: str) -> list[int]:
@@ -211,7 +227,8 @@ def follow(session: Session) -> str | None:
 def record_replaying(session: Session, status: str, description: str, *,
                      result: Measurement, asi: Mapping[str, Any] | None,
                      hooks: Sequence[Mapping[str, Any]] | None,
-                     measure_again: Callable[[], Measurement]) -> Recorded:
+                     measure_again: Callable[[], Measurement],
+                     replayed: dict[str, Any] | None = None) -> Recorded:
     """:func:`recording.record` for ``run``: a keep whose incumbent moved (another worker
     kept) is replayed onto the new incumbent and measured again (``measure_again``), up to
     :data:`REPLAYS` times, then decided afresh; a replay that conflicts is a discard naming
@@ -219,7 +236,6 @@ def record_replaying(session: Session, status: str, description: str, *,
     candidate the incumbent kept outrunning."""
     from .recording import record
 
-    replayed: dict[str, Any] | None = None
     for _ in range(REPLAYS + 1):
         try:
             return record(session, status, description, result=result, asi=asi, hooks=hooks,
@@ -230,19 +246,41 @@ def record_replaying(session: Session, status: str, description: str, *,
                                  moved.tip, moved.kept)
             replayed = outcome.record(session.repo)
             if outcome.conflicts:
-                runs = ", ".join(str(n) for n in outcome.kept) or "?"
-                shown = ", ".join(outcome.conflicts[:3]) + (
-                    " ..." if len(outcome.conflicts) > 3 else "")
                 return record(session, "discard", description, result=result, asi=asi,
-                              hooks=hooks, replayed=replayed,
-                              reason=f"conflicts with run(s) {runs} kept meanwhile by other "
-                                     f"workers ({shown})")
+                              hooks=hooks, replayed=replayed, reason=conflict_reason(outcome))
             result = measure_again()
             status = session.decide(result)
     return record(session, "discard", description, result=result, asi=asi, hooks=hooks,
                   replayed=replayed,
                   reason=f"the incumbent moved {REPLAYS + 1} times while this candidate was "
                          "measured again; try it again")
+
+
+def catch_up(session: Session) -> Replayed | None:
+    """Before a worker measures: when another worker kept since this one's base, the
+    candidate in the work tree is replayed onto the incumbent first (:func:`replay`), so that
+    it is measured and decided on the commit it would be kept on; returns what was done (its
+    ``conflicts`` set when it could not be replayed; nothing moved then), or None when the
+    worker is on the incumbent (or holds no change: it then simply follows it)."""
+    if session.worker is None:
+        return None
+    now, head = tip(session), session.head()
+    if now is None or now == head or not is_ancestor(session.repo, head, now):
+        return None
+    changes = session.changes()
+    if not [p for p in changes.changed() if not session.bounds.is_protected(p)]:
+        follow(session)
+        return None
+    with session.shared("replay a candidate before measuring"):
+        return replay(session, changes, session.reserve_run(), head, now,
+                      kept_between(session, head, now))
+
+
+def conflict_reason(outcome: Replayed) -> str:
+    """Why a candidate that could not be replayed is discarded."""
+    runs = ", ".join(str(n) for n in outcome.kept) or "?"
+    shown = ", ".join(outcome.conflicts[:3]) + (" ..." if len(outcome.conflicts) > 3 else "")
+    return f"conflicts with run(s) {runs} kept meanwhile by other workers ({shown})"
 
 
 def keep_refused(session: Session, moved: IncumbentMoved) -> Refused:

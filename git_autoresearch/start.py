@@ -27,7 +27,7 @@ from .paths import Boundaries
 from .recording import record as record_run
 from .records import RunRecord
 from .recovery import locked
-from .refs import namespace, session_branch, state_ref
+from .refs import namespace, session_branch, state_ref, worker_branch
 from .scripts import command_files, uncommitted_command_files
 from .session import Session
 from .start_record import (
@@ -38,6 +38,8 @@ from .start_record import (
     segment_header,
     write_prompt,
 )
+from .workers import MAIN
+from .workers import current as current_worker
 
 # The end of the branch names finalize makes (refs.final_branch, refs.split_branch): a session
 # id that ends so would pass for another session's final branch.
@@ -319,6 +321,12 @@ def _config_for_segment(repo: Repo, layout: Layout, opts: StartOptions
     merged["session_id"] = old_data.get("session_id", "")
     cfg = Config.from_mapping(merged, source="configuration")
     wanted = session_branch(cfg.session_id)
+    found = current_worker(repo)
+    if found is not None:  # with workers, the main work tree starts it on its worker branch
+        if found.name != MAIN:
+            raise Refused(f"this is worker {found.name}'s worktree: start a new segment from "
+                          f"the main work tree, {found.main}")
+        wanted = worker_branch(cfg.session_id, MAIN)
     if repo.current_branch() != wanted:
         elsewhere = other_worktree(repo, wanted, "start the new segment there")
         raise Refused(f"check out the session branch {wanted} before starting a new "

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .git import Repo
+from .refs import WORKER_BRANCH_PREFIX
 
 MAIN = "main"
 WORKER_FILE = "worker.json"
@@ -31,18 +32,38 @@ class Worker:
 
 
 def current(repo: Repo) -> Worker | None:
-    """The worker whose worktree ``repo`` is, or None (the main work tree, or no workers).
-    A marker that cannot be read is no marker."""
+    """The worker whose worktree ``repo`` is, or None (the main work tree, or no workers):
+    its marker says so, or, without a readable marker (a ``worker add`` killed before it wrote
+    it), a linked worktree on a worker branch (:func:`from_branch`)."""
     try:
         data = json.loads((repo.scratch / WORKER_FILE).read_bytes())
     except (OSError, ValueError):
-        return None
+        return from_branch(repo)
     if not isinstance(data, dict):
         return None
     name, sid, main = data.get("worker"), data.get("session_id"), data.get("main")
     if not (isinstance(name, str) and isinstance(sid, str) and isinstance(main, str)):
         return None
     return Worker(name, sid, Path(main))
+
+
+def from_branch(repo: Repo) -> Worker | None:
+    """The worker a linked worktree on ``autoresearch-workers/<id>/<name>`` is, its main work
+    tree the folder of the common git directory (``<main>/.git``); None otherwise."""
+    branch = repo.branch_at_discovery if repo.head_at_discovery else None
+    if branch is None:
+        try:
+            head = (repo.git_dir / "HEAD").read_text().strip()
+        except OSError:
+            return None
+        branch = head.removeprefix("ref: refs/heads/") if head.startswith("ref: ") else None
+    if not branch or not branch.startswith(WORKER_BRANCH_PREFIX) \
+            or repo.git_dir == repo.common_dir or repo.common_dir.name != ".git":
+        return None
+    sid, _, name = branch[len(WORKER_BRANCH_PREFIX):].rpartition("/")
+    if not sid or not name or name == MAIN:
+        return None
+    return Worker(name, sid, repo.common_dir.parent)
 
 
 def worker_name(repo: Repo) -> str:

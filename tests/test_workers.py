@@ -44,9 +44,9 @@ def crew(repo: Path, ar: Tool) -> tuple[Path, Path, Path]:
 
 def test_workers_share_one_ledger_and_keep_on_the_moved_incumbent(
         crew: tuple[Path, Path, Path], ar: Tool) -> None:
-    """w1 keeps; w2's candidate, measured on the old incumbent, is replayed onto w1's keep and
-    measured again before it is kept: its record says so, and every keep on the session branch
-    is the child of the commit it was measured on."""
+    """w1 keeps; w2's candidate, made on the old incumbent, is replayed onto w1's keep before
+    it is measured: its record says so, and every keep on the session branch is the child of
+    the commit it was measured on."""
     main, w1, w2 = crew
     assert git(main, "symbolic-ref", "--short", "HEAD") == "autoresearch-workers/s1/main"
     base = git(main, "rev-parse", "--short", BRANCH)
@@ -103,22 +103,23 @@ def test_a_candidate_that_conflicts_with_a_keep_is_discarded_and_saved(
 
 def test_keep_by_hand_replays_and_asks_for_a_new_measurement(
         crew: tuple[Path, Path, Path], ar: Tool) -> None:
-    """keep in a worker whose incumbent moved is refused (exit 3) with the candidate replayed
-    onto the incumbent; measured again, it keeps on the incumbent."""
+    """keep in a worker whose incumbent moved after its measurement is refused (exit 3) with
+    the candidate replayed onto the incumbent; measured again, it keeps on the incumbent."""
     main, w1, w2 = crew
+    write(w2 / "extra.txt", "80\n")
+    assert ar(w2, "measure", "--json").json()["metric"] == 180
     write(w1 / "value.txt", "90\n")
     ar(w1, "run", "-d", "value 90")
-    write(w2 / "extra.txt", "80\n")
-    ar(w2, "measure")
     refused = ar(w2, "keep", "-d", "extra 80", expect=3)
-    assert "the incumbent moved since this candidate was measured (run(s) 2 kept by other " \
+    # w2's measurement holds run 2, so w1's keep is run 3.
+    assert "the incumbent moved since this candidate was measured (run(s) 3 kept by other " \
            "workers): the candidate was replayed onto the incumbent" in refused.err
     assert (w2 / "value.txt").read_text() == "90\n"
     assert (w2 / "extra.txt").read_text() == "80\n"
     assert git(w2, "rev-parse", "HEAD") == git(main, "rev-parse", BRANCH)
     ar(w2, "measure")
     kept = ar(w2, "keep", "-d", "extra 80", "--json").json()
-    assert (kept["run"], kept["metric"]) == (3, 170)
+    assert (kept["run"], kept["metric"]) == (2, 170)
     assert git(main, "rev-parse", "--short", BRANCH) == kept["commit"]
 
 
@@ -234,3 +235,51 @@ def test_a_worker_killed_in_a_keep_or_a_replay_loses_nothing(
     assert git(main, "rev-parse", "--short", f"{BRANCH}^") == runs(main)[1]["commit"], \
         "kept on w1's keep, the commit it was measured on again"
     assert sorted(r["run"] for r in runs(main)) == [1, 2, 3]
+
+
+def test_a_stale_candidate_is_measured_on_the_incumbent_not_judged_against_it(
+        crew: tuple[Path, Path, Path], ar: Tool) -> None:
+    """A gain made on an old base is replayed onto the incumbent before it is measured: w1
+    kept 100 -> 10 (score 110); w2's 100 -> 95 alone scores 195, worse than 110, but on the
+    incumbent it scores 105, a keep."""
+    main, w1, w2 = crew
+    write(w1 / "value.txt", "10\n")
+    ar(w1, "run", "-d", "value 10")
+    write(w2 / "extra.txt", "95\n")
+    record = ar(w2, "run", "-d", "extra 95", "--json").json()
+    assert (record["status"], record["metric"], record["replayed"]["kept_meanwhile"]) == (
+        "keep", 105, [2])
+    assert git(main, "show", f"{BRANCH}:extra.txt") == "95"
+    assert git(main, "show", f"{BRANCH}:value.txt") == "10"
+
+
+def test_the_session_branch_checked_out_somewhere_stops_a_keep(
+        crew: tuple[Path, Path, Path], ar: Tool) -> None:
+    """With workers the session branch is checked out nowhere: when someone checks it out
+    (in the main work tree), a worker's keep is refused before anything changes, naming it."""
+    main, w1, _ = crew
+    git(main, "switch", "-q", BRANCH)
+    write(w1 / "value.txt", "90\n")
+    refused = ar(w1, "run", "-d", "value 90", expect=3)
+    assert refused.err.strip() == (
+        f"git autoresearch: the session branch {BRANCH} is checked out in {main}: with "
+        "workers, it is checked out nowhere and moves only by keeps; there, git switch "
+        "autoresearch-workers/s1/main (or the worker's own branch)")
+    assert (w1 / "value.txt").read_text() == "90\n"
+    assert len(runs(main)) == 1
+
+
+def test_a_worktree_whose_add_was_killed_before_its_marker_is_still_a_worker(
+        crew: tuple[Path, Path, Path], ar: Tool) -> None:
+    """worker add killed between git worktree add and the marker: the worktree is still
+    known as a worker by its branch, reads the main work tree's session, and runs."""
+    main, w1, _ = crew
+    marker = Path(git(w1, "rev-parse", "--git-path", "autoresearch"))
+    if not marker.is_absolute():
+        marker = w1 / marker
+    (marker / "worker.json").unlink()
+    assert ar(w1, "status", "--json").json()["session_id"] == "s1"
+    write(w1 / "value.txt", "90\n")
+    record = ar(w1, "run", "-d", "value 90", "--json").json()
+    assert (record["run"], record["worker"], record["status"]) == (2, "w1", "keep")
+    assert not (w1 / ".auto" / "config.toml").exists()

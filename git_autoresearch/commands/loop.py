@@ -15,6 +15,7 @@ from ..measure import Measurement
 if TYPE_CHECKING:
     from ..hooks import HookReport
     from ..recovery import Recovery
+    from ..replaying import Replayed
     from ..session import Session
 from .common import (
     CONTEXT,
@@ -92,7 +93,16 @@ def measure_cmd(as_json: bool) -> None:
     session = Session.open()
     session.check_recordable()  # the scope revert before measuring must not meet a merge
     with locked(session, "measure"):
-        before, result = _hooks_and_measure(session, "measure")
+        before, found, caught = _hooks_and_measure(session, "measure", catch_up=True)
+    if found is None:
+        assert caught is not None
+        from ..replaying import conflict_reason
+
+        raise Refused(f"the incumbent moved since this worker's base, and the candidate "
+                      f"{conflict_reason(caught).removeprefix('conflicts ')}: nothing was "
+                      f"measured; it is saved at {caught.ref}: discard it (git autoresearch "
+                      "discard -d ...)")
+    result = found
     notes = _measurement_notes(before, result)
     decision = session.decide(result)
     if as_json:
@@ -162,24 +172,34 @@ def run_cmd(description: str, asi_pairs: tuple[str, ...], asi_json: str | None, 
             as_json: bool) -> None:
     """One iteration: before hooks, measure, decide, keep or revert, record, after hooks."""
     from .. import pending
+    from ..recording import record
     from ..recovery import locked
-    from ..replaying import record_replaying
+    from ..replaying import conflict_reason, record_replaying
     from ..session import Session
 
     asi, description = _record_inputs(asi_pairs, asi_json, description)
     session = Session.open()
     session.check_recordable()
     with locked(session, "run") as recovered:
-        before, result = _hooks_and_measure(session, "run")
-        decision = session.decide(result)
+        before, result, caught = _hooks_and_measure(session, "run", catch_up=not dry_run)
         best = session.segment.best
         previous_best = best.metric if best else None
-        if dry_run:
-            _dry_run(session, before, result, decision, as_json)
-            return
-        recorded = record_replaying(session, decision, description, result=result, asi=asi,
-                                    hooks=before.summary(),
-                                    measure_again=lambda: _measure_again(session))
+        if result is None:  # the candidate conflicts with a keep made meanwhile
+            assert caught is not None
+            decision = "discard"
+            recorded = record(session, "discard", description, result=None, asi=asi,
+                              hooks=before.summary(), replayed=caught.record(session.repo),
+                              reason=conflict_reason(caught))
+            result = Measurement(None, {}, [], 0.0)
+        else:
+            decision = session.decide(result)
+            if dry_run:
+                _dry_run(session, before, result, decision, as_json)
+                return
+            recorded = record_replaying(
+                session, decision, description, result=result, asi=asi,
+                hooks=before.summary(), measure_again=lambda: _measure_again(session),
+                replayed=caught.record(session.repo) if caught else None)
         again = pending.remeasure_incumbent(session, recorded.record)
         after = session.fire_hooks("after", run_entry=recorded.record)
     notes = session.warnings + recovered.warnings + recorded.warnings + again
@@ -282,20 +302,27 @@ def _read_description(value: str) -> str:
     return text
 
 
-def _hooks_and_measure(session: Session, command: str) -> tuple[HookReport, Measurement]:
-    """Under the session lock: stop if asked to, fire the before hooks, then measure. The
-    measurement stays pending until a run is recorded (a keep that git refuses leaves it for
-    discard or keep)."""
+def _hooks_and_measure(session: Session, command: str, *, catch_up: bool
+                       ) -> tuple[HookReport, Measurement | None, Replayed | None]:
+    """Under the session lock: stop if asked to, fire the before hooks, then, with
+    ``catch_up``, replay a worker's candidate onto an incumbent that moved
+    (:func:`replaying.catch_up`: None for the measurement when it conflicts), then measure.
+    The measurement stays pending until a run is recorded (a keep that git refuses leaves it
+    for discard or keep)."""
     from .. import pending
+    from ..replaying import catch_up as replay_first
     from ..stopping import check_stop
 
     check_stop(session, command)
     before = session.fire_hooks("before")
+    caught = replay_first(session) if catch_up else None
+    if caught is not None and caught.conflicts:
+        return before, None, caught
     try:
         result = pending.measure(session, progress())
     finally:
         clear_progress()
-    return before, result
+    return before, result, caught
 
 
 def _measure_again(session: Session) -> Measurement:
