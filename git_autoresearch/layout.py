@@ -42,8 +42,14 @@ class Layout:
         return cls(Repo.discover(cwd))
 
     @property
+    def home(self) -> Path:
+        """The folder that holds ``.auto/``: the top of the work tree (of the main work tree,
+        in a worker's)."""
+        return self.root or self.shared or self.repo.top
+
+    @property
     def auto(self) -> Path:
-        return (self.root or self.shared or self.repo.top) / AUTO
+        return self.home / AUTO
 
     @property
     def config(self) -> Path:
@@ -138,6 +144,23 @@ class Layout:
     def start_intent(self) -> Path:
         """What a ``start`` that has not finished is creating (``start_record.finish_start``)."""
         return self.repo.scratch / "start.json"
+
+
+def exclude_auto_link(repo: Repo) -> None:
+    """Add ``/.auto`` to ``info/exclude``: a worker's ``.auto`` is a symbolic link to the main
+    work tree's, which ``/.auto/`` (folders only) does not match."""
+    path = repo.common_dir / "info" / "exclude"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        text = ""
+    if any(line.strip() in ("/.auto", ".auto") for line in text.splitlines()):
+        return
+    if text and not text.endswith("\n"):
+        text += "\n"
+    write_atomic(path, (text + "# git-autoresearch: a worker's link to the session folder\n"
+                        "/.auto\n").encode())
 
 
 def exclude_auto(repo: Repo) -> None:

@@ -65,3 +65,26 @@ class SessionLock:
             fcntl.flock(self.fd, fcntl.LOCK_UN)
             os.close(self.fd)
             self.fd = None
+
+
+def busy(folder: Path) -> str | None:
+    """Who holds the session lock of ``folder`` (its pid and command), when a live process
+    does; None when it is free (it is not taken: the probe lets go at once)."""
+    path = folder / "lock"
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        try:
+            text = path.read_text(errors="replace").strip()
+        except OSError:
+            text = ""
+        return text or "holder unknown"
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)

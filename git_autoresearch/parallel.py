@@ -21,8 +21,10 @@ from .experiment import save_snapshot, take_snapshot
 from .git import ABSENT, GitError, Repo
 from .git.moving import add_on_branch, is_ancestor, move_work_tree, point_head
 from .git.worktrees import remove as remove_worktree
-from .layout import Layout
-from .refs import WORKER_BRANCH_PREFIX, session_branch, worker_branch
+from .layout import Layout, exclude_auto_link
+from .lock import busy
+from .paths import AUTO
+from .refs import WORKER_BRANCH_PREFIX, namespace, session_branch, worker_branch
 from .session import Session
 from .workers import MAIN, Worker, current, mark, release, reservations, unmark
 
@@ -96,9 +98,12 @@ def add(session: Session, count: int, folder: Path | None = None,
     sid = session.config.session_id
     if names:
         for name in names:
-            if not NAME_RE.match(name) or name == MAIN:
+            if not NAME_RE.match(name) or name in (MAIN, "HEAD"):
                 raise UsageError(f"bad worker name {name!r}: letters, digits, - and _, up to 40, "
-                                 f"not {MAIN!r}")
+                                 f"a letter or digit first, not {MAIN!r} or 'HEAD'")
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise UsageError(f"worker {twice[0]} is named twice")
     taken = set(_names(session))
     if names is None:
         names, n = [], 1
@@ -110,10 +115,14 @@ def add(session: Session, count: int, folder: Path | None = None,
     if clash:
         raise Refused(f"worker {clash[0]} exists already (git autoresearch worker list)")
     where = (folder or default_folder(session)).resolve()
+    if where == repo.top or repo.top in where.parents:
+        raise Refused(f"{where} is inside the work tree: put the workers outside it (--path "
+                      f"{default_folder(session)})")
     for name in names:
         if (where / name).exists():
             raise Refused(f"{where / name} exists already: choose another folder (--path)")
     with session.shared("add workers"):
+        exclude_auto_link(repo)
         enlist_main(session)
         incumbent = repo.resolve("refs/heads/" + session_branch(sid))
         assert incumbent is not None
@@ -128,6 +137,8 @@ def add(session: Session, count: int, folder: Path | None = None,
                               f"{exc.message}") from None
             there = Repo.discover(path)
             mark(there, Worker(name, sid, repo.top))
+            # .auto/measure.sh and the like, as the measured command names them.
+            (path / AUTO).symlink_to(Layout(repo).auto, target_is_directory=True)
             save_snapshot(Layout(there).untracked, take_snapshot(there))
             made.append(name)
     return [w for w in listing(session) if w.name in made]
@@ -146,7 +157,14 @@ def listing(session: Session) -> list[WorkerInfo]:
     for name in sorted(_names(session), key=lambda n: (n != MAIN, n)):
         branch = worker_branch(sid, name)
         commit = repo.resolve("refs/heads/" + branch)
-        path = repo.top if name == MAIN else repo.worktree_of(branch)
+        if name == (session.worker.name if session.worker else MAIN):
+            path: Path | None = repo.top
+        elif name == MAIN and session.worker is not None:
+            path = session.worker.main
+        else:
+            path = repo.worktree_of(branch)
+        if path is not None and not path.exists():
+            path = None
         behind = bool(incumbent and commit and commit != incumbent
                       and is_ancestor(repo, commit, incumbent))
         number = held.get(name)
@@ -157,6 +175,33 @@ def listing(session: Session) -> list[WorkerInfo]:
     return out
 
 
+def check_removable(session: Session, name: str, *, force: bool = False) -> None:
+    """Refuse (exit 3) what :func:`remove` would refuse for worker ``name``, before any worker
+    of a list is removed: an unknown name, ``main`` while others exist, a worker running a
+    command, or one with unrecorded changes (without ``force``)."""
+    sid = session.config.session_id
+    if name == MAIN:
+        if not set(_names(session)) <= {MAIN}:
+            raise Refused("worker main is the main work tree: remove the others, and it goes "
+                          "back to the session branch")
+        return
+    if name not in _names(session):
+        raise Refused(f"no worker {name} in session {sid} (git autoresearch worker list)")
+    path = session.repo.worktree_of(worker_branch(sid, name))
+    if path is None or not path.exists():
+        return
+    running = busy(Repo.discover(path).scratch)
+    if running:
+        raise Refused(f"worker {name} is running a command ({running}): stop it first; nothing "
+                      "was removed")
+    changed = [] if force else unrecorded(path)
+    if changed:
+        shown = ", ".join(changed[:3]) + (" ..." if len(changed) > 3 else "")
+        raise Refused(f"worker {name} has unrecorded changes or files ({shown}): record them "
+                      "(git autoresearch discard, in its worktree), or remove it with --force, "
+                      "which saves them on a ref first")
+
+
 def remove(session: Session, name: str, *, force: bool = False) -> str:
     """Remove worker ``name``: its worktree and its branch (its runs, attempts and keeps stay).
     Refuses (exit 3) a worker with unrecorded changes unless ``force``, and ``main``. When
@@ -164,19 +209,20 @@ def remove(session: Session, name: str, *, force: bool = False) -> str:
     was done, for the user."""
     repo = _main_repo(session)
     sid = session.config.session_id
+    check_removable(session, name, force=force)
     if name == MAIN:
-        raise Refused("worker main is the main work tree: remove the others, and it goes back "
-                      "to the session branch")
-    if name not in _names(session):
-        raise Refused(f"no worker {name} in session {sid} (git autoresearch worker list)")
+        back = _back_to_session_branch(session)
+        if back:
+            return back.removeprefix("; ")
+        return "the main work tree stays on its worker branch"
     branch = worker_branch(sid, name)
     path = repo.worktree_of(branch)
-    if path is not None and path.exists() and not force:
+    saved = ""
+    if path is not None and path.exists():
         changed = unrecorded(path)
         if changed:
-            shown = ", ".join(changed[:3]) + (" ..." if len(changed) > 3 else "")
-            raise Refused(f"worker {name} has unrecorded changes ({shown}): record them (git "
-                          "autoresearch discard, in its worktree), or remove it with --force")
+            saved = "; its unrecorded changes are saved at " + _save_leftovers(
+                session, path, name, changed)
     with session.shared("remove a worker"):
         if path is not None:
             remove_worktree(repo, path)
@@ -186,16 +232,33 @@ def remove(session: Session, name: str, *, force: bool = False) -> str:
         if commit and incumbent and is_ancestor(repo, commit, incumbent):
             repo.delete_ref(ref, commit)
         release(repo, sid, name)
-        said = f"removed worker {name}" + (f" ({path})" if path else "")
+        said = f"removed worker {name}" + (f" ({path})" if path else "") + saved
         if set(_names(session)) <= {MAIN}:
             said += _back_to_session_branch(session)
     return said
 
 
 def unrecorded(path: Path) -> list[str]:
-    """The changes a worker's worktree at ``path`` has that no run recorded (not protected)."""
+    """What removing the worker's worktree at ``path`` would lose: its changed tracked files
+    (protected ones too) and its untracked files (ignored files aside), sorted."""
     there = Session.open(path, on_branch=False, check_config=False)
-    return [p for p in there.changes().changed() if not there.bounds.is_protected(p)]
+    changes = there.changes()
+    return sorted({*changes.tracked, *changes.created, *changes.preexisting} - {AUTO.rstrip("/")})
+
+
+def _save_leftovers(session: Session, path: Path, name: str, paths: list[str]) -> str:
+    """Save ``paths`` of the worker's worktree at ``path`` as a commit on
+    ``refs/autoresearch/<id>/removed/<worker>[.n]``; returns the ref."""
+    from .experiment import record_attempt
+    from .pending import free_ref
+
+    there = Repo.discover(path)
+    head = there.head()
+    assert head is not None
+    ref = free_ref(session.repo, f"{namespace(session.config.session_id)}/removed/{name}")
+    record_attempt(there, head, paths, ref=ref,
+                   message=f"git-autoresearch: what worker {name} left unrecorded")
+    return ref
 
 
 def _back_to_session_branch(session: Session) -> str:

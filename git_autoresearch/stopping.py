@@ -15,16 +15,24 @@ def check_stop(session: Session, command: str) -> None:
     removed), ``max_experiments`` reached or ``max_duration`` spent (each recorded as a
     ``stopped`` event naming the budget)."""
     if session.layout.stop.exists():
+        workers = session.worker is not None
         with session.shared("stop"), signals.deferred():  # one stopped event per sentinel
-            ledger_mod.append(session.layout.ledger, [{"type": "stopped",
-                                                    "timestamp": now_ms(),
-                                                    "command": command,
-                                                    "next_run": session.ledger.next_run_number}])
-            session.layout.stop.unlink()
+            if not session.layout.stop.exists():  # another worker's command took it
+                raise StopLoop("STOP sentinel found: the loop stops here"
+                               + _unrecorded_note(session))
+            event = {"type": "stopped", "timestamp": now_ms(), "command": command,
+                     "next_run": session.ledger.next_run_number}
+            if workers:
+                event["worker"] = session.worker_name
+            ledger_mod.append(session.layout.ledger, [event])
+            if not workers:
+                session.layout.stop.unlink(missing_ok=True)
             # The loop stops with exit 4 and its own message: a mirror that failed is
             # mirrored again by the next command that records.
             session.mirror_state("stopped")
-        raise StopLoop("STOP sentinel found: the loop stops here (the sentinel was removed)"
+        raise StopLoop("STOP sentinel found: the loop stops here ("
+                       + ("with workers it stays, so that every worker stops; remove it to go "
+                          "on: rm .auto/STOP)" if workers else "the sentinel was removed)")
                        + _unrecorded_note(session))
     if session.limit_reached():
         _budget_spent(session, command, "max_experiments")

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Tool, git, runs, start_args, write
+from conftest import Tool, git, ledger_lines, runs, start_args, write
 
 TOOL = [sys.executable, "-m", "git_autoresearch"]
 BRANCH = "autoresearch/s1"
@@ -67,10 +67,10 @@ def test_workers_share_one_ledger_and_keep_on_the_moved_incumbent(
     assert git(main, "rev-parse", "--short", f"{BRANCH}^^") == base
     assert git(main, "show", f"{BRANCH}:value.txt") == "90"
     assert git(main, "show", f"{BRANCH}:extra.txt") == "80"
-    # One ledger, in the main work tree; the workers have no .auto/ of their own.
+    # One ledger, in the main work tree; a worker's .auto is a link to it.
     assert [(r["run"], r.get("worker")) for r in runs(main)] == [
         (1, None), (2, "w1"), (3, "w2")]
-    assert not (w1 / ".auto").exists()
+    assert (w1 / ".auto").resolve() == (main / ".auto").resolve()
     listed = {w["worker"]: w for w in ar(main, "worker", "list", "--json").json()}
     assert set(listed) == {"main", "w1", "w2"}
     assert (listed["w1"]["behind"], listed["w2"]["behind"]) == (True, False)
@@ -162,8 +162,9 @@ def test_remove_refuses_unrecorded_changes_and_the_last_puts_main_back(
     write(w1 / "value.txt", "42\n")
     refused = ar(main, "worker", "remove", "w1", expect=3)
     assert refused.err.strip() == (
-        "git autoresearch: worker w1 has unrecorded changes (value.txt): record them (git "
-        "autoresearch discard, in its worktree), or remove it with --force")
+        "git autoresearch: worker w1 has unrecorded changes or files (value.txt): record them "
+        "(git autoresearch discard, in its worktree), or remove it with --force, which saves "
+        "them on a ref first")
     ar(w1, "discard", "-d", "value 42")
     attempt = runs(main)[-1]["attempt_ref"]
     assert ar(main, "worker", "remove", "w1").out.strip() == f"removed worker w1 ({w1})"
@@ -184,8 +185,8 @@ def test_remove_refuses_unrecorded_changes_and_the_last_puts_main_back(
 def test_worker_commands_refuse_bad_input(crew: tuple[Path, Path, Path], ar: Tool) -> None:
     main, w1, _ = crew
     assert ar(main, "worker", "add", "--name", "a/b", expect=2).err.strip() == (
-        "git autoresearch: bad worker name 'a/b': letters, digits, - and _, up to 40, not "
-        "'main'")
+        "git autoresearch: bad worker name 'a/b': letters, digits, - and _, up to 40, a letter "
+        "or digit first, not 'main' or 'HEAD'")
     assert ar(main, "worker", "add", "--name", "w1", expect=3).err.strip() == (
         "git autoresearch: worker w1 exists already (git autoresearch worker list)")
     assert ar(main, "worker", "remove", "main", expect=3).err.strip().startswith(
@@ -282,4 +283,66 @@ def test_a_worktree_whose_add_was_killed_before_its_marker_is_still_a_worker(
     write(w1 / "value.txt", "90\n")
     record = ar(w1, "run", "-d", "value 90", "--json").json()
     assert (record["run"], record["worker"], record["status"]) == (2, "w1", "keep")
-    assert not (w1 / ".auto" / "config.toml").exists()
+    assert (w1 / ".auto").resolve() == (main / ".auto").resolve(), "no second .auto/"
+
+
+def test_remove_keeps_what_a_worker_left_and_waits_for_a_running_command(
+        crew: tuple[Path, Path, Path], ar: Tool) -> None:
+    """A worker's protected or untracked files are unrecorded work too: remove refuses them;
+    --force saves them on a ref first. A worker running a command is never removed."""
+    from git_autoresearch.git import Repo
+    from git_autoresearch.lock import SessionLock
+
+    main, w1, _ = crew
+    write(w1 / "notes.txt", "mine\n")
+    refused = ar(main, "worker", "remove", "w1", expect=3)
+    assert "worker w1 has unrecorded changes or files (notes.txt)" in refused.err
+    with SessionLock(Repo.discover(w1).scratch, "run"):
+        busy = ar(main, "worker", "remove", "w1", "--force", expect=3)
+    assert busy.err.startswith("git autoresearch: worker w1 is running a command (pid ")
+    assert w1.exists()
+    said = ar(main, "worker", "remove", "w1", "--force", "--json").json()["said"]
+    assert said == [f"removed worker w1 ({w1}); its unrecorded changes are saved at "
+                    "refs/autoresearch/s1/removed/w1"]
+    assert git(main, "show", "refs/autoresearch/s1/removed/w1:notes.txt") == "mine"
+
+
+def test_stop_stops_every_worker(crew: tuple[Path, Path, Path], ar: Tool) -> None:
+    """With workers, STOP stays until removed by hand, so that every worker's loop stops."""
+    main, w1, w2 = crew
+    ar(main, "stop")
+    for where in (w1, w2, w1):
+        said = ar(where, "run", "-d", "x", expect=4).err
+        assert "with workers it stays, so that every worker stops" in said
+    assert (main / ".auto" / "STOP").exists()
+    stopped = [e.get("worker") for e in ledger_lines(main) if e.get("type") == "stopped"]
+    assert stopped == ["w1", "w2", "w1"]
+
+
+def test_a_worker_reads_the_session_folder_through_its_link(
+        crew: tuple[Path, Path, Path], ar: Tool) -> None:
+    """A measured command that runs .auto/measure.sh works in a worker (its .auto is a link to
+    the main work tree's, ignored by git), and so do summary and worker list there."""
+    main, w1, w2 = crew
+    assert (w1 / ".auto").is_symlink() and (w1 / ".auto" / "config.toml").is_file()
+    assert git(w1, "status", "--porcelain", "--untracked-files=all") == ""
+    write(main / ".auto" / "ideas.md", "- [ ] try the cache\n")
+    assert "try the cache" in ar(w1, "summary").out
+    listed = {w["worker"]: w["path"] for w in ar(w1, "worker", "list", "--json").json()}
+    assert listed == {"main": str(main), "w1": str(w1), "w2": str(w2)}
+
+
+def test_worker_add_refuses_names_twice_and_folders_inside(crew: tuple[Path, Path, Path],
+                                                           ar: Tool) -> None:
+    main, _, _ = crew
+    assert ar(main, "worker", "add", "--name", "a", "--name", "a", expect=2).err.strip() == \
+        "git autoresearch: worker a is named twice"
+    assert ar(main, "worker", "add", "2", "--name", "a", expect=2).err.strip() == \
+        "git autoresearch: give COUNT or --name, not both (--name makes one worker each)"
+    assert "bad worker name 'HEAD'" in ar(main, "worker", "add", "--name", "HEAD",
+                                          expect=2).err
+    inside = ar(main, "worker", "add", "--path", "src", expect=3).err
+    assert inside.strip() == (f"git autoresearch: {main / 'src'} is inside the work tree: put "
+                              f"the workers outside it (--path {main.parent / 'project.workers'})")
+    assert [w["worker"] for w in ar(main, "worker", "list", "--json").json()] == [
+        "main", "w1", "w2"]

@@ -329,7 +329,7 @@ def summary_cmd(max_bytes: int, last: int) -> None:
     except FileNotFoundError:
         prompt = ""
     ideas = read_ideas(ideas_path)
-    problem = unread_warning(ideas_path, ideas, str(ideas_path.relative_to(layout.repo.top)))
+    problem = unread_warning(ideas_path, ideas, str(ideas_path.relative_to(layout.home)))
     if problem:
         warn(problem)
     text = summary(goal=cfg.goal, metric_name=cfg.metric_name, unit=cfg.metric_unit,

@@ -173,7 +173,7 @@ def hooks_install_cmd(names: tuple[str, ...], every: bool, force: bool, as_json:
     with _session_lock(layout, "hooks install"):
         targets = install_all(picked, layout.hooks, force=force)
         _mirror(f"hooks install {' '.join(e.name for e in picked)}")
-    rels = [str(t.relative_to(layout.repo.top)) for t in targets]
+    rels = [str(t.relative_to(layout.home)) for t in targets]
     if as_json:
         emit_json({"installed": [{"name": e.name, "stage": e.stage, "path": rel,
                                   "needs": e.needs} for e, rel in zip(picked, rels, strict=True)]})
@@ -231,7 +231,7 @@ def _read_backlog() -> list[Idea]:
 def _shown(layout: Layout, path: Path) -> str:
     """``path`` relative to the top of the work tree, as messages name session files."""
     try:
-        return str(path.relative_to(layout.repo.top))
+        return str(path.relative_to(layout.home))
     except ValueError:
         return str(path)
 

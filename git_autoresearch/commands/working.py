@@ -17,22 +17,26 @@ def worker_cmd(ctx: click.Context) -> None:
 
 
 @worker_cmd.command("add", context_settings=CONTEXT)
-@click.argument("count", type=click.IntRange(1, 64), default=1, required=False)
+@click.argument("count", type=click.IntRange(1, 64), required=False)
 @click.option("--name", "names", multiple=True, metavar="NAME",
               help="Name the worker (repeatable; instead of w1, w2, ...).")
 @click.option("--path", "folder", type=click.Path(file_okay=False, path_type=Path),
               help="The folder to put the worktrees in (default: <work tree>.workers beside "
                    "the work tree).")
 @json_option
-def worker_add_cmd(count: int, names: tuple[str, ...], folder: Path | None,
+def worker_add_cmd(count: int | None, names: tuple[str, ...], folder: Path | None,
                    as_json: bool) -> None:
     """Add COUNT workers (default 1), each a worktree on its own branch at the incumbent."""
+    from ..errors import UsageError
     from ..parallel import add
     from ..session import Session
 
+    if count is not None and names:
+        raise UsageError("give COUNT or --name, not both (--name makes one worker each)")
+
     session = Session.open(on_branch=False)
     _check_home(session)
-    made = add(session, len(names) or count, folder, list(names) or None)
+    made = add(session, len(names) or count or 1, folder, list(names) or None)
     if as_json:
         emit_json([w.to_json() for w in made])
         return
@@ -85,14 +89,23 @@ def worker_list_cmd(as_json: bool) -> None:
 
 @worker_cmd.command("remove", context_settings=CONTEXT)
 @click.argument("names", metavar="NAME...", nargs=-1, required=True)
-@click.option("--force", is_flag=True, help="Remove a worker with unrecorded changes too.")
-def worker_remove_cmd(names: tuple[str, ...], force: bool) -> None:
-    """Remove workers: their worktrees and branches (their runs and attempts stay)."""
-    from ..parallel import remove
+@click.option("--force", is_flag=True,
+              help="Remove a worker with unrecorded changes too (saved on a ref first).")
+@json_option
+def worker_remove_cmd(names: tuple[str, ...], force: bool, as_json: bool) -> None:
+    """Remove workers: their worktrees and branches (their runs and attempts stay). Each name
+    is checked before any is removed."""
+    from ..parallel import check_removable, remove
     from ..session import Session
 
     session = Session.open(on_branch=False)
     for name in names:
-        click.echo(remove(session, name, force=force))
+        check_removable(session, name, force=force)
+    said = [remove(session, name, force=force) for name in names]
+    if as_json:
+        emit_json({"removed": list(names), "said": said, "warnings": session.warnings})
+        return
+    for line in said:
+        click.echo(line)
     for message in session.warnings:
         warn(message)
