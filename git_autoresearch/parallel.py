@@ -168,8 +168,9 @@ def listing(session: Session) -> list[WorkerInfo]:
         behind = bool(incumbent and commit and commit != incumbent
                       and is_ancestor(repo, commit, incumbent))
         number = held.get(name)
-        measuring = number if number is not None and session.ledger.find(
-            number, ours=True) is None else None
+        # A number held by a command still running there (one killed leaves it, idle).
+        measuring = number if number is not None and path is not None and session.ledger.find(
+            number, ours=True) is None and busy(_scratch(path)) else None
         out.append(WorkerInfo(name, branch, path, repo.short(commit) if commit else None,
                               behind, last.get(name), measuring))
     return out
@@ -200,6 +201,11 @@ def check_removable(session: Session, name: str, *, force: bool = False) -> None
         raise Refused(f"worker {name} has unrecorded changes or files ({shown}): record them "
                       "(git autoresearch discard, in its worktree), or remove it with --force, "
                       "which saves them on a ref first")
+
+
+def _scratch(path: Path) -> Path:
+    """The scratch folder of the worktree at ``path``."""
+    return Repo.discover(path).scratch
 
 
 def remove(session: Session, name: str, *, force: bool = False) -> str:

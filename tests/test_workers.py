@@ -128,8 +128,17 @@ def test_runs_measured_at_once_get_distinct_numbers(crew: tuple[Path, Path, Path
     """A measurement pending in w1 holds its run number: w2's run takes the next, and w1's
     keep records the number it measured under."""
     main, w1, w2 = crew
+    from git_autoresearch.git import Repo
+    from git_autoresearch.lock import SessionLock
+
     write(w1 / "value.txt", "90\n")
     assert ar(w1, "measure", "--json").json()["metric"] == 190
+    doing = {w["worker"]: w["measuring"] for w in ar(main, "worker", "list", "--json").json()}
+    assert doing["w1"] is None, "no command runs there: the held number is idle"
+    with SessionLock(Repo.discover(w1).scratch, "run"):
+        doing = {w["worker"]: w["measuring"]
+                 for w in ar(main, "worker", "list", "--json").json()}
+    assert doing["w1"] == 2
     write(w2 / "extra.txt", "99\n")
     assert ar(w2, "run", "-d", "extra 99", "--json").json()["run"] == 3
     assert ar(w1, "discard", "-d", "value 90", "--json").json()["run"] == 2
