@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .ledger import Ledger, Run
+from .plot import axis_label
 from .report import decision_text, fmt, one_line
 from .stats import median
 
@@ -31,7 +32,7 @@ def render(book: Ledger, final: dict[str, Any], *, goal: str, metric_name: str, 
     runs = {run.number: run for run in book.runs}
     replayed = [r for r in final.get("replayed") or [] if r.get("outcome") == "applied"]
     out = [f"# {goal}", "",
-           f"Session `{session_id}`: {metric_name}{u}, {direction} is better. "
+           f"Session `{session_id}`: {axis_label(metric_name, unit)}, {direction} is better. "
            f"{len(book.runs)} runs; {len(replayed)} kept change(s) replayed onto "
            f"`{final.get('base')}` as branch `{final.get('branch')}` "
            f"(`{final.get('commit')}`).", ""]

@@ -234,3 +234,17 @@ def test_drop_and_only_of_one_run_is_a_usage_error(repo: Path, ar: Tool) -> None
     night(repo, ar)
     assert ar(repo, "finalize", "--only", "4", "--drop", "4", expect=2).err == (
         "git autoresearch: run 4 is given to both --drop and --only: give it to one\n")
+
+
+def test_final_notes_give_the_unit_once() -> None:
+    """A metric named for its unit (parse_ms, in ms) is written once, as the chart's axis."""
+    from git_autoresearch.ledger import parse
+    from git_autoresearch.review import render
+
+    def body(name: str, unit: str) -> str:
+        return render(parse(b""), {"base": "abc1234", "branch": "b", "commit": "def5678"},
+                      goal="g", metric_name=name, unit=unit, direction="lower",
+                      command="sh bench.sh", session_id="s1")
+
+    assert "Session `s1`: parse_ms, lower is better." in body("parse_ms", "ms")
+    assert "Session `s1`: total (ms), lower is better." in body("total", "ms")

@@ -579,3 +579,12 @@ def test_a_new_segment_brings_the_prompt_header_up_to_date_and_keeps_the_notes(
     prompt.write_text(mine)
     ar(repo, "start", "--new-segment", "--goal", "a third goal")
     assert prompt.read_text() == mine  # a header the agent rewrote is left alone
+
+
+def test_run_json_says_committed_for_every_status(repo: Path, ar: Tool) -> None:
+    """An agent reads d['committed'] whatever the run became: false for a discard."""
+    ar(repo, *start_args())
+    write(repo / "value.txt", "200\n")
+    assert ar(repo, "run", "-d", "worse", "--json").json()["committed"] is False
+    write(repo / "value.txt", "50\n")
+    assert ar(repo, "run", "-d", "better", "--json").json()["committed"] is True

@@ -133,6 +133,8 @@ def _print_recovered(recovered: Recovery) -> None:
 def _record_json(record: Mapping[str, Any], steer: list[str], warnings: list[str]
                  ) -> dict[str, Any]:
     out = dict(record)
+    # Every run says whether it made a commit (the ledger writes it on keeps only).
+    out.setdefault("committed", False)
     out["steer"] = "\n".join(s for s in steer if s) or None
     out["warnings"] = warnings
     return out
