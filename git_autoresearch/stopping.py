@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from . import ledger as ledger_mod
 from . import signals
 from .errors import StopLoop
@@ -38,10 +40,41 @@ def check_stop(session: Session, command: str) -> None:
         _budget_spent(session, command, "max_experiments")
         raise StopLoop(f"max_experiments ({session.config.max_experiments}) reached in this "
                        "segment: the loop stops here" + _unrecorded_note(session))
+    others = measured_elsewhere(session)
+    limit = session.config.max_experiments
+    if limit is not None and others and session.experiments_in_segment() + len(others) >= limit:
+        raise StopLoop(f"max_experiments ({limit}) reached in this segment, counting the runs "
+                       f"other workers are measuring ({', '.join(others)}): the loop stops "
+                       "here" + _unrecorded_note(session))
     if session.time_left() == 0:
         _budget_spent(session, command, "max_duration")
         raise StopLoop(f"max_duration ({session.config.max_duration}) spent in this segment: "
                        "the loop stops here" + _unrecorded_note(session))
+
+def measured_elsewhere(session: Session) -> list[str]:
+    """The other workers of the session measuring a run now (a run number held, not yet
+    recorded, by a command still running there), as ``<worker> (run <n>)``; empty without
+    workers or without a limit to count them against."""
+    if session.worker is None or session.config.max_experiments is None:
+        return []
+    from .git import Repo
+    from .lock import busy
+    from .refs import worker_branch
+    from .workers import MAIN, reservations
+
+    found = []
+    for name, number in sorted(reservations(session.repo, session.config.session_id).items()):
+        if name == session.worker_name or session.ledger.find(number, ours=True) is not None:
+            continue
+        path: Path | None
+        if name == MAIN:
+            path = session.worker.main
+        else:
+            path = session.repo.worktree_of(worker_branch(session.config.session_id, name))
+        if path is not None and path.exists() and busy(Repo.discover(path).scratch):
+            found.append(f"{name} (run {number})")
+    return found
+
 
 def _budget_spent(session: Session, command: str, budget: str) -> None:
     """Record that the loop stopped on ``budget`` (``max_experiments``, ``max_duration``):

@@ -355,3 +355,26 @@ def test_worker_add_refuses_names_twice_and_folders_inside(crew: tuple[Path, Pat
                               f"the workers outside it (--path {main.parent / 'project.workers'})")
     assert [w["worker"] for w in ar(main, "worker", "list", "--json").json()] == [
         "main", "w1", "w2"]
+
+
+def test_max_experiments_counts_the_runs_other_workers_are_measuring(
+        repo: Path, ar: Tool) -> None:
+    """With a limit of 2 experiments, one recorded and one being measured by w1 (a command
+    running there, its number held), w2's run stops (exit 4) instead of exceeding it."""
+    from git_autoresearch.git import Repo
+    from git_autoresearch.lock import SessionLock
+
+    ar(repo, *start_args("--decision", "strict", "--max-experiments", "2"))
+    ar(repo, "worker", "add", "2")
+    w1, w2 = repo.parent / "project.workers" / "w1", repo.parent / "project.workers" / "w2"
+    write(w1 / "value.txt", "90\n")
+    ar(w1, "run", "-d", "first")
+    write(w1 / "value.txt", "80\n")
+    assert ar(w1, "measure", "--json").json()["metric"] == 80  # holds run 3
+    write(w2 / "value.txt", "85\n")
+    with SessionLock(Repo.discover(w1).scratch, "run"):
+        stopped = ar(w2, "run", "-d", "third", expect=4)
+    assert "max_experiments (2) reached in this segment, counting the runs other workers are " \
+           "measuring (w1 (run 3))" in stopped.err
+    assert ar(w2, "run", "-d", "third", "--json").json()["run"] == 4, \
+        "once w1's command is gone its held number no longer counts"
