@@ -149,34 +149,30 @@ class Layout:
 def exclude_auto_link(repo: Repo) -> None:
     """Add ``/.auto`` to ``info/exclude``: a worker's ``.auto`` is a symbolic link to the main
     work tree's, which ``/.auto/`` (folders only) does not match."""
-    path = repo.common_dir / "info" / "exclude"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        text = ""
-    if any(line.strip() in ("/.auto", ".auto") for line in text.splitlines()):
-        return
-    if text and not text.endswith("\n"):
-        text += "\n"
-    write_atomic(path, (text + "# git-autoresearch: a worker's link to the session folder\n"
-                        "/.auto\n").encode())
+    _exclude(repo, ("/.auto", ".auto"), "# git-autoresearch: a worker's link to the session "
+             "folder\n/.auto\n")
 
 
 def exclude_auto(repo: Repo) -> None:
     """Add ``/.auto/`` to ``info/exclude`` (not the user's ``.gitignore``)."""
+    _exclude(repo, ("/.auto/", ".auto/", ".auto", "/.auto"),
+             "# git-autoresearch session folder\n/.auto/\n")
+
+
+def _exclude(repo: Repo, known: tuple[str, ...], added: str) -> None:
+    """Append ``added`` to ``info/exclude`` unless a line of it is one of ``known``."""
     path = repo.common_dir / "info" / "exclude"
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         text = path.read_text()
     except FileNotFoundError:
         text = ""
-    if any(line.strip() in ("/.auto/", ".auto/", ".auto", "/.auto") for line in text.splitlines()):
+    if any(line.strip() in known for line in text.splitlines()):
         return
     if text and not text.endswith("\n"):
         text += "\n"
     # The user's own exclusions are in this file: replaced whole, never left cut short.
-    write_atomic(path, (text + "# git-autoresearch session folder\n/.auto/\n").encode())
+    write_atomic(path, (text + added).encode())
 
 
 # pi-autoresearch's session files: the current name under .auto/, and the legacy flat name
