@@ -234,8 +234,11 @@ def table(rows: list[tuple[Run, Segment]], width: int = 100,
     (:data:`AUDIT_MARKS`, from ``audited``); both are explained below the table."""
     audited = audited or {}
     out = []
+    # Runs recorded by workers (several agents at once): who recorded each.
+    workers = any(run.data.get("worker") for run, _ in rows)
     header = f"{'run':>5}  {'status':<13} {'metric':>12} {'vs base':>9} {'decision':<15} " \
-             f"{'conf':>6}  {'commit':<7}  description"
+             f"{'conf':>6}  {'commit':<7}  " + (f"{'worker':<8}  " if workers else "") \
+             + "description"
     out.append(header)
     current = None
     for run, seg in rows:
@@ -257,7 +260,9 @@ def table(rows: list[tuple[Run, Segment]], width: int = 100,
             f"{(f'{delta:+.1f}%' if delta is not None else '-'):>9} "
             f"{decision_text(run):<15} "
             f"{(f'{conf:.2f}' if isinstance(conf, (int, float)) else '-'):>6}  "
-            f"{str(run.data.get('commit', '-'))[:7]:<7}  {desc}")
+            f"{str(run.data.get('commit', '-'))[:7]:<7}  "
+            + (f"{str(run.data.get('worker') or 'main')[:8]:<8}  " if workers else "")
+            + desc)
     decided = [decision_text(run) for run, _ in rows]
     if any(text != "-" for text in decided):
         out.append("decision: the rule's verdict against the incumbent and the effect (noise: "

@@ -77,6 +77,11 @@ def test_workers_share_one_ledger_and_keep_on_the_moved_incumbent(
     assert listed["w2"]["last_run"] == {"run": 3, "status": "keep",
                                         "description": "extra 80"}
     assert git(w2, "status", "--porcelain") == ""
+    shown = ar(main, "log").out.splitlines()
+    assert shown[0].endswith("commit   worker    description")
+    assert shown[2].split()[-2:] == ["main", "baseline"]
+    assert shown[3].split()[-3:] == ["w1", "value", "90"]
+    assert shown[4].split()[-3:] == ["w2", "extra", "80"]
     for where in (main, w1, w2):  # a worker on its own branch is where it should be
         assert ar(where, "status", "--json").json()["warnings"] == []
         assert ar(where, "doctor", "--json").json()["findings"] == []
