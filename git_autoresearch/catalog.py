@@ -34,6 +34,7 @@ from .layout import Layout
 from .refs import (
     BRANCH_PREFIX,
     NAMESPACE,
+    WORKER_BRANCH_PREFIX,
     attempts_prefix,
     claims_prefix,
     final_branch,
@@ -248,6 +249,9 @@ def _finalized(repo: Repo, info: SessionInfo, book: ledger_mod.Ledger | None) ->
 
 def _state(repo: Repo, info: SessionInfo, book: ledger_mod.Ledger | None,
            layout: Layout) -> str:
+    if repo.for_each_ref(f"refs/heads/{WORKER_BRANCH_PREFIX}{info.id}/"):
+        # Workers at work: their branches hold the session tip, which is no merge.
+        return "running"
     if _finalized(repo, info, book):
         return "finalized"
     if info.branch is not None and _merged(repo, info, book):
@@ -275,7 +279,9 @@ def _merged(repo: Repo, info: SessionInfo, book: ledger_mod.Ledger | None) -> bo
     if isinstance(base, str) and base and repo.resolve(base) == info.branch:
         return False  # nothing was kept: the branch is its base
     targets = []
-    if repo.current_branch() != session_branch(info.id):
+    current = repo.current_branch() or ""
+    if current != session_branch(info.id) \
+            and not current.startswith(f"{WORKER_BRANCH_PREFIX}{info.id}/"):
         head = repo.head()
         if head:
             targets.append(head)

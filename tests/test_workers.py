@@ -383,3 +383,18 @@ def test_max_experiments_counts_the_runs_other_workers_are_measuring(
            "measuring (w1 (run 3))" in stopped.err
     assert ar(w2, "run", "-d", "third", "--json").json()["run"] == 4, \
         "once w1's command is gone its held number no longer counts"
+
+
+def test_a_session_with_workers_is_running_and_gc_leaves_it_alone(
+        crew: tuple[Path, Path, Path], ar: Tool) -> None:
+    """A worker's branch holds the session tip: that is no merge. sessions says running, and
+    gc deletes none of its attempt refs (apply still finds a discarded run)."""
+    main, w1, _ = crew
+    write(w1 / "value.txt", "90\n")
+    ar(w1, "run", "-d", "keep")
+    write(w1 / "value.txt", "95\n")
+    ar(w1, "run", "-d", "worse")
+    for where in (w1, main):
+        assert [s["state"] for s in ar(where, "sessions", "--json").json()] == ["running"]
+        ar(where, "gc")
+    assert git(main, "show", "refs/autoresearch/s1/attempts/3:value.txt") == "95"
