@@ -189,6 +189,11 @@ def _record(session: Session, status: str, description: str, *, result: Measurem
     """:func:`record`, under the session's shared lock."""
     from .replaying import check_incumbent, follow
 
+    if session.segment.index != session.began_in and not baseline:
+        raise Refused(f"a new segment ({session.segment.index}) began while this run was "
+                      "measured (start --new-segment, by another worker?): nothing was "
+                      "recorded; measure it again under the new configuration (git "
+                      "autoresearch run)")
     head = session.head()
     number = session.next_run()
     changes = session.changes()

@@ -99,6 +99,9 @@ class Session:
         # shared lock is held by this process (:meth:`shared`).
         self.worker = current_worker(repo)
         self._shared_depth = 0
+        # The segment this command began under: a run measured under it is never recorded
+        # into a later one (another worker's start --new-segment meanwhile).
+        self.began_in = book.current.index
         # Hook links already said to point at untracked files: said once per command.
         self._links_told: set[str] = set()
 
@@ -258,6 +261,7 @@ class Session:
                 self.reload()
                 self._head = None
                 self.repo.head_at_discovery = self.repo.head_tree_at_discovery = None
+                self.began_in = self.ledger.current.index
             if self.ledger.config_header is not None:
                 self.check_config()
             yield

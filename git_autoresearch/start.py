@@ -203,6 +203,8 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
     untracked = _refuse_dirty_tree(repo, layout, opts,
                                    Boundaries(cfg.scope, cfg.protected, cfg.readonly, scripts))
     _refuse_unwritable(repo, layout)
+    if opts.new_segment:
+        head = _follow_incumbent(repo, cfg.session_id, head)
     session, warnings = _write_session_files(repo, layout, cfg, head, opts, untracked, scripts)
     if finished:
         warnings.append(finished)
@@ -214,6 +216,23 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
         return Started(session, None, None, warnings)
     record, result = _measure_baseline(session, progress, warnings)
     return Started(session, record, result, warnings)
+
+
+def _follow_incumbent(repo: Repo, session_id: str, head: str) -> str:
+    """With workers, the main work tree (worker ``main``, its tree clean: checked before)
+    moves to the incumbent before a new segment begins, so that its baseline is measured on
+    the session's tip; returns the commit the segment starts from."""
+    from .git.moving import is_ancestor, move_work_tree
+
+    found = current_worker(repo)
+    tip = repo.resolve(f"refs/heads/{session_branch(session_id)}")
+    if found is None or tip is None or tip == head or not is_ancestor(repo, head, tip):
+        return head
+    move_work_tree(repo, head, tip)
+    repo.update_ref("HEAD", tip, head, "git-autoresearch: worker main follows the incumbent "
+                    "for a new segment")
+    repo.head_at_discovery = repo.head_tree_at_discovery = None
+    return tip
 
 
 def _starting_commit(repo: Repo) -> str:

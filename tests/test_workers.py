@@ -398,3 +398,53 @@ def test_a_session_with_workers_is_running_and_gc_leaves_it_alone(
         assert [s["state"] for s in ar(where, "sessions", "--json").json()] == ["running"]
         ar(where, "gc")
     assert git(main, "show", "refs/autoresearch/s1/attempts/3:value.txt") == "95"
+
+
+def test_a_new_segment_with_workers_starts_on_the_incumbent(
+        crew: tuple[Path, Path, Path], ar: Tool) -> None:
+    """The main work tree is behind after w1's keep: start --new-segment moves it to the
+    incumbent and measures the baseline there (nothing written twice, nothing refused)."""
+    main, w1, _ = crew
+    write(w1 / "value.txt", "90\n")
+    ar(w1, "run", "-d", "keep")
+    done = ar(main, "start", "--new-segment", "--json").json()
+    assert (done["baseline"]["metric"], done["baseline"]["status"]) == (190, "keep")
+    assert git(main, "rev-parse", "HEAD") == git(main, "rev-parse", BRANCH)
+    assert sum(1 for e in ledger_lines(main) if e.get("type") == "config") == 2
+
+
+def test_a_run_measured_under_an_old_segment_is_not_recorded_into_a_new_one(
+        crew: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    """w1 measures (its benchmark waits for a flag) while the main work tree starts a new
+    segment: w1's run is refused (exit 3) and nothing of it lands in the new segment."""
+    import time
+
+    main, w1, _ = crew
+    flag = tmp_path / "go"
+    write(main / ".auto" / "slow.sh", f"case $PWD in */w1) while [ ! -e {flag} ]; do sleep "
+          "0.05; done;; esac\n")
+    write(w1 / "value.txt", "90\n")
+    env = {**os.environ, "GIT_AUTORESEARCH_LOCK_WAIT": "60"}
+    subprocess.run([*TOOL, "start", "--new-segment", "--command",
+                    "sh .auto/slow.sh; sh bench.sh"], cwd=main, check=True, env=env,
+                   capture_output=True)
+    slow = subprocess.Popen([*TOOL, "run", "-d", "slow", "--json"], cwd=w1, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    held = main / ".git" / "autoresearch-sessions" / "s1" / "reserved" / "w1"
+    while not held.exists():
+        assert time.monotonic() < deadline, "w1 never started measuring"
+        time.sleep(0.05)
+    newer = subprocess.Popen([*TOOL, "start", "--new-segment", "--min-effect", "0.01"],
+                             cwd=main, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    while sum(1 for e in ledger_lines(main) if e.get("type") == "config") < 3:
+        assert time.monotonic() < deadline, "the new segment was never written"
+        time.sleep(0.05)
+    flag.touch()
+    out, err = slow.communicate(timeout=60)
+    newer.communicate(timeout=60)
+    assert slow.returncode == 3, (out, err)
+    assert "a new segment (2) began while this run was measured" in err
+    assert not any(r["description"] == "slow" for r in runs(main))
+    assert (w1 / "value.txt").read_text() == "90\n", "the experiment stays in the work tree"
