@@ -238,6 +238,9 @@ def remove(session: Session, name: str, *, force: bool = False) -> str:
         if commit and incumbent and is_ancestor(repo, commit, incumbent):
             repo.delete_ref(ref, commit)
         release(repo, sid, name)
+        from .claims import release_worker
+
+        release_worker(repo, sid, name)
         said = f"removed worker {name}" + (f" ({path})" if path else "") + saved
         if set(_names(session)) <= {MAIN}:
             said += _back_to_session_branch(session)

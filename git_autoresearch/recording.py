@@ -18,7 +18,6 @@ from typing import Any, cast
 
 from . import journal, signals
 from . import ledger as ledger_mod
-from .claims import release_worker
 from .errors import Refused
 from .experiment import (
     Changes,
@@ -473,7 +472,6 @@ def _after_append(session: Session, record: RunRecord, untracked_after: list[str
     if record["run"] % MAINTENANCE_EVERY == 0:
         session.repo.auto_maintenance()
     session.layout.pending.unlink(missing_ok=True)
-    release_worker(session.repo, session.config.session_id, session.worker_name)
 
 
 def _run_state(record: Mapping[str, Any]) -> str:

@@ -174,16 +174,17 @@ def test_a_claim_whose_worktree_is_gone_is_taken_over(session: Path, ar: Tool,
     assert (taken["number"], taken["replaced"]["stale"]) == (1, "worktree gone")
 
 
-def test_a_recorded_run_releases_the_workers_claims(session: Path, ar: Tool) -> None:
-    """A run recorded by a worker ends its claims (its idea was tried); another worker's
-    claim stays."""
+def test_a_claim_lasts_until_the_idea_is_done(session: Path, ar: Tool) -> None:
+    """A run does not end a claim (an idea may take several runs, and a second worker must
+    not take it up again); ideas done does, for that idea alone."""
     foreign_claim(session, "use a bitset")
+    first = ar(session, "ideas", "claim", "--json").json()["number"]
     ar(session, "ideas", "claim")
-    ar(session, "ideas", "claim")
-    assert sorted(d["worker"] for d in claim_refs(session).values()) == ["main", "main", "w9"]
     write(session / "value.txt", "90\n")
     ar(session, "run", "-d", "unrolled")
-    assert [d["worker"] for d in claim_refs(session).values()] == ["w9"]
+    assert sorted(d["worker"] for d in claim_refs(session).values()) == ["main", "main", "w9"]
+    ar(session, "ideas", "done", str(first), "--run", "2")
+    assert sorted(d["worker"] for d in claim_refs(session).values()) == ["main", "w9"]
 
 
 def test_nothing_left_to_claim_says_why(repo: Path, ar: Tool) -> None:

@@ -425,7 +425,20 @@ def ideas_done_cmd(number: int, run_number: int | None, note: str | None,
     with _session_lock(layout, "ideas done"):
         idea = mark_done(path, number, tried_note(run, note))
         _mirror("ideas done")
+    _release_idea(idea.text)
     _show_idea(idea, as_json)
+
+
+def _release_idea(text: str) -> None:
+    """The idea was tried: whoever claimed it lets go (nothing without a session)."""
+    from ..claims import idea_key, read_claims, release
+
+    board = _claim_session(required=False)
+    if board is None:
+        return
+    held = read_claims(board.repo, board.session_id).get(idea_key(text))
+    if held is not None:
+        release(board.repo, held)
 
 
 @click.command("import", context_settings=CONTEXT)
