@@ -217,10 +217,11 @@ def remove(session: Session, name: str, *, force: bool = False) -> str:
     sid = session.config.session_id
     check_removable(session, name, force=force)
     if name == MAIN:
+        if repo.current_branch() == session_branch(sid):
+            return f"the main work tree is on {session_branch(sid)} already"
         back = _back_to_session_branch(session)
-        if back:
-            return back.removeprefix("; ")
-        return "the main work tree stays on its worker branch"
+        return back.removeprefix("; ") if back else \
+            "the main work tree stays on its worker branch"
     branch = worker_branch(sid, name)
     path = repo.worktree_of(branch)
     saved = ""

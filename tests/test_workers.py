@@ -340,6 +340,10 @@ def test_a_worker_reads_the_session_folder_through_its_link(
     main, w1, w2 = crew
     assert (w1 / ".auto").is_symlink() and (w1 / ".auto" / "config.toml").is_file()
     assert git(w1, "status", "--porcelain", "--untracked-files=all") == ""
+    git(w1, "clean", "-xfdq")
+    assert not (w1 / ".auto").exists()
+    ar(w1, "status")
+    assert (w1 / ".auto" / "config.toml").is_file(), "the next command puts the link back"
     write(main / ".auto" / "ideas.md", "- [ ] try the cache\n")
     assert "try the cache" in ar(w1, "summary").out
     listed = {w["worker"]: w["path"] for w in ar(w1, "worker", "list", "--json").json()}
