@@ -84,6 +84,22 @@ def end_group(proc: subprocess.Popen[bytes], grace: float = KILL_GRACE_SECONDS) 
             time.sleep(0.02)
 
 
+# Descriptors every command started here inherits: a measurement slot's lock file, so that
+# the slot stays held while any process of the measured command lives, even when we are killed
+# (the kernel frees a flock only when the last descriptor of its open file is closed).
+_HANDED_DOWN: list[int] = []
+
+
+@contextmanager
+def handed_down(fd: int) -> Iterator[None]:
+    """While the block runs, the commands started here inherit descriptor ``fd``."""
+    _HANDED_DOWN.append(fd)
+    try:
+        yield
+    finally:
+        _HANDED_DOWN.remove(fd)
+
+
 def _spawn(argv: Sequence[str], options: dict[str, Any]) -> subprocess.Popen[bytes]:
     """Start ``argv`` through plumbum (the design card's runner for the user's commands) as the
     leader of a new session. plumbum is imported here, lazily: its import costs about 50 ms,
@@ -98,6 +114,8 @@ def _spawn(argv: Sequence[str], options: dict[str, Any]) -> subprocess.Popen[byt
     program = local[argv[0]][list(argv[1:])]
     with local.env():
         local.env.clear()
+        if _HANDED_DOWN:
+            options = {**options, "pass_fds": tuple(_HANDED_DOWN)}
         started = program.popen(env=dict(env if env is not None else os.environ),
                                 start_new_session=True, **options)
     # A Popen in all but name: plumbum's wrapper hands every attribute to the Popen it made.

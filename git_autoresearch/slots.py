@@ -37,6 +37,7 @@ from typing import Any
 from . import signals
 from .config import Config
 from .git import Repo
+from .running import handed_down
 from .workers import shared_dir, worker_name
 
 SLOTS_DIR = "slots"
@@ -175,7 +176,7 @@ def measuring(repo: Repo, cfg: Config, what: str) -> Iterator[Slot]:
             os.pwrite(fd, (json.dumps(holder) + "\n").encode(), 0)
         except OSError:
             pass  # a full disk: the slot holds all the same, only its holder goes unnamed
-        with _pinned(index, count, bool(cfg.pin_cpus)) as cpus:
+        with _pinned(index, count, bool(cfg.pin_cpus)) as cpus, handed_down(fd):
             yield Slot(index, count, cpus)
     finally:
         # The holder's line stays: only the lock says whether a slot is held (and emptying

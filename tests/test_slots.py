@@ -282,3 +282,34 @@ def test_pinning_where_the_platform_cannot_warns_once(repo: Path, ar: Tool,
                "unpinned\n")
     assert (first.err.count(warning), second.err.count(warning)) == (1, 0)
     assert "slot" not in runs(repo)[-1]
+
+
+def test_a_killed_run_holds_its_slot_until_its_command_ends(repo: Path, ar: Tool,
+                                                           tmp_path: Path) -> None:
+    """The measured command inherits the slot's lock: when the run is killed outright, its
+    orphaned benchmark still holds the slot, so no other measurement runs beside it; the slot
+    is free once the benchmark ends."""
+    import signal
+    import time
+
+    flag, started = tmp_path / "go", tmp_path / "started"
+    write(repo / "bench.sh", f"#!/bin/sh\ntouch {started}\n"
+          f"[ -e {started}.once ] && while [ ! -e {flag} ]; do sleep 0.05; done\n"
+          "echo \"score: $(cat value.txt)\"\n", 0o755)
+    git(repo, "commit", "-qam", "a bench that waits")
+    ar(repo, *start_args())
+    (tmp_path / "started.once").touch()
+    started.unlink()
+    run = subprocess.Popen([*TOOL, "measure"], cwd=repo, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while not started.exists():
+        assert time.monotonic() < deadline and run.poll() is None, run.communicate()
+        time.sleep(0.05)
+    run.send_signal(signal.SIGKILL)
+    run.communicate(timeout=30)
+    assert list(held(Repo.discover(repo), "s1")) == [1], "the orphaned benchmark holds it"
+    flag.touch()
+    while held(Repo.discover(repo), "s1"):
+        assert time.monotonic() < deadline, "the slot was never freed"
+        time.sleep(0.05)
