@@ -63,8 +63,8 @@ def is_template(spec: str) -> bool:
 def json_row(row: Row, columns: list[str] | None, all_sessions: bool) -> dict[str, Any]:
     """A row as ``--json`` writes it: every field of the record (:func:`report.run_row`) with
     ``source`` (and ``session`` across sessions), or just ``columns``."""
-    if columns is not None:
-        return {name: value(row, name) for name in columns}
+    if columns is not None:  # numbers as the ledger writes them (9, not 9.0)
+        return {name: _as_written(value(row, name)) for name in columns}
     out = run_row(row.run, row.segment, row.audited)
     if all_sessions:
         out = {"session": row.session, **out}
@@ -80,6 +80,14 @@ def json_text(rows: list[Row], columns: list[str] | None, all_sessions: bool) ->
 def jsonl_text(rows: list[Row], columns: list[str] | None, all_sessions: bool) -> str:
     """The rows as JSON Lines: one compact object a line."""
     return "".join(_dumps(json_row(r, columns, all_sessions)) + "\n" for r in rows)
+
+
+def _as_written(found: Any) -> Any:
+    """A float with no fraction as the integer the ledger's JSON text has."""
+    if isinstance(found, float) and math.isfinite(found) and found.is_integer() \
+            and abs(found) < 2 ** 53:
+        return int(found)
+    return found
 
 
 def _finite(data: Any) -> Any:

@@ -15,6 +15,7 @@ from .ledger import (
     Segment,
     confidence,
     confidence_label,
+    json_number,
 )
 from .stats import mad, median
 
@@ -190,7 +191,7 @@ def csv_text(rows: list[tuple[Run, Segment]]) -> str:
         found = run.data.get("metrics")
         values: dict[str, Any] = found if isinstance(found, dict) else {}
         writer.writerow([run.number, seg.index, run.status,
-                         "" if run.metric is None else run.metric,
+                         "" if run.metric is None else json_number(run.metric),
                          "" if row["delta_pct"] is None else row["delta_pct"],
                          "" if run.data.get("confidence") is None else run.data["confidence"],
                          run.data.get("commit", ""), run.data.get("duration_s", ""),

@@ -465,3 +465,13 @@ def test_the_quick_line_test_never_changes_an_answer() -> None:
     with ledger.only_runs(line_test(Query(where=[parse_where("metric>=45")]))):
         skipped = ledger.parse(raw)
     assert [r.number for r in skipped.runs] == [1, 2, 4, 7, 8, 10]
+
+
+def test_numbers_come_out_as_the_ledger_writes_them(repo: Path, ar: Tool) -> None:
+    """A whole metric is 100 in every format, as in the ledger, never 100.0."""
+    ar(repo, *start_args())
+    assert ar(repo, "log", "--json", "--columns", "run,metric").json() == [
+        {"run": 1, "metric": 100}]
+    assert ar(repo, "log", "--format", "jsonl", "--columns", "run,metric").out == \
+        '{"run": 1, "metric": 100}\n'
+    assert ar(repo, "log", "--csv").out.splitlines()[1].split(",")[3] == "100"
