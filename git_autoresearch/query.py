@@ -191,6 +191,9 @@ def parse_where(expression: str) -> Condition:
     wanted = expression[start + len(op):].strip()
     if len(wanted) >= 2 and wanted[0] == wanted[-1] and wanted[0] in "'\"":
         wanted = wanted[1:-1]
+    elif wanted[:1] in ("'", '"'):
+        raise UsageError(f"{said}: the quote {wanted[0]} before {shown(wanted[1:21])!r} is "
+                         "never closed")
     op = "=" if op == "==" else op
     number = float(wanted) if _NUMBER.match(wanted) else None
     if number is not None and not math.isfinite(number):

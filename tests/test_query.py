@@ -114,6 +114,7 @@ def test_where_compares_the_metric_secondary_metrics_asi_and_record_fields(
                               "'(cache': missing ), unterminated subpattern at position 0"),
     ("asi..x=1", "--where 'asi..x=1': bad field name 'asi..x' (a name such as status, mem_mb "
                  "or asi.hypothesis)"),
+    ("status='keep", "--where \"status='keep\": the quote ' before 'keep' is never closed"),
 ])
 def test_a_bad_where_is_a_usage_error_naming_the_bad_part(repo: Path, ar: Tool,
                                                            expression: str,
