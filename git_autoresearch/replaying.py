@@ -11,6 +11,7 @@ In a session without workers none of this runs: HEAD is the session branch.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -245,12 +246,14 @@ def record_replaying(session: Session, status: str, description: str, *,
                 outcome = replay(session, session.changes(), session.next_run(), moved.base,
                                  moved.tip, moved.kept)
             replayed = outcome.record(session.repo)
-            if outcome.conflicts:
-                return record(session, "discard", description, result=result, asi=asi,
+            if outcome.conflicts:  # its decision was against an incumbent that is gone
+                return record(session, "discard", description,
+                              result=dataclasses.replace(result, decision=None), asi=asi,
                               hooks=hooks, replayed=replayed, reason=conflict_reason(outcome))
             result = measure_again()
             status = session.decide(result)
-    return record(session, "discard", description, result=result, asi=asi, hooks=hooks,
+    return record(session, "discard", description,
+                  result=dataclasses.replace(result, decision=None), asi=asi, hooks=hooks,
                   replayed=replayed,
                   reason=f"the incumbent moved {REPLAYS + 1} times while this candidate was "
                          "measured again; try it again")
