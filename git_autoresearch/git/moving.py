@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import Refused
 from .process import GitError, split_z
 from .repo import Repo
 
@@ -29,6 +30,9 @@ def merge_trees(repo: Repo, ours: str, theirs: str) -> Merged:
     older than 2.38 among them)."""
     res = repo.run("merge-tree", "--write-tree", "-z", "--name-only", "--no-messages", ours,
                    theirs, allow_non_zero=True)
+    if res.returncode == 129:  # git's usage error: a git older than 2.38 knows no --write-tree
+        raise Refused("replaying a worker's change onto a moved incumbent needs git 2.38 or "
+                      "newer (git merge-tree --write-tree); this git is older")
     if res.returncode not in (0, 1):
         raise GitError(["git", "merge-tree", "--write-tree", ours, theirs], res.returncode,
                        res.stdout, res.stderr)
