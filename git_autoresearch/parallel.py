@@ -233,6 +233,10 @@ def remove(session: Session, name: str, *, force: bool = False) -> str:
     with session.shared("remove a worker"):
         if path is not None:
             remove_worktree(repo, path)
+            try:
+                path.parent.rmdir()  # the workers' folder, once it is empty
+            except OSError:
+                pass
         ref = "refs/heads/" + branch
         commit = repo.resolve(ref)
         incumbent = repo.resolve("refs/heads/" + session_branch(sid))

@@ -189,6 +189,7 @@ def test_remove_refuses_unrecorded_changes_and_the_last_puts_main_back(
     said = ar(main, "worker", "remove", "w2").out.strip()
     assert said == f"removed worker w2 ({w2}); the main work tree is back on {BRANCH}"
     assert git(main, "symbolic-ref", "--short", "HEAD") == BRANCH
+    assert not w2.parent.exists(), "the empty workers' folder goes too"
     assert (main / "extra.txt").read_text() == "80\n", "moved to the incumbent"
     assert git(main, "status", "--porcelain") == ""
     assert ar(main, "worker", "list", "--json").json() == []

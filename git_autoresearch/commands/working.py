@@ -76,15 +76,18 @@ def worker_list_cmd(as_json: bool) -> None:
     if not found:
         click.echo("no workers (git autoresearch worker add N)")
         return
+    from ..report import one_line
+
+    width = max(len(w.name) for w in found)
     for w in found:
         last = w.last_run
-        what = (f"last run {last['run']} {last['status']}: {last['description']}"
+        what = (f"last run {last['run']} {last['status']}: {one_line(last['description'])}"
                 if last else "no run yet")
         if w.measuring is not None:
             what = f"measuring run {w.measuring}; " + what
         where = str(w.path) if w.path else "(folder gone)"
         behind = " behind the incumbent" if w.behind else ""
-        click.echo(f"{w.name:<8} {w.commit or '-':<8} {where}{behind}  {what}")
+        click.echo(f"{w.name:<{width}}  {w.commit or '-':<8} {where}{behind}  {what}")
 
 
 @worker_cmd.command("remove", context_settings=CONTEXT)
