@@ -41,6 +41,7 @@ from .records import RunRecord, run_record
 from .refs import attempt_ref
 from .session import Session
 from .trailers import (
+    advance_highest_run,
     attempt_message,
     commit_message,
     decision_trailer,
@@ -410,6 +411,7 @@ def _keep(session: Session, intent: journal.Intent, draft: RunRecord, changes: C
                     violations_message=set_aside_message(number, intent.id, kept=True))
     session.moved_head(kept.commit)
     if kept.committed:
+        advance_highest_run(session.layout.branch_runs, head, kept.commit, number)
         from .replaying import advance
 
         checkpoint("keep:before-advance")

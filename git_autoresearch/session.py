@@ -110,7 +110,8 @@ class Session:
             cfg = self.config
             from .scripts import command_files
 
-            scripts = [] if self.read_only else command_files(self.repo, cfg, self.repo.head())
+            head = self._head or self.repo.head_at_discovery or self.repo.head()
+            scripts = [] if self.read_only else command_files(self.repo, cfg, head)
             self._bounds = Boundaries(cfg.scope, cfg.protected, cfg.readonly, scripts)
         return self._bounds
 
@@ -356,15 +357,21 @@ class Session:
         every ``Autoresearch-Run`` trailer of the session branch (since the session's base
         commit), so a ledger line that was lost or never written never makes a number repeat."""
         if self._git_runs is None:  # asked of git once per command (and after a reload)
+            # One for-each-ref over the session's refs answers set_asides too; the trailers
+            # of the branch are read again only when its tip moved (trailers.highest_run_named).
             prefix = attempts_prefix(self.config.session_id)
-            numbers = [int(n[len(prefix):]) for n in self.repo.for_each_ref(prefix)
+            numbers = [int(n[len(prefix):]) for n in
+                       self.repo.for_each_ref(prefix, within=self.namespace + "/")
                        if n[len(prefix):].isdigit()]
             branch = session_branch(self.config.session_id)
             base = (self.ledger.segments[0].header or {}).get("base_commit")
             spec = f"{base}..{branch}" if isinstance(base, str) and base else branch
-            from .trailers import runs_named
+            tip = (self._head or self.repo.head_at_discovery
+                   if self.repo.branch_at_discovery == branch else None)
+            from .trailers import highest_run_named
 
-            numbers += runs_named(self.repo, spec)
+            numbers.append(highest_run_named(self.repo, spec, tip,
+                                             self.layout.branch_runs))
             self._git_runs = max(numbers, default=0)
         base = max(self.ledger.next_run_number, self._git_runs + 1)
         held = reservations(self.repo, self.config.session_id)
