@@ -254,6 +254,7 @@ class Session:
         by the compare-and-swap of the keep commit). Recording commands take it through
         ``recovery.locked``, which also finishes an interrupted keep or revert."""
         with SessionLock(self.repo.scratch, what):
+            self.repo.forget_refs()  # read before the wait: others may have written since
             if self.seen_version is None or self.version() != self.seen_version:
                 # Another command recorded a run meanwhile: HEAD may have moved too.
                 self.reload()
@@ -279,6 +280,7 @@ class Session:
                 self._shared_depth -= 1
             return
         with SessionLock(shared_dir(self.repo, self.config.session_id), what):
+            self.repo.forget_refs()
             if self.trailer_branch is None and self.seen_version is not None \
                     and self.version() != self.seen_version:
                 self.reload()

@@ -78,6 +78,10 @@ def test_refs_read_once_are_read_again_after_a_ref_is_written(repo: Path) -> Non
     top.update_ref(ns + "attempts/2", head, "", "test")
     assert top.for_each_ref(ns + "attempts/", within=ns) == [ns + "attempts/2"]
     assert top.for_each_ref(ns + "scope/", within=ns) == []
+    # Another process writes a ref: read again once a lock is taken (Session.lock, .shared).
+    git(repo, "update-ref", ns + "scope/2", head)
+    top.forget_refs()
+    assert top.for_each_ref(ns + "scope/", within=ns) == [ns + "scope/2"]
 
 
 def test_configuration_read_once_is_read_again_after_git_config(repo: Path) -> None:

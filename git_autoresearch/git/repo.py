@@ -191,6 +191,11 @@ class Repo(History):
             self._refs = (within, names)
         return [name for name in self._refs[1] if name.startswith(prefix)]
 
+    def forget_refs(self) -> None:
+        """Drop the refs :meth:`for_each_ref` kept: another process may have written some
+        (called once a lock is taken)."""
+        self._refs = None
+
     def ref_objects(self, prefix: str) -> list[tuple[str, str]]:
         """The (full name, object id) of each ref below ``prefix``, sorted by name."""
         res = self.run("for-each-ref", "--format=%(refname)%00%(objectname)", prefix)
