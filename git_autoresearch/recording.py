@@ -41,7 +41,6 @@ from .records import RunRecord, run_record
 from .refs import attempt_ref
 from .session import Session
 from .trailers import (
-    advance_highest_run,
     attempt_message,
     commit_message,
     decision_trailer,
@@ -226,6 +225,7 @@ def _record(session: Session, status: str, description: str, *, result: Measurem
         _apply(session, intent, draft, changes, description)
         written = append_run(session, draft, untracked_after, changes.ignored, warnings,
                              hooks_follow=not baseline)
+    session.save_branch_runs()
     moved = follow(session)
     if moved:
         warnings.append(moved)
@@ -409,9 +409,8 @@ def _keep(session: Session, intent: journal.Intent, draft: RunRecord, changes: C
                     trailers=keep_trailers(trailer, number, sid, decided),
                     violations_ref=ref, head_tree=head_tree,
                     violations_message=set_aside_message(number, intent.id, kept=True))
-    session.moved_head(kept.commit)
+    session.moved_head(kept.commit, number if kept.committed else None)
     if kept.committed:
-        advance_highest_run(session.layout.branch_runs, head, kept.commit, number)
         from .replaying import advance
 
         checkpoint("keep:before-advance")

@@ -155,43 +155,29 @@ def runs_named(repo: Repo, spec: str) -> list[int]:
     return [int(w) for (value,) in log for w in value.split() if w.isdigit() and len(w) < 10]
 
 
-def highest_run_named(repo: Repo, spec: str, tip: str | None, cache: Path) -> int:
-    """The highest run number an ``Autoresearch-Run`` trailer of the revision range ``spec``
-    names (0: none), ``spec`` ending at commit ``tip`` (None: unknown). What one ``git log``
-    found is kept in the file ``cache`` (one line: ``<spec> <tip> <number>``): commits never
-    change, so the same range to the same tip needs no ``git log`` again. The file is a cache
-    only: unreadable, torn or for another range or tip, it is ignored and written again."""
-    if tip is not None:
-        try:
-            fields = cache.read_text("utf-8").split()
-        except (OSError, UnicodeDecodeError):
-            fields = []
-        if len(fields) == 3 and fields[:2] == [spec, tip] and fields[2].isdigit():
-            return int(fields[2])
-    highest = max(runs_named(repo, spec), default=0)
-    if tip is not None and " " not in spec and cache.parent.is_dir():
-        tmp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
-        try:
-            tmp.write_text(f"{spec} {tip} {highest}\n", "utf-8")
-            os.replace(tmp, cache)
-        except OSError:
-            tmp.unlink(missing_ok=True)
-    return highest
-
-
-def advance_highest_run(cache: Path, parent: str, commit: str, run: int) -> None:
-    """Commit ``commit`` (child of ``parent``, with ``Autoresearch-Run: <run>``) is the tip of
-    the branch now: the cache of :func:`highest_run_named` for ``parent``, if it holds one,
-    is carried to ``commit``, so the next command asks git nothing."""
+def cached_highest_run(cache: Path, spec: str, tip: str) -> int | None:
+    """The highest run number the ``Autoresearch-Run`` trailers of the revision range ``spec``
+    name when it ends at commit ``tip``, as the file ``cache`` holds it (one line: ``<spec>
+    <tip> <number>``, :func:`save_highest_run`), or None: no file, a torn one, or one for
+    another range or tip. Commits never change, so the same range to the same tip needs no
+    ``git log`` again."""
     try:
         fields = cache.read_text("utf-8").split()
     except (OSError, UnicodeDecodeError):
-        return
-    if len(fields) != 3 or fields[1] != parent or not fields[2].isdigit():
+        return None
+    if len(fields) == 3 and fields[:2] == [spec, tip] and fields[2].isdigit():
+        return int(fields[2])
+    return None
+
+
+def save_highest_run(cache: Path, spec: str, tip: str, number: int) -> None:
+    """Write what :func:`cached_highest_run` reads (a temporary file renamed over it; not
+    synced: it is a cache). A failure (a full disk) is ignored."""
+    if " " in spec or not cache.parent.is_dir():
         return
     tmp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_text(f"{fields[0]} {commit} {max(int(fields[2]), run)}\n", "utf-8")
+        tmp.write_text(f"{spec} {tip} {number}\n", "utf-8")
         os.replace(tmp, cache)
     except OSError:
         tmp.unlink(missing_ok=True)

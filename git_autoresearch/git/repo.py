@@ -76,7 +76,7 @@ class Repo(History):
         # entries of :data:`COMMAND_CONFIG`, read once and kept until a git call that may
         # change the configuration (:meth:`config_entries`).
         self._refs: tuple[str, list[str]] | None = None
-        self._config: list[tuple[str, str | None]] | None = None
+        self._config: tuple[object, list[tuple[str, str | None]]] | None = None
 
     @classmethod
     def discover(cls, cwd: str | os.PathLike[str] | None = None) -> Repo:
@@ -445,20 +445,46 @@ class Repo(History):
         names in lower case); the value is None for a bare ``key`` line, which means true.
 
         A pattern of :data:`COMMAND_PATTERNS` is answered from one read of every key of
-        :data:`COMMAND_CONFIG`, kept until this repository runs ``git config``, ``commit``,
-        ``init`` or ``submodule`` (one ``git config`` per command instead of one per
-        question)."""
+        :data:`COMMAND_CONFIG` (one ``git config`` per command instead of one per question),
+        read again when this repository runs ``git config``, ``commit``, ``init`` or
+        ``submodule``, or a configuration file git reads changed (:meth:`config_stamp`; the
+        files they include are not watched)."""
         if pattern in COMMAND_PATTERNS:
-            if self._config is None:
-                self._config = self.config_entries(COMMAND_CONFIG)
+            stamp = self.config_stamp()
+            if self._config is None or self._config[0] != stamp:
+                self._config = (stamp, self.config_entries(COMMAND_CONFIG))
             wanted = re.compile(pattern)
-            return [(key, value) for key, value in self._config if wanted.search(key)]
+            return [(key, value) for key, value in self._config[1] if wanted.search(key)]
         res = self.run("config", "-z", "--get-regexp", pattern, allow_non_zero=True)
         found: list[tuple[str, str | None]] = []
         for item in split_z(res.stdout):
             key, newline, value = item.partition("\n")
             found.append((key, value if newline else None))
         return found
+
+    def config_stamp(self) -> object:
+        """What changes when a configuration file git reads here changes (the repository's,
+        the work tree's, the global and the system one, as the environment names them: inode,
+        modification time and size of each) or the configuration given in the environment."""
+        env = os.environ
+        home = env.get("HOME", "")
+        files = [self.common_dir / "config", self.git_dir / "config.worktree"]
+        if env.get("GIT_CONFIG_GLOBAL"):
+            files.append(Path(env["GIT_CONFIG_GLOBAL"]))
+        elif home:
+            files += [Path(home) / ".gitconfig",
+                      Path(env.get("XDG_CONFIG_HOME") or Path(home) / ".config") / "git" / "config"]
+        if not env.get("GIT_CONFIG_NOSYSTEM"):
+            files.append(Path(env.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"))
+        stamps: list[object] = [env.get("GIT_CONFIG_PARAMETERS"), env.get("GIT_CONFIG_COUNT")]
+        for path in files:
+            try:
+                st = os.stat(path)
+            except OSError:
+                stamps.append(None)
+            else:
+                stamps.append((str(path), st.st_ino, st.st_mtime_ns, st.st_size))
+        return tuple(stamps)
 
     def commit_customizations(self) -> list[str]:
         """What would make ``git commit`` here do more than write-tree, commit-tree and
