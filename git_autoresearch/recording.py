@@ -225,7 +225,7 @@ def _record(session: Session, status: str, description: str, *, result: Measurem
         _apply(session, intent, draft, changes, description)
         written = append_run(session, draft, untracked_after, changes.ignored, warnings,
                              hooks_follow=not baseline)
-    session.save_branch_runs()
+    session.branch_runs.save()
     moved = follow(session)
     if moved:
         warnings.append(moved)

@@ -92,9 +92,9 @@ class Session:
         self.invalid_config: str | None = None
         # The highest run number the attempt refs and the branch's trailers name.
         self._git_runs: int | None = None
-        # (range, tip, highest run its trailers name, whether the cache file lacks it): written
-        # to Layout.branch_runs once the run is recorded (:meth:`save_branch_runs`).
-        self._branch_runs: tuple[str, str, int, bool] | None = None
+        from .trailers import BranchRuns
+
+        self.branch_runs = BranchRuns(self.layout.branch_runs)  # saved once a run is recorded
         # The limit counts every run of the segment, the baseline too (pi-autoresearch's
         # maxIterations: extensions/pi-autoresearch/index.ts:1713), not the runs after it.
         self.limit_counts_baseline = False
@@ -133,20 +133,9 @@ class Session:
     def moved_head(self, commit: str, run: int | None = None) -> None:
         """HEAD is ``commit`` now: a keep committed it (``run``: the number its
         ``Autoresearch-Run`` trailer names, on the session branch's tip, which was HEAD)."""
-        known, before = self._branch_runs, self._head or self.repo.head_at_discovery
-        if run is not None and known is not None and known[1] == before:
-            self._branch_runs = (known[0], commit, max(known[2], run), True)
+        if run is not None:
+            self.branch_runs.kept(self._head or self.repo.head_at_discovery, commit, run)
         self._head = commit
-
-    def save_branch_runs(self) -> None:
-        """Keep what :meth:`next_run` learnt of the branch's trailers for the next command
-        (called once the run is recorded: a full disk fails the cache, never the run)."""
-        known = self._branch_runs
-        if known is not None and known[3]:
-            from .trailers import save_highest_run
-
-            save_highest_run(self.layout.branch_runs, known[0], known[1], known[2])
-            self._branch_runs = (*known[:3], False)
 
     def head(self) -> str:
         """HEAD's commit id, asked of git once and then kept up to date by :meth:`moved_head`."""
@@ -377,7 +366,7 @@ class Session:
         commit), so a ledger line that was lost or never written never makes a number repeat."""
         if self._git_runs is None:  # asked of git once per command (and after a reload)
             # One for-each-ref over the session's refs answers set_asides too; the trailers
-            # of the branch are read again only when its tip moved (trailers.highest_run_named).
+            # of the branch are read again only when its tip moved (trailers.BranchRuns).
             prefix = attempts_prefix(self.config.session_id)
             numbers = [int(n[len(prefix):]) for n in
                        self.repo.for_each_ref(prefix, within=self.namespace + "/")
@@ -387,13 +376,7 @@ class Session:
             spec = f"{base}..{branch}" if isinstance(base, str) and base else branch
             tip = (self._head or self.repo.head_at_discovery
                    if self.repo.branch_at_discovery == branch else None)
-            from .trailers import cached_highest_run, runs_named
-
-            cached = cached_highest_run(self.layout.branch_runs, spec, tip) if tip else None
-            highest = max(runs_named(self.repo, spec), default=0) if cached is None else cached
-            if tip:
-                self._branch_runs = (spec, tip, highest, cached is None)
-            numbers.append(highest)
+            numbers.append(self.branch_runs.highest(self.repo, spec, tip))
             self._git_runs = max(numbers, default=0)
         base = max(self.ledger.next_run_number, self._git_runs + 1)
         held = reservations(self.repo, self.config.session_id)
