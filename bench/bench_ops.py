@@ -1,15 +1,25 @@
-"""Wall time of our keep and discard against the seeds' raw git recipe, and of log/status on a
-ledger of 10,000 runs.
+"""Wall time of our keep and discard against the seeds' raw git recipe, above the start-up
+floor, and of log/status on a large ledger; each figure beside its target (issue 16).
 
-    python bench/bench_ops.py [--files 10000] [--repeats 7] [--runs 10000]
+    python bench/bench_ops.py [--files 10000 50000] [--repeats 7] [--runs 100000] [--trace]
 
 Everything runs as users run it: the installed ``git-autoresearch-*`` executables in a fresh
 process each time, against a generated repository in a temporary folder. The raw recipe is the
 seeds' (experiment-git-ops): ``git add -A`` and ``git commit`` to keep; staging and stashing the
 session files, ``git checkout -- .``, ``git clean -fd`` and ``git stash pop`` to revert, with
-those session files present in the work tree as they are in a real session. Prints one line per
-measurement (median seconds over the repeats), the ratios the targets speak of, and the
-start-up cost every command pays before it runs any git (``keep -h``).
+those session files present in the work tree as they are in a real session. Ours and the raw
+recipe are measured side by side, step by step, so that a burst of load hits both.
+
+Prints, per repository size, the median seconds over the repeats of: our keep and discard, the
+raw recipe's, and the start-up floor every command pays before it runs any git (``keep -h``:
+Python, click and our imports); then the ratio of what is ours, the time above that floor, to
+the raw recipe's time, beside the target (at most 1.0x on 10,000 files, 0.5x on 50,000; the
+floor at most 60 ms); then ``log --json`` and ``status --json`` on a ledger of ``--runs`` runs
+(target: ``log --json`` under 1 s on 100,000). The machine (CPU, cores, git and Python
+versions) and the load average before and after are printed with the figures: on a loaded
+machine the figures mean little. Bytecode is written (to a temporary folder) and used, as for
+an installed package, whatever ``PYTHONDONTWRITEBYTECODE`` says. ``--trace`` prints every git
+command one keep and one discard run, with its wall time (``GIT_AUTORESEARCH_TRACE=1``).
 """
 
 from __future__ import annotations
@@ -17,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import shutil
 import statistics
 import subprocess
@@ -87,6 +98,7 @@ def timed(fn: Callable[..., object], *args: object) -> float:
 
 
 def bench_keep_discard(root: Path, files: int, repeats: int) -> dict[str, float]:
+    root.mkdir(parents=True)
     ours = make_repo(root / "ours", files)
     raw = make_repo(root / "raw", files)
     tool(ours, "start", "--goal", "bench", "--session-id", "bench", "--command",
@@ -137,32 +149,114 @@ def bench_reading(root: Path, runs: int, repeats: int) -> dict[str, float]:
     return {k: statistics.median(v) for k, v in times.items()}
 
 
+# Targets of issue 16: (time above the floor) / (raw recipe's time), by repository size.
+RATIO_TARGETS = {10000: 1.0, 50000: 0.5}
+FLOOR_TARGET = 0.060
+LOG_TARGET = (100000, 1.0)
+
+
+def machine() -> str:
+    """CPU model, cores, and the git and Python versions, on one line."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    git = subprocess.run(["git", "--version"], check=True, stdout=subprocess.PIPE,
+                         text=True).stdout.strip()
+    return (f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, "
+            f"{git}, Python {platform.python_version()}")
+
+
+def load() -> str:
+    """The load average (1, 5, 15 minutes)."""
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
+def verdict(value: float, target: float | None) -> str:
+    if target is None:
+        return ""
+    return f"  target <= {target:g}: {'met' if value <= target else 'NOT met'}"
+
+
+def trace_once(root: Path) -> None:
+    """Print the git commands of one keep and one discard on a 10,000-file repository."""
+    folder = make_repo(root / "traced", 10000)
+    tool(folder, "start", "--goal", "bench", "--session-id", "bench", "--command",
+         "sh bench.sh", "--metric-pattern", r"score: (\d+)", "--readonly", "bench.sh",
+         "--no-baseline")
+    for step, args in enumerate((["keep", "-d", "traced keep", "--metric", "5"],
+                                 ["discard", "-d", "traced discard"]), start=1):
+        edit(folder, step, new_file=True)
+        exe = shutil.which(f"git-autoresearch-{args[0]}",
+                           path=sysconfig.get_paths()["scripts"])
+        argv = [exe, *args[1:]] if exe else [sys.executable, "-m", "git_autoresearch", *args]
+        started = time.perf_counter()
+        res = subprocess.run(argv, cwd=folder, check=True, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "GIT_AUTORESEARCH_TRACE": "1"})
+        wall = time.perf_counter() - started
+        lines = [line for line in res.stderr.splitlines() if "trace:" in line]
+        spent = sum(float(line.split("trace: ", 1)[1].split(" ms", 1)[0]) for line in lines)
+        print(f"{args[0]}: {len(lines)} git commands, {spent:.1f} ms in git, "
+              f"{wall * 1000:.1f} ms in all")
+        for line in lines:
+            print("  " + line.split("trace: ", 1)[1][:160])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--files", type=int, default=10000)
+    parser.add_argument("--files", type=int, nargs="+", default=[10000])
     parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--runs", type=int, default=10000)
+    parser.add_argument("--runs", type=int, default=100000)
+    parser.add_argument("--trace", action="store_true",
+                        help="print the git commands of one keep and one discard, then stop")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bench-ops-"))
     env_home = root / "home"
     env_home.mkdir()
     os.environ["HOME"] = str(env_home)
     os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
+    # As installed packages run: compiled once (pip writes the bytecode), not at every start.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
+    print(f"machine: {machine()}")
+    print(f"load average before: {load()}")
     try:
-        ops = bench_keep_discard(root, args.files, args.repeats)
+        if args.trace:
+            trace_once(root)
+            return
+        for files in args.files:
+            ops = bench_keep_discard(root / f"ops-{files}", files, args.repeats)
+            floor = ops["start_up"]
+            print(f"repository of {files} files, median of {args.repeats} (seconds), "
+                  f"load average now {load()}:")
+            for name in ("keep", "raw_keep", "discard", "raw_discard"):
+                print(f"  {name:<14} {ops[name]:.3f}")
+            print(f"  start-up       {floor:.3f}  (keep -h: Python, click and our imports; "
+                  f"no git){verdict(floor, FLOOR_TARGET)}")
+            for name in ("keep", "discard"):
+                above = ops[name] - floor
+                ratio = above / ops[f"raw_{name}"]
+                print(f"  {name} above the floor {above:.3f} = {ratio:.2f}x the raw recipe "
+                      f"({ops[name] / ops[f'raw_{name}']:.2f}x in all)"
+                      f"{verdict(ratio, RATIO_TARGETS.get(files))}")
         reading = bench_reading(root, args.runs, args.repeats)
+        print(f"ledger of {args.runs} runs, median of {args.repeats} (seconds), load average "
+              f"now {load()}:")
+        for name, value in reading.items():
+            target = LOG_TARGET[1] if name == "log --json" and args.runs == LOG_TARGET[0] \
+                else None
+            print(f"  {name:<14} {value:.3f}{verdict(value, target)}")
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    print(f"repository of {args.files} files, median of {args.repeats} (seconds):")
-    for name in ("keep", "raw_keep", "discard", "raw_discard"):
-        print(f"  {name:<14} {ops[name]:.3f}")
-    print(f"  start-up       {ops['start_up']:.3f}  (keep -h: Python, click and our imports; "
-          "no git)")
-    print(f"  keep ratio     {ops['keep'] / ops['raw_keep']:.2f}x the raw recipe")
-    print(f"  discard ratio  {ops['discard'] / ops['raw_discard']:.2f}x the raw recipe")
-    print(f"ledger of {args.runs} runs (seconds):")
-    for name, value in reading.items():
-        print(f"  {name:<14} {value:.3f}")
+        print(f"load average after: {load()}")
 
 
 if __name__ == "__main__":

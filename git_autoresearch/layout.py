@@ -141,6 +141,12 @@ class Layout:
         return self.repo.scratch / "intent.json"
 
     @property
+    def branch_runs(self) -> Path:
+        """The highest run number the session branch's trailers name, by tip (a cache:
+        ``trailers.highest_run_named``)."""
+        return self.repo.scratch / "branch-runs"
+
+    @property
     def start_intent(self) -> Path:
         """What a ``start`` that has not finished is creating (``start_record.finish_start``)."""
         return self.repo.scratch / "start.json"

@@ -329,7 +329,7 @@ def set_asides(session: Session, number: int) -> list[tuple[str, list[str]]]:
     repo = session.repo
     prefix = scope_prefix(session.config.session_id)
     found = []
-    for ref in repo.for_each_ref(prefix):
+    for ref in repo.for_each_ref(prefix, within=session.namespace + "/"):
         head, _, rest = ref[len(prefix):].partition(".")
         if head == str(number) and (not rest or rest.isdigit()):
             found.append((int(rest or 1), ref))

@@ -229,6 +229,7 @@ def _record(session: Session, status: str, description: str, *, result: Measurem
         _apply(session, intent, draft, changes, description)
         written = append_run(session, draft, untracked_after, changes.ignored, warnings,
                              hooks_follow=not baseline)
+    session.branch_runs.save()
     moved = follow(session)
     if moved:
         warnings.append(moved)
@@ -412,7 +413,7 @@ def _keep(session: Session, intent: journal.Intent, draft: RunRecord, changes: C
                     trailers=keep_trailers(trailer, number, sid, decided),
                     violations_ref=ref, head_tree=head_tree,
                     violations_message=set_aside_message(number, intent.id, kept=True))
-    session.moved_head(kept.commit)
+    session.moved_head(kept.commit, number if kept.committed else None)
     if kept.committed:
         from .replaying import advance
 

@@ -92,6 +92,9 @@ class Session:
         self.invalid_config: str | None = None
         # The highest run number the attempt refs and the branch's trailers name.
         self._git_runs: int | None = None
+        from .trailers import BranchRuns
+
+        self.branch_runs = BranchRuns(self.layout.branch_runs)  # saved once a run is recorded
         # The limit counts every run of the segment, the baseline too (pi-autoresearch's
         # maxIterations: extensions/pi-autoresearch/index.ts:1713), not the runs after it.
         self.limit_counts_baseline = False
@@ -113,7 +116,8 @@ class Session:
             cfg = self.config
             from .scripts import command_files
 
-            scripts = [] if self.read_only else command_files(self.repo, cfg, self.repo.head())
+            head = self._head or self.repo.head_at_discovery or self.repo.head()
+            scripts = [] if self.read_only else command_files(self.repo, cfg, head)
             self._bounds = Boundaries(cfg.scope, cfg.protected, cfg.readonly, scripts)
         return self._bounds
 
@@ -129,8 +133,11 @@ class Session:
         that were untracked before the experiment (``experiment.survey``)."""
         return survey(self.repo, load_snapshot(self.layout.untracked))
 
-    def moved_head(self, commit: str) -> None:
-        """HEAD is ``commit`` now: a keep committed it."""
+    def moved_head(self, commit: str, run: int | None = None) -> None:
+        """HEAD is ``commit`` now: a keep committed it (``run``: the number its
+        ``Autoresearch-Run`` trailer names, on the session branch's tip, which was HEAD)."""
+        if run is not None:
+            self.branch_runs.kept(self._head or self.repo.head_at_discovery, commit, run)
         self._head = commit
 
     def head(self) -> str:
@@ -268,6 +275,7 @@ class Session:
         by the compare-and-swap of the keep commit). Recording commands take it through
         ``recovery.locked``, which also finishes an interrupted keep or revert."""
         with SessionLock(self.repo.scratch, what):
+            self.repo.forget_refs()  # read before the wait: others may have written since
             if self.seen_version is None or self.version() != self.seen_version:
                 # Another command recorded a run meanwhile: HEAD may have moved too.
                 self.reload()
@@ -294,6 +302,7 @@ class Session:
                 self._shared_depth -= 1
             return
         with SessionLock(shared_dir(self.repo, self.config.session_id), what):
+            self.repo.forget_refs()
             if self.trailer_branch is None and self.seen_version is not None \
                     and self.version() != self.seen_version:
                 self.reload()
@@ -372,15 +381,18 @@ class Session:
         every ``Autoresearch-Run`` trailer of the session branch (since the session's base
         commit), so a ledger line that was lost or never written never makes a number repeat."""
         if self._git_runs is None:  # asked of git once per command (and after a reload)
+            # One for-each-ref over the session's refs answers set_asides too; the trailers
+            # of the branch are read again only when its tip moved (trailers.BranchRuns).
             prefix = attempts_prefix(self.config.session_id)
-            numbers = [int(n[len(prefix):]) for n in self.repo.for_each_ref(prefix)
+            numbers = [int(n[len(prefix):]) for n in
+                       self.repo.for_each_ref(prefix, within=self.namespace + "/")
                        if n[len(prefix):].isdigit()]
             branch = session_branch(self.config.session_id)
             base = (self.ledger.segments[0].header or {}).get("base_commit")
             spec = f"{base}..{branch}" if isinstance(base, str) and base else branch
-            from .trailers import runs_named
-
-            numbers += runs_named(self.repo, spec)
+            tip = (self._head or self.repo.head_at_discovery
+                   if self.repo.branch_at_discovery == branch else None)
+            numbers.append(self.branch_runs.highest(self.repo, spec, tip))
             self._git_runs = max(numbers, default=0)
         base = max(self.ledger.next_run_number, self._git_runs + 1)
         held = reservations(self.repo, self.config.session_id)

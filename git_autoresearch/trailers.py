@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .git import Repo
@@ -151,6 +153,49 @@ def runs_named(repo: Repo, spec: str) -> list[int]:
     (numbers of fewer than 10 digits); none when git refuses ``spec``."""
     log = repo.log_fields(spec, [_values(RUN)]) or []
     return [int(w) for (value,) in log for w in value.split() if w.isdigit() and len(w) < 10]
+
+
+@dataclass
+class BranchRuns:
+    """The highest run number the ``Autoresearch-Run`` trailers of a revision range name, the
+    range ending at a known tip, kept in the file ``cache`` (one line: ``<range> <tip>
+    <number>``): commits never change, so the same range to the same tip needs no ``git log``
+    again. A torn file, or one for another range or tip, is read again from git. ``save``
+    writes it (a temporary file renamed over it, not synced: a cache) and ignores a failure
+    (a full disk): call it once the run is recorded."""
+
+    cache: Path
+    known: tuple[str, str, int] | None = None
+    unsaved: bool = False
+
+    def highest(self, repo: Repo, spec: str, tip: str | None) -> int:
+        """The highest number of ``spec`` (which ends at commit ``tip``; None: unknown)."""
+        try:
+            fields = self.cache.read_text("utf-8").split() if tip else []
+        except (OSError, UnicodeDecodeError):
+            fields = []
+        hit = len(fields) == 3 and fields[:2] == [spec, tip] and fields[2].isdigit()
+        found = int(fields[2]) if hit else max(runs_named(repo, spec), default=0)
+        if tip:
+            self.known, self.unsaved = (spec, tip, found), not hit
+        return found
+
+    def kept(self, parent: str | None, commit: str, run: int) -> None:
+        """Commit ``commit``, child of the tip ``parent``, with ``Autoresearch-Run: <run>``,
+        is the tip now."""
+        if self.known is not None and self.known[1] == parent:
+            self.known, self.unsaved = (self.known[0], commit, max(self.known[2], run)), True
+
+    def save(self) -> None:
+        if self.known is None or not self.unsaved or not self.cache.parent.is_dir():
+            return
+        tmp = self.cache.with_name(f"{self.cache.name}.{os.getpid()}.tmp")
+        try:
+            tmp.write_text(" ".join(map(str, self.known)) + "\n", "utf-8")
+            os.replace(tmp, self.cache)
+            self.unsaved = False
+        except OSError:
+            tmp.unlink(missing_ok=True)
 
 
 def commit_info(repo: Repo, oid: str) -> dict[str, Any]:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -30,6 +31,28 @@ from .process import (
     user_locale,
 )
 
+# Git commands that write no ref (nor the configuration); any other run through
+# :meth:`Repo.run` forgets what was read of the refs. ``config`` only with ``--get-regexp``.
+READ_ONLY_COMMANDS = frozenset({
+    "status", "rev-parse", "ls-tree", "ls-files", "log", "cat-file", "for-each-ref", "diff",
+    "show", "merge-base", "var", "check-ref-format", "hash-object"})
+
+# The configuration every recording command asks about (case folding, commit hooks and
+# signing, automatic maintenance): read in one ``git config --get-regexp``. The patterns of
+# :data:`COMMAND_PATTERNS` (each matching keys of this one only) are answered from it.
+COMMAND_CONFIG = (r"^(core\.ignorecase|core\.hookspath|hook\..*\.event|commit\.gpgsign|"
+                  r"maintenance\.auto)$")
+COMMAND_PATTERNS = frozenset({
+    r"^core\.ignorecase$", r"^(core\.hookspath|hook\..*\.event|commit\.gpgsign)$",
+    r"^maintenance\.auto$", r"^core\.hookspath$"})
+
+
+def reads_only(args: Sequence[str]) -> bool:
+    """Whether ``git <args>`` writes no ref and no configuration."""
+    if args[0] == "config":
+        return "--get-regexp" in args
+    return args[0] in READ_ONLY_COMMANDS
+
 
 class Repo(History):
     """A work tree and its git directories, resolved once to absolute paths.
@@ -48,6 +71,12 @@ class Repo(History):
         self.head_at_discovery: str | None = None
         self.head_tree_at_discovery: str | None = None
         self.branch_at_discovery: str | None = None
+        # The refs below a namespace, read in one for-each-ref (:meth:`for_each_ref`'s
+        # ``within``) and kept until a git call that may write a ref; the configuration
+        # entries of :data:`COMMAND_CONFIG`, read once and kept until a git call that may
+        # change the configuration (:meth:`config_entries`).
+        self._refs: tuple[str, list[str]] | None = None
+        self._config: tuple[object, list[tuple[str, str | None]]] | None = None
 
     @classmethod
     def discover(cls, cwd: str | os.PathLike[str] | None = None) -> Repo:
@@ -100,6 +129,10 @@ class Repo(History):
         the git directory has (almost) no space left (:data:`DISK_FULL_BYTES`), the
         temporary object files git wrote during this call are removed, so that freeing the
         user's own files is enough, and :class:`DiskFull` is raised instead."""
+        if args and not reads_only(args):
+            self._refs = None
+            if args[0] in ("config", "commit", "init", "submodule"):
+                self._config = None
         started = clock()
         try:
             return run_git(args, cwd=self.top, input=input, env=env,
@@ -143,9 +176,25 @@ class Repo(History):
         """Delete ``ref`` if it still points at ``old`` (compare-and-swap); whether it did."""
         return self.run("update-ref", "-d", ref, old, allow_non_zero=True).returncode == 0
 
-    def for_each_ref(self, prefix: str) -> list[str]:
-        """The full names of the refs below ``prefix`` (``git for-each-ref``), sorted by name."""
-        return self.run("for-each-ref", "--format=%(refname)", prefix).text.splitlines()
+    def for_each_ref(self, prefix: str, *, within: str | None = None) -> list[str]:
+        """The full names of the refs below ``prefix`` (``git for-each-ref``), sorted by name.
+
+        ``within`` (a namespace ending in ``/`` that ``prefix``, also ending in ``/``, lies
+        below): the refs of the whole namespace are read in one call and kept, so that the
+        next question about that namespace asks git nothing, until this repository runs a git
+        command that may write a ref (anything but :data:`READ_ONLY_COMMANDS`)."""
+        if within is None or not within.endswith("/") or not prefix.endswith("/") \
+                or not prefix.startswith(within):
+            return self.run("for-each-ref", "--format=%(refname)", prefix).text.splitlines()
+        if self._refs is None or self._refs[0] != within:
+            names = self.run("for-each-ref", "--format=%(refname)", within).text.splitlines()
+            self._refs = (within, names)
+        return [name for name in self._refs[1] if name.startswith(prefix)]
+
+    def forget_refs(self) -> None:
+        """Drop the refs :meth:`for_each_ref` kept: another process may have written some
+        (called once a lock is taken)."""
+        self._refs = None
 
     def ref_objects(self, prefix: str) -> list[tuple[str, str]]:
         """The (full name, object id) of each ref below ``prefix``, sorted by name."""
@@ -393,13 +442,49 @@ class Repo(History):
     def config_entries(self, pattern: str) -> list[tuple[str, str | None]]:
         """The (key, value) pairs of every configuration entry whose key matches the regular
         expression ``pattern`` (``git config --get-regexp``; keys with section and variable
-        names in lower case); the value is None for a bare ``key`` line, which means true."""
+        names in lower case); the value is None for a bare ``key`` line, which means true.
+
+        A pattern of :data:`COMMAND_PATTERNS` is answered from one read of every key of
+        :data:`COMMAND_CONFIG` (one ``git config`` per command instead of one per question),
+        read again when this repository runs ``git config``, ``commit``, ``init`` or
+        ``submodule``, or a configuration file git reads changed (:meth:`config_stamp`; the
+        files they include are not watched)."""
+        if pattern in COMMAND_PATTERNS:
+            stamp = self.config_stamp()
+            if self._config is None or self._config[0] != stamp:
+                self._config = (stamp, self.config_entries(COMMAND_CONFIG))
+            wanted = re.compile(pattern)
+            return [(key, value) for key, value in self._config[1] if wanted.search(key)]
         res = self.run("config", "-z", "--get-regexp", pattern, allow_non_zero=True)
         found: list[tuple[str, str | None]] = []
         for item in split_z(res.stdout):
             key, newline, value = item.partition("\n")
             found.append((key, value if newline else None))
         return found
+
+    def config_stamp(self) -> object:
+        """What changes when a configuration file git reads here changes (the repository's,
+        the work tree's, the global and the system one, as the environment names them: inode,
+        modification time and size of each) or the configuration given in the environment."""
+        env = os.environ
+        home = env.get("HOME", "")
+        files = [self.common_dir / "config", self.git_dir / "config.worktree"]
+        if env.get("GIT_CONFIG_GLOBAL"):
+            files.append(Path(env["GIT_CONFIG_GLOBAL"]))
+        elif home:
+            files += [Path(home) / ".gitconfig",
+                      Path(env.get("XDG_CONFIG_HOME") or Path(home) / ".config") / "git" / "config"]
+        if not env.get("GIT_CONFIG_NOSYSTEM"):
+            files.append(Path(env.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"))
+        stamps: list[object] = [env.get("GIT_CONFIG_PARAMETERS"), env.get("GIT_CONFIG_COUNT")]
+        for path in files:
+            try:
+                st = os.stat(path)
+            except OSError:
+                stamps.append(None)
+            else:
+                stamps.append((str(path), st.st_ino, st.st_mtime_ns, st.st_size))
+        return tuple(stamps)
 
     def commit_customizations(self) -> list[str]:
         """What would make ``git commit`` here do more than write-tree, commit-tree and
