@@ -36,7 +36,7 @@ from .paths import AUTO, Boundaries
 from .refs import attempts_prefix, session_branch, state_ref
 from .refs import namespace as ref_namespace
 from .workers import current as current_worker
-from .workers import reservations, reserve, shared_dir
+from .workers import relink, reservations, reserve, shared_dir
 
 if TYPE_CHECKING:
     from .hooks import HookReport
@@ -170,7 +170,7 @@ class Session:
         hook_timeout_seconds()  # a bad setting is refused before anything runs
         session = cls(repo, cfg, data, book)
         session.seen_version = seen
-        session.relink()
+        relink(repo, session.worker, session.layout.auto)
         if invalid:
             session.invalid_config = invalid
             session.warnings.append(invalid)
@@ -188,17 +188,6 @@ class Session:
 
             check_branch(session)
         return session
-
-    def relink(self) -> None:
-        """In a worker's worktree, put back its ``.auto`` link to the main work tree's session
-        folder when it is gone (``git clean -xfd``), so that ``.auto/measure.sh`` runs there."""
-        link = self.repo.top / AUTO
-        if self.worker is None or self.worker.main == self.repo.top or os.path.lexists(link):
-            return
-        try:
-            link.symlink_to(self.layout.auto, target_is_directory=True)
-        except OSError:
-            pass  # a read-only work tree: the commands that need it say what is missing
 
     def check_config(self) -> None:
         """Refuse when ``config.toml`` is not the file the ledger's last header recorded."""

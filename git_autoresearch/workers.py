@@ -11,6 +11,7 @@ tree is worker ``main``.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,3 +135,16 @@ def release(repo: Repo, session_id: str, worker: str, number: int | None = None)
     if number is not None and reservations(repo, session_id).get(worker) != number:
         return
     path.unlink(missing_ok=True)
+
+
+def relink(repo: Repo, worker: Worker | None, auto: Path) -> None:
+    """In a worker's worktree, put back its ``.auto`` link to the main work tree's session
+    folder ``auto`` when it is gone (``git clean -xfd``), so that ``.auto/measure.sh`` runs
+    there; nothing elsewhere, nor on a read-only work tree."""
+    link = repo.top / ".auto"
+    if worker is None or worker.main == repo.top or os.path.lexists(link):
+        return
+    try:
+        link.symlink_to(auto, target_is_directory=True)
+    except OSError:
+        pass  # the commands that need it say what is missing
