@@ -58,6 +58,11 @@ def check_branch(session: Session) -> None:
         wanted = worker_branch(session.config.session_id, session.worker.name)
     if branch != wanted:
         where = f"branch {branch}" if branch else "a detached HEAD"
+        done = finished(session) if session.worker is None else None
+        if done is not None:  # squash-merged or cherry-picked here, its branch kept or not
+            raise Refused(f"{done}: the session is over (to go on with it, git switch "
+                          f"{wanted}; to start another here, move .auto/ aside and run git "
+                          "autoresearch start --force)")
         if session.repo.resolve(wanted) is None:
             if merged_elsewhere(session):
                 raise Refused(f"the work tree is on {where}, and the session branch "

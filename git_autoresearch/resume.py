@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from . import ledger as ledger_mod
 from . import repairs
 from .branches import carry_over, merged_elsewhere, other_worktree, pull_hint
+from .branches import finished as finished_elsewhere
 from .config import Config, missing_scripts, parse_toml
 from .errors import Refused, UsageError
 from .files import write_atomic
@@ -188,6 +189,11 @@ def resume(session_id: str | None = None, cwd: str | os.PathLike[str] | None = N
     if session.worker is not None:  # a worker's home is its own branch
         wanted = worker_branch(session.config.session_id, session.worker.name)
     if repo.current_branch() != wanted:
+        done = finished_elsewhere(session) if session.worker is None else None
+        if done is not None:
+            raise Refused(f"{done}: the session is over, nothing was changed (to go on with "
+                          f"it, git switch {wanted}; to start another here, move .auto/ aside "
+                          "and run git autoresearch start --force)")
         _switch_to_session_branch(repo, session, wanted)
         actions.append(f"checked out {wanted}")
         session = Session.open(cwd)

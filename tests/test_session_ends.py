@@ -187,6 +187,10 @@ def test_a_session_finished_by_a_squash_merge(repo: Path, ar: Tool) -> None:
     _said_finished(repo, ar, f"a squash merge: commit {squash}")
     # sessions calls it merged (and gc may collect its refs), as after a merge commit.
     assert [s["state"] for s in ar(repo, "sessions", "--json").json()] == ["merged"]
+    # With its branch still there, a recording command and resume say so too, change nothing.
+    assert "the session is over" in ar(repo, "run", "-d", "x", expect=3).err
+    assert "the session is over" in ar(repo, "resume", expect=3).err
+    assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"
     git(repo, "branch", "-q", "-D", "autoresearch/s1")
     _said_finished(repo, ar, f"a squash merge: commit {squash}")
     assert "the session is over" in ar(repo, "run", "-d", "x", expect=3).err
