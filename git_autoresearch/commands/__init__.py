@@ -34,7 +34,7 @@ COMMAND_MODULES: dict[str, str] = {
     "hooks": "upkeep",
     "analyze": "reading",
     "summary": "reading",
-    "ideas": "upkeep",
+    "ideas": "backlog",
     "import": "upkeep",
     "dashboard": "reading",
     "audit": "auditing",
