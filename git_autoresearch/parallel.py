@@ -26,7 +26,7 @@ from .lock import busy
 from .paths import AUTO
 from .refs import WORKER_BRANCH_PREFIX, namespace, session_branch, worker_branch
 from .session import Session
-from .workers import MAIN, Worker, current, mark, release, reservations, unmark
+from .workers import MAIN, Worker, current, mark, release, reservations, unmark, worktree_path
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$")
 
@@ -159,10 +159,9 @@ def listing(session: Session) -> list[WorkerInfo]:
         commit = repo.resolve("refs/heads/" + branch)
         if name == (session.worker.name if session.worker else MAIN):
             path: Path | None = repo.top
-        elif name == MAIN and session.worker is not None:
-            path = session.worker.main
         else:
-            path = repo.worktree_of(branch)
+            path = worktree_path(repo, sid, name,
+                                 session.worker.main if session.worker else repo.top)
         if path is not None and not path.exists():
             path = None
         behind = bool(incumbent and commit and commit != incumbent
@@ -226,7 +225,8 @@ def remove(session: Session, name: str, *, force: bool = False) -> str:
     path = repo.worktree_of(branch)
     saved = ""
     if path is not None and path.exists():
-        changed = unrecorded(path)
+        # Without --force, check_removable found nothing unrecorded.
+        changed = unrecorded(path) if force else []
         if changed:
             saved = "; its unrecorded changes are saved at " + _save_leftovers(
                 session, path, name, changed)

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from . import ledger as ledger_mod
 from . import signals
 from .errors import StopLoop
@@ -59,18 +57,14 @@ def measured_elsewhere(session: Session) -> list[str]:
         return []
     from .git import Repo
     from .lock import busy
-    from .refs import worker_branch
-    from .workers import MAIN, reservations
+    from .workers import reservations, worktree_path
 
     found = []
     for name, number in sorted(reservations(session.repo, session.config.session_id).items()):
         if name == session.worker_name or session.ledger.find(number, ours=True) is not None:
             continue
-        path: Path | None
-        if name == MAIN:
-            path = session.worker.main
-        else:
-            path = session.repo.worktree_of(worker_branch(session.config.session_id, name))
+        path = worktree_path(session.repo, session.config.session_id, name,
+                             session.worker.main)
         if path is not None and path.exists() and busy(Repo.discover(path).scratch):
             found.append(f"{name} (run {number})")
     return found

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .git import Repo
-from .refs import WORKER_BRANCH_PREFIX
+from .refs import WORKER_BRANCH_PREFIX, worker_branch
 
 MAIN = "main"
 WORKER_FILE = "worker.json"
@@ -148,3 +148,12 @@ def relink(repo: Repo, worker: Worker | None, auto: Path) -> None:
         link.symlink_to(auto, target_is_directory=True)
     except OSError:
         pass  # the commands that need it say what is missing
+
+
+def worktree_path(repo: Repo, session_id: str, name: str, main: Path) -> Path | None:
+    """Where worker ``name`` of session ``session_id`` works: ``main`` (the main work tree)
+    for worker ``main``, else the linked worktree that has its branch checked out (None:
+    none has)."""
+    if name == MAIN:
+        return main
+    return repo.worktree_of(worker_branch(session_id, name))
