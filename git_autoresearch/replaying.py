@@ -83,8 +83,13 @@ def check_incumbent(session: Session) -> None:
     if session.worker is None:
         return
     check_free(session)
+    _check_moved(session)
+
+
+def _check_moved(session: Session) -> None:
+    """In a worker, raise :class:`IncumbentMoved` when the session branch is not HEAD."""
     now, head = tip(session), session.head()
-    if now is not None and now != head:
+    if session.worker is not None and now is not None and now != head:
         raise IncumbentMoved(head, now, kept_between(session, head, now))
 
 
@@ -239,6 +244,8 @@ def record_replaying(session: Session, status: str, description: str, *,
 
     for _ in range(REPLAYS + 1):
         try:
+            if status == "discard":  # decided against a best its base may not have had
+                _check_moved(session)
             return record(session, status, description, result=result, asi=asi, hooks=hooks,
                           replayed=replayed)
         except IncumbentMoved as moved:
