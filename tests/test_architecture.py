@@ -33,7 +33,7 @@ LAYERS = [
     {"start", "start_record", "resume", "doctor", "status", "demo", "audit", "finalize", "apply",
      "catalog", "sharing", "guard", "runcommits", "parallel"},
     {"recording", "recovery", "pending", "replaying"},
-    {"session", "reader", "branches", "journal", "stopping", "hookpayload"},
+    {"session", "reader", "branches", "journal", "stopping", "hookpayload", "baselines"},
     {"experiment", "trailers", "state", "submodules", "layout", "ideas", "scripts", "lock",
      "measure", "running", "hooks", "importers", "report", "insight", "dashboard", "plot",
      "review", "skill", "workers", "slots", "claims", "query", "queryformat"},
