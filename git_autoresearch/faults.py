@@ -23,14 +23,19 @@ start:  ``start:after-intent`` (start intent written, nothing else), ``start:aft
 worker: ``keep:before-advance`` (a worker's keep committed on its branch, the session branch not
         yet advanced), ``replay:saved`` (a candidate saved for its replay onto a new
         incumbent, the work tree untouched), ``replay:reverted`` (reverted, not yet moved),
-        ``replay:moved`` (moved onto the incumbent, the candidate not yet put back)
+        ``replay:moved`` (moved onto the incumbent, the candidate not yet put back);
+        through a remote (``worker join``): ``keep:before-push`` (the keep made and the session
+        branch advanced here, not yet pushed), ``keep:after-push`` (landed on the remote, not
+        yet in the ledger), ``land:undone-branch`` (a keep the remote refused, half undone:
+        the index and the session branch back, HEAD not yet)
 
 Two more seams let a test act at a step without killing: ``$GIT_AUTORESEARCH_CREATE_AT`` names a
 step where the file ``$GIT_AUTORESEARCH_CREATE_FILE`` is created (as another git process taking
 ``index.lock`` would), and ``$GIT_AUTORESEARCH_PAUSE_AT`` names a step where the process says
 ``paused at <step>`` on stderr and waits (at most 10 s, less once a signal has arrived), so that a
-test can send a signal at exactly that point. Besides the steps above, ``group:started`` is the
-moment after an experiment's or a hook's process group was started.
+test can send a signal at exactly that point, or act and then create the file
+``$GIT_AUTORESEARCH_GO_FILE``, which ends the wait. Besides the steps above,
+``group:started`` is the moment after an experiment's or a hook's process group was started.
 """
 
 from __future__ import annotations
@@ -67,6 +72,9 @@ STEPS = (
     "replay:saved",
     "replay:reverted",
     "replay:moved",
+    "keep:before-push",
+    "keep:after-push",
+    "land:undone-branch",
 )
 
 
@@ -87,5 +95,7 @@ def checkpoint(step: str) -> None:
         sys.stderr.write(f"paused at {step}\n")
         sys.stderr.flush()
         deadline = time.monotonic() + PAUSE_SECONDS
-        while time.monotonic() < deadline and signals.received() is None:
+        go = os.environ.get("GIT_AUTORESEARCH_GO_FILE")
+        while time.monotonic() < deadline and signals.received() is None \
+                and not (go and os.path.exists(go)):
             time.sleep(0.01)

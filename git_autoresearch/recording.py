@@ -194,7 +194,8 @@ def _record(session: Session, status: str, description: str, *, result: Measurem
                       "recorded; measure it again under the new configuration (git "
                       "autoresearch run)")
     head = session.head()
-    number = session.next_run()
+    # Through a remote, a number is taken there before it is written (one measure took it).
+    number = session.reserve_run() if session.remote else session.next_run()
     changes = session.changes()
     warnings: list[str] = []
     status, chosen, measured = _settle(session, status, result, given, force, changes, warnings)
@@ -470,6 +471,11 @@ def _after_append(session: Session, record: RunRecord, untracked_after: list[str
         warnings.append(f"run {record['run']} was recorded, but {exc.message}: the files "
                         "untracked before the next experiment are those before this one")
     warnings += session.mirror_state(f"after run {record['run']} ({record['status']})")
+    if session.remote is not None:
+        from .remoteledger import publish
+
+        warnings += publish(session.repo, session.remote, session.config.session_id,
+                            session.worker_name, session.layout.ledger, record["run"])
     if record["run"] % MAINTENANCE_EVERY == 0:
         session.repo.auto_maintenance()
     session.layout.pending.unlink(missing_ok=True)

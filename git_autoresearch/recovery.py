@@ -155,8 +155,21 @@ def _finish_keep(session: Session, intent: Intent, number: int,
     if committed and session.worker is not None:
         from .replaying import advance, tip
 
-        if tip(session) == intent.head:  # killed between the commit and the branch's advance
-            advance(session, intent.head, head)
+        try:
+            if tip(session) == intent.head:  # killed between the commit and the advance
+                advance(session, intent.head, head)
+            elif session.remote is not None:  # killed between the advance and the push
+                from .landing import land
+
+                land(session, intent.head, head)
+        except Refused as exc:
+            if session.repo.head() != intent.head:  # not undone: the intent stays
+                raise
+            session.layout.intent.unlink(missing_ok=True)
+            return (f"the interrupted keep of run {number} could not land on "
+                    f"{session.remote}: {exc.message}; it was undone here, and the "
+                    "candidate is in the work tree, to be measured again (git autoresearch "
+                    "run)")
     record.update({"commit": repo.short(head), "committed": committed})
     finished.append(append_run(session, record, intent.untracked_after, None, warnings))
     return f"finished the interrupted keep of run {number}{note}"

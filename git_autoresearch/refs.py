@@ -9,6 +9,12 @@
 - ``refs/autoresearch/<session-id>/state``: the session files (:mod:`git_autoresearch.state`);
 - ``refs/autoresearch/<session-id>/claims/<key>``: an idea a worker took
   (:mod:`git_autoresearch.claims`), ``<key>`` a short hash of the idea's text;
+- ``refs/autoresearch/<session-id>/ledgers/<worker>``: the ledger of a worker that joined
+  through a remote (``worker join``), a commit holding its ``log.jsonl``, pushed after each run;
+- ``refs/autoresearch/<session-id>/runs/<n>``: run number ``n`` taken by such a worker (created
+  on the remote only if it was free, so two machines never number two runs alike);
+- ``refs/autoresearch/<session-id>/upstream``: here only, the remote's session branch as a
+  joined worker last fetched it;
 - ``autoresearch/<session-id>-final``: the keeps replayed onto the session's base for review
   (``finalize``), and ``autoresearch/<session-id>-final-<run>``: one keep alone on the base
   (``finalize --split``).
@@ -74,6 +80,21 @@ def claims_prefix(session_id: str) -> str:
 def claim_ref(session_id: str, key: str) -> str:
     """The ref of the claim on the idea whose key is ``key``."""
     return f"{claims_prefix(session_id)}{key}"
+
+
+def ledgers_prefix(session_id: str) -> str:
+    """``refs/autoresearch/<session-id>/ledgers/``, followed by a worker's name."""
+    return f"{namespace(session_id)}/ledgers/"
+
+
+def runs_prefix(session_id: str) -> str:
+    """``refs/autoresearch/<session-id>/runs/``, followed by a run number taken on a remote."""
+    return f"{namespace(session_id)}/runs/"
+
+
+def upstream_ref(session_id: str) -> str:
+    """The remote's session branch as a joined worker last fetched it (never pushed)."""
+    return f"{namespace(session_id)}/upstream"
 
 
 def state_ref(session_id: str) -> str:

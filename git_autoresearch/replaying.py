@@ -127,6 +127,10 @@ def advance(session: Session, old: str, new: str) -> None:
         raise Refused(f"the session branch moved while worker {session.worker_name} kept "
                       f"{session.repo.short(new)} (it is on its worker branch); git "
                       "autoresearch doctor reports it") from None
+    if session.remote is not None:  # a joined clone: the keep is one once the remote has it
+        from .landing import land
+
+        land(session, old, new)
 
 
 def replay(session: Session, changes: Changes, number: int, base: str, onto: str,
@@ -269,11 +273,16 @@ def record_replaying(session: Session, status: str, description: str, *,
 def catch_up(session: Session) -> Replayed | None:
     """Before a worker measures: when another worker kept since this one's base, the
     candidate in the work tree is replayed onto the incumbent first (:func:`replay`), so that
-    it is measured and decided on the commit it would be kept on; returns what was done (its
+    it is measured and decided on the commit it would be kept on (in a clone that joined
+    through a remote, the remote's session branch fetched first); returns what was done (its
     ``conflicts`` set when it could not be replayed; nothing moved then), or None when the
     worker is on the incumbent (or holds no change: it then simply follows it)."""
     if session.worker is None:
         return None
+    if session.remote is not None:  # a joined clone: the incumbent is the remote's
+        from .landing import sync
+
+        sync(session)
     now, head = tip(session), session.head()
     if now is None or now == head or not is_ancestor(session.repo, head, now):
         return None

@@ -169,6 +169,8 @@ class Session:
         lock_wait_seconds()
         hook_timeout_seconds()  # a bad setting is refused before anything runs
         session = cls(repo, cfg, data, book)
+        if session.remote:  # a clone that joined through a remote reads every worker's runs
+            session.ledger = session.read_ledger()
         session.seen_version = seen
         relink(repo, session.worker, session.layout.auto)
         if invalid:
@@ -306,12 +308,24 @@ class Session:
         """This work tree's worker name (``main`` when it is no worker's)."""
         return self.worker.name if self.worker else "main"
 
+    @property
+    def remote(self) -> str | None:
+        """The remote through which this clone joined the session (``worker join``), or None."""
+        return self.worker.remote if self.worker else None
+
     def reserve_run(self) -> int:
         """The number of the run this work tree measures next, held for it so that no other
-        worker takes it until it is recorded (:func:`workers.reserve`)."""
+        worker takes it until it is recorded (:func:`workers.reserve`); in a clone that joined
+        through a remote, taken there first (:func:`remoteledger.claim_run`)."""
         with self.shared("reserve a run number"):
             number = self.next_run()
-            if reservations(self.repo, self.config.session_id).get(self.worker_name) != number:
+            held = reservations(self.repo, self.config.session_id).get(self.worker_name)
+            if held != number and self.remote is not None:
+                from .remoteledger import claim_run
+
+                number = claim_run(self.repo, self.remote, self.config.session_id, number,
+                                   self.head(), self.worker_name)
+            if held != number:
                 reserve(self.repo, self.config.session_id, self.worker_name, number)
             return number
 
@@ -323,7 +337,17 @@ class Session:
 
             self.ledger = ledger_from_trailers(self.repo, self.trailer_branch)
         else:
-            self.ledger = ledger_mod.read(self.ledger_path)
+            self.ledger = self.read_ledger()
+
+    def read_ledger(self) -> Ledger:
+        """The ledger file; in a clone that joined through a remote, with the runs of the
+        other workers' ledger refs merged in (:func:`remoteledger.read_merged`)."""
+        if self.remote is None:
+            return ledger_mod.read(self.ledger_path)
+        from .remoteledger import read_merged
+
+        return read_merged(self.repo, self.config.session_id, self.ledger_path,
+                           self.worker_name)
 
     def version(self) -> str:
         """Changes whenever the runs may have: the ledger's size and time, or the branch tip."""

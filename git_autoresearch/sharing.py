@@ -41,6 +41,7 @@ from .refs import (
     session_of_branch,
     session_of_state_ref,
     state_ref,
+    upstream_ref,
 )
 from .repairs import lost_lines
 from .resume import restore_files
@@ -110,6 +111,7 @@ def _session_refs(sid: str) -> list[str]:
 
 def _local_refs(repo: Repo, sid: str) -> dict[str, str]:
     found = dict(repo.ref_objects(namespace(sid) + "/"))
+    found.pop(upstream_ref(sid), None)  # what this clone last saw there: never sent
     tip = repo.resolve(f"refs/heads/{session_branch(sid)}")
     if tip is not None:
         found[f"refs/heads/{session_branch(sid)}"] = tip

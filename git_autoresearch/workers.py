@@ -4,8 +4,9 @@ session's shared folder in the common git directory, ``autoresearch-sessions/<id
 run-number reservations, measurement slots).
 
 A worker worktree is marked by ``worker.json`` in its scratch folder (``git rev-parse
---git-path autoresearch``): ``{"worker": NAME, "session_id": ID, "main": PATH}``. The main work
-tree is worker ``main``.
+--git-path autoresearch``): ``{"worker": NAME, "session_id": ID, "main": PATH}``, and
+``"remote": REMOTE`` for a clone that joined the session through a remote (``worker join``).
+The main work tree is worker ``main``.
 """
 
 from __future__ import annotations
@@ -25,11 +26,13 @@ WORKER_FILE = "worker.json"
 @dataclass(frozen=True)
 class Worker:
     """A worker worktree as its marker names it: ``name``, ``session_id`` and ``main``, the top
-    of the main work tree (whose ``.auto/`` the worker shares)."""
+    of the main work tree (whose ``.auto/`` the worker shares), and the ``remote`` (a remote's
+    name or URL) through which a clone joined the session (None: a worktree here)."""
 
     name: str
     session_id: str
     main: Path
+    remote: str | None = None
 
 
 def current(repo: Repo) -> Worker | None:
@@ -45,7 +48,8 @@ def current(repo: Repo) -> Worker | None:
     name, sid, main = data.get("worker"), data.get("session_id"), data.get("main")
     if not (isinstance(name, str) and isinstance(sid, str) and isinstance(main, str)):
         return None
-    return Worker(name, sid, Path(main))
+    remote = data.get("remote")
+    return Worker(name, sid, Path(main), remote if isinstance(remote, str) and remote else None)
 
 
 def from_branch(repo: Repo) -> Worker | None:
@@ -85,9 +89,10 @@ def mark(repo: Repo, worker: Worker) -> None:
     from .files import write_atomic
 
     repo.scratch.mkdir(parents=True, exist_ok=True)
-    write_atomic(repo.scratch / WORKER_FILE, json.dumps(
-        {"worker": worker.name, "session_id": worker.session_id,
-         "main": str(worker.main)}).encode())
+    data = {"worker": worker.name, "session_id": worker.session_id, "main": str(worker.main)}
+    if worker.remote:
+        data["remote"] = worker.remote
+    write_atomic(repo.scratch / WORKER_FILE, json.dumps(data).encode())
 
 
 def unmark(repo: Repo) -> None:

@@ -58,12 +58,13 @@ KEEP_STEPS = ["keep:saving-index", "keep:staging", "keep:before-commit", "keep:a
 
 
 def test_every_named_step_is_in_the_kill_matrix() -> None:
+    from test_remote_workers import REMOTE_STEPS
     from test_workers import WORKER_STEPS
 
     from git_autoresearch.faults import STEPS
 
     assert set(REVERT_STEPS) | set(KEEP_STEPS) | set(START_STEPS) | set(SET_ASIDE_STEPS) \
-        | set(WORKER_STEPS) == set(STEPS)
+        | set(WORKER_STEPS) | set(REMOTE_STEPS) == set(STEPS)
 
 
 SET_ASIDE_STEPS = ["set-aside:after-attempt", "set-aside:after-remove"]

@@ -112,3 +112,56 @@ def worker_remove_cmd(names: tuple[str, ...], force: bool, as_json: bool) -> Non
         click.echo(line)
     for message in session.warnings:
         warn(message)
+
+
+@worker_cmd.command("join", context_settings=CONTEXT)
+@click.argument("remote")
+@click.argument("session_id", metavar="SESSION")
+@click.option("--name", metavar="NAME",
+              help="This worker's name (default: the machine's short host name).")
+@json_option
+def worker_join_cmd(remote: str, session_id: str, name: str | None, as_json: bool) -> None:
+    """Join session SESSION, shared through REMOTE, from this clone: a worker on another
+    machine. Its keeps land on REMOTE by a push with a lease, its runs travel as its own
+    ledger ref. Run it in the clone that started the session too: that sends the session."""
+    from ..config import SESSION_ID_RE
+    from ..errors import UsageError
+    from ..joining import join
+
+    if not SESSION_ID_RE.match(session_id):
+        raise UsageError(f"bad session id {session_id!r} (git autoresearch sessions lists them)")
+    joined = join(None, remote, session_id, name)
+    if as_json:
+        emit_json(joined.to_json())
+        return
+    for note in joined.notes:
+        click.echo(note)
+    click.echo(f"worker {joined.worker} joined session {joined.session_id} through "
+               f"{joined.remote}, on branch {joined.branch} at {joined.commit}; use the usual "
+               "commands here (git autoresearch run ...)")
+
+
+@worker_cmd.command("sync", context_settings=CONTEXT)
+@json_option
+def worker_sync_cmd(as_json: bool) -> None:
+    """In a clone that joined a session (worker join): fetch the incumbent and every worker's
+    runs from the remote now (run and measure do it before measuring)."""
+    from ..errors import Refused
+    from ..landing import sync
+    from ..refs import session_branch
+    from ..session import Session
+
+    session = Session.open(on_branch=False)
+    if session.remote is None:
+        raise Refused("this work tree did not join its session through a remote (git "
+                      "autoresearch worker join REMOTE SESSION)")
+    sync(session)
+    tip = session.repo.resolve("refs/heads/" + session_branch(session.config.session_id))
+    workers = sorted({str(r.data.get("worker")) for r in session.ledger.runs
+                      if r.data.get("worker")})
+    if as_json:
+        emit_json({"remote": session.remote, "incumbent": tip,
+                   "runs": len(session.ledger.runs), "workers": workers})
+        return
+    click.echo(f"fetched from {session.remote}: incumbent {session.repo.short(tip or '')}, "
+               f"{len(session.ledger.runs)} run(s) by {', '.join(workers) or 'no worker'}")

@@ -62,6 +62,21 @@ def leave_unstaged(repo: Repo, old: str, new: str) -> None:
     repo.run("read-tree", old)
 
 
+def index_to(repo: Repo, commit: str) -> None:
+    """Make the index hold ``commit``'s tree (``git read-tree``); HEAD and the work tree are
+    untouched, so what differs from ``commit`` in the work tree shows as unstaged."""
+    repo.run("read-tree", commit)
+
+
+def switch_new(repo: Repo, branch: str, commit: str) -> None:
+    """Check out ``branch`` (short name), created at ``commit`` unless it exists (then it is
+    checked out as it is): ``git switch [-c]``. Raises :class:`GitError` when git refuses (a
+    changed file in the way)."""
+    exists = repo.resolve(f"refs/heads/{branch}") is not None
+    repo.run("switch", "-q", *([] if exists else ["-c"]), branch,
+             *([] if exists else [commit]))
+
+
 def point_head(repo: Repo, branch_ref: str) -> None:
     """Make HEAD the symbolic ref ``branch_ref`` (``refs/heads/...``): the work tree and index
     are untouched, so the branch should point at HEAD's commit."""

@@ -46,6 +46,20 @@ def fetch_objects(repo: Repo, remote: str, refs: Sequence[str]) -> bool:
     return res.returncode == 0
 
 
+def fetch_refspecs(repo: Repo, remote: str, refspecs: Sequence[str]) -> str | None:
+    """Fetch ``refspecs`` (``+src:dst``, globs allowed) from ``remote`` in one ``git fetch``
+    that writes no FETCH_HEAD and no tags; None when it worked, else the last line git said
+    (the remote unreachable, a named source ref missing there)."""
+    res = repo.run("fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+                   "--no-recurse-submodules", "--end-of-options", remote, *refspecs,
+                   allow_non_zero=True)
+    if res.returncode == 0:
+        return None
+    lines = said(res.stderr)
+    return (lines[-1].strip().removeprefix("fatal: ") if lines
+            else f"git fetch exit {res.returncode}")
+
+
 def has_commit(repo: Repo, oid: str) -> bool:
     """Whether the commit ``oid`` is in this repository's object store."""
     return repo.run("cat-file", "-e", f"{oid}^{{commit}}", allow_non_zero=True).returncode == 0

@@ -1,0 +1,278 @@
+"""Workers on several machines through a git remote (``worker join``): one session branch that
+advances on the remote only by a push with a lease, run numbers taken there, each worker's
+runs travelling as its ledger ref and read back merged, in time order, by every clone; and
+nothing lost when a keep is refused, cannot be sent, or is killed on its way."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import Tool, git, runs, start_args, write
+
+from git_autoresearch.remoteledger import merged
+
+TOOL = [sys.executable, "-m", "git_autoresearch"]
+BRANCH = "autoresearch/s1"
+
+
+def tool(cwd: Path, *args: str, env: dict[str, str] | None = None
+         ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*TOOL, *args], cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})})
+
+
+def remote_refs(remote: Path) -> dict[str, str]:
+    listing = git(remote, "for-each-ref", "--format=%(refname) %(objectname)")
+    return dict(line.split(" ") for line in listing.splitlines())
+
+
+@pytest.fixture
+def machines(repo: Path, ar: Tool, tmp_path: Path) -> tuple[Path, Path, Path]:
+    """Session s1 (score = value.txt + extra.txt, strict rule) started in ``repo`` (machine
+    a), shared through a bare remote: a joined as worker ma, which sends it; a clone b joined
+    as mb. Returns (a, b, remote)."""
+    write(repo / "extra.txt", "100\n")
+    write(repo / "bench.sh", "#!/bin/sh\necho \"score: $(( $(cat value.txt) + "
+          "$(cat extra.txt) ))\"\n", 0o755)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "two numbers")
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
+    git(repo, "remote", "add", "origin", str(remote))
+    git(repo, "push", "-q", "origin", "main")
+    ar(repo, *start_args("--decision", "strict", "--scope", "value.txt", "--scope",
+                         "extra.txt"))
+    joined = ar(repo, "worker", "join", "origin", "s1", "--name", "ma", "--json").json()
+    assert (joined["worker"], joined["branch"], joined["notes"]) == (
+        "ma", "autoresearch-workers/s1/ma", ["sent session s1 to origin"])
+    b = tmp_path / "b"
+    git(tmp_path, "clone", "-q", str(remote), str(b))
+    joined = ar(b, "worker", "join", "origin", "s1", "--name", "mb", "--json").json()
+    assert joined["notes"] == ["restored .auto/config.toml", "restored .auto/prompt.md",
+                               "restored .auto/log.jsonl"]
+    assert git(b, "symbolic-ref", "--short", "HEAD") == "autoresearch-workers/s1/mb"
+    return repo, b, remote
+
+
+def test_two_machines_share_one_session_through_a_remote(
+        machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """b keeps; a's candidate, made on the old incumbent, is replayed onto b's keep before it
+    is measured; the remote's branch is a's keep on b's; run numbers never repeat; and each
+    clone's log shows every run, in time order, with its worker."""
+    a, b, remote = machines
+    write(b / "value.txt", "90\n")
+    first = ar(b, "run", "-d", "value 90", "--json").json()
+    assert (first["run"], first["status"], first["metric"], first["worker"]) == (
+        2, "keep", 190, "mb")
+    write(a / "extra.txt", "80\n")
+    second = ar(a, "run", "-d", "extra 80", "--json").json()
+    assert (second["run"], second["status"], second["metric"], second["worker"]) == (
+        3, "keep", 170, "ma")
+    assert second["replayed"]["kept_meanwhile"] == [2]
+    there = remote_refs(remote)
+    assert there[f"refs/heads/{BRANCH}"] == git(a, "rev-parse", "HEAD")
+    assert git(remote, "rev-parse", "--short", f"{BRANCH}^") == first["commit"]
+    assert git(remote, "show", f"{BRANCH}:value.txt") == "90"
+    assert git(remote, "show", f"{BRANCH}:extra.txt") == "80"
+    assert {"refs/autoresearch/s1/ledgers/ma", "refs/autoresearch/s1/ledgers/mb",
+            "refs/autoresearch/s1/runs/2", "refs/autoresearch/s1/runs/3"} <= set(there)
+    synced = ar(b, "worker", "sync", "--json").json()
+    assert (synced["runs"], synced["workers"]) == (3, ["ma", "mb"])
+    for clone in (a, b):
+        rows = ar(clone, "log", "--format", "jsonl").out.splitlines()
+        assert [(json.loads(r)["run"], json.loads(r).get("worker")) for r in rows] == [
+            (1, None), (2, "mb"), (3, "ma")]
+    # Each clone's own ledger file holds what it wrote; the others' come from their refs.
+    assert [r["run"] for r in runs(b)] == [1, 2]
+    assert git(b, "rev-parse", BRANCH) == git(a, "rev-parse", "HEAD")
+
+
+def test_a_keep_the_remote_refuses_is_undone_and_measured_again(
+        machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """b measured on the old incumbent; a keeps first; b's keep is refused by the lease: it
+    is undone in b (nothing recorded, the candidate in the work tree, replayed onto a's keep),
+    and once measured again it lands on a's keep."""
+    a, b, remote = machines
+    write(b / "value.txt", "70\n")
+    ar(b, "measure")
+    write(a / "extra.txt", "60\n")
+    kept = ar(a, "run", "-d", "extra 60", "--json").json()
+    refused = ar(b, "keep", "-d", "value 70", expect=3)
+    incumbent = git(a, "rev-parse", "--short", "HEAD")
+    assert refused.err.strip() == (
+        f"git autoresearch: the incumbent moved since this candidate was measured (run(s) "
+        f"{kept['run']} kept by other workers): the candidate was replayed onto the incumbent "
+        f"{incumbent} (run(s) {kept['run']}; saved at refs/autoresearch/s1/replays/2) and must "
+        "be measured against it: git autoresearch measure, then keep")
+    assert git(b, "rev-parse", "--short", "HEAD") == incumbent
+    assert git(b, "status", "--porcelain", "--untracked-files=no") == "M value.txt"
+    assert (b / "extra.txt").read_text() == "60\n"
+    assert [r["run"] for r in runs(b)] == [1]
+    assert git(remote, "rev-parse", "--short", BRANCH) == incumbent
+    ar(b, "measure")
+    record = ar(b, "keep", "-d", "value 70", "--json").json()
+    assert (record["run"], record["status"], record["metric"]) == (2, "keep", 130)
+    assert git(remote, "rev-parse", "--short", f"{BRANCH}^") == incumbent
+    assert git(remote, "show", f"{BRANCH}:value.txt") == "70"
+
+
+def test_run_replays_and_measures_again_when_the_push_is_refused(
+        machines: tuple[Path, Path, Path], ar: Tool, tmp_path: Path) -> None:
+    """a keeps while b's run is between its commit and its push: b's push is refused, the
+    keep undone, the candidate replayed onto a's keep, measured again and kept there."""
+    a, b, remote = machines
+    go = tmp_path / "go"
+    write(b / "value.txt", "70\n")
+    paused = subprocess.Popen(
+        [*TOOL, "run", "-d", "value 70", "--json"], cwd=b, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "GIT_AUTORESEARCH_PAUSE_AT": "keep:before-push",
+             "GIT_AUTORESEARCH_GO_FILE": str(go)})
+    assert paused.stderr is not None
+    assert paused.stderr.readline().strip() == "paused at keep:before-push"
+    write(a / "extra.txt", "60\n")
+    kept = ar(a, "run", "-d", "extra 60", "--json").json()
+    go.touch()
+    out, err = paused.communicate(timeout=60)
+    assert paused.returncode == 0, err
+    record = json.loads(out)
+    assert (record["run"], record["status"], record["metric"]) == (2, "keep", 130)
+    assert record["replayed"]["kept_meanwhile"] == [kept["run"]]
+    assert git(remote, "rev-parse", f"{BRANCH}^") == git(a, "rev-parse", "HEAD")
+    assert git(remote, "rev-parse", BRANCH) == git(b, "rev-parse", "HEAD")
+
+
+# The kill steps of a keep through a remote (each killed in a test below).
+REMOTE_STEPS = ["keep:before-push", "keep:after-push", "land:undone-branch"]
+
+
+@pytest.mark.parametrize("step", REMOTE_STEPS[:2])
+def test_a_keep_killed_on_its_way_to_the_remote_lands_on_resume(
+        machines: tuple[Path, Path, Path], ar: Tool, step: str) -> None:
+    """Killed after the keep's commit, before or after its push: resume finishes the run,
+    the remote holds the keep, and the ledger ref carries its record."""
+    _, b, remote = machines
+    write(b / "value.txt", "90\n")
+    killed = tool(b, "run", "-d", "value 90", env={"GIT_AUTORESEARCH_DIE_AT": step})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    done = ar(b, "resume", "--json").json()
+    assert done["actions"][0].startswith("finished the interrupted keep of run 2")
+    assert git(remote, "rev-parse", BRANCH) == git(b, "rev-parse", "HEAD")
+    assert git(remote, "show", f"{BRANCH}:value.txt") == "90"
+    sent = git(remote, "show", "refs/autoresearch/s1/ledgers/mb:log.jsonl").splitlines()
+    assert json.loads(sent[-1])["run"] == 2
+
+
+def test_a_keep_killed_before_its_push_while_another_kept_is_undone(
+        machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """Killed before its push, and a kept meanwhile: resume cannot land it, so it undoes it,
+    the candidate stays in the work tree, and the next run replays it onto a's keep."""
+    a, b, remote = machines
+    write(b / "value.txt", "70\n")
+    killed = tool(b, "run", "-d", "value 70", env={"GIT_AUTORESEARCH_DIE_AT": "keep:before-push"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    write(a / "extra.txt", "60\n")
+    kept = ar(a, "run", "-d", "extra 60", "--json").json()
+    done = ar(b, "resume", "--json").json()
+    assert done["actions"][0].startswith(
+        "the interrupted keep of run 2 could not land on origin: the incumbent moved")
+    assert (b / "value.txt").read_text() == "70\n"
+    assert [r["run"] for r in runs(b)] == [1]
+    record = ar(b, "run", "-d", "value 70", "--json").json()
+    assert (record["run"], record["status"], record["metric"]) == (2, "keep", 130)
+    assert record["replayed"]["kept_meanwhile"] == [kept["run"]]
+    assert git(remote, "rev-parse", f"{BRANCH}^") == git(a, "rev-parse", "HEAD")
+
+
+def test_a_refused_keep_killed_half_undone_is_undone_on_resume(
+        machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """Killed while undoing a refused keep (index and session branch back, HEAD not):
+    resume undoes the rest, and nothing is recorded; the next run replays the candidate."""
+    a, b, remote = machines
+    base = git(b, "rev-parse", "HEAD")
+    write(b / "value.txt", "70\n")
+    ar(b, "measure")
+    write(a / "extra.txt", "60\n")
+    ar(a, "run", "-d", "extra 60")
+    killed = tool(b, "keep", "-d", "value 70",
+                  env={"GIT_AUTORESEARCH_DIE_AT": "land:undone-branch"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    done = ar(b, "resume", "--json").json()
+    assert done["actions"][0].startswith(
+        "the interrupted keep of run 2 could not land on origin")
+    assert git(b, "rev-parse", "HEAD") == base
+    assert git(b, "rev-parse", BRANCH) == git(remote, "rev-parse", BRANCH) == git(
+        a, "rev-parse", "HEAD")
+    assert git(b, "status", "--porcelain", "--untracked-files=no") == "M value.txt"
+    assert [r["run"] for r in runs(b)] == [1]
+    record = ar(b, "run", "-d", "value 70", "--json").json()
+    assert (record["run"], record["status"], record["metric"]) == (2, "keep", 130)
+    assert git(remote, "rev-parse", f"{BRANCH}^") == git(a, "rev-parse", "HEAD")
+
+
+def test_a_keep_that_cannot_reach_the_remote_keeps_nothing(
+        machines: tuple[Path, Path, Path], ar: Tool, tmp_path: Path) -> None:
+    """The remote is gone between measure and keep: the keep is undone (nothing kept that
+    the remote does not hold), the candidate stays, and the message says so."""
+    _, b, _ = machines
+    write(b / "value.txt", "70\n")
+    ar(b, "measure")
+    head = git(b, "rev-parse", "HEAD")
+    git(b, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
+    refused = ar(b, "keep", "-d", "value 70", expect=3)
+    assert refused.err.strip() == (
+        "git autoresearch: the keep could not be sent to origin (git push failed: is it "
+        "reachable and writable?); nothing was recorded, and the candidate is in the work "
+        "tree: measure it again once the remote can be reached")
+    assert git(b, "rev-parse", "HEAD") == git(b, "rev-parse", BRANCH) == head
+    assert (b / "value.txt").read_text() == "70\n"
+    assert [r["run"] for r in runs(b)] == [1]
+    gone = ar(b, "measure", expect=3)
+    assert gone.err.strip().startswith("git autoresearch: cannot fetch session s1 from origin:")
+
+
+def test_a_run_number_taken_on_the_remote_is_stepped_over(
+        machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """Run 2 was taken on the remote by someone b has not heard of: b's keep takes 3."""
+    a, b, remote = machines
+    git(a, "push", "-q", "origin", f"{BRANCH}:refs/autoresearch/s1/runs/2")
+    write(b / "value.txt", "90\n")
+    record = ar(b, "keep", "-d", "value 90", "--metric", "190", "--json").json()
+    assert record["run"] == 3
+    assert "refs/autoresearch/s1/runs/3" in remote_refs(remote)
+
+
+def test_join_refuses_a_taken_name_a_bad_name_and_a_missing_session(
+        machines: tuple[Path, Path, Path], ar: Tool, tmp_path: Path) -> None:
+    _, _, remote = machines
+    c = tmp_path / "c"
+    git(tmp_path, "clone", "-q", str(remote), str(c))
+    taken = ar(c, "worker", "join", "origin", "s1", "--name", "mb", expect=3)
+    assert taken.err.strip() == ("git autoresearch: a worker named mb already joined session "
+                                 "s1 through origin: choose another name (--name)")
+    bad = ar(c, "worker", "join", "origin", "s1", "--name", "-x", expect=2)
+    assert bad.err.strip().startswith("git autoresearch: bad worker name '-x'")
+    missing = ar(c, "worker", "join", "origin", "s9", "--name", "mc", expect=3)
+    assert missing.err.strip().startswith("git autoresearch: origin has no session s9")
+    assert not (c / ".auto").exists()
+    assert git(c, "symbolic-ref", "--short", "HEAD") == "main"
+
+
+def test_merged_ledgers_add_each_missing_run_once_in_time_order() -> None:
+    """A foreign run goes before the first local line stamped later; a run number the local
+    ledger (or an earlier foreign one) holds is not added twice; a torn last line stays last."""
+    header = b'{"type":"config","name":"x","timestamp":100}'
+    local = (header + b'\n{"run":1,"timestamp":200}\n{"run":3,"timestamp":400}\n'
+             b'{"run":5,"timest')
+    foreign = [b'{"run":2,"timestamp":300}\n{"run":3,"timestamp":400}\n',
+               b'{"run":2,"timestamp":300}\n{"run":4,"timestamp":450}\n{"run":0}\n']
+    assert merged(local, foreign) == (
+        header + b'\n{"run":1,"timestamp":200}\n{"run":2,"timestamp":300}\n'
+        b'{"run":3,"timestamp":400}\n{"run":4,"timestamp":450}\n{"run":5,"timest')
+    assert merged(local, [b'{"run":3,"timestamp":1}\n']) == local
