@@ -24,7 +24,7 @@ from .git.worktrees import remove as remove_worktree
 from .layout import Layout, exclude_auto_link
 from .lock import busy
 from .paths import AUTO
-from .refs import WORKER_BRANCH_PREFIX, namespace, session_branch, worker_branch
+from .refs import WORKER_BRANCH_PREFIX, ledgers_prefix, namespace, session_branch, worker_branch
 from .session import Session
 from .workers import MAIN, Worker, current, mark, release, reservations, unmark, worktree_path
 
@@ -44,11 +44,13 @@ class WorkerInfo:
     behind: bool
     last_run: dict[str, Any] | None
     measuring: int | None
+    elsewhere: bool = False  # a clone that joined through the remote, known by its ledger ref
 
     def to_json(self) -> dict[str, Any]:
         return {"worker": self.name, "branch": self.branch,
                 "path": str(self.path) if self.path else None, "commit": self.commit,
-                "behind": self.behind, "last_run": self.last_run, "measuring": self.measuring}
+                "behind": self.behind, "last_run": self.last_run, "measuring": self.measuring,
+                "elsewhere": self.elsewhere}
 
 
 def default_folder(session: Session) -> Path:
@@ -145,7 +147,8 @@ def add(session: Session, count: int, folder: Path | None = None,
 
 
 def listing(session: Session) -> list[WorkerInfo]:
-    """Every worker of the session, ``main`` first."""
+    """Every worker of the session, ``main`` first; the clones that joined through a remote
+    (their ledger refs fetched here) after them, ``elsewhere``."""
     repo, sid = session.repo, session.config.session_id
     incumbent = repo.resolve("refs/heads/" + session_branch(sid))
     held = reservations(repo, sid)
@@ -172,6 +175,12 @@ def listing(session: Session) -> list[WorkerInfo]:
             number, ours=True) is None and busy(_scratch(path)) else None
         out.append(WorkerInfo(name, branch, path, repo.short(commit) if commit else None,
                               behind, last.get(name), measuring))
+    prefix = ledgers_prefix(sid)
+    for ref in repo.for_each_ref(prefix):
+        name = ref[len(prefix):]
+        if name not in {w.name for w in out}:
+            out.append(WorkerInfo(name, worker_branch(sid, name), None, None, False,
+                                  last.get(name), None, elsewhere=True))
     return out
 
 

@@ -32,6 +32,13 @@ def open_for_reading(cwd: str | os.PathLike[str] | None = None) -> Session:
     layout = Layout(repo)
     if layout.config.exists():
         session = Session.open(cwd, on_branch=False, check_config=False)
+        if session.remote is None:  # the runs of clones that joined, when their refs are here
+            from .remoteledger import foreign_ledgers, merged
+
+            others = foreign_ledgers(repo, session.config.session_id, session.worker_name)
+            if others:
+                session.ledger = ledger_mod.parse(merged(
+                    layout.ledger.read_bytes() if layout.ledger.is_file() else b"", others))
         try:
             session.check_config()
         except Refused as exc:

@@ -276,3 +276,30 @@ def test_merged_ledgers_add_each_missing_run_once_in_time_order() -> None:
         header + b'\n{"run":1,"timestamp":200}\n{"run":2,"timestamp":300}\n'
         b'{"run":3,"timestamp":400}\n{"run":4,"timestamp":450}\n{"run":5,"timest')
     assert merged(local, [b'{"run":3,"timestamp":1}\n']) == local
+
+
+def test_every_clone_lists_reads_and_finalizes_all_workers_runs(
+        machines: tuple[Path, Path, Path], ar: Tool, tmp_path: Path) -> None:
+    """After b and a kept: a's worker list names b's worker as another clone; a reviewer's
+    fresh clone that pulls the session reads every run; finalize in a fetches first, so b's
+    keep made after a's last run is on the final branch."""
+    a, b, _ = machines
+    write(b / "value.txt", "90\n")
+    ar(b, "run", "-d", "value 90")
+    write(a / "extra.txt", "80\n")
+    ar(a, "run", "-d", "extra 80")
+    write(b / "value.txt", "70\n")
+    ar(b, "run", "-d", "value 70")
+    listed = {w["worker"]: w for w in ar(a, "worker", "list", "--json").json()}
+    assert (listed["ma"]["path"], listed["ma"]["elsewhere"]) == (str(a), False)
+    assert (listed["mb"]["path"], listed["mb"]["elsewhere"]) == (None, True)
+    assert "(another clone)" in ar(a, "worker", "list").out
+    review = tmp_path / "review"
+    git(tmp_path, "clone", "-q", str(machines[2]), str(review))
+    ar(review, "pull", "origin", "s1")
+    rows = [json.loads(r) for r in ar(review, "log", "--format", "jsonl").out.splitlines()]
+    assert [(r["run"], r.get("worker"), r["metric"]) for r in rows] == [
+        (1, None, 200), (2, "mb", 190), (3, "ma", 170), (4, "mb", 150)]
+    final = ar(a, "finalize", "--samples", "0", "--json").json()
+    assert final["runs"] == [2, 3, 4]
+    assert git(a, "show", "autoresearch/s1-final:value.txt") == "70"

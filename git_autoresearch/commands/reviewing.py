@@ -39,10 +39,12 @@ def finalize_cmd(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bo
     and write .auto/final.md, a pull-request body. A keep that conflicts is named and no
     branch is made."""
     from ..finalize import choose, finalize, keeps, record, undo
+    from ..landing import sync
     from ..review import render
     from ..session import Session
 
     session = Session.open(on_branch=False)
+    sync(session)  # a clone that joined through a remote: every worker's keeps, as they are
     for w in session.warnings:
         warn(w)
     chosen, dropped = choose(session, keeps(session), drop=list(drop), only=list(only),

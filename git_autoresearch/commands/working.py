@@ -85,7 +85,8 @@ def worker_list_cmd(as_json: bool) -> None:
                 if last else "no run yet")
         if w.measuring is not None:
             what = f"measuring run {w.measuring}; " + what
-        where = str(w.path) if w.path else "(folder gone)"
+        where = str(w.path) if w.path else ("(another clone)" if w.elsewhere
+                                            else "(folder gone)")
         behind = " behind the incumbent" if w.behind else ""
         click.echo(f"{w.name:<{width}}  {w.commit or '-':<8} {where}{behind}  {what}")
 
