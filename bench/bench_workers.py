@@ -1,7 +1,8 @@
 """Several workers on one session: throughput, keeps, and the guarantees, on a scratch
 repository with a controlled benchmark and scripted agents.
 
-    python bench/bench_workers.py [--candidates 20] [--workers 1,2,4] [--measure-seconds 0.3]
+    python bench/bench_workers.py [--candidates 20] [--workers 1,2,4] [--clones 3]
+                                  [--measure-seconds 0.3]
 
 The project is 40 lines ``c<i>=<value>``; the metric is their sum (lower is better), printed
 after sleeping ``--measure-seconds`` (the measurement's cost). Each scripted agent, one thread
@@ -15,8 +16,10 @@ per minute, keeps, replays and conflicts, and checks:
   and it beats its parent's;
 - every run is in the ledger once: numbers 1..N, none lost, none twice.
 
-Exits 1 when a check fails. Workers on several machines through a remote (issue 15, item 4)
-are not built yet and are not measured here.
+Then ``--clones`` clones of the project through a bare remote (``worker join``, as on several
+machines; here on one, so their measurements overlap), each with one agent: the same checks
+on the remote's session branch and on the merged ledger, and every clone, once synced, reads
+the same runs. ``--clones 0`` skips it. Exits 1 when a check fails.
 """
 
 from __future__ import annotations
@@ -91,15 +94,27 @@ def agent(where: Path, candidates: int, seed: int, outcomes: list[dict[str, obje
         outcomes.append(json.loads(done.stdout))
 
 
-def check(top: Path, expected_runs: int) -> list[str]:
+def file_ledger(top: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in (top / ".auto" / "log.jsonl").read_text().splitlines()
+            if line.strip()]
+
+
+def merged_ledger(top: Path) -> list[dict[str, object]]:
+    """The runs a joined clone reads (its own and every other clone's), after a sync."""
+    tool(top, "worker", "sync")
+    listed = tool(top, "log", "--format", "jsonl")
+    return [json.loads(line) for line in listed.stdout.splitlines() if line.strip()]
+
+
+def check(top: Path, expected_runs: int, ledger: list[dict[str, object]] | None = None
+          ) -> list[str]:
     problems = []
-    ledger = [json.loads(line) for line in (top / ".auto" / "log.jsonl").read_text().splitlines()
-              if line.strip()]
-    numbers = [r["run"] for r in ledger if "run" in r and "type" not in r]
+    ledger = file_ledger(top) if ledger is None else ledger
+    numbers = [int(str(r["run"])) for r in ledger if "run" in r and "type" not in r]
     if sorted(numbers) != list(range(1, expected_runs + 1)):
         problems.append(f"runs in the ledger: {len(numbers)} ({len(set(numbers))} distinct), "
                         f"wanted 1..{expected_runs}")
-    keeps = {r["commit"]: r for r in ledger if r.get("status") == "keep"}
+    keeps = {str(r["commit"]): r for r in ledger if r.get("status") == "keep"}
     chain = git(top, "rev-list", "--reverse", "--abbrev-commit", "--abbrev=7",
                 "autoresearch/bench").split()[1:]  # the project's own commit first
     previous = None
@@ -121,12 +136,36 @@ def check(top: Path, expected_runs: int) -> list[str]:
     return problems
 
 
-def one(workers: int, candidates: int, seconds: float) -> bool:
+def joined_clones(folder: Path, top: Path, clones: int) -> list[Path]:
+    """``clones`` workers through a bare remote: the project joined as c1 (which sends the
+    session), then fresh clones joined as c2, c3, ..."""
+    remote = folder / "remote.git"
+    git(folder, "init", "-q", "--bare", "-b", "main", str(remote))
+    git(top, "remote", "add", "origin", str(remote))
+    git(top, "push", "-q", "origin", "main")
+    places = [top]
+    for n in range(1, clones + 1):
+        where = top if n == 1 else folder / f"clone{n}"
+        if n > 1:
+            git(folder, "clone", "-q", str(remote), str(where))
+            git(where, "config", "user.email", "bench@example.invalid")
+            git(where, "config", "user.name", "bench")
+            places.append(where)
+        joined = tool(where, "worker", "join", "origin", "bench", "--name", f"c{n}")
+        if joined.returncode:
+            raise SystemExit(f"worker join failed: {joined.stderr}")
+    return places
+
+
+def one(workers: int, candidates: int, seconds: float, clones: int = 0) -> bool:
     folder = Path(tempfile.mkdtemp(prefix="bench-workers-"))
     try:
         top = make_project(folder, seconds)
         places = [top]
-        if workers > 1:
+        if clones:
+            places = joined_clones(folder, top, clones)
+            workers = clones
+        elif workers > 1:
             added = tool(top, "worker", "add", str(workers - 1), "--json")
             if added.returncode:
                 raise SystemExit(f"worker add failed: {added.stderr}")
@@ -142,12 +181,21 @@ def one(workers: int, candidates: int, seconds: float) -> bool:
         for t in threads:
             t.join()
         took = time.monotonic() - began
-        problems = errors + check(top, 1 + workers * candidates)
+        if clones:
+            views = [merged_ledger(where) for where in places]
+            problems = errors + check(top, 1 + workers * candidates, views[0])
+            runs_seen = [sorted(int(str(r["run"])) for r in view) for view in views]
+            if any(seen != runs_seen[0] for seen in runs_seen):
+                problems.append("the clones read different runs once synced: "
+                                + ", ".join(str(len(seen)) for seen in runs_seen))
+        else:
+            problems = errors + check(top, 1 + workers * candidates)
         keeps = sum(1 for o in outcomes if o["status"] == "keep")
         replays = sum(1 for o in outcomes if o.get("replayed"))
         conflicts = sum(1 for o in outcomes if (o.get("replayed") or {}).get("conflicts"))
         best = metric_of(git(top, "show", "autoresearch/bench:prog.txt"))
-        print(f"{workers} worker(s): {len(outcomes)} candidates in {took:.1f} s = "
+        label = f"{clones} clones through a bare remote" if clones else f"{workers} worker(s)"
+        print(f"{label}: {len(outcomes)} candidates in {took:.1f} s = "
               f"{len(outcomes) / took * 60:.0f}/min; {keeps} kept, {replays} replayed "
               f"({conflicts} conflicted); best {best} (from {LINES * 100}); "
               + ("checks passed" if not problems else f"{len(problems)} problem(s)"))
@@ -162,13 +210,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--candidates", type=int, default=20)
     parser.add_argument("--workers", default="1,2,4")
+    parser.add_argument("--clones", type=int, default=3)
     parser.add_argument("--measure-seconds", type=float, default=0.3)
     args = parser.parse_args()
     os.environ.setdefault("GIT_AUTORESEARCH_LOCK_WAIT", "120")
     ok = True
     for n in (int(x) for x in args.workers.split(",")):
         ok &= one(n, args.candidates, args.measure_seconds)
-    print("3 clones through a bare remote: not measured (worker join is not built yet)")
+    if args.clones:
+        ok &= one(args.clones, args.candidates, args.measure_seconds, clones=args.clones)
     return 0 if ok else 1
 
 
