@@ -192,6 +192,14 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
     interrupted = read_start_intent(layout)
     finished = None
     if opts.new_segment:
+        from .workers import current
+
+        joined = current(repo)
+        if joined is not None and joined.remote:
+            raise Refused(f"this clone joined session {joined.session_id} through "
+                          f"{joined.remote}: a new segment would not reach the other clones; "
+                          "start a new session (git autoresearch start --session-id NEW) and "
+                          "have them join it")
         finished = finish_start(repo, layout, baseline_hint=False) if interrupted else None
         cfg, given = _config_for_segment(repo, layout, opts)
     else:

@@ -303,3 +303,16 @@ def test_every_clone_lists_reads_and_finalizes_all_workers_runs(
     final = ar(a, "finalize", "--samples", "0", "--json").json()
     assert final["runs"] == [2, 3, 4]
     assert git(a, "show", "autoresearch/s1-final:value.txt") == "70"
+
+
+def test_a_new_segment_is_refused_in_a_joined_clone(
+        machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """Other clones would never see a new segment's header: refused, nothing written."""
+    _, b, _ = machines
+    before = (b / ".auto" / "log.jsonl").read_bytes()
+    refused = ar(b, "start", "--new-segment", "--goal", "again", expect=3)
+    assert refused.err.strip() == (
+        "git autoresearch: this clone joined session s1 through origin: a new segment would "
+        "not reach the other clones; start a new session (git autoresearch start --session-id "
+        "NEW) and have them join it")
+    assert (b / ".auto" / "log.jsonl").read_bytes() == before
