@@ -161,7 +161,8 @@ def record(session: Session, status: str, description: str, *, result: Measureme
            asi: Mapping[str, Any] | None = None, hooks: Sequence[Mapping[str, Any]] | None = None,
            baseline: bool = False, given: Measurement | None = None,
            force: bool = False, reason: str | None = None,
-           replayed: Mapping[str, Any] | None = None) -> Recorded:
+           replayed: Mapping[str, Any] | None = None, recheck_discard: bool = False
+           ) -> Recorded:
     """Apply ``status`` to the work tree (keep: commit; otherwise: revert) and append the run
     record. Returns the record as written, and warnings.
 
@@ -172,21 +173,22 @@ def record(session: Session, status: str, description: str, *, result: Measureme
     3) during a merge or the like, on a ledger that cannot be written, and a record that
     cannot fit (exit 2). ``reason`` says why a discard was discarded (a replay that
     conflicted), ``replayed`` what a replay did (:mod:`replaying`). In a worker, a keep whose
-    incumbent moved raises :class:`replaying.IncumbentMoved` before anything changes."""
+    incumbent moved raises :class:`replaying.IncumbentMoved` before anything changes, and so
+    does a discard with ``recheck_discard``."""
     session.check_recordable()
     session.preflight()
     with session.shared(f"record a run ({status})"):
         return _record(session, status, description, result=result, asi=asi, hooks=hooks,
                        baseline=baseline, given=given, force=force, reason=reason,
-                       replayed=replayed)
+                       replayed=replayed, recheck_discard=recheck_discard)
 
 
 def _record(session: Session, status: str, description: str, *, result: Measurement | None,
             asi: Mapping[str, Any] | None, hooks: Sequence[Mapping[str, Any]] | None,
             baseline: bool, given: Measurement | None, force: bool, reason: str | None,
-            replayed: Mapping[str, Any] | None) -> Recorded:
+            replayed: Mapping[str, Any] | None, recheck_discard: bool = False) -> Recorded:
     """:func:`record`, under the session's shared lock."""
-    from .replaying import check_incumbent, follow
+    from .replaying import check_incumbent, check_moved, follow
 
     if session.segment.index != session.began_in and not baseline:
         raise Refused(f"a new segment ({session.segment.index}) began while this run was "
@@ -204,6 +206,8 @@ def _record(session: Session, status: str, description: str, *, result: Measurem
         session.check_baseline()
     if status == "keep":
         check_incumbent(session)
+    elif status == "discard" and recheck_discard:
+        check_moved(session)
     draft = _draft(session, number, status, description, chosen, asi, hooks, baseline)
     if reason and status != "keep":
         draft["reason"] = reason

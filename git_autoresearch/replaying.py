@@ -83,10 +83,10 @@ def check_incumbent(session: Session) -> None:
     if session.worker is None:
         return
     check_free(session)
-    _check_moved(session)
+    check_moved(session)
 
 
-def _check_moved(session: Session) -> None:
+def check_moved(session: Session) -> None:
     """In a worker, raise :class:`IncumbentMoved` when the session branch is not HEAD."""
     now, head = tip(session), session.head()
     if session.worker is not None and now is not None and now != head:
@@ -248,10 +248,10 @@ def record_replaying(session: Session, status: str, description: str, *,
 
     for _ in range(REPLAYS + 1):
         try:
-            if status == "discard":  # decided against a best its base may not have had
-                _check_moved(session)
+            # A discard was decided against a best its base may not have had: it is checked
+            # too, under the lock the record takes (so no keep lands in between).
             return record(session, status, description, result=result, asi=asi, hooks=hooks,
-                          replayed=replayed)
+                          replayed=replayed, recheck_discard=True)
         except IncumbentMoved as moved:
             with session.shared("replay a candidate"):
                 outcome = replay(session, session.changes(), session.next_run(), moved.base,
