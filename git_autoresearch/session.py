@@ -476,8 +476,10 @@ class Session:
         report = fire(self.layout.hooks, stage, payload, cwd=self.repo.top)
         if report.firings:
             with self.shared(f"{stage} hooks"):
+                # In a worker, each line names it, as its run records do.
+                named = {"worker": self.worker.name} if self.worker else {}
                 ledger_mod.append(self.layout.ledger,
-                                  [f.ledger_line() for f in report.firings])
+                                  [{**f.ledger_line(), **named} for f in report.firings])
                 report.warnings += self.mirror_state(f"{stage} hooks")
         self._after_hooks_fired(stage, run_entry)
         return report

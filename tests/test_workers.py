@@ -453,3 +453,13 @@ def test_a_run_measured_under_an_old_segment_is_not_recorded_into_a_new_one(
     assert "a new segment (2) began while this run was measured" in err
     assert not any(r["description"] == "slow" for r in runs(main))
     assert (w1 / "value.txt").read_text() == "90\n", "the experiment stays in the work tree"
+
+
+def test_a_workers_hook_lines_name_it(crew: tuple[Path, Path, Path], ar: Tool) -> None:
+    """The ledger's hook lines name the worker whose run fired them, as its run records do."""
+    main, w1, _ = crew
+    write(main / ".auto" / "hooks" / "after.sh", "#!/bin/sh\necho noted\n", 0o755)
+    write(w1 / "value.txt", "90\n")
+    ar(w1, "run", "-d", "value 90")
+    fired = [line for line in ledger_lines(main) if line.get("type") == "hook"]
+    assert [(h["stage"], h["worker"]) for h in fired] == [("after", "w1")]
