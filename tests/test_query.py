@@ -165,6 +165,17 @@ def test_worker_decision_since_and_until(repo: Path, ar: Tool) -> None:
         "git autoresearch: --since: an empty date\n"
 
 
+def test_a_bare_day_means_the_whole_day(repo: Path, ar: Tool) -> None:
+    """git reads ``2026-11-29`` at the current time of day; --since and --until read a bare
+    day as the whole of it (the crafted runs are between 11:00 and 14:00 UTC that day)."""
+    crafted(repo)
+    assert numbers(ar, repo, "--since", "2026-11-29") == [1, 2, 3, 4]
+    assert numbers(ar, repo, "--until", "2026-11-29") == [1, 2, 3, 4]
+    assert numbers(ar, repo, "--since", "2026-11-29", "--until", "2026-11-29") == [1, 2, 3, 4]
+    assert numbers(ar, repo, "--since", "2026-11-30") == []
+    assert numbers(ar, repo, "--until", "2026-11-28") == []
+
+
 def test_since_reads_git_s_relative_dates(repo: Path, ar: Tool) -> None:
     now = int(time.time() * 1000)
     written(repo / ".auto" / "log.jsonl", [HEADER] + [

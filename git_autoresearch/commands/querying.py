@@ -148,7 +148,11 @@ def _chosen_format(fmt: str | None, tsv: bool, as_csv: bool, as_json: bool) -> s
 def _dates(query: Query, read: Callable[..., int | None], since: str | None,
            until: str | None) -> None:
     """``--since`` and ``--until`` read by git (``read``: :meth:`Repo.date_seconds`) into
-    ``query`` (epoch seconds)."""
+    ``query`` (epoch seconds). A bare day (``2026-12-01``), which git reads at the current
+    time of day, means the whole day: from its first second (``--since``) to its last
+    (``--until``)."""
+    import re
+
     from ..query import shown
 
     for option, given, is_until in (("--since", since, False), ("--until", until, True)):
@@ -156,7 +160,9 @@ def _dates(query: Query, read: Callable[..., int | None], since: str | None,
             continue
         if not given.strip():
             raise UsageError(f"{option}: an empty date")
-        seconds = read(given, until=is_until)
+        day = re.fullmatch(r"\s*(\d{4}-\d{2}-\d{2})\s*", given)
+        seconds = read(f"{day.group(1)} {'23:59:59' if is_until else '00:00:00'}"
+                       if day else given, until=is_until)
         if seconds is None:
             raise UsageError(f"{option} {shown(given)!r}: git reads no date in it")
         if is_until:
