@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -319,6 +319,30 @@ def parse_sort(specs: Iterable[str]) -> list[tuple[str, bool]]:
             name = check_field(part[1:] if part[:1] in "+-" else part, "--sort")
             keys.append((name, descending))
     return keys
+
+
+def _has(row: Row, name: str) -> bool:
+    """Whether ``row`` has field ``name`` at all (its value may be null), as :func:`value`
+    looks it up."""
+    data = row.run.data
+    metrics = data.get("metrics")
+    if name in _DERIVED or name == "best" or name in data or (
+            isinstance(metrics, dict) and name in metrics) or \
+            name == (row.segment.header or {}).get("metricName"):
+        return True
+    found: Any = data
+    for part in name.split("."):
+        if not isinstance(found, dict) or part not in found:
+            return False
+        found = found[part]
+    return True
+
+
+def absent(rows: Sequence[Row], names: Iterable[str]) -> list[str]:
+    """The ``names`` that no row of ``rows`` has (a misspelt field, most often); none when
+    ``rows`` is empty."""
+    return [name for name in dict.fromkeys(names)
+            if rows and not any(_has(row, name) for row in rows)]
 
 
 def sort_key(row: Row, name: str) -> tuple[int, Any]:

@@ -213,6 +213,20 @@ def test_sort_best_of_a_higher_is_better_segment(repo: Path, ar: Tool) -> None:
     assert numbers(ar, repo, "--sort", "-best") == [1, 3, 2]
 
 
+def test_a_field_no_run_has_is_warned_about(repo: Path, ar: Tool) -> None:
+    """A misspelt --sort or --columns name is said on stderr, once; a field some run has, even
+    as null, is not; the output is made all the same."""
+    crafted(repo)
+    res = ar(repo, "log", "--sort", "metirc", "--columns", "run,metirc,asi.nope,worker,commit")
+    hint = ("no run shown has this field (a field of the run records, a secondary metric, or "
+            "a dotted path such as asi.hypothesis)")
+    assert res.err.splitlines() == [f"warning: --sort metirc: {hint}",
+                                    f"warning: --columns metirc: {hint}",
+                                    f"warning: --columns asi.nope: {hint}"]
+    assert res.out.splitlines()[0].split() == ["run", "metirc", "asi.nope", "worker", "commit"]
+    assert ar(repo, "log", "--sort", "-best", "--columns", "run,worker").err == ""
+
+
 def test_columns_for_json_jsonl_csv_tsv_markdown_table(repo: Path, ar: Tool) -> None:
     night(repo, ar)
     cols = ["--columns", "run,status,metric,mem_mb,asi.hypothesis"]

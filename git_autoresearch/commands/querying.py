@@ -103,6 +103,13 @@ def log_cmd(segment: int | None, status: str | None, kept: bool, run_range: str 
         rows, book = query.select(_every_session(repo, segment)), None
     else:
         rows, book = _one_session(query, since, until, segment)
+    from ..query import absent
+
+    for option, asked in (("--sort", [name for name, _ in query.sort]),
+                          ("--columns", names or [])):
+        for name in absent(rows, asked):
+            warn(f"{option} {name}: no run shown has this field (a field of the run records, "
+                 "a secondary metric, or a dotted path such as asi.hypothesis)")
     if template is not None:
         click.echo(queryformat.template_text(rows, template), nl=False)
     elif chosen in ("json", "jsonl"):
