@@ -36,7 +36,9 @@ from .layout import Layout, exclude_auto
 from .lock import SessionLock
 from .refs import (
     NAMESPACE,
+    ledgers_prefix,
     namespace,
+    runs_prefix,
     session_branch,
     session_of_branch,
     session_of_state_ref,
@@ -109,9 +111,13 @@ def _session_refs(sid: str) -> list[str]:
     return [f"refs/heads/{session_branch(sid)}", namespace(sid) + "/"]
 
 
-def _local_refs(repo: Repo, sid: str) -> dict[str, str]:
-    found = dict(repo.ref_objects(namespace(sid) + "/"))
-    found.pop(upstream_ref(sid), None)  # what this clone last saw there: never sent
+def _local_refs(repo: Repo, sid: str, *, sending: bool = False) -> dict[str, str]:
+    """The session's refs here, by full name. ``sending``: without those a push never sends:
+    what a joined clone last saw on its remote, and the ledger refs and run numbers of joined
+    clones, which travel by themselves (:mod:`remoteledger`), each pushed by its own clone."""
+    travel = (ledgers_prefix(sid), runs_prefix(sid)) if sending else ()
+    found = {ref: oid for ref, oid in repo.ref_objects(namespace(sid) + "/")
+             if ref != upstream_ref(sid) and not (travel and ref.startswith(travel))}
     tip = repo.resolve(f"refs/heads/{session_branch(sid)}")
     if tip is not None:
         found[f"refs/heads/{session_branch(sid)}"] = tip
@@ -189,7 +195,7 @@ def push(repo: Repo | None, remote: str | None = None, session: str | None = Non
     shared = Shared(remote, sid)
     if local_session(repo) == sid:
         shared.notes += _mirror_first(repo, sid)
-    ours = _local_refs(repo, sid)
+    ours = _local_refs(repo, sid, sending=True)
     if not ours:
         raise UsageError(f"no session {sid!r} here: no branch {session_branch(sid)} and no "
                          f"refs below {namespace(sid)}/")

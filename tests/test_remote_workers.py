@@ -300,6 +300,12 @@ def test_every_clone_lists_reads_and_finalizes_all_workers_runs(
     rows = [json.loads(r) for r in ar(review, "log", "--format", "jsonl").out.splitlines()]
     assert [(r["run"], r.get("worker"), r["metric"]) for r in rows] == [
         (1, None, 200), (2, "mb", 190), (3, "ma", 170), (4, "mb", 150)]
+    ar(review, "pull", "origin", "s1")  # again, with the ledger refs here already
+    # push and pull from a joined clone leave the ledger refs and run numbers alone (they
+    # travel by themselves): b's push sends its state, after a pull brings the branch here.
+    ar(b, "pull", "origin", "s1")
+    pushed = ar(b, "push", "origin", "s1", "--json").json()
+    assert not [m for m in pushed["moved"] if "/ledgers/" in m["ref"] or "/runs/" in m["ref"]]
     final = ar(a, "finalize", "--samples", "0", "--json").json()
     assert final["runs"] == [2, 3, 4]
     assert git(a, "show", "autoresearch/s1-final:value.txt") == "70"
