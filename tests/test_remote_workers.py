@@ -301,9 +301,10 @@ def test_every_clone_lists_reads_and_finalizes_all_workers_runs(
     assert [(r["run"], r.get("worker"), r["metric"]) for r in rows] == [
         (1, None, 200), (2, "mb", 190), (3, "ma", 170), (4, "mb", 150)]
     ar(review, "pull", "origin", "s1")  # again, with the ledger refs here already
-    # push and pull from a joined clone leave the ledger refs and run numbers alone (they
-    # travel by themselves): b's push sends its state, after a pull brings the branch here.
-    ar(b, "pull", "origin", "s1")
+    # push from a joined clone leaves the ledger refs and run numbers alone (they travel by
+    # themselves): a's ledger ref moved since b fetched (a's discard), and b's push still goes.
+    write(a / "extra.txt", "99\n")
+    assert ar(a, "run", "-d", "worse", "--json").json()["status"] == "discard"
     pushed = ar(b, "push", "origin", "s1", "--json").json()
     assert not [m for m in pushed["moved"] if "/ledgers/" in m["ref"] or "/runs/" in m["ref"]]
     final = ar(a, "finalize", "--samples", "0", "--json").json()
