@@ -526,3 +526,18 @@ def test_the_dashboard_shows_the_whole_session_across_segments(repo: Path, ar: T
     ar(repo, "dashboard", "-o", "page.html")
     page = (repo / "page.html").read_text()
     assert "whole session (all segments)" in page and "100 → 80 (run 4), -20.00%" in page
+
+
+def test_status_names_a_metric_named_by_its_unit_once(repo: Path, ar: Tool) -> None:
+    """A pi session whose metric is named by its unit (metricName and metricUnit both ms)
+    reads "metric ms", not "metric ms in ms"; another unit is still named."""
+    ledger = repo / ".auto" / "log.jsonl"
+    header = {"type": "config", "name": "speed", "metricName": "ms", "metricUnit": "ms",
+              "bestDirection": "lower"}
+    run = {"run": 1, "commit": "abc1234", "metric": 12, "metrics": {}, "status": "keep",
+           "description": "baseline", "timestamp": 1_764_417_600_000, "segment": 0}
+    write(ledger, json.dumps(header) + "\n" + json.dumps(run) + "\n")
+    lines = ar(repo, "status").out.splitlines()
+    assert "metric      ms, lower is better" in lines
+    write(ledger, json.dumps({**header, "metricUnit": "s"}) + "\n" + json.dumps(run) + "\n")
+    assert "metric      ms in s, lower is better" in ar(repo, "status").out.splitlines()

@@ -104,10 +104,13 @@ def _status_lines(found: Status) -> list[str]:
 
     seg = found.segment
     unit = f" {found.metric_unit}" if found.metric_unit else ""
+    # "ms in ms" says nothing more than "ms" (a pi session whose metric is named by its unit).
+    named_in = f" in {found.metric_unit}" if unit and found.metric_unit != found.metric_name \
+        else ""
     lines = [f"session     {found.session_id} (branch {found.branch})",
              *([f"finished    {found.finished}"] if found.finished else []),
              f"goal        {found.goal}",
-             f"metric      {found.metric_name}{' in ' + found.metric_unit if unit else ''}, "
+             f"metric      {found.metric_name}{named_in}, "
              f"{found.direction} is better"]
     runs_word = "run" if seg["runs"] == 1 else "runs"
     counts = ", ".join(f"{k} {v}" for k, v in sorted(seg["counts"].items()))
