@@ -63,7 +63,7 @@ def test_every_named_step_is_in_the_kill_matrix() -> None:
     from git_autoresearch.faults import STEPS
 
     assert set(REVERT_STEPS) | set(KEEP_STEPS) | set(START_STEPS) | set(SET_ASIDE_STEPS) \
-        | set(WORKER_STEPS) == set(STEPS)
+        | set(WORKER_STEPS) | {"revert:before-attempt"} == set(STEPS)
 
 
 SET_ASIDE_STEPS = ["set-aside:after-attempt", "set-aside:after-remove"]
@@ -216,6 +216,10 @@ def test_kill_during_revert_then_resume(experiment: Path, ar: Tool, step: str) -
     assert git(top, "rev-parse", "HEAD") == head
     numbers = [r["run"] for r in runs(top)]
     assert numbers == [1, 2], f"{step}: {numbers} ({res['actions']})"
+    assert res["actions"] == [
+        "finished the interrupted revert of run 2 (discard)" if step.startswith(
+            ("revert:", "record:before-ledger")) else
+        "run 2 was already recorded; its after hooks had not fired (they fire now)"]
     assert runs(top)[-1]["status"] == "discard"
     ref = "refs/autoresearch/s1/attempts/2"
     assert git(top, "show", f"{ref}:value.txt") == "50"
@@ -225,6 +229,71 @@ def test_kill_during_revert_then_resume(experiment: Path, ar: Tool, step: str) -
     assert (top / "README.md").read_text() == "project\n"
     assert ar(top, "status", "--json").json()["warnings"] == []
     assert ar(top, "run", "-d", "carries on", "--json").json()["run"] == 3
+
+
+def test_a_revert_killed_before_its_attempt_ref_was_written_is_rolled_back(
+        experiment: Path, ar: Tool) -> None:
+    """A discard killed once its intent record was written but before its attempt ref: nothing
+    had changed, so resume rolls it back, records nothing, and the experiment is still in the
+    work tree for the next discard, which records it as run 2."""
+    top = experiment
+    precious = files_of(top, PRECIOUS)
+    head = git(top, "rev-parse", "HEAD")
+    killed = tool(top, "discard", "-d", "killed",
+                  env={"GIT_AUTORESEARCH_DIE_AT": "revert:before-attempt"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert (top / ".git" / "autoresearch" / "intent.json").exists()
+    assert ar(top, "status", "--json").json()["warnings"] == [
+        "a revert of run 2 was interrupted; the next recording command (or resume) finishes it"]
+    assert ar(top, "resume", "--json").json()["actions"] == [
+        "rolled back the interrupted revert of run 2: nothing had changed"]
+    assert not (top / ".git" / "autoresearch" / "intent.json").exists()
+    assert [r["run"] for r in runs(top)] == [1]
+    assert subprocess.run(["git", "rev-parse", "-q", "--verify",
+                           "refs/autoresearch/s1/attempts/2"], cwd=top).returncode == 1
+    assert git(top, "rev-parse", "HEAD") == head
+    assert (top / "value.txt").read_text() == "50\n"
+    assert (top / "src" / "new.py").read_text() == "x = 1\n"
+    assert (top / "README.md").read_text() == "out of scope\n"
+    assert files_of(top, PRECIOUS) == precious
+    assert ar(top, "status", "--json").json()["warnings"] == []
+    record = ar(top, "discard", "-d", "again", "--json").json()
+    assert (record["run"], record["attempt_ref"]) == (2, "refs/autoresearch/s1/attempts/2")
+    assert git(top, "show", "refs/autoresearch/s1/attempts/2:value.txt") == "50"
+    assert (top / "value.txt").read_text() == "100\n"
+
+
+@pytest.mark.parametrize("written, named", [
+    ("{not json", ""),
+    ('["keep"]', ""),
+    ('{"op": "merge", "run": 2, "head": "h", "ref": "r", "created": [], "tracked": [], '
+     '"untracked_after": [], "record": {}}', " (a merge of run 2)"),
+    ('{"op": "set-aside", "run": 2, "head": "h", "ref": "refs/autoresearch/s1/scope/2", '
+     '"tracked": ["README.md"]}', " (a set-aside of run 2)"),
+])
+def test_an_intent_record_that_cannot_be_finished_is_set_aside(
+        experiment: Path, ar: Tool, written: str, named: str) -> None:
+    """An intent record that is not JSON, not an object, or names an operation no version
+    wrote: status names it, resume sets it aside as it was (never finishes or rolls back
+    anything), records nothing, and leaves the work tree alone."""
+    top = experiment
+    head = git(top, "rev-parse", "HEAD")
+    path = top / ".git" / "autoresearch" / "intent.json"
+    write(path, written)
+    assert ar(top, "status", "--json").json()["warnings"] == [
+        f"an interrupted command left an intent record that cannot be read{named}; the next "
+        "recording command (or resume) sets it aside"]
+    assert ar(top, "resume", "--json").json()["actions"] == [
+        "set aside an unreadable intent record"]
+    assert not path.exists()
+    [aside] = (top / ".git" / "autoresearch").glob("intent.abandoned.*.json")
+    assert aside.read_text() == written
+    assert [r["run"] for r in runs(top)] == [1]
+    assert git(top, "rev-parse", "HEAD") == head
+    assert (top / "value.txt").read_text() == "50\n"
+    assert (top / "README.md").read_text() == "out of scope\n"
+    assert ar(top, "status", "--json").json()["warnings"] == []
+    assert ar(top, "resume", "--json").json()["actions"] == []
 
 
 @pytest.mark.parametrize("op", ["discard", "keep"])
@@ -268,7 +337,10 @@ def test_kill_during_keep_then_resume(experiment: Path, ar: Tool, step: str) -> 
     numbers = [r["run"] for r in runs(top)]
     if step in ("keep:saving-index", "keep:staging", "keep:before-commit"):
         # Rolled back: nothing committed or recorded; work tree and index as the keep found them.
-        assert numbers == [1], res["actions"]
+        assert res["actions"] == [
+            "rolled back the interrupted keep of run 2: nothing was committed, and the "
+            "experiment is still in the work tree"]
+        assert numbers == [1]
         assert git(top, "rev-parse", "HEAD") == head
         assert git(top, "diff", "--cached", "--name-status") == staged
         assert (top / "value.txt").read_text() == "50\n"
@@ -276,7 +348,11 @@ def test_kill_during_keep_then_resume(experiment: Path, ar: Tool, step: str) -> 
         assert (top / "README.md").read_text() == "out of scope\n"
         assert ar(top, "keep", "-d", "again", "--metric", "50", "--json").json()["run"] == 2
     else:
-        assert numbers == [1, 2], res["actions"]
+        assert res["actions"] == [
+            "finished the interrupted keep of run 2" if step.startswith(
+                ("keep:", "record:before-ledger")) else
+            "run 2 was already recorded; its after hooks had not fired (they fire now)"]
+        assert numbers == [1, 2]
         record = runs(top)[-1]
         assert record["status"] == "keep" and record["committed"] is True
         assert git(top, "rev-parse", "HEAD^") == head
@@ -619,7 +695,8 @@ def test_interrupting_a_measurement_ends_the_experiment(repo: Path, ar: Tool, tm
 def test_a_start_killed_during_the_baseline(repo: Path, ar: Tool) -> None:
     killed = tool(repo, *start_args(), env={"GIT_AUTORESEARCH_DIE_AT": "record:before-ledger"})
     assert killed.returncode == -signal.SIGKILL
-    ar(repo, "resume")
+    assert ar(repo, "resume", "--json").json()["actions"] == [
+        "finished the interrupted keep of run 1"]
     record = runs(repo)[0]
     assert record["run"] == 1 and record["status"] == "keep" and record["baseline"] is True
 
@@ -750,7 +827,8 @@ def test_a_finished_revert_of_a_staged_new_file_killed_before_its_ledger_line(
     killed = tool(repo, "discard", "-d", "killed", env={
         "GIT_AUTORESEARCH_DIE_AT": "record:before-ledger"})
     assert killed.returncode == -signal.SIGKILL, killed.stderr
-    ar(repo, "resume")
+    assert ar(repo, "resume", "--json").json()["actions"] == [
+        "finished the interrupted revert of run 2 (discard)"]
     assert [r["run"] for r in runs(repo)] == [1, 2]
     assert not (repo / "src" / "staged.py").exists()
     assert git(repo, "status", "--porcelain") == ""
@@ -841,7 +919,9 @@ def test_an_intent_record_missing_what_its_operation_always_wrote_is_set_aside(
     written = json.loads(path.read_text())
     del written["to_stage"]
     path.write_text(json.dumps(written))
-    assert "a keep of run 2 was interrupted" in ar(experiment, "status").err
+    assert ar(experiment, "status", "--json").json()["warnings"] == [
+        "an interrupted command left an intent record that cannot be read (a keep of run 2); "
+        "the next recording command (or resume) sets it aside"]
     res = ar(experiment, "resume", "--json").json()
     assert res["actions"] == ["set aside an unreadable intent record"]
     assert [r["run"] for r in runs(experiment)] == [1]
