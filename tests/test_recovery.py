@@ -672,6 +672,38 @@ def test_a_lost_last_ledger_line_never_reuses_a_run_number(experiment: Path, ar:
     assert git(experiment, "show", "refs/autoresearch/s1/attempts/2:value.txt") == "50"
 
 
+@pytest.mark.parametrize("op", ["discard", "keep"])
+def test_a_lost_ledger_line_the_state_ref_cannot_restore_never_reuses_its_number(
+        experiment: Path, ar: Tool, op: str) -> None:
+    """The last ledger line gone whole (newline and all) and the state ref gone too, so nothing
+    can restore the line: the next run is still numbered after the lost one, found from its
+    attempt ref (a discard) or the ``Autoresearch-Run`` trailer of its commit (a keep), and
+    that attempt is not overwritten."""
+    top = experiment
+    extra = ["--metric", "50"] if op == "keep" else []
+    if op == "keep":
+        write(top / "README.md", "project\n")  # nothing set aside: no attempt ref for run 2
+    ar(top, op, "-d", "lost line", *extra)
+    path = top / ".auto" / "log.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    last = max(i for i, line in enumerate(lines) if json.loads(line).get("run") == 2)
+    path.write_bytes(b"".join(lines[:last]))  # run 2's line and the after hook's after it
+    git(top, "update-ref", "-d", "refs/autoresearch/s1/state")
+    attempt = git(top, "rev-parse", "-q", "--verify", "refs/autoresearch/s1/attempts/2") \
+        if op == "discard" else None
+    write(top / "value.txt", "40\n")
+    record = ar(top, "discard", "-d", "next idea", "--json").json()
+    assert (record["run"], record["attempt_ref"]) == (3, "refs/autoresearch/s1/attempts/3")
+    assert [r["run"] for r in runs(top)] == [1, 3]
+    if attempt is not None:
+        assert git(top, "rev-parse", "refs/autoresearch/s1/attempts/2") == attempt
+        assert git(top, "show", "refs/autoresearch/s1/attempts/2:value.txt") == "50"
+    else:
+        assert git(top, "log", "-1", "--format=%(trailers:key=Autoresearch-Run,valueonly)") \
+            == "2"
+    assert git(top, "show", "refs/autoresearch/s1/attempts/3:value.txt") == "40"
+
+
 @pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupting_a_measurement_ends_the_experiment(repo: Path, ar: Tool, tmp_path: Path,
                                                         sig: int, code: int) -> None:
