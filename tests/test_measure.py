@@ -444,3 +444,22 @@ def _members(pgid: int) -> list[int]:
             if int(fields[2]) == pgid and fields[0] != "Z":
                 found.append(int(entry.name))
     return found
+
+
+def test_a_runs_duration_is_the_wall_time_of_its_measurement(repo: Path, ar: Tool) -> None:
+    """``duration_s``: the seconds the measurement took (every sample; at least the command's
+    own sleep, to the millisecond), in the record and in log; null for a run recorded without
+    a measurement."""
+    write(repo / "bench.sh", "#!/bin/sh\nsleep 0.3\necho \"score: $(cat value.txt)\"\n")
+    commit_all(repo)
+    ar(repo, *start_args("--decision", "strict", "--runs-per-experiment", "2"))
+    write(repo / "value.txt", "90\n")
+    measured = ar(repo, "run", "-d", "measured", "--json").json()
+    write(repo / "value.txt", "95\n")
+    unmeasured = ar(repo, "discard", "-d", "not measured", "--json").json()
+    durations = [r["duration_s"] for r in runs(repo)]
+    assert durations[2] is None and unmeasured["duration_s"] is None
+    for seconds in durations[:2]:
+        assert isinstance(seconds, float) and seconds >= 0.6 and round(seconds, 3) == seconds
+    assert measured["duration_s"] == durations[1]
+    assert [r["duration_s"] for r in ar(repo, "log", "--json").json()] == durations

@@ -768,12 +768,48 @@ def test_resume_restores_a_config_that_does_not_parse(experiment: Path, ar: Tool
     assert cfg.read_bytes() == good
 
 
-def test_bad_text_is_refused_before_measuring(experiment: Path, ar: Tool) -> None:
-    assert ar(experiment, "run", "-d", "bad \udc80 bytes", expect=2).code == 2
-    assert ar(experiment, "run", "-d", "x", "--asi-json", '{"a": NaN}', expect=2).code == 2
-    assert ar(experiment, "run", "-d", "x", "--asi-json", '{"a": 1e999}', expect=2).code == 2
-    assert len(runs(experiment)) == 1
-    assert not (experiment / ".auto" / "run.log").read_text().count("score: 50")
+BAD_ANNOTATIONS = [
+    (["-d", "bad \udc80 bytes"], "--description is not valid UTF-8"),
+    (["--asi", "novalue"], "--asi 'novalue' is not KEY=VALUE"),
+    (["--asi", " =v"], "--asi ' =v' is not KEY=VALUE"),
+    (["--asi", "k=a\0b"], "--asi contains a NUL character"),
+    (["--asi", "k=" + "x" * 65537], "--asi takes 65537 bytes in the ledger; at most 65536 bytes "
+                                    "are accepted"),
+    (["--asi-json", "[1]"], "--asi-json must be a JSON object"),
+    (["--asi-json", '{"a": NaN}'], "--asi-json is not valid JSON with finite numbers"),
+    (["--asi-json", '{"a": 1e999}'], "--asi-json is not valid JSON with finite numbers"),
+    (["--asi-json", '{"a": '], "--asi-json is not valid JSON with finite numbers"),
+    (["--asi-json", '{"a": "' + "x" * 200000 + '"}', "--asi", "b=" + "x" * 63000],
+     "--asi/--asi-json come to 263015 bytes of JSON; at most 262144 bytes are accepted"),
+]
+
+
+@pytest.mark.parametrize("command", ["run", "discard"])
+@pytest.mark.parametrize("args, said", BAD_ANNOTATIONS)
+def test_bad_text_is_refused_before_measuring(experiment: Path, ar: Tool, command: str,
+                                             args: list[str], said: str) -> None:
+    """A description or annotation that cannot be stored is refused with exit 2 and one line
+    naming the option and the limit, before anything is measured, reverted or recorded."""
+    top = experiment
+    ledger_before = (top / ".auto" / "log.jsonl").read_bytes()
+    status = git(top, "status", "--porcelain")
+    extra = [] if "-d" in args else ["-d", "x"]
+    res = ar(top, command, *extra, *args, expect=2)
+    assert (res.out, res.err) == ("", f"git autoresearch: {said}\n")
+    assert (top / ".auto" / "log.jsonl").read_bytes() == ledger_before
+    assert git(top, "status", "--porcelain") == status
+    assert (top / "value.txt").read_text() == "50\n"
+    assert "score: 50" not in (top / ".auto" / "run.log").read_text()
+
+
+def test_asi_pairs_win_over_asi_json(experiment: Path, ar: Tool) -> None:
+    """--asi-json gives the object, each --asi pair is added to it (a key of both: the
+    pair's), and the record keeps it as given."""
+    record = ar(experiment, "discard", "-d", "x", "--asi-json", '{"h": "json", "n": 1.5, '
+                '"deep": {"k": [1, "two"]}}', "--asi", "h=pair", "--asi", "why=a = b",
+                "--json").json()
+    assert record["asi"] == {"h": "pair", "n": 1.5, "deep": {"k": [1, "two"]}, "why": "a = b"}
+    assert runs(experiment)[-1]["asi"] == record["asi"]
 
 
 def test_reserved_metric_name(repo: Path, ar: Tool) -> None:
