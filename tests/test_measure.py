@@ -102,7 +102,10 @@ def test_timeout_kills_background_grandchild(repo: Path, ar: Tool, tmp_path: Pat
     started = time.monotonic()
     res = ar(repo, *cfg_args, expect=3)
     assert time.monotonic() - started < 30
-    assert "timeout" in res.err
+    assert res.err.splitlines()[0] == (
+        "git autoresearch: the baseline failed (timeout: the command ran past 1s and was "
+        "killed); the session is kept: fix the command, then run git autoresearch start "
+        "--new-segment")
     assert_dies(int(pidfile.read_text()), "the timed-out command's grandchild")
     assert runs(repo)[-1]["status"] == "crash"
     assert runs(repo)[-1]["reason"].startswith("timeout")

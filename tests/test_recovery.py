@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -148,7 +149,9 @@ def test_kill_during_start_then_resume(repo: Path, ar: Tool, step: str) -> None:
                               "not measured: git autoresearch start --new-segment measures it")
     assert git(repo, "symbolic-ref", "--short", "HEAD") == "autoresearch/s1"
     assert "/.auto/" in (repo / ".git" / "info" / "exclude").read_text().splitlines()
-    assert "start --new-segment" in ar(repo, "run", "-d", "too early", expect=3).err
+    assert ar(repo, "run", "-d", "too early", expect=3).err == (
+        "git autoresearch: the baseline of this segment was never measured (start was "
+        "interrupted); run git autoresearch start --new-segment\n")
     baseline = ar(repo, "start", "--new-segment", "--json").json()["baseline"]
     assert baseline["run"] == 1 and baseline["metric"] == 100
     write(repo / "value.txt", "50\n")
@@ -406,7 +409,10 @@ def test_deleted_ledger_is_restored(experiment: Path, ar: Tool) -> None:
     ledger_path = experiment / ".auto" / "log.jsonl"
     saved = ledger_path.read_bytes()
     ledger_path.unlink()
-    assert ar(experiment, "run", "-d", "x", expect=3).code == 3
+    assert ar(experiment, "run", "-d", "x", expect=3).err == (
+        f"git autoresearch: the ledger {ledger_path} is missing or lost its configuration "
+        "header; git autoresearch resume restores it from refs/autoresearch/s1/state\n")
+    assert not ledger_path.exists()
     actions = ar(experiment, "resume", "--json").json()["actions"]
     assert actions[0] == "restored .auto/log.jsonl"
     assert ledger_path.read_bytes() == saved
@@ -537,7 +543,9 @@ def test_doctor_sets_aside_a_stuck_interrupted_keep(experiment: Path, ar: Tool) 
                   env={"GIT_AUTORESEARCH_DIE_AT": "keep:after-commit"})
     assert killed.returncode == -signal.SIGKILL
     git(experiment, "commit", "-q", "--amend", "-m", "rewritten by hand")
-    assert "HEAD moved" in ar(experiment, "run", "-d", "x", expect=3).err
+    assert ar(experiment, "run", "-d", "x", expect=3).err == (
+        "git autoresearch: HEAD moved since the keep of run 2 was interrupted, and not by that "
+        "keep (git autoresearch doctor --fix sets the interrupted operation aside)\n")
     ar(experiment, "doctor", "--fix", expect=None)
     assert ar(experiment, "discard", "-d", "carries on", "--json").json()["status"] \
         == "discard"
@@ -634,7 +642,9 @@ def test_huge_ledger_line_is_reported(experiment: Path, ar: Tool) -> None:
     with open(experiment / ".auto" / "log.jsonl", "a") as fh:
         fh.write('{"run":2,"description":"' + "x" * (2 << 20) + '"}\n')
     res = ar(experiment, "log")
-    assert "too long" in res.err
+    assert res.err == (
+        f"warning: {experiment / '.auto' / 'log.jsonl'}:3: set aside: line of 2097178 bytes is "
+        "too long\n")
     assert len(runs_of(experiment)) == 1
 
 
@@ -744,7 +754,9 @@ def test_a_baseline_never_measured_is_refused(repo: Path, ar: Tool) -> None:
         time.sleep(0.05)
     proc.kill()
     proc.wait()
-    assert "never measured" in ar(repo, "run", "-d", "x", expect=3).err
+    assert ar(repo, "run", "-d", "x", expect=3).err == (
+        "git autoresearch: the baseline of this segment was never measured (start was "
+        "interrupted); run git autoresearch start --new-segment\n")
 
 
 def test_resume_leaves_a_deleted_hook_deleted(experiment: Path, ar: Tool) -> None:
@@ -762,9 +774,14 @@ def test_resume_restores_a_config_that_does_not_parse(experiment: Path, ar: Tool
     good = cfg.read_bytes()
     cfg.chmod(0o644)
     cfg.write_text("this is = = not toml")
-    assert "resume" in ar(experiment, "run", "-d", "x", expect=3).err
+    said = ar(experiment, "run", "-d", "x", expect=3).err
+    assert said.startswith(f"git autoresearch: {cfg}: not valid TOML: ")
+    assert said.endswith("; git autoresearch resume restores it from the state ref\n")
+    assert said.count("\n") == 1
     actions = ar(experiment, "resume", "--json").json()["actions"]
-    assert "did not parse" in actions[0]
+    assert len(actions) == 1 and re.fullmatch(
+        r"restored \.auto/config\.toml \(it did not parse; it is now "
+        r"\.auto/config\.toml\.broken\.\d+\)", actions[0]), actions
     assert cfg.read_bytes() == good
 
 
@@ -864,14 +881,21 @@ def test_a_config_edited_into_an_invalid_value(repo: Path, ar: Tool) -> None:
     original = cfg.read_bytes()
     cfg.chmod(0o644)
     cfg.write_text(cfg.read_text().replace('direction = "lower"', 'direction = "sideways"'))
-    assert "direction" in ar(repo, "run", "-d", "x", expect=3).err
+    assert ar(repo, "run", "-d", "x", expect=3).err == (
+        f"git autoresearch: {cfg}: direction 'sideways' is not 'lower' or 'higher'; git "
+        "autoresearch resume restores it from the state ref\n")
     res = ar(repo, "status")
     assert "segment began with" in res.err and "baseline" in res.out
     assert "--new-segment" not in res.err, "a new segment cannot take an invalid file"
-    assert "resume restores" in ar(repo, "doctor", expect=3).err
+    assert ar(repo, "doctor", expect=3).err == (
+        f"git autoresearch: {cfg}: direction 'sideways' is not 'lower' or 'higher'; read with "
+        "the configuration the segment began with (git autoresearch resume restores the file "
+        "from the state ref)\n")
     assert ar(repo, "log", "--json").json()[0]["run"] == 1
     actions = ar(repo, "resume", "--json").json()["actions"]
-    assert "it was not valid" in actions[0]
+    assert len(actions) == 1 and re.fullmatch(
+        r"restored \.auto/config\.toml \(it was not valid; it is now "
+        r"\.auto/config\.toml\.broken\.\d+\)", actions[0]), actions
     assert cfg.read_bytes() == original
     write(repo / "value.txt", "50\n")
     assert ar(repo, "run", "-d", "after resume", "--json").json()["status"] == "keep"
