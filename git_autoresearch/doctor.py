@@ -243,7 +243,7 @@ def _check_interrupted(session: Session, exam: Examination, fix: bool) -> None:
     intent = session.interrupted()
     if intent is None:
         return
-    finding = exam.add(f"a {intent.op} of run {intent.run} was interrupted",
+    finding = exam.add(intent.interrupted_text(),
                        "finish it, roll it back, or set it aside when HEAD has moved")
     if fix:
         from .recovery import recover

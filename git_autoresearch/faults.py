@@ -8,8 +8,9 @@ order:
 keep:   ``keep:saving-index`` (half of the copy of the index written), ``keep:staging`` (index
         partly prepared), ``keep:before-commit``, ``keep:after-commit``,
         ``keep:after-attempt`` (out-of-scope changes recorded, not yet reverted)
-revert: ``revert:after-attempt`` (attempt ref written), ``revert:after-remove`` (created files
-        removed, tracked files not yet restored)
+revert: ``revert:before-attempt`` (intent written, attempt ref not yet), ``revert:after-attempt``
+        (attempt ref written), ``revert:after-remove`` (created files removed, tracked files not
+        yet restored)
 set-aside (before a measurement, of the changes outside the scope or to readonly files):
         ``set-aside:after-attempt`` (scope ref written), ``set-aside:after-remove`` (created
         files removed, tracked files not yet restored)
@@ -56,6 +57,7 @@ STEPS = (
     "keep:before-commit",
     "keep:after-commit",
     "keep:after-attempt",
+    "revert:before-attempt",
     "revert:after-attempt",
     "revert:after-remove",
     "set-aside:after-attempt",

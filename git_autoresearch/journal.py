@@ -38,7 +38,8 @@ class Intent:
     experiment; ``staged_preexisting``: new files staged before the experiment, which stay;
     ``to_stage``, ``had_index``: what a keep stages, and whether ``.git/index`` existed;
     ``created``, ``tracked``: the paths to restore (new files to remove, tracked ones to put
-    back)."""
+    back); ``readable``: False for a record that is not JSON, or lacks what its operation
+    always wrote, or names an operation no version wrote (never finished, only set aside)."""
 
     op: str
     run: int | None
@@ -52,6 +53,17 @@ class Intent:
     had_index: bool = False
     created: list[str] = field(default_factory=list)
     tracked: list[str] = field(default_factory=list)
+    readable: bool = True
+
+    def interrupted_text(self) -> str:
+        """What a command reports of this intent: ``a keep of run 4 was interrupted``, or for
+        one that is not ``readable``, that it cannot be read (with the operation and run it
+        names, when it names them)."""
+        named = f"a {self.op} of run {self.run}"
+        if self.readable:
+            return f"{named} was interrupted"
+        known = f" ({named})" if self.op != "unknown" and self.run is not None else ""
+        return f"an interrupted command left an intent record that cannot be read{known}"
 
     def but(self, **changes: Any) -> Intent:
         """This intent with ``changes`` (``dataclasses.replace``)."""
@@ -81,12 +93,12 @@ class Intent:
         keys older versions did not write (``id``, ``had_index``, ``staged_preexisting``) read
         as empty."""
         if not isinstance(data, dict):
-            return cls("unknown", None)
+            return cls("unknown", None, readable=False)
         op, run = data.get("op"), data.get("run")
         number = run if isinstance(run, int) and not isinstance(run, bool) else None
         if op not in OPERATIONS or not _complete(data, str(op)):
             # Kept as written for messages ("a merge of run 7 was interrupted").
-            return cls(op if isinstance(op, str) else "unknown", number)
+            return cls(op if isinstance(op, str) else "unknown", number, readable=False)
 
         def paths(key: str) -> list[str]:
             return [str(p) for p in data.get(key) or []]
@@ -125,7 +137,7 @@ def read(path: Path) -> Intent | None:
     except FileNotFoundError:
         return None
     except (ValueError, RecursionError, UnicodeDecodeError):
-        return Intent("unknown", None)
+        return Intent("unknown", None, readable=False)
     return Intent.from_json(data)
 
 

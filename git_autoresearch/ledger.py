@@ -410,10 +410,11 @@ def read(path: Path) -> Ledger:
 def append(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
     """Append records in one ``write`` and ``fsync``.
 
-    A last line without its newline (an append that was cut short) is never glued onto, nor
-    left torn in the middle of the ledger, where pi-autoresearch's export dashboard would
-    refuse the whole file (assets/template.html:394): it is set aside as a record of its own,
-    :func:`torn_record`, and the file rewritten whole with the new lines after it. A line
+    A last line without its newline that is not a whole JSON object (an append that was cut
+    short) is never glued onto, nor left torn in the middle of the ledger, where
+    pi-autoresearch's export dashboard would refuse the whole file (assets/template.html:394):
+    it is set aside as a record of its own, :func:`torn_record`, and the file rewritten whole
+    with the new lines after it; a whole one gets its newline. A line
     longer than :data:`MAX_LINE_BYTES` is refused (ValueError) before anything is written,
     since no reader would read it; an append that cannot be written whole (a full disk) leaves
     the file as it was and raises :class:`~git_autoresearch.files.WriteFailed`.
@@ -427,6 +428,11 @@ def append(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
     if _ends_torn(path):
         data = path.read_bytes()
         cut = data.rfind(b"\n") + 1
+        if _whole(data[cut:]):
+            # Only its newline is missing (an editor that drops the last one): the line
+            # stays as it is, and append_whole puts the newline before the new lines.
+            append_whole(path, payload)
+            return
         torn = dumps(torn_record(data[cut:], data.count(b"\n") + 1)).encode("utf-8")
         write_atomic(path, data[:cut] + torn + b"\n" + payload)
         return
@@ -443,6 +449,14 @@ def torn_record(raw: bytes, line: int) -> dict[str, Any]:
     export dashboard reads the file."""
     return {"type": TORN, "line": line, "text": raw.decode("utf-8", "surrogateescape"),
             "timestamp": now_ms()}
+
+
+def _whole(raw: bytes) -> bool:
+    """Whether ``raw`` is a whole JSON object (a line that lost only its newline)."""
+    try:
+        return isinstance(_loads(raw), dict)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return False
 
 
 def _ends_torn(path: Path) -> bool:

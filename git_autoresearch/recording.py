@@ -354,6 +354,7 @@ def _apply(session: Session, intent: journal.Intent, draft: RunRecord, changes: 
             created, tracked = revert_targets(session.bounds, changes)
             intent = intent.but(created=created, tracked=tracked)
             journal.write(session.layout.intent, intent)
+            checkpoint("revert:before-attempt")
             message = attempt_message(description, draft["status"], draft["run"],
                                       session.config.session_id, intent.id)
             revert(session.repo, session.bounds, changes, head=intent.head, ref=intent.ref,

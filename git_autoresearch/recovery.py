@@ -93,11 +93,12 @@ def finish_interrupted(session: Session, finished: list[Mapping[str, Any]], warn
     if intent is None:
         return None
     number = intent.run
-    if intent.op == "set-aside" and number is not None:
-        return _finish_set_aside(session, intent, number, abandon=abandon)
-    if intent.op not in ("keep", "revert") or number is None or intent.record is None:
+    if not intent.readable or number is None or (intent.op != "set-aside"
+                                                  and intent.record is None):
         journal.set_aside(session.layout.intent)
         return "set aside an unreadable intent record"
+    if intent.op == "set-aside":
+        return _finish_set_aside(session, intent, number, abandon=abandon)
     already = session.ledger.find(number, ours=True)
     if already is not None:
         # The intent is cleared once the after hooks fired: they have not.

@@ -58,7 +58,33 @@ def _group_alive(proc: subprocess.Popen[bytes]) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    return not _only_zombies(proc.pid)
+
+
+def _only_zombies(pgid: int) -> bool:
+    """Whether the members left in process group ``pgid`` are all zombies: dead, their exit
+    status not yet collected by their new parent (an orphan waits for the container's first
+    process, which may reap late or never), though ``killpg(pgid, 0)`` still finds them. Read
+    from Linux's ``/proc/<pid>/stat`` (fields after the name: state, parent, group); False
+    where it cannot tell."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return False
+    zombies = 0
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                state, _, group = fh.read().rpartition(b")")[2].split()[:3]
+        except (OSError, ValueError):
+            continue
+        if group == str(pgid).encode():
+            if state != b"Z":
+                return False
+            zombies += 1
+    return zombies > 0
 
 
 def _signal_group(pgid: int, sig: int) -> None:
@@ -70,7 +96,9 @@ def _signal_group(pgid: int, sig: int) -> None:
 
 def end_group(proc: subprocess.Popen[bytes], grace: float = KILL_GRACE_SECONDS) -> None:
     """End the process group that ``proc`` leads: SIGTERM, then SIGKILL for what is left after
-    ``grace`` seconds, then wait (at most 5 s) until no member is left."""
+    ``grace`` seconds, then wait (at most 5 s) until no member is left. A member that is
+    dead but not yet reaped (a zombie) counts as gone: each wait ends as soon as the others
+    are."""
     if not _group_alive(proc):
         return
     _signal_group(proc.pid, signal.SIGTERM)

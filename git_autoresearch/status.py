@@ -116,8 +116,8 @@ def status(session: Session) -> Status:
                     "change (it is saved on a ref first)" for path in readonly_changed)
     interrupted = session.interrupted()
     if interrupted is not None:
-        warnings.append(f"a {interrupted.op} of run {interrupted.run} was "
-                        "interrupted; the next recording command (or resume) finishes it")
+        warnings.append(f"{interrupted.interrupted_text()}; the next recording command (or "
+                        f"resume) {'finishes it' if interrupted.readable else 'sets it aside'}")
     summary = segment_summary(session.segment)
     noise = _noise(session)
     if summary["stability"] and noise and noise["relative_spread"] is not None:

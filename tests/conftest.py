@@ -155,14 +155,19 @@ def commit_all(top: Path, message: str = "more") -> None:
 
 
 def assert_dies(pid: int, what: str, seconds: float = 5) -> None:
-    """Fail unless process ``pid`` is gone within ``seconds``."""
+    """Fail unless process ``pid`` is gone within ``seconds``: no such process, or a zombie
+    (dead, waiting for its new parent, which in a container may reap it late or never)."""
     import time
 
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    while True:
         try:
             os.kill(pid, 0)
-        except ProcessLookupError:
+            state = Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()[0]
+        except (ProcessLookupError, FileNotFoundError):
             return
+        if state == b"Z":
+            return
+        if time.monotonic() >= deadline:
+            pytest.fail(f"{what} (pid {pid}) is still alive")
         time.sleep(0.05)
-    pytest.fail(f"{what} (pid {pid}) is still alive")

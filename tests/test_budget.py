@@ -57,7 +57,10 @@ def test_loop_stops_once_the_duration_is_spent(repo: Path, ar: Tool,
     assert "max_duration (1h) spent in this segment: the loop stops here" in res.err
     assert "unrecorded changes (value.txt)" in res.err
     assert [r["run"] for r in runs(repo)] == [1, 2]
-    ar(repo, "run", "-d", "again", expect=4)
+    assert ar(repo, "run", "-d", "again", expect=4).err == (
+        "git autoresearch: max_duration (1h) spent in this segment: the loop stops here; the work "
+        "tree has unrecorded changes (value.txt): record them with git autoresearch discard or "
+        "keep\n")
     stopped = [e for e in ledger_lines(repo) if e.get("type") == "stopped"]
     assert [(e["budget"], e["next_run"], e["command"]) for e in stopped] == \
         [("max_duration", 3, "run")], "one event per budget and next run"
@@ -95,7 +98,8 @@ def test_no_budget_no_time_left(repo: Path, ar: Tool) -> None:
 def test_max_experiments_stop_is_an_event_naming_the_budget(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args("--max-experiments", "1"))
     ar(repo, "run", "-d", "one")
-    ar(repo, "run", "-d", "two", expect=4)
+    assert ar(repo, "run", "-d", "two", expect=4).err == (
+        "git autoresearch: max_experiments (1) reached in this segment: the loop stops here\n")
     stopped = [e for e in ledger_lines(repo) if e.get("type") == "stopped"]
     assert [(e["budget"], e["next_run"]) for e in stopped] == [("max_experiments", 3)]
 

@@ -110,8 +110,10 @@ def test_json_error_document(repo: Path, ar: Tool) -> None:
 
 
 def test_usage_error_exit_2(repo: Path, ar: Tool) -> None:
-    ar(repo, "run", expect=2)
-    ar(repo, "no-such-subcommand", expect=2)
+    assert ar(repo, "run", expect=2).err == (
+        "git autoresearch: Missing option '-d' / '--description'. (see git autoresearch run -h)\n")
+    assert ar(repo, "no-such-subcommand", expect=2).err == (
+        "git autoresearch: No such command 'no-such-subcommand'. (see git autoresearch -h)\n")
 
 
 def test_man_pages_match_the_cli() -> None:

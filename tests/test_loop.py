@@ -126,7 +126,10 @@ def test_keep_refuses_failed_checks_unless_forced(repo: Path, ar: Tool) -> None:
     write(repo / "src" / "bad.py", "")
     ar(repo, "measure")
     res = ar(repo, "keep", "-d", "x", expect=3)
-    assert "failed its checks" in res.err
+    assert res.err == (
+        "git autoresearch: the pending measurement failed its checks; discard it, or keep it "
+        "anyway with --force\n")
+    assert [r["run"] for r in runs(repo)] == [1]
     assert ar(repo, "keep", "-d", "x", "--force", "--json").json()["status"] == "keep"
 
 
@@ -149,9 +152,10 @@ def test_given_metrics_are_checked(repo: Path, ar: Tool) -> None:
         assert "--metrics" in ar(repo, "keep", "-d", "x", "--metric", "50", "--metrics", bad,
                                  expect=2).err
     res = ar(repo, "keep", "-d", "x", "--metric", "50", "--metrics", "score=3", expect=2)
-    assert "given twice" in res.err
+    assert res.err == (
+        "git autoresearch: the primary metric score is given twice (--metric and --metrics)\n")
     res = ar(repo, "keep", "-d", "x", "--metrics", "score=3", "--metrics", "score=4", expect=2)
-    assert "given twice" in res.err
+    assert res.err == "git autoresearch: --metrics score is given twice\n"
     write(repo / "bench.sh", "#!/bin/sh\necho \"score: $(cat value.txt)\"\n"
           "echo 'METRIC status=9'\necho 'METRIC rss_mb=12'\n", 0o755)
     git(repo, "commit", "-qam", "bench prints more")
@@ -165,9 +169,11 @@ def test_an_empty_description_is_refused(repo: Path, ar: Tool,
 
     ar(repo, *start_args())
     write(repo / "value.txt", "50\n")
-    assert "description is empty" in ar(repo, "run", "-d", " \n\t ", expect=2).err
+    assert ar(repo, "run", "-d", " \n\t ", expect=2).err == (
+        "git autoresearch: the description is empty: say what the run tried\n")
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"\n")))
-    assert "stdin gave none" in ar(repo, "discard", "-d", "-", expect=2).err
+    assert ar(repo, "discard", "-d", "-", expect=2).err == (
+        "git autoresearch: the description is empty (stdin gave none): say what the run tried\n")
     assert (repo / "value.txt").read_text() == "50\n"
 
 
@@ -192,7 +198,10 @@ def test_keep_with_metric_given_by_caller(repo: Path, ar: Tool) -> None:
 def test_keep_without_measurement_is_refused(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     res = ar(repo, "keep", "-d", "x", expect=3)
-    assert "nothing to keep" in res.err
+    assert res.err == (
+        "git autoresearch: nothing to keep: no pending measurement with a metric (run git "
+        "autoresearch measure, or pass --metric VALUE)\n")
+    assert [r["run"] for r in runs(repo)] == [1]
 
 
 def test_keep_with_nothing_changed_makes_no_commit(repo: Path, ar: Tool) -> None:
@@ -267,7 +276,8 @@ def test_stop_sentinel_ends_loop_with_exit_4(repo: Path, ar: Tool) -> None:
     ar(repo, "stop")
     assert (repo / ".auto" / "STOP").exists()
     res = ar(repo, "run", "-d", "x", expect=4)
-    assert "STOP" in res.err
+    assert res.err == (
+        "git autoresearch: STOP sentinel found: the loop stops here (the sentinel was removed)\n")
     assert not (repo / ".auto" / "STOP").exists()
     assert any(line.get("type") == "stopped" for line in ledger_lines(repo))
     assert ar(repo, "doctor").code == 0, "the state ref holds the stopped event"
@@ -278,13 +288,17 @@ def test_max_experiments_ends_loop_with_exit_4(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args("--max-experiments", "2"))
     ar(repo, "run", "-d", "one")
     ar(repo, "run", "-d", "two")
-    ar(repo, "run", "-d", "three", expect=4)
+    assert ar(repo, "run", "-d", "three", expect=4).err == (
+        "git autoresearch: max_experiments (2) reached in this segment: the loop stops here\n")
     assert len(runs(repo)) == 3
 
 
 def test_new_segment_after_failed_baseline(repo: Path, ar: Tool) -> None:
     res = ar(repo, *start_args("--metric-pattern", r"nomatch: (\d+)"), expect=3)
-    assert "baseline failed" in res.err
+    assert res.err.splitlines()[0] == (
+        "git autoresearch: the baseline failed (metric pattern 'nomatch: (\\d+)' matched nothing "
+        "in the log); the session is kept: fix the command, then run git autoresearch start "
+        "--new-segment")
     assert runs(repo)[0]["status"] == "crash"
     data = ar(repo, "start", "--new-segment", "--metric-pattern", r"score: (\S+)", "--json").json()
     assert data["segment"] == 1 and data["baseline"]["metric"] == 100
@@ -297,7 +311,13 @@ def test_edited_config_is_refused_naming_the_key(repo: Path, ar: Tool) -> None:
     cfg.chmod(0o644)
     cfg.write_text(cfg.read_text().replace('direction = "lower"', 'direction = "higher"'))
     res = ar(repo, "run", "-d", "x", expect=3)
-    assert "direction" in res.err and "--new-segment" in res.err
+    assert res.err == (
+        f"git autoresearch: {cfg} was edited since the segment began (direction: 'lower' -> "
+        "'higher'); to measure under the new configuration run git autoresearch start "
+        "--new-segment (on a clean work tree: commit or restore an experiment in progress with "
+        "git first; it is not recorded); to undo the edit: chmod u+w .auto/config.toml && git "
+        "show refs/autoresearch/s1/state:config.toml > .auto/config.toml && chmod 0444 "
+        ".auto/config.toml\n")
     assert "git show refs/autoresearch/s1/state:config.toml > .auto/config.toml" in res.err
     assert len(runs(repo)) == 1
     for reading in (["log"], ["status"], ["summary"], ["analyze"]):
@@ -478,7 +498,8 @@ def test_stop_mentions_unrecorded_changes(repo: Path, ar: Tool) -> None:
 def test_new_segment_can_lift_the_limit_but_not_change_the_id(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args("--max-experiments", "1"))
     ar(repo, "run", "-d", "one")
-    ar(repo, "run", "-d", "two", expect=4)
+    assert ar(repo, "run", "-d", "two", expect=4).err == (
+        "git autoresearch: max_experiments (1) reached in this segment: the loop stops here\n")
     res = ar(repo, "start", "--new-segment", "--session-id", "other", expect=2)
     assert "--session-id cannot change" in res.err
     ar(repo, "start", "--new-segment", "--max-experiments", "0")

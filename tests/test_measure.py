@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import PYTHON, Tool, assert_dies, commit_all, runs, start_args, write
 from hypothesis import given
 from hypothesis import strategies as st
 
+from git_autoresearch import running
 from git_autoresearch.measure import clean_line, parse_number, read_log
 
 
@@ -76,10 +82,13 @@ def test_parse_number_never_returns_non_finite(text: str) -> None:
         assert math.isfinite(value)
 
 
-@given(st.lists(st.text(alphabet="ab\r\x1b[0123m;", max_size=20), max_size=5))
-def test_clean_line_never_keeps_escape_sequences_of_colour(pieces: list[str]) -> None:
-    for piece in clean_line("\x1b[31m" + "".join(pieces) + "\x1b[0m"):
-        assert "\r" not in piece
+@given(st.lists(st.text(alphabet="ab 01;m[", max_size=20), min_size=1, max_size=5),
+       st.sampled_from(["\x1b[31m", "\x1b[1;32m", "\x1b[2K", "\x1b]0;title\x07", "\x1bM"]))
+def test_clean_line_never_keeps_escape_sequences_of_colour(pieces: list[str], code: str) -> None:
+    """Each piece a carriage return starts, coloured (or cleared, or titled): the pieces come
+    back exactly as printed, in order, without a byte of the escape sequences."""
+    coloured = "\r".join(f"{code}{piece}\x1b[0m" for piece in pieces)
+    assert clean_line(coloured) == pieces
 
 
 def test_timeout_kills_background_grandchild(repo: Path, ar: Tool, tmp_path: Path) -> None:
@@ -93,7 +102,10 @@ def test_timeout_kills_background_grandchild(repo: Path, ar: Tool, tmp_path: Pat
     started = time.monotonic()
     res = ar(repo, *cfg_args, expect=3)
     assert time.monotonic() - started < 30
-    assert "timeout" in res.err
+    assert res.err.splitlines()[0] == (
+        "git autoresearch: the baseline failed (timeout: the command ran past 1s and was "
+        "killed); the session is kept: fix the command, then run git autoresearch start "
+        "--new-segment")
     assert_dies(int(pidfile.read_text()), "the timed-out command's grandchild")
     assert runs(repo)[-1]["status"] == "crash"
     assert runs(repo)[-1]["reason"].startswith("timeout")
@@ -310,3 +322,147 @@ def test_metric_json_from_the_command_output_reads_stdout_alone(repo: Path, ar: 
     assert data["baseline"]["metric"] == 1.5
     log = (repo / ".auto" / "run.log").read_text()
     assert "warning: slow disk\n" in log and '  "mean": 1.5\n' in log
+
+
+def _metric_session(repo: Path, ar: Tool, script: str, *extra: str, expect: int = 3
+                    ) -> dict[str, Any]:
+    """Start a session whose metric comes from ``sh score.sh`` (``script``); the baseline's
+    record."""
+    write(repo / "score.sh", script)
+    commit_all(repo)
+    ar(repo, "start", "--goal", "g", "--session-id", "s", "--command", "true",
+       "--metric-command", "sh score.sh", "--readonly", "score.sh", *extra, expect=expect)
+    return runs(repo)[-1]
+
+
+def test_a_metric_command_that_exits_non_zero_is_a_crash(repo: Path, ar: Tool) -> None:
+    """A metric command that fails is no measurement, even when it printed a number first."""
+    record = _metric_session(repo, ar, "#!/bin/sh\necho 41.5\nexit 3\n")
+    assert (record["status"], record["metric"], record["reason"]) == (
+        "crash", 0, "the metric command exited with code 3")
+
+
+def test_a_metric_command_that_runs_past_the_timeout_is_killed_and_a_crash(
+        repo: Path, ar: Tool, tmp_path: Path) -> None:
+    """The metric command has the measurement's timeout: past it, its group is killed (a
+    grandchild too) and the run is a crash saying so."""
+    pidfile = tmp_path / "metric.pid"
+    record = _metric_session(repo, ar, f"#!/bin/sh\nsleep 300 &\necho $! > {pidfile}\nwait\n"
+                             "echo 41.5\n", "--timeout-seconds", "1")
+    assert (record["status"], record["reason"]) == (
+        "crash", "timeout: the metric command ran past 1s and was killed")
+    assert_dies(int(pidfile.read_text()), "the timed-out metric command's child")
+
+
+@pytest.mark.parametrize("script, metric, reason", [
+    ("echo\necho 41.5\necho '   '\n", 41.5, None),
+    ("echo\n", 0, "the metric command printed 0 values on stdout; it must print exactly one "
+                  "number"),
+    ("echo 41.5\necho 42\n", 0, "the metric command printed 2 values on stdout; it must "
+                                "print exactly one number"),
+])
+def test_blank_lines_from_a_metric_command_are_no_values(repo: Path, ar: Tool, script: str,
+                                                         metric: float,
+                                                         reason: str | None) -> None:
+    record = _metric_session(repo, ar, "#!/bin/sh\n" + script,
+                             expect=0 if reason is None else 3)
+    assert (record["metric"], record.get("reason")) == (metric, reason)
+    assert record["status"] == ("keep" if reason is None else "crash")
+
+
+def test_metric_and_checks_commands_slower_than_a_second(repo: Path, ar: Tool) -> None:
+    """Commands that outlast the once-a-second progress tick: the metric command's number is
+    read, and the checks' verdict, exit code and last lines are recorded."""
+    record = _metric_session(repo, ar, "#!/bin/sh\nsleep 1.2\necho 41.5\n", "--checks-command",
+                             "sleep 1.2; echo 'test_x failed'; exit 4", expect=3)
+    assert (record["status"], record["metric"]) == ("checks_failed", 41.5)
+    checks = record["checks"]
+    assert (checks["passed"], checks["exit_code"], checks["timed_out"], checks["tail"],
+            checks["reason"]) == (False, 4, False, "test_x failed",
+                                  "the checks command exited with code 4")
+    assert checks["duration_s"] >= 1.2
+    ar(repo, "start", "--new-segment", "--checks-command", "sleep 1.2")
+    passed = runs(repo)[-1]
+    assert (passed["status"], passed["checks"]["passed"], passed["checks"]["tail"],
+            passed["checks"]["reason"]) == ("keep", True, "", None)
+
+
+def test_the_measured_command_reads_dev_null_not_the_callers_stdin(repo: Path) -> None:
+    """The experiment, the metric command and the checks read an empty standard input, never
+    what the caller's stdin holds (an agent's pipe), which they could block on or eat."""
+    write(repo / "bench.sh", "#!/bin/sh\nif read line; then echo \"score: $line\"; "
+          "else echo 'score: 100'; fi\n")
+    write(repo / "score.sh", "#!/bin/sh\nif read line; then echo \"$line\"; else echo 7; fi\n")
+    write(repo / "checks.sh", "#!/bin/sh\nif read line; then exit 9; fi\n")
+    commit_all(repo)
+    base = ["start", "--goal", "g", "--session-id", "s", "--command", "sh bench.sh",
+            "--metric-pattern", r"score: (\S+)", "--checks-command", "sh checks.sh",
+            "--readonly", "checks.sh", "--readonly", "score.sh"]
+    for args, metric in ((base, 100), (["start", "--new-segment", "--metric-command",
+                                        "sh score.sh"], 7)):
+        started = subprocess.run([sys.executable, "-m", "git_autoresearch", *args, "--json"],
+                                 cwd=repo, input="5\n6\n", capture_output=True, text=True)
+        assert started.returncode == 0, started.stderr
+        baseline = json.loads(started.stdout)["baseline"]
+        assert (baseline["metric"], baseline["checks"]["passed"]) == (metric, True)
+
+
+def test_ending_a_group_waits_the_grace_then_only_until_it_is_gone(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """end_group on a clock that moves only when it sleeps: a group that obeys SIGTERM is
+    gone long before the grace is over; one that ignores it gets the whole grace, then
+    SIGKILL, and end_group returns once every member is gone, not after its 5 s cap."""
+    clock = [0.0]
+    real_sleep = time.sleep
+
+    def sleep(seconds: float) -> None:
+        real_sleep(0.005)
+        clock[0] += seconds
+
+    for script, grace, least, most, code in (
+            ("sleep 300 & sleep 300 & wait", 30.0, 0.0, 30.0, -signal.SIGTERM),
+            ("trap '' TERM; sleep 300 & sleep 300 & wait", 1.0, 1.0, 6.0, -signal.SIGKILL)):
+        proc = subprocess.Popen(["/bin/sh", "-c", script], start_new_session=True)
+        while len(_members(proc.pid)) < 3:
+            real_sleep(0.01)
+        clock[0] = 0.0
+        with monkeypatch.context() as patched:
+            patched.setattr(time, "monotonic", lambda: clock[0])
+            patched.setattr(time, "sleep", sleep)
+            running.end_group(proc, grace)
+        assert least <= clock[0] < most, script
+        assert _members(proc.pid) == [], script
+        assert proc.wait(timeout=5) == code, script
+
+
+def _members(pgid: int) -> list[int]:
+    """The live processes of process group ``pgid`` (zombies left out)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                found.append(int(entry.name))
+    return found
+
+
+def test_a_runs_duration_is_the_wall_time_of_its_measurement(repo: Path, ar: Tool) -> None:
+    """``duration_s``: the seconds the measurement took (every sample; at least the command's
+    own sleep, to the millisecond), in the record and in log; null for a run recorded without
+    a measurement."""
+    write(repo / "bench.sh", "#!/bin/sh\nsleep 0.3\necho \"score: $(cat value.txt)\"\n")
+    commit_all(repo)
+    ar(repo, *start_args("--decision", "strict", "--runs-per-experiment", "2"))
+    write(repo / "value.txt", "90\n")
+    measured = ar(repo, "run", "-d", "measured", "--json").json()
+    write(repo / "value.txt", "95\n")
+    unmeasured = ar(repo, "discard", "-d", "not measured", "--json").json()
+    durations = [r["duration_s"] for r in runs(repo)]
+    assert durations[2] is None and unmeasured["duration_s"] is None
+    for seconds in durations[:2]:
+        assert isinstance(seconds, float) and seconds >= 0.6 and round(seconds, 3) == seconds
+    assert measured["duration_s"] == durations[1]
+    assert [r["duration_s"] for r in ar(repo, "log", "--json").json()] == durations

@@ -112,7 +112,10 @@ def test_our_stopped_event_is_a_stopped_row(repo: Path, ar: Tool, tmp_path: Path
     ar(repo, "run", "-d", "ninety")
     ar(repo, "stop")
     write(repo / "value.txt", "80\n")
-    ar(repo, "run", "-d", "eighty", expect=4)
+    assert ar(repo, "run", "-d", "eighty", expect=4).err == (
+        "git autoresearch: STOP sentinel found: the loop stops here (the sentinel was removed); "
+        "the work tree has unrecorded changes (value.txt): record them with git autoresearch "
+        "discard or keep\n")
     ar(repo, "run", "-d", "eighty")
     lines = ar(repo, "log", "--tsv").out.splitlines()
     assert [line.split("\t")[0::3] for line in lines] == [

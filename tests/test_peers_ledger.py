@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import FIXTURES_DIR, Tool, commit_all, git, runs, start_args, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -276,3 +277,56 @@ def test_number_text_reads_back_and_takes_javascripts_notation(value: float) -> 
         assert exponent[0] in "+-" and not exponent[1:].startswith("0"), text
     assert not text.startswith("-0") or text.startswith("-0.")
     assert ledger.dumps({"x": value}) == '{"x":' + text + "}"
+
+
+CONFIDENCE_CASES = [
+    # (direction, [(metric, status), ...], pi's confidence, pi's label, pi's per-run values)
+    ("lower", [(100, "keep"), (80, "keep"), (90, "discard"), (110, "discard"),
+               (120, "discard")], 2, "likely real", [None, None, 2, 2, 2]),
+    ("lower", [(100, "keep"), (81, "keep"), (90, "discard"), (110, "discard"),
+               (120, "discard")], 1.9, "marginal", [None, None, 2.111111111111111, 2, 1.9]),
+    ("lower", [(100, "keep"), (90, "keep"), (80, "discard"), (110, "discard"),
+               (120, "discard")], 1, "marginal", [None, None, 1, 1, 1]),
+    ("lower", [(100, "keep"), (91, "keep"), (80, "discard"), (110, "discard"),
+               (120, "discard")], 0.9, "within noise", [None, None, 1, 0.9473684210526315, 0.9]),
+    ("lower", [(100, "keep"), (90, "keep")], None, "n/a", [None, None]),
+    ("lower", [(100, "discard"), (90, "discard"), (80, "crash"), (110, "discard")], None,
+     "n/a", [None] * 4),
+    ("higher", [(100, "keep"), (120, "keep"), (120, "keep"), (90, "discard"), (80, "discard")],
+     1, "marginal", [None, None, None, 2, 1]),
+    ("higher", [(100, "keep"), (100, "keep"), (90, "discard"), (80, "discard")], None, "n/a",
+     [None] * 4),
+]
+
+
+@pytest.mark.parametrize("direction, rows, value, label, per_run", CONFIDENCE_CASES)
+def test_confidence_and_its_label_are_pis_at_each_edge(repo: Path, ar: Tool, direction: str,
+                                                       rows: list[tuple[int, str]],
+                                                       value: float | None, label: str,
+                                                       per_run: list[float | None]) -> None:
+    """Both thresholds (exactly 2 and just under, exactly 1 and just under) and all three
+    labels, fewer than 3 runs, a segment with runs but no keep, a best kept tied with another
+    when higher is better, and a best kept equal to the baseline.
+
+    pi-autoresearch 1.6.2, extensions/pi-autoresearch/index.ts:426 (computeConfidence) and
+    index.ts:580 (findBaselineMetric), run under node for each ledger below; the labels are
+    index.ts:2360-2365 (>= 2.0 likely real, >= 1.0 marginal, else within noise)."""
+    pi_session(repo, HEADER % ("edges", direction),
+               *(run_line(n, metric, status) for n, (metric, status) in enumerate(rows, 1)))
+    segment = ar(repo, "status", "--json").json()["segment"]
+    assert (segment["confidence"], segment["confidence_label"]) == (value, label)
+    shown = "-" if value is None else f"{value:.2f}"
+    assert f"\nconfidence  {shown} ({label})\n" in ar(repo, "status").out
+    book = ledger.read(repo / ".auto" / "log.jsonl")
+    assert [ledger.confidence(book.current, n) for n in range(1, len(rows) + 1)] == per_run
+
+
+def test_the_best_of_tied_keeps_is_the_first_when_higher_is_better(repo: Path, ar: Tool) -> None:
+    """Two keeps tie for the best when higher is better: the best is the first of them (pi's
+    isBetter is strict, extensions/pi-autoresearch/index.ts:398), as status and analyze say."""
+    pi_session(repo, HEADER % ("ties", "higher"), run_line(1, 100, "keep"),
+               run_line(2, 120, "keep"), run_line(3, 120, "keep"), run_line(4, 90, "discard"))
+    best = ar(repo, "status", "--json").json()["segment"]["best"]
+    assert (best["run"], best["metric"]) == (2, 120)
+    analyzed = ar(repo, "analyze", "--json").json()["best"]
+    assert (analyzed["run"], analyzed["metric"]) == (2, 120)

@@ -204,3 +204,86 @@ def test_attempt_and_set_aside_messages_read_back_as_written(repo: Path) -> None
         "changes outside the scope or to readonly paths of kept run 3\n")
     aside = r.commit_tree(tree, [base], set_aside_message(3, None, kept=True))
     assert (intent_tokens(r, aside), run_trailer(r, aside)) == ([], "")
+
+
+def _run_line_of(size: int, number: int = 2) -> bytes:
+    """A run record, compact as the ledger writes it, padded to exactly ``size`` bytes."""
+    record = {"run": number, "commit": "abc1234", "metric": 90, "metrics": {}, "status": "keep",
+              "description": "", "timestamp": 1, "segment": 0, "confidence": None}
+    bare = len(ledger.dumps(record).encode())
+    record["description"] = "x" * (size - bare)
+    line = ledger.dumps(record).encode()
+    assert len(line) == size
+    return line
+
+
+@pytest.mark.parametrize("offset", [-1, 0, 1])
+def test_the_ledger_line_limit_at_its_edge(repo: Path, ar: Tool, offset: int) -> None:
+    """A line of MAX_LINE_BYTES - 1 or MAX_LINE_BYTES bytes is read as a run and can be
+    appended; one byte more is reported as too long (its run number still never reused) and
+    refused by an append before anything is written."""
+    size = ledger.MAX_LINE_BYTES + offset
+    assert ledger.MAX_LINE_BYTES == 1048576
+    ar(repo, *start_args())
+    path = repo / ".auto" / "log.jsonl"
+    before = path.read_bytes()
+    line = _run_line_of(size)
+    book = ledger.parse(before + line + b"\n")
+    if offset <= 0:
+        assert ([r.number for r in book.runs], book.malformed) == ([1, 2], [])
+        ledger.append(path, [json.loads(line)])
+        assert path.read_bytes() == before + line + b"\n"
+        assert [r["run"] for r in ar(repo, "log", "--json").json()] == [1, 2]
+    else:
+        assert [r.number for r in book.runs] == [1]
+        assert [(m.line, m.reason, m.torn, m.run) for m in book.malformed] == [
+            (3, "line of 1048577 bytes is too long", False, 2)]
+        assert book.next_run_number == 3
+        with pytest.raises(ValueError) as refused:
+            ledger.append(path, [json.loads(line)])
+        assert str(refused.value) == ("a ledger line of 1048577 bytes is longer than the "
+                                      "1048576 bytes a reader reads")
+        assert path.read_bytes() == before
+
+
+def test_only_a_last_line_without_its_newline_is_a_cut_short_append(repo: Path,
+                                                                    ar: Tool) -> None:
+    """A line that is not JSON in the middle, or last with its newline, is set aside as it is;
+    only a last line without its newline is called an append that was cut short, and only that
+    one becomes a ``torn_line`` record at the next append."""
+    ar(repo, *start_args())
+    path = repo / ".auto" / "log.jsonl"
+    head = path.read_bytes()
+    for data, torn in ((head + b'{"run": 5, "cut\n' + _run_line_of(300) + b"\n", False),
+                       (head + b'{"run": 5, "cut\n', False),
+                       (head + b'{"run": 5, "cut', True)):
+        path.write_bytes(data)
+        book = ledger.parse(data)
+        assert [(m.line, m.torn) for m in book.malformed] == [(3, torn)]
+        said = ar(repo, "log").err.splitlines()
+        assert said[0] == (f"warning: {path}:3: set aside: not JSON (JSONDecodeError)"
+                           + (" (an append that was cut short)" if torn else ""))
+    write(repo / "value.txt", "90\n")
+    record = ar(repo, "run", "-d", "after the cut", "--json").json()
+    assert record["run"] == 2
+    lines = path.read_bytes().split(b"\n")
+    assert json.loads(lines[2]) == {"type": "torn_line", "line": 3, "text": '{"run": 5, "cut',
+                                    "timestamp": json.loads(lines[2])["timestamp"]}
+    assert json.loads(lines[3])["description"] == "after the cut"
+
+
+def test_a_whole_last_line_that_lost_only_its_newline_stays_a_run(repo: Path, ar: Tool) -> None:
+    """A last line that is a whole record without its newline (an editor that drops the last
+    newline) is read as the run it is, and the next append gives it its newline: the run is
+    still there, never turned into a ``torn_line`` record."""
+    ar(repo, *start_args())
+    path = repo / ".auto" / "log.jsonl"
+    data = path.read_bytes()
+    assert data.endswith(b"\n")
+    path.write_bytes(data[:-1])
+    assert [r.number for r in ledger.read(path).runs] == [1]
+    write(repo / "value.txt", "90\n")
+    assert ar(repo, "run", "-d", "next", "--json").json()["run"] == 2
+    assert path.read_bytes().startswith(data)
+    assert [r["run"] for r in runs(repo)] == [1, 2]
+    assert [r for r in ledger_lines(repo) if r.get("type") == "torn_line"] == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -64,7 +65,7 @@ def test_every_named_step_is_in_the_kill_matrix() -> None:
     from git_autoresearch.faults import STEPS
 
     assert set(REVERT_STEPS) | set(KEEP_STEPS) | set(START_STEPS) | set(SET_ASIDE_STEPS) \
-        | set(WORKER_STEPS) | set(REMOTE_STEPS) == set(STEPS)
+        | set(WORKER_STEPS) | set(REMOTE_STEPS) | {"revert:before-attempt"} == set(STEPS)
 
 
 SET_ASIDE_STEPS = ["set-aside:after-attempt", "set-aside:after-remove"]
@@ -149,7 +150,9 @@ def test_kill_during_start_then_resume(repo: Path, ar: Tool, step: str) -> None:
                               "not measured: git autoresearch start --new-segment measures it")
     assert git(repo, "symbolic-ref", "--short", "HEAD") == "autoresearch/s1"
     assert "/.auto/" in (repo / ".git" / "info" / "exclude").read_text().splitlines()
-    assert "start --new-segment" in ar(repo, "run", "-d", "too early", expect=3).err
+    assert ar(repo, "run", "-d", "too early", expect=3).err == (
+        "git autoresearch: the baseline of this segment was never measured (start was "
+        "interrupted); run git autoresearch start --new-segment\n")
     baseline = ar(repo, "start", "--new-segment", "--json").json()["baseline"]
     assert baseline["run"] == 1 and baseline["metric"] == 100
     write(repo / "value.txt", "50\n")
@@ -217,6 +220,10 @@ def test_kill_during_revert_then_resume(experiment: Path, ar: Tool, step: str) -
     assert git(top, "rev-parse", "HEAD") == head
     numbers = [r["run"] for r in runs(top)]
     assert numbers == [1, 2], f"{step}: {numbers} ({res['actions']})"
+    assert res["actions"] == [
+        "finished the interrupted revert of run 2 (discard)" if step.startswith(
+            ("revert:", "record:before-ledger")) else
+        "run 2 was already recorded; its after hooks had not fired (they fire now)"]
     assert runs(top)[-1]["status"] == "discard"
     ref = "refs/autoresearch/s1/attempts/2"
     assert git(top, "show", f"{ref}:value.txt") == "50"
@@ -226,6 +233,71 @@ def test_kill_during_revert_then_resume(experiment: Path, ar: Tool, step: str) -
     assert (top / "README.md").read_text() == "project\n"
     assert ar(top, "status", "--json").json()["warnings"] == []
     assert ar(top, "run", "-d", "carries on", "--json").json()["run"] == 3
+
+
+def test_a_revert_killed_before_its_attempt_ref_was_written_is_rolled_back(
+        experiment: Path, ar: Tool) -> None:
+    """A discard killed once its intent record was written but before its attempt ref: nothing
+    had changed, so resume rolls it back, records nothing, and the experiment is still in the
+    work tree for the next discard, which records it as run 2."""
+    top = experiment
+    precious = files_of(top, PRECIOUS)
+    head = git(top, "rev-parse", "HEAD")
+    killed = tool(top, "discard", "-d", "killed",
+                  env={"GIT_AUTORESEARCH_DIE_AT": "revert:before-attempt"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert (top / ".git" / "autoresearch" / "intent.json").exists()
+    assert ar(top, "status", "--json").json()["warnings"] == [
+        "a revert of run 2 was interrupted; the next recording command (or resume) finishes it"]
+    assert ar(top, "resume", "--json").json()["actions"] == [
+        "rolled back the interrupted revert of run 2: nothing had changed"]
+    assert not (top / ".git" / "autoresearch" / "intent.json").exists()
+    assert [r["run"] for r in runs(top)] == [1]
+    assert subprocess.run(["git", "rev-parse", "-q", "--verify",
+                           "refs/autoresearch/s1/attempts/2"], cwd=top).returncode == 1
+    assert git(top, "rev-parse", "HEAD") == head
+    assert (top / "value.txt").read_text() == "50\n"
+    assert (top / "src" / "new.py").read_text() == "x = 1\n"
+    assert (top / "README.md").read_text() == "out of scope\n"
+    assert files_of(top, PRECIOUS) == precious
+    assert ar(top, "status", "--json").json()["warnings"] == []
+    record = ar(top, "discard", "-d", "again", "--json").json()
+    assert (record["run"], record["attempt_ref"]) == (2, "refs/autoresearch/s1/attempts/2")
+    assert git(top, "show", "refs/autoresearch/s1/attempts/2:value.txt") == "50"
+    assert (top / "value.txt").read_text() == "100\n"
+
+
+@pytest.mark.parametrize("written, named", [
+    ("{not json", ""),
+    ('["keep"]', ""),
+    ('{"op": "merge", "run": 2, "head": "h", "ref": "r", "created": [], "tracked": [], '
+     '"untracked_after": [], "record": {}}', " (a merge of run 2)"),
+    ('{"op": "set-aside", "run": 2, "head": "h", "ref": "refs/autoresearch/s1/scope/2", '
+     '"tracked": ["README.md"]}', " (a set-aside of run 2)"),
+])
+def test_an_intent_record_that_cannot_be_finished_is_set_aside(
+        experiment: Path, ar: Tool, written: str, named: str) -> None:
+    """An intent record that is not JSON, not an object, or names an operation no version
+    wrote: status names it, resume sets it aside as it was (never finishes or rolls back
+    anything), records nothing, and leaves the work tree alone."""
+    top = experiment
+    head = git(top, "rev-parse", "HEAD")
+    path = top / ".git" / "autoresearch" / "intent.json"
+    write(path, written)
+    assert ar(top, "status", "--json").json()["warnings"] == [
+        f"an interrupted command left an intent record that cannot be read{named}; the next "
+        "recording command (or resume) sets it aside"]
+    assert ar(top, "resume", "--json").json()["actions"] == [
+        "set aside an unreadable intent record"]
+    assert not path.exists()
+    [aside] = (top / ".git" / "autoresearch").glob("intent.abandoned.*.json")
+    assert aside.read_text() == written
+    assert [r["run"] for r in runs(top)] == [1]
+    assert git(top, "rev-parse", "HEAD") == head
+    assert (top / "value.txt").read_text() == "50\n"
+    assert (top / "README.md").read_text() == "out of scope\n"
+    assert ar(top, "status", "--json").json()["warnings"] == []
+    assert ar(top, "resume", "--json").json()["actions"] == []
 
 
 @pytest.mark.parametrize("op", ["discard", "keep"])
@@ -269,7 +341,10 @@ def test_kill_during_keep_then_resume(experiment: Path, ar: Tool, step: str) -> 
     numbers = [r["run"] for r in runs(top)]
     if step in ("keep:saving-index", "keep:staging", "keep:before-commit"):
         # Rolled back: nothing committed or recorded; work tree and index as the keep found them.
-        assert numbers == [1], res["actions"]
+        assert res["actions"] == [
+            "rolled back the interrupted keep of run 2: nothing was committed, and the "
+            "experiment is still in the work tree"]
+        assert numbers == [1]
         assert git(top, "rev-parse", "HEAD") == head
         assert git(top, "diff", "--cached", "--name-status") == staged
         assert (top / "value.txt").read_text() == "50\n"
@@ -277,7 +352,11 @@ def test_kill_during_keep_then_resume(experiment: Path, ar: Tool, step: str) -> 
         assert (top / "README.md").read_text() == "out of scope\n"
         assert ar(top, "keep", "-d", "again", "--metric", "50", "--json").json()["run"] == 2
     else:
-        assert numbers == [1, 2], res["actions"]
+        assert res["actions"] == [
+            "finished the interrupted keep of run 2" if step.startswith(
+                ("keep:", "record:before-ledger")) else
+            "run 2 was already recorded; its after hooks had not fired (they fire now)"]
+        assert numbers == [1, 2]
         record = runs(top)[-1]
         assert record["status"] == "keep" and record["committed"] is True
         assert git(top, "rev-parse", "HEAD^") == head
@@ -331,7 +410,10 @@ def test_deleted_ledger_is_restored(experiment: Path, ar: Tool) -> None:
     ledger_path = experiment / ".auto" / "log.jsonl"
     saved = ledger_path.read_bytes()
     ledger_path.unlink()
-    assert ar(experiment, "run", "-d", "x", expect=3).code == 3
+    assert ar(experiment, "run", "-d", "x", expect=3).err == (
+        f"git autoresearch: the ledger {ledger_path} is missing or lost its configuration "
+        "header; git autoresearch resume restores it from refs/autoresearch/s1/state\n")
+    assert not ledger_path.exists()
     actions = ar(experiment, "resume", "--json").json()["actions"]
     assert actions[0] == "restored .auto/log.jsonl"
     assert ledger_path.read_bytes() == saved
@@ -462,7 +544,9 @@ def test_doctor_sets_aside_a_stuck_interrupted_keep(experiment: Path, ar: Tool) 
                   env={"GIT_AUTORESEARCH_DIE_AT": "keep:after-commit"})
     assert killed.returncode == -signal.SIGKILL
     git(experiment, "commit", "-q", "--amend", "-m", "rewritten by hand")
-    assert "HEAD moved" in ar(experiment, "run", "-d", "x", expect=3).err
+    assert ar(experiment, "run", "-d", "x", expect=3).err == (
+        "git autoresearch: HEAD moved since the keep of run 2 was interrupted, and not by that "
+        "keep (git autoresearch doctor --fix sets the interrupted operation aside)\n")
     ar(experiment, "doctor", "--fix", expect=None)
     assert ar(experiment, "discard", "-d", "carries on", "--json").json()["status"] \
         == "discard"
@@ -559,7 +643,9 @@ def test_huge_ledger_line_is_reported(experiment: Path, ar: Tool) -> None:
     with open(experiment / ".auto" / "log.jsonl", "a") as fh:
         fh.write('{"run":2,"description":"' + "x" * (2 << 20) + '"}\n')
     res = ar(experiment, "log")
-    assert "too long" in res.err
+    assert res.err == (
+        f"warning: {experiment / '.auto' / 'log.jsonl'}:3: set aside: line of 2097178 bytes is "
+        "too long\n")
     assert len(runs_of(experiment)) == 1
 
 
@@ -597,6 +683,38 @@ def test_a_lost_last_ledger_line_never_reuses_a_run_number(experiment: Path, ar:
     assert git(experiment, "show", "refs/autoresearch/s1/attempts/2:value.txt") == "50"
 
 
+@pytest.mark.parametrize("op", ["discard", "keep"])
+def test_a_lost_ledger_line_the_state_ref_cannot_restore_never_reuses_its_number(
+        experiment: Path, ar: Tool, op: str) -> None:
+    """The last ledger line gone whole (newline and all) and the state ref gone too, so nothing
+    can restore the line: the next run is still numbered after the lost one, found from its
+    attempt ref (a discard) or the ``Autoresearch-Run`` trailer of its commit (a keep), and
+    that attempt is not overwritten."""
+    top = experiment
+    extra = ["--metric", "50"] if op == "keep" else []
+    if op == "keep":
+        write(top / "README.md", "project\n")  # nothing set aside: no attempt ref for run 2
+    ar(top, op, "-d", "lost line", *extra)
+    path = top / ".auto" / "log.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    last = max(i for i, line in enumerate(lines) if json.loads(line).get("run") == 2)
+    path.write_bytes(b"".join(lines[:last]))  # run 2's line and the after hook's after it
+    git(top, "update-ref", "-d", "refs/autoresearch/s1/state")
+    attempt = git(top, "rev-parse", "-q", "--verify", "refs/autoresearch/s1/attempts/2") \
+        if op == "discard" else None
+    write(top / "value.txt", "40\n")
+    record = ar(top, "discard", "-d", "next idea", "--json").json()
+    assert (record["run"], record["attempt_ref"]) == (3, "refs/autoresearch/s1/attempts/3")
+    assert [r["run"] for r in runs(top)] == [1, 3]
+    if attempt is not None:
+        assert git(top, "rev-parse", "refs/autoresearch/s1/attempts/2") == attempt
+        assert git(top, "show", "refs/autoresearch/s1/attempts/2:value.txt") == "50"
+    else:
+        assert git(top, "log", "-1", "--format=%(trailers:key=Autoresearch-Run,valueonly)") \
+            == "2"
+    assert git(top, "show", "refs/autoresearch/s1/attempts/3:value.txt") == "40"
+
+
 @pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupting_a_measurement_ends_the_experiment(repo: Path, ar: Tool, tmp_path: Path,
                                                         sig: int, code: int) -> None:
@@ -620,7 +738,8 @@ def test_interrupting_a_measurement_ends_the_experiment(repo: Path, ar: Tool, tm
 def test_a_start_killed_during_the_baseline(repo: Path, ar: Tool) -> None:
     killed = tool(repo, *start_args(), env={"GIT_AUTORESEARCH_DIE_AT": "record:before-ledger"})
     assert killed.returncode == -signal.SIGKILL
-    ar(repo, "resume")
+    assert ar(repo, "resume", "--json").json()["actions"] == [
+        "finished the interrupted keep of run 1"]
     record = runs(repo)[0]
     assert record["run"] == 1 and record["status"] == "keep" and record["baseline"] is True
 
@@ -636,7 +755,9 @@ def test_a_baseline_never_measured_is_refused(repo: Path, ar: Tool) -> None:
         time.sleep(0.05)
     proc.kill()
     proc.wait()
-    assert "never measured" in ar(repo, "run", "-d", "x", expect=3).err
+    assert ar(repo, "run", "-d", "x", expect=3).err == (
+        "git autoresearch: the baseline of this segment was never measured (start was "
+        "interrupted); run git autoresearch start --new-segment\n")
 
 
 def test_resume_leaves_a_deleted_hook_deleted(experiment: Path, ar: Tool) -> None:
@@ -654,18 +775,59 @@ def test_resume_restores_a_config_that_does_not_parse(experiment: Path, ar: Tool
     good = cfg.read_bytes()
     cfg.chmod(0o644)
     cfg.write_text("this is = = not toml")
-    assert "resume" in ar(experiment, "run", "-d", "x", expect=3).err
+    said = ar(experiment, "run", "-d", "x", expect=3).err
+    assert said.startswith(f"git autoresearch: {cfg}: not valid TOML: ")
+    assert said.endswith("; git autoresearch resume restores it from the state ref\n")
+    assert said.count("\n") == 1
     actions = ar(experiment, "resume", "--json").json()["actions"]
-    assert "did not parse" in actions[0]
+    assert len(actions) == 1 and re.fullmatch(
+        r"restored \.auto/config\.toml \(it did not parse; it is now "
+        r"\.auto/config\.toml\.broken\.\d+\)", actions[0]), actions
     assert cfg.read_bytes() == good
 
 
-def test_bad_text_is_refused_before_measuring(experiment: Path, ar: Tool) -> None:
-    assert ar(experiment, "run", "-d", "bad \udc80 bytes", expect=2).code == 2
-    assert ar(experiment, "run", "-d", "x", "--asi-json", '{"a": NaN}', expect=2).code == 2
-    assert ar(experiment, "run", "-d", "x", "--asi-json", '{"a": 1e999}', expect=2).code == 2
-    assert len(runs(experiment)) == 1
-    assert not (experiment / ".auto" / "run.log").read_text().count("score: 50")
+BAD_ANNOTATIONS = [
+    (["-d", "bad \udc80 bytes"], "--description is not valid UTF-8"),
+    (["--asi", "novalue"], "--asi 'novalue' is not KEY=VALUE"),
+    (["--asi", " =v"], "--asi ' =v' is not KEY=VALUE"),
+    (["--asi", "k=a\0b"], "--asi contains a NUL character"),
+    (["--asi", "k=" + "x" * 65537], "--asi takes 65537 bytes in the ledger; at most 65536 bytes "
+                                    "are accepted"),
+    (["--asi-json", "[1]"], "--asi-json must be a JSON object"),
+    (["--asi-json", '{"a": NaN}'], "--asi-json is not valid JSON with finite numbers"),
+    (["--asi-json", '{"a": 1e999}'], "--asi-json is not valid JSON with finite numbers"),
+    (["--asi-json", '{"a": '], "--asi-json is not valid JSON with finite numbers"),
+    (["--asi-json", '{"a": "' + "x" * 200000 + '"}', "--asi", "b=" + "x" * 63000],
+     "--asi/--asi-json come to 263015 bytes of JSON; at most 262144 bytes are accepted"),
+]
+
+
+@pytest.mark.parametrize("command", ["run", "discard"])
+@pytest.mark.parametrize("args, said", BAD_ANNOTATIONS)
+def test_bad_text_is_refused_before_measuring(experiment: Path, ar: Tool, command: str,
+                                             args: list[str], said: str) -> None:
+    """A description or annotation that cannot be stored is refused with exit 2 and one line
+    naming the option and the limit, before anything is measured, reverted or recorded."""
+    top = experiment
+    ledger_before = (top / ".auto" / "log.jsonl").read_bytes()
+    status = git(top, "status", "--porcelain")
+    extra = [] if "-d" in args else ["-d", "x"]
+    res = ar(top, command, *extra, *args, expect=2)
+    assert (res.out, res.err) == ("", f"git autoresearch: {said}\n")
+    assert (top / ".auto" / "log.jsonl").read_bytes() == ledger_before
+    assert git(top, "status", "--porcelain") == status
+    assert (top / "value.txt").read_text() == "50\n"
+    assert "score: 50" not in (top / ".auto" / "run.log").read_text()
+
+
+def test_asi_pairs_win_over_asi_json(experiment: Path, ar: Tool) -> None:
+    """--asi-json gives the object, each --asi pair is added to it (a key of both: the
+    pair's), and the record keeps it as given."""
+    record = ar(experiment, "discard", "-d", "x", "--asi-json", '{"h": "json", "n": 1.5, '
+                '"deep": {"k": [1, "two"]}}', "--asi", "h=pair", "--asi", "why=a = b",
+                "--json").json()
+    assert record["asi"] == {"h": "pair", "n": 1.5, "deep": {"k": [1, "two"]}, "why": "a = b"}
+    assert runs(experiment)[-1]["asi"] == record["asi"]
 
 
 def test_reserved_metric_name(repo: Path, ar: Tool) -> None:
@@ -720,14 +882,21 @@ def test_a_config_edited_into_an_invalid_value(repo: Path, ar: Tool) -> None:
     original = cfg.read_bytes()
     cfg.chmod(0o644)
     cfg.write_text(cfg.read_text().replace('direction = "lower"', 'direction = "sideways"'))
-    assert "direction" in ar(repo, "run", "-d", "x", expect=3).err
+    assert ar(repo, "run", "-d", "x", expect=3).err == (
+        f"git autoresearch: {cfg}: direction 'sideways' is not 'lower' or 'higher'; git "
+        "autoresearch resume restores it from the state ref\n")
     res = ar(repo, "status")
     assert "segment began with" in res.err and "baseline" in res.out
     assert "--new-segment" not in res.err, "a new segment cannot take an invalid file"
-    assert "resume restores" in ar(repo, "doctor", expect=3).err
+    assert ar(repo, "doctor", expect=3).err == (
+        f"git autoresearch: {cfg}: direction 'sideways' is not 'lower' or 'higher'; read with "
+        "the configuration the segment began with (git autoresearch resume restores the file "
+        "from the state ref)\n")
     assert ar(repo, "log", "--json").json()[0]["run"] == 1
     actions = ar(repo, "resume", "--json").json()["actions"]
-    assert "it was not valid" in actions[0]
+    assert len(actions) == 1 and re.fullmatch(
+        r"restored \.auto/config\.toml \(it was not valid; it is now "
+        r"\.auto/config\.toml\.broken\.\d+\)", actions[0]), actions
     assert cfg.read_bytes() == original
     write(repo / "value.txt", "50\n")
     assert ar(repo, "run", "-d", "after resume", "--json").json()["status"] == "keep"
@@ -751,7 +920,8 @@ def test_a_finished_revert_of_a_staged_new_file_killed_before_its_ledger_line(
     killed = tool(repo, "discard", "-d", "killed", env={
         "GIT_AUTORESEARCH_DIE_AT": "record:before-ledger"})
     assert killed.returncode == -signal.SIGKILL, killed.stderr
-    ar(repo, "resume")
+    assert ar(repo, "resume", "--json").json()["actions"] == [
+        "finished the interrupted revert of run 2 (discard)"]
     assert [r["run"] for r in runs(repo)] == [1, 2]
     assert not (repo / "src" / "staged.py").exists()
     assert git(repo, "status", "--porcelain") == ""
@@ -842,7 +1012,9 @@ def test_an_intent_record_missing_what_its_operation_always_wrote_is_set_aside(
     written = json.loads(path.read_text())
     del written["to_stage"]
     path.write_text(json.dumps(written))
-    assert "a keep of run 2 was interrupted" in ar(experiment, "status").err
+    assert ar(experiment, "status", "--json").json()["warnings"] == [
+        "an interrupted command left an intent record that cannot be read (a keep of run 2); "
+        "the next recording command (or resume) sets it aside"]
     res = ar(experiment, "resume", "--json").json()
     assert res["actions"] == ["set aside an unreadable intent record"]
     assert [r["run"] for r in runs(experiment)] == [1]

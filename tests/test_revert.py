@@ -212,7 +212,8 @@ def test_commit_refused_by_a_hook_changes_nothing(repo: Path, ar: Tool) -> None:
     write(repo / "README.md", "out of scope\n")
     ar(repo, "measure")
     res = ar(repo, "keep", "-d", "blocked", expect=3)
-    assert "git commit failed" in res.err
+    assert res.err == (
+        "git autoresearch: git commit failed, nothing was recorded and nothing reverted: exit 1\n")
     assert (repo / "value.txt").read_text() == "10\n"
     assert git(repo, "diff", "--cached", "--name-only") == ""
     hook.unlink()
@@ -220,7 +221,8 @@ def test_commit_refused_by_a_hook_changes_nothing(repo: Path, ar: Tool) -> None:
     assert (repo / "value.txt").read_text() == "100\n"
     hook = write(repo / ".git" / "hooks" / "pre-commit", "#!/bin/sh\nexit 1\n", 0o755)
     write(repo / "value.txt", "10\n")
-    ar(repo, "run", "-d", "blocked run", expect=3)
+    assert ar(repo, "run", "-d", "blocked run", expect=3).err == (
+        "git autoresearch: git commit failed, nothing was recorded and nothing reverted: exit 1\n")
     assert ar(repo, "status", "--json").json()["pending"]["metric"] == 10
     record = ar(repo, "discard", "-d", "after the blocked run", "--json").json()
     assert record["metric"] == 10 and record["run"] == 3

@@ -85,7 +85,10 @@ def test_sessions_states_stopped_merged_finalized(repo: Path, ar: Tool) -> None:
     session_of_three_runs(repo, ar)
     ar(repo, "stop")
     write(repo / "value.txt", "80\n")
-    ar(repo, "run", "-d", "stopped before it runs", expect=4)
+    assert ar(repo, "run", "-d", "stopped before it runs", expect=4).err == (
+        "git autoresearch: STOP sentinel found: the loop stops here (the sentinel was removed); "
+        "the work tree has unrecorded changes (value.txt): record them with git autoresearch "
+        "discard or keep\n")
     assert [s["state"] for s in ar(repo, "sessions", "--json").json()] == ["stopped"]
     git(repo, "checkout", "-q", "value.txt")
     git(repo, "switch", "-q", "main")
@@ -201,7 +204,8 @@ def test_gc_older_than_takes_a_stopped_session_only_once_it_is_that_old(
         repo: Path, ar: Tool) -> None:
     session_of_three_runs(repo, ar)
     ar(repo, "stop")
-    ar(repo, "run", "-d", "stops", expect=4)
+    assert ar(repo, "run", "-d", "stops", expect=4).err == (
+        "git autoresearch: STOP sentinel found: the loop stops here (the sentinel was removed)\n")
     top = Repo.discover(repo)
     [entry] = ar(repo, "sessions", "--json").json()
     assert entry["state"] == "stopped"

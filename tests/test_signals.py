@@ -303,7 +303,11 @@ def test_a_lock_taken_during_a_revert_is_named_and_resume_finishes(experiment: P
         "process is running, remove it (rm " f"{lock}); git autoresearch resume then finishes "
         "run 2")
     assert "Traceback" not in proc.stderr
-    assert "resume" in ar(top, "resume", expect=3).err, "refused while the lock is there"
+    assert ar(top, "resume", expect=3).err == (
+        f"git autoresearch: git's lock file {lock} exists, so the interrupted revert of run 2 "
+        "cannot be finished: another git process is running here, or one was killed and left "
+        f"it; once no git process is running, remove it (rm {lock}); git autoresearch resume "
+        "then finishes the run\n")
     lock.unlink()
     actions = ar(top, "resume", "--json").json()["actions"]
     assert "finished the interrupted revert of run 2 (discard)" in actions

@@ -107,7 +107,8 @@ def test_a_folder_replaced_by_a_symlink_is_discarded(repo: Path, ar: Tool,
         ar(repo, "discard", "-d", "symlinked")
     else:
         died(tool(repo, "discard", "-d", "symlinked", env={"GIT_AUTORESEARCH_DIE_AT": step}))
-        ar(repo, "resume")
+        assert ar(repo, "resume", "--json").json()["actions"] == [
+            "finished the interrupted revert of run 2 (discard)"]
     assert [r["status"] for r in runs(repo)] == ["keep", "discard"]
     assert not (repo / "src").is_symlink()
     assert (repo / "src" / "lib.py").read_text() == "def f():\n    return 1\n"
@@ -307,7 +308,8 @@ def test_a_killed_discard_restores_a_submodule(with_submodule: Submodule, ar: To
     ar(top, *start_args())
     git(top / "sub", "checkout", "-q", two)
     died(tool(top, "discard", "-d", "killed", env={"GIT_AUTORESEARCH_DIE_AT": step}))
-    ar(top, "resume")
+    assert ar(top, "resume", "--json").json()["actions"] == [
+        "finished the interrupted revert of run 2 (discard)"]
     assert [r["status"] for r in runs(top)] == ["keep", "discard"]
     assert git(top / "sub", "rev-parse", "HEAD") == one
     assert git(top, "status", "--porcelain", "--ignore-submodules=none") == ""
