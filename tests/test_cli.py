@@ -350,3 +350,36 @@ def test_help_imports_only_the_command_line(name: str | None) -> None:
         assert f"git_autoresearch.commands.{COMMAND_MODULES[name]}" in ours
     if name is not None and COMMAND_MODULES[name] in ("loop", "querying"):
         assert imported & HEAVY == set()
+
+
+WORK_PROBE = """
+import atexit, sys
+from git_autoresearch import cli
+atexit.register(lambda: sys.stderr.write("\\nimported: " + " ".join(sorted(sys.modules))))
+entry = sys.argv[1]
+del sys.argv[1]
+getattr(cli, entry)()
+"""
+# What measuring needs and a keep or discard of a session without JSON metrics, a score or
+# hooks does not: the sequential rule's statistics, the measurement slots, the JSON metric
+# and score readers, and what those pull in.
+NOT_FOR_RECORDING = {"git_autoresearch.decision", "git_autoresearch.slots",
+                     "git_autoresearch.jsonmetric", "git_autoresearch.scoring", "socket",
+                     "shutil", "bz2", "lzma", "plumbum"}
+
+
+def test_keep_and_discard_import_only_what_recording_needs(repo: Path, ar: Tool) -> None:
+    """``git-autoresearch-keep`` and ``-discard`` (the entry points' own calls, in a fresh
+    interpreter) record a run without importing what only measuring needs: their start-up
+    above click's is the recording code alone."""
+    ar(repo, *start_args())
+    for entry, args in (("keep_main", ["-d", "kept", "--metric", "90"]),
+                        ("discard_main", ["-d", "not kept"])):
+        write(repo / "value.txt", f"{len(entry)}\n")
+        proc = subprocess.run([sys.executable, "-c", WORK_PROBE, entry, *args],
+                              capture_output=True, text=True, cwd=repo)
+        assert proc.returncode == 0, proc.stderr
+        imported = set(proc.stderr.rsplit("imported: ", 1)[1].split())
+        assert "git_autoresearch.recording" in imported
+        assert imported & NOT_FOR_RECORDING == set(), entry
+    assert [r["status"] for r in runs(repo)][-2:] == ["keep", "discard"]
