@@ -211,20 +211,28 @@ def _report_signal(signum: int, prog_name: str, args: list[str], *, document: bo
     return code
 
 
+# The commands that run with the collector off to the end: recording a run that was measured
+# (or given), a fraction of a second that makes nothing cyclic worth collecting, while the
+# collector's passes over the modules it imports cost it milliseconds.
+COLLECTOR_OFF = ("keep", "discard", "crash")
+
+
 def _start(name: str | None) -> click.Command:
     """Process set-up for an entry point: SIGINT, SIGTERM and SIGHUP handled alike and held
     until :func:`invoke` runs the command (:mod:`git_autoresearch.signals`), so that a signal
     during the imports is said and exits 128 + N instead of a traceback; then the command
     ``name`` (None: the group) is loaded with the collector off, since nothing the imports
     make is garbage (collecting during them costs a command several milliseconds), and what
-    they made, which lives until exit, is kept out of the collector's sight (gc.freeze)."""
+    they made, which lives until exit, is kept out of the collector's sight (gc.freeze). The
+    collector stays off for the commands of :data:`COLLECTOR_OFF`."""
     signals.install(hold=True)
     gc.disable()
     from .commands import cli, command
 
     loaded = cli if name is None else command(name)
     gc.freeze()
-    gc.enable()
+    if (name or _subcommand("git autoresearch", sys.argv[1:])) not in COLLECTOR_OFF:
+        gc.enable()
     return loaded
 
 

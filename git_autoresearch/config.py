@@ -6,7 +6,6 @@ into the ledger's config header, and every command compares the two before it ac
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import re
@@ -151,6 +150,8 @@ class Config:
 
     def _check_json_and_score(self) -> tuple[str, str] | None:
         """``metric_json``, ``metrics_json`` and the ``[score]`` table."""
+        if self.metric_json is None and self.metrics_json is None and self.score is None:
+            return None  # (nothing to import for the usual configuration)
         from . import jsonmetric, scoring
 
         if self.metric_json is not None:
@@ -387,6 +388,8 @@ def env_seconds(name: str, default: float, *, allow_zero: bool = True) -> float:
 
 def file_hash(data: bytes) -> str:
     """``sha256:<hex>`` of a file's bytes: the form the ledger's config header records."""
+    import hashlib  # (OpenSSL): only where a file is hashed
+
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 

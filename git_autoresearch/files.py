@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import os
 from pathlib import Path
 
@@ -31,11 +30,14 @@ def _reason(exc: OSError) -> str:
 
 
 def write_atomic(path: Path, data: bytes, mode: int | None = None, *,
-                 step: str | None = None) -> None:
+                 step: str | None = None, durable: bool = True) -> None:
     """Replace ``path`` by ``data`` (bytes) whole or not at all: write a temporary file beside
     it, ``fsync``, rename. ``mode`` (e.g. ``0o444``) is set before the rename. ``step`` names a
-    kill point of :mod:`faults` reached with half the data written. Raises
-    :class:`WriteFailed`; the old file is then untouched and no temporary file is left."""
+    kill point of :mod:`faults` reached with half the data written. ``durable`` False skips
+    the ``fsync``, for a file nothing reads after a crash of the machine (a scratch file this
+    command consumes and removes, a cache checked when read): a killed process still leaves
+    the old file or the new one whole. Raises :class:`WriteFailed`; the old file is then
+    untouched and no temporary file is left."""
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -46,7 +48,8 @@ def write_atomic(path: Path, data: bytes, mode: int | None = None, *,
                 _write_all(fd, data[len(data) // 2:], tmp)
             else:
                 _write_all(fd, data, tmp)
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         if mode is not None:
@@ -141,6 +144,8 @@ def whole_index(path: Path) -> bool:
     version, entries = int.from_bytes(data[4:8], "big"), int.from_bytes(data[8:12], "big")
     if version not in (2, 3, 4) or 12 + entries * 40 > len(data):  # an entry is >= 40 bytes
         return False
+    import hashlib  # (OpenSSL): only where an index is checked
+
     for digest in (hashlib.sha1, hashlib.sha256):
         width = digest().digest_size
         if len(data) >= 12 + width and (

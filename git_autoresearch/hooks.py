@@ -19,7 +19,6 @@ from __future__ import annotations
 import errno
 import os
 import select
-import shutil
 import subprocess
 import time
 from collections.abc import Mapping
@@ -220,6 +219,8 @@ def fire_one(path: Path, stage: str, payload: Mapping[str, Any], *, cwd: Path,
         except OSError as exc:
             if exc.errno == errno.ENOEXEC and len(argv) == 1:
                 # No #! line: bash runs it, as pi runs every hook (hooks.ts:88).
+                import shutil  # (bz2, lzma, ...): only where needed
+
                 bash = shutil.which("bash", path=env.get("PATH", os.defpath))
                 if bash is not None:
                     argv = [bash, str(path)]

@@ -16,7 +16,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import jsonmetric, scoring
 from .config import DIRECTIONS, Config
 from .running import Outcome, run_shell
 from .stats import median
@@ -319,6 +318,8 @@ FileState = tuple[int, int, int] | None
 def _reads_output(cfg: Config) -> bool:
     """Whether ``metric_json`` or one of ``metrics_json`` reads the command's standard output
     (a bare path, or ``-:PATH``: :func:`jsonmetric.split_spec`)."""
+    from . import jsonmetric  # (json): only where a metric is read from JSON
+
     default, _ = jsonmetric.split_spec(cfg.metric_json) if cfg.metric_json else (None, "")
     if cfg.metric_json and default is None:
         return True
@@ -329,6 +330,8 @@ def _reads_output(cfg: Config) -> bool:
 def _json_files(cfg: Config) -> list[str]:
     """The files the JSON metrics read (``metric_json``'s, then ``metrics_json``'s), each
     once."""
+    from . import jsonmetric
+
     default, _ = jsonmetric.split_spec(cfg.metric_json) if cfg.metric_json else (None, "")
     files = [default] if default else []
     for spec in (cfg.metrics_json or {}).values():
@@ -359,6 +362,8 @@ def read_json_and_score(cfg: Config, reading: LogReading, *, top: Path, log_path
     :data:`scoring.READ_VALUE`. Any failure leaves ``metric`` None and says why in
     ``problem`` (a crash). ``output``: the command's standard output, when it was kept
     apart (else the run log from ``offset`` stands for it)."""
+    from . import jsonmetric, scoring
+
     reader = cfg.metric_pattern or cfg.metric_command or cfg.metric_json
     if cfg.metric_json is not None or reader is None:
         # The JSON or the score gives the metric: no METRIC line of its name is needed.
@@ -399,6 +404,8 @@ def _json_text(file: str | None, top: Path, log_path: Path, offset: int,
     """The text of a JSON metric's source: ``file`` (relative to ``top``), or the sample's
     output in the run log from ``offset``. Raises :class:`jsonmetric.JsonMetricError` for a
     file the command did not write."""
+    from . import jsonmetric
+
     if file is None:
         with open(log_path, "rb") as fh:
             fh.seek(offset)

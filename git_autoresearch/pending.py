@@ -11,14 +11,13 @@ fingerprint of the experiment's files, for the ``keep`` or ``discard`` that reco
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import decision, journal, signals
+from . import journal, signals
 from . import ledger as ledger_mod
 from .config import file_hash
 from .errors import Refused
@@ -32,9 +31,11 @@ from .records import RunRecord
 from .refs import scope_prefix
 from .running import command_environment
 from .session import Session
-from .slots import measuring
 from .stats import mad, median
 from .trailers import set_aside_message
+
+if TYPE_CHECKING:
+    from . import decision
 
 
 def measure(session: Session, progress: Progress | None = None, *, pending: bool = True,
@@ -57,6 +58,8 @@ def measure(session: Session, progress: Progress | None = None, *, pending: bool
     aside = set(violations)
     left = [p for p in changes.changed() if not session.bounds.is_protected(p) and p not in aside]
     rule = Rule.of(session, baseline=baseline, changed=bool(left))
+    from .slots import measuring  # (the slot's lock): only where a command is measured
+
     try:
         with measuring(session.repo, session.config, f"run {number}") as slot:
             result = run_measurement(session.config, top=session.repo.top,
@@ -110,6 +113,8 @@ class Rule:
             return cls("strict", cfg.direction, bar, min_effect=cfg.min_effect or 0.0)
         if baseline or not (pool := incumbent_samples(session)):
             return cls("sequential", cfg.direction, samples=cfg.samples_of_baseline)
+        from . import decision
+
         window = decision.incumbent(pool, cfg.direction).samples
         probe = not changed
         return cls("sequential", cfg.direction, window, 1 if probe else cfg.samples_at_most,
@@ -119,6 +124,8 @@ class Rule:
         """Whether the samples so far decide (always False without a pool: take them all)."""
         if self.name != "sequential" or not self.pool or self.probe:
             return False
+        from . import decision
+
         return decision.sequential(list(self.pool), samples, direction=self.direction,
                                    min_effect=self.min_effect,
                                    max_samples=self.samples or 1).done
@@ -127,6 +134,8 @@ class Rule:
         """The ``decision`` object of the run record of ``result`` (None without a metric).
         Under strict, the pool is the best kept metric and the candidate is ``result``'s
         aggregate."""
+        from . import decision
+
         samples = result.samples
         if result.metric is None or not samples:
             return None
@@ -303,6 +312,8 @@ def _fingerprint_of(path: Path) -> str:
     try:
         st = path.lstat()
         data = os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
+        import hashlib  # (OpenSSL): only where a file is fingerprinted
+
         return f"{st.st_mode:o}:{hashlib.sha256(data).hexdigest()}"
     except FileNotFoundError:
         return "deleted"
@@ -364,6 +375,9 @@ def remeasure_incumbent(session: Session, after: RunRecord) -> list[str]:
     exact = isinstance(found, dict) and found.get("effect_low") is not None \
         and found.get("effect_low") == found.get("effect_high")
     count = 1 if exact else max(1, session.config.samples_of_baseline - len(pool))
+    from . import decision
+    from .slots import measuring
+
     env = {**run_environment(session, after["run"], session.layout.run_log),
            "AUTORESEARCH_INCUMBENT": "1"}
     with measuring(session.repo, session.config, f"incumbent after run {after['run']}"):

@@ -73,8 +73,15 @@ def json_row(row: Row, columns: list[str] | None, all_sessions: bool) -> dict[st
 
 
 def json_text(rows: list[Row], columns: list[str] | None, all_sessions: bool) -> str:
-    """The rows as one JSON array, two-space indented (``--json``)."""
-    return _dumps([json_row(r, columns, all_sessions) for r in rows], indent=2) + "\n"
+    """The rows as one JSON array (``--json``), a run a line: ``[``, each row as one object
+    on its own line (a comma after each but the last), ``]``; ``[]`` for none. Each object is
+    written by json's C encoder (indenting runs Python's own, several times slower: 100,000
+    runs took seconds), so a run can be picked out with ``grep`` and the document still reads
+    as one."""
+    if not rows:
+        return "[]\n"
+    return "[\n" + ",\n".join(_dumps(json_row(r, columns, all_sessions)) for r in rows) \
+        + "\n]\n"
 
 
 def jsonl_text(rows: list[Row], columns: list[str] | None, all_sessions: bool) -> str:
@@ -100,11 +107,16 @@ def _finite(data: Any) -> Any:
     return data
 
 
-def _dumps(data: Any, indent: int | None = None) -> str:
+# One encoder for every row (json.dumps with options makes one per call); no indent, so
+# that its C implementation writes.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+
+
+def _dumps(data: Any) -> str:
     try:
-        return json.dumps(data, ensure_ascii=False, indent=indent, allow_nan=False)
+        return _ENCODER.encode(data)
     except ValueError:  # a non-finite number from a hostile ledger
-        return json.dumps(_finite(data), ensure_ascii=False, indent=indent, allow_nan=False)
+        return _ENCODER.encode(_finite(data))
 
 
 def cell(row: Row, name: str) -> Any:

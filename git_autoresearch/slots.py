@@ -25,7 +25,6 @@ import errno
 import fcntl
 import json
 import os
-import socket
 import sys
 import time
 from collections.abc import Iterator
@@ -169,6 +168,8 @@ def measuring(repo: Repo, cfg: Config, what: str) -> Iterator[Slot]:
             if other != fd:
                 os.close(other)
         fds = [fd]
+        import socket  # only where a slot is taken
+
         holder = {"pid": os.getpid(), "worker": worker_name(repo), "host": socket.gethostname(),
                   "what": what, "since": int(time.time() * 1000)}
         try:

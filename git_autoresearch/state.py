@@ -97,7 +97,9 @@ def mirror(repo: Repo, auto: Path, session_id: str, message: str, *,
     cache.update({"ref": ref, "commit": commit})
     cache["pieces"] = {str(k): v for k, v in known.items() if k < len(pieces)}
     if use_cache:
-        write_atomic(cache_path, json.dumps(cache).encode())
+        # A cache: one lost or stale after a crash of the machine is read as empty, or its
+        # commit fails the compare-and-swap and the ref is read again (no fsync needed).
+        write_atomic(cache_path, json.dumps(cache).encode(), durable=False)
     return commit, [name for name, _ in skipped]
 
 
@@ -188,7 +190,7 @@ def _write_blobs(repo: Repo, entries: list[tuple[str, str]], pieces: list[bytes]
     link_files: list[tuple[str, Path]] = []
     for number, (name, target) in enumerate(links):
         tmp = repo.scratch / f"state-link.{os.getpid()}.{number}"
-        write_atomic(tmp, target)
+        write_atomic(tmp, target, durable=False)  # read by git below, then removed
         link_files.append((name, tmp))
     piece_files: list[tuple[int, Path]] = []
     for index, data in enumerate(pieces):
@@ -196,7 +198,7 @@ def _write_blobs(repo: Repo, entries: list[tuple[str, str]], pieces: list[bytes]
         if len(cached) >= 3 and cached[0] == len(data) and cached[2] == _digest(data):
             continue
         tmp = repo.scratch / f"state-piece.{os.getpid()}.{index}"
-        write_atomic(tmp, data)
+        write_atomic(tmp, data, durable=False)  # read by git below, then removed
         piece_files.append((index, tmp))
     paths = [p for _, p in entries] + [str(p) for _, p in piece_files]
     paths += [str(p) for _, p in link_files]

@@ -312,3 +312,76 @@ def test_trace_names_each_git_call_with_its_time(repo: Path) -> None:
     assert lines[0].endswith("--abbrev-ref HEAD") and " git rev-parse " in lines[0]
     assert (traced.returncode, traced.stdout) == (plain.returncode, plain.stdout)
     assert "trace" not in plain.stderr
+
+
+HELP_PROBE = """
+import atexit, sys
+from git_autoresearch import cli
+atexit.register(lambda: sys.stderr.write("\\nimported: " + " ".join(sorted(sys.modules))))
+entry = sys.argv[1]
+sys.argv[1:] = ["-h"]
+getattr(cli, entry)()
+"""
+# What a command's help may import of the package besides the command modules: the programs,
+# and the two leaves every program needs to say how it ended.
+HELP_MAY_IMPORT = {"git_autoresearch", "git_autoresearch.cli", "git_autoresearch.signals",
+                   "git_autoresearch.errors"}
+# What a keep's, a discard's or a log's work pulls in (git, the ledger, the configuration) and
+# their help needs none of: click and Python bring the rest.
+HEAVY = {"subprocess", "pathlib", "json", "dataclasses", "hashlib", "tomllib", "plumbum",
+         "tempfile", "urllib.parse", "shlex", "glob"}
+
+
+@pytest.mark.parametrize("name", [*COMMAND_MODULES, None])
+def test_help_imports_only_the_command_line(name: str | None) -> None:
+    """``git-autoresearch-<name> -h`` (the entry point's own call, in a fresh interpreter)
+    imports the command's module and none of the session, recording, measuring or reading
+    code; the loop's commands and log (run all night) none of the heavy standard modules
+    either, so that the start-up every command pays stays Python's and click's. The group's
+    help (``name`` None) imports every command module, to list them, and nothing below."""
+    entry = f"{name}_main" if name else "main"
+    proc = subprocess.run([sys.executable, "-c", HELP_PROBE, entry], capture_output=True,
+                          text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert f"git autoresearch{' ' + name if name else ''} [OPTIONS]" in proc.stdout
+    imported = set(proc.stderr.rsplit("imported: ", 1)[1].split())
+    ours = {m for m in imported if m.startswith("git_autoresearch")}
+    assert {m for m in ours - HELP_MAY_IMPORT
+            if not m.startswith("git_autoresearch.commands")} == set()
+    if name is not None:
+        assert f"git_autoresearch.commands.{COMMAND_MODULES[name]}" in ours
+    if name is not None and COMMAND_MODULES[name] in ("loop", "querying"):
+        assert imported & HEAVY == set()
+
+
+WORK_PROBE = """
+import atexit, sys
+from git_autoresearch import cli
+atexit.register(lambda: sys.stderr.write("\\nimported: " + " ".join(sorted(sys.modules))))
+entry = sys.argv[1]
+del sys.argv[1]
+getattr(cli, entry)()
+"""
+# What measuring needs and a keep or discard of a session without JSON metrics, a score or
+# hooks does not: the sequential rule's statistics, the measurement slots, the JSON metric
+# and score readers, and what those pull in.
+NOT_FOR_RECORDING = {"git_autoresearch.decision", "git_autoresearch.slots",
+                     "git_autoresearch.jsonmetric", "git_autoresearch.scoring", "socket",
+                     "shutil", "bz2", "lzma", "plumbum"}
+
+
+def test_keep_and_discard_import_only_what_recording_needs(repo: Path, ar: Tool) -> None:
+    """``git-autoresearch-keep`` and ``-discard`` (the entry points' own calls, in a fresh
+    interpreter) record a run without importing what only measuring needs: their start-up
+    above click's is the recording code alone."""
+    ar(repo, *start_args())
+    for entry, args in (("keep_main", ["-d", "kept", "--metric", "90"]),
+                        ("discard_main", ["-d", "not kept"])):
+        write(repo / "value.txt", f"{len(entry)}\n")
+        proc = subprocess.run([sys.executable, "-c", WORK_PROBE, entry, *args],
+                              capture_output=True, text=True, cwd=repo)
+        assert proc.returncode == 0, proc.stderr
+        imported = set(proc.stderr.rsplit("imported: ", 1)[1].split())
+        assert "git_autoresearch.recording" in imported
+        assert imported & NOT_FOR_RECORDING == set(), entry
+    assert [r["status"] for r in runs(repo)][-2:] == ["keep", "discard"]

@@ -501,3 +501,31 @@ def test_numbers_come_out_as_the_ledger_writes_them(repo: Path, ar: Tool) -> Non
     assert ar(repo, "log", "--format", "jsonl", "--columns", "run,metric").out == \
         '{"run": 1, "metric": 100}\n'
     assert ar(repo, "log", "--csv").out.splitlines()[1].split(",")[3] == "100"
+
+
+def test_json_is_one_document_with_a_run_a_line(repo: Path, ar: Tool) -> None:
+    """``log --json`` writes one JSON array, a run a line (``[``, one object a line, commas
+    between, ``]``), so that 100,000 runs are written by json's C encoder in well under a
+    second; the values are those the earlier, indented layout held: the same as ``jsonl``'s,
+    a non-finite number of a hostile line as null, text with newlines and non-ASCII as is.
+    No run: ``[]``."""
+    night(repo, ar)
+    ledger = repo / ".auto" / "log.jsonl"
+    with ledger.open("a") as fh:  # a line by another hand: an infinite duration, odd text
+        fh.write('{"run": 6, "commit": "abc1234", "metric": 70, "metrics": {}, '
+                 '"status": "discard", "description": "line one\\nzwei – ✓", '
+                 '"timestamp": 1764400000000, "segment": 0, "duration_s": 1e999}\n')
+    out = ar(repo, "log", "--json").out
+    lines = out.split("\n")
+    assert (lines[0], lines[-2:]) == ("[", ["]", ""])
+    body = lines[1:-2]
+    assert [json.loads(line.removesuffix(",")) for line in body] == json.loads(out)
+    assert [line.endswith(",") for line in body] == [True] * 5 + [False]
+    jsonl = ar(repo, "log", "--format", "jsonl").out.splitlines()
+    assert json.loads(out) == [json.loads(line) for line in jsonl]
+    last = json.loads(out)[-1]
+    assert (last["run"], last["duration_s"], last["description"], last["delta_pct"]) == \
+        (6, None, "line one\nzwei – ✓", -30.0)
+    assert [r["run"] for r in json.loads(out)] == [1, 2, 3, 4, 5, 6]
+    empty = ar(repo, "log", "--json", "--status", "checks_failed").out
+    assert (empty, json.loads(empty)) == ("[]\n", [])

@@ -656,3 +656,33 @@ def test_a_keep_on_a_disk_that_fills_while_git_writes_records_nothing(
     assert [r["run"] for r in runs(top)] == [1]
     filler.unlink()
     assert ar(top, "keep", "-d", "k", "--metric", "50", "--json").json()["run"] == 2
+
+
+def test_a_keep_and_a_discard_fsync_what_a_crash_of_the_machine_must_find(
+        repo: Path, ar: Tool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each fsync costs a keep milliseconds: a keep syncs the intent record, the copy of the
+    index it may roll back to, the ledger line and the snapshot of the untracked files (which
+    the next revert must not delete); a discard the same but the index copy. Scratch files git
+    reads at once and removes (a temporary index, the state ref's pieces) and the state ref's
+    cache (checked when read) are written whole without one."""
+    ar(repo, *start_args())
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        name = Path(os.readlink(f"/proc/self/fd/{fd}")).name
+        synced.append(name.split(".")[0] if name.endswith(".tmp") else name)
+        real_fsync(fd)
+
+    if not Path("/proc/self/fd").is_dir():
+        pytest.skip("needs /proc to name the file of a descriptor")
+    monkeypatch.setattr(os, "fsync", fsync)
+    write(repo / "value.txt", "90\n")
+    write(repo / "new.txt", "new\n")
+    ar(repo, "keep", "-d", "kept", "--metric", "90")
+    assert synced == ["intent", "index-before-keep", "log.jsonl", "untracked"]
+    synced.clear()
+    write(repo / "value.txt", "95\n")
+    write(repo / "other.txt", "new\n")
+    ar(repo, "discard", "-d", "not kept")
+    assert synced == ["intent", "log.jsonl", "untracked"]

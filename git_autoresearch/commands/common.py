@@ -3,7 +3,6 @@ and the options several commands take."""
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from collections.abc import Callable
@@ -38,6 +37,8 @@ def emit_json(data: Any, *, interruptible: bool = True) -> None:
     """Print one JSON document (never NaN or infinity: such values become null). A signal
     that arrived and was not raised yet is raised first (``interruptible``), so that the
     command's one document is the error that says so."""
+    import json  # (re, the decoder): only where a document is written
+
     if interruptible:
         signals.check()
     try:

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..errors import Refused, UsageError
-from ..measure import Measurement
 
 if TYPE_CHECKING:
     from ..hooks import HookReport
+    from ..measure import Measurement
     from ..recovery import Recovery
     from ..replaying import Replayed
     from ..session import Session
@@ -192,6 +192,8 @@ def run_cmd(description: str, asi_pairs: tuple[str, ...], asi_json: str | None, 
             recorded = record(session, "discard", description, result=None, asi=asi,
                               hooks=before.summary(), replayed=caught.record(session.repo),
                               reason=conflict_reason(caught))
+            from ..measure import Measurement
+
             result = Measurement(None, {}, [], 0.0)
         else:
             decision = session.decide(result)

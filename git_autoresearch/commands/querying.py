@@ -81,6 +81,7 @@ def log_cmd(segment: int | None, status: str | None, kept: bool, run_range: str 
     place, or the Result: trailers of the current branch; --all-sessions: every session of the
     repository), filtered, sorted and in the format asked for."""
     from .. import queryformat
+    from ..ledger import collector_paused
     from ..query import Query, compile_pattern, parse_range, parse_sort, parse_where
 
     chosen = _chosen_format(fmt, tsv, as_csv, as_json)
@@ -95,43 +96,44 @@ def log_cmd(segment: int | None, status: str | None, kept: bool, run_range: str 
                   invert_grep=invert_grep, where=[parse_where(w) for w in wheres],
                   worker=worker, decision=decision, last=last, sort=parse_sort(sorts),
                   max_count=max_count)
-    if all_sessions:
-        from ..catalog import repository
+    with collector_paused():  # (every row is read and written: nothing cyclic is made)
+        if all_sessions:
+            from ..catalog import repository
 
-        repo = repository()
-        _dates(query, repo.date_seconds, since, until)
-        rows, book = query.select(_every_session(repo, segment)), None
-    else:
-        rows, book = _one_session(query, since, until, segment)
-    from ..query import absent
-
-    for option, asked in (("--sort", [name for name, _ in query.sort]),
-                          ("--columns", names or [])):
-        for name in absent(rows, asked):
-            warn(f"{option} {name}: no run shown has this field (a field of the run records, "
-                 "a secondary metric, or a dotted path such as asi.hypothesis)")
-    if template is not None:
-        click.echo(queryformat.template_text(rows, template), nl=False)
-    elif chosen in ("json", "jsonl"):
-        write = queryformat.json_text if chosen == "json" else queryformat.jsonl_text
-        click.echo(write(rows, names, all_sessions), nl=False)
-    elif chosen == "table":
-        width = shutil.get_terminal_size((120, 20)).columns
-        if names is None and not all_sessions:
-            from ..report import table
-
-            audited = rows[0].audited if rows else {}
-            click.echo(table([(r.run, r.segment) for r in rows], width, audited), nl=False)
+            repo = repository()
+            _dates(query, repo.date_seconds, since, until)
+            rows, book = query.select(_every_session(repo, segment)), None
         else:
-            shown = names or (["session", *queryformat.DEFAULT_COLUMNS] if all_sessions
-                              else list(queryformat.DEFAULT_COLUMNS))
-            click.echo(queryformat.table_text(rows, shown, width), nl=False)
-    elif chosen == "markdown":
-        shown = names or (["session"] if all_sessions else []) + list(
-            queryformat.DEFAULT_COLUMNS)
-        click.echo(queryformat.markdown_text(rows, shown), nl=False)
-    else:
-        click.echo(_delimited(rows, chosen, names, book, query), nl=False)
+            rows, book = _one_session(query, since, until, segment)
+        from ..query import absent
+
+        for option, asked in (("--sort", [name for name, _ in query.sort]),
+                              ("--columns", names or [])):
+            for name in absent(rows, asked):
+                warn(f"{option} {name}: no run shown has this field (a field of the run "
+                     "records, a secondary metric, or a dotted path such as asi.hypothesis)")
+        if template is not None:
+            click.echo(queryformat.template_text(rows, template), nl=False)
+        elif chosen in ("json", "jsonl"):
+            write = queryformat.json_text if chosen == "json" else queryformat.jsonl_text
+            click.echo(write(rows, names, all_sessions), nl=False)
+        elif chosen == "table":
+            width = shutil.get_terminal_size((120, 20)).columns
+            if names is None and not all_sessions:
+                from ..report import table
+
+                audited = rows[0].audited if rows else {}
+                click.echo(table([(r.run, r.segment) for r in rows], width, audited), nl=False)
+            else:
+                shown = names or (["session", *queryformat.DEFAULT_COLUMNS] if all_sessions
+                                  else list(queryformat.DEFAULT_COLUMNS))
+                click.echo(queryformat.table_text(rows, shown, width), nl=False)
+        elif chosen == "markdown":
+            shown = names or (["session"] if all_sessions else []) + list(
+                queryformat.DEFAULT_COLUMNS)
+            click.echo(queryformat.markdown_text(rows, shown), nl=False)
+        else:
+            click.echo(_delimited(rows, chosen, names, book, query), nl=False)
 
 
 def _chosen_format(fmt: str | None, tsv: bool, as_csv: bool, as_json: bool) -> str:

@@ -48,6 +48,7 @@ def open_warned() -> Session:
 @json_option
 def status_cmd(watch: bool, interval: float, times: int | None, as_json: bool) -> None:
     """Where the session stands: baseline, best, counts, confidence, STOP or limit, warnings."""
+    from ..ledger import collector_paused
     from ..reader import open_for_reading
     from ..status import status
 
@@ -56,7 +57,8 @@ def status_cmd(watch: bool, interval: float, times: int | None, as_json: bool) -
             raise UsageError("--watch shows a live view for people; --json takes one status")
         _watch(interval, times)
         return
-    found = status(open_for_reading())
+    with collector_paused():  # (the whole ledger read and summed: nothing cyclic is made)
+        found = status(open_for_reading())
     if as_json:
         emit_json(found.to_json())
         return
@@ -68,6 +70,7 @@ def _watch(interval: float, times: int | None) -> None:
     (which ends it with exit 0: the view was the point) or ``times`` views."""
     import time
 
+    from ..ledger import collector_paused
     from ..reader import open_for_reading
     from ..signals import Interrupted, handled
     from ..status import status
@@ -75,7 +78,8 @@ def _watch(interval: float, times: int | None) -> None:
     shown = 0
     try:
         while times is None or shown < times:
-            found = status(open_for_reading())  # opened anew: the loop records meanwhile
+            with collector_paused():
+                found = status(open_for_reading())  # opened anew: the loop records meanwhile
             if sys.stdout.isatty():
                 click.echo("\x1b[H\x1b[2J", nl=False)
             click.echo(f"{time.strftime('%H:%M:%S')}  every {interval:g}s, Ctrl-C ends")

@@ -27,7 +27,8 @@ def temporary_index(repo: Repo, *, copy_of_real: bool = True) -> Iterator[Index]
         index = Index(repo, path)
         real = repo.git_dir / "index"
         if copy_of_real and real.is_file():
-            write_atomic(path, real.read_bytes())
+            # Scratch, used by this command's git calls and removed on leaving: no fsync.
+            write_atomic(path, real.read_bytes(), durable=False)
             index.copied = True
         yield index
     finally:
