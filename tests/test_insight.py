@@ -418,12 +418,15 @@ def test_import_refuses_bad_input(repo: Path, ar: Tool, tmp_path: Path, name: st
 def test_import_refuses_non_utf8_and_odd_configs(repo: Path, ar: Tool, tmp_path: Path) -> None:
     latin = write(tmp_path / "results.tsv", b"commit\tval_bpb\tstatus\tdescription\n"
                   + b"a\t1.0\tkeep\tcaf\xe9\n")
-    assert "not UTF-8" in ar(repo, "import", str(latin), expect=2).err
+    assert ar(repo, "import", str(latin), expect=2).err == \
+        f"git autoresearch: {latin} is not UTF-8 text (byte 48)\n"
     folder = tmp_path / "seed" / ".autoresearch"
     write(folder / "config.json", "[1, 2]")
     write(folder / "results.tsv", "experiment\tcommit\tmetric\tstatus\tduration_s\tdescription\n"
                                   "0\ta\t1\tkeep\t1\tb\n")
-    assert "not a JSON object" in ar(repo, "import", str(tmp_path / "seed"), expect=2).err
+    assert ar(repo, "import", str(tmp_path / "seed"), expect=2).err == \
+        f"git autoresearch: {folder / 'config.json'} is not a JSON object\n"
+    assert not (repo / ".auto").exists()
     write(folder / "config.json", json.dumps({"goal": "g", "metric_name": "size_kb",
                                               "metric_unit": "KB"}))
     ar(repo, "import", str(tmp_path / "seed"))
