@@ -256,8 +256,11 @@ def test_hooks_install_several_and_all(session: Path, ar: Tool) -> None:
     listed = ar(session, "hooks", "list", "--json").json()
     assert [(d["name"], d["path"], d["needs"]) for d in done] == \
         [(e["name"], f".auto/hooks/{e['stage']}.d/{e['name']}.py", e["needs"]) for e in listed]
-    assert "not both" in ar(session, "hooks", "install", "notify", "--all", expect=2).err
-    assert "pass --all" in ar(session, "hooks", "install", expect=2).err
+    assert ar(session, "hooks", "install", "notify", "--all", expect=2).err == \
+        "git autoresearch: give hook names or --all, not both\n"
+    assert ar(session, "hooks", "install", expect=2).err == (
+        "git autoresearch: name the hooks to install (see git autoresearch hooks list), or pass "
+        "--all\n")
 
 
 def test_every_example_installed_is_silent_in_a_plain_run(session: Path, ar: Tool,
@@ -274,7 +277,11 @@ def test_every_example_installed_is_silent_in_a_plain_run(session: Path, ar: Too
 
 
 def test_hooks_install_refuses_unknown_and_existing(session: Path, ar: Tool) -> None:
-    assert "no example hook named" in ar(session, "hooks", "install", "nope", expect=2).err
+    assert ar(session, "hooks", "install", "nope", expect=2).err == (
+        "git autoresearch: no example hook named 'nope' (there are: anti-thrash, "
+        "context-rotation, external-search, hypothesis-reflection, idea-rotator, qmd-search, "
+        "auto-tag-winners, learnings-journal, notify)\n")
+    assert not (session / ".auto" / "hooks" / "after.d").exists()
     install(session, ar, "notify")
     refused = ar(session, "hooks", "install", "notify", expect=3).err
     assert "hook notify is already installed in" in refused

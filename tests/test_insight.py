@@ -217,7 +217,10 @@ def test_ideas_backlog(repo: Path, ar: Tool) -> None:
         "# Ideas backlog\n\n- [x] ~~unroll the loop~~ → run 2, keep, 90\n"
         "- [ ] cache the table\n")
     assert [i["text"] for i in ar(repo, "ideas", "list", "--json").json()] == ["cache the table"]
-    assert ar(repo, "ideas", "done", "9", expect=2).code == 2
+    before = (repo / ".auto" / "ideas.md").read_bytes()
+    assert ar(repo, "ideas", "done", "9", expect=2).err == \
+        "git autoresearch: no idea 9 (there are 2)\n"
+    assert (repo / ".auto" / "ideas.md").read_bytes() == before
 
 
 def test_pi_session_read_in_place_and_imported(repo: Path, ar: Tool, tmp_path: Path) -> None:
@@ -415,12 +418,15 @@ def test_import_refuses_bad_input(repo: Path, ar: Tool, tmp_path: Path, name: st
 def test_import_refuses_non_utf8_and_odd_configs(repo: Path, ar: Tool, tmp_path: Path) -> None:
     latin = write(tmp_path / "results.tsv", b"commit\tval_bpb\tstatus\tdescription\n"
                   + b"a\t1.0\tkeep\tcaf\xe9\n")
-    assert "not UTF-8" in ar(repo, "import", str(latin), expect=2).err
+    assert ar(repo, "import", str(latin), expect=2).err == \
+        f"git autoresearch: {latin} is not UTF-8 text (byte 48)\n"
     folder = tmp_path / "seed" / ".autoresearch"
     write(folder / "config.json", "[1, 2]")
     write(folder / "results.tsv", "experiment\tcommit\tmetric\tstatus\tduration_s\tdescription\n"
                                   "0\ta\t1\tkeep\t1\tb\n")
-    assert "not a JSON object" in ar(repo, "import", str(tmp_path / "seed"), expect=2).err
+    assert ar(repo, "import", str(tmp_path / "seed"), expect=2).err == \
+        f"git autoresearch: {folder / 'config.json'} is not a JSON object\n"
+    assert not (repo / ".auto").exists()
     write(folder / "config.json", json.dumps({"goal": "g", "metric_name": "size_kb",
                                               "metric_unit": "KB"}))
     ar(repo, "import", str(tmp_path / "seed"))
@@ -430,7 +436,9 @@ def test_import_refuses_non_utf8_and_odd_configs(repo: Path, ar: Tool, tmp_path:
 
 def test_plot_errors(repo: Path, ar: Tool, tmp_path: Path) -> None:
     generated_ledger(repo / ".auto" / "log.jsonl", 5)
-    assert ar(repo, "analyze", "--plot", str(tmp_path / "x.jpg"), expect=2).code == 2
+    assert ar(repo, "analyze", "--plot", str(tmp_path / "x.jpg"), expect=2).err == \
+        f"git autoresearch: --plot {tmp_path / 'x.jpg'}: write .svg or .png\n"
+    assert not (tmp_path / "x.jpg").exists()
     assert "does not exist" in ar(repo, "analyze", "--plot", str(tmp_path / "no" / "x.svg"),
                                   expect=3).err
 
@@ -441,7 +449,9 @@ def test_summary_at_its_smallest_keeps_whole_lines(repo: Path, ar: Tool) -> None
     assert len(text.encode()) <= 1500 and text.endswith("\n")
     best = min((r for r in records if r["status"] == "keep"), key=lambda r: r["metric"])
     assert f"- run {best['run']} keep" in text and f"- run {records[-1]['run']} " in text
-    assert ar(repo, "summary", "--max-bytes", "200", expect=2).code == 2
+    assert ar(repo, "summary", "--max-bytes", "200", expect=2).err == (
+        "git autoresearch: Invalid value for '--max-bytes': 200 is not in the range x>=1500. "
+        "(see git autoresearch summary -h)\n")
 
 
 def test_dashboard_serve_on_a_busy_port(repo: Path, ar: Tool) -> None:

@@ -162,7 +162,8 @@ def test_a_session_without_readonly_keeps_its_hash_and_segment(repo: Path, ar: T
     ar(repo, *start_args())
     header = json.loads((repo / ".auto" / "log.jsonl").read_text().splitlines()[0])
     assert "readonly" not in header["config"]
-    assert ar(repo, "resume", "--json").code == 0
+    resumed = ar(repo, "resume", "--json").json()
+    assert (resumed["actions"], resumed["warnings"], resumed["next_run"]) == ([], [], 2)
     write(repo / "value.txt", "80\n")
     record = ar(repo, "run", "-d", "x", "--json").json()
     assert record["segment"] == header.get("segment", record["segment"])

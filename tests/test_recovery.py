@@ -145,9 +145,9 @@ def test_kill_during_start_then_resume(repo: Path, ar: Tool, step: str) -> None:
             assert "resume` finishes" in text.replace("resume finishes", "resume` finishes"), \
                 (step, command, text)
     actions = ar(repo, "resume", "--json").json()["actions"]
-    if step != "start:before-baseline":
-        assert actions[0] == ("finished the interrupted start of session s1; its baseline was "
-                              "not measured: git autoresearch start --new-segment measures it")
+    assert actions == ([] if step == "start:before-baseline" else [
+        "finished the interrupted start of session s1; its baseline was not measured: git "
+        "autoresearch start --new-segment measures it"])
     assert git(repo, "symbolic-ref", "--short", "HEAD") == "autoresearch/s1"
     assert "/.auto/" in (repo / ".git" / "info" / "exclude").read_text().splitlines()
     assert ar(repo, "run", "-d", "too early", expect=3).err == (
@@ -975,6 +975,10 @@ def test_a_run_finished_after_a_kill_fires_its_after_hooks(experiment: Path, ar:
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     assert not fired.exists()
     res = ar(top, "resume", "--json").json()
+    assert res["actions"] == [
+        "finished the interrupted keep of run 2" if step == "keep:after-commit" else
+        "finished the interrupted revert of run 2 (discard)" if step == "revert:after-remove"
+        else "run 2 was already recorded; its after hooks had not fired (they fire now)"]
     payloads = [json.loads(line) for line in fired.read_text().splitlines() if line.strip()]
     assert [(p["event"], p["run_entry"]["run"], p["run_entry"]["status"]) for p in payloads] \
         == [("after", 2, "keep" if op == "keep" else "discard")]

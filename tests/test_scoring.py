@@ -258,7 +258,8 @@ def test_score_of_a_session_without_a_score_table_is_refused(repo: Path, ar: Too
     err = ar(repo, "score", "1", expect=3).err
     assert err.strip().endswith("run 1 has no composite score: its segment's configuration "
                                 "has no [score] table")
-    assert "no run 7" in ar(repo, "score", "7", expect=2).err
+    assert ar(repo, "score", "7", expect=2).err == \
+        "git autoresearch: no run 7 in the ledger (runs are 1 to 1)\n"
     assert git(repo, "status", "--porcelain") == ""
 
 

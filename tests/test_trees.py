@@ -478,4 +478,5 @@ def test_a_glob_given_from_a_subdirectory_stays_where_it_was_given(repo: Path, a
     assert not (repo / "src" / "notes_x.txt").exists()
     res = ar(repo, "start", "--new-segment", "--protected", "/etc/notes*", "--no-baseline",
              expect=2)
-    assert "outside the repository" in res.err
+    assert res.err == ("git autoresearch: --protected /etc/notes*: the path is outside the "
+                       f"repository {repo}\n")
