@@ -28,7 +28,8 @@ worker: ``keep:before-advance`` (a worker's keep committed on its branch, the se
         through a remote (``worker join``): ``keep:before-push`` (the keep made and the session
         branch advanced here, not yet pushed), ``keep:after-push`` (landed on the remote, not
         yet in the ledger), ``land:undone-branch`` (a keep the remote refused, half undone:
-        the index and the session branch back, HEAD not yet)
+        the index and the session branch back, HEAD not yet), ``join:before-claim`` (a
+        ``worker join`` that fetched the session, its name not yet taken on the remote)
 
 Two more seams let a test act at a step without killing: ``$GIT_AUTORESEARCH_CREATE_AT`` names a
 step where the file ``$GIT_AUTORESEARCH_CREATE_FILE`` is created (as another git process taking
@@ -77,6 +78,7 @@ STEPS = (
     "keep:before-push",
     "keep:after-push",
     "land:undone-branch",
+    "join:before-claim",
 )
 
 

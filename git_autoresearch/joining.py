@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import Refused, UsageError
+from .faults import checkpoint
 from .git import GitError, Repo
 from .git.moving import switch_new
 from .git.remote import remote_refs
@@ -91,8 +92,11 @@ def join(repo: Repo | None, remote: str, session_id: str, name: str | None = Non
                           "there first, which sends it")
         send(repo, remote, session_id)
         joined.notes.append(f"sent session {session_id} to {remote}")
-    if f"{ledgers_prefix(session_id)}{name}" in theirs and marker is None:
-        raise Refused(f"a worker named {name} already joined session {session_id} through "
+    prefix = ledgers_prefix(session_id)
+    alike = [ref[len(prefix):] for ref in theirs if ref.startswith(prefix)
+             and ref[len(prefix):].lower() == name.lower()]
+    if alike and marker is None:
+        raise Refused(f"a worker named {alike[0]} already joined session {session_id} through "
                       f"{remote}: choose another name (--name)")
     if here is None:
         shared = pull(repo, remote, session_id)
@@ -102,6 +106,15 @@ def join(repo: Repo | None, remote: str, session_id: str, name: str | None = Non
                           "here: " + "; ".join(shared.notes or ["see git autoresearch doctor"]))
     tip = fetch(repo, remote, session_id)
     follow_upstream(repo, session_id, tip)
+    from .layout import Layout
+
+    checkpoint("join:before-claim")
+    if marker is None:  # the name is taken by creating its ledger ref there, if still free
+        taken = publish(repo, remote, session_id, name, Layout(repo).ledger, create=True)
+        if taken:
+            raise Refused(f"a worker named {name} joined session {session_id} through "
+                          f"{remote} meanwhile (or the remote refused its ledger ref): join "
+                          "again with another name (--name); this clone is no worker yet")
     try:
         switch_new(repo, joined.branch, tip)
     except GitError as exc:
@@ -109,8 +122,5 @@ def join(repo: Repo | None, remote: str, session_id: str, name: str | None = Non
                       f"{exc.message}") from None
     mark(repo, Worker(name, session_id, repo.top, remote))
     joined.commit = repo.short(repo.head() or tip)
-    from .layout import Layout
-
-    warnings = publish(repo, remote, session_id, name, Layout(repo).ledger)
-    joined.notes += warnings
+    joined.notes += publish(repo, remote, session_id, name, Layout(repo).ledger)
     return joined

@@ -11,7 +11,9 @@ machine (:mod:`replaying`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from .errors import Refused
 from .faults import checkpoint
@@ -19,10 +21,13 @@ from .git import ABSENT, Repo
 from .git.moving import index_to, is_ancestor
 from .git.remote import push_atomic, update_refs
 from .refs import session_branch, upstream_ref
-from .remoteledger import fetch
+from .remoteledger import fetch, ledger_commit, publish, with_record
 
 if TYPE_CHECKING:
     from .session import Session
+
+# How many fetches a measurement waits for the incumbent's record (half a second apart).
+RECORD_TRIES = 5
 
 
 def follow_upstream(repo: Repo, session_id: str, tip: str) -> None:
@@ -40,35 +45,75 @@ def follow_upstream(repo: Repo, session_id: str, tip: str) -> None:
                     f"git-autoresearch: session branch follows {repo.short(tip)}")
 
 
-def sync(session: Session) -> None:
-    """In a joined clone: fetch the session branch, the ledger refs and the run numbers taken
-    (:func:`remoteledger.fetch`), move the session branch here to the remote's, and read the
-    ledger again (with the runs the others recorded). Nothing elsewhere."""
+def sync(session: Session, *, before_measuring: bool = False) -> None:
+    """In a joined clone: fetch the session branch, the ledger refs, the run numbers taken and
+    the attempt refs (:func:`remoteledger.fetch`), move the session branch here to the
+    remote's, read the ledger again (with the runs the others recorded), and send this clone's
+    ledger when the remote's copy lags (a push that failed). Nothing elsewhere.
+
+    ``before_measuring``: the incumbent's own record must be in the ledger read, since a
+    candidate is judged against it; a keep and its record travel in one push, so this waits
+    only for a clone whose keep predates that (a few fetches, half a second apart), then
+    refuses (exit 3) rather than judge against an older best."""
     if session.remote is None:
         return
+    repo, sid = session.repo, session.config.session_id
     with session.shared("fetch the session from its remote"):
-        tip = fetch(session.repo, session.remote, session.config.session_id)
-        follow_upstream(session.repo, session.config.session_id, tip)
-        session.reload()
+        for attempt in range(RECORD_TRIES if before_measuring else 1):
+            if attempt:
+                time.sleep(0.5)
+            tip = fetch(repo, session.remote, sid)
+            follow_upstream(repo, sid, tip)
+            session.reload()
+            if not before_measuring or has_record(session, tip):
+                break
+        else:
+            raise Refused(f"the record of the incumbent {repo.short(tip)} (the session branch "
+                          f"on {session.remote}) is in no worker's ledger yet: judged against "
+                          "an older best, a candidate could be kept for nothing; git "
+                          "autoresearch worker sync, then run again")
+        session.warnings += publish(repo, session.remote, sid, session.worker_name,
+                                    session.layout.ledger)
 
 
-def land(session: Session, old: str, new: str) -> None:
+def has_record(session: Session, commit: str) -> bool:
+    """Whether the ledger read holds the kept run (or baseline) whose commit is ``commit``."""
+    return any(run.status == "keep" and isinstance(run.data.get("commit"), str)
+               and run.data["commit"] and commit.startswith(run.data["commit"])
+               for run in session.ledger.runs)
+
+
+def land(session: Session, old: str, new: str,
+         record: Mapping[str, Any] | None = None) -> None:
     """Advance the remote's session branch from ``old`` to ``new`` (this clone's keep, the
-    branch here moved already) by an atomic push with a lease on ``old``. When the lease fails
-    (another worker kept first), the keep is undone here (:func:`_undo`: the candidate stays in
-    the work tree, unstaged) and :class:`replaying.IncumbentMoved` is raised naming the new
-    incumbent. When the remote cannot be reached, the keep is undone here too and
+    branch here moved already) by an atomic push with a lease on ``old``; with ``record`` (the
+    keep's run record), the worker's ledger ref holding it goes in the same push, so that no
+    clone ever fetches the keep without its record. When the lease fails (another worker kept
+    first), the keep is undone here (:func:`_undo`: the candidate stays in the work tree,
+    unstaged) and :class:`replaying.IncumbentMoved` is raised naming the new incumbent; when
+    ``new`` is on the remote's branch already (pushed by a command killed before it knew), it
+    landed. When the remote cannot be reached, the keep is undone here too and
     :class:`Refused` raised: nothing is kept that the remote does not hold."""
     from .replaying import IncumbentMoved, kept_between
 
     assert session.remote is not None
-    sid = session.config.session_id
+    repo, sid = session.repo, session.config.session_id
     branch = f"refs/heads/{session_branch(sid)}"
+    updates = {branch: (new, old)}
+    ledger = None
+    if record is not None:
+        ledger = ledger_commit(repo, sid, session.worker_name,
+                               with_record(session.layout.ledger, record))
+        if ledger is not None:
+            updates[ledger[0]] = (ledger[1], ledger[2] or "")
     checkpoint("keep:before-push")
-    code, answer = push_atomic(session.repo, session.remote, {branch: (new, old)})
+    code, answer = push_atomic(repo, session.remote, updates)
     if code == 0:
-        update_refs(session.repo, {upstream_ref(sid): (new, session.repo.resolve(
-            upstream_ref(sid)))}, "git-autoresearch: a keep landed")
+        moved: dict[str, tuple[str | None, str | None]] = {
+            upstream_ref(sid): (new, repo.resolve(upstream_ref(sid)))}
+        if ledger is not None:
+            moved[ledger[0]] = (ledger[1], ledger[2])
+        update_refs(repo, moved, "git-autoresearch: a keep landed")
         checkpoint("keep:after-push")
         return
     if not any(p.flag == "!" for p in answer):
@@ -76,11 +121,16 @@ def land(session: Session, old: str, new: str) -> None:
         raise Refused(f"the keep could not be sent to {session.remote} (git push failed: is "
                       "it reachable and writable?); nothing was recorded, and the candidate "
                       "is in the work tree: measure it again once the remote can be reached")
-    tip = fetch(session.repo, session.remote, sid)
-    if tip == new:  # it landed, the answer lost (a push after a kill)
+    tip = fetch(repo, session.remote, sid)
+    if tip == new or is_ancestor(repo, new, tip):  # it landed (a push after a kill)
+        follow_upstream(repo, sid, tip)
         return
     _undo(session, old, new)
-    follow_upstream(session.repo, sid, tip)
+    follow_upstream(repo, sid, tip)
+    if tip == old:  # the branch did not move: the lease on the ledger ref failed
+        raise Refused(f"the ledger ref of worker {session.worker_name} on {session.remote} "
+                      "moved (another clone joined under the same name?); nothing was "
+                      "recorded, and the candidate is in the work tree")
     raise IncumbentMoved(old, tip, kept_between(session, old, tip))
 
 

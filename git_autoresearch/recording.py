@@ -420,13 +420,13 @@ def _keep(session: Session, intent: journal.Intent, draft: RunRecord, changes: C
                     violations_ref=ref, head_tree=head_tree,
                     violations_message=set_aside_message(number, intent.id, kept=True))
     session.moved_head(kept.commit, number if kept.committed else None)
+    draft.update({"commit": session.repo.short(kept.commit), "committed": kept.committed,
+                  "attempt_ref": kept.attempt_ref})
     if kept.committed:
         from .replaying import advance
 
         checkpoint("keep:before-advance")
-        advance(session, head, kept.commit)
-    draft.update({"commit": session.repo.short(kept.commit), "committed": kept.committed,
-                  "attempt_ref": kept.attempt_ref})
+        advance(session, head, kept.commit, draft)
     draft["scope_violations"] = sorted({*draft["scope_violations"],
                                         *(p for p in kept.scope_violations
                                           if not bounds.is_readonly(p))})

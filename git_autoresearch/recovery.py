@@ -156,13 +156,14 @@ def _finish_keep(session: Session, intent: Intent, number: int,
     if committed and session.worker is not None:
         from .replaying import advance, tip
 
+        landing = {**record, "commit": repo.short(head), "committed": committed}
         try:
             if tip(session) == intent.head:  # killed between the commit and the advance
-                advance(session, intent.head, head)
+                advance(session, intent.head, head, landing)
             elif session.remote is not None:  # killed between the advance and the push
                 from .landing import land
 
-                land(session, intent.head, head)
+                land(session, intent.head, head, landing)
         except Refused as exc:
             if session.repo.head() != intent.head:  # not undone: the intent stays
                 raise

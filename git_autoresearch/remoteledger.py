@@ -18,16 +18,26 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from . import ledger as ledger_mod
 from .errors import Refused
 from .git import ABSENT, GitError, Repo
-from .git.objects import cat_blobs, write_blobs
+from .git.objects import cat_blobs, write_blob
 from .git.remote import fetch_refspecs, push_atomic
 from .git.trees import make_tree
-from .refs import attempt_ref, ledgers_prefix, namespace, runs_prefix, session_branch, upstream_ref
+from .refs import (
+    attempt_ref,
+    attempts_prefix,
+    ledgers_prefix,
+    namespace,
+    runs_prefix,
+    scope_prefix,
+    session_branch,
+    upstream_ref,
+)
 
 LEDGER_FILE = "log.jsonl"
 # How many taken numbers a claim steps over before it gives up (others claim as fast).
@@ -36,13 +46,14 @@ CLAIM_TRIES = 20
 
 def fetch(repo: Repo, remote: str, session_id: str) -> str:
     """Fetch from ``remote`` the session branch (to :func:`~refs.upstream_ref`), every
-    worker's ledger ref and every run number taken, in one ``git fetch``; returns the
+    worker's ledger ref, every run number taken, and the attempt and scope refs the runs name,
+    in one ``git fetch``; returns the
     remote's session branch tip. Raises :class:`Refused` when the remote cannot be read."""
     branch = f"refs/heads/{session_branch(session_id)}"
-    problem = fetch_refspecs(repo, remote, [
-        f"+{branch}:{upstream_ref(session_id)}",
-        f"+{ledgers_prefix(session_id)}*:{ledgers_prefix(session_id)}*",
-        f"+{runs_prefix(session_id)}*:{runs_prefix(session_id)}*"])
+    travel = [ledgers_prefix(session_id), runs_prefix(session_id),
+              attempts_prefix(session_id), scope_prefix(session_id)]
+    problem = fetch_refspecs(repo, remote, [f"+{branch}:{upstream_ref(session_id)}",
+                                            *(f"+{p}*:{p}*" for p in travel)])
     repo.forget_refs()
     tip = repo.resolve(upstream_ref(session_id))
     if problem is not None or tip is None:
@@ -157,24 +168,51 @@ def claim_run(repo: Repo, remote: str, session_id: str, at_least: int, commit: s
                   "other workers first; try again")
 
 
+def ledger_commit(repo: Repo, session_id: str, worker: str, data: bytes
+                  ) -> tuple[str, str, str | None] | None:
+    """A new commit of worker ``worker``'s ledger ref holding ``data`` as ``log.jsonl``, on the
+    ref's commit here: (ref, new commit, old commit or None); None when the ref holds ``data``
+    already. Raises :class:`GitError`."""
+    ref = f"{ledgers_prefix(session_id)}{worker}"
+    tree = make_tree(repo, [("100644", write_blob(repo, data), LEDGER_FILE)])
+    old = repo.resolve(ref)
+    if old is not None and repo.tree_of(old) == tree:
+        return None
+    # A token of its own: two clones creating the ref with the same content at the same
+    # second would make the same commit, and the second push would be "up to date".
+    return ref, repo.commit_tree(tree, [old] if old else [],
+                                 f"git-autoresearch: ledger of worker {worker}\n\n"
+                                 f"token {os.urandom(8).hex()}\n"), old
+
+
+def with_record(ledger_path: Path, record: Mapping[str, Any]) -> bytes:
+    """The ledger file's bytes with ``record`` as one more line (a last line cut short stays
+    where it is, on its own line): what the ledger will hold once the record is appended."""
+    try:
+        data = ledger_path.read_bytes()
+    except FileNotFoundError:
+        data = b""
+    if data and not data.endswith(b"\n"):
+        data += b"\n"
+    return data + ledger_mod.dumps(record).encode("utf-8") + b"\n"
+
+
 def publish(repo: Repo, remote: str, session_id: str, worker: str, ledger_path: Path,
-            run: int | None = None) -> list[str]:
+            run: int | None = None, *, create: bool = False) -> list[str]:
     """Push this worker's ledger (the file at ``ledger_path``) as its ledger ref, a commit on
     the previous one, with a lease on the value last fetched; with it, run ``run``'s attempt
     ref when there is one and the remote lacks it. Returns warnings (the next run pushes the
-    whole ledger again, so nothing is lost when this one fails)."""
-    ref = f"{ledgers_prefix(session_id)}{worker}"
+    whole ledger again, so nothing is lost when this one fails). ``create``: the ref must not
+    exist on the remote yet (a worker's name taken as it joins)."""
     try:
-        blob = write_blobs(repo, [str(ledger_path)])[0]
-        tree = make_tree(repo, [("100644", blob, LEDGER_FILE)])
-        old = repo.resolve(ref)
-        if old is not None and repo.tree_of(old) == tree:
-            return []
-        new = repo.commit_tree(tree, [old] if old else [],
-                               f"git-autoresearch: ledger of worker {worker}")
+        made = ledger_commit(repo, session_id, worker, ledger_path.read_bytes()
+                             if ledger_path.is_file() else b"")
     except (GitError, OSError) as exc:
         return [f"the ledger of worker {worker} was not sent to {remote}: {exc}"]
-    updates = {ref: (new, old or "")}
+    if made is None:
+        return []
+    ref, new, old = made
+    updates = {ref: (new, "" if create else old or "")}
     attempt = attempt_ref(session_id, run) if run is not None else None
     oid = repo.resolve(attempt) if attempt else None
     if attempt and oid:

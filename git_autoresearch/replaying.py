@@ -114,9 +114,11 @@ def kept_between(session: Session, base: str, now: str) -> list[int]:
     return sorted(runs_named(session.repo, f"{base}..{now}"))
 
 
-def advance(session: Session, old: str, new: str) -> None:
+def advance(session: Session, old: str, new: str,
+            record: Mapping[str, Any] | None = None) -> None:
     """Move the session branch from ``old`` to ``new`` by compare-and-swap (a worker's keep):
-    :class:`Refused` when it is no longer at ``old``."""
+    :class:`Refused` when it is no longer at ``old``. In a clone that joined through a remote,
+    the keep then lands there, its run ``record`` with it (:func:`landing.land`)."""
     if session.worker is None or old == new:
         return
     branch = "refs/heads/" + session_branch(session.config.session_id)
@@ -130,7 +132,7 @@ def advance(session: Session, old: str, new: str) -> None:
     if session.remote is not None:  # a joined clone: the keep is one once the remote has it
         from .landing import land
 
-        land(session, old, new)
+        land(session, old, new, record)
 
 
 def replay(session: Session, changes: Changes, number: int, base: str, onto: str,
@@ -282,7 +284,7 @@ def catch_up(session: Session) -> Replayed | None:
     if session.remote is not None:  # a joined clone: the incumbent is the remote's
         from .landing import sync
 
-        sync(session)
+        sync(session, before_measuring=True)
     now, head = tip(session), session.head()
     if now is None or now == head or not is_ancestor(session.repo, head, now):
         return None

@@ -118,10 +118,20 @@ def _local_refs(repo: Repo, sid: str, *, sending: bool = False) -> dict[str, str
     travel = (ledgers_prefix(sid), runs_prefix(sid)) if sending else ()
     found = {ref: oid for ref, oid in repo.ref_objects(namespace(sid) + "/")
              if ref != upstream_ref(sid) and not (travel and ref.startswith(travel))}
+    if _joined(repo, sid):  # its state ref mirrors this clone's own ledger: it stays here
+        found.pop(state_ref(sid), None)
     tip = repo.resolve(f"refs/heads/{session_branch(sid)}")
     if tip is not None:
         found[f"refs/heads/{session_branch(sid)}"] = tip
     return found
+
+
+def _joined(repo: Repo, sid: str) -> bool:
+    """Whether this work tree joined session ``sid`` through a remote (``worker join``)."""
+    from .workers import current
+
+    found = current(repo)
+    return found is not None and found.remote is not None and found.session_id == sid
 
 
 def _runs_of(repo: Repo, state: str) -> dict[int, str]:
@@ -280,6 +290,8 @@ def pull(repo: Repo | None, remote: str | None = None, session: str | None = Non
     if not theirs:
         raise UsageError(f"{remote} has no session {sid!r} (no {session_branch(sid)}, no refs "
                          f"below {namespace(sid)}/)")
+    if _joined(repo, sid):  # this clone's state ref mirrors its own ledger: left alone
+        theirs.pop(state_ref(sid), None)
     missing = [ref for ref, oid in theirs.items() if not has_commit(repo, oid)]
     if not fetch_objects(repo, remote, missing) or not all(
             has_commit(repo, theirs[ref]) for ref in missing):

@@ -149,7 +149,8 @@ def test_run_replays_and_measures_again_when_the_push_is_refused(
 
 
 # The kill steps of a keep through a remote (each killed in a test below).
-REMOTE_STEPS = ["keep:before-push", "keep:after-push", "land:undone-branch"]
+REMOTE_STEPS = ["keep:before-push", "keep:after-push", "land:undone-branch",
+                "join:before-claim"]
 
 
 @pytest.mark.parametrize("step", REMOTE_STEPS[:2])
@@ -234,7 +235,9 @@ def test_a_keep_that_cannot_reach_the_remote_keeps_nothing(
     assert (b / "value.txt").read_text() == "70\n"
     assert [r["run"] for r in runs(b)] == [1]
     gone = ar(b, "measure", expect=3)
-    assert gone.err.strip().startswith("git autoresearch: cannot fetch session s1 from origin:")
+    assert gone.err.strip() == (f"git autoresearch: cannot fetch session s1 from origin: "
+                                f"'{tmp_path / 'gone.git'}' does not appear to be a git "
+                                "repository")
 
 
 def test_a_run_number_taken_on_the_remote_is_stepped_over(
@@ -323,3 +326,126 @@ def test_a_new_segment_is_refused_in_a_joined_clone(
         "not reach the other clones; start a new session (git autoresearch start --session-id "
         "NEW) and have them join it")
     assert (b / ".auto" / "log.jsonl").read_bytes() == before
+
+
+def test_a_candidate_is_judged_against_a_keep_whose_push_just_landed(
+        machines: tuple[Path, Path, Path], ar: Tool, tmp_path: Path) -> None:
+    """b's keep is on the remote, b not yet done recording it: a's candidate, replayed onto it,
+    is judged against its record, which travelled in the same push: a change that makes no
+    difference there is no keep."""
+    a, b, remote = machines
+    go = tmp_path / "go"
+    write(b / "value.txt", "90\n")
+    paused = subprocess.Popen(
+        [*TOOL, "run", "-d", "value 90", "--json"], cwd=b, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "GIT_AUTORESEARCH_PAUSE_AT": "keep:after-push",
+             "GIT_AUTORESEARCH_GO_FILE": str(go)})
+    assert paused.stderr is not None
+    assert paused.stderr.readline().strip() == "paused at keep:after-push"
+    write(a / "extra.txt", "100\n\n")  # the same score: no gain on any commit
+    record = ar(a, "run", "-d", "no gain", "--json").json()
+    go.touch()
+    out, err = paused.communicate(timeout=60)
+    assert paused.returncode == 0, err
+    assert (record["status"], record["metric"]) == ("discard", 190)
+    assert record["replayed"]["kept_meanwhile"] == [json.loads(out)["run"]]
+    assert git(remote, "rev-parse", BRANCH) == git(b, "rev-parse", "HEAD")
+
+
+def test_a_keep_killed_after_its_push_is_recorded_though_another_kept_on_it(
+        machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """b's keep landed, then b was killed; a kept on top of it: b's resume records b's keep
+    (its commit is on the remote's branch), nothing undone."""
+    a, b, remote = machines
+    write(b / "value.txt", "90\n")
+    killed = tool(b, "run", "-d", "value 90", env={"GIT_AUTORESEARCH_DIE_AT": "keep:after-push"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    write(a / "extra.txt", "80\n")
+    assert ar(a, "run", "-d", "extra 80", "--json").json()["status"] == "keep"
+    done = ar(b, "resume", "--json").json()
+    assert done["actions"][0].startswith("finished the interrupted keep of run 2")
+    mine = [r for r in runs(b) if r["run"] == 2]
+    assert [(r["status"], r["metric"]) for r in mine] == [("keep", 190)]
+    assert git(remote, "rev-parse", f"{BRANCH}^") == git(b, "rev-parse", "HEAD")
+    assert (b / "value.txt").read_text() == "90\n"
+
+
+def test_a_join_killed_before_it_took_its_name_joins_again(
+        machines: tuple[Path, Path, Path], ar: Tool, tmp_path: Path) -> None:
+    """Killed after fetching, before its name was taken on the remote: the same join again
+    works; meanwhile nothing names that worker."""
+    _, _, remote = machines
+    c = tmp_path / "c"
+    git(tmp_path, "clone", "-q", str(remote), str(c))
+    killed = tool(c, "worker", "join", "origin", "s1", "--name", "mc",
+                  env={"GIT_AUTORESEARCH_DIE_AT": "join:before-claim"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert "refs/autoresearch/s1/ledgers/mc" not in remote_refs(remote)
+    joined = ar(c, "worker", "join", "origin", "s1", "--name", "mc", "--json").json()
+    assert joined["branch"] == "autoresearch-workers/s1/mc"
+    assert "refs/autoresearch/s1/ledgers/mc" in remote_refs(remote)
+
+
+def test_two_joins_under_one_name_at_once_let_one_in(
+        machines: tuple[Path, Path, Path], ar: Tool, tmp_path: Path) -> None:
+    """Two clones join as mc at the same moment: the name is taken by creating its ledger ref
+    on the remote only if absent, so the second is refused and is no worker; a name that
+    differs only in case is refused too."""
+    _, _, remote = machines
+    c, d = tmp_path / "c", tmp_path / "d"
+    for clone in (c, d):
+        git(tmp_path, "clone", "-q", str(remote), str(clone))
+    go = tmp_path / "go"
+    paused = subprocess.Popen(
+        [*TOOL, "worker", "join", "origin", "s1", "--name", "mc"], cwd=c,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "GIT_AUTORESEARCH_PAUSE_AT": "join:before-claim",
+             "GIT_AUTORESEARCH_GO_FILE": str(go)})
+    assert paused.stderr is not None
+    assert paused.stderr.readline().strip() == "paused at join:before-claim"
+    ar(d, "worker", "join", "origin", "s1", "--name", "mc")
+    go.touch()
+    _, err = paused.communicate(timeout=60)
+    assert paused.returncode == 3
+    assert err.strip() == (
+        "git autoresearch: a worker named mc joined session s1 through origin meanwhile (or "
+        "the remote refused its ledger ref): join again with another name (--name); this clone "
+        "is no worker yet")
+    assert git(c, "symbolic-ref", "--short", "HEAD") == "main"
+    assert ar(c, "worker", "join", "origin", "s1", "--name", "MB", expect=3).err.strip() == (
+        "git autoresearch: a worker named mb already joined session s1 through origin: choose "
+        "another name (--name)")
+
+
+def test_sync_sends_what_the_remote_lacks_and_fetches_the_others_attempts(
+        machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """worker sync sends this clone's ledger when the remote's copy lags, and brings the other
+    clones' attempt refs, so that show and doctor find a discard's attempt."""
+    a, b, remote = machines
+    write(a / "extra.txt", "150\n")
+    worse = ar(a, "run", "-d", "worse", "--json").json()
+    assert worse["status"] == "discard"
+    ar(b, "worker", "sync")
+    attempt = f"refs/autoresearch/s1/attempts/{worse['run']}"
+    assert git(b, "rev-parse", attempt) == git(a, "rev-parse", attempt)
+    assert ar(b, "doctor").out.strip() == "no problems found"
+    with open(b / ".auto" / "log.jsonl", "a") as ledger:
+        ledger.write('{"type":"note","text":"by hand"}\n')
+    ar(b, "worker", "sync")
+    sent = git(remote, "show", "refs/autoresearch/s1/ledgers/mb:log.jsonl").splitlines()
+    assert json.loads(sent[-1]) == {"type": "note", "text": "by hand"}
+
+
+def test_push_and_pull_in_joined_clones_leave_each_clones_state_alone(
+        machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """Each joined clone's state ref mirrors its own ledger: after b pushes, a's pull and push
+    still go (they used to call the two states diverged)."""
+    a, b, _ = machines
+    write(b / "value.txt", "90\n")
+    ar(b, "run", "-d", "value 90")
+    write(a / "extra.txt", "150\n")
+    ar(a, "run", "-d", "worse")
+    ar(b, "push", "origin", "s1")
+    ar(a, "pull", "origin", "s1")
+    ar(a, "push", "origin", "s1")

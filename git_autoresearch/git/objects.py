@@ -66,6 +66,12 @@ def write_blobs(repo: Repo, files: Sequence[str]) -> list[str]:
                     input="".join(p + "\n" for p in files).encode()).text.split()
 
 
+def write_blob(repo: Repo, data: bytes) -> str:
+    """Write ``data`` into the object store as it is; its blob id (``git hash-object -w
+    --no-filters --stdin``)."""
+    return repo.run("hash-object", "-w", "--no-filters", "--stdin", input=data).text
+
+
 def patches(repo: Repo, commits: Sequence[str]) -> dict[str, str]:
     """Each commit's patch against its first parent (a root commit: against nothing), as
     ``git diff-tree --stdin -p --stat`` gives it for all of them on one process: commit id

@@ -23,10 +23,8 @@ def remote_refs(repo: Repo, remote: str, prefixes: Sequence[str]) -> dict[str, s
     remote cannot be listed (no such remote, unreachable)."""
     res = repo.run("ls-remote", "--refs", "--end-of-options", remote, allow_non_zero=True)
     if res.returncode != 0:
-        lines = said(res.stderr)
         raise Refused(f"cannot list the refs of remote {remote!r}: "
-                      + (lines[-1].strip().removeprefix("fatal: ") if lines
-                         else f"git ls-remote exit {res.returncode}"))
+                      + failure(res.stderr, f"git ls-remote exit {res.returncode}"))
     found: dict[str, str] = {}
     for line in res.text.splitlines():
         oid, _, ref = line.partition("\t")
@@ -55,9 +53,18 @@ def fetch_refspecs(repo: Repo, remote: str, refspecs: Sequence[str]) -> str | No
                    allow_non_zero=True)
     if res.returncode == 0:
         return None
-    lines = said(res.stderr)
-    return (lines[-1].strip().removeprefix("fatal: ") if lines
-            else f"git fetch exit {res.returncode}")
+    return failure(res.stderr, f"git fetch exit {res.returncode}")
+
+
+def failure(stderr: bytes, otherwise: str) -> str:
+    """What git said went wrong talking to a remote: its first ``fatal:`` or ``error:`` line
+    (``'x' does not appear to be a git repository``), not the advice after it (``Please make
+    sure you have the correct access rights / and the repository exists.``); ``otherwise``
+    when it said nothing."""
+    lines = [ln.strip() for ln in said(stderr)]
+    first = next((ln for ln in lines if ln.startswith(("fatal:", "error:"))),
+                 lines[0] if lines else otherwise)
+    return first.removeprefix("fatal: ").removeprefix("error: ")
 
 
 def has_commit(repo: Repo, oid: str) -> bool:
