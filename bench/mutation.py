@@ -33,9 +33,11 @@ coverage context per test that reaches the subprocesses the test starts (the plu
 ``bench/mutation_plugin.py``; coverage.py, in the ``test`` extra, starts in every Python process
 through its ``.pth`` file and ``COVERAGE_PROCESS_START``). Tests that fail in that run are never
 used. The map is cached in ``.mutation/coverage-<key>.json`` under the root, the key being a
-hash of every file of the copied tree and of the measured packages: any change to the product or
-to the tests makes a new map on the next run. ``--refresh`` makes it again regardless (or delete
-``.mutation/``).
+hash of every file of the copied tree but the test modules (``# mutation: equivalent`` remarks
+left out) and of the measured packages: a change to the product, to ``tests/conftest.py`` or to
+the fixtures makes a new map on the next run, and a test module changed, added or removed since
+the cached map runs again alone, its part of the map replaced. ``--refresh`` makes the whole map
+again regardless (or delete ``.mutation/``).
 
 ``--max-tests N`` runs only the N fastest covering tests of each mutant: quicker, and the score
 is then a lower bound. Exit status: 0 once the report is printed, 2 on bad arguments.
@@ -221,17 +223,28 @@ def apply(source: bytes, mutant: Mutant) -> bytes:
 
 # --- the copy of the tree and the coverage map ------------------------------------------------
 
-def tree_key(root: Path, packages: list[str]) -> str:
+def tree_hashes(root: Path, packages: list[str]) -> tuple[str, dict[str, str]]:
+    """``(key, test files)``: a hash of every file of the tree but the test modules (with the
+    ``# mutation: equivalent`` remarks taken out, which change no line's meaning nor its number)
+    and of the measured ``packages``, and the hash of each test module (``tests/test_*.py``)."""
     digest = hashlib.sha256("\0".join(sorted(packages)).encode())
+    modules: dict[str, str] = {}
     for directory, names, files in os.walk(root):
         names[:] = sorted(n for n in names if not IGNORED(directory, [n]))
         for name in sorted(files):
             if IGNORED(directory, [name]):
                 continue
             path = Path(directory, name)
-            digest.update(str(path.relative_to(root)).encode() + b"\0")
-            digest.update(path.read_bytes())
-    return digest.hexdigest()[:20]
+            relative = path.relative_to(root).as_posix()
+            data = path.read_bytes()
+            if relative.startswith("tests/test_") and relative.endswith(".py") \
+                    and relative.count("/") == 1:
+                modules[relative] = hashlib.sha256(data).hexdigest()
+                continue
+            if name.endswith(".py"):
+                data = EQUIVALENT.sub(b"", data)
+            digest.update(relative.encode() + b"\0" + data + b"\0")
+    return digest.hexdigest()[:20], modules
 
 
 def _python_env(tree: Path, **extra: str) -> dict[str, str]:
@@ -244,13 +257,40 @@ def _python_env(tree: Path, **extra: str) -> dict[str, str]:
 
 def coverage_map(root: Path, tree: Path, packages: list[str], jobs: int,
                  refresh: bool) -> dict[str, Any]:
-    """``{"tests": {node id: {"outcome", "duration"}}, "lines": {path: {line: [node id]}}}``
-    for the tree at ``root``, from the cache when it has the map for this content."""
-    key = tree_key(root, packages)
+    """``{"tests": {node id: {"outcome", "duration"}}, "lines": {path: {line: [node id]}},
+    "files": {test module: hash}}`` for the tree at ``root``. From the cache when it has the map
+    for this content; when only test modules changed (or were added or removed) since the
+    cached map, only those modules run again and their part of the map is replaced."""
+    key, modules = tree_hashes(root, packages)
     cache = root / ".mutation" / f"coverage-{key}.json"
+    old: dict[str, Any] | None = None
     if cache.exists() and not refresh:
-        result: dict[str, Any] = json.loads(cache.read_text())
-        return result
+        old = json.loads(cache.read_text())
+    if old is not None and old.get("files") == modules:
+        return old
+    changed = sorted(f for f, h in modules.items() if old is None or old["files"].get(f) != h)
+    result = _measure(tree, packages, jobs, changed if old is not None else ["tests"], cache)
+    if old is not None:
+        stale = set(old["files"]) - set(modules) | set(changed)
+        mine = {t for t in old["tests"] if t.split("::")[0] in stale}
+        result["tests"] = {**{t: v for t, v in old["tests"].items() if t not in mine},
+                           **result["tests"]}
+        for path, by_line in old["lines"].items():
+            into = result["lines"].setdefault(path, {})
+            for number, tests in by_line.items():
+                kept = [t for t in tests if t not in mine]
+                into[number] = sorted(set(into.get(number, [])) | set(kept))
+    result["files"] = modules
+    result["key"] = key
+    cache.parent.mkdir(exist_ok=True)
+    cache.write_text(json.dumps(result))
+    return result
+
+
+def _measure(tree: Path, packages: list[str], jobs: int, targets: list[str],
+             cache: Path) -> dict[str, Any]:
+    """The map of :func:`coverage_map` from one coverage run of the tests ``targets`` (paths
+    relative to ``tree``) in ``tree``."""
     work = Path(tempfile.mkdtemp(prefix="mutation-coverage-"))
     try:
         rc = work / "coveragerc"
@@ -264,7 +304,7 @@ def coverage_map(root: Path, tree: Path, packages: list[str], jobs: int,
         report = work / "outcomes.json"
         command = [sys.executable, "-m", "pytest", "-q", "-p", "mutation_plugin", "-p",
                    "no:cacheprovider", "-o", "addopts=", *(["-n", str(jobs)] if jobs > 1 else []),
-                   "tests"]
+                   *targets]
         print(f"coverage run: {' '.join(command[1:])} (in a copy; cached as {cache.name})",
               file=sys.stderr, flush=True)
         began = time.monotonic()
@@ -282,14 +322,11 @@ def coverage_map(root: Path, tree: Path, packages: list[str], jobs: int,
                 raise SystemExit(f"mutation: coverage saw {measured} outside the copy: the tests "
                                  "import the package from elsewhere")
             by_line = data.contexts_by_lineno(measured)
-            lines[str(relative.relative_to(tree.resolve()))] = {
-                str(n): sorted(set(c for c in ctx)) for n, ctx in by_line.items()}
+            lines[relative.relative_to(tree.resolve()).as_posix()] = {
+                str(n): sorted(set(ctx)) for n, ctx in by_line.items()}
         outcomes = json.loads(report.read_text()) if report.exists() else {}
-        result = {"key": key, "tests": outcomes, "lines": lines,
-                  "seconds": round(time.monotonic() - began, 1)}
-        cache.parent.mkdir(exist_ok=True)
-        cache.write_text(json.dumps(result))
-        return result
+        return {"tests": outcomes, "lines": lines,
+                "seconds": round(time.monotonic() - began, 1)}
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -1,6 +1,7 @@
 """bench/mutation.py on a project of one module and one test: a mutant the test catches is
 killed, the mutants of a line no test runs survive and are listed as such, and a line marked
-``# mutation: equivalent`` is left out of the score."""
+``# mutation: equivalent`` is left out of the score; a test module added later runs alone to
+update the cached coverage map."""
 
 from __future__ import annotations
 
@@ -35,11 +36,7 @@ def test_the_mutation_tool_kills_a_caught_mutant_and_lists_an_untested_line(
           "\n"
           "def test_double():\n"
           "    assert double(4) == 8\n")
-    # Without the installed plugins (xdist, hypothesis, benchmark) each pytest starts faster.
-    proc = subprocess.run([sys.executable, str(TOOL), "--root", str(project), "--jobs", "1",
-                           "--json", "pkg/calc.py"], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
-    assert proc.returncode == 0, proc.stderr
+    proc = mutation(project)
     report = json.loads(proc.stdout)
     assert report["modules"]["pkg/calc.py"] == {
         "mutants": 9, "killed": 3, "survived": 3, "timeout": 0, "equivalent": 3, "error": 0,
@@ -49,3 +46,26 @@ def test_the_mutation_tool_kills_a_caught_mutant_and_lists_an_untested_line(
                          (9, "`3` -> `2`", 0)}
     assert {m["reason"] for m in report["equivalent"]} == {"no caller reaches the limit"}
     assert (project / "pkg" / "calc.py").read_text().startswith("LIMIT = 10  #")
+
+    # A test module added later runs alone under coverage; the map of the first run serves
+    # for the rest, and the mutants it catches are now killed.
+    write(project / "tests" / "test_triple.py",
+          "from pkg.calc import triple\n"
+          "\n"
+          "\n"
+          "def test_triple():\n"
+          "    assert triple(2) == 6\n")
+    again = mutation(project)
+    assert "coverage run:" in again.stderr and " tests/test_triple.py " in again.stderr
+    assert " tests (" not in again.stderr
+    counts = json.loads(again.stdout)["modules"]["pkg/calc.py"]
+    assert (counts["killed"], counts["survived"], counts["score"]) == (6, 0, 100.0)
+
+
+def mutation(project: Path) -> subprocess.CompletedProcess[str]:
+    # Without the installed plugins (xdist, hypothesis, benchmark) each pytest starts faster.
+    proc = subprocess.run([sys.executable, str(TOOL), "--root", str(project), "--jobs", "1",
+                           "--json", "pkg/calc.py"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    assert proc.returncode == 0, proc.stderr
+    return proc
