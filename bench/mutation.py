@@ -224,18 +224,19 @@ def apply(source: bytes, mutant: Mutant) -> bytes:
 # --- the copy of the tree and the coverage map ------------------------------------------------
 
 def tree_hashes(root: Path, packages: list[str]) -> tuple[str, dict[str, str]]:
-    """``(key, test files)``: a hash of every file of the tree but the test modules (with the
-    ``# mutation: equivalent`` remarks taken out, which change no line's meaning nor its number)
-    and of the measured ``packages``, and the hash of each test module (``tests/test_*.py``)."""
+    """``(key, test files)``: a hash of every file of the tree but the test modules and this
+    tool (with the ``# mutation: equivalent`` remarks taken out, which change no line's meaning
+    nor its number) and of the measured ``packages``, and the hash of each test module
+    (``tests/test_*.py``)."""
     digest = hashlib.sha256("\0".join(sorted(packages)).encode())
     modules: dict[str, str] = {}
     for directory, names, files in os.walk(root):
         names[:] = sorted(n for n in names if not IGNORED(directory, [n]))
         for name in sorted(files):
-            if IGNORED(directory, [name]):
-                continue
             path = Path(directory, name)
             relative = path.relative_to(root).as_posix()
+            if IGNORED(directory, [name]) or path == Path(__file__).resolve():
+                continue
             data = path.read_bytes()
             if relative.startswith("tests/test_") and relative.endswith(".py") \
                     and relative.count("/") == 1:
