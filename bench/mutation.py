@@ -332,19 +332,50 @@ def _measure(tree: Path, packages: list[str], jobs: int, targets: list[str],
         shutil.rmtree(work, ignore_errors=True)
 
 
-def covering_tests(mutant: Mutant, cmap: dict[str, Any]) -> list[str]:
-    """The passing tests that run one of the mutant's lines, fastest first. A line run only
-    while the module was imported (no test's context) is charged to every test that runs any
-    line of the module."""
+def import_uses(source: bytes) -> dict[int, set[int]]:
+    """For each line of a module-level statement that runs when the module is imported, the
+    lines whose running shows what it did: for ``NAME = ...`` the lines that read ``NAME``,
+    for a ``def`` or ``class`` header (default values, decorators, bases) its body."""
+    tree = ast.parse(source)
+    loads: dict[str, set[int]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            loads.setdefault(node.id, set()).add(node.lineno)
+    uses: dict[int, set[int]] = {}
+    for stmt in tree.body:
+        end = stmt.end_lineno or stmt.lineno
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            names = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            used = set().union(*(loads.get(n, set()) for n in names)) - set(
+                range(stmt.lineno, end + 1))
+            for line in range(stmt.lineno, end + 1):
+                uses[line] = used
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            first = min([stmt.body[0].lineno, *(d.lineno for d in stmt.decorator_list)])
+            header = range(first, stmt.body[0].lineno)
+            for line in range(min(first, stmt.lineno), stmt.body[0].lineno):
+                uses[line] = set(range(stmt.body[0].lineno, end + 1)) - set(header)
+    return uses
+
+
+def covering_tests(mutant: Mutant, cmap: dict[str, Any],
+                   uses: dict[int, set[int]] | None = None) -> list[str]:
+    """The passing tests that run one of the mutant's lines, fastest first. A line that runs
+    while the module is imported (outside any test in the pytest process: a module constant,
+    a default value) is charged to the tests that run the lines that use it
+    (:func:`import_uses`), else to every test that runs a line of the module."""
     by_line: dict[str, list[str]] = cmap["lines"].get(mutant.path, {})
     tests = cmap["tests"]
     found: set[str] = set()
     for number in range(mutant.lines[0], mutant.lines[1] + 1):
-        contexts = by_line.get(str(number), [])
-        named = {c.split("|")[-1] for c in contexts if c.split("|")[-1]}
-        if contexts and not named:
-            named = {c.split("|")[-1] for ctx in by_line.values() for c in ctx}
-        found |= named
+        contexts = {c.split("|")[-1] for c in by_line.get(str(number), [])}
+        if "" in contexts:
+            contexts = {c.split("|")[-1] for line in (uses or {}).get(number, set())
+                        for c in by_line.get(str(line), [])}
+            if not contexts - {""}:
+                contexts = {c.split("|")[-1] for ctx in by_line.values() for c in ctx}
+        found |= contexts - {""}
     usable = [t for t in found if tests.get(t, {}).get("outcome") == "passed"]
     return sorted(usable, key=lambda t: (tests[t]["duration"], t))
 
@@ -372,7 +403,9 @@ def run_mutant(mutant: Mutant, tree: Path, tests: list[str], timeout: float) -> 
             mutant.status = "timeout"
             return
         code = proc.returncode
-        if code in (1, 2):
+        # 1: a test failed; 2: collection failed; 4 with a conftest that cannot be imported:
+        # the mutant breaks the import of the package, which the suite sees too.
+        if code in (1, 2) or (code == 4 and b"while loading conftest" in output):
             mutant.status = "killed"
             failed = re.findall(rb"^(?:FAILED|ERROR) (\S+)", output, re.M)
             mutant.killed_by = failed[0].decode("utf-8", "replace") if failed else ""
@@ -443,8 +476,10 @@ def main(argv: list[str] | None = None) -> int:
         lock = threading.Lock()
         done = [0]
 
+        uses = {module: import_uses((root / module).read_bytes()) for module in chosen}
+
         def one(mutant: Mutant) -> None:
-            tests = covering_tests(mutant, cmap)
+            tests = covering_tests(mutant, cmap, uses[mutant.path])
             if args.max_tests:
                 tests = tests[:args.max_tests]
             mutant.tests = len(tests)
