@@ -1,7 +1,8 @@
 """Mutation testing: would the suite notice if a line of the product were wrong?
 
     python bench/mutation.py MODULE... [--sample N] [--seed S] [--json] [--jobs 2]
-                             [--timeout S] [--max-tests N] [--only MODULE:LINE]...
+                             [--timeout S] [--max-tests N] [--prefer TEST_FILE]...
+                             [--only MODULE:LINE]...
                              [--refresh] [--root DIR]
 
 MODULE is a path relative to the root (``git_autoresearch/ledger.py``). Each mutant is one small
@@ -40,7 +41,9 @@ the cached map runs again alone, its part of the map replaced. ``--refresh`` mak
 again regardless (or delete ``.mutation/``).
 
 ``--max-tests N`` runs only the N fastest covering tests of each mutant: quicker, and the score
-is then a lower bound. Exit status: 0 once the report is printed, 2 on bad arguments.
+is then a lower bound; ``--prefer tests/test_x.py`` puts that file's covering tests first (the
+tests written for the module at hand). Exit status: 0 once the report is printed, 2 on bad
+arguments.
 """
 
 from __future__ import annotations
@@ -364,9 +367,10 @@ def import_uses(source: bytes) -> dict[int, set[int]]:
     return uses
 
 
-def covering_tests(mutant: Mutant, cmap: dict[str, Any],
-                   uses: dict[int, set[int]] | None = None) -> list[str]:
-    """The passing tests that run one of the mutant's lines, fastest first. A line that runs
+def covering_tests(mutant: Mutant, cmap: dict[str, Any], uses: dict[int, set[int]] | None = None,
+                   prefer: frozenset[str] = frozenset()) -> list[str]:
+    """The passing tests that run one of the mutant's lines, those of the test files ``prefer``
+    first, then fastest first. A line that runs
     while the module is imported (outside any test in the pytest process: a module constant,
     a default value) is charged to the tests that run the lines that use it
     (:func:`import_uses`), else to every test that runs a line of the module."""
@@ -382,7 +386,7 @@ def covering_tests(mutant: Mutant, cmap: dict[str, Any],
                 contexts = {c.split("|")[-1] for ctx in by_line.values() for c in ctx}
         found |= contexts - {""}
     usable = [t for t in found if tests.get(t, {}).get("outcome") == "passed"]
-    return sorted(usable, key=lambda t: (tests[t]["duration"], t))
+    return sorted(usable, key=lambda t: (t.split("::")[0] not in prefer, tests[t]["duration"], t))
 
 
 # --- running the mutants ----------------------------------------------------------------------
@@ -447,6 +451,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-tests", type=int, help="run only the N fastest covering tests")
     parser.add_argument("--only", action="append", default=[], metavar="MODULE:LINE",
                         help="run only the mutants on these lines (repeatable)")
+    parser.add_argument("--prefer", action="append", default=[], metavar="TEST_FILE",
+                        help="run the covering tests of this file first (repeatable)")
     parser.add_argument("--refresh", action="store_true", help="make the coverage map again")
     parser.add_argument("--root", type=Path, default=ROOT, help="the project (default: this one)")
     args = parser.parse_args(argv)
@@ -484,7 +490,7 @@ def main(argv: list[str] | None = None) -> int:
         uses = {module: import_uses((root / module).read_bytes()) for module in chosen}
 
         def one(mutant: Mutant) -> None:
-            tests = covering_tests(mutant, cmap, uses[mutant.path])
+            tests = covering_tests(mutant, cmap, uses[mutant.path], frozenset(args.prefer))
             if args.max_tests:
                 tests = tests[:args.max_tests]
             mutant.tests = len(tests)

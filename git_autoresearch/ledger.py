@@ -32,7 +32,7 @@ from .stats import mad
 _RUN_PREFIX = re.compile(rb'\{\s*"run"\s*:\s*([1-9][0-9]{0,8})\s*[,}]')
 # A test of every line at once that lets parse skip run lines no reader in this context
 # wants (only_runs): False for a line it need not read.
-LineTest = Callable[[list[bytes]], list[bool]]
+LineTest = Callable[[list[bytes]], list[bool]]  # mutation: equivalent only annotations name it
 _ONLY: ContextVar[LineTest | None] = ContextVar("only_runs", default=None)
 STATUSES = ("keep", "discard", "crash", "checks_failed")
 # Fields of the run records this tool writes (or doctor rebuilds) that pi-autoresearch's lack.

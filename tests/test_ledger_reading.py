@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -195,3 +196,16 @@ def test_start_writes_the_header_with_this_formats_version_and_its_config(
         "bestDirection": "lower", "session_id": "s1", "no_baseline": False}
     assert header["config_hash"] == "sha256:" + hashlib.sha256(config).hexdigest()
     assert header["base_commit"] == git(repo, "rev-parse", "main")
+
+
+def test_the_header_and_the_baseline_are_stamped_with_now_in_milliseconds(
+        repo: Path, ar: Tool) -> None:
+    """The ledger's ``timestamp`` is epoch milliseconds, as pi-autoresearch writes
+    ``Date.now()`` (extensions/pi-autoresearch/index.ts:2282): between the clock read before the
+    command and after it."""
+    before = int(time.time() * 1000)
+    ar(repo, *start_args())
+    after = int(time.time() * 1000) + 1
+    header, baseline = ledger_lines(repo)[:2]
+    assert before <= header["timestamp"] <= baseline["timestamp"] <= after
+    assert before <= ledger.now_ms() and isinstance(ledger.now_ms(), int)
