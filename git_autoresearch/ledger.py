@@ -291,7 +291,7 @@ def parse(data: bytes) -> Ledger:
     malformed: list[Malformed] = []
     seen: dict[bytes, int] = {}
     lines = data.split(b"\n")
-    torn_last = bool(lines and lines[-1])
+    torn_last = bool(lines[-1])  # split always gives one piece at least
     wanted = _ONLY.get()
     based = [False]  # whether the current segment has its baseline (a kept run with a metric)
     visited = enumerate(lines, start=1) if wanted is None else \

@@ -209,3 +209,28 @@ def test_the_header_and_the_baseline_are_stamped_with_now_in_milliseconds(
     header, baseline = ledger_lines(repo)[:2]
     assert before <= header["timestamp"] <= baseline["timestamp"] <= after
     assert before <= ledger.now_ms() and isinstance(ledger.now_ms(), int)
+
+
+def test_only_the_last_line_without_its_newline_is_torn_and_the_length_limit_is_inclusive(
+        ) -> None:
+    """A cut-short append is the last line without its newline, even after an empty first
+    line; a bad line before it is not torn. A line of exactly MAX_LINE_BYTES is read; one byte
+    more is set aside, its run number read from its first 40 bytes only."""
+    data = b"\n" + ledger_bytes(HEADER, b"{bad", {"run": 1, "status": "keep"}) + b'{"run": 2'
+    book = ledger.parse(data)
+    assert [(m.line, m.torn) for m in book.malformed] == [(3, False), (5, True)]
+    assert ledger.parse(ledger_bytes(HEADER, b"{bad")).malformed[0].torn is False
+
+    def line_of(size: int, prefix: bytes) -> bytes:
+        head = prefix + b'"description": "'
+        return head + b"x" * (size - len(head) - 2) + b'"}'
+
+    exact = line_of(ledger.MAX_LINE_BYTES, b'{"run": 3, ')
+    assert len(exact) == ledger.MAX_LINE_BYTES
+    assert [r.number for r in ledger.parse(ledger_bytes(exact)).runs] == [3]
+    forty = b'{"run":' + b" " * 31 + b"7,"  # the number and its comma end at byte 40
+    over = line_of(ledger.MAX_LINE_BYTES + 1, forty)
+    book = ledger.parse(ledger_bytes(over))
+    assert (book.runs, [m.run for m in book.malformed], book.next_run_number) == ([], [7], 8)
+    beyond = line_of(ledger.MAX_LINE_BYTES + 1, b'{"run":' + b" " * 32 + b"7,")
+    assert [m.run for m in ledger.parse(ledger_bytes(beyond)).malformed] == [None]
