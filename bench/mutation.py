@@ -25,9 +25,10 @@ they start import the copy: ``PYTHONPATH`` names it, ahead of the editable insta
 The score is ``(killed + timed out) / (mutants - equivalent)``; a mutant that no test runs
 counts as a survivor and is listed as such.
 
-A line that ends with ``# mutation: equivalent <reason>`` is not mutated: its mutants are
-reported as equivalent and left out of the score. The reason says why no test can tell the
-mutant from the original (a cache size, a message's wording, a bound that cannot be reached).
+A line that ends with ``# mutation: equivalent <reason>``, or follows a comment line that is
+just that, is not mutated: its mutants are reported as equivalent and left out of the score.
+The reason says why no test can tell the mutant from the original (a cache size, a message's
+wording, a bound that cannot be reached).
 
 Which tests run which lines comes from one coverage run of the whole suite in the copy, with one
 coverage context per test that reaches the subprocesses the test starts (the plugin
@@ -217,7 +218,9 @@ def mutants_of(root: Path, path: str) -> list[Mutant]:
         except SyntaxError:
             continue
         for number in range(mutant.lines[0], mutant.lines[1] + 1):
-            marked = EQUIVALENT.search(lines[number - 1])
+            above = lines[number - 2].strip() if number > 1 else b""
+            marked = EQUIVALENT.search(lines[number - 1]) \
+                or (EQUIVALENT.match(above) if above.startswith(b"#") else None)
             if marked:
                 mutant.status = "equivalent"
                 mutant.reason = marked.group(1).decode("utf-8", "replace").strip()
@@ -251,7 +254,7 @@ def tree_hashes(root: Path, packages: list[str]) -> tuple[str, dict[str, str]]:
                 modules[relative] = hashlib.sha256(data).hexdigest()
                 continue
             if name.endswith(".py"):
-                data = EQUIVALENT.sub(b"", data)
+                data = re.sub(rb"[ \t]*" + EQUIVALENT.pattern, b"", data)
             digest.update(relative.encode() + b"\0" + data + b"\0")
     return digest.hexdigest()[:20], modules
 
