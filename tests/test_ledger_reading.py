@@ -234,3 +234,40 @@ def test_only_the_last_line_without_its_newline_is_torn_and_the_length_limit_is_
     assert (book.runs, [m.run for m in book.malformed], book.next_run_number) == ([], [7], 8)
     beyond = line_of(ledger.MAX_LINE_BYTES + 1, b'{"run":' + b" " * 32 + b"7,")
     assert [m.run for m in ledger.parse(ledger_bytes(beyond)).malformed] == [None]
+
+
+def test_only_runs_skips_exactly_the_run_lines_a_query_rules_out_after_each_baseline() -> None:
+    """Under ``only_runs`` a run line the query's quick test rules out is left unparsed, unless
+    it comes before or is its segment's baseline (the first kept run with a metric), or holds
+    a ``"type"`` key or a ``\\u`` escape that could hide one; config lines are always read.
+    Every other line is read as a full read reads it."""
+    records = [
+        {"type": "config", "name": "a", "metricName": "t"},
+        {"run": 1, "status": "crash", "metric": 0}, {"run": 2, "status": "keep", "metric": 5},
+        {"run": 3, "status": "discard", "metric": 6},
+        {"run": 4, "status": "keep", "metric": 4, "asi": {"type": "x"}},
+        {"type": "config", "name": "b", "metricName": "t"},
+        {"run": 5, "status": "discard", "metric": 1}, {"run": 6, "status": "keep", "metric": 2},
+        {"run": 7, "status": "discard", "metric": 3}]
+    data = b"".join(json.dumps(r, separators=(",", ":")).encode() + b"\n" for r in records)
+    data += b'{"run":8,"status":"discard","description":"\\u00e9"}\n'
+    data += b'{"run":9,"status":"keep","metric":1}\n'
+    asked: list[int] = []
+
+    def nothing(lines: list[bytes]) -> list[bool]:
+        asked.append(len(lines))
+        return [False] * len(lines)
+
+    with ledger.only_runs(nothing):
+        book = ledger.parse(data)
+    assert asked == [12]
+    assert [[r.number for r in s.runs] for s in book.segments] == [[1, 2, 4], [5, 6, 8]]
+    assert book.malformed == []
+    with ledger.only_runs(lambda lines: [b'"run":9' in x or b'"run":3' in x for x in lines]):
+        assert [r.number for r in ledger.parse(data).runs] == [1, 2, 3, 4, 5, 6, 8, 9]
+    assert [r.number for r in ledger.parse(data).runs] == list(range(1, 10))
+    # A ledger whose first run is its baseline and whose last line is a skipped run.
+    data = ledger_bytes(HEADER, b'{"run":1,"status":"keep","metric":3}',
+                        b'{"run":2,"status":"discard","metric":4}')
+    with ledger.only_runs(nothing):
+        assert [r.number for r in ledger.parse(data).runs] == [1]
