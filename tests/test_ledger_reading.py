@@ -20,6 +20,9 @@ def ledger_bytes(*records: dict[str, Any] | bytes) -> bytes:
                     for r in records)
 
 
+# The longest line a reader reads: 1 MiB (ledger.MAX_LINE_BYTES), written out here so that a
+# changed limit fails these tests.
+LIMIT = 1 << 20
 HEADER = {"type": "config", "name": "a", "metricName": "t", "bestDirection": "higher"}
 
 
@@ -54,15 +57,15 @@ def test_exactly_three_odd_statuses_are_all_named_with_nothing_more() -> None:
 
 
 def test_a_run_number_on_a_line_too_long_to_read_is_never_given_again() -> None:
-    """A line past MAX_LINE_BYTES is set aside unparsed, but the run number at its start
+    """A line past 1 MiB is set aside unparsed, but the run number at its start
     still counts: the next run is numbered after it."""
-    long_line = b'{"run": 7, "description": "' + b"x" * ledger.MAX_LINE_BYTES + b'"}'
+    long_line = b'{"run": 7, "description": "' + b"x" * LIMIT + b'"}'
     book = ledger.parse(ledger_bytes(HEADER, {"run": 1, "status": "keep", "metric": 5},
                                      long_line, {"run": 2, "status": "discard", "metric": 6}))
     assert [r.number for r in book.runs] == [1, 2]
     assert [(m.line, m.run, m.torn) for m in book.malformed] == [(3, 7, False)]
     # A long line within the limit is an ordinary run.
-    within = b'{"run": 3, "description": "' + b"y" * (ledger.MAX_LINE_BYTES * 3 // 4) + b'"}'
+    within = b'{"run": 3, "description": "' + b"y" * (LIMIT * 3 // 4) + b'"}'
     assert [r.number for r in ledger.parse(ledger_bytes(HEADER, within)).runs] == [3]
     assert book.malformed[0].reason == f"line of {len(long_line)} bytes is too long"
     assert book.next_run_number == 8
@@ -106,6 +109,17 @@ def test_gc_events_name_the_refs_deleted_on_purpose() -> None:
         {"type": "gc", "deleted": ["refs/e"]}))
     assert ledger.collected_refs(book) == {"refs/a", "refs/b", "refs/e"}
     assert [e["type"] for e in book.events] == ["gc", "gc", "other", "gc"]
+
+
+def test_a_name_that_is_not_utf8_is_written_with_escapes_and_other_text_as_it_is() -> None:
+    """A file name kept as lone surrogates cannot be written as UTF-8: the whole line is
+    written with ``\\u`` escapes, which read back as the same name; other text is written as
+    pi's JSON.stringify writes it, non-ASCII kept."""
+    assert ledger.dumps({"path": "a\udcff\u00e9", "n": 1}) == \
+        '{"path":"a\\udcff\\u00e9","n":1}'
+    assert ledger.dumps({"d": "\u00e9"}) == '{"d":"\u00e9"}'
+    line = ledger.dumps({"run": 1, "path": "a\udcff"}).encode("ascii")
+    assert ledger.parse(line + b"\n").runs[0].data["path"] == "a\udcff"
 
 
 def test_whole_metrics_are_written_without_a_fraction_and_others_as_they_are() -> None:
@@ -214,7 +228,7 @@ def test_the_header_and_the_baseline_are_stamped_with_now_in_milliseconds(
 def test_only_the_last_line_without_its_newline_is_torn_and_the_length_limit_is_inclusive(
         ) -> None:
     """A cut-short append is the last line without its newline, even after an empty first
-    line; a bad line before it is not torn. A line of exactly MAX_LINE_BYTES is read; one byte
+    line; a bad line before it is not torn. A line of exactly 1 MiB is read; one byte
     more is set aside, its run number read from its first 40 bytes only."""
     data = b"\n" + ledger_bytes(HEADER, b"{bad", {"run": 1, "status": "keep"}) + b'{"run": 2'
     book = ledger.parse(data)
@@ -225,14 +239,14 @@ def test_only_the_last_line_without_its_newline_is_torn_and_the_length_limit_is_
         head = prefix + b'"description": "'
         return head + b"x" * (size - len(head) - 2) + b'"}'
 
-    exact = line_of(ledger.MAX_LINE_BYTES, b'{"run": 3, ')
-    assert len(exact) == ledger.MAX_LINE_BYTES
+    exact = line_of(LIMIT, b'{"run": 3, ')
+    assert len(exact) == LIMIT == ledger.MAX_LINE_BYTES
     assert [r.number for r in ledger.parse(ledger_bytes(exact)).runs] == [3]
     forty = b'{"run":' + b" " * 31 + b"7,"  # the number and its comma end at byte 40
-    over = line_of(ledger.MAX_LINE_BYTES + 1, forty)
+    over = line_of(LIMIT + 1, forty)
     book = ledger.parse(ledger_bytes(over))
     assert (book.runs, [m.run for m in book.malformed], book.next_run_number) == ([], [7], 8)
-    beyond = line_of(ledger.MAX_LINE_BYTES + 1, b'{"run":' + b" " * 32 + b"7,")
+    beyond = line_of(LIMIT + 1, b'{"run":' + b" " * 32 + b"7,")
     assert [m.run for m in ledger.parse(ledger_bytes(beyond)).malformed] == [None]
 
 
