@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import Tool, git, ledger_lines, start_args
 
 from git_autoresearch import ledger
@@ -285,3 +286,27 @@ def test_only_runs_skips_exactly_the_run_lines_a_query_rules_out_after_each_base
                         b'{"run":2,"status":"discard","metric":4}')
     with ledger.only_runs(nothing):
         assert [r.number for r in ledger.parse(data).runs] == [1]
+
+
+def test_append_writes_whole_lines_refuses_a_line_past_the_limit_and_reads_a_missing_file(
+        tmp_path: Path) -> None:
+    """An empty ledger is not a torn one: the records go in as they are. A record whose line
+    would pass 1 MiB is refused before anything is written, naming its size. A ledger that
+    does not exist reads as empty."""
+    path = tmp_path / "log.jsonl"
+    assert ledger.read(path).runs == [] and ledger.read(path).next_run_number == 1
+    path.write_bytes(b"")
+    ledger.append(path, [HEADER, {"run": 1, "status": "keep", "metric": 2.0}])
+    assert path.read_bytes() == (b'{"type":"config","name":"a","metricName":"t",'
+                                 b'"bestDirection":"higher"}\n'
+                                 b'{"run":1,"status":"keep","metric":2}\n')
+    before = path.read_bytes()
+    record = {"run": 2, "description": "x" * LIMIT}
+    size = len(ledger.dumps(record).encode())
+    with pytest.raises(ValueError) as refused:
+        ledger.append(path, [{"run": 2}, record])
+    assert str(refused.value) == (f"a ledger line of {size} bytes is longer than the {LIMIT} "
+                                  "bytes a reader reads")
+    assert path.read_bytes() == before
+    ledger.append(path, [{"run": 2, "description": "y" * (LIMIT - 30)}])
+    assert [r.number for r in ledger.read(path).runs] == [1, 2]
