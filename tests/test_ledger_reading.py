@@ -48,13 +48,18 @@ def test_notices_name_the_first_three_odd_statuses_count_the_rest_and_name_repea
     assert book.next_run_number == 7
 
 
-def test_exactly_three_odd_statuses_are_all_named_with_nothing_more() -> None:
+def test_three_odd_statuses_are_all_named_and_a_fourth_is_counted() -> None:
     book = ledger.parse(ledger_bytes(HEADER, {"run": 1, "status": "a"},
                                      {"run": 2, "status": "b"}, {"run": 3, "status": "c"}))
     assert book.notices("L") == [
         "L: run 1 ('a'), run 2 ('b'), run 3 ('c'): not one of keep, discard, crash, "
         "checks_failed; read as keep, as pi-autoresearch reads it"]
     assert ledger.parse(ledger_bytes(HEADER, {"run": 1, "status": "keep"})).notices("L") == []
+    four = ledger.parse(ledger_bytes(HEADER, {"run": 1, "status": "a"}, {"run": 2},
+                                     {"run": 3, "status": "c"}, {"run": 4, "status": 5}))
+    assert four.notices("L") == [
+        "L: run 1 ('a'), run 2 (no status), run 3 ('c') and 1 more: not one of keep, discard, "
+        "crash, checks_failed; read as keep, as pi-autoresearch reads it"]
 
 
 def test_a_run_number_on_a_line_too_long_to_read_is_never_given_again() -> None:
