@@ -178,6 +178,11 @@ def test_config_lines_before_the_first_run_make_one_header_and_later_ones_open_s
     assert second.best is not None and second.best.number == 4  # the earliest of a tie
     assert [r.segment for r in book.runs] == [0, 0, 1, 1, 1]
     assert book.config_header == second.header
+    alone = ledger.parse(ledger_bytes(HEADER, {"run": 1, "status": "keep", "metric": 1}))
+    assert alone.current.header == HEADER and alone.current.direction == "higher"
+    turned = ledger.parse(ledger_bytes(
+        {"type": "config", "name": "x", "bestDirection": "lower"}, HEADER))
+    assert turned.current.header == HEADER and turned.current.direction == "higher"
     assert book.last_run is not None and book.last_run.number == 5
 
 
