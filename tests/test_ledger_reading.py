@@ -296,6 +296,11 @@ def test_only_runs_skips_exactly_the_run_lines_a_query_rules_out_after_each_base
                         b'{"run":2,"status":"discard","metric":4}')
     with ledger.only_runs(nothing):
         assert [r.number for r in ledger.parse(data).runs] == [1]
+    # No baseline yet and the last line a run without its newline: every line is read.
+    data = ledger_bytes(HEADER, b'{"run":1,"status":"crash","metric":0}') \
+        + b'{"run":2,"status":"discard","metric":4}'
+    with ledger.only_runs(nothing):
+        assert [(r.number, r.line) for r in ledger.parse(data).runs] == [(1, 2), (2, 3)]
 
 
 def test_append_writes_whole_lines_refuses_a_line_past_the_limit_and_reads_a_missing_file(
@@ -318,5 +323,7 @@ def test_append_writes_whole_lines_refuses_a_line_past_the_limit_and_reads_a_mis
     assert str(refused.value) == (f"a ledger line of {size} bytes is longer than the {LIMIT} "
                                   "bytes a reader reads")
     assert path.read_bytes() == before
-    ledger.append(path, [{"run": 2, "description": "y" * (LIMIT - 30)}])
+    exact = {"run": 2, "description": "y" * (LIMIT - len('{"run":2,"description":""}'))}
+    assert len(ledger.dumps(exact)) == LIMIT
+    ledger.append(path, [exact])
     assert [r.number for r in ledger.read(path).runs] == [1, 2]
