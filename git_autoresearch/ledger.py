@@ -33,7 +33,7 @@ from .stats import mad
 _RUN_PREFIX = re.compile(rb'\{\s*"run"\s*:\s*([1-9][0-9]{0,8})\s*[,}]')
 # A test of every line at once that lets parse skip run lines no reader in this context
 # wants (only_runs): False for a line it need not read.
-LineTest = Callable[[list[bytes]], list[bool]]
+LineTest = Callable[[list[bytes]], list[bool]]  # mutation: equivalent only annotations name it
 _ONLY: ContextVar[LineTest | None] = ContextVar("only_runs", default=None)
 STATUSES = ("keep", "discard", "crash", "checks_failed")
 # Fields of the run records this tool writes (or doctor rebuilds) that pi-autoresearch's lack.
@@ -312,9 +312,9 @@ def _parse(data: bytes) -> Ledger:
     malformed: list[Malformed] = []
     seen: dict[bytes, int] = {}
     lines = data.split(b"\n")
-    torn_last = bool(lines and lines[-1])
+    torn_last = bool(lines[-1])  # split always gives one piece at least
     wanted = _ONLY.get()
-    based = [False]  # whether the current segment has its baseline (a kept run with a metric)
+    based = _Baseline()
     visited = enumerate(lines, start=1) if wanted is None else \
         _visited(lines, wanted(lines), based)
     for number, raw in visited:
@@ -338,13 +338,15 @@ def _parse(data: bytes) -> Ledger:
         kind = obj.get("type")
         if kind == "config":
             if len(segments) == 1 and not segments[0].runs:
+                # mutation: equivalent with one segment, segments[-1] is segments[0]
                 merged = {**(segments[0].header or {}), **obj}
                 if "bestDirection" not in obj:  # pi resets it (jsonl.ts:105)
                     merged.pop("bestDirection", None)
+                # mutation: equivalent with one segment, segments[-1] is segments[0]
                 segments[0].header = merged
             else:
                 segments.append(Segment(len(segments), obj))
-                based[0] = False
+                based.known = False
         elif kind == "hook":
             hooks.append(obj)
         elif kind is not None:
@@ -363,28 +365,37 @@ def _parse(data: bytes) -> Ledger:
                 seen[copy] = number
                 run = Run(obj, number, segments[-1].index)
                 segments[-1].runs.append(run)
-                if wanted is not None and not based[0]:
-                    based[0] = run.status == "keep" and run.metric is not None
+                # mutation: equivalent reading more lines than needed changes no answer
+                if wanted is not None and not based.known:
+                    based.known = run.status == "keep" and run.metric is not None
     return Ledger(segments, hooks, events, malformed)
 
 
-def _visited(lines: list[bytes], flags: list[bool], based: list[bool]
+@dataclass
+class _Baseline:
+    """Whether the segment :func:`parse` is reading has its baseline yet (a kept run with a
+    metric)."""
+
+    known: bool = False
+
+
+def _visited(lines: list[bytes], flags: list[bool], based: _Baseline
              ) -> Iterator[tuple[int, bytes]]:
     """(line number, line) of the lines :func:`parse` reads under :func:`only_runs`: each
     line ``flags`` keeps, and each it rules out that is not a run record as written (it
     begins ``{"run":``, has no ``"type"`` key and no ``\\u`` escape that could hide one), or
-    that comes before its segment's baseline (``based[0]``, which parse sets; a config line,
+    that comes before its segment's baseline (``based.known``, which parse sets; a config line,
     which opens a segment and resets it, is always read)."""
     skip = [not keep and raw.startswith(b'{"run":') and b'"type"' not in raw
             and b"\\u" not in raw for keep, raw in zip(flags, lines, strict=True)]
     after = 0  # the index of the first line not yet given
     for index in [i for i, skipped in enumerate(skip) if not skipped]:
-        while not based[0] and after < index:  # the baseline is not known yet: read on
+        while not based.known and after < index:  # the baseline is not known yet: read on
             yield after + 1, lines[after]
             after += 1
         yield index + 1, lines[index]
         after = index + 1
-    while not based[0] and after < len(lines):
+    while not based.known and after < len(lines):
         yield after + 1, lines[after]
         after += 1
 

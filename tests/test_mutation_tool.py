@@ -1,0 +1,71 @@
+"""bench/mutation.py on a project of one module and one test: a mutant the test catches is
+killed, the mutants of a line no test runs survive and are listed as such, and a line marked
+``# mutation: equivalent`` is left out of the score; a test module added later runs alone to
+update the cached coverage map."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import write
+
+TOOL = Path(__file__).resolve().parent.parent / "bench" / "mutation.py"
+
+
+def test_the_mutation_tool_kills_a_caught_mutant_and_lists_an_untested_line(
+        tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    write(project / "pkg" / "__init__.py", "")
+    write(project / "pkg" / "calc.py",
+          "LIMIT = 10  # mutation: equivalent no caller reaches the limit\n"
+          "\n"
+          "\n"
+          "def double(x):\n"
+          "    return x * 2\n"
+          "\n"
+          "\n"
+          "def triple(x):\n"
+          "    return x * 3\n")
+    write(project / "tests" / "test_calc.py",
+          "from pkg.calc import double\n"
+          "\n"
+          "\n"
+          "def test_double():\n"
+          "    assert double(4) == 8\n")
+    proc = mutation(project)
+    report = json.loads(proc.stdout)
+    assert report["modules"]["pkg/calc.py"] == {
+        "mutants": 9, "killed": 3, "survived": 3, "timeout": 0, "equivalent": 3, "error": 0,
+        "score": 50.0, "uncovered": 3}
+    survivors = {(m["line"], m["description"], m["tests"]) for m in report["survivors"]}
+    assert survivors == {(9, "return value -> `None`", 0), (9, "`3` -> `4`", 0),
+                         (9, "`3` -> `2`", 0)}
+    assert {m["reason"] for m in report["equivalent"]} == {"no caller reaches the limit"}
+    assert (project / "pkg" / "calc.py").read_text().startswith("LIMIT = 10  #")
+
+    # A test module added later runs alone under coverage; the map of the first run serves
+    # for the rest, and the mutants it catches are now killed.
+    write(project / "tests" / "test_triple.py",
+          "from pkg.calc import triple\n"
+          "\n"
+          "\n"
+          "def test_triple():\n"
+          "    assert triple(2) == 6\n")
+    again = mutation(project)
+    assert "coverage run:" in again.stderr and " tests/test_triple.py " in again.stderr
+    assert " tests (" not in again.stderr
+    counts = json.loads(again.stdout)["modules"]["pkg/calc.py"]
+    assert (counts["killed"], counts["survived"], counts["score"]) == (6, 0, 100.0)
+
+
+def mutation(project: Path) -> subprocess.CompletedProcess[str]:
+    # Without the installed plugins (xdist, hypothesis, benchmark) each pytest starts faster.
+    proc = subprocess.run([sys.executable, str(TOOL), "--root", str(project), "--jobs", "1",
+                           "--json", "pkg/calc.py"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    assert proc.returncode == 0, proc.stderr
+    return proc
