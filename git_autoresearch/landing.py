@@ -21,7 +21,7 @@ from .git import ABSENT, Repo
 from .git.moving import index_to, is_ancestor
 from .git.remote import push_atomic, update_refs
 from .refs import session_branch, upstream_ref
-from .remoteledger import fetch, ledger_commit, publish, with_record
+from .remoteledger import fetch, ledger_commit, publish, send_attempts, with_record
 
 if TYPE_CHECKING:
     from .session import Session
@@ -74,6 +74,7 @@ def sync(session: Session, *, before_measuring: bool = False) -> None:
                           "autoresearch worker sync, then run again")
         session.warnings += publish(repo, session.remote, sid, session.worker_name,
                                     session.layout.ledger)
+        session.warnings += send_attempts(repo, session.remote, sid, session.layout.ledger)
 
 
 def has_record(session: Session, commit: str) -> bool:

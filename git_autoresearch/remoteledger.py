@@ -26,7 +26,7 @@ from . import ledger as ledger_mod
 from .errors import Refused
 from .git import ABSENT, GitError, Repo
 from .git.objects import cat_blobs, write_blob
-from .git.remote import fetch_refspecs, push_atomic
+from .git.remote import fetch_refspecs, push_atomic, remote_refs
 from .git.trees import make_tree
 from .refs import (
     attempt_ref,
@@ -229,3 +229,26 @@ def publish(repo: Repo, remote: str, session_id: str, worker: str, ledger_path: 
                 + "; the next run sends it"]
     repo.update_ref(ref, new, old or ABSENT, f"git-autoresearch: ledger of worker {worker} sent")
     return []
+
+
+def send_attempts(repo: Repo, remote: str, session_id: str, ledger_path: Path) -> list[str]:
+    """Push the attempt refs that this clone's own ledger names and the remote lacks (a run
+    killed after its ledger line, before its push), each only if still absent there. Returns
+    warnings."""
+    try:
+        named = {str(run.data.get("attempt_ref")) for run in ledger_mod.read(ledger_path).runs
+                 if isinstance(run.data.get("attempt_ref"), str)}
+    except OSError:
+        return []
+    prefix = attempts_prefix(session_id)
+    try:
+        there = remote_refs(repo, remote, [prefix])
+    except Refused as exc:
+        return [exc.message]
+    updates = {ref: (oid, "") for ref in sorted(named - set(there))
+               if ref.startswith(prefix) and (oid := repo.resolve(ref)) is not None}
+    if not updates:
+        return []
+    code, _ = push_atomic(repo, remote, updates)
+    return [] if code == 0 else [f"the attempt refs {', '.join(sorted(updates))} were not sent "
+                                 f"to {remote}; the next sync sends them"]

@@ -449,3 +449,20 @@ def test_push_and_pull_in_joined_clones_leave_each_clones_state_alone(
     ar(b, "push", "origin", "s1")
     ar(a, "pull", "origin", "s1")
     ar(a, "push", "origin", "s1")
+
+
+def test_an_attempt_ref_a_kill_kept_from_the_remote_is_sent_by_the_next_sync(
+        machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """A discard killed after its ledger line, before its push: the next sync sends its
+    attempt ref, so doctor finds it in every clone."""
+    a, b, remote = machines
+    write(b / "extra.txt", "150\n")
+    killed = tool(b, "run", "-d", "worse", env={"GIT_AUTORESEARCH_DIE_AT": "record:after-ledger"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    attempt = "refs/autoresearch/s1/attempts/2"
+    assert attempt not in remote_refs(remote)
+    ar(b, "resume")
+    ar(b, "worker", "sync")
+    assert remote_refs(remote)[attempt] == git(b, "rev-parse", attempt)
+    ar(a, "worker", "sync")
+    assert ar(a, "doctor").out.strip() == "no problems found"
