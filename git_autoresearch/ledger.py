@@ -206,15 +206,18 @@ class Ledger:
     @property
     def odd_statuses(self) -> list[Run]:
         """The runs whose ``status`` is missing or unknown (read as keep: :attr:`Run.status`)."""
-        return [r for r in self.runs if r.odd_status]
+        return [r for r in self.runs if r.data.get("status") not in STATUSES]  # (odd_status)
 
     @property
     def repeated_numbers(self) -> dict[int, list[int]]:
         """Run numbers held by more than one run record, each with the lines that hold it (two
         tools appending to one ledger: pi numbers a run by the count of runs, this tool by the
         last number + 1). Every such record is read as a run of its own."""
+        runs = self.runs
+        if len({r.data["run"] for r in runs}) == len(runs):  # the common case, at once
+            return {}
         lines: dict[int, list[int]] = {}
-        for run in self.runs:
+        for run in runs:
             lines.setdefault(run.number, []).append(run.line)
         return {n: found for n, found in lines.items() if len(found) > 1}
 
@@ -267,13 +270,6 @@ def collected_refs(book: Ledger) -> set[str]:
         if event.get("type") == "gc" and isinstance(deleted, list):
             found.update(ref for ref in deleted if isinstance(ref, str))
     return found
-
-
-def _check_run(obj: dict[str, Any]) -> str | None:
-    run = obj.get("run")
-    if isinstance(run, bool) or not isinstance(run, int) or run < 1:
-        return "'run' is not a positive whole number"
-    return None
 
 
 @contextmanager
@@ -350,15 +346,14 @@ def _parse(data: bytes) -> Ledger:
         elif kind is not None:
             events.append(obj)
         elif "run" in obj:
-            problem = _check_run(obj)
+            named = obj["run"]  # (JSON makes no int subclass but bool)
             copy = raw.strip()
-            if problem is None and copy in seen:
-                problem = f"a copy of line {seen[copy]} (run {obj['run']})"
+            problem = "'run' is not a positive whole number" if type(named) is not int \
+                or named < 1 else f"a copy of line {seen[copy]} (run {named})" \
+                if copy in seen else None
             if problem:
-                run_value = obj.get("run")
                 malformed.append(Malformed(number, problem, is_torn,
-                                           run_value if isinstance(run_value, int)
-                                           and not isinstance(run_value, bool) else None))
+                                           named if type(named) is int else None))
             else:
                 seen[copy] = number
                 run = Run(obj, number, segments[-1].index)
@@ -553,7 +548,3 @@ def version(path: Path) -> str:
         return "none"
     return f"{st.st_mtime_ns}-{st.st_size}"
 
-
-# Repairs: how a ledger that lost lines, lost its header or holds malformed lines is put right.
-# They work on bytes and files only; the caller decides where the saved copy comes from (the
-# state ref) and tells the state mirror that a shorter ledger is on purpose.
