@@ -154,8 +154,7 @@ class Segment:
     @cached_property
     def baseline(self) -> Run | None:
         """The first kept run of the segment: the measurement of the unmodified code."""
-        kept = self.kept
-        return kept[0] if kept else None
+        return next((r for r in self.runs if r.status == "keep" and r.metric is not None), None)
 
     @cached_property
     def best(self) -> Run | None:
@@ -274,16 +273,17 @@ def collected_refs(book: Ledger) -> set[str]:
 
 @contextmanager
 def collector_paused() -> Iterator[None]:
-    """Python's cycle collector off while it lasts (back on after, if it was on): for reading
-    or writing a whole ledger, which makes hundreds of thousands of acyclic objects (JSON
-    dicts, rows) that the collector would otherwise walk again at every few thousand made,
-    about half the time of reading 100,000 runs."""
+    """Python's cycle collector off while it lasts: for reading or writing a whole ledger,
+    which makes hundreds of thousands of acyclic objects that it would walk again at every few
+    thousand made. If it was on, what exists then is frozen (gc.freeze: never walked again,
+    still freed when unused) and it is back on: its first pass would walk all of it once more."""
     was_on = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was_on:
+            gc.freeze()
             gc.enable()
 
 
@@ -411,8 +411,7 @@ _SCAN: Callable[[str, int], tuple[Any, int]] = vars(_DECODER)["scan_once"]  # it
 
 def _loads(raw: bytes) -> Any:
     """``json.loads(raw, parse_constant=reject_constant)`` with one decoder for every line
-    (``json.loads`` makes a decoder per call when given an option): the same text read, the
-    same errors raised."""
+    (``json.loads`` makes one per call given an option): the same text read, the same errors."""
     if raw.startswith(b'{"') and raw.endswith(b"}"):
         # A record as written (UTF-8 to detect_encoding): scanned at once, sparing decode's
         # whitespace matches; what it does not read whole gets decode's own error below.

@@ -109,6 +109,7 @@ def log_cmd(segment: int | None, status: str | None, kept: bool, run_range: str 
                     and query.selects_all():
                 click.echo(queryformat.ledger_json_text(book, source, lines=chosen == "jsonl"),
                            nl=False)
+                _left_to_exit(book)
                 return
             from ..query import rows_of
 
@@ -142,6 +143,16 @@ def log_cmd(segment: int | None, status: str | None, kept: bool, run_range: str 
             click.echo(queryformat.markdown_text(rows, shown), nl=False)
         else:
             click.echo(_delimited(rows, chosen, names, book, query), nl=False)
+
+
+def _left_to_exit(book: Ledger) -> None:
+    """``book`` left to the process's exit instead of freed record by record when the command
+    returns (a fifth of a second for 100,000 runs, the last thing log does): held by a cycle
+    of its own that the collector, paused until then (``ledger.collector_paused``, which
+    freezes what exists when it ends), never walks, so no one frees it before the process
+    ends and its memory goes back whole."""
+    held: list[Any] = [book]
+    held.append(held)
 
 
 def _chosen_format(fmt: str | None, tsv: bool, as_csv: bool, as_json: bool) -> str:
