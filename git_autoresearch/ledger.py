@@ -91,7 +91,7 @@ class Run:
     def number(self) -> int:
         return int(self.data["run"])
 
-    @property
+    @cached_property  # (asked for again and again by readers; a record read is not changed)
     def status(self) -> str:
         """The status, one of :data:`STATUSES`: a missing or unknown one reads as ``keep``, as
         pi-autoresearch 1.6.2's extension reads it (``statusFrom``, extensions/pi-autoresearch/
@@ -116,7 +116,7 @@ class Run:
         crash's 0 included, and 0 when the record holds none."""
         return finite(self.data.get("metric")) or 0.0
 
-    @property
+    @cached_property
     def metric(self) -> float | None:
         """The primary metric, or None for a crash (whose recorded 0 is no measurement)."""
         if self.status == "crash":
