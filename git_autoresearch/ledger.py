@@ -92,7 +92,7 @@ class Run:
     def number(self) -> int:
         return int(self.data["run"])
 
-    @property
+    @cached_property  # (asked for again and again by readers; a record read is not changed)
     def status(self) -> str:
         """The status, one of :data:`STATUSES`: a missing or unknown one reads as ``keep``, as
         pi-autoresearch 1.6.2's extension reads it (``statusFrom``, extensions/pi-autoresearch/
@@ -117,7 +117,7 @@ class Run:
         crash's 0 included, and 0 when the record holds none."""
         return finite(self.data.get("metric")) or 0.0
 
-    @property
+    @cached_property
     def metric(self) -> float | None:
         """The primary metric, or None for a crash (whose recorded 0 is no measurement)."""
         if self.status == "crash":
@@ -155,8 +155,7 @@ class Segment:
     @cached_property
     def baseline(self) -> Run | None:
         """The first kept run of the segment: the measurement of the unmodified code."""
-        kept = self.kept
-        return kept[0] if kept else None
+        return next((r for r in self.runs if r.status == "keep" and r.metric is not None), None)
 
     @cached_property
     def best(self) -> Run | None:
@@ -207,15 +206,18 @@ class Ledger:
     @property
     def odd_statuses(self) -> list[Run]:
         """The runs whose ``status`` is missing or unknown (read as keep: :attr:`Run.status`)."""
-        return [r for r in self.runs if r.odd_status]
+        return [r for r in self.runs if r.data.get("status") not in STATUSES]  # (odd_status)
 
     @property
     def repeated_numbers(self) -> dict[int, list[int]]:
         """Run numbers held by more than one run record, each with the lines that hold it (two
         tools appending to one ledger: pi numbers a run by the count of runs, this tool by the
         last number + 1). Every such record is read as a run of its own."""
+        runs = self.runs
+        if len({r.data["run"] for r in runs}) == len(runs):  # the common case, at once
+            return {}
         lines: dict[int, list[int]] = {}
-        for run in self.runs:
+        for run in runs:
             lines.setdefault(run.number, []).append(run.line)
         return {n: found for n, found in lines.items() if len(found) > 1}
 
@@ -270,25 +272,19 @@ def collected_refs(book: Ledger) -> set[str]:
     return found
 
 
-def _check_run(obj: dict[str, Any]) -> str | None:
-    run = obj.get("run")
-    if isinstance(run, bool) or not isinstance(run, int) or run < 1:
-        return "'run' is not a positive whole number"
-    return None
-
-
 @contextmanager
 def collector_paused() -> Iterator[None]:
-    """Python's cycle collector off while it lasts (back on after, if it was on): for reading
-    or writing a whole ledger, which makes hundreds of thousands of acyclic objects (JSON
-    dicts, rows) that the collector would otherwise walk again at every few thousand made,
-    about half the time of reading 100,000 runs."""
+    """Python's cycle collector off while it lasts: for reading or writing a whole ledger,
+    which makes hundreds of thousands of acyclic objects that it would walk again at every few
+    thousand made. If it was on, what exists then is frozen (gc.freeze: never walked again,
+    still freed when unused) and it is back on: its first pass would walk all of it once more."""
     was_on = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was_on:
+            gc.freeze()
             gc.enable()
 
 
@@ -353,15 +349,14 @@ def _parse(data: bytes) -> Ledger:
         elif kind is not None:
             events.append(obj)
         elif "run" in obj:
-            problem = _check_run(obj)
+            named = obj["run"]  # (JSON makes no int subclass but bool)
             copy = raw.strip()
-            if problem is None and copy in seen:
-                problem = f"a copy of line {seen[copy]} (run {obj['run']})"
+            problem = "'run' is not a positive whole number" if type(named) is not int \
+                or named < 1 else f"a copy of line {seen[copy]} (run {named})" \
+                if copy in seen else None
             if problem:
-                run_value = obj.get("run")
                 malformed.append(Malformed(number, problem, is_torn,
-                                           run_value if isinstance(run_value, int)
-                                           and not isinstance(run_value, bool) else None))
+                                           named if type(named) is int else None))
             else:
                 seen[copy] = number
                 run = Run(obj, number, segments[-1].index)
@@ -428,8 +423,7 @@ _SCAN: Callable[[str, int], tuple[Any, int]] = vars(_DECODER)["scan_once"]  # it
 
 def _loads(raw: bytes) -> Any:
     """``json.loads(raw, parse_constant=reject_constant)`` with one decoder for every line
-    (``json.loads`` makes a decoder per call when given an option): the same text read, the
-    same errors raised."""
+    (``json.loads`` makes one per call given an option): the same text read, the same errors."""
     if raw.startswith(b'{"') and raw.endswith(b"}"):
         # A record as written (UTF-8 to detect_encoding): scanned at once, sparing decode's
         # whitespace matches; what it does not read whole gets decode's own error below.
@@ -526,7 +520,3 @@ def version(path: Path) -> str:
         return "none"
     return f"{st.st_mtime_ns}-{st.st_size}"
 
-
-# Repairs: how a ledger that lost lines, lost its header or holds malformed lines is put right.
-# They work on bytes and files only; the caller decides where the saved copy comes from (the
-# state ref) and tells the state mirror that a shorter ledger is on purpose.

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import journal, signals
 from . import ledger as ledger_mod
-from .config import file_hash
+from .config import file_hash, sha256_hex
 from .errors import Refused
 from .experiment import Changes, moved_out, revert, revert_targets, scope_violations
 from .files import WriteFailed, write_atomic
@@ -312,9 +312,7 @@ def _fingerprint_of(path: Path) -> str:
     try:
         st = path.lstat()
         data = os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
-        import hashlib  # (OpenSSL): only where a file is fingerprinted
-
-        return f"{st.st_mode:o}:{hashlib.sha256(data).hexdigest()}"
+        return f"{st.st_mode:o}:{sha256_hex(data)}"
     except FileNotFoundError:
         return "deleted"
     except OSError:

@@ -295,6 +295,14 @@ class Query:
                 return False
         return all(condition(row) for condition in self.where)
 
+    def selects_all(self) -> bool:
+        """Whether the query keeps every run in run order (no filter, no sort, no count)."""
+        return self.status is None and self.segment is None and self.runs == (None, None) \
+            and self.since is None and self.until is None and not self.grep \
+            and not self.invert_grep and not self.where and self.worker is None \
+            and self.decision is None and self.last is None and not self.sort \
+            and self.max_count is None
+
     def select(self, rows: Iterable[Row]) -> list[Row]:
         """The rows that pass, in one pass over ``rows`` (keeping only those), then ``last``,
         the sort and ``max_count``."""

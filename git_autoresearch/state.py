@@ -14,12 +14,12 @@ symbolic link under ``hooks/`` (to a hook file or a stage folder) is kept as a l
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
 from typing import Any
 
+from .config import sha256_hex
 from .errors import Refused
 from .files import write_atomic
 from .git import ABSENT, GitError, Repo
@@ -176,7 +176,7 @@ def write_file(path: Path, data: bytes, mode: int) -> None:
 
 def _digest(data: bytes) -> str:
     """The content hash the cache keeps of a ledger piece (SHA-256, hex)."""
-    return hashlib.sha256(data).hexdigest()
+    return sha256_hex(data)
 
 
 def _write_blobs(repo: Repo, entries: list[tuple[str, str]], pieces: list[bytes],

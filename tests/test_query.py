@@ -529,3 +529,69 @@ def test_json_is_one_document_with_a_run_a_line(repo: Path, ar: Tool) -> None:
     assert [r["run"] for r in json.loads(out)] == [1, 2, 3, 4, 5, 6]
     empty = ar(repo, "log", "--json", "--status", "checks_failed").out
     assert (empty, json.loads(empty)) == ("[]\n", [])
+
+
+def test_json_of_every_run_is_the_filtered_paths_text_byte_for_byte(repo: Path,
+                                                                    ar: Tool) -> None:
+    """``log --json`` and ``--format jsonl`` with no filter write every run in one loop over
+    the records as read (no row object per run); the text is byte for byte that of the
+    general path, which a filter that keeps every run (``--where run>0``) takes, on a ledger
+    with every kind of line: two segments' configuration headers, a hook line, an audit, a
+    line that is not JSON, a torn last line, a copy of a line, run numbers 0 and ``true``,
+    odd statuses (missing, unknown, a number), a run number held twice, fields named as the
+    output's own (``delta_pct``, ``audit``, ``source``, a wrong ``segment``), non-ASCII text
+    written raw and as ``\\u`` escapes, and big, tiny, negative-zero and infinite numbers."""
+    night(repo, ar)
+    ledger = repo / ".auto" / "log.jsonl"
+    header = json.loads(ledger.read_text().splitlines()[0])
+    second = {**header, "name": "second", "metricName": "ms", "bestDirection": "higher"}
+    run2 = ledger.read_text().splitlines()[2]
+    lines = [
+        '{"type":"hook","hook":"before","run":5,"exit_code":0}',
+        '{"type":"audit","audited_run":2,"verdict":"confirmed","samples":[90,91]}',
+        'not JSON at all {',
+        run2,  # a byte-for-byte copy: set aside
+        '{"run":0,"metric":1,"status":"keep"}',
+        '{"run":true,"metric":1,"status":"keep"}',
+        '{"run":6,"commit":"abc1234","metric":95,"metrics":{},"description":"no status"}',
+        '{"run":7,"commit":"abc1234","metric":1e-7,"metrics":{"tiny":0.000015,"big":1.5e+21,'
+        '"huge":12345678901234567890,"neg":-0.0},"status":"weird","description":'
+        '"caf\\u00e9 – ✓ 日本 \\ud83d\\ude00","segment":9,"delta_pct":"mine","audit":1,'
+        '"source":"elsewhere"}',
+        '{"run":3,"commit":"def5678","metric":88,"status":7,"description":"pi numbered it 3"}',
+        json.dumps(second, ensure_ascii=False, separators=(",", ":")),
+        '{"run":8,"commit":"abc1234","metric":50,"metrics":{},"status":"keep",'
+        '"description":"the second baseline","asi":{"hypothesis":"line one\\nline\\ttwo"}}',
+        '{"run":9,"commit":"abc1234","metric":75.5,"metrics":{},"status":"keep",'
+        '"duration_s":1e999}',
+        '{"run":10,"commit":"abc1234","metric":0,"metrics":{},"status":"crash"}',
+        '{"run":11,"commit":"abc1234","metric":"fast","status":"discard"}',
+        '{"run":12,"commit":"abc1',  # torn: the last line, without its newline
+    ]
+    with ledger.open("a", encoding="utf-8") as fh:
+        fh.write("\n".join(lines))
+    for fmt in ("json", "jsonl"):
+        quick = ar(repo, "log", "--format", fmt)
+        general = ar(repo, "log", "--format", fmt, "--where", "run>0")
+        assert (quick.out, quick.err) == (general.out, general.err)
+    out = ar(repo, "log", "--json").out
+    assert out.splitlines()[1:-1] == [line + ("," if i < 11 else "") for i, line in
+                                      enumerate(ar(repo, "log", "--format", "jsonl")
+                                                .out.splitlines())]
+    rows = {(r["run"], r["segment"]): r for r in json.loads(out)}
+    assert [(r["run"], r["segment"], r["status"], r.get("recorded_status", "-"),
+             r["delta_pct"]) for r in json.loads(out)] == [
+        (1, 0, "keep", "-", 0.0), (2, 0, "keep", "-", -10.0), (3, 0, "discard", "-", 10.0),
+        (4, 0, "keep", "-", -15.0), (5, 0, "crash", "-", None), (6, 0, "keep", None, -5.0),
+        (7, 0, "keep", "weird", -100.0), (3, 0, "keep", 7, -12.0), (8, 1, "keep", "-", 0.0),
+        (9, 1, "keep", "-", 51.0), (10, 1, "crash", "-", None), (11, 1, "discard", "-", None)]
+    seven = rows[7, 0]
+    assert (seven["metric"], seven["metrics"], seven["description"], seven["audit"],
+            seven["source"]) == (1e-7, {"tiny": 0.000015, "big": 1.5e21,
+                                        "huge": 12345678901234567890, "neg": -0.0},
+                                 "café – ✓ 日本 😀", None, "ledger")
+    assert '"metrics": {"tiny": 1.5e-05, "big": 1.5e+21, "huge": 12345678901234567890, ' \
+        '"neg": -0.0}' in out
+    assert rows[2, 0]["audit"] == {"type": "audit", "audited_run": 2, "verdict": "confirmed",
+                                   "samples": [90, 91]}
+    assert rows[9, 1]["duration_s"] is None
