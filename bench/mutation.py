@@ -415,9 +415,10 @@ def run_mutant(mutant: Mutant, tree: Path, tests: list[str], timeout: float) -> 
             mutant.status = "timeout"
             return
         code = proc.returncode
-        # 1: a test failed; 2: collection failed; 4 with a conftest that cannot be imported:
-        # the mutant breaks the import of the package, which the suite sees too.
-        if code in (1, 2) or (code == 4 and b"while loading conftest" in output):
+        # 1: a test failed; 2: collection failed; 4 with a conftest or a test module that cannot
+        # be imported (its tests, named by the map, are not found): the mutant breaks an import.
+        if code in (1, 2) or (code == 4 and (b"while loading conftest" in output
+                                             or b"found no collectors" in output)):
             mutant.status = "killed"
             failed = re.findall(rb"^(?:FAILED|ERROR) (\S+)", output, re.M)
             mutant.killed_by = failed[0].decode("utf-8", "replace") if failed else ""

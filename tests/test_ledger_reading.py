@@ -286,7 +286,8 @@ def test_only_runs_skips_exactly_the_run_lines_a_query_rules_out_after_each_base
     with ledger.only_runs(nothing):
         book = ledger.parse(data)
     assert asked == [12]
-    assert [[r.number for r in s.runs] for s in book.segments] == [[1, 2, 4], [5, 6, 8]]
+    assert [[(r.number, r.line) for r in s.runs] for s in book.segments] == [
+        [(1, 2), (2, 3), (4, 5)], [(5, 7), (6, 8), (8, 10)]]
     assert book.malformed == []
     with ledger.only_runs(lambda lines: [b'"run":9' in x or b'"run":3' in x for x in lines]):
         assert [r.number for r in ledger.parse(data).runs] == [1, 2, 3, 4, 5, 6, 8, 9]
@@ -296,6 +297,18 @@ def test_only_runs_skips_exactly_the_run_lines_a_query_rules_out_after_each_base
                         b'{"run":2,"status":"discard","metric":4}')
     with ledger.only_runs(nothing):
         assert [r.number for r in ledger.parse(data).runs] == [1]
+    # A line that could hide a key, before the baseline, is read once; a ledger without a
+    # header is read from its first line.
+    data = ledger_bytes(HEADER, b'{"run":1,"status":"crash","metric":0,"asi":{"type":1}}',
+                        b'{"run":2,"status":"keep","metric":3}')
+    with ledger.only_runs(nothing):
+        book = ledger.parse(data)
+    assert ([(r.number, r.line) for r in book.runs], book.malformed) == ([(1, 2), (2, 3)], [])
+    data = ledger_bytes(b'{"run":1,"status":"crash","metric":0}',
+                        b'{"run":2,"status":"keep","metric":3}',
+                        b'{"run":3,"status":"discard","metric":4}')
+    with ledger.only_runs(nothing):
+        assert [(r.number, r.line) for r in ledger.parse(data).runs] == [(1, 1), (2, 2)]
     # No baseline yet and the last line a run without its newline: every line is read.
     data = ledger_bytes(HEADER, b'{"run":1,"status":"crash","metric":0}') \
         + b'{"run":2,"status":"discard","metric":4}'
