@@ -9,22 +9,27 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from conftest import Tool, git, runs, start_args, write
+from test_workers import TOOL, tool
 
 from git_autoresearch.remoteledger import merged
 
-TOOL = [sys.executable, "-m", "git_autoresearch"]
 BRANCH = "autoresearch/s1"
 
 
-def tool(cwd: Path, *args: str, env: dict[str, str] | None = None
-         ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*TOOL, *args], cwd=cwd, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})})
+def paused_at(step: str, go: Path, cwd: Path, *args: str) -> subprocess.Popen[str]:
+    """The tool started with ``args`` in ``cwd``, once it says it paused at ``step``; it goes
+    on when the file ``go`` exists."""
+    paused = subprocess.Popen(
+        [*TOOL, *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "GIT_AUTORESEARCH_PAUSE_AT": step,
+             "GIT_AUTORESEARCH_GO_FILE": str(go)})
+    assert paused.stderr is not None
+    assert paused.stderr.readline().strip() == f"paused at {step}"
+    return paused
 
 
 def remote_refs(remote: Path) -> dict[str, str]:
@@ -129,13 +134,7 @@ def test_run_replays_and_measures_again_when_the_push_is_refused(
     a, b, remote = machines
     go = tmp_path / "go"
     write(b / "value.txt", "70\n")
-    paused = subprocess.Popen(
-        [*TOOL, "run", "-d", "value 70", "--json"], cwd=b, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "GIT_AUTORESEARCH_PAUSE_AT": "keep:before-push",
-             "GIT_AUTORESEARCH_GO_FILE": str(go)})
-    assert paused.stderr is not None
-    assert paused.stderr.readline().strip() == "paused at keep:before-push"
+    paused = paused_at("keep:before-push", go, b, "run", "-d", "value 70", "--json")
     write(a / "extra.txt", "60\n")
     kept = ar(a, "run", "-d", "extra 60", "--json").json()
     go.touch()
@@ -336,13 +335,7 @@ def test_a_candidate_is_judged_against_a_keep_whose_push_just_landed(
     a, b, remote = machines
     go = tmp_path / "go"
     write(b / "value.txt", "90\n")
-    paused = subprocess.Popen(
-        [*TOOL, "run", "-d", "value 90", "--json"], cwd=b, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "GIT_AUTORESEARCH_PAUSE_AT": "keep:after-push",
-             "GIT_AUTORESEARCH_GO_FILE": str(go)})
-    assert paused.stderr is not None
-    assert paused.stderr.readline().strip() == "paused at keep:after-push"
+    paused = paused_at("keep:after-push", go, b, "run", "-d", "value 90", "--json")
     write(a / "extra.txt", "100\n\n")  # the same score: no gain on any commit
     record = ar(a, "run", "-d", "no gain", "--json").json()
     go.touch()
@@ -397,13 +390,8 @@ def test_two_joins_under_one_name_at_once_let_one_in(
     for clone in (c, d):
         git(tmp_path, "clone", "-q", str(remote), str(clone))
     go = tmp_path / "go"
-    paused = subprocess.Popen(
-        [*TOOL, "worker", "join", "origin", "s1", "--name", "mc"], cwd=c,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "GIT_AUTORESEARCH_PAUSE_AT": "join:before-claim",
-             "GIT_AUTORESEARCH_GO_FILE": str(go)})
-    assert paused.stderr is not None
-    assert paused.stderr.readline().strip() == "paused at join:before-claim"
+    paused = paused_at("join:before-claim", go, c, "worker", "join", "origin", "s1", "--name",
+                       "mc")
     ar(d, "worker", "join", "origin", "s1", "--name", "mc")
     go.touch()
     _, err = paused.communicate(timeout=60)
