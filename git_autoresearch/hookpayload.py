@@ -1,11 +1,19 @@
-"""The ``session`` object of a hook's payload (pi-autoresearch 1.6.2's shape)."""
+"""Firing a session's hooks: the payload (pi-autoresearch 1.6.2's shape, its ``session``
+object), the ledger lines of the firings, and the intent record they release."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
+from . import journal
+from . import ledger as ledger_mod
+from .faults import checkpoint
 from .ledger import json_number
 from .session import Session
+
+if TYPE_CHECKING:
+    from .hooks import HookReport
 
 
 def session_payload(session: Session) -> dict[str, Any]:
@@ -36,3 +44,45 @@ def session_payload(session: Session) -> dict[str, Any]:
         "session_id": session.config.session_id,
         "segment_run_count": len(seg.runs),
     }
+
+
+def fire_stage(session: Session, stage: str, run_entry: Mapping[str, Any] | None
+               ) -> HookReport:
+    """Fire ``stage`` hooks of ``session`` with the seed's payload (``next_run`` and
+    ``last_run`` before a run, ``run_entry`` after it) and log each firing in the ledger,
+    naming the worker; then, after a run, clear its intent record."""
+    from .hooks import HookReport, fire, run_payload
+
+    if not session.layout.hooks.is_dir():
+        _after_hooks_fired(session, stage, run_entry)
+        return HookReport(stage)
+    if stage == "after":
+        checkpoint("record:before-after-hooks")
+    payload: dict[str, Any] = {"event": stage, "cwd": str(session.repo.top)}
+    if stage == "before":
+        last = session.ledger.last_run
+        payload["next_run"] = session.next_run()
+        payload["last_run"] = run_payload(last.data) if last else None
+    else:
+        payload["run_entry"] = run_payload(run_entry or {})
+    payload["session"] = session.session_summary()
+    report = fire(session.layout.hooks, stage, payload, cwd=session.repo.top)
+    if report.firings:
+        with session.shared(f"{stage} hooks"):
+            # In a worker, each line names it, as its run records do.
+            named = {"worker": session.worker.name} if session.worker else {}
+            ledger_mod.append(session.layout.ledger,
+                              [{**f.ledger_line(), **named} for f in report.firings])
+            report.warnings += session.mirror_state(f"{stage} hooks")
+    _after_hooks_fired(session, stage, run_entry)
+    return report
+
+def _after_hooks_fired(session: Session, stage: str, run_entry: Mapping[str, Any] | None) -> None:
+    """Clear the intent record of the run whose after hooks just fired (it was kept so
+    that a kill before they fired leaves recovery a way to fire them)."""
+    if stage != "after" or not run_entry:
+        return
+    intent = session.interrupted()
+    if intent is not None and intent.run == run_entry.get("run") \
+            and session.ledger.find(int(run_entry.get("run") or 0), ours=True) is not None:
+        journal.clear(session.layout.intent)

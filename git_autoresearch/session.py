@@ -25,7 +25,6 @@ from .config import (
 )
 from .errors import Refused, UsageError
 from .experiment import Changes, load_snapshot, survey
-from .faults import checkpoint
 from .files import WriteFailed, check_writable
 from .git import GitError, Repo
 from .git.locks import recording_locks
@@ -457,42 +456,11 @@ class Session:
 
     def fire_hooks(self, stage: str, *, run_entry: Mapping[str, Any] | None = None
                    ) -> HookReport:
-        """Fire ``stage`` hooks with the seed's payload and log each firing in the ledger."""
-        from .hooks import HookReport, fire, run_payload
+        """Fire ``stage`` hooks with the seed's payload and log each firing in the ledger
+        (:func:`hookpayload.fire_stage`)."""
+        from .hookpayload import fire_stage
 
-        if not self.layout.hooks.is_dir():
-            self._after_hooks_fired(stage, run_entry)
-            return HookReport(stage)
-        if stage == "after":
-            checkpoint("record:before-after-hooks")
-        payload: dict[str, Any] = {"event": stage, "cwd": str(self.repo.top)}
-        if stage == "before":
-            last = self.ledger.last_run
-            payload["next_run"] = self.next_run()
-            payload["last_run"] = run_payload(last.data) if last else None
-        else:
-            payload["run_entry"] = run_payload(run_entry or {})
-        payload["session"] = self.session_summary()
-        report = fire(self.layout.hooks, stage, payload, cwd=self.repo.top)
-        if report.firings:
-            with self.shared(f"{stage} hooks"):
-                # In a worker, each line names it, as its run records do.
-                named = {"worker": self.worker.name} if self.worker else {}
-                ledger_mod.append(self.layout.ledger,
-                                  [{**f.ledger_line(), **named} for f in report.firings])
-                report.warnings += self.mirror_state(f"{stage} hooks")
-        self._after_hooks_fired(stage, run_entry)
-        return report
-
-    def _after_hooks_fired(self, stage: str, run_entry: Mapping[str, Any] | None) -> None:
-        """Clear the intent record of the run whose after hooks just fired (it was kept so
-        that a kill before they fired leaves recovery a way to fire them)."""
-        if stage != "after" or not run_entry:
-            return
-        intent = self.interrupted()
-        if intent is not None and intent.run == run_entry.get("run") \
-                and self.ledger.find(int(run_entry.get("run") or 0), ours=True) is not None:
-            journal.clear(self.layout.intent)
+        return fire_stage(self, stage, run_entry)
 
     def preflight(self) -> None:
         """Refuse (exit 3) before anything changes when the ledger, the session folder or the

@@ -10,7 +10,7 @@ nothing else. It knows no session concept (no ref name, no trailer key).
 - :mod:`.process`: running git, its environment, errors (:class:`GitError`, :class:`DiskFull`)
   and the machine formats;
 - :mod:`.repo`: :class:`Repo`, the typed operations on a repository (its history questions in
-  :mod:`.history`);
+  :mod:`.history`, its configuration questions in :mod:`.settings`);
 - :mod:`.trees`: trees built outside the user's index (a private index, ``git mktree``);
 - :mod:`.objects`: tree entries and blobs read and written in batch;
 - :mod:`.casenames`: case-only renames where the file system folds case (``core.ignorecase``);
