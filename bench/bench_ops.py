@@ -2,7 +2,7 @@
 floor, and of log/status on a large ledger; each figure beside its target (issue 16).
 
     python bench/bench_ops.py [--files 10000 50000] [--repeats 7] [--runs 100000] [--cpu]
-                              [--trace]
+                              [--trace] [--profile]
 
 Everything runs as users run it: the installed ``git-autoresearch-*`` executables in a fresh
 process each time, against a generated repository in a temporary folder. The raw recipe is the
@@ -22,6 +22,15 @@ machine wall figures mean little, and ``--cpu`` measures CPU seconds instead (us
 git's included). Bytecode is written (to a temporary folder) and used, as for an installed
 package, whatever ``PYTHONDONTWRITEBYTECODE`` says. ``--trace`` prints every git command one
 keep and one discard run, with its wall time (``GIT_AUTORESEARCH_TRACE=1``).
+
+``--profile`` prints where the time goes instead, medians over the repeats: for a keep and a
+discard on 10,000 files, the start-up floor split into the interpreter's start, click's import
+and our command line, then our imports beyond the floor (as ``-X importtime`` counts them),
+the git commands (their number and wall time, from the trace) and the rest (our code, the
+fsyncs, starting and waiting for processes); for ``log --json`` on ``--runs`` runs, read in
+this process, its steps (reading the file, decoding and classifying the lines, making the
+objects, encoding them) beside the floor of any reader built on Python's json module: decoding
+each line and encoding each object once, nothing else.
 """
 
 from __future__ import annotations
@@ -136,7 +145,8 @@ def bench_keep_discard(root: Path, files: int, repeats: int) -> dict[str, float]
     return {k: statistics.median(v) for k, v in times.items()}
 
 
-def bench_reading(root: Path, runs: int, repeats: int) -> dict[str, float]:
+def make_ledger(root: Path, runs: int) -> Path:
+    """A session in ``root/reading`` whose ledger holds ``runs`` runs; returns its folder."""
     folder = make_repo(root / "reading", 10)
     tool(folder, "start", "--goal", "bench", "--session-id", "reading", "--command",
          "sh bench.sh", "--metric-pattern", r"score: (\d+)", "--readonly", "bench.sh")
@@ -155,6 +165,11 @@ def bench_reading(root: Path, runs: int, repeats: int) -> dict[str, float]:
             "scope_violations": [], "hooks": []}))
     with open(ledger, "a") as fh:
         fh.write("\n".join(lines) + "\n")
+    return folder
+
+
+def bench_reading(root: Path, runs: int, repeats: int) -> dict[str, float]:
+    folder = make_ledger(root, runs)
     times: dict[str, list[float]] = {"log --json": [], "status --json": []}
     for _ in range(repeats):
         times["log --json"].append(timed(tool, folder, "log", "--json"))
@@ -223,6 +238,126 @@ def trace_once(root: Path) -> None:
             print("  " + line.split("trace: ", 1)[1][:160])
 
 
+def median_of(repeats: int, fn: Callable[[], float]) -> float:
+    return statistics.median(fn() for _ in range(repeats))
+
+
+def wall(argv: list[str], cwd: Path, env: dict[str, str] | None = None
+         ) -> tuple[float, str]:
+    """Run ``argv``; its wall seconds and its standard error."""
+    started = time.perf_counter()
+    res = subprocess.run(argv, cwd=cwd, check=True, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    return time.perf_counter() - started, res.stderr
+
+
+def our_imports(stderr: str, skip: set[str]) -> float:
+    """Seconds ``-X importtime`` gives the modules (their own time) not in ``skip``."""
+    spent = 0
+    for line in stderr.splitlines():
+        if line.startswith("import time:") and "|" in line and "self [us]" not in line:
+            own, _, name = line[len("import time:"):].split("|")
+            if name.strip() not in skip:
+                spent += int(own)
+    return spent / 1e6
+
+
+def imported(stderr: str) -> set[str]:
+    return {line.rsplit("|", 1)[1].strip() for line in stderr.splitlines()
+            if line.startswith("import time:") and "self [us]" not in line}
+
+
+def profile_ops(root: Path, repeats: int) -> None:
+    """Print where a keep's and a discard's wall time goes on 10,000 files."""
+    folder = make_repo(root / "profiled", 10000)
+    tool(folder, "start", "--goal", "bench", "--session-id", "bench", "--command",
+         "sh bench.sh", "--metric-pattern", r"score: (\d+)", "--readonly", "bench.sh",
+         "--no-baseline")
+    exe = {name: shutil.which(f"git-autoresearch-{name}", path=sysconfig.get_paths()["scripts"])
+           for name in ("keep", "discard")}
+    if not all(exe.values()):
+        sys.exit("--profile needs the installed git-autoresearch-* executables")
+    python = sys.executable
+    interpreter = median_of(repeats, lambda: wall([python, "-c", "pass"], folder)[0])
+    with_click = median_of(repeats, lambda: wall([python, "-c", "import click"], folder)[0])
+    floor = median_of(repeats, lambda: wall([str(exe["keep"]), "-h"], folder)[0])
+    floor_modules = imported(wall([python, "-X", "importtime", str(exe["keep"]), "-h"],
+                                  folder)[1])
+    traced = {**os.environ, "GIT_AUTORESEARCH_TRACE": "1"}
+    figures: dict[str, dict[str, list[float]]] = {
+        name: {"total": [], "git": [], "commands": [], "imports": []}
+        for name in ("keep", "discard")}
+    raw = make_repo(root / "profiled-raw", 10000)
+    sh(raw, "git switch -q -c autoresearch/raw")
+    raw_keep: list[float] = []
+    for step in range(1, repeats + 1):
+        for name, args in (("keep", ["-d", f"step {step}", "--metric", str(1000 - step)]),
+                           ("discard", ["-d", f"d {step}"])):
+            edit(folder, step * 2 + (name == "discard"), new_file=True)
+            spent, err = wall([str(exe[name]), *args], folder, traced)
+            lines = [line for line in err.splitlines() if "trace:" in line]
+            figures[name]["total"].append(spent)
+            figures[name]["commands"].append(len(lines))
+            figures[name]["git"].append(sum(
+                float(line.split("trace: ", 1)[1].split(" ms", 1)[0]) for line in lines) / 1000)
+            # The same command once more under -X importtime (its own run: that costs time).
+            edit(folder, step * 2 + 100 + (name == "discard"), new_file=True)
+            err = wall([python, "-X", "importtime", str(exe[name]), *args], folder)[1]
+            figures[name]["imports"].append(our_imports(err, floor_modules))
+        edit(raw, step, new_file=True)
+        seed_session_files(raw, step)
+        raw_keep.append(timed(sh, raw, RAW_KEEP, f"step {step}"))
+    ms = 1000.0
+    print(f"where the time goes, 10,000 files, median of {repeats} (wall ms), load average "
+          f"now {load()}:")
+    print(f"  start-up floor (keep -h)      {floor * ms:6.1f}")
+    print(f"    the interpreter's start     {interpreter * ms:6.1f}")
+    print(f"    click's import              {(with_click - interpreter) * ms:6.1f}")
+    print(f"    our command line            {(floor - with_click) * ms:6.1f}")
+    for name, got in figures.items():
+        total, git, imports = (statistics.median(got[k]) for k in ("total", "git", "imports"))
+        rest = total - floor - git - imports
+        print(f"  {name}                          {total * ms:6.1f}")
+        print(f"    the start-up floor          {floor * ms:6.1f}")
+        print(f"    our imports beyond it       {imports * ms:6.1f}  (-X importtime)")
+        print(f"    git, {statistics.median(got['commands']):.0f} commands            "
+              f"{git * ms:6.1f}")
+        print(f"    the rest                    {rest * ms:6.1f}  (our code, fsyncs, "
+              "starting and waiting for git)")
+    print(f"  raw recipe, keep              {statistics.median(raw_keep) * ms:6.1f}")
+
+
+def profile_log(root: Path, runs: int, repeats: int) -> None:
+    """Print where ``log --json``'s time goes on a ledger of ``runs`` runs, in this process."""
+    from git_autoresearch import ledger, queryformat
+
+    path = make_ledger(root, runs) / ".auto" / "log.jsonl"
+    steps: dict[str, list[float]] = {"read": [], "decode": [], "objects and encode": [],
+                                     "json floor: loads": [], "json floor: encode": []}
+    encoder = json.JSONEncoder()
+    for _ in range(repeats):
+        started = time.perf_counter()
+        data = path.read_bytes()
+        read = time.perf_counter()
+        book = ledger.parse(data)
+        decoded = time.perf_counter()
+        queryformat.ledger_json_text(book, "ledger", lines=False)
+        done = time.perf_counter()
+        steps["read"].append(read - started)
+        steps["decode"].append(decoded - read)
+        steps["objects and encode"].append(done - decoded)
+        started = time.perf_counter()
+        objects = [json.loads(line) for line in data.split(b"\n") if line]
+        loaded = time.perf_counter()
+        ",\n".join(map(encoder.encode, objects))
+        steps["json floor: loads"].append(loaded - started)
+        steps["json floor: encode"].append(time.perf_counter() - loaded)
+    print(f"log --json's steps on {runs} runs ({path.stat().st_size / 1e6:.1f} MB), in this "
+          f"process, median of {repeats} (seconds), load average now {load()}:")
+    for name, values in steps.items():
+        print(f"  {name:<22} {statistics.median(values):.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, nargs="+", default=[10000])
@@ -233,6 +368,9 @@ def main() -> None:
                              "wall seconds: for a loaded machine")
     parser.add_argument("--trace", action="store_true",
                         help="print the git commands of one keep and one discard, then stop")
+    parser.add_argument("--profile", action="store_true",
+                        help="print where the time of a keep, a discard and log --json goes, "
+                             "then stop")
     args = parser.parse_args()
     global CPU
     CPU = args.cpu
@@ -249,6 +387,10 @@ def main() -> None:
     try:
         if args.trace:
             trace_once(root)
+            return
+        if args.profile:
+            profile_ops(root, args.repeats)
+            profile_log(root, args.runs, args.repeats)
             return
         for files in args.files:
             ops = bench_keep_discard(root / f"ops-{files}", files, args.repeats)
