@@ -19,7 +19,7 @@ import socket
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import Refused, UsageError
+from .errors import Refused
 from .faults import checkpoint
 from .git import GitError, Repo
 from .git.moving import switch_new
@@ -27,9 +27,7 @@ from .git.remote import remote_refs
 from .landing import follow_upstream
 from .refs import ledgers_prefix, session_branch, worker_branch
 from .remoteledger import fetch, publish
-from .workers import MAIN, Worker, current, mark
-
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$")
+from .workers import Worker, check_name, current, mark, valid_name
 
 
 @dataclass
@@ -52,7 +50,7 @@ class Joined:
 def default_name() -> str:
     """This machine's short host name, as a worker name (letters, digits, - and _)."""
     host = re.sub(r"[^A-Za-z0-9_-]", "-", socket.gethostname().split(".")[0])[:40].strip("-")
-    return host if host and NAME_RE.match(host) and host not in (MAIN, "HEAD") else "worker"
+    return host if valid_name(host) else "worker"
 
 
 def join(repo: Repo | None, remote: str, session_id: str, name: str | None = None) -> Joined:
@@ -70,9 +68,7 @@ def join(repo: Repo | None, remote: str, session_id: str, name: str | None = Non
 
     repo = repo or Repo.discover()
     name = name or default_name()
-    if not NAME_RE.match(name) or name in (MAIN, "HEAD"):
-        raise UsageError(f"bad worker name {name!r}: letters, digits, - and _, up to 40, a "
-                         f"letter or digit first, not {MAIN!r} or 'HEAD'")
+    check_name(name)
     here = local_session(repo)
     if here not in (None, session_id):
         raise Refused(f".auto/ here holds session {here}: join from a clone without one")

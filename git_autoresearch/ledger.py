@@ -439,12 +439,17 @@ def _loads(raw: bytes) -> Any:
     return _DECODER.decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))
 
 
+def read_bytes(path: Path) -> bytes:
+    """The bytes of the ledger at ``path``; a missing file reads as none (``b""``)."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return b""
+
+
 def read(path: Path) -> Ledger:
     """Read the ledger at ``path``; a missing file reads as an empty ledger."""
-    try:
-        return parse(path.read_bytes())
-    except FileNotFoundError:
-        return parse(b"")
+    return parse(read_bytes(path))
 
 
 def append(path: Path, records: Iterable[Mapping[str, Any]]) -> None:

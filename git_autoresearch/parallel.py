@@ -11,7 +11,6 @@ that a keep by any worker can move it without changing a work tree under someone
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,9 +25,17 @@ from .lock import busy
 from .paths import AUTO
 from .refs import WORKER_BRANCH_PREFIX, ledgers_prefix, namespace, session_branch, worker_branch
 from .session import Session
-from .workers import MAIN, Worker, current, mark, release, reservations, unmark, worktree_path
-
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$")
+from .workers import (
+    MAIN,
+    Worker,
+    check_name,
+    current,
+    mark,
+    release,
+    reservations,
+    unmark,
+    worktree_path,
+)
 
 
 @dataclass(frozen=True)
@@ -100,9 +107,7 @@ def add(session: Session, count: int, folder: Path | None = None,
     sid = session.config.session_id
     if names:
         for name in names:
-            if not NAME_RE.match(name) or name in (MAIN, "HEAD"):
-                raise UsageError(f"bad worker name {name!r}: letters, digits, - and _, up to 40, "
-                                 f"a letter or digit first, not {MAIN!r} or 'HEAD'")
+            check_name(name)
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise UsageError(f"worker {twice[0]} is named twice")
@@ -199,7 +204,7 @@ def check_removable(session: Session, name: str, *, force: bool = False) -> None
     path = session.repo.worktree_of(worker_branch(sid, name))
     if path is None or not path.exists():
         return
-    running = busy(Repo.discover(path).scratch)
+    running = busy(_scratch(path))
     if running:
         raise Refused(f"worker {name} is running a command ({running}): stop it first; nothing "
                       "was removed")
@@ -216,14 +221,16 @@ def _scratch(path: Path) -> Path:
     return Repo.discover(path).scratch
 
 
-def remove(session: Session, name: str, *, force: bool = False) -> str:
+def remove(session: Session, name: str, *, force: bool = False, checked: bool = False) -> str:
     """Remove worker ``name``: its worktree and its branch (its runs, attempts and keeps stay).
     Refuses (exit 3) a worker with unrecorded changes unless ``force``, and ``main``. When
     no other worker is left, the main work tree goes back to the session branch. Returns what
-    was done, for the user."""
+    was done, for the user. ``checked``: the caller has just run :func:`check_removable`
+    (which surveys the worker's work tree: not done twice)."""
     repo = _main_repo(session)
     sid = session.config.session_id
-    check_removable(session, name, force=force)
+    if not checked:
+        check_removable(session, name, force=force)
     if name == MAIN:
         if repo.current_branch() == session_branch(sid):
             return f"the main work tree is on {session_branch(sid)} already"

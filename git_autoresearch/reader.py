@@ -37,8 +37,8 @@ def open_for_reading(cwd: str | os.PathLike[str] | None = None) -> Session:
 
             others = foreign_ledgers(repo, session.config.session_id, session.worker_name)
             if others:
-                session.ledger = ledger_mod.parse(merged(
-                    layout.ledger.read_bytes() if layout.ledger.is_file() else b"", others))
+                session.ledger = ledger_mod.parse(merged(ledger_mod.read_bytes(layout.ledger),
+                                                         others))
         try:
             session.check_config()
         except Refused as exc:

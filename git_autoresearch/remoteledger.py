@@ -25,7 +25,7 @@ from typing import Any
 from . import ledger as ledger_mod
 from .errors import Refused
 from .git import ABSENT, GitError, Repo
-from .git.objects import cat_blobs, write_blob
+from .git.objects import cat_named_blobs, write_blob
 from .git.remote import fetch_refspecs, push_atomic, remote_refs
 from .git.trees import make_tree
 from .refs import (
@@ -110,20 +110,14 @@ def foreign_ledgers(repo: Repo, session_id: str, own: str) -> list[bytes]:
     prefix = ledgers_prefix(session_id)
     refs = [ref for ref in repo.for_each_ref(prefix, within=namespace(session_id) + "/")
             if ref[len(prefix):] != own]
-    if not refs:
-        return []
-    blobs = [oid for ref in refs if (oid := repo.blobs(ref, [LEDGER_FILE]).get(LEDGER_FILE))]
-    found = cat_blobs(repo, blobs)
-    return [found[oid] for oid in blobs if oid in found]
+    found = cat_named_blobs(repo, [f"{ref}:{LEDGER_FILE}" for ref in refs])
+    return [data for data in found if data is not None]
 
 
 def read_merged(repo: Repo, session_id: str, path: Path, own: str) -> ledger_mod.Ledger:
     """The ledger at ``path`` with the other workers' runs merged in (:func:`merged`)."""
-    try:
-        local = path.read_bytes()
-    except FileNotFoundError:
-        local = b""
-    return ledger_mod.parse(merged(local, foreign_ledgers(repo, session_id, own)))
+    return ledger_mod.parse(merged(ledger_mod.read_bytes(path),
+                                   foreign_ledgers(repo, session_id, own)))
 
 
 # --- sending ------------------------------------------------------------------------------
@@ -188,10 +182,7 @@ def ledger_commit(repo: Repo, session_id: str, worker: str, data: bytes
 def with_record(ledger_path: Path, record: Mapping[str, Any]) -> bytes:
     """The ledger file's bytes with ``record`` as one more line (a last line cut short stays
     where it is, on its own line): what the ledger will hold once the record is appended."""
-    try:
-        data = ledger_path.read_bytes()
-    except FileNotFoundError:
-        data = b""
+    data = ledger_mod.read_bytes(ledger_path)
     if data and not data.endswith(b"\n"):
         data += b"\n"
     return data + ledger_mod.dumps(record).encode("utf-8") + b"\n"

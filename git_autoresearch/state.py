@@ -25,6 +25,7 @@ from .files import write_atomic
 from .git import ABSENT, GitError, Repo
 from .git.objects import cat_blobs, tree_files, write_blobs
 from .git.trees import make_tree
+from .ledger import read_bytes
 from .refs import NAMESPACE, session_of_state_ref, state_ref
 
 LINES_PER_PIECE = 1000
@@ -70,10 +71,7 @@ def mirror(repo: Repo, auto: Path, session_id: str, message: str, *,
     except (FileNotFoundError, ValueError):
         cache = {}
     entries, links, skipped = _session_files(auto)
-    try:
-        ledger = (auto / "log.jsonl").read_bytes()
-    except FileNotFoundError:
-        ledger = b""
+    ledger = read_bytes(auto / "log.jsonl")
     pieces = _pieces(ledger)
     known = {int(k): v for k, v in cache.get("pieces", {}).items()}
     if cache.get("ref") == ref and sum(v[0] for v in known.values()) > len(ledger) \

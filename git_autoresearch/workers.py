@@ -16,10 +16,28 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import UsageError
 from .git import Repo
 from .refs import WORKER_BRANCH_PREFIX, worker_branch
 
 MAIN = "main"
+# A worker's name: its branch's last part and its folder's name.
+NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_-]{0,39}"
+
+
+def valid_name(name: str) -> bool:
+    """Whether ``name`` may name a worker: letters, digits, ``-`` and ``_``, up to 40, a letter
+    or digit first, and neither ``main`` (the main work tree's worker) nor ``HEAD``."""
+    import re
+
+    return re.fullmatch(NAME_PATTERN, name) is not None and name not in (MAIN, "HEAD")
+
+
+def check_name(name: str) -> None:
+    """Raise :class:`UsageError` (exit 2) naming ``name`` unless :func:`valid_name`."""
+    if not valid_name(name):
+        raise UsageError(f"bad worker name {name!r}: letters, digits, - and _, up to 40, a "
+                         f"letter or digit first, not {MAIN!r} or 'HEAD'")
 WORKER_FILE = "worker.json"
 
 

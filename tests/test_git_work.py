@@ -90,3 +90,17 @@ def test_configuration_read_once_is_read_again_after_git_config(repo: Path) -> N
     top.run("config", "core.ignorecase", "true")
     assert ignores_case(top) is True
     assert top.commit_customizations() == []
+
+
+def test_named_blobs_are_read_in_one_call_in_order_with_none_for_what_is_no_blob(
+        repo: Path) -> None:
+    """One ``cat-file --batch`` answers for several ``<rev>:<path>`` names: each blob's bytes
+    in the order asked, None for a path the commit lacks, a folder, or a rev that names
+    nothing, and the names after those still read right."""
+    from git_autoresearch.git.objects import cat_named_blobs
+
+    found = cat_named_blobs(Repo.discover(repo), [
+        "HEAD:value.txt", "HEAD:absent.txt", "HEAD:src", "refs/heads/nothing:value.txt",
+        "HEAD:src/lib.py"])
+    assert found == [b"100\n", None, None, None, b"def f():\n    return 1\n"]
+    assert cat_named_blobs(Repo.discover(repo), []) == []

@@ -105,7 +105,7 @@ def worker_remove_cmd(names: tuple[str, ...], force: bool, as_json: bool) -> Non
     session = Session.open(on_branch=False)
     for name in names:
         check_removable(session, name, force=force)
-    said = [remove(session, name, force=force) for name in names]
+    said = [remove(session, name, force=force, checked=True) for name in names]
     if as_json:
         emit_json({"removed": list(names), "said": said, "warnings": session.warnings})
         return

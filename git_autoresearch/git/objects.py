@@ -57,6 +57,29 @@ def cat_blobs(repo: Repo, oids: Sequence[str]) -> dict[str, bytes]:
     return found
 
 
+def cat_named_blobs(repo: Repo, names: Sequence[str]) -> list[bytes | None]:
+    """The contents of the blobs ``names`` name (``<rev>:<path>`` and the like), in order, through
+    one ``git cat-file --batch``; None for a name that names no blob (missing, ambiguous, or
+    another type of object). Raises :class:`GitError`."""
+    if not names:
+        return []
+    out = repo.run("cat-file", "--batch",
+                   input="".join(n + "\n" for n in names).encode()).stdout
+    found: list[bytes | None] = []
+    at = 0
+    for _ in names:
+        end = out.index(b"\n", at)
+        header = out[at:end].split()
+        at = end + 1
+        if len(header) == 3 and header[2].isdigit():
+            size = int(header[2])
+            found.append(out[at:at + size] if header[1] == b"blob" else None)
+            at += size + 1
+        else:  # "<name> missing" or "<name> ambiguous": no content follows
+            found.append(None)
+    return found
+
+
 def write_blobs(repo: Repo, files: Sequence[str]) -> list[str]:
     """Write the files ``files`` (absolute paths, as they are: no filters) into the object
     store; their blob ids, in order (``git hash-object -w --no-filters --stdin-paths``)."""
