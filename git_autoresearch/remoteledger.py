@@ -73,13 +73,14 @@ def _stamp(raw: bytes, before: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else before
 
 
-def merged(local: bytes, foreign: Sequence[bytes]) -> bytes:
+def merged(local: bytes, foreign: Sequence[bytes], book: ledger_mod.Ledger | None = None
+           ) -> bytes:
     """``local`` ledger bytes with the run records of the ``foreign`` ledgers whose run number
     ``local`` (or an earlier foreign ledger) does not hold, each placed before the first local
     line stamped later than it (runs in time order; a line without a timestamp goes with the
     one before it). A last local line cut short stays last. The bytes are ``local`` as they
-    are when nothing is added."""
-    known = {run.number for run in ledger_mod.parse(local).runs}
+    are when nothing is added. ``book``: ``local`` read already (:func:`ledger.parse`)."""
+    known = {run.number for run in (book or ledger_mod.parse(local)).runs}
     extra: list[tuple[int, bytes]] = []
     for blob in foreign:
         lines = blob.split(b"\n")
@@ -114,10 +115,15 @@ def foreign_ledgers(repo: Repo, session_id: str, own: str) -> list[bytes]:
     return [data for data in found if data is not None]
 
 
-def read_merged(repo: Repo, session_id: str, path: Path, own: str) -> ledger_mod.Ledger:
-    """The ledger at ``path`` with the other workers' runs merged in (:func:`merged`)."""
-    return ledger_mod.parse(merged(ledger_mod.read_bytes(path),
-                                   foreign_ledgers(repo, session_id, own)))
+def read_merged(repo: Repo, session_id: str, path: Path, own: str, *, data: bytes | None = None,
+                book: ledger_mod.Ledger | None = None) -> ledger_mod.Ledger:
+    """The ledger at ``path`` with the other workers' runs merged in (:func:`merged`).
+    ``data`` and ``book``: that file's bytes, and those bytes read, when the caller has them
+    (``book`` is returned as it is when the other ledgers add no run)."""
+    if data is None:
+        data, book = ledger_mod.read_bytes(path), None
+    out = merged(data, foreign_ledgers(repo, session_id, own), book)
+    return book if out is data and book is not None else ledger_mod.parse(out)
 
 
 # --- sending ------------------------------------------------------------------------------

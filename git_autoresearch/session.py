@@ -163,13 +163,14 @@ class Session:
         layout = Layout(repo)
         data = layout.read_config_bytes()
         seen = ledger_mod.version(layout.ledger)  # taken first: a later change always shows
-        book = ledger_mod.read(layout.ledger)
+        raw = ledger_mod.read_bytes(layout.ledger)
+        book = ledger_mod.parse(raw)
         cfg, invalid = _configuration(layout, data, book, strict=check_config)
         lock_wait_seconds()
         hook_timeout_seconds()  # a bad setting is refused before anything runs
         session = cls(repo, cfg, data, book)
         if session.remote:  # a clone that joined through a remote reads every worker's runs
-            session.ledger = session.read_ledger()
+            session.ledger = session.read_ledger(raw, book)
         session.seen_version = seen
         relink(repo, session.worker, session.layout.auto)
         if invalid:
@@ -338,15 +339,16 @@ class Session:
         else:
             self.ledger = self.read_ledger()
 
-    def read_ledger(self) -> Ledger:
+    def read_ledger(self, data: bytes | None = None, book: Ledger | None = None) -> Ledger:
         """The ledger file; in a clone that joined through a remote, with the runs of the
-        other workers' ledger refs merged in (:func:`remoteledger.read_merged`)."""
+        other workers' ledger refs merged in (:func:`remoteledger.read_merged`). ``data`` and
+        ``book``: the file's bytes and those bytes read, when the caller has them."""
         if self.remote is None:
-            return ledger_mod.read(self.ledger_path)
+            return book if book is not None else ledger_mod.read(self.ledger_path)
         from .remoteledger import read_merged
 
         return read_merged(self.repo, self.config.session_id, self.ledger_path,
-                           self.worker_name)
+                           self.worker_name, data=data, book=book)
 
     def version(self) -> str:
         """Changes whenever the runs may have: the ledger's size and time, or the branch tip."""

@@ -59,7 +59,7 @@ def leave_unstaged(repo: Repo, old: str, new: str) -> None:
     """Make the work tree ``new``'s files while the index stays ``old``'s: the change from
     ``old`` to ``new`` left in the work tree, unstaged (files new in ``new`` untracked)."""
     move_work_tree(repo, old, new)
-    repo.run("read-tree", old)
+    index_to(repo, old)
 
 
 def index_to(repo: Repo, commit: str) -> None:
