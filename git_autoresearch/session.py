@@ -76,7 +76,7 @@ class Session:
         self.layout = Layout(repo)
         self.config = cfg
         self.config_bytes = cfg_bytes
-        self.ledger = book
+        self._ledger: Ledger | None = book
         self._bounds: Boundaries | None = None
         self._head: str | None = None
         # What opening the session found (an invalid configuration, unreadable ledger lines, a
@@ -329,15 +329,30 @@ class Session:
                 reserve(self.repo, self.config.session_id, self.worker_name, number)
             return number
 
-    def reload(self) -> None:
-        self._git_runs = None
-        self.seen_version = None if self.trailer_branch is not None else self.version()
-        if self.trailer_branch is not None:
-            from .trailers import ledger_from_trailers
+    @property
+    def ledger(self) -> Ledger:
+        """The session's runs: read on open, and again on first use after :meth:`reload` (a
+        command that records its run and reads no more never reads the ledger twice)."""
+        if self._ledger is None:
+            if self.trailer_branch is not None:
+                from .trailers import ledger_from_trailers
 
-            self.ledger = ledger_from_trailers(self.repo, self.trailer_branch)
-        else:
-            self.ledger = self.read_ledger()
+                self.seen_version = None
+                self._ledger = ledger_from_trailers(self.repo, self.trailer_branch)
+            else:
+                self.seen_version = self.version()  # taken first: a later change always shows
+                self._ledger = self.read_ledger()
+        return self._ledger
+
+    @ledger.setter
+    def ledger(self, book: Ledger) -> None:
+        self._ledger = book
+
+    def reload(self) -> None:
+        """Forget the runs read: the ledger (or the branch's trailers) is read again when
+        :attr:`ledger` is next used."""
+        self._git_runs = None
+        self._ledger = None
 
     def read_ledger(self, data: bytes | None = None, book: Ledger | None = None) -> Ledger:
         """The ledger file; in a clone that joined through a remote, with the runs of the
