@@ -35,7 +35,8 @@ def _wants_json(args: list[str]) -> bool:
 class _Output:
     """stdout for one command: a write that fails (a reader that closed the pipe, a full disk
     behind a redirect) is kept, not raised, since the output comes after the command's work
-    (a run recorded, a keep committed), which an exception would misreport as not done."""
+    (a run recorded, a keep committed), which an exception would misreport as not done; text
+    the stream cannot encode is written with backslash escapes."""
 
     def __init__(self, stream: Any) -> None:
         self.stream = stream
@@ -44,7 +45,14 @@ class _Output:
     def write(self, text: str) -> int:
         if self.failed is None:
             try:
-                return int(self.stream.write(text))
+                try:
+                    return int(self.stream.write(text))
+                except UnicodeEncodeError:
+                    # A name that is not UTF-8, which the ledger keeps as a lone surrogate:
+                    # written as its escape (\udcff), which a JSON string reads back as it.
+                    code = getattr(self.stream, "encoding", None) or "utf-8"
+                    return int(self.stream.write(text.encode(code, "backslashreplace")
+                                                 .decode(code)))
             except OSError as exc:
                 self._lost(exc)
         return len(text)

@@ -21,6 +21,7 @@ from .report import (
     fmt,
     one_line,
     segment_summary,
+    utf8_text,
 )
 
 STYLE = """
@@ -128,9 +129,9 @@ def render(book: Ledger, *, goal: str, metric_name: str, unit: str, session_id: 
         "run", "seg", "status", escape(metric_name), "vs baseline", "decision", "confidence",
         "commit",
         "description", "hypothesis", "rollback reason", "next action", "other notes"))
-    return _page(book, seg, goal=goal, metric_name=metric_name, unit=unit,
-                 session_id=session_id, cards=cards, legend=legend, header=header,
-                 rows=[row for _, row in rows])
+    return utf8_text(_page(book, seg, goal=goal, metric_name=metric_name, unit=unit,
+                           session_id=session_id, cards=cards, legend=legend, header=header,
+                           rows=[row for _, row in rows]))
 
 
 def _whole_session(book: Ledger) -> str | None:

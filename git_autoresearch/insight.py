@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .config import format_duration
 from .ledger import STATUSES, Run, Segment, finite
-from .report import delta_pct, fmt, one_line
+from .report import delta_pct, fmt, one_line, utf8_text
 
 if TYPE_CHECKING:
     from .ideas import Idea
@@ -199,7 +199,7 @@ def summary(*, goal: str, metric_name: str, unit: str, direction: str, segment: 
                     _section(prompt, "Rules"), _section(prompt, "Learnings"),
                     _section(prompt, "Dead ends (do not retry)") or _section(prompt, "Dead ends"),
                     [i for i in ideas if i.state != "done"])
-    return text.fit(max_bytes)
+    return utf8_text(text.fit(max_bytes))
 
 
 def _run_line(run: Run) -> str:
@@ -259,7 +259,7 @@ class _Summary:
         end."""
 
         def fits(text: str) -> bool:
-            return len(text.encode("utf-8")) <= max_bytes
+            return len(text.encode("utf-8", "backslashreplace")) <= max_bytes  # (utf8_text)
 
         n_runs, n_ideas, with_rules, with_dead = len(self.runs), len(self.open_ideas), True, True
         text = self.render(n_runs, n_ideas, with_rules, with_dead)
@@ -289,7 +289,7 @@ class _Summary:
 
 def _cap(text: str, limit: int) -> str:
     """``text`` cut to at most ``limit`` UTF-8 bytes, at a character boundary, marked by …."""
-    data = text.encode("utf-8")
+    data = text.encode("utf-8", "backslashreplace")  # (utf8_text)
     if len(data) <= limit:
         return text
     return data[:limit - 3].decode("utf-8", "ignore") + "…"

@@ -74,19 +74,27 @@ def dumps(record: Mapping[str, Any]) -> str:
 
 
 def finite(value: Any) -> float | None:
-    """``value`` as a float when it is a finite JSON number (not a bool), else None."""
+    """``value`` as a float when it is a finite JSON number (not a bool), else None (an
+    integer too large for a float, such as 400 nines, included)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value) if math.isfinite(value) else None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 @dataclass
 class Run:
-    """A run record and where it stands: ``line`` is its 1-based line number in the ledger."""
+    """A run record and where it stands: ``line`` is its 1-based line number in the ledger;
+    ``text`` is the line as written (its bytes, surrounding whitespace stripped) when it was
+    read from a ledger, None for a record made otherwise (from a trailer, say)."""
 
     data: dict[str, Any]
     line: int
     segment: int
+    text: bytes | None = None
 
     @property
     def number(self) -> int:
@@ -359,7 +367,7 @@ def _parse(data: bytes) -> Ledger:
                                            named if type(named) is int else None))
             else:
                 seen[copy] = number
-                run = Run(obj, number, segments[-1].index)
+                run = Run(obj, number, segments[-1].index, copy)
                 segments[-1].runs.append(run)
                 # mutation: equivalent reading more lines than needed changes no answer
                 if wanted is not None and not based.known:
@@ -417,13 +425,27 @@ def reject_constant(name: str) -> float:
     raise ValueError(f"non-finite number {name}")
 
 
+def _number_as_read(text: str) -> int | float:
+    """An integer as JavaScript's ``JSON.parse`` reads it when a float cannot hold it (310
+    digits, say): infinity, so that every reader takes it as no number."""
+    value = int(text)
+    return value if len(text) < 309 or abs(value) < 2 ** 1024 else math.inf
+
+
 _DECODER = json.JSONDecoder(parse_constant=reject_constant)
+_HUGE_DECODER = json.JSONDecoder(parse_constant=reject_constant, parse_int=_number_as_read)
+# Digits as 0, E as e, + dropped: the shape in which a number that overflows a float shows.
+NUMBER_SHAPE = bytes.maketrans(b"123456789E", b"000000000e")
+LONG_DIGITS = b"0" * 309
 _SCAN: Callable[[str, int], tuple[Any, int]] = vars(_DECODER)["scan_once"]  # its C scanner
 
 
 def _loads(raw: bytes) -> Any:
     """``json.loads(raw, parse_constant=reject_constant)`` with one decoder for every line
-    (``json.loads`` makes one per call given an option): the same text read, the same errors."""
+    (``json.loads`` makes one per call given an option): the same text read, the same errors;
+    an integer too large for a float reads as infinity (:func:`_number_as_read`)."""
+    if len(raw) > 308 and LONG_DIGITS in raw.translate(NUMBER_SHAPE):
+        return _HUGE_DECODER.decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))
     if raw.startswith(b'{"') and raw.endswith(b"}"):
         # A record as written (UTF-8 to detect_encoding): scanned at once, sparing decode's
         # whitespace matches; what it does not read whole gets decode's own error below.

@@ -10,9 +10,9 @@ import re
 from typing import Any
 
 from .errors import UsageError
-from .ledger import STATUSES, Ledger, finite
+from .ledger import LONG_DIGITS, NUMBER_SHAPE, STATUSES, Ledger, Run, finite
 from .query import Row, check_field, scalar, shown, text, value
-from .report import audits, decision_text, delta_pct, fmt, one_line, run_row
+from .report import audits, decision_text, delta_pct, fmt, one_line
 
 FORMATS = ("table", "markdown", "json", "jsonl", "csv", "tsv")
 # The columns of a table or Markdown table when --columns is not given.
@@ -61,71 +61,124 @@ def is_template(spec: str) -> bool:
     return spec not in FORMATS and ("{" in spec or "}" in spec)
 
 
-def json_row(row: Row, columns: list[str] | None, all_sessions: bool) -> dict[str, Any]:
-    """A row as ``--json`` writes it: every field of the record (:func:`report.run_row`) with
-    ``source`` (and ``session`` across sessions), or just ``columns``."""
-    if columns is not None:  # numbers as the ledger writes them (9, not 9.0)
-        return {name: _as_written(value(row, name)) for name in columns}
-    out = run_row(row.run, row.segment, row.audited)
-    if all_sessions:
-        out = {"session": row.session, **out}
-    out["source"] = row.source
-    return out
+def _row_text(row: Row, columns: list[str] | None, all_sessions: bool) -> str:
+    """One row of ``--json`` as text: :func:`run_text` for a whole record, or just
+    ``columns`` (numbers as the ledger writes them: 9, not 9.0), compact."""
+    if columns is not None:
+        return _dumps({name: _as_written(value(row, name)) for name in columns})
+    base = row.segment.baseline
+    found = row.audited.get(row.run.number)
+    return run_text(row.run, row.segment.index, base.metric if base is not None else None,
+                    found[-1] if found else None, row.source,
+                    row.session if all_sessions else None)
+
+
+# A number whose text may read as infinity has an exponent of three digits or more, or 309
+# digits in a row: a line with either (or with text that looks so) is written anew, with null
+# for such a number, never as written (a strict reader, Go's or Rust's, refuses the
+# document). Found by mapping digits to ``0``, ``E`` to ``e`` and dropping ``+``, then two
+# searches: ten times faster than a regular expression over each line.
+_STRINGS: dict[str, str] = {}
+
+
+def _string_text(value: str) -> str:
+    """``value`` as JSON text, written once for every run that names it (a source)."""
+    found = _STRINGS.get(value)
+    if found is None:
+        found = _STRINGS[value] = _dumps(value)
+    return found
+
+
+def run_text(run: Run, index: int, base_metric: float | None, audit: dict[str, Any] | None,
+             source: str, session: str | None = None) -> str:
+    """A run as ``log --json`` writes it: :func:`report.run_row`'s object (the record with
+    ``segment``, ``delta_pct`` against ``base_metric`` and ``audit``) then ``source``, with
+    ``session`` first when given, as one compact JSON object.
+
+    A record read from the ledger (:attr:`Run.text`) is written as the ledger holds it, byte
+    for byte (pi-autoresearch's and this tool's text: ``JSON.stringify``'s), the added fields
+    put after its last, so a line of the output greps as the ledger line does and 100,000
+    runs are not encoded again. A record that must be changed to be shown (an unknown or
+    missing status, a ``segment`` other than ``index``, a field named as one that is added, a
+    number whose text could read as infinity), that is not UTF-8, or that has no text, is
+    written anew by json's encoder, compact, non-finite numbers as null."""
+    data = run.data
+    raw = run.text
+    status = data.get("status")
+    if raw is not None and status in STATUSES and "delta_pct" not in data \
+            and "audit" not in data and "source" not in data \
+            and (session is None or "session" not in data) \
+            and (type(data.get("segment", index)) is int and data.get("segment", index) == index) \
+            and raw.startswith(b"{") and raw.endswith(b"}"):
+        shape = raw.translate(NUMBER_SHAPE, b"+")
+        if b"e000" not in shape and LONG_DIGITS not in shape:
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                text = ""
+            if text:
+                metric: Any = data.get("metric")
+                change = (metric - base_metric) / abs(base_metric) * 100 \
+                    if status != "crash" and base_metric and type(metric) in (int, float) \
+                    else math.inf  # (report.delta_pct, inlined: a metric read is finite)
+                tail = f',"delta_pct":{round(change, 2)!r}' if math.isfinite(change) \
+                    else ',"delta_pct":null'
+                if "segment" not in data:
+                    tail = f',"segment":{index}' + tail
+                tail += (',"audit":null,"source":' if audit is None else
+                         ',"audit":' + _dumps(audit) + ',"source":') + _string_text(source) + "}"
+                if session is not None:
+                    text = '{"session":' + _dumps(session) + "," + text[1:]
+                return text[:-1] + tail
+    out = dict(data)
+    out["segment"] = index
+    if status not in STATUSES:  # Run.odd_status: read as keep, what was written beside
+        out["status"], out["recorded_status"] = "keep", status
+    out["delta_pct"] = None if base_metric is None or status == "crash" else \
+        delta_pct(finite(out.get("metric")), base_metric)
+    out["audit"] = audit
+    out["source"] = source
+    if session is not None:
+        out = {"session": session, **out}
+    return _dumps(out)
 
 
 def json_text(rows: list[Row], columns: list[str] | None, all_sessions: bool) -> str:
-    """The rows as one JSON array (``--json``), a run a line: ``[``, each row as one object
-    on its own line (a comma after each but the last), ``]``; ``[]`` for none. Each object is
-    written by json's C encoder (indenting runs Python's own, several times slower: 100,000
-    runs took seconds), so a run can be picked out with ``grep`` and the document still reads
-    as one."""
+    """The rows as one JSON array (``--json``), a run a line: ``[``, each row as one compact
+    object on its own line (:func:`run_text`; a comma after each but the last), ``]``; ``[]``
+    for none. So a run can be picked out with ``grep`` and the document still reads as one."""
     if not rows:
         return "[]\n"
-    return "[\n" + ",\n".join(_dumps(json_row(r, columns, all_sessions)) for r in rows) \
-        + "\n]\n"
+    return "[\n" + ",\n".join(_row_text(r, columns, all_sessions) for r in rows) + "\n]\n"
 
 
 def jsonl_text(rows: list[Row], columns: list[str] | None, all_sessions: bool) -> str:
-    """The rows as JSON Lines: one compact object a line."""
-    return "".join(_dumps(json_row(r, columns, all_sessions)) + "\n" for r in rows)
+    """The rows as JSON Lines: one compact object a line (:func:`run_text`)."""
+    return "".join(_row_text(r, columns, all_sessions) + "\n" for r in rows)
 
 
 def ledger_json_text(book: Ledger, source: str, *, lines: bool) -> str:
     """Every run of ``book`` (read from ``source``) as ``log --json`` writes it
     (:func:`json_text`; ``lines``: as ``--format jsonl``, :func:`jsonl_text`) when no filter,
-    no sort and no ``--columns`` is asked for, byte for byte the same text: each object is
-    :func:`report.run_row`'s plus ``source``, made here in one loop over the records as read
-    (no :class:`query.Row` per run, no property looked up per field), then written by json's
-    C encoder in one join. The records of ``book`` become those objects (changed in place: the
-    ledger is read for this output alone). 100,000 runs: decoding the lines and encoding the
-    objects are nearly all of its time."""
+    no sort and no ``--columns`` is asked for, byte for byte the same text, made in one loop
+    over the records as read (no :class:`query.Row` per run). 100,000 runs: reading the
+    ledger's lines is most of its time, since each record read from the ledger is written
+    as it is (:func:`run_text`)."""
     audited = audits(book)
-    objects: list[dict[str, Any]] = []
-    add = objects.append
+    texts: list[str] = []
+    add = texts.append
     for segment in book.segments:
         base = segment.baseline
         base_metric = base.metric if base is not None else None
         index = segment.index
         for run in segment.runs:
-            out = run.data  # (changed in place: a copy of each costs a quarter second)
-            out["segment"] = index
-            status = out.get("status")
-            if status not in STATUSES:  # Run.odd_status: read as keep, what was written beside
-                out["status"], out["recorded_status"] = "keep", status
-            out["delta_pct"] = None if base_metric is None or status == "crash" else \
-                delta_pct(finite(out.get("metric")), base_metric)
-            found = audited.get(out["run"])
-            out["audit"] = found[-1] if found else None
-            out["source"] = source
-            add(out)
-    if not objects:
+            found = audited.get(run.data["run"]) if audited else None
+            add(run_text(run, index, base_metric, found[-1] if found else None, source))
+    if not texts:
         return "" if lines else "[]\n"
-    between = "\n" if lines else ",\n"
-    try:
-        body = between.join(map(_ENCODER.encode, objects))
-    except ValueError:  # a non-finite number of a hostile ledger: written as null
-        body = between.join(map(_dumps, objects))
-    return body + "\n" if lines else "[\n" + body + "\n]\n"
+    if lines:
+        return "\n".join(texts) + "\n"
+    return "[\n" + ",\n".join(texts) + "\n]\n"
 
 
 def _as_written(found: Any) -> Any:
@@ -146,17 +199,28 @@ def _finite(data: Any) -> Any:
     return data
 
 
-# One encoder for every row (json.dumps with options makes one per call); no indent, so
-# that its C implementation writes; no check for cycles, which decoded JSON cannot hold (it
-# costs a dictionary entry per object written).
-_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, check_circular=False)
+# One encoder for every row (json.dumps with options makes one per call); compact, as the
+# ledger's lines are; no indent, so that its C implementation writes; no check for cycles,
+# which decoded JSON cannot hold (it costs a dictionary entry per object written).
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, check_circular=False,
+                            separators=(",", ":"))
+_ASCII_ENCODER = json.JSONEncoder(allow_nan=False, check_circular=False, separators=(",", ":"))
 
 
 def _dumps(data: Any) -> str:
+    """``data`` as compact JSON text: a non-finite number of a hostile ledger as null, and
+    text holding a lone surrogate (a name that is not UTF-8, as the ledger keeps it) with
+    ``\\u`` escapes, as the ledger writes it (:func:`ledger.dumps`), since UTF-8 cannot hold
+    it."""
     try:
-        return _ENCODER.encode(data)
-    except ValueError:  # a non-finite number from a hostile ledger
-        return _ENCODER.encode(_finite(data))
+        text = _ENCODER.encode(data)
+    except ValueError:
+        text = _ENCODER.encode(_finite(data))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _ASCII_ENCODER.encode(_finite(data))
+    return text
 
 
 def cell(row: Row, name: str) -> Any:

@@ -37,6 +37,16 @@ def delta_pct(value: float | None, baseline: float | None) -> float | None:
     return round(change, 2) if math.isfinite(change) else None
 
 
+def utf8_text(text: str) -> str:
+    """``text`` as UTF-8 can hold it: a lone surrogate (the ledger keeps a name that is not
+    UTF-8 so, as a ``\\u`` escape it reads back) written as the escape ``\\udcff``."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
 _CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|[\x00-\x1f\x7f]")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import calendar
 import json
+import math
 import random
 import string
 import time
@@ -18,6 +19,11 @@ from typing import Any
 
 import pytest
 from conftest import Tool, git, start_args, write
+from hypothesis import given
+from hypothesis import strategies as st
+
+from git_autoresearch.ledger import finite
+from git_autoresearch.report import delta_pct
 
 MEMORY_BENCH = ("#!/bin/sh\necho \"score: $(cat value.txt)\"\n"
                 "echo \"METRIC mem_mb=$(cat mem.txt)\"\n")
@@ -236,7 +242,7 @@ def test_columns_for_json_jsonl_csv_tsv_markdown_table(repo: Path, ar: Tool) -> 
         {"run": 5, "status": "crash", "metric": None, "mem_mb": None,
          "asi.hypothesis": "mmap the cache"}]
     assert ar(repo, "log", "--format", "jsonl", "--columns", "run,mem_mb", "--kept").out == (
-        '{"run": 1, "mem_mb": 1000}\n{"run": 2, "mem_mb": 3000}\n{"run": 4, "mem_mb": 1500}\n')
+        '{"run":1,"mem_mb":1000}\n{"run":2,"mem_mb":3000}\n{"run":4,"mem_mb":1500}\n')
     assert ar(repo, "log", "--format", "csv", *cols, "--run", "3..").out == (
         "run,status,metric,mem_mb,asi.hypothesis\n3,discard,110,2500,unroll the loop\n"
         "4,keep,85,1500,a bigger Cache\n5,crash,,,mmap the cache\n")
@@ -499,7 +505,7 @@ def test_numbers_come_out_as_the_ledger_writes_them(repo: Path, ar: Tool) -> Non
     assert ar(repo, "log", "--json", "--columns", "run,metric").json() == [
         {"run": 1, "metric": 100}]
     assert ar(repo, "log", "--format", "jsonl", "--columns", "run,metric").out == \
-        '{"run": 1, "metric": 100}\n'
+        '{"run":1,"metric":100}\n'
     assert ar(repo, "log", "--csv").out.splitlines()[1].split(",")[3] == "100"
 
 
@@ -529,6 +535,41 @@ def test_json_is_one_document_with_a_run_a_line(repo: Path, ar: Tool) -> None:
     assert [r["run"] for r in json.loads(out)] == [1, 2, 3, 4, 5, 6]
     empty = ar(repo, "log", "--json", "--status", "checks_failed").out
     assert (empty, json.loads(empty)) == ("[]\n", [])
+
+
+def test_json_writes_each_record_as_the_ledger_holds_it(repo: Path, ar: Tool) -> None:
+    """A run record read from the ledger comes out of ``log --json`` and ``--format jsonl`` as
+    its ledger line, byte for byte (JSON.stringify's numbers: ``0.000015``), the added fields
+    after its last; one that must change to be shown is written anew by json's encoder: a
+    number that reads as infinity (null), text that is not UTF-8 (``\\udcff``, as read); a
+    line that only looks so (``1e400`` inside a string) is written anew with the same values;
+    a record with no ``segment`` gets it after its last field; ``--all-sessions`` puts
+    ``session`` first."""
+    night(repo, ar)
+    ledger = repo / ".auto" / "log.jsonl"
+    with ledger.open("ab") as fh:
+        fh.write(b'{"run": 6, "metric": 0.000015, "status": "discard", "segment": 0}\n'
+                 b'{"run":7,"metric":1e400,"status":"discard","segment":0}\n'
+                 b'{"run":8,"metric":99,"status":"discard","description":"x\xed\xb3\xbf"}\n'
+                 b'{"run":9,"metric":99,"status":"discard","description":"try 1e400"}\n')
+    ledger_lines = ledger.read_text("utf-8", "surrogateescape").splitlines()
+    out = ar(repo, "log", "--format", "jsonl").out.splitlines()
+    runs = [line for line in ledger_lines if line.startswith('{"run":')]
+    assert out[:5] == [line[:-1] + f',"delta_pct":{delta},"audit":null,"source":"ledger"}}'
+                       for line, delta in zip(runs[:5], ("0.0", "-10.0", "10.0", "-15.0", "null"),
+                                              strict=True)]
+    assert out[5:] == [
+        '{"run": 6, "metric": 0.000015, "status": "discard", "segment": 0,"delta_pct":-100.0,'
+        '"audit":null,"source":"ledger"}',
+        '{"run":7,"metric":null,"status":"discard","segment":0,"delta_pct":null,"audit":null,'
+        '"source":"ledger"}',
+        '{"run":8,"metric":99,"status":"discard","description":"x\\udcff","segment":0,'
+        '"delta_pct":-1.0,"audit":null,"source":"ledger"}',
+        '{"run":9,"metric":99,"status":"discard","description":"try 1e400","segment":0,'
+        '"delta_pct":-1.0,"audit":null,"source":"ledger"}']
+    assert ar(repo, "log", "--json").out == "[\n" + ",\n".join(out) + "\n]\n"
+    every = ar(repo, "log", "--all-sessions", "--format", "jsonl", "--run", "1").out
+    assert every == '{"session":"s1",' + out[0][1:] + "\n"
 
 
 def test_json_of_every_run_is_the_filtered_paths_text_byte_for_byte(repo: Path,
@@ -590,8 +631,72 @@ def test_json_of_every_run_is_the_filtered_paths_text_byte_for_byte(repo: Path,
             seven["source"]) == (1e-7, {"tiny": 0.000015, "big": 1.5e21,
                                         "huge": 12345678901234567890, "neg": -0.0},
                                  "café – ✓ 日本 😀", None, "ledger")
-    assert '"metrics": {"tiny": 1.5e-05, "big": 1.5e+21, "huge": 12345678901234567890, ' \
-        '"neg": -0.0}' in out
+    # Run 7 is written anew (an odd status, fields named as the output's): json's numbers.
+    assert '"metrics":{"tiny":1.5e-05,"big":1.5e+21,"huge":12345678901234567890,' \
+        '"neg":-0.0}' in out
     assert rows[2, 0]["audit"] == {"type": "audit", "audited_run": 2, "verdict": "confirmed",
                                    "samples": [90, 91]}
     assert rows[9, 1]["duration_s"] is None
+
+
+_JSON_NUMBERS = st.one_of(st.integers(-2**70, 2**70),
+                          st.floats(allow_nan=False, allow_infinity=False),
+                          st.sampled_from(["1e400", "-1E+308", "1e-400", "0.000015", "9" * 310]))
+
+
+@given(metric=_JSON_NUMBERS, base=st.one_of(st.none(), st.floats(allow_nan=False,
+                                                                allow_infinity=False)),
+       status=st.sampled_from(["keep", "discard", "crash", "checks_failed", "odd"]),
+       segment=st.sampled_from(["", ',"segment":0', ',"segment":1', ',"segment":0.0']),
+       extra=st.sampled_from(["", ',"audit":3', ',"description":"caf\\u00e9 1e999"',
+                              ',"description":"\\udcff"', ' ']))
+def test_a_record_as_written_reads_as_the_record_written_anew(
+        metric: Any, base: float | None, status: str, segment: str, extra: str) -> None:
+    """What ``log --json`` writes of a ledger line as it holds it (:attr:`Run.text`) reads
+    back as the same object as the record written anew by json's encoder: the same fields,
+    ``delta_pct`` as report.delta_pct gives it, non-finite numbers as null, a lone surrogate
+    escaped; always JSON a strict reader takes (no infinity)."""
+    from git_autoresearch.ledger import parse
+    from git_autoresearch.queryformat import run_text
+
+    number = metric if isinstance(metric, str) else json.dumps(metric)
+    line = f'{{"run":2,"metric":{number},"status":"{status}"{segment}{extra}}}'.encode()
+    runs = parse(b'{"run":1,"metric":5,"status":"keep"}\n' + line + b"\n").segments[0].runs
+    run = runs[-1]
+    assert run.text == line.strip()
+    as_written = run_text(run, 0, base, None, "ledger")
+    anew = run_text(type(run)(run.data, run.line, run.segment), 0, base, None, "ledger")
+
+    def finite_float(text: str) -> float:
+        assert math.isfinite(float(text)), text
+        return float(text)
+
+    def strict(text: str) -> Any:
+        return json.loads(text, parse_float=finite_float, parse_constant=pytest.fail)
+
+    assert strict(as_written) == strict(anew)
+    assert strict(as_written)["delta_pct"] == (None if status == "crash" or base is None else
+                                               delta_pct(finite(run.data["metric"]), base))
+
+
+def test_readers_take_a_huge_integer_and_a_name_that_is_not_utf8(repo: Path, ar: Tool) -> None:
+    """A ledger line with a metric of 310 nines (too large for a float: read as JavaScript's
+    JSON.parse reads it, infinity, so no metric, and written as null) and
+    a description holding a lone surrogate (bytes that are not UTF-8, as the ledger keeps
+    them) is read by every reader: ``log`` in each format, ``status``, ``summary`` and the
+    dashboard, the surrogate shown as the escape ``\\udcff``, never an internal error."""
+    night(repo, ar)
+    huge = "9" * 310
+    with (repo / ".auto" / "log.jsonl").open("ab") as fh:
+        fh.write(b'{"run":6,"metric":%s,"status":"discard","description":"x\xed\xb3\xbf"}\n'
+                 % huge.encode())
+    rows = ar(repo, "log", "--json").json()
+    assert (rows[-1]["metric"], rows[-1]["delta_pct"], rows[-1]["description"]) == \
+        (None, None, "x\udcff")
+    assert ar(repo, "log", "--format", "{run} {description}", "--run", "6").out == "6 x\\udcff\n"
+    assert ar(repo, "log", "--csv").out.splitlines()[-1].startswith("6,0,discard,")
+    assert ar(repo, "status", "--json").json()["segment"]["runs"] == 6
+    assert ar(repo, "show", "6", "--json").json()["record"]["description"] == "x\udcff"
+    assert "x\\udcff" in ar(repo, "summary").out
+    ar(repo, "dashboard", "-o", str(repo / "page.html"))
+    assert "x\\udcff" in (repo / "page.html").read_text(encoding="utf-8")

@@ -122,27 +122,28 @@ def log_cmd(segment: int | None, status: str | None, kept: bool, run_range: str 
                 warn(f"{option} {name}: no run shown has this field (a field of the run "
                      "records, a secondary metric, or a dotted path such as asi.hypothesis)")
         if template is not None:
-            click.echo(queryformat.template_text(rows, template), nl=False)
+            written = queryformat.template_text(rows, template)
         elif chosen in ("json", "jsonl"):
             write = queryformat.json_text if chosen == "json" else queryformat.jsonl_text
-            click.echo(write(rows, names, all_sessions), nl=False)
+            written = write(rows, names, all_sessions)
         elif chosen == "table":
             width = shutil.get_terminal_size((120, 20)).columns
             if names is None and not all_sessions:
                 from ..report import table
 
                 audited = rows[0].audited if rows else {}
-                click.echo(table([(r.run, r.segment) for r in rows], width, audited), nl=False)
+                written = table([(r.run, r.segment) for r in rows], width, audited)
             else:
                 shown = names or (["session", *queryformat.DEFAULT_COLUMNS] if all_sessions
                                   else list(queryformat.DEFAULT_COLUMNS))
-                click.echo(queryformat.table_text(rows, shown, width), nl=False)
+                written = queryformat.table_text(rows, shown, width)
         elif chosen == "markdown":
             shown = names or (["session"] if all_sessions else []) + list(
                 queryformat.DEFAULT_COLUMNS)
-            click.echo(queryformat.markdown_text(rows, shown), nl=False)
+            written = queryformat.markdown_text(rows, shown)
         else:
-            click.echo(_delimited(rows, chosen, names, book, query), nl=False)
+            written = _delimited(rows, chosen, names, book, query)
+        click.echo(written, nl=False)
 
 
 def _left_to_exit(book: Ledger) -> None:
