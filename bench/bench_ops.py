@@ -27,7 +27,9 @@ keep and one discard run, with its wall time (``GIT_AUTORESEARCH_TRACE=1``).
 discard on 10,000 files, the start-up floor split into the interpreter's start, click's import
 and our command line, then our imports beyond the floor (as ``-X importtime`` counts them),
 the git commands (their number and wall time, from the trace) and the rest (our code, the
-fsyncs, starting and waiting for processes); for ``log --json`` on ``--runs`` runs, read in
+fsyncs, starting and waiting for processes); then the least a keep can do: the git work of a
+keep that keeps its guarantees, run from the shell with no Python (:data:`GUARDED_KEEP`),
+plus our imports, beside the raw recipe; for ``log --json`` on ``--runs`` runs, read in
 this process, its steps (reading the file, decoding and classifying the lines, making the
 objects, encoding them) beside the floor of any reader built on Python's json module: decoding
 each line and encoding each object once, nothing else.
@@ -53,6 +55,18 @@ from pathlib import Path
 PROTECTED = ("autoresearch.jsonl autoresearch.md autoresearch.ideas.md autoresearch.sh "
              "autoresearch.checks.sh")
 RAW_KEEP = 'git add -A && if ! git diff --cached --quiet; then git commit -q -m "$1"; fi'
+# The least git work a keep that keeps its guarantees can do, from the shell, with no Python:
+# find HEAD, one scan of the work tree, stage what it found, write the tree, make the commit
+# with its trailer, read the trailer back as git parses it, move HEAD by compare-and-swap.
+# (No ledger line, no fsync, no scope or protected paths, no state mirror: a lower bound.)
+GUARDED_KEEP = (
+    'head=$(git rev-parse --verify -q HEAD) && '
+    'git status --porcelain=v1 -z --no-renames --untracked-files=all | cut -z -c4- '
+    '| git update-index --add --remove -z --stdin && tree=$(git write-tree) && '
+    'commit=$(printf \'%s\\n\\nResult: {"status":"keep","ms":1}\\n\' "$1" '
+    '| git commit-tree "$tree" -p "$head") && '
+    'git log -1 --format=%\(trailers:key=Result,valueonly\) "$commit" >/dev/null && '
+    'git update-ref -m "commit: $1" HEAD "$commit" "$head"')
 RAW_REVERT = (f"git add {PROTECTED} 2>/dev/null || true; "
               f"git stash push -q -- {PROTECTED} 2>/dev/null || true; "
               "git checkout -- . && git clean -fdq 2>/dev/null; "
@@ -290,6 +304,8 @@ def profile_ops(root: Path, repeats: int) -> None:
     raw = make_repo(root / "profiled-raw", 10000)
     sh(raw, "git switch -q -c autoresearch/raw")
     raw_keep: list[float] = []
+    guarded = make_repo(root / "profiled-guarded", 10000)
+    guarded_keep: list[float] = []
     for step in range(1, repeats + 1):
         for name, args in (("keep", ["-d", f"step {step}", "--metric", str(1000 - step)]),
                            ("discard", ["-d", f"d {step}"])):
@@ -307,6 +323,8 @@ def profile_ops(root: Path, repeats: int) -> None:
         edit(raw, step, new_file=True)
         seed_session_files(raw, step)
         raw_keep.append(timed(sh, raw, RAW_KEEP, f"step {step}"))
+        edit(guarded, step, new_file=True)
+        guarded_keep.append(timed(sh, guarded, GUARDED_KEEP, f"step {step}"))
     ms = 1000.0
     print(f"where the time goes, 10,000 files, median of {repeats} (wall ms), load average "
           f"now {load()}:")
@@ -324,7 +342,16 @@ def profile_ops(root: Path, repeats: int) -> None:
               f"{git * ms:6.1f}")
         print(f"    the rest                    {rest * ms:6.1f}  (our code, fsyncs, "
               "starting and waiting for git)")
-    print(f"  raw recipe, keep              {statistics.median(raw_keep) * ms:6.1f}")
+    raw = statistics.median(raw_keep)
+    least = statistics.median(guarded_keep)
+    imports = statistics.median(figures["keep"]["imports"])
+    print(f"  raw recipe, keep              {raw * ms:6.1f}")
+    print(f"  the least a keep can do       {(least + imports) * ms:6.1f}  "
+          f"= {(least + imports) / raw:.2f}x the raw recipe")
+    print(f"    its git, from the shell     {least * ms:6.1f}  (7 commands: HEAD, one scan, "
+          "stage, tree, commit, trailer read back, compare-and-swap)")
+    print(f"    our imports (as above)      {imports * ms:6.1f}  (the recording code, "
+          "compiled)")
 
 
 def profile_log(root: Path, runs: int, repeats: int) -> None:

@@ -26,8 +26,7 @@ def confidence(segment: Segment, count: int | None = None) -> float | None:
     positive = [r for r in runs if r.pi_metric > 0]
     if len(positive) < 3:
         return None
-    values = [r.pi_metric for r in positive]
-    spread = mad(values)
+    spread = mad([r.pi_metric for r in positive])
     if spread == 0:
         return None
     baseline = runs[0].pi_metric
