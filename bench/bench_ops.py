@@ -65,7 +65,7 @@ GUARDED_KEEP = (
     '| git update-index --add --remove -z --stdin && tree=$(git write-tree) && '
     'commit=$(printf \'%s\\n\\nResult: {"status":"keep","ms":1}\\n\' "$1" '
     '| git commit-tree "$tree" -p "$head") && '
-    'git log -1 --format=%\(trailers:key=Result,valueonly\) "$commit" >/dev/null && '
+    "git log -1 --format='%(trailers:key=Result,valueonly)' \"$commit\" >/dev/null && "
     'git update-ref -m "commit: $1" HEAD "$commit" "$head"')
 RAW_REVERT = (f"git add {PROTECTED} 2>/dev/null || true; "
               f"git stash push -q -- {PROTECTED} 2>/dev/null || true; "
