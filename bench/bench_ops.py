@@ -15,24 +15,24 @@ Prints, per repository size, the median seconds over the repeats of: our keep an
 raw recipe's, and the start-up floor every command pays before it runs any git (``keep -h``:
 Python, click and our imports); then the ratio of what is ours, the time above that floor, to
 the raw recipe's time, beside the target (at most 1.0x on 10,000 files, 0.5x on 50,000; the
-floor at most 60 ms); then ``log --json`` and ``status --json`` on a ledger of ``--runs`` runs
-(target: ``log --json`` under 1 s on 100,000). The machine (CPU, cores, git and Python
-versions) and the load average before and after are printed with the figures: on a loaded
-machine wall figures mean little, and ``--cpu`` measures CPU seconds instead (user and system,
-git's included). Bytecode is written (to a temporary folder) and used, as for an installed
-package, whatever ``PYTHONDONTWRITEBYTECODE`` says. ``--trace`` prints every git command one
-keep and one discard run, with its wall time (``GIT_AUTORESEARCH_TRACE=1``).
+floor at most 60 ms); then ``log --json``, ``status --json``, a keep and a discard on a ledger
+of ``--runs`` runs (target: ``log --json`` under 1 s on 100,000). The machine (CPU, cores, git
+and Python versions) and the load average before and after are printed with the figures: on a
+loaded machine wall figures mean little, and ``--cpu`` measures CPU seconds instead (user and
+system, git's included). Bytecode is written (to a temporary folder) and used, as for an
+installed package, whatever ``PYTHONDONTWRITEBYTECODE`` says. ``--trace`` prints every git
+command one keep and one discard run, with its wall time (``GIT_AUTORESEARCH_TRACE=1``).
 
 ``--profile`` prints where the time goes instead, medians over the repeats: for a keep and a
-discard on 10,000 files, the start-up floor split into the interpreter's start, click's import
-and our command line, then our imports beyond the floor (as ``-X importtime`` counts them),
-the git commands (their number and wall time, from the trace) and the rest (our code, the
+discard on each ``--files`` size, the start-up floor split into the interpreter's start, click's
+import and our command line, then our imports beyond the floor (as ``-X importtime`` counts
+them), the git commands (their number and wall time, from the trace) and the rest (our code, the
 fsyncs, starting and waiting for processes); then the least a keep can do: the git work of a
-keep that keeps its guarantees, run from the shell with no Python (:data:`GUARDED_KEEP`),
-plus our imports, beside the raw recipe; for ``log --json`` on ``--runs`` runs, read in
-this process, its steps (reading the file, decoding and classifying the lines, making the
-objects, encoding them) beside the floor of any reader built on Python's json module: decoding
-each line and encoding each object once, nothing else.
+keep that keeps its guarantees, run from the shell with no Python (:data:`GUARDED_KEEP`), plus
+our imports, beside the raw recipe; for ``log --json`` on ``--runs`` runs, read in this process,
+its steps (reading the file, decoding and classifying the lines, making the objects, encoding
+them) beside the floor of any reader built on Python's json module: decoding each line and
+encoding each object once, nothing else.
 """
 
 from __future__ import annotations
@@ -184,10 +184,17 @@ def make_ledger(root: Path, runs: int) -> Path:
 
 def bench_reading(root: Path, runs: int, repeats: int) -> dict[str, float]:
     folder = make_ledger(root, runs)
-    times: dict[str, list[float]] = {"log --json": [], "status --json": []}
-    for _ in range(repeats):
+    times: dict[str, list[float]] = {"log --json": [], "status --json": [], "keep": [],
+                                     "discard": []}
+    for step in range(1, repeats + 1):
         times["log --json"].append(timed(tool, folder, "log", "--json"))
         times["status --json"].append(timed(tool, folder, "status", "--json"))
+        # A keep and a discard at the end of such a session: what a long night's runs cost.
+        edit(folder, step, new_file=True)
+        times["keep"].append(timed(tool, folder, "keep", "-d", f"late {step}", "--metric",
+                                   str(step)))
+        edit(folder, step + 100, new_file=True)
+        times["discard"].append(timed(tool, folder, "discard", "-d", f"late {step + 100}"))
     return {k: statistics.median(v) for k, v in times.items()}
 
 
@@ -281,9 +288,10 @@ def imported(stderr: str) -> set[str]:
             if line.startswith("import time:") and "self [us]" not in line}
 
 
-def profile_ops(root: Path, repeats: int) -> None:
-    """Print where a keep's and a discard's wall time goes on 10,000 files."""
-    folder = make_repo(root / "profiled", 10000)
+def profile_ops(root: Path, repeats: int, files: int) -> None:
+    """Print where a keep's and a discard's wall time goes on ``files`` files."""
+    root = root / f"profile-{files}"
+    folder = make_repo(root / "profiled", files)
     tool(folder, "start", "--goal", "bench", "--session-id", "bench", "--command",
          "sh bench.sh", "--metric-pattern", r"score: (\d+)", "--readonly", "bench.sh",
          "--no-baseline")
@@ -301,10 +309,10 @@ def profile_ops(root: Path, repeats: int) -> None:
     figures: dict[str, dict[str, list[float]]] = {
         name: {"total": [], "git": [], "commands": [], "imports": []}
         for name in ("keep", "discard")}
-    raw = make_repo(root / "profiled-raw", 10000)
+    raw = make_repo(root / "profiled-raw", files)
     sh(raw, "git switch -q -c autoresearch/raw")
     raw_keep: list[float] = []
-    guarded = make_repo(root / "profiled-guarded", 10000)
+    guarded = make_repo(root / "profiled-guarded", files)
     guarded_keep: list[float] = []
     for step in range(1, repeats + 1):
         for name, args in (("keep", ["-d", f"step {step}", "--metric", str(1000 - step)]),
@@ -326,7 +334,7 @@ def profile_ops(root: Path, repeats: int) -> None:
         edit(guarded, step, new_file=True)
         guarded_keep.append(timed(sh, guarded, GUARDED_KEEP, f"step {step}"))
     ms = 1000.0
-    print(f"where the time goes, 10,000 files, median of {repeats} (wall ms), load average "
+    print(f"where the time goes, {files:,} files, median of {repeats} (wall ms), load average "
           f"now {load()}:")
     print(f"  start-up floor (keep -h)      {floor * ms:6.1f}")
     print(f"    the interpreter's start     {interpreter * ms:6.1f}")
@@ -416,7 +424,8 @@ def main() -> None:
             trace_once(root)
             return
         if args.profile:
-            profile_ops(root, args.repeats)
+            for files in args.files:
+                profile_ops(root, args.repeats, files)
             profile_log(root, args.runs, args.repeats)
             return
         for files in args.files:

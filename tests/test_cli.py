@@ -314,6 +314,36 @@ def test_trace_names_each_git_call_with_its_time(repo: Path) -> None:
     assert "trace" not in plain.stderr
 
 
+def test_trace_names_every_git_process_of_a_keep_and_a_discard(repo: Path,
+                                                               tmp_path: Path) -> None:
+    """Every git process a keep and a discard start is in the trace, in order (``mktree``, run
+    outside the store's one call, included): a ``git`` first on ``PATH`` that notes its
+    arguments, then runs the real git, sees exactly the calls the trace names."""
+    import shutil
+
+    env = {**os.environ, "GIT_AUTORESEARCH_TRACE": "1"}
+    subprocess.run([sys.executable, "-m", "git_autoresearch", *start_args(), "--no-baseline"],
+                   cwd=repo, env=env, check=True, capture_output=True)
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    noted = tmp_path / "noted"
+    write(shim / "git", f'#!/bin/sh\nprintf "%s\\n" "$*" >> {noted}\n'
+          f'exec {shutil.which("git")} "$@"\n', 0o755)
+    env["PATH"] = f"{shim}{os.pathsep}{env['PATH']}"
+    for args in (["keep", "-d", "faster", "--metric", "90"], ["discard", "-d", "slower"]):
+        write(repo / "value.txt", "95\n")
+        noted.unlink(missing_ok=True)
+        done = subprocess.run([sys.executable, "-m", "git_autoresearch", *args], cwd=repo,
+                              env=env, capture_output=True, text=True, check=True)
+        traced = [line.split(" git ", 1)[1] for line in done.stderr.splitlines()
+                  if line.startswith("git-autoresearch trace: ")]
+        # (the trace names a call's arguments after git's own option, cut at 200 characters)
+        called = [line.removeprefix("--literal-pathspecs ") for line in
+                  noted.read_text().splitlines()]
+        called = [line if len(line) <= 200 else line[:197] + "..." for line in called]
+        assert traced == called and any("mktree" in c for c in called), (traced, called)
+
+
 HELP_PROBE = """
 import atexit, sys
 from git_autoresearch import cli

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 from .. import signals
 from ..files import write_atomic
-from .process import GitError, git_environment, join_z, split_z
+from .process import TRACE, GitError, git_environment, join_z, split_z, trace
 from .repo import Repo
 
 
@@ -56,6 +57,7 @@ def _make_tree(repo: Repo, entries: Iterable[tuple[str, str, str]]) -> str:
             children.setdefault(above, set()).add(parent)
             parent = above
     argv = ["git", "--literal-pathspecs", "mktree", "--batch"]
+    started = time.perf_counter()
     proc = subprocess.Popen(argv, cwd=repo.top, env=git_environment(None),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
@@ -77,6 +79,8 @@ def _make_tree(repo: Repo, entries: Iterable[tuple[str, str, str]]) -> str:
         pass
     stderr = proc.stderr.read() if proc.stderr else b""
     code = proc.wait()
+    if TRACE:
+        trace(argv[2:], code, time.perf_counter() - started)
     top = made.get("", "")
     if code != 0 or not top:
         raise GitError(argv[2:], code, b"", stderr)
