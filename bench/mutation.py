@@ -370,21 +370,37 @@ def import_uses(source: bytes) -> dict[int, set[int]]:
     return uses
 
 
+def _users(line: int, uses: dict[int, set[int]]) -> set[int]:
+    """The lines that use import-time line ``line`` (:func:`import_uses`), and the lines that
+    use those that run at import too (a constant read by a default value: the function's
+    body)."""
+    found: set[int] = set()
+    todo = [line]
+    while todo:
+        for user in uses.get(todo.pop(), set()):
+            if user not in found:
+                found.add(user)
+                todo.append(user)
+    return found
+
+
 def covering_tests(mutant: Mutant, cmap: dict[str, Any], uses: dict[int, set[int]] | None = None,
                    prefer: frozenset[str] = frozenset()) -> list[str]:
     """The passing tests that run one of the mutant's lines, those of the test files ``prefer``
-    first, then fastest first. A line that runs
-    while the module is imported (outside any test in the pytest process: a module constant,
-    a default value) is charged to the tests that run the lines that use it
-    (:func:`import_uses`), else to every test that runs a line of the module."""
+    first, then fastest first. A line that runs while the module is imported (a module
+    constant, a default value, a ``def`` header) is charged to the tests that run the lines
+    that use it too (:func:`import_uses`): the import itself is charged only to whichever test
+    imported the module first in its process (in the pytest process, to none), so a test that
+    reads the constant through its users would be left out; with no such test, to every test
+    that runs a line of the module."""
     by_line: dict[str, list[str]] = cmap["lines"].get(mutant.path, {})
     tests = cmap["tests"]
     found: set[str] = set()
     for number in range(mutant.lines[0], mutant.lines[1] + 1):
         contexts = {c.split("|")[-1] for c in by_line.get(str(number), [])}
-        if "" in contexts:
-            contexts = {c.split("|")[-1] for line in (uses or {}).get(number, set())
-                        for c in by_line.get(str(line), [])}
+        if number in (uses or {}):
+            contexts |= {c.split("|")[-1] for line in _users(number, uses or {})
+                         for c in by_line.get(str(line), [])}
             if not contexts - {""}:
                 contexts = {c.split("|")[-1] for ctx in by_line.values() for c in ctx}
         found |= contexts - {""}

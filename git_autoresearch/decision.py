@@ -55,8 +55,8 @@ from typing import Literal
 
 from .stats import median
 
+# mutation: equivalent a type for the checker: annotations are never evaluated at run time
 Verdict = Literal["better", "worse", "inconclusive", "continue"]
-VERDICTS: tuple[Verdict, ...] = ("better", "worse", "inconclusive", "continue")
 DIRECTIONS = ("lower", "higher")
 RULES = ("sequential", "strict")
 ALPHA = 0.10  # one-sided level of the last look (bounds the share of no-effect changes kept)

@@ -4,6 +4,7 @@ themselves (the exact null distribution, the Hodges-Lehmann interval)."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import random
@@ -255,3 +256,114 @@ def test_no_drift_in_a_steady_or_short_or_constant_pool() -> None:
     assert decision.drift(noisy(100.0, 30)) is None
     assert decision.drift([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]) is None
     assert decision.drift([5.0] * 30) is None
+
+
+# The sequential rule as the module's docstring states it, its numbers written out here (not
+# read from the module, so that a changed constant fails these tests): the last look keeps at
+# p <= 0.10, an earlier one at p <= 0.001 (Haybittle-Peto); worse at p <= 0.02 before the last
+# look (at 0.10 at it); inconclusive when the p-value of better after n samples exceeds
+# 0.75, 0.55, 0.45, 0.4, 0.35 and from the seventh 0.3; the effect's interval at 80 %.
+DOC_ALPHA, DOC_INTERIM, DOC_FUTILITY, DOC_CONFIDENCE = 0.10, 0.001, 0.02, 0.80
+DOC_HOPELESS = (1.0, 0.75, 0.55, 0.45, 0.4, 0.35, 0.3)
+
+
+@functools.cache
+def enumerated_counts(m: int, n: int) -> tuple[int, ...]:
+    """How many of the C(m+n, n) placements of n candidate samples among m pool samples (no
+    ties) give each Mann-Whitney count U: by enumerating them all."""
+    counts = [0] * (m * n + 1)
+    for places in itertools.combinations(range(m + n), n):
+        counts[sum(p - i for i, p in enumerate(places))] += 1
+    return tuple(counts)
+
+
+def tail(u: float, m: int, n: int) -> float:
+    """P(U <= u) for samples of m and n with no ties, from :func:`enumerated_counts`."""
+    counts = enumerated_counts(m, n)
+    return sum(counts[:int(u) + 1]) / sum(counts)
+
+
+def count_u(pool: list[float], candidate: list[float]) -> float:
+    return sum((c > p) + 0.5 * (c == p) for c in candidate for p in pool)
+
+
+def documented(pool: list[float], candidate: list[float], *, max_samples: int,
+               direction: str = "lower", min_effect: float = 0.0
+               ) -> tuple[str, float, float, tuple[float, float, float, float]]:
+    """The verdict, p_better, p_worse and (estimate, low, high, level) of the effect that the
+    docstring's rule gives, computed from first principles (samples with no ties)."""
+    import statistics
+
+    sign = -1.0 if direction == "higher" else 1.0
+    ours, theirs = [sign * p for p in pool], [sign * c for c in candidate]
+    m, n, last = len(pool), len(candidate), len(candidate) >= max_samples
+    shift = min_effect * abs(statistics.median(pool))
+    p_better = tail(count_u(ours, [c + shift for c in theirs]), m, n)
+    p_worse = tail(m * n - count_u(ours, theirs), m, n)
+    if p_better <= (DOC_ALPHA if last else DOC_INTERIM):
+        verdict = "better"
+    elif p_worse <= (DOC_ALPHA if last else DOC_FUTILITY):
+        verdict = "worse"
+    elif last or p_better > DOC_HOPELESS[min(n, 7) - 1]:
+        verdict = "inconclusive"
+    else:
+        verdict = "continue"
+    diffs = sorted(c - p for c in candidate for p in pool)
+    counts = enumerated_counts(m, n)
+    cut = 0  # the largest C with P(U <= C - 1) <= (1 - confidence) / 2, at least 1
+    while cut < len(counts) and sum(counts[:cut + 1]) / sum(counts) <= (1 - DOC_CONFIDENCE) / 2:
+        cut += 1
+    cut = max(cut, 1)
+    level = 1 - 2 * sum(counts[:cut]) / sum(counts)
+    low, high = diffs[cut - 1], diffs[len(diffs) - cut]
+    if verdict == "inconclusive" and level >= DOC_CONFIDENCE \
+            and (low > 0 if direction == "lower" else high < 0):
+        verdict = "worse"
+    return verdict, p_better, p_worse, (statistics.median(diffs), low, high, level)
+
+
+def placed(m: int, u: int, n: int) -> list[float]:
+    """n distinct candidate samples above u of the pool samples 10, 20, ..., 10 m in all (the
+    Mann-Whitney count u), each between two pool samples."""
+    above = [u // n + (i < u % n) for i in range(n)]
+    return [10.0 * k + 5 + 0.01 * i for i, k in enumerate(above)]
+
+
+@pytest.mark.parametrize("n", range(1, 9))
+@pytest.mark.parametrize("last", [False, True])
+@pytest.mark.parametrize("direction, min_effect", [("lower", 0.0), ("higher", 0.0),
+                                                   ("lower", 0.2)])
+def test_each_verdict_and_p_value_is_the_documented_rule_at_every_count(
+        n: int, last: bool, direction: str, min_effect: float) -> None:
+    """At every Mann-Whitney count a candidate of n samples can have against a pool of 9, the
+    sequential rule's verdict, p-values and effect are those the docstring's rule gives
+    (computed here by enumerating the orderings): so each boundary (0.001 early, 0.10 at the
+    last look, 0.02 for worse, each futility bound of the schedule) is where it is said to
+    be, on both sides; higher is better mirrors it, and a min_effect of 20 % (10, one gap of
+    the pool) is asked of a keep."""
+    m = 9
+    sign = -1.0 if direction == "higher" else 1.0
+    pool = [sign * 10.0 * (i + 1) for i in range(m)]
+    seen = set()
+    for u in range(m * n + 1):
+        candidate = [sign * c for c in placed(m, u, n)]
+        max_samples = n if last else 16
+        ruled = sequential(pool, candidate, max_samples=max_samples, direction=direction,
+                           min_effect=min_effect)
+        verdict, p_better, p_worse, (value, low, high, level) = documented(
+            pool, candidate, max_samples=max_samples, direction=direction,
+            min_effect=min_effect)
+        assert (ruled.verdict, ruled.p_better, ruled.p_worse) == (verdict, p_better, p_worse), u
+        assert (ruled.effect.value, ruled.effect.low, ruled.effect.high,
+                ruled.effect.confidence) == (value, low, high, level), u
+        assert ruled.effect.relative == value / 50.0
+        assert ruled.rule == "sequential" and ruled.done == (verdict != "continue")
+        assert (ruled.incumbent_samples, ruled.candidate_samples) == (m, n)
+        seen.add(verdict)
+    # Each verdict a look allows is reached: at the last look all three (one sample above
+    # all 9 of the pool has p = 0.1, a keep); before it, a keep needs p <= 0.001, which
+    # C(9 + n, n) > 1000 orderings first allow at n = 5, and one sample never stops.
+    if min_effect == 0:
+        assert seen == ({"better", "worse", "inconclusive"} if last else {"continue"} if n == 1
+                        else {"continue", "worse", "inconclusive"}
+                        | ({"better"} if n >= 5 else set()))

@@ -69,3 +69,25 @@ def mutation(project: Path) -> subprocess.CompletedProcess[str]:
                           env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
     assert proc.returncode == 0, proc.stderr
     return proc
+
+
+def test_a_constant_read_through_a_default_value_is_charged_to_the_tests_of_its_users() -> None:
+    """A module constant runs once, at import, charged to whichever test imported the module
+    first; its mutant is run against the tests that run the lines reading it too, through a
+    ``def`` header's default value to the function's body."""
+    sys.path.insert(0, str(TOOL.parent))
+    try:
+        import mutation as tool  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(TOOL.parent))
+    source = (b"LEVEL = 0.1\n"
+              b"\n"
+              b"\n"
+              b"def keep(p, level=LEVEL):\n"
+              b"    return p <= level\n")
+    cmap = {"lines": {"m.py": {"1": ["first"], "4": ["first"], "5": ["first", "later"]}},
+            "tests": {"first": {"outcome": "passed", "duration": 2.0},
+                      "later": {"outcome": "passed", "duration": 1.0}}}
+    mutant = tool.Mutant("m.py", 1, (1, 1), 8, 11, "1.1", "`0.1` -> `1.1`")
+    assert tool.covering_tests(mutant, cmap, tool.import_uses(source)) == ["later", "first"]
+    assert tool.covering_tests(mutant, cmap) == ["first"]
