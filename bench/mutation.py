@@ -391,18 +391,19 @@ def covering_tests(mutant: Mutant, cmap: dict[str, Any], uses: dict[int, set[int
     constant, a default value, a ``def`` header) is charged to the tests that run the lines
     that use it too (:func:`import_uses`): the import itself is charged only to whichever test
     imported the module first in its process (in the pytest process, to none), so a test that
-    reads the constant through its users would be left out; with no such test, to every test
-    that runs a line of the module."""
+    reads the constant through its users would be left out; a constant no line of its module
+    reads (another module reads it), or that no test reaches so, to every test that runs a line
+    of the module."""
     by_line: dict[str, list[str]] = cmap["lines"].get(mutant.path, {})
     tests = cmap["tests"]
     found: set[str] = set()
     for number in range(mutant.lines[0], mutant.lines[1] + 1):
         contexts = {c.split("|")[-1] for c in by_line.get(str(number), [])}
         if number in (uses or {}):
-            contexts |= {c.split("|")[-1] for line in _users(number, uses or {})
-                         for c in by_line.get(str(line), [])}
-            if not contexts - {""}:
-                contexts = {c.split("|")[-1] for ctx in by_line.values() for c in ctx}
+            users = _users(number, uses or {})
+            contexts |= {c.split("|")[-1] for line in users for c in by_line.get(str(line), [])}
+            if not users or not contexts - {""}:  # read from other modules, or by nothing
+                contexts |= {c.split("|")[-1] for ctx in by_line.values() for c in ctx}
         found |= contexts - {""}
     usable = [t for t in found if tests.get(t, {}).get("outcome") == "passed"]
     return sorted(usable, key=lambda t: (t.split("::")[0] not in prefer, tests[t]["duration"], t))

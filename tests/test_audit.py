@@ -367,3 +367,42 @@ def test_too_few_samples_to_tell_is_said_so_not_within_noise(repo: Path, ar: Too
     assert "? too few samples" in shown.splitlines()[-1]
     enough = ar(repo, "audit", "--samples", "3", "--json").json()["audits"][0]
     assert enough["verdict"] == "confirmed"
+
+
+@pytest.mark.parametrize("direction", ["lower", "higher"])
+def test_an_audit_confirms_at_five_percent_and_gives_the_90_percent_interval(
+        direction: str) -> None:
+    """An audit is the sequential rule at its last look at a one-sided 5 % and its interval at
+    90 % (the numbers written out here): among 5 commit samples against 5 of the parent, every
+    Mann-Whitney count whose p-value of better is at most 0.05 confirms the keep, the others
+    up to 0.10 (which a keep's own 10 % would take) are within noise; the effect and p-values
+    are those counted from the orderings."""
+    from test_decision import count_u, enumerated_counts, tail
+
+    from git_autoresearch.audit import Target, judge
+
+    sign = -1.0 if direction == "higher" else 1.0
+    parent = [sign * 10.0 * (i + 1) for i in range(5)]
+    target = Target(3, "c" * 40, "p" * 40)
+    verdicts = {}
+    for u in range(26):
+        above = [u // 5 + (i < u % 5) for i in range(5)]
+        commit = [sign * (10.0 * k + 5 + 0.01 * i) for i, k in enumerate(above)]
+        audit = judge(target, {"parent": parent, "commit": commit}, direction)
+        ours = [sign * p for p in parent]
+        p_better = tail(count_u(ours, [sign * c for c in commit]), 5, 5)
+        assert (audit.p_better, audit.p_worse) == (p_better, tail(25 - u, 5, 5))
+        verdicts[u] = audit.verdict
+        counts = enumerated_counts(5, 5)
+        cut = max(1, max(c for c in range(len(counts) + 1)
+                         if sum(counts[:c]) / sum(counts) <= 0.05))
+        diffs = sorted(c - p for c in commit for p in parent)
+        assert audit.effect is not None
+        assert (audit.effect.low, audit.effect.high, audit.effect.confidence) == \
+            (diffs[cut - 1], diffs[len(diffs) - cut], 1 - 2 * sum(counts[:cut]) / sum(counts))
+        if p_better <= 0.05:
+            assert audit.verdict == "confirmed", u
+        elif p_better <= 0.10:
+            assert audit.verdict == "within noise", u
+    assert sorted(set(verdicts.values())) == ["confirmed", "regression", "within noise"]
+    assert [u for u, v in verdicts.items() if v == "confirmed"] == [0, 1, 2, 3, 4]  # 12/252

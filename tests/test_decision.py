@@ -214,15 +214,32 @@ def test_the_interval_covers_the_true_shift_about_as_often_as_it_says() -> None:
 
 
 def test_bad_inputs_are_refused() -> None:
-    for call in (lambda: sequential([], [1.0]), lambda: sequential([1.0], []),
-                 lambda: sequential([1.0], [math.nan]),
-                 lambda: sequential([1.0], [1.0], direction="up"),
-                 lambda: sequential([1.0], [1.0], min_effect=-0.1),
-                 lambda: strict([1.0], [1.0], max_samples=0),
-                 lambda: decision.decide("vote", [1.0], [1.0]),
-                 lambda: decision.window([1.0], 0), lambda: incumbent([])):
-        with pytest.raises(ValueError):
+    """Each bad input is refused with its own message (ValueError), whichever rule."""
+    need = "both the incumbent's pool and the candidate need a sample"
+    for call, message in (
+            (lambda: sequential([], [1.0]), need), (lambda: sequential([1.0], []), need),
+            (lambda: strict([], [1.0]), need), (lambda: strict([1.0], []), need),
+            (lambda: sequential([1.0], [math.nan]), "samples must be finite numbers"),
+            (lambda: sequential([math.inf], [1.0]), "samples must be finite numbers"),
+            (lambda: sequential([1.0], [1.0], direction="up"),
+             "direction must be one of ('lower', 'higher'), not 'up'"),
+            (lambda: sequential([1.0], [1.0], min_effect=-0.1),
+             "min_effect must be a finite number >= 0, not -0.1"),
+            (lambda: sequential([1.0], [1.0], min_effect=math.inf),
+             "min_effect must be a finite number >= 0, not inf"),
+            (lambda: strict([1.0], [1.0], max_samples=0), "max_samples must be at least 1, not 0"),
+            (lambda: decision.decide("vote", [1.0], [1.0]),
+             "rule must be one of ('sequential', 'strict'), not 'vote'"),
+            (lambda: decision.window([1.0], 0),
+             "the window must hold at least one sample, not 0"),
+            (lambda: incumbent([]), "the incumbent has no sample"),
+            (lambda: decision.drift([1.0] * 20, "up"),
+             "direction must be one of ('lower', 'higher'), not 'up'")):
+        with pytest.raises(ValueError) as raised:
             call()
+        assert str(raised.value) == message
+    assert strict([1.0], [1.0], max_samples=1).verdict == "inconclusive"  # 1 is allowed
+    assert sequential([1.0], [1.0], min_effect=0.0).done is False
 
 
 def test_decide_names_the_rule() -> None:
@@ -235,8 +252,9 @@ def test_the_window_keeps_the_most_recent_samples() -> None:
                                                                   range(20, 50)]
     assert decision.window([1.0, 2.0]) == [1.0, 2.0]
     pool = incumbent(noisy(100.0, 45))
-    assert len(pool.samples) == decision.WINDOW and pool.drift is None
-    assert pool.samples == tuple(noisy(100.0, 45)[-decision.WINDOW:])
+    assert len(pool.samples) == 30 and pool.drift is None  # the window: 30 samples
+    assert pool.samples == tuple(noisy(100.0, 45)[-30:])
+    assert decision.window([float(v) for v in range(50)]) == [float(v) for v in range(20, 50)]
 
 
 def test_a_drifting_incumbent_is_reported_and_its_old_samples_dropped() -> None:
@@ -367,3 +385,16 @@ def test_each_verdict_and_p_value_is_the_documented_rule_at_every_count(
         assert seen == ({"better", "worse", "inconclusive"} if last else {"continue"} if n == 1
                         else {"continue", "worse", "inconclusive"}
                         | ({"better"} if n >= 5 else set()))
+
+
+def test_one_sample_below_a_large_pool_stops_as_worse_at_two_percent() -> None:
+    """With a pool of 60 (any size is taken), one candidate sample worse than all of it has a
+    p-value of worse of 1/61, under the 2 % of an early stop for worse: worse at once; the
+    second worst (2/61) asks for another sample, as does the best (p of better 1/61 is not
+    the 0.1 % an early keep needs)."""
+    pool = [float(v) for v in range(1, 61)]
+    first = sequential(pool, [100.0])
+    assert (first.verdict, first.p_worse, first.p_better) == ("worse", 1 / 61, 1.0)
+    assert sequential(pool, [59.5]).verdict == "continue"
+    best = sequential(pool, [0.5])
+    assert (best.verdict, best.p_better) == ("continue", 1 / 61)
