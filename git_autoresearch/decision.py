@@ -173,7 +173,7 @@ def strict(pool: list[float], candidate: list[float], *, direction: str = "lower
     verdict: Verdict
     if len(candidate) < max_samples:
         verdict = "continue"
-    elif diff < 0 and -diff > threshold(pool, min_effect):
+    elif -diff > threshold(pool, min_effect):  # (the threshold is >= 0: diff is below 0)
         verdict = "better"
     elif diff > 0:
         verdict = "worse"
@@ -201,12 +201,12 @@ def null_counts(m: int, n: int) -> tuple[int, ...]:
     (1 - q^(m+i)) / (1 - q^i)`` (exact, no ties)."""
     poly = [1]
     for i in range(1, n + 1):
-        grown = poly + [0] * (m + i)
-        for j in range(len(grown) - 1, m + i - 1, -1):
+        grown = poly + [0] * m  # the degree grows by m at each factor
+        for j in range(len(grown) - 1, m + i - 1, -1):  # times (1 - q^(m+i))
             grown[j] -= grown[j - m - i]
-        for j in range(i, len(grown)):
+        for j in range(i, len(grown)):  # divided by (1 - q^i)
             grown[j] += grown[j - i]
-        poly = grown[:len(poly) + m]
+        poly = grown
     return tuple(poly)
 
 
@@ -214,8 +214,8 @@ def lower_tail(u: float, m: int, n: int) -> float:
     """``P(U <= u)`` under the null for samples of ``m`` and ``n``; a half-count from ties is
     rounded up (conservative)."""
     counts = null_counts(m, n)
-    top = min(math.ceil(u - 1e-9), len(counts) - 1)
-    return sum(counts[:top + 1]) / sum(counts) if top >= 0 else 0.0
+    top = math.ceil(u - 1e-9)
+    return sum(counts[:max(top + 1, 0)]) / sum(counts)
 
 
 def mann_whitney(pool: list[float], candidate: list[float]) -> float:
@@ -250,7 +250,8 @@ def hodges_lehmann(pool: list[float], candidate: list[float],
     counts = null_counts(m, n)
     total = sum(counts)
     tail, cut, below = (1 - confidence) / 2, 0, 0
-    while cut < len(counts) and (below + counts[cut]) / total <= tail:
+    while (cut < len(counts)  # mutation: equivalent the counts sum to more than any tail
+           and (below + counts[cut]) / total <= tail):
         below += counts[cut]
         cut += 1
     cut = max(cut, 1)

@@ -398,3 +398,104 @@ def test_one_sample_below_a_large_pool_stops_as_worse_at_two_percent() -> None:
     assert sequential(pool, [59.5]).verdict == "continue"
     best = sequential(pool, [0.5])
     assert (best.verdict, best.p_better) == ("continue", 1 / 61)
+
+
+def test_ties_count_half_and_round_the_p_value_up() -> None:
+    """A candidate sample equal to a pool sample counts half a pair (Mann-Whitney), and the
+    p-value of a half count is taken at the next whole count (conservative): 20 against 10, 20,
+    30 has U = 1.5 and P(U <= 2) = 3/4 both ways."""
+    ruled = sequential([10.0, 20.0, 30.0], [20.0])
+    assert (ruled.verdict, ruled.p_better, ruled.p_worse) == ("continue", 0.75, 0.75)
+    assert decision.mann_whitney([10.0, 20.0, 30.0], [20.0, 31.0]) == 4.5
+    assert decision.lower_tail(1.5, 3, 1) == decision.lower_tail(2, 3, 1) == 0.75
+    assert decision.lower_tail(-1, 3, 1) == 0.0 and decision.lower_tail(99, 3, 1) == 1.0
+
+
+def test_a_drift_is_measured_exactly() -> None:
+    """Eight samples of 10 to 80 then four above them all: the two-sided p-value is 2/495 (one
+    ordering in C(12, 4) each way), the move the median of the recent-minus-older differences
+    (56.5), relative to the older median (45), against a lower-is-better metric; eleven such
+    samples cannot show a drift at 1 % (2/C(11, 3) = 1.2 %)."""
+    older = [10.0 * (i + 1) for i in range(8)]
+    recent = [100.0, 101.0, 102.0, 103.0]
+    found = decision.drift([*older, *recent])
+    assert found == decision.Drift(effect=56.5, relative=56.5 / 45.0, p=2 / 495, against=True,
+                                   recent=4, older=8)
+    assert decision.drift([*older, *recent], "higher") == decision.Drift(
+        56.5, 56.5 / 45.0, 2 / 495, False, 4, 8)
+    assert decision.drift([*older, *recent[:3]]) is None
+    pool = incumbent([*older, *recent])
+    assert pool == decision.Pool(tuple(recent), found)
+    zero = decision.drift([-5.0, -3.0, -1.0, 0.0, 0.0, 1.0, 3.0, 5.0, 9.0, 9.5, 10.0, 11.0])
+    assert zero is not None and zero.relative is None  # the older median is 0
+
+
+def test_strict_compares_the_medians_exactly() -> None:
+    """The seeds' rule: better only beyond min_effect of the pool's median, the effect the
+    difference of the medians (candidate minus pool) as its own interval, mirrored when
+    higher is better; continue until max_samples samples are in."""
+    pool = [100.0, 102.0, 98.0]
+    assert strict(pool, [95.0]) == Decision(
+        "strict", "better", decision.Effect(-5.0, -5.0, -5.0, -0.05, -0.05, -0.05, 1.0), 3, 1)
+    assert strict(pool, [95.0], min_effect=0.05).verdict == "inconclusive"  # 5 is not > 5
+    assert strict(pool, [94.9], min_effect=0.05).verdict == "better"
+    assert strict(pool, [100.0]).verdict == "inconclusive"
+    assert strict(pool, [101.0]).verdict == "worse"
+    assert strict(pool, [105.0], direction="higher").effect.value == 5.0
+    assert strict(pool, [105.0], direction="higher").verdict == "better"
+    assert strict(pool, [95.0], max_samples=2).verdict == "continue"
+    assert strict([0.0], [1.0]).effect == decision.Effect(1.0, 1.0, 1.0, None, None, None, 1.0)
+
+
+def test_a_level_of_zero_takes_the_middle_of_the_differences() -> None:
+    """The interval's count C is the largest with P(U <= C - 1) at most the tail: one sample
+    against three at a level of 0 (a tail of 1/2, reached exactly by P(U <= 1) = 2/4) is the
+    middle difference alone; at 50 % (a tail of 1/4) the range of the three."""
+    assert decision.hodges_lehmann([0.0], [1.0, 2.0, 3.0], 0.0) == (2.0, 2.0, 2.0, 0.0)
+    assert decision.hodges_lehmann([0.0], [1.0, 2.0, 3.0], 0.5) == (2.0, 1.0, 3.0, 0.5)
+
+
+def test_the_default_limit_is_16_samples() -> None:
+    """Without max_samples the last look is the sixteenth sample: the same decisions as with
+    16 written out, a candidate still going after 15 stopped after 16."""
+    pool = [10.0 * (i + 1) for i in range(9)]
+    going = next(c for c in (placed(9, u, 15) for u in range(9 * 15 + 1))
+                 if sequential(pool, c, max_samples=16).verdict == "continue")
+    for candidate in (going, [*going, 50.5]):
+        assert sequential(pool, candidate) == sequential(pool, candidate, max_samples=16)
+    assert sequential(pool, [*going, 50.5]).done
+
+
+@pytest.mark.parametrize("direction", ["lower", "higher"])
+def test_the_interval_on_the_worse_side_makes_a_last_look_worse(direction: str) -> None:
+    """At the last look, a candidate the rank test does not call worse (p = 0.1 above a
+    level of 5 %) is worse when its interval at the full confidence lies on the worse side,
+    however close to 0 (0.5 worse), and inconclusive when it reaches 0.5 the other way; a
+    level of exactly the confidence asked (0.8 here) is full."""
+    sign = -1.0 if direction == "higher" else 1.0
+    pool = [sign * v for v in range(1, 10)]
+    worse = sequential(pool, [sign * 9.5], max_samples=1, alpha=0.05, direction=direction)
+    assert (worse.verdict, worse.p_worse, worse.effect.confidence) == ("worse", 0.1, 0.8)
+    assert (worse.effect.low, worse.effect.high) == ((0.5, 8.5) if sign > 0 else (-8.5, -0.5))
+    near = sequential(pool, [sign * 8.5], max_samples=1, alpha=0.05, direction=direction)
+    assert (near.verdict, near.effect.low if sign > 0 else near.effect.high) == \
+        ("inconclusive", sign * -0.5)
+    # A level the samples cannot reach (99 %): the rank test alone, worse at exactly 5 %.
+    three = [sign * v for v in (1.0, 2.0, 3.0)]
+    above = [sign * v for v in (4.0, 5.0, 6.0)]
+    assert sequential(three, above, max_samples=3, alpha=0.05, confidence=0.99,
+                      direction=direction).verdict == "worse"  # p = 1/20
+    assert sequential(three, above, max_samples=3, alpha=0.04, confidence=0.99,
+                      direction=direction).verdict == "inconclusive"
+
+
+def test_a_metric_with_no_spread_has_certain_p_values() -> None:
+    """No spread on either side: strict's verdict, its p-values 0 or 1 (the difference is
+    certain), the effect relative to a pool median of 1 as it is."""
+    better = sequential([1.0, 1.0], [0.5])
+    assert (better.verdict, better.p_better, better.p_worse) == ("better", 0.0, 1.0)
+    assert (better.effect.value, better.effect.relative) == (-0.5, -0.5)
+    worse = sequential([1.0, 1.0], [2.0])
+    assert (worse.verdict, worse.p_better, worse.p_worse) == ("worse", 1.0, 0.0)
+    same = sequential([1.0, 1.0], [1.0])
+    assert (same.verdict, same.p_better, same.p_worse) == ("inconclusive", 1.0, 1.0)
