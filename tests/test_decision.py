@@ -255,6 +255,7 @@ def test_the_window_keeps_the_most_recent_samples() -> None:
     assert len(pool.samples) == 30 and pool.drift is None  # the window: 30 samples
     assert pool.samples == tuple(noisy(100.0, 45)[-30:])
     assert decision.window([float(v) for v in range(50)]) == [float(v) for v in range(20, 50)]
+    assert decision.window([1.0, 2.0, 3.0], 1) == [3.0]  # one sample is a window
 
 
 def test_a_drifting_incumbent_is_reported_and_its_old_samples_dropped() -> None:
