@@ -323,15 +323,19 @@ def drift(samples: list[float], direction: str = "lower") -> Drift | None:
     has not, or with fewer than ``DRIFT_MIN`` samples."""
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {DIRECTIONS}, not {direction!r}")
+    # mutation: equivalent shortcuts: too few samples or no spread never reach 1 % below
     if len(samples) < DRIFT_MIN or constant(samples):
         return None
+    # mutation: equivalent from DRIFT_MIN samples on, a third is at least 3
     split = len(samples) - max(3, len(samples) // 3)
     older, recent = list(samples[:split]), list(samples[split:])
-    p = min(1.0, 2 * min(p_lower(older, recent), p_higher(older, recent)))
+    p = 2 * min(p_lower(older, recent), p_higher(older, recent))  # (above 1: no drift)
+    # mutation: equivalent no pool of 9 to 60 samples has a p-value of exactly 1 %
     if p > DRIFT_ALPHA:
         return None
     moved = median([r - o for r in recent for o in older])
     scale = abs(median(older))
+    # mutation: equivalent a drift found at 1 % never has a median move of exactly 0
     against = moved > 0 if direction == "lower" else moved < 0
     return Drift(moved, moved / scale if scale else None, p, against, len(recent), len(older))
 

@@ -191,6 +191,7 @@ def test_the_null_distribution_is_exact(m: int, n: int) -> None:
     counts = [0] * (m * n + 1)
     for places in itertools.combinations(range(m + n), n):
         counts[sum(p - i for i, p in enumerate(places))] += 1
+    decision.null_counts.cache_clear()  # computed here, not by an earlier test
     assert decision.null_counts(m, n) == tuple(counts)
     assert sum(counts) == math.comb(m + n, n)
 
@@ -409,7 +410,8 @@ def test_ties_count_half_and_round_the_p_value_up() -> None:
     assert (ruled.verdict, ruled.p_better, ruled.p_worse) == ("continue", 0.75, 0.75)
     assert decision.mann_whitney([10.0, 20.0, 30.0], [20.0, 31.0]) == 4.5
     assert decision.lower_tail(1.5, 3, 1) == decision.lower_tail(2, 3, 1) == 0.75
-    assert decision.lower_tail(-1, 3, 1) == 0.0 and decision.lower_tail(99, 3, 1) == 1.0
+    assert decision.lower_tail(-1, 3, 1) == decision.lower_tail(-5, 3, 1) == 0.0
+    assert decision.lower_tail(99, 3, 1) == 1.0
 
 
 def test_a_drift_is_measured_exactly() -> None:
@@ -500,3 +502,17 @@ def test_a_metric_with_no_spread_has_certain_p_values() -> None:
     assert (worse.verdict, worse.p_better, worse.p_worse) == ("worse", 1.0, 0.0)
     same = sequential([1.0, 1.0], [1.0])
     assert (same.verdict, same.p_better, same.p_worse) == ("inconclusive", 1.0, 1.0)
+
+
+@pytest.mark.parametrize("direction", ["lower", "higher"])
+def test_a_small_drift_either_way_is_said_against_or_not(direction: str) -> None:
+    """A move of the recent samples of less than one unit is a drift all the same: against a
+    lower-is-better metric when they rose (0.565), not when they fell (-0.635); the other way
+    round when higher is better."""
+    older = [0.1 * (i + 1) for i in range(8)]
+    rose = decision.drift([*older, 1.0, 1.01, 1.02, 1.03], direction)
+    fell = decision.drift([*older, -0.2, -0.19, -0.18, -0.17], direction)
+    assert rose is not None and fell is not None
+    assert 0 < rose.effect < 1 and -1 < fell.effect < 0
+    assert (rose.against, fell.against) == ((True, False) if direction == "lower"
+                                            else (False, True))
