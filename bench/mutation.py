@@ -346,7 +346,9 @@ def _measure(tree: Path, packages: list[str], jobs: int, targets: list[str],
 def import_uses(source: bytes) -> dict[int, set[int]]:
     """For each line of a module-level statement that runs when the module is imported, the
     lines whose running shows what it did: for ``NAME = ...`` the lines that read ``NAME``,
-    for a ``def`` or ``class`` header (default values, decorators, bases) its body."""
+    for a ``def`` or ``class`` header (default values, decorators, bases) its body, for a
+    statement of a class body outside its methods (a dataclass field) the lines that name the
+    class."""
     tree = ast.parse(source)
     loads: dict[str, set[int]] = {}
     for node in ast.walk(tree):
@@ -367,6 +369,13 @@ def import_uses(source: bytes) -> dict[int, set[int]]:
             header = range(first, stmt.body[0].lineno)
             for line in range(min(first, stmt.lineno), stmt.body[0].lineno):
                 uses[line] = set(range(stmt.body[0].lineno, end + 1)) - set(header)
+            if isinstance(stmt, ast.ClassDef):  # a field or class constant: where it is used
+                users = loads.get(stmt.name, set())
+                for item in stmt.body:
+                    if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        spans = set(range(item.lineno, (item.end_lineno or item.lineno) + 1))
+                        for line in spans:
+                            uses[line] = users - spans
     return uses
 
 

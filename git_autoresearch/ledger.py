@@ -104,14 +104,9 @@ class Run:
     def status(self) -> str:
         """The status, one of :data:`STATUSES`: a missing or unknown one reads as ``keep``, as
         pi-autoresearch 1.6.2's extension reads it (``statusFrom``, extensions/pi-autoresearch/
-        jsonl.ts:74); :attr:`odd_status` tells such a record apart."""
+        jsonl.ts:74); :attr:`Ledger.odd_statuses` lists such records."""
         value = self.data.get("status")
         return value if isinstance(value, str) and value in STATUSES else "keep"
-
-    @property
-    def odd_status(self) -> bool:
-        """Whether the record's ``status`` is missing or none of :data:`STATUSES`."""
-        return self.data.get("status") not in STATUSES
 
     @property
     def ours(self) -> bool:
@@ -214,7 +209,7 @@ class Ledger:
     @property
     def odd_statuses(self) -> list[Run]:
         """The runs whose ``status`` is missing or unknown (read as keep: :attr:`Run.status`)."""
-        return [r for r in self.runs if r.data.get("status") not in STATUSES]  # (odd_status)
+        return [r for r in self.runs if r.data.get("status") not in STATUSES]
 
     @property
     def repeated_numbers(self) -> dict[int, list[int]]:

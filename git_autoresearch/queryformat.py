@@ -91,9 +91,10 @@ def _string_text(value: str) -> str:
 
 def run_text(run: Run, index: int, base_metric: float | None, audit: dict[str, Any] | None,
              source: str, session: str | None = None) -> str:
-    """A run as ``log --json`` writes it: :func:`report.run_row`'s object (the record with
-    ``segment``, ``delta_pct`` against ``base_metric`` and ``audit``) then ``source``, with
-    ``session`` first when given, as one compact JSON object.
+    """A run as ``log --json`` writes it: the record with ``segment`` (its index), ``delta_pct``
+    against ``base_metric`` (:func:`report.delta_pct`; None for a crash), ``audit`` and then
+    ``source``, ``session`` first when given, as one compact JSON object; a missing or unknown
+    ``status`` shows as read (``keep``), the one written in ``recorded_status``.
 
     A record read from the ledger (:attr:`Run.text`) is written as the ledger holds it, byte
     for byte (pi-autoresearch's and this tool's text: ``JSON.stringify``'s), the added fields
@@ -132,7 +133,7 @@ def run_text(run: Run, index: int, base_metric: float | None, audit: dict[str, A
                 return text[:-1] + tail
     out = dict(data)
     out["segment"] = index
-    if status not in STATUSES:  # Run.odd_status: read as keep, what was written beside
+    if status not in STATUSES:  # read as keep, as pi reads it; what was written beside
         out["status"], out["recorded_status"] = "keep", status
     out["delta_pct"] = None if base_metric is None or status == "crash" else \
         delta_pct(finite(out.get("metric")), base_metric)

@@ -80,23 +80,6 @@ def audit_mark(found: list[dict[str, Any]] | None) -> str:
     return AUDIT_MARKS.get(str(found[-1].get("verdict")), "?")
 
 
-def run_row(run: Run, segment: Segment,
-            audited: dict[int, list[dict[str, Any]]] | None = None) -> dict[str, Any]:
-    """A run as ``log --json`` shows it: the record plus ``delta_pct`` against the baseline
-    and ``audit``, the latest audit line of the run from ``audited`` (:func:`audits`), or
-    None; a missing or unknown ``status`` shows as read (keep, :attr:`Run.status`), the one
-    written (None when missing) in ``recorded_status``."""
-    base = segment.baseline
-    row = dict(run.data)
-    row["segment"] = segment.index
-    if run.odd_status:  # read as pi-autoresearch reads it, what was written kept beside it
-        row["status"], row["recorded_status"] = run.status, run.data.get("status")
-    row["delta_pct"] = delta_pct(run.metric, base.metric if base else None)
-    found = (audited or {}).get(run.number)
-    row["audit"] = found[-1] if found else None
-    return row
-
-
 def select_runs(book: Ledger, *, segment: int | None, status: str | None,
                 last: int | None) -> list[tuple[Run, Segment]]:
     """Runs of the ledger, oldest first, filtered by segment index, status and count."""
@@ -197,12 +180,12 @@ def csv_text(rows: list[tuple[Run, Segment]]) -> str:
     writer.writerow(["run", "segment", "status", "metric", "delta_pct", "confidence", "commit",
                      "duration_s", "description", *names])
     for run, seg in rows:
-        row = run_row(run, seg)
+        delta = delta_pct(run.metric, seg.baseline.metric if seg.baseline else None)
         found = run.data.get("metrics")
         values: dict[str, Any] = found if isinstance(found, dict) else {}
         writer.writerow([run.number, seg.index, run.status,
                          "" if run.metric is None else json_number(run.metric),
-                         "" if row["delta_pct"] is None else row["delta_pct"],
+                         "" if delta is None else delta,
                          "" if run.data.get("confidence") is None else run.data["confidence"],
                          run.data.get("commit", ""), run.data.get("duration_s", ""),
                          run.description, *(values.get(n, "") for n in names)])

@@ -244,8 +244,18 @@ def test_bad_inputs_are_refused() -> None:
 
 
 def test_decide_names_the_rule() -> None:
+    """decide calls the rule it names with its defaults: no min_effect and 16 samples, for
+    strict too (which takes them all before it says anything)."""
     assert decision.decide("strict", [5.0], [4.0], max_samples=1).rule == "strict"
     assert decision.decide("sequential", [5.0] * 3, [4.0]).rule == "sequential"
+    assert decision.decide("strict", [100.0], [99.0] * 16).verdict == "better"
+    assert decision.decide("strict", [100.0], [99.0] * 15).verdict == "continue"
+    pool = [10.0 * (i + 1) for i in range(9)]
+    going = next(c for c in (placed(9, u, 15) for u in range(9 * 15 + 1))
+                 if sequential(pool, c).verdict == "continue")
+    for candidate in (going, [*going, 50.5], [41.0, 42.0, 43.0, 44.0, 45.0]):
+        assert decision.decide("sequential", pool, candidate) == sequential(pool, candidate)
+    assert decision.decide("sequential", pool, going).verdict == "continue"
 
 
 def test_the_window_keeps_the_most_recent_samples() -> None:

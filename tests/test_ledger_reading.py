@@ -340,3 +340,18 @@ def test_append_writes_whole_lines_refuses_a_line_past_the_limit_and_reads_a_mis
     assert len(ledger.dumps(exact)) == LIMIT
     ledger.append(path, [exact])
     assert [r.number for r in ledger.read(path).runs] == [1, 2]
+
+
+def test_find_takes_any_tool_s_record_unless_asked_for_ours() -> None:
+    """``find(n)`` is the first record numbered n, whoever wrote it (pi-autoresearch's records
+    have none of our fields); ``find(n, ours=True)`` only one of this tool's."""
+    pi_run = {"run": 3, "commit": "abc1234", "metric": 9, "status": "keep"}
+    our_run = {**pi_run, "metric": 8, "duration_s": 1.0}
+    book = ledger.parse(ledger_bytes({"type": "config", "bestDirection": "lower"}, pi_run,
+                                     our_run))
+    found = book.find(3)
+    assert found is not None and found.data == pi_run and not found.ours
+    ours = book.find(3, ours=True)
+    assert ours is not None and ours.data == our_run and ours.line == 3
+    assert ledger.parse(ledger_bytes(pi_run)).find(3, ours=True) is None
+    assert book.find(4) is None

@@ -99,3 +99,15 @@ def test_a_constant_read_through_a_default_value_is_charged_to_the_tests_of_its_
              b"def keep(p, level=0.1):\n"
              b"    return p <= level\n")
     assert tool.covering_tests(other, cmap, tool.import_uses(alone)) == ["later", "first"]
+    # A dataclass field: the tests that run the lines naming the class.
+    fields = (b"class Bad:\n"
+              b"    line: int\n"
+              b"    run: int = 0\n"
+              b"\n"
+              b"\n"
+              b"def make():\n"
+              b"    return Bad(1, 2)\n")
+    field_map = {"lines": {"m.py": {"3": ["first"], "7": ["first", "later"]}},
+                 "tests": cmap["tests"]}
+    dropped = tool.Mutant("m.py", 3, (3, 3), 0, 0, "pass", "statement dropped")
+    assert tool.covering_tests(dropped, field_map, tool.import_uses(fields)) == ["later", "first"]

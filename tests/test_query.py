@@ -453,7 +453,12 @@ def test_the_quick_line_test_never_changes_an_answer() -> None:
     baseline, as a full read."""
     from git_autoresearch import ledger
     from git_autoresearch.query import Query, line_test, parse_where, rows_of
-    from git_autoresearch.report import run_row
+    from git_autoresearch.queryformat import run_text
+
+    def shown(row: Any) -> Any:
+        base = row.segment.baseline
+        return json.loads(run_text(row.run, row.segment.index,
+                                   base.metric if base else None, None, row.source))
 
     lines = [
         {"type": "config", "name": "a", "metricName": "ms", "bestDirection": "lower"},
@@ -487,8 +492,8 @@ def test_the_quick_line_test_never_changes_an_answer() -> None:
         full = ledger.parse(raw)
         with ledger.only_runs(line_test(query)):
             quick = ledger.parse(raw)
-        want = [run_row(r.run, r.segment) for r in query.select(rows_of(full, "s", "ledger"))]
-        got = [run_row(r.run, r.segment) for r in query.select(rows_of(quick, "s", "ledger"))]
+        want = [shown(r) for r in query.select(rows_of(full, "s", "ledger"))]
+        got = [shown(r) for r in query.select(rows_of(quick, "s", "ledger"))]
         assert got == want, query
     assert line_test(Query(where=[parse_where("mem!=1")])) is None  # != keeps a missing field
     with ledger.only_runs(line_test(Query(status="crash"))):
