@@ -9,6 +9,7 @@ from typing import Any
 
 from . import ledger as ledger_mod
 from .errors import UsageError
+from .jsontext import reject_constant
 from .records import RunRecord
 
 # Bounds on what a caller passes, so that every record the tool writes stays well under the
@@ -74,7 +75,7 @@ def parse_asi(pairs: list[str], raw_json: str | None) -> dict[str, Any]:
         if json_depth(raw_json) > MAX_JSON_DEPTH:
             raise UsageError(f"--asi-json nests deeper than {MAX_JSON_DEPTH} levels")
         try:
-            value = json.loads(raw_json, parse_constant=ledger_mod.reject_constant)
+            value = json.loads(raw_json, parse_constant=reject_constant)
             json.dumps(value, allow_nan=False)
         except (ValueError, RecursionError):
             raise UsageError("--asi-json is not valid JSON with finite numbers") from None

@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from .errors import UsageError
-from .ledger import LONG_DIGITS, NUMBER_SHAPE, STATUSES, Ledger, Run, finite
+from .jsontext import ObjectText, plain_numbers
+from .ledger import STATUSES, Ledger, Run, finite
 from .query import Row, check_field, scalar, shown, text, value
 from .report import audits, decision_text, delta_pct, fmt, one_line
 
@@ -76,9 +78,21 @@ def _row_text(row: Row, columns: list[str] | None, all_sessions: bool) -> str:
 # A number whose text may read as infinity has an exponent of three digits or more, or 309
 # digits in a row: a line with either (or with text that looks so) is written anew, with null
 # for such a number, never as written (a strict reader, Go's or Rust's, refuses the
-# document). Found by mapping digits to ``0``, ``E`` to ``e`` and dropping ``+``, then two
-# searches: ten times faster than a regular expression over each line.
+# document). Found by jsontext.plain_numbers, once for the whole ledger when it can.
 _STRINGS: dict[str, str] = {}
+
+
+# The fields log --json adds to a record (beside segment, and session across sessions).
+_ADDED = frozenset({"delta_pct", "audit", "source"})
+_TAILS: dict[str, str] = {}
+
+
+def _source_tail(source: str) -> str:
+    """The end of a run's text in ``log --json`` when it has no audit, once per source."""
+    found = _TAILS.get(source)
+    if found is None:
+        found = _TAILS[source] = ',"audit":null,"source":' + _string_text(source) + "}"
+    return found
 
 
 def _string_text(value: str) -> str:
@@ -90,7 +104,7 @@ def _string_text(value: str) -> str:
 
 
 def run_text(run: Run, index: int, base_metric: float | None, audit: dict[str, Any] | None,
-             source: str, session: str | None = None) -> str:
+             source: str, session: str | None = None, *, plain: bool = False) -> str:
     """A run as ``log --json`` writes it: the record with ``segment`` (its index), ``delta_pct``
     against ``base_metric`` (:func:`report.delta_pct`; None for a crash), ``audit`` and then
     ``source``, ``session`` first when given, as one compact JSON object; a missing or unknown
@@ -102,36 +116,36 @@ def run_text(run: Run, index: int, base_metric: float | None, audit: dict[str, A
     runs are not encoded again. A record that must be changed to be shown (an unknown or
     missing status, a ``segment`` other than ``index``, a field named as one that is added, a
     number whose text could read as infinity), that is not UTF-8, or that has no text, is
-    written anew by json's encoder, compact, non-finite numbers as null."""
+    written anew by json's encoder, compact, non-finite numbers as null. ``plain``: the
+    ledger is known to hold no such number (:attr:`Ledger.plain_numbers`)."""
     data = run.data
+    fields = data.at_hand if type(data) is ObjectText else data
     raw = run.text
-    status = data.get("status")
-    if raw is not None and status in STATUSES and "delta_pct" not in data \
-            and "audit" not in data and "source" not in data \
-            and (session is None or "session" not in data) \
-            and (type(data.get("segment", index)) is int and data.get("segment", index) == index) \
-            and raw.startswith(b"{") and raw.endswith(b"}"):
-        shape = raw.translate(NUMBER_SHAPE, b"+")
-        if b"e000" not in shape and LONG_DIGITS not in shape:
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                text = ""
-            if text:
-                metric: Any = data.get("metric")
-                change = (metric - base_metric) / abs(base_metric) * 100 \
-                    if status != "crash" and base_metric and type(metric) in (int, float) \
-                    else math.inf  # (report.delta_pct, inlined: a metric read is finite)
-                tail = f',"delta_pct":{round(change, 2)!r}' if math.isfinite(change) \
-                    else ',"delta_pct":null'
-                if "segment" not in data:
-                    tail = f',"segment":{index}' + tail
-                tail += (',"audit":null,"source":' if audit is None else
-                         ',"audit":' + _dumps(audit) + ',"source":') + _string_text(source) + "}"
-                if session is not None:
-                    text = '{"session":' + _dumps(session) + "," + text[1:]
-                return text[:-1] + tail
-    out = dict(data)
+    status = fields.get("status")
+    segment = fields.get("segment", index)
+    if raw is not None and status in STATUSES and _ADDED.isdisjoint(fields) \
+            and (session is None or "session" not in fields) \
+            and type(segment) is int and segment == index \
+            and raw[:1] == b"{" and raw[-1:] == b"}" and (plain or plain_numbers(raw)):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            text = ""
+        if text:
+            metric: Any = fields.get("metric")
+            change = (metric - base_metric) / abs(base_metric) * 100 \
+                if status != "crash" and base_metric and type(metric) in (int, float) \
+                else math.inf  # (report.delta_pct, inlined: a metric read is finite)
+            tail = f',"delta_pct":{round(change, 2)!r}' if math.isfinite(change) \
+                else ',"delta_pct":null'
+            if "segment" not in fields:
+                tail = f',"segment":{index}' + tail
+            tail += _source_tail(source) if audit is None else \
+                ',"audit":' + _dumps(audit) + ',"source":' + _string_text(source) + "}"
+            if session is not None:
+                text = '{"session":' + _dumps(session) + "," + text[1:]
+            return text[:-1] + tail
+    out = dict(data)  # (an ObjectText's whole record)
     out["segment"] = index
     if status not in STATUSES:  # read as keep, as pi reads it; what was written beside
         out["status"], out["recorded_status"] = "keep", status
@@ -158,28 +172,44 @@ def jsonl_text(rows: list[Row], columns: list[str] | None, all_sessions: bool) -
     return "".join(_row_text(r, columns, all_sessions) + "\n" for r in rows)
 
 
-def ledger_json_text(book: Ledger, source: str, *, lines: bool) -> str:
+def ledger_json_chunks(book: Ledger, source: str, *, lines: bool,
+                       size: int = 1000) -> Iterator[str]:
     """Every run of ``book`` (read from ``source``) as ``log --json`` writes it
     (:func:`json_text`; ``lines``: as ``--format jsonl``, :func:`jsonl_text`) when no filter,
-    no sort and no ``--columns`` is asked for, byte for byte the same text, made in one loop
-    over the records as read (no :class:`query.Row` per run). 100,000 runs: reading the
-    ledger's lines is most of its time, since each record read from the ledger is written
-    as it is (:func:`run_text`)."""
+    no sort and no ``--columns`` is asked for: byte for byte the same text, in pieces of
+    ``size`` runs to be written one after the other, made in one loop over the records as
+    read (no :class:`query.Row` per run). Each record read from the ledger is written as it
+    is (:func:`run_text`), and a piece is freed once written, so 100,000 runs take no more
+    memory than their records."""
     audited = audits(book)
+    plain = book.plain_numbers
     texts: list[str] = []
     add = texts.append
+    started = False  # (whether a piece of the array was given)
     for segment in book.segments:
         base = segment.baseline
         base_metric = base.metric if base is not None else None
         index = segment.index
         for run in segment.runs:
-            found = audited.get(run.data["run"]) if audited else None
-            add(run_text(run, index, base_metric, found[-1] if found else None, source))
-    if not texts:
-        return "" if lines else "[]\n"
+            found = audited.get(run.number) if audited else None
+            add(run_text(run, index, base_metric, found[-1] if found else None, source,
+                         plain=plain))
+            if len(texts) == size:
+                yield _piece(texts, started, lines)
+                texts.clear()
+                started = True
+    if texts:
+        yield _piece(texts, started, lines)
+        started = True
+    if not lines:
+        yield "\n]\n" if started else "[]\n"
+
+
+def _piece(texts: list[str], started: bool, lines: bool) -> str:
+    """Runs' texts as a piece of :func:`ledger_json_chunks`' text, ``started``: after one."""
     if lines:
-        return "\n".join(texts) + "\n"
-    return "[\n" + ",\n".join(texts) + "\n]\n"
+        return "".join(text + "\n" for text in texts)
+    return ("[\n" if not started else ",\n") + ",\n".join(texts)
 
 
 def _as_written(found: Any) -> Any:

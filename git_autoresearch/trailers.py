@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from .git import Repo
-from .ledger import Ledger, Run, Segment, dumps, json_number, reject_constant
+from .jsontext import reject_constant
+from .ledger import Ledger, Run, Segment, dumps, json_number
 from .records import run_record
 
 RESULT = "Result"

@@ -644,6 +644,90 @@ def test_json_of_every_run_is_the_filtered_paths_text_byte_for_byte(repo: Path,
     assert rows[9, 1]["duration_s"] is None
 
 
+def test_every_run_in_pieces_is_the_general_paths_text_at_each_piece_boundary() -> None:
+    """``log --json`` of every run is written a piece of runs at a time
+    (queryformat.ledger_json_chunks) from runs held as their lines (ledger.runs_as_text):
+    joined, the pieces are byte for byte the general path's text for no run, one, a piece
+    less one, a whole piece, one more and two pieces and a half, JSON and JSON Lines; on a
+    ledger whose commits read as exponents (``6e75195``) and with a line holding ``1e400``
+    (written anew, as null) and an audit."""
+    from git_autoresearch import ledger
+    from git_autoresearch.query import rows_of
+    from git_autoresearch.queryformat import json_text, jsonl_text, ledger_json_chunks
+
+    def record(n: int) -> str:
+        metric = "1e400" if n == 4 else str(100 + n % 7)
+        return (f'{{"run":{n},"commit":"{6 + n}e75195","metric":{metric},"metrics":{{"m":'
+                f'{n / 8}}},"status":"{("keep", "discard", "crash")[n % 3]}","description":'
+                f'"idea {n}"}}')
+    header = '{"type":"config","name":"n","metricName":"ms","bestDirection":"lower"}'
+    audit = '{"type":"audit","audited_run":3,"verdict":"confirmed"}'
+    for count in (0, 1, 3, 4, 5, 11):
+        data = "\n".join([header, *map(record, range(1, count + 1)), audit]).encode() + b"\n"
+        whole = ledger.parse(data)
+        rows = list(rows_of(whole, "s", "ledger"))
+        with ledger.runs_as_text():
+            as_text = ledger.parse(data)
+        assert len(as_text.runs) == count
+        for lines, general in ((False, json_text), (True, jsonl_text)):
+            expected = general(rows, None, False)
+            pieces = list(ledger_json_chunks(as_text, "ledger", lines=lines, size=4))
+            assert "".join(pieces) == expected, (count, lines)
+            assert len(pieces) == -(-count // 4) + (not lines)
+            assert "".join(ledger_json_chunks(whole, "ledger", lines=lines)) == expected
+        if count >= 5:
+            shown = json.loads(json_text(rows, None, False))
+            assert shown[3]["metric"] is None and shown[2]["audit"]["verdict"] == "confirmed"
+            assert json.loads(jsonl_text(rows, None, False).splitlines()[4])["commit"] \
+                == "11e75195"
+
+
+@pytest.mark.parametrize(("text", "flags"), [
+    (b'{"commit":"6e75195","metric":1}', (True, True)),  # a commit, in a string
+    (b'{"a":"x6e7519"}', (True, True)),
+    (b'{"metric":1e400}', (True, False)),  # a number: could read as infinity
+    (b'{"metric":1E+308}', (True, False)),
+    (b'{"metric":-2.5e100}', (True, False)),  # (finite, but said as could be: written anew)
+    (b'[1e300]', (True, False)),
+    (b'1e400', (True, False)),  # at the very start
+    (b'{"d":"run 1e400"}', (True, False)),  # text in a string after a space: said so too
+    (b'{"metric":1e-400}', (True, True)),  # reads as 0: never infinity
+    (b'{"metric":1e99,"name":"some000"}', (True, True)),  # e000 after no digit
+    (b'{"metric":' + b"9" * 309 + b"}", (False, False)),
+    (b'{"metric":' + b"9" * 308 + b"}", (True, True)),
+])
+def test_number_flags_tell_a_number_that_could_read_as_infinity(
+        text: bytes, flags: tuple[bool, bool]) -> None:
+    """jsontext.number_flags: (no integer too large for a float, and no number whose text
+    could read as infinity either), the whole ledger looked at once: an exponent of three
+    digits outside a string or after a space, or 309 digits, are such; a commit's hex is not."""
+    from git_autoresearch.jsontext import number_flags
+
+    assert number_flags(text) == flags
+    assert number_flags(b"\n".join([b'{"commit":"1e000"}', text, b"{}"])) == flags
+
+
+def test_an_object_read_as_its_text_gives_the_values_of_the_decoded_object() -> None:
+    """jsontext.ObjectText: the fields at hand without decoding again, every other field,
+    the keys in their order, the length and ``in`` as the decoded object, and None or the
+    default for a field it lacks, whether one of those at hand or not."""
+    from git_autoresearch.jsontext import ObjectText, loads
+
+    text = b'{"run":3,"status":"keep","metrics":{"m":1},"note":null,"metric":2.5}'
+    value = loads(text)
+    found = ObjectText(text, value, frozenset({"run", "metric", "segment"}))
+    assert found.at_hand == {"run": 3, "metric": 2.5}
+    assert (found["run"], found.get("metric"), found.get("segment"), found.get("segment", 0),
+            "segment" in found, "run" in found) == (3, 2.5, None, 0, False, True)
+    assert (found["metrics"], found.get("note", 1), found.get("gone", 1), "note" in found,
+            "gone" in found) == ({"m": 1}, None, 1, True, False)
+    assert found.whole() is found.whole() and found.whole() == value
+    assert (list(found), len(found), dict(found)) == (list(value), 5, value)
+    for key in ("segment", "gone"):
+        with pytest.raises(KeyError):
+            found[key]
+
+
 _JSON_NUMBERS = st.one_of(st.integers(-2**70, 2**70),
                           st.floats(allow_nan=False, allow_infinity=False),
                           st.sampled_from(["1e400", "-1E+308", "1e-400", "0.000015", "9" * 310]))

@@ -104,11 +104,14 @@ def log_cmd(segment: int | None, status: str | None, kept: bool, run_range: str 
             _dates(query, repo.date_seconds, since, until)
             rows, book = query.select(_every_session(repo, segment)), None
         else:
-            book, sid, source = _one_session(query, since, until, segment)
-            if template is None and chosen in ("json", "jsonl") and names is None \
-                    and query.selects_all():
-                click.echo(queryformat.ledger_json_text(book, source, lines=chosen == "jsonl"),
-                           nl=False)
+            # Every run written as its line stands: each read as its line (runs_as_text).
+            whole = template is None and chosen in ("json", "jsonl") and names is None \
+                and since is None and until is None and query.selects_all()
+            book, sid, source = _one_session(query, since, until, segment, as_text=whole)
+            if whole:
+                for piece in queryformat.ledger_json_chunks(book, source,
+                                                            lines=chosen == "jsonl"):
+                    click.echo(piece, nl=False)
                 _left_to_exit(book)
                 return
             from ..query import rows_of
@@ -201,18 +204,22 @@ def _dates(query: Query, read: Callable[..., int | None], since: str | None,
 
 
 def _one_session(query: Query, since: str | None, until: str | None,
-                 segment: int | None) -> tuple[Ledger, str, str]:
+                 segment: int | None, *, as_text: bool = False) -> tuple[Ledger, str, str]:
     """The ledger of the session here as read for ``query`` (the run lines it cannot select
-    unparsed), the session's id and the ledger's source (``ledger`` or ``trailers``; the
-    reader says on stderr when it read the ``Result:`` trailers alone)."""
+    unparsed; with ``as_text``, each run held as its line, :func:`ledger.runs_as_text`), the
+    session's id and the ledger's source (``ledger`` or ``trailers``; the reader says on
+    stderr when it read the ``Result:`` trailers alone)."""
+    from contextlib import nullcontext
+
     from ..catalog import repository
-    from ..ledger import only_runs
+    from ..ledger import only_runs, runs_as_text
     from ..query import line_test
     from .reading import open_warned, segment_of
 
     if since is not None or until is not None:
         _dates(query, repository().date_seconds, since, until)
-    with only_runs(line_test(query)):  # the lines the query cannot select are never parsed
+    # The lines the query cannot select are never parsed.
+    with only_runs(line_test(query)), runs_as_text() if as_text else nullcontext():
         session = open_warned()
     if segment is not None:
         segment_of(session, segment)
