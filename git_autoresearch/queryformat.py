@@ -119,32 +119,12 @@ def run_text(run: Run, index: int, base_metric: float | None, audit: dict[str, A
     written anew by json's encoder, compact, non-finite numbers as null. ``plain``: the
     ledger is known to hold no such number (:attr:`Ledger.plain_numbers`)."""
     data = run.data
-    fields = data.at_hand if type(data) is ObjectText else data
-    raw = run.text
-    status = fields.get("status")
-    segment = fields.get("segment", index)
-    if raw is not None and status in STATUSES and _ADDED.isdisjoint(fields) \
-            and (session is None or "session" not in fields) \
-            and type(segment) is int and segment == index \
-            and raw[:1] == b"{" and raw[-1:] == b"}" and (plain or plain_numbers(raw)):
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            text = ""
-        if text:
-            metric: Any = fields.get("metric")
-            change = (metric - base_metric) / abs(base_metric) * 100 \
-                if status != "crash" and base_metric and type(metric) in (int, float) \
-                else math.inf  # (report.delta_pct, inlined: a metric read is finite)
-            tail = f',"delta_pct":{round(change, 2)!r}' if math.isfinite(change) \
-                else ',"delta_pct":null'
-            if "segment" not in fields:
-                tail = f',"segment":{index}' + tail
-            tail += _source_tail(source) if audit is None else \
-                ',"audit":' + _dumps(audit) + ',"source":' + _string_text(source) + "}"
-            if session is not None:
-                text = '{"session":' + _dumps(session) + "," + text[1:]
-            return text[:-1] + tail
+    if session is None or "session" not in data:
+        end = _source_tail(source) if audit is None else _audit_tail(audit, source)
+        text = _as_it_stands(run, index, base_metric, end, plain)
+        if text is not None:
+            return text if session is None else '{"session":' + _dumps(session) + "," + text[1:]
+    status = data.get("status")
     out = dict(data)  # (an ObjectText's whole record)
     out["segment"] = index
     if status not in STATUSES:  # read as keep, as pi reads it; what was written beside
@@ -156,6 +136,44 @@ def run_text(run: Run, index: int, base_metric: float | None, audit: dict[str, A
     if session is not None:
         out = {"session": session, **out}
     return _dumps(out)
+
+
+def _as_it_stands(run: Run, index: int, base_metric: float | None, end: str,
+                  plain: bool) -> str | None:
+    """:func:`run_text` of a run whose line can be written as it stands (its ``text``), the
+    fields added after its last (``segment`` when it lacks it, ``delta_pct``, then ``end``:
+    the audit, the source and the closing brace); None when it must be written anew."""
+    data = run.data
+    fields = data.at_hand if type(data) is ObjectText else data
+    raw = run.text
+    status = fields.get("status")
+    if raw is None or status not in STATUSES or not _ADDED.isdisjoint(fields) \
+            or not raw.startswith(b"{") or not raw.endswith(b"}") \
+            or not (plain or plain_numbers(raw)):
+        return None
+    if "segment" in fields:
+        segment = fields["segment"]
+        if type(segment) is not int or segment != index:
+            return None
+        head = ""
+    else:
+        head = f',"segment":{index}'
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    metric: Any = fields.get("metric")
+    change = (metric - base_metric) / abs(base_metric) * 100 \
+        if status != "crash" and base_metric and type(metric) in (int, float) \
+        else math.inf  # (report.delta_pct, inlined: a metric read is finite)
+    if math.isfinite(change):
+        return f'{text[:-1]}{head},"delta_pct":{round(change, 2)!r}{end}'
+    return f'{text[:-1]}{head},"delta_pct":null{end}'
+
+
+def _audit_tail(audit: dict[str, Any], source: str) -> str:
+    """The end of a run's text in ``log --json`` with its latest audit."""
+    return ',"audit":' + _dumps(audit) + ',"source":' + _string_text(source) + "}"
 
 
 def json_text(rows: list[Row], columns: list[str] | None, all_sessions: bool) -> str:
@@ -183,6 +201,7 @@ def ledger_json_chunks(book: Ledger, source: str, *, lines: bool,
     memory than their records."""
     audited = audits(book)
     plain = book.plain_numbers
+    end = _source_tail(source)
     texts: list[str] = []
     add = texts.append
     started = False  # (whether a piece of the array was given)
@@ -192,8 +211,10 @@ def ledger_json_chunks(book: Ledger, source: str, *, lines: bool,
         index = segment.index
         for run in segment.runs:
             found = audited.get(run.number) if audited else None
-            add(run_text(run, index, base_metric, found[-1] if found else None, source,
-                         plain=plain))
+            text = _as_it_stands(run, index, base_metric, end, plain) if found is None \
+                else None
+            add(text if text is not None else
+                run_text(run, index, base_metric, found[-1] if found else None, source))
             if len(texts) == size:
                 yield _piece(texts, started, lines)
                 texts.clear()
