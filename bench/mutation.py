@@ -365,18 +365,28 @@ def import_uses(source: bytes) -> dict[int, set[int]]:
             for line in range(stmt.lineno, end + 1):
                 uses[line] = used
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            first = min([stmt.body[0].lineno, *(d.lineno for d in stmt.decorator_list)])
-            header = range(first, stmt.body[0].lineno)
-            for line in range(min(first, stmt.lineno), stmt.body[0].lineno):
-                uses[line] = set(range(stmt.body[0].lineno, end + 1)) - set(header)
+            _header_uses(stmt, uses)
             if isinstance(stmt, ast.ClassDef):  # a field or class constant: where it is used
                 users = loads.get(stmt.name, set())
                 for item in stmt.body:
-                    if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        _header_uses(item, uses)  # a method's defaults: its body
+                    else:
                         spans = set(range(item.lineno, (item.end_lineno or item.lineno) + 1))
                         for line in spans:
                             uses[line] = users - spans
     return uses
+
+
+def _header_uses(stmt: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef,
+                 uses: dict[int, set[int]]) -> None:
+    """Charge the header lines of a ``def`` or ``class`` (decorators, default values, bases),
+    which run when it is defined, to its body's lines."""
+    end = stmt.end_lineno or stmt.lineno
+    first = min([stmt.body[0].lineno, *(d.lineno for d in stmt.decorator_list)])
+    header = range(first, stmt.body[0].lineno)
+    for line in range(min(first, stmt.lineno), stmt.body[0].lineno):
+        uses[line] = set(range(stmt.body[0].lineno, end + 1)) - set(header)
 
 
 def _users(line: int, uses: dict[int, set[int]]) -> set[int]:

@@ -111,3 +111,12 @@ def test_a_constant_read_through_a_default_value_is_charged_to_the_tests_of_its_
                  "tests": cmap["tests"]}
     dropped = tool.Mutant("m.py", 3, (3, 3), 0, 0, "pass", "statement dropped")
     assert tool.covering_tests(dropped, field_map, tool.import_uses(fields)) == ["later", "first"]
+    # A method's default value: the tests that run the method's body.
+    method = (b"class Book:\n"
+              b"    def find(self, ours=False):\n"
+              b"        return ours\n")
+    method_map = {"lines": {"m.py": {"2": ["first"], "3": ["first", "later"]}},
+                  "tests": cmap["tests"]}
+    default = tool.Mutant("m.py", 2, (2, 2), 24, 29, "True", "`False` -> `True`")
+    assert tool.covering_tests(default, method_map, tool.import_uses(method)) == \
+        ["later", "first"]
