@@ -45,6 +45,40 @@ def number_text(value: float) -> str:
     return f"{head}e{'+' if exponent >= 0 else '-'}{abs(exponent)}"
 
 
+def json_number(value: float) -> int | float:
+    """A metric as JSON writes it: whole numbers without ``.0`` (``14600``, as the seed shows)."""
+    if math.isfinite(value) and value == int(value) and abs(value) < 2**53:
+        return int(value)
+    return value
+
+
+def dumps(record: Mapping[str, Any]) -> str:
+    """One ledger line (no newline) as pi-autoresearch's ``JSON.stringify`` writes it: compact
+    JSON, non-ASCII kept, numbers as :func:`number_text` (``0.000015``, not ``1.5e-05``), NaN
+    and infinity refused (ValueError). A record holding a file name that is not UTF-8 (its
+    bytes kept as lone surrogates) is written with ``\\u`` escapes instead, which read back
+    as the same name. Values are dicts, lists, tuples, strings, numbers, booleans and None
+    (TypeError for anything else)."""
+    text = stringify(record)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = stringify(record, ascii_only=True)
+    return text
+
+
+def finite(value: Any) -> float | None:
+    """``value`` as a float when it is a finite JSON number (not a bool), else None (an
+    integer too large for a float, such as 400 nines, included)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
 def stringify(value: Any, *, ascii_only: bool = False) -> str:
     """``value`` (dicts, lists, tuples, strings, numbers, booleans and None) as compact JSON
     text, as JavaScript's ``JSON.stringify`` writes it: numbers as :func:`number_text`,

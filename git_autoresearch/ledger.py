@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import gc
 import json
-import math
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -28,7 +27,10 @@ from typing import Any
 from .confidence import confidence as confidence  # a segment's confidence, read here too
 from .confidence import confidence_label as confidence_label
 from .files import append_whole, write_atomic
-from .jsontext import ObjectText, loads, loads_plain, number_flags, stringify
+from .jsontext import ObjectText, loads, loads_plain, number_flags
+from .jsontext import dumps as dumps  # (the ledger's line, long read from here)
+from .jsontext import finite as finite
+from .jsontext import json_number as json_number
 
 # A run record as :func:`dumps` (or json.dumps) writes it begins with its number.
 _RUN_PREFIX = re.compile(rb'\{\s*"run"\s*:\s*([1-9][0-9]{0,8})\s*[,}]')
@@ -49,41 +51,6 @@ VERSION = 1
 def now_ms() -> int:
     """Now, in epoch milliseconds (the ledger's ``timestamp``)."""
     return int(time.time() * 1000)
-
-
-def json_number(value: float) -> int | float:
-    """A metric as JSON writes it: whole numbers without ``.0`` (``14600``, as the seed shows)."""
-    if math.isfinite(value) and value == int(value) and abs(value) < 2**53:
-        return int(value)
-    return value
-
-
-def dumps(record: Mapping[str, Any]) -> str:
-    """One ledger line (no newline) as pi-autoresearch's ``JSON.stringify`` writes it: compact
-    JSON, non-ASCII kept, numbers as :func:`~git_autoresearch.jsontext.number_text`
-    (``0.000015``, not ``1.5e-05``), NaN
-    and infinity refused (ValueError). A record holding a file name that is not UTF-8 (its
-    bytes kept as lone surrogates) is written with ``\\u`` escapes instead, which read back
-    as the same name. Values are dicts, lists, tuples, strings, numbers, booleans and None
-    (TypeError for anything else)."""
-    text = stringify(record)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = stringify(record, ascii_only=True)
-    return text
-
-
-def finite(value: Any) -> float | None:
-    """``value`` as a float when it is a finite JSON number (not a bool), else None (an
-    integer too large for a float, such as 400 nines, included)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:
-        return None
-    return number if math.isfinite(number) else None
 
 
 # The fields a run record read under runs_as_text holds at hand (ObjectText): those that log
@@ -200,8 +167,11 @@ class Ledger:
     events: list[dict[str, Any]]
     malformed: list[Malformed]
     # Whether the file holds no number whose text could read as infinity (an exponent of
-    # three digits, 309 digits in a row: jsontext.plain_numbers), so no line is read so.
+    # three digits, 309 digits in a row: jsontext.number_flags), so no line is read so.
     plain_numbers: bool = False
+    # odd_statuses and repeated_numbers as parse found them (None: found when asked).
+    odd_found: list[Run] | None = None
+    repeats_found: dict[int, list[int]] | None = None
 
     @property
     def current(self) -> Segment:
@@ -221,6 +191,8 @@ class Ledger:
     @property
     def odd_statuses(self) -> list[Run]:
         """The runs whose ``status`` is missing or unknown (read as keep: :attr:`Run.status`)."""
+        if self.odd_found is not None:
+            return self.odd_found
         return [r for r in self.runs if r.data.get("status") not in STATUSES]
 
     @property
@@ -228,6 +200,8 @@ class Ledger:
         """Run numbers held by more than one run record, each with the lines that hold it (two
         tools appending to one ledger: pi numbers a run by the count of runs, this tool by the
         last number + 1). Every such record is read as a run of its own."""
+        if self.repeats_found is not None:
+            return self.repeats_found
         runs = self.runs
         if len({r.data["run"] for r in runs}) == len(runs):  # the common case, at once
             return {}
@@ -322,7 +296,9 @@ def _parse(data: bytes) -> Ledger:
     hooks: list[dict[str, Any]] = []
     events: list[dict[str, Any]] = []
     malformed: list[Malformed] = []
-    seen: dict[bytes, int] = {}
+    firsts: dict[int, tuple[int, bytes]] = {}  # a run number: the line and text of its first
+    repeats: dict[int, list[tuple[int, bytes]]] = {}  # one read more than once: its records
+    odd: list[Run] = []
     lines = data.split(b"\n")
     torn_last = bool(lines[-1])  # split always gives one piece at least
     short, plain = number_flags(data)
@@ -372,20 +348,40 @@ def _parse(data: bytes) -> Ledger:
             events.append(obj)
         elif "run" in obj:
             named = obj["run"]  # (JSON makes no int subclass but bool)
-            first = seen.setdefault(copy, number) if type(named) is int and named >= 1 else 0
-            if first != number:
-                problem = f"a copy of line {first} (run {named})" if first else \
-                    "'run' is not a positive whole number"
+            if type(named) is not int or named < 1:
+                problem: str | None = "'run' is not a positive whole number"
+            else:
+                entry = (number, copy)
+                first = firsts.setdefault(named, entry)
+                problem = None if first is entry else _repeated(repeats, named, first, entry)
+            if problem:
                 malformed.append(Malformed(number, problem, is_torn,
                                            named if type(named) is int else None))
             else:
-                run = Run(ObjectText(copy, obj, AT_HAND) if as_text else obj, number, current.index,
-                          copy)
+                run = Run(ObjectText(copy, obj, AT_HAND) if as_text else obj, number,
+                          current.index, copy)
                 current.runs.append(run)
+                if obj.get("status") not in STATUSES:
+                    odd.append(run)
                 # mutation: equivalent reading more lines than needed changes no answer
                 if wanted is not None and not based.known:
                     based.known = run.status == "keep" and run.metric is not None
-    return Ledger(segments, hooks, events, malformed, plain)
+    return Ledger(segments, hooks, events, malformed, plain, odd,
+                  {n: [line for line, _ in found] for n, found in repeats.items()
+                   if len(found) > 1})
+
+
+def _repeated(repeats: dict[int, list[tuple[int, bytes]]], named: int,
+              first: tuple[int, bytes], entry: tuple[int, bytes]) -> str | None:
+    """For :func:`parse`, a run number read before (its first record ``first``): why the
+    line ``entry`` (its number and text) is set aside, a byte-for-byte copy of an earlier
+    record's line, or None when it is a run of its own (then kept in ``repeats``)."""
+    found = repeats.setdefault(named, [first])
+    line = next((line for line, text in found if text == entry[1]), None)
+    if line is not None:
+        return f"a copy of line {line} (run {named})"
+    found.append(entry)
+    return None
 
 
 @dataclass

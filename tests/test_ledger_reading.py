@@ -4,6 +4,7 @@ the numbers and texts as written, each segment's direction and best. In-process 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import time
@@ -92,6 +93,28 @@ def test_a_run_record_with_a_bad_number_is_set_aside_naming_why() -> None:
         (8, "not JSON (JSONDecodeError)", None)]
     assert [r.number for r in book.runs] == [4]
     assert book.next_run_number == 5
+
+
+def test_a_copy_of_any_record_of_a_repeated_number_is_set_aside_and_the_rest_counted() -> None:
+    """A run number written by two tools is read as two runs; a byte-for-byte copy of either
+    line (the second included) is set aside naming the line it copies, and counts in no
+    notice. What parse finds as it reads (odd statuses, repeated numbers) is what a ledger
+    of the same runs gives when asked afterwards, under runs_as_text too."""
+    a = {"run": 3, "status": "keep", "metric": 1}
+    b = {"run": 3, "status": "weird", "metric": 2}
+    data = ledger_bytes(HEADER, a, b, b, {"run": 3, "metric": 4}, a, {"run": 4, "status": "keep"})
+    for context in (contextlib.nullcontext(), ledger.runs_as_text()):
+        with context:
+            book = ledger.parse(data)
+        assert [(m.line, m.reason) for m in book.malformed] == [
+            (4, "a copy of line 3 (run 3)"), (6, "a copy of line 2 (run 3)")]
+        assert book.repeated_numbers == {3: [2, 3, 5]}
+        assert [r.line for r in book.odd_statuses] == [3, 5]
+        asked = ledger.Ledger(book.segments, book.hooks, book.events, book.malformed)
+        assert (asked.repeated_numbers, asked.odd_statuses) == \
+            (book.repeated_numbers, book.odd_statuses)
+    plain = ledger.parse(ledger_bytes(HEADER, a, {"run": 4, "status": "keep"}))
+    assert (plain.repeated_numbers, plain.odd_statuses, plain.notices("L")) == ({}, [], [])
 
 
 def test_find_gives_the_first_record_or_the_first_this_tool_wrote() -> None:
