@@ -532,6 +532,40 @@ def test_doctor_finds_and_fixes_planted_problems(experiment: Path, ar: Tool) -> 
         "refs/autoresearch/s1/scope/2)"]
 
 
+def test_doctor_asks_git_no_more_for_more_runs(experiment: Path, ar: Tool) -> None:
+    """doctor lists the session's refs once: the git calls it makes do not grow with the runs
+    whose attempt refs it checks (16,000 calls, 40 s, on 20,000 runs before), and a run that
+    names a ref that is gone is still found."""
+    top = experiment
+    ar(top, "run", "-d", "first")
+    head = git(top, "rev-parse", "HEAD")
+    path = top / ".auto" / "log.jsonl"
+
+    def calls(first: int, count: int) -> tuple[int, list[str]]:
+        lines = []
+        for n in range(first, first + count):
+            ref = f"refs/autoresearch/s1/attempts/{n}"
+            git(top, "update-ref", ref, head)
+            lines.append(json.dumps({"run": n, "commit": head[:7], "metric": 1,
+                                     "status": "discard", "description": f"r{n}",
+                                     "attempt_ref": ref, "samples": [1]}) + "\n")
+        with path.open("a") as fh:
+            fh.writelines(lines)
+        done = subprocess.run([sys.executable, "-m", "git_autoresearch", "doctor", "--json"],
+                              cwd=top, capture_output=True, text=True,
+                              env={**os.environ, "GIT_AUTORESEARCH_TRACE": "1"})
+        traced = [ln for ln in done.stderr.splitlines() if "trace:" in ln]
+        return len(traced), [f["problem"] for f in json.loads(done.stdout)["findings"]]
+
+    calls(100, 2)
+    git(top, "update-ref", "-d", "refs/autoresearch/s1/attempts/100")
+    few, _ = calls(150, 2)
+    many, problems = calls(200, 40)
+    assert many == few
+    assert [p for p in problems if "which does not exist" in p] == [
+        "run 100 names refs/autoresearch/s1/attempts/100, which does not exist"]
+
+
 def test_doctor_reports_a_branch_that_lost_a_keep(experiment: Path, ar: Tool) -> None:
     ar(experiment, "run", "-d", "kept")
     git(experiment, "reset", "-q", "--hard", "HEAD~1")

@@ -184,6 +184,13 @@ class Repo(History, Settings):
         (called once a lock is taken)."""
         self._refs = None
 
+    def commit_refs(self, prefix: str) -> set[str]:
+        """The full names of the refs below ``prefix`` that name a commit (directly; one that
+        names a tag is left out), in one ``git for-each-ref``."""
+        res = self.run("for-each-ref", "--format=%(objecttype) %(refname)", prefix)
+        return {name for kind, _, name in (line.partition(" ") for line in res.text.splitlines())
+                if kind == "commit"}
+
     def ref_objects(self, prefix: str) -> list[tuple[str, str]]:
         """The (full name, object id) of each ref below ``prefix``, sorted by name."""
         res = self.run("for-each-ref", "--format=%(refname)%00%(objectname)", prefix)
