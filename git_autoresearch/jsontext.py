@@ -79,6 +79,18 @@ def finite(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+def nulled(data: Any) -> Any:
+    """``data`` with every non-finite float in it (read from a hostile ledger: ``1e400``, an
+    integer of 400 digits) made None, as ``log --json`` writes it: JSON has no infinity."""
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, Mapping):
+        return {k: nulled(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [nulled(v) for v in data]
+    return data
+
+
 def stringify(value: Any, *, ascii_only: bool = False) -> str:
     """``value`` (dicts, lists, tuples, strings, numbers, booleans and None) as compact JSON
     text, as JavaScript's ``JSON.stringify`` writes it: numbers as :func:`number_text`,

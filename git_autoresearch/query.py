@@ -27,7 +27,7 @@ ORDERING = ("<", "<=", ">", ">=")
 _SPLIT = re.compile(r"[<>=!~]")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\Z")
 _FIELD = re.compile(r"[^\s<>=!~.,{}]+(\.[^\s<>=!~.,{}]+)*\Z")
-_RANGE = re.compile(r"\s*(\d{0,9})\s*\.\.\s*(\d{0,9})\s*\Z|\s*(\d{1,9})\s*\Z")
+_RANGE = re.compile(r"(?a)\s*(\d{0,9})\s*\.\.\s*(\d{0,9})\s*\Z|\s*(\d{1,9})\s*\Z")
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .errors import UsageError
-from .jsontext import ObjectText, plain_numbers
+from .jsontext import ObjectText, nulled, plain_numbers
 from .ledger import STATUSES, Ledger, Run, finite
 from .query import Row, check_field, scalar, shown, text, value
 from .report import audits, decision_text, delta_pct, fmt, one_line
@@ -241,16 +241,6 @@ def _as_written(found: Any) -> Any:
     return found
 
 
-def _finite(data: Any) -> Any:
-    if isinstance(data, float):
-        return data if math.isfinite(data) else None
-    if isinstance(data, dict):
-        return {k: _finite(v) for k, v in data.items()}
-    if isinstance(data, list):
-        return [_finite(v) for v in data]
-    return data
-
-
 # One encoder for every row (json.dumps with options makes one per call); compact, as the
 # ledger's lines are; no indent, so that its C implementation writes; no check for cycles,
 # which decoded JSON cannot hold (it costs a dictionary entry per object written).
@@ -267,11 +257,11 @@ def _dumps(data: Any) -> str:
     try:
         text = _ENCODER.encode(data)
     except ValueError:
-        text = _ENCODER.encode(_finite(data))
+        text = _ENCODER.encode(nulled(data))
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return _ASCII_ENCODER.encode(_finite(data))
+        return _ASCII_ENCODER.encode(nulled(data))
     return text
 
 

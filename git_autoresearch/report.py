@@ -186,10 +186,16 @@ def csv_text(rows: list[tuple[Run, Segment]]) -> str:
         writer.writerow([run.number, seg.index, run.status,
                          "" if run.metric is None else json_number(run.metric),
                          "" if delta is None else delta,
-                         "" if run.data.get("confidence") is None else run.data["confidence"],
-                         run.data.get("commit", ""), run.data.get("duration_s", ""),
-                         run.description, *(values.get(n, "") for n in names)])
+                         _cell(run.data.get("confidence")), run.data.get("commit", ""),
+                         _cell(run.data.get("duration_s")), run.description,
+                         *(_cell(values.get(n)) for n in names)])
     return out.getvalue()
+
+
+def _cell(value: Any) -> Any:
+    """A CSV cell: empty for None and for a number JSON has no text for (infinity)."""
+    return "" if value is None or isinstance(value, float) and not math.isfinite(value) \
+        else value
 
 
 def as_number(value: Any) -> float | None:

@@ -157,6 +157,22 @@ def test_kept_run_ranges_and_grep(repo: Path, ar: Tool) -> None:
         assert res.err == f"git autoresearch: {message}\n"
 
 
+def test_a_run_number_is_ascii_digits_in_every_command(repo: Path, ar: Tool) -> None:
+    """A run number (``show``, ``diff``, ``log --run``, ``--segment``) is written in the digits
+    0 to 9, as git takes a number: ``+3``, ``3_0`` and a full-width ``３`` are refused with
+    exit 2, naming the value, where int() would take them."""
+    night(repo, ar)
+    assert ar(repo, "show", "3", "--json").json()["record"]["run"] == 3
+    for args in (["show", "+3"], ["show", "３"], ["show", "3_0"], ["diff", "2", "３"],
+                 ["log", "--segment", "０"]):
+        res = ar(repo, *args, expect=2)
+        assert "is not a whole number (the digits 0 to 9)" in res.err, args
+        assert repr(args[-1]) in res.err and res.out == ""
+    assert ar(repo, "log", "--run", "３", expect=2).err == (
+        "git autoresearch: --run '３': a run number or a range (N, A..B, A.. or ..B)\n")
+    assert numbers(ar, repo, "--run", " 2..3 ") == [2, 3]
+
+
 def test_worker_decision_since_and_until(repo: Path, ar: Tool) -> None:
     crafted(repo)
     assert numbers(ar, repo, "--worker", "w2") == [3, 4]
@@ -293,8 +309,12 @@ def test_format_templates_as_git_log_takes_them(repo: Path, ar: Tool) -> None:
     night(repo, ar)
     assert ar(repo, "log", "--kept", "--format", "{run}\t{metric}\t{asi.hypothesis}").out == (
         "1\t100\t\n2\t90\tcache the parsed config\n4\t85\ta bigger Cache\n")
-    assert ar(repo, "log", "--run", "3", "--format", "{{{status}}} {mem_mb}MB {nothing}|").out \
-        == "{discard} 2500MB |\n"
+    braces = ar(repo, "log", "--run", "3", "--format", "{{{status}}} {mem_mb}MB {nothing}|")
+    assert braces.out == "{discard} 2500MB |\n"
+    # A field no run has is said, as for --columns and --sort (a misspelt name, most often).
+    assert braces.err == ("warning: --format nothing: no run shown has this field (a field of "
+                          "the run records, a secondary metric, or a dotted path such as "
+                          "asi.hypothesis)\n")
     for fmt, message in (("{run", "--format '{run': an unmatched brace (write {{ or }} for a "
                                   "literal one)"),
                          ("run}", "--format 'run}': an unmatched brace (write {{ or }} for a "
@@ -779,12 +799,23 @@ def test_readers_take_a_huge_integer_and_a_name_that_is_not_utf8(repo: Path, ar:
     with (repo / ".auto" / "log.jsonl").open("ab") as fh:
         fh.write(b'{"run":6,"metric":%s,"status":"discard","description":"x\xed\xb3\xbf"}\n'
                  % huge.encode())
+        fh.write(b'{"run":7,"metric":5,"metrics":{"count":-1e400,"mem_mb":3},"duration_s":1e999,'
+                 b'"status":"discard","description":"seven"}\n')
     rows = ar(repo, "log", "--json").json()
-    assert (rows[-1]["metric"], rows[-1]["delta_pct"], rows[-1]["description"]) == \
+    assert (rows[-2]["metric"], rows[-2]["delta_pct"], rows[-2]["description"]) == \
         (None, None, "x\udcff")
+    assert (rows[-1]["metrics"]["count"], rows[-1]["duration_s"]) == (None, None)
     assert ar(repo, "log", "--format", "{run} {description}", "--run", "6").out == "6 x\\udcff\n"
-    assert ar(repo, "log", "--csv").out.splitlines()[-1].startswith("6,0,discard,")
-    assert ar(repo, "status", "--json").json()["segment"]["runs"] == 6
+    csv_lines = ar(repo, "log", "--csv").out.splitlines()
+    assert csv_lines[-2].startswith("6,0,discard,")
+    # No reader writes a number JSON has no text for: null, or an empty CSV cell.
+    header = csv_lines[0].split(",")
+    seven = dict(zip(header, csv_lines[-1].split(","), strict=True))
+    assert (seven["run"], seven["duration_s"], seven["count"], seven["mem_mb"]) == \
+        ("7", "", "", "3")
+    shown = ar(repo, "show", "7").out
+    assert "Infinity" not in shown and '"count": null' in shown and '"duration_s": null' in shown
+    assert ar(repo, "status", "--json").json()["segment"]["runs"] == 7
     assert ar(repo, "show", "6", "--json").json()["record"]["description"] == "x\udcff"
     assert "x\\udcff" in ar(repo, "summary").out
     ar(repo, "dashboard", "-o", str(repo / "page.html"))

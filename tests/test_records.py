@@ -261,7 +261,8 @@ def test_only_a_last_line_without_its_newline_is_a_cut_short_append(repo: Path,
         book = ledger.parse(data)
         assert [(m.line, m.torn) for m in book.malformed] == [(3, torn)]
         said = ar(repo, "log").err.splitlines()
-        assert said[0] == (f"warning: {path}:3: set aside: not JSON (JSONDecodeError)"
+        assert said[0] == (f"warning: {path}:3: not readable, left out (resume sets it aside): "
+                           "not JSON (JSONDecodeError)"
                            + (" (an append that was cut short)" if torn else ""))
     write(repo / "value.txt", "90\n")
     record = ar(repo, "run", "-d", "after the cut", "--json").json()

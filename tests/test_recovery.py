@@ -678,8 +678,8 @@ def test_huge_ledger_line_is_reported(experiment: Path, ar: Tool) -> None:
         fh.write('{"run":2,"description":"' + "x" * (2 << 20) + '"}\n')
     res = ar(experiment, "log")
     assert res.err == (
-        f"warning: {experiment / '.auto' / 'log.jsonl'}:3: set aside: line of 2097178 bytes is "
-        "too long\n")
+        f"warning: {experiment / '.auto' / 'log.jsonl'}:3: not readable, left out (resume sets "
+        "it aside): line of 2097178 bytes is too long\n")
     assert len(runs_of(experiment)) == 1
 
 

@@ -6,12 +6,12 @@ from typing import Any
 
 import click
 
-from .common import CONTEXT, emit_json, json_option, number, warn
+from .common import CONTEXT, WHOLE, emit_json, json_option, number, warn
 from .completing import complete_runs
 
 
 @click.command("audit", context_settings=CONTEXT)
-@click.argument("run_numbers", metavar="[RUN]...", nargs=-1, type=int,
+@click.argument("run_numbers", metavar="[RUN]...", nargs=-1, type=WHOLE,
                 shell_complete=complete_runs)
 @click.option("--samples", type=click.IntRange(min=1), default=5, show_default=True,
               metavar="N", help="Measurements of each side (the parent and the commit).")

@@ -10,6 +10,7 @@ import click
 from ..errors import AutoresearchError, Refused, UsageError
 from .common import (
     CONTEXT,
+    WHOLE,
     bare_group,
     emit_json,
     json_option,
@@ -182,7 +183,7 @@ def _claim_session(required: bool = True) -> Board | None:
 
 
 @ideas_cmd.command("claim", context_settings=CONTEXT)
-@click.argument("number", type=int, required=False)
+@click.argument("number", type=WHOLE, required=False)
 @click.option("--text", help="Claim this idea, by its text (added to the backlog when it is "
                              "not there yet).")
 @json_option
@@ -221,7 +222,7 @@ def ideas_claim_cmd(number: int | None, text: str | None, as_json: bool) -> None
 
 
 @ideas_cmd.command("release", context_settings=CONTEXT)
-@click.argument("number", type=int, required=False)
+@click.argument("number", type=WHOLE, required=False)
 @click.option("--force", is_flag=True, help="Release another worker's live claim too.")
 @json_option
 def ideas_release_cmd(number: int | None, force: bool, as_json: bool) -> None:
@@ -262,8 +263,8 @@ def ideas_release_cmd(number: int | None, force: bool, as_json: bool) -> None:
 
 
 @ideas_cmd.command("done", context_settings=CONTEXT)
-@click.argument("number", type=int)
-@click.option("--run", "run_number", type=int,
+@click.argument("number", type=WHOLE)
+@click.option("--run", "run_number", type=WHOLE,
               help="The run that tried it: its status and metric are noted.")
 @click.option("--note", help="Free text to note instead of (or after) the run.")
 @json_option

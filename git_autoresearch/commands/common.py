@@ -3,7 +3,6 @@ and the options several commands take."""
 
 from __future__ import annotations
 
-import math
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -15,15 +14,22 @@ from .. import signals
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
-def _finite(data: Any) -> Any:
-    """``data`` with every non-finite float (from a hostile ledger) turned into None."""
-    if isinstance(data, float):
-        return data if math.isfinite(data) else None
-    if isinstance(data, dict):
-        return {k: _finite(v) for k, v in data.items()}
-    if isinstance(data, (list, tuple)):
-        return [_finite(v) for v in data]
-    return data
+class WholeNumber(click.ParamType):  # type: ignore[type-arg]
+    """A run number, a segment or a count as git takes one: ASCII digits only (``int``
+    would take ``+3``, ``3_000`` and full-width ``３`` too, which a run number never is)."""
+
+    name = "integer"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.isascii() and value.isdigit():
+            return int(value)
+        self.fail(f"{value!r} is not a whole number (the digits 0 to 9)", param, ctx)
+
+
+WHOLE = WholeNumber()
 
 
 def bare_group(ctx: click.Context) -> None:
@@ -44,7 +50,9 @@ def emit_json(data: Any, *, interruptible: bool = True) -> None:
     try:
         text = json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False)
     except ValueError:  # a non-finite number from a hostile ledger: walk and replace it
-        text = json.dumps(_finite(data), ensure_ascii=False, indent=2, allow_nan=False)
+        from ..jsontext import nulled
+
+        text = json.dumps(nulled(data), ensure_ascii=False, indent=2, allow_nan=False)
     click.echo(text)
 
 

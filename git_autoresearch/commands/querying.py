@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..errors import UsageError
-from .common import CONTEXT, warn
+from .common import CONTEXT, WHOLE, warn
 
 if TYPE_CHECKING:
     from ..ledger import Ledger
@@ -23,7 +23,7 @@ _FORMAT_HELP = ("table, markdown, json, jsonl, csv or tsv; or a template with {f
 
 
 @click.command("log", context_settings=CONTEXT)
-@click.option("--segment", type=int, help="Only runs of this segment (0 is the first).")
+@click.option("--segment", type=WHOLE, help="Only runs of this segment (0 is the first).")
 @click.option("--status", type=click.Choice(["keep", "discard", "crash", "checks_failed"]),
               help="Only runs with this status.")
 @click.option("--kept", is_flag=True, help="Only kept runs (--status keep).")
@@ -119,8 +119,9 @@ def log_cmd(segment: int | None, status: str | None, kept: bool, run_range: str 
             rows = query.select(rows_of(book, sid, source))
         from ..query import absent
 
+        fields = [piece[0] for piece in template or [] if isinstance(piece, tuple)]
         for option, asked in (("--sort", [name for name, _ in query.sort]),
-                              ("--columns", names or [])):
+                              ("--columns", names or []), ("--format", fields)):
             for name in absent(rows, asked):
                 warn(f"{option} {name}: no run shown has this field (a field of the run "
                      "records, a secondary metric, or a dotted path such as asi.hypothesis)")
@@ -223,8 +224,9 @@ def _one_session(query: Query, since: str | None, until: str | None,
         session = open_warned()
     if segment is not None:
         segment_of(session, segment)
+    repair = "left out" if session.read_only else "left out (resume sets it aside)"
     for bad in session.ledger.malformed:
-        warn(f"{session.layout.ledger}:{bad.line}: set aside: {bad.reason}"
+        warn(f"{session.layout.ledger}:{bad.line}: not readable, {repair}: {bad.reason}"
              + (" (an append that was cut short)" if bad.torn else ""))
     source = "trailers" if session.trailer_branch else "ledger"
     return session.ledger, session.config.session_id, source

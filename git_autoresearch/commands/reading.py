@@ -13,6 +13,7 @@ import click
 from ..errors import Refused, UsageError
 from .common import (
     CONTEXT,
+    WHOLE,
     emit_json,
     json_option,
     number,
@@ -213,7 +214,7 @@ def _status_tail(found: Status, unit: str) -> list[str]:
 
 
 @click.command("show", context_settings=CONTEXT)
-@click.argument("run_number", metavar="RUN", type=int, shell_complete=complete_runs)
+@click.argument("run_number", metavar="RUN", type=WHOLE, shell_complete=complete_runs)
 @json_option
 def show_cmd(run_number: int, as_json: bool) -> None:
     """One run: its record and its diff (the keep commit, or the attempt ref of a non-kept run)."""
@@ -229,7 +230,9 @@ def show_cmd(run_number: int, as_json: bool) -> None:
     if as_json:
         emit_json({**found.to_json(), "audits": audited})
         return
-    click.echo(json.dumps(run.data, ensure_ascii=False, indent=2))
+    from ..jsontext import nulled
+
+    click.echo(json.dumps(nulled(dict(run.data)), ensure_ascii=False, indent=2))
     for line in audited:
         click.echo(f"audit {_when(line.get('timestamp'))}: "
                    + "\n".join(audit_lines(line, session.config.metric_unit)))
@@ -288,7 +291,7 @@ def segment_of(session: Session, segment: int | None) -> Segment:
 
 
 @click.command("analyze", context_settings=CONTEXT)
-@click.option("--segment", type=int, help="Analyse this segment (default: the current one).")
+@click.option("--segment", type=WHOLE, help="Analyse this segment (default: the current one).")
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
               help="Also draw the runs and the running best: FILE.svg, or FILE.png (needs "
                    "matplotlib: the 'plot' extra).")
@@ -383,7 +386,7 @@ def dashboard_cmd(output: Path | None, serve: bool, port: int) -> None:
 
 
 @click.command("score", context_settings=CONTEXT)
-@click.argument("run_number", metavar="RUN", type=int)
+@click.argument("run_number", metavar="RUN", type=WHOLE)
 @json_option
 def score_cmd(run_number: int, as_json: bool) -> None:
     """Explain a run's composite score term by term (the [score] table of its segment)."""

@@ -8,14 +8,14 @@ from typing import Any
 import click
 
 from ..errors import EXIT_FINAL_CHECKS, EXIT_REFUSED
-from .common import CONTEXT, emit_json, json_option, number, warn
+from .common import CONTEXT, WHOLE, emit_json, json_option, number, warn
 from .completing import complete_runs
 
 
 @click.command("finalize", context_settings=CONTEXT)
-@click.option("--drop", "drop", multiple=True, type=int, metavar="RUN",
+@click.option("--drop", "drop", multiple=True, type=WHOLE, metavar="RUN",
               help="Leave this keep out (repeatable).")
-@click.option("--only", "only", multiple=True, type=int, metavar="RUN",
+@click.option("--only", "only", multiple=True, type=WHOLE, metavar="RUN",
               help="Replay only these keeps (repeatable).")
 @click.option("--include-noise", is_flag=True,
               help="Also replay the keeps an audit found within noise or a regression.")
@@ -140,7 +140,7 @@ def _lines(line: dict[str, Any], unit: str) -> list[str]:
 
 
 @click.command("apply", context_settings=CONTEXT)
-@click.argument("run_number", metavar="RUN", type=int, shell_complete=complete_runs)
+@click.argument("run_number", metavar="RUN", type=WHOLE, shell_complete=complete_runs)
 @json_option
 def apply_cmd(run_number: int, as_json: bool) -> None:
     """Bring the change of a run that was not kept (from its attempt ref) back onto the work
@@ -167,7 +167,7 @@ def apply_cmd(run_number: int, as_json: bool) -> None:
 
 
 @click.command("diff", context_settings=CONTEXT)
-@click.argument("runs", metavar="RUN [RUN]", type=int, nargs=-1, required=True,
+@click.argument("runs", metavar="RUN [RUN]", type=WHOLE, nargs=-1, required=True,
                 shell_complete=complete_runs)
 @click.option("--stat", is_flag=True, help="A diffstat instead of the patch.")
 @click.option("--name-only", is_flag=True, help="Only the names of the files that differ.")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .common import CONTEXT, clear_progress, emit_json, json_option, progress, warn
+from .common import CONTEXT, WHOLE, clear_progress, emit_json, json_option, progress, warn
 
 
 def _named_paths(entries: tuple[str, ...]) -> dict[str, str] | None:
@@ -76,10 +76,10 @@ def _inline_table(text: str | None) -> dict[str, object] | None:
                    "(default: the checks command).")
 @click.option("--timeout-seconds", type=float, help="Limit per measurement (default 600).")
 @click.option("--checks-timeout-seconds", type=float, help="Limit for the checks (default 300).")
-@click.option("--runs-per-experiment", type=int, help="Samples per measurement (default 1).")
+@click.option("--runs-per-experiment", type=WHOLE, help="Samples per measurement (default 1).")
 @click.option("--aggregate", type=click.Choice(["median", "min", "mean"]),
               help="How samples combine (default median).")
-@click.option("--max-experiments", type=int, help="Stop after this many runs in a segment.")
+@click.option("--max-experiments", type=WHOLE, help="Stop after this many runs in a segment.")
 @click.option("--max-duration", metavar="DURATION",
               help="Stop once the segment has run this long: 8h, 90m, 3600s, 1h30m (0 lifts "
                    "the budget).")
@@ -89,13 +89,13 @@ def _inline_table(text: str | None) -> dict[str, object] | None:
 @click.option("--min-effect", type=float, metavar="FRACTION",
               help="The smallest relative improvement worth a commit, under either rule (0.01: "
                    "1%; default 0).")
-@click.option("--max-samples", type=int,
+@click.option("--max-samples", type=WHOLE,
               help="Sequential: samples of a run at most, 2 to 100 (default 16).")
-@click.option("--baseline-samples", type=int,
+@click.option("--baseline-samples", type=WHOLE,
               help="Sequential: samples of the baseline, 1 to 100 (default 5).")
 @click.option("--remeasure-incumbent/--no-remeasure-incumbent", default=None,
               help="Sequential: one more sample of the incumbent after each revert (default on).")
-@click.option("--measure-slots", type=int, metavar="N",
+@click.option("--measure-slots", type=WHOLE, metavar="N",
               help="Measurements at a time on this machine, across the session's worktrees "
                    "(default 1: one at a time).")
 @click.option("--pin-cpus/--no-pin-cpus", default=None,
