@@ -64,6 +64,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -404,9 +405,11 @@ def _users(line: int, uses: dict[int, set[int]]) -> set[int]:
 
 
 def covering_tests(mutant: Mutant, cmap: dict[str, Any], uses: dict[int, set[int]] | None = None,
-                   prefer: frozenset[str] = frozenset()) -> list[str]:
-    """The passing tests that run one of the mutant's lines, those of the test files ``prefer``
-    first, then fastest first. A line that runs while the module is imported (a module
+                   prefer: frozenset[str] = frozenset(),
+                   killers: Mapping[str, int] | None = None) -> list[str]:
+    """The passing tests that run one of the mutant's lines: those that killed most mutants of
+    its module before first (``killers``: a test's kills), then those of the test files
+    ``prefer``, then fastest first. A line that runs while the module is imported (a module
     constant, a default value, a ``def`` header) is charged to the tests that run the lines
     that use it too (:func:`import_uses`): the import itself is charged only to whichever test
     imported the module first in its process (in the pytest process, to none), so a test that
@@ -425,7 +428,23 @@ def covering_tests(mutant: Mutant, cmap: dict[str, Any], uses: dict[int, set[int
                 contexts |= {c.split("|")[-1] for ctx in by_line.values() for c in ctx}
         found |= contexts - {""}
     usable = [t for t in found if tests.get(t, {}).get("outcome") == "passed"]
-    return sorted(usable, key=lambda t: (t.split("::")[0] not in prefer, tests[t]["duration"], t))
+    kills = killers or {}
+    return sorted(usable, key=lambda t: (-kills.get(t, 0), t.split("::")[0] not in prefer,
+                                         tests[t]["duration"], t))
+
+
+def _killers_file(root: Path, module: str) -> Path:
+    return root / ".mutation" / f"killers-{module.replace('/', '.')}.json"
+
+
+def load_killers(root: Path, module: str) -> dict[str, int]:
+    """How many mutants of ``module`` each test killed in earlier runs (``.mutation/``): an
+    order for the covering tests that kills a mutant with its first test, most often."""
+    try:
+        found = json.loads(_killers_file(root, module).read_text())
+    except (OSError, ValueError):
+        return {}
+    return {str(k): int(v) for k, v in found.items()} if isinstance(found, dict) else {}
 
 
 # --- running the mutants ----------------------------------------------------------------------
@@ -528,9 +547,13 @@ def main(argv: list[str] | None = None) -> int:
         done = [0]
 
         uses = {module: import_uses((root / module).read_bytes()) for module in chosen}
+        killers = {module: load_killers(root, module) for module in chosen}
 
         def one(mutant: Mutant) -> None:
-            tests = covering_tests(mutant, cmap, uses[mutant.path], frozenset(args.prefer))
+            with lock:
+                kills = dict(killers[mutant.path])
+            tests = covering_tests(mutant, cmap, uses[mutant.path], frozenset(args.prefer),
+                                   kills)
             if args.max_tests:
                 tests = tests[:args.max_tests]
             mutant.tests = len(tests)
@@ -546,14 +569,22 @@ def main(argv: list[str] | None = None) -> int:
                     with lock:
                         free.append(tree)
             with lock:
+                if mutant.status == "killed" and mutant.killed_by:
+                    known = killers[mutant.path]
+                    known[mutant.killed_by] = known.get(mutant.killed_by, 0) + 1
                 done[0] += 1
                 note = " (no test runs this line)" if not tests else ""
                 print(f"[{done[0]}/{len(pending)}] {mutant.status:<8} {mutant.where()} "
                       f"{mutant.description}{note} ({mutant.tests} tests, {mutant.seconds}s)",
                       file=sys.stderr, flush=True)
 
-        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            list(pool.map(one, pending))
+        try:
+            with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+                list(pool.map(one, pending))
+        finally:
+            for module, known in killers.items():
+                _killers_file(root, module).parent.mkdir(exist_ok=True)
+                _killers_file(root, module).write_text(json.dumps(known, indent=0))
     finally:
         shutil.rmtree(base, ignore_errors=True)
 

@@ -91,6 +91,9 @@ def test_a_constant_read_through_a_default_value_is_charged_to_the_tests_of_its_
     mutant = tool.Mutant("m.py", 1, (1, 1), 8, 11, "1.1", "`0.1` -> `1.1`")
     assert tool.covering_tests(mutant, cmap, tool.import_uses(source)) == ["later", "first"]
     assert tool.covering_tests(mutant, cmap) == ["first"]
+    # A test that killed mutants of the module before runs first, whatever its time.
+    assert tool.covering_tests(mutant, cmap, tool.import_uses(source),
+                               killers={"first": 2, "gone": 5}) == ["first", "later"]
     # A constant that only other modules read: every test that runs a line of the module.
     other = tool.Mutant("m.py", 1, (1, 1), 8, 11, "1.1", "`0.1` -> `1.1`")
     alone = (b"LEVEL = 0.1\n"
