@@ -183,6 +183,13 @@ def test_worker_decision_since_and_until(repo: Path, ar: Tool) -> None:
     assert numbers(ar, repo, "--until", "2026-11-29T13:00:00Z") == [1, 2, 3]
     assert numbers(ar, repo, "--since", "2026-11-29 11:30 +0000",
                    "--until", "2026-11-29 13:30 +0000") == [2, 3]
+    assert ar(repo, "log", "--since", "2026-13-45", expect=2).err == \
+        "git autoresearch: --since '2026-13-45': no such day\n"
+    # A text git cannot read is now, as for git log: said, since "no runs" looks like an answer.
+    unread = ar(repo, "log", "--since", "garbage-date", "--format", "{run}")
+    assert (unread.out, unread.err) == ("", "warning: --since 'garbage-date': git reads it as "
+                                        "now (a date it cannot read is now, as for git log)\n")
+    assert ar(repo, "log", "--until", "now", "--format", "{run}").err == ""
     assert ar(repo, "log", "--since", " ", expect=2).err == \
         "git autoresearch: --since: an empty date\n"
 

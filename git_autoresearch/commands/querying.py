@@ -185,6 +185,7 @@ def _dates(query: Query, read: Callable[..., int | None], since: str | None,
     time of day, means the whole day: from its first second (``--since``) to its last
     (``--until``)."""
     import re
+    import time
 
     from ..query import shown
 
@@ -193,11 +194,23 @@ def _dates(query: Query, read: Callable[..., int | None], since: str | None,
             continue
         if not given.strip():
             raise UsageError(f"{option}: an empty date")
-        day = re.fullmatch(r"\s*(\d{4}-\d{2}-\d{2})\s*", given)
+        day = re.fullmatch(r"\s*(\d{4}-\d{2}-\d{2})\s*", given, re.ASCII)
+        if day:
+            from datetime import date
+
+            try:
+                date.fromisoformat(day.group(1))
+            except ValueError:
+                raise UsageError(f"{option} {shown(given)!r}: no such day") from None
         seconds = read(f"{day.group(1)} {'23:59:59' if is_until else '00:00:00'}"
                        if day else given, until=is_until)
         if seconds is None:
             raise UsageError(f"{option} {shown(given)!r}: git reads no date in it")
+        if not day and abs(seconds - time.time()) < 2 and "now" not in given.lower():
+            # git reads a text it does not understand as now: said, since no run matching
+            # would otherwise look like an answer.
+            warn(f"{option} {shown(given)!r}: git reads it as now (a date it cannot read is "
+                 "now, as for git log)")
         if is_until:
             query.until = seconds
         else:
