@@ -51,6 +51,7 @@ class Finding:
     problem: str
     fix: str | None = None
     fixed: bool = False
+    done: str | None = None  # what the fix did, when it can be one of several things
 
 
 @dataclass
@@ -251,6 +252,7 @@ def _check_interrupted(session: Session, exam: Examination, fix: bool) -> None:
         recovered = recover(session, abandon=True)
         exam.warnings += recovered.warnings
         finding.fixed = recovered.note is not None
+        finding.done = recovered.note
 
 
 def _check_trailers(session: Session, exam: Examination, exists: bool) -> list[TrailerCommit]:
@@ -445,5 +447,9 @@ def _check_state(session: Session, exam: Examination, fix: bool) -> None:
 
 
 def render(exam: Examination) -> list[dict[str, Any]]:
-    return [{"problem": f.problem, "fix": f.fix, "fixed": f.fixed} for f in exam.findings]
+    """The findings as ``doctor --json`` gives them: ``problem``, ``fix`` (None: needs a
+    person), ``fixed``, and ``done`` when the fix was one of several (an interrupted keep
+    finished, rolled back or set aside)."""
+    return [{"problem": f.problem, "fix": f.fix, "fixed": f.fixed,
+             **({"done": f.done} if f.done else {})} for f in exam.findings]
 

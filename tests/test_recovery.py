@@ -106,6 +106,39 @@ def test_kill_during_the_set_aside_before_measuring(experiment: Path, ar: Tool, 
     assert ar(top, "doctor", "--json").json()["findings"] == []
 
 
+def test_a_set_aside_killed_then_head_moved_is_refused_then_set_aside_by_doctor(
+        experiment: Path, ar: Tool) -> None:
+    """A set-aside killed after its scope ref holds the changes, then HEAD moved by hand: the
+    next command refuses, naming where the changes are saved; doctor --fix sets the intent
+    record aside (saying so), leaves the work tree as it is, and the loop carries on. Files
+    left in the scratch folder by killed commands are removed; one of a live process is not."""
+    top = experiment
+    write(top / "extra" / "a.txt", "a\n")
+    killed = tool(top, "run", "-d", "killed",
+                  env={"GIT_AUTORESEARCH_DIE_AT": "set-aside:after-attempt"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    ref = "refs/autoresearch/s1/scope/2"
+    write(top / "by-hand.txt", "x\n")
+    git(top, "add", "by-hand.txt")
+    git(top, "commit", "-q", "-m", "by hand")
+    assert ar(top, "run", "-d", "x", expect=3).err == (
+        "git autoresearch: HEAD moved since the set-aside before run 2 was interrupted; the "
+        f"changes are saved at {ref} (git autoresearch doctor --fix sets the interrupted "
+        "operation aside)\n")
+    scratch = top / ".git" / "autoresearch"  # (git rev-parse --git-path autoresearch)
+    left = [scratch / "attempt-index.1", scratch / "state-piece.x.2", scratch / "y.tmp"]
+    alive = scratch / f"attempt-index.{os.getpid()}"
+    for path in [*left, alive]:
+        path.write_text("")
+    fixed = ar(top, "doctor", "--fix", "--json", expect=None).json()["findings"]
+    assert fixed[0]["done"] == \
+        "set aside the interrupted set-aside before run 2 (HEAD had moved)"
+    assert not any(path.exists() for path in left) and alive.exists()
+    assert (top / "extra" / "a.txt").read_text() == "a\n", "left as it is"
+    assert git(top, "show", f"{ref}:extra/a.txt") == "a"
+    assert ar(top, "status", "--json").json()["warnings"] == []
+
+
 def test_every_set_aside_of_a_run_is_named_by_its_record(experiment: Path, ar: Tool) -> None:
     """A run measured twice with changes outside the scope each time (the first measurement
     left pending): its record names both scope refs, the union of their paths, and show
@@ -581,9 +614,17 @@ def test_doctor_sets_aside_a_stuck_interrupted_keep(experiment: Path, ar: Tool) 
     assert ar(experiment, "run", "-d", "x", expect=3).err == (
         "git autoresearch: HEAD moved since the keep of run 2 was interrupted, and not by that "
         "keep (git autoresearch doctor --fix sets the interrupted operation aside)\n")
-    ar(experiment, "doctor", "--fix", expect=None)
-    assert ar(experiment, "discard", "-d", "carries on", "--json").json()["status"] \
-        == "discard"
+    fixed = ar(experiment, "doctor", "--fix", "--json", expect=None).json()["findings"]
+    assert fixed[0] == {"problem": "a keep of run 2 was interrupted",
+                        "fix": "finish it, roll it back, or set it aside when HEAD has moved",
+                        "fixed": True,
+                        "done": "set aside the interrupted keep of run 2 (HEAD had moved)"}
+    assert [r["run"] for r in runs(experiment)] == [1], "the keep is not finished"
+    kept = sorted(p.name for p in (experiment / ".git" / "autoresearch").iterdir()
+                  if p.name.startswith("intent"))
+    assert len(kept) == 1 and kept[0].startswith("intent.abandoned."), kept
+    carried = ar(experiment, "discard", "-d", "carries on", "--json").json()
+    assert (carried["run"], carried["status"]) == (2, "discard")
 
 
 def test_a_run_number_written_twice_is_two_runs(experiment: Path, ar: Tool) -> None:

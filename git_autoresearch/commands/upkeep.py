@@ -93,7 +93,8 @@ def doctor_cmd(fix: bool, as_json: bool) -> None:
             mark = "fixed" if item["fixed"] else (
                 "not fixed: see the warning below" if fix and item["fix"] and why else
                 "fixable with --fix" if item["fix"] else "needs a person")
-            click.echo(f"- {item['problem']} [{mark}]")
+            click.echo(f"- {item['problem']} [{mark}]"
+                       + (f": {item['done']}" if item.get("done") else ""))
         for message in why:
             warn(message)
     if left:
