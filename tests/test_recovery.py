@@ -257,8 +257,8 @@ def test_kill_during_revert_then_resume(experiment: Path, ar: Tool, step: str) -
         "finished the interrupted revert of run 2 (discard)" if step.startswith(
             ("revert:", "record:before-ledger")) else
         "run 2 was already recorded; its after hooks had not fired (they fire now)"]
-    assert runs(top)[-1]["status"] == "discard"
     ref = "refs/autoresearch/s1/attempts/2"
+    assert (runs(top)[-1]["status"], runs(top)[-1]["attempt_ref"]) == ("discard", ref)
     assert git(top, "show", f"{ref}:value.txt") == "50"
     assert git(top, "show", f"{ref}:src/new.py") == "x = 1"
     assert (top / "value.txt").read_text() == "100\n"
@@ -392,6 +392,8 @@ def test_kill_during_keep_then_resume(experiment: Path, ar: Tool, step: str) -> 
         assert numbers == [1, 2]
         record = runs(top)[-1]
         assert record["status"] == "keep" and record["committed"] is True
+        # The out-of-scope change went to the attempt ref, which the record names.
+        assert record["attempt_ref"] == "refs/autoresearch/s1/attempts/2"
         assert git(top, "rev-parse", "HEAD^") == head
         assert git(top, "log", "-1", "--format=%(trailers:key=Autoresearch-Run,valueonly)") \
             == "2"
