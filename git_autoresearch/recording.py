@@ -107,8 +107,10 @@ def choose_measurement(session: Session, status: str, pending: Measurement | Non
         best = session.segment.best
         beaten = best is None or best.metric is None or session.segment.better(metric,
                                                                                 best.metric)
+        said = False  # (whether the note below is said already)
         if result.decision is not None and verdict not in ("better", "baseline"):
-            if result.decision.get("rule") == "strict":
+            said = result.decision.get("rule") == "strict"
+            if said:
                 notes.append(f"{number_text(metric)} does not beat the best so far "
                              f"({_best_text(best)}); kept because you asked (its decision is "
                              "recorded as forced)")
@@ -121,7 +123,7 @@ def choose_measurement(session: Session, status: str, pending: Measurement | Non
             notes.append(f"the new incumbent has {len(result.samples)} sample(s): a gain is "
                          "hard to prove against so few; run measures it again after the next "
                          f"revert, up to baseline_samples ({cfg.samples_of_baseline})")
-        elif not beaten and best is not None:
+        elif not beaten and best is not None and not said:
             notes.append(f"{number_text(metric)} does not beat the best so far "
                          f"({_best_text(best)}); kept because you asked")
     return Choice(result, given, notes)

@@ -529,7 +529,10 @@ def test_keep_warnings_reach_json_and_force_refusal_says_only_that(repo: Path, a
     write(repo / "value.txt", "120\n")
     ar(repo, "measure")
     record = ar(repo, "keep", "-d", "slower but simpler", "--json").json()
-    assert any("does not beat the best so far" in w for w in record["warnings"])
+    # Said once (it was said twice, once without the decision's mark).
+    assert record["warnings"] == ["120 does not beat the best so far (100, run 1); kept "
+                                  "because you asked (its decision is recorded as forced)"]
+    assert (record["decision"]["verdict"], record["decision"]["forced"]) == ("worse", True)
     write(repo / "value.txt", "130\n")
     ar(repo, "measure")
     write(repo / "value.txt", "140\n")
