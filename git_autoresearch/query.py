@@ -196,11 +196,12 @@ def parse_where(expression: str) -> Condition:
                          "never closed")
     op = "=" if op == "==" else op
     number = float(wanted) if _NUMBER.match(wanted) else None
-    if number is not None and not math.isfinite(number):
+    huge = number is not None and not math.isfinite(number)
+    if huge:
         number = None
     if op in ORDERING and number is None:
-        raise UsageError(f"{said}: {op} compares numbers, and {shown(wanted)!r} is not a "
-                         "number")
+        raise UsageError(f"{said}: {op} compares numbers, and {shown(wanted)!r} is "
+                         + ("too large for one (no metric is)" if huge else "not a number"))
     pattern = None
     if op in ("~", "!~"):
         pattern = compile_pattern(wanted, said)

@@ -113,6 +113,8 @@ def test_where_compares_the_metric_secondary_metrics_asi_and_record_fields(
 
 @pytest.mark.parametrize(("expression", "message"), [
     ("mem_mb>lots", "--where 'mem_mb>lots': > compares numbers, and 'lots' is not a number"),
+    ("metric<1e400", "--where 'metric<1e400': < compares numbers, and '1e400' is too large "
+                     "for one (no metric is)"),
     ("mem_mb", "--where 'mem_mb': no comparison (one of <= >= != !~ == = < > ~)"),
     (">3", "--where '>3': no field before >"),
     ("mem_mb!3", "--where 'mem_mb!3': '!3' is no comparison (one of <= >= != !~ == = < > ~)"),
