@@ -16,14 +16,14 @@ import gc
 import json
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from . import readscope
 from .confidence import confidence as confidence  # a segment's confidence, read here too
 from .confidence import confidence_label as confidence_label
 from .files import append_whole, write_atomic
@@ -31,14 +31,12 @@ from .jsontext import ObjectText, loads, loads_plain, number_flags
 from .jsontext import dumps as dumps  # (the ledger's line, long read from here)
 from .jsontext import finite as finite
 from .jsontext import json_number as json_number
+from .readscope import LineTest as LineTest  # (a query's line test, read here too)
+from .readscope import only_runs as only_runs
+from .readscope import runs_as_text as runs_as_text
 
 # A run record as :func:`dumps` (or json.dumps) writes it begins with its number.
 _RUN_PREFIX = re.compile(rb'\{\s*"run"\s*:\s*([1-9][0-9]{0,8})\s*[,}]')
-# A test of every line at once that lets parse skip run lines no reader in this context
-# wants (only_runs): False for a line it need not read.
-LineTest = Callable[[list[bytes]], list[bool]]  # mutation: equivalent only annotations name it
-_ONLY: ContextVar[LineTest | None] = ContextVar("only_runs", default=None)
-_AS_TEXT: ContextVar[bool] = ContextVar("runs_as_text", default=False)
 STATUSES = ("keep", "discard", "crash", "checks_failed")
 # Fields of the run records this tool writes (or doctor rebuilds) that pi-autoresearch's lack.
 OUR_RUN_FIELDS = frozenset({"attempt_ref", "samples", "duration_s", "hooks", "checks",
@@ -303,11 +301,11 @@ def _parse(data: bytes) -> Ledger:
     torn_last = bool(lines[-1])  # split always gives one piece at least
     short, plain = number_flags(data)
     read = loads_plain if short else loads
-    wanted = _ONLY.get()
-    as_text = _AS_TEXT.get()
-    based = _Baseline()
+    wanted = readscope.wanted()
+    as_text = readscope.as_text()
+    based = readscope.Baseline()
     visited = enumerate(lines, start=1) if wanted is None else \
-        _visited(lines, wanted(lines), based)
+        readscope.visited(lines, wanted(lines), based)
     last = len(lines)
     current = segments[-1]
     for number, raw in visited:
@@ -382,65 +380,6 @@ def _repeated(repeats: dict[int, list[tuple[int, bytes]]], named: int,
         return f"a copy of line {line} (run {named})"
     found.append(entry)
     return None
-
-
-@dataclass
-class _Baseline:
-    """Whether the segment :func:`parse` is reading has its baseline yet (a kept run with a
-    metric)."""
-
-    known: bool = False
-
-
-def _visited(lines: list[bytes], flags: list[bool], based: _Baseline
-             ) -> Iterator[tuple[int, bytes]]:
-    """(line number, line) of the lines :func:`parse` reads under :func:`only_runs`: each
-    line ``flags`` keeps, and each it rules out that is not a run record as written (it
-    begins ``{"run":``, has no ``"type"`` key and no ``\\u`` escape that could hide one), or
-    that comes before its segment's baseline (``based.known``, which parse sets; a config line,
-    which opens a segment and resets it, is always read)."""
-    skip = [not keep and raw.startswith(b'{"run":') and b'"type"' not in raw
-            and b"\\u" not in raw for keep, raw in zip(flags, lines, strict=True)]
-    after = 0  # the index of the first line not yet given
-    for index in [i for i, skipped in enumerate(skip) if not skipped]:
-        while not based.known and after < index:  # the baseline is not known yet: read on
-            yield after + 1, lines[after]
-            after += 1
-        yield index + 1, lines[index]
-        after = index + 1
-    while not based.known and after < len(lines):
-        yield after + 1, lines[after]
-        after += 1
-
-
-@contextmanager
-def only_runs(wanted: LineTest | None) -> Iterator[None]:
-    """While it lasts, :func:`parse` (and so :func:`read` and opening a session) skips the
-    run lines for which ``wanted(lines)`` (every line of the ledger, as bytes) says False,
-    unparsed: a query's quick test of the lines' bytes, which must say True for every line
-    the query could select. Lines before a segment's baseline, lines that do not begin
-    ``{"run":`` as a written record does, lines with a ``"type"`` key or a ``\\u`` escape
-    (which could hide a key) are always read. A ledger read so holds fewer runs: for
-    answering that query only."""
-    token = _ONLY.set(wanted)
-    try:
-        yield
-    finally:
-        _ONLY.reset(token)
-
-
-@contextmanager
-def runs_as_text() -> Iterator[None]:
-    """While it lasts, :func:`parse` (and so :func:`read` and opening a session) holds each
-    run record as an :class:`~git_autoresearch.jsontext.ObjectText`: its line and the few
-    fields that ``log --json`` reads of every run (:data:`AT_HAND`), the rest decoded again
-    when asked for. For a reader that writes
-    every line as it stands: 100,000 runs then hold about 60 MB instead of 470."""
-    token = _AS_TEXT.set(True)
-    try:
-        yield
-    finally:
-        _AS_TEXT.reset(token)
 
 
 def read_bytes(path: Path) -> bytes:

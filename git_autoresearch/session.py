@@ -32,10 +32,10 @@ from .layout import Layout
 from .ledger import Ledger, Segment, now_ms
 from .lock import SessionLock
 from .paths import AUTO, Boundaries
-from .refs import attempts_prefix, session_branch, state_ref
 from .refs import namespace as ref_namespace
+from .refs import session_branch, state_ref
 from .workers import current as current_worker
-from .workers import relink, reservations, reserve, shared_dir
+from .workers import relink, shared_dir
 
 if TYPE_CHECKING:
     from .hooks import HookReport
@@ -89,8 +89,9 @@ class Session:
         self.seen_version: str | None = None
         # Why config.toml could not be used (read with the recorded configuration instead).
         self.invalid_config: str | None = None
-        # The highest run number the attempt refs and the branch's trailers name.
-        self._git_runs: int | None = None
+        # The highest run number the attempt refs and the branch's trailers name (None: not
+        # asked of git yet in this command; runnumbers.next_run asks).
+        self.git_runs: int | None = None
         from .trailers import BranchRuns
 
         self.branch_runs = BranchRuns(self.layout.branch_runs)  # saved once a run is recorded
@@ -115,7 +116,7 @@ class Session:
             cfg = self.config
             from .scripts import command_files
 
-            head = self._head or self.repo.head_at_discovery or self.repo.head()
+            head = self.known_head or self.repo.head()
             scripts = [] if self.read_only else command_files(self.repo, cfg, head)
             self._bounds = Boundaries(cfg.scope, cfg.protected, cfg.readonly, scripts)
         return self._bounds
@@ -136,8 +137,13 @@ class Session:
         """HEAD is ``commit`` now: a keep committed it (``run``: the number its
         ``Autoresearch-Run`` trailer names, on the session branch's tip, which was HEAD)."""
         if run is not None:
-            self.branch_runs.kept(self._head or self.repo.head_at_discovery, commit, run)
+            self.branch_runs.kept(self.known_head, commit, run)
         self._head = commit
+
+    @property
+    def known_head(self) -> str | None:
+        """HEAD's commit id as known without asking git (None when not known yet)."""
+        return self._head or self.repo.head_at_discovery
 
     def head(self) -> str:
         """HEAD's commit id, asked of git once and then kept up to date by :meth:`moved_head`."""
@@ -314,20 +320,10 @@ class Session:
         return self.worker.remote if self.worker else None
 
     def reserve_run(self) -> int:
-        """The number of the run this work tree measures next, held for it so that no other
-        worker takes it until it is recorded (:func:`workers.reserve`); in a clone that joined
-        through a remote, taken there first (:func:`remoteledger.claim_run`)."""
-        with self.shared("reserve a run number"):
-            number = self.next_run()
-            held = reservations(self.repo, self.config.session_id).get(self.worker_name)
-            if held != number and self.remote is not None:
-                from .remoteledger import claim_run
+        """:func:`runnumbers.reserve_run` of this session."""
+        from .runnumbers import reserve_run
 
-                number = claim_run(self.repo, self.remote, self.config.session_id, number,
-                                   self.head(), self.worker_name)
-            if held != number:
-                reserve(self.repo, self.config.session_id, self.worker_name, number)
-            return number
+        return reserve_run(self)
 
     @property
     def ledger(self) -> Ledger:
@@ -351,7 +347,7 @@ class Session:
     def reload(self) -> None:
         """Forget the runs read: the ledger (or the branch's trailers) is read again when
         :attr:`ledger` is next used."""
-        self._git_runs = None
+        self.git_runs = None
         self._ledger = None
 
     def read_ledger(self, data: bytes | None = None, book: Ledger | None = None) -> Ledger:
@@ -406,32 +402,10 @@ class Session:
     # --- measuring --------------------------------------------------------------------------
 
     def next_run(self) -> int:
-        """The next run number: after the ledger's last run, after every attempt ref, and after
-        every ``Autoresearch-Run`` trailer of the session branch (since the session's base
-        commit), so a ledger line that was lost or never written never makes a number repeat."""
-        if self._git_runs is None:  # asked of git once per command (and after a reload)
-            # One for-each-ref over the session's refs answers set_asides too; the trailers
-            # of the branch are read again only when its tip moved (trailers.BranchRuns).
-            prefix = attempts_prefix(self.config.session_id)
-            numbers = [int(n[len(prefix):]) for n in
-                       self.repo.for_each_ref(prefix, within=self.namespace + "/")
-                       if n[len(prefix):].isdigit()]
-            branch = session_branch(self.config.session_id)
-            base = (self.ledger.segments[0].header or {}).get("base_commit")
-            spec = f"{base}..{branch}" if isinstance(base, str) and base else branch
-            tip = (self._head or self.repo.head_at_discovery
-                   if self.repo.branch_at_discovery == branch else None)
-            numbers.append(self.branch_runs.highest(self.repo, spec, tip))
-            self._git_runs = max(numbers, default=0)
-        base = max(self.ledger.next_run_number, self._git_runs + 1)
-        held = reservations(self.repo, self.config.session_id)
-        own = held.pop(self.worker_name, None)
-        if own is not None and own not in held.values() and (own >= base or (
-                self.ledger.find(own, ours=True) is None
-                and self.repo.resolve(f"{attempts_prefix(self.config.session_id)}{own}")
-                is None)):
-            return own  # held by this work tree, and recorded by no one yet
-        return max(base, max(held.values(), default=0) + 1)
+        """:func:`runnumbers.next_run` of this session."""
+        from .runnumbers import next_run
+
+        return next_run(self)
 
     def check_baseline(self) -> None:
         """Refuse to measure or keep experiments against a segment whose baseline failed or was

@@ -21,7 +21,7 @@ CLI = {"cli", "manpage", "commands"}
 # Views: read a Ledger, return data and text; never run git.
 VIEWS = {"report", "insight", "dashboard", "plot", "query", "queryformat"}
 # Leaves below the session protocol: formats and paths, no git and no session.
-FORMATS = {"ledger", "confidence", "jsontext", "config", "paths", "files", "refs", "inputs",
+FORMATS = {"ledger", "readscope", "confidence", "jsontext", "config", "paths", "files", "refs", "inputs",
            "errors", "decision", "scoring", "jsonmetric"}
 # The session protocol's rooms; the read side (session) never reaches up into them.
 PROTOCOL = {"pending", "recording", "recovery", "start", "resume", "doctor"}
@@ -33,12 +33,13 @@ LAYERS = [
     {"start", "start_record", "resume", "doctor", "status", "demo", "audit", "finalize", "apply",
      "catalog", "sharing", "guard", "runcommits", "parallel", "joining"},
     {"recording", "recovery", "pending", "replaying", "landing"},
-    {"session", "reader", "branches", "journal", "stopping", "hookpayload", "baselines"},
+    {"session", "reader", "branches", "journal", "stopping", "hookpayload", "baselines",
+     "runnumbers"},
     {"experiment", "trailers", "state", "submodules", "layout", "ideas", "scripts", "lock",
      "measure", "running", "hooks", "importers", "report", "insight", "dashboard", "plot",
      "review", "skill", "workers", "slots", "claims", "query", "queryformat",
      "remoteledger"},
-    {"git", "ledger", "confidence", "jsontext", "repairs", "config", "refs", "paths", "files",
+    {"git", "ledger", "readscope", "confidence", "jsontext", "repairs", "config", "refs", "paths", "files",
      "inputs", "errors", "signals", "faults", "resources", "decision", "stats", "scoring",
      "jsonmetric", "records", "budget", "__init__"},
 ]
