@@ -393,7 +393,7 @@ def _check_named_refs(session: Session, exam: Examination) -> None:
     says it deleted)."""
     collected = ledger_mod.collected_refs(session.ledger)
     # The session's refs listed once, not a git call per run (16,000 of them on 20,000 runs).
-    listed = session.repo.commit_refs(f"refs/autoresearch/{session.config.session_id}/")
+    listed = session.repo.commit_refs(session.namespace + "/")
     for run in session.ledger.runs:
         ref = run.data.get("attempt_ref")
         if isinstance(ref, str) and ref and ref not in collected and ref not in listed \

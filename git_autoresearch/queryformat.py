@@ -8,6 +8,7 @@ import json
 import math
 import re
 from collections.abc import Iterator
+from functools import cache
 from typing import Any
 
 from .errors import UsageError
@@ -75,32 +76,20 @@ def _row_text(row: Row, columns: list[str] | None, all_sessions: bool) -> str:
                     row.session if all_sessions else None)
 
 
-# A number whose text may read as infinity has an exponent of three digits or more, or 309
-# digits in a row: a line with either (or with text that looks so) is written anew, with null
-# for such a number, never as written (a strict reader, Go's or Rust's, refuses the
-# document). Found by jsontext.plain_numbers, once for the whole ledger when it can.
-_STRINGS: dict[str, str] = {}
-
-
 # The fields log --json adds to a record (beside segment, and session across sessions).
 _ADDED = frozenset({"delta_pct", "audit", "source"})
-_TAILS: dict[str, str] = {}
 
 
+@cache
 def _source_tail(source: str) -> str:
     """The end of a run's text in ``log --json`` when it has no audit, once per source."""
-    found = _TAILS.get(source)
-    if found is None:
-        found = _TAILS[source] = ',"audit":null,"source":' + _string_text(source) + "}"
-    return found
+    return ',"audit":null,"source":' + _string_text(source) + "}"
 
 
+@cache
 def _string_text(value: str) -> str:
     """``value`` as JSON text, written once for every run that names it (a source)."""
-    found = _STRINGS.get(value)
-    if found is None:
-        found = _STRINGS[value] = _dumps(value)
-    return found
+    return _dumps(value)
 
 
 def run_text(run: Run, index: int, base_metric: float | None, audit: dict[str, Any] | None,
@@ -147,6 +136,9 @@ def _as_it_stands(run: Run, index: int, base_metric: float | None, end: str,
     fields = data.at_hand if type(data) is ObjectText else data
     raw = run.text
     status = fields.get("status")
+    # A number whose text may read as infinity (an exponent of three digits or more, or 309
+    # digits in a row) is never written as it stands: a strict reader, Go's or Rust's, would
+    # refuse the document; the record is written anew, with null for it.
     if raw is None or status not in STATUSES or not _ADDED.isdisjoint(fields) \
             or not raw.startswith(b"{") or not raw.endswith(b"}") \
             or not (plain or plain_numbers(raw)):
