@@ -21,8 +21,8 @@ CLI = {"cli", "manpage", "commands"}
 # Views: read a Ledger, return data and text; never run git.
 VIEWS = {"report", "insight", "dashboard", "plot", "query", "queryformat"}
 # Leaves below the session protocol: formats and paths, no git and no session.
-FORMATS = {"ledger", "readscope", "confidence", "jsontext", "config", "paths", "files", "refs", "inputs",
-           "errors", "decision", "scoring", "jsonmetric"}
+FORMATS = {"ledger", "readscope", "confidence", "jsontext", "config", "paths", "files", "refs",
+           "inputs", "errors", "decision", "scoring", "jsonmetric"}
 # The session protocol's rooms; the read side (session) never reaches up into them.
 PROTOCOL = {"pending", "recording", "recovery", "start", "resume", "doctor"}
 MAX_LINES = 550  # about 500, with a 10 % margin
@@ -39,8 +39,8 @@ LAYERS = [
      "measure", "running", "hooks", "importers", "report", "insight", "dashboard", "plot",
      "review", "skill", "workers", "slots", "claims", "query", "queryformat",
      "remoteledger"},
-    {"git", "ledger", "readscope", "confidence", "jsontext", "repairs", "config", "refs", "paths", "files",
-     "inputs", "errors", "signals", "faults", "resources", "decision", "stats", "scoring",
+    {"git", "ledger", "readscope", "confidence", "jsontext", "repairs", "config", "refs", "paths",
+     "files", "inputs", "errors", "signals", "faults", "resources", "decision", "stats", "scoring",
      "jsonmetric", "records", "budget", "__init__"},
 ]
 
