@@ -30,6 +30,7 @@ MAX_METRICS = 256
 NUMBER_RE = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$")
 THOUSANDS_RE = re.compile(r"^[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
 NON_FINITE_RE = re.compile(r"^[+-]?(?:nan|inf|infinity)$", re.I)
+CONTINUATION_BYTES = bytes(range(0x80, 0xC0))  # UTF-8's bytes after a character's first
 ANSI_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 
 Progress = Callable[[float, str], None]
@@ -119,9 +120,11 @@ def tail(path: Path, lines: int = TAIL_LINES, limit: int = TAIL_CHARS, offset: i
     except FileNotFoundError:
         return ""
     with open(path, "rb") as fh:
-        start = max(offset, size - limit * 4)
+        start = max(offset, size - (limit + 1) * 4)  # (a character is at most 4 bytes)
         fh.seek(start)
         data = fh.read()
+    if start > offset:  # begun inside a character: its continuation bytes are not one
+        data = data.lstrip(CONTINUATION_BYTES)
     text = ANSI_RE.sub("", data.decode("utf-8", "replace"))
     out = "\n".join(text.splitlines()[-lines:])
     return out[-limit:]
@@ -305,8 +308,7 @@ def _sample(cfg: Config, *, top: Path, log_path: Path, log_fd: int, env: Mapping
     else:
         reading = read_log(log_path, offset, cfg.metric_pattern, cfg.metric_name)
     if cfg.metric_json is not None or cfg.metrics_json or cfg.score is not None:
-        read_json_and_score(cfg, reading, top=top, log_path=log_path, offset=offset,
-                            before=before, output=output)
+        read_json_and_score(cfg, reading, top=top, before=before, output=output)
     return outcome, reading, reading.problem if reading.metric is None else None
 
 
@@ -354,14 +356,14 @@ def json_files_state(cfg: Config, top: Path) -> dict[str, FileState]:
     return states
 
 
-def read_json_and_score(cfg: Config, reading: LogReading, *, top: Path, log_path: Path,
-                        offset: int, before: Mapping[str, FileState],
-                        output: str | None = None) -> None:
+def read_json_and_score(cfg: Config, reading: LogReading, *, top: Path,
+                        before: Mapping[str, FileState], output: str | None) -> None:
     """Complete ``reading`` in place: the JSON metrics (``metric_json``, ``metrics_json``),
     then the ``[score]``, which replaces the metric and keeps the value read under
     :data:`scoring.READ_VALUE`. Any failure leaves ``metric`` None and says why in
-    ``problem`` (a crash). ``output``: the command's standard output, when it was kept
-    apart (else the run log from ``offset`` stands for it)."""
+    ``problem`` (a crash). ``output``: the command's standard output, kept apart when a
+    spec reads it (:func:`_reads_output`; else None); ``before``: the files' states before
+    the command (:func:`json_files_state`)."""
     from . import jsonmetric, scoring
 
     reader = cfg.metric_pattern or cfg.metric_command or cfg.metric_json
@@ -375,8 +377,11 @@ def read_json_and_score(cfg: Config, reading: LogReading, *, top: Path, log_path
     def value(spec: str, default: str | None) -> float:
         file, path = jsonmetric.split_spec(spec, default)
         if file not in docs:
-            text = output if file is None and output is not None else \
-                _json_text(file, top, log_path, offset, before)
+            if file is None:  # the command's stdout, kept apart whenever a spec reads it
+                assert output is not None, "_reads_output keeps the output of such a spec"
+                text = output
+            else:
+                text = _json_text(file, top, before)
             docs[file] = jsonmetric.documents(text)
         return jsonmetric.read_value(docs[file], path, file or "the command's output")
 
@@ -399,17 +404,11 @@ def read_json_and_score(cfg: Config, reading: LogReading, *, top: Path, log_path
         reading.metric, reading.problem = None, str(exc)
 
 
-def _json_text(file: str | None, top: Path, log_path: Path, offset: int,
-               before: Mapping[str, FileState]) -> str:
-    """The text of a JSON metric's source: ``file`` (relative to ``top``), or the sample's
-    output in the run log from ``offset``. Raises :class:`jsonmetric.JsonMetricError` for a
-    file the command did not write."""
+def _json_text(file: str, top: Path, before: Mapping[str, FileState]) -> str:
+    """The text of JSON metric file ``file`` (relative to ``top``). Raises
+    :class:`jsonmetric.JsonMetricError` for a file the command did not write."""
     from . import jsonmetric
 
-    if file is None:
-        with open(log_path, "rb") as fh:
-            fh.seek(offset)
-            return fh.read(JSON_OUTPUT_LIMIT).decode("utf-8", "replace")
     try:
         st = os.stat(top / file)
         with open(top / file, "rb") as fh:
@@ -441,7 +440,8 @@ def _metric_from_command(cfg: Config, *, top: Path, log_fd: int, out_path: Path,
         reading.problem = _describe_exit(outcome, cfg.timeout_seconds, "the metric command")
         return reading
     values = []
-    for line in data.decode("utf-8", "replace").splitlines():
+    # Lines end at \n alone: a \r starts a piece of the same line (clean_line).
+    for line in data.decode("utf-8", "replace").split("\n"):
         pieces = [p for p in clean_line(line) if p.strip()]
         if not pieces:
             continue

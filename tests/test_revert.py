@@ -358,6 +358,23 @@ def test_git_maintenance_runs_during_a_session(repo: Path, ar: Tool,
     assert len(list(packs.glob("*.pack"))) == 1
 
 
+def test_git_maintenance_runs_every_tenth_run(repo: Path, ar: Tool, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every MAINTENANCE_EVERY (10) runs, as git commit would: after run 10 and 20, not
+    between (GIT_TRACE names each git command our process runs)."""
+    ar(repo, *start_args())  # run 1, the baseline
+    trace = tmp_path / "trace.txt"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    ran_after = []
+    for number in range(2, 22):
+        write(repo / "value.txt", f"{number}\n")
+        ar(repo, "discard", "-d", f"run {number}")
+        if "maintenance run --auto" in trace.read_text():
+            ran_after.append(number)
+        trace.unlink()
+    assert ran_after == [10, 20]
+
+
 def test_keep_reverts_new_files_staged_outside_the_scope(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args("--scope", "value.txt"))
     write(repo / "value.txt", "10\n")
