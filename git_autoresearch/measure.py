@@ -162,7 +162,7 @@ class Measurement:
     metric: float | None
     metrics: dict[str, float]
     samples: list[float]
-    duration_s: float
+    duration_s: float | None  # None: not measured here (the metrics the caller gave)
     reason: str | None = None
     exit_code: int | None = None
     checks: dict[str, Any] | None = None
@@ -179,9 +179,10 @@ class Measurement:
 
     @property
     def status(self) -> str | None:
-        """``crash``, ``checks_failed``, or None when the measurement can be kept."""
+        """``crash`` (no metric, and the ``reason`` why), ``checks_failed``, or None when the
+        measurement can be kept, or is only the secondary metrics a caller gave."""
         if self.metric is None:
-            return "crash"
+            return "crash" if self.reason is not None else None
         if self.checks is not None and not self.checks["passed"]:
             return "checks_failed"
         return None

@@ -86,7 +86,7 @@ def choose_measurement(session: Session, status: str, pending: Measurement | Non
     result = pending
     notes: list[str] = []
     if metric is not None or metrics:
-        given = _with_metrics(Measurement(None, {}, [], 0.0), metric, metrics, name)
+        given = _with_metrics(Measurement(None, {}, [], None), metric, metrics, name)
         if given.metric is not None:
             if pending is not None:
                 notes.append("the pending measurement is not used: the metric you gave is "
@@ -97,7 +97,7 @@ def choose_measurement(session: Session, status: str, pending: Measurement | Non
                     readonly_violations=pending.readonly_violations)
             result = given
         else:  # secondary metrics only: added to the pending measurement
-            result = _with_metrics(pending or Measurement(None, {}, [], 0.0), None, metrics,
+            result = _with_metrics(pending or Measurement(None, {}, [], None), None, metrics,
                                    name)
     if status == "keep":
         if result is None or result.metric is None:

@@ -126,7 +126,7 @@ def test_a_measurement_in_a_new_folder_twice(tmp_path: Path) -> None:
     mode = stat.S_IMODE((tmp_path / "auto" / "run.log").stat().st_mode)
     assert mode == 0o644 & ~umask
     assert logged(tmp_path) == "score: 4\n"  # one sample: no sample header
-    assert result.duration_s == round(result.duration_s, 3)
+    assert result.duration_s is not None and result.duration_s == round(result.duration_s, 3)
 
 
 def test_samples_have_headers_and_a_late_failure_names_its_sample(tmp_path: Path) -> None:

@@ -1,0 +1,137 @@
+"""Recording a run, field by field: what keep and discard write into the record and say, for
+the cases where a wrong line would still let the command succeed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import Tool, git, runs, start_args, write
+
+from git_autoresearch.git import Repo
+
+
+def test_metrics_given_without_a_measurement_are_not_timed(repo: Path, ar: Tool) -> None:
+    ar(repo, *start_args("--decision", "strict"))
+    write(repo / "value.txt", "90\n")
+    kept = ar(repo, "keep", "-d", "given", "--metric", "90", "--json").json()
+    assert (kept["metric"], kept["samples"], kept["duration_s"]) == (90, [90], None)
+    write(repo / "value.txt", "80\n")
+    by_name = ar(repo, "keep", "-d", "by name", "--metrics", "score=80", "--json").json()
+    assert (by_name["metric"], by_name["samples"], by_name["metrics"]) == (80, [80], {})
+    write(repo / "value.txt", "70\n")
+    only = ar(repo, "discard", "-d", "secondary", "--metrics", "mem=3", "--json").json()
+    assert (only["metric"], only["metrics"], only["duration_s"]) == (None, {"mem": 3}, None)
+
+
+def test_a_keep_that_does_not_beat_the_best_says_so(repo: Path, ar: Tool) -> None:
+    ar(repo, *start_args("--decision", "strict"))
+    write(repo / "value.txt", "120\n")
+    kept = ar(repo, "keep", "-d", "worse", "--metric", "120", "--json").json()
+    assert kept["warnings"] == ["120 does not beat the best so far (100, run 1); kept because "
+                                "you asked"]
+    write(repo / "value.txt", "50\n")
+    better = ar(repo, "keep", "-d", "better", "--metric", "50", "--json").json()
+    assert better["warnings"] == []
+
+
+def test_a_keep_of_few_samples_under_the_sequential_rule_says_so(repo: Path, ar: Tool) -> None:
+    ar(repo, *start_args("--decision", "sequential", "--baseline-samples", "3"))
+    write(repo / "value.txt", "50\n")
+    kept = ar(repo, "keep", "-d", "given", "--metric", "50", "--json").json()
+    assert kept["warnings"] == [
+        "the new incumbent has 1 sample(s): a gain is hard to prove against so few; run "
+        "measures it again after the next revert, up to baseline_samples (3)"]
+
+
+def test_a_pending_measurement_replaced_by_a_given_metric_keeps_its_set_aside(
+        repo: Path, ar: Tool) -> None:
+    ar(repo, *start_args("--scope", "value.txt", "--decision", "strict"))
+    write(repo / "value.txt", "90\n")
+    write(repo / "README.md", "out of scope\n")
+    measured = ar(repo, "measure", "--json").json()
+    kept = ar(repo, "keep", "-d", "given", "--metric", "90", "--json").json()
+    assert "the pending measurement is not used: the metric you gave is recorded" in \
+        kept["warnings"]
+    assert kept["scope_ref"] == measured["scope_ref"] and kept["scope_ref"]
+    assert kept["scope_violations"] == ["README.md"]
+
+
+def test_changed_files_are_named_up_to_five(repo: Path, ar: Tool) -> None:
+    ar(repo, *start_args("--decision", "strict"))
+    for count, listed in ((5, "a0, a1, a2, a3, a4"), (6, "a0, a1, a2, a3, a4 ...")):
+        write(repo / "value.txt", "90\n")
+        for i in range(count):
+            write(repo / f"a{i}", "before\n")
+        ar(repo, "measure")
+        for i in range(count):
+            write(repo / f"a{i}", "after\n")
+        record = ar(repo, "discard", "-d", "changed", "--json").json()
+        assert record["warnings"] == [f"the work tree changed since it was measured ({listed}); "
+                                      "the run is recorded without that measurement"]
+        assert record["metric"] is None and record["samples"] == []
+
+
+def test_a_discard_with_a_given_metric_after_a_change_records_it_alone(repo: Path, ar: Tool
+                                                                      ) -> None:
+    ar(repo, *start_args("--decision", "strict"))
+    write(repo / "value.txt", "90\n")
+    ar(repo, "measure")
+    write(repo / "value.txt", "80\n")
+    record = ar(repo, "discard", "-d", "given", "--metric", "80", "--json").json()
+    assert record["metric"] == 80 and record["samples"] == [80]
+    write(repo / "value.txt", "85\n")
+    ar(repo, "measure")
+    write(repo / "value.txt", "86\n")
+    secondary = ar(repo, "discard", "-d", "given", "--metrics", "mem=2", "--json").json()
+    assert secondary["warnings"] == ["the work tree changed since it was measured (value.txt); "
+                                     "the run is recorded with the metrics you gave alone"]
+    assert (secondary["metric"], secondary["metrics"]) == (None, {"mem": 2})
+
+
+def test_recording_during_a_merge_is_refused_before_anything_changes(repo: Path, ar: Tool
+                                                                    ) -> None:
+    ar(repo, *start_args())
+    write(repo / "value.txt", "90\n")
+    head = git(repo, "rev-parse", "HEAD")
+    (repo / ".git" / "MERGE_HEAD").write_text(head + "\n")
+    for command in ("keep", "discard"):
+        res = ar(repo, command, "-d", "x", "--metric", "90", expect=3)
+        assert res.err.strip().endswith("a merge is in progress; finish or abort it first")
+    assert (repo / "value.txt").read_text() == "90\n" and len(runs(repo)) == 1
+
+
+def test_a_keep_against_a_failed_baseline_is_refused(repo: Path, ar: Tool) -> None:
+    write(repo / "value.txt", "oops\n")
+    git(repo, "commit", "-qam", "no number")
+    ar(repo, *start_args(), expect=None)
+    write(repo / "value.txt", "90\n")
+    res = ar(repo, "keep", "-d", "x", "--metric", "90", expect=3)
+    assert "baseline" in res.err
+    assert git(repo, "log", "-1", "--format=%s") == "no number"
+
+
+def test_every_record_carries_its_confidence_and_the_kept_commit(repo: Path, ar: Tool) -> None:
+    ar(repo, *start_args("--decision", "strict"))
+    values = [90, 95, 80, 85]
+    for value in values:
+        write(repo / "value.txt", f"{value}\n")
+        ar(repo, "measure")
+        ar(repo, "keep" if value in (90, 80) else "discard", "-d", str(value))
+    written = runs(repo)
+    assert [r["run"] for r in written] == [1, 2, 3, 4, 5]
+    assert all("confidence" in r for r in written)
+    assert ar(repo, "log", "--json").json()[-1]["confidence"] == written[-1]["confidence"]
+    branch_runs = Repo.discover(repo).scratch / "branch-runs"
+    head = git(repo, "rev-parse", "HEAD")
+    assert head in branch_runs.read_text()
+    assert not (repo / ".auto" / "pending.json").exists()
+
+
+def test_a_crash_keeps_the_tail_of_its_log(repo: Path, ar: Tool) -> None:
+    ar(repo, *start_args("--decision", "strict"))
+    write(repo / "value.txt", "".join(f"x{i}\n" for i in range(1, 41)))
+    ar(repo, "measure", expect=None)
+    record = ar(repo, "discard", "-d", "crashed", "--json").json()
+    assert record["status"] == "crash" and record["metric"] == 0
+    assert record["reason"] == "metric 'x1' is not a number"
+    assert record["tail"] == "\n".join(f"x{i}" for i in range(11, 41))
