@@ -188,7 +188,7 @@ def record(session: Session, status: str, description: str, *, result: Measureme
 def _record(session: Session, status: str, description: str, *, result: Measurement | None,
             asi: Mapping[str, Any] | None, hooks: Sequence[Mapping[str, Any]] | None,
             baseline: bool, given: Measurement | None, force: bool, reason: str | None,
-            replayed: Mapping[str, Any] | None, recheck_discard: bool = False) -> Recorded:
+            replayed: Mapping[str, Any] | None, recheck_discard: bool) -> Recorded:
     """:func:`record`, under the session's shared lock."""
     from .replaying import check_incumbent, check_moved, follow
 
@@ -225,6 +225,7 @@ def _record(session: Session, status: str, description: str, *, result: Measurem
     untracked_after = sorted({*changes.preexisting, *changes.staged_preexisting,
                               *(p for p in changes.created if session.bounds.is_protected(p))})
     intent = journal.Intent("keep" if status == "keep" else "revert", number,
+                            # mutation: equivalent any id long enough never to repeat
                             id=os.urandom(8).hex(), head=head,
                             ref=attempt_ref(session.config.session_id, number), record=draft,
                             untracked_after=untracked_after,

@@ -248,6 +248,7 @@ def _not_to_finish(session: Session, intent: Intent, ours: bool, abandon: bool, 
 
 def _diverged(session: Session, attempt: str, head: str, paths: list[str]) -> list[str]:
     """Paths whose content is neither the attempt's nor HEAD's: changed after the kill."""
+    # mutation: equivalent no git calls for no paths; the caller reads [] and None alike
     if not paths:
         return []
     repo = session.repo
