@@ -17,6 +17,7 @@ from git_autoresearch.measure import (
     TAIL_LINES,
     LogReading,
     Measurement,
+    json_files_state,
     last_line,
     measure,
     parse_number,
@@ -202,3 +203,23 @@ def test_json_metrics_from_a_file_beside_a_pattern(tmp_path: Path) -> None:
     stale = run(tmp_path, "echo 'score: 3'", metrics_json={"mem": "out.json:mem"})
     assert stale.reason == ("metrics_json 'mem': out.json was not rewritten by the command (it "
                             "is left from before)")
+
+
+def test_each_json_file_is_looked_at_once(tmp_path: Path) -> None:
+    write(tmp_path / "out.json", "{}")
+    cfg = config("true", metric_pattern=None, metric_json="out.json:score",
+                 metrics_json={"mem": "out.json:mem", "io": "b.json:io", "rss": "rss"})
+    states = json_files_state(cfg, tmp_path)
+    assert list(states) == ["out.json", "b.json"] and states["b.json"] is None
+    st = (tmp_path / "out.json").stat()
+    assert states["out.json"] == (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def test_a_metric_command_is_read_to_its_first_mebibyte(tmp_path: Path) -> None:
+    """The number at 0.75 MiB is read; the one past 1.5 MiB is not (else two values)."""
+    script = write(tmp_path / "metric.py", (
+        "import sys\n"
+        "pad = (' ' * 1023 + '\\n') * 256\n"  # a quarter of a MiB of blank lines
+        "sys.stdout.write(pad * 3 + '7\\n' + pad * 3 + '8\\n')\n"))
+    result = run(tmp_path, "true", metric_pattern=None, metric_command=f"{PYTHON} {script}")
+    assert (result.metric, result.reason) == (7.0, None)
