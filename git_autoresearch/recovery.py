@@ -81,7 +81,7 @@ def _clean_scratch(session: Session) -> None:
 
 
 def finish_interrupted(session: Session, finished: list[Mapping[str, Any]], warnings: list[str],
-                       *, abandon: bool = False) -> str | None:
+                       *, abandon: bool) -> str | None:
     """Finish or roll back an interrupted keep, revert or set-aside; returns what was done, or
     None when nothing was interrupted. The record of a run finished here (or found recorded
     already, its after hooks not yet fired) is appended to ``finished``."""

@@ -1114,3 +1114,40 @@ def test_the_intent_record_keeps_the_key_order_of_earlier_versions() -> None:
                                     "untracked_after", "staged_preexisting", "to_stage",
                                     "had_index", "created", "tracked"]
     assert Intent.from_json(keep.to_json()) == keep
+
+
+def test_an_index_backup_left_without_a_keep_to_roll_back_is_removed(experiment: Path,
+                                                                     ar: Tool) -> None:
+    """The index a keep saved is needed only to roll that keep back: with no operation
+    interrupted, or a revert, the next recording command removes a copy left behind."""
+    top = experiment
+    backup = top / ".git" / "autoresearch" / "index-before-keep"
+    backup.write_bytes(b"left behind")
+    ar(top, "discard", "-d", "first")
+    assert not backup.exists()
+    write(top / "value.txt", "40\n")
+    killed = tool(top, "discard", "-d", "killed",
+                  env={"GIT_AUTORESEARCH_DIE_AT": "revert:after-attempt"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    backup.write_bytes(b"left behind")
+    assert ar(top, "resume", "--json").json()["actions"] == [
+        "finished the interrupted revert of run 3 (discard)"]
+    assert not backup.exists()
+
+
+def test_a_revert_finished_after_an_edit_leaves_the_work_tree_as_it_is(experiment: Path,
+                                                                      ar: Tool) -> None:
+    """A path edited after the kill (neither the attempt's content nor HEAD's) is the user's
+    now: resume records the run, names the path, and restores nothing."""
+    top = experiment
+    killed = tool(top, "discard", "-d", "killed",
+                  env={"GIT_AUTORESEARCH_DIE_AT": "revert:after-attempt"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    write(top / "value.txt", "45\n")
+    assert ar(top, "resume", "--json").json()["actions"] == [
+        "finished the interrupted revert of run 2 (discard); the work tree was left as it is, "
+        "since value.txt changed after the interruption"]
+    assert (top / "value.txt").read_text() == "45\n"
+    assert (top / "src" / "new.py").read_text() == "x = 1\n"
+    assert [r["run"] for r in runs(top)] == [1, 2]
+    assert git(top, "show", "refs/autoresearch/s1/attempts/2:value.txt") == "50"
