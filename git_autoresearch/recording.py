@@ -129,9 +129,12 @@ def choose_measurement(session: Session, status: str, pending: Measurement | Non
     return Choice(result, given, notes)
 
 
-def _inconclusive_reason(found: Mapping[str, Any], min_effect: float, direction: str) -> str:
-    """Why an inconclusive run was discarded: "within noise", or, when its whole interval is
-    on the better side but the gain was not shown to reach ``min_effect``, that."""
+def inconclusive_reason(found: Mapping[str, Any], min_effect: float, direction: str) -> str:
+    """Why an inconclusive run was discarded, for its record's ``reason``: "within noise", or,
+    when its whole interval (``found``'s ``relative_low`` to ``relative_high``, the change as
+    a fraction of the incumbent: :func:`pending.decision_record`) is on the better side of
+    ``direction`` but the gain was not shown to reach ``min_effect`` (a fraction; 0: none
+    asked), that."""
     high, low = found.get("relative_high"), found.get("relative_low")
     if min_effect > 0 and isinstance(high, (int, float)) and isinstance(low, (int, float)):
         if (high < 0 if direction == "lower" else low > 0):
@@ -311,7 +314,7 @@ def _draft(session: Session, number: int, status: str, description: str,
     if result is not None and result.decision is not None:
         draft["decision"] = dict(result.decision)
         if status == "discard" and result.decision.get("verdict") == "inconclusive":
-            draft["reason"] = _inconclusive_reason(result.decision,
+            draft["reason"] = inconclusive_reason(result.decision,
                                                    session.config.min_effect or 0.0,
                                                    session.config.direction)
     if result is not None and result.scope_ref:

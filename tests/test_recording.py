@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from conftest import Tool, git, runs, start_args, write
 
 from git_autoresearch.git import Repo
+from git_autoresearch.recording import inconclusive_reason
 
 
 def test_metrics_given_without_a_measurement_are_not_timed(repo: Path, ar: Tool) -> None:
@@ -135,3 +137,19 @@ def test_a_crash_keeps_the_tail_of_its_log(repo: Path, ar: Tool) -> None:
     assert record["status"] == "crash" and record["metric"] == 0
     assert record["reason"] == "metric 'x1' is not a number"
     assert record["tail"] == "\n".join(f"x{i}" for i in range(11, 41))
+
+
+@pytest.mark.parametrize("min_effect, direction, low, high, reason", [
+    (0.05, "lower", -0.1, -0.01, "better, but not shown to be better by min_effect (5.00%)"),
+    (0.05, "lower", -0.1, 0.0, "within noise"),
+    (0.05, "higher", 0.01, 0.1, "better, but not shown to be better by min_effect (5.00%)"),
+    (0.05, "higher", 0.0, 0.1, "within noise"),
+    (0.05, "lower", None, -0.01, "within noise"),
+    (0.05, "lower", -0.1, None, "within noise"),
+    (0.0, "lower", -0.1, -0.01, "within noise"),
+])
+def test_the_reason_an_inconclusive_run_was_discarded(min_effect: float, direction: str,
+                                                      low: float | None, high: float | None,
+                                                      reason: str) -> None:
+    found = {"relative_low": low, "relative_high": high}
+    assert inconclusive_reason(found, min_effect, direction) == reason
