@@ -153,3 +153,28 @@ def test_the_reason_an_inconclusive_run_was_discarded(min_effect: float, directi
                                                       reason: str) -> None:
     found = {"relative_low": low, "relative_high": high}
     assert inconclusive_reason(found, min_effect, direction) == reason
+
+
+def test_a_dropped_measurement_still_names_what_it_set_aside(repo: Path, ar: Tool) -> None:
+    """The measurement is dropped (the work tree changed since), but the changes it put back
+    before it ran are still the run's: its scope ref and violations stay in the record."""
+    ar(repo, *start_args("--scope", "value.txt", "--decision", "strict"))
+    write(repo / "value.txt", "90\n")
+    write(repo / "README.md", "out of scope\n")
+    write(repo / "bench.sh", "#!/bin/sh\necho 'score: 1'\n", 0o755)
+    measured = ar(repo, "measure", "--json").json()
+    assert measured["scope_ref"] and measured["readonly_violations"] == ["bench.sh"]
+    write(repo / "value.txt", "80\n")
+    record = ar(repo, "discard", "-d", "changed", "--json").json()
+    assert record["metric"] is None
+    assert record["scope_ref"] == measured["scope_ref"]
+    assert record["scope_violations"] == ["README.md"]
+    assert record["readonly_violations"] == ["bench.sh"]
+
+
+def test_a_readonly_file_changed_without_a_measurement_is_named(repo: Path, ar: Tool) -> None:
+    ar(repo, *start_args("--decision", "strict"))
+    write(repo / "bench.sh", "#!/bin/sh\necho 'score: 1'\n", 0o755)
+    record = ar(repo, "discard", "-d", "edited the benchmark", "--json").json()
+    assert record["readonly_violations"] == ["bench.sh"]
+    assert git(repo, "show", "HEAD:bench.sh") == (repo / "bench.sh").read_text().strip()
