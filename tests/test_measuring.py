@@ -223,3 +223,14 @@ def test_a_metric_command_is_read_to_its_first_mebibyte(tmp_path: Path) -> None:
         "sys.stdout.write(pad * 3 + '7\\n' + pad * 3 + '8\\n')\n"))
     result = run(tmp_path, "true", metric_pattern=None, metric_command=f"{PYTHON} {script}")
     assert (result.metric, result.reason) == (7.0, None)
+
+
+def test_json_on_stdout_is_read_to_its_first_8_mebibytes(tmp_path: Path) -> None:
+    """JSON lines at 0, 7.5 and 8.5 MiB: the last one read is the one at 7.5 MiB."""
+    script = write(tmp_path / "bench.py", (
+        "import sys\n"
+        "pad = (' ' * 1023 + '\\n') * 512\n"  # half a MiB of blank lines
+        "sys.stdout.write('{\"score\": 1}\\n' + pad * 15 + '{\"score\": 2}\\n' + pad * 2"
+        " + '{\"score\": 3}\\n')\n"))
+    result = run(tmp_path, f"{PYTHON} {script}", metric_pattern=None, metric_json="score")
+    assert (result.metric, result.reason) == (2.0, None)
