@@ -121,7 +121,10 @@ def test_every_record_carries_its_confidence_and_the_kept_commit(repo: Path, ar:
         ar(repo, "keep" if value in (90, 80) else "discard", "-d", str(value))
     written = runs(repo)
     assert [r["run"] for r in written] == [1, 2, 3, 4, 5]
-    assert all("confidence" in r for r in written)
+    # pi's |best kept - baseline| / MAD over the runs so far, the run itself included: run 3's
+    # metrics 100, 90, 95 have a MAD of 5 and a best of 90 (2.0); runs 4 and 5 have a MAD of 5
+    # and a best of 80 (4.0); fewer than 3 runs have none.
+    assert [r["confidence"] for r in written] == [None, None, 2.0, 4.0, 4.0]
     assert ar(repo, "log", "--json").json()[-1]["confidence"] == written[-1]["confidence"]
     branch_runs = Repo.discover(repo).scratch / "branch-runs"
     head = git(repo, "rev-parse", "HEAD")
@@ -178,3 +181,19 @@ def test_a_readonly_file_changed_without_a_measurement_is_named(repo: Path, ar: 
     record = ar(repo, "discard", "-d", "edited the benchmark", "--json").json()
     assert record["readonly_violations"] == ["bench.sh"]
     assert git(repo, "show", "HEAD:bench.sh") == (repo / "bench.sh").read_text().strip()
+
+
+def test_record_itself_refuses_during_a_merge(repo: Path, ar: Tool) -> None:
+    """recording.record's own promise, for callers other than the commands (which check
+    first): no run is recorded while a merge is in progress, and nothing changes."""
+    from git_autoresearch.errors import Refused
+    from git_autoresearch.recording import record
+    from git_autoresearch.session import Session
+
+    ar(repo, *start_args())
+    write(repo / "value.txt", "90\n")
+    (repo / ".git" / "MERGE_HEAD").write_text(git(repo, "rev-parse", "HEAD") + "\n")
+    session = Session.open(repo, on_branch=False)
+    with pytest.raises(Refused, match="^a merge is in progress; finish or abort it first$"):
+        record(session, "discard", "x", result=None, recheck_discard=False)
+    assert (repo / "value.txt").read_text() == "90\n" and len(runs(repo)) == 1
