@@ -187,6 +187,12 @@ class Measurement:
             return "checks_failed"
         return None
 
+    @classmethod
+    def empty(cls) -> Measurement:
+        """Nothing measured: no metric, no samples, not timed (``duration_s`` None), and no
+        crash (no ``reason``). What the metrics a caller gives are laid over."""
+        return cls(None, {}, [], None)
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 

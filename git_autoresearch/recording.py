@@ -1,5 +1,6 @@
-"""Record a run: choose its measurement, keep (commit) or revert the work tree, append its
-ledger line, journaled so that a kill at any point is finished by the next command.
+"""Record a run: keep (commit) or revert the work tree, append its ledger line, journaled so
+that a kill at any point is finished by the next command (the measurement it records is chosen
+by :mod:`git_autoresearch.choosing`).
 
 The protocol (DESIGN.md section 6): the run record is drafted and checked to fit; an intent
 record (:mod:`git_autoresearch.journal`) is written before anything changes; the keep or revert
@@ -10,7 +11,6 @@ line. :mod:`git_autoresearch.recovery` finishes what a SIGKILL interrupted.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,6 +18,7 @@ from typing import Any, cast
 
 from . import journal, signals
 from . import ledger as ledger_mod
+from .choosing import inconclusive_reason
 from .errors import Refused
 from .experiment import (
     Changes,
@@ -32,7 +33,6 @@ from .faults import checkpoint
 from .files import WriteFailed
 from .git import GitError
 from .inputs import fit_record
-from .jsontext import number_text
 from .ledger import Run, Segment, json_number, now_ms
 from .measure import Measurement
 from .pending import changed_since, set_asides
@@ -61,105 +61,6 @@ class Recorded:
 
     record: RunRecord
     warnings: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Choice:
-    """What a ``keep``, ``discard`` or ``crash`` records: ``result`` (the measurement, or the
-    metrics the caller gave), ``given`` (those metrics alone, for a work tree changed since it
-    was measured), and notes for the caller."""
-
-    result: Measurement | None
-    given: Measurement | None
-    notes: list[str]
-
-
-def choose_measurement(session: Session, status: str, pending: Measurement | None,
-                       metric: float | None, metrics: Mapping[str, float]) -> Choice:
-    """The measurement a recording command records: the ``pending`` one, or the primary
-    ``metric`` the caller measured (which replaces it: its metrics are the run's, not mixed with
-    a pending measurement's samples or checks), with the secondary ``metrics`` laid over it.
-    A keep without a metric is :class:`Refused`; a keep that does not beat the best gets a
-    note."""
-    name = session.config.metric_name
-    given = None
-    result = pending
-    notes: list[str] = []
-    if metric is not None or metrics:
-        given = _with_metrics(Measurement(None, {}, [], None), metric, metrics, name)
-        if given.metric is not None:
-            if pending is not None:
-                notes.append("the pending measurement is not used: the metric you gave is "
-                             "recorded")
-                given = dataclasses.replace(
-                    given, scope_ref=pending.scope_ref,
-                    scope_violations=pending.scope_violations,
-                    readonly_violations=pending.readonly_violations)
-            result = given
-        else:  # secondary metrics only: added to the pending measurement
-            result = _with_metrics(pending or Measurement(None, {}, [], None), None, metrics,
-                                   name)
-    if status == "keep":
-        if result is None or result.metric is None:
-            raise Refused("nothing to keep: no pending measurement with a metric (run git "
-                          "autoresearch measure, or pass --metric VALUE)")
-        metric, verdict = result.metric, (result.decision or {}).get("verdict")
-        best = session.segment.best
-        beaten = best is None or best.metric is None or session.segment.better(metric,
-                                                                                best.metric)
-        said = False  # (whether the note below is said already)
-        if result.decision is not None and verdict not in ("better", "baseline"):
-            said = result.decision.get("rule") == "strict"
-            if said:
-                notes.append(f"{number_text(metric)} does not beat the best so far "
-                             f"({_best_text(best)}); kept because you asked (its decision is "
-                             "recorded as forced)")
-            else:
-                notes.append(f"the sequential rule found this run {verdict}; kept because you "
-                             "asked (its decision is recorded as forced)")
-            result = dataclasses.replace(result, decision={**result.decision, "forced": True})
-        cfg = session.config
-        if cfg.remeasures and len(result.samples) < min(3, cfg.samples_of_baseline):
-            notes.append(f"the new incumbent has {len(result.samples)} sample(s): a gain is "
-                         "hard to prove against so few; run measures it again after the next "
-                         f"revert, up to baseline_samples ({cfg.samples_of_baseline})")
-        elif not beaten and best is not None and not said:
-            notes.append(f"{number_text(metric)} does not beat the best so far "
-                         f"({_best_text(best)}); kept because you asked")
-    return Choice(result, given, notes)
-
-
-def inconclusive_reason(found: Mapping[str, Any], min_effect: float, direction: str) -> str:
-    """Why an inconclusive run was discarded, for its record's ``reason``: "within noise", or,
-    when its whole interval (``found``'s ``relative_low`` to ``relative_high``, the change as
-    a fraction of the incumbent: :func:`pending.decision_record`) is on the better side of
-    ``direction`` but the gain was not shown to reach ``min_effect`` (a fraction; 0: none
-    asked), that."""
-    high, low = found.get("relative_high"), found.get("relative_low")
-    if min_effect > 0 and isinstance(high, (int, float)) and isinstance(low, (int, float)):
-        if (high < 0 if direction == "lower" else low > 0):
-            return f"better, but not shown to be better by min_effect ({min_effect:.2%})"
-    return "within noise"
-
-
-def _best_text(best: Run | None) -> str:
-    if best is None or best.metric is None:
-        return "nothing kept"
-    return f"{number_text(best.metric)}, run {best.number}"
-
-
-def _with_metrics(result: Measurement, metric: float | None, given: Mapping[str, float],
-                  metric_name: str) -> Measurement:
-    """``result`` with the metrics the caller gave laid over it (the primary one may come
-    through ``--metrics NAME=VALUE`` too)."""
-    value, samples = result.metric, list(result.samples)
-    metrics = {**result.metrics, **given}
-    if metric is not None:
-        value, samples = metric, [metric]
-    if metric_name in metrics:
-        value = metrics.pop(metric_name)
-        samples = [value]
-    return dataclasses.replace(result, metric=value, samples=samples, metrics=metrics)
 
 
 def record(session: Session, status: str, description: str, *, result: Measurement | None,

@@ -24,7 +24,7 @@ VIEWS = {"report", "insight", "dashboard", "plot", "query", "queryformat"}
 FORMATS = {"ledger", "readscope", "confidence", "jsontext", "config", "paths", "files", "refs",
            "inputs", "errors", "decision", "scoring", "jsonmetric"}
 # The session protocol's rooms; the read side (session) never reaches up into them.
-PROTOCOL = {"pending", "recording", "recovery", "start", "resume", "doctor"}
+PROTOCOL = {"pending", "choosing", "recording", "recovery", "start", "resume", "doctor"}
 MAX_LINES = 550  # about 500, with a 10 % margin
 # The layers of README "How it is built", top to bottom: a module imports from its own layer or
 # those below, never from one above.
@@ -32,7 +32,7 @@ LAYERS = [
     {"__main__", "cli", "manpage", "commands"},
     {"start", "start_record", "resume", "doctor", "status", "demo", "audit", "finalize", "apply",
      "catalog", "sharing", "guard", "runcommits", "parallel", "joining"},
-    {"recording", "recovery", "pending", "replaying", "landing"},
+    {"recording", "choosing", "recovery", "pending", "replaying", "landing"},
     {"session", "reader", "branches", "journal", "stopping", "hookpayload", "baselines",
      "runnumbers"},
     {"experiment", "trailers", "state", "submodules", "layout", "ideas", "scripts", "lock",

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import Tool, git, runs, start_args, write
 
+from git_autoresearch.choosing import inconclusive_reason
 from git_autoresearch.git import Repo
-from git_autoresearch.recording import inconclusive_reason
 
 
 def test_metrics_given_without_a_measurement_are_not_timed(repo: Path, ar: Tool) -> None:

@@ -194,7 +194,7 @@ def run_cmd(description: str, asi_pairs: tuple[str, ...], asi_json: str | None, 
                               reason=conflict_reason(caught))
             from ..measure import Measurement
 
-            result = Measurement(None, {}, [], 0.0)
+            result = Measurement.empty()
         else:
             decision = session.decide(result)
             if dry_run:
@@ -258,7 +258,8 @@ def _record_command(status: str) -> Callable[..., None]:
              metric: float | None, metrics: tuple[str, ...], force: bool,
              as_json: bool) -> None:
         from .. import pending
-        from ..recording import choose_measurement, record
+        from ..choosing import choose_measurement
+        from ..recording import record
         from ..recovery import locked
         from ..replaying import IncumbentMoved, keep_refused
         from ..session import Session
