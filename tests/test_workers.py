@@ -463,3 +463,32 @@ def test_a_workers_hook_lines_name_it(crew: tuple[Path, Path, Path], ar: Tool) -
     ar(w1, "run", "-d", "value 90")
     fired = [line for line in ledger_lines(main) if line.get("type") == "hook"]
     assert [(h["stage"], h["worker"]) for h in fired] == [("after", "w1")]
+
+
+def test_a_workers_interrupted_keep_is_finished_under_the_shared_lock(
+        crew: tuple[Path, Path, Path], ar: Tool) -> None:
+    """Finishing a worker's killed keep moves the session branch and writes the ledger, which
+    every worker shares: while another worker holds the shared lock, resume waits for it, and
+    refuses once the wait is over with nothing finished; then it finishes the keep."""
+    from git_autoresearch.git import Repo
+    from git_autoresearch.lock import SessionLock
+    from git_autoresearch.workers import shared_dir
+
+    main, w1, _ = crew
+    write(w1 / "value.txt", "90\n")
+    killed = tool(w1, "run", "-d", "killed", env={"GIT_AUTORESEARCH_DIE_AT":
+                                                  "keep:before-advance"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    tip = git(main, "rev-parse", BRANCH)
+    with SessionLock(shared_dir(Repo.discover(main), "s1"), "another worker", wait=0):
+        waited = tool(w1, "resume", env={"GIT_AUTORESEARCH_LOCK_WAIT": "0.2"})
+    assert waited.returncode == 3, waited.stderr
+    assert waited.stderr.strip() == (
+        "git autoresearch: another git-autoresearch command holds the session lock "
+        f"(pid {os.getpid()} another worker); waited 0.2s")
+    assert git(main, "rev-parse", BRANCH) == tip, "the branch did not move under the lock"
+    assert len(runs(main)) == 1, "no ledger line was written under the lock"
+    done = ar(w1, "resume", "--json").json()
+    assert done["actions"][0].startswith("finished the interrupted keep of run 2")
+    assert git(main, "rev-parse", BRANCH) == git(w1, "rev-parse", "HEAD")
+    assert [r["run"] for r in runs(main)] == [1, 2]
