@@ -1065,6 +1065,28 @@ def test_a_run_finished_after_a_kill_fires_its_after_hooks(experiment: Path, ar:
     assert len(fired.read_text().splitlines()) == 2  # once: the payload line and the blank line
 
 
+def test_a_resume_killed_before_the_after_hooks_leaves_them_to_the_next(
+        experiment: Path, ar: Tool, tmp_path: Path) -> None:
+    """Recovery is itself journaled: a resume killed after it wrote the ledger line of the
+    run it finished, before that run's after hooks fired, leaves the intent record, and the
+    next resume fires them, once."""
+    top = experiment
+    fired = tmp_path / "fired.jsonl"
+    write(top / ".auto" / "hooks" / "after.sh", f"#!/bin/sh\ncat >> {fired}\necho >> {fired}\n",
+          0o755)
+    killed = tool(top, "keep", "-d", "killed", "--metric", "50",
+                  env={"GIT_AUTORESEARCH_DIE_AT": "keep:after-commit"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    again = tool(top, "resume", env={"GIT_AUTORESEARCH_DIE_AT": "record:before-after-hooks"})
+    assert again.returncode == -signal.SIGKILL, again.stderr
+    assert [r["run"] for r in runs(top)] == [1, 2] and not fired.exists()
+    assert ar(top, "resume", "--json").json()["actions"] == [
+        "run 2 was already recorded; its after hooks had not fired (they fire now)"]
+    payloads = [json.loads(line) for line in fired.read_text().splitlines() if line.strip()]
+    assert [(p["run_entry"]["run"], p["run_entry"]["status"]) for p in payloads] == [
+        (2, "keep")]
+
+
 def test_the_next_command_fires_the_after_hooks_of_the_run_it_finished(experiment: Path, ar: Tool,
                                                                         tmp_path: Path) -> None:
     top = experiment
