@@ -14,8 +14,10 @@ def hooks_folder(repo: Repo) -> Path:
     """The folder git runs ``repo``'s hooks from: ``core.hooksPath`` (``~`` expanded,
     relative to the top) or the common git directory's ``hooks/``."""
     folder = repo.common_dir / "hooks"
-    for key, value in repo.config_entries(r"^core\.hookspath$"):
-        if key == "core.hookspath" and value:
+    for _, value in repo.config_entries(r"^core\.hookspath$"):
+        # An empty value is taken as unset (git 2.39 then looks for hooks at the root of the
+        # file system, /pre-commit: never a folder to install hooks in).
+        if value:
             folder = repo.top / os.path.expanduser(value)
     return folder
 
