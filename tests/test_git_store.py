@@ -139,3 +139,124 @@ def test_visible_paths_are_tracked_or_not_ignored(repo: Path) -> None:
     assert visible(top, ["kept.log", "run.log", "notes.txt", "build/x.o", "gone.txt",
                          "value.txt"]) == ["kept.log", "notes.txt", "gone.txt", "value.txt"]
     assert visible(top, []) == []
+
+
+def commits(repo: Path, *messages: str) -> list[str]:
+    """Commit ``messages`` in order on ``repo`` (each edits value.txt); their full ids."""
+    made = []
+    for n, message in enumerate(messages):
+        write(repo / "value.txt", f"{n}\n")
+        git(repo, "commit", "-q", "-am", message)
+        made.append(git(repo, "rev-parse", "HEAD"))
+    return made
+
+
+def test_log_fields_newest_first_or_reversed_and_none_for_a_bad_range(repo: Path) -> None:
+    first, second, third = commits(repo, "one", "two", "three\x1fsplit")
+    top = Repo.discover(repo)
+    assert top.log_fields(f"{first}..HEAD", ["%H", "%s"]) == [[second, "two"]], \
+        "a commit whose fields hold the separator is left out"
+    assert top.log_fields(f"{first}~1..HEAD", ["%s", "%H"], reverse=True) == [
+        ["one", first], ["two", second]]
+    assert top.log_fields(f"{first}~1..HEAD", ["%s"]) == [["two"], ["one"]]
+    assert top.log_fields("no-such-branch..HEAD", ["%H"]) is None
+    assert top.commit_fields(third, ["%s", "%P"]) == ["three\x1fsplit", second]
+
+
+def test_date_seconds_reads_dates_as_git_log_does(repo: Path) -> None:
+    top = Repo.discover(repo)
+    assert top.date_seconds("2020-01-01 00:00:00 +0000") == 1577836800
+    assert top.date_seconds("2020-01-01 00:00:00 +0000", until=True) == 1577836800
+    assert top.date_seconds("1970-01-01 00:16:40 +0000", until=True) == 1000
+    now = top.date_seconds("not a date at all")
+    assert now is not None and abs(now - top.date_seconds("now")) <= 2, "git reads it as now"
+
+
+def test_commit_times_by_the_names_given(repo: Path) -> None:
+    first, second = commits(repo, "one", "two")
+    top = Repo.discover(repo)
+    t1, t2 = (int(git(repo, "log", "-1", "--format=%ct", c)) for c in (first, second))
+    blob = git(repo, "rev-parse", "HEAD:value.txt")
+    assert top.commit_times([first[:7], second.upper(), "HEAD", "f" * 40, blob, ""]) == {
+        first[:7]: t1, second.upper(): t2}
+    assert top.commit_times(["HEAD", "main"]) == {}
+    loose = repo / ".git" / "objects" / second[:2] / second[2:]
+    loose.chmod(0o644)
+    loose.write_bytes(b"not a zlib stream")
+    assert top.commit_times([first, second]) == {}, "git cannot read them: none is told"
+
+
+def test_patch_ids_and_how_changes_came_in(repo: Path) -> None:
+    """A squash (one commit with the whole change), cherry-picks (each change, oldest first),
+    and None when a change is missing or there is nothing to find."""
+    base = git(repo, "rev-parse", "HEAD")
+    git(repo, "switch", "-q", "-c", "side")
+    write(repo / "a.txt", "a\n")
+    git(repo, "add", "a.txt")
+    git(repo, "commit", "-q", "-m", "a")
+    a = git(repo, "rev-parse", "HEAD")
+    write(repo / "b.txt", "b\n")
+    git(repo, "add", "b.txt")
+    git(repo, "commit", "-q", "-m", "b")
+    tip = git(repo, "rev-parse", "HEAD")
+    top = Repo.discover(repo)
+    ids = top.patch_ids(f"{base}..{tip}")
+    assert sorted(ids) == sorted([a, tip]) and len(set(ids.values())) == 2
+    assert top.patch_ids("nothing..here") == {}
+    assert top.patch_ids(f"{tip}..{tip}") == {}
+    assert top.diff_patch_id(tip, tip) is None
+    assert top.diff_patch_id("nothing", tip) is None
+    whole = top.diff_patch_id(base, tip)
+    assert whole is not None and whole not in ids.values()
+
+    git(repo, "switch", "-q", "-c", "squashed", base)
+    git(repo, "merge", "-q", "--squash", "side")
+    git(repo, "commit", "-q", "-m", "squash")
+    squash = git(repo, "rev-parse", "HEAD")
+    assert top.picked_into(base, tip, "squashed") == ("squash", [squash])
+
+    git(repo, "switch", "-q", "-c", "picked", base)
+    write(repo / "c.txt", "c\n")
+    git(repo, "add", "c.txt")
+    git(repo, "commit", "-q", "-m", "c")
+    git(repo, "cherry-pick", a, tip)
+    picked = git(repo, "rev-list", "-2", "HEAD").split()
+    assert top.picked_into(base, tip, "picked") == ("cherry-pick", picked[::-1])
+
+    git(repo, "switch", "-q", "-c", "half", base)
+    git(repo, "cherry-pick", tip)
+    assert top.picked_into(base, tip, "half") is None, "a's change is missing"
+    assert top.picked_into(base, base, "half") is None, "nothing in base..tip"
+    assert top.picked_into(base, tip, base) is None, "nothing in base..into"
+
+
+def test_ancestry_ranges_and_commits_off_every_branch(repo: Path) -> None:
+    first, second = commits(repo, "one", "two")
+    top = Repo.discover(repo)
+    assert top.is_ancestor(first, second) and top.is_ancestor(second, second)
+    assert not top.is_ancestor(second, first)
+    assert not top.is_ancestor("nothing", second)
+    assert top.rev_list(f"{first}~1..{second}") == [second, first]
+    assert top.rev_list("nothing..HEAD") == []
+    git(repo, "reset", "-q", "--hard", first)
+    assert top.off_branches([second[:10], first, "f" * 40, " x", "a\nb", "", second[:10]]) \
+        == {second[:10]: second, "f" * 40: None}
+    assert top.off_branches(["", " HEAD"]) == {}
+
+
+def test_differences_between_two_commits(repo: Path) -> None:
+    first = git(repo, "rev-parse", "HEAD")
+    git(repo, "mv", "README.md", "NOTES.md")
+    write(repo / "value.txt", "90\n")
+    git(repo, "commit", "-q", "-am", "moved")
+    top = Repo.discover(repo)
+    assert top.changed_paths(first, "HEAD") == ["NOTES.md", "README.md", "value.txt"]
+    # For people: renames found, as git diff shows them.
+    assert top.diff_text(first, "HEAD", name_only=True).splitlines() == [
+        "NOTES.md", "value.txt"]
+    assert top.diff_text(first, "HEAD", stat=True).splitlines()[-1] == (
+        " 2 files changed, 1 insertion(+), 1 deletion(-)")
+    assert "-100\n+90\n" in top.diff_text(first, "HEAD")
+    shown = top.show_patch("HEAD")
+    assert shown.startswith(f"commit {git(repo, 'rev-parse', 'HEAD')}\n\nmoved\n")
+    assert " README.md => NOTES.md | 0\n" in shown and "-100\n+90\n" in shown

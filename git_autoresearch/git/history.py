@@ -17,8 +17,9 @@ class History:
     """The history questions of :class:`~.repo.Repo` (which provides :meth:`run`)."""
 
     def run(self, *args: str, input: bytes | None = None,
+            # mutation: equivalent a declaration for the type checker: Repo.run replaces it
             env: Mapping[str, str] | None = None, allow_non_zero: bool = False) -> Result:
-        raise NotImplementedError  # Repo.run
+        raise NotImplementedError  # mutation: equivalent Repo.run replaces it
 
     def show_patch(self, rev: str) -> str:
         """Commit ``rev`` for people: ``commit <id>``, its message, a diffstat and the patch
@@ -45,7 +46,8 @@ class History:
         if res.returncode != 0:
             return None
         found = []
-        for item in res.stdout.decode("utf-8", "replace").split("\x1e"):
+        # Every commit ends with the separator: what follows the last one is no commit.
+        for item in res.stdout.decode("utf-8", "replace").split("\x1e")[:-1]:
             parts = item.strip("\n").split("\x1f")
             if len(parts) == len(fields):
                 found.append(parts)

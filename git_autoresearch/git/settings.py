@@ -32,8 +32,9 @@ class Settings:
     _config: tuple[object, list[tuple[str, str | None]]] | None
 
     def run(self, *args: str, input: bytes | None = None,
+            # mutation: equivalent a declaration for the type checker: Repo.run replaces it
             env: Mapping[str, str] | None = None, allow_non_zero: bool = False) -> Result:
-        raise NotImplementedError  # Repo.run
+        raise NotImplementedError  # mutation: equivalent Repo.run replaces it
 
     def config_entries(self, pattern: str) -> list[tuple[str, str | None]]:
         """The (key, value) pairs of every configuration entry whose key matches the regular
