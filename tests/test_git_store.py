@@ -214,6 +214,11 @@ def test_patch_ids_and_how_changes_came_in(repo: Path) -> None:
     git(repo, "commit", "-q", "-m", "squash")
     squash = git(repo, "rev-parse", "HEAD")
     assert top.picked_into(base, tip, "squashed") == ("squash", [squash])
+    git(repo, "revert", "--no-edit", "HEAD")
+    git(repo, "merge", "-q", "--squash", "side")
+    git(repo, "commit", "-q", "-m", "squash again")
+    again = git(repo, "rev-parse", "HEAD")
+    assert top.picked_into(base, tip, "squashed") == ("squash", [again]), "the newest"
 
     git(repo, "switch", "-q", "-c", "picked", base)
     write(repo / "c.txt", "c\n")
@@ -260,3 +265,131 @@ def test_differences_between_two_commits(repo: Path) -> None:
     shown = top.show_patch("HEAD")
     assert shown.startswith(f"commit {git(repo, 'rev-parse', 'HEAD')}\n\nmoved\n")
     assert " README.md => NOTES.md | 0\n" in shown and "-100\n+90\n" in shown
+
+
+def test_recording_locks_are_those_a_recording_meets(repo: Path) -> None:
+    from git_autoresearch.git.locks import lock_files, recording_locks
+
+    top = Repo.discover(repo)
+    gd = repo / ".git"
+    assert recording_locks(top, "main", "refs/autoresearch/s1") == []
+    for name in ("index.lock", "HEAD.lock", "packed-refs.lock", "config.lock",
+                 "refs/heads/main.lock", "refs/heads/other.lock",
+                 "refs/autoresearch/s1/scope/3.lock", "refs/autoresearch/s1/attempts/2.lock",
+                 "refs/autoresearch/s2/state.lock"):
+        write(gd / name, "")
+    (gd / "refs" / "autoresearch" / "s1" / "folder.lock").mkdir()
+    assert recording_locks(top, "main") == [gd / "index.lock", gd / "HEAD.lock",
+                                            gd / "refs/heads/main.lock", gd / "packed-refs.lock"]
+    assert recording_locks(top, "main", "refs/autoresearch/s1") == [
+        gd / "index.lock", gd / "HEAD.lock", gd / "refs/heads/main.lock",
+        gd / "packed-refs.lock", gd / "refs/autoresearch/s1/attempts/2.lock",
+        gd / "refs/autoresearch/s1/scope/3.lock"]
+    assert recording_locks(top, "other", "refs/autoresearch/none") == [
+        gd / "index.lock", gd / "HEAD.lock", gd / "refs/heads/other.lock",
+        gd / "packed-refs.lock"]
+    git(repo, "worktree", "add", "-q", str(repo.parent / "linked"))
+    write(gd / "worktrees" / "linked" / "index.lock", "")
+    found = lock_files(top)
+    assert [p for p, _ in found] == sorted([
+        gd / "index.lock", gd / "HEAD.lock", gd / "packed-refs.lock", gd / "config.lock",
+        gd / "refs/heads/main.lock", gd / "refs/heads/other.lock",
+        gd / "refs/autoresearch/s1/scope/3.lock", gd / "refs/autoresearch/s1/attempts/2.lock",
+        gd / "refs/autoresearch/s2/state.lock", gd / "refs/autoresearch/s1/folder.lock",
+        gd / "worktrees/linked/index.lock"], key=str)
+    assert all(0 <= age < 60 for _, age in found)
+    old = gd / "config.lock"
+    os.utime(old, (1000, 1000))
+    assert dict(lock_files(top))[old] > 1_000_000
+    linked = Repo.discover(repo.parent / "linked")
+    assert recording_locks(linked, "linked") == [gd / "worktrees/linked/index.lock",
+                                                 gd / "packed-refs.lock"]
+    assert [p for p, _ in lock_files(linked)] == [p for p, _ in found]
+
+
+def test_merge_trees_gives_the_tree_or_the_conflicted_paths(repo: Path) -> None:
+    from git_autoresearch.git.moving import merge_trees
+    from git_autoresearch.git.process import GitError
+
+    base = git(repo, "rev-parse", "HEAD")
+    git(repo, "switch", "-q", "-c", "ours")
+    write(repo / "value.txt", "90\n")
+    write(repo / "README.md", "ours\n")
+    git(repo, "commit", "-q", "-am", "ours")
+    git(repo, "switch", "-q", "-c", "theirs", base)
+    write(repo / "value.txt", "80\n")
+    write(repo / "README.md", "theirs\n")
+    git(repo, "commit", "-q", "-am", "theirs")
+    git(repo, "switch", "-q", "-c", "apart", base)
+    write(repo / "new.txt", "new\n")
+    git(repo, "add", "new.txt")
+    git(repo, "commit", "-q", "-m", "apart")
+    top = Repo.discover(repo)
+    clean = merge_trees(top, "ours", "apart")
+    assert clean.paths == () and clean.tree is not None
+    assert git(repo, "ls-tree", "--name-only", clean.tree).splitlines() == [
+        "README.md", "bench.sh", "new.txt", "src", "value.txt"]
+    assert git(repo, "show", f"{clean.tree}:value.txt") == "90"
+    conflicted = merge_trees(top, "ours", "theirs")
+    assert (conflicted.tree, conflicted.paths) == (None, ("README.md", "value.txt"))
+    try:
+        merge_trees(top, "ours", "no-such-commit")
+    except GitError as exc:
+        assert exc.returncode == 1 and "no-such-commit - not something we can merge" in str(exc)
+    else:
+        raise AssertionError("a name of nothing is git's error, not a conflict")
+
+
+def test_moving_the_index_and_the_work_tree(repo: Path) -> None:
+    from git_autoresearch.git.moving import (
+        add_on_branch,
+        index_to,
+        is_ancestor,
+        leave_unstaged,
+        move_work_tree,
+        point_head,
+        switch_new,
+    )
+    from git_autoresearch.git.process import GitError
+
+    base = git(repo, "rev-parse", "HEAD")
+    write(repo / "value.txt", "90\n")
+    write(repo / "new.txt", "new\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "next")
+    new = git(repo, "rev-parse", "HEAD")
+    top = Repo.discover(repo)
+    assert is_ancestor(top, base, new) and not is_ancestor(top, new, base)
+    move_work_tree(top, new, base)
+    assert (repo / "value.txt").read_text() == "100\n" and not (repo / "new.txt").exists()
+    assert git(repo, "rev-parse", "HEAD") == new, "HEAD is not moved"
+    assert git(repo, "diff", "--cached", "--name-only", base) == ""
+    leave_unstaged(top, base, new)
+    assert (repo / "value.txt").read_text() == "90\n"
+    assert git(repo, "diff", "--cached", "--name-only", base) == "", "the index stays"
+    assert git(repo, "diff", "--name-only") == "value.txt", "unstaged"
+    assert git(repo, "ls-files", "--others", "--exclude-standard") == "new.txt"
+    index_to(top, new)
+    assert git(repo, "status", "--porcelain") == ""
+    write(repo / "value.txt", "70\n")
+    try:
+        move_work_tree(top, new, base)
+    except GitError:
+        pass
+    else:
+        raise AssertionError("a local change in the way is refused")
+    assert (repo / "value.txt").read_text() == "70\n", "nothing changed"
+    git(repo, "checkout", "-q", "--", "value.txt")
+    switch_new(top, "made", base)
+    assert git(repo, "symbolic-ref", "--short", "HEAD") == "made"
+    assert git(repo, "rev-parse", "HEAD") == base
+    switch_new(top, "main", base)
+    assert git(repo, "rev-parse", "HEAD") == new, "an existing branch is checked out as is"
+    git(repo, "branch", "-q", "other", new)
+    point_head(top, "refs/heads/other")
+    assert git(repo, "symbolic-ref", "HEAD") == "refs/heads/other"
+    assert git(repo, "status", "--porcelain") == ""
+    assert "git-autoresearch: worker branch" in git(repo, "reflog", "-1", "HEAD")
+    add_on_branch(top, repo.parent / "side", "side", base)
+    assert git(repo.parent / "side", "symbolic-ref", "--short", "HEAD") == "side"
+    assert (repo.parent / "side" / "value.txt").read_text() == "100\n"

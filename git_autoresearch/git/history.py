@@ -81,7 +81,7 @@ class History:
         found: dict[str, int] = {}
         for line in res.text.splitlines():
             oid, _, seconds = line.partition(" ")
-            if not seconds.isdigit():
+            if not seconds.isdigit():  # mutation: equivalent git prints %ct as digits
                 continue
             for name in wanted:
                 if oid.startswith(name.lower()):

@@ -26,18 +26,19 @@ class Merged:
 def merge_trees(repo: Repo, ours: str, theirs: str) -> Merged:
     """Merge commit ``theirs`` into commit ``ours`` at their merge base, writing only objects
     (``merge-tree --write-tree -z --name-only``: the tree id, then the conflicted paths, then
-    an empty field). Raises :class:`GitError` when git fails otherwise (exit above 1: a git
-    older than 2.38 among them)."""
+    an empty field). Raises :class:`GitError` when git fails otherwise (exit above 1, or no
+    tree printed: a name of no commit)."""
     res = repo.run("merge-tree", "--write-tree", "-z", "--name-only", "--no-messages", ours,
                    theirs, allow_non_zero=True)
     if res.returncode == 129:  # git's usage error: a git older than 2.38 knows no --write-tree
         raise Refused("replaying a worker's change onto a moved incumbent needs git 2.38 or "
                       "newer (git merge-tree --write-tree); this git is older")
-    if res.returncode not in (0, 1):
+    fields = split_z(res.stdout)
+    # git 2.39 also exits 1, printing no tree, when a name names no commit.
+    if res.returncode not in (0, 1) or not fields:
         raise GitError(["git", "merge-tree", "--write-tree", ours, theirs], res.returncode,
                        res.stdout, res.stderr)
-    fields = split_z(res.stdout)
-    tree = fields[0] if fields else ""
+    tree = fields[0]
     if res.returncode == 0:
         return Merged(tree)
     paths = []
