@@ -393,3 +393,87 @@ def test_moving_the_index_and_the_work_tree(repo: Path) -> None:
     add_on_branch(top, repo.parent / "side", "side", base)
     assert git(repo.parent / "side", "symbolic-ref", "--short", "HEAD") == "side"
     assert (repo.parent / "side" / "value.txt").read_text() == "100\n"
+
+
+def test_trees_and_blobs_read_and_written_without_the_index(repo: Path) -> None:
+    from git_autoresearch.git.objects import (
+        cat_blob,
+        cat_blobs,
+        ls_tree,
+        tree_files,
+        write_blob,
+        write_blobs,
+    )
+
+    top = Repo.discover(repo)
+    odd = b"caf\xe9.txt".decode("utf-8", "surrogateescape")  # a Latin-1 name: no UTF-8
+    (repo / odd).write_bytes(b"latin-1 name\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "odd name")
+    value = git(repo, "rev-parse", "HEAD:value.txt")
+    src = git(repo, "rev-parse", "HEAD:src")
+    assert ls_tree(top, "HEAD", ["src", "value.txt", "absent.txt"]) == [
+        ("040000", "tree", src, "src"), ("100644", "blob", value, "value.txt")]
+    assert [entry[3] for entry in ls_tree(top, "HEAD", [odd])] == [odd]
+    files = tree_files(top, "HEAD")
+    assert [(mode, path) for mode, _, path in files] == [
+        ("100644", "README.md"), ("100755", "bench.sh"), ("100644", odd),
+        ("100644", "src/lib.py"), ("100644", "value.txt")]
+    assert ("100644", value, "value.txt") in files
+    assert cat_blob(top, value) == b"100\n"
+    lib = git(repo, "rev-parse", "HEAD:src/lib.py")
+    assert cat_blobs(top, [value, lib]) == {value: b"100\n", lib: b"def f():\n    return 1\n"}
+    assert cat_blobs(top, []) == {}
+    git(repo, "config", "core.autocrlf", "true")
+    write(repo / "crlf.txt", b"a\r\nb\r\n")
+    write(repo / "empty.txt", b"")
+    made = write_blobs(top, [str(repo / "crlf.txt"), str(repo / "empty.txt")])
+    assert cat_blobs(top, made) == {made[0]: b"a\r\nb\r\n", made[1]: b""}, "no filters"
+    assert write_blobs(top, []) == []
+    blob = write_blob(top, b"x\r\n\0y")
+    assert cat_blob(top, blob) == b"x\r\n\0y"
+
+
+def test_patches_of_many_commits_on_one_process(repo: Path) -> None:
+    from git_autoresearch.git.objects import patches
+
+    root = git(repo, "rev-parse", "HEAD")
+    write(repo / "value.txt", "90\n")
+    git(repo, "commit", "-q", "-am", "ninety")
+    ninety = git(repo, "rev-parse", "HEAD")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "nothing")
+    empty = git(repo, "rev-parse", "HEAD")
+    top = Repo.discover(repo)
+    found = patches(top, [ninety, empty, root, ninety, "f" * 40, "HEAD", "not hex"])
+    assert sorted(found) == sorted([ninety, empty, root])
+    assert found[empty] == ""
+    assert found[ninety].startswith(" value.txt | 2 +-\n 1 file changed")
+    assert found[ninety].endswith("@@ -1 +1 @@\n-100\n+90\n")
+    assert " 4 files changed" in found[root], "a root commit: against nothing"
+    assert patches(top, ["HEAD", ""]) == {}
+
+
+def test_has_objects_and_resolve_many(repo: Path, tmp_path: Path) -> None:
+    from git_autoresearch.git.objects import has_objects, resolve_many
+
+    top = Repo.discover(repo)
+    head = git(repo, "rev-parse", "HEAD")
+    blob = git(repo, "rev-parse", "HEAD:value.txt")
+    assert has_objects(top)
+    assert resolve_many(top, ["HEAD", head[:8], "main", blob, "nothing", "", "a b",
+                              "HEAD"]) == {"HEAD": head, head[:8]: head, "main": head}
+    assert resolve_many(top, []) == {}
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    git(fresh, "init", "-q")
+    assert not has_objects(Repo.discover(fresh))
+    assert resolve_many(Repo.discover(fresh), ["HEAD"]) == {}
+    borrowed = tmp_path / "borrowed"
+    git(tmp_path, "clone", "-q", "--shared", str(repo), str(borrowed))
+    assert "count: 0" in git(borrowed, "count-objects", "-v").splitlines()
+    assert has_objects(Repo.discover(borrowed)), "its objects are in the alternate store"
+    packed = tmp_path / "packed"
+    git(tmp_path, "clone", "-q", "--no-local", str(repo), str(packed))
+    assert git(packed, "count-objects", "-v").splitlines()[0] == "count: 0"
+    assert has_objects(Repo.discover(packed))
+    assert resolve_many(Repo.discover(packed), [head]) == {head: head}

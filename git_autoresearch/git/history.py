@@ -160,6 +160,7 @@ class History:
         out = self.run("cat-file", "--batch-check=%(objectname) %(objecttype)",
                        input="".join(f"{n}^{{commit}}\n" for n in wanted).encode()).text
         full: dict[str, str | None] = {}
+        # mutation: equivalent cat-file --batch-check prints one line for each name
         for name, line in zip(wanted, out.splitlines(), strict=False):
             oid, _, kind = line.partition(" ")
             full[name] = oid if kind == "commit" else None
