@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from conftest import git, write
 
 from git_autoresearch.git import Repo
@@ -477,3 +478,137 @@ def test_has_objects_and_resolve_many(repo: Path, tmp_path: Path) -> None:
     assert git(packed, "count-objects", "-v").splitlines()[0] == "count: 0"
     assert has_objects(Repo.discover(packed))
     assert resolve_many(Repo.discover(packed), [head]) == {head: head}
+
+
+def test_git_errors_name_the_call_and_gits_last_words(tmp_path: Path) -> None:
+    from git_autoresearch.git.process import DiskFull, GitError, free_bytes
+
+    err = GitError(["git", "update-ref", "refs/x", "abc", "def"], 128, b"out",
+                   b"warning: first\n\n  fatal: last words  \n\n")
+    assert str(err) == ("git failed (exit 128) running 'git update-ref refs/x abc': fatal: "
+                        "last words")
+    assert (err.argv, err.returncode, err.stdout) == (
+        ["git", "update-ref", "refs/x", "abc", "def"], 128, b"out")
+    assert str(GitError(["git", "gc"], 1, b"", b" \n")) == \
+        "git failed (exit 1) running 'git gc': no message"
+    full = DiskFull(err, tmp_path, 12)
+    assert str(full) == (f"the disk of {tmp_path} is full: git could not write there "
+                         "(running 'git update-ref refs/x')")
+    assert (full.exit_code, full.folder, full.free, full.returncode) == (3, tmp_path, 12, 128)
+    assert free_bytes(tmp_path / "absent") is None
+    free = free_bytes(tmp_path)
+    assert free is not None and free > 0
+
+
+def test_temporary_objects_are_gits_unfinished_writes(repo: Path) -> None:
+    from git_autoresearch.git.process import temporary_objects
+
+    objects = repo / ".git" / "objects"
+    made = [objects / "ab" / "tmp_obj_1", objects / "tmp_obj_2",
+            objects / "pack" / "tmp_pack_3", objects / "pack" / "tmp_idx_4"]
+    for n, path in enumerate(made):
+        write(path, "x" * n)
+    write(objects / "ab" / "cdef", "an object")
+    os.utime(made[0], (1000, 1000))
+    found = temporary_objects(repo / ".git")
+    assert [(p, size) for p, _, size in found] == sorted(
+        [(p, n) for n, p in enumerate(made)], key=lambda item: str(item[0]))
+    assert dict((p, t) for p, t, _ in found)[made[0]] == 1000
+
+
+def test_git_runs_without_locating_variables_and_speaks_c(
+        repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+        ) -> None:
+    from git_autoresearch.errors import Refused
+    from git_autoresearch.git import process
+
+    monkeypatch.setenv("GIT_DIR", "/nowhere")
+    monkeypatch.setenv("GIT_INDEX_FILE", "/nowhere/index")
+    monkeypatch.setenv("LANGUAGE", "de")
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Kept")
+    env = process.git_environment({"EXTRA": "1", "LC_ALL": "de_DE.UTF-8"})
+    assert "GIT_DIR" not in env and "GIT_INDEX_FILE" not in env and "LANGUAGE" not in env
+    assert (env["GIT_AUTHOR_NAME"], env["EXTRA"], env["LC_ALL"]) == ("Kept", "1", "de_DE.UTF-8")
+    assert process.git_environment(None)["LC_ALL"] == "C"
+    done = process.run_git(["rev-parse", "--show-toplevel"], cwd=repo)
+    assert (done.returncode, done.text) == (0, str(repo))
+    empty = process.run_git(["hash-object", "--stdin"], cwd=repo)
+    assert empty.text == "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391", "stdin is /dev/null"
+    failed = process.run_git(["rev-parse", "--verify", "nothing"], cwd=repo,
+                             allow_non_zero=True)
+    assert failed.returncode == 128 and failed.stderr.startswith(b"fatal: Needed a single")
+    with pytest.raises(process.GitError) as raised:
+        process.run_git(["rev-parse", "--verify", "nothing"], cwd=repo)
+    assert raised.value.argv == ["git", "rev-parse", "--verify", "nothing"]
+    monkeypatch.setattr(process, "TRACE", True)
+    process.run_git(["status", "--porcelain", "x" * 300], cwd=repo)
+    traced = capsys.readouterr().err.strip()
+    assert traced.startswith("git-autoresearch trace: ") and " ms exit 0 git status " in traced
+    assert traced.endswith("x" * (197 - len("status --porcelain ")) + "...")
+    monkeypatch.setattr(process, "TRACE", False)
+    monkeypatch.setenv("PATH", str(repo))
+    with pytest.raises(Refused, match="^git is not installed or not on PATH$"):
+        process.run_git(["status"], cwd=repo)
+
+
+def test_results_status_entries_and_small_readers(repo: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from git_autoresearch.git import process
+
+    assert process.Result(0, b"a\xff\n\n", b"").text == "a\ufffd"
+    assert process.Result(0, b"\n a \n", b"").text == "\n a "
+    entry = process.StatusEntry("?", "?", "x")
+    assert entry.untracked and not entry.ignored
+    assert process.StatusEntry("!", "!", "x").ignored
+    assert not process.StatusEntry("M", " ", "x").untracked
+    assert process.show_prefix(repo / "src") == "src/"
+    assert process.show_prefix(repo) == ""
+    for name in ("LC_ALL", "LC_MESSAGES", "LANG", "LANGUAGE"):
+        monkeypatch.delenv(name, raising=False)
+    assert process.user_locale() == {"LC_ALL": "C", "LANGUAGE": ""}
+    monkeypatch.setenv("LANG", "fr_FR.UTF-8")
+    assert process.user_locale()["LC_ALL"] == "fr_FR.UTF-8"
+    monkeypatch.setenv("LC_MESSAGES", "de_DE.UTF-8")
+    monkeypatch.setenv("LANGUAGE", "de:en")
+    assert process.user_locale() == {"LC_ALL": "de_DE.UTF-8", "LANGUAGE": "de:en"}
+    monkeypatch.setenv("LC_ALL", "sv_SE.UTF-8")
+    assert process.user_locale()["LC_ALL"] == "sv_SE.UTF-8"
+    assert process.said(b"\n  hint: one  \n\t\nfatal: two\n") == ["  hint: one", "fatal: two"]
+
+
+def test_where_git_would_find_a_repository(repo: Path, tmp_path: Path) -> None:
+    from git_autoresearch.git.process import inside_repository
+
+    assert inside_repository(repo / "src" / "not-yet")
+    bare = tmp_path / "bare.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    assert inside_repository(bare / "refs" / "heads")
+    outside = tmp_path / "plain" / "sub"
+    outside.mkdir(parents=True)
+    assert not inside_repository(outside)
+    (tmp_path / "plain" / "HEAD").write_text("ref: refs/heads/main\n")
+    (tmp_path / "plain" / "objects").mkdir()
+    assert not inside_repository(outside), "no refs/: no bare repository"
+    (tmp_path / "plain" / "refs").mkdir()
+    assert inside_repository(outside)
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / ".git").write_text("gitdir: /elsewhere\n")
+    assert inside_repository(linked)
+
+
+def test_argument_budget_pathspec_cover_and_booleans() -> None:
+    from git_autoresearch.git.process import ARGV_BUDGET, config_bool, covered, fits_argv
+
+    assert fits_argv(["a" * (ARGV_BUDGET - 1)])
+    assert not fits_argv(["a" * ARGV_BUDGET])
+    assert fits_argv(["ab"] * (ARGV_BUDGET // 3))
+    assert not fits_argv(["ab"] * (ARGV_BUDGET // 3 + 1))
+    assert fits_argv([])
+    wanted = {"src", "docs/api", "top.txt"}
+    assert [covered(n, wanted) for n in (
+        "src", "src/a/b.py", "docs/api/x.md", "docs/other.md", "top.txt", "top.txt.bak",
+        "srcx/a.py", "a/src")] == [True, True, True, False, True, False, False, False]
+    assert [config_bool(v) for v in (None, "true", " Yes ", "ON", "1", "-2", "false", "No",
+                                     "off", "0", "", "maybe", "1.5")] == [
+        True, True, True, True, True, True, False, False, False, False, False, None, None]
