@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -613,3 +614,80 @@ def test_argument_budget_pathspec_cover_and_booleans() -> None:
     assert [config_bool(v) for v in (None, "true", " Yes ", "ON", "1", "-2", "false", "No",
                                      "off", "0", "", "maybe", "1.5")] == [
         True, True, True, True, True, True, False, False, False, False, False, None, None]
+
+
+def test_compare_and_swap_on_refs_and_note_commits(repo: Path) -> None:
+    from git_autoresearch.git.cas import commit_messages, create_ref, note_commit, swap_ref
+
+    top = Repo.discover(repo)
+    head = git(repo, "rev-parse", "HEAD")
+    note = note_commit(top, "a note\n\nwith a body ü\n")
+    assert git(repo, "rev-parse", f"{note}^{{tree}}") == \
+        "4b825dc642cb6eb9a060e54bf8d69288fbee4904", "the empty tree"
+    assert git(repo, "log", "-1", "--format=%B", note) == "a note\n\nwith a body ü"
+    child = note_commit(top, "next", [note, head])
+    assert git(repo, "log", "-1", "--format=%P", child) == f"{note} {head}"
+    assert create_ref(top, "refs/heads/cas", note, "made")
+    assert not create_ref(top, "refs/heads/cas", child, "again"), "it exists: a lost race"
+    assert git(repo, "rev-parse", "refs/heads/cas") == note
+    assert not swap_ref(top, "refs/heads/cas", child, head, "from the wrong old value")
+    assert swap_ref(top, "refs/heads/cas", child, note, "moved")
+    assert git(repo, "rev-parse", "refs/heads/cas") == child
+    assert git(repo, "reflog", "-1", "--format=%gs", "refs/heads/cas") == "moved"
+    blob = git(repo, "hash-object", "-w", "--stdin", input=b"not\n\na commit\n")
+    fake = git(repo, "hash-object", "-w", "--stdin", input=b"tree without a blank line\n")
+    assert commit_messages(top, [note, child, blob, fake, note, "f" * 40]) == {
+        note: "a note\n\nwith a body ü\n", child: "next"}
+
+
+def test_a_new_project_repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from git_autoresearch.git.project import init_project, oneline_log
+
+    folder = tmp_path / "demo"
+    folder.mkdir()
+    write(folder / "a.txt", "a\n")
+    made = init_project(folder, "the demo", "Demo", "demo@example.invalid")
+    assert made.top == folder
+    assert git(folder, "log", "--format=%s %an", "--name-only") == "the demo Test Author\n\na.txt"
+    assert not [line for line in git(folder, "config", "--local", "--list").splitlines()
+                if line.startswith("user.")], "git has an identity: none is set"
+    git(folder, "commit", "-q", "--allow-empty", "-m", "other")
+    short = git(folder, "rev-parse", "--short", "HEAD~1")
+    assert oneline_log(made, "demo") == f"{short} the demo"
+    for name in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME",
+                 "GIT_COMMITTER_EMAIL", "EMAIL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / ".gitconfig").write_text("[user]\n\tuseConfigOnly = true\n")
+    bare = tmp_path / "anonymous"
+    bare.mkdir()
+    write(bare / "b.txt", "b\n")
+    init_project(bare, "no identity", "Demo", "demo@example.invalid")
+    assert git(bare, "log", "--format=%an <%ae>") == "Demo <demo@example.invalid>"
+    assert git(bare, "config", "--local", "user.name") == "Demo"
+
+
+def test_linked_worktrees_come_and_go(repo: Path) -> None:
+    from git_autoresearch.git.worktrees import add_detached, listed, prune, remove
+
+    top = Repo.discover(repo)
+    head = git(repo, "rev-parse", "HEAD")
+    side = repo.parent / "side"
+    add_detached(top, side, head)
+    assert git(side, "rev-parse", "HEAD") == head
+    assert git(side, "rev-parse", "--abbrev-ref", "HEAD") == "HEAD", "detached"
+    assert listed(top) == [repo, side]
+    write(side / "value.txt", "changed\n")
+    write(side / "new.txt", "untracked\n")
+    git(repo, "worktree", "lock", str(side))
+    remove(top, side)
+    assert not side.exists() and listed(top) == [repo]
+    remove(top, side)  # already gone: no error
+    gone = repo.parent / "gone"
+    add_detached(top, gone, head)
+    shutil.rmtree(gone)
+    assert listed(top) == [repo, gone]
+    prune(top)
+    assert listed(top) == [repo]
+    assert git(repo, "status", "--porcelain") == ""

@@ -41,6 +41,7 @@ from .process import (
 )
 from .repo import Repo
 
+# mutation: equivalent read by star imports alone, and nothing imports this package with one
 __all__ = [
     "ABSENT", "COMMIT_HOOKS", "DISK_FULL_BYTES", "GITLINK", "LOCATING_VARIABLES", "DiskFull",
     "GitError", "Repo", "Result", "StatusEntry", "config_bool", "fits_argv", "free_bytes",

@@ -41,8 +41,9 @@ def cat_blob(repo: Repo, oid: str) -> bytes:
 
 
 def cat_blobs(repo: Repo, oids: Sequence[str]) -> dict[str, bytes]:
-    """Blob contents by id, through one ``git cat-file --batch`` (its output: a
-    ``<oid> <type> <size>`` line, the content, a newline, for each)."""
+    """Object contents by id, through one ``git cat-file --batch`` (its output: a
+    ``<oid> <type> <size>`` line, the content, a newline, for each; ``<name> missing`` for a
+    name of nothing here, which is left out)."""
     if not oids:
         return {}
     out = repo.run("cat-file", "--batch",
@@ -51,9 +52,12 @@ def cat_blobs(repo: Repo, oids: Sequence[str]) -> dict[str, bytes]:
     at = 0
     while at < len(out):
         end = out.index(b"\n", at)
-        oid, _, size = out[at:end].decode().split()
-        found[oid] = out[end + 1:end + 1 + int(size)]
-        at = end + 1 + int(size) + 1
+        header = out[at:end].decode().split()
+        at = end + 1
+        if len(header) == 3:
+            size = int(header[2])
+            found[header[0]] = out[at:at + size]
+            at += size + 1
     return found
 
 
