@@ -304,6 +304,9 @@ def test_recording_locks_are_those_a_recording_meets(repo: Path) -> None:
     old = gd / "config.lock"
     os.utime(old, (1000, 1000))
     assert dict(lock_files(top))[old] > 1_000_000
+    ahead = gd / "HEAD.lock"
+    os.utime(ahead, (4_000_000_000, 4_000_000_000))
+    assert dict(lock_files(top))[ahead] == 0.0, "a clock behind the file's: no negative age"
     linked = Repo.discover(repo.parent / "linked")
     assert recording_locks(linked, "linked") == [gd / "worktrees/linked/index.lock",
                                                  gd / "packed-refs.lock"]

@@ -43,5 +43,5 @@ def lock_files(repo: Repo) -> list[tuple[Path, float]]:
         try:
             out.append((path, max(0.0, now - path.lstat().st_mtime)))
         except FileNotFoundError:  # git finished meanwhile
-            continue
+            continue  # mutation: equivalent the loop's last statement
     return out
