@@ -694,3 +694,110 @@ def test_linked_worktrees_come_and_go(repo: Path) -> None:
     prune(top)
     assert listed(top) == [repo]
     assert git(repo, "status", "--porcelain") == ""
+
+
+def test_a_remotes_refs_listed_fetched_and_pushed_atomically(repo: Path,
+                                                              tmp_path: Path) -> None:
+    from git_autoresearch.errors import Refused
+    from git_autoresearch.git.remote import (
+        Pushed,
+        failure,
+        fetch_objects,
+        fetch_refspecs,
+        has_commit,
+        is_ancestor,
+        push_atomic,
+        remote_refs,
+    )
+
+    hub = tmp_path / "hub.git"
+    git(tmp_path, "init", "-q", "--bare", str(hub))
+    base = git(repo, "rev-parse", "HEAD")
+    git(repo, "push", "-q", str(hub), "HEAD:refs/heads/main", "HEAD:refs/heads/mainline",
+        "HEAD:refs/x/a", "HEAD:refs/x/b/c", "HEAD:refs/xy/z")
+    top = Repo.discover(repo)
+    assert remote_refs(top, str(hub), ["refs/heads/main", "refs/x/"]) == {
+        "refs/heads/main": base, "refs/x/a": base, "refs/x/b/c": base}
+    assert remote_refs(top, str(hub), []) == {}
+    with pytest.raises(Refused) as raised:
+        remote_refs(top, str(tmp_path / "nothing"), ["refs/"])
+    assert str(raised.value) == (f"cannot list the refs of remote {str(tmp_path / 'nothing')!r}: "
+                                 f"'{tmp_path / 'nothing'}' does not appear to be a git "
+                                 "repository")
+
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", "-b", "main", str(hub), str(other))
+    write(other / "value.txt", "90\n")
+    git(other, "commit", "-q", "-am", "elsewhere")
+    theirs = git(other, "rev-parse", "HEAD")
+    git(other, "push", "-q", "origin", "HEAD:refs/x/a")
+    assert not has_commit(top, theirs)
+    assert fetch_objects(top, str(hub), [])
+    assert fetch_objects(top, str(hub), ["refs/x/a"])
+    assert has_commit(top, theirs) and is_ancestor(top, base, theirs)
+    assert not is_ancestor(top, theirs, base)
+    assert not (repo / ".git" / "FETCH_HEAD").exists()
+    assert git(repo, "for-each-ref", "--format=%(refname)", "refs/x") == "", "no ref written"
+    assert not fetch_objects(top, str(hub), ["refs/x/gone"])
+    assert not has_commit(top, "f" * 40)
+    assert fetch_refspecs(top, str(hub), ["+refs/x/*:refs/mirror/*"]) is None
+    assert git(repo, "for-each-ref", "--format=%(refname)", "refs/mirror") == \
+        "refs/mirror/a\nrefs/mirror/b/c"
+    assert fetch_refspecs(top, str(hub), ["refs/x/gone:refs/mirror/gone"]) == \
+        "couldn't find remote ref refs/x/gone"
+
+    write(repo / "value.txt", "80\n")
+    git(repo, "commit", "-q", "-am", "here")
+    mine = git(repo, "rev-parse", "HEAD")
+    refused = push_atomic(top, str(hub), {"refs/x/a": (mine, base),
+                                          "refs/x/new": (mine, "")})
+    assert refused[0] == 1 and sorted(refused[1], key=lambda p: p.ref) == [
+        Pushed("!", "refs/x/a"), Pushed("!", "refs/x/new")], "the lease on refs/x/a broke"
+    assert remote_refs(top, str(hub), ["refs/x/a", "refs/x/new"]) == {"refs/x/a": theirs}
+    code, pushed = push_atomic(top, str(hub), {"refs/x/b/c": (mine, base),
+                                               "refs/x/new": (mine, "")})
+    assert (code, sorted(pushed, key=lambda p: p.ref)) == (
+        0, [Pushed(" ", "refs/x/b/c"), Pushed("*", "refs/x/new")])
+    assert failure(b"", "otherwise") == "otherwise"
+    assert failure(b"hint: first\nerror: the error\nfatal: later\n", "x") == "the error"
+    assert failure(b"  just words  \nmore\n", "x") == "just words"
+
+
+def test_local_refs_moved_as_one_transaction_and_the_default_branch(repo: Path,
+                                                                     tmp_path: Path) -> None:
+    from git_autoresearch.git.remote import default_branch, update_refs
+
+    top = Repo.discover(repo)
+    base = git(repo, "rev-parse", "HEAD")
+    write(repo / "value.txt", "90\n")
+    git(repo, "commit", "-q", "-am", "next")
+    new = git(repo, "rev-parse", "HEAD")
+    git(repo, "branch", "-q", "old", base)
+    assert update_refs(top, {}, "nothing")
+    assert update_refs(top, {"refs/t/made": (base, None), "refs/heads/old": (new, base)},
+                       "one transaction")
+    assert git(repo, "rev-parse", "refs/t/made", "refs/heads/old").split() == [base, new]
+    assert git(repo, "reflog", "-1", "--format=%gs", "old") == "one transaction"
+    assert not update_refs(top, {"refs/t/other": (base, None), "refs/heads/old": (base, base)},
+                           "a stale old value")
+    assert git(repo, "for-each-ref", "--format=%(refname)", "refs/t") == "refs/t/made", \
+        "all or nothing"
+    assert not update_refs(top, {"refs/t/made": (new, None)}, "exists already")
+    assert update_refs(top, {"refs/t/made": (None, base), "refs/heads/old": (None, None)},
+                       "deleted")
+    assert git(repo, "for-each-ref", "--format=%(refname)", "refs/t", "refs/heads/old") == ""
+
+    assert default_branch(top) == "refs/heads/main"
+    git(repo, "branch", "-q", "-m", "main", "trunk")
+    assert default_branch(top) is None
+    git(repo, "branch", "-q", "master")
+    assert default_branch(top) == "refs/heads/master"
+    git(repo, "config", "init.defaultBranch", "trunk")
+    assert default_branch(Repo.discover(repo)) == "refs/heads/trunk"
+    git(repo, "config", "--add", "init.defaultBranch", "")
+    assert default_branch(Repo.discover(repo)) == "refs/heads/master", "the last value: empty"
+    git(repo, "update-ref", "refs/remotes/origin/dev", base)
+    git(repo, "symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/dev")
+    assert default_branch(Repo.discover(repo)) == "refs/remotes/origin/dev", "no local dev"
+    git(repo, "branch", "-q", "dev", base)
+    assert default_branch(Repo.discover(repo)) == "refs/heads/dev"

@@ -109,12 +109,13 @@ def push_atomic(repo: Repo, remote: str, updates: Mapping[str, tuple[str, str]]
 def update_refs(repo: Repo, changes: Mapping[str, tuple[str | None, str | None]],
                 message: str) -> bool:
     """Move several local refs in one transaction (``git update-ref --stdin``): ``{ref: (new,
-    old)}``, ``new`` None deletes the ref, ``old`` None requires that it does not exist yet.
+    old)}``, ``new`` None deletes the ref (only while it is at ``old``, when given); else
+    ``old`` None requires that it does not exist yet.
     All or nothing; False when an old value no longer held (another writer)."""
     lines = []
     for ref, (new, old) in changes.items():
-        if new is None:
-            lines.append(f"delete {ref} {old or ''}")
+        if new is None:  # "delete <ref> " with an empty old value is git's error
+            lines.append(f"delete {ref} {old}" if old else f"delete {ref}")
         elif old is None:
             lines.append(f"create {ref} {new}")
         else:
