@@ -801,3 +801,22 @@ def test_local_refs_moved_as_one_transaction_and_the_default_branch(repo: Path,
     assert default_branch(Repo.discover(repo)) == "refs/remotes/origin/dev", "no local dev"
     git(repo, "branch", "-q", "dev", base)
     assert default_branch(Repo.discover(repo)) == "refs/heads/dev"
+
+
+def test_merge_trees_on_a_git_older_than_2_38_says_what_it_needs(
+        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A git before 2.38 knows no ``merge-tree --write-tree`` and answers with its usage and
+    exit 129: a ``git`` first on PATH does so for that call and runs the real git otherwise."""
+    from git_autoresearch.errors import Refused
+    from git_autoresearch.git.moving import merge_trees
+
+    shim = tmp_path / "old-git"
+    write(shim / "git", '#!/bin/sh\ncase "$*" in *"merge-tree --write-tree"*)\n'
+          '  echo "usage: git merge-tree <base-tree> <branch1> <branch2>" >&2; exit 129;;\n'
+          f'esac\nexec {shutil.which("git")} "$@"\n', 0o755)
+    monkeypatch.setenv("PATH", f"{shim}{os.pathsep}{os.environ['PATH']}")
+    with pytest.raises(Refused) as raised:
+        merge_trees(Repo.discover(repo), "HEAD", "HEAD")
+    assert str(raised.value) == (
+        "replaying a worker's change onto a moved incumbent needs git 2.38 or newer (git "
+        "merge-tree --write-tree); this git is older")
