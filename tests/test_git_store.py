@@ -820,3 +820,131 @@ def test_merge_trees_on_a_git_older_than_2_38_says_what_it_needs(
     assert str(raised.value) == (
         "replaying a worker's change onto a moved incumbent needs git 2.38 or newer (git "
         "merge-tree --write-tree); this git is older")
+
+
+def test_discover_finds_the_work_tree_and_refuses_what_is_none(repo: Path,
+                                                               tmp_path: Path) -> None:
+    from git_autoresearch.errors import Refused
+
+    found = Repo.discover(repo / "src")
+    assert (found.top, found.git_dir, found.common_dir, found.scratch) == (
+        repo, repo / ".git", repo / ".git", repo / ".git" / "autoresearch")
+    head = git(repo, "rev-parse", "HEAD")
+    assert (found.head_at_discovery, found.head_tree_at_discovery, found.branch_at_discovery) \
+        == (head, git(repo, "rev-parse", "HEAD^{tree}"), "main")
+    git(repo, "switch", "-q", "--detach")
+    detached = Repo.discover(repo)
+    assert (detached.head_at_discovery, detached.branch_at_discovery) == (head, None)
+    git(repo, "worktree", "add", "-q", str(tmp_path / "linked"))
+    linked = Repo.discover(tmp_path / "linked")
+    assert (linked.top, linked.git_dir, linked.common_dir, linked.scratch) == (
+        tmp_path / "linked", repo / ".git" / "worktrees" / "linked", repo / ".git",
+        repo / ".git" / "worktrees" / "linked" / "autoresearch")
+    unborn = tmp_path / "unborn"
+    unborn.mkdir()
+    git(unborn, "init", "-q")
+    fresh = Repo.discover(unborn)
+    assert fresh.top == unborn and fresh.head_at_discovery is None
+    assert fresh.head_tree_at_discovery is None and fresh.branch_at_discovery is None
+    assert fresh.head() is None
+    git(tmp_path, "init", "-q", "--bare", str(tmp_path / "bare.git"))
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    for where, said in ((tmp_path / "bare.git", "not inside a git work tree"),
+                        (repo / ".git", "not inside a git work tree"),
+                        (plain, "not a git repository")):
+        with pytest.raises(Refused) as raised:
+            Repo.discover(where)
+        assert str(raised.value) == f"{said}: {where}"
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / ".git").write_text("gitdir: /nowhere/at/all\n")
+    with pytest.raises(Refused) as raised:
+        Repo.discover(broken)
+    assert str(raised.value) == (f"git cannot use {broken}: not a git repository: "
+                                 "/nowhere/at/all")
+
+
+def test_which_git_commands_forget_what_was_read(repo: Path) -> None:
+    from git_autoresearch.git.repo import reads_only
+
+    assert reads_only(["config", "--get-regexp", "x"]) and not reads_only(["config", "a", "b"])
+    assert reads_only(["ls-files"]) and not reads_only(["update-ref", "x", "y"])
+    top = Repo.discover(repo)
+    ns = "refs/autoresearch/s1/"
+    head = git(repo, "rev-parse", "HEAD")
+    assert top.for_each_ref(ns + "attempts/", within=ns) == []
+    git(repo, "update-ref", ns + "attempts/2", head)  # behind the repository's back
+    assert top.for_each_ref(ns + "attempts/", within=ns) == [], "kept"
+    top.run("ls-files")
+    assert top.for_each_ref(ns + "attempts/", within=ns) == [], "a read keeps them"
+    top.run("config", "--get-regexp", "nothing", allow_non_zero=True)
+    assert top.for_each_ref(ns + "attempts/", within=ns) == [], "a config read keeps them"
+    top.run("update-ref", ns + "scope/2", head)
+    assert top.for_each_ref(ns + "attempts/", within=ns) == [ns + "attempts/2"]
+    assert top.for_each_ref(ns + "scope/", within=ns) == [ns + "scope/2"]
+    assert top.for_each_ref(ns + "scope/", within="refs/other/") == [ns + "scope/2"]
+    assert top.for_each_ref(ns + "scope/", within="refs/autoresearch") == [ns + "scope/2"]
+    assert top.for_each_ref(ns + "scope", within=ns) == [ns + "scope/2"]
+    assert top.for_each_ref(ns + "attempts/") == [ns + "attempts/2"]
+    assert top.config_entries(r"^core\.ignorecase$") == []
+    top.run("config", "core.ignorecase", "false")
+    assert top.config_entries(r"^core\.ignorecase$") == [("core.ignorecase", "false")]
+
+
+def test_refs_and_branches(repo: Path, tmp_path: Path) -> None:
+    top = Repo.discover(repo)
+    head = git(repo, "rev-parse", "HEAD")
+    assert top.head() == head and top.current_branch() == "main"
+    assert top.resolve("main") == head and top.resolve("HEAD:value.txt") is None
+    assert top.resolve("nothing") is None and top.resolve("-n") is None
+    assert top.short(head) == head[:7]
+    top.update_ref("refs/t/a", head, "", "made")
+    with pytest.raises(Exception, match="git failed"):
+        top.update_ref("refs/t/a", head, "", "exists")
+    assert not top.delete_ref("refs/t/a", "f" * 40)
+    assert top.delete_ref("refs/t/a", head) and top.resolve("refs/t/a") is None
+    git(repo, "tag", "-a", "-m", "annotated", "v1")
+    git(repo, "tag", "light")
+    assert top.commit_refs("refs/tags/") == {"refs/tags/light"}
+    assert top.ref_objects("refs/tags/") == [
+        ("refs/tags/light", head), ("refs/tags/v1", git(repo, "rev-parse", "v1"))]
+    made = top.switch("new", create=True)
+    assert made.returncode == 0 and top.current_branch() == "new"
+    refused = top.switch("no-such-branch")
+    assert refused.returncode != 0 and b"no-such-branch" in refused.stderr
+    assert top.switch("main").returncode == 0
+    write(repo / "value.txt", "90\n")
+    git(repo, "commit", "-q", "-am", "next")
+    assert top.merged(head) and not top.merged("f" * 40)
+    git(repo, "switch", "-q", "--detach", head)
+    assert top.current_branch() is None and not top.merged(git(repo, "rev-parse", "main"))
+    git(repo, "switch", "-q", "main")
+    assert top.worktree_of("new") is None
+    git(repo, "worktree", "add", "-q", str(tmp_path / "w"), "new")
+    assert top.worktree_of("new") == tmp_path / "w"
+    assert top.worktree_of("main") is None, "this worktree's own branch"
+    assert Repo.discover(tmp_path / "w").worktree_of("main") == repo
+    git(repo, "worktree", "add", "-q", "--detach", str(tmp_path / "gone"))
+    shutil.rmtree(tmp_path / "gone")
+    assert top.worktree_paths() == [repo, tmp_path / "w"]
+    assert Repo.discover(tmp_path / "w").worktree_paths() == [tmp_path / "w", repo]
+    assert top.remotes() == []
+    git(repo, "remote", "add", "zeta", str(tmp_path))
+    git(repo, "remote", "add", "alpha", str(tmp_path))
+    assert top.remotes() == ["alpha", "zeta"]
+    assert top.ref_format_ok("refs/heads/ok") and not top.ref_format_ok("refs/heads/a..b")
+
+
+def test_operations_in_progress_are_told_by_their_markers(repo: Path) -> None:
+    top = Repo.discover(repo)
+    assert top.operation_in_progress() is None
+    for marker, what in (("BISECT_LOG", "bisect"), ("REVERT_HEAD", "revert"),
+                         ("CHERRY_PICK_HEAD", "cherry-pick"), ("rebase-apply", "rebase or am"),
+                         ("rebase-merge", "rebase"), ("MERGE_HEAD", "merge")):
+        path = repo / ".git" / marker
+        if marker.startswith("rebase"):
+            path.mkdir()
+        else:
+            path.write_text("x\n")
+        assert top.operation_in_progress() == what

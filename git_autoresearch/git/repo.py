@@ -84,14 +84,19 @@ class Repo(History, Settings):
             res = run_git(query, cwd=where, allow_non_zero=True)
         lines = res.stdout.decode("utf-8", "surrogateescape").splitlines()
         if res.returncode != 0 or len(lines) < 5:
+            # --show-toplevel fails in a bare repository and inside .git: ask without it.
+            kind = run_git(query[:3], cwd=where, allow_non_zero=True)
+            if kind.returncode == 0 and kind.text.splitlines()[:2] != ["false", "true"]:
+                raise Refused(f"not inside a git work tree: {where}")
             words = said(res.stderr)
             if words and inside_repository(where):
                 # e.g. git's safe.directory check: say what git said, not "no repository"
                 raise Refused(f"git cannot use {where}: "
                               f"{words[-1].strip().removeprefix('fatal: ')}")
             raise Refused(f"not a git repository: {where}")
+        # mutation: equivalent git prints a top only inside a work tree (asked above)
         if lines[0] == "true" or lines[1] != "true" or len(lines) < 6:
-            raise Refused(f"not inside a git work tree: {where}")
+            raise Refused(f"not inside a git work tree: {where}")  # mutation: equivalent (above)
         git_dir = Path(lines[2])
         common = Path(lines[3])
         scratch = Path(lines[4])
