@@ -948,3 +948,141 @@ def test_operations_in_progress_are_told_by_their_markers(repo: Path) -> None:
         else:
             path.write_text("x\n")
         assert top.operation_in_progress() == what
+
+
+# More bytes of paths than one command line takes (ARGV_BUDGET): the listing is filtered.
+MANY = [f"absent/{'x' * 200}{n}.txt" for n in range(400)]
+
+
+def test_the_work_tree_status_and_its_untracked_and_ignored_files(repo: Path) -> None:
+    top = Repo.discover(repo)
+    write(repo / ".gitignore", "*.log\nbuild/\n")
+    write(repo / "run.log", "x\n")
+    write(repo / "build" / "a.o", "x\n")
+    write(repo / "new" / "b.txt", "x\n")
+    write(repo / "value.txt", "90\n")
+    git(repo, "mv", "README.md", "NOTES.md")
+    write(repo / "caf\udce9.txt", "x\n")  # a Latin-1 name: no UTF-8
+    found = sorted((e.index, e.worktree, e.path) for e in top.status())
+    assert found == sorted([
+        ("?", "?", ".gitignore"), ("!", "!", "build/"), ("?", "?", "new/b.txt"),
+        ("!", "!", "run.log"), ("A", " ", "NOTES.md"), ("D", " ", "README.md"),
+        (" ", "M", "value.txt"), ("?", "?", "caf\udce9.txt")])
+    assert sorted(top.untracked()) == [".gitignore", "caf\udce9.txt", "new/b.txt"]
+    assert sorted(top.ignored()) == ["build/", "run.log"]
+    assert top.has_staged_changes()
+    git(repo, "reset", "-q")
+    assert not top.has_staged_changes()
+
+
+def test_add_paths_stages_exactly_the_paths_given(repo: Path) -> None:
+    top = Repo.discover(repo)
+    write(repo / ".gitignore", "*.log\n")
+    write(repo / "kept.log", "ignored, named\n")
+    write(repo / "other.txt", "not named\n")
+    (repo / "README.md").unlink()
+    shutil.rmtree(repo / "src")
+    write(repo / "src", "a file where a folder was\n")
+    (repo / "link").symlink_to("src")
+    top.add_paths(["kept.log", "README.md", "src", "src/lib.py", "link", "link/beyond"])
+    assert git(repo, "diff", "--cached", "--name-status", "--no-renames").splitlines() == [
+        "D\tREADME.md", "A\tkept.log", "A\tlink", "A\tsrc", "D\tsrc/lib.py"]
+    assert "other.txt" not in git(repo, "ls-files")
+    top.add_paths([])
+    assert top.reachable("src") and top.reachable("link")
+    assert not top.reachable("src/lib.py"), "beyond a file"
+    assert not top.reachable("link/lib.py"), "beyond a symlink"
+    assert not top.reachable("README.md") and top.reachable("value.txt")
+    write(repo / "deep" / "er" / "x.txt", "x\n")
+    assert top.reachable("deep/er/x.txt") and not top.reachable("deep/er/y.txt")
+
+
+def test_restore_from_head_finishes_what_an_interruption_left(repo: Path) -> None:
+    top = Repo.discover(repo)
+    write(repo / "value.txt", "90\n")
+    write(repo / "added.txt", "added\n")
+    write(repo / "orphan.txt", "its index entry already gone\n")
+    git(repo, "add", "value.txt", "added.txt")
+    top.restore_from_head(["value.txt", "added.txt", "orphan.txt"])
+    assert (repo / "value.txt").read_text() == "100\n"
+    assert not (repo / "added.txt").exists() and not (repo / "orphan.txt").exists()
+    assert git(repo, "status", "--porcelain") == ""
+    write(repo / "orphan.txt", "alone\n")
+    top.restore_from_head(["orphan.txt", "never-anywhere.txt"])
+    assert not (repo / "orphan.txt").exists()
+    top.restore_from_head([])
+
+
+def test_index_entries_and_tree_entries_whatever_the_number_of_paths(repo: Path) -> None:
+    top = Repo.discover(repo)
+    head = git(repo, "rev-parse", "HEAD")
+    lib = git(repo, "rev-parse", "HEAD:src/lib.py")
+    value = git(repo, "rev-parse", "HEAD:value.txt")
+    assert top.indexed(["src", "value.txt", "absent.txt"]) == ["src/lib.py", "value.txt"]
+    assert top.indexed(["src", "value.txt", *MANY]) == ["src/lib.py", "value.txt"]
+    assert top.indexed([]) == []
+    assert top.ls_files() == ["README.md", "bench.sh", "src/lib.py", "value.txt"]
+    assert top.blobs(head, ["src", "value.txt", "absent.txt"]) == {
+        "src/lib.py": lib, "value.txt": value}
+    assert top.blobs(head, ["src", "value.txt", *MANY]) == {"src/lib.py": lib,
+                                                            "value.txt": value}
+    assert top.tree_entries(head, ["bench.sh"]) == {
+        "bench.sh": ("100755", git(repo, "rev-parse", "HEAD:bench.sh"))}
+    assert top.tree_entries(head, []) == {}
+    write(repo / "value.txt", "90\n")
+    write(repo / "src" / "lib.py", "changed\n")
+    git(repo, "add", "-A")
+    top.unstage(["value.txt", "absent.txt"])
+    assert git(repo, "diff", "--cached", "--name-only") == "src/lib.py"
+    assert (repo / "value.txt").read_text() == "90\n", "the work tree is left alone"
+    top.unstage([])
+    tree = top.write_tree()
+    assert git(repo, "ls-tree", "--name-only", "-r", tree).splitlines() == top.ls_files()
+    assert top.tree_of("HEAD") == git(repo, "rev-parse", "HEAD^{tree}")
+    made = top.commit_tree(tree, [head], "plumbing ü\n\nbody\n")
+    assert git(repo, "log", "-1", "--format=%P%n%B", made) == f"{head}\nplumbing ü\n\nbody"
+    assert top.head() == head, "HEAD does not move"
+    root = top.commit_tree(tree, [], "a root")
+    assert git(repo, "log", "-1", "--format=%P", root) == ""
+
+
+def test_commit_runs_git_commit_verbatim_and_tells_its_refusal(repo: Path,
+                                                               monkeypatch: pytest.MonkeyPatch
+                                                               ) -> None:
+    top = Repo.discover(repo)
+    assert top.identity_problem() is None
+    write(repo / ".git" / "hooks" / "commit-msg",
+          '#!/bin/sh\necho "locale $LC_ALL extra $EXTRA" >&2\n', 0o755)
+    write(repo / "value.txt", "90\n")
+    git(repo, "add", "value.txt")
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
+    done = top.commit("subject\n\n# not a comment here\n", {"EXTRA": "yes"})
+    assert done.returncode == 0
+    assert done.stderr.decode().strip() == "locale C.UTF-8 extra yes"
+    assert git(repo, "log", "-1", "--format=%B") == "subject\n\n# not a comment here"
+    refused = top.commit("nothing staged\n")
+    assert refused.returncode == 1
+    for name in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME",
+                 "GIT_COMMITTER_EMAIL", "EMAIL"):
+        monkeypatch.delenv(name, raising=False)
+    git(repo, "config", "user.useConfigOnly", "true")
+    assert Repo.discover(repo).identity_problem() == (
+        "git has no committer identity: set user.name and user.email (git config)")
+
+
+def test_submodule_checkouts_and_their_heads(repo: Path, tmp_path: Path) -> None:
+    inner = tmp_path / "inner"
+    inner.mkdir()
+    git(inner, "init", "-q")
+    write(inner / "a.txt", "a\n")
+    git(inner, "add", "a.txt")
+    git(inner, "commit", "-q", "-m", "inner")
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(inner), "sub")
+    top = Repo.discover(repo)
+    assert top.checked_out("sub") and not top.checked_out("src")
+    assert top.submodule_head("sub") == git(inner, "rev-parse", "HEAD")
+    assert top.submodule_head("src") is None
+    unborn = repo / "unborn"
+    unborn.mkdir()
+    git(unborn, "init", "-q")
+    assert top.checked_out("unborn") and top.submodule_head("unborn") is None
