@@ -1086,3 +1086,212 @@ def test_submodule_checkouts_and_their_heads(repo: Path, tmp_path: Path) -> None
     unborn.mkdir()
     git(unborn, "init", "-q")
     assert top.checked_out("unborn") and top.submodule_head("unborn") is None
+
+
+def with_submodule(repo: Path, tmp_path: Path) -> tuple[str, str]:
+    """``repo`` with a submodule at ``sub`` (committed) whose repository has two commits; the
+    (first, second) commit ids, the submodule checked out at the second."""
+    inner = tmp_path / "inner"
+    inner.mkdir()
+    git(inner, "init", "-q")
+    ids = []
+    for text in ("a\n", "b\n"):
+        write(inner / "a.txt", text)
+        git(inner, "add", "a.txt")
+        git(inner, "commit", "-q", "-m", text.strip())
+        ids.append(git(inner, "rev-parse", "HEAD"))
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(inner), "sub")
+    git(repo, "commit", "-q", "-m", "a submodule")
+    return ids[0], ids[1]
+
+
+def test_submodules_are_told_dirty_checked_out_and_reinstated(repo: Path,
+                                                              tmp_path: Path) -> None:
+    from git_autoresearch.git.submodule import (
+        checkout,
+        config_entries_in,
+        has_commit,
+        is_dirty,
+        reinstate,
+        submodules,
+    )
+
+    first, second = with_submodule(repo, tmp_path)
+    top = Repo.discover(repo)
+    (repo / "link").symlink_to("sub")
+    assert submodules(top, ["src", "sub", "value.txt", "link", "absent"]) == ["sub"]
+    assert submodules(top, ["sub", *MANY]) == ["sub"]
+    assert submodules(top, ["value.txt"]) == []
+    inner = tmp_path / "inner2"
+    inner.mkdir()
+    git(inner, "init", "-q")
+    git(inner, "commit", "-q", "--allow-empty", "-m", "x")
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(inner), "staged")
+    assert submodules(top, ["staged", "sub"]) == ["staged", "sub"], "in the index only"
+    assert has_commit(top, "sub", first) and not has_commit(top, "sub", "f" * 40)
+    assert has_commit(top, "src", "f" * 40), "no checkout: nothing to check out"
+    assert not is_dirty(top, "sub") and not is_dirty(top, "src")
+    write(repo / "sub" / "new.txt", "untracked\n")
+    assert is_dirty(top, "sub")
+    (repo / "sub" / "new.txt").unlink()
+    checkout(top, "sub", first)
+    assert git(repo / "sub", "rev-parse", "HEAD") == first
+    assert config_entries_in(top, ".gitmodules", r"^submodule\..*\.path$") == [
+        ("submodule.sub.path", "sub"), ("submodule.staged.path", "staged")]
+    assert config_entries_in(top, "absent.cfg", r".") == []
+    write(repo / "bare.cfg", "[x]\n\tflag\n")
+    assert config_entries_in(top, "bare.cfg", r"^x\.") == [("x.flag", None)]
+    shutil.rmtree(repo / "sub")
+    (repo / "sub").mkdir()
+    assert not top.checked_out("sub")
+    reinstate(top, "sub")
+    assert git(repo / "sub", "rev-parse", "HEAD") == second, "the commit the index records"
+    assert (repo / "sub" / "a.txt").read_text() == "b\n"
+    shutil.rmtree(repo / ".git" / "modules" / "staged")
+    shutil.rmtree(repo / "staged")
+    (repo / "staged").mkdir()
+    reinstate(top, "staged")
+    assert list((repo / "staged").iterdir()) == [], "its history is not here: nothing done"
+    reinstate(top, "src")
+
+
+def test_cherry_picks_in_a_linked_worktree(repo: Path, tmp_path: Path) -> None:
+    from git_autoresearch.git.process import GitError
+    from git_autoresearch.git.replay import (
+        APPLIED,
+        CONFLICT,
+        EMPTY,
+        Picked,
+        cherry_pick,
+        head,
+        reset,
+        restore_worktree,
+    )
+
+    base = git(repo, "rev-parse", "HEAD")
+    write(repo / "value.txt", "90\n")
+    git(repo, "commit", "-q", "-am", "ninety", "--author", "Someone <s@example.invalid>")
+    ninety = git(repo, "rev-parse", "HEAD")
+    write(repo / "value.txt", "80\n")
+    git(repo, "commit", "-q", "-am", "eighty")
+    eighty = git(repo, "rev-parse", "HEAD")
+    tree = tmp_path / "pick"
+    git(repo, "worktree", "add", "-q", "--detach", str(tree), base)
+    picked = cherry_pick(tree, ninety)
+    assert picked.outcome == APPLIED and picked.commit == head(tree)
+    assert git(tree, "rev-parse", "HEAD^") == base
+    assert git(tree, "log", "-1", "--format=%an %s") == "Someone ninety"
+    assert cherry_pick(tree, ninety) == Picked(EMPTY), "the change is already there"
+    assert head(tree) == picked.commit
+    reset(tree, base)
+    assert head(tree) == base and (tree / "value.txt").read_text() == "100\n"
+    assert cherry_pick(tree, eighty) == Picked(CONFLICT, paths=("value.txt",))
+    assert head(tree) == base and git(tree, "status", "--porcelain") == ""
+    with pytest.raises(GitError):
+        cherry_pick(tree, "f" * 40)
+    top = Repo.discover(repo)
+    write(repo / "new.txt", "new\n")
+    git(repo, "add", "new.txt")
+    restore_worktree(top, ninety, ["value.txt", "new.txt"])
+    assert (repo / "value.txt").read_text() == "90\n" and not (repo / "new.txt").exists()
+    assert git(repo, "rev-parse", "HEAD") == eighty
+    assert git(repo, "diff", "--cached", "--name-only") == "new.txt", "the index stays"
+    restore_worktree(top, ninety, [])
+
+
+def test_config_entries_by_pattern_and_the_files_watched(repo: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    top = Repo.discover(repo)
+    write(repo / ".git" / "config", (repo / ".git" / "config").read_text()
+          + "[x]\n\tbare\n\tvalue = one\n\tvalue = two\n")
+    assert top.config_entries(r"^x\.") == [("x.bare", None), ("x.value", "one"),
+                                           ("x.value", "two")]
+    assert top.config_entries(r"^nothing\.") == []
+    stamp = top.config_stamp()
+    assert top.config_stamp() == stamp
+    monkeypatch.setenv("GIT_CONFIG_PARAMETERS", "'core.ignorecase'='true'")
+    assert top.config_stamp() != stamp, "configuration given in the environment"
+    monkeypatch.delenv("GIT_CONFIG_PARAMETERS")
+    for name in ("GIT_CONFIG_GLOBAL", "XDG_CONFIG_HOME", "GIT_CONFIG_SYSTEM",
+                 "GIT_CONFIG_NOSYSTEM"):
+        monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    watched = [str(repo / ".git" / "config"), None, str(home / ".gitconfig"),
+               str(home / ".config" / "git" / "config"), "/etc/gitconfig"]
+
+    def files() -> list[str | None]:
+        stamp = top.config_stamp()
+        assert isinstance(stamp, tuple)
+        return [s[0] if isinstance(s, tuple) else s for s in stamp[2:]]
+
+    write(home / ".gitconfig", "")
+    write(home / ".config" / "git" / "config", "")
+    assert files()[:4] == watched[:4]
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    write(tmp_path / "xdg" / "git" / "config", "")
+    assert files()[3] == str(tmp_path / "xdg" / "git" / "config")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "global"))
+    write(tmp_path / "global", "")
+    monkeypatch.setenv("GIT_CONFIG_SYSTEM", str(tmp_path / "system"))
+    write(tmp_path / "system", "")
+    assert files() == [str(repo / ".git" / "config"), None, str(tmp_path / "global"),
+                       str(tmp_path / "system")]
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    assert files() == [str(repo / ".git" / "config"), None, str(tmp_path / "global")]
+    before = top.config_stamp()
+    write(tmp_path / "global", "[user]\n\tname = X\n")
+    assert top.config_stamp() != before, "a watched file changed"
+
+
+def test_commit_customizations_name_what_git_commit_would_do_more(repo: Path) -> None:
+    top = Repo.discover(repo)
+    assert top.commit_customizations() == []
+    write(repo / ".git" / "hooks" / "post-commit", "#!/bin/sh\n")  # not executable: counted
+    write(repo / ".git" / "hooks" / "pre-push", "#!/bin/sh\n", 0o755)  # no commit hook
+    assert top.commit_customizations() == ["post-commit hook"]
+    git(repo, "config", "hook.lint.event", "pre-commit")
+    git(repo, "config", "--add", "hook.other.event", "pre-push")
+    assert Repo.discover(repo).commit_customizations() == ["pre-commit hook", "post-commit hook"]
+    git(repo, "config", "commit.gpgSign", "true")
+    git(repo, "config", "--add", "commit.gpgSign", "false")
+    assert Repo.discover(repo).commit_customizations() == ["pre-commit hook",
+                                                           "post-commit hook"]
+    git(repo, "config", "--add", "commit.gpgSign", "maybe")
+    assert Repo.discover(repo).commit_customizations()[-1] == "commit.gpgSign", \
+        "a value git would refuse"
+    git(repo, "config", "--unset-all", "commit.gpgSign")
+    git(repo, "config", "--unset-all", "hook.lint.event")
+    git(repo, "config", "core.hooksPath", "tools")
+    assert Repo.discover(repo).commit_customizations() == [], "the hooks folder moved"
+    write(repo / "tools" / "commit-msg", "#!/bin/sh\n", 0o755)
+    write(repo / "tools" / "prepare-commit-msg", "#!/bin/sh\n", 0o755)
+    assert Repo.discover(repo).commit_customizations() == ["prepare-commit-msg hook",
+                                                           "commit-msg hook"]
+    write(repo / ".git" / "SQUASH_MSG", "squashed\n")
+    assert Repo.discover(repo).commit_customizations()[-1] == "SQUASH_MSG"
+
+
+def test_automatic_maintenance_unless_switched_off(repo: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """As git commit does: ``git maintenance run --auto``, unless maintenance.auto is false
+    (the last value counts); GIT_TRACE names each git command run."""
+    trace = tmp_path / "trace.txt"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+
+    def ran() -> bool:
+        said = trace.read_text() if trace.exists() else ""
+        trace.unlink(missing_ok=True)
+        return "maintenance run --auto --quiet" in said
+
+    Repo.discover(repo).auto_maintenance()
+    assert ran(), "unset: on"
+    git(repo, "config", "maintenance.auto", "false")
+    ran()
+    Repo.discover(repo).auto_maintenance()
+    assert not ran(), "switched off: nothing run"
+    git(repo, "config", "--add", "maintenance.auto", "true")
+    ran()
+    Repo.discover(repo).auto_maintenance()
+    assert ran()
