@@ -78,6 +78,7 @@ def cat_named_blobs(repo: Repo, names: Sequence[str]) -> list[bytes | None]:
         if len(header) == 3 and header[2].isdigit():
             size = int(header[2])
             found.append(out[at:at + size] if header[1] == b"blob" else None)
+            # mutation: equivalent a byte more skips only the next header's id, never read
             at += size + 1
         else:  # "<name> missing" or "<name> ambiguous": no content follows
             found.append(None)
