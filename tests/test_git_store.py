@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -1295,3 +1296,104 @@ def test_automatic_maintenance_unless_switched_off(repo: Path, tmp_path: Path,
     ran()
     Repo.discover(repo).auto_maintenance()
     assert ran()
+
+
+def test_a_temporary_index_is_a_copy_or_empty_and_always_removed(repo: Path) -> None:
+    from git_autoresearch.git.trees import temporary_index
+
+    top = Repo.discover(repo)
+    head_tree = git(repo, "rev-parse", "HEAD^{tree}")
+    with temporary_index(top) as index:
+        assert index.copied and index.path.parent == top.scratch
+        assert index.path.read_bytes() == (repo / ".git" / "index").read_bytes()
+        assert index.write_tree() == head_tree
+        write(repo / "value.txt", "90\n")
+        write(repo / "new.txt", "new\n")
+        index.add_paths(["value.txt", "new.txt"])
+        assert git(repo, "diff", "--cached", "--name-only") == "", "the real index untouched"
+        built = index.write_tree()
+        assert git(repo, "ls-tree", "--name-only", built).splitlines() == [
+            "README.md", "bench.sh", "new.txt", "src", "value.txt"]
+        index.reset_paths("HEAD", ["value.txt", "new.txt"])
+        index.reset_paths("HEAD", [])
+        assert index.write_tree() == head_tree
+        (index.path.with_name(index.path.name + ".lock")).write_text("left by a kill")
+        path = index.path
+    assert not path.exists() and not path.with_name(path.name + ".lock").exists()
+    with pytest.raises(RuntimeError), temporary_index(top, copy_of_real=False) as empty:
+        assert not empty.copied and not empty.path.exists()
+        empty.read_tree("HEAD")
+        assert empty.write_tree() == head_tree
+        raise RuntimeError("whatever happened")
+    assert not empty.path.exists()
+    (repo / ".git" / "index").unlink()
+    with temporary_index(top) as none_to_copy:
+        assert not none_to_copy.copied
+
+
+def test_make_tree_builds_nested_folders_in_one_process(repo: Path) -> None:
+    from git_autoresearch.git.process import GitError
+    from git_autoresearch.git.trees import make_tree
+
+    top = Repo.discover(repo)
+    lib = git(repo, "rev-parse", "HEAD:src/lib.py")
+    value = git(repo, "rev-parse", "HEAD:value.txt")
+    bench = git(repo, "rev-parse", "HEAD:bench.sh")
+    readme = git(repo, "rev-parse", "HEAD:README.md")
+    same = make_tree(top, [("100644", value, "value.txt"), ("100644", lib, "src/lib.py"),
+                           ("100755", bench, "bench.sh"), ("100644", readme, "README.md")])
+    assert same == git(repo, "rev-parse", "HEAD^{tree}")
+    deep = make_tree(top, [("100644", value, "a/b/c/d.txt"), ("100644", lib, "a/b/e.txt"),
+                           ("100644", value, "a/f.txt"), ("100644", lib, "g/h.txt"),
+                           ("120000", value, "top-link")])
+    assert git(repo, "ls-tree", "-r", "--format=%(objectmode) %(path)", deep).splitlines() == [
+        "100644 a/b/c/d.txt", "100644 a/b/e.txt", "100644 a/f.txt", "100644 g/h.txt",
+        "120000 top-link"]
+    assert make_tree(top, []) == "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+    with pytest.raises(GitError):
+        make_tree(top, [("100644", "f" * 40, "missing.txt")])
+    with pytest.raises(GitError):
+        make_tree(top, [("100644", "not an id", "x/bad.txt")])
+
+
+def test_renamed_pairs_files_as_gits_rename_detection_does(repo: Path) -> None:
+    from git_autoresearch.git.trees import renamed
+
+    top = Repo.discover(repo)
+    text = "".join(f"line {n}\n" for n in range(20))
+    blob = git(repo, "hash-object", "-w", "--stdin", input=text.encode())
+    edited = git(repo, "hash-object", "-w", "--stdin",
+                 input=(text + "one more\n").encode())
+    other = git(repo, "hash-object", "-w", "--stdin", input=b"nothing alike\n")
+    assert renamed(top, [("100644", blob, "old.txt"), ("100644", other, "gone.txt")],
+                   [("100644", edited, "dir/new.txt"), ("100644", blob, "copy.txt")]) \
+        == [("old.txt", "copy.txt")], "an exact rename first"
+    assert renamed(top, [("100644", blob, "a.txt"), ("100644", other, "b.txt")],
+                   [("100644", edited, "c.txt"), ("100644", other, "d.txt")]) == [
+        ("a.txt", "c.txt"), ("b.txt", "d.txt")]
+    assert renamed(top, [], [("100644", blob, "x")]) == []
+    assert renamed(top, [("100644", blob, "x")], []) == []
+    assert renamed(top, [("100644", blob, "x")], [("100644", other, "y")]) == []
+
+
+def test_hash_files_gives_the_ids_git_would_record(repo: Path, tmp_path: Path) -> None:
+    from git_autoresearch.git.trees import hash_files
+
+    with_submodule(repo, tmp_path)
+    top = Repo.discover(repo)
+    (repo / "link").symlink_to("value.txt")
+    (repo / "folder-link").symlink_to("src")
+    write(repo / "bad\nname.txt", "x\n")
+    write(repo / ".gitattributes", "*.crlf text eol=lf\n")
+    write(repo / "a.crlf", b"a\r\nb\r\n")
+    found = hash_files(top, ["value.txt", "link", "sub", "src", "folder-link/lib.py",
+                             "bad\nname.txt", "absent.txt", "a.crlf", "src/lib.py"])
+    assert found == {
+        "value.txt": git(repo, "rev-parse", "HEAD:value.txt"),
+        "link": git(repo, "hash-object", "--stdin", input=b"value.txt"),
+        "sub": git(repo / "sub", "rev-parse", "HEAD"),
+        "a.crlf": git(repo, "hash-object", "--stdin", input=b"a\nb\n"),
+        "src/lib.py": git(repo, "rev-parse", "HEAD:src/lib.py")}
+    unwritten = subprocess.run(["git", "cat-file", "-e", found["a.crlf"]], cwd=repo)
+    assert unwritten.returncode != 0, "nothing is written"
+    assert hash_files(top, []) == {}
