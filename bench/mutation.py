@@ -28,7 +28,9 @@ counts as a survivor and is listed as such.
 A line that ends with ``# mutation: equivalent <reason>``, or follows a comment line that is
 just that, is not mutated: its mutants are reported as equivalent and left out of the score.
 The reason says why no test can tell the mutant from the original (a cache size, a message's
-wording, a bound that cannot be reached).
+wording, a bound that cannot be reached). ``# mutation: equivalent only <description>, ...:
+<reason>`` marks only the mutants so described, in the report's words (``only `1` -> `2`,
+statement dropped: ...``); the line's other mutants still run.
 
 Which tests run which lines comes from one coverage run of the whole suite in the copy, with one
 coverage context per test that reaches the subprocesses the test starts (the plugin
@@ -72,6 +74,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 EQUIVALENT = re.compile(rb"#\s*mutation:\s*equivalent\b[ \t]*([^\r\n]*)")
+# "only `1` -> `2`, statement dropped: <reason>": the mark holds for those mutants alone.
+ONLY = re.compile(r"only (.+?): (.*)")
 IGNORED = shutil.ignore_patterns(".git", ".venv", "__pycache__", ".mutation", ".mypy_cache",
                                  ".ruff_cache", ".pytest_cache", ".hypothesis", "*.pyc",
                                  "*.egg-info", "build", "dist")
@@ -223,8 +227,12 @@ def mutants_of(root: Path, path: str) -> list[Mutant]:
             marked = EQUIVALENT.search(lines[number - 1]) \
                 or (EQUIVALENT.match(above) if above.startswith(b"#") else None)
             if marked:
+                reason = marked.group(1).decode("utf-8", "replace").strip()
+                only = ONLY.match(reason)
+                if only and mutant.description not in only.group(1).split(", "):
+                    continue
                 mutant.status = "equivalent"
-                mutant.reason = marked.group(1).decode("utf-8", "replace").strip()
+                mutant.reason = only.group(2) if only else reason
         kept.append(mutant)
     return kept
 

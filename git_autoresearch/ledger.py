@@ -330,11 +330,11 @@ def _parse(data: bytes) -> Ledger:
         kind = obj.get("type")
         if kind == "config":
             if len(segments) == 1 and not segments[0].runs:
-                # mutation: equivalent with one segment, segments[-1] is segments[0]
+                # mutation: equivalent only `0` -> `-1`: with one segment, [-1] is [0]
                 merged = {**(segments[0].header or {}), **obj}
                 if "bestDirection" not in obj:  # pi resets it (jsonl.ts:105)
                     merged.pop("bestDirection", None)
-                # mutation: equivalent with one segment, segments[-1] is segments[0]
+                # mutation: equivalent only `0` -> `-1`: with one segment, [-1] is [0]
                 segments[0].header = merged
             else:
                 current = Segment(len(segments), obj)

@@ -303,7 +303,7 @@ def _sample(cfg: Config, *, top: Path, log_path: Path, log_fd: int, env: Mapping
             outcome = run_shell(cfg.command, cwd=top, stdout=out.fileno(), stderr=log_fd,
                                 timeout=cfg.timeout_seconds, env=env, on_tick=tick)
             out.seek(0)
-            # mutation: equivalent the size of the pieces a copy is made in
+            # mutation: equivalent only `1` -> `2`, `20` -> `19`, `20` -> `21`: a piece's size
             while chunk := out.read(1 << 20):
                 os.write(log_fd, chunk)
             out.seek(0)

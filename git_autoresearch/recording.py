@@ -129,7 +129,7 @@ def _record(session: Session, status: str, description: str, *, result: Measurem
     untracked_after = sorted({*changes.preexisting, *changes.staged_preexisting,
                               *(p for p in changes.created if session.bounds.is_protected(p))})
     intent = journal.Intent("keep" if status == "keep" else "revert", number,
-                            # mutation: equivalent any id long enough never to repeat
+                            # mutation: equivalent only `8` -> `7`, `8` -> `9`: never repeats
                             id=os.urandom(8).hex(), head=head,
                             ref=attempt_ref(session.config.session_id, number), record=draft,
                             untracked_after=untracked_after,
@@ -318,7 +318,10 @@ def _keep(session: Session, intent: journal.Intent, draft: RunRecord, changes: C
     journal.write(session.layout.intent, intent.but(
         to_stage=plan.to_stage, had_index=(session.repo.git_dir / "index").is_file(),
         created=created, tracked=tracked))
+    # A cache: with the stale tree (HEAD moved since discovery) a keep would find nothing to
+    # commit only if the candidate recreated the old incumbent, which a replay cannot make.
     head_tree = (session.repo.head_tree_at_discovery
+                 # mutation: equivalent only `==` -> `!=`, condition negated: (above)
                  if head == session.repo.head_at_discovery else None)
     decided = decision_trailer(draft.get("decision"))
     kept = git_keep(session.repo, bounds, plan, head=head,

@@ -248,8 +248,8 @@ def _not_to_finish(session: Session, intent: Intent, ours: bool, abandon: bool, 
 
 def _diverged(session: Session, attempt: str, head: str, paths: list[str]) -> list[str]:
     """Paths whose content is neither the attempt's nor HEAD's: changed after the kill."""
-    # mutation: equivalent no git calls for no paths; the caller reads [] and None alike
-    if not paths:
+    if not paths:  # no git calls for no paths
+        # mutation: equivalent only return value -> `None`: the caller reads [] and None alike
         return []
     repo = session.repo
     in_attempt, in_head = repo.blobs(attempt, paths), repo.blobs(head, paths)

@@ -62,6 +62,24 @@ def test_the_mutation_tool_kills_a_caught_mutant_and_lists_an_untested_line(
     assert (counts["killed"], counts["survived"], counts["score"]) == (6, 0, 100.0)
 
 
+def test_a_mark_with_only_leaves_the_lines_other_mutants_to_run(tmp_path: Path) -> None:
+    """``# mutation: equivalent only `2` -> `3`: ...`` marks that mutant of the line alone:
+    the line's others are run (and here killed)."""
+    sys.path.insert(0, str(TOOL.parent))
+    try:
+        import mutation as tool  # type: ignore[import-not-found]
+    finally:
+        sys.path.pop(0)
+    write(tmp_path / "pkg" / "calc.py",
+          "def half(x):\n"
+          "    return x // 2  # mutation: equivalent only `2` -> `3`, `2` -> `1`: a test\n")
+    found = {(m.description, m.status, m.reason)
+             for m in tool.mutants_of(tmp_path, "pkg/calc.py")}
+    assert found == {("`2` -> `3`", "equivalent", "a test"),
+                     ("`2` -> `1`", "equivalent", "a test"),
+                     ("return value -> `None`", "pending", "")}
+
+
 def mutation(project: Path) -> subprocess.CompletedProcess[str]:
     # Without the installed plugins (xdist, hypothesis, benchmark) each pytest starts faster.
     proc = subprocess.run([sys.executable, str(TOOL), "--root", str(project), "--jobs", "1",

@@ -62,7 +62,7 @@ class History:
         flag, printed = ("--until", "--min-age=") if until else ("--since", "--max-age=")
         res = self.run("rev-parse", f"{flag}={when}", allow_non_zero=True)
         out = res.text.strip() if res.returncode == 0 else ""
-        # mutation: equivalent git 2.39 prints a number for any text, so this never holds
+        # mutation: equivalent only `or` -> `and`: git 2.39 prints a number for any text
         if not out.startswith(printed) or not out[len(printed):].lstrip("-").isdigit():
             return None  # mutation: equivalent (the line above)
         return int(out[len(printed):])
@@ -82,8 +82,8 @@ class History:
         found: dict[str, int] = {}
         for line in res.text.splitlines():
             oid, _, seconds = line.partition(" ")
-            if not seconds.isdigit():  # mutation: equivalent git prints %ct as digits
-                continue
+            if not seconds.isdigit():
+                continue  # mutation: equivalent git prints %ct as digits
             for name in wanted:
                 if oid.startswith(name.lower()):
                     found[name] = int(seconds)

@@ -78,7 +78,7 @@ def cat_named_blobs(repo: Repo, names: Sequence[str]) -> list[bytes | None]:
         if len(header) == 3 and header[2].isdigit():
             size = int(header[2])
             found.append(out[at:at + size] if header[1] == b"blob" else None)
-            # mutation: equivalent a byte more skips only the next header's id, never read
+            # mutation: equivalent only `1` -> `2`: it skips the next header's id, never read
             at += size + 1
         else:  # "<name> missing" or "<name> ambiguous": no content follows
             found.append(None)
@@ -124,6 +124,7 @@ def has_objects(repo: Repo) -> bool:
     """Whether the object store may hold any object: loose or packed, or borrowed from an
     alternate store (``git count-objects -v``: its ``count``, ``in-pack`` and
     ``alternate`` fields)."""
+    # mutation: equivalent only `True` -> `False`: count-objects does not fail in a repository
     res = repo.run("count-objects", "-v", allow_non_zero=True)
     fields = dict(line.partition(": ")[::2] for line in res.text.splitlines())
     return res.returncode != 0 or "alternate" in fields or \

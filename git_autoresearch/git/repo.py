@@ -94,7 +94,7 @@ class Repo(History, Settings):
                 raise Refused(f"git cannot use {where}: "
                               f"{words[-1].strip().removeprefix('fatal: ')}")
             raise Refused(f"not a git repository: {where}")
-        # mutation: equivalent git prints a top only inside a work tree (asked above)
+        # mutation: equivalent only `or` -> `and`, `6` -> `5`: a top is printed in a work tree only
         if lines[0] == "true" or lines[1] != "true" or len(lines) < 6:
             raise Refused(f"not inside a git work tree: {where}")  # mutation: equivalent (above)
         git_dir = Path(lines[2])
