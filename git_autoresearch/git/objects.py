@@ -141,10 +141,13 @@ def resolve_many(repo: Repo, names: Sequence[str]) -> dict[str, str]:
         return {}  # git would look each name up among refs and packs, to find nothing
     res = repo.run("cat-file", "--buffer", "--batch-check=%(objectname) %(objecttype)",
                    input="".join(f"{n}^{{commit}}\n" for n in wanted).encode(),
+                   # mutation: equivalent only `True` -> `False`: --batch-check does not fail
                    allow_non_zero=True)
     found: dict[str, str] = {}
+    # mutation: equivalent only `False` -> `True`: --batch-check answers each name once
     for name, line in zip(wanted, res.text.splitlines(), strict=False):
         oid, _, kind = line.partition(" ")
+        # mutation: equivalent only `and` -> `or`: a line of no object names it with ^{commit}
         if kind == "commit" and HEX_NAME.fullmatch(oid):
             found[name] = oid
     return found
