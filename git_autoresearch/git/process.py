@@ -65,7 +65,8 @@ class GitError(AutoresearchError):
 # Below this many bytes free on the disk of the git directory, a git call that failed is taken
 # to have failed because the disk is full: git's own words are never read, and a git that
 # wrote until it could not leaves less than this (its partial temporary object included).
-DISK_FULL_BYTES = 1024 * 1024  # mutation: equivalent a threshold: a byte either way
+# mutation: equivalent only `1024` -> `1023`, `1024` -> `1025`: a threshold, a byte either way
+DISK_FULL_BYTES = 1024 * 1024
 
 # What git leaves in .git/objects when it is stopped mid-write: a loose object being written
 # (objects/xx/tmp_obj_*), a pack or its index (objects/pack/tmp_pack_*, tmp_idx_*).
