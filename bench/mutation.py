@@ -457,6 +457,12 @@ def load_killers(root: Path, module: str) -> dict[str, int]:
 
 # --- running the mutants ----------------------------------------------------------------------
 
+# Set once the run is interrupted (Ctrl-C, SIGTERM): no mutant starts, the running ones'
+# pytest process groups (RUNNING) are killed, and those mutants are not judged.
+STOP = threading.Event()
+RUNNING: set[int] = set()
+
+
 def run_mutant(mutant: Mutant, tree: Path, tests: list[str], timeout: float) -> None:
     target = tree / mutant.path
     original = target.read_bytes()
@@ -470,6 +476,7 @@ def run_mutant(mutant: Mutant, tree: Path, tests: list[str], timeout: float) -> 
              "addopts=", "--no-header", *FAST, *tests],
             cwd=tree, env=_python_env(tree), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             start_new_session=True)
+        RUNNING.add(proc.pid)
         try:
             output, _ = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -477,7 +484,11 @@ def run_mutant(mutant: Mutant, tree: Path, tests: list[str], timeout: float) -> 
             proc.communicate()
             mutant.status = "timeout"
             return
+        finally:
+            RUNNING.discard(proc.pid)
         code = proc.returncode
+        if STOP.is_set():
+            return  # killed by the interruption: not judged
         # 1: a test failed; 2: collection failed; 4 with a conftest or a test module that cannot
         # be imported (its tests, named by the map, are not found): the mutant breaks an import.
         if code in (1, 2) or (code == 4 and (b"while loading conftest" in output
@@ -504,6 +515,11 @@ def summary(mutants: list[Mutant]) -> dict[str, Any]:
     score = round(100.0 * caught / judged, 1) if judged else 100.0
     return {"mutants": len(mutants), **counts, "score": score,
             "uncovered": sum(m.status == "survived" and m.tests == 0 for m in mutants)}
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM as Ctrl-C: the run stops and reports what it judged."""
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -558,6 +574,8 @@ def main(argv: list[str] | None = None) -> int:
         killers = {module: load_killers(root, module) for module in chosen}
 
         def one(mutant: Mutant) -> None:
+            if STOP.is_set():
+                return
             with lock:
                 kills = dict(killers[mutant.path])
             tests = covering_tests(mutant, cmap, uses[mutant.path], frozenset(args.prefer),
@@ -576,6 +594,8 @@ def main(argv: list[str] | None = None) -> int:
                 finally:
                     with lock:
                         free.append(tree)
+            if mutant.status == "pending":
+                return
             with lock:
                 if mutant.status == "killed" and mutant.killed_by:
                     known = killers[mutant.path]
@@ -586,18 +606,32 @@ def main(argv: list[str] | None = None) -> int:
                       f"{mutant.description}{note} ({mutant.tests} tests, {mutant.seconds}s)",
                       file=sys.stderr, flush=True)
 
+        previous = signal.signal(signal.SIGTERM, _interrupt)
         try:
             with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-                list(pool.map(one, pending))
+                try:
+                    list(pool.map(one, pending))
+                except KeyboardInterrupt:
+                    STOP.set()
+                    for group in list(RUNNING):
+                        try:
+                            os.killpg(group, signal.SIGKILL)
+                        except ProcessLookupError:
+                            pass
+                    print("interrupted: the report counts the mutants judged so far",
+                          file=sys.stderr, flush=True)
         finally:
+            signal.signal(signal.SIGTERM, previous)
             for module, known in killers.items():
                 _killers_file(root, module).parent.mkdir(exist_ok=True)
                 _killers_file(root, module).write_text(json.dumps(known, indent=0))
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
+    # After an interruption, the mutants never judged are left out.
+    chosen = {name: [m for m in ms if m.status != "pending"] for name, ms in chosen.items()}
     every = [m for ms in chosen.values() for m in ms]
-    report = {"date": time.strftime("%Y-%m-%d", time.gmtime()),
+    report = {"date": time.strftime("%Y-%m-%d", time.gmtime()), "interrupted": STOP.is_set(),
               "modules": {name: summary(ms) for name, ms in chosen.items()},
               "total": summary(every),
               "survivors": [asdict(m) for m in every if m.status == "survived"],

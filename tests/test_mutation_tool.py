@@ -80,6 +80,46 @@ def test_a_mark_with_only_leaves_the_lines_other_mutants_to_run(tmp_path: Path) 
                      ("return value -> `None`", "pending", "")}
 
 
+def test_an_interrupted_run_stops_at_once_and_reports_what_it_judged(tmp_path: Path) -> None:
+    """SIGTERM (as Ctrl-C) while a mutant's tests run: that run is killed, no other mutant
+    starts, and the report counts none of them, saying it was interrupted."""
+    import signal
+    import time
+
+    project = tmp_path / "project"
+    write(project / "pkg" / "__init__.py", "")
+    write(project / "pkg" / "calc.py", "def double(x):\n    return x * 2\n")
+    write(project / "tests" / "test_calc.py",
+          "import os, time\n"
+          "from pkg.calc import double\n"
+          "\n"
+          "\n"
+          "def test_double():\n"
+          "    if 'MUTATION_REPORT' not in os.environ:  # a mutant's run, not the map's\n"
+          "        open(os.environ['STARTED'], 'w').close()\n"
+          "        time.sleep(60)\n"
+          "    assert double(4) == 8\n")
+    started = tmp_path / "started"
+    proc = subprocess.Popen([sys.executable, str(TOOL), "--root", str(project), "--jobs", "1",
+                             "--json", "pkg/calc.py"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+                                 "STARTED": str(started)})
+    deadline = time.monotonic() + 90
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert started.exists(), "a mutant's tests began"
+    began = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert time.monotonic() - began < 10, "the sleeping test was not waited for"
+    assert proc.returncode == 0, err
+    assert "interrupted: the report counts the mutants judged so far" in err
+    report = json.loads(out)
+    assert report["interrupted"] is True
+    assert report["modules"]["pkg/calc.py"]["mutants"] == 0
+
+
 def mutation(project: Path) -> subprocess.CompletedProcess[str]:
     # Without the installed plugins (xdist, hypothesis, benchmark) each pytest starts faster.
     proc = subprocess.run([sys.executable, str(TOOL), "--root", str(project), "--jobs", "1",
