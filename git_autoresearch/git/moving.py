@@ -25,9 +25,9 @@ class Merged:
 
 def merge_trees(repo: Repo, ours: str, theirs: str) -> Merged:
     """Merge commit ``theirs`` into commit ``ours`` at their merge base, writing only objects
-    (``merge-tree --write-tree -z --name-only``: the tree id, then the conflicted paths, then
-    an empty field). Raises :class:`GitError` when git fails otherwise (exit above 1, or no
-    tree printed: a name of no commit)."""
+    (``merge-tree --write-tree -z --name-only --no-messages``: the tree id, then the
+    conflicted paths, each ended by a NUL). Raises :class:`GitError` when git fails
+    otherwise (exit above 1, or no tree printed: a name of no commit)."""
     res = repo.run("merge-tree", "--write-tree", "-z", "--name-only", "--no-messages", ours,
                    theirs, allow_non_zero=True)
     if res.returncode == 129:  # git's usage error: a git older than 2.38 knows no --write-tree
@@ -41,12 +41,7 @@ def merge_trees(repo: Repo, ours: str, theirs: str) -> Merged:
     tree = fields[0]
     if res.returncode == 0:
         return Merged(tree)
-    paths = []
-    for field in fields[1:]:
-        if not field:
-            break
-        paths.append(field)
-    return Merged(None, tuple(dict.fromkeys(paths)))
+    return Merged(None, tuple(dict.fromkeys(fields[1:])))
 
 
 def move_work_tree(repo: Repo, old: str, new: str) -> None:
