@@ -492,3 +492,73 @@ def test_a_workers_interrupted_keep_is_finished_under_the_shared_lock(
     assert done["actions"][0].startswith("finished the interrupted keep of run 2")
     assert git(main, "rev-parse", BRANCH) == git(w1, "rev-parse", "HEAD")
     assert [r["run"] for r in runs(main)] == [1, 2]
+
+
+def test_a_discard_decided_while_another_worker_kept_is_measured_again_on_the_keep(
+        repo: Path, ar: Tool, tmp_path: Path) -> None:
+    """With two measurement slots, w2's candidate (extra 105: 205, worse than 200) is measured
+    while w1 keeps value 10: the discard was decided against a base that is gone, so the
+    candidate is replayed onto w1's keep and measured again there (10 + 105 = 115, still
+    worse than 110): the record says so."""
+    import json
+
+    write(repo / "extra.txt", "100\n")
+    write(repo / "bench.sh", "#!/bin/sh\necho \"score: $(( $(cat value.txt) + "
+          "$(cat extra.txt) ))\"\n", 0o755)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "two numbers")
+    ar(repo, *start_args("--decision", "strict", "--scope", "value.txt", "--scope",
+                         "extra.txt", "--measure-slots", "2"))
+    ar(repo, "worker", "add", "2")
+    w1, w2 = (repo.parent / "project.workers" / name for name in ("w1", "w2"))
+    write(w2 / "extra.txt", "105\n")
+    go = tmp_path / "go"
+    paused = subprocess.Popen(
+        [*TOOL, "run", "-d", "extra 105", "--json"], cwd=w2, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "GIT_AUTORESEARCH_PAUSE_AT": "group:started",
+             "GIT_AUTORESEARCH_GO_FILE": str(go)})
+    assert paused.stderr is not None
+    assert paused.stderr.readline().strip() == "paused at group:started"
+    write(w1 / "value.txt", "10\n")
+    kept = ar(w1, "run", "-d", "value 10", "--json").json()
+    assert (kept["run"], kept["status"], kept["metric"]) == (3, "keep", 110), \
+        "w2 holds run 2"
+    go.touch()
+    out, err = paused.communicate(timeout=120)
+    assert paused.returncode == 0, err
+    record = json.loads(out)
+    assert (record["run"], record["status"], record["metric"]) == (2, "discard", 115)
+    assert record["replayed"]["kept_meanwhile"] == [3]
+    assert (w2 / "extra.txt").read_text() == "100\n"
+    assert (w2 / "value.txt").read_text() == "10\n", "reverted on the new incumbent"
+
+
+def test_a_discard_by_hand_in_a_worker_behind_the_incumbent_is_recorded(
+        crew: tuple[Path, Path, Path], ar: Tool) -> None:
+    """A discard asks for no replay: w2, behind w1's keep, discards its candidate as it is,
+    and then follows the incumbent."""
+    main, w1, w2 = crew
+    write(w1 / "value.txt", "90\n")
+    ar(w1, "run", "-d", "value 90")
+    write(w2 / "extra.txt", "150\n")
+    record = ar(w2, "discard", "-d", "by hand", "--json").json()
+    assert (record["run"], record["status"], record.get("replayed")) == (3, "discard", None)
+    assert (w2 / "extra.txt").read_text() == "100\n"
+    assert git(w2, "rev-parse", "HEAD") == git(main, "rev-parse", BRANCH), "it followed"
+
+
+def test_a_worker_not_behind_a_rewritten_session_branch_stays_and_says_so(
+        crew: tuple[Path, Path, Path], ar: Tool) -> None:
+    """Somebody moved the session branch by hand to a commit that does not descend from w2's:
+    after its discard, w2 does not follow it, and says so."""
+    main, _, w2 = crew
+    elsewhere = git(main, "commit-tree", "-p", f"{BRANCH}~1", "-m", "by hand",
+                    git(main, "rev-parse", f"{BRANCH}^{{tree}}"))
+    git(main, "update-ref", f"refs/heads/{BRANCH}", elsewhere)
+    head = git(w2, "rev-parse", "HEAD")
+    write(w2 / "extra.txt", "150\n")
+    record = ar(w2, "discard", "-d", "nothing", "--json").json()
+    assert record["warnings"] == [
+        f"the worker branch is not behind the session branch {BRANCH}; it was left where it is"]
+    assert git(w2, "rev-parse", "HEAD") == head
