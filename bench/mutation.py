@@ -45,8 +45,8 @@ again regardless (or delete ``.mutation/``).
 
 ``--max-tests N`` runs only the N fastest covering tests of each mutant: quicker, and the score
 is then a lower bound; ``--prefer tests/test_x.py`` puts that file's covering tests first (the
-tests written for the module at hand). Exit status: 0 once the report is printed, 2 on bad
-arguments.
+tests written for the module at hand; several files in the order given). Exit status: 0 once
+the report is printed, 2 on bad arguments.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -413,17 +413,17 @@ def _users(line: int, uses: dict[int, set[int]]) -> set[int]:
 
 
 def covering_tests(mutant: Mutant, cmap: dict[str, Any], uses: dict[int, set[int]] | None = None,
-                   prefer: frozenset[str] = frozenset(),
+                   prefer: Sequence[str] = (),
                    killers: Mapping[str, int] | None = None) -> list[str]:
-    """The passing tests that run one of the mutant's lines: those that killed most mutants of
-    its module before first (``killers``: a test's kills), then those of the test files
-    ``prefer``, then fastest first. A line that runs while the module is imported (a module
-    constant, a default value, a ``def`` header) is charged to the tests that run the lines
-    that use it too (:func:`import_uses`): the import itself is charged only to whichever test
-    imported the module first in its process (in the pytest process, to none), so a test that
-    reads the constant through its users would be left out; a constant no line of its module
-    reads (another module reads it), or that no test reaches so, to every test that runs a line
-    of the module."""
+    """The passing tests that run one of the mutant's lines: those that killed most mutants of its
+    module before first (``killers``: a test's kills), then those of the test files ``prefer``
+    (in their order), then fastest first. A line that runs while the module is imported (a
+    module constant, a default value, a ``def`` header) is charged to the tests that run the
+    lines that use it too (:func:`import_uses`): the import itself is charged only to whichever
+    test imported the module first in its process (in the pytest process, to none), so a test
+    that reads the constant through its users would be left out; a constant no line of its
+    module reads (another module reads it), or that no test reaches so, to every test that runs
+    a line of the module."""
     by_line: dict[str, list[str]] = cmap["lines"].get(mutant.path, {})
     tests = cmap["tests"]
     found: set[str] = set()
@@ -437,7 +437,8 @@ def covering_tests(mutant: Mutant, cmap: dict[str, Any], uses: dict[int, set[int
         found |= contexts - {""}
     usable = [t for t in found if tests.get(t, {}).get("outcome") == "passed"]
     kills = killers or {}
-    return sorted(usable, key=lambda t: (-kills.get(t, 0), t.split("::")[0] not in prefer,
+    rank = {name: n for n, name in enumerate(prefer)}
+    return sorted(usable, key=lambda t: (-kills.get(t, 0), rank.get(t.split("::")[0], len(rank)),
                                          tests[t]["duration"], t))
 
 
@@ -578,7 +579,7 @@ def main(argv: list[str] | None = None) -> int:
                 return
             with lock:
                 kills = dict(killers[mutant.path])
-            tests = covering_tests(mutant, cmap, uses[mutant.path], frozenset(args.prefer),
+            tests = covering_tests(mutant, cmap, uses[mutant.path], args.prefer,
                                    kills)
             if args.max_tests:
                 tests = tests[:args.max_tests]

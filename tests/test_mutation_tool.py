@@ -152,6 +152,15 @@ def test_a_constant_read_through_a_default_value_is_charged_to_the_tests_of_its_
     # A test that killed mutants of the module before runs first, whatever its time.
     assert tool.covering_tests(mutant, cmap, tool.import_uses(source),
                                killers={"first": 2, "gone": 5}) == ["first", "later"]
+    # Then the tests of the --prefer files, in the order the files were given.
+    files = {"lines": {"m.py": {"5": ["a.py::t", "b.py::t", "c.py::t"]}},
+             "tests": {name: {"outcome": "passed", "duration": d}
+                       for name, d in (("a.py::t", 1.0), ("b.py::t", 2.0), ("c.py::t", 3.0))}}
+    body = tool.Mutant("m.py", 5, (5, 5), 0, 1, "x", "`<=` -> `<`")
+    assert tool.covering_tests(body, files, prefer=["c.py", "b.py"]) == [
+        "c.py::t", "b.py::t", "a.py::t"]
+    assert tool.covering_tests(body, files, prefer=["b.py", "c.py"]) == [
+        "b.py::t", "c.py::t", "a.py::t"]
     # A constant that only other modules read: every test that runs a line of the module.
     other = tool.Mutant("m.py", 1, (1, 1), 8, 11, "1.1", "`0.1` -> `1.1`")
     alone = (b"LEVEL = 0.1\n"
