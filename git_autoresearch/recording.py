@@ -66,6 +66,7 @@ class Recorded:
 def record(session: Session, status: str, description: str, *, result: Measurement | None,
            asi: Mapping[str, Any] | None = None, hooks: Sequence[Mapping[str, Any]] | None = None,
            baseline: bool = False, given: Measurement | None = None,
+           # mutation: equivalent only `False` -> `True`: run never keeps failed checks
            force: bool = False, reason: str | None = None,
            replayed: Mapping[str, Any] | None = None, recheck_discard: bool = False
            ) -> Recorded:
@@ -141,7 +142,7 @@ def _record(session: Session, status: str, description: str, *, result: Measurem
         _apply(session, intent, draft, changes, description)
         written = append_run(session, draft, untracked_after, changes.ignored, warnings,
                              hooks_follow=not baseline)
-    session.branch_runs.save()
+    session.branch_runs.save()  # mutation: equivalent a cache, read again when stale
     moved = follow(session)
     if moved:
         warnings.append(moved)
@@ -354,6 +355,7 @@ def append_run(session: Session, record: RunRecord, untracked_after: list[str],
     fit_record(record)
     segment = session.segment
     probe = Segment(segment.index, segment.header, list(segment.runs))
+    # mutation: equivalent only `0` -> `-1`, `0` -> `1`: a line number no confidence reads
     probe.runs.append(Run(cast(dict[str, Any], record), 0, probe.index))
     record["confidence"] = ledger_mod.confidence(probe)
     checkpoint("record:before-ledger")

@@ -197,3 +197,51 @@ def test_record_itself_refuses_during_a_merge(repo: Path, ar: Tool) -> None:
     with pytest.raises(Refused, match="^a merge is in progress; finish or abort it first$"):
         record(session, "discard", "x", result=None, recheck_discard=False)
     assert (repo / "value.txt").read_text() == "90\n" and len(runs(repo)) == 1
+
+
+def test_record_itself_refuses_a_keep_without_a_metric(repo: Path, ar: Tool) -> None:
+    """recording.record's own promise (the keep command checks first): no measurement, or
+    one with no metric (a crash), is no keep, and nothing changes."""
+    import dataclasses
+
+    from git_autoresearch.errors import Refused
+    from git_autoresearch.measure import Measurement
+    from git_autoresearch.recording import record
+    from git_autoresearch.session import Session
+
+    ar(repo, *start_args("--decision", "strict"))
+    write(repo / "value.txt", "90\n")
+    crashed = dataclasses.replace(Measurement.empty(), reason="exit 7")
+    assert crashed.status == "crash"
+    for result in (None, crashed):
+        session = Session.open(repo, on_branch=False)
+        with pytest.raises(Refused, match="^a keep needs a metric: measure first or pass "
+                                          "--metric$"):
+            record(session, "keep", "x", result=result, recheck_discard=False)
+        assert (repo / "value.txt").read_text() == "90\n" and len(runs(repo)) == 1
+
+
+def test_a_discard_of_failed_checks_records_their_reason(repo: Path, ar: Tool) -> None:
+    ar(repo, *start_args("--decision", "strict", "--checks-command",
+                         "echo 'the fifty test failed'; test $(cat value.txt) != 50"))
+    write(repo / "value.txt", "50\n")
+    ar(repo, "measure")
+    record = ar(repo, "discard", "-d", "fifty", "--json").json()
+    assert (record["status"], record["metric"]) == ("checks_failed", 50)
+    assert record["reason"] == record["checks"]["reason"] and record["reason"]
+    assert "the fifty test failed" in record["checks"]["tail"]
+
+
+def test_a_keep_sets_aside_what_is_outside_its_scope_under_a_kept_message(
+        repo: Path, ar: Tool) -> None:
+    ar(repo, *start_args("--decision", "strict", "--scope", "value.txt"))
+    write(repo / "value.txt", "90\n")
+    write(repo / "README.md", "outside\n")
+    record = ar(repo, "keep", "-d", "with an outside change", "--metric", "90",
+                "--json").json()
+    assert record["scope_violations"] == ["README.md"]
+    message = git(repo, "log", "-1", "--format=%B", record["attempt_ref"])
+    assert message.splitlines()[0] == (
+        "changes outside the scope or to readonly paths of kept run 2")
+    assert git(repo, "show", f"{record['attempt_ref']}:README.md") == "outside"
+    assert (repo / "README.md").read_text() == "project\n"

@@ -55,6 +55,7 @@ def test_workers_share_one_ledger_and_keep_on_the_moved_incumbent(
     assert (first["run"], first["status"], first["metric"], first["worker"]) == (
         2, "keep", 190, "w1")
     assert "replayed" not in first
+    assert first["warnings"] == [], "w1 is at its own keep: nothing to follow"
     write(w2 / "extra.txt", "80\n")
     second = ar(w2, "run", "-d", "extra 80", "--json").json()
     assert (second["run"], second["status"], second["metric"], second["worker"]) == (
