@@ -185,8 +185,10 @@ def _carry_dropped(draft: RunRecord, measured: Measurement) -> None:
     """What a dropped measurement set aside before it ran still belongs to the run."""
     if measured.scope_ref:
         draft["scope_ref"] = measured.scope_ref
+        # mutation: equivalent only statement dropped: _name_set_asides names them too
         draft["scope_violations"] = sorted({*draft["scope_violations"],
                                             *measured.scope_violations})
+    # mutation: equivalent only statement dropped: _name_set_asides names them too
     draft["readonly_violations"] = list(measured.readonly_violations)
 
 

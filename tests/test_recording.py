@@ -245,3 +245,35 @@ def test_a_keep_sets_aside_what_is_outside_its_scope_under_a_kept_message(
         "changes outside the scope or to readonly paths of kept run 2")
     assert git(repo, "show", f"{record['attempt_ref']}:README.md") == "outside"
     assert (repo / "README.md").read_text() == "project\n"
+
+
+def test_an_inconclusive_discard_says_why_in_its_record(repo: Path, ar: Tool) -> None:
+    """The strict rule, no min_effect: a tie is inconclusive, discarded with the reason the
+    decision gives."""
+    ar(repo, *start_args("--decision", "strict"))
+    write(repo / "value.txt", "100\n")
+    write(repo / "README.md", "a change that changes nothing measured\n")
+    tied = ar(repo, "run", "-d", "the same", "--json").json()
+    assert (tied["status"], tied["decision"]["verdict"]) == ("discard", "inconclusive")
+    assert tied["reason"] == inconclusive_reason(tied["decision"], 0.0, "lower") == \
+        "within noise"
+    kept_out = ar(repo, "run", "-d", "the same again", "--json").json()
+    assert kept_out["reason"] == tied["reason"]
+
+
+def test_every_set_aside_of_a_run_measured_twice_is_named(repo: Path, ar: Tool) -> None:
+    """Measured, changed, measured again: the first measurement's set-aside (a readonly file
+    changed) is the run's too, named in the record beside the second's."""
+    ar(repo, *start_args("--scope", "value.txt", "--decision", "strict"))
+    write(repo / "value.txt", "90\n")
+    write(repo / "bench.sh", "#!/bin/sh\necho 'score: 1'\n", 0o755)
+    first = ar(repo, "measure", "--json").json()
+    assert first["readonly_violations"] == ["bench.sh"] and first["scope_ref"]
+    write(repo / "value.txt", "80\n")
+    write(repo / "README.md", "outside\n")
+    second = ar(repo, "measure", "--json").json()
+    assert second["readonly_violations"] == [] and second["scope_violations"] == ["README.md"]
+    kept = ar(repo, "keep", "-d", "twice", "--json").json()
+    assert kept["scope_refs"] == [first["scope_ref"], second["scope_ref"]]
+    assert kept["readonly_violations"] == ["bench.sh"]
+    assert kept["scope_violations"] == ["README.md"]
