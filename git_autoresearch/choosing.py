@@ -97,8 +97,9 @@ def inconclusive_reason(found: Mapping[str, Any], min_effect: float, direction: 
 
 
 def _best_text(best: Run | None) -> str:
+    # mutation: equivalent only `or` -> `and`: a decision other than a baseline has a best
     if best is None or best.metric is None:
-        return "nothing kept"
+        return "nothing kept"  # mutation: equivalent (above)
     return f"{number_text(best.metric)}, run {best.number}"
 
 

@@ -466,10 +466,11 @@ def save_snapshot(path: Path, snap: Snapshot) -> None:
 
 
 def load_snapshot(path: Path) -> Snapshot | None:
-    """The snapshot saved by :func:`save_snapshot`, or None when there is none."""
+    """The snapshot saved by :func:`save_snapshot`, or None when there is none or it cannot
+    be read (a folder in its place, say): every untracked file then counts as the user's."""
     try:
         data = path.read_bytes()
-    except FileNotFoundError:
+    except OSError:
         return None
     snap = Snapshot()
     for raw in data.split(b"\0"):

@@ -365,7 +365,7 @@ def append_run(session: Session, record: RunRecord, untracked_after: list[str],
         ledger_mod.append(session.layout.ledger, [record])
     except WriteFailed as exc:
         # The intent record stays: the next command that takes the lock writes the line.
-        raise Refused(f"{_run_state(record)}, but its ledger line could not be written to "
+        raise Refused(f"{run_state(record)}, but its ledger line could not be written to "
                       f"{exc.path}: {exc.reason}; free space (or make it writable), then git "
                       "autoresearch resume (or any run, keep or discard) finishes recording "
                       "it") from None
@@ -400,8 +400,11 @@ def _after_append(session: Session, record: RunRecord, untracked_after: list[str
     session.layout.pending.unlink(missing_ok=True)
 
 
-def _run_state(record: Mapping[str, Any]) -> str:
-    """Where run ``record`` stands once its git side is done, for a message."""
+def run_state(record: Mapping[str, Any]) -> str:
+    """Where run ``record`` (a run record: ``run``, ``status``, ``commit``, ``committed``,
+    ``attempt_ref``) stands once its git side is done, for a message: ``run 3 was committed as
+    abc1234``, ``... was kept at abc1234 (nothing to commit)``, or ``run 3 (discard) was
+    reverted, its attempt saved at <ref>``."""
     number = record["run"]
     if record["status"] == "keep":
         if record.get("committed"):

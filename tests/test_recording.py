@@ -277,3 +277,44 @@ def test_every_set_aside_of_a_run_measured_twice_is_named(repo: Path, ar: Tool) 
     assert kept["scope_refs"] == [first["scope_ref"], second["scope_ref"]]
     assert kept["readonly_violations"] == ["bench.sh"]
     assert kept["scope_violations"] == ["README.md"]
+
+
+def test_a_snapshot_that_cannot_be_written_is_a_warning_after_the_run(repo: Path,
+                                                                      ar: Tool) -> None:
+    """A folder where the untracked snapshot goes: it is read as no snapshot (every untracked
+    file the user's), and the run is recorded, saying the snapshot was not written."""
+    ar(repo, *start_args("--decision", "strict"))
+    snapshot = repo / ".git" / "autoresearch" / "untracked"
+    snapshot.unlink()
+    write(snapshot / "in-the-way", "a folder where the file goes\n")
+    write(repo / "value.txt", "95\n")
+    record = ar(repo, "discard", "-d", "worse", "--json").json()
+    [said] = record["warnings"]
+    assert said.startswith(f"run 2 was recorded, but cannot write {snapshot}: ")
+    assert said.endswith(": the files untracked before the next experiment are those before "
+                         "this one")
+    assert [r["run"] for r in runs(repo)] == [1, 2]
+
+
+def test_a_recorded_run_leaves_no_pending_measurement(repo: Path, ar: Tool) -> None:
+    ar(repo, *start_args("--decision", "strict"))
+    write(repo / "value.txt", "95\n")
+    ar(repo, "measure")
+    pending = repo / ".git" / "autoresearch" / "pending.json"
+    assert pending.exists()
+    ar(repo, "discard", "-d", "worse")
+    assert not pending.exists()
+    refused = ar(repo, "keep", "-d", "the discarded one", expect=3)
+    assert "nothing to keep: no pending measurement" in refused.err
+
+
+def test_where_a_run_stands_once_its_git_side_is_done() -> None:
+    from git_autoresearch.recording import run_state
+
+    assert run_state({"run": 3, "status": "keep", "commit": "abc1234", "committed": True}) \
+        == "run 3 was committed as abc1234"
+    assert run_state({"run": 3, "status": "keep", "commit": "abc1234", "committed": False}) \
+        == "run 3 was kept at abc1234 (nothing to commit)"
+    assert run_state({"run": 4, "status": "crash", "attempt_ref": "refs/autoresearch/s1/"
+                      "attempts/4"}) == ("run 4 (crash) was reverted, its attempt saved at "
+                                         "refs/autoresearch/s1/attempts/4")
