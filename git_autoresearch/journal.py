@@ -136,7 +136,7 @@ def read(path: Path) -> Intent | None:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
-    except (ValueError, RecursionError, UnicodeDecodeError):
+    except (OSError, ValueError, RecursionError):  # a folder in its place, say
         return Intent("unknown", None, readable=False)
     return Intent.from_json(data)
 

@@ -26,6 +26,7 @@ from typing import Any
 from . import readscope
 from .confidence import confidence as confidence  # a segment's confidence, read here too
 from .confidence import confidence_label as confidence_label
+from .errors import Refused
 from .files import append_whole, write_atomic
 from .jsontext import ObjectText, loads, loads_plain, number_flags
 from .jsontext import dumps as dumps  # (the ledger's line, long read from here)
@@ -383,11 +384,15 @@ def _repeated(repeats: dict[int, list[tuple[int, bytes]]], named: int,
 
 
 def read_bytes(path: Path) -> bytes:
-    """The bytes of the ledger at ``path``; a missing file reads as none (``b""``)."""
+    """The bytes of the ledger at ``path``; a missing file reads as none (``b""``).
+    :class:`Refused` (exit 3) when it cannot be read (a folder in its place, say)."""
     try:
         return path.read_bytes()
     except FileNotFoundError:
         return b""
+    except OSError as exc:
+        raise Refused(f"cannot read the ledger {path}: {exc.strerror or exc} (git "
+                      "autoresearch resume puts back its copy on the state ref)") from None
 
 
 def read(path: Path) -> Ledger:

@@ -276,9 +276,9 @@ def read(session: Session) -> Measurement | None:
     configuration, same HEAD)."""
     try:
         data = json.loads(session.layout.pending.read_text())
-    except (FileNotFoundError, ValueError):
+    except (OSError, ValueError, RecursionError):  # none, or one that cannot be read
         return None
-    if data.get("config_hash") != file_hash(session.config_bytes):
+    if not isinstance(data, dict) or data.get("config_hash") != file_hash(session.config_bytes):
         return None
     result = Measurement.from_dict(data)
     if result.head != session.head():

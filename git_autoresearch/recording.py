@@ -397,7 +397,11 @@ def _after_append(session: Session, record: RunRecord, untracked_after: list[str
                             session.worker_name, session.layout.ledger, record["run"])
     if record["run"] % MAINTENANCE_EVERY == 0:
         session.repo.auto_maintenance()
-    session.layout.pending.unlink(missing_ok=True)
+    try:
+        session.layout.pending.unlink(missing_ok=True)
+    except OSError as exc:  # a folder in its place, say: read as no measurement
+        warnings.append(f"run {record['run']} was recorded, but {session.layout.pending} "
+                        f"could not be removed: {exc.strerror or exc}")
 
 
 def run_state(record: Mapping[str, Any]) -> str:

@@ -109,12 +109,17 @@ def _repair_ledger(repo: Repo, path: Path, saved: bytes) -> list[str]:
     """Put back the ledger at ``path`` from the ``saved`` copy when it is missing or lost
     lines, or put back the header lines it lost; the old file is kept beside it. Returns what
     was done."""
+    kept = path.with_name(f"log.jsonl.before-resume.{time.time_ns()}")
     try:
         current = path.read_bytes()
     except FileNotFoundError:
         write_atomic(path, saved)
         return ["restored .auto/log.jsonl"]
-    kept = path.with_name(f"log.jsonl.before-resume.{time.time_ns()}")
+    except IsADirectoryError:
+        os.replace(path, kept)
+        write_atomic(path, saved)
+        return [f"restored .auto/log.jsonl (a folder was in its place; it is now "
+                f".auto/{kept.name})"]
     if repairs.lost_lines(current, saved):
         os.replace(path, kept)
         write_atomic(path, saved)

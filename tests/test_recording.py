@@ -318,3 +318,34 @@ def test_where_a_run_stands_once_its_git_side_is_done() -> None:
     assert run_state({"run": 4, "status": "crash", "attempt_ref": "refs/autoresearch/s1/"
                       "attempts/4"}) == ("run 4 (crash) was reverted, its attempt saved at "
                                          "refs/autoresearch/s1/attempts/4")
+
+
+@pytest.mark.parametrize("name", ["intent.json", "pending.json", "log.jsonl"])
+def test_a_folder_where_a_session_file_goes_is_no_internal_error(repo: Path, ar: Tool,
+                                                                 name: str) -> None:
+    """An unreadable intent record is set aside, an unreadable pending measurement is none
+    (and the run says it could not remove it), an unreadable ledger is refused (exit 3) until
+    resume puts back its copy from the state ref."""
+    ar(repo, *start_args("--decision", "strict"))
+    folder = (repo / ".auto" if name == "log.jsonl" else repo / ".git" / "autoresearch") / name
+    folder.unlink(missing_ok=True)
+    write(folder / "inside", "in the way\n")
+    write(repo / "value.txt", "95\n")
+    if name == "log.jsonl":
+        for command in (["status"], ["discard", "-d", "worse"]):
+            refused = ar(repo, *command, expect=3)
+            assert refused.err.strip() == (
+                f"git autoresearch: cannot read the ledger {folder}: Is a directory (git "
+                "autoresearch resume puts back its copy on the state ref)")
+        said = ar(repo, "resume", "--json").json()["actions"]
+        assert said[0].startswith("restored .auto/log.jsonl (a folder was in its place; it is "
+                                  "now .auto/log.jsonl.before-resume.")
+        assert (Path(repo / said[0].split("it is now ")[1].rstrip(")")) / "inside").exists()
+    record = ar(repo, "discard", "-d", "worse", "--json").json()
+    assert (record["run"], record["status"]) == (2, "discard")
+    assert (repo / "value.txt").read_text() == "100\n"
+    if name == "intent.json":
+        assert not folder.exists() and list(folder.parent.glob("intent.abandoned.*.json"))
+    if name == "pending.json":
+        assert record["warnings"] == [
+            f"run 2 was recorded, but {folder} could not be removed: Is a directory"]
