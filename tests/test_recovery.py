@@ -1173,3 +1173,22 @@ def test_a_revert_finished_after_an_edit_leaves_the_work_tree_as_it_is(experimen
     assert (top / "src" / "new.py").read_text() == "x = 1\n"
     assert [r["run"] for r in runs(top)] == [1, 2]
     assert git(top, "show", "refs/autoresearch/s1/attempts/2:value.txt") == "50"
+
+
+def test_a_keep_killed_while_staging_into_no_index_is_rolled_back(repo: Path,
+                                                                   ar: Tool) -> None:
+    """The repository had no index file when the keep began (deleted by hand): with no copy to
+    put back, the rollback unstages what the keep staged, and the experiment stays."""
+    ar(repo, *start_args("--decision", "strict"))
+    write(repo / "value.txt", "90\n")
+    (repo / ".git" / "index").unlink()
+    killed = tool(repo, "keep", "-d", "killed", "--metric", "90",
+                  env={"GIT_AUTORESEARCH_DIE_AT": "keep:staging"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    done = ar(repo, "resume", "--json").json()
+    assert done["actions"] == ["rolled back the interrupted keep of run 2: nothing was "
+                               "committed, and the experiment is still in the work tree"]
+    assert git(repo, "diff", "--cached", "--name-only", "--", "value.txt") == "", \
+        "unstaged: the index holds HEAD's value.txt"
+    assert (repo / "value.txt").read_text() == "90\n"
+    assert [r["run"] for r in runs(repo)] == [1]
