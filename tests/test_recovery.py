@@ -1192,3 +1192,26 @@ def test_a_keep_killed_while_staging_into_no_index_is_rolled_back(repo: Path,
         "unstaged: the index holds HEAD's value.txt"
     assert (repo / "value.txt").read_text() == "90\n"
     assert [r["run"] for r in runs(repo)] == [1]
+
+
+def test_an_interrupted_keep_waits_for_gits_lock_file(repo: Path, ar: Tool) -> None:
+    """git's index.lock left behind: the interrupted keep is not finished under it (resume
+    refuses, naming it, and changes nothing); once it is gone, resume finishes the keep."""
+    ar(repo, *start_args("--decision", "strict"))
+    write(repo / "value.txt", "90\n")
+    killed = tool(repo, "keep", "-d", "killed", "--metric", "90",
+                  env={"GIT_AUTORESEARCH_DIE_AT": "keep:after-commit"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    lock = repo / ".git" / "index.lock"
+    lock.write_text("")
+    refused = ar(repo, "resume", expect=3)
+    assert refused.err.strip() == (
+        f"git autoresearch: git's lock file {lock} exists, so the interrupted keep of run 2 "
+        "cannot be finished: another git process is running here, or one was killed and left "
+        f"it; once no git process is running, remove it (rm {lock}); git autoresearch resume "
+        "then finishes the run")
+    assert [r["run"] for r in runs(repo)] == [1]
+    lock.unlink()
+    assert ar(repo, "resume", "--json").json()["actions"] == [
+        "finished the interrupted keep of run 2"]
+    assert [r["run"] for r in runs(repo)] == [1, 2]
