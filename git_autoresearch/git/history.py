@@ -64,7 +64,6 @@ class History:
         flag, printed = ("--until", "--min-age=") if until else ("--since", "--max-age=")
         # mutation: equivalent only `True` -> `False`: rev-parse --since never fails
         res = self.run("rev-parse", f"{flag}={when}", allow_non_zero=True)
-        # mutation: equivalent only condition negated: (above)
         out = res.text.strip() if res.returncode == 0 else ""
         # mutation: equivalent only `or` -> `and`: git 2.39 prints a number for any text
         if not out.startswith(printed) or not out[len(printed):].lstrip("-").isdigit():
