@@ -100,12 +100,13 @@ class History:
         Two git calls."""
         res = self.run("log", "-p", "--no-color", "--no-ext-diff", "--no-renames",
                        "--no-merges", "--format=commit %H", spec, "--", allow_non_zero=True)
+        # mutation: equivalent only `or` -> `and`: a refusal prints nothing, and no patch has no id
         if res.returncode != 0 or not res.stdout.strip():
             return {}
         found: dict[str, str] = {}
         for line in self.run("patch-id", "--stable", input=res.stdout).text.splitlines():
             pid, _, commit = line.partition(" ")
-            if pid and commit:
+            if pid and commit:  # mutation: equivalent only `and` -> `or`: patch-id prints both
                 found[commit] = pid
         return found
 
@@ -115,6 +116,7 @@ class History:
         when they do not differ or git refuses them."""
         res = self.run("diff", "--no-color", "--no-ext-diff", "--no-renames", old, new, "--",
                        allow_non_zero=True)
+        # mutation: equivalent only `or` -> `and`: a refusal prints nothing, and no patch has no id
         if res.returncode != 0 or not res.stdout.strip():
             return None
         out = self.run("patch-id", "--stable", input=res.stdout).text.split()
