@@ -467,8 +467,9 @@ def test_has_objects_and_resolve_many(repo: Path, tmp_path: Path) -> None:
     head = git(repo, "rev-parse", "HEAD")
     blob = git(repo, "rev-parse", "HEAD:value.txt")
     assert has_objects(top)
-    assert resolve_many(top, ["HEAD", head[:8], "main", blob, "nothing", "", "a b",
+    assert resolve_many(top, ["HEAD", head[:8], "main", blob, "nothing", "", "a b", "x\nHEAD",
                               "HEAD"]) == {"HEAD": head, head[:8]: head, "main": head}
+    assert resolve_many(top, ["x\nHEAD", "main"]) == {"main": head}, "one line per name"
     assert resolve_many(top, []) == {}
     fresh = tmp_path / "fresh"
     fresh.mkdir()
@@ -555,6 +556,11 @@ def test_git_runs_without_locating_variables_and_speaks_c(
     traced = capsys.readouterr().err.strip()
     assert traced.startswith("git-autoresearch trace: ") and " ms exit 0 git status " in traced
     assert traced.endswith("x" * (197 - len("status --porcelain ")) + "...")
+    for width, shown in ((200, "y" * 181), (201, "y" * 178 + "...")):
+        process.run_git(["status", "--porcelain", "y" * (width - len("status --porcelain "))],
+                        cwd=repo)
+        assert capsys.readouterr().err.strip().endswith(f" git status --porcelain {shown}"), \
+            "cut above 200 characters only"
     monkeypatch.setattr(process, "TRACE", False)
     monkeypatch.setenv("PATH", str(repo))
     with pytest.raises(Refused, match="^git is not installed or not on PATH$"):

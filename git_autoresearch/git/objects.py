@@ -70,7 +70,7 @@ def cat_named_blobs(repo: Repo, names: Sequence[str]) -> list[bytes | None]:
     out = repo.run("cat-file", "--batch",
                    input="".join(n + "\n" for n in names).encode()).stdout
     found: list[bytes | None] = []
-    at = 0
+    at = 0  # mutation: equivalent only `0` -> `1`: the first header's id is never read
     for _ in names:
         end = out.index(b"\n", at)
         header = out[at:end].split()
@@ -111,6 +111,7 @@ def patches(repo: Repo, commits: Sequence[str]) -> dict[str, str]:
     res = repo.run("diff-tree", "--stdin", "--root", "--no-ext-diff", "--no-color",
                    "--diff-merges=first-parent", "--always", "--stat", "--patch",
                    "--format=%x00%H", input="".join(f"{c}\n" for c in wanted).encode(),
+                   # mutation: equivalent only `True` -> `False`: a missing commit is no error
                    allow_non_zero=True)
     found: dict[str, str] = {}
     for chunk in res.stdout.decode("utf-8", "replace").split("\0")[1:]:
@@ -137,6 +138,7 @@ def resolve_many(repo: Repo, names: Sequence[str]) -> dict[str, str]:
     commit here (missing, ambiguous, another kind of object, blank or with spaces) is
     left out."""
     wanted = [n for n in dict.fromkeys(names) if n and not any(c.isspace() for c in n)]
+    # mutation: equivalent only `or` -> `and`: a shortcut; git finds nothing either way
     if not wanted or not has_objects(repo):
         return {}  # git would look each name up among refs and packs, to find nothing
     res = repo.run("cat-file", "--buffer", "--batch-check=%(objectname) %(objecttype)",
