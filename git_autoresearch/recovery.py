@@ -68,6 +68,7 @@ def recover(session: Session, *, abandon: bool = False) -> Recovery:
     replayed = finish_interrupted_replay(session) if session.worker is not None else None
     if replayed:
         note = f"{note}; {replayed}" if note else replayed
+    # mutation: equivalent only `0` -> `-1`: one run is finished at most
     hooks = session.fire_hooks("after", run_entry=finished[0]) if finished else None
     return Recovery(note, hooks, warnings)
 
