@@ -6,30 +6,16 @@ nothing lost when a keep is refused, cannot be sent, or is killed on its way."""
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
 from pathlib import Path
 
 import pytest
 from conftest import Tool, git, runs, start_args, write
-from test_workers import TOOL, tool
+from test_workers import paused_at, tool
 
 from git_autoresearch.remoteledger import merged
 
 BRANCH = "autoresearch/s1"
-
-
-def paused_at(step: str, go: Path, cwd: Path, *args: str) -> subprocess.Popen[str]:
-    """The tool started with ``args`` in ``cwd``, once it says it paused at ``step``; it goes
-    on when the file ``go`` exists."""
-    paused = subprocess.Popen(
-        [*TOOL, *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "GIT_AUTORESEARCH_PAUSE_AT": step,
-             "GIT_AUTORESEARCH_GO_FILE": str(go)})
-    assert paused.stderr is not None
-    assert paused.stderr.readline().strip() == f"paused at {step}"
-    return paused
 
 
 def remote_refs(remote: Path) -> dict[str, str]:

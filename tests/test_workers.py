@@ -23,23 +23,40 @@ def tool(cwd: Path, *args: str, env: dict[str, str] | None = None
                           env={**os.environ, **(env or {})})
 
 
-@pytest.fixture
-def crew(repo: Path, ar: Tool) -> tuple[Path, Path, Path]:
-    """A session whose score is value.txt + extra.txt (both in scope), under the strict rule,
-    with workers w1 and w2: (main, w1, w2)."""
+def paused_at(step: str, go: Path, cwd: Path, *args: str) -> subprocess.Popen[str]:
+    """The tool started with ``args`` in ``cwd``, once it says it paused at ``step``; it goes
+    on when the file ``go`` exists."""
+    paused = subprocess.Popen(
+        [*TOOL, *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "GIT_AUTORESEARCH_PAUSE_AT": step,
+             "GIT_AUTORESEARCH_GO_FILE": str(go)})
+    assert paused.stderr is not None
+    assert paused.stderr.readline().strip() == f"paused at {step}"
+    return paused
+
+
+def make_crew(repo: Path, ar: Tool, *start: str) -> tuple[Path, Path, Path]:
+    """A session whose score is value.txt + extra.txt (both in scope), under the strict rule
+    (and the ``start`` options), with workers w1 and w2: (main, w1, w2)."""
     write(repo / "extra.txt", "100\n")
     write(repo / "bench.sh", "#!/bin/sh\necho \"score: $(( $(cat value.txt) + "
           "$(cat extra.txt) ))\"\n", 0o755)
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "two numbers")
     ar(repo, *start_args("--decision", "strict", "--scope", "value.txt", "--scope",
-                         "extra.txt"))
+                         "extra.txt", *start))
     made = ar(repo, "worker", "add", "2", "--json").json()
     folder = repo.parent / "project.workers"
     assert [(w["worker"], w["path"], w["branch"]) for w in made] == [
         ("w1", str(folder / "w1"), "autoresearch-workers/s1/w1"),
         ("w2", str(folder / "w2"), "autoresearch-workers/s1/w2")]
     return repo, folder / "w1", folder / "w2"
+
+
+@pytest.fixture
+def crew(repo: Path, ar: Tool) -> tuple[Path, Path, Path]:
+    """:func:`make_crew` with the default options."""
+    return make_crew(repo, ar)
 
 
 def test_workers_share_one_ledger_and_keep_on_the_moved_incumbent(
@@ -503,24 +520,10 @@ def test_a_discard_decided_while_another_worker_kept_is_measured_again_on_the_ke
     worse than 110): the record says so."""
     import json
 
-    write(repo / "extra.txt", "100\n")
-    write(repo / "bench.sh", "#!/bin/sh\necho \"score: $(( $(cat value.txt) + "
-          "$(cat extra.txt) ))\"\n", 0o755)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "two numbers")
-    ar(repo, *start_args("--decision", "strict", "--scope", "value.txt", "--scope",
-                         "extra.txt", "--measure-slots", "2"))
-    ar(repo, "worker", "add", "2")
-    w1, w2 = (repo.parent / "project.workers" / name for name in ("w1", "w2"))
+    _, w1, w2 = make_crew(repo, ar, "--measure-slots", "2")
     write(w2 / "extra.txt", "105\n")
     go = tmp_path / "go"
-    paused = subprocess.Popen(
-        [*TOOL, "run", "-d", "extra 105", "--json"], cwd=w2, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "GIT_AUTORESEARCH_PAUSE_AT": "group:started",
-             "GIT_AUTORESEARCH_GO_FILE": str(go)})
-    assert paused.stderr is not None
-    assert paused.stderr.readline().strip() == "paused at group:started"
+    paused = paused_at("group:started", go, w2, "run", "-d", "extra 105", "--json")
     write(w1 / "value.txt", "10\n")
     kept = ar(w1, "run", "-d", "value 10", "--json").json()
     assert (kept["run"], kept["status"], kept["metric"]) == (3, "keep", 110), \
