@@ -11,7 +11,7 @@ from pathlib import Path
 from . import ledger as ledger_mod
 from .config import SESSION_ID_RE, Config
 from .errors import Refused
-from .git import Repo
+from .git import Repo, current_folder
 from .layout import Layout, find_pi_session
 from .ledger import Ledger
 from .refs import BRANCH_PREFIX
@@ -80,7 +80,7 @@ def open_for_reading(cwd: str | os.PathLike[str] | None = None) -> Session:
 def search_start(cwd: str | os.PathLike[str] | None, top: Path) -> Path:
     """The folder a search for a pi-autoresearch session starts from: ``cwd`` (the current
     directory when None), or ``top`` when it is not inside the work tree."""
-    where = Path(os.path.abspath(cwd if cwd is not None else os.getcwd()))
+    where = Path(os.path.abspath(cwd if cwd is not None else current_folder()))
     for candidate in (where, where.resolve()):
         if candidate == top or top in candidate.parents:
             return candidate

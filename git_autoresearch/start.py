@@ -19,7 +19,7 @@ from .config import Config, parse_toml, write_config
 from .errors import Refused, UsageError
 from .experiment import load_snapshot, save_snapshot, take_snapshot
 from .files import WriteFailed, check_writable
-from .git import Repo
+from .git import Repo, current_folder
 from .layout import Layout
 from .lock import SessionLock
 from .measure import Measurement, Progress
@@ -187,7 +187,7 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
     session is kept)."""
     repo = Repo.discover(cwd)
     layout = Layout(repo)
-    _paths_from_directory(opts, Path(cwd) if cwd is not None else Path.cwd(), repo.top)
+    _paths_from_directory(opts, Path(cwd) if cwd is not None else current_folder(), repo.top)
     head = _starting_commit(repo)
     interrupted = read_start_intent(layout)
     finished = None

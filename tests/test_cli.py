@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -32,6 +33,20 @@ def test_not_a_repository(tmp_path: Path, ar: Tool) -> None:
     assert "not a git repository" in one_line_error(res)
     res = ar(tmp_path, *start_args(), expect=3)
     assert "not a git repository" in one_line_error(res)
+
+
+def test_a_removed_current_folder_is_named_not_an_internal_error(repo: Path) -> None:
+    # A shell left in a folder that a cleanup deleted: os.getcwd() fails for every command.
+    gone = repo / "build"
+    for args in ("status", "log", shlex.join(start_args())):
+        proc = subprocess.run(f"mkdir {gone} && cd {gone} && rmdir {gone} && "
+                              f"exec {BIN / 'git-autoresearch'} {args}", shell=True,
+                              capture_output=True, text=True)
+        assert proc.returncode == 3, proc.stderr
+        assert proc.stderr == ("git autoresearch: the current folder no longer exists "
+                               "(removed while in use?): No such file or directory; cd to "
+                               "the work tree\n")
+    assert not (repo / ".auto").exists(), "nothing was started"
 
 
 def test_no_session(repo: Path, ar: Tool) -> None:

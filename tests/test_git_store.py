@@ -527,6 +527,45 @@ def test_temporary_objects_are_gits_unfinished_writes(repo: Path) -> None:
     assert dict((p, t) for p, t, _ in found)[made[0]] == 1000
 
 
+def test_temporary_objects_skip_a_file_git_removed_meanwhile(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from git_autoresearch.git.process import temporary_objects
+
+    objects = repo / ".git" / "objects"
+    first, second = write(objects / "ab" / "tmp_obj_1", "x"), write(objects / "tmp_obj_2", "yy")
+    lstat = Path.lstat
+
+    def racing(self: Path) -> os.stat_result:
+        if self == first:  # listed by the glob, then renamed into place by git
+            raise FileNotFoundError(2, "No such file or directory", str(self))
+        return lstat(self)
+
+    monkeypatch.setattr(Path, "lstat", racing)
+    assert [(p, size) for p, _, size in temporary_objects(repo / ".git")] == [(second, 2)]
+
+
+def test_git_in_a_folder_that_cannot_be_entered_is_named(repo: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    from git_autoresearch.errors import Refused
+    from git_autoresearch.git import process
+
+    for bad in (tmp_path / "absent", write(tmp_path / "a-file", "")):
+        with pytest.raises(Refused, match=f"^no such folder: {bad}$"):
+            process.run_git(["status"], cwd=bad)
+        with pytest.raises(Refused, match=f"^no such folder: {bad}$"):
+            Repo.discover(bad)
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    with pytest.raises(Refused, match=r"^the current folder no longer exists \(removed "):
+        process.current_folder()
+    assert not process.inside_repository(Path("relative")), "a removed folder holds nothing"
+    monkeypatch.chdir(repo)
+    assert process.current_folder() == repo
+
+
 def test_git_runs_without_locating_variables_and_speaks_c(
         repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
         ) -> None:
@@ -611,6 +650,11 @@ def test_where_git_would_find_a_repository(repo: Path, tmp_path: Path) -> None:
     linked.mkdir()
     (linked / ".git").write_text("gitdir: /elsewhere\n")
     assert inside_repository(linked)
+    (tmp_path / "loop-a").symlink_to(tmp_path / "loop-b")
+    (tmp_path / "loop-b").symlink_to(tmp_path / "loop-a")
+    assert not inside_repository(tmp_path / "loop-a" / "x"), "a symlink loop is no error"
+    (repo / "loop").symlink_to(repo / "loop")
+    assert inside_repository(repo / "loop" / "x"), "the folders above a loop still count"
 
 
 def test_argument_budget_pathspec_cover_and_booleans() -> None:

@@ -176,6 +176,32 @@ def test_a_keep_killed_before_its_push_while_another_kept_is_undone(
     assert git(remote, "rev-parse", f"{BRANCH}^") == git(a, "rev-parse", "HEAD")
 
 
+def test_a_resume_that_cannot_read_the_remote_keeps_the_interrupted_keep(
+        machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """Killed before its push; on resume the remote rejects the push and cannot be read, so
+    whether the keep landed is unknown: nothing is undone, the intent stays, and a resume
+    once the remote answers lands the keep."""
+    _, b, remote = machines
+    write(b / "value.txt", "90\n")
+    killed = tool(b, "run", "-d", "value 90", env={"GIT_AUTORESEARCH_DIE_AT": "keep:before-push"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    head = git(b, "rev-parse", "HEAD")
+    write(remote / "hooks" / "pre-receive", "#!/bin/sh\nexit 1\n", 0o755)
+    git(b, "config", "remote.origin.uploadpack", "false")
+    refused = ar(b, "resume", expect=3)
+    assert refused.err.startswith("git autoresearch: cannot fetch session s1 from origin: ")
+    assert git(b, "rev-parse", "HEAD") == git(b, "rev-parse", BRANCH) == head, "not undone"
+    intent = json.loads((b / git(b, "rev-parse", "--git-path", "autoresearch/intent.json"))
+                        .read_text())
+    assert (intent["op"], intent["run"]) == ("keep", 2), "the intent stays"
+    (remote / "hooks" / "pre-receive").unlink()
+    git(b, "config", "--unset", "remote.origin.uploadpack")
+    done = ar(b, "resume", "--json").json()
+    assert done["actions"][0].startswith("finished the interrupted keep of run 2")
+    assert git(remote, "rev-parse", BRANCH) == head
+    assert [r["run"] for r in runs(b)] == [1, 2]
+
+
 def test_a_refused_keep_killed_half_undone_is_undone_on_resume(
         machines: tuple[Path, Path, Path], ar: Tool) -> None:
     """Killed while undoing a refused keep (index and session branch back, HEAD not):

@@ -29,6 +29,7 @@ from .process import (
     Result,
     StatusEntry,
     config_bool,
+    current_folder,
     fits_argv,
     free_bytes,
     join_z,
@@ -44,6 +45,7 @@ from .repo import Repo
 # mutation: equivalent read by star imports alone, and nothing imports this package with one
 __all__ = [
     "ABSENT", "COMMIT_HOOKS", "DISK_FULL_BYTES", "GITLINK", "LOCATING_VARIABLES", "DiskFull",
-    "GitError", "Repo", "Result", "StatusEntry", "config_bool", "fits_argv", "free_bytes",
-    "join_z", "run_git", "said", "show_prefix", "split_z", "temporary_objects", "user_locale",
+    "GitError", "Repo", "Result", "StatusEntry", "config_bool", "current_folder", "fits_argv",
+    "free_bytes", "join_z", "run_git", "said", "show_prefix", "split_z", "temporary_objects",
+    "user_locale",
 ]

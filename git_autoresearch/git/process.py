@@ -202,7 +202,8 @@ def run_git(
     """Run ``git <args>`` and return its :class:`Result`.
 
     ``env`` adds variables on top of the cleaned environment. Raises :class:`GitError` on a
-    non-zero exit unless ``allow_non_zero``, and :class:`Refused` when git is not installed.
+    non-zero exit unless ``allow_non_zero``, and :class:`Refused` when git is not installed or
+    ``cwd`` is not a folder that can be entered.
     A signal that arrives meanwhile waits until git is done (:func:`signals.deferred`): git
     killed half-way would leave its ``*.lock`` files behind.
     """
@@ -213,8 +214,13 @@ def run_git(
             proc = subprocess.run(argv, cwd=cwd, input=input, capture_output=True,
                                   env=git_environment(env),
                                   stdin=subprocess.DEVNULL if input is None else None)
-    except FileNotFoundError:
-        raise Refused("git is not installed or not on PATH") from None
+    except OSError as exc:
+        # The child's chdir fails with the same errors as its exec: tell the two apart.
+        if cwd is not None and not os.path.isdir(cwd):
+            raise Refused(f"no such folder: {os.fspath(cwd)}") from None
+        if isinstance(exc, FileNotFoundError):
+            raise Refused("git is not installed or not on PATH") from None
+        raise
     if TRACE:
         trace(args, proc.returncode, time.perf_counter() - started)
     if proc.returncode != 0 and not allow_non_zero:
@@ -227,6 +233,16 @@ def show_prefix(cwd: str | os.PathLike[str]) -> str:
     ending in ``/``, empty at the top (``git rev-parse --show-prefix``). Raises
     :class:`GitError` outside a work tree."""
     return run_git(["rev-parse", "--show-prefix"], cwd=cwd).text
+
+
+def current_folder() -> Path:
+    """The current directory; :class:`Refused` when it was removed (``os.getcwd`` fails), as
+    happens to a shell left in a folder that a build or a cleanup deleted."""
+    try:
+        return Path.cwd()
+    except OSError as exc:
+        raise Refused("the current folder no longer exists (removed while in use?): "
+                      f"{exc.strerror}; cd to the work tree") from None
 
 
 def user_locale() -> dict[str, str]:
@@ -242,9 +258,9 @@ def inside_repository(where: Path) -> bool:
     ``.git`` entry, or a bare repository's ``HEAD``, ``objects`` and ``refs``): git refusing
     such a place is not the same as there being no repository, and we tell them apart without
     reading git's message."""
-    try:
-        here = where.resolve()
-    except OSError:
+    try:  # realpath, not resolve: a symlink loop is no error to it (RuntimeError before 3.13)
+        here = Path(os.path.realpath(where))
+    except OSError:  # a relative path in a folder that was removed
         return False
     for folder in (here, *here.parents):
         if os.path.lexists(folder / ".git"):

@@ -17,6 +17,7 @@ from .process import (
     StatusEntry,
     clock,
     covered,
+    current_folder,
     fits_argv,
     free_bytes,
     inside_repository,
@@ -72,7 +73,7 @@ class Repo(History, Settings):
 
         Raises :class:`Refused` outside a repository, in a bare repository, or inside ``.git``.
         """
-        where = Path(cwd) if cwd is not None else Path.cwd()
+        where = Path(cwd) if cwd is not None else current_folder()
         query = ["rev-parse", "--is-bare-repository", "--is-inside-work-tree",
                  "--absolute-git-dir", "--git-common-dir", "--git-path", "autoresearch",
                  "--show-toplevel"]
