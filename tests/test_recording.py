@@ -45,6 +45,32 @@ def test_a_keep_of_few_samples_under_the_sequential_rule_says_so(repo: Path, ar:
         "measures it again after the next revert, up to baseline_samples (3)"]
 
 
+@pytest.mark.parametrize(("baseline", "most", "warned"), [
+    (5, 2, "2 sample(s)"), (5, 3, None), (2, 2, None), (1, 2, None)])
+def test_the_few_samples_note_stops_at_three_or_the_baseline_samples(
+        repo: Path, ar: Tool, baseline: int, most: int, warned: str | None) -> None:
+    """Noisy samples (a list the benchmark reads in turn) that the sequential rule cannot
+    decide before --max-samples: the kept incumbent has ``most`` samples, and the note says
+    so while they are fewer than 3 and than the baseline's."""
+    write(repo / "samples.txt", "".join(f"{v}\n" for v in
+                                        [100, 120, 80, 110, 90][:baseline] + [99, 101, 100]))
+    write(repo / "bench.sh", "#!/bin/sh\nn=$(cat .count 2>/dev/null || echo 0)\n"
+          "echo $((n + 1)) > .count\necho \"score: $(sed -n \"$((n + 1))p\" samples.txt)\"\n",
+          0o755)
+    write(repo / ".gitignore", ".count\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "a noisy benchmark")
+    ar(repo, *start_args("--baseline-samples", str(baseline), "--max-samples", str(most)))
+    write(repo / "value.txt", "90\n")
+    measured = ar(repo, "measure", "--json").json()
+    assert measured["samples"] == [99, 101, 100][:most]
+    kept = ar(repo, "keep", "-d", "noisy", "--json").json()
+    notes = [w for w in kept["warnings"] if w.startswith("the new incumbent has")]
+    assert notes == ([] if warned is None else [
+        f"the new incumbent has {warned}: a gain is hard to prove against so few; run "
+        f"measures it again after the next revert, up to baseline_samples ({baseline})"])
+
+
 def test_a_pending_measurement_replaced_by_a_given_metric_keeps_its_set_aside(
         repo: Path, ar: Tool) -> None:
     ar(repo, *start_args("--scope", "value.txt", "--decision", "strict"))
