@@ -31,6 +31,16 @@ def files_of(top: Path, names: list[str]) -> dict[str, tuple[bytes, int]]:
     return {n: ((top / n).read_bytes(), (top / n).stat().st_mode & 0o777) for n in names}
 
 
+def left_behind(top: Path) -> list[str]:
+    """What a recovered command must not leave in the scratch folder (``git rev-parse
+    --git-path autoresearch``): the intent record, the index a keep saved, and the temporary
+    files of killed commands."""
+    scratch = top / git(top, "rev-parse", "--git-path", "autoresearch")
+    return sorted(p.name for p in scratch.iterdir()
+                  if p.name in ("intent.json", "index-before-keep") or p.name.endswith(".tmp")
+                  or p.name.startswith(("attempt-index.", "state-piece.")))
+
+
 @pytest.fixture
 def experiment(repo: Path, ar: Tool) -> Path:
     """A session with user files, ignored files, protected files, and an experiment in the
@@ -89,6 +99,7 @@ def test_kill_during_the_set_aside_before_measuring(experiment: Path, ar: Tool, 
     assert ar(top, "resume", "--json").json()["actions"] == [
         "finished setting aside the changes outside the scope or to readonly files before "
         f"run 2: saved at {ref} (see them: git show {ref})"]
+    assert left_behind(top) == []
     assert not (top / "extra").exists()
     assert (top / "README.md").read_text() == "project\n"
     assert (top / "value.txt").read_text() == "50\n", "the experiment is intact"
@@ -249,6 +260,7 @@ def test_kill_during_revert_then_resume(experiment: Path, ar: Tool, step: str) -
     killed = tool(top, "discard", "-d", "killed", env={"GIT_AUTORESEARCH_DIE_AT": step})
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     res = ar(top, "resume", "--json").json()
+    assert left_behind(top) == [], res["actions"]
     assert files_of(top, PRECIOUS) == precious
     assert git(top, "rev-parse", "HEAD") == head
     numbers = [r["run"] for r in runs(top)]
@@ -370,6 +382,7 @@ def test_kill_during_keep_then_resume(experiment: Path, ar: Tool, step: str) -> 
                   env={"GIT_AUTORESEARCH_DIE_AT": step})
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     res = ar(top, "resume", "--json").json()
+    assert left_behind(top) == [], res["actions"]
     assert files_of(top, PRECIOUS) == precious
     numbers = [r["run"] for r in runs(top)]
     if step in ("keep:saving-index", "keep:staging", "keep:before-commit"):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import Tool, git, runs, start_args, write
+from test_recovery import left_behind
 from test_workers import paused_at, tool
 
 from git_autoresearch.remoteledger import merged
@@ -149,6 +150,7 @@ def test_a_keep_killed_on_its_way_to_the_remote_lands_on_resume(
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     done = ar(b, "resume", "--json").json()
     assert done["actions"][0].startswith("finished the interrupted keep of run 2")
+    assert left_behind(b) == []
     assert git(remote, "rev-parse", BRANCH) == git(b, "rev-parse", "HEAD")
     assert git(remote, "show", f"{BRANCH}:value.txt") == "90"
     sent = git(remote, "show", "refs/autoresearch/s1/ledgers/mb:log.jsonl").splitlines()
@@ -168,6 +170,7 @@ def test_a_keep_killed_before_its_push_while_another_kept_is_undone(
     done = ar(b, "resume", "--json").json()
     assert done["actions"][0].startswith(
         "the interrupted keep of run 2 could not land on origin: the incumbent moved")
+    assert left_behind(b) == []
     assert (b / "value.txt").read_text() == "70\n"
     assert [r["run"] for r in runs(b)] == [1]
     record = ar(b, "run", "-d", "value 70", "--json").json()
@@ -218,6 +221,7 @@ def test_a_refused_keep_killed_half_undone_is_undone_on_resume(
     done = ar(b, "resume", "--json").json()
     assert done["actions"][0].startswith(
         "the interrupted keep of run 2 could not land on origin")
+    assert left_behind(b) == []
     assert git(b, "rev-parse", "HEAD") == base
     assert git(b, "rev-parse", BRANCH) == git(remote, "rev-parse", BRANCH) == git(
         a, "rev-parse", "HEAD")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import Tool, git, ledger_lines, runs, start_args, write
+from test_recovery import left_behind
 
 TOOL = [sys.executable, "-m", "git_autoresearch"]
 BRANCH = "autoresearch/s1"
@@ -250,6 +251,7 @@ def test_a_worker_killed_in_a_keep_or_a_replay_loses_nothing(
         assert killed.returncode == -signal.SIGKILL, killed.stderr
         done = ar(w1, "resume", "--json").json()
         assert done["actions"][0].startswith("finished the interrupted keep of run 3")
+        assert left_behind(w1) == []
         assert git(main, "show", f"{BRANCH}:extra.txt") == "80"
         assert git(main, "rev-parse", BRANCH) == git(w1, "rev-parse", "HEAD")
         return
@@ -260,6 +262,7 @@ def test_a_worker_killed_in_a_keep_or_a_replay_loses_nothing(
     assert ar(w2, "resume", "--json").json()["actions"] == [
         f"finished the interrupted replay of run 3's candidate onto {incumbent}: it is in the "
         "work tree, to be measured"]
+    assert left_behind(w2) == []
     assert (w2 / "extra.txt").read_text() == "80\n"
     assert (w2 / "value.txt").read_text() == "90\n"
     record = ar(w2, "run", "-d", "carries on", "--json").json()
