@@ -449,6 +449,7 @@ def _whole(raw: bytes) -> bool:
     try:
         return isinstance(loads(raw), dict)
     except (ValueError, UnicodeDecodeError, RecursionError):
+        # mutation: equivalent only return value -> `None`: its one caller tests its truth
         return False
 
 
@@ -458,10 +459,14 @@ def _ends_torn(path: Path) -> bool:
         with open(path, "rb") as fh:
             fh.seek(0, 2)
             if fh.tell() == 0:
+                # mutation: equivalent only return value -> `None`: its one caller tests its truth
                 return False
+            # mutation: equivalent only `2` -> `1`: at the end already, SEEK_CUR is SEEK_END
             fh.seek(-1, 2)
+            # mutation: equivalent only `1` -> `2`: one byte is left to read after the seek
             return fh.read(1) != b"\n"
     except FileNotFoundError:
+        # mutation: equivalent only return value -> `None`: its one caller tests its truth
         return False
 
 
