@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import subprocess
@@ -604,6 +605,14 @@ def test_git_runs_without_locating_variables_and_speaks_c(
     monkeypatch.setenv("PATH", str(repo))
     with pytest.raises(Refused, match="^git is not installed or not on PATH$"):
         process.run_git(["status"], cwd=repo)
+    write(repo / "git", "#!/bin/sh\n", 0o644)
+    with pytest.raises(Refused, match=r"^git cannot be run: Permission denied \(is the git on "
+                                      r"PATH executable\?\)$"):
+        process.run_git(["status"], cwd=repo)
+    monkeypatch.undo()
+    with pytest.raises(OSError) as too_long:
+        process.run_git(["status", "x" * 300_000], cwd=repo)  # one argument past MAX_ARG_STRLEN
+    assert too_long.value.errno == errno.E2BIG
 
 
 def test_results_status_entries_and_small_readers(repo: Path,

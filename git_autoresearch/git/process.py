@@ -220,7 +220,10 @@ def run_git(
             raise Refused(f"no such folder: {os.fspath(cwd)}") from None
         if isinstance(exc, FileNotFoundError):
             raise Refused("git is not installed or not on PATH") from None
-        raise
+        if isinstance(exc, PermissionError):
+            raise Refused(f"git cannot be run: {exc.strerror} (is the git on PATH "
+                          "executable?)") from None
+        raise  # E2BIG and the like: a fault of ours (the callers keep to ARGV_BUDGET)
     if TRACE:
         trace(args, proc.returncode, time.perf_counter() - started)
     if proc.returncode != 0 and not allow_non_zero:
