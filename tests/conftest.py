@@ -149,6 +149,16 @@ def runs(top: Path) -> list[dict[str, Any]]:
     return [line for line in ledger_lines(top) if "run" in line and "type" not in line]
 
 
+def left_behind(top: Path) -> list[str]:
+    """What a recovered command must not leave in the scratch folder (``git rev-parse
+    --git-path autoresearch``): the intent record, the index a keep saved, and the temporary
+    files of killed commands."""
+    scratch = top / git(top, "rev-parse", "--git-path", "autoresearch")
+    return sorted(p.name for p in scratch.iterdir()
+                  if p.name in ("intent.json", "index-before-keep") or p.name.endswith(".tmp")
+                  or p.name.startswith(("attempt-index.", "state-piece.")))
+
+
 def commit_all(top: Path, message: str = "more") -> None:
     git(top, "add", "-A")
     git(top, "commit", "-q", "-m", message)

@@ -13,7 +13,16 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import Tool, assert_dies, git, ledger_lines, runs, start_args, write
+from conftest import (
+    Tool,
+    assert_dies,
+    git,
+    ledger_lines,
+    left_behind,
+    runs,
+    start_args,
+    write,
+)
 
 from git_autoresearch import ledger, records
 from git_autoresearch.lock import SessionLock
@@ -29,16 +38,6 @@ def tool(cwd: Path, *args: str, env: dict[str, str] | None = None
 
 def files_of(top: Path, names: list[str]) -> dict[str, tuple[bytes, int]]:
     return {n: ((top / n).read_bytes(), (top / n).stat().st_mode & 0o777) for n in names}
-
-
-def left_behind(top: Path) -> list[str]:
-    """What a recovered command must not leave in the scratch folder (``git rev-parse
-    --git-path autoresearch``): the intent record, the index a keep saved, and the temporary
-    files of killed commands."""
-    scratch = top / git(top, "rev-parse", "--git-path", "autoresearch")
-    return sorted(p.name for p in scratch.iterdir()
-                  if p.name in ("intent.json", "index-before-keep") or p.name.endswith(".tmp")
-                  or p.name.startswith(("attempt-index.", "state-piece.")))
 
 
 @pytest.fixture

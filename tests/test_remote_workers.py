@@ -10,8 +10,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from conftest import Tool, git, runs, start_args, write
-from test_recovery import left_behind
+from conftest import Tool, git, left_behind, runs, start_args, write
 from test_workers import paused_at, tool
 
 from git_autoresearch.remoteledger import merged

@@ -11,8 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Tool, git, ledger_lines, runs, start_args, write
-from test_recovery import left_behind
+from conftest import Tool, git, ledger_lines, left_behind, runs, start_args, write
 
 TOOL = [sys.executable, "-m", "git_autoresearch"]
 BRANCH = "autoresearch/s1"

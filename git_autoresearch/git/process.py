@@ -215,9 +215,11 @@ def run_git(
                                   env=git_environment(env),
                                   stdin=subprocess.DEVNULL if input is None else None)
     except OSError as exc:
-        # The child's chdir fails with the same errors as its exec: tell the two apart.
-        if cwd is not None and not os.path.isdir(cwd):
-            raise Refused(f"no such folder: {os.fspath(cwd)}") from None
+        # The child's chdir and its exec fail with the same errors; the error names the file.
+        if cwd is not None and exc.filename == cwd:
+            if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+                raise Refused(f"no such folder: {os.fspath(cwd)}") from None
+            raise Refused(f"cannot enter {os.fspath(cwd)}: {exc.strerror}") from None
         if isinstance(exc, FileNotFoundError):
             raise Refused("git is not installed or not on PATH") from None
         if isinstance(exc, PermissionError):
