@@ -47,6 +47,7 @@ it is now. Nothing here runs git or reads files.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
@@ -57,6 +58,8 @@ from .stats import median
 
 # mutation: equivalent a type for the checker: annotations are never evaluated at run time
 Verdict = Literal["better", "worse", "inconclusive", "continue"]
+Side = Literal["candidate", "incumbent"]
+Evidence = Literal["pool", "pool+fresh", "fresh", "exact"]
 DIRECTIONS = ("lower", "higher")
 RULES = ("sequential", "strict")
 ALPHA = 0.10  # one-sided level of the last look (bounds the share of no-effect changes kept)
@@ -105,6 +108,13 @@ class Decision:
     candidate_samples: int
     p_better: float | None = None
     p_worse: float | None = None
+    # How the verdict was reached (:class:`Comparison`): the incumbent's ``pool`` alone, the
+    # pool and ``fresh`` samples of the incumbent together, fresh samples alone, or ``exact``
+    # (no spread); how many fresh samples of the incumbent it took; and whether it came
+    # before the rule's last look.
+    evidence: Evidence = "pool"
+    fresh_samples: int = 0
+    stopped_early: bool = False
 
     @property
     def done(self) -> bool:
@@ -365,3 +375,233 @@ def decide(rule: str, pool: list[float], candidate: list[float], *, direction: s
         return sequential(pool, candidate, direction=direction, min_effect=min_effect,
                           max_samples=max_samples)
     raise ValueError(f"rule must be one of {RULES}, not {rule!r}")
+
+
+# --- fresh evidence: the incumbent measured beside the candidate ------------------------------
+#
+# A pool measured earlier, under other load, is historical control data: borrowed only while
+# it agrees with the incumbent measured now ("test-then-pool", Viele et al. 2014,
+# Pharmaceutical Statistics 13:41). A candidate is first screened against the pool; one that
+# is not hopeless goes on in counterbalanced blocks (incumbent, candidate, candidate,
+# incumbent: the ABBA order of crossover designs, Jones & Kenward 2014, *Design and Analysis
+# of Cross-Over Trials*, 3rd ed., chapter 2), so that a machine drifting linearly weighs on
+# both sides alike, and a verdict rests on samples of both sides taken side by side.
+
+SCREEN_PASS = 0.10  # a candidate this clearly better than the pool goes on to fresh evidence
+SCREEN_MIN = 3  # samples of the candidate before it can go on (two back-to-back samples can
+# sit in one burst of load)
+# An early stop for futility against the pool when the one-sided p-value of better exceeds
+# SCREEN_HOPELESS[n - 1] after n samples: more lenient than HOPELESS, since the pool may be
+# stale; the fresh evidence that follows pays for it.
+SCREEN_HOPELESS = (
+    1.0,  # mutation: equivalent only `1.0` -> `2.0`: no p-value is above 1 or 2
+    0.85, 0.7, 0.6, 0.5, 0.45, 0.4)
+TREND_ALPHA = 0.05  # two-sided level of the pool's trend test: a pool that moves is not used
+STALE_ALPHA = 0.10  # fresh incumbent samples better than the pool at this level: it is stale
+BLEND_ALPHA = 0.08  # one-sided level of the keep on the pool and the fresh samples together
+BLEND_GUARD = 0.30  # ... when the fresh samples alone also favour the candidate at this level
+BLEND_MIN_PAIRS = 4  # ... after this many pairs at least (two blocks)
+BLEND_PAIRS = 6  # ... and inconclusive after this many (or ``pairs``, when fewer)
+FRESH_ALPHA = 0.02  # one-sided level of each look of a decision on fresh samples alone
+# An early stop for futility on fresh samples alone after k pairs (from the second).
+FRESH_HOPELESS = (1.0, 0.8, 0.65, 0.55, 0.45, 0.4)
+PAIRS = 8  # pairs of fresh samples (incumbent, candidate) at most, by default
+# The order of fresh samples: after a screen (its last sample was the candidate's), and from
+# the start when the pool moves (a measurement begins with the candidate).
+AFTER_SCREEN: tuple[Side, ...] = ("incumbent", "candidate", "candidate", "incumbent")
+FROM_START: tuple[Side, ...] = ("candidate", "incumbent", "incumbent", "candidate")
+
+
+@dataclass(frozen=True)
+class Trend:
+    """Mann-Kendall's trend test on samples in time order (Mann 1945, Econometrica 13:245;
+    Kendall 1975, *Rank Correlation Methods*): ``s``, the count of later-above-earlier pairs
+    minus later-below-earlier ones, its two-sided ``p`` value (normal approximation with a
+    continuity correction), and ``relative``: Sen's slope times the span, over the median
+    (the move from first to last sample as a fraction; None when the median is 0)."""
+
+    s: int
+    p: float
+    relative: float | None
+
+
+def trend(samples: list[float]) -> Trend | None:
+    """The trend of ``samples`` (oldest first), or None with fewer than 6 or no spread."""
+    n = len(samples)
+    if n < 6 or constant(samples):
+        return None
+    s = 0
+    slopes = []
+    for i in range(n):
+        for j in range(i + 1, n):
+            s += (samples[j] > samples[i]) - (samples[j] < samples[i])
+            slopes.append((samples[j] - samples[i]) / (j - i))
+    spread = math.sqrt(n * (n - 1) * (2 * n + 5) / 18)
+    p = min(1.0, math.erfc(max(abs(s) - 1, 0) / spread / math.sqrt(2)))
+    scale = abs(median(samples))
+    moved = median(slopes) * (n - 1)
+    return Trend(s, p, moved / scale if scale else None)
+
+
+
+
+class Comparison:
+    """One candidate against the incumbent, one sample at a time: :meth:`next` says which side
+    to measure next (``"candidate"`` or ``"incumbent"``), or returns the :class:`Decision`;
+    :meth:`add` takes the sample. Pure: the caller measures.
+
+    The rule (its sources are in the comment above :data:`SCREEN_PASS`):
+
+    1. When the pool (the incumbent's recent samples, oldest first) has a trend
+       (:func:`trend` at ``TREND_ALPHA``, either way), it is not used at all: fresh samples
+       from the first, in blocks (candidate, incumbent, incumbent, candidate).
+    2. Otherwise the candidate is screened against the pool: stopped as inconclusive when it is
+       hopeless (``SCREEN_HOPELESS``) or at ``max_samples``; it goes on to fresh samples, in
+       blocks (incumbent, candidate, candidate, incumbent), once it is better than the pool
+       at ``SCREEN_PASS`` or worse at ``FUTILITY`` after at least ``SCREEN_MIN`` samples. No
+       keep and no "worse" rests on the pool alone.
+    3. After each pair of fresh samples: when the fresh incumbent samples lie below the pool
+       (better, at ``STALE_ALPHA``) or the pool and they have a trend, the pool is stale, and
+       from then on only the fresh samples count. Otherwise the pool is moved to the fresh
+       samples' level when they are better than it (Hodges-Lehmann shift; never the other
+       way, which would favour the candidate), and the candidate's samples are tested
+       against the pool and the fresh incumbent samples together at ``BLEND_ALPHA``, from
+       ``BLEND_MIN_PAIRS`` pairs on, the fresh samples alone having to point the same way at
+       ``BLEND_GUARD``.
+    4. On fresh samples alone: the rank-sum test of the candidate's fresh samples against the
+       incumbent's, better or worse at ``FRESH_ALPHA`` at each look, inconclusive when
+       hopeless (``FRESH_HOPELESS``) or after ``pairs`` pairs.
+
+    ``pairs`` = 0 turns fresh samples off: the pool alone decides (:func:`sequential`), as it
+    did before; a metric with no spread is decided exactly (:func:`spread_free`) without
+    them. Raises ValueError for an empty pool, non-finite samples or bad settings."""
+
+    def __init__(self, pool: list[float], *, direction: str = "lower", min_effect: float = 0.0,
+                 max_samples: int = 16, pairs: int = PAIRS) -> None:
+        check(pool, pool[:1], direction, min_effect, max_samples)
+        if pairs < 0:
+            raise ValueError(f"pairs must be 0 or more, not {pairs}")
+        self.direction, self.min_effect = direction, min_effect
+        self.max_samples, self.pairs = max_samples, pairs
+        chosen = incumbent(pool, direction)
+        self.pool = list(chosen.samples)
+        self.drift = chosen.drift
+        self.trend = trend(window(pool))
+        self.moving = pairs > 0 and self.trend is not None and self.trend.p <= TREND_ALPHA
+        self.stale = self.moving
+        self.candidate: list[float] = []
+        self.fresh: list[float] = []
+        # The fresh part, in the order taken: (side, value); None until it begins.
+        self.block: list[tuple[Side, float]] | None = [] if self.moving else None
+        self.order = FROM_START if self.moving else AFTER_SCREEN
+        self.result: Decision | None = None
+
+    def add(self, side: Side, value: float) -> None:
+        """Take a sample of ``side``. Raises ValueError for a non-finite value."""
+        if not math.isfinite(value):
+            raise ValueError("samples must be finite numbers")
+        (self.candidate if side == "candidate" else self.fresh).append(value)
+        if self.block is not None:
+            self.block.append((side, value))
+
+    def next(self) -> Side | Decision:
+        """The side to measure next, or the decision once it is reached (then always it)."""
+        if self.result is not None:
+            return self.result
+        step = self._fresh() if self.block is not None else self._screen()
+        if isinstance(step, Decision):
+            self.result = step
+        return step
+
+    def _screen(self) -> Side | Decision:
+        n = len(self.candidate)
+        if n == 0:
+            return "candidate"
+        pool, mine = self.pool, self.candidate
+        if constant(pool) and constant(mine) and len(pool) + n >= 3:
+            found = spread_free(pool, mine, self.direction, self.min_effect)
+            return dataclasses.replace(found, evidence="exact")
+        if self.pairs == 0:
+            found = sequential(pool, mine, direction=self.direction,
+                               min_effect=self.min_effect, max_samples=self.max_samples)
+            if not found.done:
+                return "candidate"
+            return dataclasses.replace(found, stopped_early=n < self.max_samples)
+        ours, theirs = oriented(pool, self.direction), oriented(mine, self.direction)
+        shift = threshold(pool, self.min_effect)
+        better = p_lower(ours, [c + shift for c in theirs])
+        worse = p_higher(ours, theirs)
+        if n >= SCREEN_MIN and (better <= SCREEN_PASS or worse <= FUTILITY):
+            self.block = []
+            return self._fresh()
+        if n >= self.max_samples \
+                or better > SCREEN_HOPELESS[min(n, len(SCREEN_HOPELESS)) - 1]:
+            return self._ruled("inconclusive", pool, mine, better, worse, "pool",
+                               early=n < self.max_samples)
+        return "candidate"
+
+    def _fresh(self) -> Side | Decision:
+        block = self.block
+        assert block is not None  # (only once the fresh part has begun)
+        found = None if len(block) % 2 or not block else self._judge(len(block) // 2)
+        return found if found is not None else self.order[len(block) % len(self.order)]
+
+    def _judge(self, pairs: int) -> Decision | None:
+        """The verdict after ``pairs`` pairs of fresh samples, or None for another pair."""
+        assert self.block is not None
+        mine = [v for side, v in self.block if side == "candidate"]
+        theirs = [v for side, v in self.block if side == "incumbent"]
+        fa, fb = oriented(theirs, self.direction), oriented(mine, self.direction)
+        shift = threshold(self.pool, self.min_effect)
+        fresh_better = p_lower(fa, [b + shift for b in fb])
+        fresh_worse = p_higher(fa, fb)
+        ours = oriented(self.pool, self.direction)
+        if not self.stale:
+            moved = trend([*self.pool, *self.fresh])
+            self.stale = p_lower(ours, oriented(self.fresh, self.direction)) <= STALE_ALPHA \
+                or (moved is not None and moved.p <= STALE_ALPHA)
+        if not self.stale:
+            last = pairs >= min(self.pairs, BLEND_PAIRS)
+            early = not last
+            now = oriented(self.fresh, self.direction)
+            lead = min(median([f - q for f in now for q in ours]), 0.0)  # never the other way
+            level = [*(q + lead for q in ours), *now]
+            every = oriented(self.candidate, self.direction)
+            better = p_lower(level, [c + shift for c in every])
+            worse = p_higher(level, every)
+            blended = oriented(level, self.direction)  # (back in the metric's sign)
+            if pairs >= BLEND_MIN_PAIRS:
+                if better <= BLEND_ALPHA and fresh_better <= BLEND_GUARD:
+                    return self._ruled("better", blended, self.candidate, better, worse,
+                                       "pool+fresh", early)
+                if worse <= BLEND_ALPHA and fresh_worse <= BLEND_GUARD:
+                    return self._ruled("worse", blended, self.candidate, better, worse,
+                                       "pool+fresh", early)
+            if last:
+                return self._ruled("inconclusive", blended, self.candidate, better, worse,
+                                   "pool+fresh", False)
+            return None
+        last = pairs >= self.pairs
+        early = not last
+        verdict: Verdict | None = None
+        if fresh_better <= FRESH_ALPHA:
+            verdict = "better"
+        elif fresh_worse <= FRESH_ALPHA:
+            verdict = "worse"
+        elif last or fresh_better > FRESH_HOPELESS[min(pairs, len(FRESH_HOPELESS)) - 1]:
+            verdict = "inconclusive"
+        if verdict is None:
+            return None
+        return self._ruled(verdict, theirs, mine, fresh_better, fresh_worse, "fresh", early)
+
+    def _ruled(self, verdict: Verdict, pool: list[float], candidate: list[float],
+               better: float, worse: float, evidence: Evidence, early: bool) -> Decision:
+        """The decision, its effect the Hodges-Lehmann shift of ``candidate`` against
+        ``pool`` (the samples the verdict compared) with its interval."""
+        value, low, high, level = hodges_lehmann(pool, candidate, CONFIDENCE)
+        if verdict == "inconclusive" and evidence != "pool" and level >= CONFIDENCE \
+                and (low > 0 if self.direction == "lower" else high < 0):
+            verdict = "worse"  # stopped for futility, its whole interval on the worse side
+        return Decision("sequential", verdict, effect(pool, value, low, high, level),
+                        len(pool), len(candidate), better, worse, evidence, len(self.fresh),
+                        early)

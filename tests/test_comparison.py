@@ -1,0 +1,172 @@
+"""The rule that measures the incumbent beside the candidate (:class:`decision.Comparison`):
+no keep and no "worse" on the pool alone, a pool with a trend not used at all, the order of
+fresh samples, the settings that turn them off, and a machine that drifts either way."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from git_autoresearch import decision
+from git_autoresearch.decision import Comparison, Decision
+
+
+def noisy(centre: float, count: int, spread: float = 0.02, seed: int = 1) -> list[float]:
+    rng = random.Random(seed)
+    return [centre * (1 + spread * rng.gauss(0.0, 1.0)) for _ in range(count)]
+
+
+def drive(comparison: Comparison, candidate: float, incumbent: float, *, spread: float = 0.02,
+          seed: int = 7, machine: float = 0.0) -> tuple[Decision, str]:
+    """Measure as the loop does: each side's true value times the machine's factor (which
+    moves by ``machine`` per measurement, starting where the pool left it) and noise. Returns
+    the decision and the sides in the order measured ('c', 'i')."""
+    rng, order, tick = random.Random(seed), "", 0
+    while not isinstance(step := comparison.next(), Decision):
+        true = candidate if step == "candidate" else incumbent
+        comparison.add(step, true * math.exp(machine * tick) * (1 + spread * rng.gauss(0, 1)))
+        order += step[0]
+        tick += 1
+    return step, order
+
+
+def test_a_clear_gain_is_kept_only_with_fresh_samples_of_the_incumbent() -> None:
+    found, order = drive(Comparison(noisy(100.0, 20)), 95.0, 100.0, spread=0.01)
+    assert found.verdict == "better"
+    assert found.evidence in ("pool+fresh", "fresh")
+    assert found.fresh_samples >= 2
+    assert "i" in order and order.startswith("ccc")  # screened first, at least 3 samples
+    # The fresh part is counterbalanced: incumbent, candidate, candidate, incumbent.
+    assert order[order.index("i"):].startswith("icci")
+
+
+def test_a_hopeless_candidate_is_screened_out_by_the_pool_alone() -> None:
+    found, order = drive(Comparison(noisy(100.0, 20)), 104.0, 100.0, spread=0.01)
+    assert found.verdict == "inconclusive"
+    assert found.evidence == "pool" and found.stopped_early
+    assert found.fresh_samples == 0 and set(order) == {"c"}
+
+
+def test_a_worse_verdict_rests_on_fresh_samples() -> None:
+    # Worse candidates on a still and on a drifting machine: a clearly worse one is stopped
+    # early as hopeless (cheaply: no verdict of worse on the pool alone), and every "worse"
+    # that is said was measured beside the incumbent.
+    verdicts = []
+    for seed in range(30):
+        for machine in (0.0, -0.002):
+            pool = [100.0 * math.exp(machine * (i - 20)) * v
+                    for i, v in enumerate(noisy(1.0, 20, seed=seed + 200))]
+            found, order = drive(Comparison(pool), 104.0, 100.0, seed=seed, machine=machine)
+            verdicts.append(found.verdict)
+            if found.verdict == "worse":
+                assert found.evidence != "pool" and found.fresh_samples >= 2
+                assert order.count("i") == found.fresh_samples
+            if found.evidence == "pool":
+                assert found.verdict == "inconclusive"
+    assert "better" not in verdicts
+
+
+def test_two_samples_in_one_burst_of_load_are_no_verdict_of_worse() -> None:
+    comparison = Comparison(noisy(100.0, 20))
+    for value in (108.5, 108.9):  # a 5 % gain measured in a burst of +14 % load
+        assert comparison.next() == "candidate"
+        comparison.add("candidate", value)
+    found = comparison.next()
+    assert isinstance(found, Decision)
+    assert found.verdict != "worse"
+    assert found.stopped_early and found.candidate_samples == 2
+
+
+def test_a_pool_with_a_trend_is_not_used_and_the_order_is_counterbalanced() -> None:
+    falling = [100.0 * math.exp(-0.01 * i) * (1 + 0.005 * g)
+               for i, g in enumerate(noisy(1.0, 20, 1.0, seed=2))]
+    comparison = Comparison(falling)
+    assert comparison.moving and comparison.trend is not None and comparison.trend.p < 0.05
+    found, order = drive(comparison, 82.0, 82.0, machine=-0.002)
+    assert order.startswith("ciic")
+    assert found.evidence == "fresh"
+    assert found.verdict != "better"  # a neutral edit on a machine getting faster
+
+
+@pytest.mark.parametrize("machine", [-0.002, 0.002])
+def test_neutral_edits_on_a_drifting_machine_are_rarely_kept(machine: float) -> None:
+    kept = 0
+    for seed in range(40):
+        pool = [100.0 * math.exp(machine * (i - 12)) * (1 + 0.02 * g)
+                for i, g in enumerate(noisy(1.0, 12, 1.0, seed=seed + 100))]
+        found, _ = drive(Comparison(pool), 100.0, 100.0, seed=seed, machine=machine)
+        kept += found.verdict == "better"
+    assert kept <= 4  # at most 10 % of 40 (the pool-only rule keeps most of them faster)
+
+
+def test_the_pool_only_rule_keeps_neutral_edits_on_a_machine_getting_faster() -> None:
+    # The fault the fresh samples fix: the same streams under pairs=0.
+    kept = 0
+    for seed in range(40):
+        pool = [100.0 * math.exp(-0.002 * (i - 12)) * (1 + 0.02 * g)
+                for i, g in enumerate(noisy(1.0, 12, 1.0, seed=seed + 100))]
+        found, _ = drive(Comparison(pool, pairs=0), 100.0, 100.0, seed=seed, machine=-0.002)
+        kept += found.verdict == "better"
+    assert kept >= 10
+
+
+def test_pairs_zero_decides_as_the_pool_alone() -> None:
+    pool = noisy(100.0, 20)
+    for seed in range(10):
+        samples = noisy(97.0, 16, seed=seed + 50)
+        comparison, taken = Comparison(pool, pairs=0), list[float]()
+        while not isinstance(step := comparison.next(), Decision):
+            assert step == "candidate"
+            comparison.add(step, samples[len(taken)])
+            taken.append(samples[len(taken)])
+        alone = decision.sequential(pool, taken)
+        assert (step.verdict, step.candidate_samples) == (alone.verdict, len(taken))
+        assert step.evidence == "pool" and step.fresh_samples == 0
+
+
+def test_a_metric_with_no_spread_is_decided_exactly_without_the_incumbent() -> None:
+    comparison = Comparison([10.0, 10.0, 10.0])
+    assert comparison.next() == "candidate"
+    comparison.add("candidate", 9.0)
+    found = comparison.next()
+    assert isinstance(found, Decision)
+    assert (found.verdict, found.evidence, found.fresh_samples) == ("better", "exact", 0)
+
+
+def test_the_fresh_samples_stop_by_the_cap() -> None:
+    comparison = Comparison(noisy(100.0, 20), pairs=2)
+    found, order = drive(comparison, 97.0, 100.0, spread=0.03, seed=11)
+    assert found.fresh_samples <= 2 + 1  # two pairs at most (and the block's incumbent)
+    assert order.count("i") == found.fresh_samples
+
+
+def test_higher_is_better_mirrors_lower() -> None:
+    found, _ = drive(Comparison(noisy(100.0, 20), direction="higher"), 105.0, 100.0,
+                     spread=0.01)
+    assert found.verdict == "better"
+
+
+def test_bad_settings_and_samples_are_refused() -> None:
+    with pytest.raises(ValueError, match="pairs"):
+        Comparison([1.0, 2.0], pairs=-1)
+    with pytest.raises(ValueError, match="pool"):
+        Comparison([])
+    with pytest.raises(ValueError, match="finite"):
+        Comparison([1.0, 2.0]).add("candidate", math.nan)
+
+
+def test_trend_both_ways() -> None:
+    up, down = list(range(10)), list(range(10, 0, -1))
+    rising, falling = decision.trend([float(v) for v in up]), decision.trend(
+        [float(v) for v in down])
+    assert rising is not None and falling is not None
+    assert rising.s == 45 and falling.s == -45
+    assert rising.p < 0.001 and falling.p < 0.001
+    assert rising.relative is not None and rising.relative > 0
+    assert falling.relative is not None and falling.relative < 0
+    assert decision.trend([1.0] * 10) is None
+    assert decision.trend([1.0, 2.0, 3.0]) is None
+    flat = decision.trend(noisy(100.0, 30, seed=4))
+    assert flat is not None and flat.p > 0.05
