@@ -395,12 +395,12 @@ SCREEN_MIN = 3  # samples of the candidate before it can go on (two back-to-back
 # stale; the fresh evidence that follows pays for it.
 SCREEN_HOPELESS = (
     1.0,  # mutation: equivalent only `1.0` -> `2.0`: no p-value is above 1 or 2
-    0.85, 0.7, 0.6, 0.5, 0.45, 0.4)
+    0.8, 0.6, 0.5, 0.45, 0.4, 0.35)
 TREND_ALPHA = 0.05  # two-sided level of the pool's trend test: a pool that moves is not used
 STALE_ALPHA = 0.10  # fresh incumbent samples better than the pool at this level: it is stale
 BLEND_ALPHA = 0.08  # one-sided level of the keep on the pool and the fresh samples together
-BLEND_GUARD = 0.30  # ... when the fresh samples alone also favour the candidate at this level
-BLEND_MIN_PAIRS = 4  # ... after this many pairs at least (two blocks)
+BLEND_GUARD = 0.50  # ... when the fresh samples alone also favour the candidate at this level
+BLEND_MIN_PAIRS = 2  # ... after this many pairs at least (one block)
 BLEND_PAIRS = 6  # ... and inconclusive after this many (or ``pairs``, when fewer)
 FRESH_ALPHA = 0.02  # one-sided level of each look of a decision on fresh samples alone
 # An early stop for futility on fresh samples alone after k pairs (from the second).
