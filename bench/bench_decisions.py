@@ -25,10 +25,10 @@ candidates, "true change" is where the kept runs took the true value.
 A second table gives the pool-only rule's operating characteristic against a fresh,
 unselected pool (3 % noise).
 
-Last, one end-to-end pass (``--cli``) sends the first stream of "gauss 3%" through the commands
-on a scratch repository (:func:`cli_pass`), whose benchmark's true value and noise are the
-simulation's: the commands must reach the pool-only rule's decisions with its number of
-samples (the loop does not yet measure the incumbent beside the candidate).
+Last, one end-to-end pass (``--cli``) sends the first stream of "faster 2%" through the
+commands on a scratch repository (:func:`cli_pass`), whose benchmark's true value, machine and
+noise are the simulation's, drawn from a counter outside the repository: the commands must
+reach the simulation's decisions with its number of measurements, the incumbent's included.
 """
 
 from __future__ import annotations
@@ -272,24 +272,25 @@ def operating_characteristic(max_samples: list[int], trials: int) -> None:
                   f"| {gain:>11.1%} | {gain_n:>7.2f} |")
 
 
-BENCH_SCRIPT = """import pathlib, random
-counter = pathlib.Path(".n")
+BENCH_SCRIPT = """import math, pathlib, random
+counter = pathlib.Path({counter!r})  # outside the repository: both worktrees count here
 n = int(counter.read_text()) if counter.exists() else 0
 counter.write_text(str(n + 1))
 rng = random.Random({seed} * 7919 + 17)
 for _ in range(n + 1):
     g = rng.gauss(0.0, 1.0)
 value = float(pathlib.Path("value.txt").read_text().split()[0])
-print("score: " + repr(value * (1 + {noise} * g)))
+print("score: " + repr(value * math.exp({speed} * n) * (1 + {noise} * g)))
 """
 
 
 def cli_pass(candidates: int, seed: int, scenario: Scenario) -> bool:
     """The same stream through the commands: a scratch repository whose benchmark prints the
-    true value in ``value.txt`` times the simulation's own noise draws (the k-th call of the
-    benchmark takes the k-th draw), ``git autoresearch start`` with the defaults and one
-    ``git autoresearch run --json`` per candidate. The session must decide every candidate
-    as the simulation did and take as many samples."""
+    true value in ``value.txt`` times the simulation's machine and noise (the k-th call of the
+    benchmark, in the work tree or in the incumbent's worktree, takes the k-th tick and
+    draw, from a counter outside the repository), ``git autoresearch start`` with the
+    defaults and one ``git autoresearch run --json`` per candidate. The session must decide
+    every candidate as the simulation did and take as many measurements."""
     import json
     import shutil
     import subprocess
@@ -300,12 +301,12 @@ def cli_pass(candidates: int, seed: int, scenario: Scenario) -> bool:
     if exe is None:
         print("\nCLI pass skipped: git-autoresearch is not installed")
         return True
-    # The commands decide on the pool alone until the loop measures the incumbent beside the
-    # candidate: the pool-only rule is the one they must match.
-    simulated = run(Rule("sequential", "sequential", 16, 0), scenario, seed, candidates)
+    speed = {"still": 0.0, "faster": -RATE, "slower": RATE}[scenario.machine]
+    simulated = run(Rule("fresh", "sequential", 16), scenario, seed, candidates)
     kinds, started = stream(seed, candidates), time.monotonic()
     with tempfile.TemporaryDirectory(prefix="bench-decisions-") as scratch:
-        top = Path(scratch)
+        top, counter = Path(scratch) / "project", Path(scratch) / "machine"
+        top.mkdir()
 
         def call(*argv: str) -> subprocess.CompletedProcess[str]:
             return subprocess.run(argv, cwd=top, capture_output=True, text=True, check=True)
@@ -313,9 +314,9 @@ def cli_pass(candidates: int, seed: int, scenario: Scenario) -> bool:
         call("git", "init", "-q", "-b", "main")
         call("git", "config", "user.email", "bench@example.com")
         call("git", "config", "user.name", "bench")
-        (top / "bench.py").write_text(BENCH_SCRIPT.format(seed=seed, noise=scenario.noise))
+        (top / "bench.py").write_text(BENCH_SCRIPT.format(
+            counter=str(counter), seed=seed, noise=scenario.noise, speed=speed))
         (top / "value.txt").write_text("100.0\n")
-        (top / ".gitignore").write_text(".n\n")
         call("git", "add", "-A")
         call("git", "commit", "-q", "-m", "the project")
         call(exe, "start", "--goal", "bench", "--session-id", "bench",
@@ -329,7 +330,7 @@ def cli_pass(candidates: int, seed: int, scenario: Scenario) -> bool:
             verdicts.append(done["decision"]["verdict"])
             if done["status"] == "keep":
                 true = mine
-        calls = int((top / ".n").read_text()) - BASELINE_SAMPLES
+        calls = int(counter.read_text()) - BASELINE_SAMPLES
     seconds = time.monotonic() - started
     same = sum(a == b for a, b in zip(verdicts, simulated.verdicts, strict=True))
     print(f"\nCLI pass ({scenario.name}, seed {seed}, {candidates} candidates through "
@@ -383,7 +384,7 @@ def main() -> int:
             passed = passed and ok
     operating_characteristic(args.max_samples, args.trials)
     if args.cli:
-        ok = cli_pass(args.cli, 0, SCENARIOS[0])
+        ok = cli_pass(args.cli, 0, next(s for s in SCENARIOS if s.machine == "faster"))
         print(f"  {'PASS' if ok else 'FAIL'}  the commands decide as the simulation")
         passed = passed and ok
     print(f"\n{time.monotonic() - started:.0f} s")

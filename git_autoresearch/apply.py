@@ -14,7 +14,7 @@ import shutil
 from dataclasses import dataclass
 
 from . import signals
-from .audit import sweep
+from .checkouts import sweep
 from .errors import Refused, UsageError
 from .git import worktrees
 from .git.replay import CONFLICT, EMPTY, cherry_pick, restore_worktree

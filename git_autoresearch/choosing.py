@@ -96,6 +96,34 @@ def inconclusive_reason(found: Mapping[str, Any], min_effect: float, direction: 
     return "within noise"
 
 
+def discard_reason(found: Mapping[str, Any], min_effect: float, direction: str) -> str:
+    """Why a run the rule did not keep was discarded, for its record's ``reason``: the
+    verdict (:func:`inconclusive_reason`, or "worse" with the relative change), then the
+    evidence it rests on (``found``'s ``evidence``, ``candidate_samples``,
+    ``incumbent_fresh`` and ``stopped_early``, :meth:`pending.Rule.verdict`): the
+    incumbent's earlier samples alone, or samples of both taken side by side; a decision
+    without them (a record written before they were) gets the verdict alone."""
+    relative = found.get("relative")
+    change = f" ({relative:+.1%})" if isinstance(relative, (int, float)) \
+        and not isinstance(relative, bool) else ""
+    said = f"worse{change}" if found.get("verdict") == "worse" \
+        else inconclusive_reason(found, min_effect, direction)
+    evidence, count = found.get("evidence"), found.get("candidate_samples")
+    fresh = found.get("incumbent_fresh")
+    early = "; stopped early" if found.get("stopped_early") else ""
+    if evidence == "pool" and isinstance(count, int):
+        # Hopeless against samples taken earlier, under other load: not better, and no more
+        # than that (a burst of load can make a gain look worse).
+        if found.get("verdict") != "worse" and said == "within noise":
+            said = f"not better{change}"
+        return f"{said}: {count} sample(s) against the incumbent's earlier samples{early}"
+    if evidence in ("fresh", "pool+fresh") and isinstance(count, int) \
+            and isinstance(fresh, list):
+        return (f"{said}: {count} sample(s), {len(fresh)} of the incumbent measured beside "
+                f"them{early}")
+    return said
+
+
 def _best_text(best: Run | None) -> str:
     # mutation: equivalent only `or` -> `and`: a decision other than a baseline has a best
     if best is None or best.metric is None:

@@ -30,7 +30,9 @@ DECISION_RULES = ("sequential", "strict")
 # How long a claim on an idea lasts when ``claim_timeout`` is not set.
 CLAIM_TIMEOUT_DEFAULT = "2h"
 # Keys added after sessions existed: absent and empty mean the same.
-OPTIONAL_LISTS = ("readonly",)
+OPTIONAL_LISTS = ("readonly", "shared_paths")
+# Pairs of incumbent and candidate samples taken side by side, at most, when not set.
+INCUMBENT_PAIRS_DEFAULT = 8
 
 
 @dataclass
@@ -70,6 +72,10 @@ class Config:
     max_samples: int | None = None
     baseline_samples: int | None = None
     remeasure_incumbent: bool | None = None
+    # The incumbent measured beside the candidate in a worktree of its own: pairs of samples
+    # at most (0: never, the pool alone decides), and the ignored paths linked into it.
+    incumbent_pairs: int | None = None
+    shared_paths: list[str] = field(default_factory=list)
     # Several agents at once (slots.py, claims.py): measurements at a time on this machine
     # (None: 1), each slot's commands pinned to its share of the CPUs, and how long an idea's
     # claim lasts ("2h" when None).
@@ -177,7 +183,12 @@ class Config:
         return None
 
     def _check_paths(self) -> tuple[str, str] | None:
-        for key in ("scope", "protected", "readonly"):
+        for item in self.shared_paths if isinstance(self.shared_paths, list) else []:
+            if isinstance(item, str) and (any(c in item for c in "*?[") or not item.strip("/")
+                                          or item.startswith("/")):
+                return "shared_paths", f"'{item}' must be a path inside the repository, not a " \
+                    "pattern"
+        for key in ("scope", "protected", "readonly", "shared_paths"):
             value = getattr(self, key)
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 return key, "must be a list of paths"
@@ -241,6 +252,10 @@ class Config:
         if self.remeasure_incumbent is not None and not isinstance(self.remeasure_incumbent,
                                                                    bool):
             return "remeasure_incumbent", "must be true or false"
+        pairs = self.incumbent_pairs
+        if pairs is not None and (isinstance(pairs, bool) or not isinstance(pairs, int)
+                                  or not 0 <= pairs <= 100):
+            return "incumbent_pairs", "must be a whole number from 0 to 100"
         return None
 
     def _check_workers(self) -> tuple[str, str] | None:
@@ -288,6 +303,14 @@ class Config:
     def samples_of_baseline(self) -> int:
         """Samples of the baseline under the sequential rule (``baseline_samples``, default 5)."""
         return self.baseline_samples or 5
+
+    @property
+    def pairs_at_most(self) -> int:
+        """Pairs of incumbent and candidate samples a run takes side by side, at most, under
+        the sequential rule (``incumbent_pairs``, default 8; 0: the pool alone decides)."""
+        if self.rule != "sequential":
+            return 0
+        return INCUMBENT_PAIRS_DEFAULT if self.incumbent_pairs is None else self.incumbent_pairs
 
     @property
     def remeasures(self) -> bool:

@@ -504,6 +504,13 @@ class Comparison:
         if self.block is not None:
             self.block.append((side, value))
 
+    def pool_only(self) -> None:
+        """Go on without fresh samples (the incumbent cannot be measured): the pool alone
+        decides on the candidate's samples, those taken and any more. The fresh samples taken
+        stay in :attr:`fresh`, unused."""
+        self.pairs, self.block, self.moving, self.stale = 0, None, False, False
+        self.result = None
+
     def next(self) -> Side | Decision:
         """The side to measure next, or the decision once it is reached (then always it)."""
         if self.result is not None:
@@ -536,6 +543,9 @@ class Comparison:
             return self._fresh()
         if n >= self.max_samples \
                 or better > SCREEN_HOPELESS[min(n, len(SCREEN_HOPELESS)) - 1]:
+            # Not better than samples taken earlier, under other load; never "worse" on them
+            # alone (measuring the incumbent beside every such candidate to say so costs a
+            # fifth more measurements on a still machine).
             return self._ruled("inconclusive", pool, mine, better, worse, "pool",
                                early=n < self.max_samples)
         return "candidate"

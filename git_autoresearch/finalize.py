@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from . import signals
-from .audit import Audit, Target, bring, effect_json, run_audit, sweep, untracked_inputs
+from .audit import Audit, Target, effect_json, run_audit
+from .checkouts import bring, sweep, untracked_inputs
 from .errors import Refused, UsageError
 from .files import WriteFailed
 from .git import ABSENT, GitError, worktrees

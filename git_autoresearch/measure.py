@@ -176,6 +176,9 @@ class Measurement:
     decision: dict[str, Any] | None = None
     # The measurement slot it ran in (``slots.Slot.record``); None: the one slot, unpinned.
     slot: dict[str, Any] | None = None
+    # What the caller is told about how it was measured (the incumbent could not be measured
+    # beside it, say); never recorded.
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def status(self) -> str | None:

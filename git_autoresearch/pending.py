@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,21 +59,25 @@ def measure(session: Session, progress: Progress | None = None, *, pending: bool
     aside = set(violations)
     left = [p for p in changes.changed() if not session.bounds.is_protected(p) and p not in aside]
     rule = Rule.of(session, baseline=baseline, changed=bool(left))
+    from .incumbent import IncumbentTree
     from .slots import measuring  # (the slot's lock): only where a command is measured
 
     try:
-        with measuring(session.repo, session.config, f"run {number}") as slot:
+        with measuring(session.repo, session.config, f"run {number}") as slot, \
+                IncumbentTree(session, session.head(), env) as beside:
+            rule.incumbent = beside.sample
             result = run_measurement(session.config, top=session.repo.top,
                                      log_path=session.layout.run_log, env=env,
                                      progress=progress, samples_at_most=rule.samples,
                                      enough=rule.enough)
+            rule.notes += beside.notes
     except OSError as exc:  # the run log or the slot: a full or read-only disk
         raise _not_measured(f"cannot write {exc.filename or session.layout.run_log}: "
                             f"{exc.strerror or exc.__class__.__name__}", scope_ref) from None
     bounds = session.bounds
     result = dataclasses.replace(
         result, head=session.head(), scope_ref=scope_ref, decision=rule.verdict(result),
-        slot=slot.record(),
+        slot=slot.record(), warnings=rule.notes,
         readonly_violations=[p for p in violations if bounds.is_readonly(p)],
         scope_violations=[p for p in violations if not bounds.is_readonly(p)])
     if pending:
@@ -88,12 +93,15 @@ def run_environment(session: Session, run: int, log: Path) -> dict[str, str]:
                                 "AUTORESEARCH_RUN": str(run), "AUTORESEARCH_RUN_LOG": str(log)})
 
 
-@dataclass(frozen=True)
+@dataclass
 class Rule:
     """How many samples a measurement takes and when it stops: the configuration's
-    ``runs_per_experiment`` under the strict rule; under the sequential rule, one at a time up
-    to ``max_samples`` against the incumbent's pool (``baseline_samples`` for a baseline, or when
-    there is no incumbent yet; one for a noise probe: a work tree with no change)."""
+    ``runs_per_experiment`` under the strict rule; under the sequential rule, one at a time
+    against the incumbent (``baseline_samples`` for a baseline, or when there is no incumbent
+    yet; one for a noise probe: a work tree with no change): a ``comparison``
+    (:class:`decision.Comparison`) that asks for samples of the candidate and, beside them, of
+    the incumbent, which ``incumbent`` takes (a value, or why there is none: then the pool
+    alone decides, and ``notes`` says so)."""
 
     name: str
     direction: str
@@ -101,6 +109,9 @@ class Rule:
     samples: int | None = None
     min_effect: float = 0.0
     probe: bool = False
+    comparison: decision.Comparison | None = None
+    incumbent: Callable[[], float | str] | None = None
+    notes: list[str] = dataclasses.field(default_factory=list)
 
     @classmethod
     def of(cls, session: Session, *, baseline: bool = False, changed: bool = True) -> Rule:
@@ -115,20 +126,45 @@ class Rule:
             return cls("sequential", cfg.direction, samples=cfg.samples_of_baseline)
         from . import decision
 
-        window = decision.incumbent(pool, cfg.direction).samples
-        probe = not changed
-        return cls("sequential", cfg.direction, window, 1 if probe else cfg.samples_at_most,
-                   cfg.min_effect or 0.0, probe)
+        if not changed:
+            window = decision.incumbent(pool, cfg.direction).samples
+            return cls("sequential", cfg.direction, window, 1, cfg.min_effect or 0.0, True)
+        comparison = decision.Comparison(pool, direction=cfg.direction,
+                                         min_effect=cfg.min_effect or 0.0,
+                                         max_samples=cfg.samples_at_most,
+                                         pairs=cfg.pairs_at_most)
+        notes = [moving_note(comparison.trend, cfg.direction, len(comparison.pool))] \
+            if comparison.moving and comparison.trend is not None else []
+        # The comparison decides before this many samples of the candidate (its first stage,
+        # then one each pair at most).
+        most = cfg.samples_at_most + cfg.pairs_at_most + 1
+        return cls("sequential", cfg.direction, tuple(comparison.pool), most,
+                   cfg.min_effect or 0.0, False, comparison, notes=notes)
 
     def enough(self, samples: list[float]) -> bool:
-        """Whether the samples so far decide (always False without a pool: take them all)."""
+        """Whether the samples so far decide (always False without a pool: take them all);
+        the incumbent's samples the comparison asks for are taken here, between two of the
+        candidate's."""
         if self.name != "sequential" or not self.pool or self.probe:
             return False
         from . import decision
 
-        return decision.sequential(list(self.pool), samples, direction=self.direction,
-                                   min_effect=self.min_effect,
-                                   max_samples=self.samples or 1).done
+        if self.comparison is None:  # (a rule made by hand, without one)
+            return decision.sequential(list(self.pool), samples, direction=self.direction,
+                                       min_effect=self.min_effect,
+                                       max_samples=self.samples or 1).done
+        self.comparison.add("candidate", samples[-1])
+        while (step := self.comparison.next()) == "incumbent":
+            got = self.incumbent() if self.incumbent is not None else \
+                "no worktree of the incumbent was offered"
+            if isinstance(got, str):
+                self.notes.append(f"{got}: this run was decided on the incumbent's earlier "
+                                  "samples alone, which a machine whose load moves makes "
+                                  "unreliable")
+                self.comparison.pool_only()
+            else:
+                self.comparison.add("incumbent", got)
+        return isinstance(step, decision.Decision)
 
     def verdict(self, result: Measurement) -> dict[str, Any] | None:
         """The ``decision`` object of the run record of ``result`` (None without a metric).
@@ -149,10 +185,34 @@ class Rule:
             return {"rule": "sequential", "verdict": "no_change",
                     "incumbent_samples": len(self.pool), "candidate_samples": len(samples),
                     **pool_record(self.pool)}
-        found = decision.sequential(list(self.pool), samples, direction=self.direction,
-                                    min_effect=self.min_effect,
-                                    max_samples=max(self.samples or 1, len(samples)))
-        return decision_record(found, self.pool)
+        found = self.comparison.result if self.comparison is not None else None
+        if found is None:  # (samples that ran out before a verdict: the last look)
+            found = decision.sequential(list(self.pool), samples, direction=self.direction,
+                                        min_effect=self.min_effect,
+                                        max_samples=max(self.samples or 1, len(samples)))
+        out = decision_record(found, self.pool)
+        out["evidence"] = found.evidence
+        out["stopped_early"] = found.stopped_early
+        if self.comparison is not None:
+            if self.comparison.fresh:
+                out["incumbent_fresh"] = [json_number(v) for v in self.comparison.fresh]
+            moved = self.comparison.trend
+            if self.comparison.moving and moved is not None:
+                out["trend"] = {"relative": tidy(moved.relative), "p": tidy(moved.p),
+                                "samples": len(decision.window(list(self.pool)))}
+        return out
+
+
+def moving_note(moved: decision.Trend, direction: str, count: int) -> str:
+    """A warning that the incumbent's recent samples trend (the machine's load moves), either
+    way, and what the run did about it."""
+    worse = (moved.s > 0) == (direction == "lower")
+    how = f" ({moved.relative:+.1%} over its last {count} samples)" \
+        if moved.relative is not None else ""
+    cause = "slower" if worse else "faster"
+    return (f"the incumbent's samples have been getting {'worse' if worse else 'better'}{how}: "
+            f"the machine got {cause}? Its earlier samples are not compared; this run is "
+            "decided on samples of both taken side by side")
 
 
 def decision_record(found: decision.Decision, pool: tuple[float, ...]) -> dict[str, Any]:
@@ -357,9 +417,14 @@ def remeasure_incumbent(session: Session, after: RunRecord) -> list[str]:
     reads; this tracks drift of the machine for the cost of one run. Only under the sequential
     rule with ``remeasure_incumbent`` (the default), for a discard or checks_failed in a
     segment that has kept a run; ``run`` takes it (``discard`` by hand does not: it runs none
-    of the user's commands). Returns warnings: a failed sample is not recorded, and an
-    incumbent that drifted against the direction is named."""
-    if not session.config.remeasures or after["status"] not in ("discard", "checks_failed"):
+    of the user's commands). The incumbent's samples measured beside the candidate, when run
+    ``after`` took some, are appended instead, without measuring again (whatever
+    ``remeasure_incumbent`` says: they cost nothing more). Returns warnings: a failed sample
+    is not recorded, and an incumbent that drifted (either way) is named."""
+    beside = [float(v) for v in (after.get("decision") or {}).get("incumbent_fresh") or []
+              if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if not (session.config.remeasures or beside) \
+            or after["status"] not in ("discard", "checks_failed"):
         return []
     pool = incumbent_samples(session)
     if not pool:
@@ -372,29 +437,36 @@ def remeasure_incumbent(session: Session, after: RunRecord) -> list[str]:
     found = kept[-1].data.get("decision") if kept else None
     exact = isinstance(found, dict) and found.get("effect_low") is not None \
         and found.get("effect_low") == found.get("effect_high")
-    count = 1 if exact else max(1, session.config.samples_of_baseline - len(pool))
+    count = 1 if exact else max(1, session.config.samples_of_baseline - len(pool) - len(beside))
     from . import decision
     from .slots import measuring
 
-    env = {**run_environment(session, after["run"], session.layout.run_log),
-           "AUTORESEARCH_INCUMBENT": "1"}
-    with measuring(session.repo, session.config, f"incumbent after run {after['run']}"):
-        result = run_measurement(session.config, top=session.repo.top,
-                                 log_path=session.layout.run_log, env=env,
-                                 samples_at_most=count, checks=False)
-    if result.metric is None:
-        return [f"the incumbent could not be measured again after run {after['run']} "
-                f"({result.reason}); its pool is as it was"]
+    if beside and (len(pool) + len(beside) >= session.config.samples_of_baseline
+                   or not session.config.remeasures):
+        taken = beside  # measured beside the candidate: the freshest samples there are
+    else:
+        env = {**run_environment(session, after["run"], session.layout.run_log),
+               "AUTORESEARCH_INCUMBENT": "1"}
+        with measuring(session.repo, session.config, f"incumbent after run {after['run']}"):
+            result = run_measurement(session.config, top=session.repo.top,
+                                     log_path=session.layout.run_log, env=env,
+                                     samples_at_most=count, checks=False)
+        if result.metric is None:
+            return [f"the incumbent could not be measured again after run {after['run']} "
+                    f"({result.reason}); its pool is as it was"]
+        taken = [*beside, *result.samples]
     with session.shared("measure the incumbent again"):
         ledger_mod.append(session.layout.ledger, [{
             "type": "incumbent", "segment": session.segment.index,
             "commit": session.repo.short(session.head()), "after_run": after["run"],
-            "samples": [json_number(s) for s in result.samples], "timestamp": now_ms()}])
+            "samples": [json_number(s) for s in taken], "timestamp": now_ms()}])
         warnings = session.mirror_state(f"incumbent measured again after run {after['run']}")
     session.reload()
     moved = decision.incumbent(incumbent_samples(session), session.config.direction).drift
-    if moved is not None and moved.against:
+    if moved is not None:
         how = f" ({moved.relative:+.1%})" if moved.relative is not None else ""
-        warnings.append(f"the incumbent drifted{how}: its recent samples are worse than its "
-                        "older ones (the machine got slower?); only the recent ones are compared")
+        worse, cause = ("worse", "slower") if moved.against else ("better", "faster")
+        warnings.append(f"the incumbent drifted{how}: its recent samples are {worse} than its "
+                        f"older ones (the machine got {cause}?); only the recent ones are "
+                        "compared")
     return warnings

@@ -18,7 +18,7 @@ from typing import Any, cast
 
 from . import journal, signals
 from . import ledger as ledger_mod
-from .choosing import inconclusive_reason
+from .choosing import discard_reason
 from .errors import Refused
 from .experiment import (
     Changes,
@@ -217,8 +217,8 @@ def _draft(session: Session, number: int, status: str, description: str,
         draft["worker"] = session.worker.name
     if result is not None and result.decision is not None:
         draft["decision"] = dict(result.decision)
-        if status == "discard" and result.decision.get("verdict") == "inconclusive":
-            draft["reason"] = inconclusive_reason(result.decision,
+        if status == "discard" and result.decision.get("verdict") in ("inconclusive", "worse"):
+            draft["reason"] = discard_reason(result.decision,
                                                    session.config.min_effect or 0.0,
                                                    session.config.direction)
     if result is not None and result.scope_ref:

@@ -212,13 +212,16 @@ VERDICT_WORDS = {"better": "better", "worse": "worse", "inconclusive": "noise",
 
 def decision_text(run: Run) -> str:
     """A run's decision in a few characters: the verdict's word (``noise`` for
-    ``inconclusive``, ``probe`` for ``no_change``) and the relative effect against the
+    ``inconclusive``, ``no gain`` for one stopped against the incumbent's earlier samples
+    alone, ``probe`` for ``no_change``) and the relative effect against the
     incumbent, ``*`` when kept by hand against the rule; ``-`` for a run without one."""
     found = run.data.get("decision")
     if not isinstance(found, dict) or not isinstance(found.get("verdict"), str):
         return "-"
     verdict: str = found["verdict"]
     word = VERDICT_WORDS.get(verdict, verdict)[:8]
+    if verdict == "inconclusive" and found.get("evidence") == "pool":
+        word = "no gain"  # stopped against the incumbent's earlier samples alone: not noise
     relative = as_number(found.get("relative"))
     pct = None if relative is None else relative * 100
     text = word if pct is None else f"{word} {pct:+.0f}%" if abs(pct) >= 100 else \

@@ -75,7 +75,7 @@ class StartOptions:
 
 # The configuration keys that hold path rules. On the command line they are read from the
 # current directory, as git reads pathspecs; in a --config file, from the top of the work tree.
-PATH_KEYS = ("scope", "protected", "readonly")
+PATH_KEYS = ("scope", "protected", "readonly", "shared_paths")
 # The exclusive ways of reading the primary metric.
 READERS = ("metric_pattern", "metric_command", "metric_json")
 

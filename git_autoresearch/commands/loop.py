@@ -36,6 +36,7 @@ def _measurement_json(result: Measurement) -> dict[str, Any]:
 
     data = result.to_dict()
     data.pop("fingerprint", None)
+    data.pop("warnings", None)  # (the document's own warnings say them)
     if data.get("slot") is None:  # named, as in the run record, only with slots or pinning
         data.pop("slot", None)
     # The sequential rule's verdict object; "decision" is the loop's decision, set by the caller.
@@ -206,7 +207,7 @@ def run_cmd(description: str, asi_pairs: tuple[str, ...], asi_json: str | None, 
                 replayed=caught.record(session.repo) if caught else None)
         again = pending.remeasure_incumbent(session, recorded.record)
         after = session.fire_hooks("after", run_entry=recorded.record)
-    notes = session.warnings + recovered.warnings + recorded.warnings + again
+    notes = session.warnings + recovered.warnings + result.warnings + recorded.warnings + again
     if as_json:
         emit_json(_record_json(recorded.record,
                                [*_recovered_steer(recovered), before.steer, after.steer],
@@ -343,7 +344,7 @@ def _measure_again(session: Session) -> Measurement:
 def _measurement_notes(before: HookReport, result: Measurement) -> list[str]:
     """The before hooks' warnings, and what the measurement set aside: changes outside the
     scope, and changes to readonly files."""
-    return before.warnings + _violation_notes(
+    return before.warnings + result.warnings + _violation_notes(
         {"scope_violations": result.scope_violations,
          "readonly_violations": result.readonly_violations, "scope_ref": result.scope_ref})
 

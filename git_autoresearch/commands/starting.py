@@ -95,6 +95,13 @@ def _inline_table(text: str | None) -> dict[str, object] | None:
               help="Sequential: samples of the baseline, 1 to 100 (default 5).")
 @click.option("--remeasure-incumbent/--no-remeasure-incumbent", default=None,
               help="Sequential: one more sample of the incumbent after each revert (default on).")
+@click.option("--incumbent-pairs", type=click.IntRange(0, 100), metavar="N",
+              help="Sequential: pairs of incumbent and candidate samples measured side by side "
+                   "before a verdict, at most (default 8; 0: the incumbent's earlier samples "
+                   "alone decide).")
+@click.option("--shared-paths", multiple=True, metavar="PATH",
+              help="An ignored file or folder the benchmark needs (a virtual environment, "
+                   "build outputs, data), linked into the incumbent's worktree (repeatable).")
 @click.option("--measure-slots", type=WHOLE, metavar="N",
               help="Measurements at a time on this machine, across the session's worktrees "
                    "(default 1: one at a time).")
@@ -127,7 +134,8 @@ def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
               aggregate: str | None, max_experiments: int | None,
               max_duration: str | None, decision: str | None, min_effect: float | None,
               max_samples: int | None, baseline_samples: int | None,
-              remeasure_incumbent: bool | None, measure_slots: int | None,
+              remeasure_incumbent: bool | None, incumbent_pairs: int | None,
+              shared_paths: tuple[str, ...], measure_slots: int | None,
               pin_cpus: bool | None, claim_timeout: str | None, session_id: str | None,
               config_file: Path | None, new_segment: bool, no_baseline: bool, force: bool,
               allow_missing: bool, as_json: bool) -> None:
@@ -153,7 +161,8 @@ def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
         "max_experiments": max_experiments, "max_duration": max_duration,
         "decision": decision, "min_effect": min_effect,
         "max_samples": max_samples, "baseline_samples": baseline_samples,
-        "remeasure_incumbent": remeasure_incumbent, "measure_slots": measure_slots,
+        "remeasure_incumbent": remeasure_incumbent, "incumbent_pairs": incumbent_pairs,
+        "shared_paths": list(shared_paths) or None, "measure_slots": measure_slots,
         "pin_cpus": pin_cpus, "claim_timeout": claim_timeout, "session_id": session_id,
     }
     if config_file is None and not new_segment:

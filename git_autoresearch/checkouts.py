@@ -1,0 +1,82 @@
+"""Detached checkouts of the session's commits under the scratch folder, measured beside the
+work tree (``audit``: a keep and its parent; ``finalize``; the incumbent beside a candidate):
+what a checkout lacks is brought from the work tree, and what a process killed outright left
+behind is swept. The session's work tree, index and HEAD are never touched."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from . import signals
+from .git import worktrees
+from .session import Session
+
+SIDES = ("parent", "commit")  # an audit's two worktrees, the default of sweep
+
+
+def sweep(session: Session, prefix: str, trees: tuple[str, ...] = SIDES) -> list[Path]:
+    """Remove what a command killed outright (SIGKILL, a machine that went down) left under
+    the scratch folder: each ``<prefix><pid>`` folder (``audit-``, ``final-``,
+    ``incumbent-``) whose process is gone, with its worktrees (the subfolders ``trees``).
+    Returns the folders removed."""
+    repo = session.repo
+    removed = []
+    try:
+        folders = sorted(repo.scratch.glob(f"{prefix}*"))
+    except OSError:
+        return []
+    for folder in folders:
+        pid = folder.name.removeprefix(prefix)
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        with signals.deferred():
+            for tree in trees:
+                worktrees.remove(repo, folder / tree)
+            shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs: it exists and is not a zombie (a process that has ended
+    but that its parent has not reaped yet, state ``Z`` in ``/proc/<pid>/stat``)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            state = stat.read().rpartition(b")")[2].split()[:1]
+    except OSError:  # no /proc (macOS): alive, as kill said
+        return True
+    return state != [b"Z"]
+
+
+def untracked_inputs(session: Session) -> list[str]:
+    """The files the measurement command (and the metric command) name by a path inside the
+    work tree (relative, or absolute) that git does not track: a ``.auto/measure.sh`` (never
+    committed) or an ignored data file, which a checkout of a commit lacks. A tracked file is
+    never among them: a keep that deleted it must be measured without it."""
+    from .scripts import named_paths
+
+    cfg, repo = session.config, session.repo
+    named = [path for command in (cfg.command, cfg.metric_command)
+             for path in named_paths(repo, command or "") if (repo.top / path).is_file()]
+    if not named:
+        return []
+    tracked = set(repo.ls_files())
+    return [path for path in dict.fromkeys(named) if path not in tracked]
+
+
+def bring(session: Session, paths: list[str], tree: Path) -> None:
+    """Copy ``paths`` from the session's work tree into the checkout ``tree``, so that both
+    sides run the same benchmark."""
+    for path in paths:
+        target = tree / path
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(session.repo.top / path, target)

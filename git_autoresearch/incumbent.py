@@ -1,0 +1,123 @@
+"""The incumbent measured beside the candidate: a linked worktree of the commit the candidate
+is compared with, made when the decision rule first asks for a sample of the incumbent
+(:class:`decision.Comparison`), one sample at a time, in the candidate's measurement slot so
+that both run under the same load.
+
+The worktree is ``<scratch>/incumbent-<pid>/tree``, a detached checkout of the session's HEAD.
+What a checkout lacks is brought in: the untracked files the commands name (copied, as
+``audit`` does: a ``.auto/measure.sh``) and the configured ``shared_paths`` (ignored folders
+the benchmark needs, such as a virtual environment, build outputs or data, linked by a
+symbolic link to the work tree's, never guessed). It is removed when the measurement ends,
+however it ends; one left by a process killed outright is swept by the next measurement.
+The session's work tree, index and HEAD are never touched.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+
+from . import signals
+from .checkouts import bring, sweep, untracked_inputs
+from .git import GitError, worktrees
+from .measure import measure
+from .session import Session
+
+FOLDER_PREFIX = "incumbent-"
+TREE = "tree"
+
+
+class IncumbentTree:
+    """A worktree of ``commit`` to measure the incumbent in, made on the first
+    :meth:`sample`; a context manager that removes it. ``env`` is the environment of the
+    candidate's commands (the incumbent's have ``AUTORESEARCH_INCUMBENT=1`` besides)."""
+
+    def __init__(self, session: Session, commit: str, env: Mapping[str, str]) -> None:
+        self.session, self.commit = session, commit
+        self.env = {**env, "AUTORESEARCH_INCUMBENT": "1"}
+        self.folder = session.repo.scratch / f"{FOLDER_PREFIX}{os.getpid()}"
+        self.tree = self.folder / TREE
+        self.made = False
+        self.samples = 0
+        self.notes: list[str] = []  # shared paths that could not be linked
+
+    def __enter__(self) -> IncumbentTree:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.close()
+
+    def sample(self) -> float | str:
+        """One sample of the incumbent's metric, or why there is none: the worktree could not
+        be made, or the command gave no metric there (a sentence for the run's warnings)."""
+        if not self.made:
+            problem = self._make()
+            if problem is not None:
+                return problem
+        cfg = dataclasses.replace(self.session.config, runs_per_experiment=1,
+                                  checks_command=None)
+        self.samples += 1
+        result = measure(cfg, top=self.tree, log_path=self.folder / "run.log", env=self.env,
+                         samples_at_most=1, checks=False, first_sample=self.samples)
+        if result.metric is None:
+            return (f"the incumbent gave no metric in its worktree ({result.reason}); "
+                    f"its log is lost with the worktree, the last lines were: "
+                    f"{result.log_tail.strip()[-300:] or 'none'}")
+        return result.metric
+
+    def _make(self) -> str | None:
+        """Check the incumbent out and bring in what a checkout lacks; why not, or None."""
+        session = self.session
+        sweep(session, FOLDER_PREFIX, (TREE,))
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self.made = True  # (whatever follows, close removes it)
+            worktrees.add_detached(session.repo, self.tree, self.commit)
+            bring(session, untracked_inputs(session), self.tree)
+        except GitError as exc:
+            return f"the incumbent could not be checked out in a worktree: {exc}"
+        except OSError as exc:
+            return (f"the incumbent's worktree could not be made: "
+                    f"{exc.strerror or exc.__class__.__name__} ({exc.filename or self.folder})")
+        self.notes = link_shared(session, self.tree)
+        return None
+
+    def close(self) -> None:
+        """Remove the worktree and its folder, if made (a signal waits until they are gone)."""
+        if not self.made:
+            return
+        with signals.deferred():
+            worktrees.remove(self.session.repo, self.tree)
+            shutil.rmtree(self.folder, ignore_errors=True)
+        self.made = False
+
+
+def link_shared(session: Session, tree: Path) -> list[str]:
+    """Link each of the configuration's ``shared_paths`` into ``tree`` (a symbolic link to the
+    work tree's); returns a note for each that is not: missing in the work tree, or present in
+    the checkout (a tracked path: the incumbent's own is measured)."""
+    notes = []
+    top = session.repo.top
+    for rel in session.config.shared_paths:
+        rel = rel.strip("/")
+        source, target = top / rel, tree / rel
+        if not source.exists():
+            notes.append(f"shared path {rel} is not in the work tree: not linked into the "
+                         "incumbent's worktree")
+            continue
+        if os.path.lexists(target):
+            notes.append(f"shared path {rel} is in the incumbent's checkout (tracked): its "
+                         "own is used")
+            continue
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(source, target, target_is_directory=source.is_dir())
+        except OSError as exc:
+            notes.append(f"shared path {rel} could not be linked into the incumbent's "
+                         f"worktree: {exc.strerror or exc.__class__.__name__}")
+    return notes

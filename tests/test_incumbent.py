@@ -1,0 +1,237 @@
+"""The incumbent measured beside the candidate through the commands: its worktree (made,
+given the shared paths, removed after the run and after a signal, swept after a kill, and
+refused clearly when it cannot be made, the pool then deciding alone), the decision's JSON
+fields, and a machine that keeps getting faster, drawn from a counter outside the
+repository."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from conftest import Tool, commit_all, git, ledger_lines, runs, start_args, write
+from test_signals import launch, wait_for_file
+
+# A benchmark on a machine that gets 0.2 % faster with every measurement, whichever worktree
+# it runs in: the count of measurements is kept outside the repository. Its noise (2 %) is a
+# Gaussian draw seeded by the count.
+DRIFTING = """#!/bin/sh
+n=$(cat {counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {counter}
+[ "$AUTORESEARCH_INCUMBENT" = 1 ] && echo "$n" >> {counter}.incumbent
+awk -v v="$(cat value.txt)" -v n="$n" 'BEGIN {{ srand(n); u = rand(); w = rand();
+  if (u < 1e-9) u = 1e-9; g = sqrt(-2 * log(u)) * cos(6.283185307 * w);
+  printf "score: %.6f\\n", v * exp(-{rate} * n) * (1 + 0.02 * g) }}'
+"""
+
+
+def drifting(repo: Path, ar: Tool, tmp_path: Path, *extra: str, rate: float = 0.002) -> Path:
+    """A sequential session on the DRIFTING benchmark; returns its counter file."""
+    counter = tmp_path / "machine"
+    write(repo / "bench.sh", DRIFTING.format(counter=counter, rate=rate), 0o755)
+    commit_all(repo, "a drifting benchmark")
+    ar(repo, *start_args("--scope", "src/", "--scope", "value.txt", *extra))
+    return counter
+
+
+def scratch(repo: Path) -> Path:
+    return repo / git(repo, "rev-parse", "--git-path", "autoresearch")
+
+
+def worktrees(repo: Path) -> list[str]:
+    return [line for line in git(repo, "worktree", "list", "--porcelain").splitlines()
+            if line.startswith("worktree ")]
+
+
+def neutral(repo: Path, ar: Tool, count: int) -> list[dict[str, object]]:
+    """``count`` edits that change the tree but not the value, each through ``run``."""
+    done = []
+    for i in range(count):
+        write(repo / "src" / "lib.py", f"def f():\n    return 1  # edit {i}\n")
+        done.append(ar(repo, "run", "-d", f"neutral edit {i}", "--json").json())
+    return done
+
+
+def test_neutral_edits_on_a_machine_getting_faster_are_discarded(
+        repo: Path, ar: Tool, tmp_path: Path) -> None:
+    drifting(repo, ar, tmp_path)
+    done = neutral(repo, ar, 12)
+    kept = [d for d in done if d["status"] == "keep"]
+    assert len(kept) <= 1, [d["decision"] for d in kept]
+    # Every verdict that came from more than the pool took the incumbent beside the
+    # candidate, in a worktree that is gone afterwards.
+    beside = [d for d in done if d["decision"]["evidence"] in ("fresh", "pool+fresh")]  # type: ignore[index]
+    assert beside, "the machine's trend sends runs to fresh samples"
+    assert all(d["decision"]["incumbent_fresh"] for d in beside)  # type: ignore[index]
+    assert worktrees(repo) == [f"worktree {repo}"]
+    assert not list(scratch(repo).glob("incumbent-*"))
+    # The trend is said, in the run's warnings.
+    assert any("getting better" in w and "the machine got faster?" in w
+               for d in done for w in d["warnings"])  # type: ignore[attr-defined]
+
+
+def test_the_pool_alone_keeps_them(repo: Path, ar: Tool, tmp_path: Path) -> None:
+    # The fault that the incumbent measured beside the candidate fixes: incumbent_pairs = 0.
+    drifting(repo, ar, tmp_path, "--incumbent-pairs", "0")
+    done = neutral(repo, ar, 12)
+    assert sum(d["status"] == "keep" for d in done) >= 6
+    assert all(d["decision"]["evidence"] == "pool" for d in done)  # type: ignore[index]
+    assert worktrees(repo) == [f"worktree {repo}"]
+
+
+def test_a_real_gain_is_kept_on_samples_of_both_and_the_json_says_how(
+        repo: Path, ar: Tool, tmp_path: Path) -> None:
+    counter = drifting(repo, ar, tmp_path, rate=0.0)
+    write(repo / "value.txt", "80\n")
+    kept = ar(repo, "run", "-d", "a real gain", "--json").json()
+    found = kept["decision"]
+    assert kept["status"] == "keep" and found["verdict"] == "better"
+    assert found["evidence"] in ("pool+fresh", "fresh")
+    assert found["incumbent_fresh"] and all(95 < v < 105 for v in found["incumbent_fresh"])
+    # The samples the verdict rests on: those of the pool and the candidate's, or, on fresh
+    # samples alone, those taken side by side.
+    if found["evidence"] == "fresh":
+        assert found["incumbent_samples"] == len(found["incumbent_fresh"])
+        assert found["candidate_samples"] <= len(kept["samples"])
+    else:
+        assert found["candidate_samples"] == len(kept["samples"])
+    assert isinstance(found["stopped_early"], bool)
+    # The incumbent's samples ran with AUTORESEARCH_INCUMBENT=1, between the candidate's.
+    marked = [int(n) for n in (tmp_path / "machine.incumbent").read_text().split()]
+    assert len(marked) == len(found["incumbent_fresh"])
+    total = int(counter.read_text())
+    assert max(marked) < total or marked[-1] == total  # (interleaved, not all at the end)
+    # The record in the ledger says the same.
+    assert runs(repo)[-1]["decision"] == found
+
+
+def test_a_discard_hands_the_fresh_samples_to_the_pool_without_measuring_again(
+        repo: Path, ar: Tool, tmp_path: Path) -> None:
+    # A machine 1 % faster a measurement: the baseline's 8 samples trend, so the run is
+    # measured side by side from its first sample. (The noise is seeded by the count of
+    # measurements: the same every time.)
+    counter = drifting(repo, ar, tmp_path, "--baseline-samples", "8", rate=0.01)
+    before = int(counter.read_text())
+    done = neutral(repo, ar, 1)[0]
+    assert done["status"] == "discard"
+    found = done["decision"]
+    assert isinstance(found, dict) and found["evidence"] == "fresh" and found["trend"]
+    fresh = found["incumbent_fresh"]
+    taken = int(counter.read_text()) - before
+    assert taken == len(done["samples"]) + len(fresh)  # type: ignore[arg-type]
+    line = [e for e in ledger_lines(repo) if e.get("type") == "incumbent"][-1]
+    assert (line["after_run"], line["samples"]) == (done["run"], fresh)
+    assert done["reason"].startswith(("within noise: ", "worse"))  # type: ignore[attr-defined]
+    assert "of the incumbent measured beside them" in done["reason"]  # type: ignore[operator]
+
+
+def test_shared_paths_are_linked_into_the_incumbents_worktree(
+        repo: Path, ar: Tool, tmp_path: Path) -> None:
+    # The benchmark reads an ignored data folder that a checkout lacks.
+    write(repo / ".gitignore", "data/\n")
+    write(repo / "data" / "scale", "1\n")
+    write(repo / "bench.sh", "#!/bin/sh\ns=$(cat data/scale) || exit 3\n"
+          "n=$(cat ../n 2>/dev/null || echo 0); n=$((n+1)); echo $n > ../n\n"
+          "awk -v v=\"$(cat value.txt)\" -v n=$n -v s=$s "
+          "'BEGIN { printf \"score: %.4f\\n\", v * s * (1 + 0.01 * ((n * 7) % 5 - 2)) }'\n",
+          0o755)
+    commit_all(repo, "data")
+    ar(repo, *start_args("--scope", "value.txt", "--shared-paths", "data"))
+    write(repo / "value.txt", "80\n")
+    kept = ar(repo, "run", "-d", "a gain", "--json").json()
+    assert kept["status"] == "keep"
+    assert kept["decision"]["incumbent_fresh"] and not kept["warnings"]
+    assert worktrees(repo) == [f"worktree {repo}"]
+
+
+def test_an_incumbent_that_cannot_be_measured_beside_falls_back_to_the_pool_and_says_so(
+        repo: Path, ar: Tool, tmp_path: Path) -> None:
+    # Without the shared data folder, the benchmark fails in the incumbent's worktree.
+    write(repo / ".gitignore", "data/\n")
+    write(repo / "data" / "scale", "1\n")
+    write(repo / "bench.sh", "#!/bin/sh\ns=$(cat data/scale) || exit 3\n"
+          "n=$(cat ../n 2>/dev/null || echo 0); n=$((n+1)); echo $n > ../n\n"
+          "awk -v v=\"$(cat value.txt)\" -v n=$n -v s=$s "
+          "'BEGIN { printf \"score: %.4f\\n\", v * s * (1 + 0.01 * ((n * 7) % 5 - 2)) }'\n",
+          0o755)
+    commit_all(repo, "data")
+    ar(repo, *start_args("--scope", "value.txt"))
+    write(repo / "value.txt", "80\n")
+    done = ar(repo, "run", "-d", "a gain", "--json").json()
+    said = [w for w in done["warnings"] if "the incumbent gave no metric in its worktree" in w]
+    assert len(said) == 1 and "exited with code 3" in said[0]
+    assert "decided on the incumbent's earlier samples alone" in said[0]
+    assert done["decision"]["evidence"] == "pool"
+    assert worktrees(repo) == [f"worktree {repo}"]
+
+
+def test_a_worktree_git_refuses_is_named_and_the_pool_decides(
+        repo: Path, ar: Tool, tmp_path: Path) -> None:
+    drifting(repo, ar, tmp_path, rate=0.0)
+    # A file where git keeps its linked worktrees' records: git worktree add fails.
+    (repo / ".git" / "worktrees").write_text("not a folder\n")
+    write(repo / "value.txt", "80\n")
+    done = ar(repo, "run", "-d", "a gain", "--json").json()
+    said = [w for w in done["warnings"] if "could not be checked out in a worktree" in w]
+    assert len(said) == 1, done["warnings"]
+    assert done["decision"]["evidence"] == "pool"
+    assert not list(scratch(repo).glob("incumbent-*"))
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_while_the_incumbent_is_measured_removes_its_worktree(
+        repo: Path, ar: Tool, tmp_path: Path, sig: signal.Signals) -> None:
+    started = tmp_path / "incumbent-started"
+    write(repo / "bench.sh", "#!/bin/sh\n"
+          f"if [ \"$AUTORESEARCH_INCUMBENT\" = 1 ]; then touch {started}; sleep 30; fi\n"
+          "n=$(cat ../n 2>/dev/null || echo 0); n=$((n+1)); echo $n > ../n\n"
+          "awk -v v=\"$(cat value.txt)\" -v n=$n "
+          "'BEGIN { printf \"score: %.4f\\n\", v * (1 + 0.01 * ((n * 7) % 5 - 2)) }'\n", 0o755)
+    commit_all(repo, "bench")
+    ar(repo, *start_args("--scope", "value.txt"))
+    write(repo / "value.txt", "80\n")
+    proc = launch(repo, "run", "-d", "a gain", "--json")
+    wait_for_file(started)
+    assert list(scratch(repo).glob("incumbent-*/tree"))
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode in (130, 143), err
+    assert worktrees(repo) == [f"worktree {repo}"]
+    assert not list(scratch(repo).glob("incumbent-*"))
+    assert [r["run"] for r in runs(repo)] == [1]  # nothing recorded
+    assert json.loads(out)["exit_code"] == proc.returncode
+
+
+def test_a_worktree_left_by_a_killed_run_is_swept_by_the_next(
+        repo: Path, ar: Tool, tmp_path: Path) -> None:
+    started = tmp_path / "incumbent-started"
+    write(repo / "bench.sh", "#!/bin/sh\n"
+          f"if [ \"$AUTORESEARCH_INCUMBENT\" = 1 ] && [ ! -e {started} ]; then "
+          f"touch {started}; sleep 30; fi\n"
+          "n=$(cat ../n 2>/dev/null || echo 0); n=$((n+1)); echo $n > ../n\n"
+          "awk -v v=\"$(cat value.txt)\" -v n=$n "
+          "'BEGIN { printf \"score: %.4f\\n\", v * (1 + 0.01 * ((n * 7) % 5 - 2)) }'\n", 0o755)
+    commit_all(repo, "bench")
+    ar(repo, *start_args("--scope", "value.txt"))
+    write(repo / "value.txt", "80\n")
+    proc = launch(repo, "run", "-d", "a gain", "--json", new_group=True)
+    wait_for_file(started)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=30)
+    assert list(scratch(repo).glob("incumbent-*/tree"))  # left behind
+    ar(repo, "resume")
+    done = ar(repo, "run", "-d", "a gain", "--json").json()
+    assert done["status"] in ("keep", "discard")
+    assert worktrees(repo) == [f"worktree {repo}"]
+    assert not list(scratch(repo).glob("incumbent-*"))
+
+
+def test_bad_settings_are_refused_by_name(repo: Path, ar: Tool) -> None:
+    res = ar(repo, *start_args("--incumbent-pairs", "101"), expect=2)
+    assert "--incumbent-pairs" in res.err
+    write(repo / "cfg.toml", 'goal = "g"\ncommand = "sh bench.sh"\n'
+          'metric_pattern = "score: (\\\\S+)"\nshared_paths = ["data/*"]\n')
+    res = ar(repo, "start", "--config", "cfg.toml", expect=2)
+    assert "shared_paths" in res.err and "not a pattern" in res.err
