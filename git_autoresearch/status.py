@@ -189,7 +189,10 @@ def workers_doing(session: Session) -> list[dict[str, Any]]:
 def _noise(session: Session) -> dict[str, Any] | None:
     """The noise level of the metric under the sequential rule: how many samples the
     incumbent's pool holds, their relative spread (median absolute deviation over the median's
-    magnitude; None without two samples or with a median of 0), and its drift (None: none)."""
+    magnitude; None without two samples or with a median of 0), its drift (its recent third
+    against the older samples) and its trend (Mann-Kendall, at the level that makes a run
+    measure the incumbent beside the candidate from the start), each with the way the
+    machine seems to have gone (``faster``, ``slower``), or None."""
     from . import decision
     from .pending import incumbent_samples
     from .stats import mad, median
@@ -202,9 +205,17 @@ def _noise(session: Session) -> dict[str, Any] | None:
     centre = median(samples) if samples else None
     spread = (mad(samples) / abs(centre) if len(samples) > 1 and centre else None)
     moved = pool.drift
+    direction = session.config.direction
+    trend = decision.trend(decision.window(found)) if found else None
+    moving = trend is not None and trend.p <= decision.TREND_ALPHA
     return {"incumbent_samples": len(samples), "relative_spread": spread,
-            "drift": None if moved is None else {"relative": moved.relative,
-                                                 "against": moved.against}}
+            "incumbent_pairs": session.config.pairs_at_most,
+            "drift": None if moved is None else {
+                "relative": moved.relative, "against": moved.against,
+                "machine": "slower" if moved.against else "faster"},
+            "trend": None if not moving or trend is None else {
+                "relative": trend.relative, "p": trend.p,
+                "machine": "slower" if (trend.s > 0) == (direction == "lower") else "faster"}}
 
 
 def opening_warnings(session: Session) -> list[str]:

@@ -23,7 +23,7 @@ n=$(cat {counter} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {counter}
 [ "$AUTORESEARCH_INCUMBENT" = 1 ] && echo "$n" >> {counter}.incumbent
 awk -v v="$(cat value.txt)" -v n="$n" 'BEGIN {{ srand(n); u = rand(); w = rand();
   if (u < 1e-9) u = 1e-9; g = sqrt(-2 * log(u)) * cos(6.283185307 * w);
-  printf "score: %.6f\\n", v * exp(-{rate} * n) * (1 + 0.02 * g) }}'
+  printf "score: %.6f\\n", v * exp(-({rate}) * n) * (1 + 0.02 * g) }}'
 """
 
 
@@ -235,3 +235,18 @@ def test_bad_settings_are_refused_by_name(repo: Path, ar: Tool) -> None:
           'metric_pattern = "score: (\\\\S+)"\nshared_paths = ["data/*"]\n')
     res = ar(repo, "start", "--config", "cfg.toml", expect=2)
     assert "shared_paths" in res.err and "not a pattern" in res.err
+
+
+@pytest.mark.parametrize("rate,machine", [(-0.01, "slower"), (0.01, "faster")])
+def test_status_names_a_machine_moving_either_way(repo: Path, ar: Tool, tmp_path: Path,
+                                                  rate: float, machine: str) -> None:
+    # DRIFTING's speed-up is exp(-rate * n): a negative rate is a machine getting slower.
+    drifting(repo, ar, tmp_path, "--baseline-samples", "10", rate=rate)
+    noise = ar(repo, "status", "--json").json()["noise"]
+    assert noise["trend"]["machine"] == machine and noise["trend"]["p"] < 0.05
+    assert (noise["trend"]["relative"] > 0) == (machine == "slower")  # lower is better
+    text = ar(repo, "status").out
+    assert f"machine     getting {machine}? the incumbent's samples moved (" in text
+    assert "runs measure it beside the candidate" in text
+    done = neutral(repo, ar, 1)[0]
+    assert any(f"the machine got {machine}?" in w for w in done["warnings"])  # type: ignore[attr-defined]

@@ -162,7 +162,8 @@ def test_status_reports_the_noise_and_hooks_receive_the_decision(repo: Path, ar:
 def test_before_anything_is_kept_status_reports_no_noise_yet(repo: Path, ar: Tool) -> None:
     sequential(repo, ar, "--no-baseline")
     noise = ar(repo, "status", "--json").json()["noise"]
-    assert noise == {"incumbent_samples": 0, "relative_spread": None, "drift": None}
+    assert noise == {"incumbent_samples": 0, "relative_spread": None, "incumbent_pairs": 8,
+                     "drift": None, "trend": None}
     write(repo / "value.txt", "90\n")
     first = ar(repo, "run", "-d", "first", "--json").json()
     assert (first["status"], first["decision"]["verdict"]) == ("keep", "baseline")
@@ -203,6 +204,7 @@ def test_an_incumbent_that_drifts_is_named_and_only_its_recent_samples_count(
                for w in warned), warned
     noise = ar(repo, "status", "--json").json()["noise"]
     assert noise["drift"]["against"] is True and 0.05 < noise["drift"]["relative"] < 0.15
+    assert noise["drift"]["machine"] == "slower"
     # The next candidate faces the recent (slow) samples only: no change is no gain.
     write(repo / "value.txt", "89.9\n")
     again = ar(repo, "run", "-d", "hardly anything", "--json").json()

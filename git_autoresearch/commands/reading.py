@@ -142,6 +142,13 @@ def _status_lines(found: Status) -> list[str]:
         spread = found.noise["relative_spread"]
         lines.append(f"noise       {'-' if spread is None else f'±{spread:.1%}'} (spread of the "
                      f"incumbent's {found.noise['incumbent_samples']} samples; sequential rule)")
+        moved = found.noise.get("trend") or found.noise.get("drift")
+        if moved:
+            how = f" ({moved['relative']:+.1%})" if moved.get("relative") is not None else ""
+            what = "runs measure it beside the candidate" if found.noise.get("incumbent_pairs") \
+                else "incumbent_pairs = 0: runs compare with these samples all the same"
+            lines.append(f"machine     getting {moved['machine']}? the incumbent's samples "
+                         f"moved{how}; {what}")
     conf = seg["confidence"]
     lines.append(f"confidence  {f'{conf:.2f}' if conf is not None else '-'} "
                  f"({seg['confidence_label']})")
