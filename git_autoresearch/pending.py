@@ -246,14 +246,20 @@ def pool_record(pool: tuple[float, ...]) -> dict[str, Any]:
 
 
 def incumbent_samples(session: Session) -> list[float]:
-    """The incumbent's samples, oldest first: those of the segment's last kept run, of noise
-    probes after it (runs with no change), and of its re-measures (``incumbent`` lines of the
-    ledger after a revert). Empty when the segment has kept nothing."""
+    """The incumbent's samples, oldest first: those of the segment's kept run whose commit is
+    HEAD (else its last kept run), of noise probes after it (runs with no change), and of its
+    re-measures (``incumbent`` lines of the ledger after a revert). Empty when the segment has
+    kept nothing."""
     seg = session.segment
     kept = [r for r in seg.runs if r.status == "keep"]
     if not kept:
         return []
-    last = kept[-1]
+    # The kept run whose commit is HEAD (the incumbent measured against), else the last one:
+    # in a clone that joined through a remote, the runs of the others come in their order.
+    head = session.repo.resolve("HEAD") or ""  # (none in a clone whose HEAD is unborn)
+    here = [r for r in kept if isinstance(r.data.get("commit"), str) and r.data["commit"]
+            and head.startswith(r.data["commit"])]
+    last = here[-1] if here else kept[-1]
     found: list[tuple[float, list[Any]]] = [(last.number, list(last.data.get("samples") or []))]
     for run in seg.runs:
         verdict = (run.data.get("decision") or {}).get("verdict")

@@ -243,18 +243,27 @@ def record_replaying(session: Session, status: str, description: str, *,
                      replayed: dict[str, Any] | None = None) -> Recorded:
     """:func:`recording.record` for ``run``: a keep whose incumbent moved (another worker
     kept) is replayed onto the new incumbent and measured again (``measure_again``), up to
-    :data:`REPLAYS` times, then decided afresh; a replay that conflicts is a discard naming
+    :data:`REPLAYS` times, then decided afresh (in a clone that joined through a remote, the
+    remote's tip is fetched before each decision, and with it the new incumbent's record);
+    a replay that conflicts is a discard naming
     the paths (the candidate saved at its attempt ref, as every discard's), and so is a
     candidate the incumbent kept outrunning."""
+    from .landing import sync
     from .recording import record
 
     for _ in range(REPLAYS + 1):
         try:
+            # In a joined clone the incumbent is the remote's: its tip is read again before
+            # the run is decided, not only before it was measured.
+            sync(session)
             # A discard was decided against a best its base may not have had: it is checked
             # too, under the lock the record takes (so no keep lands in between).
             return record(session, status, description, result=result, asi=asi, hooks=hooks,
                           replayed=replayed, recheck_discard=True)
         except IncumbentMoved as moved:
+            # The new incumbent's record (its samples: the pool the candidate is measured
+            # against again) comes with it.
+            sync(session, before_measuring=True)
             with session.shared("replay a candidate"):
                 outcome = replay(session, session.changes(), session.next_run(), moved.base,
                                  moved.tip, moved.kept)

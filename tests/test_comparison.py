@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
 
 import pytest
 
@@ -170,3 +171,65 @@ def test_trend_both_ways() -> None:
     assert decision.trend([1.0, 2.0, 3.0]) is None
     flat = decision.trend(noisy(100.0, 30, seed=4))
     assert flat is not None and flat.p > 0.05
+
+
+def machine(kind: str, seed: int) -> Callable[[], float]:
+    """The machine's speed factor, one call per measurement: the drift kinds of
+    bench/bench_decisions.py (a slow load wave, load steps at random, bursts of load, an AR(1)
+    load, steadily faster, steadily slower)."""
+    rng, state = random.Random(seed), {"tick": 0, "load": 0.0, "burst": 0}
+
+    def factor() -> float:
+        tick = state["tick"]
+        state["tick"] += 1
+        if kind == "wave":
+            return 1 + 0.05 * math.sin(2 * math.pi * tick / 500)
+        if kind == "steps":
+            if rng.random() < 1 / 80:
+                state["load"] = 0.05 - state["load"]
+            return 1 + state["load"]
+        if kind == "bursts":
+            if state["burst"] > 0:
+                state["burst"] -= 1
+            elif rng.random() < 0.06:
+                state["burst"] = 1 + int(rng.expovariate(1 / 3))
+            return 1.08 if state["burst"] > 0 else 1.0
+        if kind == "ar":
+            state["load"] = 0.8 * state["load"] + 0.012 * rng.gauss(0.0, 1.0)
+            return 1 + state["load"]
+        return math.exp((-0.002 if kind == "faster" else 0.002) * tick)
+
+    return factor
+
+
+def neutral_stream(kind: str, pairs: int, candidates: int = 80, seed: int = 1) -> list[str]:
+    """Verdicts on ``candidates`` edits that change nothing, the loop's way: every sample of
+    either side moves the machine on; the fresh samples of a discarded run join the pool, or
+    the incumbent is measured again once."""
+    factor, rng = machine(kind, seed), random.Random(seed + 1)
+
+    def sample() -> float:
+        return 100.0 * factor() * (1 + 0.02 * rng.gauss(0.0, 1.0))
+
+    pool = [sample() for _ in range(5)]
+    verdicts: list[str] = []
+    for _ in range(candidates):
+        comparison = Comparison(pool, pairs=pairs)
+        while not isinstance(step := comparison.next(), Decision):
+            comparison.add(step, sample())
+        verdicts.append(step.verdict)
+        if step.verdict == "better":
+            pool = list(comparison.candidate)
+        else:
+            pool = decision.window([*pool, *(comparison.fresh or [sample()])])
+    return verdicts
+
+
+@pytest.mark.parametrize("kind", ["wave", "steps", "bursts", "ar", "faster", "slower"])
+def test_each_kind_of_drift_keeps_few_neutral_edits(kind: str) -> None:
+    verdicts = neutral_stream(kind, decision.PAIRS)
+    assert verdicts.count("better") <= 6, verdicts  # at most 7.5 % of 80 (5 % on average)
+
+
+def test_a_machine_getting_faster_fools_the_pool_alone() -> None:
+    assert neutral_stream("faster", 0).count("better") >= 30

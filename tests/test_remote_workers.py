@@ -28,6 +28,11 @@ def machines(repo: Path, ar: Tool, tmp_path: Path) -> tuple[Path, Path, Path]:
     """Session s1 (score = value.txt + extra.txt, strict rule) started in ``repo`` (machine
     a), shared through a bare remote: a joined as worker ma, which sends it; a clone b joined
     as mb. Returns (a, b, remote)."""
+    return make_machines(repo, ar, tmp_path, "--decision", "strict")
+
+
+def make_machines(repo: Path, ar: Tool, tmp_path: Path, *start: str) -> tuple[Path, Path, Path]:
+    """The ``machines`` fixture's session, started with the ``start`` options."""
     write(repo / "extra.txt", "100\n")
     write(repo / "bench.sh", "#!/bin/sh\necho \"score: $(( $(cat value.txt) + "
           "$(cat extra.txt) ))\"\n", 0o755)
@@ -37,8 +42,7 @@ def machines(repo: Path, ar: Tool, tmp_path: Path) -> tuple[Path, Path, Path]:
     git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
     git(repo, "remote", "add", "origin", str(remote))
     git(repo, "push", "-q", "origin", "main")
-    ar(repo, *start_args("--decision", "strict", "--scope", "value.txt", "--scope",
-                         "extra.txt"))
+    ar(repo, *start_args(*start, "--scope", "value.txt", "--scope", "extra.txt"))
     joined = ar(repo, "worker", "join", "origin", "s1", "--name", "ma", "--json").json()
     assert (joined["worker"], joined["branch"], joined["notes"]) == (
         "ma", "autoresearch-workers/s1/ma", ["sent session s1 to origin"])
@@ -469,3 +473,32 @@ def test_an_attempt_ref_a_kill_kept_from_the_remote_is_sent_by_the_next_sync(
     assert remote_refs(remote)[attempt] == git(b, "rev-parse", attempt)
     ar(a, "worker", "sync")
     assert ar(a, "doctor").out.strip() == "no problems found"
+
+
+@pytest.mark.parametrize("rule", ["strict", "sequential"])
+def test_a_run_is_decided_against_the_incumbent_the_remote_holds_then(
+        repo: Path, ar: Tool, tmp_path: Path, rule: str) -> None:
+    """a measured its candidate on the old incumbent; b kept meanwhile: before a decides, it
+    reads the remote's tip again, replays its candidate onto b's keep, measures it there and
+    decides against b's keep (its samples the pool), never against the incumbent that is
+    gone; for a discard as for a keep."""
+    a, b, remote = make_machines(repo, ar, tmp_path, "--decision", rule)
+    for extra, value, verdict in (("150", "90", "discard"), ("50", "80", "keep")):
+        go = tmp_path / "go"
+        go.unlink(missing_ok=True)
+        write(a / "extra.txt", f"{extra}\n")
+        paused = paused_at("run:measured", go, a, "run", "-d", f"extra {extra}", "--json")
+        write(b / "value.txt", f"{value}\n")
+        kept = ar(b, "run", "-d", f"value {value}", "--json").json()
+        assert kept["status"] == "keep"
+        go.touch()
+        out, err = paused.communicate(timeout=60)
+        assert paused.returncode == 0, err
+        record = json.loads(out)
+        assert record["replayed"]["kept_meanwhile"] == [kept["run"]]
+        assert (record["status"], record["metric"]) == (verdict, int(value) + int(extra))
+        assert record["decision"]["pool_median"] == kept["metric"]
+        assert git(remote, "rev-parse", BRANCH) == git(
+            b if verdict == "discard" else a, "rev-parse", "HEAD")
+        ar(b, "worker", "sync")
+        git(b, "checkout", "-q", "--", ".")

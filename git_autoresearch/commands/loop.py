@@ -175,6 +175,7 @@ def run_cmd(description: str, asi_pairs: tuple[str, ...], asi_json: str | None, 
             as_json: bool) -> None:
     """One iteration: before hooks, measure, decide, keep or revert, record, after hooks."""
     from .. import pending
+    from ..faults import checkpoint
     from ..recording import record
     from ..recovery import locked
     from ..replaying import conflict_reason, record_replaying
@@ -185,6 +186,7 @@ def run_cmd(description: str, asi_pairs: tuple[str, ...], asi_json: str | None, 
     session.check_recordable()
     with locked(session, "run") as recovered:
         before, result, caught = _hooks_and_measure(session, "run", catch_up=not dry_run)
+        checkpoint("run:measured")
         best = session.segment.best
         previous_best = best.metric if best else None
         if result is None:  # the candidate conflicts with a keep made meanwhile
