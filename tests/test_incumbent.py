@@ -36,6 +36,24 @@ def drifting(repo: Path, ar: Tool, tmp_path: Path, *extra: str, rate: float = 0.
     return counter
 
 
+def cycling(repo: Path, first: str = "", scale: str = "1") -> None:
+    """A benchmark whose noise cycles with a count kept beside the repository (+-2 %), after
+    the shell line ``first``, its value times ``scale`` (a shell word), committed."""
+    write(repo / "bench.sh", "#!/bin/sh\n" + first +
+          "n=$(cat ../n 2>/dev/null || echo 0); n=$((n+1)); echo $n > ../n\n"
+          f"awk -v v=\"$(cat value.txt)\" -v n=$n -v s={scale} "
+          "'BEGIN { printf \"score: %.4f\\n\", v * s * (1 + 0.01 * ((n * 7) % 5 - 2)) }'\n",
+          0o755)
+    commit_all(repo, "a benchmark")
+
+
+def with_data(repo: Path) -> None:
+    """The ``cycling`` benchmark reading an ignored data folder, which a checkout lacks."""
+    write(repo / ".gitignore", "data/\n")
+    write(repo / "data" / "scale", "1\n")
+    cycling(repo, "s=$(cat data/scale) || exit 3\n", "$s")
+
+
 def scratch(repo: Path) -> Path:
     return repo / git(repo, "rev-parse", "--git-path", "autoresearch")
 
@@ -129,15 +147,7 @@ def test_a_discard_hands_the_fresh_samples_to_the_pool_without_measuring_again(
 
 def test_shared_paths_are_linked_into_the_incumbents_worktree(
         repo: Path, ar: Tool, tmp_path: Path) -> None:
-    # The benchmark reads an ignored data folder that a checkout lacks.
-    write(repo / ".gitignore", "data/\n")
-    write(repo / "data" / "scale", "1\n")
-    write(repo / "bench.sh", "#!/bin/sh\ns=$(cat data/scale) || exit 3\n"
-          "n=$(cat ../n 2>/dev/null || echo 0); n=$((n+1)); echo $n > ../n\n"
-          "awk -v v=\"$(cat value.txt)\" -v n=$n -v s=$s "
-          "'BEGIN { printf \"score: %.4f\\n\", v * s * (1 + 0.01 * ((n * 7) % 5 - 2)) }'\n",
-          0o755)
-    commit_all(repo, "data")
+    with_data(repo)
     ar(repo, *start_args("--scope", "value.txt", "--shared-paths", "data"))
     write(repo / "value.txt", "80\n")
     kept = ar(repo, "run", "-d", "a gain", "--json").json()
@@ -149,14 +159,7 @@ def test_shared_paths_are_linked_into_the_incumbents_worktree(
 def test_an_incumbent_that_cannot_be_measured_beside_falls_back_to_the_pool_and_says_so(
         repo: Path, ar: Tool, tmp_path: Path) -> None:
     # Without the shared data folder, the benchmark fails in the incumbent's worktree.
-    write(repo / ".gitignore", "data/\n")
-    write(repo / "data" / "scale", "1\n")
-    write(repo / "bench.sh", "#!/bin/sh\ns=$(cat data/scale) || exit 3\n"
-          "n=$(cat ../n 2>/dev/null || echo 0); n=$((n+1)); echo $n > ../n\n"
-          "awk -v v=\"$(cat value.txt)\" -v n=$n -v s=$s "
-          "'BEGIN { printf \"score: %.4f\\n\", v * s * (1 + 0.01 * ((n * 7) % 5 - 2)) }'\n",
-          0o755)
-    commit_all(repo, "data")
+    with_data(repo)
     ar(repo, *start_args("--scope", "value.txt"))
     write(repo / "value.txt", "80\n")
     done = ar(repo, "run", "-d", "a gain", "--json").json()
@@ -184,12 +187,7 @@ def test_a_worktree_git_refuses_is_named_and_the_pool_decides(
 def test_a_signal_while_the_incumbent_is_measured_removes_its_worktree(
         repo: Path, ar: Tool, tmp_path: Path, sig: signal.Signals) -> None:
     started = tmp_path / "incumbent-started"
-    write(repo / "bench.sh", "#!/bin/sh\n"
-          f"if [ \"$AUTORESEARCH_INCUMBENT\" = 1 ]; then touch {started}; sleep 30; fi\n"
-          "n=$(cat ../n 2>/dev/null || echo 0); n=$((n+1)); echo $n > ../n\n"
-          "awk -v v=\"$(cat value.txt)\" -v n=$n "
-          "'BEGIN { printf \"score: %.4f\\n\", v * (1 + 0.01 * ((n * 7) % 5 - 2)) }'\n", 0o755)
-    commit_all(repo, "bench")
+    cycling(repo, f"if [ \"$AUTORESEARCH_INCUMBENT\" = 1 ]; then touch {started}; sleep 30; fi\n")
     ar(repo, *start_args("--scope", "value.txt"))
     write(repo / "value.txt", "80\n")
     proc = launch(repo, "run", "-d", "a gain", "--json")
@@ -207,13 +205,8 @@ def test_a_signal_while_the_incumbent_is_measured_removes_its_worktree(
 def test_a_worktree_left_by_a_killed_run_is_swept_by_the_next(
         repo: Path, ar: Tool, tmp_path: Path) -> None:
     started = tmp_path / "incumbent-started"
-    write(repo / "bench.sh", "#!/bin/sh\n"
-          f"if [ \"$AUTORESEARCH_INCUMBENT\" = 1 ] && [ ! -e {started} ]; then "
-          f"touch {started}; sleep 30; fi\n"
-          "n=$(cat ../n 2>/dev/null || echo 0); n=$((n+1)); echo $n > ../n\n"
-          "awk -v v=\"$(cat value.txt)\" -v n=$n "
-          "'BEGIN { printf \"score: %.4f\\n\", v * (1 + 0.01 * ((n * 7) % 5 - 2)) }'\n", 0o755)
-    commit_all(repo, "bench")
+    cycling(repo, f"if [ \"$AUTORESEARCH_INCUMBENT\" = 1 ] && [ ! -e {started} ]; then "
+            f"touch {started}; sleep 30; fi\n")
     ar(repo, *start_args("--scope", "value.txt"))
     write(repo / "value.txt", "80\n")
     proc = launch(repo, "run", "-d", "a gain", "--json", new_group=True)
