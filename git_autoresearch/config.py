@@ -33,6 +33,8 @@ CLAIM_TIMEOUT_DEFAULT = "2h"
 OPTIONAL_LISTS = ("readonly", "shared_paths")
 # Pairs of incumbent and candidate samples taken side by side, at most, when not set.
 INCUMBENT_PAIRS_DEFAULT = 8
+# ... at least, when on: the rank test of 3 samples against 3 cannot reach its level (1/20).
+MIN_PAIRS = 4
 
 
 @dataclass
@@ -254,8 +256,9 @@ class Config:
             return "remeasure_incumbent", "must be true or false"
         pairs = self.incumbent_pairs
         if pairs is not None and (isinstance(pairs, bool) or not isinstance(pairs, int)
-                                  or not 0 <= pairs <= 100):
-            return "incumbent_pairs", "must be a whole number from 0 to 100"
+                                  or not (pairs == 0 or MIN_PAIRS <= pairs <= 100)):
+            return "incumbent_pairs", (f"must be 0 (off) or a whole number from {MIN_PAIRS} to "
+                                       f"100: fewer pairs can never show a difference")
         return None
 
     def _check_workers(self) -> tuple[str, str] | None:

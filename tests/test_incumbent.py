@@ -222,8 +222,9 @@ def test_a_worktree_left_by_a_killed_run_is_swept_by_the_next(
 
 
 def test_bad_settings_are_refused_by_name(repo: Path, ar: Tool) -> None:
-    res = ar(repo, *start_args("--incumbent-pairs", "101"), expect=2)
-    assert "--incumbent-pairs" in res.err
+    for bad in ("101", "3", "-1"):
+        res = ar(repo, *start_args("--incumbent-pairs", bad), expect=2)
+        assert "incumbent-pairs" in res.err or "incumbent_pairs" in res.err, res.err
     write(repo / "cfg.toml", 'goal = "g"\ncommand = "sh bench.sh"\n'
           'metric_pattern = "score: (\\\\S+)"\nshared_paths = ["data/*"]\n')
     res = ar(repo, "start", "--config", "cfg.toml", expect=2)
