@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import decision, signals
-from .checkouts import bring, sweep, untracked_inputs
+from .checkouts import bring, link_shared, sweep, untracked_inputs
 from .errors import Refused, UsageError
 from .files import WriteFailed
 from .git import worktrees
@@ -173,6 +173,7 @@ def run_audit(session: Session, target: Target, samples: int = DEFAULT_SAMPLES,
         for side in SIDES:
             worktrees.add_detached(repo, trees[side], commits[side])
             bring(session, inputs, trees[side])
+            link_shared(session, trees[side])
         env = run_environment(session, target.run, log)
         for index in range(samples):
             # Both sides of a sample in one slot: they compare under the same load.

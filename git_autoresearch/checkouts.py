@@ -80,3 +80,29 @@ def bring(session: Session, paths: list[str], tree: Path) -> None:
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(session.repo.top / path, target)
+
+
+def link_shared(session: Session, tree: Path) -> list[str]:
+    """Link each of the configuration's ``shared_paths`` into ``tree`` (a symbolic link to the
+    work tree's); returns a note for each that is not: missing in the work tree, or present in
+    the checkout (a tracked path: the incumbent's own is measured)."""
+    notes = []
+    top = session.repo.top
+    for rel in session.config.shared_paths:
+        rel = rel.strip("/")
+        source, target = top / rel, tree / rel
+        if not source.exists():
+            notes.append(f"shared path {rel} is not in the work tree: not linked into the "
+                         "incumbent's worktree")
+            continue
+        if os.path.lexists(target):
+            notes.append(f"shared path {rel} is in the incumbent's checkout (tracked): its "
+                         "own is used")
+            continue
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(source, target, target_is_directory=source.is_dir())
+        except OSError as exc:
+            notes.append(f"shared path {rel} could not be linked into the incumbent's "
+                         f"worktree: {exc.strerror or exc.__class__.__name__}")
+    return notes

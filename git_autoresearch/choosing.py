@@ -119,6 +119,8 @@ def discard_reason(found: Mapping[str, Any], min_effect: float, direction: str) 
         return f"{said}: {count} sample(s) against the incumbent's earlier samples{early}"
     if evidence in ("fresh", "pool+fresh") and isinstance(count, int) \
             and isinstance(fresh, list):
+        if said == "within noise":  # (the estimate, and whether it stopped as hopeless)
+            said = f"not better{change}" if early else f"within noise{change}"
         return (f"{said}: {count} sample(s), {len(fresh)} of the incumbent measured beside "
                 f"them{early}")
     return said

@@ -32,7 +32,7 @@ CLAIM_TIMEOUT_DEFAULT = "2h"
 # Keys added after sessions existed: absent and empty mean the same.
 OPTIONAL_LISTS = ("readonly", "shared_paths")
 # Pairs of incumbent and candidate samples taken side by side, at most, when not set.
-INCUMBENT_PAIRS_DEFAULT = 8
+INCUMBENT_PAIRS_DEFAULT = 10
 # ... at least, when on: the rank test of 3 samples against 3 cannot reach its level (1/20).
 MIN_PAIRS = 4
 
@@ -310,7 +310,7 @@ class Config:
     @property
     def pairs_at_most(self) -> int:
         """Pairs of incumbent and candidate samples a run takes side by side, at most, under
-        the sequential rule (``incumbent_pairs``, default 8; 0: the pool alone decides)."""
+        the sequential rule (``incumbent_pairs``, default 10; 0: the pool alone decides)."""
         if self.rule != "sequential":
             return 0
         return INCUMBENT_PAIRS_DEFAULT if self.incumbent_pairs is None else self.incumbent_pairs

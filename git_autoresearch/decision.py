@@ -397,15 +397,15 @@ SCREEN_HOPELESS = (
     1.0,  # mutation: equivalent only `1.0` -> `2.0`: no p-value is above 1 or 2
     0.8, 0.6, 0.5, 0.45, 0.4, 0.35)
 TREND_ALPHA = 0.05  # two-sided level of the pool's trend test: a pool that moves is not used
-STALE_ALPHA = 0.10  # fresh incumbent samples better than the pool at this level: it is stale
+STALE_ALPHA = 0.03  # fresh incumbent samples better than the pool at this level: it is stale
 BLEND_ALPHA = 0.08  # one-sided level of the keep on the pool and the fresh samples together
 BLEND_GUARD = 0.50  # ... when the fresh samples alone also favour the candidate at this level
 BLEND_MIN_PAIRS = 2  # ... after this many pairs at least (one block)
-BLEND_PAIRS = 6  # ... and inconclusive after this many (or ``pairs``, when fewer)
+BLEND_PAIRS = 8  # ... and inconclusive after this many (or ``pairs``, when fewer)
 FRESH_ALPHA = 0.02  # one-sided level of each look of a decision on fresh samples alone
 # An early stop for futility on fresh samples alone after k pairs (from the second).
 FRESH_HOPELESS = (1.0, 0.8, 0.65, 0.55, 0.45, 0.4)
-PAIRS = 8  # pairs of fresh samples (incumbent, candidate) at most, by default
+PAIRS = 10  # pairs of fresh samples (incumbent, candidate) at most, by default
 # The order of fresh samples: after a screen (its last sample was the candidate's), and from
 # the start when the pool moves (a measurement begins with the candidate).
 AFTER_SCREEN: tuple[Side, ...] = ("incumbent", "candidate", "candidate", "incumbent")
@@ -609,9 +609,8 @@ class Comparison:
         """The decision, its effect the Hodges-Lehmann shift of ``candidate`` against
         ``pool`` (the samples the verdict compared) with its interval."""
         value, low, high, level = hodges_lehmann(pool, candidate, CONFIDENCE)
-        if verdict == "inconclusive" and evidence != "pool" and level >= CONFIDENCE \
-                and (low > 0 if self.direction == "lower" else high < 0):
-            verdict = "worse"  # stopped for futility, its whole interval on the worse side
+        # (No futility stop is called "worse" for its interval, as the pool-only rule does:
+        # a few pairs straddling a change of load can put an 80 % interval on the worse side.)
         return Decision("sequential", verdict, effect(pool, value, low, high, level),
                         len(pool), len(candidate), better, worse, evidence, len(self.fresh),
                         early)

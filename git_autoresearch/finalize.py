@@ -28,7 +28,7 @@ from typing import Any
 
 from . import signals
 from .audit import Audit, Target, effect_json, run_audit
-from .checkouts import bring, sweep, untracked_inputs
+from .checkouts import bring, link_shared, sweep, untracked_inputs
 from .errors import Refused, UsageError
 from .files import WriteFailed
 from .git import ABSENT, GitError, worktrees
@@ -335,6 +335,7 @@ def _checks(session: Session, tree: Path, command: str) -> dict[str, Any]:
     the environment of a measurement of run 0), with the untracked inputs the commands name
     copied in; the outcome of :func:`measure.run_checks` with the ``command``."""
     bring(session, untracked_inputs(session), tree)
+    link_shared(session, tree)
     log = tree.parent / "checks.log"
     log.touch()
     cfg = dataclasses.replace(session.config, checks_command=command)

@@ -18,11 +18,10 @@ import dataclasses
 import os
 import shutil
 from collections.abc import Mapping
-from pathlib import Path
 from types import TracebackType
 
 from . import signals
-from .checkouts import bring, sweep, untracked_inputs
+from .checkouts import bring, link_shared, sweep, untracked_inputs
 from .git import GitError, worktrees
 from .measure import measure
 from .session import Session
@@ -65,9 +64,12 @@ class IncumbentTree:
         result = measure(cfg, top=self.tree, log_path=self.folder / "run.log", env=self.env,
                          samples_at_most=1, checks=False, first_sample=self.samples)
         if result.metric is None:
-            return (f"the incumbent gave no metric in its worktree ({result.reason}); "
-                    f"its log is lost with the worktree, the last lines were: "
-                    f"{result.log_tail.strip()[-300:] or 'none'}")
+            shown = " | ".join(result.log_tail.strip().splitlines()[-3:])[-400:] or "none"
+            return (f"the incumbent gave no metric in its worktree ({result.reason}; the last "
+                    f"lines of its output: {shown}); a benchmark that needs ignored files (a "
+                    "virtual environment, data, build outputs) has them there once they are "
+                    "named in shared_paths (git autoresearch start --new-segment "
+                    "--shared-paths PATH)")
         return result.metric
 
     def _make(self) -> str | None:
@@ -95,29 +97,3 @@ class IncumbentTree:
             worktrees.remove(self.session.repo, self.tree)
             shutil.rmtree(self.folder, ignore_errors=True)
         self.made = False
-
-
-def link_shared(session: Session, tree: Path) -> list[str]:
-    """Link each of the configuration's ``shared_paths`` into ``tree`` (a symbolic link to the
-    work tree's); returns a note for each that is not: missing in the work tree, or present in
-    the checkout (a tracked path: the incumbent's own is measured)."""
-    notes = []
-    top = session.repo.top
-    for rel in session.config.shared_paths:
-        rel = rel.strip("/")
-        source, target = top / rel, tree / rel
-        if not source.exists():
-            notes.append(f"shared path {rel} is not in the work tree: not linked into the "
-                         "incumbent's worktree")
-            continue
-        if os.path.lexists(target):
-            notes.append(f"shared path {rel} is in the incumbent's checkout (tracked): its "
-                         "own is used")
-            continue
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.symlink(source, target, target_is_directory=source.is_dir())
-        except OSError as exc:
-            notes.append(f"shared path {rel} could not be linked into the incumbent's "
-                         f"worktree: {exc.strerror or exc.__class__.__name__}")
-    return notes

@@ -99,7 +99,10 @@ def test_neutral_edits_on_a_drifting_machine_are_rarely_kept(machine: float) -> 
                 for i, g in enumerate(noisy(1.0, 12, 1.0, seed=seed + 100))]
         found, _ = drive(Comparison(pool), 100.0, 100.0, seed=seed, machine=machine)
         kept += found.verdict == "better"
-    assert kept <= 4  # at most 10 % of 40 (the pool-only rule keeps most of them faster)
+    # At most 15 % of 40, each against a young pool of 12 samples whose trend is too slight to
+    # be found (in a stream, 5 % at most: test_each_kind_of_drift_keeps_few_neutral_edits);
+    # the pool alone keeps 39 of them on the machine getting faster.
+    assert kept <= 6
 
 
 def test_the_pool_only_rule_keeps_neutral_edits_on_a_machine_getting_faster() -> None:
@@ -233,3 +236,13 @@ def test_each_kind_of_drift_keeps_few_neutral_edits(kind: str) -> None:
 
 def test_a_machine_getting_faster_fools_the_pool_alone() -> None:
     assert neutral_stream("faster", 0).count("better") >= 30
+
+
+def test_the_configurations_pairs_fit_the_rule() -> None:
+    from git_autoresearch import config
+
+    assert decision.PAIRS == config.INCUMBENT_PAIRS_DEFAULT
+    # The fewest pairs allowed can reach the level of a decision on fresh samples alone; one
+    # pair fewer cannot (the rank test's smallest p-value is 1 / C(2k, k)).
+    k = config.MIN_PAIRS
+    assert 1 / math.comb(2 * k, k) <= decision.FRESH_ALPHA < 1 / math.comb(2 * k - 2, k - 1)

@@ -141,7 +141,7 @@ def test_a_discard_hands_the_fresh_samples_to_the_pool_without_measuring_again(
     assert taken == len(done["samples"]) + len(fresh)  # type: ignore[arg-type]
     line = [e for e in ledger_lines(repo) if e.get("type") == "incumbent"][-1]
     assert (line["after_run"], line["samples"]) == (done["run"], fresh)
-    assert done["reason"].startswith(("within noise: ", "worse"))  # type: ignore[attr-defined]
+    assert done["reason"].startswith(("within noise (", "not better (", "worse ("))  # type: ignore[attr-defined]
     assert "of the incumbent measured beside them" in done["reason"]  # type: ignore[operator]
 
 
@@ -154,6 +154,11 @@ def test_shared_paths_are_linked_into_the_incumbents_worktree(
     assert kept["status"] == "keep"
     assert kept["decision"]["incumbent_fresh"] and not kept["warnings"]
     assert worktrees(repo) == [f"worktree {repo}"]
+    # The audit's worktrees (the keep and its parent) have them too.
+    audited = ar(repo, "audit", "--samples", "3", "--json").json()["audits"]
+    assert [a["verdict"] for a in audited] == ["confirmed"]
+    assert worktrees(repo) == [f"worktree {repo}"]
+    assert (repo / "data" / "scale").read_text() == "1\n"
 
 
 def test_an_incumbent_that_cannot_be_measured_beside_falls_back_to_the_pool_and_says_so(
@@ -166,6 +171,7 @@ def test_an_incumbent_that_cannot_be_measured_beside_falls_back_to_the_pool_and_
     said = [w for w in done["warnings"] if "the incumbent gave no metric in its worktree" in w]
     assert len(said) == 1 and "exited with code 3" in said[0]
     assert "decided on the incumbent's earlier samples alone" in said[0]
+    assert "named in shared_paths (git autoresearch start --new-segment" in said[0]
     assert done["decision"]["evidence"] == "pool"
     assert worktrees(repo) == [f"worktree {repo}"]
 

@@ -97,7 +97,7 @@ def _inline_table(text: str | None) -> dict[str, object] | None:
               help="Sequential: one more sample of the incumbent after each revert (default on).")
 @click.option("--incumbent-pairs", type=WHOLE, metavar="N",
               help="Sequential: pairs of incumbent and candidate samples measured side by side "
-                   "before a verdict, at most, 4 to 100 (default 8; 0: the incumbent's earlier "
+                   "before a verdict, at most, 4 to 100 (default 10; 0: the incumbent's earlier "
                    "samples alone decide).")
 @click.option("--shared-paths", multiple=True, metavar="PATH",
               help="An ignored file or folder the benchmark needs (a virtual environment, "
