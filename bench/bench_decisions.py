@@ -378,10 +378,11 @@ def main() -> int:
               f"| {row.losses:>9.2%} | {row.measurements:>12.2f} | {row.final:>+10.1%} |")
     passed = True
     for ruling in rules:
-        print(f"\n{ruling.label}:")
+        default = ruling.max_samples == 16  # the targets are the default rule's
+        print(f"\n{ruling.label}" + (":" if default else " (not the default; for information):"))
         for text, ok in targets(rows, ruling.label):
             print(f"  {'PASS' if ok else 'FAIL'}  {text}")
-            passed = passed and ok
+            passed = passed and (ok or not default)
     operating_characteristic(args.max_samples, args.trials)
     if args.cli:
         ok = cli_pass(args.cli, 0, next(s for s in SCENARIOS if s.machine == "faster"))
