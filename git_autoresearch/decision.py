@@ -417,8 +417,9 @@ class Trend:
     """Mann-Kendall's trend test on samples in time order (Mann 1945, Econometrica 13:245;
     Kendall 1975, *Rank Correlation Methods*): ``s``, the count of later-above-earlier pairs
     minus later-below-earlier ones, its two-sided ``p`` value (normal approximation with a
-    continuity correction), and ``relative``: Sen's slope times the span, over the median
-    (the move from first to last sample as a fraction; None when the median is 0)."""
+    continuity correction), and ``relative``: Sen's slope (the median of the pairwise slopes:
+    Sen 1968, JASA 63:1379) times the span, over the median (the move from first to last
+    sample as a fraction; None when the median is 0)."""
 
     s: int
     p: float
