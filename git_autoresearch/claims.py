@@ -31,6 +31,7 @@ from .errors import Refused, UsageError
 from .git import GitError, Repo
 from .git.cas import commit_messages, create_ref, note_commit, swap_ref
 from .ideas import Idea
+from .jsontext import is_whole
 from .refs import claim_ref, claims_prefix
 from .workers import worker_name
 
@@ -186,7 +187,7 @@ def claimant_pid() -> int | None:
     whole number."""
     given = os.environ.get(PID_VARIABLE, "").strip()
     if given:
-        if not given.isdigit():
+        if not is_whole(given):
             raise UsageError(f"{PID_VARIABLE}={given!r} is not a process id (0: none)")
         return int(given) or None
     pid = os.getppid()

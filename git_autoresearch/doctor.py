@@ -17,6 +17,7 @@ from .branches import branch_problem, finished
 from .files import write_atomic
 from .git import temporary_objects
 from .git.locks import lock_files
+from .jsontext import is_whole
 from .records import run_record
 from .refs import attempt_ref, attempts_prefix, scope_prefix, session_branch
 from .repairs import (
@@ -75,7 +76,7 @@ def _attempts(session: Session) -> dict[int, str]:
     found = {}
     for name, oid in session.repo.ref_objects(prefix):
         tail = name[len(prefix):]
-        if tail.isdigit():
+        if is_whole(tail):
             found[int(tail)] = oid
     return found
 

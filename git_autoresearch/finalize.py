@@ -33,6 +33,7 @@ from .errors import Refused, UsageError
 from .files import WriteFailed
 from .git import ABSENT, GitError, worktrees
 from .git.replay import APPLIED, CONFLICT, Picked, cherry_pick, reset
+from .jsontext import is_whole
 from .ledger import Run, append, json_number, now_ms
 from .measure import run_checks
 from .pending import run_environment
@@ -278,7 +279,7 @@ def _drop_stale_splits(session: Session, final: Final) -> None:
     for ref in repo.for_each_ref(prefix + "*"):  # a glob: the names share no folder
         number = ref.removeprefix(prefix)
         old = repo.resolve(ref)
-        if number.isdigit() and ref not in kept and old is not None:
+        if is_whole(number) and ref not in kept and old is not None:
             final.made.append((ref, old))
             repo.delete_ref(ref, old)
 

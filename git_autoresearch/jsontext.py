@@ -11,6 +11,13 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 
+def is_whole(text: str) -> bool:
+    """Whether ``text`` is a whole number in the digits 0 to 9, as git, our refs, files and
+    trailers write them: ``str.isdigit`` alone also takes ``²`` and ``①``, which ``int``
+    refuses, and ``٣``, which it reads as 3. Any text read from outside is input."""
+    return text.isascii() and text.isdigit()
+
+
 def number_text(value: float) -> str:
     """A number as the ledger and the ``Result:`` trailer write it: JavaScript's number text,
     the text ``JSON.stringify`` gives (ECMAScript's Number::toString, which pi-autoresearch's

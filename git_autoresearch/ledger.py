@@ -16,7 +16,7 @@ import gc
 import json
 import re
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -349,6 +349,8 @@ def _parse(data: bytes) -> Ledger:
             named = obj["run"]  # (JSON makes no int subclass but bool)
             if type(named) is not int or named < 1:
                 problem: str | None = "'run' is not a positive whole number"
+            elif (problem := field_problem(obj)) is not None:
+                pass
             else:
                 entry = (number, copy)
                 first = firsts.setdefault(named, entry)
@@ -368,6 +370,38 @@ def _parse(data: bytes) -> Ledger:
     return Ledger(segments, hooks, events, malformed, plain, odd,
                   {n: [line for line, _ in found] for n, found in repeats.items()
                    if len(found) > 1})
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+# The fields of a run record every reader relies on, and what each must hold when present:
+# pi-autoresearch's (jsonl.ts) and ours. A record with another type there is malformed (set
+# aside, as a line that is not JSON is), not read by half the readers and crashing the rest.
+# (A status of any other value or type reads as keep, as pi-autoresearch reads it.)
+FIELD_CHECKS: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "metric": ("a number or null", lambda v: v is None or _number(v)),
+    "metrics": ("an object", lambda v: isinstance(v, dict)),
+    "timestamp": ("a number or null", lambda v: v is None or _number(v)),
+    "segment": ("a whole number", lambda v: type(v) is int),
+    "confidence": ("a number or null", lambda v: v is None or _number(v)),
+    "commit": ("a string or null", lambda v: v is None or isinstance(v, str)),
+    "samples": ("a list of numbers", lambda v: isinstance(v, list) and all(map(_number, v))),
+    "decision": ("an object or null", lambda v: v is None or isinstance(v, dict)),
+    "checks": ("an object or null", lambda v: v is None or isinstance(v, dict)),
+    "duration_s": ("a number or null", lambda v: v is None or _number(v)),
+    "asi": ("an object or null", lambda v: v is None or isinstance(v, dict)),
+}
+
+
+def field_problem(record: Mapping[str, Any]) -> str | None:
+    """Why run ``record`` cannot be read (a field of :data:`FIELD_CHECKS` holding another
+    type: ``'metric' is not a number or null``), or None."""
+    for name, (wanted, fits) in FIELD_CHECKS.items():
+        if name in record and not fits(record[name]):
+            return f"'{name}' is not {wanted}"
+    return None
 
 
 def _repeated(repeats: dict[int, list[tuple[int, bytes]]], named: int,

@@ -25,6 +25,7 @@ from .errors import Refused
 from .experiment import Changes, moved_out, revert, revert_targets, scope_violations
 from .files import WriteFailed, write_atomic
 from .git import DiskFull, GitError, Repo
+from .jsontext import is_whole
 from .ledger import json_number, now_ms
 from .measure import Measurement, Progress
 from .measure import measure as run_measurement
@@ -406,7 +407,7 @@ def set_asides(session: Session, number: int) -> list[tuple[str, list[str]]]:
     found = []
     for ref in repo.for_each_ref(prefix, within=session.namespace + "/"):
         head, _, rest = ref[len(prefix):].partition(".")
-        if head == str(number) and (not rest or rest.isdigit()):
+        if head == str(number) and (not rest or is_whole(rest)):
             found.append((int(rest or 1), ref))
     out = []
     for _, ref in sorted(found):

@@ -28,6 +28,7 @@ from .git import ABSENT, GitError, Repo
 from .git.objects import cat_named_blobs, write_blob
 from .git.remote import fetch_refspecs, push_atomic, remote_refs
 from .git.trees import make_tree
+from .jsontext import is_whole
 from .refs import (
     attempt_ref,
     attempts_prefix,
@@ -133,7 +134,7 @@ def _taken(repo: Repo, session_id: str) -> int:
     prefix = runs_prefix(session_id)
     numbers = [int(ref[len(prefix):]) for ref in
                repo.for_each_ref(prefix, within=namespace(session_id) + "/")
-               if ref[len(prefix):].isdigit()]
+               if is_whole(ref[len(prefix):])]
     return max(numbers, default=0)
 
 

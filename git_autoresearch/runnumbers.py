@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .jsontext import is_whole
 from .refs import attempts_prefix, session_branch
 from .workers import reservations, reserve
 
@@ -40,7 +41,7 @@ def next_run(session: Session) -> int:
         prefix = attempts_prefix(session.config.session_id)
         numbers = [int(n[len(prefix):]) for n in
                    session.repo.for_each_ref(prefix, within=session.namespace + "/")
-                   if n[len(prefix):].isdigit()]
+                   if is_whole(n[len(prefix):])]
         branch = session_branch(session.config.session_id)
         base = (session.ledger.segments[0].header or {}).get("base_commit")
         spec = f"{base}..{branch}" if isinstance(base, str) and base else branch

@@ -36,6 +36,7 @@ from typing import Any
 from . import signals
 from .config import Config
 from .git import Repo
+from .jsontext import is_whole
 from .running import handed_down
 from .workers import shared_dir, worker_name
 
@@ -112,7 +113,7 @@ def held(repo: Repo, session_id: str) -> dict[int, dict[str, Any]]:
     except OSError:
         return found
     for name in names:
-        if not name.isdigit():
+        if not is_whole(name):
             continue
         try:
             fd = os.open(folder / name, os.O_RDONLY)

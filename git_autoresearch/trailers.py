@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .git import Repo
-from .jsontext import reject_constant
+from .jsontext import is_whole, reject_constant
 from .ledger import Ledger, Run, Segment, dumps, json_number
 from .records import run_record
 
@@ -153,7 +153,7 @@ def runs_named(repo: Repo, spec: str) -> list[int]:
     """Every run number an ``Autoresearch-Run`` trailer of the revision range ``spec`` names
     (numbers of fewer than 10 digits); none when git refuses ``spec``."""
     log = repo.log_fields(spec, [_values(RUN)]) or []
-    return [int(w) for (value,) in log for w in value.split() if w.isdigit() and len(w) < 10]
+    return [int(w) for (value,) in log for w in value.split() if is_whole(w) and len(w) < 10]
 
 
 @dataclass
@@ -175,7 +175,7 @@ class BranchRuns:
             fields = self.cache.read_text("utf-8").split() if tip else []
         except (OSError, UnicodeDecodeError):
             fields = []
-        hit = len(fields) == 3 and fields[:2] == [spec, tip] and fields[2].isdigit()
+        hit = len(fields) == 3 and fields[:2] == [spec, tip] and is_whole(fields[2])
         found = int(fields[2]) if hit else max(runs_named(repo, spec), default=0)
         if tip:
             self.known, self.unsaved = (spec, tip, found), not hit
@@ -254,7 +254,8 @@ def trailer_log(repo: Repo, branch: str, base: str | None = None) -> list[Traile
         run_text = run.strip().splitlines()[0] if run.strip() else ""
         session_text = session.strip().splitlines()[0].strip() if session.strip() else None
         found.append(TrailerCommit(commit, int(time or 0), subject,
-                                   int(run_text) if run_text.isdigit() else None,
+                                   int(run_text) if is_whole(run_text) and len(run_text) < 10
+                                   else None,
                                    _result(result), session_text))
     return found
 

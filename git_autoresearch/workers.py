@@ -18,6 +18,7 @@ from pathlib import Path
 
 from .errors import UsageError
 from .git import Repo
+from .jsontext import is_whole
 from .refs import WORKER_BRANCH_PREFIX, worker_branch
 
 MAIN = "main"
@@ -138,7 +139,7 @@ def reservations(repo: Repo, session_id: str) -> dict[str, int]:
             text = path.read_text().strip()
         except OSError:
             continue
-        if text.isdigit():
+        if is_whole(text):
             found[path.name] = int(text)
     return found
 

@@ -167,17 +167,20 @@ def test_whole_metrics_are_written_without_a_fraction_and_others_as_they_are() -
 
 def test_run_fields_read_as_pi_reads_them() -> None:
     """A description that is no string is shown as its JSON; a crash has no metric though pi
-    reads its 0 (jsonl.ts:118); a metric that is no number reads as none (0 for pi)."""
+    reads its 0 (jsonl.ts:118); a metric that is no number makes the line malformed (set
+    aside with its reason, as a line that is not JSON is): every reader would take it
+    otherwise."""
     book = ledger.parse(ledger_bytes(
         HEADER, {"run": 1, "status": "crash", "metric": 0, "description": ["a", 1]},
         {"run": 2, "status": "discard", "metric": "12"},
         {"run": 3, "status": "checks_failed", "metric": 4.5}))
-    crash, text, failed = book.runs
-    assert crash.description == '["a", 1]' and text.description == ""
+    crash, failed = book.runs
+    assert crash.description == '["a", 1]'
     assert (crash.metric, crash.pi_metric) == (None, 0.0)
-    assert (text.metric, text.pi_metric) == (None, 0.0)
     assert (failed.metric, failed.pi_metric, failed.status) == (4.5, 4.5, "checks_failed")
-    assert [r.segment for r in book.runs] == [0, 0, 0]
+    assert [r.segment for r in book.runs] == [0, 0]
+    assert [(m.line, m.reason, m.run) for m in book.malformed] == [
+        (3, "'metric' is not a number or null", 2)]
 
 
 def test_config_lines_before_the_first_run_make_one_header_and_later_ones_open_segments(
