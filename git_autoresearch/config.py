@@ -109,7 +109,7 @@ class Config:
     def validate(self, source: str) -> None:
         """Check types and values; normalise ``direction``, and read a ``max_experiments`` of 0
         as no limit. Raises :class:`UsageError` naming ``source`` and the first bad key."""
-        for check in (self._check_strings, self._check_metric, self._check_paths,
+        for check in (self._check_nul, self._check_strings, self._check_metric, self._check_paths,
                       self._check_numbers, self._check_decision, self._check_workers,
                       self._check_session_id):
             problem = check()
@@ -117,6 +117,14 @@ class Config:
                 raise UsageError(f"{source}: {problem[0]} {problem[1]}")
 
     # Each check returns the first bad key and why, or None.
+
+    def _check_nul(self) -> tuple[str, str] | None:
+        """A NUL character in any text of the file: no command, path or name can hold one
+        (the operating system cuts a command line at it)."""
+        for key in self.keys():
+            if _holds_nul(getattr(self, key)):
+                return key, "holds a NUL character, which no command, path or name can hold"
+        return None
 
     def _check_strings(self) -> tuple[str, str] | None:
         for key in ("goal", "command", "metric_name", "metric_unit", "direction", "aggregate",
@@ -491,3 +499,15 @@ def missing_scripts(cfg: Config, top: Path) -> list[str]:
                 if not path.exists():
                     missing.append(word)
     return missing
+
+
+def _holds_nul(value: Any) -> bool:
+    """Whether a configuration value (a string, or a list or table of them, nested) holds a
+    NUL character anywhere, its keys included."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, list):
+        return any(_holds_nul(v) for v in value)
+    if isinstance(value, dict):
+        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
+    return False

@@ -384,7 +384,7 @@ FIELD_CHECKS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "metric": ("a number or null", lambda v: v is None or _number(v)),
     "metrics": ("an object", lambda v: isinstance(v, dict)),
     "timestamp": ("a number or null", lambda v: v is None or _number(v)),
-    "segment": ("a whole number", lambda v: type(v) is int),
+    "segment": ("a number", _number),
     "confidence": ("a number or null", lambda v: v is None or _number(v)),
     "commit": ("a string or null", lambda v: v is None or isinstance(v, str)),
     "samples": ("a list of numbers", lambda v: isinstance(v, list) and all(map(_number, v))),

@@ -27,8 +27,11 @@ class SessionLock:
         self.fd: int | None = None
 
     def __enter__(self) -> SessionLock:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise Refused(unusable(self.path, exc)) from None
         deadline = time.monotonic() + self.wait
         delay = 0.01
         while True:
@@ -65,6 +68,17 @@ class SessionLock:
             fcntl.flock(self.fd, fcntl.LOCK_UN)
             os.close(self.fd)
             self.fd = None
+
+
+def unusable(path: Path, exc: OSError) -> str:
+    """Why the lock file ``path`` cannot be opened (``exc``), and what clears it: a folder
+    or another non-file in its place is removed by hand; nothing was changed."""
+    what = exc.strerror or exc.__class__.__name__
+    if os.path.isdir(path) and not os.path.islink(path):
+        return (f"{path} is a folder, where git-autoresearch keeps its lock file: remove it "
+                f"(rmdir {path}, after checking it holds nothing of yours), then run the "
+                "command again; nothing was changed")
+    return f"cannot open the lock file {path} ({what}); nothing was changed"
 
 
 def busy(folder: Path) -> str | None:

@@ -71,12 +71,16 @@ def install(*, hold: bool = False) -> None:
     """Handle SIGINT, SIGTERM and SIGHUP as described above; a signal ignored at start stays
     ignored. With ``hold``, signals are deferred until :func:`release` (a program's start-up:
     its imports). Call at the start of the process; calling again changes nothing."""
-    global _installed, _holding, _depth
+    global _installed, _holding, _depth, _received
     if not _installed:
+        from . import early_signals  # (noted by the package's import, when run as a program)
+
         for signum in HANDLED:
             if signal.getsignal(signum) != signal.SIG_IGN:
                 signal.signal(signum, _handler)
         _installed = True
+        if early_signals and _received is None:
+            _received = early_signals[0]
     if hold and not _holding:
         _holding = True
         _depth += 1

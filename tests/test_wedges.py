@@ -97,3 +97,67 @@ def test_a_run_record_whose_metric_is_a_string_is_set_aside_by_doctor(repo: Path
     ar(repo, "doctor", "--fix", expect=None)
     rejected = (repo / ".auto" / "log.rejected.jsonl").read_text()
     assert json.loads(rejected.splitlines()[0])["reason"] == "'metric' is not a number or null"
+
+
+@pytest.mark.parametrize("name", ["lock", "slots"])
+def test_a_folder_or_file_where_our_lock_goes_is_named_not_an_internal_error(
+        repo: Path, ar: Tool, name: str) -> None:
+    ar(repo, *start_args())
+    scratch = repo / git(repo, "rev-parse", "--git-path", "autoresearch")
+    target = scratch / name
+    if target.exists():
+        import shutil
+
+        shutil.rmtree(target) if target.is_dir() else target.unlink()
+    if name == "lock":
+        target.mkdir()
+    else:
+        target.write_text("not a folder\n")
+    write(repo / "value.txt", "80\n")
+    for command in (["run", "-d", "x", "--json"], ["status", "--json"], ["doctor", "--json"],
+                    ["log", "--json"], ["measure", "--json"], ["resume", "--json"]):
+        res = ar(repo, *command, expect=None)
+        assert "internal error" not in res.err, (command, res.err)
+        assert res.code in (0, 3), (command, res.code, res.err)
+        if res.code == 3:
+            assert str(target.name) in res.err, res.err
+
+
+def test_nul_in_a_configured_command_is_refused_by_name(repo: Path, ar: Tool) -> None:
+    write(repo / "cfg.toml", 'goal = "g"\ncommand = "sh bench.sh\\u0000x"\n'
+          'metric_pattern = "score: (\\\\S+)"\n')
+    res = ar(repo, "start", "--config", "cfg.toml", expect=2)
+    assert "command" in res.err and "NUL" in res.err
+    res = ar(repo, *start_args("--checks-command", "true\x00"), expect=2)
+    assert "checks_command" in res.err or "--checks-command" in res.err
+    # An edited configuration with a NUL: every command refuses it by name.
+    (repo / "cfg.toml").unlink()
+    ar(repo, *start_args())
+    config = repo / ".auto" / "config.toml"
+    config.chmod(0o644)
+    config.write_text(config.read_text().replace('command = "sh bench.sh"',
+                                                 'command = "sh bench.sh\\u0000"'))
+    for command in (["status"], ["run", "-d", "x"], ["doctor"], ["log"]):
+        res = ar(repo, *command, expect=None)
+        assert "internal error" not in res.err, (command, res.err)
+
+
+@pytest.mark.parametrize("when", ["after the package", "after the command line module"])
+def test_a_signal_during_the_imports_exits_130_with_one_line(repo: Path, when: str) -> None:
+    # As an entry point runs: the package first (its import notes the signal from then on),
+    # then the command line module and the command. The signal arrives in between.
+    import subprocess
+    import sys
+
+    code = ("import os, signal, sys\n"
+            "sys.argv = ['git-autoresearch-status']\n"
+            "import git_autoresearch\n"
+            + ("import git_autoresearch.cli\n" if when != "after the package" else "")
+            + "os.kill(os.getpid(), signal.SIGINT)\n"
+            "from git_autoresearch.cli import status_main\n"
+            "status_main()\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 130, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "git autoresearch status: interrupted"
