@@ -138,6 +138,10 @@ def _git_garbage(session: Session, exam: Examination) -> None:
 def _examine(session: Session, fix: bool) -> Examination:
     exam = Examination()
     _git_locks(session, exam)
+    from .slots import left_slots
+
+    for left in left_slots(session.repo, session.config.session_id):
+        exam.add(left)
     _git_garbage(session, exam)
     if _check_files(session, exam):
         return exam

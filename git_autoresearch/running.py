@@ -52,13 +52,18 @@ def command_environment(extra: Mapping[str, str] | None = None) -> dict[str, str
 
 def _group_alive(proc: subprocess.Popen[bytes]) -> bool:
     proc.poll()  # reap the leader, so that a finished leader does not count as alive
+    return group_alive(proc.pid)
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether process group ``pgid`` has a member that is not a zombie."""
     try:
-        os.killpg(proc.pid, 0)
+        os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return not _only_zombies(proc.pid)
+    return not _only_zombies(pgid)
 
 
 def _only_zombies(pgid: int) -> bool:
@@ -118,14 +123,25 @@ def end_group(proc: subprocess.Popen[bytes], grace: float = KILL_GRACE_SECONDS) 
 _HANDED_DOWN: list[int] = []
 
 
+# Told the process group of each command started here (its leader's pid): a measurement slot
+# notes it, so that a later command can tell the slot's own measurement, still running after
+# we were killed, from a process that left the group (a daemon) and holds the slot's file.
+_GROUP_WATCHERS: list[Callable[[int], None]] = []
+
+
 @contextmanager
-def handed_down(fd: int) -> Iterator[None]:
-    """While the block runs, the commands started here inherit descriptor ``fd``."""
+def handed_down(fd: int, watcher: Callable[[int], None] | None = None) -> Iterator[None]:
+    """While the block runs, the commands started here inherit descriptor ``fd``, and
+    ``watcher`` is told each one's process group."""
     _HANDED_DOWN.append(fd)
+    if watcher is not None:
+        _GROUP_WATCHERS.append(watcher)
     try:
         yield
     finally:
         _HANDED_DOWN.remove(fd)
+        if watcher is not None:
+            _GROUP_WATCHERS.remove(watcher)
 
 
 def _spawn(argv: Sequence[str], options: dict[str, Any]) -> subprocess.Popen[bytes]:
@@ -164,6 +180,8 @@ def process_group(argv: Sequence[str], *, grace: float = KILL_GRACE_SECONDS,
     try:
         with signals.deferred():
             proc = _spawn(argv, options)
+            for watcher in _GROUP_WATCHERS:
+                watcher(proc.pid)
         checkpoint("group:started")
         yield proc
     finally:

@@ -129,6 +129,23 @@ def held(repo: Repo, session_id: str) -> dict[int, dict[str, Any]]:
     return found
 
 
+def left_slots(repo: Repo, session_id: str) -> list[str]:
+    """A sentence for each slot held only by processes a measurement left running
+    (:func:`left_running`): who holds it, and what clears it (the next measurement takes it
+    back; ending the process frees it too). For ``status`` and ``doctor``."""
+    folder = slots_dir(repo, session_id)
+    out = []
+    for index, holder in sorted(held(repo, session_id).items()):
+        left = left_running(holder or None, folder / str(index))
+        if left:
+            pids = " ".join(str(pid) for pid, _ in left)
+            out.append(f"measurement slot {index} is held by {describe_left(left)}, left "
+                       f"running by an earlier measurement ({holder.get('what')}), not by a "
+                       "git-autoresearch command: the next measurement takes the slot back; "
+                       f"end the process if it disturbs the timings (kill {pids})")
+    return out
+
+
 def _try(fds: list[int]) -> int | None:
     """The index (from 1) of the first slot whose lock could be taken now, or None."""
     for index, fd in enumerate(fds, start=1):
@@ -178,7 +195,19 @@ def measuring(repo: Repo, cfg: Config, what: str) -> Iterator[Slot]:
             os.pwrite(fd, (json.dumps(holder) + "\n").encode(), 0)
         except OSError:
             pass  # a full disk: the slot holds all the same, only its holder goes unnamed
-        with _pinned(index, count, bool(cfg.pin_cpus)) as cpus, handed_down(fd):
+        written = [len(json.dumps(holder)) + 1]
+
+        def note_group(pgid: int) -> None:
+            # Written over the line in place, never shorter (padded with blanks, which JSON
+            # takes): a reader never finds the file empty or ending in an older line's tail.
+            line = json.dumps({**holder, "group": pgid}).ljust(written[0] - 1) + "\n"
+            written[0] = len(line)
+            try:
+                os.pwrite(fd, line.encode(), 0)
+            except OSError:
+                pass
+
+        with _pinned(index, count, bool(cfg.pin_cpus)) as cpus, handed_down(fd, note_group):
             yield Slot(index, count, cpus)
     finally:
         # The holder's line stays: only the lock says whether a slot is held (and emptying
@@ -196,6 +225,9 @@ def _wait(folder: Path, fds: list[int], what: str) -> int:
         index = _try(fds)
         if index is not None:
             return index
+        taken = _take_back(folder, fds)
+        if taken is not None:
+            return taken
         if not said:
             holders = "; ".join(f"slot {k}: {describe_holder(_holder(folder / str(k)))}"
                                 for k in range(1, len(fds) + 1))
@@ -203,6 +235,111 @@ def _wait(folder: Path, fds: list[int], what: str) -> int:
             said = True
         time.sleep(delay)
         delay = min(delay * 2, LAST_DELAY)
+
+
+def left_running(holder: dict[str, Any] | None, path: Path) -> list[tuple[int, str]]:
+    """The processes that hold slot file ``path`` though the measurement that took the slot
+    is over (``holder``: its line; its process gone and the process group it measured last
+    empty): each ``(pid, command line)``, found through Linux's ``/proc/<pid>/fd``. They left
+    the measured command's process group (a daemon, a ``setsid``) and inherited the slot's
+    descriptor. Empty when the measurement runs, on another host, or where ``/proc`` cannot
+    be read."""
+    import socket
+
+    if holder is None or not isinstance(holder.get("pid"), int) \
+            or holder.get("host") not in (None, socket.gethostname()):
+        return []
+    if _alive(holder["pid"]) or (isinstance(holder.get("group"), int)
+                                 and _group_alive(holder["group"])):
+        return []
+    return fd_holders(path)
+
+
+def fd_holders(path: Path) -> list[tuple[int, str]]:
+    """The processes with a descriptor open on the file ``path`` (same device and inode),
+    each ``(pid, command line)``, from Linux's ``/proc``; empty where it cannot be read."""
+    try:
+        st = os.stat(path)
+        pids = [name for name in os.listdir("/proc") if is_whole(name)]
+    except OSError:
+        return []
+    found = []
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                other = os.stat(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+                found.append((int(pid), _command_line(int(pid))))
+                break
+    return found
+
+
+def _command_line(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            raw = fh.read(4096)
+    except OSError:
+        return "?"
+    return raw.rstrip(b"\0").replace(b"\0", b" ").decode("utf-8", "replace") or "?"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _group_alive(pgid: int) -> bool:
+    from .running import group_alive
+
+    return group_alive(pgid)
+
+
+def describe_left(left: list[tuple[int, str]]) -> str:
+    """``pid 4242 (sleep 300)``, comma-separated: processes left running."""
+    return ", ".join(f"pid {pid} ({command[:80]})" for pid, command in left)
+
+
+def _take_back(folder: Path, fds: list[int]) -> int | None:
+    """A slot held only by processes a measurement left running (:func:`left_running`) is
+    taken back: its file is replaced by a new one, whose lock they do not hold (theirs stays
+    on the old file, which no one opens again), and it is said on stderr. Returns the index of
+    the slot taken, or None."""
+    for index in range(1, len(fds) + 1):
+        path = folder / str(index)
+        holder = _holder(path)
+        left = left_running(holder, path)
+        if not left:
+            continue
+        fresh = folder / f".{index}.{os.getpid()}"
+        fd = os.open(fresh, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.replace(fresh, path)
+        except OSError:
+            os.close(fd)
+            try:
+                os.unlink(fresh)
+            except OSError:
+                pass
+            continue
+        os.close(fds[index - 1])
+        fds[index - 1] = fd
+        _say(f"warning: measurement slot {index} was held by {describe_left(left)}, left "
+             f"running by an earlier measurement ({(holder or {}).get('what')}); the slot is "
+             "taken back (the process runs on: end it if it disturbs the timings)")
+        return index
+    return None
 
 
 @contextmanager

@@ -260,6 +260,10 @@ def _session_problems(session: Session, branch: str) -> list[str]:
     problems.extend(f"ledger line {m.line} is not readable ({m.reason}); {repair}"
                     for m in session.ledger.malformed)
     problems += session.ledger.notices(session.layout.ledger)
+    if not session.read_only:
+        from .slots import left_slots
+
+        problems += left_slots(session.repo, session.config.session_id)
     return problems
 
 

@@ -161,3 +161,43 @@ def test_a_signal_during_the_imports_exits_130_with_one_line(repo: Path, when: s
     assert done.returncode == 130, done.stderr
     assert "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines()[-1] == "git autoresearch status: interrupted"
+
+
+def test_a_benchmark_that_leaves_a_daemon_does_not_wedge_later_runs(
+        repo: Path, ar: Tool, tmp_path: Path) -> None:
+    """A daemon started by the benchmark (a new session: it escapes the measurement's process
+    group) inherits the slot's lock descriptor; it must not make every later run wait for
+    as long as it lives. status names the process that holds the slot."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    pids = tmp_path / "daemons"
+    write(repo / "bench.sh", "#!/bin/sh\n"
+          f"setsid sh -c 'echo $$ >> {pids}; exec sleep 300' > /dev/null 2>&1 &\n"
+          "echo \"score: $(cat value.txt)\"\n", 0o755)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "a benchmark that leaves a daemon")
+    def tool(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "git_autoresearch", *args], cwd=repo,
+                              capture_output=True, text=True, timeout=60)
+
+    try:
+        assert tool(*start_args("--decision", "strict")).returncode == 0
+        held = ar(repo, "status", "--json").json()
+        said = json.dumps(held)
+        assert "sleep 300" in said or "left running" in said, said
+        write(repo / "value.txt", "80\n")
+        doctor = ar(repo, "doctor", "--json", expect=3).json()["findings"]
+        assert any("left running by an earlier measurement" in f["problem"] for f in doctor)
+        done = tool("run", "-d", "x", "--json")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["status"] == "keep"
+        assert "left running" in done.stderr and "sleep 300" in done.stderr
+    finally:
+        for pid in pids.read_text().split() if pids.exists() else []:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
