@@ -51,6 +51,21 @@ class Layout:
     def auto(self) -> Path:
         return self.home / AUTO
 
+    def linked(self) -> str | None:
+        """Why the session folder cannot be used when it is a symbolic link (a revert or a
+        keep would reach the session's notes, ideas and STOP file through it, wherever it
+        points: inside the scope, a discard deletes them), or None when it is not one."""
+        if not self.auto.is_symlink():
+            return None
+        try:
+            target = os.readlink(self.auto)
+        except OSError:
+            target = "?"
+        return (f"{AUTO} is a symbolic link (to {target}): the session's files must sit in a "
+                f"folder of their own there, which no revert reaches; move them back (rm "
+                f"{self.auto} && mv {target} {self.auto}) and run the command again; nothing "
+                "was changed")
+
     @property
     def config(self) -> Path:
         return self.auto / "config.toml"

@@ -234,7 +234,11 @@ class Session:
         return ref_namespace(self.config.session_id)
 
     def check_recordable(self) -> None:
-        """Refuse while a merge, rebase or the like is in progress."""
+        """Refuse while a merge, rebase or the like is in progress, and when the session
+        folder is a symbolic link (:meth:`Layout.linked`)."""
+        linked = self.layout.linked()
+        if linked:
+            raise Refused(linked)
         op = self.repo.operation_in_progress()
         if op:
             raise Refused(f"a {op} is in progress; finish or abort it first")

@@ -206,6 +206,9 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
         cfg, given = _config_for_session(repo, layout, opts, interrupted)
     if not opts.allow_missing:
         _check_matches(repo, given)
+    linked = layout.linked()
+    if linked:
+        raise Refused(linked)
     scripts = command_files(repo, cfg, head)
     unsaved = uncommitted_command_files(repo, cfg, scripts)
     untracked = _refuse_dirty_tree(repo, layout, opts,

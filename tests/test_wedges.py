@@ -201,3 +201,46 @@ def test_a_benchmark_that_leaves_a_daemon_does_not_wedge_later_runs(
                 os.kill(int(pid), signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def test_a_keep_commit_replaced_with_git_replace_is_read_as_it_is(repo: Path,
+                                                                  ar: Tool) -> None:
+    """``git replace`` swaps what a commit shows for another's; our reading and replaying of
+    the session's keeps use the objects themselves, so finalize replays the keeps as kept."""
+    ar(repo, *start_args("--decision", "strict"))
+    write(repo / "value.txt", "90\n")
+    ar(repo, "run", "-d", "lower")
+    write(repo / "value.txt", "80\n")
+    ar(repo, "run", "-d", "lower again")
+    keep = git(repo, "rev-parse", "autoresearch/s1~1")
+    git(repo, "replace", keep, "main")  # the first keep now shows as the project's first commit
+    done = ar(repo, "finalize", "--samples", "0", "--json").json()
+    assert done["runs"] == [2, 3]
+    assert git(repo, "show", "autoresearch/s1-final:value.txt") == "80"
+    assert ar(repo, "doctor", "--json").json()["findings"] == []
+
+
+def test_a_session_folder_that_is_a_symbolic_link_is_refused(repo: Path, ar: Tool) -> None:
+    """``.auto`` linked into the scope: a discard would revert the session's notes, ideas and
+    STOP file through the link. start refuses the layout, and so does every command that
+    measures or records once a session's folder has been made a link."""
+    import os
+    import shutil
+
+    (repo / "src" / "notes").mkdir()
+    os.symlink("src/notes", repo / ".auto")
+    res = ar(repo, *start_args("--force"), expect=3)
+    assert ".auto is a symbolic link" in res.err
+    (repo / ".auto").unlink()
+    shutil.rmtree(repo / "src" / "notes")
+    ar(repo, *start_args())
+    # The session folder moved into the scope and linked back.
+    shutil.move(str(repo / ".auto"), str(repo / "src" / "auto"))
+    os.symlink("src/auto", repo / ".auto")
+    ar(repo, "stop")
+    write(repo / "value.txt", "120\n")
+    for command in (["run", "-d", "x"], ["discard", "-d", "x"], ["measure"]):
+        res = ar(repo, *command, expect=3)
+        assert ".auto is a symbolic link" in res.err, (command, res.err)
+    assert (repo / "src" / "auto" / "STOP").exists()
+    assert (repo / "src" / "auto" / "prompt.md").exists()

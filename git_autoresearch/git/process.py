@@ -168,6 +168,9 @@ def git_environment(extra: Mapping[str, str] | None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if k not in LOCATING_VARIABLES and k != "LANGUAGE"}
     env["LC_ALL"] = "C"
+    # The objects themselves, never what git replace shows in their place (refs/replace/): a
+    # keep's commit, its trailers and its tree are what was recorded, whatever replaces them.
+    env["GIT_NO_REPLACE_OBJECTS"] = "1"
     if extra:
         env.update(extra)
     return env
