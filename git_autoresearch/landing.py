@@ -19,7 +19,7 @@ from .errors import Refused
 from .faults import checkpoint
 from .git import ABSENT, Repo
 from .git.moving import index_to, is_ancestor
-from .git.remote import push_atomic, update_refs
+from .git.remote import push_atomic, remote_refusal, update_refs
 from .refs import session_branch, upstream_ref
 from .remoteledger import fetch, ledger_commit, publish, send_attempts, with_record
 
@@ -108,7 +108,7 @@ def land(session: Session, old: str, new: str,
         if ledger is not None:
             updates[ledger[0]] = (ledger[1], ledger[2] or "")
     checkpoint("keep:before-push")
-    code, answer = push_atomic(repo, session.remote, updates)
+    code, answer, said = push_atomic(repo, session.remote, updates)
     if code == 0:
         moved: dict[str, tuple[str | None, str | None]] = {
             upstream_ref(sid): (new, repo.resolve(upstream_ref(sid)))}
@@ -117,7 +117,8 @@ def land(session: Session, old: str, new: str,
         update_refs(repo, moved, "git-autoresearch: a keep landed")
         checkpoint("keep:after-push")
         return
-    if not any(p.flag == "!" for p in answer):
+    refusal = remote_refusal(answer, said)  # its hooks or rules: no other clone's keep
+    if refusal is None and not any(p.flag == "!" for p in answer):
         _undo(session, old, new)
         raise Refused(f"the keep could not be sent to {session.remote} (git push failed: is "
                       "it reachable and writable?); nothing was recorded, and the candidate "
@@ -128,6 +129,10 @@ def land(session: Session, old: str, new: str,
         return
     _undo(session, old, new)
     follow_upstream(repo, sid, tip)
+    if refusal is not None:
+        raise Refused(f"the keep could not land on {session.remote}: {refusal}; nothing was "
+                      "recorded, and the candidate is in the work tree: once the remote takes "
+                      "it, measure it again")
     if tip == old:  # the branch did not move: the lease on the ledger ref failed
         raise Refused(f"the ledger ref of worker {session.worker_name} on {session.remote} "
                       "moved (another clone joined under the same name?); nothing was "

@@ -26,7 +26,7 @@ from . import ledger as ledger_mod
 from .errors import Refused
 from .git import ABSENT, GitError, Repo
 from .git.objects import cat_named_blobs, write_blob
-from .git.remote import fetch_refspecs, push_atomic, remote_refs
+from .git.remote import fetch_refspecs, push_atomic, remote_refs, remote_refusal
 from .git.trees import make_tree
 from .jsontext import is_whole
 from .refs import (
@@ -153,13 +153,17 @@ def claim_run(repo: Repo, remote: str, session_id: str, at_least: int, commit: s
         token = repo.commit_tree(repo.tree_of(commit), [commit],
                                  f"git-autoresearch: run {number} taken by worker {worker}\n\n"
                                  f"token {os.urandom(8).hex()}\n")
-        code, answer = push_atomic(repo, remote, {ref: (token, "")})
+        code, answer, said = push_atomic(repo, remote, {ref: (token, "")})
         if code == 0:
             try:
                 repo.update_ref(ref, token, ABSENT, f"git-autoresearch: run {number} taken")
             except GitError:
                 pass  # known here already: the remote's answer is what counts
             return number
+        refusal = remote_refusal(answer, said)
+        if refusal is not None:
+            raise Refused(f"cannot take a run number on {remote}: {refusal}; nothing was "
+                          "measured")
         if not any(p.flag == "!" for p in answer):
             raise Refused(f"cannot take a run number on {remote} (git push failed: is it "
                           "reachable and writable?); nothing was measured")
@@ -215,11 +219,16 @@ def publish(repo: Repo, remote: str, session_id: str, worker: str, ledger_path: 
     oid = repo.resolve(attempt) if attempt else None
     if attempt and oid:
         updates[attempt] = (oid, "")
-    code, answer = push_atomic(repo, remote, updates)
-    if code != 0 and attempt and oid and any(p.flag == "!" and p.ref == attempt for p in answer):
+    code, answer, said = push_atomic(repo, remote, updates)
+    if code != 0 and attempt and oid and any(p.flag == "!" and p.ref == attempt
+                                             and not p.refused_there for p in answer):
         del updates[attempt]  # sent already (a push after a kill): the ledger alone
-        code, answer = push_atomic(repo, remote, updates)
+        code, answer, said = push_atomic(repo, remote, updates)
     if code != 0:
+        refusal = remote_refusal(answer, said)
+        if refusal is not None:
+            return [f"the ledger of worker {worker} was not sent to {remote}: {refusal}; "
+                    "the next run sends it"]
         taken = any(p.flag == "!" for p in answer)
         return [f"the ledger of worker {worker} was not sent to {remote}: "
                 + ("its ledger ref there moved (another clone joined as the same worker? "
@@ -247,6 +256,8 @@ def send_attempts(repo: Repo, remote: str, session_id: str, ledger_path: Path) -
                if ref.startswith(prefix) and (oid := repo.resolve(ref)) is not None}
     if not updates:
         return []
-    code, _ = push_atomic(repo, remote, updates)
+    code, answer, said = push_atomic(repo, remote, updates)
+    refusal = remote_refusal(answer, said)
     return [] if code == 0 else [f"the attempt refs {', '.join(sorted(updates))} were not sent "
-                                 f"to {remote}; the next sync sends them"]
+                                 f"to {remote}" + (f" ({refusal})" if refusal else "")
+                                 + "; the next sync sends them"]

@@ -30,7 +30,14 @@ from .config import SESSION_ID_RE
 from .errors import Refused, UsageError
 from .files import write_atomic
 from .git import GitError, Repo
-from .git.remote import fetch_objects, has_commit, is_ancestor, push_atomic, remote_refs
+from .git.remote import (
+    fetch_objects,
+    has_commit,
+    is_ancestor,
+    push_atomic,
+    remote_refs,
+    remote_refusal,
+)
 from .git.remote import update_refs as move_refs
 from .layout import Layout, exclude_auto
 from .lock import SessionLock
@@ -237,8 +244,18 @@ def push(repo: Repo | None, remote: str | None = None, session: str | None = Non
                       + f"; nothing was pushed: {advice}")
     if not updates:
         return shared
-    code, answer = push_atomic(repo, remote, updates)
+    code, answer, said = push_atomic(repo, remote, updates, verify=True)
     if code != 0:
+        refusal = remote_refusal(answer, said)
+        if refusal is not None:
+            raise Refused(f"{remote} refused the push: {refusal}; nothing was pushed (an "
+                          "atomic push is all or nothing): once it takes these refs, push again")
+        if not answer:  # refused before anything was sent: the pre-push hook
+            told = " / ".join(line.strip() for line in said.splitlines()
+                              if line.strip() and not line.startswith("error: failed to push"))
+            raise Refused(f"the push to {remote} was refused before it was sent (the "
+                          f"pre-push hook?): {told[-400:] or 'git said nothing'}; nothing was "
+                          "pushed")
         rejected = [p.ref for p in answer if p.flag == "!"] or sorted(updates)
         raise Refused(f"{remote} refused the push of {rejected[0]}"
                       + (f" and {len(rejected) - 1} more" if len(rejected) > 1 else "")

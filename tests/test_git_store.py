@@ -764,7 +764,6 @@ def test_a_remotes_refs_listed_fetched_and_pushed_atomically(repo: Path,
                                                               tmp_path: Path) -> None:
     from git_autoresearch.errors import Refused
     from git_autoresearch.git.remote import (
-        Pushed,
         failure,
         fetch_objects,
         fetch_refspecs,
@@ -772,6 +771,7 @@ def test_a_remotes_refs_listed_fetched_and_pushed_atomically(repo: Path,
         is_ancestor,
         push_atomic,
         remote_refs,
+        remote_refusal,
     )
 
     hub = tmp_path / "hub.git"
@@ -815,13 +815,16 @@ def test_a_remotes_refs_listed_fetched_and_pushed_atomically(repo: Path,
     mine = git(repo, "rev-parse", "HEAD")
     refused = push_atomic(top, str(hub), {"refs/x/a": (mine, base),
                                           "refs/x/new": (mine, "")})
-    assert refused[0] == 1 and sorted(refused[1], key=lambda p: p.ref) == [
-        Pushed("!", "refs/x/a"), Pushed("!", "refs/x/new")], "the lease on refs/x/a broke"
+    assert refused[0] == 1 and [(p.flag, p.ref) for p in sorted(refused[1],
+                                                               key=lambda p: p.ref)] == [
+        ("!", "refs/x/a"), ("!", "refs/x/new")], "the lease on refs/x/a broke"
+    assert not any(p.refused_there for p in refused[1])  # a lease, not the remote's refusal
+    assert remote_refusal(refused[1], refused[2]) is None
     assert remote_refs(top, str(hub), ["refs/x/a", "refs/x/new"]) == {"refs/x/a": theirs}
-    code, pushed = push_atomic(top, str(hub), {"refs/x/b/c": (mine, base),
-                                               "refs/x/new": (mine, "")})
-    assert (code, sorted(pushed, key=lambda p: p.ref)) == (
-        0, [Pushed(" ", "refs/x/b/c"), Pushed("*", "refs/x/new")])
+    code, pushed, _ = push_atomic(top, str(hub), {"refs/x/b/c": (mine, base),
+                                                  "refs/x/new": (mine, "")})
+    assert (code, [(p.flag, p.ref) for p in sorted(pushed, key=lambda p: p.ref)]) == (
+        0, [(" ", "refs/x/b/c"), ("*", "refs/x/new")])
     assert failure(b"", "otherwise") == "otherwise"
     assert failure(b"hint: first\nerror: the error\nfatal: later\n", "x") == "the error"
     assert failure(b"  just words  \nmore\n", "x") == "just words"

@@ -502,3 +502,19 @@ def test_a_run_is_decided_against_the_incumbent_the_remote_holds_then(
             b if verdict == "discard" else a, "rev-parse", "HEAD")
         ar(b, "worker", "sync")
         git(b, "checkout", "-q", "--", ".")
+
+
+def test_a_remote_whose_hooks_refuse_is_quoted_and_nothing_is_recorded(
+        machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """A remote that refuses the session's refs (a pre-receive hook) is no other clone that
+    kept first: its words are said, nothing is recorded, the candidate stays."""
+    a, b, remote = machines
+    write(remote / "hooks" / "pre-receive", "#!/bin/sh\necho 'read-only until Monday'\n"
+          "exit 1\n", 0o755)
+    write(b / "value.txt", "90\n")
+    res = ar(b, "run", "-d", "value 90", expect=3)
+    assert "the remote refused refs/autoresearch/s1/" in res.err
+    assert "pre-receive hook declined" in res.err and "read-only until Monday" in res.err
+    assert "taken by other workers" not in res.err and "same name" not in res.err
+    assert [r["run"] for r in runs(b)] == [1] or not runs(b)
+    assert (b / "value.txt").read_text() == "90\n"

@@ -436,3 +436,30 @@ def test_pull_of_a_session_the_remote_lacks_is_a_usage_error(repo: Path, ar: Too
     assert ar(repo, "push", "origin", "s1", expect=2).err.strip() == \
         "git autoresearch: no session 's1' here: no branch autoresearch/s1 and no refs below " \
         "refs/autoresearch/s1/"
+
+
+def test_push_runs_the_pre_push_hook_and_says_what_a_refusing_remote_said(
+        repo: Path, ar: Tool, tmp_path: Path) -> None:
+    """push runs the user's pre-push hook, as git's own push does (a refusal there is named,
+    nothing pushed), and a remote whose hooks refuse the refs is quoted, not mistaken for
+    another clone's push."""
+    session_of_three_runs(repo, ar)
+    bare = with_remote(repo, tmp_path)
+    ran = tmp_path / "pre-push-ran"
+    hook = repo / ".git" / "hooks" / "pre-push"
+    write(hook, f"#!/bin/sh\ntouch {ran}\necho 'tests must pass first' >&2\nexit 1\n", 0o755)
+    res = ar(repo, "push", expect=3)
+    assert ran.exists()
+    assert "refused before it was sent (the pre-push hook?): tests must pass first" in res.err
+    assert remote_of(repo, bare) == {}
+    hook.unlink()
+    write(bare / "hooks" / "pre-receive", "#!/bin/sh\necho 'no pushes on Fridays'\nexit 1\n",
+          0o755)
+    res = ar(repo, "push", expect=3)
+    assert "origin refused the push: the remote refused " in res.err
+    assert "pre-receive hook declined" in res.err and "no pushes on Fridays" in res.err
+    assert "try again" not in res.err and "moved since" not in res.err
+    assert remote_of(repo, bare) == {}
+    (bare / "hooks" / "pre-receive").unlink()
+    done = ar(repo, "push", "--json").json()
+    assert done["moved"] and remote_of(repo, bare)

@@ -84,26 +84,53 @@ class Pushed:
 
     flag: str
     ref: str
+    summary: str = ""  # git's word for it: "[remote rejected] (pre-receive hook declined)"
+
+    @property
+    def refused_there(self) -> bool:
+        """Whether the remote itself refused the ref (its hooks, its rules), not a lease that
+        failed (``[rejected] (stale info)``) or a push that did not fit (``fetch first``)."""
+        return self.flag == "!" and self.summary.startswith("[remote rejected]")
 
 
-def push_atomic(repo: Repo, remote: str, updates: Mapping[str, tuple[str, str]]
-                ) -> tuple[int, list[Pushed]]:
+def remote_refusal(answer: list[Pushed], said: str) -> str | None:
+    """What a remote that refused a push said (a ref its hooks or rules refused: git's
+    summary, and the lines the remote printed, ``remote: ...``), or None when it refused
+    none itself."""
+    refused = [p for p in answer if p.refused_there]
+    if not refused:
+        return None
+    first = refused[0]
+    reason = first.summary.removeprefix("[remote rejected]").strip(" ()") or "no reason given"
+    lines = [line.removeprefix("remote:").strip() for line in said.splitlines()
+             if line.startswith("remote:") and line.removeprefix("remote:").strip()]
+    told = f"; it said: {' / '.join(lines)[-400:]}" if lines else ""
+    more = f" (and {len(refused) - 1} more ref(s))" if len(refused) > 1 else ""
+    return f"the remote refused {first.ref}{more}: {reason}{told}"
+
+
+def push_atomic(repo: Repo, remote: str, updates: Mapping[str, tuple[str, str]], *,
+                verify: bool = False) -> tuple[int, list[Pushed], str]:
     """Push, all or nothing (``--atomic``), each remote ref of ``updates`` to its new commit,
     on the condition that the remote still holds the expected one: ``{ref: (new, expected)}``,
     ``expected`` empty for a ref that must not exist there yet (``--force-with-lease=<ref>:
-    <expected>``, git-push(1)). Returns git's exit code and the refs as ``--porcelain`` lists
-    them; a lease that no longer holds makes git refuse every ref (flag ``!``)."""
+    <expected>``, git-push(1)). Returns git's exit code, the refs as ``--porcelain`` lists
+    them (a lease that no longer holds makes git refuse every ref: flag ``!``) and what git
+    and the remote said on stderr. With ``verify``, the user's ``pre-push`` hook runs, as it
+    does for git's own push (the pushes a keep makes in a joined clone skip it)."""
     leases = [f"--force-with-lease={ref}:{expected}"
               for ref, (_, expected) in updates.items()]
     specs = [f"{new}:{ref}" for ref, (new, _) in updates.items()]
-    res = repo.run("push", "--atomic", "--porcelain", "--no-verify", "--no-recurse-submodules",
-                   *leases, "--end-of-options", remote, *specs, allow_non_zero=True)
+    res = repo.run("push", "--atomic", "--porcelain", *([] if verify else ["--no-verify"]),
+                   "--no-recurse-submodules", *leases, "--end-of-options", remote, *specs,
+                   allow_non_zero=True)
     pushed = []
     for line in res.text.splitlines():
         fields = line.split("\t")
         if len(fields) >= 2 and len(fields[0]) == 1 and ":" in fields[1]:
-            pushed.append(Pushed(fields[0], fields[1].rpartition(":")[2]))
-    return res.returncode, pushed
+            pushed.append(Pushed(fields[0], fields[1].rpartition(":")[2],
+                                 fields[2].strip() if len(fields) > 2 else ""))
+    return res.returncode, pushed, res.stderr.decode("utf-8", "replace")
 
 
 def update_refs(repo: Repo, changes: Mapping[str, tuple[str | None, str | None]],
