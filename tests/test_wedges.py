@@ -244,3 +244,29 @@ def test_a_session_folder_that_is_a_symbolic_link_is_refused(repo: Path, ar: Too
         assert ".auto is a symbolic link" in res.err, (command, res.err)
     assert (repo / "src" / "auto" / "STOP").exists()
     assert (repo / "src" / "auto" / "prompt.md").exists()
+
+
+@pytest.mark.parametrize("variable", ["GIT_DIR", "GIT_WORK_TREE"])
+def test_a_callers_git_dir_or_work_tree_naming_another_repository_is_refused(
+        repo: Path, ar: Tool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        variable: str) -> None:
+    """GIT_DIR or GIT_WORK_TREE set by the caller and naming another repository than the
+    current folder's: refused naming the variable, nothing recorded or reverted in either.
+    Set to the current folder's own (as git does for its hooks), they change nothing."""
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q", "-b", "main")
+    write(other / "f", "x\n")
+    git(other, "add", "f")
+    git(other, "commit", "-q", "-m", "other")
+    ar(repo, *start_args())
+    write(repo / "value.txt", "80\n")
+    same = {"GIT_DIR": str(repo / ".git"), "GIT_WORK_TREE": str(repo)}[variable]
+    monkeypatch.setenv(variable, same)
+    assert ar(repo, "status", "--json").json()["session_id"] == "s1"
+    monkeypatch.setenv(variable, str(other / ".git") if variable == "GIT_DIR" else str(other))
+    for command in (["run", "-d", "x"], ["discard", "-d", "x"], ["status"]):
+        res = ar(repo, *command, expect=3)
+        assert f"{variable}=" in res.err and "another repository" in res.err, res.err
+    assert (repo / "value.txt").read_text() == "80\n"
+    assert git(other, "status", "--porcelain") == ""

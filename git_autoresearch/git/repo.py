@@ -106,6 +106,7 @@ class Repo(History, Settings):
         if not scratch.is_absolute():
             scratch = (where / scratch).resolve()
         repo = cls(Path(lines[5]), git_dir, common, scratch)
+        _check_callers_repository(where, repo)
         if len(lines) == 9:
             repo.head_at_discovery = lines[6]
             repo.head_tree_at_discovery = lines[7]
@@ -446,3 +447,25 @@ class Repo(History, Settings):
         if res.returncode == 0:
             return None
         return "git has no committer identity: set user.name and user.email (git config)"
+
+
+def _check_callers_repository(where: Path, repo: Repo) -> None:
+    """Refuse (exit 3) when the caller's ``GIT_DIR`` or ``GIT_WORK_TREE`` names another
+    repository than the one of the folder ``where`` (git runs here without them, so the tool
+    would record and revert in the folder's repository, not the one the caller named). Set to
+    this repository's own, as git sets them for its hooks, or to a path that does not exist,
+    they change nothing."""
+    for variable, ours in (("GIT_DIR", repo.git_dir), ("GIT_WORK_TREE", repo.top)):
+        value = os.environ.get(variable)
+        if not value:
+            continue
+        named = Path(value) if os.path.isabs(value) else where / value
+        try:
+            # (one that names nothing is no repository: git stripped of it runs here)
+            same = not named.exists() or named.resolve() == Path(ours).resolve()
+        except (OSError, RuntimeError):
+            same = False
+        if not same:
+            raise Refused(f"{variable}={value} names another repository than the current "
+                          f"folder's ({ours}): git-autoresearch works in the repository of "
+                          f"the folder it runs in; run it there, or unset {variable}")
