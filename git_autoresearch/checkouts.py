@@ -11,6 +11,8 @@ from pathlib import Path
 
 from . import signals
 from .git import worktrees
+from .jsontext import is_whole
+from .running import process_alive
 from .session import Session
 
 SIDES = ("parent", "commit")  # an audit's two worktrees, the default of sweep
@@ -29,7 +31,7 @@ def sweep(session: Session, prefix: str, trees: tuple[str, ...] = SIDES) -> list
         return []
     for folder in folders:
         pid = folder.name.removeprefix(prefix)
-        if not pid.isdigit() or _alive(int(pid)):
+        if not is_whole(pid) or process_alive(int(pid)):
             continue
         with signals.deferred():
             for tree in trees:
@@ -37,23 +39,6 @@ def sweep(session: Session, prefix: str, trees: tuple[str, ...] = SIDES) -> list
             shutil.rmtree(folder, ignore_errors=True)
         removed.append(folder)
     return removed
-
-
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` runs: it exists and is not a zombie (a process that has ended
-    but that its parent has not reaped yet, state ``Z`` in ``/proc/<pid>/stat``)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            state = stat.read().rpartition(b")")[2].split()[:1]
-    except OSError:  # no /proc (macOS): alive, as kill said
-        return True
-    return state != [b"Z"]
 
 
 def untracked_inputs(session: Session) -> list[str]:

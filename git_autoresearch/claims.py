@@ -33,6 +33,7 @@ from .git.cas import commit_messages, create_ref, note_commit, swap_ref
 from .ideas import Idea
 from .jsontext import is_whole
 from .refs import claim_ref, claims_prefix
+from .running import process_alive
 from .workers import worker_name
 
 if TYPE_CHECKING:
@@ -64,16 +65,6 @@ def idea_key(text: str) -> str:
     return hashlib.sha1(normal.encode("utf-8")).hexdigest()[:KEY_LENGTH]
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 @dataclass(frozen=True)
 class Claim:
     """A claim read from its ref: ``key``, ``ref``, ``oid`` (the commit it points at) and what
@@ -98,7 +89,7 @@ class Claim:
         if now - self.since > timeout * 1000:
             return "expired"
         if self.host == socket.gethostname():
-            if self.pid is not None and not _alive(self.pid):
+            if self.pid is not None and not process_alive(self.pid):
                 return "process gone"
             if self.worktree is not None and not Path(self.worktree).is_dir():
                 return "worktree gone"

@@ -55,6 +55,23 @@ def _group_alive(proc: subprocess.Popen[bytes]) -> bool:
     return group_alive(proc.pid)
 
 
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs: it exists and is not a zombie (a process that has ended
+    but that its parent has not reaped yet, state ``Z`` in Linux's ``/proc/<pid>/stat``)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            state = stat.read().rpartition(b")")[2].split()[:1]
+    except OSError:  # no /proc (macOS): alive, as kill said
+        return True
+    return state != [b"Z"]
+
+
 def group_alive(pgid: int) -> bool:
     """Whether process group ``pgid`` has a member that is not a zombie."""
     try:

@@ -37,7 +37,7 @@ from . import signals
 from .config import Config
 from .git import Repo
 from .jsontext import is_whole
-from .running import handed_down
+from .running import group_alive, handed_down, process_alive
 from .workers import shared_dir, worker_name
 
 SLOTS_DIR = "slots"
@@ -249,8 +249,8 @@ def left_running(holder: dict[str, Any] | None, path: Path) -> list[tuple[int, s
     if holder is None or not isinstance(holder.get("pid"), int) \
             or holder.get("host") not in (None, socket.gethostname()):
         return []
-    if _alive(holder["pid"]) or (isinstance(holder.get("group"), int)
-                                 and _group_alive(holder["group"])):
+    if process_alive(holder["pid"]) or (isinstance(holder.get("group"), int)
+                                 and group_alive(holder["group"])):
         return []
     return fd_holders(path)
 
@@ -287,22 +287,6 @@ def _command_line(pid: int) -> str:
     except OSError:
         return "?"
     return raw.rstrip(b"\0").replace(b"\0", b" ").decode("utf-8", "replace") or "?"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _group_alive(pgid: int) -> bool:
-    from .running import group_alive
-
-    return group_alive(pgid)
 
 
 def describe_left(left: list[tuple[int, str]]) -> str:

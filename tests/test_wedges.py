@@ -53,13 +53,9 @@ def test_a_process_id_in_odd_digits_is_refused_by_name(repo: Path, ar: Tool,
     assert "AUTORESEARCH_WORKER_PID='²' is not a process id" in res.err
 
 
-@pytest.mark.parametrize("field,value", [("metric", "12"), ("metric", [1]), ("metric", True),
-                                          ("samples", "1,2"), ("samples", ["a"]),
-                                          ("decision", "better"), ("run", "3"),
-                                          ("timestamp", "now"), ("segment", "0"),
-                                          ("metrics", [1, 2]), ("confidence", "high")])
-def test_a_ledger_line_with_a_field_of_the_wrong_type_is_no_internal_error(
-        repo: Path, ar: Tool, field: str, value: object) -> None:
+def kept_then_edited(repo: Path, ar: Tool, field: str, value: object) -> None:
+    """A session whose run 2 was kept, its ledger line then edited by hand: ``field`` set to
+    ``value``."""
     ar(repo, *start_args())
     write(repo / "value.txt", "90\n")
     ar(repo, "run", "-d", "a gain")
@@ -69,6 +65,16 @@ def test_a_ledger_line_with_a_field_of_the_wrong_type_is_no_internal_error(
     record[field] = value
     lines[-1] = json.dumps(record)
     ledger.write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize("field,value", [("metric", "12"), ("metric", [1]), ("metric", True),
+                                          ("samples", "1,2"), ("samples", ["a"]),
+                                          ("decision", "better"), ("run", "3"),
+                                          ("timestamp", "now"), ("segment", "0"),
+                                          ("metrics", [1, 2]), ("confidence", "high")])
+def test_a_ledger_line_with_a_field_of_the_wrong_type_is_no_internal_error(
+        repo: Path, ar: Tool, field: str, value: object) -> None:
+    kept_then_edited(repo, ar, field, value)
     for command in (["status", "--json"], ["log", "--json"], ["doctor", "--json"],
                     ["show", "2", "--json"], ["analyze", "--json"], ["summary"],
                     ["dashboard", "-o", str(repo.parent / "page.html")], ["status"], ["log"]):
@@ -81,15 +87,7 @@ def test_a_ledger_line_with_a_field_of_the_wrong_type_is_no_internal_error(
 
 def test_a_run_record_whose_metric_is_a_string_is_set_aside_by_doctor(repo: Path,
                                                                        ar: Tool) -> None:
-    ar(repo, *start_args())
-    write(repo / "value.txt", "90\n")
-    ar(repo, "run", "-d", "a gain")
-    ledger = repo / ".auto" / "log.jsonl"
-    lines = ledger.read_text().splitlines()
-    record = json.loads(lines[-1])
-    record["metric"] = "90"
-    lines[-1] = json.dumps(record)
-    ledger.write_text("\n".join(lines) + "\n")
+    kept_then_edited(repo, ar, "metric", "90")
     said = ar(repo, "status").err
     assert "'metric' is not a number or null" in said
     found = ar(repo, "doctor", "--json", expect=3).json()["findings"]
