@@ -268,8 +268,11 @@ def table(rows: list[tuple[Run, Segment]], width: int = 100,
             + desc)
     decided = [decision_text(run) for run, _ in rows]
     if any(text != "-" for text in decided):
+        gain = any(text.startswith("no gain") for text in decided)
         out.append("decision: the rule's verdict against the incumbent and the effect (noise: "
-                   "within noise; probe: no change)" +
+                   "within noise; probe: no change"
+                   + ("; no gain: stopped early, not better than the incumbent's earlier "
+                      "samples" if gain else "") + ")" +
                    ("; * kept by hand against it" if any(t.endswith("*") for t in decided)
                     else ""))
     if any(audited.get(run.number) for run, _ in rows):
