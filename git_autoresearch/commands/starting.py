@@ -90,7 +90,9 @@ def _inline_table(text: str | None) -> dict[str, object] | None:
               help="The smallest relative improvement worth a commit, under either rule (0.01: "
                    "1%; default 0).")
 @click.option("--max-samples", type=WHOLE,
-              help="Sequential: samples of a run at most, 2 to 100 (default 16).")
+              help="Sequential: samples of a run against the incumbent's earlier samples at "
+                   "most, 2 to 100 (default 16); the side-by-side stage adds up to "
+                   "--incumbent-pairs.")
 @click.option("--baseline-samples", type=WHOLE,
               help="Sequential: samples of the baseline, 1 to 100 (default 5).")
 @click.option("--remeasure-incumbent/--no-remeasure-incumbent", default=None,
