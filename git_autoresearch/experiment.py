@@ -35,8 +35,9 @@ class Changes:
     ``staged_preexisting``: those of them staged since, or marked with ``git add -N``;
     ``added``: the tracked paths that HEAD does not have (staged new files, intent-to-add
     entries); ``case_renames``: tracked paths renamed on disk in case only, where the file
-    system folds case (index path -> disk path; the index path is in ``tracked``). Paths are
-    relative to the top, with ``/`` separators.
+    system folds case (index path -> disk path; the index path is in ``tracked``);
+    ``nested``: git repositories the experiment created (``path/``). Paths are relative to
+    the top, with ``/`` separators.
     """
 
     tracked: list[str] = field(default_factory=list)
@@ -46,6 +47,9 @@ class Changes:
     ignored: list[str] = field(default_factory=list)
     added: set[str] = field(default_factory=set)
     case_renames: dict[str, str] = field(default_factory=dict)
+    # Git repositories the experiment created inside the work tree (``path/``): git cannot
+    # save them in an attempt ref or commit them as files, so no keep or revert touches them.
+    nested: list[str] = field(default_factory=list)
 
     def changed(self) -> list[str]:
         return [*self.tracked, *self.created]
@@ -91,8 +95,12 @@ def survey(repo: Repo, before: Snapshot | None) -> Changes:
         if entry.ignored:
             changes.ignored.append(entry.path)
             continue
-        if entry.path.endswith("/"):
-            continue  # a nested repository: never ours to add or remove
+        if entry.path.endswith("/"):  # a nested repository: never ours to add or remove
+            if entry.untracked and before is not None and not before.covers(entry.path):
+                changes.nested.append(entry.path)
+            elif entry.untracked:
+                changes.preexisting.append(entry.path)  # (kept in the next snapshot)
+            continue
         known = before is None or before.covers(entry.path)
         if entry.untracked:
             (changes.preexisting if known else changes.created).append(entry.path)

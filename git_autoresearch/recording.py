@@ -116,6 +116,9 @@ def _record(session: Session, status: str, description: str, *, result: Measurem
     elif status == "discard" and recheck_discard:
         check_moved(session)
     draft = _draft(session, number, status, description, chosen, asi, hooks, baseline)
+    if changes.nested:
+        draft["nested_repositories"] = list(changes.nested)
+        warnings.append(nested_warning(changes.nested, status))
     if reason and status != "keep":
         draft["reason"] = reason
     if replayed:
@@ -127,7 +130,7 @@ def _record(session: Session, status: str, description: str, *, result: Measurem
     draft["readonly_violations"] = sorted({*draft["readonly_violations"],
                                            *session.readonly_changed(changes)})
     fit_record(draft)  # refused here, before anything changes, if it cannot fit
-    untracked_after = sorted({*changes.preexisting, *changes.staged_preexisting,
+    untracked_after = sorted({*changes.preexisting, *changes.staged_preexisting, *changes.nested,
                               *(p for p in changes.created if session.bounds.is_protected(p))})
     intent = journal.Intent("keep" if status == "keep" else "revert", number,
                             # mutation: equivalent only `8` -> `7`, `8` -> `9`: never repeats
@@ -416,3 +419,14 @@ def run_state(record: Mapping[str, Any]) -> str:
         return f"run {number} was kept at {record['commit']} (nothing to commit)"
     return (f"run {number} ({record['status']}) was reverted, its attempt saved at "
             f"{record.get('attempt_ref')}")
+
+
+def nested_warning(paths: list[str], status: str) -> str:
+    """What a run says of the git repositories its experiment created (``paths``, each
+    ``dir/``): git can neither commit nor save them as files, so the keep left them out, or
+    the revert left them in place."""
+    shown = ", ".join(paths[:3]) + (" ..." if len(paths) > 3 else "")
+    done = "not committed" if status == "keep" else "neither saved in the attempt ref nor reverted"
+    return (f"the experiment created a git repository inside the work tree ({shown}): it was "
+            f"{done}, since git holds another repository only as a submodule; move it out of "
+            "the work tree, or add it as a submodule yourself")

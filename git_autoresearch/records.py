@@ -44,6 +44,7 @@ class RunRecord(_RunFields, total=False):
     decision: dict[str, Any]
     scope_ref: str
     scope_refs: list[str]
+    nested_repositories: list[str]  # git repositories the experiment created (``dir/``)
     slot: dict[str, Any]
     baseline: bool
     reason: str | None

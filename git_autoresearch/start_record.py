@@ -176,7 +176,9 @@ def _make_session(repo: Repo, layout: Layout, intent: StartIntent,
     checkpoint("start:after-ledger")
     write_prompt(repo, layout, cfg, intent.head, scripts)
     layout.pending.unlink(missing_ok=True)
-    save_snapshot(layout.untracked, take_snapshot(repo, list(intent.untracked)))
+    # Git repositories inside the work tree (``dir/``, which git lists apart) are the user's.
+    nested = [p for p in repo.untracked() if p.endswith("/")]
+    save_snapshot(layout.untracked, take_snapshot(repo, [*intent.untracked, *nested]))
     session = Session(repo, cfg, data, ledger_mod.read(layout.ledger))
     warnings = session.mirror_state("session started")
     layout.start_intent.unlink()

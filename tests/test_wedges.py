@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import Tool, git, start_args, write
+from conftest import Tool, git, runs, start_args, write
 
 
 @pytest.mark.parametrize("number", ["²", "1²", "٣", "①", "12345678901234567890"])
@@ -268,3 +268,29 @@ def test_a_callers_git_dir_or_work_tree_naming_another_repository_is_refused(
         assert f"{variable}=" in res.err and "another repository" in res.err, res.err
     assert (repo / "value.txt").read_text() == "80\n"
     assert git(other, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_git_repository_the_experiment_creates_is_named(repo: Path, ar: Tool,
+                                                          keep: bool) -> None:
+    """git holds another repository only as a submodule: one the experiment creates inside
+    the work tree is neither committed by a keep nor saved or removed by a revert, and the
+    run says so, in its record and its warnings. One that was there before is the user's."""
+    (repo / "before").mkdir()
+    git(repo / "before", "init", "-q")
+    ar(repo, *start_args("--decision", "strict", "--force"))
+    sub = repo / "src" / "sub"
+    sub.mkdir()
+    git(sub, "init", "-q")
+    write(sub / "f", "y\n")
+    git(sub, "add", "f")
+    git(sub, "commit", "-q", "-m", "inside")
+    write(repo / "value.txt", "90\n" if keep else "120\n")
+    done = ar(repo, "run", "-d", "with a nested repository", "--json").json()
+    assert done["status"] == ("keep" if keep else "discard")
+    assert done["nested_repositories"] == ["src/sub/"]
+    said = [w for w in done["warnings"] if "created a git repository" in w]
+    assert len(said) == 1 and "src/sub/" in said[0] and "before/" not in said[0]
+    assert (sub / "f").read_text() == "y\n"  # nothing of it lost
+    assert git(repo, "ls-tree", "-r", "--name-only", "HEAD").count("src/sub") == 0
+    assert runs(repo)[-1]["nested_repositories"] == ["src/sub/"]
