@@ -1,5 +1,5 @@
 """Audit kept runs: measure each keep's commit against its parent again, interleaved, and say
-whether the keep holds up (issue 11, item 7).
+whether the keep holds up.
 
 Each side is checked out in a linked worktree of its own under the scratch folder
 (``<scratch>/audit-<pid>/parent`` and ``.../commit``), so the session's work tree, index and

@@ -1,5 +1,5 @@
 """Claims on ideas: which worker is trying which idea of the backlog, so that two workers of a
-session never try the same one (issue 15, item 5).
+session never try the same one.
 
 A claim is a ref, ``refs/autoresearch/<id>/claims/<key>`` (:func:`refs.claim_ref`), where
 ``<key>`` is a short hash of the idea's normalised text (:func:`idea_key`: the same idea keeps

@@ -1,4 +1,4 @@
-"""The session configuration, ``.auto/config.toml`` (DESIGN.md section 4).
+"""The session configuration, ``.auto/config.toml`` (README, "Configuration").
 
 Written once with tomli-w and made read-only (mode 0444); its SHA-256 (of the file's bytes) goes
 into the ledger's config header, and every command compares the two before it acts.
@@ -18,7 +18,8 @@ from typing import Any
 from .errors import UsageError
 from .paths import check_rule
 
-# DESIGN.md's ^[A-Za-z0-9_-]+$, with a letter or digit first so that no id reads as an option.
+# ^[A-Za-z0-9_-]+$ (README, "Configuration"), with a letter or digit first so that no id
+# reads as an option.
 SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 METRIC_NAME_RE = re.compile(r"^[\w.µ-]+$")
 DIRECTIONS = {"lower": "lower", "higher": "higher", "minimize": "lower", "maximize": "higher",

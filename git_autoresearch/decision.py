@@ -486,7 +486,6 @@ class Comparison:
         self.max_samples, self.pairs = max_samples, pairs
         chosen = incumbent(pool, direction)
         self.pool = list(chosen.samples)
-        self.drift = chosen.drift
         self.trend = trend(window(pool))
         self.moving = pairs > 0 and self.trend is not None and self.trend.p <= TREND_ALPHA
         self.stale = self.moving

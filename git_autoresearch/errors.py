@@ -1,4 +1,4 @@
-"""The error types that carry an exit code (DESIGN.md section 5).
+"""The error types that carry an exit code (README, "Exit codes").
 
 The command layer turns each into a one-line message on stderr and its exit code; the core raises
 them and never prints.

@@ -42,6 +42,9 @@ class IncumbentTree:
         self.tree = self.folder / TREE
         self.made = False
         self.samples = 0
+        # One sample a measurement, no checks: the candidate's run has them.
+        self.config = dataclasses.replace(session.config, runs_per_experiment=1,
+                                          checks_command=None)
         self.notes: list[str] = []  # shared paths that could not be linked
 
     def __enter__(self) -> IncumbentTree:
@@ -58,10 +61,8 @@ class IncumbentTree:
             problem = self._make()
             if problem is not None:
                 return problem
-        cfg = dataclasses.replace(self.session.config, runs_per_experiment=1,
-                                  checks_command=None)
         self.samples += 1
-        result = measure(cfg, top=self.tree, log_path=self.folder / "run.log", env=self.env,
+        result = measure(self.config, top=self.tree, log_path=self.folder / "run.log", env=self.env,
                          samples_at_most=1, checks=False, first_sample=self.samples)
         if result.metric is None:
             shown = " | ".join(result.log_tail.strip().splitlines()[-3:])[-400:] or "none"

@@ -1,4 +1,4 @@
-"""Where a work tree keeps its session: the ``.auto/`` files (DESIGN.md section 3) and the
+"""Where a work tree keeps its session: the ``.auto/`` files (README, "Files") and the
 per-worktree scratch folder under ``git rev-parse --git-path autoresearch``."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The ledger, ``.auto/log.jsonl``: one JSON object per line (DESIGN.md section 6).
+"""The ledger, ``.auto/log.jsonl``: one JSON object per line (README, "Files").
 
 The format is pi-autoresearch 1.6's: a ``{"type":"config",...}`` line opens a segment (``name``,
 ``metricName``, ``metricUnit``, ``bestDirection``), a run record has ``run`` (1-based across the
@@ -16,7 +16,7 @@ import gc
 import json
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -372,35 +372,43 @@ def _parse(data: bytes) -> Ledger:
                    if len(found) > 1})
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+_NUMBER: frozenset[type] = frozenset({int, float})
+_NUMBER_OR_NULL: frozenset[type] = frozenset({int, float, type(None)})
+_OBJECT_OR_NULL: frozenset[type] = frozenset({dict, type(None)})
+_ABSENT = object()
 
-
-# The fields of a run record every reader relies on, and what each must hold when present:
-# pi-autoresearch's (jsonl.ts) and ours. A record with another type there is malformed (set
-# aside, as a line that is not JSON is), not read by half the readers and crashing the rest.
-# (A status of any other value or type reads as keep, as pi-autoresearch reads it.)
-FIELD_CHECKS: dict[str, tuple[str, Callable[[Any], bool]]] = {
-    "metric": ("a number or null", lambda v: v is None or _number(v)),
-    "metrics": ("an object", lambda v: isinstance(v, dict)),
-    "timestamp": ("a number or null", lambda v: v is None or _number(v)),
-    "segment": ("a number", _number),
-    "confidence": ("a number or null", lambda v: v is None or _number(v)),
-    "commit": ("a string or null", lambda v: v is None or isinstance(v, str)),
-    "samples": ("a list of numbers", lambda v: isinstance(v, list) and all(map(_number, v))),
-    "decision": ("an object or null", lambda v: v is None or isinstance(v, dict)),
-    "checks": ("an object or null", lambda v: v is None or isinstance(v, dict)),
-    "duration_s": ("a number or null", lambda v: v is None or _number(v)),
-    "asi": ("an object or null", lambda v: v is None or isinstance(v, dict)),
-}
+# The fields of a run record every reader relies on, and the types each may hold when present
+# (exact types: JSON's true is no number here): pi-autoresearch's (jsonl.ts) and ours. A
+# record with another type there is malformed (set aside, as a line that is not JSON is), not
+# read by half the readers and crashing the rest. (A status of any other value or type reads
+# as keep, as pi-autoresearch reads it.) ``samples`` is checked apart: a list of numbers.
+FIELD_TYPES: tuple[tuple[str, frozenset[type], str], ...] = (
+    ("metric", _NUMBER_OR_NULL, "a number or null"),
+    ("metrics", frozenset({dict}), "an object"),
+    ("timestamp", _NUMBER_OR_NULL, "a number or null"),
+    ("segment", _NUMBER, "a number"),
+    ("confidence", _NUMBER_OR_NULL, "a number or null"),
+    ("commit", frozenset[type]({str, type(None)}), "a string or null"),
+    ("decision", _OBJECT_OR_NULL, "an object or null"),
+    ("checks", _OBJECT_OR_NULL, "an object or null"),
+    ("duration_s", _NUMBER_OR_NULL, "a number or null"),
+    ("asi", _OBJECT_OR_NULL, "an object or null"),
+)
 
 
 def field_problem(record: Mapping[str, Any]) -> str | None:
-    """Why run ``record`` cannot be read (a field of :data:`FIELD_CHECKS` holding another
-    type: ``'metric' is not a number or null``), or None."""
-    for name, (wanted, fits) in FIELD_CHECKS.items():
-        if name in record and not fits(record[name]):
+    """Why run ``record`` cannot be read (a field of :data:`FIELD_TYPES`, or ``samples``,
+    holding another type: ``'metric' is not a number or null``), or None. On every run line
+    read: kept to exact type lookups."""
+    get = record.get
+    for name, kinds, wanted in FIELD_TYPES:
+        value = get(name, _ABSENT)
+        if value is not _ABSENT and type(value) not in kinds:
             return f"'{name}' is not {wanted}"
+    samples = get("samples", _ABSENT)
+    if samples is not _ABSENT and (type(samples) is not list
+                                   or any(type(v) not in _NUMBER for v in samples)):
+        return "'samples' is not a list of numbers"
     return None
 
 

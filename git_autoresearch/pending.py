@@ -146,14 +146,10 @@ class Rule:
         """Whether the samples so far decide (always False without a pool: take them all);
         the incumbent's samples the comparison asks for are taken here, between two of the
         candidate's."""
-        if self.name != "sequential" or not self.pool or self.probe:
+        if self.comparison is None:  # strict, a baseline or a probe: take them all
             return False
         from . import decision
 
-        if self.comparison is None:  # (a rule made by hand, without one)
-            return decision.sequential(list(self.pool), samples, direction=self.direction,
-                                       min_effect=self.min_effect,
-                                       max_samples=self.samples or 1).done
         self.comparison.add("candidate", samples[-1])
         while (step := self.comparison.next()) == "incumbent":
             got = self.incumbent() if self.incumbent is not None else \
@@ -257,7 +253,10 @@ def incumbent_samples(session: Session) -> list[float]:
         return []
     # The kept run whose commit is HEAD (the incumbent measured against), else the last one:
     # in a clone that joined through a remote, the runs of the others come in their order.
-    head = session.repo.resolve("HEAD") or ""  # (none in a clone whose HEAD is unborn)
+    try:
+        head = session.head()  # (asked of git once per command)
+    except Refused:  # a clone whose HEAD is unborn
+        head = ""
     here = [r for r in kept if isinstance(r.data.get("commit"), str) and r.data["commit"]
             and head.startswith(r.data["commit"])]
     last = here[-1] if here else kept[-1]

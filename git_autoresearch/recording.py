@@ -2,11 +2,11 @@
 that a kill at any point is finished by the next command (the measurement it records is chosen
 by :mod:`git_autoresearch.choosing`).
 
-The protocol (DESIGN.md section 6): the run record is drafted and checked to fit; an intent
-record (:mod:`git_autoresearch.journal`) is written before anything changes; the keep or revert
-runs (:mod:`git_autoresearch.experiment`); the ledger line is appended; the intent is cleared
-(once the after hooks fired, when there are any). Signals wait from the intent to the ledger
-line. :mod:`git_autoresearch.recovery` finishes what a SIGKILL interrupted.
+The protocol (README, "When something dies"): the run record is drafted and checked to fit; an
+intent record (:mod:`git_autoresearch.journal`) is written before anything changes; the keep or
+revert runs (:mod:`git_autoresearch.experiment`); the ledger line is appended; the intent is
+cleared (once the after hooks fired, when there are any). Signals wait from the intent to the
+ledger line. :mod:`git_autoresearch.recovery` finishes what a SIGKILL interrupted.
 """
 
 from __future__ import annotations

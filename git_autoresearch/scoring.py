@@ -1,9 +1,8 @@
 """Composite scoring: the ``[score]`` table of ``config.toml`` turns a run's metrics into its
 primary metric.
 
-The three kinds are the loop seed's scorer templates (``/work/shared/seeds/
-autoresearch-loop.SKILL.txt``, "Composite Scoring": penalty, weighted and gated scorers), held as
-configuration that the experiment cannot edit:
+The three kinds are the autoresearch loop's composite scorers (penalty, weighted and gated;
+README, "Configuration"), held as configuration that the experiment cannot edit:
 
 ``weighted``
     ``[score.terms.NAME]`` with ``weight`` (default 1), ``scale`` (default 1) and ``direction``

@@ -1,5 +1,5 @@
 """Measurement slots: how many measurements run at a time on this machine, across every
-worktree of a session (issue 15, item 3).
+worktree of a session.
 
 Agents edit and think in parallel, but two benchmarks running at once disturb each other's
 timings. Everything that runs the user's measured commands (the samples, the checks, the

@@ -23,7 +23,7 @@ from .refs import session_branch
 from .scripts import command_files
 from .session import Session
 
-# The first notes of ``.auto/prompt.md``, which the agent keeps (DESIGN.md section 3).
+# The first notes of ``.auto/prompt.md``, which the agent keeps (README, "Files").
 PROMPT_HEADER = """# Autoresearch session: {goal}
 
 Metric: {metric_name} ({direction} is better{unit})

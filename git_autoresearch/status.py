@@ -1,6 +1,6 @@
 """What ``git autoresearch status`` (and ``resume``, once it has repaired, and ``show`` of one
 run) reports: where an open session stands, computed once and returned as a value the command
-renders (human text or ``--json``, DESIGN.md section 5).
+renders (human text or ``--json``, README, "Exit codes").
 
 No click here, and no git argv: the reconciliation comes from :func:`trailers.reconcile`, the
 rest from the session's own questions (its branch, baseline, pending measurement, readonly
