@@ -33,6 +33,7 @@ from .state import FILES as STATE_FILES
 from .state import LINK as STATE_LINK
 from .state import current as current_state
 from .state import forget as forget_state_cache
+from .state import lines_in_history
 from .state import read as read_state
 from .trailers import (
     TrailerCommit,
@@ -99,6 +100,15 @@ def _state_lines(session: Session) -> dict[int, bytes]:
         if book.runs and not book.malformed:
             found.setdefault(book.runs[0].number, raw)
     return found
+
+
+def _from_history(session: Session, saved_lines: dict[int, bytes], lost: list[int]) -> None:
+    """Add to ``saved_lines`` (the state ref's tip's lines, by run number) the lines of the
+    runs ``lost`` that only an earlier state commit holds: a ledger that lost a line and was
+    mirrored since (by an older version, or with the mirror's cache gone)."""
+    wanted = [number for number in lost if number not in saved_lines]
+    if wanted:
+        saved_lines.update(lines_in_history(session.repo, session.config.session_id, wanted))
 
 
 def _age(seconds: float) -> str:
@@ -311,7 +321,9 @@ def _check_kept_runs(session: Session, exam: Examination, log: list[TrailerCommi
     base = (book.segments[0].header or {}).get("base_commit")
     additions: dict[int, bytes] = {}
     branch = session_branch(session.config.session_id)
-    for number, info in sorted(read_trailers(session.repo, branch, base, log).items()):
+    kept = read_trailers(session.repo, branch, base, log)
+    _from_history(session, saved_lines, [n for n in kept if book.find(n, ours=True) is None])
+    for number, info in sorted(kept.items()):
         run = book.find(number, ours=True)
         if run is not None:
             if run.status != "keep":
@@ -368,6 +380,8 @@ def _check_attempts(session: Session, exam: Examination, saved_lines: dict[int, 
     base = (session.ledger.segments[0].header or {}).get("base_commit")
     additions: dict[int, bytes] = {}
     ours = {run.number for run in session.ledger.runs if run.ours}  # (ledger.find's, at once)
+    _from_history(session, saved_lines, [n for n in _attempts(session)
+                                         if n not in ours and n not in known])
     for number, oid in sorted(_attempts(session).items()):
         if number in ours or number in known:
             continue

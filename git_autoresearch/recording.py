@@ -392,7 +392,8 @@ def _after_append(session: Session, record: RunRecord, untracked_after: list[str
     except WriteFailed as exc:
         warnings.append(f"run {record['run']} was recorded, but {exc.message}: the files "
                         "untracked before the next experiment are those before this one")
-    warnings += session.mirror_state(f"after run {record['run']} ({record['status']})")
+    warnings += session.mirror_state(f"after run {record['run']} ({record['status']})",
+                                     appended=record)
     if session.remote is not None:
         from .remoteledger import publish
 

@@ -243,6 +243,39 @@ class Session:
         if op:
             raise Refused(f"a {op} is in progress; finish or abort it first")
 
+    def kept_lines(self, appended: Mapping[str, Any] | None = None) -> set[int] | None:
+        """The numbers of the kept runs whose lines the session's ledger file holds (with
+        the record ``appended`` since the runs were read); None in a clone that joined through
+        a remote (its ledger merges the other workers' runs)."""
+        if self.remote is not None or self.trailer_branch is not None:
+            return None
+        kept = {run.number for run in self.ledger.runs if run.status == "keep"}
+        if appended is not None and appended.get("status") == "keep":
+            kept.add(int(appended["run"]))
+        return kept
+
+    def check_kept_lines(self, *, head: bool = False) -> None:
+        """Refuse (exit 3) when the ledger lost the line of a kept run: one the state ref was
+        last mirrored with, or, with ``head``, the run HEAD's trailers record as this
+        session's keep (one git call). Deciding on such a ledger compares with the wrong
+        incumbent, and mirroring it would lose the line from the state ref too."""
+        from .state import lost_keeps_text, mirrored_keeps
+
+        kept = self.kept_lines()
+        if kept is None:
+            return
+        lost = mirrored_keeps(self.repo, self.config.session_id, kept)
+        ref = state_ref(self.config.session_id)
+        if not lost and head:
+            from .trailers import kept_at
+
+            number = kept_at(self.repo, self.head(), self.config.session_id)
+            if number is not None and self.ledger.find(number) is None:
+                lost, ref = [number], f"HEAD's commit ({self.repo.short(self.head())})"
+        if lost:
+            raise Refused(lost_keeps_text(self.layout.ledger, lost, ref)
+                          + "; nothing was measured or changed")
+
     def check_git_locks(self) -> None:
         """Refuse while git's lock file of the index, HEAD or the session branch exists (a file
         check, before anything changes). A lock that goes within
@@ -466,15 +499,18 @@ class Session:
         except WriteFailed as exc:
             raise Refused(f"{exc.message}; nothing was changed or recorded") from None
 
-    def mirror_state(self, message: str) -> list[str]:
-        """Mirror the session files on the state ref (``message``: the commit's subject);
-        returns warnings (a failure is a warning, not an error), none when it worked."""
+    def mirror_state(self, message: str, *, appended: Mapping[str, Any] | None = None
+                     ) -> list[str]:
+        """Mirror the session files on the state ref (``message``: the commit's subject;
+        ``appended``: the run record just appended to the ledger file, which the runs read
+        before lack); returns warnings (a failure is a warning, not an error), none when it
+        worked."""
         from .state import LedgerShrank, mirror, unkept_links
 
         try:
             with self.shared("mirror the session files"):
                 _, skipped = mirror(self.repo, self.layout.auto, self.config.session_id,
-                                    message)
+                                    message, kept=self.kept_lines(appended))
             unkept = [link for link in unkept_links(self.repo, self.layout.auto)
                       if link not in self._links_told]
             self._links_told.update(unkept)

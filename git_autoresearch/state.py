@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import zlib
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -56,19 +57,24 @@ def _pieces(ledger: bytes) -> list[bytes]:
 
 
 def mirror(repo: Repo, auto: Path, session_id: str, message: str, *,
-           use_cache: bool = True) -> tuple[str, list[str]]:
+           use_cache: bool = True, kept: Collection[int] | None = None
+           ) -> tuple[str, list[str]]:
     """Commit the session files of ``auto`` on the state ref (compare-and-swap on its old
     value); returns the new commit id, and the files under ``hooks/`` that could not be
     mirrored (a newline in the name, or a name that is not UTF-8). Raises GitError if another
-    writer moved the ref, :class:`LedgerShrank` when the ledger lost lines the ref holds.
-    ``use_cache`` False: ``auto`` is not this work tree's session folder (a copy of another
-    session's files): the cache of what was last mirrored is neither read nor written."""
+    writer moved the ref, :class:`LedgerShrank` when the ledger lost lines the ref holds, or
+    lost the line of a kept run that the ref holds (``kept``: the numbers of the kept runs
+    whose lines the ledger holds now; None: not checked, and not remembered). ``use_cache``
+    False: ``auto`` is not this work tree's session folder (a copy of another session's
+    files): the cache of what was last mirrored is neither read nor written."""
     ref = state_ref(session_id)
     repo.scratch.mkdir(parents=True, exist_ok=True)
     cache_path = repo.scratch / "state-cache.json"
     try:
         cache = json.loads(cache_path.read_text()) if use_cache else {}
     except (FileNotFoundError, ValueError):
+        cache = {}
+    if not isinstance(cache, dict):
         cache = {}
     entries, links, skipped = _session_files(auto)
     ledger = read_bytes(auto / "log.jsonl")
@@ -81,6 +87,11 @@ def mirror(repo: Repo, auto: Path, session_id: str, message: str, *,
         raise LedgerShrank(f"{auto / 'log.jsonl'} is shorter than the ledger on {ref} (it lost "
                            "lines?); git autoresearch doctor --fix restores them (or, lost at "
                            "its end, git autoresearch resume)")
+    lost = lost_keeps(cache, ref, kept)
+    if lost and repo.resolve(ref) == cache.get("commit"):
+        # A kept run's line is gone though the ledger is no shorter (runs recorded since):
+        # mirrored, the state ref would lose it too, and doctor could not trust it again.
+        raise LedgerShrank(lost_keeps_text(auto / "log.jsonl", lost, ref))
     blob_of = _write_blobs(repo, entries, pieces, known, links)
     tree_entries = [("100755" if os.access(file, os.X_OK) else "100644", blob_of[file], name)
                     for name, file in entries]
@@ -94,11 +105,45 @@ def mirror(repo: Repo, auto: Path, session_id: str, message: str, *,
     commit = _commit_state(repo, ref, tree, old, message)
     cache.update({"ref": ref, "commit": commit})
     cache["pieces"] = {str(k): v for k, v in known.items() if k < len(pieces)}
+    if kept is not None:
+        cache["kept"] = sorted(kept)
+    else:
+        cache.pop("kept", None)
     if use_cache:
         # A cache: one lost or stale after a crash of the machine is read as empty, or its
         # commit fails the compare-and-swap and the ref is read again (no fsync needed).
         write_atomic(cache_path, json.dumps(cache).encode(), durable=False)
     return commit, [name for name, _ in skipped]
+
+
+def lost_keeps(cache: dict[str, Any], ref: str, kept: Collection[int] | None) -> list[int]:
+    """The kept runs the state ref ``ref`` was last mirrored with, by ``cache`` (the mirror's
+    cache, read), whose lines the ledger lacks now (``kept``: the kept runs it holds)."""
+    if kept is None or cache.get("ref") != ref or not isinstance(cache.get("kept"), list):
+        return []
+    return sorted(set(n for n in cache["kept"] if isinstance(n, int)) - set(kept))
+
+
+def lost_keeps_text(ledger: Path, lost: Collection[int], ref: str) -> str:
+    """What :class:`LedgerShrank` says of the kept runs ``lost`` from ``ledger``."""
+    runs = ", ".join(map(str, lost))
+    return (f"{ledger} lost the line of kept run{'s' if len(lost) > 1 else ''} {runs}, which "
+            f"{ref} holds; git autoresearch doctor --fix restores it")
+
+
+def mirrored_keeps(repo: Repo, session_id: str, kept: Collection[int]) -> list[int]:
+    """The kept runs the state ref of ``session_id`` was last mirrored with (by the mirror's
+    cache; none when it is gone, or the ref has moved or gone since) that are not in
+    ``kept``: lines the ledger lost since."""
+    try:
+        cache = json.loads((repo.scratch / "state-cache.json").read_text())
+    except (OSError, ValueError):
+        return []
+    if not isinstance(cache, dict):
+        return []
+    lost = lost_keeps(cache, state_ref(session_id), kept)
+    # The cache describes the ref only while it still points where the cache says.
+    return lost if lost and repo.resolve(state_ref(session_id)) == cache.get("commit") else []
 
 
 def _session_files(auto: Path) -> tuple[list[tuple[str, str]], list[tuple[str, bytes]],
@@ -266,6 +311,31 @@ def read_at(repo: Repo, rev: str) -> tuple[dict[str, bytes], dict[str, int]] | N
     if pieces:
         files["log.jsonl"] = b"".join(data for _, data in sorted(pieces))
     return files, modes
+
+
+def lines_in_history(repo: Repo, session_id: str, wanted: Collection[int],
+                     batch: int = 16) -> dict[int, bytes]:
+    """The lines of the runs ``wanted`` as the state ref's history holds them (run number ->
+    the line's bytes, the newest that reads as one run record): the ledger pieces each state
+    commit wrote, newest first, read :data:`batch` at a time until every wanted run is found,
+    so a line lost a few commits ago costs a few blobs, not the whole history."""
+    from .ledger import parse
+
+    missing = set(wanted)
+    found: dict[int, bytes] = {}
+    blobs = repo.blob_versions(state_ref(session_id), "log/") if missing else []
+    for start in range(0, len(blobs), batch):
+        chunk = blobs[start:start + batch]
+        contents = cat_blobs(repo, chunk)
+        for oid in chunk:
+            for raw in contents.get(oid, b"").split(b"\n"):
+                if not missing:
+                    return found
+                book = parse(raw)
+                if book.runs and not book.malformed and book.runs[0].number in missing:
+                    found[book.runs[0].number] = raw
+                    missing.discard(book.runs[0].number)
+    return found
 
 
 def sessions(repo: Repo) -> list[str]:

@@ -199,6 +199,19 @@ class BranchRuns:
             tmp.unlink(missing_ok=True)
 
 
+def kept_at(repo: Repo, commit: str, session_id: str) -> int | None:
+    """The run a keep of session ``session_id`` made ``commit`` for: its ``Autoresearch-Run``
+    number when its ``Autoresearch-Session`` is ``session_id`` and it has a ``Result``
+    trailer; None otherwise (a commit of another session, or made by hand without them)."""
+    run, session, result = repo.commit_fields(commit, [_values(RUN), _values(SESSION),
+                                                       _values(RESULT)])
+    words = run.split()
+    if session.split() != [session_id] or not result.strip() or len(words) != 1 \
+            or not is_whole(words[0]) or len(words[0]) > 9:
+        return None
+    return int(words[0])
+
+
 def commit_info(repo: Repo, oid: str) -> dict[str, Any]:
     """What a rebuilt ledger line takes from commit ``oid``: ``commit`` (full id), ``time``
     (commit time, seconds since the epoch), ``status`` and ``run`` (its
@@ -409,7 +422,8 @@ def reconcile(repo: Repo, book: Ledger, branch: str, base: str | None,
         run = kept.get(number)
         if run is None:
             problems.append(f"commit {info['commit'][:7]} on {branch} records run {number} as "
-                            "kept, but the ledger has no such keep")
+                            "kept, but the ledger has no such keep (git autoresearch doctor --fix "
+                            "restores its line when a keep of this tool made it)")
             continue
         metric_name = next((k for k in info["result"] if k != "status"), None)
         value = info["result"].get(metric_name) if metric_name else None

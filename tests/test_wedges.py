@@ -294,3 +294,65 @@ def test_a_git_repository_the_experiment_creates_is_named(repo: Path, ar: Tool,
     assert (sub / "f").read_text() == "y\n"  # nothing of it lost
     assert git(repo, "ls-tree", "-r", "--name-only", "HEAD").count("src/sub") == 0
     assert runs(repo)[-1]["nested_repositories"] == ["src/sub/"]
+
+
+def lose_line(repo: Path, number: int) -> None:
+    """Remove run ``number``'s line from the ledger, as a crash of an editor or a bad hand
+    edit would."""
+    ledger = repo / ".auto" / "log.jsonl"
+    kept = [line for line in ledger.read_text().splitlines()
+            if json.loads(line).get("run") != number or "type" in json.loads(line)]
+    ledger.write_text("\n".join(kept) + "\n")
+
+
+def test_a_lost_ledger_line_of_a_keep_stops_the_loop_until_doctor_restores_it(
+        repo: Path, ar: Tool) -> None:
+    """Run 2 was kept (80), its line then lost: the next run must not decide against the
+    baseline (100), keep a 90 as a gain, and mirror the ledger without run 2 into the state
+    ref. It is refused naming the lost run and doctor --fix, which restores the line."""
+    ar(repo, *start_args("--decision", "strict"))
+    write(repo / "value.txt", "80\n")
+    assert ar(repo, "run", "-d", "a gain", "--json").json()["status"] == "keep"
+    lose_line(repo, 2)
+    write(repo / "value.txt", "90\n")
+    for command in (["run", "-d", "worse than run 2"], ["measure"],
+                    ["discard", "-d", "worse than run 2"]):
+        res = ar(repo, *command, expect=3)
+        assert "run 2" in res.err and "doctor --fix" in res.err, (command, res.err)
+    assert (repo / "value.txt").read_text() == "90\n"  # nothing reverted
+    said = ar(repo, "status", "--json").json()["warnings"]
+    assert any("run 2" in w and "doctor --fix" in w for w in said), said
+    held = git(repo, "show", "refs/autoresearch/s1/state:log/00000.jsonl")
+    assert '"run":2,' in held.replace(" ", "")
+    ar(repo, "doctor", "--fix")
+    assert [r["run"] for r in runs(repo)] == [1, 2]
+    assert ar(repo, "run", "-d", "worse than run 2", "--json").json()["status"] == "discard"
+
+
+def test_a_keep_lost_from_the_state_ref_tip_comes_back_from_its_history(
+        repo: Path, ar: Tool) -> None:
+    """The state ref's tip lost run 2's line too (mirrored without it, its cache gone): doctor
+    finds the line in an earlier state commit and restores it, not a rebuild that no intent
+    record vouches for."""
+    ar(repo, *start_args("--decision", "strict"))
+    write(repo / "value.txt", "80\n")
+    ar(repo, "run", "-d", "a gain")
+    full = [r for r in runs(repo)]
+    write(repo / "value.txt", "70\n")
+    ar(repo, "run", "-d", "another gain")
+    scratch = repo / git(repo, "rev-parse", "--git-path", "autoresearch")
+    lose_line(repo, 2)
+    (scratch / "state-cache.json").unlink()
+    (scratch / "intent.json.done").unlink(missing_ok=True)
+    for old in scratch.glob("intent*"):
+        old.unlink()
+    ar(repo, "ideas", "add", "an idea")  # mirrors the session files: the tip lacks run 2
+    assert '"run":2,' not in git(repo, "show",
+                                 "refs/autoresearch/s1/state:log/00000.jsonl").replace(" ", "")
+    findings = ar(repo, "doctor", "--json", expect=3).json()["findings"]
+    assert any("run 2" in f["problem"] and f["fix"] and "state ref" in f["fix"]
+               for f in findings), findings
+    ar(repo, "doctor", "--fix")
+    restored = {r["run"]: r for r in runs(repo)}
+    assert restored[2] == full[1]
+    assert ar(repo, "doctor", "--json").json()["findings"] == []

@@ -94,6 +94,7 @@ def measure_cmd(as_json: bool) -> None:
     session = Session.open()
     session.check_recordable()  # the scope revert before measuring must not meet a merge
     with locked(session, "measure"):
+        session.check_kept_lines(head=True)
         before, found, caught = _hooks_and_measure(session, "measure", catch_up=True)
     if found is None:
         assert caught is not None
@@ -185,6 +186,7 @@ def run_cmd(description: str, asi_pairs: tuple[str, ...], asi_json: str | None, 
     session = Session.open()
     session.check_recordable()
     with locked(session, "run") as recovered:
+        session.check_kept_lines(head=True)
         before, result, caught = _hooks_and_measure(session, "run", catch_up=not dry_run)
         checkpoint("run:measured")
         best = session.segment.best
@@ -271,6 +273,7 @@ def _record_command(status: str) -> Callable[..., None]:
         session = Session.open()
         session.check_recordable()
         with locked(session, status) as recovered:
+            session.check_kept_lines()
             given_metrics = _given_metrics(metrics, metric, session.config.metric_name)
             choice = choose_measurement(session, status, pending.read(session), metric,
                                         given_metrics)

@@ -53,6 +53,20 @@ class History:
                 found.append(parts)
         return found
 
+    def blob_versions(self, rev: str, prefix: str) -> list[str]:
+        """Every blob a file under the folder ``prefix`` held in the history of ``rev``, each
+        once, newest first: the blobs each commit wrote there (``git log --raw
+        --no-abbrev``, whose lines read ``:<mode> <mode> <old> <new> <status>\t<path>``).
+        Empty when git refuses ``rev``."""
+        res = self.run("log", "--raw", "--no-abbrev", "--no-renames", "--format=", rev, "--",
+                       prefix, allow_non_zero=True)
+        found: dict[str, None] = {}
+        for line in res.text.splitlines() if res.returncode == 0 else []:
+            fields = line.split("\t")[0].split()
+            if line.startswith(":") and len(fields) == 5 and set(fields[3]) != {"0"}:
+                found.setdefault(fields[3])
+        return list(found)
+
     # mutation: equivalent only `False` -> `True`: git 2.39 reads both dates alike
     def date_seconds(self, when: str, *, until: bool = False) -> int | None:
         """``when`` as seconds since the epoch, read as ``git log --since`` (``--until`` with
