@@ -195,11 +195,31 @@ def revert(repo: Repo, bounds: Boundaries, changes: Changes, *, head: str, ref: 
                         *changes.staged_preexisting]
     created, tracked = revert_targets(bounds, changes, only)
     refuse_dirty_submodules(repo, tracked, "reverted")
+    refuse_missing_objects(repo, tracked, "reverted" if stage == "revert" else "set aside")
     record_attempt(repo, head, recordable, ref=ref, message=message, reset=staged_elsewhere,
                    renames=changes.case_renames)
     checkpoint(f"{stage}:after-attempt")
     finish_revert(repo, created, tracked, changes.staged_preexisting,
                   stage="set-aside" if stage == "set-aside" else "revert")
+
+
+def refuse_missing_objects(repo: Repo, paths: Sequence[str], what: str) -> None:
+    """:class:`Refused`, naming the first path and its object, when HEAD's version of any of
+    ``paths`` (the tracked paths a revert or set-aside would put back) is not in this partial
+    clone (:func:`~.git.objects.missing_at`): git would fetch it from the promisor remote
+    half-way through, and fail there while that remote is away. ``what`` says what was not
+    done (``reverted``, ``set aside``, ``kept``)."""
+    from .git.objects import missing_at
+
+    missing = missing_at(repo, "HEAD", paths)
+    if not missing:
+        return
+    path, oid = sorted(missing.items())[0]
+    others = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+    raise Refused(f"HEAD's version of {path}{others}, object {oid}, is not in this partial "
+                  f"clone, and putting the file back needs it: nothing was {what}; once the "
+                  f"remote {repo.promisor()} can be reached, git cat-file -p {oid} > /dev/null "
+                  "fetches it; then run the command again")
 
 
 def revert_targets(bounds: Boundaries, changes: Changes, only: list[str] | None = None

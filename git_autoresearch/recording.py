@@ -23,6 +23,7 @@ from .errors import Refused
 from .experiment import (
     Changes,
     plan_keep,
+    refuse_missing_objects,
     revert,
     revert_targets,
     save_snapshot,
@@ -321,6 +322,7 @@ def _keep(session: Session, intent: journal.Intent, draft: RunRecord, changes: C
     bounds = session.bounds
     plan = plan_keep(session.repo, bounds, changes)
     created, tracked = revert_targets(bounds, plan.revert_changes, plan.violations)
+    refuse_missing_objects(session.repo, tracked, "kept")
     journal.write(session.layout.intent, intent.but(
         to_stage=plan.to_stage, had_index=(session.repo.git_dir / "index").is_file(),
         created=created, tracked=tracked))

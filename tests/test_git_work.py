@@ -60,7 +60,8 @@ def test_run_numbers_never_repeat_whatever_the_cache_holds(repo: Path, ar: Tool)
         cache.write_text(stale)
         ledger = repo / ".auto" / "log.jsonl"
         lines = ledger.read_text().splitlines(keepends=True)
-        ledger.write_text("".join(lines[:-1]))  # the keep's ledger line is lost
+        ledger.write_text("".join(lines[:-1]))  # the keep's ledger line is lost, and the
+        git(repo, "update-ref", "-d", "refs/autoresearch/s1/state")  # state ref with it
         write(repo / "value.txt", "95\n")
         res = ar(repo, "discard", "-d", "worse", "--json").json()
         assert res["run"] == 3

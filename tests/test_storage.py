@@ -228,6 +228,11 @@ def test_a_kept_run_whose_line_was_lost_keeps_its_number(repo: Path, ar: Tool) -
     ar(repo, "keep", "-d", "kept", "--metric", "50")
     ledger.write_bytes(before)  # its line lost, as a full disk used to lose it
     write(repo / "value.txt", "40\n")
+    # Recorded now, the keep would be judged against the baseline, and the state ref would
+    # lose run 2's line: refused until doctor --fix puts the line back.
+    res = ar(repo, "keep", "-d", "next", "--metric", "40", expect=3)
+    assert "lost the line of kept run 2" in res.err and "doctor --fix" in res.err
+    ar(repo, "doctor", "--fix")
     assert ar(repo, "keep", "-d", "next", "--metric", "40", "--json").json()["run"] == 3
 
 

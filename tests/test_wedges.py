@@ -356,3 +356,42 @@ def test_a_keep_lost_from_the_state_ref_tip_comes_back_from_its_history(
     restored = {r["run"]: r for r in runs(repo)}
     assert restored[2] == full[1]
     assert ar(repo, "doctor", "--json").json()["findings"] == []
+
+
+@pytest.mark.parametrize("command,scope,delete", [
+    (["run", "-d", "worse"], None, False), (["run", "-d", "outside"], "value.txt", False),
+    (["keep", "-d", "outside", "--metric", "80"], "value.txt", False),
+    (["discard", "-d", "outside"], "value.txt", False),
+    (["run", "-d", "deleted"], "src", True), (["discard", "-d", "deleted"], None, True)])
+def test_a_partial_clone_whose_remote_is_away_refuses_before_changing_anything(
+        repo: Path, ar: Tool, tmp_path: Path, command: list[str], scope: str | None,
+        delete: bool) -> None:
+    """A sparse partial clone holds no blob of the files outside its cone; an experiment
+    that writes one (or deletes it) changes a file whose HEAD version git must fetch to put
+    it back, or to look for a rename. With the promisor remote away, every keep, revert and
+    set-aside that needs it is refused before anything changes, naming the file and the
+    object; the experiment is left as it was."""
+    import shutil
+
+    git(repo, "config", "uploadpack.allowFilter", "true")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--filter=blob:none", "--sparse", f"file://{repo}",
+        str(clone))
+    shutil.move(str(repo), str(tmp_path / "away"))
+    blob = git(clone, "rev-parse", "HEAD:src/lib.py")
+    ar(clone, *start_args("--allow-missing", *(["--scope", scope] if scope else [])))
+    write(clone / "src" / "lib.py", "def f():\n    return 2\n")
+    if delete:  # a file of the sparse cone's outside, once checked out, deleted
+        git(clone, "update-index", "--no-skip-worktree", "src/lib.py")
+        (clone / "src" / "lib.py").unlink()
+    write(clone / "value.txt", "120\n")
+    before = git(clone, "for-each-ref")
+    lines = (clone / ".auto" / "log.jsonl").read_text()
+    res = ar(clone, *command, expect=3)
+    assert "src/lib.py" in res.err and blob in res.err and "partial clone" in res.err
+    assert (clone / "src" / "lib.py").exists() != delete
+    assert delete or (clone / "src" / "lib.py").read_text() == "def f():\n    return 2\n"
+    assert (clone / "value.txt").read_text() == "120\n" or scope == "src"
+    assert git(clone, "for-each-ref") == before or scope == "src"
+    assert (clone / ".auto" / "log.jsonl").read_text() == lines
+    assert ar(clone, "doctor", "--json").json()["findings"] == []

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from .history import HEX_NAME
 from .process import split_z
 from .repo import Repo
+from .trees import absent_blobs
 
 
 def ls_tree(repo: Repo, commit: str, paths: Sequence[str]) -> list[tuple[str, str, str, str]]:
@@ -33,6 +34,17 @@ def tree_files(repo: Repo, rev: str) -> list[tuple[str, str, str]]:
         mode, _, oid = meta.split()
         found.append((mode, oid, path))
     return found
+
+
+def missing_at(repo: Repo, commit: str, paths: Sequence[str]) -> dict[str, str]:
+    """The files of ``paths`` (folders name the files below them) whose blob in ``commit``
+    is not in this repository, path -> blob id (:func:`~.trees.absent_blobs`: a partial
+    clone's, found without fetching); empty at once in a whole clone."""
+    if not paths or repo.promisor() is None:
+        return {}
+    entries = repo.tree_entries(commit, paths)
+    absent = absent_blobs(repo, [(mode, oid, path) for path, (mode, oid) in entries.items()])
+    return {path: oid for path, (_, oid) in entries.items() if oid in absent}
 
 
 def cat_blob(repo: Repo, oid: str) -> bytes:

@@ -16,10 +16,12 @@ from .process import COMMIT_HOOKS, Result, config_bool, split_z
 # signing, automatic maintenance): read in one ``git config --get-regexp``. The patterns of
 # :data:`COMMAND_PATTERNS` (each matching keys of this one only) are answered from it.
 COMMAND_CONFIG = (r"^(core\.ignorecase|core\.hookspath|hook\..*\.event|commit\.gpgsign|"
-                  r"maintenance\.auto)$")
+                  r"maintenance\.auto|extensions\.partialclone|remote\..*\.promisor)$")
+# A partial clone's promisor remote (:meth:`Settings.promisor`).
+PROMISOR_PATTERN = r"^(extensions\.partialclone|remote\..*\.promisor)$"
 COMMAND_PATTERNS = frozenset({
     r"^core\.ignorecase$", r"^(core\.hookspath|hook\..*\.event|commit\.gpgsign)$",
-    r"^maintenance\.auto$", r"^core\.hookspath$"})
+    r"^maintenance\.auto$", r"^core\.hookspath$", PROMISOR_PATTERN})
 
 
 class Settings:
@@ -58,6 +60,17 @@ class Settings:
             key, newline, value = item.partition("\n")
             found.append((key, value if newline else None))
         return found
+
+    def promisor(self) -> str | None:
+        """The remote a partial clone fetches missing objects from on demand: the first with
+        ``remote.<name>.promisor`` true, or the older ``extensions.partialClone``
+        (gitrepository-layout(5), git-config(1)); None in a whole clone."""
+        for key, value in self.config_entries(PROMISOR_PATTERN):
+            if key == "extensions.partialclone" and value:
+                return value
+            if key.startswith("remote.") and config_bool(value):
+                return key[len("remote."):-len(".promisor")]
+        return None
 
     def config_stamp(self) -> object:
         """What changes when a configuration file git reads here changes (the repository's,

@@ -37,15 +37,35 @@ def temporary_index(repo: Repo, *, copy_of_real: bool = True) -> Iterator[Index]
             leftover.unlink(missing_ok=True)
 
 
-def make_tree(repo: Repo, entries: Iterable[tuple[str, str, str]]) -> str:
+def make_tree(repo: Repo, entries: Iterable[tuple[str, str, str]], *,
+              missing_ok: bool = False) -> str:
     """Write the tree of ``entries`` ((mode such as ``100644``, blob id, path with ``/``
     separators)) and the trees of its folders, all through one interactive
-    ``git mktree --batch``; returns the top tree's id. Raises :class:`GitError`. A signal
-    waits until git is done, as in :func:`run_git`."""
+    ``git mktree --batch``; returns the top tree's id. ``missing_ok``: blobs this repository
+    does not hold may be named (``--missing``; a partial clone's, asked about by
+    :func:`absent_blobs`). Raises :class:`GitError`. A signal waits until git is done, as in
+    :func:`run_git`."""
     with signals.deferred():
-        return _make_tree(repo, entries)
+        return _make_tree(repo, entries, missing_ok)
 
-def _make_tree(repo: Repo, entries: Iterable[tuple[str, str, str]]) -> str:
+
+def absent_blobs(repo: Repo, entries: Iterable[tuple[str, str, str]]) -> set[str]:
+    """The blob ids of ``entries`` (as :func:`make_tree` takes them) that this repository
+    does not hold: in a partial clone (:meth:`Repo.promisor`), objects its promisor remote
+    has not sent, which git fetches when a command first reads them (and fails to, while
+    that remote is away). Found without fetching: a tree of them, walked by ``git rev-list
+    --objects --missing=print`` (a missing one printed as ``?<id>``) with lazy fetching off
+    (``GIT_NO_LAZY_FETCH``). Empty at once in a whole clone."""
+    entries = [entry for entry in entries if entry[0] != "160000"]  # commits: submodules'
+    if not entries or repo.promisor() is None:
+        return set()
+    tree = make_tree(repo, entries, missing_ok=True)
+    listing = repo.run("rev-list", "--objects", "--missing=print", tree,
+                       env={"GIT_NO_LAZY_FETCH": "1"}, allow_non_zero=True)
+    return {line[1:].strip() for line in listing.text.splitlines() if line.startswith("?")}
+
+
+def _make_tree(repo: Repo, entries: Iterable[tuple[str, str, str]], missing_ok: bool) -> str:
     folders: dict[str, list[str]] = {"": []}  # folder -> its blob lines
     children: dict[str, set[str]] = {}  # folder -> its subfolders
     for mode, oid, path in entries:
@@ -56,7 +76,8 @@ def _make_tree(repo: Repo, entries: Iterable[tuple[str, str, str]]) -> str:
             folders.setdefault(above, [])
             children.setdefault(above, set()).add(parent)
             parent = above
-    argv = ["git", "--literal-pathspecs", "mktree", "--batch"]
+    argv = ["git", "--literal-pathspecs", "mktree", "--batch",
+            *(["--missing"] if missing_ok else [])]
     started = time.perf_counter()
     proc = subprocess.Popen(argv, cwd=repo.top, env=git_environment(None),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -95,6 +116,10 @@ def renamed(repo: Repo, gone: Iterable[tuple[str, str, str]],
     ``git diff-tree -r -z -M --diff-filter=R`` between a tree of each. Raises
     :class:`GitError`."""
     gone, arrived = list(gone), list(arrived)
+    # A file whose content is not here (a partial clone's) cannot be compared without
+    # fetching it: it is taken as no rename.
+    absent = absent_blobs(repo, gone)
+    gone = [entry for entry in gone if entry[1] not in absent]
     if not gone or not arrived:
         return []
     old, new = make_tree(repo, gone), make_tree(repo, arrived)
