@@ -152,6 +152,9 @@ def _examine(session: Session, fix: bool) -> Examination:
 
     for left in left_slots(session.repo, session.config.session_id):
         exam.add(left)
+    linked = session.layout.linked()
+    if linked:  # every command that records refuses it
+        exam.add(linked.removesuffix("; nothing was changed"))
     _git_garbage(session, exam)
     if _check_files(session, exam):
         return exam
@@ -337,10 +340,11 @@ def _check_kept_runs(session: Session, exam: Examination, log: list[TrailerCommi
             finding.fix = "restore the run's line from the state ref"
             continue
         result = info["result"]
-        metric_name = next((k for k in result if k != "status"), None)
-        value = ledger_mod.finite(result.get(metric_name)) if metric_name else None
-        if metric_name is None or value is None:
+        metric_name = session.config.metric_name  # the segment the line goes into measures it
+        value = ledger_mod.finite(result.get(metric_name))
+        if value is None:
             finding.fix = None
+            finding.problem += f", and its Result trailer gives no {metric_name}"
             continue
         if not _intended(session, number, info["commit"], value):
             finding.fix = None

@@ -462,6 +462,10 @@ def _commit_with_hooks(repo: Repo, *, head: str, message: str, trailers: Mapping
     ``head`` when the trailers do not read back or a hook added a path ``allowed`` refuses."""
     if not repo.has_staged_changes():
         return None
+    try:
+        measured = repo.write_tree()  # what was measured, as the commit should hold it
+    except GitError as exc:
+        raise _commit_failed(exc.returncode, exc.stderr) from None
     res = repo.commit(message, extra_env={OUR_COMMIT_VARIABLE: "1"})
     if res.returncode != 0:
         raise _commit_failed(res.returncode, res.stderr)
@@ -472,6 +476,15 @@ def _commit_with_hooks(repo: Repo, *, head: str, message: str, trailers: Mapping
             problem = (f"a commit hook added {', '.join(extra[:5])}"
                        f"{' ...' if len(extra) > 5 else ''} to the commit, which a keep "
                        "never commits (outside the scope, or there before the experiment)")
+    if problem is None:
+        rewritten = repo.changed_paths(measured, commit)
+        if rewritten:
+            # A formatter that stages its rewrite (lint-staged, say): the commit would carry
+            # the measured metric for content that was never measured.
+            problem = (f"a commit hook changed {', '.join(rewritten[:5])}"
+                       f"{' ...' if len(rewritten) > 5 else ''} in the commit, so it would "
+                       "hold content that was not measured; its rewrite is left in the work "
+                       "tree: measure it (git autoresearch run)")
     if problem:
         repo.update_ref("HEAD", head, commit, "autoresearch: undo a keep refused after its commit")
         raise Refused(problem + "; HEAD was moved back, nothing was recorded")

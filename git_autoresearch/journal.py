@@ -20,7 +20,7 @@ from typing import Any, cast
 
 from .errors import AutoresearchError, Refused
 from .files import write_atomic
-from .git import DiskFull, GitError, Repo, said
+from .git import DiskFull, GitError, NotStaged, Repo, said
 from .records import RunRecord
 
 # The operations an intent record stands for; "unknown" is a record that cannot be read.
@@ -196,6 +196,13 @@ def git_failure(repo: Repo, path: Path, locks: list[Path], intent: Intent,
                 if op == "keep" else "nothing was changed or recorded")
         return Refused(f"{exc.message}; {done}; free space on that disk, then run the "
                        "command again")
+    if not locks and isinstance(exc, NotStaged) and untouched:
+        done = ("nothing was recorded, and the experiment is still in the work tree"
+                if op == "keep" else "nothing was changed or recorded")
+        return Refused(f"git would not stage a file of the experiment ({exc.said}): a clean "
+                       "filter or a line-ending rule (.gitattributes, core.safecrlf) refused "
+                       f"it, or it cannot be read; {done}; fix that, or undo the change to "
+                       "the file, and run the command again")
     if not locks:
         return exc
     lines = said(exc.stderr)

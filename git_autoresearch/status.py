@@ -264,6 +264,8 @@ def _session_problems(session: Session, branch: str) -> list[str]:
         from .slots import left_slots
 
         problems += left_slots(session.repo, session.config.session_id)
+        linked = session.layout.linked()
+        problems += [linked.removesuffix("; nothing was changed")] if linked else []
     return problems
 
 

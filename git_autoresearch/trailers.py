@@ -308,8 +308,11 @@ def ledger_from_trailers(repo: Repo, branch: str) -> Ledger:
     """Kept runs rebuilt from the ``Result:`` trailers on ``branch`` alone, oldest first,
     numbered by their ``Autoresearch-Run`` trailer where it has one (and it comes after the
     previous number), else one after the previous; a trailer whose status is not ``keep`` is
-    no kept run."""
-    segment = Segment(0, None)
+    no kept run. The primary metric is the first key after ``status`` (as pi-autoresearch
+    writes it); a commit whose primary metric is another than the previous one's begins a
+    segment of its own, so that two metrics are never compared."""
+    segments = [Segment(0, None)]
+    last = 0
     for entry in trailer_log(repo, branch):
         result = entry.result
         if result is None or result.get("status", "keep") != "keep":
@@ -318,16 +321,20 @@ def ledger_from_trailers(repo: Repo, branch: str) -> Ledger:
         value = result.get(name) if name else None
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             continue
+        segment = segments[-1]
+        if segment.header is not None and segment.header["metricName"] != name:
+            segment = Segment(segment.index + 1, None)
+            segments.append(segment)
         if segment.header is None:
             segment.header = {"type": "config", "name": f"kept runs on {branch}",
                               "metricName": name, "metricUnit": "", "bestDirection": "lower"}
-        last = segment.runs[-1].number if segment.runs else 0
         number = entry.run if entry.run is not None and entry.run > last else last + 1
+        last = number
         data = run_record(number, entry.commit[:7], value,
                           {k: v for k, v in result.items() if k not in ("status", name)},
-                          "keep", entry.subject, entry.time * 1000, 0)
-        segment.runs.append(Run(dict(data), number, 0))
-    return Ledger([segment], [], [], [])
+                          "keep", entry.subject, entry.time * 1000, segment.index)
+        segment.runs.append(Run(dict(data), number, segment.index))
+    return Ledger(segments, [], [], [])
 
 
 def bad_trailers(log: list[TrailerCommit]) -> list[str]:
@@ -370,7 +377,10 @@ def rewritten(repo: Repo, book: Ledger, branch: str, session_id: str, base: str 
     entries = trailer_log(repo, branch, base) if log is None else log
     now = {c.run: c.commit for c in entries
            if c.run is not None and c.result is not None and c.session == session_id}
-    metrics = {c.run: _primary(c.result) for c in entries if c.run in now}
+    names = {seg.index: (seg.header or {}).get("metricName") for seg in book.segments}
+    segment_of = {r.number: r.segment for r in book.runs if r.status == "keep"}
+    metrics = {c.run: primary_of(c.result, names.get(segment_of.get(c.run, -1)))
+               for c in entries if c.run is not None and c.run in now}
     # A commit whose Result says another metric than the ledger is no keep rewritten, but
     # one made by hand (an agent's, with its own figure): reconcile names it.
     moved = {r.number: str(r.data.get("commit") or "") for r in book.runs
@@ -391,10 +401,14 @@ def rewritten(repo: Repo, book: Ledger, branch: str, session_id: str, base: str 
     return found
 
 
-def _primary(result: Mapping[str, Any] | None) -> float | None:
-    """The primary metric of a parsed ``Result`` value: its first key besides ``status``
-    (the order :func:`result_trailer` writes); None when it has no number there."""
-    name = next((k for k in result or {} if k != "status"), None)
+def primary_of(result: Mapping[str, Any] | None, name: Any = None) -> float | None:
+    """The primary metric of a parsed ``Result`` value: metric ``name`` (the segment's
+    ``metricName``, when known: a trailer may list its metrics in any order, and one written
+    by hand or another tool may measure another), else its first key besides ``status`` (the
+    order :func:`result_trailer` and pi-autoresearch write); None when it has no number
+    there."""
+    if not isinstance(name, str) or not name:
+        name = next((k for k in result or {} if k != "status"), None)
     return _figure((result or {}).get(name)) if name is not None else None
 
 
@@ -414,6 +428,7 @@ def reconcile(repo: Repo, book: Ledger, branch: str, base: str | None,
     on_branch = {v["commit"][:7] for v in trailers.values()}
     if base:
         on_branch.add(base[:7])
+    metric_names = {seg.index: (seg.header or {}).get("metricName") for seg in book.segments}
     kept: dict[int, Run] = {}
     for r in book.runs:  # a number another tool wrote too: ours first
         if r.status == "keep" and (r.number not in kept or r.ours and not kept[r.number].ours):
@@ -425,9 +440,8 @@ def reconcile(repo: Repo, book: Ledger, branch: str, base: str | None,
                             "kept, but the ledger has no such keep (git autoresearch doctor --fix "
                             "restores its line when a keep of this tool made it)")
             continue
-        metric_name = next((k for k in info["result"] if k != "status"), None)
-        value = info["result"].get(metric_name) if metric_name else None
-        if isinstance(value, (int, float)) and run.metric is not None and value != run.metric:
+        value = primary_of(info["result"], metric_names.get(run.segment))
+        if value is not None and run.metric is not None and value != run.metric:
             problems.append(f"run {number}: the trailer says {value}, the ledger "
                             f"{json_number(run.metric)}")
     unsure = {number: str(run.data.get("commit", ""))[:7] for number, run in kept.items()

@@ -16,6 +16,7 @@ import pytest
 from conftest import BIN, Result, Tool, git, runs, start_args, write
 
 from git_autoresearch.commands import COMMAND_MODULES
+from git_autoresearch.git.process import OUR_READING
 from git_autoresearch.manpage import pages
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -352,8 +353,9 @@ def test_trace_names_every_git_process_of_a_keep_and_a_discard(repo: Path,
                               env=env, capture_output=True, text=True, check=True)
         traced = [line.split(" git ", 1)[1] for line in done.stderr.splitlines()
                   if line.startswith("git-autoresearch trace: ")]
-        # (the trace names a call's arguments after git's own option, cut at 200 characters)
-        called = [line.removeprefix("--literal-pathspecs ") for line in
+        # (the trace names a call's arguments after git's own options, cut at 200 characters)
+        ours = " ".join(OUR_READING) + " "
+        called = [line.removeprefix("--literal-pathspecs ").removeprefix(ours) for line in
                   noted.read_text().splitlines()]
         called = [line if len(line) <= 200 else line[:197] + "..." for line in called]
         assert traced == called and any("mktree" in c for c in called), (traced, called)

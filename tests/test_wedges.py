@@ -242,6 +242,11 @@ def test_a_session_folder_that_is_a_symbolic_link_is_refused(repo: Path, ar: Too
         assert ".auto is a symbolic link" in res.err, (command, res.err)
     assert (repo / "src" / "auto" / "STOP").exists()
     assert (repo / "src" / "auto" / "prompt.md").exists()
+    findings = ar(repo, "doctor", "--json", expect=3).json()["findings"]
+    assert any(".auto is a symbolic link" in f["problem"] and "mv src/auto" in f["problem"]
+               for f in findings), findings
+    assert any(".auto is a symbolic link" in w
+               for w in ar(repo, "status", "--json").json()["warnings"])
 
 
 @pytest.mark.parametrize("variable", ["GIT_DIR", "GIT_WORK_TREE"])
@@ -395,3 +400,141 @@ def test_a_partial_clone_whose_remote_is_away_refuses_before_changing_anything(
     assert git(clone, "for-each-ref") == before or scope == "src"
     assert (clone / ".auto" / "log.jsonl").read_text() == lines
     assert ar(clone, "doctor", "--json").json()["findings"] == []
+
+
+@pytest.mark.parametrize("tool", ["lint-staged", "commit-msg"])
+def test_a_commit_hook_that_rewrites_what_is_committed_keeps_nothing(repo: Path, ar: Tool,
+                                                                     tool: str) -> None:
+    """A formatter run by a pre-commit hook that stages its rewrite (as lint-staged does)
+    would commit content that was never measured under the measured metric. The keep is
+    refused, HEAD and the index as they were, the hook's rewrite left in the work tree to
+    be measured; a commit-msg hook that only edits the message is fine."""
+    ar(repo, *start_args("--decision", "strict"))
+    head = git(repo, "rev-parse", "HEAD")
+    if tool == "lint-staged":
+        write(repo / ".git" / "hooks" / "pre-commit",
+              "#!/bin/sh\nsed -i 's/^80$/81/' value.txt\ngit add value.txt\n", 0o755)
+    else:
+        write(repo / ".git" / "hooks" / "commit-msg",
+              "#!/bin/sh\nsed -i '1s/^/[perf] /' \"$1\"\n", 0o755)
+    write(repo / "value.txt", "80\n")
+    if tool == "commit-msg":
+        assert ar(repo, "run", "-d", "a gain", "--json").json()["status"] == "keep"
+        assert git(repo, "log", "-1", "--format=%s").startswith("[perf] ")
+        return
+    res = ar(repo, "run", "-d", "a gain", expect=3)
+    assert "commit hook changed value.txt" in res.err and "not measured" in res.err, res.err
+    assert git(repo, "rev-parse", "HEAD") == head
+    assert git(repo, "diff", "--cached", "--name-only") == ""
+    assert (repo / "value.txt").read_text() == "81\n"
+    assert [r["run"] for r in runs(repo)] == [1]
+    (repo / ".git" / "hooks" / "pre-commit").unlink()
+    done = ar(repo, "run", "-d", "the hook's rewrite, measured", "--json").json()
+    assert (done["status"], done["metric"]) == ("keep", 81)
+
+
+@pytest.mark.parametrize("rule", ["filter", "safecrlf"])
+@pytest.mark.parametrize("command", [["run", "-d", "x"], ["keep", "-d", "x", "--metric", "80"],
+                                     ["discard", "-d", "x"]])
+def test_a_file_git_will_not_stage_is_refused_by_name(repo: Path, ar: Tool, rule: str,
+                                                      command: list[str]) -> None:
+    """A required clean filter that fails, or core.safecrlf refusing a file's line endings:
+    git will not stage the file, so neither a keep nor the attempt of a revert can be
+    recorded. Refused (exit 3) quoting git's line, which names the file; nothing changed."""
+    ar(repo, *start_args("--decision", "strict"))
+    if rule == "filter":
+        write(repo / ".gitattributes", "*.dat filter=broken\n")
+        git(repo, "config", "filter.broken.clean", "false")
+        git(repo, "config", "filter.broken.required", "true")
+        write(repo / "src" / "table.dat", "1\n")
+        named = "src/table.dat"
+    else:
+        write(repo / ".gitattributes", "*.txt text=auto\n")
+        git(repo, "config", "core.safecrlf", "true")
+        write(repo / "src" / "notes.txt", b"a\r\nb\n")
+        named = "src/notes.txt"
+    git(repo, "add", ".gitattributes") if rule == "safecrlf" else None
+    write(repo / "value.txt", "80\n" if command[0] != "discard" else "120\n")
+    before = git(repo, "status", "--porcelain")
+    res = ar(repo, *command, expect=3)
+    assert "git would not stage" in res.err and named in res.err, res.err
+    assert "internal error" not in res.err and "git failed" not in res.err
+    assert git(repo, "status", "--porcelain") == before
+    assert [r["run"] for r in runs(repo)] == [1]
+    assert not list((repo / ".git" / "autoresearch").glob("intent.json"))
+
+
+HOSTILE_CONFIG = [
+    ("trailer.separators", "="), ("trailer.where", "start"), ("trailer.ifexists", "replace"),
+    ("log.showSignature", "true"), ("color.ui", "always"), ("core.pager", "false"),
+    ("core.quotePath", "true"), ("format.pretty", "fuller"), ("log.decorate", "full"),
+    ("diff.noprefix", "true"), ("diff.external", "false"), ("diff.renames", "copies"),
+    ("status.showUntrackedFiles", "no"), ("status.relativePaths", "true"),
+    ("core.abbrev", "12"), ("log.abbrevCommit", "true"), ("log.follow", "true"),
+    ("format.signOff", "true"), ("log.date", "relative"), ("core.commentChar", ";"),
+    ("commit.verbose", "true"), ("commit.cleanup", "verbatim"), ("status.short", "true"),
+    ("core.untrackedCache", "true"), ("i18n.logOutputEncoding", "ISO-8859-1"),
+    ("log.mailmap", "true"), ("diff.algorithm", "patience"), ("grep.patternType", "perl")]
+
+
+@pytest.mark.parametrize("hooks", [False, True])
+def test_user_configuration_that_changes_what_git_prints_changes_nothing(
+        repo: Path, ar: Tool, hooks: bool) -> None:
+    """Configuration that changes what git prints or how it reads trailers (colour, pagers,
+    signatures in log, quoting, trailer separators, encodings): the loop records, reads back
+    and finalizes as without it, through the plumbing keep and through git commit."""
+    for key, value in HOSTILE_CONFIG:
+        git(repo, "config", key, value)
+    if hooks:
+        write(repo / ".git" / "hooks" / "commit-msg", "#!/bin/sh\ntrue\n", 0o755)
+    write(repo / "src" / "é dir" / "f ü.txt", "1\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "a file with an odd name")
+    ar(repo, *start_args("--decision", "strict"))
+    write(repo / "src" / "é dir" / "f ü.txt", "2\n")
+    write(repo / "value.txt", "80\n")
+    assert ar(repo, "run", "-d", "a gain é", "--json").json()["status"] == "keep"
+    write(repo / "src" / "é dir" / "f ü.txt", "3\n")
+    write(repo / "value.txt", "120\n")
+    assert ar(repo, "run", "-d", "worse", "--json").json()["status"] == "discard"
+    assert (repo / "src" / "é dir" / "f ü.txt").read_text() == "2\n"
+    said = ar(repo, "status", "--json").json()
+    assert said["segment"]["best"]["run"] == 2 and said["warnings"] == []
+    assert [r["run"] for r in ar(repo, "log", "--json").json()] == [1, 2, 3]
+    assert ar(repo, "doctor", "--json").json()["findings"] == []
+    shown = ar(repo, "show", "2", "--json").json()
+    assert shown["record"]["metric"] == 80 and "f ü.txt" in shown["diff"]
+    assert ar(repo, "finalize", "--samples", "0", "--json").json()["runs"] == [2]
+
+
+def test_trailers_of_different_metrics_on_one_branch_are_not_compared(repo: Path,
+                                                                      ar: Tool) -> None:
+    """A branch read from its Result: trailers alone, whose commits measured one metric and
+    then another (time, then memory): each metric is a segment of its own, so 12 MB is not
+    taken for the best time."""
+    for value, result in (("90", '"time_ms":100'), ("80", '"time_ms":90'),
+                          ("70", '"memory_mb":12,"time_ms":300')):
+        write(repo / "value.txt", f"{value}\n")
+        git(repo, "commit", "-q", "-am", f"step {value}\n\nResult: {{\"status\":\"keep\","
+            f"{result}}}\n")
+    found = ar(repo, "log", "--json").json()
+    assert [(r["metric"], r["segment"]) for r in found] == [(100, 0), (90, 0), (12, 1)]
+    said = ar(repo, "status", "--json").json()
+    assert said["metric_name"] == "memory_mb" and said["segment"]["best"]["metric"] == 12
+
+
+def test_a_result_trailer_that_lists_another_metric_first_is_read_by_the_sessions_metric(
+        repo: Path, ar: Tool) -> None:
+    """A keep's message amended by another tool that put a metric of its own first in the
+    Result trailer: the session's metric (score) is still what the trailer is read by, so
+    doctor finds the amended keep, not a disagreement of 5 against 80."""
+    ar(repo, *start_args("--decision", "strict"))
+    write(repo / "value.txt", "80\n")
+    ar(repo, "run", "-d", "a gain")
+    message = git(repo, "log", "-1", "--format=%B")
+    git(repo, "commit", "-q", "--amend", "-m", message.replace(
+        '{"status":"keep","score":80}', '{"status":"keep","memory_mb":5,"score":80}'))
+    findings = ar(repo, "doctor", "--json", expect=3).json()["findings"]
+    assert [f["fix"] for f in findings] == ["update the ledger's commit fields"], findings
+    ar(repo, "doctor", "--fix")
+    assert ar(repo, "doctor", "--json").json()["findings"] == []

@@ -7,7 +7,8 @@ with ``allow_non_zero=True``. Only machine formats are parsed: ``-z`` lists, ``-
 git are literal (``--literal-pathspecs``), so a file named ``*`` or ``:(glob)x`` is that file and
 nothing else. It knows no session concept (no ref name, no trailer key).
 
-- :mod:`.process`: running git, its environment, errors (:class:`GitError`, :class:`DiskFull`)
+- :mod:`.process`: running git, its environment, errors (:class:`GitError`, :class:`DiskFull`,
+  :class:`NotStaged`)
   and the machine formats;
 - :mod:`.repo`: :class:`Repo`, the typed operations on a repository (its history questions in
   :mod:`.history`, its configuration questions in :mod:`.settings`);
@@ -26,6 +27,7 @@ from .process import (
     LOCATING_VARIABLES,
     DiskFull,
     GitError,
+    NotStaged,
     Result,
     StatusEntry,
     config_bool,
@@ -45,7 +47,7 @@ from .repo import Repo
 # mutation: equivalent read by star imports alone, and nothing imports this package with one
 __all__ = [
     "ABSENT", "COMMIT_HOOKS", "DISK_FULL_BYTES", "GITLINK", "LOCATING_VARIABLES", "DiskFull",
-    "GitError", "Repo", "Result", "StatusEntry", "config_bool", "current_folder", "fits_argv",
-    "free_bytes", "join_z", "run_git", "said", "show_prefix", "split_z", "temporary_objects",
-    "user_locale",
+    "GitError", "NotStaged", "Repo", "Result", "StatusEntry", "config_bool", "current_folder",
+    "fits_argv", "free_bytes", "join_z", "run_git", "said", "show_prefix", "split_z",
+    "temporary_objects", "user_locale",
 ]

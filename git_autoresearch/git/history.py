@@ -23,8 +23,9 @@ class History:
 
     def show_patch(self, rev: str) -> str:
         """Commit ``rev`` for people: ``commit <id>``, its message, a diffstat and the patch
-        (``git show --no-ext-diff --stat --patch``), decoded (invalid bytes replaced)."""
-        return self.run("show", "--no-ext-diff", "--stat", "--patch",
+        (``git show --no-color --no-ext-diff --stat --patch``), decoded (invalid bytes
+        replaced)."""
+        return self.run("show", "--no-color", "--no-ext-diff", "--stat", "--patch",
                         "--format=commit %H%n%n%B", rev).stdout.decode("utf-8", "replace")
 
     def commit_fields(self, rev: str, fields: Sequence[str]) -> list[str]:

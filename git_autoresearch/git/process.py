@@ -92,6 +92,19 @@ class DiskFull(GitError):
         self.free = free
 
 
+class NotStaged(GitError):
+    """git would not stage a file of the work tree (``git update-index --add``): a clean
+    filter that failed, a line-ending rule (``core.safecrlf``) that refused it, a file it
+    cannot read. What it said is quoted, never read."""
+
+    def __init__(self, failed: GitError) -> None:
+        super().__init__(failed.argv, failed.returncode, failed.stdout, failed.stderr)
+        lines = said(failed.stderr)
+        # git's last fatal line names the file; an error line before it, the filter.
+        self.said = next((ln.strip() for ln in reversed(lines) if ln.startswith("fatal:")),
+                         lines[-1].strip() if lines else f"exit {failed.returncode}")
+
+
 def free_bytes(folder: Path) -> int | None:
     """The bytes that can still be written on the filesystem of ``folder`` (root may use the
     blocks reserved for it), or None when it cannot be told."""
@@ -194,6 +207,17 @@ def trace(args: Sequence[str], code: int, seconds: float) -> None:
         pass
 
 
+# What the user's configuration must not change in what git prints to us: trailers are
+# ``Key: value``, as pi-autoresearch writes them (``trailer.separators`` set to ``=`` alone
+# would hide every one of ours); messages in UTF-8, as they are stored; no signature lines
+# in a log; no colour; patches with their ``a/`` and ``b/`` and paths unquoted, as people
+# and git apply read them. Not for git commit, whose hooks run under the user's own.
+OUR_READING = ("-c", "trailer.separators=:", "-c", "i18n.logOutputEncoding=UTF-8",
+               "-c", "log.showSignature=false", "-c", "color.ui=never",
+               "-c", "diff.noprefix=false", "-c", "diff.mnemonicPrefix=false",
+               "-c", "core.quotePath=false")
+
+
 def run_git(
     args: Sequence[str],
     *,
@@ -210,7 +234,8 @@ def run_git(
     A signal that arrives meanwhile waits until git is done (:func:`signals.deferred`): git
     killed half-way would leave its ``*.lock`` files behind.
     """
-    argv = ["git", "--literal-pathspecs", *args]
+    ours = () if args and args[0] == "commit" else OUR_READING
+    argv = ["git", "--literal-pathspecs", *ours, *args]
     started = time.perf_counter()
     try:
         with signals.deferred():

@@ -13,6 +13,7 @@ from .process import (
     DISK_FULL_BYTES,
     DiskFull,
     GitError,
+    NotStaged,
     Result,
     StatusEntry,
     clock,
@@ -311,8 +312,13 @@ class Repo(History, Settings):
         dropped = set(gone)
         present = [p for p in paths if p not in dropped]
         if present:
-            self.run("update-index", "--add", "--remove", "--replace", "-z", "--stdin",
-                     input=join_z(present), env=env)
+            try:
+                self.run("update-index", "--add", "--remove", "--replace", "-z", "--stdin",
+                         input=join_z(present), env=env)
+            except DiskFull:
+                raise
+            except GitError as exc:
+                raise NotStaged(exc) from None
 
     def reachable(self, path: str) -> bool:
         """Whether ``path`` exists in the work tree with a real folder at each level above it
