@@ -33,7 +33,7 @@ from .state import FILES as STATE_FILES
 from .state import LINK as STATE_LINK
 from .state import current as current_state
 from .state import forget as forget_state_cache
-from .state import lines_in_history
+from .state import lines_in_history, mirrored_keeps
 from .state import read as read_state
 from .trailers import (
     TrailerCommit,
@@ -158,22 +158,26 @@ def _examine(session: Session, fix: bool) -> Examination:
     _git_garbage(session, exam)
     if _check_files(session, exam):
         return exam
+    # Read before any repair forgets the mirror's cache: the keeps the state ref was last
+    # mirrored with, whose lines the ledger lost (a loop refuses to go on without them).
+    kept_now = session.kept_lines()
+    lost_keeps = [] if kept_now is None else mirrored_keeps(session.repo,
+                                                           session.config.session_id, kept_now)
     _check_lost_lines(session, exam, fix)
     _check_header(session, exam, fix)
-    _check_malformed(session, exam, fix)
+    saved_lines = _state_lines(session)
+    restored = _check_malformed(session, exam, fix, saved_lines)
     _check_interrupted(session, exam, fix)
     exists, problem = branch_problem(session)
     if problem:
         exam.add(problem)
     exam.finished = finished(session)
-    baseline = session.baseline_problem() or session.baseline_doubt()
-    if baseline:
-        exam.add(baseline)
     log = _check_trailers(session, exam, exists)
     _check_rewritten(session, exam, log, fix)
-    saved_lines = _state_lines(session)
-    additions = _check_kept_runs(session, exam, log, saved_lines)
+    additions = dict(restored)
+    additions.update(_check_kept_runs(session, exam, log, saved_lines, additions))
     additions.update(_check_attempts(session, exam, saved_lines, additions))
+    additions.update(_check_lost_keeps(session, exam, lost_keeps, saved_lines, additions))
     _check_named_refs(session, exam)
     _check_scope_refs(session, exam)
     if fix and additions:
@@ -182,8 +186,25 @@ def _examine(session: Session, fix: bool) -> Examination:
             if finding.fix and finding.fix.startswith(("restore the run", "rebuild the run")):
                 finding.fixed = True
         session.reload()
+    baseline = session.baseline_problem() or session.baseline_doubt()
+    if baseline and not (not fix and _restores_baseline(session, additions)):
+        exam.add(baseline)
     _check_state(session, exam, fix)
     return exam
+
+
+def _restores_baseline(session: Session, additions: dict[int, bytes]) -> bool:
+    """Whether a line ``additions`` would restore is a keep of the current segment before its
+    first kept run: the segment's baseline, lost, which ``--fix`` puts back."""
+    segment = session.segment
+    first = segment.baseline.number if segment.baseline is not None else None
+    for number, line in additions.items():
+        book = ledger_mod.parse(line)
+        run = book.runs[0] if book.runs else None
+        if run is not None and run.status == "keep" and run.data.get("segment") == segment.index \
+                and (first is None or number < first):
+            return True
+    return False
 
 
 def _check_files(session: Session, exam: Examination) -> bool:
@@ -242,19 +263,47 @@ def _check_header(session: Session, exam: Examination, fix: bool) -> None:
         session.reload()
 
 
-def _check_malformed(session: Session, exam: Examination, fix: bool) -> None:
-    """Ledger lines that are no readable record: moved aside."""
+def _check_malformed(session: Session, exam: Examination, fix: bool,
+                     saved_lines: dict[int, bytes]) -> dict[int, bytes]:
+    """Ledger lines that are no readable record: moved aside. Returns the lines that put back
+    the runs they named (run number -> line), from the state ref's tip or history (added to
+    ``saved_lines``): a run's line damaged by hand comes back as it was recorded."""
     book = session.ledger
     if not book.malformed:
-        return
+        return {}
+    named = [bad.run for bad in book.malformed if bad.run is not None
+             and book.find(bad.run) is None]
+    _from_history(session, saved_lines, named)
+    restored = {number: saved_lines[number] for number in named if number in saved_lines}
     found = [exam.add(f"ledger line {bad.line} is not a readable record ({bad.reason})",
-                      "move it to .auto/log.rejected.jsonl") for bad in book.malformed]
+                      "move it to .auto/log.rejected.jsonl"
+                      + (f" and restore run {bad.run}'s line from the state ref"
+                         if bad.run in restored else "")) for bad in book.malformed]
     if fix:
         set_aside(session.layout.ledger, book.malformed)
         forget_state_cache(session.repo)
         for finding in found:
             finding.fixed = True
         session.reload()
+    return restored
+
+
+def _check_lost_keeps(session: Session, exam: Examination, lost: list[int],
+                      saved_lines: dict[int, bytes], known: dict[int, bytes]
+                      ) -> dict[int, bytes]:
+    """Kept runs the state ref was last mirrored with whose lines the ledger lost, and that
+    nothing else here restores (a baseline, a keep that committed nothing: no trailer or
+    attempt ref names them); the lines that restore them, from the state ref."""
+    wanted = [n for n in lost if n not in known and session.ledger.find(n) is None]
+    _from_history(session, saved_lines, wanted)
+    additions = {}
+    for number in wanted:
+        finding = exam.add(f"run {number} was kept and the state ref holds its line, but the "
+                           f"ledger lost it")
+        if number in saved_lines:
+            additions[number] = saved_lines[number]
+            finding.fix = "restore the run's line from the state ref"
+    return additions
 
 
 def _check_interrupted(session: Session, exam: Examination, fix: bool) -> None:
@@ -316,15 +365,17 @@ def _check_rewritten(session: Session, exam: Examination, log: list[TrailerCommi
 
 
 def _check_kept_runs(session: Session, exam: Examination, log: list[TrailerCommit],
-                     saved_lines: dict[int, bytes]) -> dict[int, bytes]:
-    """Kept runs the branch's trailers record that the ledger lacks or calls otherwise;
-    the lines that restore them (run number -> line): from the state ref, or rebuilt from
-    the trailer."""
+                     saved_lines: dict[int, bytes], known: dict[int, bytes]
+                     ) -> dict[int, bytes]:
+    """Kept runs the branch's trailers record that the ledger lacks (and ``known`` does not
+    restore) or calls otherwise; the lines that restore them (run number -> line): from the
+    state ref, or rebuilt from the trailer."""
     book = session.ledger
     base = (book.segments[0].header or {}).get("base_commit")
     additions: dict[int, bytes] = {}
     branch = session_branch(session.config.session_id)
-    kept = read_trailers(session.repo, branch, base, log)
+    kept = {n: info for n, info in read_trailers(session.repo, branch, base, log).items()
+            if n not in known}
     _from_history(session, saved_lines, [n for n in kept if book.find(n, ours=True) is None])
     for number, info in sorted(kept.items()):
         run = book.find(number, ours=True)

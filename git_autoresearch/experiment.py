@@ -206,9 +206,9 @@ def revert(repo: Repo, bounds: Boundaries, changes: Changes, *, head: str, ref: 
 def refuse_missing_objects(repo: Repo, paths: Sequence[str], what: str) -> None:
     """:class:`Refused`, naming the first path and its object, when HEAD's version of any of
     ``paths`` (the tracked paths a revert or set-aside would put back) is not in this partial
-    clone (:func:`~.git.objects.missing_at`): git would fetch it from the promisor remote
-    half-way through, and fail there while that remote is away. ``what`` says what was not
-    done (``reverted``, ``set aside``, ``kept``)."""
+    clone and its promisor remote does not send it now (:func:`~.git.objects.missing_at`):
+    git would fetch it half-way through, and fail there while that remote is away. ``what``
+    says what was not done (``reverted``, ``set aside``, ``kept``)."""
     from .git.objects import missing_at
 
     missing = missing_at(repo, "HEAD", paths)
@@ -217,9 +217,9 @@ def refuse_missing_objects(repo: Repo, paths: Sequence[str], what: str) -> None:
     path, oid = sorted(missing.items())[0]
     others = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
     raise Refused(f"HEAD's version of {path}{others}, object {oid}, is not in this partial "
-                  f"clone, and putting the file back needs it: nothing was {what}; once the "
-                  f"remote {repo.promisor()} can be reached, git cat-file -p {oid} > /dev/null "
-                  "fetches it; then run the command again")
+                  f"clone, and its remote {repo.promisor()} did not send it: putting the file "
+                  f"back needs it, so nothing was {what}; once the remote can be reached, run "
+                  "the command again (it fetches the object first)")
 
 
 def revert_targets(bounds: Boundaries, changes: Changes, only: list[str] | None = None

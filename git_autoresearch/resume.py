@@ -26,6 +26,7 @@ from .session import Session
 from .start import listing, uncommitted
 from .start_record import finish_start
 from .state import forget as forget_state_cache
+from .state import lines_in_history
 
 if TYPE_CHECKING:
     from .hooks import HookReport
@@ -227,10 +228,21 @@ def _repair_session_files(repo: Repo, layout: Layout, sid: str) -> list[str]:
             raise Refused(f"session {sid} has no .auto/config.toml and no state ref to restore "
                           "it from")
         exclude_auto(repo)
-        notes = repairs.set_aside(layout.ledger, ledger_mod.read(layout.ledger).malformed)
+        book = ledger_mod.read(layout.ledger)
+        notes = repairs.set_aside(layout.ledger, book.malformed)
         if notes:
             # The ledger is shorter on purpose: the state ref must take it as it is now.
             forget_state_cache(repo)
+            # A run's line damaged by hand comes back as it was recorded, when the state
+            # ref's history holds it.
+            named = [bad.run for bad in book.malformed
+                     if bad.run is not None and book.find(bad.run) is None]
+            back = lines_in_history(repo, sid, named) if named else {}
+            if back:
+                repairs.insert_runs(layout.ledger, back)
+                notes.append(f"the line{'s' if len(back) > 1 else ''} of run"
+                             f"{'s' if len(back) > 1 else ''} "
+                             f"{', '.join(map(str, sorted(back)))} restored from the state ref")
         return actions + notes
 
 

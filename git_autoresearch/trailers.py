@@ -442,7 +442,7 @@ def reconcile(repo: Repo, book: Ledger, branch: str, base: str | None,
             continue
         value = primary_of(info["result"], metric_names.get(run.segment))
         if value is not None and run.metric is not None and value != run.metric:
-            problems.append(f"run {number}: the trailer says {value}, the ledger "
+            problems.append(f"run {number}: the trailer says {json_number(value)}, the ledger "
                             f"{json_number(run.metric)}")
     unsure = {number: str(run.data.get("commit", ""))[:7] for number, run in kept.items()
               if number not in trailers and str(run.data.get("commit", ""))[:7] not in on_branch}

@@ -400,6 +400,10 @@ def test_a_partial_clone_whose_remote_is_away_refuses_before_changing_anything(
     assert git(clone, "for-each-ref") == before or scope == "src"
     assert (clone / ".auto" / "log.jsonl").read_text() == lines
     assert ar(clone, "doctor", "--json").json()["findings"] == []
+    shutil.move(str(tmp_path / "away"), str(repo))  # the remote back: the objects come
+    ar(clone, *command, expect=None)
+    assert ar(clone, "doctor", "--json").json()["findings"] == []
+    assert len(runs(clone)) == 2
 
 
 @pytest.mark.parametrize("tool", ["lint-staged", "commit-msg"])
@@ -537,4 +541,44 @@ def test_a_result_trailer_that_lists_another_metric_first_is_read_by_the_session
     findings = ar(repo, "doctor", "--json", expect=3).json()["findings"]
     assert [f["fix"] for f in findings] == ["update the ledger's commit fields"], findings
     ar(repo, "doctor", "--fix")
+    assert ar(repo, "doctor", "--json").json()["findings"] == []
+
+
+def test_a_lost_baseline_line_comes_back_from_the_state_ref(repo: Path, ar: Tool) -> None:
+    """The baseline committed nothing, so no trailer or attempt ref names it: the state ref's
+    ledger is what holds it. A loop refused for its loss is cleared by doctor --fix."""
+    ar(repo, *start_args("--decision", "strict"))
+    write(repo / "value.txt", "120\n")
+    ar(repo, "run", "-d", "worse")
+    lose_line(repo, 1)
+    write(repo / "value.txt", "90\n")
+    assert "kept run 1" in ar(repo, "run", "-d", "x", expect=3).err
+    findings = ar(repo, "doctor", "--json", expect=3).json()["findings"]
+    assert any("run 1" in f["problem"] and f["fix"] for f in findings), findings
+    ar(repo, "doctor", "--fix")
+    assert [r["run"] for r in runs(repo)] == [1, 2]
+    assert ar(repo, "run", "-d", "x", "--json").json()["status"] == "keep"
+    assert ar(repo, "doctor", "--json").json()["findings"] == []
+
+
+@pytest.mark.parametrize("by_resume", [False, True])
+def test_a_run_line_made_unreadable_comes_back_from_the_state_ref(repo: Path, ar: Tool,
+                                                                  by_resume: bool) -> None:
+    """A kept run's line given a field of the wrong type is set aside by doctor --fix (or
+    resume), as any malformed line is, and its good version comes back from the state ref:
+    the baseline stays the baseline."""
+    kept_then_edited(repo, ar, "metric", "12")
+    ledger = repo / ".auto" / "log.jsonl"
+    lines = ledger.read_text().splitlines()
+    first = next(i for i, line in enumerate(lines) if json.loads(line).get("run") == 1)
+    good = lines[first]
+    record = json.loads(good)
+    record["samples"] = "100"
+    lines[first] = json.dumps(record)
+    ledger.write_text("\n".join(lines) + "\n")
+    ar(repo, "resume" if by_resume else "doctor", *([] if by_resume else ["--fix"]))
+    assert [json.loads(x) for x in ledger.read_text().splitlines()
+            if json.loads(x).get("run") == 1] == [json.loads(good)]
+    assert [r["run"] for r in runs(repo)] == [1, 2]
+    assert "12" in (repo / ".auto" / "log.rejected.jsonl").read_text()
     assert ar(repo, "doctor", "--json").json()["findings"] == []

@@ -38,12 +38,22 @@ def tree_files(repo: Repo, rev: str) -> list[tuple[str, str, str]]:
 
 def missing_at(repo: Repo, commit: str, paths: Sequence[str]) -> dict[str, str]:
     """The files of ``paths`` (folders name the files below them) whose blob in ``commit``
-    is not in this repository, path -> blob id (:func:`~.trees.absent_blobs`: a partial
-    clone's, found without fetching); empty at once in a whole clone."""
-    if not paths or repo.promisor() is None:
+    is not in this repository, path -> blob id: in a partial clone, those its promisor remote
+    has not sent (:func:`~.trees.absent_blobs`) and does not send now, asked for all at once
+    as git's own prefetch asks (``git fetch`` of the ids, with the noop negotiation and
+    nothing written but the objects); empty at once in a whole clone."""
+    remote = repo.promisor()
+    if not paths or remote is None:
         return {}
     entries = repo.tree_entries(commit, paths)
-    absent = absent_blobs(repo, [(mode, oid, path) for path, (mode, oid) in entries.items()])
+    listed = [(mode, oid, path) for path, (mode, oid) in entries.items()]
+    absent = absent_blobs(repo, listed)
+    if absent:
+        repo.run("-c", "fetch.negotiationAlgorithm=noop", "fetch", "--quiet", "--no-tags",
+                 "--no-write-fetch-head", "--recurse-submodules=no", "--filter=blob:none",
+                 "--stdin", remote, input="".join(f"{oid}\n" for oid in sorted(absent)).encode(),
+                 allow_non_zero=True)
+        absent = absent_blobs(repo, [entry for entry in listed if entry[1] in absent])
     return {path: oid for path, (_, oid) in entries.items() if oid in absent}
 
 
