@@ -31,7 +31,12 @@ EXIT_STATUS = [  # the README's table of exit codes
           "uncommitted changes or lacking the commit HEAD records, a start that was "
           "interrupted (resume finishes it), a dirty tree at start, a --session-id that an "
           "earlier session has (refs under refs/autoresearch/<id>/), a baseline that failed, "
-          "doctor finding problems it did not fix, a missing optional dependency."),
+          "doctor finding problems it did not fix, a missing optional dependency, a ledger "
+          "that lost the line of a kept run (doctor --fix restores it), a file git will not "
+          "stage (a clean filter or line-ending rule refused it), a commit hook that rewrote "
+          "what a keep commits, a partial clone whose remote cannot send an object a revert "
+          "needs, a session folder that is a symbolic link, GIT_DIR or GIT_WORK_TREE naming "
+          "another repository, a folder where the session's lock file goes."),
     ("4", "The loop should stop: .auto/STOP found, max_experiments reached or "
           "max_duration spent."),
     ("129, 130, 143", "Hung up (SIGHUP: the terminal or ssh session closed), interrupted "

@@ -67,7 +67,16 @@ def resume_cmd(session_id: str | None, as_json: bool) -> None:
 @json_option
 def doctor_cmd(fix: bool, as_json: bool) -> None:
     """Reconcile the ledger, the trailers on the branch, the attempt and scope refs and the
-    state ref. Exits 3 when a problem is left that it did not fix."""
+    state ref. Exits 3 when a problem is left that it did not fix.
+
+    Each finding names what clears it: --fix restores a lost or damaged ledger line from the
+    state ref (its tip, or an earlier state commit when the loss was mirrored since), rebuilds
+    one from an attempt commit or a keep's trailers when an intent record vouches for it, sets
+    malformed lines aside, finishes or rolls back an interrupted keep or revert, and mirrors
+    the state ref again. Named for a person: git's lock files left behind (rm them once no git
+    process runs), processes an earlier measurement left running (kill them), a session
+    folder that is a symbolic link (move it back), commits with our trailers that no keep of
+    the tool made, and set-asides no run names."""
     from ..doctor import examine, render
     from ..session import Session
 
