@@ -446,3 +446,36 @@ def test_a_lock_on_our_attempt_ref_taken_during_the_measurement_is_named(experim
     record = ar(top, "discard", "-d", "after", "--json").json()
     assert (record["run"], record["status"], record["metric"]) == (2, "discard", 500)
     assert (top / "value.txt").read_text() == "100\n"
+
+
+@pytest.mark.parametrize("step,command", [("revert:after-attempt", ["discard", "-d", "x"]),
+                                          ("keep:staging", ["keep", "-d", "x", "--metric",
+                                                            "50"])])
+def test_a_lock_another_git_holds_for_a_moment_does_not_fail_a_revert_or_keep(
+        experiment: Path, ar: Tool, step: str, command: list[str]) -> None:
+    """A git status of an editor or of a concurrent command takes the index's lock for a
+    moment, mid-way through our revert or keep: the step that met it is run again once the
+    lock is gone, and the run is recorded."""
+    import threading
+
+    top = experiment
+    lock = top / ".git" / "index.lock"
+
+    def release() -> None:
+        deadline = time.monotonic() + 20
+        while not lock.exists() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        time.sleep(0.15)
+        lock.unlink(missing_ok=True)
+
+    other = threading.Thread(target=release)
+    other.start()
+    proc = subprocess.run([*TOOL, *command, "--json"], cwd=top, capture_output=True,
+                          text=True, env={**os.environ, "GIT_AUTORESEARCH_CREATE_AT": step,
+                                          "GIT_AUTORESEARCH_CREATE_FILE": str(lock)})
+    other.join()
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["status"] == command[0]
+    assert git(top, "status", "--porcelain") == ("" if command[0] == "discard"
+                                                 else git(top, "status", "--porcelain"))
+    assert not (top / ".git" / "autoresearch" / "intent.json").exists()

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -43,6 +44,11 @@ def reads_only(args: Sequence[str]) -> bool:
         return "--get-regexp" in args
     return args[0] in READ_ONLY_COMMANDS
 
+
+# Commands that write the real index and do the same when run again; one that fails is run
+# again (:meth:`Repo._run_retried`) in case another git process held the index's lock.
+INDEX_WRITERS = frozenset({"update-index", "restore", "reset", "read-tree"})
+INDEX_TRIES = 3
 
 class Repo(History, Settings):
     """A work tree and its git directories, resolved once to absolute paths.
@@ -131,8 +137,7 @@ class Repo(History, Settings):
                 self._config = None
         started = clock()
         try:
-            return run_git(args, cwd=self.top, input=input, env=env,
-                           allow_non_zero=allow_non_zero)
+            return self._run_retried(args, input, env, allow_non_zero)
         except GitError as exc:
             free = free_bytes(self.common_dir)
             if free is None or free >= DISK_FULL_BYTES:
@@ -141,6 +146,32 @@ class Repo(History, Settings):
                 if mtime >= started:  # another git's (older) files are never touched
                     path.unlink(missing_ok=True)
             raise DiskFull(exc, self.common_dir, free_bytes(self.common_dir) or 0) from None
+
+    def _run_retried(self, args: Sequence[str], input: bytes | None,
+                     env: Mapping[str, str] | None, allow_non_zero: bool) -> Result:
+        """:func:`run_git`; a command of :data:`INDEX_WRITERS` on the real index that fails
+        is run again, up to :data:`INDEX_TRIES` times in all, once no ``index.lock`` is there
+        (waiting up to a second): another git process (a ``git status`` of an editor, of the
+        user, of a concurrent command of ours) may have held the index's lock for a moment.
+        Each of those commands does the same whether it ran before or not."""
+        if args[0] not in INDEX_WRITERS or (env and "GIT_INDEX_FILE" in env):
+            return run_git(args, cwd=self.top, input=input, env=env,
+                           allow_non_zero=allow_non_zero)
+        for _ in range(INDEX_TRIES - 1):
+            res = run_git(args, cwd=self.top, input=input, env=env, allow_non_zero=True)
+            free = free_bytes(self.common_dir)
+            if res.returncode == 0 or (free is not None and free < DISK_FULL_BYTES):
+                break
+            lock = self.git_dir / "index.lock"
+            deadline = clock() + 1.0
+            while lock.exists() and clock() < deadline:
+                time.sleep(0.01)
+        else:
+            return run_git(args, cwd=self.top, input=input, env=env,
+                           allow_non_zero=allow_non_zero)
+        if res.returncode != 0 and not allow_non_zero:
+            raise GitError(["git", *args], res.returncode, res.stdout, res.stderr)
+        return res
 
     # --- references -------------------------------------------------------------------------
 
