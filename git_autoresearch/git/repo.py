@@ -379,7 +379,9 @@ class Repo(History, Settings):
         known = set(self.indexed(paths)) | set(self.blobs("HEAD", paths))
         unknown = [p for p in paths if p not in known]
         if not unknown:
-            raise GitError(["git", *argv], res.returncode, res.stdout, res.stderr)
+            # Run again as a call that may fail: a full disk is then told as one (DiskFull).
+            self.run(*argv, input=join_z(paths))
+            return
         for path in unknown:
             try:
                 (self.top / path).unlink()
