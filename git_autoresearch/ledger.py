@@ -409,6 +409,9 @@ def field_problem(record: Mapping[str, Any]) -> str | None:
     if samples is not _ABSENT and (type(samples) is not list
                                    or any(type(v) not in _NUMBER for v in samples)):
         return "'samples' is not a list of numbers"
+    if "metric" in record and get("metric") is None and get("status", "keep") == "keep":
+        # No writer records a keep without its figure (a failed measurement is a crash).
+        return "a kept run with a null 'metric'"
     return None
 
 

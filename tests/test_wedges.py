@@ -561,9 +561,11 @@ def test_a_lost_baseline_line_comes_back_from_the_state_ref(repo: Path, ar: Tool
     assert ar(repo, "doctor", "--json").json()["findings"] == []
 
 
+@pytest.mark.parametrize("field,value", [("samples", "100"), ("metric", None)])
 @pytest.mark.parametrize("by_resume", [False, True])
 def test_a_run_line_made_unreadable_comes_back_from_the_state_ref(repo: Path, ar: Tool,
-                                                                  by_resume: bool) -> None:
+                                                                  by_resume: bool, field: str,
+                                                                  value: object) -> None:
     """A kept run's line given a field of the wrong type is set aside by doctor --fix (or
     resume), as any malformed line is, and its good version comes back from the state ref:
     the baseline stays the baseline."""
@@ -573,7 +575,7 @@ def test_a_run_line_made_unreadable_comes_back_from_the_state_ref(repo: Path, ar
     first = next(i for i, line in enumerate(lines) if json.loads(line).get("run") == 1)
     good = lines[first]
     record = json.loads(good)
-    record["samples"] = "100"
+    record[field] = value  # a kept run without a metric is no readable record either
     lines[first] = json.dumps(record)
     ledger.write_text("\n".join(lines) + "\n")
     ar(repo, "resume" if by_resume else "doctor", *([] if by_resume else ["--fix"]))
@@ -582,3 +584,5 @@ def test_a_run_line_made_unreadable_comes_back_from_the_state_ref(repo: Path, ar
     assert [r["run"] for r in runs(repo)] == [1, 2]
     assert "12" in (repo / ".auto" / "log.rejected.jsonl").read_text()
     assert ar(repo, "doctor", "--json").json()["findings"] == []
+    write(repo / "value.txt", "70\n")
+    assert ar(repo, "run", "-d", "after the repair", "--json").json()["status"] == "keep"
