@@ -20,7 +20,7 @@ from typing import Any, cast
 
 from .errors import AutoresearchError, Refused
 from .files import write_atomic
-from .git import DiskFull, GitError, NotStaged, Repo, said
+from .git import DiskFull, GitError, NotStaged, Repo, said_why
 from .records import RunRecord
 
 # The operations an intent record stands for; "unknown" is a record that cannot be read.
@@ -205,9 +205,7 @@ def git_failure(repo: Repo, path: Path, locks: list[Path], intent: Intent,
                        "the file, and run the command again")
     if not locks:
         return exc
-    lines = said(exc.stderr)
-    line = next((ln.strip() for ln in lines if ln.startswith(("fatal:", "error:"))),
-                lines[-1].strip() if lines else f"exit {exc.returncode}")
+    line = said_why(exc.stderr, exc.returncode)
     message = (f"git could not finish the {op} of run {number}: its lock file {locks[0]} "
                f"exists (git said: {line}); ")
     if untouched:

@@ -167,7 +167,7 @@ def _spawn(argv: Sequence[str], options: dict[str, Any]) -> subprocess.Popen[byt
     which only commands that run the user's commands pay. Its ``local.env`` is a snapshot of our
     environment taken at its import, and it merges that under ``env``: it is emptied for the
     call, so that only ``options["env"]`` counts (no ``GIT_DIR`` of a calling hook comes back).
-    plumbum's own ``timeout`` is not used: it ends only the direct child (plumbum issue 685);
+    plumbum's own ``timeout`` is not used: it ends only the direct child, not its group;
     :func:`process_group` ends the whole group instead."""
     from plumbum import local
 

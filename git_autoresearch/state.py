@@ -70,12 +70,7 @@ def mirror(repo: Repo, auto: Path, session_id: str, message: str, *,
     ref = state_ref(session_id)
     repo.scratch.mkdir(parents=True, exist_ok=True)
     cache_path = repo.scratch / "state-cache.json"
-    try:
-        cache = json.loads(cache_path.read_text()) if use_cache else {}
-    except (FileNotFoundError, ValueError):
-        cache = {}
-    if not isinstance(cache, dict):
-        cache = {}
+    cache = _read_cache(repo) if use_cache else {}
     entries, links, skipped = _session_files(auto)
     ledger = read_bytes(auto / "log.jsonl")
     pieces = _pieces(ledger)
@@ -116,6 +111,16 @@ def mirror(repo: Repo, auto: Path, session_id: str, message: str, *,
     return commit, [name for name, _ in skipped]
 
 
+def _read_cache(repo: Repo) -> dict[str, Any]:
+    """What :func:`mirror` last wrote of the state ref (``state-cache.json`` in the scratch
+    folder); empty when it is missing or torn."""
+    try:
+        cache = json.loads((repo.scratch / "state-cache.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return cache if isinstance(cache, dict) else {}
+
+
 def lost_keeps(cache: dict[str, Any], ref: str, kept: Collection[int] | None) -> list[int]:
     """The kept runs the state ref ``ref`` was last mirrored with, by ``cache`` (the mirror's
     cache, read), whose lines the ledger lacks now (``kept``: the kept runs it holds)."""
@@ -135,12 +140,7 @@ def mirrored_keeps(repo: Repo, session_id: str, kept: Collection[int]) -> list[i
     """The kept runs the state ref of ``session_id`` was last mirrored with (by the mirror's
     cache; none when it is gone, or the ref has moved or gone since) that are not in
     ``kept``: lines the ledger lost since."""
-    try:
-        cache = json.loads((repo.scratch / "state-cache.json").read_text())
-    except (OSError, ValueError):
-        return []
-    if not isinstance(cache, dict):
-        return []
+    cache = _read_cache(repo)
     lost = lost_keeps(cache, state_ref(session_id), kept)
     # The cache describes the ref only while it still points where the cache says.
     return lost if lost and repo.resolve(state_ref(session_id)) == cache.get("commit") else []

@@ -37,6 +37,7 @@ from .process import (
     join_z,
     run_git,
     said,
+    said_why,
     show_prefix,
     split_z,
     temporary_objects,
@@ -48,6 +49,7 @@ from .repo import Repo
 __all__ = [
     "ABSENT", "COMMIT_HOOKS", "DISK_FULL_BYTES", "GITLINK", "LOCATING_VARIABLES", "DiskFull",
     "GitError", "NotStaged", "Repo", "Result", "StatusEntry", "config_bool", "current_folder",
-    "fits_argv", "free_bytes", "join_z", "run_git", "said", "show_prefix", "split_z",
+    "fits_argv", "free_bytes", "join_z", "run_git", "said", "said_why", "show_prefix",
+    "split_z",
     "temporary_objects", "user_locale",
 ]

@@ -99,10 +99,7 @@ class NotStaged(GitError):
 
     def __init__(self, failed: GitError) -> None:
         super().__init__(failed.argv, failed.returncode, failed.stdout, failed.stderr)
-        lines = said(failed.stderr)
-        # git's last fatal line names the file; an error line before it, the filter.
-        self.said = next((ln.strip() for ln in reversed(lines) if ln.startswith("fatal:")),
-                         lines[-1].strip() if lines else f"exit {failed.returncode}")
+        self.said = said_why(failed.stderr, failed.returncode, last=True)
 
 
 def free_bytes(folder: Path) -> int | None:
@@ -330,6 +327,19 @@ def covered(name: str, wanted: set[str]) -> bool:
 def said(stderr: bytes) -> list[str]:
     """What a git command said on stderr: its non-blank lines (indentation kept)."""
     return [ln.rstrip() for ln in stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+
+
+def said_why(stderr: bytes, returncode: int, *, last: bool = False) -> str:
+    """The line of :func:`said` that says why git failed, to quote (never to parse): the
+    first ``fatal:`` or ``error:`` line (with ``last``, the last ``fatal:`` line, which names
+    the file when an ``error:`` line before it names a filter), else the last line, else the
+    exit code."""
+    lines = said(stderr)
+    if last:
+        found = next((ln.strip() for ln in reversed(lines) if ln.startswith("fatal:")), None)
+    else:
+        found = next((ln.strip() for ln in lines if ln.startswith(("fatal:", "error:"))), None)
+    return found or (lines[-1].strip() if lines else f"exit {returncode}")
 
 
 def config_bool(value: str | None) -> bool | None:

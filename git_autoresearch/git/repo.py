@@ -153,25 +153,21 @@ class Repo(History, Settings):
         is run again, up to :data:`INDEX_TRIES` times in all, once no ``index.lock`` is there
         (waiting up to a second): another git process (a ``git status`` of an editor, of the
         user, of a concurrent command of ours) may have held the index's lock for a moment.
-        Each of those commands does the same whether it ran before or not."""
-        if args[0] not in INDEX_WRITERS or (env and "GIT_INDEX_FILE" in env):
-            return run_git(args, cwd=self.top, input=input, env=env,
-                           allow_non_zero=allow_non_zero)
-        for _ in range(INDEX_TRIES - 1):
+        Each of those commands does the same whether it ran before or not. Not on a full
+        disk, which no wait mends."""
+        tries = INDEX_TRIES if args[0] in INDEX_WRITERS and not (
+            env and "GIT_INDEX_FILE" in env) else 1
+        for _ in range(tries - 1):
             res = run_git(args, cwd=self.top, input=input, env=env, allow_non_zero=True)
             free = free_bytes(self.common_dir)
             if res.returncode == 0 or (free is not None and free < DISK_FULL_BYTES):
-                break
-            lock = self.git_dir / "index.lock"
+                if res.returncode != 0 and not allow_non_zero:
+                    raise GitError(["git", *args], res.returncode, res.stdout, res.stderr)
+                return res
             deadline = clock() + 1.0
-            while lock.exists() and clock() < deadline:
+            while (self.git_dir / "index.lock").exists() and clock() < deadline:
                 time.sleep(0.01)
-        else:
-            return run_git(args, cwd=self.top, input=input, env=env,
-                           allow_non_zero=allow_non_zero)
-        if res.returncode != 0 and not allow_non_zero:
-            raise GitError(["git", *args], res.returncode, res.stdout, res.stderr)
-        return res
+        return run_git(args, cwd=self.top, input=input, env=env, allow_non_zero=allow_non_zero)
 
     # --- references -------------------------------------------------------------------------
 
