@@ -102,8 +102,9 @@ class Audit:
 def effect_json(found: decision.Effect) -> dict[str, Any]:
     """An effect as the ledger keeps it: ``value``, ``low``, ``high`` in the metric's unit,
     ``relative`` and its bounds (fractions; None when the parent's median is 0), and the
-    interval's ``confidence``."""
-    return {k: None if v is None else json_number(round(v, 12))
+    interval's ``confidence_level`` (a fraction: 0.95 for a 95% interval)."""
+    return {("confidence_level" if k == "confidence" else k):
+            None if v is None else json_number(round(v, 12))
             for k, v in dataclasses.asdict(found).items()}
 
 

@@ -166,7 +166,7 @@ def _report_error(message: str, code: int, prog_name: str, args: list[str], *,
     from .commands.common import emit_json
 
     if _wants_json(args):
-        emit_json({"error": message, "exit_code": code}, interruptible=False)
+        emit_json("error", {"error": message, "exit_code": code}, interruptible=False)
     click.echo(f"{prog_name}: {message}{hint}", err=True)
     if detail:
         click.echo(detail, err=True)
@@ -210,7 +210,7 @@ def _report_signal(signum: int, prog_name: str, args: list[str], *, document: bo
                "command)"
     try:
         if document and _wants_json(args):
-            emit_json({"error": f"{what} ({signal.Signals(signum).name}){said}",
+            emit_json("error", {"error": f"{what} ({signal.Signals(signum).name}){said}",
                        "exit_code": code, "recorded": done[-1] if done else None},
                       interruptible=False)
         click.echo(f"{prog_name}: {what}", err=True)
@@ -291,4 +291,5 @@ pull_main = _entry("pull")
 completion_main = _entry("completion")
 skill_main = _entry("skill")
 guard_main = _entry("guard")
+schema_main = _entry("schema")
 worker_main = _entry("worker")

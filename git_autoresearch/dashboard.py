@@ -19,6 +19,7 @@ from .report import (
     decision_text,
     delta_pct,
     fmt,
+    interval_level,
     one_line,
     segment_summary,
     utf8_text,
@@ -195,8 +196,8 @@ def _decision_cell(run: Run) -> str:
     if text == "-" or not isinstance(found, dict):
         return "<td></td>"
     parts = [f"rule: {found.get('rule')}"]
-    low, high, level = (as_number(found.get(k)) for k in ("relative_low", "relative_high",
-                                                      "confidence"))
+    low, high = (as_number(found.get(k)) for k in ("relative_low", "relative_high"))
+    level = interval_level(found)
     if low is not None and high is not None and level is not None:
         parts.append(f"effect {low * 100:+.2f}% to {high * 100:+.2f}% "
                      f"({level * 100:.0f}% interval)")
@@ -288,8 +289,8 @@ def _final_card(final: dict[str, Any], u: str) -> str:
     effect, samples = final.get("effect"), final.get("samples")
     if isinstance(effect, dict) and isinstance(effect.get("relative"), (int, float)):
         text = f"effect {effect['relative'] * 100:+.2f}%"
-        low, high, level = (as_number(effect.get(k)) for k in ("relative_low", "relative_high",
-                                                               "confidence"))
+        low, high = (as_number(effect.get(k)) for k in ("relative_low", "relative_high"))
+        level = interval_level(effect)
         if low is not None and high is not None:
             text += f" [{low * 100:+.2f}%, {high * 100:+.2f}%]"
             text += f" ({level * 100:.0f}% interval)" if level is not None else ""

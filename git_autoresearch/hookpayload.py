@@ -10,6 +10,7 @@ from . import journal
 from . import ledger as ledger_mod
 from .faults import checkpoint
 from .ledger import json_number
+from .schemas import schema_id
 from .session import Session
 
 if TYPE_CHECKING:
@@ -58,7 +59,8 @@ def fire_stage(session: Session, stage: str, run_entry: Mapping[str, Any] | None
         return HookReport(stage)
     if stage == "after":
         checkpoint("record:before-after-hooks")
-    payload: dict[str, Any] = {"event": stage, "cwd": str(session.repo.top)}
+    payload: dict[str, Any] = {"schema": schema_id(f"hook-{stage}"), "event": stage,
+                               "cwd": str(session.repo.top)}
     if stage == "before":
         last = session.ledger.last_run
         payload["next_run"] = session.next_run()

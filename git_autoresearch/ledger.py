@@ -108,6 +108,16 @@ class Run:
         return value if isinstance(value, str) else json.dumps(value)
 
 
+def shown_record(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A run record as a JSON document shows it (``run``, ``log``, ``show``): as written, but
+    ``metric`` null for a crash, whose recorded 0 is pi-autoresearch's placeholder
+    (``index.ts:241``), no measurement; a reader of the ledger itself still finds the 0."""
+    out = dict(data)
+    if out.get("status") == "crash" and "metric" in out:
+        out["metric"] = None
+    return out
+
+
 @dataclass
 class Segment:
     """The runs under one configuration header (``header`` is None for runs before any)."""

@@ -112,11 +112,68 @@ def render(command: click.Command, name: str, invocation: str) -> str:
                       _escape(sub.get_short_help_str(limit=200)) + "\\&"]
             if invocation == "git autoresearch":
                 lines.append(f"See \\fBgit\\-autoresearch\\-{_escape(sub_name)}\\fR(1).")
+    lines += _json_output(invocation)
     lines.append(".SH EXIT STATUS")
     for code, meaning in EXIT_STATUS:
         lines += [".TP", f"\\fB{code}\\fR", _escape(meaning)]
     lines += [".SH SEE ALSO", "\\fBgit\\-autoresearch\\fR(1), \\fBgit\\fR(1)", ""]
     return "\n".join(lines)
+
+
+def _field_lines(fields: list[tuple[str, str, str]]) -> list[str]:
+    out: list[str] = []
+    for field_name, type_text, text in fields:
+        out += [".TP", f"\\fB{_escape(field_name)}\\fR ({_escape(type_text)})",
+                _escape(" ".join(text.split()))]
+    return out
+
+
+def _json_output(invocation: str) -> list[str]:
+    """JSON OUTPUT: the fields of the document each command of the page prints with --json,
+    from its schema (:func:`schemas.fields`); on the hooks page, what a hook reads on stdin;
+    on the schema page, the definitions the documents share."""
+    from .schemas import COMMAND_DOCUMENTS, fields, load, schema_id, shared_fields
+
+    prefix = invocation.removeprefix("git autoresearch").strip()
+    kinds: dict[str, list[str]] = {}
+    for name, kind in COMMAND_DOCUMENTS.items():
+        if prefix and (name == prefix or name.startswith(prefix + " ")):
+            kinds.setdefault(kind, []).append(name)
+    if prefix == "hooks":
+        kinds.update({"hook-before": [], "hook-after": []})
+    if not kinds:
+        return []
+    out = [".SH JSON OUTPUT", "A type named after a shared definition (\\fBdecision\\fR, "
+           "\\fBchecks\\fR, \\fBrun_record\\fR, ...) is described in "
+           "\\fBgit\\-autoresearch\\-schema\\fR(1) and by \\fBgit autoresearch schema "
+           "common\\fR."]
+    for kind, names in kinds.items():
+        who = " and ".join(f"\\fBgit autoresearch {_escape(n)} \\-\\-json\\fR"
+                           for n in names) + " prints" if names else \
+            f"A {kind.removeprefix('hook-')} hook reads, as one line on its stdin,"
+        out += [".PP", f"{who} one JSON document, \\fB{_escape(schema_id(kind))}\\fR "
+                f"(\\fBgit autoresearch schema {_escape(kind)}\\fR prints its JSON Schema). "
+                + _escape(" ".join(str(load(kind).get("description", "")).split())), ".PP",
+                "Its fields:"]
+        out += _field_lines(fields(kind))
+    if prefix == "schema":
+        common = load("common")["$defs"]
+        for name in ("decision", "checks", "run_record"):
+            out += [".PP", f"The shared definition \\fB{name}\\fR: "
+                    + _escape(" ".join(str(common[name].get("description", "")).split())), ".PP",
+                    "Its fields:"]
+            out += _field_lines(shared_fields(name))
+    elif names_of_failure(kinds):
+        out += [".PP", "A command that fails prints instead the error document, "
+                "\\fBgit\\-autoresearch:error/1\\fR: \\fBerror\\fR (the message, one line), "
+                "\\fBexit_code\\fR (see EXIT STATUS)."]
+    return out
+
+
+def names_of_failure(kinds: dict[str, list[str]]) -> bool:
+    """Whether a page's documents come from commands (which print the error document when
+    they fail), not only from hooks."""
+    return any(kinds.values())
 
 
 def pages() -> dict[str, str]:

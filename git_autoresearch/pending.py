@@ -215,8 +215,8 @@ def moving_note(moved: decision.Trend, direction: str, count: int) -> str:
 def decision_record(found: decision.Decision, pool: tuple[float, ...]) -> dict[str, Any]:
     """A :class:`decision.Decision` as the run record's ``decision`` object: ``rule``,
     ``verdict`` (``inconclusive`` for a ``continue`` the samples ran out on), the ``effect``
-    (candidate minus incumbent, in the metric's unit, with its interval and ``confidence``,
-    and relative), the samples of each side, and the incumbent's ``pool``
+    (candidate minus incumbent, in the metric's unit, with its interval and the interval's
+    ``confidence_level``, and relative), the samples of each side, and the incumbent's ``pool``
     (:func:`pool_record`): the noise band a reviewer sees."""
     eff = found.effect
     return {"rule": found.rule,
@@ -224,7 +224,7 @@ def decision_record(found: decision.Decision, pool: tuple[float, ...]) -> dict[s
             "effect": tidy(eff.value), "effect_low": tidy(eff.low),
             "effect_high": tidy(eff.high), "relative": tidy(eff.relative),
             "relative_low": tidy(eff.relative_low), "relative_high": tidy(eff.relative_high),
-            "confidence": tidy(eff.confidence), "incumbent_samples": found.incumbent_samples,
+            "confidence_level": tidy(eff.confidence), "incumbent_samples": found.incumbent_samples,
             "candidate_samples": found.candidate_samples, **pool_record(pool)}
 
 

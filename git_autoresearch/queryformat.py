@@ -13,7 +13,7 @@ from typing import Any
 
 from .errors import UsageError
 from .jsontext import ObjectText, nulled, plain_numbers
-from .ledger import STATUSES, Ledger, Run, finite
+from .ledger import STATUSES, Ledger, Run, finite, shown_record
 from .query import Row, check_field, scalar, shown, text, value
 from .report import audits, decision_text, delta_pct, fmt, one_line
 
@@ -114,7 +114,7 @@ def run_text(run: Run, index: int, base_metric: float | None, audit: dict[str, A
         if text is not None:
             return text if session is None else '{"session":' + _dumps(session) + "," + text[1:]
     status = data.get("status")
-    out = dict(data)  # (an ObjectText's whole record)
+    out = shown_record(data)  # (an ObjectText's whole record; a crash's metric null)
     out["segment"] = index
     if status not in STATUSES:  # read as keep, as pi reads it; what was written beside
         out["status"], out["recorded_status"] = "keep", status
@@ -139,7 +139,8 @@ def _as_it_stands(run: Run, index: int, base_metric: float | None, end: str,
     # A number whose text may read as infinity (an exponent of three digits or more, or 309
     # digits in a row) is never written as it stands: a strict reader, Go's or Rust's, would
     # refuse the document; the record is written anew, with null for it.
-    if raw is None or status not in STATUSES or not _ADDED.isdisjoint(fields) \
+    if raw is None or status not in STATUSES or status == "crash" \
+            or not _ADDED.isdisjoint(fields) \
             or not raw.startswith(b"{") or not raw.endswith(b"}") \
             or not (plain or plain_numbers(raw)):
         return None
@@ -168,13 +169,22 @@ def _audit_tail(audit: dict[str, Any], source: str) -> str:
     return ',"audit":' + _dumps(audit) + ',"source":' + _string_text(source) + "}"
 
 
+def _log_head() -> str:
+    """The opening of ``log --json``'s document, up to its list of runs."""
+    from .schemas import schema_id
+
+    return '{"schema":' + _dumps(schema_id("log")) + ',"runs":['
+
+
 def json_text(rows: list[Row], columns: list[str] | None, all_sessions: bool) -> str:
-    """The rows as one JSON array (``--json``), a run a line: ``[``, each row as one compact
-    object on its own line (:func:`run_text`; a comma after each but the last), ``]``; ``[]``
-    for none. So a run can be picked out with ``grep`` and the document still reads as one."""
+    """The rows as ``log --json``'s document: ``{"schema": ..., "runs": [`` on the first line,
+    each row as one compact object on its own line (:func:`run_text`; a comma after each but
+    the last), ``]}`` on the last; one line when there is none. So a run can be picked out
+    with ``grep`` and the document still reads as one."""
     if not rows:
-        return "[]\n"
-    return "[\n" + ",\n".join(_row_text(r, columns, all_sessions) for r in rows) + "\n]\n"
+        return _log_head() + "]}\n"
+    return _log_head() + "\n" + ",\n".join(_row_text(r, columns, all_sessions)
+                                          for r in rows) + "\n]}\n"
 
 
 def jsonl_text(rows: list[Row], columns: list[str] | None, all_sessions: bool) -> str:
@@ -215,14 +225,14 @@ def ledger_json_chunks(book: Ledger, source: str, *, lines: bool,
         yield _piece(texts, started, lines)
         started = True
     if not lines:
-        yield "\n]\n" if started else "[]\n"
+        yield "\n]}\n" if started else _log_head() + "]}\n"
 
 
 def _piece(texts: list[str], started: bool, lines: bool) -> str:
     """Runs' texts as a piece of :func:`ledger_json_chunks`' text, ``started``: after one."""
     if lines:
         return "".join(text + "\n" for text in texts)
-    return ("[\n" if not started else ",\n") + ",\n".join(texts)
+    return (_log_head() + "\n" if not started else ",\n") + ",\n".join(texts)
 
 
 def _as_written(found: Any) -> Any:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from .jsontext import number_text
@@ -208,6 +209,14 @@ def as_number(value: Any) -> float | None:
 # The words of a run's decision in the run table, by its verdict.
 VERDICT_WORDS = {"better": "better", "worse": "worse", "inconclusive": "noise",
                  "no_change": "probe", "baseline": "baseline"}
+
+
+def interval_level(effect: Mapping[str, Any]) -> float | None:
+    """The level of an effect's interval (0.95 for 95%), a decision's or an audit's:
+    ``confidence_level``, or ``confidence`` as records written before it name it."""
+    level = effect.get("confidence_level", effect.get("confidence"))
+    return float(level) if isinstance(level, (int, float)) and not isinstance(level, bool) \
+        else None
 
 
 def decision_text(run: Run) -> str:

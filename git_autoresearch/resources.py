@@ -1,4 +1,4 @@
-"""Installed data: the demo project, the agent skill and the example hooks.
+"""Installed data: the demo project, the agent skill, the example hooks and the JSON schemas.
 
 In a wheel they live in ``git_autoresearch/_data/``; in a source checkout (an editable install),
 in the repository's ``share/`` and ``hooks/`` folders.
@@ -13,7 +13,8 @@ _SOURCE = _PACKAGE.parent
 
 
 def data_path(name: str) -> Path:
-    """The folder of installed data ``name`` (``demo``, ``examples``, ``skill`` or ``hooks``)."""
+    """The folder of installed data ``name`` (``demo``, ``examples``, ``skill``, ``hooks`` or
+    ``schemas``)."""
     packaged = _PACKAGE / "_data" / name
     if packaged.is_dir():
         return packaged

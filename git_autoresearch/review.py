@@ -7,7 +7,7 @@ from typing import Any
 
 from .ledger import Ledger, Run
 from .plot import axis_label
-from .report import decision_text, fmt, one_line
+from .report import decision_text, fmt, interval_level, one_line
 from .stats import median
 
 
@@ -53,11 +53,11 @@ def _result(final: dict[str, Any], u: str) -> list[str]:
                    f"each: base median {fmt(median(base))}{u}, final median "
                    f"{fmt(median(tip))}{u}.")
         if isinstance(effect, dict):
-            level = effect.get("confidence")
+            level = interval_level(effect)
             out.append(f"Effect (final minus base): **{_pct(effect.get('relative'))}** "
                        f"[{_pct(effect.get('relative_low'))}, "
                        f"{_pct(effect.get('relative_high'))}]"
-                       + (f", {level * 100:.0f}% interval" if isinstance(level, float) else "")
+                       + (f", {level * 100:.0f}% interval" if level is not None else "")
                        + f": {final.get('verdict')}.")
     elif final.get("reason"):
         out.append(f"The measurement failed: {final['reason']}.")

@@ -36,7 +36,9 @@ class Shown:
 
     def to_json(self) -> dict[str, Any]:
         """The ``show --json`` document."""
-        return {"record": self.run.data, "diff_commit": self.diff_commit,
+        from .ledger import shown_record
+
+        return {"record": shown_record(self.run.data), "diff_commit": self.diff_commit,
                 "diff_source": self.diff_source, "diff": self.diff,
                 "set_aside": self.set_aside, "collected": self.collected}
 

@@ -24,12 +24,14 @@ STALE_SHOWN = 3
 @dataclass(frozen=True)
 class Pending:
     """A measurement taken and not yet recorded: its ``metric`` (as the ledger writes numbers;
-    None for a crash), its ``status`` (``crash``, ``checks_failed`` or None), the loop's
-    ``decision`` for it, and the paths ``changed_since`` it was taken (non-empty: stale)."""
+    None for a crash), the ``status`` the loop would record for it (``keep``, ``discard``,
+    ``crash``, ``checks_failed``), the rule's ``decision`` object (as a run record holds it;
+    None when the rule gave none), and the paths ``changed_since`` it was taken (non-empty:
+    stale)."""
 
     metric: int | float | None
-    status: str | None
-    decision: str
+    status: str
+    decision: dict[str, Any] | None
     changed_since: list[str]
 
     def to_json(self) -> dict[str, Any]:
@@ -292,7 +294,7 @@ def _pending(session: Session) -> Pending | None:
         return None
     return Pending(
         metric=None if measured.metric is None else json_number(measured.metric),
-        status=measured.status, decision=session.decide(measured),
+        status=session.decide(measured), decision=measured.decision,
         changed_since=pending_mod.changed_since(session, measured))
 
 

@@ -7,6 +7,7 @@ fails, and new repositories get an empty template folder. Every repository is a 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shlex
@@ -60,6 +61,42 @@ def git(cwd: Path, *args: str, input: bytes | None = None) -> str:
     return proc.stdout.decode("utf-8", "surrogateescape").strip()
 
 
+SCHEMAS_DIR = Path(__file__).resolve().parent.parent / "share" / "schemas"
+
+
+@functools.cache
+def _validators() -> dict[str, Any]:
+    """A validator for each JSON document the tool prints, by its ``schema`` value (the
+    schema file's ``$id``), with every schema file in one registry for their ``$ref``s."""
+    from jsonschema import Draft202012Validator
+    from referencing import Registry, Resource
+
+    schemas = [json.loads(p.read_text()) for p in sorted(SCHEMAS_DIR.glob("*.json"))]
+    registry: Registry[Any] = Registry().with_resources(
+        (s["$id"], Resource.from_contents(s)) for s in schemas)
+    return {s["$id"]: Draft202012Validator(s, registry=registry) for s in schemas}
+
+
+def check_document(document: Any, what: str = "the document") -> Any:
+    """Fail the test unless ``document`` is a JSON document of this tool: an object whose
+    ``schema`` names a schema of ``share/schemas`` that it is valid against. Returns it."""
+    assert isinstance(document, dict), f"{what} is no JSON object: {document!r:.200}"
+    name = document.get("schema")
+    validator = _validators().get(name)  # type: ignore[arg-type]
+    assert validator is not None, f"{what} names no known schema: {name!r}"
+    problems = [f"{'/'.join(map(str, e.absolute_path)) or '(top)'}: {e.message:.300}"
+                for e in validator.iter_errors(document)]
+    assert not problems, f"{what} does not follow {name}:\n" + "\n".join(problems[:10])
+    return document
+
+
+def wants_document(args: list[str] | tuple[str, ...]) -> bool:
+    """Whether a command line asks for one JSON document on stdout (``--json``, or log's
+    ``--format json``)."""
+    return "--json" in args or "--format=json" in args or any(
+        a == "--format" and b == "json" for a, b in zip(args, args[1:], strict=False))
+
+
 @dataclass
 class Result:
     """One in-process call of the tool: its exit code and its captured stdout and stderr."""
@@ -91,6 +128,8 @@ class Tool:
         code = cli.invoke(commands.cli, "git autoresearch", list(args))
         captured = self.capsys.readouterr()
         result = Result(code, captured.out, captured.err)
+        if wants_document(args) and captured.out.strip():
+            check_document(json.loads(captured.out), f"the output of {' '.join(args)}")
         if expect is not None:
             assert code == expect, \
                 f"exit {code}, wanted {expect}\nout: {result.out}\nerr: {result.err}"

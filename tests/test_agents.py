@@ -119,7 +119,8 @@ def test_skill_installs_where_the_harness_reads_it(repo: Path, ar: Tool, harness
     SKILL.md in a folder named as its ``name`` is found), from a subfolder too; again it says
     unchanged; a SKILL.md not ours is refused (exit 3) unless ``--force``."""
     res = ar(repo / "src", "skill", "--install", harness, "--json").json()
-    assert res == {"harness": harness, "path": path, "action": "created"}
+    assert res == {"schema": "git-autoresearch:skill/1", "harness": harness, "path": path,
+                   "action": "created"}
     assert (repo / path).read_text() == skill_text()
     assert ar(repo, "skill", "--install", harness).out == f"unchanged {path}\n"
     write(repo / path, "---\nname: mine\n---\nmy own skill\n")
@@ -248,7 +249,7 @@ def test_guard_chains_the_users_hooks_and_uninstalls(repo: Path, ar: Tool) -> No
     assert (repo / ".git" / "ran").read_text() == "pre\npre\nmsg by hand\n"
     ar(repo, "guard", "install")  # again: the user's hooks stay chained, not overwritten
     assert (hooks / "pre-commit.pre-autoresearch").read_text() == pre
-    status = ar(repo, "guard", "status", "--json").json()
+    status = ar(repo, "guard", "status", "--json").json()["hooks"]
     assert [(s["hook"], s["installed"], s["chained"]) for s in status] == [
         ("pre-commit", True, "pre-commit.pre-autoresearch"),
         ("commit-msg", True, "commit-msg.pre-autoresearch")]
@@ -335,7 +336,7 @@ def test_guard_under_pre_commit_installed_after_it(repo: Path, ar: Tool) -> None
     write(repo / "bench.sh", "#!/bin/sh\necho 'score: 1'\n", 0o755)
     git(repo, "add", "bench.sh")
     assert "guard: this commit changes bench.sh" in commit(repo, "-m", "bench").stderr
-    state = ar(repo, "guard", "status", "--json").json()[0]
+    state = ar(repo, "guard", "status", "--json").json()["hooks"][0]
     assert state == {"hook": "pre-commit", "path": str(hooks / "pre-commit.legacy"),
                      "installed": True, "chained": "pre-commit.pre-autoresearch"}
     ar(repo, "guard", "install")

@@ -42,7 +42,7 @@ LAYERS = [
      "remoteledger"},
     {"git", "ledger", "readscope", "confidence", "jsontext", "repairs", "config", "refs", "paths",
      "files", "inputs", "errors", "signals", "faults", "resources", "decision", "stats", "scoring",
-     "jsonmetric", "records", "budget", "__init__"},
+     "jsonmetric", "records", "budget", "schemas", "__init__"},
 ]
 
 

@@ -76,7 +76,8 @@ def test_each_keep_gets_its_verdict_recorded(session: Path, ar: Tool) -> None:
     assert first["samples"] == {"parent": [100, 100, 100], "commit": [80, 80, 80]}
     assert first["direction"] == "lower"
     assert first["effect"] == {"value": -20, "low": -20, "high": -20, "relative": -0.2,
-                               "relative_low": -0.2, "relative_high": -0.2, "confidence": 1}
+                               "relative_low": -0.2, "relative_high": -0.2,
+                               "confidence_level": 1}
     assert isinstance(first["timestamp"], int)
     assert found[2]["effect"]["value"] == 10
     assert "run 2: confirmed" in out and "run 4: regression" in out
@@ -104,7 +105,7 @@ def test_noisy_samples_are_judged_by_the_rank_test(repo: Path, ar: Tool, tmp_pat
     assert verdicts == [(2, "within noise"), (3, "confirmed")]
     noisy = document["audits"][0]
     assert noisy["effect"]["low"] < 0 <= noisy["effect"]["high"]
-    assert 0 < noisy["p_better"] < 1 and noisy["effect"]["confidence"] < 1
+    assert 0 < noisy["p_better"] < 1 and noisy["effect"]["confidence_level"] < 1
     assert document["audits"] == audits(repo)
 
 
@@ -154,7 +155,7 @@ def test_log_show_and_the_dashboard_show_audits(session: Path, ar: Tool) -> None
         ["1", "keep", "100"], ["2", "keep", "✓"], ["3", "keep", "79"], ["4", "keep", "✗"]]
     assert table[-1] == ("audited (git autoresearch audit): ✓ confirmed, ~ within noise, "
                          "✗ regression, ! crashed")
-    rows = ar(session, "log", "--json").json()
+    rows = ar(session, "log", "--json").json()["runs"]
     assert [row["audit"] and row["audit"]["verdict"] for row in rows] == \
         [None, "confirmed", None, "regression"]
     shown = ar(session, "show", "4", "--json").json()
@@ -173,7 +174,7 @@ def test_a_later_audit_wins_in_log_and_show_keeps_them_all(session: Path, ar: To
     ar(session, "audit", "3", "--samples", "1")
     ar(session, "audit", "3", "--samples", "1")
     assert len(ar(session, "show", "3", "--json").json()["audits"]) == 2
-    assert ar(session, "log", "--json").json()[2]["audit"]["verdict"] == "within noise"
+    assert ar(session, "log", "--json").json()["runs"][2]["audit"]["verdict"] == "within noise"
 
 
 def test_an_audit_line_is_mirrored_on_the_state_ref(session: Path, ar: Tool) -> None:

@@ -68,7 +68,7 @@ def test_loop_stops_once_the_duration_is_spent(repo: Path, ar: Tool,
     assert (found["max_duration"], found["time_left_seconds"]) == ("1h", 0)
     assert "time left   0s of 1h (spent: the next run exits 4)" in ar(repo, "status").out
     assert "max_duration is spent: the next run exits 4" in ar(repo, "resume").out
-    assert ar(repo, "sessions", "--json").json()[0]["state"] == "stopped"
+    assert ar(repo, "sessions", "--json").json()["sessions"][0]["state"] == "stopped"
     assert ar(repo, "doctor").code == 0, "the state ref holds the stopped event"
     # A new segment starts its own clock; 0 lifts the budget.
     ar(repo, "discard", "-d", "after the hour, recorded by hand")

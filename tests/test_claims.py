@@ -113,7 +113,7 @@ def test_an_expired_claim_is_taken_over(session: Path, ar: Tool) -> None:
     claim takes it over by compare-and-swap on its old value, the new claim's commit having
     the old one as parent, and says so."""
     old = foreign_claim(session, "unroll the loop", since=int(time.time() * 1000) - 3 * 3600_000)
-    listed = ar(session, "ideas", "list", "--json").json()
+    listed = ar(session, "ideas", "list", "--json").json()["ideas"]
     assert listed[0]["claim"]["worker"] == "w9" and listed[0]["claim"]["stale"] == "expired"
     taken = ar(session, "ideas", "claim", "--json").json()
     assert taken["number"] == 1
@@ -241,7 +241,7 @@ def test_release_without_a_number_releases_this_workers_claims(session: Path,
                                                                ar: Tool) -> None:
     ar(session, "ideas", "claim")
     ar(session, "ideas", "claim")
-    released = ar(session, "ideas", "release", "--json").json()
+    released = ar(session, "ideas", "release", "--json").json()["released"]
     assert sorted(r["idea"] for r in released) == [1, 2]
     assert claim_refs(session) == {}
     assert ar(session, "ideas", "release", "1", expect=3).err == \
@@ -272,7 +272,7 @@ def test_ideas_next_leaves_out_another_workers_claim(session: Path, ar: Tool) ->
     foreign_claim(session, "unroll the loop")
     assert ar(session, "ideas", "next").out == "2: cache the table\n"
     ar(session, "ideas", "claim", "2")
-    assert ar(session, "ideas", "next", "--json").json()["number"] == 2
+    assert ar(session, "ideas", "next", "--json").json()["idea"]["number"] == 2
 
 
 def test_gc_deletes_the_claims_of_a_session_it_collects(session: Path, ar: Tool) -> None:

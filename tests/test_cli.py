@@ -122,7 +122,8 @@ def test_existing_session_and_branch_are_refused(repo: Path, ar: Tool) -> None:
 
 def test_json_error_document(repo: Path, ar: Tool) -> None:
     res = ar(repo, "status", "--json", expect=3)
-    assert json.loads(res.out) == {"error": res.err.split(": ", 1)[1].strip(), "exit_code": 3}
+    assert json.loads(res.out) == {"schema": "git-autoresearch:error/1",
+                                   "error": res.err.split(": ", 1)[1].strip(), "exit_code": 3}
 
 
 def test_usage_error_exit_2(repo: Path, ar: Tool) -> None:

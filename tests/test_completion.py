@@ -91,7 +91,7 @@ def test_bash_completes_git_autoresearch_subcommands_runs_and_sessions(repo: Pat
     assert out[1].startswith("complete ") and out[1].endswith(" __git_wrap__git_main git")
     assert out[2:] == [
         "[git autoresearch ru] run",
-        "[git autoresearch s] start status show score stop summary sessions skill",
+        "[git autoresearch s] start status show score stop summary sessions skill schema",
         "[git autoresearch hooks ] install list",
         "[git autoresearch show ] 3 2 1",
         "[git autoresearch diff 3 ] 3 2 1",

@@ -184,10 +184,10 @@ def test_a_session_that_went_on_after_its_finalize_is_running_again(repo: Path,
                                                                     ar: Tool) -> None:
     night(repo, ar)
     ar(repo, "finalize", "--samples", "0")
-    assert ar(repo, "sessions", "--json").json()[0]["state"] == "finalized"
+    assert ar(repo, "sessions", "--json").json()["sessions"][0]["state"] == "finalized"
     write(repo / "value.txt", "99\n")
     ar(repo, "run", "-d", "worse, after the finalize")  # run 6, an attempt of a live session
-    assert ar(repo, "sessions", "--json").json()[0]["state"] == "running"
+    assert ar(repo, "sessions", "--json").json()["sessions"][0]["state"] == "running"
     ar(repo, "gc")
     assert git(repo, "rev-parse", "--verify", "-q", "refs/autoresearch/s1/attempts/6")
 
@@ -204,7 +204,7 @@ def test_split_branches_are_no_sessions_and_a_forced_finalize_drops_stale_ones(
         repo: Path, ar: Tool) -> None:
     night(repo, ar)
     ar(repo, "finalize", "--split", "--samples", "0")
-    assert [s["id"] for s in ar(repo, "sessions", "--json").json()] == ["s1"]
+    assert [s["id"] for s in ar(repo, "sessions", "--json").json()["sessions"]] == ["s1"]
     ar(repo, "finalize", "--force", "--samples", "0")
     assert git(repo, "branch", "--list", "autoresearch/s1-final-*") == ""
 

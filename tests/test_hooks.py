@@ -9,7 +9,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES_DIR, Tool, assert_dies, git, ledger_lines, runs, start_args, write
+from conftest import (
+    FIXTURES_DIR,
+    Tool,
+    assert_dies,
+    check_document,
+    git,
+    ledger_lines,
+    runs,
+    start_args,
+    write,
+)
 
 SHELL_DUMP = "#!/bin/sh\ncat > {out}\n"
 
@@ -40,8 +50,9 @@ def test_payloads_have_the_seed_fields_and_values(session: Path, ar: Tool, tmp_p
     assert (tmp_path / "before.json").read_text().count("\n") == 1, "exactly one JSON line"
     shape_before = json.loads((FIXTURES_DIR / "hook-before-payload.json").read_text())
     shape_after = json.loads((FIXTURES_DIR / "hook-after-payload.json").read_text())
-    assert set(before) == set(shape_before)
-    assert set(after) == set(shape_after)
+    # The seed's fields, and the document's schema (git-autoresearch:hook-before/1).
+    assert set(check_document(before)) == {"schema", *shape_before}
+    assert set(check_document(after)) == {"schema", *shape_after}
     assert set(shape_before["session"]) <= set(before["session"])
     # Beside the seed's fields, a run carries the sequential rule's decision.
     assert before["last_run"].pop("decision")["verdict"] == "better"
@@ -213,7 +224,7 @@ def install(top: Path, ar: Tool, name: str) -> Path:
 
 
 def test_hooks_list_names_every_example(repo: Path, ar: Tool) -> None:
-    listed = ar(repo, "hooks", "list", "--json").json()
+    listed = ar(repo, "hooks", "list", "--json").json()["hooks"]
     assert {(e["stage"], e["name"]) for e in listed} == {
         ("before", "anti-thrash"), ("before", "context-rotation"), ("before", "idea-rotator"),
         ("before", "hypothesis-reflection"), ("before", "external-search"),
@@ -231,7 +242,7 @@ NEEDS = {"external-search": "AUTORESEARCH_SEARCH_CMD, a search command that take
 
 
 def test_hooks_list_says_which_setting_a_hook_needs(repo: Path, ar: Tool) -> None:
-    listed = ar(repo, "hooks", "list", "--json").json()
+    listed = ar(repo, "hooks", "list", "--json").json()["hooks"]
     assert {e["name"]: e["needs"] for e in listed if e["needs"]} == NEEDS
     text = ar(repo, "hooks", "list").out.splitlines()
     at = next(i for i, line in enumerate(text) if "hypothesis-reflection" in line)
@@ -253,7 +264,7 @@ def test_hooks_install_several_and_all(session: Path, ar: Tool) -> None:
     assert res.err.endswith("; pass --force to replace them\n")
     assert not (session / ".auto" / "hooks" / "before.d" / "anti-thrash.py").exists()
     done = ar(session, "hooks", "install", "--all", "--force", "--json").json()["installed"]
-    listed = ar(session, "hooks", "list", "--json").json()
+    listed = ar(session, "hooks", "list", "--json").json()["hooks"]
     assert [(d["name"], d["path"], d["needs"]) for d in done] == \
         [(e["name"], f".auto/hooks/{e['stage']}.d/{e['name']}.py", e["needs"]) for e in listed]
     assert ar(session, "hooks", "install", "notify", "--all", expect=2).err == \

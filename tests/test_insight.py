@@ -209,14 +209,15 @@ def test_ideas_backlog(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     ar(repo, "ideas", "add", "unroll", "the", "loop")
     ar(repo, "ideas", "add", "cache the table")
-    assert ar(repo, "ideas", "next", "--json").json()["text"] == "unroll the loop"
+    assert ar(repo, "ideas", "next", "--json").json()["idea"]["text"] == "unroll the loop"
     write(repo / "value.txt", "90\n")
     ar(repo, "run", "-d", "unrolled")
     ar(repo, "ideas", "done", "1", "--run", "2")
     assert (repo / ".auto" / "ideas.md").read_text() == (
         "# Ideas backlog\n\n- [x] ~~unroll the loop~~ → run 2, keep, 90\n"
         "- [ ] cache the table\n")
-    assert [i["text"] for i in ar(repo, "ideas", "list", "--json").json()] == ["cache the table"]
+    listed = ar(repo, "ideas", "list", "--json").json()["ideas"]
+    assert [i["text"] for i in listed] == ["cache the table"]
     before = (repo / ".auto" / "ideas.md").read_bytes()
     assert ar(repo, "ideas", "done", "9", expect=2).err == \
         "git autoresearch: no idea 9 (there are 2)\n"
@@ -228,7 +229,7 @@ def test_pi_session_read_in_place_and_imported(repo: Path, ar: Tool, tmp_path: P
     status = ar(repo, "status", "--json").json()
     assert status["segment"]["baseline"]["metric"] == 2210.0
     assert status["segment"]["best"]["metric"] == 2210.0
-    first = ar(repo, "log", "--json", "--segment", "0").json()
+    first = ar(repo, "log", "--json", "--segment", "0").json()["runs"]
     assert [r["run"] for r in first] == [1, 2, 3, 4, 5, 6]
     other = tmp_path / "other"
     other.mkdir()
@@ -249,7 +250,7 @@ def test_kept_runs_read_from_trailers_alone_keep_their_numbers(repo: Path, ar: T
         ar(repo, "run", "-d", f"value {value}")
     shutil.rmtree(repo / ".auto")
     res = ar(repo, "log", "--json")
-    assert [r["run"] for r in res.json()] == [2, 4]
+    assert [r["run"] for r in res.json()["runs"]] == [2, 4]
     assert "Result: trailers" in res.err
     assert "value 80" in ar(repo, "show", "4").out
 
@@ -267,7 +268,7 @@ def test_import_karpathy_results_tsv(repo: Path, ar: Tool, tmp_path: Path) -> No
                 "c3d4e5f\t1.005000\t44.0\tdiscard\tswitch to GeLU activation\n"
                 "d4e5f6g\t0.000000\t0.0\tcrash\tdouble model width (OOM)\n")
     ar(repo, "import", str(tsv))
-    rows = ar(repo, "log", "--json").json()
+    rows = ar(repo, "log", "--json").json()["runs"]
     assert [r["status"] for r in rows] == ["keep", "keep", "discard", "crash"]
     assert rows[1]["metric"] == 0.9932 and rows[1]["metrics"] == {"memory_gb": 44.2}
     assert rows[2]["source_row"]["description"] == "switch to GeLU activation"
@@ -290,7 +291,7 @@ def test_import_loop_seed_session(repo: Path, ar: Tool, tmp_path: Path) -> None:
     status = ar(repo, "status", "--json").json()
     assert status["goal"] == "maximize throughput" and status["direction"] == "higher"
     assert status["segment"]["best"]["metric"] == 130
-    rows = ar(repo, "log", "--json").json()
+    rows = ar(repo, "log", "--json").json()["runs"]
     assert [r["experiment"] for r in rows] == [0, 1, 2, 3]
     assert rows[3]["status"] == "crash" and rows[0]["duration_s"] == 12
 
@@ -300,7 +301,7 @@ def test_result_trailers_alone(repo: Path, ar: Tool) -> None:
         'faster\n\nResult: {"status":"keep","total_µs":14600,"compile_µs":4100}')
     git(repo, "commit", "-q", "--allow-empty", "-m",
         'even faster\n\nResult: {"status":"keep","total_µs":12000}')
-    rows = ar(repo, "log", "--json").json()
+    rows = ar(repo, "log", "--json").json()["runs"]
     assert [(r["metric"], r["description"]) for r in rows] == [(14600, "faster"),
                                                              (12000, "even faster")]
     status = ar(repo, "status", "--json").json()
@@ -384,7 +385,7 @@ def test_trailers_of_non_kept_runs_are_not_kept_runs(repo: Path, ar: Tool, tmp_p
     git(repo, "commit", "-q", "--allow-empty", "-m", 'a\n\nResult: {"status":"keep","ms":30}')
     git(repo, "commit", "-q", "--allow-empty", "-m", 'b\n\nResult: {"status":"discard","ms":20}')
     git(repo, "commit", "-q", "--allow-empty", "-m", 'c\n\nResult: {"status":"keep","ms":25}')
-    assert [r["metric"] for r in ar(repo, "log", "--json").json()] == [30, 25]
+    assert [r["metric"] for r in ar(repo, "log", "--json").json()["runs"]] == [30, 25]
     ar(repo, "dashboard", "-o", str(tmp_path / "d.html"))
     assert (tmp_path / "d.html").read_text().count('<g class="mark') == 2
     status = ar(repo, "status", "--json").json()

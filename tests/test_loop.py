@@ -88,7 +88,8 @@ def test_crash_reverts_and_records_reason(repo: Path, ar: Tool) -> None:
     write(repo / "value.txt", "oops\n")
     record = ar(repo, "run", "-d", "broken", "--json").json()
     assert record["status"] == "crash"
-    assert record["metric"] == 0
+    assert record["metric"] is None, "no metric: not pi's placeholder 0, the best ever read"
+    assert runs(repo)[-1]["metric"] == 0, "the ledger keeps pi-autoresearch's 0"
     assert "oops" in record["reason"]
     assert (repo / "value.txt").read_text() == "100\n"
 
@@ -108,8 +109,9 @@ def test_measure_then_keep_and_discard(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     write(repo / "value.txt", "80\n")
     measured = ar(repo, "measure", "--json").json()
-    assert measured["metric"] == 80 and measured["status"] is None
-    assert measured["decision"] == "keep"
+    # The same fields as the run document: status is the loop's decision, decision the rule's.
+    assert (measured["metric"], measured["status"], measured["dry_run"]) == (80, "keep", False)
+    assert measured["decision"]["verdict"] == "better"
     assert len(runs(repo)) == 1, "measure records nothing"
     kept = ar(repo, "keep", "-d", "eighty", "--json").json()
     assert kept["metric"] == 80 and kept["status"] == "keep"
@@ -222,7 +224,8 @@ def test_dry_run_applies_nothing(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     write(repo / "value.txt", "10\n")
     data = ar(repo, "run", "-d", "x", "--dry-run", "--json").json()
-    assert data["decision"] == "keep" and data["dry_run"] is True
+    assert data["status"] == "keep" and data["dry_run"] is True
+    assert data["decision"]["rule"] == "sequential"
     assert (repo / "value.txt").read_text() == "10\n"
     assert len(runs(repo)) == 1
 
@@ -238,7 +241,7 @@ def test_runs_are_numbered_and_log_tsv(repo: Path, ar: Tool) -> None:
     assert tsv[0] == "experiment\tcommit\tmetric\tstatus\tduration_s\tdescription"
     assert tsv[3].split("\t")[:4] == ["3", "-", "95", "discard"]
     assert tsv[4].split("\t")[:4] == ["4", "-", "-", "crash"]
-    rows = ar(repo, "log", "--json", "--status", "keep", "--last", "2").json()
+    rows = ar(repo, "log", "--json", "--status", "keep", "--last", "2").json()["runs"]
     assert [r["run"] for r in rows] == [2, 5]
     assert rows[1]["delta_pct"] == -20.0
     table = ar(repo, "log").out
@@ -262,8 +265,10 @@ def test_status_reports_best_and_agrees_with_branch(repo: Path, ar: Tool) -> Non
     write(repo / "value.txt", "70\n")
     ar(repo, "measure")
     data = ar(repo, "status", "--json").json()
-    assert data["pending"] == {"metric": 70, "status": None, "decision": "discard",
-                               "changed_since": []}
+    pending = data["pending"]
+    assert pending["decision"]["verdict"] == "worse"
+    assert {**pending, "decision": None} == {"metric": 70, "status": "discard", "decision": None,
+                                             "changed_since": []}
     assert isinstance(data["pending"]["metric"], int), "70, as every other output writes it"
     assert "pending     70, measured and not yet recorded" in ar(repo, "status").out
     write(repo / "value.txt", "65\n")
@@ -448,7 +453,7 @@ def test_discard_without_measurement_has_no_metric(repo: Path, ar: Tool) -> None
     write(repo / "value.txt", "1\n")
     record = ar(repo, "discard", "-d", "changed my mind", "--json").json()
     assert record["metric"] is None
-    row = ar(repo, "log", "--json").json()[-1]
+    row = ar(repo, "log", "--json").json()["runs"][-1]
     assert row["delta_pct"] is None
     assert ar(repo, "status", "--json").json()["segment"]["best"]["metric"] == 100
 
@@ -517,11 +522,16 @@ def test_discard_after_changes_since_measure_drops_the_stale_metric(repo: Path, 
     assert any("changed since it was measured" in w for w in record["warnings"])
 
 
-def test_a_crash_records_metric_zero(repo: Path, ar: Tool) -> None:
+def test_a_crash_records_metric_zero_and_shows_none(repo: Path, ar: Tool) -> None:
+    """The ledger writes pi-autoresearch's 0 for a crash (its readers take the line); every
+    JSON document says null, since 0 would read as the best result ever."""
     ar(repo, *start_args())
     write(repo / "value.txt", "80\n")
     ar(repo, "measure")
-    assert ar(repo, "crash", "-d", "it broke later", "--json").json()["metric"] == 0
+    assert ar(repo, "crash", "-d", "it broke later", "--json").json()["metric"] is None
+    assert runs(repo)[-1]["metric"] == 0
+    assert ar(repo, "log", "--json").json()["runs"][-1]["metric"] is None
+    assert ar(repo, "show", "2", "--json").json()["record"]["metric"] is None
 
 
 def test_keep_warnings_reach_json_and_force_refusal_says_only_that(repo: Path, ar: Tool) -> None:

@@ -151,8 +151,9 @@ def test_payloads_have_pis_keys_in_pis_order(session: Path, ar: Tool, tmp_path: 
     assert after["run_entry"]["confidence"] == 2
     fixture_before = json.loads((FIXTURES_DIR / "hook-before-payload.json").read_text())
     fixture_after = json.loads((FIXTURES_DIR / "hook-after-payload.json").read_text())
-    assert list(before) == list(fixture_before)
-    assert list(after) == list(fixture_after)
+    # pi's keys in pi's order, after this tool's schema name (hooks read the keys they know).
+    assert list(before) == ["schema", *fixture_before]
+    assert list(after) == ["schema", *fixture_after]
     assert list(before["session"])[:7] == list(fixture_before["session"])
     assert list(before["session"])[7:] == ["session_id", "segment_run_count"]
     assert list(before["last_run"]) == PI_RUN_KEYS + ["decision"]
@@ -297,12 +298,12 @@ def test_ideas_list_and_next_read_plain_bullets(session: Path, ar: Tool) -> None
     detail of it; a struck-through one (``~~idea~~``) was tried. ``ideas list`` printed nothing
     here, exit 0, no warning."""
     write(session / ".auto" / "ideas.md", PI_BACKLOG)
-    listed = ar(session, "ideas", "list", "--json").json()
+    listed = ar(session, "ideas", "list", "--json").json()["ideas"]
     assert listed == [{"number": n, "state": "open", "text": t}
                       for n, t in enumerate(OPEN_TEXTS, start=1)]
     assert ar(session, "ideas", "list").out == "".join(
         f"{n:>3} [ ] {t}\n" for n, t in enumerate(OPEN_TEXTS, start=1))
-    every = ar(session, "ideas", "list", "--all", "--json").json()
+    every = ar(session, "ideas", "list", "--all", "--json").json()["ideas"]
     assert [(i["number"], i["state"]) for i in every[5:]] == [(6, "done"), (7, "done")]
     assert ar(session, "ideas", "next").out == "1: Lookup table for the escape decoder\n"
 
@@ -317,7 +318,8 @@ def test_ideas_done_turns_a_bullet_into_the_seeds_tried_mark(session: Path, ar: 
         "* Cache the parsed schema\n", "* [x] ~~Cache the parsed schema~~ → no gain\n").replace(
         "1. Skip whitespace in 8-byte words\n",
         "1. [x] ~~Skip whitespace in 8-byte words~~ → run 1, keep, 100\n")
-    assert [i["number"] for i in ar(session, "ideas", "list", "--json").json()] == [1, 2, 4]
+    listed = ar(session, "ideas", "list", "--json").json()["ideas"]
+    assert [i["number"] for i in listed] == [1, 2, 4]
 
 
 def test_summary_lists_plain_bullets(session: Path, ar: Tool) -> None:
@@ -366,10 +368,10 @@ def test_a_legacy_pi_session_reads_autoresearch_ideas_md(repo: Path, ar: Tool) -
     text = ar(repo, "summary").out
     assert "## Rules\n- never touch the fixtures\n" in text
     assert text.endswith("## Open ideas\n- arena allocator\n- SIMD scan\n")
-    assert [i["text"] for i in ar(repo, "ideas", "list", "--json").json()] == \
+    assert [i["text"] for i in ar(repo, "ideas", "list", "--json").json()["ideas"]] == \
         ["arena allocator", "SIMD scan"]
     write(repo / ".auto" / "prompt.md", "# Notes\n")  # a .auto/ file: pi's layout is .auto/
-    assert ar(repo, "ideas", "list", "--json").json() == []
+    assert ar(repo, "ideas", "list", "--json").json()["ideas"] == []
 
 
 @pytest.mark.parametrize("name,snapshot", [

@@ -39,7 +39,7 @@ def test_loop_seed_stopped_row_is_kept_and_numbers_stay_right(repo: Path, ar: To
     experiments 5 and 6 keep their numbers, as runs 6 and 7 (experiment N is run N + 1), and
     the stopped row is a ``stopped`` event, not lost."""
     ar(repo, "import", str(LOOP_SEED))
-    rows = ar(repo, "log", "--json").json()
+    rows = ar(repo, "log", "--json").json()["runs"]
     assert [(r["run"], r["experiment"], r["status"]) for r in rows] == [
         (1, 0, "keep"), (2, 1, "keep"), (3, 2, "discard"), (4, 3, "crash"),
         (6, 5, "keep"), (7, 6, "discard")]
@@ -63,7 +63,7 @@ def test_loop_seed_repeated_experiment_number_is_numbered_on(repo: Path, ar: Too
     assert "results.tsv: 2 rows with no experiment number above the previous row's, " \
         "numbered on from it: line 4 (experiment '1') is run 3; line 5 (experiment 'x') is " \
         "run 4" in res.err
-    rows = ar(repo, "log", "--json").json()
+    rows = ar(repo, "log", "--json").json()["runs"]
     assert [(r["run"], r["experiment"]) for r in rows] == [
         (1, 0), (2, 1), (3, 1), (4, "x"), (6, 5)]
 
@@ -74,7 +74,7 @@ def test_loop_seed_metric_suffix_read_into_metrics(repo: Path, ar: Tool) -> None
     there are none (:143): the suffix becomes ``metrics`` and leaves the description; the
     source row keeps the text as written."""
     ar(repo, "import", str(LOOP_SEED))
-    rows = ar(repo, "log", "--json").json()
+    rows = ar(repo, "log", "--json").json()["runs"]
     assert [(r["description"], r["metrics"]) for r in rows[1:3]] == [
         ("Tree-shake lodash", {"gzip_kb": 140.2, "chunks": 7}),
         ("Split vendor chunk", {"gzip_kb": 141.0, "chunks": 8})]
@@ -126,7 +126,7 @@ def test_our_stopped_event_is_a_stopped_row(repo: Path, ar: Tool, tmp_path: Path
     git(other, "init", "-q")
     write(tmp_path / "ours.tsv", "\n".join(lines) + "\n")
     ar(other, "import", str(tmp_path / "ours.tsv"))
-    assert [r["run"] for r in ar(other, "log", "--json").json()] == [1, 2, 3]
+    assert [r["run"] for r in ar(other, "log", "--json").json()["runs"]] == [1, 2, 3]
     assert [s["next_run"] for s in _stopped(other)] == [3]
 
 
@@ -150,7 +150,7 @@ def test_log_tsv_keeps_every_digit(repo: Path, ar: Tool, tmp_path: Path) -> None
     git(other, "init", "-q")
     write(tmp_path / "r.tsv", out)
     ar(other, "import", str(tmp_path / "r.tsv"))
-    (row,) = ar(other, "log", "--json").json()
+    (row,) = ar(other, "log", "--json").json()["runs"]
     assert (row["metric"], row["metrics"], row["duration_s"]) == (
         1234567.25, {"rss_kb": 0.000123456789}, 12.3456789)
 
@@ -173,7 +173,7 @@ def test_log_tsv_quotes_a_description_that_begins_with_a_quote(repo: Path, ar: T
     write(tmp_path / "r.tsv", out)
     res = ar(other, "import", str(tmp_path / "r.tsv"))
     assert res.err == ""
-    assert ar(other, "log", "--json").json()[0]["description"] == '"fast" path'
+    assert ar(other, "log", "--json").json()["runs"][0]["description"] == '"fast" path'
 
 
 # --- round trip: the demo session through log --json, log --tsv and import ---------------------
@@ -189,14 +189,14 @@ def test_demo_session_round_trips_through_log_tsv_and_import(ar: Tool, tmp_path:
     the secondary metrics) comes back equal, and so do the analysis' figures."""
     demo = tmp_path / "demo"
     ar(tmp_path, "demo", str(demo))
-    original = ar(demo, "log", "--json").json()
+    original = ar(demo, "log", "--json").json()["runs"]
     assert len(original) >= 5 and any(r["metrics"] for r in original)
     write(tmp_path / "demo.tsv", ar(demo, "log", "--tsv").out)
     back = tmp_path / "back"
     back.mkdir()
     git(back, "init", "-q")
     ar(back, "import", str(tmp_path / "demo.tsv"), "--direction", "lower")
-    again = ar(back, "log", "--json").json()
+    again = ar(back, "log", "--json").json()["runs"]
     assert [{k: r.get(k) for k in CARRIED} for r in again] == \
         [{k: r.get(k) for k in CARRIED} for r in original]
     assert [r["commit"] for r in again if r["status"] == "keep"] == \
@@ -226,7 +226,7 @@ def test_karpathy_timestamp_is_the_commits_time(repo: Path, ar: Tool, tmp_path: 
                                          "0badc0d\t0.98\t44.0\tdiscard\tlost commit\n")
     git(repo, "init", "-q", str(tmp_path / "elsewhere"))
     ar(tmp_path / "elsewhere", "import", str(repo / "results.tsv"))
-    rows = ar(tmp_path / "elsewhere", "log", "--json").json()
+    rows = ar(tmp_path / "elsewhere", "log", "--json").json()["runs"]
     assert [r["timestamp"] for r in rows] == [1795953600000, None]
 
 
@@ -257,7 +257,7 @@ def test_karpathy_tab_in_description_is_kept_with_a_warning(repo: Path, ar: Tool
     res = ar(repo, "import", str(source))
     assert "results.tsv:3: 6 fields under 5 columns" in res.err
     assert "Expected 5 fields in line 3, saw 6" in res.err
-    rows = ar(repo, "log", "--json").json()
+    rows = ar(repo, "log", "--json").json()["runs"]
     assert rows[1]["description"] == "lr\t0.04"
     assert rows[1]["source_row"]["description"] == "lr\t0.04"
 
@@ -277,7 +277,7 @@ def test_karpathy_quoted_field_read_as_pandas_reads_it(repo: Path, ar: Tool,
     res = ar(repo, "import", str(source))
     assert res.err.count("begins with a double quote") == 1
     assert "results.tsv:3:" in res.err and "quoted then" in res.err
-    rows = ar(repo, "log", "--json").json()
+    rows = ar(repo, "log", "--json").json()["runs"]
     assert [r["description"] for r in rows] == ["a\tb", "quoted then", 'mid "q" x']
     broken = write(tmp_path / "broken.tsv", HEADER + 'a1b2c3d\t0.99\t44.0\tkeep\t"open\n'
                                                      "b2c3d4e\t0.98\t44.0\tkeep\tnext\n")
@@ -296,7 +296,7 @@ def _figures(top: Path, ar: Tool) -> dict[str, Any]:
     ar(top, "dashboard", "-o", str(top / "d.html"))
     page = html.unescape((top / "d.html").read_text())
     return {"status": status, "analysis": analysis, "summary": summary, "page": page,
-            "log": ar(top, "log", "--json").json()}
+            "log": ar(top, "log", "--json").json()["runs"]}
 
 
 def test_karpathy_fixture_figures(repo: Path, ar: Tool) -> None:

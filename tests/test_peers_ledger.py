@@ -52,7 +52,7 @@ def test_pi_written_ledger_reads_as_pi_reconstructs_it(repo: Path, ar: Tool) -> 
     (baseline: the segment's first run), index.ts:426 (confidence: 4.9995 and
     4.000666777796299 for runs 6 and 7, 4 for the throughput segment, under node)."""
     write(repo / ".auto" / "log.jsonl", PI_WRITTEN.read_bytes())
-    rows = ar(repo, "log", "--json").json()
+    rows = ar(repo, "log", "--json").json()["runs"]
     assert [(r["run"], r["segment"], r["status"], r["confidence"]) for r in rows] == [
         (1, 0, "keep", None), (2, 0, "keep", None), (3, 0, "discard", 3), (4, 0, "crash", 3),
         (5, 0, "checks_failed", 3), (6, 0, "keep", 4.9995), (7, 0, "keep", 4.000666777796299),
@@ -84,7 +84,7 @@ def test_pi_fixture_log_and_status_agree_on_confidence(repo: Path, ar: Tool) -> 
     book = ledger.read(PI_LOG)
     assert ledger.confidence(book.segments[0]) == 2.0792951541850226
     assert ar(repo, "status", "--json").json()["segment"]["confidence"] is None
-    assert [r["segment"] for r in ar(repo, "log", "--json").json()] == [0] * 6 + [1] * 2
+    assert [r["segment"] for r in ar(repo, "log", "--json").json()["runs"]] == [0] * 6 + [1] * 2
 
 
 def test_config_lines_before_the_first_run_open_one_segment(repo: Path, ar: Tool) -> None:
@@ -94,9 +94,9 @@ def test_config_lines_before_the_first_run_open_one_segment(repo: Path, ar: Tool
     pi_session(repo, HEADER % ("first", "higher"), HEADER % ("second", "lower"),
                run_line(1, 100, "keep"), run_line(2, 90, "keep"),
                HEADER % ("third", "lower"), run_line(3, 50, "keep"))
-    rows = ar(repo, "log", "--json", "--segment", "0").json()
+    rows = ar(repo, "log", "--json", "--segment", "0").json()["runs"]
     assert [(r["run"], r["segment"]) for r in rows] == [(1, 0), (2, 0)]
-    assert [r["run"] for r in ar(repo, "log", "--json", "--segment", "1").json()] == [3]
+    assert [r["run"] for r in ar(repo, "log", "--json", "--segment", "1").json()["runs"]] == [3]
     status = ar(repo, "status", "--json").json()
     assert (status["segment"]["index"], status["segment"]["name"]) == (1, "third")
     book = ledger.read(repo / ".auto" / "log.jsonl")
@@ -128,7 +128,7 @@ def test_confidence_of_metrics_not_above_zero_is_null(repo: Path, ar: Tool) -> N
         write(repo / "value.txt", value + "\n")
         ar(repo, "run", "-d", value)
     assert [r["confidence"] for r in runs(repo)] == [None] * 4
-    assert [r["confidence"] for r in ar(repo, "log", "--json").json()] == [None] * 4
+    assert [r["confidence"] for r in ar(repo, "log", "--json").json()["runs"]] == [None] * 4
     assert ar(repo, "status", "--json").json()["segment"]["confidence"] is None
 
 
@@ -141,7 +141,8 @@ def test_a_missing_or_unknown_status_reads_as_keep_with_one_warning(repo: Path, 
                       run_line(2, 90, None), run_line(3, 95, "weird"),
                       run_line(4, 99, "discard"))
     res = ar(repo, "log", "--json")
-    assert [(r["run"], r["status"], r.get("recorded_status", "-")) for r in res.json()] == [
+    assert [(r["run"], r["status"], r.get("recorded_status", "-"))
+            for r in res.json()["runs"]] == [
         (1, "keep", "-"), (2, "keep", None), (3, "keep", "weird"), (4, "discard", "-")]
     warnings = [ln for ln in res.err.splitlines() if "read as keep" in ln]
     assert len(warnings) == 1 and "run 2 (no status), run 3 ('weird')" in warnings[0]
@@ -166,7 +167,7 @@ def test_import_skips_torn_lines_as_pi_does(repo: Path, ar: Tool) -> None:
     assert res.json()["lines"] == 3
     assert f"{source}:3: not JSON: skipped, as pi-autoresearch skips it" in res.err
     assert f"{source}:5: not JSON: skipped, as pi-autoresearch skips it" in res.err
-    assert [r["run"] for r in ar(repo, "log", "--json").json()] == [1, 3]
+    assert [r["run"] for r in ar(repo, "log", "--json").json()["runs"]] == [1, 3]
 
 
 def test_a_torn_line_becomes_its_own_record_at_the_next_append(repo: Path, ar: Tool) -> None:
@@ -201,7 +202,7 @@ def test_a_peers_run_with_a_number_we_used_is_never_set_aside(repo: Path, ar: To
     with open(path, "a") as fh:
         fh.write(run_line(3, 91, "discard", commit="1234567") + "\n")
     res = ar(repo, "log", "--json")
-    assert [r["run"] for r in res.json()] == [1, 2, 3, 3]
+    assert [r["run"] for r in res.json()["runs"]] == [1, 2, 3, 3]
     assert "run number 3 is on lines 4, 6 (another tool appended" in res.err
     ar(repo, "resume")
     ar(repo, "doctor", "--fix", expect=None)

@@ -259,7 +259,7 @@ def test_pi_session_in_a_package_is_found_from_it_and_below(repo: Path, ar: Tool
         found = ar(where, "status", "--json").json()
         assert (found["total_runs"], found["segment"]["baseline"]["metric"]) == (3, 100)
         assert found["limit"] is None
-    assert [r["run"] for r in ar(package / "src", "log", "--json").json()] == [1, 2, 3]
+    assert [r["run"] for r in ar(package / "src", "log", "--json").json()["runs"]] == [1, 2, 3]
 
 
 def test_pi_working_dir_and_max_iterations(repo: Path, ar: Tool) -> None:

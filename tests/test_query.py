@@ -51,7 +51,7 @@ def night(repo: Path, ar: Tool) -> None:
 
 def numbers(ar: Tool, cwd: Path, *args: str) -> list[int]:
     """The run numbers ``log --json`` prints for ``args``, in its order."""
-    return [row["run"] for row in ar(cwd, "log", "--json", *args).json()]
+    return [row["run"] for row in ar(cwd, "log", "--json", *args).json()["runs"]]
 
 
 def written(path: Path, records: list[dict[str, Any]]) -> Path:
@@ -261,7 +261,7 @@ def test_a_field_no_run_has_is_warned_about(repo: Path, ar: Tool) -> None:
 def test_columns_for_json_jsonl_csv_tsv_markdown_table(repo: Path, ar: Tool) -> None:
     night(repo, ar)
     cols = ["--columns", "run,status,metric,mem_mb,asi.hypothesis"]
-    assert ar(repo, "log", "--json", *cols, "--run", "4..").json() == [
+    assert ar(repo, "log", "--json", *cols, "--run", "4..").json()["runs"] == [
         {"run": 4, "status": "keep", "metric": 85, "mem_mb": 1500,
          "asi.hypothesis": "a bigger Cache"},
         {"run": 5, "status": "crash", "metric": None, "mem_mb": None,
@@ -291,7 +291,7 @@ def test_columns_for_json_jsonl_csv_tsv_markdown_table(repo: Path, ar: Tool) -> 
 
 def test_json_keeps_every_field_and_says_the_source(repo: Path, ar: Tool) -> None:
     night(repo, ar)
-    rows = ar(repo, "log", "--json", "--run", "2").json()
+    rows = ar(repo, "log", "--json", "--run", "2").json()["runs"]
     assert len(rows) == 1
     assert rows[0]["source"] == "ledger"
     assert rows[0]["asi"] == {"hypothesis": "cache the parsed config"}
@@ -335,7 +335,7 @@ def test_format_templates_as_git_log_takes_them(repo: Path, ar: Tool) -> None:
             f"git autoresearch: {message}\n"
     assert ar(repo, "log", "--format", "csv", "--json", expect=2).err == \
         "git autoresearch: --format csv and --json ask for two formats\n"
-    assert ar(repo, "log", "--format", "json", "--json", "--run", "1").json()[0]["run"] == 1
+    assert ar(repo, "log", "--format", "json", "--json", "--run", "1").json()["runs"][0]["run"] == 1
 
 
 # --- every session; the trailers alone ------------------------------------------------------
@@ -362,7 +362,7 @@ def test_all_sessions_reads_every_session_with_a_session_column(repo: Path, ar: 
                        "s1,2,90,cache config\ns2,2,95,lower it to 95\ns1,1,100,baseline\n"
                        "s2,1,100,baseline\n")
     assert "session s2: read from its state ref (refs/autoresearch/s2/state)" in res.err
-    rows = ar(repo, "log", "--all-sessions", "--json", "--where", "run=2").json()
+    rows = ar(repo, "log", "--all-sessions", "--json", "--where", "run=2").json()["runs"]
     assert [(r["session"], r["source"], r["description"]) for r in rows] == [
         ("s1", "ledger", "cache config"), ("s2", "state ref", "lower it to 95")]
     table = ar(repo, "log", "--all-sessions", "--run", "2").out.splitlines()
@@ -411,7 +411,7 @@ def test_the_same_queries_on_the_trailers_alone(repo: Path, ar: Tool, tmp_path: 
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", "-b", "autoresearch/s1", str(repo), str(clone))
     res = ar(clone, "log", "--json", "--where", "mem_mb>2000")
-    assert [(r["run"], r["metric"], r["metrics"], r["source"]) for r in res.json()] == [
+    assert [(r["run"], r["metric"], r["metrics"], r["source"]) for r in res.json()["runs"]] == [
         (2, 90, {"mem_mb": 3000}, "trailers")]
     assert "read from the Result: trailers on autoresearch/s1 alone" in res.err
     assert ar(clone, "log", "--sort", "best", "--format", "csv",
@@ -467,7 +467,7 @@ def test_random_expressions_give_results_or_a_usage_error(repo: Path, ar: Tool) 
         else:
             answered += 1
             if as_json and "--format" not in extra:
-                assert isinstance(res.json(), list)
+                assert isinstance(res.json()["runs"], list)
     assert answered > 30 and refused > 30
 
 
@@ -536,7 +536,7 @@ def test_the_quick_line_test_never_changes_an_answer() -> None:
 def test_numbers_come_out_as_the_ledger_writes_them(repo: Path, ar: Tool) -> None:
     """A whole metric is 100 in every format, as in the ledger, never 100.0."""
     ar(repo, *start_args())
-    assert ar(repo, "log", "--json", "--columns", "run,metric").json() == [
+    assert ar(repo, "log", "--json", "--columns", "run,metric").json()["runs"] == [
         {"run": 1, "metric": 100}]
     assert ar(repo, "log", "--format", "jsonl", "--columns", "run,metric").out == \
         '{"run":1,"metric":100}\n'
@@ -557,18 +557,19 @@ def test_json_is_one_document_with_a_run_a_line(repo: Path, ar: Tool) -> None:
                  '"timestamp": 1764400000000, "segment": 0, "duration_s": 1e999}\n')
     out = ar(repo, "log", "--json").out
     lines = out.split("\n")
-    assert (lines[0], lines[-2:]) == ("[", ["]", ""])
+    assert (lines[0], lines[-2:]) == ('{"schema":"git-autoresearch:log/1","runs":[', ["]}", ""])
     body = lines[1:-2]
-    assert [json.loads(line.removesuffix(",")) for line in body] == json.loads(out)
+    assert [json.loads(line.removesuffix(",")) for line in body] == json.loads(out)["runs"]
     assert [line.endswith(",") for line in body] == [True] * 5 + [False]
     jsonl = ar(repo, "log", "--format", "jsonl").out.splitlines()
-    assert json.loads(out) == [json.loads(line) for line in jsonl]
-    last = json.loads(out)[-1]
+    assert json.loads(out)["runs"] == [json.loads(line) for line in jsonl]
+    last = json.loads(out)["runs"][-1]
     assert (last["run"], last["duration_s"], last["description"], last["delta_pct"]) == \
         (6, None, "line one\nzwei – ✓", -30.0)
-    assert [r["run"] for r in json.loads(out)] == [1, 2, 3, 4, 5, 6]
+    assert [r["run"] for r in json.loads(out)["runs"]] == [1, 2, 3, 4, 5, 6]
     empty = ar(repo, "log", "--json", "--status", "checks_failed").out
-    assert (empty, json.loads(empty)) == ("[]\n", [])
+    assert (empty, json.loads(empty)["runs"]) == (
+        '{"schema":"git-autoresearch:log/1","runs":[]}\n', [])
 
 
 def test_json_writes_each_record_as_the_ledger_holds_it(repo: Path, ar: Tool) -> None:
@@ -589,9 +590,13 @@ def test_json_writes_each_record_as_the_ledger_holds_it(repo: Path, ar: Tool) ->
     ledger_lines = ledger.read_text("utf-8", "surrogateescape").splitlines()
     out = ar(repo, "log", "--format", "jsonl").out.splitlines()
     runs = [line for line in ledger_lines if line.startswith('{"run":')]
-    assert out[:5] == [line[:-1] + f',"delta_pct":{delta},"audit":null,"source":"ledger"}}'
-                       for line, delta in zip(runs[:5], ("0.0", "-10.0", "10.0", "-15.0", "null"),
+    assert out[:4] == [line[:-1] + f',"delta_pct":{delta},"audit":null,"source":"ledger"}}'
+                       for line, delta in zip(runs[:4], ("0.0", "-10.0", "10.0", "-15.0"),
                                               strict=True)]
+    # A crash is written anew: its metric null, not the ledger's 0 (pi-autoresearch's).
+    assert out[4] == runs[4].replace('"metric":0,', '"metric":null,')[:-1] \
+        + ',"delta_pct":null,"audit":null,"source":"ledger"}'
+    assert '"metric":0,' in runs[4]
     assert out[5:] == [
         '{"run": 6, "metric": 0.000015, "status": "discard", "segment": 0,"delta_pct":-100.0,'
         '"audit":null,"source":"ledger"}',
@@ -601,7 +606,8 @@ def test_json_writes_each_record_as_the_ledger_holds_it(repo: Path, ar: Tool) ->
         '"delta_pct":-1.0,"audit":null,"source":"ledger"}',
         '{"run":9,"metric":99,"status":"discard","description":"try 1e400","segment":0,'
         '"delta_pct":-1.0,"audit":null,"source":"ledger"}']
-    assert ar(repo, "log", "--json").out == "[\n" + ",\n".join(out) + "\n]\n"
+    assert ar(repo, "log", "--json").out == \
+        '{"schema":"git-autoresearch:log/1","runs":[\n' + ",\n".join(out) + "\n]}\n"
     every = ar(repo, "log", "--all-sessions", "--format", "jsonl", "--run", "1").out
     assert every == '{"session":"s1",' + out[0][1:] + "\n"
 
@@ -654,9 +660,9 @@ def test_json_of_every_run_is_the_filtered_paths_text_byte_for_byte(repo: Path,
     assert out.splitlines()[1:-1] == [line + ("," if i < 10 else "") for i, line in
                                       enumerate(ar(repo, "log", "--format", "jsonl")
                                                 .out.splitlines())]
-    rows = {(r["run"], r["segment"]): r for r in json.loads(out)}
+    rows = {(r["run"], r["segment"]): r for r in json.loads(out)["runs"]}
     assert [(r["run"], r["segment"], r["status"], r.get("recorded_status", "-"),
-             r["delta_pct"]) for r in json.loads(out)] == [
+             r["delta_pct"]) for r in json.loads(out)["runs"]] == [
         (1, 0, "keep", "-", 0.0), (2, 0, "keep", "-", -10.0), (3, 0, "discard", "-", 10.0),
         (4, 0, "keep", "-", -15.0), (5, 0, "crash", "-", None), (6, 0, "keep", None, -5.0),
         (7, 0, "keep", "weird", -100.0), (3, 0, "keep", 7, -12.0), (8, 1, "keep", "-", 0.0),
@@ -706,7 +712,7 @@ def test_every_run_in_pieces_is_the_general_paths_text_at_each_piece_boundary() 
             assert len(pieces) == -(-count // 4) + (not lines)
             assert "".join(ledger_json_chunks(whole, "ledger", lines=lines)) == expected
         if count >= 5:
-            shown = json.loads(json_text(rows, None, False))
+            shown = json.loads(json_text(rows, None, False))["runs"]
             assert shown[3]["metric"] is None and shown[2]["audit"]["verdict"] == "confirmed"
             assert json.loads(jsonl_text(rows, None, False).splitlines()[4])["commit"] \
                 == "11e75195"
@@ -811,7 +817,7 @@ def test_readers_take_a_huge_integer_and_a_name_that_is_not_utf8(repo: Path, ar:
                  % huge.encode())
         fh.write(b'{"run":7,"metric":5,"metrics":{"count":-1e400,"mem_mb":3},"duration_s":1e999,'
                  b'"status":"discard","description":"seven"}\n')
-    rows = ar(repo, "log", "--json").json()
+    rows = ar(repo, "log", "--json").json()["runs"]
     assert (rows[-2]["metric"], rows[-2]["delta_pct"], rows[-2]["description"]) == \
         (None, None, "x\udcff")
     assert (rows[-1]["metrics"]["count"], rows[-1]["duration_s"]) == (None, None)

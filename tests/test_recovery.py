@@ -981,7 +981,7 @@ def test_a_config_edited_into_an_invalid_value(repo: Path, ar: Tool) -> None:
         f"git autoresearch: {cfg}: direction 'sideways' is not 'lower' or 'higher'; read with "
         "the configuration the segment began with (git autoresearch resume restores the file "
         "from the state ref)\n")
-    assert ar(repo, "log", "--json").json()[0]["run"] == 1
+    assert ar(repo, "log", "--json").json()["runs"][0]["run"] == 1
     actions = ar(repo, "resume", "--json").json()["actions"]
     assert len(actions) == 1 and re.fullmatch(
         r"restored \.auto/config\.toml \(it was not valid; it is now "

@@ -311,7 +311,7 @@ def test_every_clone_lists_reads_and_finalizes_all_workers_runs(
     ar(a, "run", "-d", "extra 80")
     write(b / "value.txt", "70\n")
     ar(b, "run", "-d", "value 70")
-    listed = {w["worker"]: w for w in ar(a, "worker", "list", "--json").json()}
+    listed = {w["worker"]: w for w in ar(a, "worker", "list", "--json").json()["workers"]}
     assert (listed["ma"]["path"], listed["ma"]["elsewhere"]) == (str(a), False)
     assert (listed["mb"]["path"], listed["mb"]["elsewhere"]) == (None, True)
     assert "(another clone)" in ar(a, "worker", "list").out

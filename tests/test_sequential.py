@@ -80,7 +80,7 @@ def test_keep_by_hand_wins_over_the_rule_and_is_recorded_as_forced(repo: Path,
     sequential(repo, ar)
     write(repo / "value.txt", "120\n")
     measured = ar(repo, "measure", "--json").json()
-    assert (measured["decision"], measured["verdict"]["verdict"]) == ("discard", "worse")
+    assert (measured["status"], measured["decision"]["verdict"]) == ("discard", "worse")
     res = ar(repo, "keep", "-d", "kept anyway")
     assert "the sequential rule found this run worse; kept because you asked" in res.err
     record = runs(repo)[-1]
@@ -230,7 +230,7 @@ def test_log_and_the_dashboard_show_each_decision(repo: Path, ar: Tool) -> None:
     assert "no gain: stopped early, not better than the incumbent's earlier samples" in table
     assert "no gain +" in lines["5"] and "%* " in lines["5"]  # forced
     assert "* kept by hand against it" in table
-    assert ar(repo, "log", "--json").json()[-1]["decision"]["forced"] is True
+    assert ar(repo, "log", "--json").json()["runs"][-1]["decision"]["forced"] is True
     ar(repo, "dashboard", "-o", "page.html")
     page = (repo / "page.html").read_text()
     assert page.count('class="whisker"') == 4  # every run of several samples but the probe
@@ -251,7 +251,7 @@ def test_a_keep_by_hand_on_few_samples_is_topped_up_after_the_next_revert(
     sequential(repo, ar)
     write(repo / "value.txt", "150\n")
     measured = ar(repo, "measure", "--json").json()
-    assert measured["verdict"]["verdict"] == "inconclusive" and len(measured["samples"]) == 2
+    assert measured["decision"]["verdict"] == "inconclusive" and len(measured["samples"]) == 2
     kept = ar(repo, "keep", "-d", "kept anyway", "--json").json()
     assert any("the new incumbent has 2 sample(s): a gain is hard to prove" in w
                for w in kept["warnings"])

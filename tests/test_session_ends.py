@@ -186,7 +186,7 @@ def test_a_session_finished_by_a_squash_merge(repo: Path, ar: Tool) -> None:
     squash = git(repo, "rev-parse", "--short=7", "HEAD")
     _said_finished(repo, ar, f"a squash merge: commit {squash}")
     # sessions calls it merged (and gc may collect its refs), as after a merge commit.
-    assert [s["state"] for s in ar(repo, "sessions", "--json").json()] == ["merged"]
+    assert [s["state"] for s in ar(repo, "sessions", "--json").json()["sessions"]] == ["merged"]
     # With its branch still there, a recording command and resume say so too, change nothing.
     assert "the session is over" in ar(repo, "run", "-d", "x", expect=3).err
     assert "the session is over" in ar(repo, "resume", expect=3).err
@@ -204,7 +204,7 @@ def test_a_session_finished_by_cherry_picks(repo: Path, ar: Tool) -> None:
     git(repo, "cherry-pick", *keeps)
     picked = git(repo, "rev-list", "--reverse", "--abbrev-commit", "HEAD~2..HEAD").split()
     _said_finished(repo, ar, f"cherry-picks: commits {', '.join(picked)}")
-    assert [s["state"] for s in ar(repo, "sessions", "--json").json()] == ["merged"]
+    assert [s["state"] for s in ar(repo, "sessions", "--json").json()["sessions"]] == ["merged"]
     git(repo, "branch", "-q", "-D", "autoresearch/s1")
     _said_finished(repo, ar, f"cherry-picks: commits {', '.join(picked)}")
 

@@ -67,7 +67,7 @@ def test_sessions_lists_goal_metric_runs_best_gain_state_and_activity(repo: Path
     """One entry per session; runs count every record, best and gain are the current
     segment's (90 against the baseline 100: -10%)."""
     session_of_three_runs(repo, ar)
-    [entry] = ar(repo, "sessions", "--json").json()
+    [entry] = ar(repo, "sessions", "--json").json()["sessions"]
     assert ISO.match(entry.pop("last_activity"))
     assert entry == {"id": "s1", "goal": "lower the value", "metric": "score", "unit": "",
                      "direction": "lower", "runs": 3, "kept": 2, "best": 90,
@@ -89,16 +89,16 @@ def test_sessions_states_stopped_merged_finalized(repo: Path, ar: Tool) -> None:
         "git autoresearch: STOP sentinel found: the loop stops here (the sentinel was removed); "
         "the work tree has unrecorded changes (value.txt): record them with git autoresearch "
         "discard or keep\n")
-    assert [s["state"] for s in ar(repo, "sessions", "--json").json()] == ["stopped"]
+    assert [s["state"] for s in ar(repo, "sessions", "--json").json()["sessions"]] == ["stopped"]
     git(repo, "checkout", "-q", "value.txt")
     git(repo, "switch", "-q", "main")
     git(repo, "merge", "-q", "--ff-only", "autoresearch/s1")
-    assert [s["state"] for s in ar(repo, "sessions", "--json").json()] == ["merged"]
+    assert [s["state"] for s in ar(repo, "sessions", "--json").json()["sessions"]] == ["merged"]
     git(repo, "branch", "autoresearch/s1-final", "autoresearch/s1")  # by hand: no finalize
-    assert [s["state"] for s in ar(repo, "sessions", "--json").json()] == ["merged"]
+    assert [s["state"] for s in ar(repo, "sessions", "--json").json()["sessions"]] == ["merged"]
     git(repo, "branch", "-D", "-q", "autoresearch/s1-final")
     ar(repo, "finalize", "--samples", "0")
-    listed = ar(repo, "sessions", "--json").json()
+    listed = ar(repo, "sessions", "--json").json()["sessions"]
     assert [(s["id"], s["state"]) for s in listed] == [("s1", "finalized")]
 
 
@@ -111,7 +111,7 @@ def test_sessions_reads_a_session_from_its_state_ref_when_auto_is_elsewhere(
     ar(other, *start_args("--session-id", "s2"))
     write(other / "value.txt", "95\n")
     ar(other, "run", "-d", "lower it to 95")
-    listed = {s["id"]: s for s in ar(repo, "sessions", "--json").json()}
+    listed = {s["id"]: s for s in ar(repo, "sessions", "--json").json()["sessions"]}
     assert listed["s2"]["source"] == "state ref"
     assert (listed["s2"]["runs"], listed["s2"]["best"], listed["s2"]["state"]) == \
         (2, 95, "running")
@@ -120,7 +120,7 @@ def test_sessions_reads_a_session_from_its_state_ref_when_auto_is_elsewhere(
 
 def test_sessions_says_so_when_there_is_none(repo: Path, ar: Tool) -> None:
     assert ar(repo, "sessions").out == "no sessions in this repository\n"
-    assert ar(repo, "sessions", "--json").json() == []
+    assert ar(repo, "sessions", "--json").json()["sessions"] == []
 
 
 # --- gc ---------------------------------------------------------------------------------------
@@ -136,7 +136,7 @@ def test_gc_refuses_a_running_session_and_leaves_its_refs(repo: Path, ar: Tool) 
                                "finalized): gc leaves it alone (--force deletes its attempt "
                                "and scope refs anyway)")
     assert ar(repo, "gc", "--json").json() == {
-        "dry_run": False, "deleted": {},
+        "schema": "git-autoresearch:gc/1", "dry_run": False, "deleted": {},
         "skipped": {"s1": "running (not merged, not finalized)"}, "warnings": []}
     assert refs_of(repo) == before
 
@@ -159,11 +159,12 @@ def test_gc_of_a_merged_session_deletes_attempts_and_keeps_the_ledger(repo: Path
     git(repo, "merge", "-q", "--ff-only", "autoresearch/s1")
     kept = {r: o for r, o in refs_of(repo).items() if "/attempts/" not in r}
     assert ar(repo, "gc", "--json").json() == {
-        "dry_run": False, "deleted": {"s1": ["refs/autoresearch/s1/attempts/3"]},
+        "schema": "git-autoresearch:gc/1", "dry_run": False,
+        "deleted": {"s1": ["refs/autoresearch/s1/attempts/3"]},
         "skipped": {}, "warnings": []}
     assert refs_of(repo) == kept
-    assert [r["run"] for r in ar(repo, "log", "--json").json()] == [1, 2, 3]
-    [entry] = ar(repo, "sessions", "--json").json()
+    assert [r["run"] for r in ar(repo, "log", "--json").json()["runs"]] == [1, 2, 3]
+    [entry] = ar(repo, "sessions", "--json").json()["sessions"]
     assert (entry["runs"], entry["state"], entry["attempt_refs"]) == (3, "merged", 0)
     assert ar(repo, "gc").out == "nothing to delete\n"
     # The deletion is a ledger event, mirrored: doctor finds nothing missing, show says why
@@ -207,7 +208,7 @@ def test_gc_older_than_takes_a_stopped_session_only_once_it_is_that_old(
     assert ar(repo, "run", "-d", "stops", expect=4).err == (
         "git autoresearch: STOP sentinel found: the loop stops here (the sentinel was removed)\n")
     top = Repo.discover(repo)
-    [entry] = ar(repo, "sessions", "--json").json()
+    [entry] = ar(repo, "sessions", "--json").json()["sessions"]
     assert entry["state"] == "stopped"
     from git_autoresearch.ledger import now_ms
 
@@ -287,7 +288,7 @@ def test_a_clone_pulls_reads_and_resumes_the_session(repo: Path, ar: Tool,
     assert "restored .auto/config.toml" in done["restored"]
     assert "restored .auto/log.jsonl" in done["restored"]
     assert remote_of(clone, bare) == {m["ref"]: m["new"] for m in done["moved"]}
-    assert [r["run"] for r in ar(clone, "log", "--json").json()] == [1, 2, 3]
+    assert [r["run"] for r in ar(clone, "log", "--json").json()["runs"]] == [1, 2, 3]
     assert runs(clone) == runs(repo)
     status = ar(clone, "status", "--json").json()
     assert status["segment"]["best"]["metric"] == 90

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BIN, Tool, assert_dies, git, runs, start_args, write
+from conftest import BIN, Tool, assert_dies, check_document, git, runs, start_args, write
 
 TOOL = [sys.executable, "-m", "git_autoresearch"]
 # Under nohup (or any parent that ignores SIGHUP) the tool, started with SIGHUP ignored, keeps
@@ -79,9 +79,9 @@ def git_locks(top: Path) -> list[str]:
 def error_document(out: bytes, code: int) -> dict[str, Any]:
     """The JSON error document of a command a signal ended; ``recorded`` names the run it
     recorded before the signal was handled (a caller takes non-zero for "not recorded")."""
-    data = json.loads(out)
+    data = check_document(json.loads(out))
     assert data["exit_code"] == code
-    assert set(data) == {"error", "exit_code", "recorded"}
+    assert set(data) == {"schema", "error", "exit_code", "recorded"}
     return dict(data)
 
 

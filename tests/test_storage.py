@@ -371,7 +371,7 @@ def test_eight_concurrent_ideas_add_lose_nothing(repo: Path, ar: Tool) -> None:
              for n in range(8)]
     errors = [p.communicate()[1] for p in procs]
     assert [p.returncode for p in procs] == [0] * 8, errors
-    ideas = ar(repo, "ideas", "list", "--json").json()
+    ideas = ar(repo, "ideas", "list", "--json").json()["ideas"]
     assert sorted(i["text"] for i in ideas) == sorted(f"idea {n}-{i}" for n in range(8)
                                                      for i in (1, 2, 3))
 

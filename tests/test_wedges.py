@@ -504,7 +504,7 @@ def test_user_configuration_that_changes_what_git_prints_changes_nothing(
     assert (repo / "src" / "é dir" / "f ü.txt").read_text() == "2\n"
     said = ar(repo, "status", "--json").json()
     assert said["segment"]["best"]["run"] == 2 and said["warnings"] == []
-    assert [r["run"] for r in ar(repo, "log", "--json").json()] == [1, 2, 3]
+    assert [r["run"] for r in ar(repo, "log", "--json").json()["runs"]] == [1, 2, 3]
     assert ar(repo, "doctor", "--json").json()["findings"] == []
     shown = ar(repo, "show", "2", "--json").json()
     assert shown["record"]["metric"] == 80 and "f ü.txt" in shown["diff"]
@@ -521,7 +521,7 @@ def test_trailers_of_different_metrics_on_one_branch_are_not_compared(repo: Path
         write(repo / "value.txt", f"{value}\n")
         git(repo, "commit", "-q", "-am", f"step {value}\n\nResult: {{\"status\":\"keep\","
             f"{result}}}\n")
-    found = ar(repo, "log", "--json").json()
+    found = ar(repo, "log", "--json").json()["runs"]
     assert [(r["metric"], r["segment"]) for r in found] == [(100, 0), (90, 0), (12, 1)]
     said = ar(repo, "status", "--json").json()
     assert said["metric_name"] == "memory_mb" and said["segment"]["best"]["metric"] == 12

@@ -45,7 +45,7 @@ def make_crew(repo: Path, ar: Tool, *start: str) -> tuple[Path, Path, Path]:
     git(repo, "commit", "-q", "-m", "two numbers")
     ar(repo, *start_args("--decision", "strict", "--scope", "value.txt", "--scope",
                          "extra.txt", *start))
-    made = ar(repo, "worker", "add", "2", "--json").json()
+    made = ar(repo, "worker", "add", "2", "--json").json()["workers"]
     folder = repo.parent / "project.workers"
     assert [(w["worker"], w["path"], w["branch"]) for w in made] == [
         ("w1", str(folder / "w1"), "autoresearch-workers/s1/w1"),
@@ -89,7 +89,7 @@ def test_workers_share_one_ledger_and_keep_on_the_moved_incumbent(
     assert [(r["run"], r.get("worker")) for r in runs(main)] == [
         (1, None), (2, "w1"), (3, "w2")]
     assert (w1 / ".auto").resolve() == (main / ".auto").resolve()
-    listed = {w["worker"]: w for w in ar(main, "worker", "list", "--json").json()}
+    listed = {w["worker"]: w for w in ar(main, "worker", "list", "--json").json()["workers"]}
     assert set(listed) == {"main", "w1", "w2"}
     assert (listed["w1"]["behind"], listed["w2"]["behind"]) == (True, False)
     assert listed["w2"]["last_run"] == {"run": 3, "status": "keep",
@@ -156,11 +156,12 @@ def test_runs_measured_at_once_get_distinct_numbers(crew: tuple[Path, Path, Path
 
     write(w1 / "value.txt", "90\n")
     assert ar(w1, "measure", "--json").json()["metric"] == 190
-    doing = {w["worker"]: w["measuring"] for w in ar(main, "worker", "list", "--json").json()}
+    listed = ar(main, "worker", "list", "--json").json()["workers"]
+    doing = {w["worker"]: w["measuring"] for w in listed}
     assert doing["w1"] is None, "no command runs there: the held number is idle"
     with SessionLock(Repo.discover(w1).scratch, "run"):
         doing = {w["worker"]: w["measuring"]
-                 for w in ar(main, "worker", "list", "--json").json()}
+                 for w in ar(main, "worker", "list", "--json").json()["workers"]}
     assert doing["w1"] == 2
     write(w2 / "extra.txt", "99\n")
     assert ar(w2, "run", "-d", "extra 99", "--json").json()["run"] == 3
@@ -210,7 +211,7 @@ def test_remove_refuses_unrecorded_changes_and_the_last_puts_main_back(
     assert not w2.parent.exists(), "the empty workers' folder goes too"
     assert (main / "extra.txt").read_text() == "80\n", "moved to the incumbent"
     assert git(main, "status", "--porcelain") == ""
-    assert ar(main, "worker", "list", "--json").json() == []
+    assert ar(main, "worker", "list", "--json").json()["workers"] == []
     assert ar(main, "run", "-d", "alone again", "--json").json()["run"] == 4
     assert "worker" not in runs(main)[-1]
 
@@ -367,7 +368,7 @@ def test_a_worker_reads_the_session_folder_through_its_link(
     assert (w1 / ".auto" / "config.toml").is_file(), "the next command puts the link back"
     write(main / ".auto" / "ideas.md", "- [ ] try the cache\n")
     assert "try the cache" in ar(w1, "summary").out
-    listed = {w["worker"]: w["path"] for w in ar(w1, "worker", "list", "--json").json()}
+    listed = {w["worker"]: w["path"] for w in ar(w1, "worker", "list", "--json").json()["workers"]}
     assert listed == {"main": str(main), "w1": str(w1), "w2": str(w2)}
 
 
@@ -383,7 +384,7 @@ def test_worker_add_refuses_names_twice_and_folders_inside(crew: tuple[Path, Pat
     inside = ar(main, "worker", "add", "--path", "src", expect=3).err
     assert inside.strip() == (f"git autoresearch: {main / 'src'} is inside the work tree: put "
                               f"the workers outside it (--path {main.parent / 'project.workers'})")
-    assert [w["worker"] for w in ar(main, "worker", "list", "--json").json()] == [
+    assert [w["worker"] for w in ar(main, "worker", "list", "--json").json()["workers"]] == [
         "main", "w1", "w2"]
 
 
@@ -420,7 +421,8 @@ def test_a_session_with_workers_is_running_and_gc_leaves_it_alone(
     write(w1 / "value.txt", "95\n")
     ar(w1, "run", "-d", "worse")
     for where in (w1, main):
-        assert [s["state"] for s in ar(where, "sessions", "--json").json()] == ["running"]
+        found = ar(where, "sessions", "--json").json()["sessions"]
+        assert [s["state"] for s in found] == ["running"]
         ar(where, "gc")
     assert git(main, "show", "refs/autoresearch/s1/attempts/3:value.txt") == "95"
 

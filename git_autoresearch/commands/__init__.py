@@ -49,6 +49,7 @@ COMMAND_MODULES: dict[str, str] = {
     "completion": "completing",
     "skill": "agents",
     "guard": "agents",
+    "schema": "agents",
     "worker": "working",
 }
 

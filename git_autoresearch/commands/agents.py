@@ -1,5 +1,6 @@
-"""skill, guard: fitting the loop to a coding agent (a skill that teaches it the commands, git
-hooks that refuse a commit made around the loop)."""
+"""skill, guard, schema: fitting the loop to a coding agent (a skill that teaches it the
+commands, git hooks that refuse a commit made around the loop, the schemas of the JSON it
+reads)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..errors import Refused
+from ..errors import Refused, UsageError
 from .common import CONTEXT, emit_json, json_option
 
 if TYPE_CHECKING:
@@ -33,13 +34,13 @@ def skill_cmd(harness: str | None, show: bool, force: bool, as_json: bool) -> No
     text = text_for(harness or "generic")
     if harness is None or show:
         if as_json:
-            emit_json({"harness": harness or "generic", "text": text})
+            emit_json("skill", {"harness": harness or "generic", "text": text})
         else:
             click.echo(text, nl=False)
         return
     done = install(harness, force=force)
     if as_json:
-        emit_json({"harness": harness, "path": done.path, "action": done.action})
+        emit_json("skill", {"harness": harness, "path": done.path, "action": done.action})
     else:
         click.echo(f"{done.action} {done.path}")
 
@@ -53,7 +54,7 @@ def guard_cmd() -> None:
 def _show(states: list[HookState], as_json: bool) -> None:
     """Print the guard's hooks, one line each (or as JSON)."""
     if as_json:
-        emit_json([s.to_json() for s in states])
+        emit_json("guard", {"hooks": [s.to_json() for s in states]})
         return
     for s in states:
         line = f"{s.hook}: {'installed' if s.installed else 'not installed'} ({s.path})"
@@ -107,3 +108,36 @@ def guard_check_cmd(hook: str, args: tuple[str, ...]) -> None:
         problem = check_commit_msg(args[0])
     if problem:
         raise Refused(f"guard: {problem}")
+
+
+@click.command("schema", context_settings=CONTEXT)
+@click.argument("name", required=False, metavar="[NAME|COMMAND]")
+@json_option
+def schema_cmd(name: str | None, as_json: bool) -> None:
+    """The JSON Schema of a JSON document: NAME (run, measurement, status, error, hook-after,
+    ...) or a command's (keep, "worker list"); without one, every document and the commands
+    that print it. Every document names its own in its first field, "schema"."""
+    from ..schemas import COMMAND_DOCUMENTS, VERSIONS, schema_id, schema_path
+
+    if name is None:
+        kinds = [k for k in VERSIONS if k != "common"]
+        printed_by = {k: [c for c, d in COMMAND_DOCUMENTS.items() if d == k] for k in kinds}
+        if as_json:
+            emit_json("schema", {"documents": [
+                {"name": k, "schema": schema_id(k), "path": str(schema_path(k)),
+                 "commands": printed_by[k]} for k in kinds]})
+            return
+        for k in kinds:
+            said = ", ".join(printed_by[k]) or {
+                "error": "any command that fails", "hook-before": "stdin of a before hook",
+                "hook-after": "stdin of an after hook"}[k]
+            click.echo(f"{schema_id(k):<36} {said}")
+        return
+    kind = COMMAND_DOCUMENTS.get(name, name)
+    if kind not in VERSIONS:
+        raise UsageError(f"no JSON document or command named {name!r} (git autoresearch schema "
+                         "lists them)")
+    if as_json:
+        raise UsageError("schema NAME prints the schema, a JSON document itself: leave out "
+                         "--json")
+    click.echo(schema_path(kind).read_text(encoding="utf-8"), nl=False)

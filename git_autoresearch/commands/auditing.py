@@ -45,7 +45,7 @@ def audit_cmd(run_numbers: tuple[int, ...], samples: int, as_json: bool) -> None
             for text in audit_lines(line, unit):
                 click.echo(text)
     if as_json:
-        emit_json({"direction": direction, "metric_name": session.config.metric_name,
+        emit_json("audit", {"direction": direction, "metric_name": session.config.metric_name,
                    "metric_unit": unit, "audits": done})
 
 
@@ -80,9 +80,11 @@ def audit_lines(line: dict[str, Any], unit: str) -> list[str]:
         if isinstance(effect.get("relative"), (int, float)):
             text += (f" ({effect['relative'] * 100:+.2f}% [{effect['relative_low'] * 100:+.2f}%"
                      f", {effect['relative_high'] * 100:+.2f}%])")
-        confidence = effect.get("confidence")
-        if isinstance(confidence, (int, float)):
-            text += f", {confidence * 100:.0f}% interval"
+        from ..report import interval_level
+
+        level = interval_level(effect)
+        if level is not None:
+            text += f", {level * 100:.0f}% interval"
         out.append(text)
     if line.get("reason"):
         out.append(f"  {line['reason']}")

@@ -97,7 +97,7 @@ def _shown(layout: Layout, path: Path) -> str:
 
 def _show_idea(idea: Idea, as_json: bool) -> None:
     if as_json:
-        emit_json(idea.to_json())
+        emit_json("idea", idea.to_json())
     else:
         click.echo(f"idea {idea.number}: {idea.text}")
 
@@ -126,8 +126,9 @@ def ideas_list_cmd(show_all: bool, as_json: bool) -> None:
     ideas = [i for i in _read_backlog() if show_all or i.state != "done"]
     found = _claims(ideas)[:2]
     if as_json:
-        emit_json([i.to_json() | ({"claim": found[1][i.number].to_json(found[0])}
-                                  if i.number in found[1] else {}) for i in ideas])
+        emit_json("ideas", {"ideas": [
+            i.to_json() | ({"claim": found[1][i.number].to_json(found[0])}
+                           if i.number in found[1] else {}) for i in ideas]})
         return
     marks = {"open": "[ ]", "taken": "[~]", "done": "[x]"}
     for idea in ideas:
@@ -148,7 +149,7 @@ def ideas_next_cmd(as_json: bool) -> None:
     found = next_idea([i for i in ideas if i.number not in claimed
                        or claimed[i.number].mine(me) or claimed[i.number].stale(timeout)])
     if as_json:
-        emit_json(found.to_json() if found else None)
+        emit_json("idea-next", {"idea": found.to_json() if found else None})
     elif found:
         click.echo(f"{found.number}: {found.text}")
 
@@ -213,7 +214,7 @@ def ideas_claim_cmd(number: int | None, text: str | None, as_json: bool) -> None
         number = same.number
     taken = claim(board.repo, board.session_id, ideas, timeout=board.timeout, number=number)
     if as_json:
-        emit_json(taken.to_json(board.timeout))
+        emit_json("idea-claim", taken.to_json(board.timeout))
         return
     if taken.replaced is not None:
         warn(f"took idea {taken.idea.number} over from {taken.replaced.describe(board.timeout)}")
@@ -255,8 +256,9 @@ def ideas_release_cmd(number: int | None, force: bool, as_json: bool) -> None:
         raise Refused(f"the claim on idea {number} changed meanwhile (taken over or "
                       "released by another worker); nothing was released")
     if as_json:
-        emit_json([{"key": c.key, "idea": c.idea, "text": c.text,
-                    **c.to_json(board.timeout)} for c in released])
+        emit_json("idea-release", {"released": [{"key": c.key, "idea": c.idea, "text": c.text,
+                                               **c.to_json(board.timeout)}
+                                              for c in released]})
         return
     for c in released:
         click.echo(f"released idea {c.idea}: {c.text}" if c.idea else f"released {c.text}")

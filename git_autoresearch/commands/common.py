@@ -4,7 +4,7 @@ and the options several commands take."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import click
@@ -39,20 +39,24 @@ def bare_group(ctx: click.Context) -> None:
         click.echo(ctx.get_help())
 
 
-def emit_json(data: Any, *, interruptible: bool = True) -> None:
-    """Print one JSON document (never NaN or infinity: such values become null). A signal
-    that arrived and was not raised yet is raised first (``interruptible``), so that the
-    command's one document is the error that says so."""
+def emit_json(kind: str, data: Mapping[str, Any], *, interruptible: bool = True) -> None:
+    """Print one JSON document of ``kind`` (a key of :data:`schemas.VERSIONS`): ``data`` after
+    its ``schema`` field (:func:`schemas.schema_id`); never NaN or infinity: such values become
+    null. A signal that arrived and was not raised yet is raised first (``interruptible``), so
+    that the command's one document is the error that says so."""
     import json  # (re, the decoder): only where a document is written
+
+    from ..schemas import schema_id
 
     if interruptible:
         signals.check()
+    document = {"schema": schema_id(kind), **data}
     try:
-        text = json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False)
+        text = json.dumps(document, ensure_ascii=False, indent=2, allow_nan=False)
     except ValueError:  # a non-finite number from a hostile ledger: walk and replace it
         from ..jsontext import nulled
 
-        text = json.dumps(nulled(data), ensure_ascii=False, indent=2, allow_nan=False)
+        text = json.dumps(nulled(document), ensure_ascii=False, indent=2, allow_nan=False)
     click.echo(text)
 
 

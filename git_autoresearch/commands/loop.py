@@ -31,7 +31,10 @@ from .common import (
 # --- measure / run -----------------------------------------------------------------------------
 
 
-def _measurement_json(result: Measurement) -> dict[str, Any]:
+def _measurement_json(result: Measurement, status: str) -> dict[str, Any]:
+    """A measurement as ``measure --json`` and ``run --dry-run --json`` print it: what a run
+    would record, ``status`` (the loop's decision) and ``decision`` (the rule's object, as a
+    run record holds it), in the same fields as the run document."""
     from ..ledger import json_number
 
     data = result.to_dict()
@@ -39,13 +42,9 @@ def _measurement_json(result: Measurement) -> dict[str, Any]:
     data.pop("warnings", None)  # (the document's own warnings say them)
     if data.get("slot") is None:  # named, as in the run record, only with slots or pinning
         data.pop("slot", None)
-    # The sequential rule's verdict object; "decision" is the loop's decision, set by the caller.
-    verdict = data.pop("decision", None)
-    if verdict is not None:
-        data["verdict"] = verdict
-    data["status"] = result.status
-    if result.metric is not None:
-        data["metric"] = json_number(result.metric)
+    data["decision"] = data.get("decision")
+    data["status"] = status
+    data["metric"] = None if result.metric is None else json_number(result.metric)
     data["metrics"] = {k: json_number(v) for k, v in result.metrics.items()}
     data["samples"] = [json_number(s) for s in result.samples]
     return data
@@ -108,9 +107,9 @@ def measure_cmd(as_json: bool) -> None:
     notes = _measurement_notes(before, result)
     decision = session.decide(result)
     if as_json:
-        data = _measurement_json(result)
-        data.update({"decision": decision, "steer": before.steer or None, "warnings": notes})
-        emit_json(data)
+        data = _measurement_json(result, decision)
+        data.update({"dry_run": False, "steer": before.steer or None, "warnings": notes})
+        emit_json("measurement", data)
         return
     _print_steer("before", before)
     _print_measurement(result, session.config.metric_name)
@@ -134,7 +133,9 @@ def _print_recovered(recovered: Recovery) -> None:
 
 def _record_json(record: Mapping[str, Any], steer: list[str], warnings: list[str]
                  ) -> dict[str, Any]:
-    out = dict(record)
+    from ..ledger import shown_record
+
+    out = shown_record(record)
     # Every run says whether it made a commit (the ledger writes it on keeps only).
     out.setdefault("committed", False)
     out["steer"] = "\n".join(s for s in steer if s) or None
@@ -213,7 +214,7 @@ def run_cmd(description: str, asi_pairs: tuple[str, ...], asi_json: str | None, 
         after = session.fire_hooks("after", run_entry=recorded.record)
     notes = session.warnings + recovered.warnings + result.warnings + recorded.warnings + again
     if as_json:
-        emit_json(_record_json(recorded.record,
+        emit_json("run", _record_json(recorded.record,
                                [*_recovered_steer(recovered), before.steer, after.steer],
                                before.warnings + notes + _violation_notes(recorded.record)
                                + after.warnings))
@@ -233,10 +234,9 @@ def _dry_run(session: Session, before: HookReport, result: Measurement, decision
     """Print what ``run --dry-run`` measured and would decide."""
     notes = _measurement_notes(before, result)
     if as_json:
-        data = _measurement_json(result)
-        data.update({"decision": decision, "dry_run": True, "steer": before.steer or None,
-                     "warnings": notes})
-        emit_json(data)
+        data = _measurement_json(result, decision)
+        data.update({"dry_run": True, "steer": before.steer or None, "warnings": notes})
+        emit_json("measurement", data)
         return
     _print_steer("before", before)
     _print_measurement(result, session.config.metric_name)
@@ -288,8 +288,9 @@ def _record_command(status: str) -> Callable[..., None]:
         notes = (choice.notes + session.warnings + recovered.warnings + recorded.warnings
                  + _violation_notes(recorded.record))
         if as_json:
-            emit_json(_record_json(recorded.record, [*_recovered_steer(recovered), after.steer],
-                                   notes + after.warnings))
+            emit_json("run", _record_json(recorded.record,
+                                          [*_recovered_steer(recovered), after.steer],
+                                          notes + after.warnings))
             return
         _print_recovered(recovered)
         for note in notes:
@@ -465,7 +466,7 @@ def stop_cmd(as_json: bool) -> None:
     write_atomic(layout.stop,
                  f"stop requested at {time.strftime('%Y-%m-%dT%H:%M:%S%z')}\n".encode())
     if as_json:
-        emit_json({"stop": str(layout.stop)})
+        emit_json("stop", {"stop": str(layout.stop)})
     else:
         click.echo(f"created {layout.stop}: the loop stops before its next run")
 
@@ -485,7 +486,8 @@ def hook_cmd(stage: str, as_json: bool) -> None:
             raise Refused("no run recorded yet: after hooks need a run entry")
         report = session.fire_hooks(stage, run_entry=last.data if last else None)
     if as_json:
-        emit_json({"stage": stage, "steer": report.steer or None, "warnings": report.warnings,
-                   "firings": [f.ledger_line() for f in report.firings]})
+        emit_json("hook", {"stage": stage, "steer": report.steer or None,
+                           "warnings": report.warnings,
+                           "firings": [f.ledger_line() for f in report.firings]})
         return
     _print_steer(stage, report)

@@ -61,7 +61,7 @@ def status_cmd(watch: bool, interval: float, times: int | None, as_json: bool) -
     with collector_paused():  # (the whole ledger read and summed: nothing cyclic is made)
         found = status(open_for_reading())
     if as_json:
-        emit_json(found.to_json())
+        emit_json("status", found.to_json())
         return
     _show_status(found)
 
@@ -204,7 +204,7 @@ def _status_tail(found: Status, unit: str) -> list[str]:
         moved = pending.changed_since
         shown = "-" if pending.metric is None else f"{number(pending.metric)}{unit}"
         lines.append(f"pending     {shown}, measured and not yet recorded (the loop's decision: "
-                     f"{pending.decision})" if not moved else f"pending     {shown}, stale: "
+                     f"{pending.status})" if not moved else f"pending     {shown}, stale: "
                      f"{', '.join(moved[:STALE_SHOWN])}"
                      f"{' ...' if len(moved) > STALE_SHOWN else ''} changed since")
     if found.stop_pending:
@@ -235,7 +235,7 @@ def show_cmd(run_number: int, as_json: bool) -> None:
     run, diff, set_aside = found.run, found.diff, found.set_aside
     audited = audits(session.ledger).get(run_number, [])
     if as_json:
-        emit_json({**found.to_json(), "audits": audited})
+        emit_json("show", {**found.to_json(), "audits": audited})
         return
     from ..jsontext import nulled
 
@@ -317,7 +317,7 @@ def analyze_cmd(segment: int | None, plot: Path | None, as_json: bool) -> None:
         write_plot(plot, session.ledger.segments, session.config.metric_name,
                    session.config.metric_unit)
     if as_json:
-        emit_json(result)
+        emit_json("analyze", result)
         return
     click.echo(analysis_text(result, session.config.metric_name, session.config.metric_unit),
                nl=False)
@@ -420,7 +420,7 @@ def score_cmd(run_number: int, as_json: bool) -> None:
     except ScoreError as exc:
         terms, value, error = [], None, str(exc)
     if as_json:
-        emit_json({"run": run_number, "kind": table.get("kind"), "direction": direction,
+        emit_json("score", {"run": run_number, "kind": table.get("kind"), "direction": direction,
                    "score": value, "recorded": run.data.get("metric"), "error": error,
                    "terms": [{"term": label, "value": part} for label, part in terms]})
         return

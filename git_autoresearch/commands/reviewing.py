@@ -62,7 +62,7 @@ def finalize_cmd(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bo
         message = (f"{message}: no branch was made (leave them out with --drop, or replay "
                    "only some with --only)")
         if as_json:
-            emit_json({"error": message, "exit_code": EXIT_REFUSED, **line},
+            emit_json("error", {"error": message, "exit_code": EXIT_REFUSED, **line},
                       interruptible=False)
         click.echo(f"git autoresearch: {message}", err=True)
         raise click.exceptions.Exit(EXIT_REFUSED)
@@ -77,7 +77,7 @@ def finalize_cmd(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bo
     for w in said:
         warn(w)
     if as_json:
-        emit_json({**line, "notes": str(session.layout.final_notes)})
+        emit_json("finalize", {**line, "notes": str(session.layout.final_notes)})
     else:
         for text in _lines(line, cfg.metric_unit):
             click.echo(text)
@@ -156,7 +156,7 @@ def apply_cmd(run_number: int, as_json: bool) -> None:
     for w in done.warnings:
         warn(w)
     if as_json:
-        emit_json({"run": done.run, "commit": done.commit[:7], "onto": done.onto[:7],
+        emit_json("apply", {"run": done.run, "commit": done.commit[:7], "onto": done.onto[:7],
                    "replayed": done.replayed, "paths": list(done.paths)})
         return
     how = f"replayed onto HEAD {done.onto[:7]}" if done.replayed else f"on HEAD {done.onto[:7]}"
@@ -216,7 +216,7 @@ def diff_cmd(runs: tuple[int, ...], stat: bool, name_only: bool, as_json: bool) 
               f"{fmt(new_run.metric)}{unit}) {new[:7]}"
               + (f": {change:+.2f}%" if change is not None else ""))
     if as_json:
-        emit_json({"from": {"run": found[0].run.number if len(found) == 2 else None,
+        emit_json("diff", {"from": {"run": found[0].run.number if len(found) == 2 else None,
                             "commit": old[:7], "metric": _number(old_metric)},
                    "to": {"run": new_run.number, "commit": new[:7],
                           "metric": _number(new_run.metric)},

@@ -25,7 +25,7 @@ def sessions_cmd(as_json: bool) -> None:
 
     found = all_sessions()
     if as_json:
-        emit_json([info.to_json() for info in found])
+        emit_json("sessions", {"sessions": [info.to_json() for info in found]})
         return
     if not found:
         click.echo("no sessions in this repository")
@@ -65,7 +65,7 @@ def gc_cmd(session: str | None, older_than: float | None, dry_run: bool, force: 
     done = gc(None, session, older_than_days=older_than, dry_run=dry_run,
               force=force)
     if as_json:
-        emit_json(done.to_json())
+        emit_json("gc", done.to_json())
         return
     verb = "would delete" if dry_run else "deleted"
     for sid, refs in done.deleted.items():
@@ -111,7 +111,7 @@ def pull_cmd(remote: str | None, session: str | None, as_json: bool) -> None:
 
 def _report(shared: Shared, verb: str, as_json: bool) -> None:
     if as_json:
-        emit_json(shared.to_json())
+        emit_json("transfer", shared.to_json())
         return
     if not shared.moved:
         click.echo(f"session {shared.session}: up to date with {shared.remote}")

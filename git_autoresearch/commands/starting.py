@@ -183,7 +183,7 @@ def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
     for message in started.warnings:
         warn(message)
     if as_json:
-        emit_json({"session_id": cfg.session_id, "branch": session_branch(cfg.session_id),
+        emit_json("start", {"session_id": cfg.session_id, "branch": session_branch(cfg.session_id),
                    "segment": session.segment.index, "config": cfg.to_dict(),
                    "baseline": record, "warnings": started.warnings})
         return

@@ -36,7 +36,7 @@ def resume_cmd(session_id: str | None, as_json: bool) -> None:
 
     found = resumed(resume(session_id))
     if as_json:
-        emit_json(found.to_json())
+        emit_json("resume", found.to_json())
         return
     for action in found.actions:
         click.echo(f"- {action}")
@@ -89,7 +89,7 @@ def doctor_cmd(fix: bool, as_json: bool) -> None:
     # Records read otherwise than they say (as pi-autoresearch reads them): told, not fixed.
     notices = session.ledger.notices(session.layout.ledger)
     if as_json:
-        emit_json({"findings": found, "fix": fix, "warnings": why, "notices": notices,
+        emit_json("doctor", {"findings": found, "fix": fix, "warnings": why, "notices": notices,
                    "finished": exam.finished})
     else:
         for note in notices:
@@ -129,8 +129,8 @@ def hooks_list_cmd(as_json: bool) -> None:
 
     found = examples()
     if as_json:
-        emit_json([{"name": e.name, "stage": e.stage, "summary": e.summary, "needs": e.needs}
-                   for e in found])
+        emit_json("hooks-list", {"hooks": [{"name": e.name, "stage": e.stage, "summary": e.summary,
+                                         "needs": e.needs} for e in found]})
         return
     width = max(len(e.name) for e in found)
     for e in found:
@@ -165,7 +165,7 @@ def hooks_install_cmd(names: tuple[str, ...], every: bool, force: bool, as_json:
         mirror_session(f"hooks install {' '.join(e.name for e in picked)}")
     rels = [str(t.relative_to(layout.home)) for t in targets]
     if as_json:
-        emit_json({"installed": [{"name": e.name, "stage": e.stage, "path": rel,
+        emit_json("hooks-install", {"installed": [{"name": e.name, "stage": e.stage, "path": rel,
                                   "needs": e.needs} for e, rel in zip(picked, rels, strict=True)]})
         return
     for example, rel in zip(picked, rels, strict=True):
@@ -222,8 +222,8 @@ def import_cmd(source: Path, output: Path | None, direction: str | None,
         warn(message)
     runs = sum(1 for line in lines if '"type"' not in line.split(",", 1)[0])
     if as_json:
-        emit_json({"source": what, "output": str(output), "lines": len(lines), "runs": runs,
-                   "warnings": warnings})
+        emit_json("import", {"source": what, "output": str(output), "lines": len(lines),
+                             "runs": runs, "warnings": warnings})
     else:
         click.echo(f"imported {what}: {len(lines)} lines ({runs} runs) into {output}")
 

@@ -38,7 +38,7 @@ def worker_add_cmd(count: int | None, names: tuple[str, ...], folder: Path | Non
     _check_home(session)
     made = add(session, len(names) or count or 1, folder, list(names) or None)
     if as_json:
-        emit_json([w.to_json() for w in made])
+        emit_json("workers", {"workers": [w.to_json() for w in made]})
         return
     for w in made:
         click.echo(f"worker {w.name}: {w.path} (branch {w.branch})")
@@ -71,7 +71,7 @@ def worker_list_cmd(as_json: bool) -> None:
     session = Session.open(on_branch=False)
     found = listing(session)
     if as_json:
-        emit_json([w.to_json() for w in found])
+        emit_json("workers", {"workers": [w.to_json() for w in found]})
         return
     if not found:
         click.echo("no workers (git autoresearch worker add N)")
@@ -107,7 +107,8 @@ def worker_remove_cmd(names: tuple[str, ...], force: bool, as_json: bool) -> Non
         check_removable(session, name, force=force)
     said = [remove(session, name, force=force, checked=True) for name in names]
     if as_json:
-        emit_json({"removed": list(names), "said": said, "warnings": session.warnings})
+        emit_json("worker-remove", {"removed": list(names), "said": said,
+                                    "warnings": session.warnings})
         return
     for line in said:
         click.echo(line)
@@ -133,7 +134,7 @@ def worker_join_cmd(remote: str, session_id: str, name: str | None, as_json: boo
         raise UsageError(f"bad session id {session_id!r} (git autoresearch sessions lists them)")
     joined = join(None, remote, session_id, name)
     if as_json:
-        emit_json(joined.to_json())
+        emit_json("worker-join", joined.to_json())
         return
     for note in joined.notes:
         click.echo(note)
@@ -161,7 +162,7 @@ def worker_sync_cmd(as_json: bool) -> None:
     workers = sorted({str(r.data.get("worker")) for r in session.ledger.runs
                       if r.data.get("worker")})
     if as_json:
-        emit_json({"remote": session.remote, "incumbent": tip,
+        emit_json("worker-sync", {"remote": session.remote, "incumbent": tip,
                    "runs": len(session.ledger.runs), "workers": workers})
         return
     click.echo(f"fetched from {session.remote}: incumbent {session.repo.short(tip or '')}, "
