@@ -169,7 +169,7 @@ def one(workers: int, candidates: int, seconds: float, clones: int = 0) -> bool:
             added = tool(top, "worker", "add", str(workers - 1), "--json")
             if added.returncode:
                 raise SystemExit(f"worker add failed: {added.stderr}")
-            places += [Path(w["path"]) for w in json.loads(added.stdout)]
+            places += [Path(w["path"]) for w in json.loads(added.stdout)["workers"]]
         outcomes: list[dict[str, object]] = []
         errors: list[str] = []
         began = time.monotonic()
