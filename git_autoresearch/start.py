@@ -10,7 +10,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import ledger as ledger_mod
 from . import pending, signals
@@ -40,6 +40,9 @@ from .start_record import (
 )
 from .workers import MAIN
 from .workers import current as current_worker
+
+if TYPE_CHECKING:
+    from .hooks import HookReport
 
 # The end of the branch names finalize makes (refs.final_branch, refs.split_branch): a session
 # id that ends so would pass for another session's final branch.
@@ -171,12 +174,26 @@ def listing(paths: list[str], limit: int = 5) -> str:
 @dataclass(frozen=True)
 class Started:
     """A started session (or segment): the ``session``, the baseline's ``record`` and
-    ``result`` (None: not measured, ``--no-baseline``), and warnings for the caller."""
+    ``result`` (None: not measured, ``--no-baseline``), warnings for the caller, and the
+    ``before`` and ``after`` hooks fired around the baseline (None without one)."""
 
     session: Session
     record: RunRecord | None
     result: Measurement | None
     warnings: list[str]
+    before: HookReport | None = None
+    after: HookReport | None = None
+
+
+class BaselineFailed(Refused):
+    """The baseline crashed or failed its checks (exit 3; the session is kept): the refusal,
+    with the ``before`` and ``after`` hooks fired around it, whose steer the caller says."""
+
+    def __init__(self, message: str, *, detail: str | None, before: HookReport,
+                 after: HookReport) -> None:
+        super().__init__(message, detail=detail)
+        self.before = before
+        self.after = after
 
 
 def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
@@ -225,8 +242,7 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
             "experiment could change it unseen (only committed files are readonly): commit it")
     if opts.no_baseline:
         return Started(session, None, None, warnings)
-    record, result = _measure_baseline(session, progress, warnings)
-    return Started(session, record, result, warnings)
+    return _measure_baseline(session, progress, warnings)
 
 
 def _follow_incumbent(repo: Repo, session_id: str, head: str) -> str:
@@ -419,24 +435,29 @@ def _write_session_files(repo: Repo, layout: Layout, cfg: Config, head: str,
 
 
 def _measure_baseline(session: Session, progress: Progress | None, warnings: list[str]
-                      ) -> tuple[RunRecord, Measurement]:
-    """Measure the unchanged tree and record it as the segment's baseline; returns the record
-    and the measurement, adding to ``warnings``. Raises :class:`Refused` when it crashed or
-    failed its checks (the session is kept)."""
+                      ) -> Started:
+    """Fire the ``before`` hooks, measure the unchanged tree, record it as the segment's
+    baseline and fire the ``after`` hooks with its record, as pi-autoresearch fires them around
+    the run that follows ``init_experiment`` (README, "Hooks"); returns the started session,
+    adding to ``warnings``. Raises :class:`BaselineFailed` when it crashed or failed its checks
+    (the session is kept)."""
     with locked(session, "start") as recovered:
+        before = session.fire_hooks("before")
         result = pending.measure(session, progress, pending=False, baseline=True)
         status = result.status or "keep"
         save_snapshot(session.layout.untracked, take_snapshot(session.repo))
-        recorded = record_run(session, status, "baseline", result=result, baseline=True)
+        recorded = record_run(session, status, "baseline", result=result, baseline=True,
+                              hooks=before.summary())
+        after = session.fire_hooks("after", run_entry=recorded.record)
     warnings += recovered.warnings + recorded.warnings
     record = recorded.record
     if status != "keep":
         tail = result.checks["tail"] if status == "checks_failed" and result.checks \
             else result.log_tail
-        raise Refused(f"the baseline failed ({record.get('reason') or status}); the session is "
-                      "kept: fix the command, then run git autoresearch start --new-segment",
-                      detail=tail)
-    return record, result
+        raise BaselineFailed(f"the baseline failed ({record.get('reason') or status}); the "
+                             "session is kept: fix the command, then run git autoresearch "
+                             "start --new-segment", detail=tail, before=before, after=after)
+    return Started(session, record, result, warnings, before, after)
 
 
 def _new_segment_files(repo: Repo, layout: Layout, cfg: Config, head: str, opts: StartOptions,
