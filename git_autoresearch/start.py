@@ -49,15 +49,37 @@ if TYPE_CHECKING:
 FINAL_ID = re.compile(r"-final(-\d+)?$")
 
 
-def default_session_id(goal: str, today: str | None = None) -> str:
-    """The goal in kebab case (at most 40 characters, cut between words) plus the date:
-    ``sort-speed-2026-11-29``."""
+def goal_slug(goal: str) -> str:
+    """The goal in kebab case, at most 40 characters cut between words (``session`` when no
+    letter or digit is left): ``sort-speed``. As pi-autoresearch names a session's branch
+    ``autoresearch/<goal>-<date>`` (its autoresearch-create skill), this is the goal it gives
+    its finalize.sh, which makes ``autoresearch/<goal>/<NN>-<slug>``."""
     slug = re.sub(r"[^A-Za-z0-9]+", "-", goal).strip("-").lower()
     if len(slug) > 40:
         cut = slug[:41]
         slug = cut[:cut.rfind("-")] if "-" in cut else slug[:40]
-    slug = slug.strip("-") or "session"
-    return f"{slug}-{today or time.strftime('%Y-%m-%d')}"
+    return slug.strip("-") or "session"
+
+
+def default_session_id(goal: str, today: str | None = None) -> str:
+    """The goal's slug (:func:`goal_slug`) plus the date: ``sort-speed-2026-11-29``."""
+    return f"{goal_slug(goal)}-{today or time.strftime('%Y-%m-%d')}"
+
+
+def pi_goal_warning(cfg: Config) -> str | None:
+    """A warning when the session id is the goal's slug (:func:`goal_slug`), which an agent
+    finalizing with pi-autoresearch's finalize.sh gives it as its goal: its branches
+    ``autoresearch/<goal>/...`` cannot be made beside the session branch
+    ``autoresearch/<goal>``. None otherwise (a default id ends in the date)."""
+    sid = cfg.session_id
+    if sid != goal_slug(cfg.goal):
+        return None
+    branch = session_branch(sid)
+    return (f"the session id {sid} is the slug of the goal, as pi-autoresearch names a "
+            f"session: its finalize.sh, given it as its goal, cannot make its branches "
+            f"{branch}/<NN>-<slug> beside this session's branch {branch} (git keeps a branch "
+            f"as a file, not a folder); give finalize.sh another goal ({sid}-pr), or leave "
+            "--session-id out: the default id ends in the date")
 
 
 @dataclass
@@ -240,6 +262,9 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
         warnings.append(
             f"the configured commands run {', '.join(unsaved)}, which is not committed: an "
             "experiment could change it unseen (only committed files are readonly): commit it")
+    clash = None if opts.new_segment else pi_goal_warning(cfg)
+    if clash:
+        warnings.append(clash)
     if opts.no_baseline:
         return Started(session, None, None, warnings)
     return _measure_baseline(session, progress, warnings)
@@ -310,15 +335,23 @@ def _config_for_session(repo: Repo, layout: Layout, opts: StartOptions,
     if repo.resolve(f"refs/heads/{branch}"):
         raise Refused(f"branch {branch} already exists (from an earlier session); pick "
                       "another --session-id")
+    inside = repo.for_each_ref(f"refs/heads/{branch}/")
+    if inside:
+        raise Refused(f"branch {inside[0].removeprefix('refs/heads/')} exists "
+                      "(pi-autoresearch's finalize.sh makes such branches): git cannot make "
+                      f"the session branch {branch} beside it; pick another --session-id")
     return cfg, given
 
 
 def session_taken(repo: Repo, session_id: str) -> bool:
     """Whether session id ``session_id`` is in use here: refs exist under
     ``refs/autoresearch/<id>/`` (its state, attempts or set-asides, kept after its branch was
-    merged and deleted) or its branch ``autoresearch/<id>`` exists."""
+    merged and deleted), its branch ``autoresearch/<id>`` exists, or branches below
+    ``autoresearch/<id>/`` do (pi-autoresearch's finalize.sh makes such branches), beside
+    which git cannot make that branch."""
+    branch = f"refs/heads/{session_branch(session_id)}"
     return bool(repo.for_each_ref(f"{namespace(session_id)}/")) or \
-        repo.resolve(f"refs/heads/{session_branch(session_id)}") is not None
+        repo.resolve(branch) is not None or bool(repo.for_each_ref(f"{branch}/"))
 
 
 def fresh_session_id(repo: Repo, wanted: str) -> str:

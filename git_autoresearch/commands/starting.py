@@ -122,8 +122,10 @@ def _inline_table(text: str | None) -> dict[str, object] | None:
 @click.option("--claim-timeout", metavar="DURATION",
               help="How long a claim on an idea lasts (ideas claim): 2h (the default), 90m.")
 @click.option("--session-id", help="Session id (default: the goal in kebab case plus the date, "
-              "then -2, -3, ... when an earlier session has it; an id whose refs exist is "
-              "refused).")
+              "then -2, -3, ... when an earlier session has it; an id whose refs exist, or "
+              "whose branch would be a folder of branches, is refused; one that is the goal "
+              "in kebab case is warned of: pi-autoresearch's finalize.sh, given it as its "
+              "goal, could not make its branches).")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Read the configuration keys from this TOML file (its paths are read from "
                    "the top of the work tree).")
