@@ -442,13 +442,20 @@ def _replayed(keep: Keep, picked: Picked) -> Replayed:
 
 
 def _refuse_taken(session: Session, names: list[str], force: bool) -> None:
-    """Refuse a branch name that exists (unless ``force``) or is another session's branch."""
+    """Refuse a branch name that exists (unless ``force``), is another session's branch, or
+    is a folder of branches (``autoresearch/<id>-final/...``, as pi-autoresearch's finalize.sh
+    makes given that goal), beside which git cannot make it."""
     repo = session.repo
     for name in names:
         other = name.removeprefix("autoresearch/")
         if repo.resolve(f"refs/autoresearch/{other}/state") is not None:
             raise Refused(f"branch {name} is the session branch of session {other}; finalize "
                           "never replaces it")
+        inside = repo.for_each_ref(f"refs/heads/{name}/")
+        if inside:
+            raise Refused(f"branch {inside[0].removeprefix('refs/heads/')} exists "
+                          "(pi-autoresearch's finalize.sh makes such branches): git cannot "
+                          f"make the branch {name} beside it; rename or delete it first")
         if not force and repo.resolve(f"refs/heads/{name}") is not None:
             raise Refused(f"branch {name} exists (an earlier finalize?); pass --force to "
                           "replace it")

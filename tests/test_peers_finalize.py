@@ -138,3 +138,16 @@ def test_the_default_id_passes_over_a_folder_of_branches(repo: Path, ar: Tool) -
     git(repo, "branch", f"autoresearch/{wanted}/01-value")
     doc = ar(repo, *start_as(), "--json").json()
     assert doc["session_id"] == f"{wanted}-2"
+
+
+def test_our_finalize_names_pis_branch_in_the_way(repo: Path, ar: Tool, tmp_path: Path) -> None:
+    """pi's finalize.sh given the goal ``s1-final`` (the name of our final branch without
+    ``autoresearch/``) made ``autoresearch/s1-final/01-value``: our finalize cannot make
+    ``autoresearch/s1-final`` beside it and says so, before anything is made."""
+    keep_one(repo, ar, *start_args())
+    assert pi_finalize(repo, "s1-final", tmp_path).returncode == 0
+    assert ar(repo, "finalize", "--samples", "0", expect=3).err == (
+        "git autoresearch: branch autoresearch/s1-final/01-value exists (pi-autoresearch's "
+        "finalize.sh makes such branches): git cannot make the branch autoresearch/s1-final "
+        "beside it; rename or delete it first\n")
+    assert not (repo / ".auto" / "final.md").exists()
