@@ -24,6 +24,7 @@ from typing import Any
 
 from . import decision, signals
 from .checkouts import bring, link_shared, sweep, untracked_inputs
+from .config import Config
 from .errors import Refused, UsageError
 from .files import WriteFailed
 from .git import worktrees
@@ -152,10 +153,11 @@ def _keep(book: Ledger, number: int, kept: dict[int, dict[str, Any]]) -> Run:
 
 
 def run_audit(session: Session, target: Target, samples: int = DEFAULT_SAMPLES,
-              progress: Progress | None = None) -> Audit:
+              progress: Progress | None = None, config: Config | None = None) -> Audit:
     """Measure ``target``'s parent and commit ``samples`` times each, interleaved, in two
     linked worktrees under the scratch folder, removed afterwards whatever happens (a signal's
-    :class:`signals.Interrupted` passes through once they are gone). A sample that gives no
+    :class:`signals.Interrupted` passes through once they are gone), with ``config``'s
+    commands and direction (the session's when None). A sample that gives no
     metric ends the audit as ``crash``. Raises ValueError for ``samples`` below 1 and
     :class:`GitError` when a worktree cannot be made."""
     if samples < 1:
@@ -166,11 +168,12 @@ def run_audit(session: Session, target: Target, samples: int = DEFAULT_SAMPLES,
     trees = {side: folder / side for side in SIDES}
     commits = {"parent": target.parent, "commit": target.commit}
     values: dict[str, list[float]] = {side: [] for side in SIDES}
-    cfg = dataclasses.replace(session.config, runs_per_experiment=1, checks_command=None)
+    config = config or session.config
+    cfg = dataclasses.replace(config, runs_per_experiment=1, checks_command=None)
     log = folder / "run.log"
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        inputs = untracked_inputs(session)
+        inputs = untracked_inputs(session, config)
         for side in SIDES:
             worktrees.add_detached(repo, trees[side], commits[side])
             bring(session, inputs, trees[side])
@@ -195,7 +198,7 @@ def run_audit(session: Session, target: Target, samples: int = DEFAULT_SAMPLES,
             for path in trees.values():
                 worktrees.remove(repo, path)
             shutil.rmtree(folder, ignore_errors=True)
-    return judge(target, values, session.config.direction)
+    return judge(target, values, config.direction)
 
 
 def judge(target: Target, values: dict[str, list[float]], direction: str) -> Audit:

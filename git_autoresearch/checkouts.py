@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 from . import signals
+from .config import Config
 from .git import worktrees
 from .jsontext import is_whole
 from .running import process_alive
@@ -41,14 +42,15 @@ def sweep(session: Session, prefix: str, trees: tuple[str, ...] = SIDES) -> list
     return removed
 
 
-def untracked_inputs(session: Session) -> list[str]:
-    """The files the measurement command (and the metric command) name by a path inside the
+def untracked_inputs(session: Session, config: Config | None = None) -> list[str]:
+    """The files the measurement command (and the metric command) of ``config`` (the
+    session's when None) name by a path inside the
     work tree (relative, or absolute) that git does not track: a ``.auto/measure.sh`` (never
     committed) or an ignored data file, which a checkout of a commit lacks. A tracked file is
     never among them: a keep that deleted it must be measured without it."""
     from .scripts import named_paths
 
-    cfg, repo = session.config, session.repo
+    cfg, repo = config or session.config, session.repo
     named = [path for command in (cfg.command, cfg.metric_command)
              for path in named_paths(repo, command or "") if (repo.top / path).is_file()]
     if not named:

@@ -11,7 +11,7 @@ EXIT_INTERNAL = 1
 EXIT_USAGE = 2
 EXIT_REFUSED = 3
 EXIT_STOP = 4
-EXIT_FINAL_CHECKS = 5  # finalize made its branch, but the final checks failed on it
+EXIT_UNVERIFIED = 5  # finalize made its branch, but its measurement or final checks failed
 
 
 class AutoresearchError(Exception):

@@ -1,8 +1,12 @@
 """``git autoresearch finalize``: a night of keeps made into a branch a person can review.
 
-The chosen keeps (every committed keep of the session by default) are replayed in run order
-onto the session's base commit (the commit ``start`` began from), one ``git cherry-pick`` each
-in a linked worktree of ours under the scratch folder, so the session branch, the user's work
+The chosen keeps (every committed keep of the session by default, or of one segment with
+``--segment``) are replayed in run order onto the commit they were measured against: the
+baseline commit of their segment (its header's ``base_commit``); keeps of several segments go
+onto the earliest one's, and only when nothing but keeps lies between it and the later
+segments' baselines (a commit made by hand between segments is refused, named, since the
+replay would lack it: ``--segment`` then picks one segment). One ``git cherry-pick`` each, in
+a linked worktree of ours under the scratch folder, so the session branch, the user's work
 tree, index and HEAD are never touched whatever happens; each final commit keeps its keep's
 message, trailers included (``Result:``, ``Autoresearch-Run``, ``Autoresearch-Session``). A keep
 that conflicts is named with its paths and the others are still tried, so every conflict is
@@ -11,9 +15,12 @@ named at once; then no branch is made (nothing half done). Otherwise the branch
 ``autoresearch/<id>-final-<run>``, each keep alone on the base, and names the keeps a keep
 depends on when it does not apply alone), the final checks (``final_checks_command``, else
 ``checks_command``) run on it in that worktree, and the base and the final commit are measured
-against each other, interleaved (:func:`audit.run_audit`). The outcome is one ``{"type":
-"final", ...}`` line of the ledger and ``.auto/final.md``, a pull-request body
-(:mod:`git_autoresearch.review`).
+against each other, interleaved (:func:`audit.run_audit`), with the configuration of the
+segment whose keeps were replayed (the latest of them). Before anything is made, the files the
+measurement commands name must be in the base commit (refused otherwise). The outcome is one
+``{"type": "final", ...}`` line of the ledger and ``.auto/final.md``, a pull-request body
+(:mod:`git_autoresearch.review`), also when the measurement or the final checks failed
+(:meth:`Final.failures` says so, and the command exits non-zero).
 """
 
 from __future__ import annotations
@@ -27,9 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from . import signals
-from .audit import Audit, Target, effect_json, run_audit
+from .audit import CRASH, Audit, Target, effect_json, run_audit
 from .checkouts import bring, link_shared, sweep, untracked_inputs
-from .errors import Refused, UsageError
+from .config import Config
+from .errors import AutoresearchError, Refused, UsageError
 from .files import WriteFailed
 from .git import ABSENT, GitError, worktrees
 from .git.replay import APPLIED, CONFLICT, Picked, cherry_pick, reset
@@ -39,6 +47,7 @@ from .measure import run_checks
 from .pending import run_environment
 from .refs import final_branch, session_branch, split_branch
 from .report import audits
+from .scripts import script_paths
 from .session import Session
 from .slots import measuring
 from .trailers import read_trailers, recorded_keeps
@@ -80,13 +89,25 @@ class Replayed:
                 "depends_on": list(self.depends_on)}
 
 
+@dataclass(frozen=True)
+class Base:
+    """Where the chosen keeps are replayed: ``commit`` (full object id), the baseline commit of
+    ``segment``, the earliest segment among the chosen keeps; ``config``, the configuration the
+    latest of their segments measured with (what the final checks and the measurement use)."""
+
+    commit: str
+    segment: int
+    config: Config
+
+
 @dataclass
 class Final:
-    """What ``finalize`` made: the ``base`` commit, the ``branch`` and its ``tip`` (None when a
+    """What ``finalize`` made: the ``base`` commit (the baseline commit of segment
+    ``segment``), the ``branch`` and its ``tip`` (None when a
     keep conflicted: no branch was made), each keep ``replayed``, the keeps ``dropped`` (run,
     why), the ``split`` branches, the final ``checks`` (``passed``, ``exit_code``, ... and the
     ``command``; None without a checks command) and the A/B measurement ``measured`` (None
-    with ``--samples 0`` or when the branch was not made)."""
+    with ``--samples 0`` or when the branch was not made; verdict ``crash`` when it failed)."""
 
     base: str
     branch: str
@@ -99,17 +120,34 @@ class Final:
     timestamp: int = 0
     # Each branch ref this finalize set, with the value it had before (None: it was new).
     made: list[tuple[str, str | None]] = field(default_factory=list)
+    segment: int = 0
+    config: Config | None = None  # what it measured with (None: the session's)
 
     @property
     def conflicts(self) -> list[Replayed]:
         return [r for r in self.replayed if r.outcome == CONFLICT]
 
-    def record(self, direction: str) -> dict[str, Any]:
-        """The ledger line (no ``run`` field: an event, never a run record to any reader)."""
+    def failures(self) -> list[str]:
+        """Why the branch made is not verified, one phrase each (none: it is): the
+        measurement failed (a sample gave no metric, or it could not begin), the final checks
+        failed."""
+        out = []
+        if self.measured is not None and self.measured.verdict == CRASH:
+            out.append(f"the measurement failed ({self.measured.reason})")
+        if self.checks is not None and not self.checks["passed"]:
+            out.append(f"the final checks failed ({self.checks.get('reason')})")
+        return out
+
+    def record(self, direction: str | None = None) -> dict[str, Any]:
+        """The ledger line (no ``run`` field: an event, never a run record to any reader);
+        ``direction``: the metric's, when :attr:`config` does not say."""
         measured = self.measured
+        if self.config is not None:
+            direction = self.config.direction
         return {
             "type": "final", "timestamp": self.timestamp, "branch": self.branch,
-            "base": self.base[:7], "commit": self.tip[:7] if self.tip else None,
+            "base": self.base[:7], "segment": self.segment,
+            "commit": self.tip[:7] if self.tip else None,
             "runs": [r.keep.number for r in self.replayed if r.outcome == APPLIED],
             "replayed": [r.to_json() for r in self.replayed],
             "dropped": [{"run": n, "why": why} for n, why in self.dropped],
@@ -126,16 +164,86 @@ class Final:
         }
 
 
-def base_commit(session: Session) -> str:
-    """The full object id of the commit the session began from (its first segment's
-    ``base_commit``). Refuses (exit 3) when the ledger does not say or git lacks it."""
-    base = (session.ledger.segments[0].header or {}).get("base_commit")
+def segment_base(session: Session, index: int) -> str:
+    """The full object id of the baseline commit of segment ``index``: the commit it began
+    from (its header's ``base_commit``), which its runs were measured against. Refuses (exit
+    3) when the ledger does not say or git lacks it."""
+    base = (session.ledger.segments[index].header or {}).get("base_commit")
     found = session.repo.resolve(f"{base}^{{commit}}") if isinstance(base, str) and base \
         else None
     if found is None:
-        raise Refused(f"the session's base commit {base or '(not recorded)'} is not in this "
-                      "repository: nothing to replay the keeps onto")
+        raise Refused(f"the baseline commit of segment {index} "
+                      f"({base or 'not recorded'}) is not in this repository: nothing to "
+                      "replay the keeps onto")
     return found
+
+
+def segment_config(session: Session, index: int) -> Config:
+    """The configuration segment ``index`` measured with: the session's for the current
+    segment, else the one its header records (the session's when it records none that reads,
+    as in a ledger of an older version)."""
+    data = (session.ledger.segments[index].header or {}).get("config")
+    if index == session.segment.index or not isinstance(data, dict):
+        return session.config
+    try:
+        return Config.from_mapping(data, source=f"segment {index}'s configuration")
+    except UsageError:
+        return session.config
+
+
+def replay_base(session: Session, chosen: list[Keep], every: list[Keep], *,
+                measuring: bool) -> Base:
+    """Where ``chosen`` (not empty) are replayed (:class:`Base`): the baseline commit of the
+    earliest of their segments. Refuses (exit 3) when a commit that is none of ``every``
+    keep's lies between it and a later chosen segment's baseline (the replay would lack it),
+    and, when ``measuring``, when a file the measurement commands name at the session's tip
+    is not in that commit (base and final could not be measured alike)."""
+    segments = sorted({k.run.segment for k in chosen})
+    commit = segment_base(session, segments[0])
+    ours = {k.commit for k in every}
+    for later in segments[1:]:
+        _refuse_foreign(session, commit, segments[0], later, ours)
+    base = Base(commit, segments[0], segment_config(session, segments[-1]))
+    if measuring:
+        _refuse_missing_inputs(session, base)
+    return base
+
+
+def _refuse_foreign(session: Session, base: str, first: int, later: int,
+                    ours: set[str]) -> None:
+    """Refuse when a commit that is no keep lies between ``base`` (segment ``first``'s
+    baseline) and segment ``later``'s baseline: one made by hand between segments."""
+    between = session.repo.log_fields(f"{base}..{segment_base(session, later)}",
+                                      ["%H", "%s"], reverse=True) or []
+    foreign = [(oid, subject) for oid, subject in between if oid not in ours]
+    if foreign:
+        oid, subject = foreign[0]
+        more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
+        raise Refused(f"commit {oid[:7]} (\"{subject[:60]}\"){more}, between the baselines of "
+                      f"segments {first} and {later}, is no kept run: replayed onto segment "
+                      f"{first}'s baseline {base[:7]}, the keeps of segment {later} would lack "
+                      f"it; finalize one segment's keeps (--segment {later}, or --segment "
+                      f"{first})")
+
+
+def _refuse_missing_inputs(session: Session, base: Base) -> None:
+    """Refuse when a committed file that a measurement command names at the tip of the
+    session branch is not in the base commit: the base could not be measured."""
+    repo, cfg = session.repo, base.config
+    tip = repo.resolve(f"refs/heads/{session_branch(cfg.session_id)}") or repo.head()
+    if tip is None:
+        return
+    for command in (cfg.command, cfg.metric_command):
+        if not command:
+            continue
+        there = set(script_paths(repo, command, base.commit))
+        missing = [path for path in script_paths(repo, command, tip) if path not in there]
+        if missing:
+            raise Refused(f"the measurement command ({command}) runs {', '.join(missing)}, "
+                          f"which the base commit {base.commit[:7]} (the baseline of segment "
+                          f"{base.segment}) lacks: it cannot be measured against the final "
+                          "branch; finalize the keeps of a segment whose baseline has it "
+                          "(--segment N), or make the branch without measuring (--samples 0)")
 
 
 def keeps(session: Session) -> list[Keep]:
@@ -156,18 +264,32 @@ def keeps(session: Session) -> list[Keep]:
     return out
 
 
+def of_segment(session: Session, found: list[Keep], segment: int | None) -> list[Keep]:
+    """The keeps of ``found`` in ``segment`` (all of them when None). Raises
+    :class:`UsageError` (exit 2) for a segment the session does not have."""
+    if segment is None:
+        return found
+    last = len(session.ledger.segments) - 1
+    if segment > last:
+        raise UsageError(f"--segment {segment}: the session has segment"
+                         + (f"s 0 to {last}" if last else " 0 alone"))
+    return [k for k in found if k.run.segment == segment]
+
+
 def choose(session: Session, found: list[Keep], *, drop: list[int], only: list[int],
-           include_noise: bool) -> tuple[list[Keep], list[tuple[int, str]]]:
+           include_noise: bool, where: str = "the session"
+           ) -> tuple[list[Keep], list[tuple[int, str]]]:
     """The keeps to replay and those left out (run, why): ``only`` (when given) picks, then
     ``drop`` removes, then a keep whose latest audit found it within noise or a regression is
     dropped unless ``include_noise`` or ``only`` names it. Raises :class:`UsageError` (exit 2)
-    for a number that is not a committed keep of the session, or one given to both."""
+    for a number that is not a committed keep of ``found`` (``where`` names them: the session,
+    or one segment), or one given to both."""
     numbers = {k.number for k in found}
     for option, given in (("--drop", drop), ("--only", only)):
         bad = [n for n in given if n not in numbers]
         if bad:
             listing = ", ".join(str(k) for k in sorted(numbers)) or "none"
-            raise UsageError(f"{option} {bad[0]}: not a committed keep of the session (they "
+            raise UsageError(f"{option} {bad[0]}: not a committed keep of {where} (they "
                              f"are: {listing})")
     both = sorted(set(drop) & set(only))
     if both:
@@ -193,24 +315,31 @@ Progress = Callable[[str], None]
 def finalize(session: Session, chosen: list[Keep], dropped: list[tuple[int, str]], *,
              split: bool = False, checks_command: str | None = None, samples: int = 5,
              force: bool = False, progress: Progress | None = None,
-             measure_progress: Callable[[int, str, int, float | None], None] | None = None
+             measure_progress: Callable[[int, str, int, float | None], None] | None = None,
+             every: list[Keep] | None = None, where: str = "the session"
              ) -> Final:
-    """Replay ``chosen`` onto the session's base and make the final branch (and, with
-    ``split``, one branch per keep), run the final checks on it and measure it against the
-    base ``samples`` times a side (0: not). Refuses (exit 3) when nothing is chosen, or a
-    branch it would make exists (``force`` replaces it) or belongs to another session. The
-    returned :class:`Final` has no ``tip`` when a keep conflicted."""
+    """Replay ``chosen`` onto the baseline commit they were measured against
+    (:func:`replay_base`; ``every``: all the session's committed keeps, ``chosen`` when None)
+    and make the final branch (and, with ``split``, one branch per keep), run the final checks
+    on it and measure it against the base ``samples`` times a side (0: not). Refuses (exit 3)
+    when nothing is chosen (``where`` names where keeps were looked for), the base cannot be
+    replayed onto or measured, or a branch it would make exists (``force`` replaces it) or
+    belongs to another session. The
+    returned :class:`Final` has no ``tip`` when a keep conflicted; a measurement that failed
+    is its verdict ``crash``, never an exception."""
     say = progress or (lambda _text: None)
     if not chosen:
         raise Refused("no keep to finalize" + (
             f" (left out: {', '.join(str(n) for n, _ in dropped)})" if dropped else
-            ": the session has no committed keep after its baseline"))
-    repo, cfg = session.repo, session.config
-    base = base_commit(session)
+            f": {where} has no committed keep after its baseline"))
+    repo = session.repo
+    found = replay_base(session, chosen, every or chosen, measuring=samples > 0)
+    base, cfg = found.commit, found.config
     branch = final_branch(cfg.session_id)
     names = [branch, *(split_branch(cfg.session_id, k.number) for k in chosen if split)]
     _refuse_taken(session, names, force)
-    final = Final(base, branch, None, [], dropped, timestamp=now_ms())
+    final = Final(base, branch, None, [], dropped, timestamp=now_ms(), segment=found.segment,
+                  config=cfg)
     sweep(session, FOLDER_PREFIX, ("tree",))  # what a finalize killed outright left
     folder = repo.scratch / f"{FOLDER_PREFIX}{os.getpid()}"
     tree = folder / "tree"
@@ -234,12 +363,13 @@ def finalize(session: Session, chosen: list[Keep], dropped: list[tuple[int, str]
         if command:
             say(f"final checks: {command}")
             reset(tree, final.tip)
-            final.checks = _checks(session, tree, command)
+            final.checks = _checks(session, tree, dataclasses.replace(
+                cfg, checks_command=command))
         if samples > 0 and final.tip != base:
             say(f"measuring the base {base[:7]} against the final {final.tip[:7]}, "
                 f"{samples} sample(s) each")
-            final.measured = run_audit(session, Target(0, final.tip, base), samples,
-                                       progress=measure_progress)
+            final.measured = _measure(session, cfg, Target(0, final.tip, base), samples,
+                                      measure_progress)
     except BaseException:  # a signal, a crash: no branch is left without its record
         undo(session, final)
         raise
@@ -248,6 +378,29 @@ def finalize(session: Session, chosen: list[Keep], dropped: list[tuple[int, str]
             worktrees.remove(repo, tree)
             shutil.rmtree(folder, ignore_errors=True)
     return final
+
+
+# The audit's names of the two sides, as finalize names them.
+SIDE_NAMES = {"parent": "base", "commit": "final"}
+
+
+def _measure(session: Session, cfg: Config, target: Target, samples: int,
+             progress: Callable[[int, str, int, float | None], None] | None) -> Audit:
+    """The base (``target.parent``) and the final commit measured against each other with
+    ``cfg`` (:func:`audit.run_audit`); one that could not begin (git could not make a
+    worktree, a file could not be written, no measurement slot) is a ``crash`` saying why, as
+    one whose sample gave no metric, with the sides named ``base`` and ``final``."""
+    try:
+        measured = run_audit(session, target, samples, progress=progress, config=cfg)
+    except (AutoresearchError, OSError) as exc:
+        why = exc.message if isinstance(exc, AutoresearchError) else \
+            f"{exc.strerror or exc} ({exc.filename})" if exc.filename else str(exc)
+        return Audit(target, {"parent": [], "commit": []}, CRASH,
+                     reason=f"it could not begin: {why}", tail="", timestamp=now_ms())
+    side, _, rest = (measured.reason or "").partition(" ")
+    if side in SIDE_NAMES:
+        measured.reason = f"{SIDE_NAMES[side]} {rest}"
+    return measured
 
 
 def undo(session: Session, final: Final) -> None:
@@ -289,13 +442,20 @@ def _replayed(keep: Keep, picked: Picked) -> Replayed:
 
 
 def _refuse_taken(session: Session, names: list[str], force: bool) -> None:
-    """Refuse a branch name that exists (unless ``force``) or is another session's branch."""
+    """Refuse a branch name that exists (unless ``force``), is another session's branch, or
+    is a folder of branches (``autoresearch/<id>-final/...``, as pi-autoresearch's finalize.sh
+    makes given that goal), beside which git cannot make it."""
     repo = session.repo
     for name in names:
         other = name.removeprefix("autoresearch/")
         if repo.resolve(f"refs/autoresearch/{other}/state") is not None:
             raise Refused(f"branch {name} is the session branch of session {other}; finalize "
                           "never replaces it")
+        inside = repo.for_each_ref(f"refs/heads/{name}/")
+        if inside:
+            raise Refused(f"branch {inside[0].removeprefix('refs/heads/')} exists "
+                          "(pi-autoresearch's finalize.sh makes such branches): git cannot "
+                          f"make the branch {name} beside it; rename or delete it first")
         if not force and repo.resolve(f"refs/heads/{name}") is not None:
             raise Refused(f"branch {name} exists (an earlier finalize?); pass --force to "
                           "replace it")
@@ -331,18 +491,17 @@ def _split(session: Session, final: Final, tree: Path, base: str, chosen: list[K
     return out
 
 
-def _checks(session: Session, tree: Path, command: str) -> dict[str, Any]:
-    """Run ``command`` in the worktree at ``tree`` as the checks run (the checks' time limit,
-    the environment of a measurement of run 0), with the untracked inputs the commands name
-    copied in; the outcome of :func:`measure.run_checks` with the ``command``."""
-    bring(session, untracked_inputs(session), tree)
+def _checks(session: Session, tree: Path, cfg: Config) -> dict[str, Any]:
+    """Run ``cfg``'s checks command in the worktree at ``tree`` as the checks run (the checks'
+    time limit, the environment of a measurement of run 0), with the untracked inputs the
+    commands name copied in; the outcome of :func:`measure.run_checks` with the ``command``."""
+    bring(session, untracked_inputs(session, cfg), tree)
     link_shared(session, tree)
     log = tree.parent / "checks.log"
     log.touch()
-    cfg = dataclasses.replace(session.config, checks_command=command)
     with measuring(session.repo, cfg, "finalize's checks"):
         found = run_checks(cfg, top=tree, log_path=log, env=run_environment(session, 0, log))
-    return {"command": command, **found}
+    return {"command": cfg.checks_command, **found}
 
 
 def record(session: Session, final: Final, notes: str) -> list[str]:

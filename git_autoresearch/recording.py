@@ -144,8 +144,7 @@ def _record(session: Session, status: str, description: str, *, result: Measurem
     # intent record and recovery.
     with signals.deferred():
         _apply(session, intent, draft, changes, description)
-        written = append_run(session, draft, untracked_after, changes.ignored, warnings,
-                             hooks_follow=not baseline)
+        written = append_run(session, draft, untracked_after, changes.ignored, warnings)
     session.branch_runs.save()  # mutation: equivalent a cache, read again when stale
     moved = follow(session)
     if moved:
@@ -351,13 +350,12 @@ def _keep(session: Session, intent: journal.Intent, draft: RunRecord, changes: C
 
 
 def append_run(session: Session, record: RunRecord, untracked_after: list[str],
-               ignored: list[str] | None, warnings: list[str], *, hooks_follow: bool = True
-               ) -> RunRecord:
+               ignored: list[str] | None, warnings: list[str]) -> RunRecord:
     """Compute the confidence, append ``record`` to the ledger, and clear what the run left
-    behind; returns the record as written, adding to ``warnings``. With ``hooks_follow`` (the
-    after hooks fire next) and after hooks in place, the intent record stays until they have
-    fired (``Session.fire_hooks``), so that a kill in between leaves it for recovery, which
-    fires them. A ledger that cannot be written is :class:`Refused`, the intent kept."""
+    behind; returns the record as written, adding to ``warnings``. The after hooks fire next
+    (for every run, a baseline too): with hooks in place, the intent record stays until they
+    have fired (``Session.fire_hooks``), so that a kill in between leaves it for recovery,
+    which fires them. A ledger that cannot be written is :class:`Refused`, the intent kept."""
     # A keep's own violations came after the first fit: cut again (the lists only shrink).
     fit_record(record)
     segment = session.segment
@@ -378,7 +376,7 @@ def append_run(session: Session, record: RunRecord, untracked_after: list[str],
     release(session.repo, session.config.session_id, session.worker_name, record["run"])
     signals.note_recorded(record["run"], record["status"], record.get("commit"))
     _after_append(session, record, untracked_after, ignored, warnings)
-    if not (hooks_follow and session.layout.hooks.is_dir()):
+    if not session.layout.hooks.is_dir():
         journal.clear(session.layout.intent)
     session.reload()
     return record

@@ -19,6 +19,11 @@
   (``finalize``), and ``autoresearch/<session-id>-final-<run>``: one keep alone on the base
   (``finalize --split``).
 
+No branch can exist below ``autoresearch/<session-id>/`` beside the session branch (git keeps a
+ref as a file): pi-autoresearch's finalize.sh makes ``autoresearch/<goal>/<NN>-<slug>``, so
+``start`` refuses a session id whose branch would be such a folder, and warns when the id is
+the goal's slug, the goal finalize.sh would be given.
+
 Only names here: listing refs asks git through :class:`git_autoresearch.git.Repo`.
 """
 

@@ -22,32 +22,47 @@ def _pct(value: Any) -> str:
 
 
 def render(book: Ledger, final: dict[str, Any], *, goal: str, metric_name: str, unit: str,
-           direction: str, command: str, session_id: str) -> str:
+           direction: str, command: str, session_id: str, base_commit: str | None = None,
+           metric_command: str | None = None,
+           again: str = "git autoresearch finalize --force") -> str:
     """The pull-request body for ``final`` (a ``{"type": "final", ...}`` ledger line): the
-    goal, the measured gain of the final branch over the base with its interval, the final
-    checks, a table of the kept changes (their effect when kept and against the keep before),
-    the keeps left out, what was tried and discarded grouped by idea (the run's ``asi``
-    ``idea``, else ``hypothesis``), the crashes, and how to reproduce the measurement."""
+    goal, the measured gain of the final branch over the base with its interval (or, said
+    first and plainly, that the measurement failed), the final checks, a table of the kept
+    changes (their effect when kept and against the keep before), the keeps left out, what was
+    tried and discarded grouped by idea (the run's ``asi`` ``idea``, else ``hypothesis``), the
+    crashes, and how to reproduce the measurement: shell lines that run ``command`` (then
+    ``metric_command``) from the top of the work tree at the base (``base_commit``, the full
+    id, else the line's ``base``) and at the final branch, and go back to where they began;
+    ``again`` is the command that measures both again."""
     u = f" {unit}" if unit else ""
     runs = {run.number: run for run in book.runs}
     replayed = [r for r in final.get("replayed") or [] if r.get("outcome") == "applied"]
+    segment = final.get("segment")
+    onto = f", the baseline of segment {segment}," if isinstance(segment, int) else ""
     out = [f"# {goal}", "",
            f"Session `{session_id}`: {axis_label(metric_name, unit)}, {direction} is better. "
            f"{len(book.runs)} runs; {len(replayed)} kept change(s) replayed onto "
-           f"`{final.get('base')}` as branch `{final.get('branch')}` "
+           f"`{final.get('base')}`{onto} as branch `{final.get('branch')}` "
            f"(`{final.get('commit')}`).", ""]
     out += _result(final, u) + _kept(replayed, runs, u) + _left_out(final, runs)
     out += _tried(book.runs) + _crashes(book.runs)
-    out += ["## Reproduce", "", "```sh", f"git checkout {final.get('base')}   # before",
-            command, f"git checkout {final.get('branch')}   # after", command, "```", "",
-            "`git autoresearch finalize --force` measures both again, taking turns.", ""]
+    measure = [command, *([metric_command] if metric_command else [])]
+    out += ["## Reproduce", "", "```sh", 'cd "$(git rev-parse --show-toplevel)"',
+            "back=$(git symbolic-ref -q --short HEAD || git rev-parse HEAD)",
+            f"git checkout -q --detach {base_commit or final.get('base')}   # before",
+            *measure, f"git checkout -q --detach {final.get('branch')}   # after", *measure,
+            'git checkout -q "$back"', "```", "",
+            f"`{again}` measures both again, taking turns.", ""]
     return "\n".join(out)
 
 
 def _result(final: dict[str, Any], u: str) -> list[str]:
     out = ["## Result", ""]
     samples, effect = final.get("samples"), final.get("effect")
-    if isinstance(samples, dict) and samples.get("base") and samples.get("final"):
+    if final.get("verdict") == "crash":
+        out.append(f"**The measurement failed**: {final.get('reason')}. The final branch was "
+                   "not measured against the base: its effect is unknown.")
+    elif isinstance(samples, dict) and samples.get("base") and samples.get("final"):
         base, tip = samples["base"], samples["final"]
         out.append(f"Measured by `finalize`, base and final taking turns, {len(tip)} sample(s) "
                    f"each: base median {fmt(median(base))}{u}, final median "
@@ -59,8 +74,6 @@ def _result(final: dict[str, Any], u: str) -> list[str]:
                        f"{_pct(effect.get('relative_high'))}]"
                        + (f", {level * 100:.0f}% interval" if level is not None else "")
                        + f": {final.get('verdict')}.")
-    elif final.get("reason"):
-        out.append(f"The measurement failed: {final['reason']}.")
     else:
         out.append("Not measured (`--samples 0`).")
     checks = final.get("checks")

@@ -10,7 +10,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import ledger as ledger_mod
 from . import pending, signals
@@ -41,20 +41,45 @@ from .start_record import (
 from .workers import MAIN
 from .workers import current as current_worker
 
+if TYPE_CHECKING:
+    from .hooks import HookReport
+
 # The end of the branch names finalize makes (refs.final_branch, refs.split_branch): a session
 # id that ends so would pass for another session's final branch.
 FINAL_ID = re.compile(r"-final(-\d+)?$")
 
 
-def default_session_id(goal: str, today: str | None = None) -> str:
-    """The goal in kebab case (at most 40 characters, cut between words) plus the date:
-    ``sort-speed-2026-11-29``."""
+def goal_slug(goal: str) -> str:
+    """The goal in kebab case, at most 40 characters cut between words (``session`` when no
+    letter or digit is left): ``sort-speed``. As pi-autoresearch names a session's branch
+    ``autoresearch/<goal>-<date>`` (its autoresearch-create skill), this is the goal it gives
+    its finalize.sh, which makes ``autoresearch/<goal>/<NN>-<slug>``."""
     slug = re.sub(r"[^A-Za-z0-9]+", "-", goal).strip("-").lower()
     if len(slug) > 40:
         cut = slug[:41]
         slug = cut[:cut.rfind("-")] if "-" in cut else slug[:40]
-    slug = slug.strip("-") or "session"
-    return f"{slug}-{today or time.strftime('%Y-%m-%d')}"
+    return slug.strip("-") or "session"
+
+
+def default_session_id(goal: str, today: str | None = None) -> str:
+    """The goal's slug (:func:`goal_slug`) plus the date: ``sort-speed-2026-11-29``."""
+    return f"{goal_slug(goal)}-{today or time.strftime('%Y-%m-%d')}"
+
+
+def pi_goal_warning(cfg: Config) -> str | None:
+    """A warning when the session id is the goal's slug (:func:`goal_slug`), which an agent
+    finalizing with pi-autoresearch's finalize.sh gives it as its goal: its branches
+    ``autoresearch/<goal>/...`` cannot be made beside the session branch
+    ``autoresearch/<goal>``. None otherwise (a default id ends in the date)."""
+    sid = cfg.session_id
+    if sid != goal_slug(cfg.goal):
+        return None
+    branch = session_branch(sid)
+    return (f"the session id {sid} is the slug of the goal, as pi-autoresearch names a "
+            f"session: its finalize.sh, given it as its goal, cannot make its branches "
+            f"{branch}/<NN>-<slug> beside this session's branch {branch} (git keeps a branch "
+            f"as a file, not a folder); give finalize.sh another goal ({sid}-pr), or leave "
+            "--session-id out: the default id ends in the date")
 
 
 @dataclass
@@ -171,12 +196,26 @@ def listing(paths: list[str], limit: int = 5) -> str:
 @dataclass(frozen=True)
 class Started:
     """A started session (or segment): the ``session``, the baseline's ``record`` and
-    ``result`` (None: not measured, ``--no-baseline``), and warnings for the caller."""
+    ``result`` (None: not measured, ``--no-baseline``), warnings for the caller, and the
+    ``before`` and ``after`` hooks fired around the baseline (None without one)."""
 
     session: Session
     record: RunRecord | None
     result: Measurement | None
     warnings: list[str]
+    before: HookReport | None = None
+    after: HookReport | None = None
+
+
+class BaselineFailed(Refused):
+    """The baseline crashed or failed its checks (exit 3; the session is kept): the refusal,
+    with the ``before`` and ``after`` hooks fired around it, whose steer the caller says."""
+
+    def __init__(self, message: str, *, detail: str | None, before: HookReport,
+                 after: HookReport) -> None:
+        super().__init__(message, detail=detail)
+        self.before = before
+        self.after = after
 
 
 def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
@@ -223,10 +262,12 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
         warnings.append(
             f"the configured commands run {', '.join(unsaved)}, which is not committed: an "
             "experiment could change it unseen (only committed files are readonly): commit it")
+    clash = None if opts.new_segment else pi_goal_warning(cfg)
+    if clash:
+        warnings.append(clash)
     if opts.no_baseline:
         return Started(session, None, None, warnings)
-    record, result = _measure_baseline(session, progress, warnings)
-    return Started(session, record, result, warnings)
+    return _measure_baseline(session, progress, warnings)
 
 
 def _follow_incumbent(repo: Repo, session_id: str, head: str) -> str:
@@ -294,15 +335,23 @@ def _config_for_session(repo: Repo, layout: Layout, opts: StartOptions,
     if repo.resolve(f"refs/heads/{branch}"):
         raise Refused(f"branch {branch} already exists (from an earlier session); pick "
                       "another --session-id")
+    inside = repo.for_each_ref(f"refs/heads/{branch}/")
+    if inside:
+        raise Refused(f"branch {inside[0].removeprefix('refs/heads/')} exists "
+                      "(pi-autoresearch's finalize.sh makes such branches): git cannot make "
+                      f"the session branch {branch} beside it; pick another --session-id")
     return cfg, given
 
 
 def session_taken(repo: Repo, session_id: str) -> bool:
     """Whether session id ``session_id`` is in use here: refs exist under
     ``refs/autoresearch/<id>/`` (its state, attempts or set-asides, kept after its branch was
-    merged and deleted) or its branch ``autoresearch/<id>`` exists."""
+    merged and deleted), its branch ``autoresearch/<id>`` exists, or branches below
+    ``autoresearch/<id>/`` do (pi-autoresearch's finalize.sh makes such branches), beside
+    which git cannot make that branch."""
+    branch = f"refs/heads/{session_branch(session_id)}"
     return bool(repo.for_each_ref(f"{namespace(session_id)}/")) or \
-        repo.resolve(f"refs/heads/{session_branch(session_id)}") is not None
+        repo.resolve(branch) is not None or bool(repo.for_each_ref(f"{branch}/"))
 
 
 def fresh_session_id(repo: Repo, wanted: str) -> str:
@@ -419,24 +468,29 @@ def _write_session_files(repo: Repo, layout: Layout, cfg: Config, head: str,
 
 
 def _measure_baseline(session: Session, progress: Progress | None, warnings: list[str]
-                      ) -> tuple[RunRecord, Measurement]:
-    """Measure the unchanged tree and record it as the segment's baseline; returns the record
-    and the measurement, adding to ``warnings``. Raises :class:`Refused` when it crashed or
-    failed its checks (the session is kept)."""
+                      ) -> Started:
+    """Fire the ``before`` hooks, measure the unchanged tree, record it as the segment's
+    baseline and fire the ``after`` hooks with its record, as pi-autoresearch fires them around
+    the run that follows ``init_experiment`` (README, "Hooks"); returns the started session,
+    adding to ``warnings``. Raises :class:`BaselineFailed` when it crashed or failed its checks
+    (the session is kept)."""
     with locked(session, "start") as recovered:
+        before = session.fire_hooks("before")
         result = pending.measure(session, progress, pending=False, baseline=True)
         status = result.status or "keep"
         save_snapshot(session.layout.untracked, take_snapshot(session.repo))
-        recorded = record_run(session, status, "baseline", result=result, baseline=True)
+        recorded = record_run(session, status, "baseline", result=result, baseline=True,
+                              hooks=before.summary())
+        after = session.fire_hooks("after", run_entry=recorded.record)
     warnings += recovered.warnings + recorded.warnings
     record = recorded.record
     if status != "keep":
         tail = result.checks["tail"] if status == "checks_failed" and result.checks \
             else result.log_tail
-        raise Refused(f"the baseline failed ({record.get('reason') or status}); the session is "
-                      "kept: fix the command, then run git autoresearch start --new-segment",
-                      detail=tail)
-    return record, result
+        raise BaselineFailed(f"the baseline failed ({record.get('reason') or status}); the "
+                             "session is kept: fix the command, then run git autoresearch "
+                             "start --new-segment", detail=tail, before=before, after=after)
+    return Started(session, record, result, warnings, before, after)
 
 
 def _new_segment_files(repo: Repo, layout: Layout, cfg: Config, head: str, opts: StartOptions,

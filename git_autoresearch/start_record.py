@@ -36,6 +36,9 @@ PROMPT_TEMPLATE = PROMPT_HEADER + """
 - Change only files in scope; never the readonly files (the measure, checks or scoring
   scripts, the data): a change there is undone before measuring and recorded.
 - One idea per run; describe it in one sentence with `-d`.
+- Finishing with pi-autoresearch's finalize.sh: give it a goal other than `{session_id}`
+  (`{session_id}-pr`): git cannot make its branches `autoresearch/<goal>/...` beside this
+  session's branch `autoresearch/{session_id}`.
 
 ## Learnings
 
@@ -62,7 +65,8 @@ def write_prompt(repo: Repo, layout: Layout, cfg: Config, head: str,
     found here when None."""
     if scripts is None:
         scripts = command_files(repo, cfg, head)
-    fields = {"goal": cfg.goal, "metric_name": cfg.metric_name, "direction": cfg.direction,
+    fields = {"goal": cfg.goal, "session_id": cfg.session_id,
+              "metric_name": cfg.metric_name, "direction": cfg.direction,
               "unit": f", in {cfg.metric_unit}" if cfg.metric_unit else "",
               "command": cfg.command,
               "scope": ", ".join(cfg.scope) or "any path that is neither protected nor readonly",

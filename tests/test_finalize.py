@@ -16,10 +16,10 @@ from conftest import BIN, Tool, commit_all, git, ledger_lines, start_args, write
 BENCH = '#!/bin/sh\necho "score: $(( $(cat value.txt) + $(cat other.txt) ))"\n'
 
 
-def night(repo: Path, ar: Tool) -> None:
+def night(repo: Path, ar: Tool, bench: str = BENCH) -> None:
     """A session of four runs: keeps 2 (value.txt), 3 (other.txt alone), 4 (value.txt again)
-    and a discard, 5."""
-    write(repo / "bench.sh", BENCH, 0o755)
+    and a discard, 5, measured by ``bench``."""
+    write(repo / "bench.sh", bench, 0o755)
     write(repo / "other.txt", "10\n")
     commit_all(repo)
     ar(repo, *start_args())
@@ -131,7 +131,7 @@ def test_failing_final_checks_exit_5_with_the_branch_made(repo: Path, ar: Tool) 
              expect=5)
     assert "final checks: FAILED (echo broken; exit 1): the checks command exited with " \
         "code 1" in res.out
-    assert res.err.endswith("fix them before it is merged\n")
+    assert res.err.endswith("fix this before it is merged\n")
     assert git(repo, "rev-parse", "--verify", "-q", "autoresearch/s1-final") != ""
     assert "Final checks `echo broken; exit 1`: **failed** (" in \
         (repo / ".auto" / "final.md").read_text()
@@ -248,3 +248,158 @@ def test_final_notes_give_the_unit_once() -> None:
 
     assert "Session `s1`: parse_ms, lower is better." in body("parse_ms", "ms")
     assert "Session `s1`: total (ms), lower is better." in body("total", "ms")
+
+
+def two_segments(repo: Path, ar: Tool) -> tuple[str, str]:
+    """The night a user reported: a keep (run 2) measured by bench.sh, then a second
+    benchmark, bench2.sh, committed by hand on the session branch and a new segment that
+    measures with it, and a keep there (run 4). Returns the two segments' baseline commits."""
+    ar(repo, *start_args())
+    write(repo / "value.txt", "90\n")
+    ar(repo, "run", "-d", "lower the value")
+    first = git(repo, "rev-parse", "main")
+    write(repo / "bench2.sh", '#!/bin/sh\necho "score: $(( $(cat value.txt) * 2 ))"\n', 0o755)
+    git(repo, "add", "bench2.sh")
+    git(repo, "commit", "-q", "-m", "a second benchmark")
+    second = git(repo, "rev-parse", "HEAD")
+    ar(repo, "start", "--new-segment", "--command", "sh bench2.sh")
+    write(repo / "value.txt", "80\n")
+    ar(repo, "run", "-d", "lower it again")
+    return first, second
+
+
+def test_keeps_are_replayed_onto_the_baseline_of_their_segment(repo: Path, ar: Tool) -> None:
+    first, second = two_segments(repo, ar)
+    res = ar(repo, "finalize", expect=3)
+    assert res.err == (
+        f"git autoresearch: commit {second[:7]} (\"a second benchmark\"), between the baselines "
+        "of segments 0 and 1, is no kept run: replayed onto segment 0's baseline "
+        f"{first[:7]}, the keeps of segment 1 would lack it; finalize one segment's keeps "
+        "(--segment 1, or --segment 0)\n")
+    assert git(repo, "branch", "--list", "autoresearch/s1-final") == ""
+    assert not [x for x in ledger_lines(repo) if x.get("type") == "final"]
+    assert not (repo / ".auto" / "final.md").exists()
+    done = ar(repo, "finalize", "--segment", "1", "--samples", "2", "--json").json()
+    assert (done["base"], done["segment"], done["runs"]) == (second[:7], 1, [4])
+    assert git(repo, "rev-parse", "autoresearch/s1-final^") == second
+    assert done["samples"] == {"base": [180, 180], "final": [160, 160]}  # by bench2.sh
+    assert done["verdict"] == "confirmed"
+    # Segment 0's keeps, measured as they were: by bench.sh, the command of segment 0.
+    done = ar(repo, "finalize", "--segment", "0", "--samples", "2", "--force", "--json").json()
+    assert (done["base"], done["segment"], done["runs"]) == (first[:7], 0, [2])
+    assert done["samples"] == {"base": [100, 100], "final": [90, 90]}
+    notes = (repo / ".auto" / "final.md").read_text()
+    assert f"replayed onto `{first[:7]}`, the baseline of segment 0, as branch" in notes
+    assert "\nsh bench.sh\n" in notes and "bench2" not in notes
+    assert "`git autoresearch finalize --force --segment 0` measures both again" in notes
+
+
+def test_segment_and_only_are_checked(repo: Path, ar: Tool) -> None:
+    two_segments(repo, ar)
+    assert ar(repo, "finalize", "--segment", "2", expect=2).err == (
+        "git autoresearch: --segment 2: the session has segments 0 to 1\n")
+    assert ar(repo, "finalize", "--segment", "1", "--only", "2", expect=2).err == (
+        "git autoresearch: --only 2: not a committed keep of segment 1 (they are: 4)\n")
+
+
+def test_keeps_of_segments_with_only_keeps_between_go_onto_the_earliest_baseline(
+        repo: Path, ar: Tool) -> None:
+    ar(repo, *start_args())
+    write(repo / "value.txt", "90\n")
+    ar(repo, "run", "-d", "lower the value")
+    ar(repo, "start", "--new-segment", "--max-samples", "8")
+    write(repo / "value.txt", "80\n")
+    ar(repo, "run", "-d", "lower it again")
+    done = ar(repo, "finalize", "--samples", "2", "--json").json()
+    assert (done["base"], done["segment"], done["runs"]) == \
+        (git(repo, "rev-parse", "--short=7", "main"), 0, [2, 4])
+    assert done["samples"] == {"base": [100, 100], "final": [80, 80]}
+
+
+def test_a_base_that_lacks_the_benchmark_is_refused_before_anything_is_made(
+        repo: Path, ar: Tool) -> None:
+    """A keep of segment 0 added bench2.sh, which segment 1 measures with: segment 0's
+    baseline cannot be measured by it."""
+    ar(repo, *start_args())
+    write(repo / "value.txt", "90\n")
+    write(repo / "bench2.sh", '#!/bin/sh\necho "score: $(cat value.txt)"\n', 0o755)
+    ar(repo, "run", "-d", "lower the value, and a second benchmark")
+    ar(repo, "start", "--new-segment", "--command", "sh bench2.sh")
+    write(repo / "value.txt", "80\n")
+    ar(repo, "run", "-d", "lower it again")
+    base = git(repo, "rev-parse", "--short=7", "main")
+    res = ar(repo, "finalize", expect=3)
+    assert res.err == (
+        "git autoresearch: the measurement command (sh bench2.sh) runs bench2.sh, which the "
+        f"base commit {base} (the baseline of segment 0) lacks: it cannot be measured against "
+        "the final branch; finalize the keeps of a segment whose baseline has it (--segment "
+        "N), or make the branch without measuring (--samples 0)\n")
+    assert git(repo, "branch", "--list", "autoresearch/s1-final") == ""
+    assert not (repo / ".auto" / "final.md").exists()
+    assert ar(repo, "finalize", "--samples", "0", "--json").json()["runs"] == [2, 4]
+
+
+def flaky_night(repo: Path, ar: Tool, flag: Path) -> None:
+    """:func:`night` with a benchmark that fails (exit 2) once ``flag`` exists."""
+    night(repo, ar, f"#!/bin/sh\ntest -e '{flag}' && exit 2\n" + BENCH.split("\n", 1)[1])
+
+
+def test_a_measurement_that_fails_exits_5_leaving_the_branch_and_notes(
+        repo: Path, ar: Tool, tmp_path: Path) -> None:
+    flag = tmp_path / "broken"
+    flaky_night(repo, ar, flag)
+    flag.touch()
+    base = git(repo, "rev-parse", "--short=7", "main")
+    res = ar(repo, "finalize", "--samples", "2", expect=5)
+    why = f"base {base}, sample 1: the command exited with code 2"
+    assert res.err.endswith(
+        f"git autoresearch: the measurement failed ({why}): the branch autoresearch/s1-final "
+        "is not verified (it and final.md are left for review); fix this before it is "
+        "merged\n")
+    assert f"measured: failed ({why})" in res.out
+    assert git(repo, "branch", "--list", "autoresearch/s1-final") != ""
+    line = [x for x in ledger_lines(repo) if x.get("type") == "final"][-1]
+    assert (line["verdict"], line["reason"]) == ("crash", why)
+    notes = (repo / ".auto" / "final.md").read_text()
+    assert f"## Result\n\n**The measurement failed**: {why}. The final branch was not " \
+        "measured against the base: its effect is unknown.\n" in notes
+    doc = ar(repo, "finalize", "--samples", "2", "--force", "--json", expect=5).json()
+    assert (doc["exit_code"], doc["verdict"], doc["reason"]) == (5, "crash", why)
+    assert doc["error"].startswith(f"the measurement failed ({why}): the branch ")
+    assert doc["commit"] == git(repo, "rev-parse", "--short=7", "autoresearch/s1-final")
+
+
+def test_a_measurement_that_cannot_begin_exits_5(repo: Path, ar: Tool) -> None:
+    night(repo, ar)
+    scratch = repo / git(repo, "rev-parse", "--git-path", "autoresearch")
+    blocker = write(scratch / f"audit-{os.getpid()}", "not a folder\n")  # the audit's folder
+    res = ar(repo, "finalize", "--samples", "2", expect=5)
+    assert "git autoresearch: the measurement failed (it could not begin: File exists (" in \
+        res.err
+    assert git(repo, "branch", "--list", "autoresearch/s1-final") != ""
+    blocker.unlink()
+
+
+def test_both_failures_are_said_at_once(repo: Path, ar: Tool, tmp_path: Path) -> None:
+    flag = tmp_path / "broken"
+    flaky_night(repo, ar, flag)
+    flag.touch()
+    res = ar(repo, "finalize", "--samples", "1", "--checks-command", "exit 1", expect=5)
+    assert "the measurement failed (base " in res.err
+    assert "; the final checks failed (the checks command exited with code 1): the branch" \
+        in res.err
+
+
+def test_the_reproduce_recipe_of_final_md_runs_as_printed(repo: Path, ar: Tool) -> None:
+    """The lines under "Reproduce" run in a shell, from a subfolder, as a reviewer pastes
+    them: each side prints its metric, and the work tree ends where it began."""
+    night(repo, ar)
+    ar(repo, "finalize", "--samples", "1")
+    notes = (repo / ".auto" / "final.md").read_text()
+    recipe = notes.split("## Reproduce\n\n```sh\n", 1)[1].split("```", 1)[0]
+    before = snapshot(repo)
+    shell = subprocess.run(["sh", "-e", "-c", recipe], cwd=repo / "src", capture_output=True,
+                           text=True)
+    assert shell.returncode == 0, shell.stderr
+    assert shell.stdout == "score: 110\nscore: 85\n"  # the base's, then the final branch's
+    assert snapshot(repo) == before

@@ -394,3 +394,82 @@ def test_the_session_object_of_pis_own_ledgers(repo: Path, name: str,
     got = open_for_reading(repo).session_summary()
     assert {k: got[k] for k in snapshot} == snapshot
     assert list(got)[:7] == list(snapshot)
+
+
+# --- the hooks around the baseline, as pi fires them when a session starts ----------------
+
+STEER_DUMP = "#!/bin/sh\ncat > {out}\necho '{said}'\n"
+
+
+def test_start_fires_before_then_after_around_the_baseline(repo: Path, ar: Tool,
+                                                           tmp_path: Path) -> None:
+    """pi-autoresearch 1.6.2 fires ``before`` when a session starts, once ``init_experiment``
+    has written the config header (extensions/pi-autoresearch/index.ts:1638-1651:
+    ``next_run: state.results.length + 1``, ``last_run: readLastRun(workDir)``), and ``after``
+    for every run it logs, the baseline first among them (index.ts:2450-2456, ``run_entry:
+    jsonlEntry``); each firing is a ``{"type":"hook",...}`` ledger line (index.ts:1257-1260,
+    hooks.ts:146-179). ``start`` measures and records that baseline: the same two firings, in
+    that order, with their steer printed as ``run`` prints it."""
+    hook(repo, "before.sh", STEER_DUMP.format(out=tmp_path / "before.json", said="look first"))
+    hook(repo, "after.sh", STEER_DUMP.format(out=tmp_path / "after.json", said="noted"))
+    out = ar(repo, *start_args()).out
+    assert out == ("session s1 on branch autoresearch/s1, segment 0\n"
+                   "metric score (lower is better)\n"
+                   "==== steer from before hooks ====\nlook first\n==== end of steer ====\n"
+                   "baseline: score = 100 (run 1)\n"
+                   "==== steer from after hooks ====\nnoted\n==== end of steer ====\n")
+    before, after = payload(tmp_path / "before.json"), payload(tmp_path / "after.json")
+    assert (before["event"], before["next_run"], before["last_run"]) == ("before", 1, None)
+    assert before["session"] == {
+        "metric_name": "score", "metric_unit": "", "direction": "lower",
+        "baseline_metric": None, "best_metric": None, "run_count": 0,
+        "goal": "lower the value", "session_id": "s1", "segment_run_count": 0}
+    assert after["event"] == "after"
+    assert {k: after["run_entry"][k] for k in ("run", "status", "metric", "description")} == \
+        {"run": 1, "status": "keep", "metric": 100, "description": "baseline"}
+    assert (after["session"]["baseline_metric"], after["session"]["run_count"]) == (100, 1)
+    kinds = [(line.get("type"), line.get("stage"), line.get("run"))
+             for line in ledger_lines(repo)]
+    assert kinds == [("config", None, None), ("hook", "before", None), (None, None, 1),
+                     ("hook", "after", None)]
+    baseline = ledger_lines(repo)[2]
+    assert baseline["hooks"] == [{"stage": "before", "hook": "before.sh", "exit_code": 0,
+                                  "timed_out": False}]
+    # A new segment's baseline: the same, after the ledger's last run.
+    doc = ar(repo, "start", "--new-segment", "--json").json()
+    assert doc["steer"] == "look first\nnoted"
+    before = payload(tmp_path / "before.json")
+    assert (before["next_run"], before["last_run"]["run"]) == (2, 1)
+    assert before["session"]["segment_run_count"] == 0
+    assert payload(tmp_path / "after.json")["run_entry"]["run"] == 2
+    assert [line["stage"] for line in hook_lines(repo)] == ["before", "after"] * 2
+
+
+def test_start_without_a_baseline_fires_no_hook(repo: Path, ar: Tool, tmp_path: Path) -> None:
+    """With no baseline measured, ``start`` fires nothing: the first run fires its own
+    ``before`` (next_run 1), so that, as under pi, each run has one ``before``."""
+    hook(repo, "before.sh", DUMP.format(out=tmp_path / "before.json"))
+    doc = ar(repo, *start_args("--no-baseline", "--json")).json()
+    assert doc["steer"] is None and hook_lines(repo) == []
+    ar(repo, "run", "-d", "the first run")
+    assert payload(tmp_path / "before.json")["next_run"] == 1
+    assert [line["stage"] for line in hook_lines(repo)] == ["before"]
+
+
+def test_a_failed_baseline_fires_after_and_says_its_steer_before_the_refusal(
+        repo: Path, ar: Tool, tmp_path: Path) -> None:
+    """pi logs a crashed baseline like any run and fires ``after`` for it
+    (index.ts:2450-2456 follows every log_experiment, whatever its status)."""
+    from conftest import commit_all
+
+    write(repo / "value.txt", "x\n")
+    commit_all(repo, "a broken benchmark")
+    hook(repo, "after.sh", STEER_DUMP.format(out=tmp_path / "after.json", said="fix it"))
+    res = ar(repo, *start_args(), expect=3)
+    assert res.out == "==== steer from after hooks ====\nfix it\n==== end of steer ====\n"
+    assert res.err.startswith("git autoresearch: the baseline failed (")
+    assert payload(tmp_path / "after.json")["run_entry"]["status"] == "crash"
+    doc = ar(repo, "start", "--new-segment", "--json", expect=3).json()
+    assert doc == {"schema": "git-autoresearch:error/1", "error": doc["error"], "exit_code": 3,
+                   "steer": "fix it"}
+    assert doc["error"].startswith("the baseline failed (")

@@ -60,6 +60,18 @@ def emit_json(kind: str, data: Mapping[str, Any], *, interruptible: bool = True)
     click.echo(text)
 
 
+def print_steer(stage: str, report: Any) -> None:
+    """A hook report (:class:`hooks.HookReport`) for people: its warnings on stderr, then its
+    steer on stdout between ``==== steer from <stage> hooks ====`` and ``==== end of steer
+    ====`` lines (nothing when the hooks printed nothing)."""
+    for message in report.warnings:
+        warn(message)
+    if report.steer:
+        click.echo(f"==== steer from {stage} hooks ====")
+        click.echo(report.steer)
+        click.echo("==== end of steer ====")
+
+
 def number(value: float) -> str:
     """A metric as the ledger writes it (:func:`jsontext.number_text`)."""
     from ..jsontext import number_text

@@ -23,6 +23,7 @@ from .common import (
     emit_json,
     json_option,
     number,
+    print_steer,
     progress,
     record_options,
     warn,
@@ -74,15 +75,6 @@ def _print_measurement(result: Measurement, metric_name: str, *, recorded: bool 
             click.echo(result.checks["tail"])
 
 
-def _print_steer(stage: str, report: Any) -> None:
-    for message in report.warnings:
-        warn(message)
-    if report.steer:
-        click.echo(f"==== steer from {stage} hooks ====")
-        click.echo(report.steer)
-        click.echo("==== end of steer ====")
-
-
 @click.command("measure", context_settings=CONTEXT)
 @json_option
 def measure_cmd(as_json: bool) -> None:
@@ -111,7 +103,7 @@ def measure_cmd(as_json: bool) -> None:
         data.update({"dry_run": False, "steer": before.steer or None, "warnings": notes})
         emit_json("measurement", data)
         return
-    _print_steer("before", before)
+    print_steer("before", before)
     _print_measurement(result, session.config.metric_name)
     click.echo(f"decision: {decision} (nothing recorded: keep or discard records it)")
     for note in notes:
@@ -128,7 +120,7 @@ def _print_recovered(recovered: Recovery) -> None:
     if recovered.note:
         warn(recovered.note)
     if recovered.hooks:
-        _print_steer("after (the interrupted run)", recovered.hooks)
+        print_steer("after (the interrupted run)", recovered.hooks)
 
 
 def _record_json(record: Mapping[str, Any], steer: list[str], warnings: list[str]
@@ -220,13 +212,13 @@ def run_cmd(description: str, asi_pairs: tuple[str, ...], asi_json: str | None, 
                                + after.warnings))
         return
     _print_recovered(recovered)
-    _print_steer("before", before)
+    print_steer("before", before)
     if decision == "crash" or decision == "checks_failed":
         _print_measurement(result, session.config.metric_name, recorded=True)
     _print_record(session, recorded.record, previous_best)
     for note in notes:
         warn(note)
-    _print_steer("after", after)
+    print_steer("after", after)
 
 
 def _dry_run(session: Session, before: HookReport, result: Measurement, decision: str,
@@ -238,7 +230,7 @@ def _dry_run(session: Session, before: HookReport, result: Measurement, decision
         data.update({"dry_run": True, "steer": before.steer or None, "warnings": notes})
         emit_json("measurement", data)
         return
-    _print_steer("before", before)
+    print_steer("before", before)
     _print_measurement(result, session.config.metric_name)
     click.echo(f"decision: {decision} (dry run: nothing recorded; changes outside the scope or "
                "to readonly files were set aside)"
@@ -296,7 +288,7 @@ def _record_command(status: str) -> Callable[..., None]:
         for note in notes:
             warn(note)
         _print_record(session, recorded.record, previous_best)
-        _print_steer("after", after)
+        print_steer("after", after)
 
     return body
 
@@ -490,4 +482,4 @@ def hook_cmd(stage: str, as_json: bool) -> None:
                            "warnings": report.warnings,
                            "firings": [f.ledger_line() for f in report.firings]})
         return
-    _print_steer(stage, report)
+    print_steer(stage, report)

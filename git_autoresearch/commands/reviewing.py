@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..errors import EXIT_FINAL_CHECKS, EXIT_REFUSED
+from ..errors import EXIT_REFUSED, EXIT_UNVERIFIED
 from .common import CONTEXT, WHOLE, emit_json, json_option, number, warn
 from .completing import complete_runs
+
+if TYPE_CHECKING:
+    from ..finalize import Final
 
 
 @click.command("finalize", context_settings=CONTEXT)
@@ -19,6 +23,10 @@ from .completing import complete_runs
               help="Replay only these keeps (repeatable).")
 @click.option("--include-noise", is_flag=True,
               help="Also replay the keeps an audit found within noise or a regression.")
+@click.option("--segment", type=WHOLE, metavar="N",
+              help="Replay only the keeps of segment N, onto its baseline commit, and measure "
+                   "with its configuration (default: every segment's keeps, onto the earliest "
+                   "one's baseline).")
 @click.option("--split", is_flag=True,
               help="Also make one branch per keep, alone on the base "
                    "(autoresearch/<id>-final-<run>).")
@@ -31,14 +39,21 @@ from .completing import complete_runs
 @click.option("--force", is_flag=True, help="Replace the final branches of an earlier finalize.")
 @json_option
 def finalize_cmd(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bool,
-                 split: bool, checks_command: str | None, samples: int, force: bool,
-                 as_json: bool) -> None:
-    """Replay the session's keeps onto its base commit as the branch autoresearch/<id>-final
-    (one commit per keep, trailers kept), in a temporary worktree: the session branch and the
-    work tree are never touched. Then run the final checks on it, measure it against the base,
-    and write .auto/final.md, a pull-request body. A keep that conflicts is named and no
-    branch is made."""
-    from ..finalize import choose, finalize, keeps, record, undo
+                 segment: int | None, split: bool, checks_command: str | None, samples: int,
+                 force: bool, as_json: bool) -> None:
+    """Replay the session's keeps onto the commit they were measured against, the baseline
+    commit of their segment, as the branch autoresearch/<id>-final (one commit per keep,
+    trailers kept), in a temporary worktree: the session branch and the work tree are never
+    touched. Then run the final checks on it, measure it against the base, and write
+    .auto/final.md, a pull-request body.
+
+    Keeps of several segments go onto the earliest one's baseline, refused (exit 3) when a
+    commit that is no kept run (one made by hand) lies between the segments' baselines:
+    --segment then picks one segment. Refused too, before anything is made, when a file the
+    measurement command runs is not in the base commit, or a keep conflicts (each is named).
+    When the measurement fails (a sample gives no metric) or the final checks fail, the
+    branch, .auto/final.md and the ledger line stay for review, and the exit is 5."""
+    from ..finalize import choose, finalize, keeps, of_segment, record, undo
     from ..landing import sync
     from ..review import render
     from ..session import Session
@@ -47,14 +62,17 @@ def finalize_cmd(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bo
     sync(session)  # a clone that joined through a remote: every worker's keeps, as they are
     for w in session.warnings:
         warn(w)
-    chosen, dropped = choose(session, keeps(session), drop=list(drop), only=list(only),
-                             include_noise=include_noise)
+    every = keeps(session)
+    where = "the session" if segment is None else f"segment {segment}"
+    chosen, dropped = choose(session, of_segment(session, every, segment), drop=list(drop),
+                             only=list(only), include_noise=include_noise, where=where)
     for number_, why in dropped:
         if why.startswith("audit"):
             warn(f"run {number_} left out ({why}); --include-noise replays it")
     final = finalize(session, chosen, dropped, split=split, checks_command=checks_command,
-                     samples=samples, force=force, progress=_said, measure_progress=_sample)
-    cfg = session.config
+                     samples=samples, force=force, progress=_said, measure_progress=_sample,
+                     every=every, where=where)
+    cfg = final.config or session.config
     line = final.record(cfg.direction)
     if final.conflicts:
         message = "; ".join(f"run {r.keep.number} conflicts in {', '.join(r.paths)}"
@@ -68,7 +86,10 @@ def finalize_cmd(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bo
         raise click.exceptions.Exit(EXIT_REFUSED)
     notes = render(session.ledger, line, goal=cfg.goal, metric_name=cfg.metric_name,
                    unit=cfg.metric_unit, direction=cfg.direction, command=cfg.command,
-                   session_id=cfg.session_id)
+                   session_id=cfg.session_id, base_commit=final.base,
+                   metric_command=cfg.metric_command,
+                   again="git autoresearch finalize --force"
+                   + (f" --segment {segment}" if segment is not None else ""))
     try:
         said = record(session, final, notes)
     except BaseException:  # not recorded: the branches go too, nothing is half done
@@ -76,16 +97,27 @@ def finalize_cmd(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bo
         raise
     for w in said:
         warn(w)
+    _report(final, line, str(session.layout.final_notes), cfg.metric_unit, as_json)
+
+
+def _report(final: Final, line: dict[str, Any], notes: str, unit: str, as_json: bool) -> None:
+    """Say what finalize made (``line``: its ledger line; ``notes``: the path of final.md);
+    exit 5 when the measurement or the final checks failed, saying why on stderr (and as the
+    document's ``error`` with ``--json``)."""
+    failures = final.failures()
+    unverified = (f"{'; '.join(failures)}: the branch {final.branch} is not verified (it and "
+                  f"{Path(notes).name} are left for review); fix this before it is merged"
+                  ) if failures else None
     if as_json:
-        emit_json("finalize", {**line, "notes": str(session.layout.final_notes)})
+        error = {"error": unverified, "exit_code": EXIT_UNVERIFIED} if unverified else {}
+        emit_json("finalize", {**error, **line, "notes": notes})
     else:
-        for text in _lines(line, cfg.metric_unit):
+        for text in _lines(line, unit):
             click.echo(text)
-        click.echo(f"wrote {session.layout.final_notes}")
-    if final.checks is not None and not final.checks["passed"]:
-        click.echo(f"git autoresearch: the final checks failed on {final.branch} "
-                   f"({final.checks['reason']}); fix them before it is merged", err=True)
-        raise click.exceptions.Exit(EXIT_FINAL_CHECKS)
+        click.echo(f"wrote {notes}")
+    if unverified:
+        click.echo(f"git autoresearch: {unverified}", err=True)
+        raise click.exceptions.Exit(EXIT_UNVERIFIED)
 
 
 def _number(value: float | None) -> float | int | None:

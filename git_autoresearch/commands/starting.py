@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
-from .common import CONTEXT, WHOLE, clear_progress, emit_json, json_option, progress, warn
+from .common import (
+    CONTEXT,
+    WHOLE,
+    clear_progress,
+    emit_json,
+    json_option,
+    print_steer,
+    progress,
+    warn,
+)
 
 
 def _named_paths(entries: tuple[str, ...]) -> dict[str, str] | None:
@@ -112,8 +122,10 @@ def _inline_table(text: str | None) -> dict[str, object] | None:
 @click.option("--claim-timeout", metavar="DURATION",
               help="How long a claim on an idea lasts (ideas claim): 2h (the default), 90m.")
 @click.option("--session-id", help="Session id (default: the goal in kebab case plus the date, "
-              "then -2, -3, ... when an earlier session has it; an id whose refs exist is "
-              "refused).")
+              "then -2, -3, ... when an earlier session has it; an id whose refs exist, or "
+              "whose branch would be a folder of branches, is refused; one that is the goal "
+              "in kebab case is warned of: pi-autoresearch's finalize.sh, given it as its "
+              "goal, could not make its branches).")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
               help="Read the configuration keys from this TOML file (its paths are read from "
                    "the top of the work tree).")
@@ -146,9 +158,14 @@ def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
     On a terminal, without --goal or --command (and without --config or --new-segment), the
     loop's questions are asked one at a time for the options not given: the regex is tried on
     a first run of the command, scope paths are checked. Never with --json or without a
-    terminal (then the missing option is an error, exit 2)."""
-    from ..refs import session_branch
-    from ..start import StartOptions, start
+    terminal (then the missing option is an error, exit 2).
+
+    The hooks fire around the baseline as around a run, as pi-autoresearch fires them when a
+    session starts: before hooks once the session (or segment) is written, before the baseline
+    is measured, and after hooks with the baseline's record, a failed one too; their steer is
+    printed (and is steer in --json). With --no-baseline no hook fires: the first run fires
+    its own."""
+    from ..start import BaselineFailed, StartOptions, start
 
     values = {
         "goal": goal, "command": command_, "metric_name": metric_name,
@@ -176,22 +193,63 @@ def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
                         no_baseline=no_baseline, force=force, allow_missing=allow_missing)
     try:
         started = start(opts, progress=progress())
+    except BaselineFailed as failed:
+        _failed_baseline(failed, as_json)
+        raise
     finally:
         clear_progress()
+    _say_started(started, as_json)
+
+
+def _say_started(started: Any, as_json: bool) -> None:
+    """What ``start`` made (a :class:`start.Started`), for people or as the JSON document,
+    with the steer of the hooks fired around the baseline."""
+    from ..refs import session_branch
+
     session, record = started.session, started.record
     cfg = session.config
+    hooks = [r for r in (started.before, started.after) if r is not None]
     for message in started.warnings:
         warn(message)
     if as_json:
-        emit_json("start", {"session_id": cfg.session_id, "branch": session_branch(cfg.session_id),
-                   "segment": session.segment.index, "config": cfg.to_dict(),
-                   "baseline": record, "warnings": started.warnings})
+        emit_json("start", {
+            "session_id": cfg.session_id, "branch": session_branch(cfg.session_id),
+            "segment": session.segment.index, "config": cfg.to_dict(), "baseline": record,
+            "steer": _steer(hooks),
+            "warnings": started.warnings + [w for r in hooks for w in r.warnings]})
         return
     click.echo(f"session {cfg.session_id} on branch autoresearch/{cfg.session_id}, "
                f"segment {session.segment.index}")
     click.echo(f"metric {cfg.metric_name} ({cfg.direction} is better)")
+    if started.before is not None:
+        print_steer("before", started.before)
     if record:
         click.echo(f"baseline: {cfg.metric_name} = {record['metric']}"
                    f"{' ' + cfg.metric_unit if cfg.metric_unit else ''} (run {record['run']})")
     else:
         click.echo("no baseline measured yet: the first run of the segment will be kept as it")
+    if started.after is not None:
+        print_steer("after", started.after)
+
+
+def _steer(reports: list[Any]) -> str | None:
+    """The steer of hook reports, joined in firing order (None: they printed nothing)."""
+    return "\n".join(r.steer for r in reports if r.steer) or None
+
+
+def _failed_baseline(failed: Any, as_json: bool) -> None:
+    """Say the steer of the hooks fired around a baseline that failed (a
+    :class:`start.BaselineFailed`), before the refusal itself: on stdout for people; with
+    ``--json``, the error document here, with ``steer``, and exit 3 after the message."""
+    if not as_json:
+        print_steer("before", failed.before)
+        print_steer("after", failed.after)
+        return
+    for message in failed.before.warnings + failed.after.warnings:
+        warn(message)
+    emit_json("error", {"error": failed.message, "exit_code": failed.exit_code,
+                        "steer": _steer([failed.before, failed.after])}, interruptible=False)
+    click.echo(f"git autoresearch: {failed.message}", err=True)
+    if failed.detail:
+        click.echo(failed.detail, err=True)
+    raise click.exceptions.Exit(failed.exit_code)
