@@ -21,11 +21,13 @@ from .session import Session
 class Choice:
     """What a ``keep``, ``discard`` or ``crash`` records: ``result`` (the measurement, or the
     metrics the caller gave), ``given`` (those metrics alone, for a work tree changed since it
-    was measured), and notes for the caller."""
+    was measured), notes for the caller, and ``forced``: for a keep the loop would not have
+    made, the record's ``reason`` (``kept by hand: ...``), else None."""
 
     result: Measurement | None
     given: Measurement | None
     notes: list[str]
+    forced: str | None = None
 
 
 def choose_measurement(session: Session, status: str, pending: Measurement | None,
@@ -33,8 +35,9 @@ def choose_measurement(session: Session, status: str, pending: Measurement | Non
     """The measurement a recording command records: the ``pending`` one, or the primary
     ``metric`` the caller measured (which replaces it: its metrics are the run's, not mixed with
     a pending measurement's samples or checks), with the secondary ``metrics`` laid over it.
-    A keep without a metric is :class:`Refused`; a keep that does not beat the best gets a
-    note."""
+    A keep without a metric is :class:`Refused`; a keep is judged as the loop judges
+    (:meth:`Session.decide`, the same judgement ``measure`` gave), and one the loop would not
+    make gets a note and its decision marked ``forced`` (:func:`_judged_keep`)."""
     name = session.config.metric_name
     given = None
     result = pending
@@ -53,34 +56,51 @@ def choose_measurement(session: Session, status: str, pending: Measurement | Non
         else:  # secondary metrics only: added to the pending measurement
             result = _with_metrics(pending or Measurement.empty(), None, metrics,
                                    name)
-    if status == "keep":
-        if result is None or result.metric is None:
-            raise Refused("nothing to keep: no pending measurement with a metric (run git "
-                          "autoresearch measure, or pass --metric VALUE)")
-        metric, verdict = result.metric, (result.decision or {}).get("verdict")
-        best = session.segment.best
-        beaten = best is None or best.metric is None or session.segment.better(metric,
-                                                                                best.metric)
-        said = False  # (whether the note below is said already)
-        if result.decision is not None and verdict not in ("better", "baseline"):
-            said = result.decision.get("rule") == "strict"
-            if said:
-                notes.append(f"{number_text(metric)} does not beat the best so far "
-                             f"({_best_text(best)}); kept because you asked (its decision is "
-                             "recorded as forced)")
-            else:
-                notes.append(f"the sequential rule found this run {verdict}; kept because you "
-                             "asked (its decision is recorded as forced)")
-            result = dataclasses.replace(result, decision={**result.decision, "forced": True})
-        cfg = session.config
-        if cfg.remeasures and len(result.samples) < min(3, cfg.samples_of_baseline):
-            notes.append(f"the new incumbent has {len(result.samples)} sample(s): a gain is "
-                         "hard to prove against so few; run measures it again after the next "
-                         f"revert, up to baseline_samples ({cfg.samples_of_baseline})")
-        elif not beaten and best is not None and not said:
-            notes.append(f"{number_text(metric)} does not beat the best so far "
-                         f"({_best_text(best)}); kept because you asked")
-    return Choice(result, given, notes)
+    if status != "keep":
+        return Choice(result, given, notes)
+    if result is None or result.metric is None:
+        raise Refused("nothing to keep: no pending measurement with a metric (run git "
+                      "autoresearch measure, or pass --metric VALUE)")
+    judged, forced = _judged_keep(session, result)
+    if given is result:
+        given = judged
+    if forced is not None:
+        notes.append(f"{forced}; kept because you asked (its decision is recorded as forced)")
+    cfg = session.config
+    if cfg.remeasures and len(judged.samples) < min(3, cfg.samples_of_baseline):
+        notes.append(f"the new incumbent has {len(judged.samples)} sample(s): a gain is "
+                     "hard to prove against so few; run measures it again after the next "
+                     f"revert, up to baseline_samples ({cfg.samples_of_baseline})")
+    return Choice(judged, given, notes, None if forced is None else f"kept by hand: {forced}")
+
+
+def _judged_keep(session: Session, result: Measurement) -> tuple[Measurement, str | None]:
+    """``result`` about to be kept: as it is when the loop would keep it
+    (:meth:`Session.decide`), with None; else with its ``decision`` object marked ``forced`` (a
+    metric the caller gave gets :func:`pending.given_verdict`'s first), and why the loop would
+    not keep it."""
+    decided = session.decide(result)
+    if decided == "keep":
+        return result, None
+    if result.decision is None:
+        from .pending import given_verdict
+
+        result = dataclasses.replace(result, decision=given_verdict(session, result))
+    found = result.decision or {}
+    if decided == "checks_failed":
+        why = f"its checks failed ({(result.checks or {}).get('reason')})"
+    elif found.get("rule") == "strict":
+        best, metric = session.segment.best, result.metric
+        assert metric is not None
+        shy = best is not None and best.metric is not None \
+            and session.segment.better(metric, best.metric)
+        why = f"{number_text(metric)} " + (
+            f"beats the best so far ({_best_text(best)}) by less than min_effect "
+            f"({session.config.min_effect or 0:.2%})" if shy else
+            f"does not beat the best so far ({_best_text(best)})")
+    else:
+        why = f"the {found.get('rule')} rule found this run {found.get('verdict')}"
+    return dataclasses.replace(result, decision={**found, "forced": True}), why
 
 
 def inconclusive_reason(found: Mapping[str, Any], min_effect: float, direction: str) -> str:

@@ -68,6 +68,12 @@ class Config:
     max_experiments: int | None = None
     # A time budget for a segment ("8h", "90m", "3600s", "1h30m"); None: no budget.
     max_duration: str | None = None
+    # Stop rules of a segment (stopping.py): its best reaching this value of the primary
+    # metric, this many runs in a row without a keep, this many crashes or failed checks in a
+    # row; None: no such rule.
+    target_metric: float | None = None
+    max_runs_without_keep: int | None = None
+    max_failures_in_a_row: int | None = None
     # The decision rule and its settings; None: as before they existed (strict, and the
     # defaults below), so that older files render to the same bytes.
     decision: str | None = None
@@ -111,8 +117,8 @@ class Config:
         """Check types and values; normalise ``direction``, and read a ``max_experiments`` of 0
         as no limit. Raises :class:`UsageError` naming ``source`` and the first bad key."""
         for check in (self._check_nul, self._check_strings, self._check_metric, self._check_paths,
-                      self._check_numbers, self._check_decision, self._check_workers,
-                      self._check_session_id):
+                      self._check_numbers, self._check_stop_rules, self._check_decision,
+                      self._check_workers, self._check_session_id):
             problem = check()
             if problem is not None:
                 raise UsageError(f"{source}: {problem[0]} {problem[1]}")
@@ -241,6 +247,27 @@ class Config:
                                         "90m, 3600s or 1h30m")
             if seconds == 0:
                 self.max_duration = None  # 0 lifts the budget (for a new segment)
+        return None
+
+    def _check_stop_rules(self) -> tuple[str, str] | None:
+        """``target_metric`` (a finite number; ``"none"`` lifts it), ``max_runs_without_keep``
+        and ``max_failures_in_a_row`` (whole numbers of at least 1; 0 lifts them), each
+        optional: a new segment inherits them unless lifted."""
+        target = self.target_metric
+        if isinstance(target, str):
+            if target.strip().lower() != "none":
+                return "target_metric", f"'{target}' is not a number (or 'none', which lifts it)"
+            self.target_metric = target = None
+        if target is not None and (isinstance(target, bool) or not isinstance(
+                target, (int, float)) or not math.isfinite(target)):
+            return "target_metric", "must be a number"
+        for key in ("max_runs_without_keep", "max_failures_in_a_row"):
+            value = getattr(self, key)
+            if value == 0 and not isinstance(value, bool):
+                setattr(self, key, None)  # 0 lifts the rule (for a new segment)
+            elif value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                        or value < 1):
+                return key, "must be a whole number of at least 1"
         return None
 
     def _check_decision(self) -> tuple[str, str] | None:

@@ -38,7 +38,6 @@ class Refused(AutoresearchError):
 
 
 class StopLoop(AutoresearchError):
-    """The loop should stop (STOP sentinel, ``max_experiments`` reached or ``max_duration``
-    spent): exit 4."""
+    """The loop should stop (STOP sentinel, or a stop rule met: ``stopping.RULES``): exit 4."""
 
     exit_code = EXIT_STOP

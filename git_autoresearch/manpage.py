@@ -37,8 +37,9 @@ EXIT_STATUS = [  # the README's table of exit codes
           "what a keep commits, a partial clone whose remote cannot send an object a revert "
           "needs, a session folder that is a symbolic link, GIT_DIR or GIT_WORK_TREE naming "
           "another repository, a folder where the session's lock file goes."),
-    ("4", "The loop should stop: .auto/STOP found, max_experiments reached or "
-          "max_duration spent."),
+    ("4", "The loop should stop: .auto/STOP found, or a stop rule met: max_experiments "
+          "reached, max_duration spent, target_metric reached, max_runs_without_keep or "
+          "max_failures_in_a_row runs in a row."),
     ("129, 130, 143", "Hung up (SIGHUP: the terminal or ssh session closed), interrupted "
                       "(SIGINT, Ctrl-C) or terminated (SIGTERM): 128 + the signal's number. The "
                       "experiment's and hooks' processes are ended; git is never killed half-way; "

@@ -200,6 +200,18 @@ class Rule:
         return out
 
 
+def given_verdict(session: Session, result: Measurement) -> dict[str, Any] | None:
+    """The ``decision`` object of a metric the caller gave (``keep --metric``), which no rule
+    judged when measuring: one number is judged as the strict rule judges it, against the best
+    kept so far of ``session``'s segment, by ``min_effect``, under either rule (the sequential
+    rule tests samples the tool took itself): the verdict :meth:`Session.beats_best` gives;
+    ``baseline`` when nothing is kept yet. None without a metric or samples."""
+    cfg = session.config
+    best = session.segment.best
+    bar = () if best is None or best.metric is None else (best.metric,)
+    return Rule("strict", cfg.direction, bar, min_effect=cfg.min_effect or 0.0).verdict(result)
+
+
 def moving_note(moved: decision.Trend, direction: str, count: int) -> str:
     """A warning that the incumbent's recent samples trend (the machine's load moves), either
     way, and what the run did about it."""

@@ -80,9 +80,10 @@ def record(session: Session, status: str, description: str, *, result: Measureme
     that; a ``keep`` of one that failed its checks is refused unless ``force``. Refuses (exit
     3) during a merge or the like, on a ledger that cannot be written, and a record that
     cannot fit (exit 2). ``reason`` says why a discard was discarded (a replay that
-    conflicted), ``replayed`` what a replay did (:mod:`replaying`). In a worker, a keep whose
-    incumbent moved raises :class:`replaying.IncumbentMoved` before anything changes, and so
-    does a discard with ``recheck_discard``."""
+    conflicted), or why a keep was kept against the loop's decision (``kept by hand: ...``:
+    :attr:`choosing.Choice.forced`); ``replayed`` what a replay did (:mod:`replaying`). In a
+    worker, a keep whose incumbent moved raises :class:`replaying.IncumbentMoved` before
+    anything changes, and so does a discard with ``recheck_discard``."""
     session.check_recordable()
     session.preflight()
     with session.shared(f"record a run ({status})"):
@@ -120,7 +121,7 @@ def _record(session: Session, status: str, description: str, *, result: Measurem
     if changes.nested:
         draft["nested_repositories"] = list(changes.nested)
         warnings.append(nested_warning(changes.nested, status))
-    if reason and status != "keep":
+    if reason:
         draft["reason"] = reason
     if replayed:
         draft["replayed"] = dict(replayed)

@@ -123,8 +123,12 @@ def _field(text: str) -> str:
 
 
 def _stop_row(event: dict[str, Any]) -> str:
+    """A ``stopped`` event as a row: its ``description`` (an imported row's), else the
+    ``reason`` of a stop rule, else the STOP sentinel."""
     experiment = event.get("experiment")
     description = event.get("description")
+    if not (isinstance(description, str) and description.strip()):
+        description = event.get("reason")
     return "\t".join([
         str(experiment) if isinstance(experiment, int) and not isinstance(experiment, bool)
         else "-", "-", "-", "stopped", _tsv_number(event.get("duration_s")),

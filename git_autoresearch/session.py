@@ -464,21 +464,29 @@ class Session:
         return doubt(self)
 
     def decide(self, result: Measurement) -> str:
-        """The loop's decision: ``crash`` without a metric, ``checks_failed`` when the checks
-        failed; under the sequential rule, ``keep`` for the verdict ``better`` (or a baseline),
-        else ``discard``; under the strict rule, ``keep`` when the metric strictly beats the
-        segment's best (or nothing is kept yet), else ``discard``."""
+        """The loop's decision, the one judgement that ``measure``, ``run``, ``status`` and
+        ``keep`` give: ``crash`` without a metric, ``checks_failed`` when the checks failed;
+        else ``keep`` for the verdict ``better`` (or a baseline) of the rule that decided when
+        measuring, and ``discard`` for any other. A metric the caller gave (no verdict) is
+        ``keep`` when it :meth:`beats_best`."""
         status = result.status
         if status:
             return status
         verdict = (result.decision or {}).get("verdict")
         if verdict is not None:  # the rule decided when measuring
             return "keep" if verdict in ("better", "baseline") else "discard"
-        best = self.segment.best
         assert result.metric is not None
+        return "keep" if self.beats_best(result.metric) else "discard"
+
+    def beats_best(self, metric: float) -> bool:
+        """Whether one number, ``metric``, beats the segment's best as the strict rule judges
+        it (:func:`decision.strict`, without importing the statistics): strictly, and by more
+        than ``min_effect`` of the best's magnitude; True when nothing is kept yet."""
+        best = self.segment.best
         if best is None or best.metric is None:
-            return "keep"
-        return "keep" if self.segment.better(result.metric, best.metric) else "discard"
+            return True
+        bar = (self.config.min_effect or 0.0) * abs(best.metric)
+        return self.segment.better(metric, best.metric) and abs(metric - best.metric) > bar
 
     # --- hooks ------------------------------------------------------------------------------
 

@@ -45,8 +45,9 @@ class Status:
     segment; ``branch`` the session branch (the current branch, or ``HEAD``, for a session read
     in place); ``experiments`` the runs after the baseline in this segment (counted only when
     ``limit``, ``max_experiments``, is set); ``time_left`` the seconds of ``max_duration`` left
-    in this segment (None: no budget); ``warnings`` every problem, in the order status
-    has always given them."""
+    in this segment (None: no budget); ``stop_rule`` the stop rule the segment meets
+    (:func:`stopping.rule_met`: the next run exits 4) and ``stop_reason`` why; ``warnings``
+    every problem, in the order status has always given them."""
 
     session_id: str
     branch: str
@@ -68,6 +69,16 @@ class Status:
     # The time budget (max_duration as written) and the seconds of it left (0: spent).
     max_duration: str | None = None
     time_left: float | None = None
+    # The stop rules (None: not set) and what they count in this segment: the runs since the
+    # last keep, the runs that crashed or failed their checks in a row.
+    target_metric: float | None = None
+    max_runs_without_keep: int | None = None
+    runs_without_keep: int = 0
+    max_failures_in_a_row: int | None = None
+    failures_in_a_row: int = 0
+    # The stop rule the segment meets (its key, and why): the next run exits 4.
+    stop_rule: str | None = None
+    stop_reason: str | None = None
     # What each worker is doing (:func:`workers_doing`); empty: nothing to say.
     workers: list[dict[str, Any]] | None = None
     # The session finished off its branch (a squash merge, cherry-picks): the sentence.
@@ -92,6 +103,13 @@ class Status:
             "limit_reached": self.limit_reached,
             "max_duration": self.max_duration,
             "time_left_seconds": None if self.time_left is None else round(self.time_left, 3),
+            "target_metric": self.target_metric,
+            "max_runs_without_keep": self.max_runs_without_keep,
+            "runs_without_keep": self.runs_without_keep,
+            "max_failures_in_a_row": self.max_failures_in_a_row,
+            "failures_in_a_row": self.failures_in_a_row,
+            "stop_rule": self.stop_rule,
+            "stop_reason": self.stop_reason,
             "readonly_changed": self.readonly_changed,
             "warnings": self.warnings,
             "finished": self.finished,
@@ -134,6 +152,10 @@ def status(session: Session) -> Status:
         if brief is not None:
             found = audited.get(brief["run"])
             brief["audit"] = found[-1].get("verdict") if found else None
+    from .budget import failures_in_a_row, runs_without_keep
+    from .stopping import rule_met
+
+    met = rule_met(session) or (None, None)
     return Status(
         session_id=cfg.session_id, branch=branch, goal=cfg.goal, metric_name=cfg.metric_name,
         metric_unit=cfg.metric_unit, direction=cfg.direction,
@@ -143,6 +165,11 @@ def status(session: Session) -> Status:
         experiments=None if cfg.max_experiments is None else session.experiments_in_segment(),
         readonly_changed=readonly_changed, warnings=list(dict.fromkeys(warnings)),
         noise=noise, max_duration=cfg.max_duration, time_left=session.time_left(),
+        target_metric=cfg.target_metric, max_runs_without_keep=cfg.max_runs_without_keep,
+        runs_without_keep=len(runs_without_keep(session.segment)),
+        max_failures_in_a_row=cfg.max_failures_in_a_row,
+        failures_in_a_row=len(failures_in_a_row(session.segment)),
+        stop_rule=met[0], stop_reason=met[1],
         finished=None if session.read_only else finished(session),
         workers=None if session.read_only else workers_doing(session))
 
@@ -315,6 +342,9 @@ class Resumed:
     finished: HookReport | None
     # Seconds of max_duration left in the segment (0: spent; None: no budget).
     time_left: float | None = None
+    # The stop rule the segment meets (its key, and why): the next run exits 4.
+    stop_rule: str | None = None
+    stop_reason: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The ``resume --json`` document: its ``warnings`` include the finished hooks' own,
@@ -325,6 +355,7 @@ class Resumed:
             "next_run": self.next_run, "stop_pending": self.stop_pending,
             "limit_reached": self.limit_reached,
             "time_left_seconds": None if self.time_left is None else round(self.time_left, 3),
+            "stop_rule": self.stop_rule, "stop_reason": self.stop_reason,
             "warnings": [*self.warnings, *finished.warnings] if finished else self.warnings,
             "steer": (finished.steer or None) if finished else None}
 
@@ -333,10 +364,12 @@ def resumed(picked: Picked) -> Resumed:
     """Where a session just picked up by :func:`resume.resume` stands."""
     session, finished = picked.session, picked.finished
     from .report import segment_summary
+    from .stopping import rule_met
 
+    met = rule_met(session) or (None, None)
     return Resumed(
         session_id=session.config.session_id, actions=picked.actions,
         segment=segment_summary(session.segment), next_run=session.ledger.next_run_number,
         stop_pending=session.layout.stop.exists(), limit_reached=session.limit_reached(),
         warnings=[*session.warnings, *picked.warnings], finished=finished,
-        time_left=session.time_left())
+        time_left=session.time_left(), stop_rule=met[0], stop_reason=met[1])

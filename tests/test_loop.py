@@ -132,7 +132,12 @@ def test_keep_refuses_failed_checks_unless_forced(repo: Path, ar: Tool) -> None:
         "git autoresearch: the pending measurement failed its checks; discard it, or keep it "
         "anyway with --force\n")
     assert [r["run"] for r in runs(repo)] == [1]
-    assert ar(repo, "keep", "-d", "x", "--force", "--json").json()["status"] == "keep"
+    kept = ar(repo, "keep", "-d", "x", "--force", "--json").json()
+    why = "its checks failed (the checks command exited with code 1)"
+    assert (kept["status"], kept["decision"]["forced"], kept["reason"]) == \
+        ("keep", True, f"kept by hand: {why}")
+    assert kept["warnings"][0] == f"{why}; kept because you asked (its decision is recorded " \
+        "as forced)"
 
 
 def test_a_stale_measurement_that_failed_its_checks(repo: Path, ar: Tool) -> None:

@@ -25,15 +25,52 @@ def test_metrics_given_without_a_measurement_are_not_timed(repo: Path, ar: Tool)
     assert (only["metric"], only["metrics"], only["duration_s"]) == (None, {"mem": 3}, None)
 
 
-def test_a_keep_that_does_not_beat_the_best_says_so(repo: Path, ar: Tool) -> None:
-    ar(repo, *start_args("--decision", "strict"))
+@pytest.mark.parametrize("rule", ["strict", "sequential"])
+def test_a_given_metric_that_does_not_beat_the_best_is_a_forced_keep(repo: Path, ar: Tool,
+                                                                      rule: str) -> None:
+    """A metric the caller gave is one number: it is judged against the best so far, as
+    strict judges, and a keep the judgement would not make is recorded as forced, with why."""
+    ar(repo, *start_args("--decision", rule, "--no-remeasure-incumbent"))
     write(repo / "value.txt", "120\n")
     kept = ar(repo, "keep", "-d", "worse", "--metric", "120", "--json").json()
-    assert kept["warnings"] == ["120 does not beat the best so far (100, run 1); kept because "
-                                "you asked"]
+    why = "120 does not beat the best so far (100, run 1)"
+    assert kept["warnings"] == [f"{why}; kept because you asked (its decision is recorded as "
+                                "forced)"]
+    assert (kept["decision"]["rule"], kept["decision"]["verdict"], kept["decision"]["forced"],
+            kept["reason"]) == ("strict", "worse", True, f"kept by hand: {why}")
+    assert runs(repo)[-1]["reason"] == f"kept by hand: {why}"
+    assert git(repo, "log", "-1", "--format=%(trailers:key=Autoresearch-Decision,valueonly)"
+               ) == "strict worse +20.00%, 1 sample(s) against 1, forced"
+    assert "worse +20.0%* " in ar(repo, "log").out
     write(repo / "value.txt", "50\n")
-    better = ar(repo, "keep", "-d", "better", "--metric", "50", "--json").json()
-    assert better["warnings"] == []
+    res = ar(repo, "keep", "-d", "better", "--metric", "50")
+    assert res.err == ""
+    assert res.out.splitlines()[0] == "run 3: keep  score = 50 (best was 100)"
+    better = runs(repo)[-1]
+    assert ("decision" in better, "reason" in better) == (False, False)
+
+
+def test_the_human_line_of_a_forced_keep_says_why(repo: Path, ar: Tool) -> None:
+    ar(repo, *start_args("--decision", "strict", "--min-effect", "0.05"))
+    write(repo / "value.txt", "97\n")
+    assert ar(repo, "measure", "--json").json()["status"] == "discard"
+    res = ar(repo, "keep", "-d", "3% better")
+    why = "97 beats the best so far (100, run 1) by less than min_effect (5.00%)"
+    assert res.err == (f"warning: {why}; kept because you asked (its decision is recorded as "
+                       "forced)\n")
+    assert res.out.splitlines()[0] == f"run 2: keep  score = 97 (best was 100)  [kept by hand: " \
+        f"{why}]"
+    assert (runs(repo)[-1]["decision"]["verdict"], runs(repo)[-1]["decision"]["forced"]) == \
+        ("inconclusive", True)
+    # A metric given by the caller is held to min_effect too (of the best, now 97: 4.85).
+    write(repo / "value.txt", "92.2\n")
+    short = ar(repo, "keep", "-d", "4.8 better", "--metric", "92.2", "--json").json()
+    assert (short["decision"]["verdict"], short["reason"]) == (
+        "inconclusive", "kept by hand: 92.2 beats the best so far (97, run 2) by less than "
+        "min_effect (5.00%)")
+    write(repo / "value.txt", "87\n")
+    enough = ar(repo, "keep", "-d", "5.2 better", "--metric", "87", "--json").json()
+    assert (enough["warnings"], "reason" in enough) == ([], False)
 
 
 def test_a_keep_of_few_samples_under_the_sequential_rule_says_so(repo: Path, ar: Tool) -> None:

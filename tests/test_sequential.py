@@ -92,6 +92,28 @@ def test_keep_by_hand_wins_over_the_rule_and_is_recorded_as_forced(repo: Path,
         ar(repo, "status").out
 
 
+def test_keep_agrees_with_measure_when_the_incumbent_is_not_the_best(repo: Path,
+                                                                     ar: Tool) -> None:
+    """The incumbent, kept by hand, is worse than the best (the baseline): a run the rule finds
+    better than the incumbent is what measure says to keep, and keep records it without a word
+    against it, not forced."""
+    sequential(repo, ar, "--baseline-samples", "2")
+    write(repo / "value.txt", "120\n")
+    ar(repo, "measure")
+    ar(repo, "keep", "-d", "kept anyway")
+    write(repo / "value.txt", "110\n")
+    measured = ar(repo, "measure", "--json").json()
+    assert (measured["status"], measured["decision"]["verdict"]) == ("keep", "better")
+    res = ar(repo, "keep", "-d", "better than the incumbent")
+    assert res.err == ""
+    assert res.out.splitlines()[0] == "run 3: keep  score = 110 (best was 100)"
+    record = runs(repo)[-1]
+    assert record["decision"]["verdict"] == "better" and "forced" not in record["decision"]
+    assert "reason" not in record
+    assert not git(repo, "log", "-1", "--format=%(trailers:key=Autoresearch-Decision,"
+                   "valueonly)").endswith(", forced")
+
+
 def test_new_sessions_decide_sequentially_and_strict_stays_a_choice(repo: Path,
                                                                      ar: Tool) -> None:
     ar(repo, *start_args())

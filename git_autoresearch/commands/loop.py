@@ -273,7 +273,8 @@ def _record_command(status: str) -> Callable[..., None]:
             previous_best = best.metric if best else None
             try:
                 recorded = record(session, status, description, result=choice.result,
-                                  asi=asi, given=choice.given, force=force)
+                                  asi=asi, given=choice.given, force=force,
+                                  reason=choice.forced)
             except IncumbentMoved as moved:
                 raise keep_refused(session, moved) from None
             after = session.fire_hooks("after", run_entry=recorded.record)
@@ -432,7 +433,9 @@ def _make_record_command(status: str, help_text: str) -> click.Command:
 
 
 keep_cmd = _make_record_command(
-    "keep", "Record a keep and commit the experiment's in-scope changes with a Result: trailer.")
+    "keep", "Record a keep and commit the experiment's in-scope changes with a Result: trailer. "
+            "A keep the loop would not make (measure's decision) is recorded as forced, with "
+            "the reason.")
 discard_cmd = _make_record_command(
     "discard", "Record a discard (or checks_failed) and revert, keeping the attempt under "
                "refs/autoresearch/.")

@@ -48,7 +48,10 @@ def open_warned() -> Session:
               help="With --watch: stop after N views (default: until Ctrl-C).")
 @json_option
 def status_cmd(watch: bool, interval: float, times: int | None, as_json: bool) -> None:
-    """Where the session stands: baseline, best, counts, confidence, STOP or limit, warnings."""
+    """Where the session stands: baseline, best, counts, confidence, STOP, the stop rules
+    (max_experiments, max_duration, target_metric, max_runs_without_keep,
+    max_failures_in_a_row) with what they count and the one met (the next run exits 4; --json:
+    stop_rule, stop_reason), warnings."""
     from ..ledger import collector_paused
     from ..reader import open_for_reading
     from ..status import status
@@ -217,6 +220,22 @@ def _status_tail(found: Status, unit: str) -> list[str]:
 
         lines.append(f"time left   {format_duration(found.time_left)} of {found.max_duration}"
                      f"{' (spent: the next run exits 4)' if found.time_left == 0 else ''}")
+    return lines + _stop_rule_lines(found, unit)
+
+
+def _stop_rule_lines(found: Status, unit: str) -> list[str]:
+    """The stop rules set, with what they count, and the one the segment meets."""
+    lines = []
+    if found.target_metric is not None:
+        lines.append(f"target      {number(found.target_metric)}{unit}")
+    if found.max_runs_without_keep is not None:
+        lines.append(f"no keep     {found.runs_without_keep} of {found.max_runs_without_keep} "
+                     "runs in a row")
+    if found.max_failures_in_a_row is not None:
+        lines.append(f"failures    {found.failures_in_a_row} of {found.max_failures_in_a_row} "
+                     "runs in a row (crash or checks_failed)")
+    if found.stop_reason is not None:
+        lines.append(f"stop rule   {found.stop_reason}: the next run exits 4")
     return lines
 
 

@@ -47,6 +47,20 @@ def _inline_table(text: str | None) -> dict[str, object] | None:
     return table
 
 
+def _target(ctx: click.Context, param: click.Parameter, value: str | None
+            ) -> float | str | None:
+    """``--target-metric``: a number as the ledger writes numbers (80, not 80.0), or the text
+    as given (``none`` lifts the target; anything else the configuration refuses, naming
+    the key)."""
+    from ..ledger import json_number
+    from ..measure import parse_number
+
+    if value is None:
+        return None
+    number, _ = parse_number(value)
+    return value if number is None else json_number(number)
+
+
 @click.command("start", context_settings=CONTEXT)
 @click.option("--goal", help="What the session optimises, in a few words.")
 @click.option("--command", "command_", metavar="SHELL", help="The experiment command.")
@@ -93,6 +107,15 @@ def _inline_table(text: str | None) -> dict[str, object] | None:
 @click.option("--max-duration", metavar="DURATION",
               help="Stop once the segment has run this long: 8h, 90m, 3600s, 1h30m (0 lifts "
                    "the budget).")
+@click.option("--target-metric", metavar="NUMBER", callback=_target,
+              help="Stop once the segment's best reaches this value of the metric (or beats "
+                   "it, in the direction); none lifts it.")
+@click.option("--max-runs-without-keep", type=WHOLE, metavar="N",
+              help="Stop after N runs in a row without a keep in a segment, a plateau (0 "
+                   "lifts it).")
+@click.option("--max-failures-in-a-row", type=WHOLE, metavar="N",
+              help="Stop after N runs in a row that crashed or failed their checks in a "
+                   "segment (0 lifts it).")
 @click.option("--decision", type=click.Choice(["sequential", "strict"]),
               help="How a run is decided: sequential (the default: samples against the "
                    "incumbent's, robust to noise) or strict (the aggregate beats the best).")
@@ -146,7 +169,9 @@ def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
               final_checks_command: str | None, timeout_seconds: float | None,
               checks_timeout_seconds: float | None, runs_per_experiment: int | None,
               aggregate: str | None, max_experiments: int | None,
-              max_duration: str | None, decision: str | None, min_effect: float | None,
+              max_duration: str | None, target_metric: float | str | None,
+              max_runs_without_keep: int | None, max_failures_in_a_row: int | None,
+              decision: str | None, min_effect: float | None,
               max_samples: int | None, baseline_samples: int | None,
               remeasure_incumbent: bool | None, incumbent_pairs: int | None,
               shared_paths: tuple[str, ...], measure_slots: int | None,
@@ -178,6 +203,8 @@ def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
         "timeout_seconds": timeout_seconds, "checks_timeout_seconds": checks_timeout_seconds,
         "runs_per_experiment": runs_per_experiment, "aggregate": aggregate,
         "max_experiments": max_experiments, "max_duration": max_duration,
+        "target_metric": target_metric, "max_runs_without_keep": max_runs_without_keep,
+        "max_failures_in_a_row": max_failures_in_a_row,
         "decision": decision, "min_effect": min_effect,
         "max_samples": max_samples, "baseline_samples": baseline_samples,
         "remeasure_incumbent": remeasure_incumbent, "incumbent_pairs": incumbent_pairs,

@@ -58,6 +58,8 @@ def resume_cmd(session_id: str | None, as_json: bool) -> None:
         click.echo("max_experiments is reached: the next run exits 4")
     if found.time_left == 0:
         click.echo("max_duration is spent: the next run exits 4")
+    if found.stop_rule not in (None, "max_experiments", "max_duration"):  # (said above)
+        click.echo(f"{found.stop_reason}: the next run exits 4")
     for w in found.warnings:
         warn(w)
 
