@@ -319,7 +319,8 @@ class Query:
 def parse_sort(specs: Iterable[str]) -> list[tuple[str, bool]]:
     """``--sort`` values (each a comma-separated list) as (field, descending) keys, the first
     the most significant: ``-FIELD`` descending, ``best`` the primary metric best first in its
-    segment's direction (``-best`` worst first). Raises :class:`UsageError` for a bad name."""
+    segment's direction (``-best`` worst first), each way of measuring ranked apart
+    (:func:`sort_best`). Raises :class:`UsageError` for a bad name."""
     keys = []
     for spec in specs:
         for part in spec.split(","):
@@ -355,13 +356,8 @@ def absent(rows: Sequence[Row], names: Iterable[str]) -> list[str]:
 
 
 def sort_key(row: Row, name: str) -> tuple[int, Any]:
-    """The key of ``row`` for field ``name``: numbers before text; None (no value) for a run
-    without the field, which always sorts last."""
-    if name == "best":
-        metric = row.run.metric
-        if metric is None:
-            return (0, None)
-        return (0, metric if row.segment.direction == "lower" else -metric)
+    """The key of ``row`` for field ``name`` (not ``best``: :func:`sort_best`): numbers before
+    text; None (no value) for a run without the field, which always sorts last."""
     found = scalar(name, value(row, name))
     have = _number(found)
     if have is not None:
@@ -371,10 +367,62 @@ def sort_key(row: Row, name: str) -> tuple[int, Any]:
     return (1, text(found))
 
 
+# A way of measuring, as :func:`measurements_of` tells them apart: a segment's measurement
+# (Segment.measurement), or, when it is not known, its session and number.
+Way = str | tuple[str, int]
+
+
+def _way(session: str, segment: Segment) -> Way:
+    found = segment.measurement
+    return found if found is not None else (session, segment.index)
+
+
+def measurements_of(rows: Iterable[Row]) -> list[tuple[Way, list[tuple[str, Segment]]]]:
+    """The ways the runs of ``rows`` were measured (the same command, metric and direction:
+    :attr:`Segment.measurement`, in one session or several), each with the (session, segment)
+    pairs of it that the rows hold, in the order ``--sort best`` ranks them: by the first
+    session that holds each (as the rows come), and within one session the way of its newest
+    segment first."""
+    sessions: dict[str, int] = {}
+    found: dict[Way, dict[tuple[str, int], Segment]] = {}
+    for row in rows:
+        sessions.setdefault(row.session, len(sessions))
+        found.setdefault(_way(row.session, row.segment), {})[
+            (row.session, row.segment.index)] = row.segment
+    ordered = sorted(found.items(), key=lambda item: min(
+        (sessions[session], -index) for session, index in item[1]))
+    return [(way, [(session, pairs[(session, index)]) for session, index in
+                   sorted(pairs, key=lambda pair: (sessions[pair[0]], pair[1]))])
+            for way, pairs in ordered]
+
+
+def sort_best(rows: list[Row], descending: bool = False) -> list[Row]:
+    """``rows`` ranked by their primary metric, best first in their segment's direction
+    (``descending``: worst first), each way of measuring apart (:func:`measurements_of`, in
+    its order): a metric is compared only with those measured the same way. Stable; runs
+    without a metric (crashes) last."""
+    ranks = {way: i for i, (way, _) in enumerate(measurements_of(rows))}
+    present: list[tuple[tuple[int, float], Row]] = []
+    absent: list[Row] = []
+    for row in rows:
+        metric = row.run.metric
+        if metric is None:
+            absent.append(row)
+            continue
+        better_first = metric if row.segment.direction == "lower" else -metric
+        present.append(((ranks[_way(row.session, row.segment)],
+                         -better_first if descending else better_first), row))
+    present.sort(key=lambda pair: pair[0])
+    return [row for _, row in present] + absent
+
+
 def sort_rows(rows: list[Row], keys: list[tuple[str, bool]]) -> list[Row]:
     """``rows`` sorted by ``keys`` (stable: equal rows stay in run order); runs without a
-    key's field last, whichever its direction."""
+    key's field last, whichever its direction; ``best`` by :func:`sort_best`."""
     for name, descending in reversed(keys):
+        if name == "best":
+            rows = sort_best(rows, descending)
+            continue
         keyed = [(sort_key(row, name), row) for row in rows]
         present = [(k, row) for k, row in keyed if k[1] is not None]
         absent = [row for k, row in keyed if k[1] is None]

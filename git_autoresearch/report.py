@@ -354,6 +354,39 @@ def measured_noise(segment: Segment) -> dict[str, Any] | None:
     return {"relative_spread": round(median(spreads), 6), "source": " and ".join(said)}
 
 
+def segment_list(indices: list[int]) -> str:
+    """Segment numbers for people: ``segment 2``, ``segments 0–2`` (a stretch of three or
+    more), ``segments 0, 2``."""
+    if len(indices) == 1:
+        return f"segment {indices[0]}"
+    if len(indices) > 2 and indices == list(range(indices[0], indices[-1] + 1)):
+        return f"segments {indices[0]}–{indices[-1]}"
+    return "segments " + ", ".join(str(i) for i in indices)
+
+
+def metric_of(segment: Segment, name: str, unit: str) -> tuple[str, str]:
+    """The name and unit of ``segment``'s metric as its header records them (``metricName``,
+    ``metricUnit``); ``name`` and ``unit`` (the configuration's) where it records none."""
+    header = segment.header or {}
+    found, said = header.get("metricName"), header.get("metricUnit")
+    return (found if isinstance(found, str) and found else name,
+            said if isinstance(said, str) and isinstance(found, str) and found else unit)
+
+
+def measured_by(segment: Segment, *, direction: bool = True) -> str:
+    """How ``segment``'s metric was measured, for people: ``score from `sh bench.sh`
+    (lower is better)`` (without the direction unless ``direction``), or ``score (its command
+    is not recorded)`` for a segment whose header records no configuration
+    (:attr:`Segment.measurement`)."""
+    name, _ = metric_of(segment, "metric", "")
+    config = (segment.header or {}).get("config")
+    command = config.get("command") if isinstance(config, dict) else None
+    if not isinstance(command, str):
+        return f"{one_line(name)} (its command is not recorded)"
+    return f"{one_line(name)} from `{one_line(command)}`" + (
+        f" ({segment.direction} is better)" if direction else "")
+
+
 def segment_summary(segment: Segment) -> dict[str, Any]:
     """Baseline, best, improvement, counts and confidence of one segment; ``incumbent`` is the
     last kept run (the commit the next run is compared with), which is not the best after a

@@ -51,8 +51,9 @@ _FORMAT_HELP = ("table, markdown, json, jsonl, csv or tsv; or a template with {f
               help="Only the last N runs (of those the filters keep, in run order).")
 @click.option("--sort", "sorts", multiple=True, metavar="FIELD",
               help="Sort by FIELD (-FIELD: descending; best: the metric, best first in its "
-                   "direction); a comma-separated list or repeated, the first the most "
-                   "significant. Runs without the field come last.")
+                   "direction, each way of measuring ranked apart, the current one first); a "
+                   "comma-separated list or repeated, the first the most significant. Runs "
+                   "without the field come last.")
 @click.option("-n", "--max-count", type=click.IntRange(min=0), metavar="N",
               help="At most N runs, after sorting.")
 @click.option("--columns", metavar="LIST",
@@ -125,6 +126,8 @@ def log_cmd(segment: int | None, status: str | None, kept: bool, run_range: str 
             for name in absent(rows, asked):
                 warn(f"{option} {name}: no run shown has this field (a field of the run "
                      "records, a secondary metric, or a dotted path such as asi.hypothesis)")
+        if any(name == "best" for name, _ in query.sort):
+            _ranked_apart(rows, all_sessions)
         if template is not None:
             written = queryformat.template_text(rows, template)
         elif chosen in ("json", "jsonl"):
@@ -148,6 +151,28 @@ def log_cmd(segment: int | None, status: str | None, kept: bool, run_range: str 
         else:
             written = _delimited(rows, chosen, names, book, query)
         click.echo(written, nl=False)
+
+
+def _ranked_apart(rows: list[Row], all_sessions: bool) -> None:
+    """Say on stderr how ``--sort best`` ranked ``rows`` when they were measured in more than
+    one way (:func:`query.measurements_of`): each way apart, in its order."""
+    from ..query import measurements_of
+    from ..report import measured_by, segment_list
+
+    ways = measurements_of(rows)
+    if len(ways) < 2:
+        return
+    said = []
+    for _, pairs in ways:
+        sessions = list(dict.fromkeys(session for session, _ in pairs))
+        where = " and ".join(
+            (f"session {session} " if all_sessions else "")
+            + segment_list([segment.index for held, segment in pairs if held == session])
+            for session in sessions)
+        said.append(f"{where} ({measured_by(pairs[-1][1], direction=False)})")
+    warn("--sort best: the runs shown were measured in more than one way (another command, "
+         "metric or direction); each is ranked apart, the current one first: "
+         + ", then ".join(said) + "; --segment N shows one")
 
 
 def _left_to_exit(book: Ledger) -> None:

@@ -305,22 +305,24 @@ def segment_of(session: Session, segment: int | None) -> Segment:
 @json_option
 def analyze_cmd(segment: int | None, plot: Path | None, as_json: bool) -> None:
     """Counts per status and keep rate; baseline, best and improvement; kept runs ranked by their
-    gain over the best before them; runs spent per improvement; the longest dry streak."""
+    gain over the best before them; runs spent per improvement; the longest dry streak. One
+    segment, in its own metric and unit; --plot draws the segments measured as it is (the same
+    command, metric and direction)."""
     from ..insight import analysis_text, analyze
+    from ..report import metric_of
 
     session = open_warned()
     seg = segment_of(session, segment)
     result = analyze(seg)
+    name, unit = metric_of(seg, session.config.metric_name, session.config.metric_unit)
     if plot is not None:
         from ..plot import write_plot
 
-        write_plot(plot, session.ledger.segments, session.config.metric_name,
-                   session.config.metric_unit)
+        write_plot(plot, session.ledger.alike(seg), name, unit)
     if as_json:
         emit_json(result)
         return
-    click.echo(analysis_text(result, session.config.metric_name, session.config.metric_unit),
-               nl=False)
+    click.echo(analysis_text(result, name, unit), nl=False)
     if plot is not None:
         click.echo(f"plot written to {plot}")
 
@@ -365,7 +367,10 @@ def summary_cmd(max_bytes: int, last: int) -> None:
 def dashboard_cmd(output: Path | None, serve: bool, port: int) -> None:
     """One self-contained HTML page (no network requests): cards, the chart of every run with the
     running best, and the table of runs with their annotations and patches. A run's patch opens
-    on a click in its row; the keeps of the latest finalize are marked, its result in a card."""
+    on a click in its row; the keeps of the latest finalize are marked, its result in a card.
+    The cards are the current segment's, and the whole session's only across the segments
+    measured alike (the same command, metric and direction); with several segments, a table
+    gives each its own baseline and best, and each way of measuring has its own chart."""
     from ..dashboard import render
     from ..dashboard import serve as serve_page
     from ..runcommits import run_diffs
