@@ -24,6 +24,7 @@ from .report import (
     one_line,
     segment_list,
     segment_summary,
+    touched_paths,
     utf8_text,
 )
 
@@ -48,7 +49,7 @@ font-size:12px;white-space:pre} .final{color:#1e8e3e;font-weight:600}
 margin-bottom:16px} .final-card .k{color:#5f6368;font-size:12px}
 .final-card .v{font-size:16px;font-weight:600}
 .note{color:#5f6368;margin:-8px 0 12px} table.segments{margin:0 0 16px}
-h2.chart-title{font-size:14px;margin:16px 0 4px}
+h2.chart-title{font-size:14px;margin:16px 0 4px} .touched{color:#d93025;font-size:12px}
 """
 
 SCRIPT = """
@@ -262,6 +263,21 @@ def _audit_marker(found: list[dict[str, Any]] | None) -> str:
     return f' <span class="audit" title="{escape(title)}">{escape(mark)}</span>'
 
 
+def _touched_marker(run: Run) -> str:
+    """The marker after a run's status when its experiment changed a readonly file or one
+    outside the scope (:func:`report.touched_paths`), the paths on hover; or ``""``."""
+    found = touched_paths(run.data)
+    if not found:
+        return ""
+    said = {"readonly": "readonly files", "outside": "outside the scope"}
+    title = "; ".join(f"changed {said[kind]}: {', '.join(paths) or count}"
+                      + (f" and {count - len(paths)} more" if paths and count > len(paths)
+                         else "")
+                      for kind, (paths, count) in found.items())
+    return (f' <span class="touched" title="{escape(title)} (set aside before measuring)">'
+            f"⚑ {escape(' + '.join(found))}</span>")
+
+
 def _decision_cell(run: Run) -> str:
     """The run's decision (:func:`report.decision_text`), with its interval and the samples of
     each side on hover."""
@@ -295,7 +311,7 @@ def _row(segment: Segment, run: Run, audited: list[dict[str, Any]] | None = None
     cells = [
         f'<td class="n">{run.number}</td>', f'<td class="n">{segment.index}</td>',
         f'<td class="{escape(run.status)}">{escape(run.status)}{_audit_marker(audited)}{mark}'
-        "</td>",
+        f"{_touched_marker(run)}</td>",
         f'<td class="n">{escape(fmt(run.metric))}</td>',
         f'<td class="n">{"" if delta is None else f"{delta:+.1f}%"}</td>',
         _decision_cell(run),

@@ -60,7 +60,8 @@ def now_ms() -> int:
 # The fields a run record read under runs_as_text holds at hand (ObjectText): those that log
 # --json reads of every run, and the names of the fields it adds.
 AT_HAND = frozenset({"run", "status", "metric", "segment", "delta_pct", "audit", "source",
-                     "session"})
+                     "session", "touched", "scope_violations", "readonly_violations",
+                     "scope_violations_total", "readonly_violations_total"})
 
 
 @dataclass

@@ -16,7 +16,7 @@ from typing import Any
 from .errors import UsageError
 from .jsontext import number_text
 from .ledger import Ledger, LineTest, Run, Segment, finite
-from .report import delta_pct, one_line
+from .report import delta_pct, one_line, touched
 
 # A field that a run does not have (distinct from a JSON null, which reads the same in tests).
 MISSING: Any = None
@@ -65,7 +65,8 @@ def check_field(name: str, option: str) -> str:
 def value(row: Row, name: str) -> Any:
     """Field ``name`` of ``row``, None when the run has none: ``run``, ``status`` (as read:
     :attr:`Run.status`), ``metric`` (None for a crash), ``description``, ``segment``,
-    ``session``, ``source``, ``delta_pct`` (percent against the segment's baseline); else a
+    ``session``, ``source``, ``delta_pct`` (percent against the segment's baseline),
+    ``touched`` (:func:`report.touched`: what it changed that it must not); else a
     field of the record (``commit``, ``timestamp``, ``worker``, ``decision``...), a secondary
     metric by its name (``mem_mb``, or ``metrics.mem_mb``), a dotted path into the record
     (``asi.hypothesis``, ``decision.verdict``), or the primary metric by its own name."""
@@ -107,14 +108,20 @@ _DERIVED: dict[str, Callable[[Row], Any]] = {
     "session": lambda row: row.session,
     "source": lambda row: row.source,
     "delta_pct": _delta,
+    "touched": lambda row: touched(row.run.data),
 }
+# What --touched keeps: runs that changed a readonly file, a file outside the scope, either.
+TOUCHED_KINDS = ("readonly", "outside", "any")
 
 
 def scalar(name: str, found: Any) -> Any:
     """What a comparison or a sort sees of ``found``: a decision's ``verdict`` for the
-    ``decision`` field (a record holds the whole decision object), else ``found``."""
+    ``decision`` field (a record holds the whole decision object), the kinds of ``touched``
+    joined by commas (``readonly,outside``; ``""`` for none), else ``found``."""
     if name == "decision" and isinstance(found, dict):
         return found.get("verdict")
+    if name == "touched" and isinstance(found, list):
+        return ",".join(str(kind) for kind in found)
     return found
 
 
@@ -249,9 +256,10 @@ class Query:
     ``segment``, ``runs`` (first, last: both included, None open), ``since``/``until`` (epoch
     seconds against the run's ``timestamp``; a run without one is left out), ``grep``
     (patterns, any of them in :func:`grep_texts`; ``invert_grep`` the runs none matches),
-    ``where`` (:class:`Condition`), ``worker``, ``decision`` (the verdict). Then ``last`` (the
-    last N in run order), ``sort`` (:func:`parse_sort`) and ``max_count`` (the first N after
-    sorting)."""
+    ``where`` (:class:`Condition`), ``worker``, ``decision`` (the verdict), ``touched`` (one
+    of :data:`TOUCHED_KINDS`: the runs that changed a readonly file, a file outside the scope,
+    or either, :func:`report.touched`). Then ``last`` (the last N in run order), ``sort``
+    (:func:`parse_sort`) and ``max_count`` (the first N after sorting)."""
 
     status: str | None = None
     segment: int | None = None
@@ -263,6 +271,7 @@ class Query:
     where: list[Condition] = field(default_factory=list)
     worker: str | None = None
     decision: str | None = None
+    touched: str | None = None
     last: int | None = None
     sort: list[tuple[str, bool]] = field(default_factory=list)
     max_count: int | None = None
@@ -289,6 +298,10 @@ class Query:
             found = run.data.get("decision")
             if not isinstance(found, dict) or found.get("verdict") != self.decision:
                 return False
+        if self.touched is not None:
+            found = touched(run.data)
+            if not found or (self.touched != "any" and self.touched not in found):
+                return False
         if self.grep:
             texts = grep_texts(run)
             hit = any(p.search(t) for p in self.grep for t in texts)
@@ -301,8 +314,8 @@ class Query:
         return self.status is None and self.segment is None and self.runs == (None, None) \
             and self.since is None and self.until is None and not self.grep \
             and not self.invert_grep and not self.where and self.worker is None \
-            and self.decision is None and self.last is None and not self.sort \
-            and self.max_count is None
+            and self.decision is None and self.touched is None and self.last is None \
+            and not self.sort and self.max_count is None
 
     def select(self, rows: Iterable[Row]) -> list[Row]:
         """The rows that pass, in one pass over ``rows`` (keeping only those), then ``last``,
@@ -488,14 +501,15 @@ def line_test(query: Query) -> LineTest | None:
     """A quick test of the ledger's lines for ``query`` (:func:`ledger.only_runs`): False
     only for a run line the query cannot select (another status, a run outside ``--run``, a
     number that fails a numeric ``--where`` or the dates), so that such lines are never
-    parsed; None when the query has nothing to test that way. Each test runs over every line
-    in one comprehension, the cheap ones first."""
+    parsed (nor one that names no ``*_violations`` field under ``--touched``); None when the
+    query has nothing to test that way. Each test runs over every line in one comprehension,
+    the cheap ones first."""
     first, last = query.runs
     conditions = [c for c in query.where
                   if c.number is not None and c.op in _COMPARE and "." not in c.field
                   and (c.field not in _DERIVED or c.field == "metric")]
     if query.status is None and first is None and last is None and not conditions \
-            and query.since is None and query.until is None:
+            and query.since is None and query.until is None and query.touched is None:
         return None
 
     def flags(lines: list[bytes]) -> list[bool]:
@@ -507,6 +521,9 @@ def line_test(query: Query) -> LineTest | None:
             found = [not other(raw) or raw.count(b'"status"') != 1 for raw in lines]
         else:
             found = [True] * len(lines)
+        if query.touched is not None:  # a run that touched any has a list of them
+            found = [keep and b"_violations" in raw for keep, raw in
+                     zip(found, lines, strict=True)]
         if first is not None or last is not None:
             low, high = first or 0, last if last is not None else math.inf
             number = _RUN_NUMBER.match

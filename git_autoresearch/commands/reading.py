@@ -224,7 +224,9 @@ def _status_tail(found: Status, unit: str) -> list[str]:
 @click.argument("run_number", metavar="RUN", type=WHOLE, shell_complete=complete_runs)
 @json_option
 def show_cmd(run_number: int, as_json: bool) -> None:
-    """One run: its record and its diff (the keep commit, or the attempt ref of a non-kept run)."""
+    """One run: its record, the readonly files or those outside the scope its experiment
+    changed (set aside before measuring), and its diff (the keep commit, or the attempt ref of
+    a non-kept run)."""
 
     from ..report import audits
     from ..runcommits import shown
@@ -243,6 +245,8 @@ def show_cmd(run_number: int, as_json: bool) -> None:
     for line in audited:
         click.echo(f"audit {_when(line.get('timestamp'))}: "
                    + "\n".join(audit_lines(line, session.config.metric_unit)))
+    for text in _touched_lines(run.data):
+        click.echo(text)
     if run.status == "crash" and run.data.get("tail"):
         click.echo(f"---- tail of the output ----\n{run.data['tail']}\n----")
     if diff and found.diff_source == "record":
@@ -271,6 +275,23 @@ def show_cmd(run_number: int, as_json: bool) -> None:
             continue
         click.echo(f"set aside before measuring (outside the scope or readonly), at "
                    f"{entry['ref']}: {', '.join(entry['paths'])}")
+
+
+def _touched_lines(record: Any) -> list[str]:
+    """What ``show`` says of the files a run changed that it must not (:func:`report.
+    touched_paths`): one line for the readonly files, one for those outside the scope."""
+    from ..report import one_line, touched_paths
+
+    said = {"readonly": ("readonly files", "undone"), "outside": ("outside the scope",
+                                                                  "set aside")}
+    lines = []
+    for kind, (paths, count) in (touched_paths(record) or {}).items():
+        what, done = said[kind]
+        named = ", ".join(one_line(p) for p in paths) or f"{count} path(s)"
+        more = f" and {count - len(paths)} more" if paths and count > len(paths) else ""
+        lines.append(f"touched     {what} {named}{more}: {done} before measuring, so neither "
+                     "measured nor committed")
+    return lines
 
 
 def _when(timestamp: object) -> str:
