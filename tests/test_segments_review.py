@@ -119,3 +119,18 @@ def test_analyze_speaks_of_a_segment_in_its_own_unit_and_plots_its_measurement(
     drawn = (repo / ".auto" / "now.svg").read_text(encoding="utf-8")
     assert re.findall(r'data-run="(\d+)"', drawn) == ["4", "5", "6", "7", "8"]
     assert "run 7 (segment 2): keep 800 ms" in drawn
+
+
+def test_the_pull_request_body_compares_a_keep_only_with_one_measured_alike(
+        repo: Path, ar: Tool) -> None:
+    """finalize's .auto/final.md gives each kept change against the keep before it, except
+    across a change of measurement (run 5, the first keep of segment 1, after run 2's in
+    cs)."""
+    two_measurements(repo, ar)
+    ar(repo, "finalize", "--samples", "0")
+    body = (repo / ".auto" / "final.md").read_text(encoding="utf-8")
+    table = body.split("## Kept changes\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert [line.split(" | ")[:4] for line in table[2:]] == [
+        ["| 2", table[2].split(" | ")[1], "90 cs", "-"],
+        ["| 5", table[3].split(" | ")[1], "800 ms", "- (another measurement)"],
+        ["| 8", table[4].split(" | ")[1], "720 ms", "-10.00%"]]
