@@ -358,6 +358,10 @@ def test_every_reading_command_gives_one_best_in_every_clone(
             ("s1", 170, -15.0, 3, 3)], clone
         top = ar(clone, "log", "--kept", "--sort", "best", "-n", "1", "--json").json()
         assert [(r["run"], r["metric"]) for r in top] == [(3, 170)], clone
+        every = ar(clone, "log", "--all-sessions", "--kept", "--sort", "best", "--json").json()
+        assert [(r["run"], r["metric"]) for r in every] == [(3, 170), (2, 190), (1, 200)], clone
+        analyzed = ar(clone, "analyze", "--json").json()
+        assert (analyzed["best"]["run"], analyzed["runs"]) == (3, 3), clone
         ar(clone, "dashboard", "-o", str(tmp_path / "page.html"))
         page = (tmp_path / "page.html").read_text(encoding="utf-8")
         assert "baseline → best</div><div class=\"v\">200 → 170</div>" in page, clone
