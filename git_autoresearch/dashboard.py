@@ -112,7 +112,7 @@ def render(book: Ledger, *, goal: str, metric_name: str, unit: str, session_id: 
     without it the page has no patches."""
     seg = segment_summary(book.current)
     u = f" {unit}" if unit else ""
-    several = len([s for s in book.segments if s.runs]) > 1
+    several = len(book.segments) > 1
     cards = _cards(seg, len(book.runs), u, several)
     legend = "".join(f'<span><i style="background:{c}"></i>{escape(s)}</span>'
                      for s, c in COLOURS.items())
@@ -194,8 +194,6 @@ def _segments_table(book: Ledger, unit: str) -> str:
     unit; ``unit`` where its header records none) and improvement."""
     rows = []
     for segment in book.segments:
-        if not segment.runs:
-            continue
         said = metric_of(segment, "", unit)[1]
         u = f" {said}" if said else ""
         found = segment_summary(segment)
@@ -234,7 +232,7 @@ def _charts(book: Ledger, metric_name: str, unit: str) -> str:
 
 def _cards(seg: dict[str, Any], total_runs: int, u: str, several: bool = False) -> list[str]:
     """The cards above the chart, from :func:`report.segment_summary` of the segment; the
-    figures' labels name it when the session has ``several`` segments with runs."""
+    figures' labels name it when the session has ``several`` segments."""
     base, best = seg["baseline"], seg["best"]
     named = f"segment {seg['index']}: " if several else ""
     return [

@@ -110,8 +110,6 @@ _DERIVED: dict[str, Callable[[Row], Any]] = {
     "delta_pct": _delta,
     "touched": lambda row: touched(row.run.data),
 }
-# What --touched keeps: runs that changed a readonly file, a file outside the scope, either.
-TOUCHED_KINDS = ("readonly", "outside", "any")
 
 
 def scalar(name: str, found: Any) -> Any:
@@ -256,10 +254,10 @@ class Query:
     ``segment``, ``runs`` (first, last: both included, None open), ``since``/``until`` (epoch
     seconds against the run's ``timestamp``; a run without one is left out), ``grep``
     (patterns, any of them in :func:`grep_texts`; ``invert_grep`` the runs none matches),
-    ``where`` (:class:`Condition`), ``worker``, ``decision`` (the verdict), ``touched`` (one
-    of :data:`TOUCHED_KINDS`: the runs that changed a readonly file, a file outside the scope,
-    or either, :func:`report.touched`). Then ``last`` (the last N in run order), ``sort``
-    (:func:`parse_sort`) and ``max_count`` (the first N after sorting)."""
+    ``where`` (:class:`Condition`), ``worker``, ``decision`` (the verdict), ``touched``
+    (``readonly``, ``outside`` or ``any``: the runs that changed a readonly file, a file
+    outside the scope, or either, :func:`report.touched`). Then ``last`` (the last N in run
+    order), ``sort`` (:func:`parse_sort`) and ``max_count`` (the first N after sorting)."""
 
     status: str | None = None
     segment: int | None = None

@@ -134,3 +134,26 @@ def test_the_pull_request_body_compares_a_keep_only_with_one_measured_alike(
         ["| 2", table[2].split(" | ")[1], "90 cs", "-"],
         ["| 5", table[3].split(" | ")[1], "800 ms", "- (another measurement)"],
         ["| 8", table[4].split(" | ")[1], "720 ms", "-10.00%"]]
+
+
+def test_a_new_segment_without_runs_yet_is_the_headline_and_says_so(
+        repo: Path, ar: Tool) -> None:
+    """Just after start --new-segment --no-baseline under another command: the cards are the
+    new segment's (nothing yet), segment 0 is not compared with it, and the table of segments
+    gives both."""
+    ar(repo, *start_args())
+    write(repo / "value.txt", "90\n")
+    ar(repo, "run", "-d", "lower")
+    write(repo / "tenfold.sh", TENFOLD, 0o755)
+    commit_all(repo, "measure in ms")
+    ar(repo, "start", "--new-segment", "--command", "sh tenfold.sh", "--no-baseline")
+    ar(repo, "dashboard", "-o", "page.html")
+    page = (repo / "page.html").read_text(encoding="utf-8")
+    cards = text_of(page.split('<div class="cards">', 1)[1].split('<div class="legend">')[0])
+    assert "segment 1: baseline → best - → -" in cards and "whole session" not in cards
+    assert "The headline is segment 1's: segment 0 measured otherwise" in cards
+    table = page.split('<table class="segments">', 1)[1].split("</table>")[0]
+    assert [text_of(row) for row in re.findall(r"<tr data-segment.*?</tr>", table)] == [
+        "0 lower the value score from `sh bench.sh` (lower is better) - 2 2 100 → 90 (run 2) "
+        "-10.00%",
+        "1 lower the value score from `sh tenfold.sh` (lower is better) - 0 0 - → - -"]
