@@ -179,16 +179,25 @@ def session_ledger(repo: Repo, sid: str, has_branch: bool = True
     ledger (None: nothing to read): ``.auto`` (this work tree's, the freshest copy), else
     ``state ref`` (``refs/autoresearch/<id>/state``, pushed or pulled ones included), else
     ``trailers`` (the ``Result:`` trailers of its branch, when ``has_branch``), else
-    ``none``."""
+    ``none``. A ledger is read with the runs of the other clones that joined the session
+    through a remote merged in (their ledger refs fetched here: :func:`remoteledger.merged`),
+    as every reading command reads it."""
+    from .remoteledger import foreign_ledgers, merged
     from .state import read
+    from .workers import current
 
     if local_session(repo) == sid:
         layout = Layout(repo)
-        return ".auto", layout.config.read_bytes(), ledger_mod.read(layout.ledger)
+        worker = current(repo)
+        own = worker.name if worker is not None and worker.session_id == sid else "main"
+        data = ledger_mod.read_bytes(layout.ledger)
+        return ".auto", layout.config.read_bytes(), ledger_mod.parse(
+            merged(data, foreign_ledgers(repo, sid, own)))
     saved = read(repo, sid)
     if saved is not None:
+        data = saved[0].get("log.jsonl", b"")
         return ("state ref", saved[0].get("config.toml"),
-                ledger_mod.parse(saved[0].get("log.jsonl", b"")))
+                ledger_mod.parse(merged(data, foreign_ledgers(repo, sid, ""))))
     if has_branch:
         from .trailers import ledger_from_trailers
 

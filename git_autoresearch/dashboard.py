@@ -20,8 +20,12 @@ from .report import (
     delta_pct,
     fmt,
     interval_level,
+    measured_by,
+    metric_of,
     one_line,
+    segment_list,
     segment_summary,
+    touched_paths,
     utf8_text,
 )
 
@@ -45,6 +49,8 @@ font-size:12px;white-space:pre} .final{color:#1e8e3e;font-weight:600}
 .final-card{background:#fff;border:1px solid #1e8e3e;border-radius:8px;padding:10px 14px;
 margin-bottom:16px} .final-card .k{color:#5f6368;font-size:12px}
 .final-card .v{font-size:16px;font-weight:600}
+.note{color:#5f6368;margin:-8px 0 12px} table.segments{margin:0 0 16px}
+h2.chart-title{font-size:14px;margin:16px 0 4px} .touched{color:#d93025;font-size:12px}
 """
 
 SCRIPT = """
@@ -96,15 +102,19 @@ def _card(key: str, value: str) -> str:
 
 def render(book: Ledger, *, goal: str, metric_name: str, unit: str, session_id: str,
            diffs: Mapping[int, tuple[str, str]] | None = None) -> str:
-    """The dashboard page: cards (baseline -> best, improvement, runs, kept), the card of the
-    latest ``finalize`` (its ``{"type": "final"}`` ledger line: branch, checks, A/B result),
-    the chart (one mark per run, hover for details), and the table of runs with their
-    annotations, the keeps finalize replayed or left out marked. ``diffs`` (run number ->
-    (patch text, ``""``) or (``""``, why there is none), as ``runcommits.run_diffs`` gives them)
-    puts each run's patch one click away in its row; without it the page has no patches."""
+    """The dashboard page: the headline cards of the current segment (baseline -> best,
+    improvement, runs, kept; :func:`_whole_session` across the segments measured as it is),
+    the card of the latest ``finalize`` (its ``{"type": "final"}`` ledger line: branch,
+    checks, A/B result), the table of segments (each with its own baseline and best) when
+    there are several, a chart per way of measuring (one mark per run, hover for details), and
+    the table of runs with their annotations, the keeps finalize replayed or left out marked.
+    ``diffs`` (run number -> (patch text, ``""``) or (``""``, why there is none), as
+    ``runcommits.run_diffs`` gives them) puts each run's patch one click away in its row;
+    without it the page has no patches."""
     seg = segment_summary(book.current)
     u = f" {unit}" if unit else ""
-    cards = _cards(seg, len(book.runs), u)
+    several = len(book.segments) > 1
+    cards = _cards(seg, len(book.runs), u, several)
     legend = "".join(f'<span><i style="background:{c}"></i>{escape(s)}</span>'
                      for s, c in COLOURS.items())
     legend += '<span><i style="background:#1e8e3e;height:2px;border-radius:0"></i>' \
@@ -115,7 +125,7 @@ def render(book: Ledger, *, goal: str, metric_name: str, unit: str, session_id: 
               "a run's samples, lowest to highest</span>"
     whole = _whole_session(book)
     if whole is not None:
-        cards.insert(1, _card("whole session (all segments)", whole))
+        cards.insert(1, _card(*whole))
     audited = audits(book)
     final = latest_final(book)
     if final is not None:
@@ -126,24 +136,26 @@ def render(book: Ledger, *, goal: str, metric_name: str, unit: str, session_id: 
             for segment in book.segments
             for run in reversed(segment.runs)]
     rows.sort(key=lambda row: -row[0])
+    # One metric's name heads the column only when every segment measures it alike.
+    named = escape(metric_name) if len(book.measurements()) < 2 else "metric"
     header = "".join(f"<th>{h}</th>" for h in (
-        "run", "seg", "status", escape(metric_name), "vs baseline", "decision", "confidence",
+        "run", "seg", "status", named, "vs baseline", "decision", "confidence",
         "commit",
         "description", "hypothesis", "rollback reason", "next action", "other notes"))
+    above = _not_compared(book) + (_segments_table(book, unit) if several else "")
     return utf8_text(_page(book, seg, goal=goal, metric_name=metric_name, unit=unit,
                            session_id=session_id, cards=cards, legend=legend, header=header,
-                           rows=[row for _, row in rows]))
+                           rows=[row for _, row in rows], above=above))
 
 
-def _whole_session(book: Ledger) -> str | None:
-    """The whole session across its segments, when it has several that measure the same metric
-    the same way: the first baseline → the best kept run of any segment, and the change; None
-    otherwise (one segment, or segments that measure different things)."""
-    segments = [seg for seg in book.segments if seg.runs]
+def _whole_session(book: Ledger) -> tuple[str, str] | None:
+    """The card of the session across the segments measured as the current one is (the same
+    command, metric and direction: :meth:`Ledger.alike`), when there are several with runs:
+    (its label, naming them, and the first baseline → the best kept run of any of them, and
+    the change); None otherwise (one segment, or none measured alike: the headline is the
+    current segment's alone)."""
+    segments = [seg for seg in book.alike(book.current) if seg.runs]
     if len(segments) < 2:
-        return None
-    names = {(seg.header or {}).get("metricName") for seg in segments}
-    if len(names) != 1 or len({seg.direction for seg in segments}) != 1:
         return None
     first = segments[0].baseline
     bests = [seg.best for seg in segments if seg.best is not None and seg.best.metric is not None]
@@ -155,21 +167,83 @@ def _whole_session(book: Ledger) -> str | None:
         if segments[0].better(run.metric, best.metric):
             best = run
     change = delta_pct(best.metric, first.metric)
-    return (f"{fmt(first.metric)} → {fmt(best.metric)} (run {best.number})"
-            + (f", {change:+.2f}%" if change is not None else ""))
+    named = segment_list([seg.index for seg in segments])
+    everyone = len(segments) == len([seg for seg in book.segments if seg.runs])
+    label = f"whole session ({named}, measured alike)" if everyone else \
+        f"{named}, measured alike: first baseline → best"
+    return label, (f"{fmt(first.metric)} → {fmt(best.metric)} (run {best.number})"
+                   + (f", {change:+.2f}%" if change is not None else ""))
 
 
-def _cards(seg: dict[str, Any], total_runs: int, u: str) -> list[str]:
-    """The cards above the chart, from :func:`report.segment_summary` of the segment."""
+def _not_compared(book: Ledger) -> str:
+    """The note under the cards naming the segments measured otherwise than the current one
+    (another command, metric or direction), which the headline leaves out; ``""`` when there
+    are none."""
+    current = book.current
+    others = [seg.index for seg in book.segments if seg.runs and not current.measured_like(seg)]
+    if not others:
+        return ""
+    return (f'<div class="note">The headline is segment {current.index}\'s: '
+            f"{segment_list(others)} measured otherwise (another command, metric or "
+            "direction), so their figures are not compared with it; each has its own line in "
+            "the table of segments and its own chart.</div>")
+
+
+def _segments_table(book: Ledger, unit: str) -> str:
+    """The table of segments: for each, its name, how it measured (:func:`measured_by`), the
+    segments measured alike, its runs and keeps, and its own baseline → best (in its own
+    unit; ``unit`` where its header records none) and improvement."""
+    rows = []
+    for segment in book.segments:
+        said = metric_of(segment, "", unit)[1]
+        u = f" {said}" if said else ""
+        found = segment_summary(segment)
+        base, best = found["baseline"], found["best"]
+        alike = [s.index for s in book.alike(segment) if s is not segment and s.runs]
+        cells = [str(segment.index), one_line(str(found["name"] or "")), measured_by(segment),
+                 segment_list(alike) if alike else "-", str(found["runs"]), str(found["kept"]),
+                 f"{fmt(base['metric']) if base else '-'} → "
+                 f"{fmt(best['metric']) if best else '-'}{u}"
+                 + (f" (run {best['run']})" if best else ""),
+                 f"{found['improvement_pct']:+.2f}%" if found["improvement_pct"] is not None
+                 else "-"]
+        rows.append(f'<tr data-segment="{segment.index}">'
+                    + "".join(f"<td>{escape(cell)}</td>" for cell in cells) + "</tr>")
+    head = "".join(f"<th>{h}</th>" for h in (
+        "segment", "name", "measured", "measured alike", "runs", "kept", "baseline → best",
+        "improvement"))
+    return (f'<table class="segments"><thead><tr>{head}</tr></thead><tbody>'
+            + "".join(rows) + "</tbody></table>")
+
+
+def _charts(book: Ledger, metric_name: str, unit: str) -> str:
+    """The chart of the runs: one for every way of measuring (:meth:`Ledger.measurements`)
+    that has runs, titled with its segments and how they measured when there are several, so
+    that no axis mixes two measurements."""
+    groups = [group for group in book.measurements() if any(s.runs for s in group)]
+    if len(groups) < 2:
+        return svg(book.segments, metric_name, unit)
+    out = []
+    for group in groups:
+        name, said = metric_of(group[0], metric_name, unit)
+        title = f"{segment_list([s.index for s in group if s.runs])}: {measured_by(group[0])}"
+        out.append(f'<h2 class="chart-title">{escape(title)}</h2>\n{svg(group, name, said)}')
+    return "\n".join(out)
+
+
+def _cards(seg: dict[str, Any], total_runs: int, u: str, several: bool = False) -> list[str]:
+    """The cards above the chart, from :func:`report.segment_summary` of the segment; the
+    figures' labels name it when the session has ``several`` segments."""
     base, best = seg["baseline"], seg["best"]
+    named = f"segment {seg['index']}: " if several else ""
     return [
-        _card("baseline → best", f"{fmt(base['metric']) if base else '-'} → "
-                                 f"{fmt(best['metric']) if best else '-'}{u}"),
-        _card("improvement", f"{seg['improvement_pct']:+.2f}%"
+        _card(f"{named}baseline → best", f"{fmt(base['metric']) if base else '-'} → "
+                                         f"{fmt(best['metric']) if best else '-'}{u}"),
+        _card(f"{named}improvement", f"{seg['improvement_pct']:+.2f}%"
               if seg["improvement_pct"] is not None else "-"),
         _card("runs (segment / all)", f"{seg['runs']} / {total_runs}"),
         _card("kept", str(seg["kept"])),
-        _card("confidence", f"{seg['confidence']:.2f} ({seg['confidence_label']})"
+        _card(f"{named}confidence", f"{seg['confidence']:.2f} ({seg['confidence_label']})"
               if seg["confidence"] is not None else "-"),
     ]
 
@@ -186,6 +260,21 @@ def _audit_marker(found: list[dict[str, Any]] | None) -> str:
     if isinstance(effect, dict) and isinstance(effect.get("relative"), (int, float)):
         title += f", effect {effect['relative'] * 100:+.2f}%"
     return f' <span class="audit" title="{escape(title)}">{escape(mark)}</span>'
+
+
+def _touched_marker(run: Run) -> str:
+    """The marker after a run's status when its experiment changed a readonly file or one
+    outside the scope (:func:`report.touched_paths`), the paths on hover; or ``""``."""
+    found = touched_paths(run.data)
+    if not found:
+        return ""
+    said = {"readonly": "readonly files", "outside": "outside the scope"}
+    title = "; ".join(f"changed {said[kind]}: {', '.join(paths) or count}"
+                      + (f" and {count - len(paths)} more" if paths and count > len(paths)
+                         else "")
+                      for kind, (paths, count) in found.items())
+    return (f' <span class="touched" title="{escape(title)} (set aside before measuring)">'
+            f"⚑ {escape(' + '.join(found))}</span>")
 
 
 def _decision_cell(run: Run) -> str:
@@ -221,7 +310,7 @@ def _row(segment: Segment, run: Run, audited: list[dict[str, Any]] | None = None
     cells = [
         f'<td class="n">{run.number}</td>', f'<td class="n">{segment.index}</td>',
         f'<td class="{escape(run.status)}">{escape(run.status)}{_audit_marker(audited)}{mark}'
-        "</td>",
+        f"{_touched_marker(run)}</td>",
         f'<td class="n">{escape(fmt(run.metric))}</td>',
         f'<td class="n">{"" if delta is None else f"{delta:+.1f}%"}</td>',
         _decision_cell(run),
@@ -312,8 +401,10 @@ def _final_card(final: dict[str, Any], u: str) -> str:
 
 
 def _page(book: Ledger, seg: dict[str, Any], *, goal: str, metric_name: str, unit: str,
-          session_id: str, cards: list[str], legend: str, header: str, rows: list[str]) -> str:
-    """The whole HTML document around the pieces :func:`render` made."""
+          session_id: str, cards: list[str], legend: str, header: str, rows: list[str],
+          above: str = "") -> str:
+    """The whole HTML document around the pieces :func:`render` made (``above``: what goes
+    between the cards and the chart's legend)."""
     u = f" {unit}" if unit else ""
     data = json.dumps({"session": session_id, "runs": len(book.runs)})
     return (
@@ -326,9 +417,9 @@ def _page(book: Ledger, seg: dict[str, Any], *, goal: str, metric_name: str, uni
         f"<h1>{escape(goal)}</h1>"
         f'<div class="sub">session {escape(session_id)} · {escape(metric_name)}{escape(u)}, '
         f"{escape(seg['direction'])} is better · segment {seg['index']}</div>"
-        f'<div class="cards">{"".join(cards)}</div>'
+        f'<div class="cards">{"".join(cards)}</div>{above}'
         f'<div class="legend">{legend}</div>\n'
-        f"{svg(book.segments, metric_name, unit)}\n"
+        f"{_charts(book, metric_name, unit)}\n"
         f"<table><thead><tr>{header}</tr></thead><tbody>\n" + "\n".join(rows) +
         "\n</tbody></table>"
         f'<script type="application/json" id="session">{escape(data)}</script>'

@@ -45,6 +45,11 @@ OUR_RUN_FIELDS = frozenset({"attempt_ref", "samples", "duration_s", "hooks", "ch
 MAX_LINE_BYTES = 1 << 20  # a longer line is reported, not parsed
 # The ``version`` of the config header this implementation writes.
 VERSION = 1
+# The keys of a segment's recorded configuration that say what its metric is: two segments
+# whose headers agree on them (and on the direction) measure the same number the same way, so
+# their figures may be compared (README, "In the morning").
+MEASURE_KEYS = ("command", "metric_name", "metric_pattern", "metric_command", "metric_json",
+                "score", "aggregate")
 
 
 def now_ms() -> int:
@@ -55,7 +60,8 @@ def now_ms() -> int:
 # The fields a run record read under runs_as_text holds at hand (ObjectText): those that log
 # --json reads of every run, and the names of the fields it adds.
 AT_HAND = frozenset({"run", "status", "metric", "segment", "delta_pct", "audit", "source",
-                     "session"})
+                     "session", "touched", "scope_violations", "readonly_violations",
+                     "scope_violations_total", "readonly_violations_total"})
 
 
 @dataclass
@@ -135,6 +141,25 @@ class Segment:
         """Whether metric ``a`` beats ``b`` strictly in this segment's direction."""
         return a > b if self.direction == "higher" else a < b
 
+    @cached_property
+    def measurement(self) -> str | None:
+        """What the segment's metric measures, as a text that every segment measured the same
+        way shares: the direction and the :data:`MEASURE_KEYS` of the configuration its header
+        records, as compact JSON. None when the header records no configuration (a
+        pi-autoresearch ledger, an import, the ``Result:`` trailers): such a segment is
+        measured like no other, since nothing says what its command was."""
+        config = (self.header or {}).get("config")
+        if not isinstance(config, dict):
+            return None
+        return json.dumps([self.direction, *(config.get(key) for key in MEASURE_KEYS)],
+                          sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+    def measured_like(self, other: Segment) -> bool:
+        """Whether ``other`` is this segment, or measures its metric the same way
+        (:attr:`measurement`)."""
+        return other is self or (self.measurement is not None
+                                 and other.measurement == self.measurement)
+
     # Cached: a segment is read whole before anyone asks, and a new run makes a new Segment.
     @cached_property
     def kept(self) -> list[Run]:
@@ -189,6 +214,23 @@ class Ledger:
     @property
     def runs(self) -> list[Run]:
         return [r for s in self.segments for r in s.runs]
+
+    def alike(self, segment: Segment) -> list[Segment]:
+        """The segments measured as ``segment`` is (:meth:`Segment.measured_like`), itself
+        included, oldest first: those whose figures may be compared with its own."""
+        return [s for s in self.segments if segment.measured_like(s)]
+
+    def measurements(self) -> list[list[Segment]]:
+        """The segments grouped by how they measure (:meth:`alike`): each group oldest first,
+        the groups in the order of their first segment."""
+        groups: list[list[Segment]] = []
+        for segment in self.segments:
+            group = next((g for g in groups if g[0].measured_like(segment)), None)
+            if group is None:
+                groups.append([segment])
+            else:
+                group.append(segment)
+        return groups
 
     @property
     def last_run(self) -> Run | None:

@@ -222,9 +222,11 @@ def _marks(frame: _Frame, points: list[tuple[int, Run, Segment]], u: str) -> lis
     hand against the rule), or a cross at the bottom for a run without one."""
     out = []
     radius = 4 if len(points) <= 300 else 2.5 if len(points) <= 2000 else 1.6
-    for i, run, _ in points:
+    several = len({seg.index for _, _, seg in points}) > 1
+    for i, run, seg in points:
         colour = COLOURS.get(run.status, "#000")
-        title = escape(f"run {run.number}: {run.status} {fmt(run.metric)}{u}: "
+        where = f" (segment {seg.index})" if several else ""
+        title = escape(f"run {run.number}{where}: {run.status} {fmt(run.metric)}{u}: "
                        f"{one_line(run.description)[:160]}")
         if run.metric is None:
             cx, cy, r = frame.x(i), TOP + frame.plot_h - 6, radius + 1

@@ -16,7 +16,7 @@ from typing import Any
 from .errors import UsageError
 from .jsontext import number_text
 from .ledger import Ledger, LineTest, Run, Segment, finite
-from .report import delta_pct, one_line
+from .report import delta_pct, one_line, touched
 
 # A field that a run does not have (distinct from a JSON null, which reads the same in tests).
 MISSING: Any = None
@@ -65,7 +65,8 @@ def check_field(name: str, option: str) -> str:
 def value(row: Row, name: str) -> Any:
     """Field ``name`` of ``row``, None when the run has none: ``run``, ``status`` (as read:
     :attr:`Run.status`), ``metric`` (None for a crash), ``description``, ``segment``,
-    ``session``, ``source``, ``delta_pct`` (percent against the segment's baseline); else a
+    ``session``, ``source``, ``delta_pct`` (percent against the segment's baseline),
+    ``touched`` (:func:`report.touched`: what it changed that it must not); else a
     field of the record (``commit``, ``timestamp``, ``worker``, ``decision``...), a secondary
     metric by its name (``mem_mb``, or ``metrics.mem_mb``), a dotted path into the record
     (``asi.hypothesis``, ``decision.verdict``), or the primary metric by its own name."""
@@ -107,14 +108,18 @@ _DERIVED: dict[str, Callable[[Row], Any]] = {
     "session": lambda row: row.session,
     "source": lambda row: row.source,
     "delta_pct": _delta,
+    "touched": lambda row: touched(row.run.data),
 }
 
 
 def scalar(name: str, found: Any) -> Any:
     """What a comparison or a sort sees of ``found``: a decision's ``verdict`` for the
-    ``decision`` field (a record holds the whole decision object), else ``found``."""
+    ``decision`` field (a record holds the whole decision object), the kinds of ``touched``
+    joined by commas (``readonly,outside``; ``""`` for none), else ``found``."""
     if name == "decision" and isinstance(found, dict):
         return found.get("verdict")
+    if name == "touched" and isinstance(found, list):
+        return ",".join(str(kind) for kind in found)
     return found
 
 
@@ -249,9 +254,10 @@ class Query:
     ``segment``, ``runs`` (first, last: both included, None open), ``since``/``until`` (epoch
     seconds against the run's ``timestamp``; a run without one is left out), ``grep``
     (patterns, any of them in :func:`grep_texts`; ``invert_grep`` the runs none matches),
-    ``where`` (:class:`Condition`), ``worker``, ``decision`` (the verdict). Then ``last`` (the
-    last N in run order), ``sort`` (:func:`parse_sort`) and ``max_count`` (the first N after
-    sorting)."""
+    ``where`` (:class:`Condition`), ``worker``, ``decision`` (the verdict), ``touched``
+    (``readonly``, ``outside`` or ``any``: the runs that changed a readonly file, a file
+    outside the scope, or either, :func:`report.touched`). Then ``last`` (the last N in run
+    order), ``sort`` (:func:`parse_sort`) and ``max_count`` (the first N after sorting)."""
 
     status: str | None = None
     segment: int | None = None
@@ -263,6 +269,7 @@ class Query:
     where: list[Condition] = field(default_factory=list)
     worker: str | None = None
     decision: str | None = None
+    touched: str | None = None
     last: int | None = None
     sort: list[tuple[str, bool]] = field(default_factory=list)
     max_count: int | None = None
@@ -289,6 +296,10 @@ class Query:
             found = run.data.get("decision")
             if not isinstance(found, dict) or found.get("verdict") != self.decision:
                 return False
+        if self.touched is not None:
+            found = touched(run.data)
+            if not found or (self.touched != "any" and self.touched not in found):
+                return False
         if self.grep:
             texts = grep_texts(run)
             hit = any(p.search(t) for p in self.grep for t in texts)
@@ -301,8 +312,8 @@ class Query:
         return self.status is None and self.segment is None and self.runs == (None, None) \
             and self.since is None and self.until is None and not self.grep \
             and not self.invert_grep and not self.where and self.worker is None \
-            and self.decision is None and self.last is None and not self.sort \
-            and self.max_count is None
+            and self.decision is None and self.touched is None and self.last is None \
+            and not self.sort and self.max_count is None
 
     def select(self, rows: Iterable[Row]) -> list[Row]:
         """The rows that pass, in one pass over ``rows`` (keeping only those), then ``last``,
@@ -319,7 +330,8 @@ class Query:
 def parse_sort(specs: Iterable[str]) -> list[tuple[str, bool]]:
     """``--sort`` values (each a comma-separated list) as (field, descending) keys, the first
     the most significant: ``-FIELD`` descending, ``best`` the primary metric best first in its
-    segment's direction (``-best`` worst first). Raises :class:`UsageError` for a bad name."""
+    segment's direction (``-best`` worst first), each way of measuring ranked apart
+    (:func:`sort_best`). Raises :class:`UsageError` for a bad name."""
     keys = []
     for spec in specs:
         for part in spec.split(","):
@@ -355,13 +367,8 @@ def absent(rows: Sequence[Row], names: Iterable[str]) -> list[str]:
 
 
 def sort_key(row: Row, name: str) -> tuple[int, Any]:
-    """The key of ``row`` for field ``name``: numbers before text; None (no value) for a run
-    without the field, which always sorts last."""
-    if name == "best":
-        metric = row.run.metric
-        if metric is None:
-            return (0, None)
-        return (0, metric if row.segment.direction == "lower" else -metric)
+    """The key of ``row`` for field ``name`` (not ``best``: :func:`sort_best`): numbers before
+    text; None (no value) for a run without the field, which always sorts last."""
     found = scalar(name, value(row, name))
     have = _number(found)
     if have is not None:
@@ -371,10 +378,62 @@ def sort_key(row: Row, name: str) -> tuple[int, Any]:
     return (1, text(found))
 
 
+# A way of measuring, as :func:`measurements_of` tells them apart: a segment's measurement
+# (Segment.measurement), or, when it is not known, its session and number.
+Way = str | tuple[str, int]
+
+
+def _way(session: str, segment: Segment) -> Way:
+    found = segment.measurement
+    return found if found is not None else (session, segment.index)
+
+
+def measurements_of(rows: Iterable[Row]) -> list[tuple[Way, list[tuple[str, Segment]]]]:
+    """The ways the runs of ``rows`` were measured (the same command, metric and direction:
+    :attr:`Segment.measurement`, in one session or several), each with the (session, segment)
+    pairs of it that the rows hold, in the order ``--sort best`` ranks them: by the first
+    session that holds each (as the rows come), and within one session the way of its newest
+    segment first."""
+    sessions: dict[str, int] = {}
+    found: dict[Way, dict[tuple[str, int], Segment]] = {}
+    for row in rows:
+        sessions.setdefault(row.session, len(sessions))
+        found.setdefault(_way(row.session, row.segment), {})[
+            (row.session, row.segment.index)] = row.segment
+    ordered = sorted(found.items(), key=lambda item: min(
+        (sessions[session], -index) for session, index in item[1]))
+    return [(way, [(session, pairs[(session, index)]) for session, index in
+                   sorted(pairs, key=lambda pair: (sessions[pair[0]], pair[1]))])
+            for way, pairs in ordered]
+
+
+def sort_best(rows: list[Row], descending: bool = False) -> list[Row]:
+    """``rows`` ranked by their primary metric, best first in their segment's direction
+    (``descending``: worst first), each way of measuring apart (:func:`measurements_of`, in
+    its order): a metric is compared only with those measured the same way. Stable; runs
+    without a metric (crashes) last."""
+    ranks = {way: i for i, (way, _) in enumerate(measurements_of(rows))}
+    present: list[tuple[tuple[int, float], Row]] = []
+    absent: list[Row] = []
+    for row in rows:
+        metric = row.run.metric
+        if metric is None:
+            absent.append(row)
+            continue
+        better_first = metric if row.segment.direction == "lower" else -metric
+        present.append(((ranks[_way(row.session, row.segment)],
+                         -better_first if descending else better_first), row))
+    present.sort(key=lambda pair: pair[0])
+    return [row for _, row in present] + absent
+
+
 def sort_rows(rows: list[Row], keys: list[tuple[str, bool]]) -> list[Row]:
     """``rows`` sorted by ``keys`` (stable: equal rows stay in run order); runs without a
-    key's field last, whichever its direction."""
+    key's field last, whichever its direction; ``best`` by :func:`sort_best`."""
     for name, descending in reversed(keys):
+        if name == "best":
+            rows = sort_best(rows, descending)
+            continue
         keyed = [(sort_key(row, name), row) for row in rows]
         present = [(k, row) for k, row in keyed if k[1] is not None]
         absent = [row for k, row in keyed if k[1] is None]
@@ -440,14 +499,15 @@ def line_test(query: Query) -> LineTest | None:
     """A quick test of the ledger's lines for ``query`` (:func:`ledger.only_runs`): False
     only for a run line the query cannot select (another status, a run outside ``--run``, a
     number that fails a numeric ``--where`` or the dates), so that such lines are never
-    parsed; None when the query has nothing to test that way. Each test runs over every line
-    in one comprehension, the cheap ones first."""
+    parsed (nor one that names no ``*_violations`` field under ``--touched``); None when the
+    query has nothing to test that way. Each test runs over every line in one comprehension,
+    the cheap ones first."""
     first, last = query.runs
     conditions = [c for c in query.where
                   if c.number is not None and c.op in _COMPARE and "." not in c.field
                   and (c.field not in _DERIVED or c.field == "metric")]
     if query.status is None and first is None and last is None and not conditions \
-            and query.since is None and query.until is None:
+            and query.since is None and query.until is None and query.touched is None:
         return None
 
     def flags(lines: list[bytes]) -> list[bool]:
@@ -459,6 +519,9 @@ def line_test(query: Query) -> LineTest | None:
             found = [not other(raw) or raw.count(b'"status"') != 1 for raw in lines]
         else:
             found = [True] * len(lines)
+        if query.touched is not None:  # a run that touched any has a list of them
+            found = [keep and b"_violations" in raw for keep, raw in
+                     zip(found, lines, strict=True)]
         if first is not None or last is not None:
             low, high = first or 0, last if last is not None else math.inf
             number = _RUN_NUMBER.match

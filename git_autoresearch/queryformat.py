@@ -15,7 +15,7 @@ from .errors import UsageError
 from .jsontext import ObjectText, nulled, plain_numbers
 from .ledger import STATUSES, Ledger, Run, finite, shown_record
 from .query import Row, check_field, scalar, shown, text, value
-from .report import audits, decision_text, delta_pct, fmt, one_line
+from .report import audits, decision_text, delta_pct, fmt, one_line, touched
 
 FORMATS = ("table", "markdown", "json", "jsonl", "csv", "tsv")
 # The columns of a table or Markdown table when --columns is not given.
@@ -77,7 +77,21 @@ def _row_text(row: Row, columns: list[str] | None, all_sessions: bool) -> str:
 
 
 # The fields log --json adds to a record (beside segment, and session across sessions).
-_ADDED = frozenset({"delta_pct", "audit", "source"})
+_ADDED = frozenset({"delta_pct", "touched", "audit", "source"})
+# The text of each ``touched`` value (report.touched) a run can have.
+_TOUCHED_TEXT: dict[tuple[str, ...] | None, str] = {
+    None: "null", (): "[]", ("readonly",): '["readonly"]', ("outside",): '["outside"]',
+    ("readonly", "outside"): '["readonly","outside"]'}
+
+
+def default_columns(rows: list[Row], all_sessions: bool) -> list[str]:
+    """The columns of a table or Markdown table when ``--columns`` is not given:
+    :data:`DEFAULT_COLUMNS` (``session`` first across sessions), with ``touched`` after the
+    decision when a run of ``rows`` changed a readonly file or one outside the scope."""
+    names = (["session"] if all_sessions else []) + list(DEFAULT_COLUMNS)
+    if any(touched(row.run.data) for row in rows):
+        names.insert(names.index("decision") + 1, "touched")
+    return names
 
 
 @cache
@@ -95,8 +109,9 @@ def _string_text(value: str) -> str:
 def run_text(run: Run, index: int, base_metric: float | None, audit: dict[str, Any] | None,
              source: str, session: str | None = None, *, plain: bool = False) -> str:
     """A run as ``log --json`` writes it: the record with ``segment`` (its index), ``delta_pct``
-    against ``base_metric`` (:func:`report.delta_pct`; None for a crash), ``audit`` and then
-    ``source``, ``session`` first when given, as one compact JSON object; a missing or unknown
+    against ``base_metric`` (:func:`report.delta_pct`; None for a crash), ``touched``
+    (:func:`report.touched`), ``audit`` and then ``source``, ``session`` first when given, as
+    one compact JSON object; a missing or unknown
     ``status`` shows as read (``keep``), the one written in ``recorded_status``.
 
     A record read from the ledger (:attr:`Run.text`) is written as the ledger holds it, byte
@@ -120,6 +135,7 @@ def run_text(run: Run, index: int, base_metric: float | None, audit: dict[str, A
         out["status"], out["recorded_status"] = "keep", status
     out["delta_pct"] = None if base_metric is None or status == "crash" else \
         delta_pct(finite(out.get("metric")), base_metric)
+    out["touched"] = touched(data)
     out["audit"] = audit
     out["source"] = source
     if session is not None:
@@ -130,8 +146,9 @@ def run_text(run: Run, index: int, base_metric: float | None, audit: dict[str, A
 def _as_it_stands(run: Run, index: int, base_metric: float | None, end: str,
                   plain: bool) -> str | None:
     """:func:`run_text` of a run whose line can be written as it stands (its ``text``), the
-    fields added after its last (``segment`` when it lacks it, ``delta_pct``, then ``end``:
-    the audit, the source and the closing brace); None when it must be written anew."""
+    fields added after its last (``segment`` when it lacks it, ``delta_pct``, ``touched``, then
+    ``end``: the audit, the source and the closing brace); None when it must be written
+    anew."""
     data = run.data
     fields = data.at_hand if type(data) is ObjectText else data
     raw = run.text
@@ -159,9 +176,11 @@ def _as_it_stands(run: Run, index: int, base_metric: float | None, end: str,
     change = (metric - base_metric) / abs(base_metric) * 100 \
         if status != "crash" and base_metric and type(metric) in (int, float) \
         else math.inf  # (report.delta_pct, inlined: a metric read is finite)
+    kinds = touched(fields)
+    said = _TOUCHED_TEXT[None if kinds is None else tuple(kinds)]
     if math.isfinite(change):
-        return f'{text[:-1]}{head},"delta_pct":{round(change, 2)!r}{end}'
-    return f'{text[:-1]}{head},"delta_pct":null{end}'
+        return f'{text[:-1]}{head},"delta_pct":{round(change, 2)!r},"touched":{said}{end}'
+    return f'{text[:-1]}{head},"delta_pct":null,"touched":{said}{end}'
 
 
 def _audit_tail(audit: dict[str, Any], source: str) -> str:
@@ -278,6 +297,8 @@ def _shown_cell(row: Row, name: str) -> str:
     table's words for a decision."""
     if name == "decision":
         return decision_text(row.run)
+    if name == "touched":
+        return scalar(name, value(row, name)) or "-"
     found = value(row, name)
     if found is None:
         return "-"

@@ -57,6 +57,39 @@ def one_line(text: str) -> str:
     return " ".join(_CONTROL.sub(" ", text).split())
 
 
+# What a run's experiment changed that it must not, by the record's field that lists the
+# paths (set aside before measuring: README, "What a revert touches"): a readonly file, a file
+# outside the scope.
+TOUCHED = (("readonly", "readonly_violations"), ("outside", "scope_violations"))
+# The flag of each in the run table.
+TOUCHED_FLAGS = {"readonly": "R", "outside": "O"}
+
+
+def touched_paths(record: Any) -> dict[str, tuple[list[str], int]] | None:
+    """What run ``record`` (a mapping) changed that it must not, by kind (``readonly``,
+    ``outside``, in that order; only those it changed): the paths its record lists and how
+    many there were (more than listed when the list was cut: ``*_violations_total``). None
+    when the record has neither field (another tool's record, or a keep read from its
+    trailer): not known, never read as clean."""
+    out: dict[str, tuple[list[str], int]] = {}
+    known = False
+    for kind, name in TOUCHED:
+        listed, total = record.get(name), record.get(name + "_total")
+        known = known or name in record or name + "_total" in record
+        paths = [str(p) for p in listed] if isinstance(listed, list) else []
+        count = total if type(total) is int and total > len(paths) else len(paths)
+        if count:
+            out[kind] = (paths, count)
+    return out if known else None
+
+
+def touched(record: Any) -> list[str] | None:
+    """The kinds of :func:`touched_paths` of ``record``: ``[]`` for none, ``["readonly"]``,
+    ``["outside"]`` or ``["readonly", "outside"]``; None when not known."""
+    found = touched_paths(record)
+    return None if found is None else list(found)
+
+
 # An audited keep's mark in the run table, by the latest audit's verdict.
 AUDIT_MARKS = {"confirmed": "✓", "within noise": "~", "regression": "✗", "crash": "!",
                "too few samples": "?"}
@@ -245,16 +278,20 @@ def decision_text(run: Run) -> str:
 def table(rows: list[tuple[Run, Segment]], width: int = 100,
           audited: dict[int, list[dict[str, Any]]] | None = None) -> str:
     """The run table for people: run, status, metric, delta vs baseline, the decision
-    (:func:`decision_text`), confidence, commit, description; a line marks where each segment
+    (:func:`decision_text`), confidence, what the run touched that it must not when one shown
+    did (:data:`TOUCHED_FLAGS`), commit, description; a line marks where each segment
     begins. An audited keep's status carries the mark of its latest audit
-    (:data:`AUDIT_MARKS`, from ``audited``); both are explained below the table."""
+    (:data:`AUDIT_MARKS`, from ``audited``); these are explained below the table."""
     audited = audited or {}
     out = []
     # Runs recorded by workers (several agents at once): who recorded each.
     workers = any(run.data.get("worker") for run, _ in rows)
+    flags = {run.number: "".join(TOUCHED_FLAGS[k] for k in touched(run.data) or [])
+             for run, _ in rows}
+    marked = any(flags.values())
     header = f"{'run':>5}  {'status':<13} {'metric':>12} {'vs base':>9} {'decision':<15} " \
-             f"{'conf':>6}  {'commit':<7}  " + (f"{'worker':<8}  " if workers else "") \
-             + "description"
+             f"{'conf':>6}  " + (f"{'touched':<7}  " if marked else "") + f"{'commit':<7}  " \
+             + (f"{'worker':<8}  " if workers else "") + "description"
     out.append(header)
     current = None
     for run, seg in rows:
@@ -276,7 +313,8 @@ def table(rows: list[tuple[Run, Segment]], width: int = 100,
             f"{(f'{delta:+.1f}%' if delta is not None else '-'):>9} "
             f"{decision_text(run):<15} "
             f"{(f'{conf:.2f}' if isinstance(conf, (int, float)) else '-'):>6}  "
-            f"{str(run.data.get('commit', '-'))[:7]:<7}  "
+            + (f"{flags[run.number]:<7}  " if marked else "")
+            + f"{str(run.data.get('commit', '-'))[:7]:<7}  "
             + (f"{str(run.data.get('worker') or 'main')[:8]:<8}  " if workers else "")
             + desc)
     decided = [decision_text(run) for run, _ in rows]
@@ -288,6 +326,9 @@ def table(rows: list[tuple[Run, Segment]], width: int = 100,
                       "samples" if gain else "") + ")" +
                    ("; * kept by hand against it" if any(t.endswith("*") for t in decided)
                     else ""))
+    if marked:
+        out.append("touched: R changed a readonly file, O changed a file outside the scope "
+                   "(each set aside before measuring); git autoresearch show RUN names them")
     if any(audited.get(run.number) for run, _ in rows):
         out.append("audited (git autoresearch audit): ✓ confirmed, ~ within noise, "
                    "✗ regression, ! crashed"
@@ -365,6 +406,39 @@ def measured_noise(segment: Segment) -> dict[str, Any] | None:
         else []
     said += [f"{probes} no-change run{'s' if probes != 1 else ''}"] if probes else []
     return {"relative_spread": round(median(spreads), 6), "source": " and ".join(said)}
+
+
+def segment_list(indices: list[int]) -> str:
+    """Segment numbers for people: ``segment 2``, ``segments 0–2`` (a stretch of three or
+    more), ``segments 0, 2``."""
+    if len(indices) == 1:
+        return f"segment {indices[0]}"
+    if len(indices) > 2 and indices == list(range(indices[0], indices[-1] + 1)):
+        return f"segments {indices[0]}–{indices[-1]}"
+    return "segments " + ", ".join(str(i) for i in indices)
+
+
+def metric_of(segment: Segment, name: str, unit: str) -> tuple[str, str]:
+    """The name and unit of ``segment``'s metric as its header records them (``metricName``,
+    ``metricUnit``); ``name`` and ``unit`` (the configuration's) where it records none."""
+    header = segment.header or {}
+    found, said = header.get("metricName"), header.get("metricUnit")
+    return (found if isinstance(found, str) and found else name,
+            said if isinstance(said, str) and isinstance(found, str) and found else unit)
+
+
+def measured_by(segment: Segment, *, direction: bool = True) -> str:
+    """How ``segment``'s metric was measured, for people: ``score from `sh bench.sh`
+    (lower is better)`` (without the direction unless ``direction``), or ``score (its command
+    is not recorded)`` for a segment whose header records no configuration
+    (:attr:`Segment.measurement`)."""
+    name, _ = metric_of(segment, "metric", "")
+    config = (segment.header or {}).get("config")
+    command = config.get("command") if isinstance(config, dict) else None
+    if not isinstance(command, str):
+        return f"{one_line(name)} (its command is not recorded)"
+    return f"{one_line(name)} from `{one_line(command)}`" + (
+        f" ({segment.direction} is better)" if direction else "")
 
 
 def segment_summary(segment: Segment) -> dict[str, Any]:

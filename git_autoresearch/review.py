@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .ledger import Ledger, Run
+from .ledger import Ledger, Run, Segment
 from .plot import axis_label
-from .report import decision_text, fmt, interval_level, one_line
+from .report import decision_text, fmt, interval_level, metric_of, one_line
 from .stats import median
 
 
@@ -44,7 +44,8 @@ def render(book: Ledger, final: dict[str, Any], *, goal: str, metric_name: str, 
            f"{len(book.runs)} runs; {len(replayed)} kept change(s) replayed onto "
            f"`{final.get('base')}`{onto} as branch `{final.get('branch')}` "
            f"(`{final.get('commit')}`).", ""]
-    out += _result(final, u) + _kept(replayed, runs, u) + _left_out(final, runs)
+    segments = {run.number: segment for segment in book.segments for run in segment.runs}
+    out += _result(final, u) + _kept(replayed, runs, segments, unit) + _left_out(final, runs)
     out += _tried(book.runs) + _crashes(book.runs)
     measure = [command, *([metric_command] if metric_command else [])]
     out += ["## Reproduce", "", "```sh", 'cd "$(git rev-parse --show-toplevel)"',
@@ -86,22 +87,30 @@ def _result(final: dict[str, Any], u: str) -> list[str]:
     return [*out, ""]
 
 
-def _kept(replayed: list[dict[str, Any]], runs: dict[int, Run], u: str) -> list[str]:
+def _kept(replayed: list[dict[str, Any]], runs: dict[int, Run], segments: dict[int, Segment],
+          unit: str) -> list[str]:
+    """The table of the kept changes replayed: each one's metric in its segment's unit
+    (``unit`` where the header records none), and its change against the keep before it, when
+    that one was measured alike (:meth:`Segment.measured_like`; ``- (another measurement)``
+    otherwise)."""
     out = ["## Kept changes", "", "| run | commit | metric | vs keep before | decision | "
            "description |", "|---:|---|---:|---:|---|---|"]
-    before: float | None = None
+    before: Run | None = None
     for entry in replayed:
         run = runs.get(entry.get("run", -1))
         if run is None:
             continue
+        segment = segments[run.number]
         change = "-"
-        if before not in (None, 0) and run.metric is not None:
-            assert before is not None
-            change = f"{(run.metric - before) / abs(before) * 100:+.2f}%"
+        if before is not None and not segment.measured_like(segments[before.number]):
+            change = "- (another measurement)"
+        elif before is not None and before.metric and run.metric is not None:
+            change = f"{(run.metric - before.metric) / abs(before.metric) * 100:+.2f}%"
+        said = metric_of(segment, "", unit)[1]
         out.append(f"| {run.number} | `{str(entry.get('commit') or '')[:7]}` | "
-                   f"{fmt(run.metric)}{u} | {change} | {_cell(decision_text(run))} | "
-                   f"{_cell(run.description)} |")
-        before = run.metric if run.metric is not None else before
+                   f"{fmt(run.metric)}{' ' + said if said else ''} | {change} | "
+                   f"{_cell(decision_text(run))} | {_cell(run.description)} |")
+        before = run if run.metric is not None else before
     return [*out, ""]
 
 

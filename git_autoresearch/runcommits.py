@@ -35,12 +35,14 @@ class Shown:
     collected: bool = False  # its attempt ref was deleted by git autoresearch gc
 
     def to_json(self) -> dict[str, Any]:
-        """The ``show --json`` document."""
+        """The ``show --json`` document (``touched``: :func:`report.touched` of the record)."""
         from .ledger import shown_record
+        from .report import touched
 
         return {"record": shown_record(self.run.data), "diff_commit": self.diff_commit,
                 "diff_source": self.diff_source, "diff": self.diff,
-                "set_aside": self.set_aside, "collected": self.collected}
+                "set_aside": self.set_aside, "collected": self.collected,
+                "touched": touched(self.run.data)}
 
 
 def same_commit(a: str, b: str) -> bool:

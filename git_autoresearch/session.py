@@ -101,6 +101,10 @@ class Session:
         # The worker this work tree is (None: a session without workers), and how deep the
         # shared lock is held by this process (:meth:`shared`).
         self.worker = current_worker(repo)
+        # Whether every read of the ledger merges the runs of the clones that joined through a
+        # remote (their ledger refs fetched here), as a clone that joined always does: set by
+        # reader.open_for_reading, so that a view read again (the dashboard) reads them too.
+        self.reads_others = False
         self._shared_depth = 0
         # The segment this command began under: a run measured under it is never recorded
         # into a later one (another worker's start --new-segment meanwhile).
@@ -388,10 +392,11 @@ class Session:
         self._ledger = None
 
     def read_ledger(self, data: bytes | None = None, book: Ledger | None = None) -> Ledger:
-        """The ledger file; in a clone that joined through a remote, with the runs of the
-        other workers' ledger refs merged in (:func:`remoteledger.read_merged`). ``data`` and
-        ``book``: the file's bytes and those bytes read, when the caller has them."""
-        if self.remote is None:
+        """The ledger file; in a clone that joined through a remote (or opened to read it,
+        :attr:`reads_others`), with the runs of the other workers' ledger refs merged in
+        (:func:`remoteledger.read_merged`). ``data`` and ``book``: the file's bytes and those
+        bytes read, when the caller has them."""
+        if self.remote is None and not self.reads_others:
             return book if book is not None else ledger_mod.read(self.ledger_path)
         from .remoteledger import read_merged
 

@@ -540,7 +540,8 @@ def test_the_dashboard_shows_the_whole_session_across_segments(repo: Path, ar: T
     ar(repo, "run", "-d", "better still")
     ar(repo, "dashboard", "-o", "page.html")
     page = (repo / "page.html").read_text()
-    assert "whole session (all segments)" in page and "100 → 80 (run 4), -20.00%" in page
+    assert "whole session (segments 0, 1, measured alike)" in page
+    assert "100 → 80 (run 4), -20.00%" in page
 
 
 def test_status_names_a_metric_named_by_its_unit_once(repo: Path, ar: Tool) -> None:

@@ -495,16 +495,17 @@ def test_the_quick_line_test_never_changes_an_answer() -> None:
         {"run": 2, "commit": "b", "metric": 50, "metrics": {"mem": 10}, "status": "keep",
          "timestamp": 1000},
         {"run": 3, "commit": "c", "metric": 40, "metrics": {"mem": 30}, "status": "discard",
-         "asi": {"status": "keep"}, "timestamp": 2000},
+         "asi": {"status": "keep"}, "timestamp": 2000, "readonly_violations": ["bench.sh"]},
         {"run": 4, "commit": "d", "metric": 45, "metrics": {}, "asi": {"status": "crash"}},
         {"run": 5, "commit": "e", "metric": 30, "metrics": {"ms": 99}, "status": "keep",
          "timestamp": 3000},
         {"run": 6, "metric": 20, "status": "crash", "asi": {"mem": 5}},
         {"type": "config", "name": "b", "metricName": "mem", "bestDirection": "higher"},
         {"run": 7, "commit": "f", "metric": 0, "metrics": {}, "status": "discard"},
-        {"run": 8, "commit": "g", "metric": 7, "metrics": {}, "status": "keep"},
+        {"run": 8, "commit": "g", "metric": 7, "metrics": {}, "status": "keep",
+         "scope_violations": ["notes.txt"], "readonly_violations": []},
         {"run": 9, "commit": "h", "metric": 9, "metrics": {"mem": 1}, "status": "discard",
-         "timestamp": 2500},
+         "timestamp": 2500, "readonly_violations_total": 2, "readonly_violations": []},
     ]
     data = "".join(json.dumps(line) + "\n" for line in lines)
     data += '{"run": 10, "commit": "i", "metric": 3, "metrics": {}, "\\u0073tatus": "keep"}\n'
@@ -517,6 +518,7 @@ def test_the_quick_line_test_never_changes_an_answer() -> None:
     queries += [Query(runs=(3, 8)), Query(runs=(None, 4)), Query(since=2, until=2),
                 Query(status="keep", where=[parse_where("metric<46")]),
                 Query(status="crash", runs=(2, None))]
+    queries += [Query(touched=kind) for kind in ("readonly", "outside", "any")]
     for query in queries:
         full = ledger.parse(raw)
         with ledger.only_runs(line_test(query)):
@@ -531,6 +533,9 @@ def test_the_quick_line_test_never_changes_an_answer() -> None:
     with ledger.only_runs(line_test(Query(where=[parse_where("metric>=45")]))):
         skipped = ledger.parse(raw)
     assert [r.number for r in skipped.runs] == [1, 2, 4, 7, 8, 10]
+    with ledger.only_runs(line_test(Query(touched="any"))):
+        skipped = ledger.parse(raw)
+    assert [r.number for r in skipped.runs] == [1, 2, 3, 7, 8, 9, 10]  # 4, 5, 6, 11 unread
 
 
 def test_numbers_come_out_as_the_ledger_writes_them(repo: Path, ar: Tool) -> None:
@@ -590,22 +595,23 @@ def test_json_writes_each_record_as_the_ledger_holds_it(repo: Path, ar: Tool) ->
     ledger_lines = ledger.read_text("utf-8", "surrogateescape").splitlines()
     out = ar(repo, "log", "--format", "jsonl").out.splitlines()
     runs = [line for line in ledger_lines if line.startswith('{"run":')]
-    assert out[:4] == [line[:-1] + f',"delta_pct":{delta},"audit":null,"source":"ledger"}}'
+    assert out[:4] == [line[:-1] + f',"delta_pct":{delta},"touched":[],"audit":null,'
+                       '"source":"ledger"}'
                        for line, delta in zip(runs[:4], ("0.0", "-10.0", "10.0", "-15.0"),
                                               strict=True)]
     # A crash is written anew: its metric null, not the ledger's 0 (pi-autoresearch's).
     assert out[4] == runs[4].replace('"metric":0,', '"metric":null,')[:-1] \
-        + ',"delta_pct":null,"audit":null,"source":"ledger"}'
+        + ',"delta_pct":null,"touched":[],"audit":null,"source":"ledger"}'
     assert '"metric":0,' in runs[4]
     assert out[5:] == [
         '{"run": 6, "metric": 0.000015, "status": "discard", "segment": 0,"delta_pct":-100.0,'
-        '"audit":null,"source":"ledger"}',
-        '{"run":7,"metric":null,"status":"discard","segment":0,"delta_pct":null,"audit":null,'
-        '"source":"ledger"}',
+        '"touched":null,"audit":null,"source":"ledger"}',
+        '{"run":7,"metric":null,"status":"discard","segment":0,"delta_pct":null,'
+        '"touched":null,"audit":null,"source":"ledger"}',
         '{"run":8,"metric":99,"status":"discard","description":"x\\udcff","segment":0,'
-        '"delta_pct":-1.0,"audit":null,"source":"ledger"}',
+        '"delta_pct":-1.0,"touched":null,"audit":null,"source":"ledger"}',
         '{"run":9,"metric":99,"status":"discard","description":"try 1e400","segment":0,'
-        '"delta_pct":-1.0,"audit":null,"source":"ledger"}']
+        '"delta_pct":-1.0,"touched":null,"audit":null,"source":"ledger"}']
     assert ar(repo, "log", "--json").out == \
         '{"schema":"git-autoresearch:log/1","runs":[\n' + ",\n".join(out) + "\n]}\n"
     every = ar(repo, "log", "--all-sessions", "--format", "jsonl", "--run", "1").out

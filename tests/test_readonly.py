@@ -311,3 +311,97 @@ def test_start_warns_when_the_benchmark_is_not_committed(repo: Path, ar: Tool) -
     write(repo / "bench2.sh", "#!/bin/sh\necho 'score: 1'\n", 0o755)
     record = ar(repo, "run", "-d", "tampered", "--json").json()
     assert record["readonly_violations"] == ["bench2.sh"] and record["metric"] == 100
+
+
+# --- what a reviewer reads of it: log and show ---------------------------------------------
+
+
+def tampering_night(repo: Path, ar: Tool) -> None:
+    """Scope value.txt; run 1 the baseline (100); run 2 kept (90) and changed the benchmark
+    (readonly); run 3 discarded (95) and changed README.md (outside the scope); run 4 kept
+    (80) and changed both; run 5 kept (70), clean."""
+    ar(repo, *start_args("--scope", "value.txt"))
+    for value, bench, readme, what in (("90", True, False, "faster, new benchmark"),
+                                       ("95", False, True, "slower, readme"),
+                                       ("80", True, True, "faster, both"),
+                                       ("70", False, False, "faster, clean")):
+        write(repo / "value.txt", f"{value}\n")
+        if bench:
+            write(repo / "bench.sh", CHEAT, 0o755)
+        if readme:
+            write(repo / "README.md", "project, and a note\n")
+        ar(repo, "run", "-d", what)
+
+
+def test_log_marks_filters_and_gives_the_runs_that_touched_what_they_must_not(
+        repo: Path, ar: Tool) -> None:
+    tampering_night(repo, ar)
+    rows = ar(repo, "log", "--json").json()["runs"]
+    assert [(r["run"], r["status"], r["touched"]) for r in rows] == [
+        (1, "keep", []), (2, "keep", ["readonly"]), (3, "discard", ["outside"]),
+        (4, "keep", ["readonly", "outside"]), (5, "keep", [])]
+    assert [r["touched"] for r in ar(repo, "log", "--json", "--where", "run>0").json()["runs"]] == \
+        [r["touched"] for r in rows]  # the quick path and the general one agree
+
+    def numbers(*args: str) -> list[int]:
+        return [r["run"] for r in ar(repo, "log", "--json", *args).json()["runs"]]
+
+    assert numbers("--touched", "readonly") == [2, 4]
+    assert numbers("--touched", "outside") == [3, 4]
+    assert numbers("--touched", "any") == [2, 3, 4]
+    assert numbers("--touched", "any", "--kept") == [2, 4]
+    assert numbers("--where", "touched=readonly") == [2]
+    assert numbers("--where", "touched~outside") == [3, 4]
+    assert ar(repo, "log", "--touched", "all", expect=2).err == (
+        "git autoresearch: Invalid value for '--touched': 'all' is not one of 'readonly', "
+        "'outside', 'any'. (see git autoresearch log -h)\n")
+    table = ar(repo, "log").out.splitlines()
+    assert table[0].split() == ["run", "status", "metric", "vs", "base", "decision", "conf",
+                                "touched", "commit", "description"]
+    flags = {int(line.split()[0]): line[table[0].index("touched"):][:7].strip()
+             for line in table[2:7]}
+    assert flags == {1: "", 2: "R", 3: "O", 4: "RO", 5: ""}
+    assert table[-1] == ("touched: R changed a readonly file, O changed a file outside the "
+                         "scope (each set aside before measuring); git autoresearch show RUN "
+                         "names them")
+    assert "touched" not in ar(repo, "log", "--run", "5").out  # nothing to mark
+    csv = ar(repo, "log", "--columns", "run,touched", "--format", "csv").out
+    assert csv == "run,touched\n1,\n2,readonly\n3,outside\n4,\"readonly,outside\"\n5,\n"
+    markdown = ar(repo, "log", "--format", "markdown", "--touched", "any").out.splitlines()
+    assert markdown[0] == ("| run | status | metric | delta_pct | decision | touched | commit "
+                           "| description |")
+    assert markdown[4].startswith("| 4 | keep | 80 | -20 | ") and \
+        "| readonly,outside |" in markdown[4]
+
+
+def test_show_says_what_a_run_touched(repo: Path, ar: Tool) -> None:
+    tampering_night(repo, ar)
+    out = ar(repo, "show", "4").out
+    assert "touched     readonly files bench.sh: undone before measuring, so neither " \
+        "measured nor committed\n" in out
+    assert "touched     outside the scope README.md: set aside before measuring, so neither " \
+        "measured nor committed\n" in out
+    assert "touched" not in ar(repo, "show", "5").out.split("\n}\n", 1)[1]
+    assert [ar(repo, "show", str(n), "--json").json()["touched"] for n in (1, 2, 3, 4)] == [
+        [], ["readonly"], ["outside"], ["readonly", "outside"]]
+    ar(repo, "dashboard", "-o", ".auto/page.html")
+    page = (repo / ".auto" / "page.html").read_text(encoding="utf-8")
+    assert ('<span class="touched" title="changed readonly files: bench.sh; changed outside '
+            'the scope: README.md (set aside before measuring)">⚑ readonly + outside</span>') \
+        in page.split('<tr data-run="4">')[1].split("</tr>")[0]
+    assert page.count('<span class="touched"') == 3
+
+
+def test_a_record_from_another_tool_touched_nothing_known(repo: Path, ar: Tool) -> None:
+    """pi-autoresearch records no violations: not known (null), never read as clean."""
+    write(repo / ".auto" / "log.jsonl",
+          '{"type":"config","name":"x","metricName":"ms","metricUnit":"ms",'
+          '"bestDirection":"lower"}\n'
+          '{"run":1,"commit":"abcdef1","metric":10,"metrics":{},"status":"keep",'
+          '"description":"base","timestamp":1,"segment":0,"confidence":null}\n'
+          '{"run":2,"commit":"abcdef1","metric":9,"metrics":{},"status":"keep",'
+          '"description":"cut","timestamp":2,"segment":0,"confidence":null,'
+          '"readonly_violations_total":3,"readonly_violations":[]}\n')
+    rows = ar(repo, "log", "--json").json()["runs"]
+    assert [r["touched"] for r in rows] == [None, ["readonly"]]
+    assert [r["run"] for r in ar(repo, "log", "--json", "--touched", "any").json()["runs"]] == [2]

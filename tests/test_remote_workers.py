@@ -333,6 +333,42 @@ def test_every_clone_lists_reads_and_finalizes_all_workers_runs(
     assert git(a, "show", "autoresearch/s1-final:value.txt") == "70"
 
 
+def test_every_reading_command_gives_one_best_in_every_clone(
+        machines: tuple[Path, Path, Path], ar: Tool, tmp_path: Path) -> None:
+    """b keeps 190 (run 2), then a keeps 170 on it (run 3). Once b has fetched, each joined
+    clone, and a reviewer's clone that pulled the session, reads the same runs and the same
+    best from sessions, status, log and the dashboard, though no clone's own ledger file holds
+    both keeps."""
+    a, b, remote = machines
+    write(b / "value.txt", "90\n")
+    ar(b, "run", "-d", "value 90")
+    write(a / "extra.txt", "80\n")
+    ar(a, "run", "-d", "extra 80")
+    ar(b, "worker", "sync")
+    review = tmp_path / "review"
+    git(tmp_path, "clone", "-q", str(remote), str(review))
+    ar(review, "pull", "origin", "s1")
+    assert [r["run"] for r in runs(a)] == [1, 3] and [r["run"] for r in runs(b)] == [1, 2]
+    for clone in (a, b, review):
+        status = ar(clone, "status", "--json").json()
+        assert (status["segment"]["best"]["run"], status["segment"]["best"]["metric"],
+                status["total_runs"]) == (3, 170, 3), clone
+        listed = ar(clone, "sessions", "--json").json()["sessions"]
+        assert [(s["id"], s["best"], s["gain_pct"], s["runs"], s["kept"]) for s in listed] == [
+            ("s1", 170, -15.0, 3, 3)], clone
+        top = ar(clone, "log", "--kept", "--sort", "best", "-n", "1", "--json").json()["runs"]
+        assert [(r["run"], r["metric"]) for r in top] == [(3, 170)], clone
+        every = ar(clone, "log", "--all-sessions", "--kept", "--sort", "best",
+                   "--json").json()["runs"]
+        assert [(r["run"], r["metric"]) for r in every] == [(3, 170), (2, 190), (1, 200)], clone
+        analyzed = ar(clone, "analyze", "--json").json()
+        assert (analyzed["best"]["run"], analyzed["runs"]) == (3, 3), clone
+        ar(clone, "dashboard", "-o", str(tmp_path / "page.html"))
+        page = (tmp_path / "page.html").read_text(encoding="utf-8")
+        assert "baseline → best</div><div class=\"v\">200 → 170</div>" in page, clone
+        assert "runs (segment / all)</div><div class=\"v\">3 / 3</div>" in page, clone
+
+
 def test_a_new_segment_is_refused_in_a_joined_clone(
         machines: tuple[Path, Path, Path], ar: Tool) -> None:
     """Other clones would never see a new segment's header: refused, nothing written."""

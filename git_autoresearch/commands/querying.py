@@ -47,12 +47,17 @@ _FORMAT_HELP = ("table, markdown, json, jsonl, csv or tsv; or a template with {f
 @click.option("--decision", type=click.Choice(["better", "worse", "inconclusive", "no_change",
                                                "baseline"]),
               help="Only runs whose decision has this verdict.")
+@click.option("--touched", type=click.Choice(["readonly", "outside", "any"]),
+              help="Only runs whose experiment changed a readonly file (readonly), a file "
+                   "outside the scope (outside), or either (any); each was set aside before "
+                   "measuring. The table marks them (R, O).")
 @click.option("--last", type=click.IntRange(min=0), metavar="N",
               help="Only the last N runs (of those the filters keep, in run order).")
 @click.option("--sort", "sorts", multiple=True, metavar="FIELD",
               help="Sort by FIELD (-FIELD: descending; best: the metric, best first in its "
-                   "direction); a comma-separated list or repeated, the first the most "
-                   "significant. Runs without the field come last.")
+                   "direction, each way of measuring ranked apart, the current one first); a "
+                   "comma-separated list or repeated, the first the most significant. Runs "
+                   "without the field come last.")
 @click.option("-n", "--max-count", type=click.IntRange(min=0), metavar="N",
               help="At most N runs, after sorting.")
 @click.option("--columns", metavar="LIST",
@@ -74,7 +79,7 @@ _FORMAT_HELP = ("table, markdown, json, jsonl, csv or tsv; or a template with {f
 def log_cmd(segment: int | None, status: str | None, kept: bool, run_range: str | None,
             since: str | None, until: str | None, greps: tuple[str, ...], ignore_case: bool,
             invert_grep: bool, wheres: tuple[str, ...], worker: str | None,
-            decision: str | None, last: int | None, sorts: tuple[str, ...],
+            decision: str | None, touched: str | None, last: int | None, sorts: tuple[str, ...],
             max_count: int | None, columns: str | None, fmt: str | None, all_sessions: bool,
             tsv: bool, as_csv: bool, as_json: bool) -> None:
     """The runs of the ledger, newest last (our session, a pi-autoresearch session read in
@@ -94,7 +99,8 @@ def log_cmd(segment: int | None, status: str | None, kept: bool, run_range: str 
                   grep=[compile_pattern(p, f"--grep {p!r}", ignore_case=ignore_case)
                         for p in greps],
                   invert_grep=invert_grep, where=[parse_where(w) for w in wheres],
-                  worker=worker, decision=decision, last=last, sort=parse_sort(sorts),
+                  worker=worker, decision=decision, touched=touched, last=last,
+                  sort=parse_sort(sorts),
                   max_count=max_count)
     with collector_paused():  # (every row is read and written: nothing cyclic is made)
         if all_sessions:
@@ -125,6 +131,8 @@ def log_cmd(segment: int | None, status: str | None, kept: bool, run_range: str 
             for name in absent(rows, asked):
                 warn(f"{option} {name}: no run shown has this field (a field of the run "
                      "records, a secondary metric, or a dotted path such as asi.hypothesis)")
+        if any(name == "best" for name, _ in query.sort):
+            _ranked_apart(rows, all_sessions)
         if template is not None:
             written = queryformat.template_text(rows, template)
         elif chosen in ("json", "jsonl"):
@@ -138,16 +146,36 @@ def log_cmd(segment: int | None, status: str | None, kept: bool, run_range: str 
                 audited = rows[0].audited if rows else {}
                 written = table([(r.run, r.segment) for r in rows], width, audited)
             else:
-                shown = names or (["session", *queryformat.DEFAULT_COLUMNS] if all_sessions
-                                  else list(queryformat.DEFAULT_COLUMNS))
+                shown = names or queryformat.default_columns(rows, all_sessions)
                 written = queryformat.table_text(rows, shown, width)
         elif chosen == "markdown":
-            shown = names or (["session"] if all_sessions else []) + list(
-                queryformat.DEFAULT_COLUMNS)
+            shown = names or queryformat.default_columns(rows, all_sessions)
             written = queryformat.markdown_text(rows, shown)
         else:
             written = _delimited(rows, chosen, names, book, query)
         click.echo(written, nl=False)
+
+
+def _ranked_apart(rows: list[Row], all_sessions: bool) -> None:
+    """Say on stderr how ``--sort best`` ranked ``rows`` when they were measured in more than
+    one way (:func:`query.measurements_of`): each way apart, in its order."""
+    from ..query import measurements_of
+    from ..report import measured_by, segment_list
+
+    ways = measurements_of(rows)
+    if len(ways) < 2:
+        return
+    said = []
+    for _, pairs in ways:
+        sessions = list(dict.fromkeys(session for session, _ in pairs))
+        where = " and ".join(
+            (f"session {session} " if all_sessions else "")
+            + segment_list([segment.index for held, segment in pairs if held == session])
+            for session in sessions)
+        said.append(f"{where} ({measured_by(pairs[-1][1], direction=False)})")
+    warn("--sort best: the runs shown were measured in more than one way (another command, "
+         "metric or direction); each is ranked apart, the current one first: "
+         + ", then ".join(said) + "; --segment N shows one")
 
 
 def _left_to_exit(book: Ledger) -> None:
@@ -277,7 +305,8 @@ def _delimited(rows: list[Row], chosen: str, names: list[str] | None, book: Ledg
             return report.csv_text(pairs)
         plain = query.status is None and not (query.where or query.grep or query.sort) and \
             query.runs == (None, None) and query.since is None and query.until is None and \
-            query.worker is None and query.decision is None and query.max_count is None
+            query.worker is None and query.decision is None and query.touched is None and \
+            query.max_count is None
         stops = report.stops_among(book, pairs) if plain else []
         return report.tsv(pairs, stops)
     if names is None:

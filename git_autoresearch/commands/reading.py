@@ -243,7 +243,9 @@ def _stop_rule_lines(found: Status, unit: str) -> list[str]:
 @click.argument("run_number", metavar="RUN", type=WHOLE, shell_complete=complete_runs)
 @json_option
 def show_cmd(run_number: int, as_json: bool) -> None:
-    """One run: its record and its diff (the keep commit, or the attempt ref of a non-kept run)."""
+    """One run: its record, the readonly files or those outside the scope its experiment
+    changed (set aside before measuring), and its diff (the keep commit, or the attempt ref of
+    a non-kept run)."""
 
     from ..report import audits
     from ..runcommits import shown
@@ -262,6 +264,8 @@ def show_cmd(run_number: int, as_json: bool) -> None:
     for line in audited:
         click.echo(f"audit {_when(line.get('timestamp'))}: "
                    + "\n".join(audit_lines(line, session.config.metric_unit)))
+    for text in _touched_lines(run.data):
+        click.echo(text)
     if run.status == "crash" and run.data.get("tail"):
         click.echo(f"---- tail of the output ----\n{run.data['tail']}\n----")
     if diff and found.diff_source == "record":
@@ -290,6 +294,23 @@ def show_cmd(run_number: int, as_json: bool) -> None:
             continue
         click.echo(f"set aside before measuring (outside the scope or readonly), at "
                    f"{entry['ref']}: {', '.join(entry['paths'])}")
+
+
+def _touched_lines(record: Any) -> list[str]:
+    """What ``show`` says of the files a run changed that it must not (:func:`report.
+    touched_paths`): one line for the readonly files, one for those outside the scope."""
+    from ..report import one_line, touched_paths
+
+    said = {"readonly": ("readonly files", "undone"), "outside": ("outside the scope",
+                                                                  "set aside")}
+    lines = []
+    for kind, (paths, count) in (touched_paths(record) or {}).items():
+        what, done = said[kind]
+        named = ", ".join(one_line(p) for p in paths) or f"{count} path(s)"
+        more = f" and {count - len(paths)} more" if paths and count > len(paths) else ""
+        lines.append(f"touched     {what} {named}{more}: {done} before measuring, so neither "
+                     "measured nor committed")
+    return lines
 
 
 def _when(timestamp: object) -> str:
@@ -324,22 +345,24 @@ def segment_of(session: Session, segment: int | None) -> Segment:
 @json_option
 def analyze_cmd(segment: int | None, plot: Path | None, as_json: bool) -> None:
     """Counts per status and keep rate; baseline, best and improvement; kept runs ranked by their
-    gain over the best before them; runs spent per improvement; the longest dry streak."""
+    gain over the best before them; runs spent per improvement; the longest dry streak. One
+    segment, in its own metric and unit; --plot draws the segments measured as it is (the same
+    command, metric and direction)."""
     from ..insight import analysis_text, analyze
+    from ..report import metric_of
 
     session = open_warned()
     seg = segment_of(session, segment)
     result = analyze(seg)
+    name, unit = metric_of(seg, session.config.metric_name, session.config.metric_unit)
     if plot is not None:
         from ..plot import write_plot
 
-        write_plot(plot, session.ledger.segments, session.config.metric_name,
-                   session.config.metric_unit)
+        write_plot(plot, session.ledger.alike(seg), name, unit)
     if as_json:
         emit_json("analyze", result)
         return
-    click.echo(analysis_text(result, session.config.metric_name, session.config.metric_unit),
-               nl=False)
+    click.echo(analysis_text(result, name, unit), nl=False)
     if plot is not None:
         click.echo(f"plot written to {plot}")
 
@@ -384,7 +407,10 @@ def summary_cmd(max_bytes: int, last: int) -> None:
 def dashboard_cmd(output: Path | None, serve: bool, port: int) -> None:
     """One self-contained HTML page (no network requests): cards, the chart of every run with the
     running best, and the table of runs with their annotations and patches. A run's patch opens
-    on a click in its row; the keeps of the latest finalize are marked, its result in a card."""
+    on a click in its row; the keeps of the latest finalize are marked, its result in a card.
+    The cards are the current segment's, and the whole session's only across the segments
+    measured alike (the same command, metric and direction); with several segments, a table
+    gives each its own baseline and best, and each way of measuring has its own chart."""
     from ..dashboard import render
     from ..dashboard import serve as serve_page
     from ..runcommits import run_diffs
