@@ -33,6 +33,7 @@ from .errors import Refused, UsageError
 from .files import WriteFailed
 from .git import ABSENT, GitError, worktrees
 from .git.replay import APPLIED, CONFLICT, Picked, cherry_pick, reset
+from .git.replay import head as replay_head
 from .jsontext import is_whole
 from .ledger import Run, append, json_number, now_ms
 from .measure import run_checks
@@ -42,6 +43,7 @@ from .report import audits
 from .session import Session
 from .slots import measuring
 from .trailers import read_trailers, recorded_keeps
+from .trailers import segment_commits as trailer_segment_commits
 
 FOLDER_PREFIX = "final-"  # <scratch>/final-<pid>: one finalize's worktree
 DROPPED_VERDICTS = ("within noise", "regression")  # an audit's words that drop a keep
@@ -81,6 +83,24 @@ class Replayed:
 
 
 @dataclass
+class SegmentReplayed:
+    """A segment commit (the files that define a segment's success, committed by ``start
+    --new-segment``) replayed with the keeps: its ``segment``, its ``source`` commit on the
+    session branch, the ``outcome`` (``applied``, ``conflict``, ``empty``), the new
+    ``commit`` and the ``paths`` it changed (or that conflicted)."""
+
+    segment: int
+    source: str
+    outcome: str
+    commit: str | None = None
+    paths: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"segment": self.segment, "source": self.source, "outcome": self.outcome,
+                "commit": self.commit, "paths": list(self.paths)}
+
+
+@dataclass
 class Final:
     """What ``finalize`` made: the ``base`` commit, the ``branch`` and its ``tip`` (None when a
     keep conflicted: no branch was made), each keep ``replayed``, the keeps ``dropped`` (run,
@@ -99,10 +119,18 @@ class Final:
     timestamp: int = 0
     # Each branch ref this finalize set, with the value it had before (None: it was new).
     made: list[tuple[str, str | None]] = field(default_factory=list)
+    # The segment commits replayed with the keeps, and the commit the base side of the A/B
+    # measurement ran on when it is not the base: the base with them (the session's benchmark).
+    segments: list[SegmentReplayed] = field(default_factory=list)
+    measured_base: str | None = None
 
     @property
     def conflicts(self) -> list[Replayed]:
         return [r for r in self.replayed if r.outcome == CONFLICT]
+
+    @property
+    def segment_conflicts(self) -> list[SegmentReplayed]:
+        return [r for r in self.segments if r.outcome == CONFLICT]
 
     def record(self, direction: str) -> dict[str, Any]:
         """The ledger line (no ``run`` field: an event, never a run record to any reader)."""
@@ -123,6 +151,8 @@ class Final:
             "effect": None if measured is None or measured.effect is None
             else effect_json(measured.effect),
             "reason": None if measured is None else measured.reason,
+            "segment_commits": [r.to_json() for r in self.segments],
+            "measured_base": self.measured_base[:7] if self.measured_base else None,
         }
 
 
@@ -154,6 +184,14 @@ def keeps(session: Session) -> list[Keep]:
         commit = str(kept[number]["commit"])
         out.append(Keep(run, commit, tuple(repo.changed_paths(f"{commit}^", commit))))
     return out
+
+
+def segment_commits(session: Session) -> list[tuple[str, int]]:
+    """The session's segment commits on its branch after its base, oldest first: (commit,
+    segment index), :func:`trailers.segment_commits`."""
+    repo, cfg = session.repo, session.config
+    base = (session.ledger.segments[0].header or {}).get("base_commit")
+    return trailer_segment_commits(repo, session_branch(cfg.session_id), base, cfg.session_id)
 
 
 def choose(session: Session, found: list[Keep], *, drop: list[int], only: list[int],
@@ -217,14 +255,10 @@ def finalize(session: Session, chosen: list[Keep], dropped: list[tuple[int, str]
     try:
         folder.mkdir(parents=True, exist_ok=True)
         worktrees.add_detached(repo, tree, base)
-        for keep in chosen:
-            picked = cherry_pick(tree, keep.commit)
-            final.replayed.append(_replayed(keep, picked))
-            say(f"run {keep.number}: {picked.outcome}"
-                + (f" ({', '.join(picked.paths)})" if picked.paths else ""))
-        if final.conflicts:
+        _replay_all(session, final, tree, chosen, say)
+        if final.conflicts or final.segment_conflicts:
             return final
-        final.tip = next((r.commit for r in reversed(final.replayed) if r.commit), base)
+        final.tip = replay_head(tree)  # the last keep or segment commit that applied
         _set_branch(session, final, branch, final.tip, force)
         if split:
             final.split = _split(session, final, tree, base, chosen, force)
@@ -236,10 +270,14 @@ def finalize(session: Session, chosen: list[Keep], dropped: list[tuple[int, str]
             reset(tree, final.tip)
             final.checks = _checks(session, tree, command)
         if samples > 0 and final.tip != base:
+            final.measured_base = _with_segments(final, tree)
             say(f"measuring the base {base[:7]} against the final {final.tip[:7]}, "
-                f"{samples} sample(s) each")
-            final.measured = run_audit(session, Target(0, final.tip, base), samples,
-                                       progress=measure_progress)
+                f"{samples} sample(s) each" + (
+                    f" (the base with the session's segment commits: {final.measured_base[:7]})"
+                    if final.measured_base else ""))
+            final.measured = run_audit(session, Target(0, final.tip,
+                                                       final.measured_base or base),
+                                       samples, progress=measure_progress)
     except BaseException:  # a signal, a crash: no branch is left without its record
         undo(session, final)
         raise
@@ -248,6 +286,46 @@ def finalize(session: Session, chosen: list[Keep], dropped: list[tuple[int, str]
             worktrees.remove(repo, tree)
             shutil.rmtree(folder, ignore_errors=True)
     return final
+
+
+def _replay_all(session: Session, final: Final, tree: Path, chosen: list[Keep],
+                say: Progress) -> None:
+    """Replay ``chosen`` in run order onto the worktree at ``tree``, each segment commit of
+    the session (:func:`segment_commits`) before the first keep of its segment or a later
+    one (the rest last), into ``final``: so the final branch holds the files that define the
+    success its keeps were measured by."""
+    waiting = segment_commits(session)
+    for keep in [*chosen, None]:
+        while waiting and (keep is None or waiting[0][1] <= keep.run.segment):
+            source, segment = waiting.pop(0)
+            picked = cherry_pick(tree, source)
+            paths = picked.paths or (tuple(session.repo.changed_paths(f"{source}^", source))
+                                     if picked.outcome == APPLIED else ())
+            final.segments.append(SegmentReplayed(segment, source, picked.outcome,
+                                                  picked.commit, paths))
+            say(f"segment {segment}'s commit {source[:7]}: {picked.outcome}"
+                + (f" ({', '.join(paths)})" if paths else ""))
+        if keep is None:
+            break
+        picked = cherry_pick(tree, keep.commit)
+        final.replayed.append(_replayed(keep, picked))
+        say(f"run {keep.number}: {picked.outcome}"
+            + (f" ({', '.join(picked.paths)})" if picked.paths else ""))
+
+
+def _with_segments(final: Final, tree: Path) -> str | None:
+    """The base with the segment commits ``final`` replayed on it alone (no keep), made in
+    the worktree at ``tree``: what the base side of the A/B measurement runs on, so that both
+    sides run the session's benchmark; None when there are none (or one no longer applies
+    alone: the base is measured as it is)."""
+    applied = [r.source for r in final.segments if r.outcome == APPLIED]
+    if not applied:
+        return None
+    reset(tree, final.base)
+    for source in applied:
+        if cherry_pick(tree, source).outcome != APPLIED:
+            return None
+    return replay_head(tree)
 
 
 def undo(session: Session, final: Final) -> None:

@@ -34,8 +34,10 @@ def finalize_cmd(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bo
                  split: bool, checks_command: str | None, samples: int, force: bool,
                  as_json: bool) -> None:
     """Replay the session's keeps onto its base commit as the branch autoresearch/<id>-final
-    (one commit per keep, trailers kept), in a temporary worktree: the session branch and the
-    work tree are never touched. Then run the final checks on it, measure it against the base,
+    (one commit per keep, trailers kept; with the segment commits of start --new-segment, the
+    files that define success, each before its segment's keeps), in a temporary worktree: the
+    session branch and the work tree are never touched. Then run the final checks on it,
+    measure it against the base (with the segment commits, so both run the same benchmark),
     and write .auto/final.md, a pull-request body. A keep that conflicts is named and no
     branch is made."""
     from ..finalize import choose, finalize, keeps, record, undo
@@ -56,9 +58,11 @@ def finalize_cmd(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bo
                      samples=samples, force=force, progress=_said, measure_progress=_sample)
     cfg = session.config
     line = final.record(cfg.direction)
-    if final.conflicts:
-        message = "; ".join(f"run {r.keep.number} conflicts in {', '.join(r.paths)}"
-                            for r in final.conflicts)
+    if final.conflicts or final.segment_conflicts:
+        message = "; ".join([*(f"segment {r.segment}'s commit {r.source[:7]} conflicts in "
+                               f"{', '.join(r.paths)}" for r in final.segment_conflicts),
+                             *(f"run {r.keep.number} conflicts in {', '.join(r.paths)}"
+                               for r in final.conflicts)])
         message = (f"{message}: no branch was made (leave them out with --drop, or replay "
                    "only some with --only)")
         if as_json:
@@ -113,6 +117,11 @@ def _lines(line: dict[str, Any], unit: str) -> list[str]:
     for r in line["replayed"]:
         if r["outcome"] == "empty":
             out.append(f"  run {r['run']}: nothing left to change (already in the tree)")
+    for r in line["segment_commits"]:
+        out.append(f"  segment {r['segment']}'s commit {r['source'][:7]} (the files that define "
+                   f"success: {', '.join(r['paths'])}): {r['outcome']}")
+    if line["measured_base"]:
+        out.append(f"  the base was measured with them: {line['measured_base']}")
     for d in line["dropped"]:
         out.append(f"  run {d['run']} left out: {d['why']}")
     for r in line["split"]:
