@@ -20,9 +20,11 @@ from .report import (
     delta_pct,
     fmt,
     interval_level,
+    linked_description,
     measured_by,
     metric_of,
     one_line,
+    retries,
     segment_list,
     segment_summary,
     touched_paths,
@@ -131,8 +133,9 @@ def render(book: Ledger, *, goal: str, metric_name: str, unit: str, session_id: 
     if final is not None:
         cards.insert(0, _final_card(final, u))
     marks = _final_marks(final)
+    retried_by = retries(book.runs)
     rows = [(run.number, _row(segment, run, audited.get(run.number), marks.get(run.number, ""),
-                              (diffs or {}).get(run.number)))
+                              (diffs or {}).get(run.number), retried_by))
             for segment in book.segments
             for run in reversed(segment.runs)]
     rows.sort(key=lambda row: -row[0])
@@ -298,10 +301,12 @@ def _decision_cell(run: Run) -> str:
 
 
 def _row(segment: Segment, run: Run, audited: list[dict[str, Any]] | None = None,
-         mark: str = "", diff: tuple[str, str] | None = None) -> str:
+         mark: str = "", diff: tuple[str, str] | None = None,
+         retried_by: dict[int, list[int]] | None = None) -> str:
     """One run's row of the table, its annotations (``asi``) in the note columns, the marker
     of its latest audit (``audited``: its audit lines) and its finalize ``mark`` (HTML) after
-    its status, and its ``diff`` (patch, or why none) under its commit."""
+    its status, its ``diff`` (patch, or why none) under its commit, and its description headed
+    by its retry links (``retried_by``: :func:`report.retries` of the ledger)."""
     baseline = segment.baseline
     found = run.data.get("asi")
     asi: dict[str, Any] = found if isinstance(found, dict) else {}
@@ -316,7 +321,7 @@ def _row(segment: Segment, run: Run, audited: list[dict[str, Any]] | None = None
         _decision_cell(run),
         f'<td class="n">{f"{conf:.2f}" if isinstance(conf, (int, float)) else ""}</td>',
         f"<td><code>{escape(str(run.data.get('commit', '')))}</code>{_diff(diff)}</td>",
-        f"<td>{escape(one_line(run.description))}</td>",
+        f"<td>{escape(linked_description(run, retried_by or {}))}</td>",
         *(f"<td>{escape(_note(asi, keys))}</td>" for keys in NOTE_COLUMNS),
         f"<td>{escape(_others(asi))}</td>",
     ]

@@ -41,6 +41,7 @@ from .errors import AutoresearchError, Refused, UsageError
 from .files import WriteFailed
 from .git import ABSENT, GitError, worktrees
 from .git.replay import APPLIED, CONFLICT, Picked, cherry_pick, reset
+from .git.replay import head as replay_head
 from .jsontext import is_whole
 from .ledger import Run, append, json_number, now_ms
 from .measure import run_checks
@@ -51,6 +52,7 @@ from .scripts import script_paths
 from .session import Session
 from .slots import measuring
 from .trailers import read_trailers, recorded_keeps
+from .trailers import segment_commits as trailer_segment_commits
 
 FOLDER_PREFIX = "final-"  # <scratch>/final-<pid>: one finalize's worktree
 DROPPED_VERDICTS = ("within noise", "regression")  # an audit's words that drop a keep
@@ -93,11 +95,32 @@ class Replayed:
 class Base:
     """Where the chosen keeps are replayed: ``commit`` (full object id), the baseline commit of
     ``segment``, the earliest segment among the chosen keeps; ``config``, the configuration the
-    latest of their segments measured with (what the final checks and the measurement use)."""
+    latest of their segments measured with (what the final checks and the measurement use);
+    ``swaps``, the segment commits of ``start --new-segment`` (commit, segment) between it and
+    the latest segment's baseline, replayed with the keeps (:func:`segment_commits`)."""
 
     commit: str
     segment: int
     config: Config
+    swaps: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass
+class SegmentReplayed:
+    """A segment commit (the files that define a segment's success, committed by ``start
+    --new-segment``) replayed with the keeps: its ``segment``, its ``source`` commit on the
+    session branch, the ``outcome`` (``applied``, ``conflict``, ``empty``), the new
+    ``commit`` and the ``paths`` it changed (or that conflicted)."""
+
+    segment: int
+    source: str
+    outcome: str
+    commit: str | None = None
+    paths: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"segment": self.segment, "source": self.source, "outcome": self.outcome,
+                "commit": self.commit, "paths": list(self.paths)}
 
 
 @dataclass
@@ -122,6 +145,10 @@ class Final:
     made: list[tuple[str, str | None]] = field(default_factory=list)
     segment: int = 0
     config: Config | None = None  # what it measured with (None: the session's)
+    # The segment commits replayed with the keeps, and the commit the base side of the A/B
+    # measurement ran on when it is not the base: the base with them (the session's benchmark).
+    segments: list[SegmentReplayed] = field(default_factory=list)
+    measured_base: str | None = None
 
     @property
     def conflicts(self) -> list[Replayed]:
@@ -137,6 +164,10 @@ class Final:
         if self.checks is not None and not self.checks["passed"]:
             out.append(f"the final checks failed ({self.checks.get('reason')})")
         return out
+
+    @property
+    def segment_conflicts(self) -> list[SegmentReplayed]:
+        return [r for r in self.segments if r.outcome == CONFLICT]
 
     def record(self, direction: str | None = None) -> dict[str, Any]:
         """The ledger line (no ``run`` field: an event, never a run record to any reader);
@@ -161,6 +192,8 @@ class Final:
             "effect": None if measured is None or measured.effect is None
             else effect_json(measured.effect),
             "reason": None if measured is None else measured.reason,
+            "segment_commits": [r.to_json() for r in self.segments],
+            "measured_base": self.measured_base[:7] if self.measured_base else None,
         }
 
 
@@ -195,15 +228,18 @@ def replay_base(session: Session, chosen: list[Keep], every: list[Keep], *,
                 measuring: bool) -> Base:
     """Where ``chosen`` (not empty) are replayed (:class:`Base`): the baseline commit of the
     earliest of their segments. Refuses (exit 3) when a commit that is none of ``every``
-    keep's lies between it and a later chosen segment's baseline (the replay would lack it),
-    and, when ``measuring``, when a file the measurement commands name at the session's tip
-    is not in that commit (base and final could not be measured alike)."""
+    keep's nor a segment commit lies between it and a later chosen segment's baseline (the
+    replay would lack it), and, when ``measuring``, when a file the measurement commands name
+    at the session's tip is not in that commit with the segment commits replayed (base and
+    final could not be measured alike)."""
     segments = sorted({k.run.segment for k in chosen})
     commit = segment_base(session, segments[0])
-    ours = {k.commit for k in every}
+    swaps = tuple((c, n) for c, n in segment_commits(session)
+                  if segments[0] < n <= segments[-1])
+    ours = {k.commit for k in every} | {c for c, _ in swaps}
     for later in segments[1:]:
         _refuse_foreign(session, commit, segments[0], later, ours)
-    base = Base(commit, segments[0], segment_config(session, segments[-1]))
+    base = Base(commit, segments[0], segment_config(session, segments[-1]), swaps)
     if measuring:
         _refuse_missing_inputs(session, base)
     return base
@@ -228,15 +264,17 @@ def _refuse_foreign(session: Session, base: str, first: int, later: int,
 
 def _refuse_missing_inputs(session: Session, base: Base) -> None:
     """Refuse when a committed file that a measurement command names at the tip of the
-    session branch is not in the base commit: the base could not be measured."""
+    session branch is not in the base commit (with its segment commits, the last of which
+    has the benchmark its segment measured with): the base could not be measured."""
     repo, cfg = session.repo, base.config
     tip = repo.resolve(f"refs/heads/{session_branch(cfg.session_id)}") or repo.head()
     if tip is None:
         return
+    measured = base.swaps[-1][0] if base.swaps else base.commit
     for command in (cfg.command, cfg.metric_command):
         if not command:
             continue
-        there = set(script_paths(repo, command, base.commit))
+        there = set(script_paths(repo, command, measured))
         missing = [path for path in script_paths(repo, command, tip) if path not in there]
         if missing:
             raise Refused(f"the measurement command ({command}) runs {', '.join(missing)}, "
@@ -274,6 +312,12 @@ def of_segment(session: Session, found: list[Keep], segment: int | None) -> list
         raise UsageError(f"--segment {segment}: the session has segment"
                          + (f"s 0 to {last}" if last else " 0 alone"))
     return [k for k in found if k.run.segment == segment]
+def segment_commits(session: Session) -> list[tuple[str, int]]:
+    """The session's segment commits on its branch after its base, oldest first: (commit,
+    segment index), :func:`trailers.segment_commits`."""
+    repo, cfg = session.repo, session.config
+    base = (session.ledger.segments[0].header or {}).get("base_commit")
+    return trailer_segment_commits(repo, session_branch(cfg.session_id), base, cfg.session_id)
 
 
 def choose(session: Session, found: list[Keep], *, drop: list[int], only: list[int],
@@ -346,14 +390,10 @@ def finalize(session: Session, chosen: list[Keep], dropped: list[tuple[int, str]
     try:
         folder.mkdir(parents=True, exist_ok=True)
         worktrees.add_detached(repo, tree, base)
-        for keep in chosen:
-            picked = cherry_pick(tree, keep.commit)
-            final.replayed.append(_replayed(keep, picked))
-            say(f"run {keep.number}: {picked.outcome}"
-                + (f" ({', '.join(picked.paths)})" if picked.paths else ""))
-        if final.conflicts:
+        _replay_all(session, final, tree, chosen, found.swaps, say)
+        if final.conflicts or final.segment_conflicts:
             return final
-        final.tip = next((r.commit for r in reversed(final.replayed) if r.commit), base)
+        final.tip = replay_head(tree)  # the last keep or segment commit that applied
         _set_branch(session, final, branch, final.tip, force)
         if split:
             final.split = _split(session, final, tree, base, chosen, force)
@@ -366,10 +406,14 @@ def finalize(session: Session, chosen: list[Keep], dropped: list[tuple[int, str]
             final.checks = _checks(session, tree, dataclasses.replace(
                 cfg, checks_command=command))
         if samples > 0 and final.tip != base:
+            final.measured_base = _with_segments(final, tree)
             say(f"measuring the base {base[:7]} against the final {final.tip[:7]}, "
-                f"{samples} sample(s) each")
-            final.measured = _measure(session, cfg, Target(0, final.tip, base), samples,
-                                      measure_progress)
+                f"{samples} sample(s) each" + (
+                    f" (the base with the session's segment commits: {final.measured_base[:7]})"
+                    if final.measured_base else ""))
+            final.measured = _measure(session, cfg, Target(0, final.tip,
+                                                           final.measured_base or base),
+                                      samples, measure_progress)
     except BaseException:  # a signal, a crash: no branch is left without its record
         undo(session, final)
         raise
@@ -401,6 +445,44 @@ def _measure(session: Session, cfg: Config, target: Target, samples: int,
     if side in SIDE_NAMES:
         measured.reason = f"{SIDE_NAMES[side]} {rest}"
     return measured
+def _replay_all(session: Session, final: Final, tree: Path, chosen: list[Keep],
+                swaps: tuple[tuple[str, int], ...], say: Progress) -> None:
+    """Replay ``chosen`` in run order onto the worktree at ``tree``, each segment commit of
+    ``swaps`` (:attr:`Base.swaps`) before the first keep of its segment or a later one, into
+    ``final``: so the final branch holds the files that define the success its keeps were
+    measured by."""
+    waiting = list(swaps)
+    for keep in [*chosen, None]:
+        while waiting and (keep is None or waiting[0][1] <= keep.run.segment):
+            source, segment = waiting.pop(0)
+            picked = cherry_pick(tree, source)
+            paths = picked.paths or (tuple(session.repo.changed_paths(f"{source}^", source))
+                                     if picked.outcome == APPLIED else ())
+            final.segments.append(SegmentReplayed(segment, source, picked.outcome,
+                                                  picked.commit, paths))
+            say(f"segment {segment}'s commit {source[:7]}: {picked.outcome}"
+                + (f" ({', '.join(paths)})" if paths else ""))
+        if keep is None:
+            break
+        picked = cherry_pick(tree, keep.commit)
+        final.replayed.append(_replayed(keep, picked))
+        say(f"run {keep.number}: {picked.outcome}"
+            + (f" ({', '.join(picked.paths)})" if picked.paths else ""))
+
+
+def _with_segments(final: Final, tree: Path) -> str | None:
+    """The base with the segment commits ``final`` replayed on it alone (no keep), made in
+    the worktree at ``tree``: what the base side of the A/B measurement runs on, so that both
+    sides run the session's benchmark; None when there are none (or one no longer applies
+    alone: the base is measured as it is)."""
+    applied = [r.source for r in final.segments if r.outcome == APPLIED]
+    if not applied:
+        return None
+    reset(tree, final.base)
+    for source in applied:
+        if cherry_pick(tree, source).outcome != APPLIED:
+            return None
+    return replay_head(tree)
 
 
 def undo(session: Session, final: Final) -> None:

@@ -539,6 +539,8 @@ def line_test(query: Query) -> LineTest | None:
         for test in tests:
             if test is not None:
                 found = [keep and test(raw) for keep, raw in zip(found, lines, strict=True)]
-        return found
+        # A retry is read whatever it is, so that the run it retried says so in the table
+        # ("retried by"); the query itself still leaves it out.
+        return [keep or b'"retry_of"' in raw for keep, raw in zip(found, lines, strict=True)]
 
     return flags

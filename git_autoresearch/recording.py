@@ -69,8 +69,8 @@ def record(session: Session, status: str, description: str, *, result: Measureme
            baseline: bool = False, given: Measurement | None = None,
            # mutation: equivalent only `False` -> `True`: run never keeps failed checks
            force: bool = False, reason: str | None = None,
-           replayed: Mapping[str, Any] | None = None, recheck_discard: bool = False
-           ) -> Recorded:
+           replayed: Mapping[str, Any] | None = None, recheck_discard: bool = False,
+           retry_of: int | None = None) -> Recorded:
     """Apply ``status`` to the work tree (keep: commit; otherwise: revert) and append the run
     record. Returns the record as written, and warnings.
 
@@ -81,21 +81,24 @@ def record(session: Session, status: str, description: str, *, result: Measureme
     3) during a merge or the like, on a ledger that cannot be written, and a record that
     cannot fit (exit 2). ``reason`` says why a discard was discarded (a replay that
     conflicted), or why a keep was kept against the loop's decision (``kept by hand: ...``:
-    :attr:`choosing.Choice.forced`); ``replayed`` what a replay did (:mod:`replaying`). In a
-    worker, a keep whose incumbent moved raises :class:`replaying.IncumbentMoved` before
-    anything changes, and so does a discard with ``recheck_discard``."""
+    :attr:`choosing.Choice.forced`); ``replayed`` what a replay did (:mod:`replaying`),
+    ``retry_of`` the run whose attempt this run tried again (``run --retry``). In a worker, a
+    keep whose incumbent moved raises :class:`replaying.IncumbentMoved` before anything
+    changes, and so does a discard with ``recheck_discard``."""
     session.check_recordable()
     session.preflight()
     with session.shared(f"record a run ({status})"):
         return _record(session, status, description, result=result, asi=asi, hooks=hooks,
                        baseline=baseline, given=given, force=force, reason=reason,
-                       replayed=replayed, recheck_discard=recheck_discard)
+                       replayed=replayed, recheck_discard=recheck_discard,
+                       retry_of=retry_of)
 
 
 def _record(session: Session, status: str, description: str, *, result: Measurement | None,
             asi: Mapping[str, Any] | None, hooks: Sequence[Mapping[str, Any]] | None,
             baseline: bool, given: Measurement | None, force: bool, reason: str | None,
-            replayed: Mapping[str, Any] | None, recheck_discard: bool) -> Recorded:
+            replayed: Mapping[str, Any] | None, recheck_discard: bool,
+            retry_of: int | None) -> Recorded:
     """:func:`record`, under the session's shared lock."""
     from .replaying import check_incumbent, check_moved, follow
 
@@ -125,6 +128,8 @@ def _record(session: Session, status: str, description: str, *, result: Measurem
         draft["reason"] = reason
     if replayed:
         draft["replayed"] = dict(replayed)
+    if retry_of is not None:
+        draft["retry_of"] = retry_of
     if measured is not None and chosen is not measured:
         _carry_dropped(draft, measured)
     _name_set_asides(session, draft)

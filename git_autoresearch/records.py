@@ -29,7 +29,8 @@ class RunRecord(_RunFields, total=False):
     ``confidence``; then ours, each optional: what the measurement gave, where the attempt or
     the set-aside changes are kept, and, for a rebuilt or imported line, where it came from;
     in a session with workers, the ``worker`` that recorded it and what a ``replayed`` keep
-    was replayed from and onto (:mod:`git_autoresearch.replaying`)."""
+    was replayed from and onto (:mod:`git_autoresearch.replaying`); for a retry, the run it
+    tried again (``retry_of``)."""
 
     asi: dict[str, Any]
     duration_s: float | None
@@ -56,6 +57,7 @@ class RunRecord(_RunFields, total=False):
     experiment: int | str | None
     worker: str
     replayed: dict[str, Any]
+    retry_of: int  # the run whose attempt this run tried again (``run --retry``)
 
 
 def run_record(run: int, commit: str, metric: int | float | None, metrics: dict[str, Any],

@@ -240,14 +240,16 @@ def record_replaying(session: Session, status: str, description: str, *,
                      result: Measurement, asi: Mapping[str, Any] | None,
                      hooks: Sequence[Mapping[str, Any]] | None,
                      measure_again: Callable[[], Measurement],
-                     replayed: dict[str, Any] | None = None) -> Recorded:
+                     replayed: dict[str, Any] | None = None, retry_of: int | None = None
+                     ) -> Recorded:
     """:func:`recording.record` for ``run``: a keep whose incumbent moved (another worker
     kept) is replayed onto the new incumbent and measured again (``measure_again``), up to
     :data:`REPLAYS` times, then decided afresh (in a clone that joined through a remote, the
     remote's tip is fetched before each decision, and with it the new incumbent's record);
     a replay that conflicts is a discard naming
     the paths (the candidate saved at its attempt ref, as every discard's), and so is a
-    candidate the incumbent kept outrunning."""
+    candidate the incumbent kept outrunning. ``retry_of``: the run a retry tries again
+    (every record names it)."""
     from .landing import sync
     from .recording import record
 
@@ -259,7 +261,7 @@ def record_replaying(session: Session, status: str, description: str, *,
             # A discard was decided against a best its base may not have had: it is checked
             # too, under the lock the record takes (so no keep lands in between).
             return record(session, status, description, result=result, asi=asi, hooks=hooks,
-                          replayed=replayed, recheck_discard=True)
+                          replayed=replayed, recheck_discard=True, retry_of=retry_of)
         except IncumbentMoved as moved:
             # The new incumbent's record (its samples: the pool the candidate is measured
             # against again) comes with it.
@@ -271,12 +273,13 @@ def record_replaying(session: Session, status: str, description: str, *,
             if outcome.conflicts:  # its decision was against an incumbent that is gone
                 return record(session, "discard", description,
                               result=dataclasses.replace(result, decision=None), asi=asi,
-                              hooks=hooks, replayed=replayed, reason=conflict_reason(outcome))
+                              hooks=hooks, replayed=replayed, reason=conflict_reason(outcome),
+                              retry_of=retry_of)
             result = measure_again()
             status = session.decide(result)
     return record(session, "discard", description,
                   result=dataclasses.replace(result, decision=None), asi=asi, hooks=hooks,
-                  replayed=replayed,
+                  replayed=replayed, retry_of=retry_of,
                   reason=f"the incumbent moved {REPLAYS + 1} times while this candidate was "
                          "measured again; try it again")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .jsontext import number_text
@@ -112,6 +112,54 @@ def audit_mark(found: list[dict[str, Any]] | None) -> str:
     if not found:
         return ""
     return AUDIT_MARKS.get(str(found[-1].get("verdict")), "?")
+
+
+def retry_of(run: Run) -> int | None:
+    """The run that ``run`` retried (its record's ``retry_of``, written by ``run --retry``),
+    or None: none, or a value that is no run number."""
+    found = run.data.get("retry_of")
+    return found if isinstance(found, int) and not isinstance(found, bool) and found > 0 \
+        else None
+
+
+def retries(runs: Iterable[Run]) -> dict[int, list[int]]:
+    """Run number -> the runs of ``runs`` that retried it (:func:`retry_of`), in run order:
+    the other side of each retry's link."""
+    out: dict[int, list[int]] = {}
+    for run in runs:
+        retried = retry_of(run)
+        if retried is not None:
+            out.setdefault(retried, []).append(run.number)
+    return out
+
+
+def retry_links(run: Run, retried_by: dict[int, list[int]]) -> str:
+    """The links of ``run`` to its retries, for people: ``retry of run 12``, ``retried by run
+    30`` (``runs 30, 34``), both joined by ``; ``, or ``""``."""
+    links = []
+    retried = retry_of(run)
+    if retried is not None:
+        links.append(f"retry of run {retried}")
+    later = retried_by.get(run.number)
+    if later:
+        links.append(f"retried by run{'s' if len(later) > 1 else ''} "
+                     + ", ".join(str(n) for n in later))
+    return "; ".join(links)
+
+
+def linked_description(run: Run, retried_by: dict[int, list[int]]) -> str:
+    """``run``'s description on one line (:func:`one_line`), headed by its retry links
+    (:func:`retry_links`) unless it begins with them already (a retry's own default
+    description does)."""
+    desc = one_line(run.description)
+    links = retry_links(run, retried_by)
+    if not links or desc.startswith(links + ":"):
+        return desc
+    retried = retry_of(run)
+    own = f"retry of run {retried}: " if retried is not None else ""
+    if own and desc.startswith(own):  # the description names the retry already
+        return f"{links}: {desc[len(own):]}"
+    return f"{links}: {desc}"
 
 
 def select_runs(book: Ledger, *, segment: int | None, status: str | None,
@@ -276,13 +324,17 @@ def decision_text(run: Run) -> str:
 
 
 def table(rows: list[tuple[Run, Segment]], width: int = 100,
-          audited: dict[int, list[dict[str, Any]]] | None = None) -> str:
+          audited: dict[int, list[dict[str, Any]]] | None = None,
+          retried_by: dict[int, list[int]] | None = None) -> str:
     """The run table for people: run, status, metric, delta vs baseline, the decision
     (:func:`decision_text`), confidence, what the run touched that it must not when one shown
-    did (:data:`TOUCHED_FLAGS`), commit, description; a line marks where each segment
-    begins. An audited keep's status carries the mark of its latest audit
-    (:data:`AUDIT_MARKS`, from ``audited``); these are explained below the table."""
+    did (:data:`TOUCHED_FLAGS`), commit, description (headed by its retry links:
+    :func:`linked_description`, with ``retried_by`` from :func:`retries`, of the rows when
+    not given); a line marks where each segment begins. An audited keep's status carries the
+    mark of its latest audit (:data:`AUDIT_MARKS`, from ``audited``); these are explained
+    below the table."""
     audited = audited or {}
+    retried_by = retried_by if retried_by is not None else retries(run for run, _ in rows)
     out = []
     # Runs recorded by workers (several agents at once): who recorded each.
     workers = any(run.data.get("worker") for run, _ in rows)
@@ -302,7 +354,7 @@ def table(rows: list[tuple[Run, Segment]], width: int = 100,
         base = seg.baseline
         delta = delta_pct(run.metric, base.metric if base else None)
         conf = run.data.get("confidence")
-        desc = one_line(run.description)
+        desc = linked_description(run, retried_by)
         room = max(20, width - len(header) + len("description"))
         if len(desc) > room:
             desc = desc[:room - 1] + "…"

@@ -51,10 +51,29 @@ def render(book: Ledger, final: dict[str, Any], *, goal: str, metric_name: str, 
     out += ["## Reproduce", "", "```sh", 'cd "$(git rev-parse --show-toplevel)"',
             "back=$(git symbolic-ref -q --short HEAD || git rev-parse HEAD)",
             f"git checkout -q --detach {base_commit or final.get('base')}   # before",
-            *measure, f"git checkout -q --detach {final.get('branch')}   # after", *measure,
+            *_benchmark_files(final), *measure,
+            f"git checkout -q --detach {final.get('branch')}   # after", *measure,
             'git checkout -q "$back"', "```", "",
             f"`{again}` measures both again, taking turns.", ""]
     return "\n".join(out)
+
+
+def _segment_paths(final: dict[str, Any]) -> list[str]:
+    """The paths the segment commits replayed onto the final branch changed (the files that
+    define success, committed by ``start --new-segment``), in order, once each."""
+    found: list[str] = []
+    for entry in final.get("segment_commits") or []:
+        if isinstance(entry, dict) and entry.get("outcome") == "applied":
+            found += [str(p) for p in entry.get("paths") or []]
+    return list(dict.fromkeys(found))
+
+
+def _benchmark_files(final: dict[str, Any]) -> list[str]:
+    """The line that brings the final branch's benchmark files onto the base, to measure it as
+    finalize did (none without segment commits)."""
+    paths = _segment_paths(final)
+    return [f"git checkout -q {final.get('branch')} -- {' '.join(paths)}   # the benchmark"] \
+        if paths and final.get("measured_base") else []
 
 
 def _result(final: dict[str, Any], u: str) -> list[str]:
@@ -68,6 +87,10 @@ def _result(final: dict[str, Any], u: str) -> list[str]:
         out.append(f"Measured by `finalize`, base and final taking turns, {len(tip)} sample(s) "
                    f"each: base median {fmt(median(base))}{u}, final median "
                    f"{fmt(median(tip))}{u}.")
+        if final.get("measured_base"):
+            out.append(f"The base was measured with the files that define success as the "
+                       f"session left them ({', '.join(_segment_paths(final))}, committed by "
+                       f"`start --new-segment`): `{final['measured_base']}`.")
         if isinstance(effect, dict):
             level = interval_level(effect)
             out.append(f"Effect (final minus base): **{_pct(effect.get('relative'))}** "

@@ -8,7 +8,7 @@ import os
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -96,6 +96,11 @@ class StartOptions:
     shown_paths: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     # The current folder relative to the top (``src/``; empty at the top).
     prefix: str = ""
+    # ``--commit-path``: more changed files a new segment commits (README, "Swapping the
+    # benchmark"); rules read from the current directory, then relative to the top.
+    commit_paths: list[str] = field(default_factory=list)
+    # The configuration keys given this time, by option or in the --config file, as given.
+    given_now: dict[str, Any] = field(default_factory=dict)
 
 
 # The configuration keys that hold path rules. On the command line they are read from the
@@ -125,6 +130,7 @@ def _merge_values(opts: StartOptions, base: Mapping[str, Any]
                 given += [(f"{key} entry {r!r} of {opts.config_file} (read from the top of "
                            "the work tree)", r) for r in rules if isinstance(r, str)]
     merged.update({k: v for k, v in opts.values.items() if v is not None})
+    opts.given_now = {**values, **{k: v for k, v in opts.values.items() if v is not None}}
     # One way of reading the metric: the one given now replaces the base's (a new segment).
     named = {k for k in READERS if opts.values.get(k) is not None
              or (opts.config_file is not None and values.get(k) is not None)}
@@ -154,6 +160,8 @@ def _paths_from_directory(opts: StartOptions, where: Path, top: Path) -> None:
         rules = [from_directory(e, prefix, top, what=option) for e in entries]
         opts.shown_paths[key] = list(zip(entries, rules, strict=True))
         opts.values[key] = rules
+    opts.commit_paths = [from_directory(e, prefix, top, what="--commit-path")
+                         for e in opts.commit_paths]
 
 
 def _check_matches(repo: Repo, given: list[tuple[str, str]]) -> None:
@@ -194,10 +202,20 @@ def listing(paths: list[str], limit: int = 5) -> str:
 
 
 @dataclass(frozen=True)
+class Swapped:
+    """The segment commit a new segment made (README, "Swapping the benchmark"): its
+    ``commit`` (full object id) and the ``paths`` it committed."""
+
+    commit: str
+    paths: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Started:
     """A started session (or segment): the ``session``, the baseline's ``record`` and
     ``result`` (None: not measured, ``--no-baseline``), warnings for the caller, and the
-    ``before`` and ``after`` hooks fired around the baseline (None without one)."""
+    ``before`` and ``after`` hooks fired around the baseline (None without one), and the
+    segment commit of the files that define success (None: none was made)."""
 
     session: Session
     record: RunRecord | None
@@ -205,6 +223,7 @@ class Started:
     warnings: list[str]
     before: HookReport | None = None
     after: HookReport | None = None
+    swapped: Swapped | None = None
 
 
 class BaselineFailed(Refused):
@@ -224,6 +243,9 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
     the baseline unless ``no_baseline``. Raises :class:`Refused` (exit 3) for a dirty tree, an
     existing session, an existing branch, or a baseline that crashed or failed its checks (the
     session is kept)."""
+    if opts.commit_paths and not opts.new_segment:
+        raise UsageError("--commit-path is for start --new-segment (a new session starts from "
+                         "a clean work tree): commit the files first")
     repo = Repo.discover(cwd)
     layout = Layout(repo)
     _paths_from_directory(opts, Path(cwd) if cwd is not None else current_folder(), repo.top)
@@ -249,13 +271,16 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
     if linked:
         raise Refused(linked)
     scripts = command_files(repo, cfg, head)
-    unsaved = uncommitted_command_files(repo, cfg, scripts)
-    untracked = _refuse_dirty_tree(repo, layout, opts,
-                                   Boundaries(cfg.scope, cfg.protected, cfg.readonly, scripts))
+    untracked, swapped = _refuse_dirty_tree(
+        repo, layout, opts, Boundaries(cfg.scope, cfg.protected, cfg.readonly, scripts), cfg)
     _refuse_unwritable(repo, layout)
     if opts.new_segment:
-        head = _follow_incumbent(repo, cfg.session_id, head)
-    session, warnings = _write_session_files(repo, layout, cfg, head, opts, untracked, scripts)
+        head = _follow_incumbent(repo, cfg.session_id, head, swapped)
+    session, warnings, committed = _write_session_files(repo, layout, cfg, head, opts,
+                                                        untracked, scripts, swapped)
+    if committed is not None:
+        scripts = command_files(repo, cfg, committed)
+    unsaved = uncommitted_command_files(repo, cfg, scripts)
     if finished:
         warnings.append(finished)
     if unsaved:
@@ -265,18 +290,25 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
     clash = None if opts.new_segment else pi_goal_warning(cfg)
     if clash:
         warnings.append(clash)
+    made = Swapped(committed, tuple(swapped)) if committed is not None else None
     if opts.no_baseline:
-        return Started(session, None, None, warnings)
-    return _measure_baseline(session, progress, warnings)
+        return Started(session, None, None, warnings, swapped=made)
+    return replace(_measure_baseline(session, progress, warnings), swapped=made)
 
 
-def _follow_incumbent(repo: Repo, session_id: str, head: str) -> str:
+def _follow_incumbent(repo: Repo, session_id: str, head: str, swapped: list[str]) -> str:
     """With workers, the main work tree (worker ``main``, its tree clean: checked before)
     moves to the incumbent before a new segment begins, so that its baseline is measured on
-    the session's tip; returns the commit the segment starts from."""
+    the session's tip; returns the commit the segment starts from. Files to commit for the
+    new segment (``swapped``) are refused there (exit 3): the segment commit would land on
+    worker main's branch, not on the session branch the workers follow."""
     from .git.moving import is_ancestor, move_work_tree
 
     found = current_worker(repo)
+    if found is not None and swapped:
+        raise Refused(f"this session has workers: a new segment cannot commit "
+                      f"{listing(swapped)} here (the workers follow the session branch); "
+                      "start a new session with the new benchmark committed")
     tip = repo.resolve(f"refs/heads/{session_branch(session_id)}")
     if found is None or tip is None or tip == head or not is_ancestor(repo, head, tip):
         return head
@@ -414,25 +446,36 @@ def _config_for_segment(repo: Repo, layout: Layout, opts: StartOptions
     return cfg, given
 
 
-def _refuse_dirty_tree(repo: Repo, layout: Layout, opts: StartOptions, bounds: Boundaries
-                       ) -> list[str]:
+def _refuse_dirty_tree(repo: Repo, layout: Layout, opts: StartOptions, bounds: Boundaries,
+                       cfg: Config) -> tuple[list[str], list[str]]:
     """The untracked paths the session must never touch (accepted with ``force``; for a new
-    segment, those the snapshot of untracked files does not know already). Refuses changed
-    tracked files, and untracked ones without ``force``; protected and ignored paths are
-    left out."""
+    segment, those the snapshot of untracked files does not know already), and, for a new
+    segment, the changed paths it commits (:func:`swapping.segment_paths`). Refuses other
+    changed tracked files, and other untracked ones without ``force``; protected and ignored
+    paths are left out."""
+    from .swapping import segment_paths
+
     tracked, untracked = uncommitted(repo, bounds)
+    swapped: list[str] = []
+    hint = ""
     if opts.new_segment:
+        swapped = segment_paths(repo, cfg, opts.given_now, opts.commit_paths,
+                                [*tracked, *untracked], bounds)
+        tracked = [p for p in tracked if p not in swapped]
         known = load_snapshot(layout.untracked)
-        untracked = [p for p in untracked if known is None or not known.covers(p)]
+        untracked = [p for p in untracked if p not in swapped
+                     and (known is None or not known.covers(p))]
+        hint = ("; a new segment commits only the changed files its options name now "
+                "(--command, --metric-command, --checks-command, --readonly, --commit-path)")
     if tracked:
         also = (f" (and untracked files: {listing(untracked)}, which --force would accept)"
                 if untracked and not opts.force else "")
         raise Refused(f"the work tree has uncommitted changes: {listing(tracked)}{also}; "
-                      "commit or remove them first")
+                      f"commit or remove them first{hint}")
     if untracked and not opts.force:
         raise Refused(f"the work tree has untracked files: {listing(untracked)}; commit or "
-                      "remove them, or pass --force (they are then never touched)")
-    return untracked
+                      "remove them, or pass --force (they are then never touched)" + hint)
+    return untracked, swapped
 
 
 def _refuse_unwritable(repo: Repo, layout: Layout) -> None:
@@ -450,21 +493,33 @@ def _refuse_unwritable(repo: Repo, layout: Layout) -> None:
 
 
 def _write_session_files(repo: Repo, layout: Layout, cfg: Config, head: str,
-                         opts: StartOptions, untracked: list[str], scripts: list[str]
-                         ) -> tuple[Session, list[str]]:
+                         opts: StartOptions, untracked: list[str], scripts: list[str],
+                         swapped: list[str]) -> tuple[Session, list[str], str | None]:
     """Under the session lock, make the session (through its start record, so that a start
-    killed anywhere can be finished) or the new segment; returns the open session and
-    warnings."""
+    killed anywhere can be finished) or the new segment (its files, ``swapped``, committed
+    first); returns the open session, warnings, and the segment commit (None: none)."""
     # Under the lock: a new segment's header must not land in the middle of a run's recording.
     # A signal waits until the session (or segment) is made whole (a SIGKILL is covered by the
     # start record).
     with SessionLock(repo.scratch, "start"), signals.deferred():
         if opts.new_segment:
-            return _new_segment_files(repo, layout, cfg, head, opts, untracked, scripts)
+            committed = None
+            if swapped:
+                from .swapping import commit_segment_files
+
+                book = ledger_mod.read(layout.ledger)
+                # A header before any run of the session takes the place of the first one.
+                segment = 0 if len(book.segments) == 1 and not book.segments[0].runs \
+                    else len(book.segments)
+                committed = head = commit_segment_files(repo, cfg, head, swapped, segment)
+                scripts = command_files(repo, cfg, head)
+            session, warnings = _new_segment_files(repo, layout, cfg, head, opts, untracked,
+                                                   scripts)
+            return session, warnings, committed
         intent = StartIntent(session_id=cfg.session_id, head=head, config=cfg.to_dict(),
                              no_baseline=opts.no_baseline,
                              untracked=tuple(sorted(untracked)) if opts.force else ())
-        return create_session(repo, layout, intent, scripts)
+        return (*create_session(repo, layout, intent, scripts), None)
 
 
 def _measure_baseline(session: Session, progress: Progress | None, warnings: list[str]

@@ -4,7 +4,9 @@ A keep commit ends with ``Result``, ``Autoresearch-Run`` and ``Autoresearch-Sess
 (pi-autoresearch's ``Result:`` JSON, status first), and ``Autoresearch-Decision`` (how the rule
 decided, for people) when the run has a decision; an attempt commit (a run not kept) with
 ``Autoresearch-Status``, ``-Run``, ``-Session`` and ``-Intent``; a set-aside commit (changes
-outside the scope or to readonly paths) with ``Autoresearch-Intent``. Trailers are read back
+outside the scope or to readonly paths) with ``Autoresearch-Intent``; a segment commit (the files
+that define success, committed by ``start --new-segment``) with ``Autoresearch-Segment`` and
+``-Session``, and no ``Result``: it is no keep. Trailers are read back
 through git's own trailer parser (``%(trailers:key=...)``), never by splitting a message.
 """
 
@@ -29,6 +31,7 @@ RUN = "Autoresearch-Run"
 SESSION = "Autoresearch-Session"
 INTENT = "Autoresearch-Intent"
 DECISION = "Autoresearch-Decision"
+SEGMENT = "Autoresearch-Segment"
 
 
 def _values(key: str, *options: str) -> str:
@@ -118,7 +121,45 @@ def set_aside_message(run: int, token: str | None, *, kept: bool) -> str:
     return text + (f"\n{INTENT}: {token}\n" if token is not None else "")
 
 
+def segment_trailers(segment: int, session_id: str) -> dict[str, str]:
+    """The trailers of a segment commit (:func:`segment_message`), key to value, for the
+    read-back."""
+    return {SEGMENT: str(segment), SESSION: session_id}
+
+
+def segment_message(segment: int, session_id: str, paths: list[str]) -> str:
+    """The message of the commit ``start --new-segment`` makes of the files that define
+    success for segment ``segment`` (``paths``, the first five named in the subject, every one
+    in the body), with the ``Autoresearch-Segment`` and ``-Session`` trailers: no ``Result``,
+    so no reader takes it for a keep."""
+    shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+    body = "".join(f"{path}\n" for path in paths)
+    block = "".join(f"{key}: {value}\n"
+                    for key, value in segment_trailers(segment, session_id).items())
+    return (f"segment {segment}: the files that define success ({shown})\n\n"
+            f"Committed by git autoresearch start --new-segment, so that the segment is "
+            f"measured on a commit that holds them:\n{body}\n{block}")
+
+
 # --- readers ------------------------------------------------------------------------------------
+
+def segment_commits(repo: Repo, branch: str, base: str | None, session_id: str
+                    ) -> list[tuple[str, int]]:
+    """The segment commits of session ``session_id`` on ``branch`` after ``base``, oldest
+    first, as (full commit id, segment index), in one git call: the commits with an
+    ``Autoresearch-Segment`` trailer of a whole number, an ``Autoresearch-Session`` of
+    ``session_id`` and no ``Result`` (:func:`segment_message`)."""
+    spec = f"{base}..{branch}" if base else branch
+    log = repo.log_fields(spec, ["%H", _values(SEGMENT), _values(SESSION), _values(RESULT)],
+                          reverse=True)
+    found = []
+    for commit, segment, session, result in log or []:
+        words = segment.split()
+        if len(words) == 1 and is_whole(words[0]) and len(words[0]) < 10 \
+                and session.split() == [session_id] and not result.strip():
+            found.append((commit, int(words[0])))
+    return found
+
 
 def read_back(repo: Repo, rev: str, trailers: Mapping[str, str]) -> tuple[str, str | None]:
     """The id of commit ``rev``, and what is wrong with its trailers (None when each of

@@ -32,7 +32,7 @@ MAX_FUNCTION_LINES = 80
 LAYERS = [
     {"__main__", "cli", "manpage", "commands"},
     {"start", "start_record", "resume", "doctor", "status", "demo", "audit", "finalize", "apply",
-     "catalog", "sharing", "guard", "runcommits", "parallel", "joining"},
+     "catalog", "sharing", "guard", "runcommits", "parallel", "joining", "swapping"},
     {"recording", "choosing", "recovery", "pending", "replaying", "landing", "incumbent"},
     {"session", "checkouts", "reader", "branches", "journal", "stopping", "hookpayload",
      "baselines", "runnumbers"},

@@ -123,8 +123,20 @@ def record_options(f: Callable[..., Any]) -> Any:
     """The options of every command that records a run (run, keep, discard, crash), after
     sqlite-utils' ``output_options``: ``-d/--description``, ``--asi`` and ``--asi-json`` (parsed
     by ``inputs.parse_asi``); each command adds its own, then :data:`json_option`."""
+    return _record_options(f, DESCRIPTION_HELP, required=True)
+
+
+def run_record_options(f: Callable[..., Any]) -> Any:
+    """:func:`record_options` for ``run``, whose ``-d`` a retry may leave out (the command
+    refuses its absence otherwise)."""
+    return _record_options(f, DESCRIPTION_HELP.removesuffix(".")
+                           + "; required, except with --retry: then the retried run's, "
+                             "headed 'retry of run N: '.", required=False)
+
+
+def _record_options(f: Callable[..., Any], description_help: str, *, required: bool) -> Any:
     for option in reversed([
-        click.option("-d", "--description", required=True, help=DESCRIPTION_HELP),
+        click.option("-d", "--description", required=required, help=description_help),
         click.option("--asi", "asi_pairs", multiple=True, metavar="KEY=VALUE",
                      help="An annotation for the run (hypothesis=..., rollback_reason=..., "
                           "next_action_hint=...). Repeatable."),

@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..errors import Refused, UsageError
+from ..errors import AutoresearchError, Refused, UsageError
 
 if TYPE_CHECKING:
+    from ..apply import Retry
     from ..hooks import HookReport
     from ..measure import Measurement
     from ..recovery import Recovery
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from ..session import Session
 from .common import (
     CONTEXT,
+    WHOLE,
     clear_progress,
     emit_json,
     json_option,
@@ -26,8 +28,10 @@ from .common import (
     print_steer,
     progress,
     record_options,
+    run_record_options,
     warn,
 )
+from .completing import complete_runs
 
 # --- measure / run -----------------------------------------------------------------------------
 
@@ -162,46 +166,65 @@ def _print_record(session: Any, record: Mapping[str, Any], previous_best: float 
 
 
 @click.command("run", context_settings=CONTEXT)
-@record_options
-@click.option("--dry-run", is_flag=True, help="Measure and print the decision; apply nothing.")
+@run_record_options
+@click.option("--retry", "retry_run", type=WHOLE, metavar="RUN", shell_complete=complete_runs,
+              help="Try run RUN again, a run that was not kept (discard, crash, "
+                   "checks_failed), on the current incumbent: its change, from its attempt "
+                   "ref, is put on the work tree (which must be clean; replayed onto HEAD when "
+                   "keeps came after it), then measured and decided as a new run whose record "
+                   "names it (retry_of). A conflict is refused (exit 3), naming the paths, "
+                   "with nothing left in the work tree.")
+@click.option("--dry-run", is_flag=True, help="Measure and print the decision; apply nothing "
+              "(with --retry, the retried change is taken off the work tree again).")
 @json_option
-def run_cmd(description: str, asi_pairs: tuple[str, ...], asi_json: str | None, dry_run: bool,
-            as_json: bool) -> None:
-    """One iteration: before hooks, measure, decide, keep or revert, record, after hooks."""
+def run_cmd(description: str | None, asi_pairs: tuple[str, ...], asi_json: str | None,
+            retry_run: int | None, dry_run: bool, as_json: bool) -> None:
+    """One iteration: before hooks, measure, decide, keep or revert, record, after hooks.
+    With --retry RUN, the change measured is that of a run not kept, put back first."""
     from .. import pending
+    from ..apply import Retry
     from ..faults import checkpoint
     from ..recording import record
     from ..recovery import locked
     from ..replaying import conflict_reason, record_replaying
     from ..session import Session
 
-    asi, description = _record_inputs(asi_pairs, asi_json, description)
+    if description is None and retry_run is None:
+        ctx = click.get_current_context()
+        raise click.MissingParameter(ctx=ctx, param=next(
+            p for p in ctx.command.params if p.name == "description"))
+    if retry_run is None:
+        asi, text = _record_inputs(asi_pairs, asi_json, str(description))
     session = Session.open()
     session.check_recordable()
+    retry = Retry.of(session, retry_run) if retry_run is not None else None
+    if retry is not None:
+        asi, text = _record_inputs(asi_pairs, asi_json, description or retry.description)
+    retry_of = retry.number if retry else None
     with locked(session, "run") as recovered:
         session.check_kept_lines(head=True)
-        before, result, caught = _hooks_and_measure(session, "run", catch_up=not dry_run)
+        before, result, caught, decision = _measured(session, retry, catch_up=not dry_run)
         checkpoint("run:measured")
         best = session.segment.best
         previous_best = best.metric if best else None
         if result is None:  # the candidate conflicts with a keep made meanwhile
             assert caught is not None
-            decision = "discard"
-            recorded = record(session, "discard", description, result=None, asi=asi,
+            recorded = record(session, "discard", text, result=None, asi=asi,
                               hooks=before.summary(), replayed=caught.record(session.repo),
-                              reason=conflict_reason(caught))
+                              reason=conflict_reason(caught), retry_of=retry_of)
             from ..measure import Measurement
 
             result = Measurement.empty()
+        elif dry_run:
+            if retry is not None:
+                retry.take_back(session)
+            _dry_run(session, before, result, decision, as_json, retry)
+            return
         else:
-            decision = session.decide(result)
-            if dry_run:
-                _dry_run(session, before, result, decision, as_json)
-                return
             recorded = record_replaying(
-                session, decision, description, result=result, asi=asi,
+                session, decision, text, result=result, asi=asi,
                 hooks=before.summary(), measure_again=lambda: _measure_again(session),
-                replayed=caught.record(session.repo) if caught else None)
+                replayed=caught.record(session.repo) if caught else None, retry_of=retry_of)
         again = pending.remeasure_incumbent(session, recorded.record)
         after = session.fire_hooks("after", run_entry=recorded.record)
     notes = session.warnings + recovered.warnings + result.warnings + recorded.warnings + again
@@ -213,6 +236,7 @@ def run_cmd(description: str, asi_pairs: tuple[str, ...], asi_json: str | None, 
         return
     _print_recovered(recovered)
     print_steer("before", before)
+    _print_retry(retry)
     if decision == "crash" or decision == "checks_failed":
         _print_measurement(result, session.config.metric_name, recorded=True)
     _print_record(session, recorded.record, previous_best)
@@ -221,16 +245,57 @@ def run_cmd(description: str, asi_pairs: tuple[str, ...], asi_json: str | None, 
     print_steer("after", after)
 
 
+def _measured(session: Session, retry: Retry | None, *, catch_up: bool
+              ) -> tuple[HookReport, Measurement | None, Replayed | None, str]:
+    """:func:`_hooks_and_measure` for ``run``, with the loop's decision (``discard`` when
+    there is no measurement: the candidate conflicted). A ``retry``'s change is put on the
+    work tree once the loop is known not to stop, and taken off again when the run cannot
+    be measured (a refusal, a signal): nothing of it is left unrecorded."""
+    try:
+        before, result, caught = _hooks_and_measure(
+            session, "run", catch_up=catch_up,
+            prepare=(lambda: retry.apply(session)) if retry is not None else None)
+        return before, result, caught, "discard" if result is None else session.decide(result)
+    except AutoresearchError as exc:
+        if retry is not None and retry.take_back(session):
+            exc.message = (f"{exc.message}; run {retry.number}'s change was taken off the "
+                           "work tree again")
+            exc.args = (exc.message,)
+        raise
+    except BaseException:
+        if retry is not None:
+            retry.take_back(session)
+        raise
+
+
+def _print_retry(retry: Retry | None) -> None:
+    """Which run a retry tried again, and how its change was put on the work tree."""
+    applied = retry.applied if retry is not None else None
+    if applied is None:
+        return
+    how = f"replayed onto HEAD {applied.onto[:7]}" if applied.replayed \
+        else f"on HEAD {applied.onto[:7]}"
+    click.echo(f"retried run {applied.run}'s change ({applied.commit[:7]}, {how}): "
+               f"{len(applied.paths)} file(s): {', '.join(applied.paths[:10])}"
+               + (" ..." if len(applied.paths) > 10 else ""))
+
+
 def _dry_run(session: Session, before: HookReport, result: Measurement, decision: str,
-             as_json: bool) -> None:
-    """Print what ``run --dry-run`` measured and would decide."""
+             as_json: bool, retry: Retry | None = None) -> None:
+    """Print what ``run --dry-run`` measured and would decide (for a ``retry``, which run it
+    tried again: its change is off the work tree again)."""
     notes = _measurement_notes(before, result)
     if as_json:
         data = _measurement_json(result, decision)
         data.update({"dry_run": True, "steer": before.steer or None, "warnings": notes})
+        if retry is not None:
+            data["retry_of"] = retry.number
         emit_json("measurement", data)
         return
     print_steer("before", before)
+    if retry is not None:
+        click.echo(f"retrying run {retry.number} (dry run: its change is off the work tree "
+                   "again)")
     _print_measurement(result, session.config.metric_name)
     click.echo(f"decision: {decision} (dry run: nothing recorded; changes outside the scope or "
                "to readonly files were set aside)"
@@ -307,9 +372,11 @@ def _read_description(value: str) -> str:
     return text
 
 
-def _hooks_and_measure(session: Session, command: str, *, catch_up: bool
+def _hooks_and_measure(session: Session, command: str, *, catch_up: bool,
+                       prepare: Callable[[], object] | None = None
                        ) -> tuple[HookReport, Measurement | None, Replayed | None]:
-    """Under the session lock: stop if asked to, fire the before hooks, then, with
+    """Under the session lock: stop if asked to, ``prepare`` (a retry's change put on the
+    work tree), fire the before hooks, then, with
     ``catch_up``, replay a worker's candidate onto an incumbent that moved
     (:func:`replaying.catch_up`: None for the measurement when it conflicts), then measure.
     The measurement stays pending until a run is recorded (a keep that git refuses leaves it
@@ -319,6 +386,8 @@ def _hooks_and_measure(session: Session, command: str, *, catch_up: bool
     from ..stopping import check_stop
 
     check_stop(session, command)
+    if prepare is not None:
+        prepare()
     before = session.fire_hooks("before")
     caught = replay_first(session) if catch_up else None
     if caught is not None and caught.conflicts:

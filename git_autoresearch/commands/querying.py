@@ -141,10 +141,11 @@ def log_cmd(segment: int | None, status: str | None, kept: bool, run_range: str 
         elif chosen == "table":
             width = shutil.get_terminal_size((120, 20)).columns
             if names is None and not all_sessions:
-                from ..report import table
+                from ..report import retries, table
 
                 audited = rows[0].audited if rows else {}
-                written = table([(r.run, r.segment) for r in rows], width, audited)
+                written = table([(r.run, r.segment) for r in rows], width, audited,
+                                retries(book.runs) if book is not None else None)
             else:
                 shown = names or queryformat.default_columns(rows, all_sessions)
                 written = queryformat.table_text(rows, shown, width)

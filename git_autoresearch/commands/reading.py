@@ -244,10 +244,10 @@ def _stop_rule_lines(found: Status, unit: str) -> list[str]:
 @json_option
 def show_cmd(run_number: int, as_json: bool) -> None:
     """One run: its record, the readonly files or those outside the scope its experiment
-    changed (set aside before measuring), and its diff (the keep commit, or the attempt ref of
-    a non-kept run)."""
+    changed (set aside before measuring), its diff (the keep commit, or the attempt ref of a
+    non-kept run), and the runs it retried or that retried it (run --retry)."""
 
-    from ..report import audits
+    from ..report import audits, retries, retry_links
     from ..runcommits import shown
     from .auditing import audit_lines
 
@@ -255,12 +255,17 @@ def show_cmd(run_number: int, as_json: bool) -> None:
     found = shown(session, run_number)
     run, diff, set_aside = found.run, found.diff, found.set_aside
     audited = audits(session.ledger).get(run_number, [])
+    retried_by = retries(session.ledger.runs)
     if as_json:
-        emit_json("show", {**found.to_json(), "audits": audited})
+        emit_json("show", {**found.to_json(), "audits": audited,
+                           "retried_by": retried_by.get(run_number, [])})
         return
     from ..jsontext import nulled
 
     click.echo(json.dumps(nulled(dict(run.data)), ensure_ascii=False, indent=2))
+    links = retry_links(run, retried_by)
+    if links:
+        click.echo(links)
     for line in audited:
         click.echo(f"audit {_when(line.get('timestamp'))}: "
                    + "\n".join(audit_lines(line, session.config.metric_unit)))

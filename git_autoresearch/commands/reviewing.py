@@ -43,16 +43,19 @@ def finalize_cmd(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bo
                  force: bool, as_json: bool) -> None:
     """Replay the session's keeps onto the commit they were measured against, the baseline
     commit of their segment, as the branch autoresearch/<id>-final (one commit per keep,
-    trailers kept), in a temporary worktree: the session branch and the work tree are never
-    touched. Then run the final checks on it, measure it against the base, and write
+    trailers kept; with the segment commits of start --new-segment, the files that define
+    success, each before its segment's keeps), in a temporary worktree: the session branch
+    and the work tree are never touched. Then run the final checks on it, measure it against
+    the base (with the segment commits, so both run the same benchmark), and write
     .auto/final.md, a pull-request body.
 
     Keeps of several segments go onto the earliest one's baseline, refused (exit 3) when a
-    commit that is no kept run (one made by hand) lies between the segments' baselines:
-    --segment then picks one segment. Refused too, before anything is made, when a file the
-    measurement command runs is not in the base commit, or a keep conflicts (each is named).
-    When the measurement fails (a sample gives no metric) or the final checks fail, the
-    branch, .auto/final.md and the ledger line stay for review, and the exit is 5."""
+    commit that is no kept run nor segment commit (one made by hand) lies between the
+    segments' baselines: --segment then picks one segment. Refused too, before anything is
+    made, when a file the measurement command runs is not in the base commit, or a keep
+    conflicts (each is named). When the measurement fails (a sample gives no metric) or the
+    final checks fail, the branch, .auto/final.md and the ledger line stay for review, and
+    the exit is 5."""
     from ..finalize import choose, finalize, keeps, of_segment, record, undo
     from ..landing import sync
     from ..review import render
@@ -74,9 +77,11 @@ def finalize_cmd(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bo
                      every=every, where=where)
     cfg = final.config or session.config
     line = final.record(cfg.direction)
-    if final.conflicts:
-        message = "; ".join(f"run {r.keep.number} conflicts in {', '.join(r.paths)}"
-                            for r in final.conflicts)
+    if final.conflicts or final.segment_conflicts:
+        message = "; ".join([*(f"segment {r.segment}'s commit {r.source[:7]} conflicts in "
+                               f"{', '.join(r.paths)}" for r in final.segment_conflicts),
+                             *(f"run {r.keep.number} conflicts in {', '.join(r.paths)}"
+                               for r in final.conflicts)])
         message = (f"{message}: no branch was made (leave them out with --drop, or replay "
                    "only some with --only)")
         if as_json:
@@ -145,6 +150,11 @@ def _lines(line: dict[str, Any], unit: str) -> list[str]:
     for r in line["replayed"]:
         if r["outcome"] == "empty":
             out.append(f"  run {r['run']}: nothing left to change (already in the tree)")
+    for r in line["segment_commits"]:
+        out.append(f"  segment {r['segment']}'s commit {r['source'][:7]} (the files that define "
+                   f"success: {', '.join(r['paths'])}): {r['outcome']}")
+    if line["measured_base"]:
+        out.append(f"  the base was measured with them: {line['measured_base']}")
     for d in line["dropped"]:
         out.append(f"  run {d['run']} left out: {d['why']}")
     for r in line["split"]:

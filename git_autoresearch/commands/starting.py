@@ -153,7 +153,15 @@ def _target(ctx: click.Context, param: click.Parameter, value: str | None
               help="Read the configuration keys from this TOML file (its paths are read from "
                    "the top of the work tree).")
 @click.option("--new-segment", is_flag=True,
-              help="Start a new segment of the existing session with changed options.")
+              help="Start a new segment of the existing session with changed options. The "
+                   "changed files that the --command, --metric-command, --checks-command and "
+                   "--readonly given now name (a new benchmark script, a new data file) are "
+                   "committed first, as a segment commit, and the baseline is measured on it; "
+                   "any other change is refused.")
+@click.option("--commit-path", "commit_paths", multiple=True, metavar="PATH",
+              help="With --new-segment: also commit this changed file or folder with the new "
+                   "segment's files (repeatable). Read from the current directory, as git "
+                   "reads paths.")
 @click.option("--no-baseline", is_flag=True, help="Do not measure the baseline now.")
 @click.option("--force", is_flag=True,
               help="Start despite untracked files (they are then never touched).")
@@ -176,8 +184,8 @@ def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
               remeasure_incumbent: bool | None, incumbent_pairs: int | None,
               shared_paths: tuple[str, ...], measure_slots: int | None,
               pin_cpus: bool | None, claim_timeout: str | None, session_id: str | None,
-              config_file: Path | None, new_segment: bool, no_baseline: bool, force: bool,
-              allow_missing: bool, as_json: bool) -> None:
+              config_file: Path | None, new_segment: bool, commit_paths: tuple[str, ...],
+              no_baseline: bool, force: bool, allow_missing: bool, as_json: bool) -> None:
     """Create a session: branch autoresearch/<id>, .auto/, the ledger, and the baseline run.
 
     On a terminal, without --goal or --command (and without --config or --new-segment), the
@@ -217,7 +225,8 @@ def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
         if needs_asking(values) and can_ask(as_json):
             ask_missing(values)
     opts = StartOptions(values=values, config_file=config_file, new_segment=new_segment,
-                        no_baseline=no_baseline, force=force, allow_missing=allow_missing)
+                        no_baseline=no_baseline, force=force, allow_missing=allow_missing,
+                        commit_paths=list(commit_paths))
     try:
         started = start(opts, progress=progress())
     except BaselineFailed as failed:
@@ -238,15 +247,21 @@ def _say_started(started: Any, as_json: bool) -> None:
     hooks = [r for r in (started.before, started.after) if r is not None]
     for message in started.warnings:
         warn(message)
+    swapped = started.swapped
     if as_json:
         emit_json("start", {
             "session_id": cfg.session_id, "branch": session_branch(cfg.session_id),
             "segment": session.segment.index, "config": cfg.to_dict(), "baseline": record,
             "steer": _steer(hooks),
-            "warnings": started.warnings + [w for r in hooks for w in r.warnings]})
+            "warnings": started.warnings + [w for r in hooks for w in r.warnings],
+            "segment_commit": swapped.commit[:7] if swapped else None,
+            "committed_paths": list(swapped.paths) if swapped else []})
         return
     click.echo(f"session {cfg.session_id} on branch autoresearch/{cfg.session_id}, "
                f"segment {session.segment.index}")
+    if swapped:
+        click.echo(f"committed {', '.join(swapped.paths)} as {swapped.commit[:7]}, the segment "
+                   "commit the new segment starts from")
     click.echo(f"metric {cfg.metric_name} ({cfg.direction} is better)")
     if started.before is not None:
         print_steer("before", started.before)
