@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BIN, Tool, assert_dies, git, ledger_lines, start_args, write
+from conftest import BIN, Tool, assert_dies, check_document, git, ledger_lines, start_args, write
 
 # Appends the value it reports to $AUDIT_ORDER (when set), and can be made to wait.
 BENCH = """#!/bin/sh
@@ -318,8 +318,8 @@ def test_a_signal_mid_audit_says_what_an_audit_keeps(session: Path, tmp_path: Pa
     proc, _ = sleeping_audit(session, tmp_path, "--json")
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
-    assert json.loads(out)["error"] == ("interrupted (SIGINT); each audit finished before it "
-                                        "is in the ledger")
+    assert check_document(json.loads(out))["error"] == (
+        "interrupted (SIGINT); each audit finished before it is in the ledger")
     assert err.decode().endswith("\ngit autoresearch audit: interrupted\n")
     assert b"no run was recorded" not in out + err
 
@@ -348,7 +348,7 @@ def test_the_program_runs_through_git(session: Path) -> None:
     proc = subprocess.run(["git", "autoresearch", "audit", "2", "--samples", "1", "--json"],
                           cwd=session / "src", capture_output=True)
     assert proc.returncode == 0, proc.stderr.decode()
-    assert json.loads(proc.stdout)["audits"][0]["verdict"] == "confirmed"
+    assert check_document(json.loads(proc.stdout))["audits"][0]["verdict"] == "confirmed"
     assert_clean_up(session)
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Tool, git, start_args, write
+from conftest import Tool, check_document, git, start_args, write
 
 from git_autoresearch.claims import claim, idea_key, read_claims
 from git_autoresearch.git import Repo
@@ -263,7 +263,7 @@ def test_claimant_pid_skips_git_and_shells(session: Path) -> None:
     done = subprocess.run(["sh", "-c", f"bash -c '{' '.join(TOOL)} ideas claim --json'"],
                           cwd=session, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["claim"]["pid"] == os.getpid()
+    assert check_document(json.loads(done.stdout))["claim"]["pid"] == os.getpid()
 
 
 def test_ideas_next_leaves_out_another_workers_claim(session: Path, ar: Tool) -> None:

@@ -13,7 +13,7 @@ import sysconfig
 from pathlib import Path
 
 import pytest
-from conftest import BIN, Result, Tool, git, runs, start_args, write
+from conftest import BIN, Result, Tool, check_document, git, runs, start_args, write
 
 from git_autoresearch.commands import COMMAND_MODULES
 from git_autoresearch.git.process import OUR_READING
@@ -184,7 +184,7 @@ def test_loop_through_real_git(repo: Path) -> None:
     write(repo / "value.txt", "80\n")
     proc = call("run", "-d", "eighty", "--json")
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["status"] == "keep"
+    assert check_document(json.loads(proc.stdout))["status"] == "keep"
     write(repo / "value.txt", "85\n")
     assert call("run", "-d", "worse").returncode == 0
     assert call("stop").returncode == 0
@@ -271,7 +271,7 @@ def test_long_description_from_stdin(repo: Path) -> None:
     proc = subprocess.run(["git", "autoresearch", "discard", "-d", "-", "--json"], cwd=repo,
                           env=env, input=text, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["description"] == text
+    assert check_document(json.loads(proc.stdout))["description"] == text
 
 
 def test_a_repository_git_refuses_is_named_as_such(repo: Path, ar: Tool,

@@ -12,7 +12,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from conftest import Tool, commit_all, git, ledger_lines, runs, start_args, write
+from conftest import Tool, check_document, commit_all, git, ledger_lines, runs, start_args, write
 from test_signals import launch, wait_for_file
 
 # A benchmark on a machine that gets 0.2 % faster with every measurement, whichever worktree
@@ -205,7 +205,7 @@ def test_a_signal_while_the_incumbent_is_measured_removes_its_worktree(
     assert worktrees(repo) == [f"worktree {repo}"]
     assert not list(scratch(repo).glob("incumbent-*"))
     assert [r["run"] for r in runs(repo)] == [1]  # nothing recorded
-    assert json.loads(out)["exit_code"] == proc.returncode
+    assert check_document(json.loads(out))["exit_code"] == proc.returncode
 
 
 def test_a_worktree_left_by_a_killed_run_is_swept_by_the_next(

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PYTHON, Tool, assert_dies, commit_all, runs, start_args, write
+from conftest import PYTHON, Tool, assert_dies, check_document, commit_all, runs, start_args, write
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -403,7 +403,7 @@ def test_the_measured_command_reads_dev_null_not_the_callers_stdin(repo: Path) -
         started = subprocess.run([sys.executable, "-m", "git_autoresearch", *args, "--json"],
                                  cwd=repo, input="5\n6\n", capture_output=True, text=True)
         assert started.returncode == 0, started.stderr
-        baseline = json.loads(started.stdout)["baseline"]
+        baseline = check_document(json.loads(started.stdout))["baseline"]
         assert (baseline["metric"], baseline["checks"]["passed"]) == (metric, True)
 
 

@@ -16,6 +16,7 @@ import pytest
 from conftest import (
     Tool,
     assert_dies,
+    check_document,
     git,
     ledger_lines,
     left_behind,
@@ -602,7 +603,8 @@ def test_doctor_asks_git_no_more_for_more_runs(experiment: Path, ar: Tool) -> No
                               cwd=top, capture_output=True, text=True,
                               env={**os.environ, "GIT_AUTORESEARCH_TRACE": "1"})
         traced = [ln for ln in done.stderr.splitlines() if "trace:" in ln]
-        return len(traced), [f["problem"] for f in json.loads(done.stdout)["findings"]]
+        found = check_document(json.loads(done.stdout))["findings"]
+        return len(traced), [f["problem"] for f in found]
 
     calls(100, 2)
     git(top, "update-ref", "-d", "refs/autoresearch/s1/attempts/100")
@@ -819,7 +821,8 @@ def test_interrupting_a_measurement_ends_the_experiment(repo: Path, ar: Tool, tm
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == code
-    assert json.loads(out)["exit_code"] == code, "one JSON document, even when interrupted"
+    assert check_document(json.loads(out))["exit_code"] == code, \
+        "one JSON document, even when interrupted"
     assert b"interrupted" in err or b"terminated" in err
     assert_dies(int(pidfile.read_text()), "the experiment of the interrupted command")
 

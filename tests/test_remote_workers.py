@@ -10,7 +10,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from conftest import Tool, git, left_behind, runs, start_args, write
+from conftest import Tool, check_document, git, left_behind, runs, start_args, write
 from test_workers import paused_at, tool
 
 from git_autoresearch.remoteledger import merged
@@ -130,7 +130,7 @@ def test_run_replays_and_measures_again_when_the_push_is_refused(
     go.touch()
     out, err = paused.communicate(timeout=60)
     assert paused.returncode == 0, err
-    record = json.loads(out)
+    record = check_document(json.loads(out))
     assert (record["run"], record["status"], record["metric"]) == (2, "keep", 130)
     assert record["replayed"]["kept_meanwhile"] == [kept["run"]]
     assert git(remote, "rev-parse", f"{BRANCH}^") == git(a, "rev-parse", "HEAD")
@@ -530,7 +530,7 @@ def test_a_run_is_decided_against_the_incumbent_the_remote_holds_then(
         go.touch()
         out, err = paused.communicate(timeout=60)
         assert paused.returncode == 0, err
-        record = json.loads(out)
+        record = check_document(json.loads(out))
         assert record["replayed"]["kept_meanwhile"] == [kept["run"]]
         assert (record["status"], record["metric"]) == (verdict, int(value) + int(extra))
         assert record["decision"]["pool_median"] == kept["metric"]

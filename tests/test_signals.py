@@ -240,7 +240,7 @@ def test_a_signal_ignored_from_the_start_stays_ignored(repo: Path, ar: Tool, slo
     wait_for_pid(slow)
     os.killpg(proc.pid, sig)
     out, err = proc.communicate(timeout=30)
-    assert json.loads(out)["run"] == 1, err
+    assert check_document(json.loads(out))["run"] == 1, err
     assert [r["run"] for r in runs(repo)] == [1]
     if not through_git:
         assert proc.returncode == 0, err
@@ -331,7 +331,7 @@ def refused_with_lock(top: Path, step: str, lock: Path, *args: str) -> str:
                           env={**os.environ, "GIT_AUTORESEARCH_CREATE_AT": step,
                                "GIT_AUTORESEARCH_CREATE_FILE": str(lock)})
     assert proc.returncode == 3, proc.stderr
-    error: str = json.loads(proc.stdout)["error"]
+    error: str = check_document(json.loads(proc.stdout))["error"]
     return error
 
 
@@ -482,7 +482,7 @@ def test_a_lock_another_git_holds_for_a_moment_does_not_fail_a_revert_or_keep(
                                           "GIT_AUTORESEARCH_CREATE_FILE": str(lock)})
     other.join()
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["status"] == command[0]
+    assert check_document(json.loads(proc.stdout))["status"] == command[0]
     assert git(top, "status", "--porcelain") == ("" if command[0] == "discard"
                                                  else git(top, "status", "--porcelain"))
     assert not (top / ".git" / "autoresearch" / "intent.json").exists()

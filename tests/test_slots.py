@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Tool, git, runs, start_args, write
+from conftest import Tool, check_document, git, runs, start_args, write
 
 from git_autoresearch.config import Config
 from git_autoresearch.git import Repo
@@ -181,7 +181,7 @@ def test_a_signal_while_waiting_for_a_slot_ends_the_command(
     proc.send_signal(sig)
     out, _ = proc.communicate(timeout=30)
     assert proc.returncode == code
-    assert json.loads(out)["exit_code"] == code
+    assert check_document(json.loads(out))["exit_code"] == code
     assert [r["run"] for r in runs(repo)] == [1]
     assert not (repo / ".git" / "autoresearch" / "pending.json").exists()
     release.touch()

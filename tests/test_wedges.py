@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import Tool, git, runs, start_args, write
+from conftest import Tool, check_document, git, runs, start_args, write
 
 
 @pytest.mark.parametrize("number", ["²", "1²", "٣", "①", "12345678901234567890"])
@@ -191,7 +191,7 @@ def test_a_benchmark_that_leaves_a_daemon_does_not_wedge_later_runs(
         assert any("left running by an earlier measurement" in f["problem"] for f in doctor)
         done = tool("run", "-d", "x", "--json")
         assert done.returncode == 0, done.stderr
-        assert json.loads(done.stdout)["status"] == "keep"
+        assert check_document(json.loads(done.stdout))["status"] == "keep"
         assert "left running" in done.stderr and "sleep 300" in done.stderr
     finally:
         for pid in pids.read_text().split() if pids.exists() else []:

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Tool, git, ledger_lines, left_behind, runs, start_args, write
+from conftest import Tool, check_document, git, ledger_lines, left_behind, runs, start_args, write
 
 TOOL = [sys.executable, "-m", "git_autoresearch"]
 BRANCH = "autoresearch/s1"
@@ -535,7 +535,7 @@ def test_a_discard_decided_while_another_worker_kept_is_measured_again_on_the_ke
     go.touch()
     out, err = paused.communicate(timeout=120)
     assert paused.returncode == 0, err
-    record = json.loads(out)
+    record = check_document(json.loads(out))
     assert (record["run"], record["status"], record["metric"]) == (2, "discard", 115)
     assert record["replayed"]["kept_meanwhile"] == [3]
     assert (w2 / "extra.txt").read_text() == "100\n"
