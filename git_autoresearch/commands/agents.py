@@ -114,9 +114,11 @@ def guard_check_cmd(hook: str, args: tuple[str, ...]) -> None:
 @click.argument("name", required=False, metavar="[NAME|COMMAND]")
 @json_option
 def schema_cmd(name: str | None, as_json: bool) -> None:
-    """The JSON Schema of a JSON document: NAME (run, measurement, status, error, hook-after,
-    ...) or a command's (keep, "worker list"); without one, every document and the commands
-    that print it. Every document names its own in its first field, "schema"."""
+    """Print a JSON document's JSON Schema, or list them all.
+
+    NAME is a document's name (run, measurement, status, error, hook-after, ...) or a
+    command's (keep, "worker list"). Every document names its schema in its first field,
+    "schema"; the manual page of each command lists its document's fields."""
     from ..schemas import COMMAND_DOCUMENTS, VERSIONS, schema_id, schema_path
 
     if name is None:
