@@ -258,11 +258,11 @@ def _finalized(repo: Repo, info: SessionInfo, book: ledger_mod.Ledger | None) ->
 
 def _state(repo: Repo, info: SessionInfo, book: ledger_mod.Ledger | None,
            layout: Layout) -> str:
+    if _finalized(repo, info, book):  # (no run after it, whoever has worker branches)
+        return "finalized"
     if repo.for_each_ref(f"refs/heads/{WORKER_BRANCH_PREFIX}{info.id}/"):
         # Workers at work: their branches hold the session tip, which is no merge.
         return "running"
-    if _finalized(repo, info, book):
-        return "finalized"
     if info.branch is not None and _merged(repo, info, book):
         return "merged"
     if book is not None:

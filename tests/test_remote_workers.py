@@ -554,3 +554,23 @@ def test_a_remote_whose_hooks_refuse_is_quoted_and_nothing_is_recorded(
     assert "taken by other workers" not in res.err and "same name" not in res.err
     assert [r["run"] for r in runs(b)] == [1] or not runs(b)
     assert (b / "value.txt").read_text() == "90\n"
+
+
+def test_a_joined_clone_that_finalized_says_so_and_gc_cleans_it(
+        machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """A clone that joined through a remote has a worker branch of its own; once it has
+    finalized, with no run after, the session is finalized there too (not running), and gc
+    deletes its attempt refs."""
+    a, b, _ = machines
+    write(b / "value.txt", "90\n")
+    ar(b, "run", "-d", "value 90")
+    write(b / "value.txt", "95\n")
+    ar(b, "run", "-d", "value 95")
+    assert ar(b, "sessions", "--json").json()["sessions"][0]["state"] == "running"
+    ar(b, "finalize", "--samples", "0")
+    assert ar(b, "sessions", "--json").json()["sessions"][0]["state"] == "finalized"
+    done = ar(b, "gc", "s1", "--json").json()
+    assert done["deleted"] == {"s1": ["refs/autoresearch/s1/attempts/3"]}
+    write(b / "value.txt", "85\n")
+    ar(b, "run", "-d", "value 85, after finalize")
+    assert ar(b, "sessions", "--json").json()["sessions"][0]["state"] == "running"
