@@ -147,11 +147,11 @@ def status(session: Session) -> Status:
             "source": f"the sequential rule's pool of {noise['incumbent_samples']} samples "
                       "of the incumbent"})
     audited = audits(session.ledger)
-    for key in ("best", "incumbent"):  # the latest audit of each, as log marks it
+    for key in ("best", "incumbent"):  # the latest audit line of each, as log gives it
         brief = summary.get(key)
         if brief is not None:
             found = audited.get(brief["run"])
-            brief["audit"] = found[-1].get("verdict") if found else None
+            brief["audit"] = found[-1] if found else None
     from .budget import failures_in_a_row, runs_without_keep
     from .stopping import rule_met
 

@@ -160,6 +160,10 @@ def test_log_show_and_the_dashboard_show_audits(session: Path, ar: Tool) -> None
         [None, "confirmed", None, "regression"]
     shown = ar(session, "show", "4", "--json").json()
     assert [a["verdict"] for a in shown["audits"]] == ["regression"]
+    # status's best and incumbent carry their latest audit as log does: the audit line.
+    best = ar(session, "status", "--json").json()["segment"]["best"]
+    assert best["audit"]["verdict"] and best["audit"] == rows[best["run"] - 1]["audit"]
+    assert "audit: " in ar(session, "status").out
     text = ar(session, "show", "2").out
     assert "audit " in text and "run 2: confirmed" in text
     assert "commit median 80 (2), parent median 100 (2)" in text

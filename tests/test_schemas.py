@@ -144,3 +144,26 @@ def test_the_manual_pages_list_each_documents_fields() -> None:
         assert f"\\fB{name.replace('-', chr(92) + '-')}\\fR (" in page, name
     hooks_page = (PACKAGE.parent / "man" / "man1" / "git-autoresearch-hooks.1").read_text()
     assert "git\\-autoresearch:hook\\-after/1" in hooks_page
+
+
+def test_measure_names_what_it_found_as_the_run_would_record_it(repo: Path, ar: Tool) -> None:
+    """A worse candidate: measure's reason, tail and commit are the ones the discard records
+    (its commit is HEAD's, 7 digits); the measured command's exit code is not called the
+    tool's; a crash's decision is null in both documents."""
+    ar(repo, *start_args())
+    head = ar(repo, "status", "--json").json()["segment"]["baseline"]["commit"]
+    write(repo / "value.txt", "120\n")
+    measured = ar(repo, "measure", "--json").json()
+    recorded = ar(repo, "run", "-d", "worse", "--json").json()
+    assert (measured["status"], measured["commit"], measured["command_exit_code"]) == (
+        "discard", head, 0)
+    assert measured["reason"] == recorded["reason"] and measured["reason"].startswith("worse")
+    assert "exit_code" not in measured and "head" not in measured
+    write(repo / "value.txt", "not a number\n")
+    crashed = ar(repo, "measure", "--json").json()
+    assert (crashed["status"], crashed["decision"]) == ("crash", None)
+    assert crashed["reason"] == "metric 'not' is not a number"
+    assert crashed["tail"].endswith("score: not a number")
+    ran = ar(repo, "run", "-d", "broken", "--json").json()
+    assert (ran["decision"], ran["reason"], ran["tail"]) == (
+        None, crashed["reason"], crashed["tail"])

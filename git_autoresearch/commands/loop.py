@@ -36,22 +36,28 @@ from .completing import complete_runs
 # --- measure / run -----------------------------------------------------------------------------
 
 
-def _measurement_json(result: Measurement, status: str) -> dict[str, Any]:
+def _measurement_json(result: Measurement, status: str, session: Session) -> dict[str, Any]:
     """A measurement as ``measure --json`` and ``run --dry-run --json`` print it: what a run
-    would record, ``status`` (the loop's decision) and ``decision`` (the rule's object, as a
-    run record holds it), in the same fields as the run document."""
+    would record, in the run document's names: ``status`` (the loop's decision), ``decision``
+    (the rule's object), ``reason``, ``commit`` (measured on, 7 digits), ``tail`` (the end of
+    the log), ``command_exit_code`` (the measured command's, not the tool's)."""
+    from ..choosing import run_reason
     from ..ledger import json_number
 
     data = result.to_dict()
-    data.pop("fingerprint", None)
-    data.pop("warnings", None)  # (the document's own warnings say them)
+    for internal in ("fingerprint", "warnings", "log_tail", "head", "exit_code", "reason"):
+        data.pop(internal, None)  # (warnings: the document's own say them)
     if data.get("slot") is None:  # named, as in the run record, only with slots or pinning
         data.pop("slot", None)
-    data["decision"] = data.get("decision")
-    data["status"] = status
-    data["metric"] = None if result.metric is None else json_number(result.metric)
-    data["metrics"] = {k: json_number(v) for k, v in result.metrics.items()}
-    data["samples"] = [json_number(s) for s in result.samples]
+    cfg = session.config
+    data.update({
+        "status": status, "decision": result.decision,
+        "reason": run_reason(status, result, cfg.min_effect or 0.0, cfg.direction),
+        "metric": None if result.metric is None else json_number(result.metric),
+        "metrics": {k: json_number(v) for k, v in result.metrics.items()},
+        "samples": [json_number(s) for s in result.samples],
+        "commit": result.head[:7] if result.head else None, "tail": result.log_tail,
+        "command_exit_code": result.exit_code})
     return data
 
 
@@ -103,7 +109,7 @@ def measure_cmd(as_json: bool) -> None:
     notes = _measurement_notes(before, result)
     decision = session.decide(result)
     if as_json:
-        data = _measurement_json(result, decision)
+        data = _measurement_json(result, decision, session)
         data.update({"dry_run": False, "steer": before.steer or None, "warnings": notes})
         emit_json("measurement", data)
         return
@@ -132,8 +138,10 @@ def _record_json(record: Mapping[str, Any], steer: list[str], warnings: list[str
     from ..ledger import shown_record
 
     out = shown_record(record)
-    # Every run says whether it made a commit (the ledger writes it on keeps only).
+    # Every run says whether it made a commit (the ledger writes it on keeps only), and how
+    # a rule decided it (null: none did, a crash or a metric given by hand).
     out.setdefault("committed", False)
+    out.setdefault("decision", None)
     out["steer"] = "\n".join(s for s in steer if s) or None
     out["warnings"] = warnings
     return out
@@ -286,7 +294,7 @@ def _dry_run(session: Session, before: HookReport, result: Measurement, decision
     tried again: its change is off the work tree again)."""
     notes = _measurement_notes(before, result)
     if as_json:
-        data = _measurement_json(result, decision)
+        data = _measurement_json(result, decision, session)
         data.update({"dry_run": True, "steer": before.steer or None, "warnings": notes})
         if retry is not None:
             data["retry_of"] = retry.number

@@ -131,7 +131,7 @@ def _status_lines(found: Status) -> list[str]:
             if key == "best" and seg["improvement_pct"] is not None:
                 extra = f", {seg['improvement_pct']:+.2f}% vs baseline"
             if brief.get("audit"):
-                extra += f"; audit: {brief['audit']}"
+                extra += f"; audit: {brief['audit'].get('verdict')}"
             lines.append(f"{key:<11} {number(brief['metric'])}{unit} (run {brief['run']}, "
                          f"commit {brief['commit'] or '-'}){extra}")
         else:
@@ -262,7 +262,9 @@ def show_cmd(run_number: int, as_json: bool) -> None:
         return
     from ..jsontext import nulled
 
-    click.echo(json.dumps(nulled(dict(run.data)), ensure_ascii=False, indent=2))
+    from ..ledger import shown_record
+
+    click.echo(json.dumps(nulled(shown_record(run.data)), ensure_ascii=False, indent=2))
     links = retry_links(run, retried_by)
     if links:
         click.echo(links)
