@@ -261,7 +261,6 @@ def show_cmd(run_number: int, as_json: bool) -> None:
                            "retried_by": retried_by.get(run_number, [])})
         return
     from ..jsontext import nulled
-
     from ..ledger import shown_record
 
     click.echo(json.dumps(nulled(shown_record(run.data)), ensure_ascii=False, indent=2))
