@@ -67,7 +67,12 @@ def choose_measurement(session: Session, status: str, pending: Measurement | Non
     if forced is not None:
         notes.append(f"{forced}; kept because you asked (its decision is recorded as forced)")
     cfg = session.config
-    if cfg.remeasures and len(judged.samples) < min(3, cfg.samples_of_baseline):
+    # A keep the rule made on few samples is its own evidence (and an exact metric needs no
+    # more); one made by hand, against it or from a metric given, is said to be thin.
+    by_hand = forced is not None or given is not None
+    exact = (judged.decision or {}).get("evidence") == "exact"
+    if by_hand and not exact and cfg.remeasures \
+            and len(judged.samples) < min(3, cfg.samples_of_baseline):
         notes.append(f"the new incumbent has {len(judged.samples)} sample(s): a gain is "
                      "hard to prove against so few; run measures it again after the next "
                      f"revert, up to baseline_samples ({cfg.samples_of_baseline})")

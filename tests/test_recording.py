@@ -82,6 +82,18 @@ def test_a_keep_of_few_samples_under_the_sequential_rule_says_so(repo: Path, ar:
         "measures it again after the next revert, up to baseline_samples (3)"]
 
 
+def test_a_keep_the_rule_made_on_an_exact_metric_says_nothing_of_samples(
+        repo: Path, ar: Tool) -> None:
+    """measure said keep on one sample of a metric that does not vary (evidence exact): keep
+    agrees and has nothing to warn of, as run has not."""
+    ar(repo, *start_args("--baseline-samples", "3"))
+    write(repo / "value.txt", "50\n")
+    measured = ar(repo, "measure", "--json").json()
+    assert (measured["status"], measured["decision"]["evidence"]) == ("keep", "exact")
+    kept = ar(repo, "keep", "-d", "measured", "--metrics", "extra=5", "--json").json()
+    assert (kept["status"], kept["warnings"]) == ("keep", [])
+
+
 @pytest.mark.parametrize(("baseline", "most", "warned"), [
     (5, 2, "2 sample(s)"), (5, 3, None), (2, 2, None), (1, 2, None)])
 def test_the_few_samples_note_stops_at_three_or_the_baseline_samples(
