@@ -41,8 +41,7 @@ def check_stop(session: Session, command: str) -> None:
             # mirrored again by the next command that records.
             session.mirror_state("stopped")
         raise StopLoop("STOP sentinel found: the loop stops here ("
-                       + ("with workers it stays, so that every worker stops; remove it to go "
-                          "on: rm .auto/STOP)" if workers else "the sentinel was removed)")
+                       + (_kept_note(session) if workers else "the sentinel was removed)")
                        + _unrecorded_note(session))
     met = rule_met(session)
     if met is not None:
@@ -85,6 +84,16 @@ def rule_met(session: Session) -> tuple[str, str] | None:
                                          f"segment: {len(failed)} run(s) in a row crashed or "
                                          f"failed their checks ({_span(failed)})")
     return None
+
+
+def _kept_note(session: Session) -> str:
+    """What the STOP sentinel a worker met does: it stays, for every worker of this
+    machine's work trees; a clone joined through a remote has a sentinel of its own."""
+    if session.remote is not None:
+        return ("it stays, for the workers of this clone; a clone that joined through the "
+                "remote has its own .auto/STOP: stop each there; remove this one to go on: "
+                "rm .auto/STOP)")
+    return "with workers it stays, so that every worker stops; remove it to go on: rm .auto/STOP)"
 
 
 def _span(runs: list[Run]) -> str:

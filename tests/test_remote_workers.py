@@ -574,3 +574,16 @@ def test_a_joined_clone_that_finalized_says_so_and_gc_cleans_it(
     write(b / "value.txt", "85\n")
     ar(b, "run", "-d", "value 85, after finalize")
     assert ar(b, "sessions", "--json").json()["sessions"][0]["state"] == "running"
+
+
+def test_stop_in_a_joined_clone_says_it_stops_this_clone(
+        machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """Each clone has its own .auto/: STOP in one stops its workers, and says that a clone
+    joined through the remote is stopped in its own; the other clone goes on."""
+    a, b, _ = machines
+    ar(b, "stop")
+    said = ar(b, "run", "-d", "stopped", expect=4).err
+    assert "a clone that joined through the remote has its own .auto/STOP" in said
+    assert "every worker stops" not in said
+    write(a / "value.txt", "90\n")
+    assert ar(a, "run", "-d", "goes on", "--json").json()["status"] == "keep"
