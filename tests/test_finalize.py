@@ -163,8 +163,12 @@ def test_a_keep_an_audit_found_within_noise_is_left_out_unless_asked(repo: Path,
     assert done.json()["runs"] == [2, 3, 4]
     assert done.json()["dropped"] == [{"run": 6, "why": "audit: within noise"}]
     assert "run 6 left out (audit: within noise); --include-noise replays it" in done.err
-    again = ar(repo, "finalize", "--samples", "0", "--force", "--include-noise", "--json")
-    assert again.json()["runs"] == [2, 3, 4, 6]
+    again = ar(repo, "finalize", "--samples", "0", "--force", "--include-noise", "--drop", "3",
+               "--json")
+    assert again.json()["runs"] == [2, 4, 6]
+    # The notes' command to measure again replays the same keeps: the options are given.
+    assert "`git autoresearch finalize --force --drop 3 --include-noise` measures both again" \
+        in (repo / ".auto" / "final.md").read_text()
 
 
 def test_unknown_runs_and_a_session_without_keeps_are_refused(repo: Path, ar: Tool) -> None:

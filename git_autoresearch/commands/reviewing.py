@@ -16,6 +16,20 @@ if TYPE_CHECKING:
     from ..finalize import Final
 
 
+def _again(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bool,
+           segment: int | None, split: bool, checks_command: str | None) -> str:
+    """The finalize command line that replays the same keeps and measures them again."""
+    import shlex
+
+    words = ["git", "autoresearch", "finalize", "--force"]
+    words += [w for n in drop for w in ("--drop", str(n))]
+    words += [w for n in only for w in ("--only", str(n))]
+    words += ["--include-noise"] * include_noise + ["--split"] * split
+    words += ["--segment", str(segment)] if segment is not None else []
+    words += ["--checks-command", checks_command] if checks_command else []
+    return shlex.join(words)
+
+
 @click.command("finalize", context_settings=CONTEXT)
 @click.option("--drop", "drop", multiple=True, type=WHOLE, metavar="RUN",
               help="Leave this keep out (repeatable).")
@@ -93,8 +107,7 @@ def finalize_cmd(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bo
                    unit=cfg.metric_unit, direction=cfg.direction, command=cfg.command,
                    session_id=cfg.session_id, base_commit=final.base,
                    metric_command=cfg.metric_command,
-                   again="git autoresearch finalize --force"
-                   + (f" --segment {segment}" if segment is not None else ""))
+                   again=_again(drop, only, include_noise, segment, split, checks_command))
     try:
         said = record(session, final, notes)
     except BaseException:  # not recorded: the branches go too, nothing is half done
