@@ -101,6 +101,9 @@ class StartOptions:
     commit_paths: list[str] = field(default_factory=list)
     # The configuration keys given this time, by option or in the --config file, as given.
     given_now: dict[str, Any] = field(default_factory=dict)
+    # A new segment's path rules that the ones given now replace, by key (README, "Swapping
+    # the benchmark"): said, since a readonly path dropped unseen no longer defines success.
+    dropped_paths: dict[str, list[str]] = field(default_factory=dict)
 
 
 # The configuration keys that hold path rules. On the command line they are read from the
@@ -290,6 +293,13 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
     clash = None if opts.new_segment else pi_goal_warning(cfg)
     if clash:
         warnings.append(clash)
+    for key, gone in opts.dropped_paths.items():
+        option = "--" + key.replace("_", "-")
+        one = len(gone) == 1
+        warnings.append(f"{option} given now replaces the segment's list: {', '.join(gone)} "
+                        f"{'is' if one else 'are'} no longer {key.replace('_', ' ')} (give "
+                        f"{'it' if one else 'them'} again with {option} to keep "
+                        f"{'it' if one else 'them'})")
     made = Swapped(committed, tuple(swapped)) if committed is not None else None
     if opts.no_baseline:
         return Started(session, None, None, warnings, swapped=made)
@@ -430,6 +440,12 @@ def _config_for_segment(repo: Repo, layout: Layout, opts: StartOptions
                          f"{old_data.get('session_id')})")
     merged, given = _merge_values(opts, old_data)
     merged["session_id"] = old_data.get("session_id", "")
+    for key in PATH_KEYS:
+        before, now = old_data.get(key), merged.get(key)
+        if isinstance(before, list) and isinstance(now, list):
+            gone = [rule for rule in before if rule not in now]
+            if gone:
+                opts.dropped_paths[key] = gone
     cfg = Config.from_mapping(merged, source="configuration")
     wanted = session_branch(cfg.session_id)
     found = current_worker(repo)

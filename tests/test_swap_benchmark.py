@@ -150,3 +150,21 @@ def test_with_workers_a_new_segment_refuses_to_commit_files(repo: Path, ar: Tool
     assert git(repo, "rev-parse", "HEAD") == head
     assert git(repo, "status", "--porcelain") == "?? exact.sh"
     assert sum(1 for e in ledger_lines(repo) if e.get("type") == "config") == 1
+
+
+def test_a_new_segment_says_which_readonly_paths_its_list_no_longer_holds(
+        repo: Path, ar: Tool) -> None:
+    """--readonly given again replaces the list (the new segment's files define success now);
+    what it drops is said, not dropped unseen."""
+    write(repo / "data" / "old.txt", "1\n")
+    write(repo / "data2" / "new.txt", "2\n")
+    commit_all(repo, "data")
+    ar(repo, *start_args("--readonly", "data", "--readonly", "src"))
+    started = ar(repo, "start", "--new-segment", "--readonly", "data2", "--readonly", "src",
+                 "--json").json()
+    assert started["config"]["readonly"] == ["data2", "src"]
+    assert ("--readonly given now replaces the segment's list: data is no longer readonly "
+            "(give it again with --readonly to keep it)") in started["warnings"]
+    again = ar(repo, "start", "--new-segment", "--max-experiments", "5", "--json").json()
+    assert again["config"]["readonly"] == ["data2", "src"]
+    assert not [w for w in again["warnings"] if "no longer" in w]
