@@ -90,6 +90,12 @@ def test_one_measurement_throughout_is_one_session_figure(repo: Path, ar: Tool) 
 
 def test_sort_best_ranks_each_measurement_apart_the_current_first(repo: Path, ar: Tool) -> None:
     two_measurements(repo, ar)
+    # --sort metric sorts the numbers together, and says that they were measured apart.
+    raw = ar(repo, "log", "--kept", "--sort", "metric", "--json")
+    assert [r["metric"] for r in raw.json()["runs"]][:2] == [90, 100]
+    assert raw.err.startswith("warning: --sort metric: the runs shown were measured in more "
+                              "than one way")
+    assert ar(repo, "log", "--kept", "--sort", "metric", "--segment", "0").err == ""
     said = ar(repo, "log", "--kept", "--sort", "best", "--json")
     assert [r["run"] for r in said.json()["runs"]] == [8, 5, 7, 4, 2, 1]
     assert said.err == (

@@ -133,6 +133,8 @@ def log_cmd(segment: int | None, status: str | None, kept: bool, run_range: str 
                      "records, a secondary metric, or a dotted path such as asi.hypothesis)")
         if any(name == "best" for name, _ in query.sort):
             _ranked_apart(rows, all_sessions)
+        elif any(name == "metric" for name, _ in query.sort):
+            _mixed_metrics(rows)
         if template is not None:
             written = queryformat.template_text(rows, template)
         elif chosen in ("json", "jsonl"):
@@ -177,6 +179,17 @@ def _ranked_apart(rows: list[Row], all_sessions: bool) -> None:
     warn("--sort best: the runs shown were measured in more than one way (another command, "
          "metric or direction); each is ranked apart, the current one first: "
          + ", then ".join(said) + "; --segment N shows one")
+
+
+def _mixed_metrics(rows: list[Row]) -> None:
+    """Say on stderr that ``--sort metric`` put together runs measured in more than one way
+    (:func:`query.measurements_of`), whose metrics are not to be compared."""
+    from ..query import measurements_of
+
+    if len(measurements_of(rows)) > 1:
+        warn("--sort metric: the runs shown were measured in more than one way (another "
+             "command, metric or direction): their metrics are sorted together as numbers; "
+             "--sort best ranks each way apart, --segment N shows one")
 
 
 def _left_to_exit(book: Ledger) -> None:
