@@ -69,7 +69,11 @@ def finalize_cmd(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bo
     made, when a file the measurement command runs is not in the base commit, or a keep
     conflicts (each is named). When the measurement fails (a sample gives no metric) or the
     final checks fail, the branch, .auto/final.md and the ledger line stay for review, and
-    the exit is 5."""
+    the exit is 5.
+
+    pi-autoresearch's own finalize.sh makes branches autoresearch/<goal>/...: give it a goal
+    other than the session id (<id>-pr), since git cannot make them beside the session
+    branch autoresearch/<id>."""
     from ..finalize import choose, finalize, keeps, of_segment, record, undo
     from ..landing import sync
     from ..review import render
