@@ -91,7 +91,7 @@ class Audit:
             "direction": direction, "verdict": self.verdict,
             "samples": {side: [json_number(v) for v in values]
                         for side, values in self.samples.items()},
-            "effect": None if self.effect is None else effect_json(self.effect),
+            **effect_json(self.effect),
             "p_better": self.p_better, "p_worse": self.p_worse,
         }
         if self.reason is not None:
@@ -100,13 +100,22 @@ class Audit:
         return out
 
 
-def effect_json(found: decision.Effect) -> dict[str, Any]:
-    """An effect as the ledger keeps it: ``value``, ``low``, ``high`` in the metric's unit,
+# An effect's fields in a line, by the name of :class:`decision.Effect`'s field: the names of a
+# run's decision object (README, "How a run is decided"), so that one name means one thing.
+EFFECT_FIELDS = {"value": "effect", "low": "effect_low", "high": "effect_high",
+                 "relative": "relative", "relative_low": "relative_low",
+                 "relative_high": "relative_high", "confidence": "confidence_level"}
+
+
+def effect_json(found: decision.Effect | None) -> dict[str, Any]:
+    """An effect as an audit or final line keeps it, in a decision object's names
+    (:data:`EFFECT_FIELDS`): ``effect``, ``effect_low``, ``effect_high`` in the metric's unit,
     ``relative`` and its bounds (fractions; None when the parent's median is 0), and the
-    interval's ``confidence_level`` (a fraction: 0.95 for a 95% interval)."""
-    return {("confidence_level" if k == "confidence" else k):
-            None if v is None else json_number(round(v, 12))
-            for k, v in dataclasses.asdict(found).items()}
+    interval's ``confidence_level`` (a fraction: 0.95 for a 95% interval); each None when
+    nothing was measured (``found`` None)."""
+    values = dataclasses.asdict(found) if found is not None else {}
+    return {name: None if values.get(k) is None else json_number(round(values[k], 12))
+            for k, name in EFFECT_FIELDS.items()}
 
 
 def targets(session: Session, numbers: list[int]) -> list[Target]:

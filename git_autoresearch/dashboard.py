@@ -18,6 +18,7 @@ from .report import (
     audits,
     decision_text,
     delta_pct,
+    effect_of,
     fmt,
     interval_level,
     linked_description,
@@ -258,7 +259,7 @@ def _audit_marker(found: list[dict[str, Any]] | None) -> str:
     if not found or not mark:
         return ""
     last = found[-1]
-    effect = last.get("effect")
+    effect = effect_of(last)
     title = f"audit: {last.get('verdict')}"
     if isinstance(effect, dict) and isinstance(effect.get("relative"), (int, float)):
         title += f", effect {effect['relative'] * 100:+.2f}%"
@@ -380,7 +381,7 @@ def _final_card(final: dict[str, Any], u: str) -> str:
         lines.append(f"checks {state}: {checks.get('command')}")
     else:
         lines.append("no final checks were run")
-    effect, samples = final.get("effect"), final.get("samples")
+    effect, samples = effect_of(final), final.get("samples")
     if isinstance(effect, dict) and isinstance(effect.get("relative"), (int, float)):
         text = f"effect {effect['relative'] * 100:+.2f}%"
         low, high = (as_number(effect.get(k)) for k in ("relative_low", "relative_high"))

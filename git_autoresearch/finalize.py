@@ -189,8 +189,7 @@ class Final:
             "samples": None if measured is None else {
                 "base": [json_number(v) for v in measured.samples["parent"]],
                 "final": [json_number(v) for v in measured.samples["commit"]]},
-            "effect": None if measured is None or measured.effect is None
-            else effect_json(measured.effect),
+            **effect_json(None if measured is None else measured.effect),
             "reason": None if measured is None else measured.reason,
             "segment_commits": [r.to_json() for r in self.segments],
             "measured_base": self.measured_base[:7] if self.measured_base else None,

@@ -296,6 +296,22 @@ VERDICT_WORDS = {"better": "better", "worse": "worse", "inconclusive": "noise",
                  "no_change": "probe", "baseline": "baseline"}
 
 
+def effect_of(line: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The effect of an audit or final line as ``{"value", "low", "high", "relative",
+    "relative_low", "relative_high", "confidence_level"}``: from its decision-named fields
+    (``effect``, ``effect_low``, ...), or its ``effect`` object as lines written by version
+    0.1 hold it; None when nothing was measured."""
+    found = line.get("effect")
+    if isinstance(found, dict):
+        return {**found, "confidence_level": interval_level(found)}
+    if not isinstance(found, (int, float)) or isinstance(found, bool):
+        return None
+    return {"value": found, "low": line.get("effect_low"), "high": line.get("effect_high"),
+            "relative": line.get("relative"), "relative_low": line.get("relative_low"),
+            "relative_high": line.get("relative_high"),
+            "confidence_level": interval_level(line)}
+
+
 def interval_level(effect: Mapping[str, Any]) -> float | None:
     """The level of an effect's interval (0.95 for 95%), a decision's or an audit's:
     ``confidence_level``, or ``confidence`` as records written before it name it."""

@@ -7,7 +7,7 @@ from typing import Any
 
 from .ledger import Ledger, Run, Segment
 from .plot import axis_label
-from .report import decision_text, fmt, interval_level, metric_of, one_line
+from .report import decision_text, effect_of, fmt, interval_level, metric_of, one_line
 from .stats import median
 
 
@@ -78,7 +78,7 @@ def _benchmark_files(final: dict[str, Any]) -> list[str]:
 
 def _result(final: dict[str, Any], u: str) -> list[str]:
     out = ["## Result", ""]
-    samples, effect = final.get("samples"), final.get("effect")
+    samples, effect = final.get("samples"), effect_of(final)
     if final.get("verdict") == "crash":
         out.append(f"**The measurement failed**: {final.get('reason')}. The final branch was "
                    "not measured against the base: its effect is unknown.")

@@ -75,11 +75,13 @@ def test_each_keep_gets_its_verdict_recorded(session: Path, ar: Tool) -> None:
     first = found[0]
     assert first["samples"] == {"parent": [100, 100, 100], "commit": [80, 80, 80]}
     assert first["direction"] == "lower"
-    assert first["effect"] == {"value": -20, "low": -20, "high": -20, "relative": -0.2,
-                               "relative_low": -0.2, "relative_high": -0.2,
-                               "confidence_level": 1}
+    # The effect in a run decision's names: one name, one meaning, in every document.
+    assert {k: first[k] for k in ("effect", "effect_low", "effect_high", "relative",
+                                  "relative_low", "relative_high", "confidence_level")} == {
+        "effect": -20, "effect_low": -20, "effect_high": -20, "relative": -0.2,
+        "relative_low": -0.2, "relative_high": -0.2, "confidence_level": 1}
     assert isinstance(first["timestamp"], int)
-    assert found[2]["effect"]["value"] == 10
+    assert found[2]["effect"] == 10
     assert "run 2: confirmed" in out and "run 4: regression" in out
     assert "effect -20 [-20, -20] (-20.00% [-20.00%, -20.00%])" in out
     assert_clean_up(session)
@@ -104,8 +106,8 @@ def test_noisy_samples_are_judged_by_the_rank_test(repo: Path, ar: Tool, tmp_pat
     verdicts = [(a["audited_run"], a["verdict"]) for a in document["audits"]]
     assert verdicts == [(2, "within noise"), (3, "confirmed")]
     noisy = document["audits"][0]
-    assert noisy["effect"]["low"] < 0 <= noisy["effect"]["high"]
-    assert 0 < noisy["p_better"] < 1 and noisy["effect"]["confidence_level"] < 1
+    assert noisy["effect_low"] < 0 <= noisy["effect_high"]
+    assert 0 < noisy["p_better"] < 1 and noisy["confidence_level"] < 1
     assert document["audits"] == audits(repo)
 
 
@@ -126,7 +128,7 @@ def test_higher_is_better_turns_the_verdicts(repo: Path, ar: Tool) -> None:
     write(repo / "value.txt", "120\n")
     ar(repo, "run", "-d", "higher now")
     line = ar(repo, "audit", "--samples", "2", "--json").json()["audits"][0]
-    assert (line["verdict"], line["direction"], line["effect"]["value"]) == \
+    assert (line["verdict"], line["direction"], line["effect"]) == \
         ("confirmed", "higher", 20)
 
 
@@ -367,7 +369,7 @@ def test_too_few_samples_to_tell_is_said_so_not_within_noise(repo: Path, ar: Too
     write(repo / "value.txt", "50\n")
     ar(repo, "run", "-d", "half")
     few = ar(repo, "audit", "--samples", "2", "--json").json()["audits"][0]
-    assert (few["verdict"], few["effect"]["value"]) == ("too few samples", -50)
+    assert (few["verdict"], few["effect"]) == ("too few samples", -50)
     shown = ar(repo, "log").out
     assert "? too few samples" in shown.splitlines()[-1]
     enough = ar(repo, "audit", "--samples", "3", "--json").json()["audits"][0]

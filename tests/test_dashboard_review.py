@@ -81,9 +81,9 @@ def test_each_run_diff_the_final_marks_and_card_are_in_the_page(repo: Path, ar: 
     assert "autoresearch/s1-final" in text and final in text
     assert "checks passed: test -f value.txt" in text
     assert f"verdict: {done['verdict']}" in text and "samples: 2 base, 2 final" in text
-    relative = done["effect"]["relative"] * 100
+    relative = done["relative"] * 100
     assert f"effect {relative:+.2f}% [" in text
-    assert f"final minus base {done['effect']['value']}" in text
+    assert f"final minus base {done['effect']}" in text
     # Still offline: the Content-Security-Policy is kept and nothing names a URL to fetch.
     assert "default-src 'none'" in page
     assert not re.search(r"""(src|href|action)\s*=\s*["']?\s*(https?:)?//""", page)

@@ -66,7 +66,7 @@ def test_finalize_replays_every_keep_with_its_trailers_and_touches_nothing_else(
     assert done["checks"]["passed"] is True and done["checks"]["command"] == \
         "test $(cat value.txt) = 80"
     assert done["samples"] == {"base": [110, 110], "final": [85, 85]}
-    assert done["verdict"] == "confirmed" and done["effect"]["value"] == -25
+    assert done["verdict"] == "confirmed" and done["effect"] == -25
     line = [x for x in ledger_lines(repo) if x.get("type") == "final"]
     assert len(line) == 1 and "run" not in line[0] and line[0]["runs"] == [2, 3, 4]
     notes = (repo / ".auto" / "final.md").read_text()

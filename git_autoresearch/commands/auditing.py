@@ -73,7 +73,9 @@ def audit_lines(line: dict[str, Any], unit: str) -> list[str]:
             sides.append(f"{side} median {number(median(values))}{u} ({len(values)})")
     if sides:
         out.append("  " + ", ".join(sides))
-    effect = line.get("effect")
+    from ..report import effect_of
+
+    effect = effect_of(line)
     if isinstance(effect, dict) and isinstance(effect.get("value"), (int, float)):
         text = (f"  effect {effect['value']:+.6g}{u} [{effect['low']:+.6g}, "
                 f"{effect['high']:+.6g}]")

@@ -185,7 +185,9 @@ def _lines(line: dict[str, Any], unit: str) -> list[str]:
         out.append(f"final checks: {'passed' if checks['passed'] else 'FAILED'} "
                    f"({checks['command']})" + ("" if checks["passed"] else
                                                f": {checks['reason']}"))
-    effect = line["effect"]
+    from ..report import effect_of
+
+    effect = effect_of(line)
     if line["verdict"] is not None and isinstance(effect, dict):
         rel = effect.get("relative")
         text = f"measured: {line['verdict']}, final minus base {effect['value']:+.6g}{u}"
