@@ -131,10 +131,7 @@ def log_cmd(segment: int | None, status: str | None, kept: bool, run_range: str 
             for name in absent(rows, asked):
                 warn(f"{option} {name}: no run shown has this field (a field of the run "
                      "records, a secondary metric, or a dotted path such as asi.hypothesis)")
-        if any(name == "best" for name, _ in query.sort):
-            _ranked_apart(rows, all_sessions)
-        elif any(name == "metric" for name, _ in query.sort):
-            _mixed_metrics(rows)
+        _sorted_apart(query.sort, rows, all_sessions)
         if template is not None:
             written = queryformat.template_text(rows, template)
         elif chosen in ("json", "jsonl"):
@@ -179,6 +176,14 @@ def _ranked_apart(rows: list[Row], all_sessions: bool) -> None:
     warn("--sort best: the runs shown were measured in more than one way (another command, "
          "metric or direction); each is ranked apart, the current one first: "
          + ", then ".join(said) + "; --segment N shows one")
+
+
+def _sorted_apart(sort: list[tuple[str, bool]], rows: list[Row], all_sessions: bool) -> None:
+    """What a sort by ``best`` or ``metric`` of runs measured in more than one way says."""
+    if any(name == "best" for name, _ in sort):
+        _ranked_apart(rows, all_sessions)
+    elif any(name == "metric" for name, _ in sort):
+        _mixed_metrics(rows)
 
 
 def _mixed_metrics(rows: list[Row]) -> None:

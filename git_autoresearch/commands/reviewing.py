@@ -21,13 +21,13 @@ def _again(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bool,
     """The finalize command line that replays the same keeps and measures them again."""
     import shlex
 
-    words = ["git", "autoresearch", "finalize", "--force"]
+    words = ["--force"]
     words += [w for n in drop for w in ("--drop", str(n))]
     words += [w for n in only for w in ("--only", str(n))]
     words += ["--include-noise"] * include_noise + ["--split"] * split
     words += ["--segment", str(segment)] if segment is not None else []
     words += ["--checks-command", checks_command] if checks_command else []
-    return shlex.join(words)
+    return "git autoresearch finalize " + shlex.join(words)
 
 
 @click.command("finalize", context_settings=CONTEXT)
