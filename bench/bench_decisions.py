@@ -14,7 +14,7 @@ load; a machine that gets steadily faster or slower (0.2 % a measurement). The d
 metric has no noise; an unchanged candidate measures exactly the incumbent's value.
 
 Under the sequential rules a stream starts from ``baseline_samples`` = 5; the rule asks for
-each sample of either side (:class:`decision.Comparison`); a keep's samples become the pool;
+each sample of either side (:class:`decide.rules.Comparison`); a keep's samples become the pool;
 after a discard the incumbent's fresh samples join the pool, or, when it took none, the
 incumbent is measured again once (up to ``baseline_samples`` when its pool holds fewer), as
 the loop does. Every measurement counts. The strict rule is the seeds' default: one sample per
@@ -45,7 +45,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from git_autoresearch import decision  # noqa: E402
+from git_autoresearch.decide import rules as decision  # noqa: E402
 
 EFFECT = 0.02
 BASELINE_SAMPLES = 5

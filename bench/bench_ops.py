@@ -364,7 +364,8 @@ def profile_ops(root: Path, repeats: int, files: int) -> None:
 
 def profile_log(root: Path, runs: int, repeats: int) -> None:
     """Print where ``log --json``'s time goes on a ledger of ``runs`` runs, in this process."""
-    from git_autoresearch import ledger, queryformat
+    from git_autoresearch import ledger
+    from git_autoresearch.review import queryformat
 
     path = make_ledger(root, runs) / ".auto" / "log.jsonl"
     steps: dict[str, list[float]] = {"read": [], "parse, runs as text": [],

@@ -5,8 +5,8 @@
                              [--only MODULE:LINE]...
                              [--refresh] [--root DIR]
 
-MODULE is a path relative to the root (``git_autoresearch/ledger.py``). Each mutant is one small
-change of the module's syntax tree:
+MODULE is a path relative to the root (``git_autoresearch/ledger/__init__.py``). Each mutant is one
+small change of the module's syntax tree:
 
 - a comparison flipped (``<`` -> ``>=``, ``==`` -> ``!=``, ``in`` -> ``not in``, ``is`` ->
   ``is not``) or moved across its boundary (``<`` -> ``<=``, ``>`` -> ``>=`` and back);

@@ -9,7 +9,7 @@ __version__ = "0.1.0"
 import _signal  # type: ignore[import-not-found]  # (the C module: no stubs)
 import sys as _sys
 
-# Signals that came before git_autoresearch.signals took over (its install reads them).
+# Signals that came before git_autoresearch.runtime.signals took over (its install reads them).
 early_signals: list[int] = []
 
 

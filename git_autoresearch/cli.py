@@ -20,9 +20,9 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from . import signals
-from .errors import EXIT_INTERNAL, EXIT_REFUSED, EXIT_USAGE, AutoresearchError
-from .signals import Interrupted
+from .runtime import signals
+from .runtime.errors import EXIT_INTERNAL, EXIT_REFUSED, EXIT_USAGE, AutoresearchError
+from .runtime.signals import Interrupted
 
 if TYPE_CHECKING:
     import click
@@ -136,7 +136,7 @@ def _invoke(command: click.Command, prog_name: str, args: list[str]) -> int:
         if os.environ.get("GIT_AUTORESEARCH_DEBUG"):
             raise
         if isinstance(exc, OSError) and exc.errno in _STORAGE_ERRORS:
-            # A full or read-only disk under a write files.py does not make: refused, named.
+            # A full or read-only disk under a write runtime/files.py does not make: refused, named.
             _report_error(f"cannot write {exc.filename or 'a file'}: {exc.strerror}",
                           EXIT_REFUSED, prog_name, args)
             return EXIT_REFUSED
@@ -227,8 +227,8 @@ COLLECTOR_OFF = ("keep", "discard", "crash")
 
 def _start(name: str | None) -> click.Command:
     """Process set-up for an entry point: SIGINT, SIGTERM and SIGHUP handled alike and held
-    until :func:`invoke` runs the command (:mod:`git_autoresearch.signals`), so that a signal
-    during the imports is said and exits 128 + N instead of a traceback; then the command
+    until :func:`invoke` runs the command (:mod:`git_autoresearch.runtime.signals`), so that a
+    signal during the imports is said and exits 128 + N instead of a traceback; then the command
     ``name`` (None: the group) is loaded with the collector off, since nothing the imports
     make is garbage (collecting during them costs a command several milliseconds), and what
     they made, which lives until exit, is kept out of the collector's sight (gc.freeze). The

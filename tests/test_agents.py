@@ -12,8 +12,8 @@ import pytest
 from conftest import Tool, git, start_args, write
 
 from git_autoresearch import commands
-from git_autoresearch.config import parse_toml
-from git_autoresearch.skill import BEGIN, END, skill_text, text_for
+from git_autoresearch.hooks.skill import BEGIN, END, skill_text, text_for
+from git_autoresearch.session.config import parse_toml
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -248,7 +248,7 @@ def test_the_tool_failing_mid_audit_removes_the_worktrees(session: Path, ar: Too
                                                           monkeypatch: pytest.MonkeyPatch
                                                           ) -> None:
     # The seam: the measurement itself, raising as a bug in the tool would, after a sample.
-    from git_autoresearch.measure import measure as real
+    from git_autoresearch.measure.samples import measure as real
 
     calls: list[Path] = []
 
@@ -258,7 +258,7 @@ def test_the_tool_failing_mid_audit_removes_the_worktrees(session: Path, ar: Too
             raise RuntimeError("a bug")
         return real(*args, top=top, **kwargs)
 
-    monkeypatch.setattr("git_autoresearch.audit.measure", failing)
+    monkeypatch.setattr("git_autoresearch.review.audit.measure", failing)
     assert "internal error: RuntimeError: a bug" in ar(session, "audit", expect=1).err
     assert [p.name for p in calls] == ["parent", "commit", "parent"]
     assert_clean_up(session)
@@ -268,7 +268,7 @@ def test_the_tool_failing_mid_audit_removes_the_worktrees(session: Path, ar: Too
 def test_the_audit_line_is_written_under_the_session_lock(session: Path, ar: Tool,
                                                           monkeypatch: pytest.MonkeyPatch
                                                           ) -> None:
-    from git_autoresearch.lock import SessionLock
+    from git_autoresearch.session.lock import SessionLock
 
     monkeypatch.setenv("GIT_AUTORESEARCH_LOCK_WAIT", "0.3")
     with SessionLock(scratch(session), "a test"):
@@ -386,7 +386,7 @@ def test_an_audit_confirms_at_five_percent_and_gives_the_90_percent_interval(
     are those counted from the orderings."""
     from test_decision import count_u, enumerated_counts, tail
 
-    from git_autoresearch.audit import Target, judge
+    from git_autoresearch.review.audit import Target, judge
 
     sign = -1.0 if direction == "higher" else 1.0
     parent = [sign * 10.0 * (i + 1) for i in range(5)]

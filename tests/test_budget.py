@@ -11,8 +11,8 @@ import pytest
 from conftest import Tool, ledger_lines, runs, start_args, write
 
 from git_autoresearch import ledger as ledger_mod
-from git_autoresearch.config import duration_seconds, format_duration
-from git_autoresearch.insight import analysis_text, analyze
+from git_autoresearch.review.insight import analysis_text, analyze
+from git_autoresearch.session.config import duration_seconds, format_duration
 
 
 @pytest.mark.parametrize(("text", "seconds"), [
@@ -42,7 +42,7 @@ def test_start_refuses_a_malformed_duration_naming_the_key(repo: Path, ar: Tool)
 def _clock(monkeypatch: pytest.MonkeyPatch, ahead_s: float) -> None:
     """The session's clock, ``ahead_s`` seconds after the real one."""
     real = ledger_mod.now_ms
-    monkeypatch.setattr("git_autoresearch.session.now_ms",
+    monkeypatch.setattr("git_autoresearch.session.session.now_ms",
                         lambda: real() + int(ahead_s * 1000))
 
 

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from conftest import Tool, check_document, git, start_args, write
 
-from git_autoresearch.claims import claim, idea_key, read_claims
 from git_autoresearch.git import Repo
-from git_autoresearch.ideas import read_ideas
+from git_autoresearch.session.ideas import read_ideas
+from git_autoresearch.workers.claims import claim, idea_key, read_claims
 
 TOOL = [sys.executable, "-m", "git_autoresearch"]
 IDEAS = ["unroll the loop", "cache the table", "use a bitset", "skip the copy"]
@@ -58,9 +58,9 @@ def foreign_claim(top: Path, text: str, **fields: object) -> str:
 # A worker process claiming through the library: argv is the work tree and the worker.
 CLAIMER = """
 import sys
-from git_autoresearch.claims import claim
+from git_autoresearch.workers.claims import claim
 from git_autoresearch.git import Repo
-from git_autoresearch.ideas import read_ideas
+from git_autoresearch.session.ideas import read_ideas
 top, worker = sys.argv[1], sys.argv[2]
 repo = Repo.discover(top)
 taken = claim(repo, "s1", read_ideas(repo.top / ".auto" / "ideas.md"), timeout=7200,

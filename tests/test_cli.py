@@ -16,8 +16,8 @@ import pytest
 from conftest import BIN, Result, Tool, check_document, git, runs, start_args, write
 
 from git_autoresearch.commands import COMMAND_MODULES
+from git_autoresearch.commands.manpage import pages
 from git_autoresearch.git.process import OUR_READING
-from git_autoresearch.manpage import pages
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -137,10 +137,10 @@ def test_man_pages_match_the_cli() -> None:
     folder = ROOT / "man" / "man1"
     expected = pages()
     assert sorted(p.name for p in folder.glob("*.1")) == sorted(expected), \
-        "run: python -m git_autoresearch.manpage man/man1"
+        "run: python -m git_autoresearch.commands.manpage man/man1"
     for name, text in expected.items():
         assert (folder / name).read_text(encoding="utf-8") == text, \
-            f"{name} is stale: run python -m git_autoresearch.manpage man/man1"
+            f"{name} is stale: run python -m git_autoresearch.commands.manpage man/man1"
     named = {n[len("git-autoresearch-"):-2] for n in expected if "-" in n[16:]}
     assert set(COMMAND_MODULES) <= named
 
@@ -372,8 +372,8 @@ getattr(cli, entry)()
 """
 # What a command's help may import of the package besides the command modules: the programs,
 # and the two leaves every program needs to say how it ended.
-HELP_MAY_IMPORT = {"git_autoresearch", "git_autoresearch.cli", "git_autoresearch.signals",
-                   "git_autoresearch.errors"}
+HELP_MAY_IMPORT = {"git_autoresearch", "git_autoresearch.cli", "git_autoresearch.runtime",
+                   "git_autoresearch.runtime.signals", "git_autoresearch.runtime.errors"}
 # What a keep's, a discard's or a log's work pulls in (git, the ledger, the configuration) and
 # their help needs none of: click and Python bring the rest.
 HEAVY = {"subprocess", "pathlib", "json", "dataclasses", "hashlib", "tomllib", "plumbum",
@@ -413,9 +413,9 @@ getattr(cli, entry)()
 # What measuring needs and a keep or discard of a session without JSON metrics, a score or
 # hooks does not: the sequential rule's statistics, the measurement slots, the JSON metric
 # and score readers, and what those pull in.
-NOT_FOR_RECORDING = {"git_autoresearch.decision", "git_autoresearch.slots",
-                     "git_autoresearch.jsonmetric", "git_autoresearch.scoring", "socket",
-                     "shutil", "bz2", "lzma", "plumbum"}
+NOT_FOR_RECORDING = {"git_autoresearch.decide.rules", "git_autoresearch.measure.slots",
+                     "git_autoresearch.measure.jsonmetric", "git_autoresearch.measure.scoring",
+                     "socket", "shutil", "bz2", "lzma", "plumbum"}
 
 
 def test_keep_and_discard_import_only_what_recording_needs(repo: Path, ar: Tool) -> None:
@@ -430,6 +430,6 @@ def test_keep_and_discard_import_only_what_recording_needs(repo: Path, ar: Tool)
                               capture_output=True, text=True, cwd=repo)
         assert proc.returncode == 0, proc.stderr
         imported = set(proc.stderr.rsplit("imported: ", 1)[1].split())
-        assert "git_autoresearch.recording" in imported
+        assert "git_autoresearch.record.recording" in imported
         assert imported & NOT_FOR_RECORDING == set(), entry
     assert [r["status"] for r in runs(repo)][-2:] == ["keep", "discard"]

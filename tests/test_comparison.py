@@ -1,4 +1,4 @@
-"""The rule that measures the incumbent beside the candidate (:class:`decision.Comparison`):
+"""The rule that measures the incumbent beside the candidate (:class:`decide.rules.Comparison`):
 no keep and no "worse" on the pool alone, a pool with a trend not used at all, the order of
 fresh samples, the settings that turn them off, and a machine that drifts either way."""
 
@@ -10,8 +10,8 @@ from collections.abc import Callable
 
 import pytest
 
-from git_autoresearch import decision
-from git_autoresearch.decision import Comparison, Decision
+from git_autoresearch.decide import rules as decision
+from git_autoresearch.decide.rules import Comparison, Decision
 
 
 def noisy(centre: float, count: int, spread: float = 0.02, seed: int = 1) -> list[float]:
@@ -239,7 +239,7 @@ def test_a_machine_getting_faster_fools_the_pool_alone() -> None:
 
 
 def test_the_configurations_pairs_fit_the_rule() -> None:
-    from git_autoresearch import config
+    from git_autoresearch.session import config
 
     assert decision.PAIRS == config.INCUMBENT_PAIRS_DEFAULT
     # The fewest pairs allowed can reach the level of a decision on fresh samples alone; one

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from conftest import Tool, commit_all, git, runs, write
 
-from git_autoresearch import runcommits
-from git_autoresearch.dashboard import render
 from git_autoresearch.ledger import parse
+from git_autoresearch.review import runcommits
+from git_autoresearch.review.dashboard import render
 
 # The score is value.txt plus other.txt: keeps of either file improve it.
 BENCH = '#!/bin/sh\necho "score: $(( $(cat value.txt) + $(cat other.txt) ))"\n'
@@ -147,7 +147,7 @@ def test_all_runs_at_once_find_what_one_run_finds(repo: Path, ar: Tool,
     (the one ``show`` uses) on our session, after gc, and on a ledger as pi-autoresearch 1.6.2
     writes it: a discard records HEAD (extensions/pi-autoresearch/index.ts:2277), a keep that
     committed nothing records HEAD too (index.ts:2393)."""
-    from git_autoresearch.reader import open_for_reading
+    from git_autoresearch.session.reader import open_for_reading
 
     night(repo, ar)
     ar(repo, "gc", "--force")

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from git_autoresearch import decision
-from git_autoresearch.decision import Decision, incumbent, sequential, strict
-from git_autoresearch.stats import median
+from git_autoresearch.decide import rules as decision
+from git_autoresearch.decide.rules import Decision, incumbent, sequential, strict
+from git_autoresearch.ledger.stats import median
 
 
 def noisy(centre: float, count: int, spread: float = 0.03, seed: int = 1) -> list[float]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import Tool, git, runs
 
-from git_autoresearch.resources import data_path
+from git_autoresearch.runtime.resources import data_path
 
 EXAMPLES = data_path("examples")
 

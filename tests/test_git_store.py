@@ -548,8 +548,8 @@ def test_temporary_objects_skip_a_file_git_removed_meanwhile(
 def test_git_in_a_folder_that_cannot_be_entered_is_named(repo: Path, tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch
                                                          ) -> None:
-    from git_autoresearch.errors import Refused
     from git_autoresearch.git import process
+    from git_autoresearch.runtime.errors import Refused
 
     for bad in (tmp_path / "absent", write(tmp_path / "a-file", "")):
         with pytest.raises(Refused, match=f"^no such folder: {bad}$"):
@@ -570,8 +570,8 @@ def test_git_in_a_folder_that_cannot_be_entered_is_named(repo: Path, tmp_path: P
 def test_git_runs_without_locating_variables_and_speaks_c(
         repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
         ) -> None:
-    from git_autoresearch.errors import Refused
     from git_autoresearch.git import process
+    from git_autoresearch.runtime.errors import Refused
 
     monkeypatch.setenv("GIT_DIR", "/nowhere")
     monkeypatch.setenv("GIT_INDEX_FILE", "/nowhere/index")
@@ -762,7 +762,6 @@ def test_linked_worktrees_come_and_go(repo: Path) -> None:
 
 def test_a_remotes_refs_listed_fetched_and_pushed_atomically(repo: Path,
                                                               tmp_path: Path) -> None:
-    from git_autoresearch.errors import Refused
     from git_autoresearch.git.remote import (
         failure,
         fetch_objects,
@@ -773,6 +772,7 @@ def test_a_remotes_refs_listed_fetched_and_pushed_atomically(repo: Path,
         remote_refs,
         remote_refusal,
     )
+    from git_autoresearch.runtime.errors import Refused
 
     hub = tmp_path / "hub.git"
     git(tmp_path, "init", "-q", "--bare", str(hub))
@@ -874,8 +874,8 @@ def test_merge_trees_on_a_git_older_than_2_38_says_what_it_needs(
         repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A git before 2.38 knows no ``merge-tree --write-tree`` and answers with its usage and
     exit 129: a ``git`` first on PATH does so for that call and runs the real git otherwise."""
-    from git_autoresearch.errors import Refused
     from git_autoresearch.git.moving import merge_trees
+    from git_autoresearch.runtime.errors import Refused
 
     shim = tmp_path / "old-git"
     write(shim / "git", '#!/bin/sh\ncase "$*" in *"merge-tree --write-tree"*)\n'
@@ -891,7 +891,7 @@ def test_merge_trees_on_a_git_older_than_2_38_says_what_it_needs(
 
 def test_discover_finds_the_work_tree_and_refuses_what_is_none(repo: Path,
                                                                tmp_path: Path) -> None:
-    from git_autoresearch.errors import Refused
+    from git_autoresearch.runtime.errors import Refused
 
     found = Repo.discover(repo / "src")
     assert (found.top, found.git_dir, found.common_dir, found.scratch) == (

@@ -426,9 +426,9 @@ def test_notify(session: Path, ar: Tool, monkeypatch: pytest.MonkeyPatch, tmp_pa
 
 
 def test_a_firing_gives_its_ledger_line_and_the_run_record_summary(tmp_path: Path) -> None:
-    """The two shapes a firing takes outside hooks.py come from it: the ledger line (with its
+    """The two shapes a firing takes outside hooks/user.py come from it: the ledger line (with its
     keys in the order DESIGN.md lists them) and the run record's ``hooks`` entry."""
-    from git_autoresearch.hooks import HookReport, fire_one
+    from git_autoresearch.hooks.user import HookReport, fire_one
 
     script = hook(tmp_path, "before.sh", "#!/bin/sh\ncat >/dev/null\necho hi\nexit 3\n")
     firing = fire_one(script, "before", {"event": "before"}, cwd=tmp_path)
@@ -445,7 +445,7 @@ def test_a_firing_gives_its_ledger_line_and_the_run_record_summary(tmp_path: Pat
 def test_the_run_payload_of_no_record_has_pis_keys() -> None:
     """pi-autoresearch 1.6.2, index.ts:2436-2441: every key but ``asi`` is there; a run
     without a metric reads 0 (jsonl.ts:118)."""
-    from git_autoresearch.hooks import run_payload
+    from git_autoresearch.hooks.user import run_payload
 
     assert run_payload({}) == {"run": None, "commit": None, "metric": 0, "metrics": {},
                                "status": None, "description": None, "timestamp": None,

@@ -19,9 +19,9 @@ import pytest
 from conftest import FIXTURES_DIR, Tool, git, runs, start_args, write
 
 from git_autoresearch import ledger
-from git_autoresearch.dashboard import render, serve
 from git_autoresearch.ledger import version as ledger_version
-from git_autoresearch.report import stability
+from git_autoresearch.review.dashboard import render, serve
+from git_autoresearch.review.report import stability
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -511,7 +511,7 @@ def test_dashboard_serve_answers_only_its_own_host_names(repo: Path) -> None:
 
 
 def test_the_value_axis_names_the_unit_once() -> None:
-    from git_autoresearch.plot import axis_label
+    from git_autoresearch.review.plot import axis_label
 
     assert axis_label("total_ms", "ms") == "total_ms"
     assert axis_label("total_µs", "µs") == "total_µs"
@@ -523,7 +523,7 @@ def test_the_svg_legend_sits_above_the_plot_clear_of_the_data() -> None:
     import re
 
     from git_autoresearch.ledger import parse
-    from git_autoresearch.plot import TOP, svg
+    from git_autoresearch.review.plot import TOP, svg
 
     book = parse((FIXTURES_DIR / "pi-autoresearch-log.jsonl").read_bytes())
     text = svg(book.segments, "parse_ms", "ms", legend=True)

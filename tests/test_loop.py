@@ -395,7 +395,7 @@ def test_default_session_id_from_goal(repo: Path, ar: Tool) -> None:
 
 
 def test_a_long_goal_makes_a_session_id_cut_between_words() -> None:
-    from git_autoresearch.start import default_session_id
+    from git_autoresearch.lifecycle.start import default_session_id
 
     assert default_session_id("faster predictions without losing accuracy on the test set",
                               "2026-12-01") == "faster-predictions-without-losing-2026-12-01"

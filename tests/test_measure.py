@@ -17,8 +17,8 @@ from conftest import PYTHON, Tool, assert_dies, check_document, commit_all, runs
 from hypothesis import given
 from hypothesis import strategies as st
 
-from git_autoresearch import running
-from git_autoresearch.measure import clean_line, parse_number, read_log
+from git_autoresearch.measure import running
+from git_autoresearch.measure.samples import clean_line, parse_number, read_log
 
 
 def metric_of(tmp_path: Path, text: str | bytes, pattern: str = r"total: (\S+)") -> object:

@@ -1,5 +1,6 @@
-"""measure.py called in-process: the values a record is made of (the log's tail, the samples,
-the reasons, the checks), each asserted exactly. The commands run are real shell commands."""
+"""measure/samples.py called in-process: the values a record is made of (the log's tail, the
+samples, the reasons, the checks), each asserted exactly. The commands run are real shell
+commands."""
 
 from __future__ import annotations
 
@@ -10,8 +11,7 @@ from typing import Any
 
 from conftest import PYTHON, write
 
-from git_autoresearch.config import Config
-from git_autoresearch.measure import (
+from git_autoresearch.measure.samples import (
     MAX_METRICS,
     TAIL_CHARS,
     TAIL_LINES,
@@ -24,6 +24,7 @@ from git_autoresearch.measure import (
     read_log,
     tail,
 )
+from git_autoresearch.session.config import Config
 
 
 def config(command: str, **more: Any) -> Config:

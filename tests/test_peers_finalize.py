@@ -133,7 +133,7 @@ def test_a_session_whose_branch_would_be_a_folder_of_pis_branches_is_refused(
 
 
 def test_the_default_id_passes_over_a_folder_of_branches(repo: Path, ar: Tool) -> None:
-    from git_autoresearch.start import default_session_id
+    from git_autoresearch.lifecycle.start import default_session_id
 
     wanted = default_session_id("lower the value")
     git(repo, "branch", f"autoresearch/{wanted}/01-value")

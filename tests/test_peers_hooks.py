@@ -118,7 +118,7 @@ def test_a_plain_hook_with_windows_line_endings_warns_about_bash(session: Path,
 
 def test_fire_one_runs_a_plain_file_through_bash(tmp_path: Path) -> None:
     """The library call gives the same: pi-autoresearch 1.6.2, hooks.ts:88."""
-    from git_autoresearch.hooks import fire_one
+    from git_autoresearch.hooks.user import fire_one
 
     script = write(tmp_path / "after.sh", "cat >/dev/null\necho $0\n", 0o755)
     firing = fire_one(script, "after", {"event": "after"}, cwd=tmp_path)
@@ -237,7 +237,7 @@ def test_the_run_payload_of_a_record(tmp_path: Path) -> None:
     """pi-autoresearch 1.6.2, index.ts:2436-2441: pi's keys in pi's order, a crash's metric 0
     (index.ts:241), ``asi`` only when there is one; then our ``decision``. Our other fields
     (samples, checks, attempt_ref, ...) stay in the ledger."""
-    from git_autoresearch.hooks import run_payload
+    from git_autoresearch.hooks.user import run_payload
 
     record = {"run": 4, "commit": "abc1234", "metric": None, "metrics": {}, "status": "crash",
               "description": "x", "timestamp": 1700000000000, "segment": 1,
@@ -254,7 +254,7 @@ def test_the_run_payload_of_a_record(tmp_path: Path) -> None:
 def test_the_example_hooks_read_the_fixture_payloads(tmp_path: Path) -> None:
     """Every example hook runs on the seed contract's payloads (the fixtures, as pi writes
     them, hooks.ts:127) without failing, in a folder with an empty ``.auto/``."""
-    from git_autoresearch.hooks import examples, fire_one
+    from git_autoresearch.hooks.user import examples, fire_one
 
     (tmp_path / ".auto").mkdir()
     for example in examples():
@@ -388,7 +388,7 @@ def test_the_session_object_of_pis_own_ledgers(repo: Path, name: str,
     """pi-autoresearch 1.6.2's ``buildSessionSnapshot`` (index.ts:1247-1255) over its
     reconstruction (jsonl.ts:169-191), run under node on these ledgers, gives ``snapshot``;
     ours gives the same seven keys, then its own two."""
-    from git_autoresearch.reader import open_for_reading
+    from git_autoresearch.session.reader import open_for_reading
 
     write(repo / ".auto" / "log.jsonl", (FIXTURES_DIR / name).read_bytes())
     got = open_for_reading(repo).session_summary()

@@ -22,7 +22,8 @@ from conftest import FIXTURES_DIR, Tool, commit_all, git, runs, start_args, writ
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from git_autoresearch import jsontext, ledger
+from git_autoresearch import ledger
+from git_autoresearch.ledger import jsontext
 
 PI_WRITTEN = FIXTURES_DIR / "pi-1.6.2-written-log.jsonl"
 PI_LOG = FIXTURES_DIR / "pi-autoresearch-log.jsonl"

@@ -23,7 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from git_autoresearch.ledger import finite
-from git_autoresearch.report import delta_pct
+from git_autoresearch.review.report import delta_pct
 
 MEMORY_BENCH = ("#!/bin/sh\necho \"score: $(cat value.txt)\"\n"
                 "echo \"METRIC mem_mb=$(cat mem.txt)\"\n")
@@ -481,8 +481,8 @@ def test_the_quick_line_test_never_changes_an_answer() -> None:
     the baseline, a second segment) every query selects the same rows, with the same
     baseline, as a full read."""
     from git_autoresearch import ledger
-    from git_autoresearch.query import Query, line_test, parse_where, rows_of
-    from git_autoresearch.queryformat import run_text
+    from git_autoresearch.review.query import Query, line_test, parse_where, rows_of
+    from git_autoresearch.review.queryformat import run_text
 
     def shown(row: Any) -> Any:
         base = row.segment.baseline
@@ -694,8 +694,8 @@ def test_every_run_in_pieces_is_the_general_paths_text_at_each_piece_boundary() 
     ledger whose commits read as exponents (``6e75195``) and with a line holding ``1e400``
     (written anew, as null) and an audit."""
     from git_autoresearch import ledger
-    from git_autoresearch.query import rows_of
-    from git_autoresearch.queryformat import json_text, jsonl_text, ledger_json_chunks
+    from git_autoresearch.review.query import rows_of
+    from git_autoresearch.review.queryformat import json_text, jsonl_text, ledger_json_chunks
 
     def record(n: int) -> str:
         metric = "1e400" if n == 4 else str(100 + n % 7)
@@ -743,7 +743,7 @@ def test_number_flags_tell_a_number_that_could_read_as_infinity(
     """jsontext.number_flags: (no integer too large for a float, and no number whose text
     could read as infinity either), the whole ledger looked at once: an exponent of three
     digits outside a string or after a space, or 309 digits, are such; a commit's hex is not."""
-    from git_autoresearch.jsontext import number_flags
+    from git_autoresearch.ledger.jsontext import number_flags
 
     assert number_flags(text) == flags
     assert number_flags(b"\n".join([b'{"commit":"1e000"}', text, b"{}"])) == flags
@@ -753,7 +753,7 @@ def test_an_object_read_as_its_text_gives_the_values_of_the_decoded_object() -> 
     """jsontext.ObjectText: the fields at hand without decoding again, every other field,
     the keys in their order, the length and ``in`` as the decoded object, and None or the
     default for a field it lacks, whether one of those at hand or not."""
-    from git_autoresearch.jsontext import ObjectText, loads
+    from git_autoresearch.ledger.jsontext import ObjectText, loads
 
     text = b'{"run":3,"status":"keep","metrics":{"m":1},"note":null,"metric":2.5}'
     value = loads(text)
@@ -788,7 +788,7 @@ def test_a_record_as_written_reads_as_the_record_written_anew(
     ``delta_pct`` as report.delta_pct gives it, non-finite numbers as null, a lone surrogate
     escaped; always JSON a strict reader takes (no infinity)."""
     from git_autoresearch.ledger import parse
-    from git_autoresearch.queryformat import run_text
+    from git_autoresearch.review.queryformat import run_text
 
     number = metric if isinstance(metric, str) else json.dumps(metric)
     line = f'{{"run":2,"metric":{number},"status":"{status}"{segment}{extra}}}'.encode()

@@ -256,7 +256,7 @@ def test_a_long_crash_tail_is_bounded(repo: Path, ar: Tool) -> None:
 
 
 def test_an_absent_readonly_key_is_no_configuration_change() -> None:
-    from git_autoresearch.config import Config, describe_changes
+    from git_autoresearch.session.config import Config, describe_changes
 
     cfg = Config.from_mapping({"goal": "g", "command": "sh bench.sh"}, source="old")
     old = cfg.to_dict()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import Tool, git, runs, start_args, write
 
-from git_autoresearch.choosing import inconclusive_reason
+from git_autoresearch.decide.choice import inconclusive_reason
 from git_autoresearch.git import Repo
 
 
@@ -261,9 +261,9 @@ def test_a_readonly_file_changed_without_a_measurement_is_named(repo: Path, ar: 
 def test_record_itself_refuses_during_a_merge(repo: Path, ar: Tool) -> None:
     """recording.record's own promise, for callers other than the commands (which check
     first): no run is recorded while a merge is in progress, and nothing changes."""
-    from git_autoresearch.errors import Refused
-    from git_autoresearch.recording import record
-    from git_autoresearch.session import Session
+    from git_autoresearch.record.recording import record
+    from git_autoresearch.runtime.errors import Refused
+    from git_autoresearch.session.session import Session
 
     ar(repo, *start_args())
     write(repo / "value.txt", "90\n")
@@ -279,10 +279,10 @@ def test_record_itself_refuses_a_keep_without_a_metric(repo: Path, ar: Tool) -> 
     one with no metric (a crash), is no keep, and nothing changes."""
     import dataclasses
 
-    from git_autoresearch.errors import Refused
-    from git_autoresearch.measure import Measurement
-    from git_autoresearch.recording import record
-    from git_autoresearch.session import Session
+    from git_autoresearch.measure.samples import Measurement
+    from git_autoresearch.record.recording import record
+    from git_autoresearch.runtime.errors import Refused
+    from git_autoresearch.session.session import Session
 
     ar(repo, *start_args("--decision", "strict"))
     write(repo / "value.txt", "90\n")
@@ -384,7 +384,7 @@ def test_a_recorded_run_leaves_no_pending_measurement(repo: Path, ar: Tool) -> N
 
 
 def test_where_a_run_stands_once_its_git_side_is_done() -> None:
-    from git_autoresearch.recording import run_state
+    from git_autoresearch.record.recording import run_state
 
     assert run_state({"run": 3, "status": "keep", "commit": "abc1234", "committed": True}) \
         == "run 3 was committed as abc1234"

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from git_autoresearch import ledger
-from git_autoresearch.trailers import commit_message, keep_trailers, result_trailer
+from git_autoresearch.history.trailers import commit_message, keep_trailers, result_trailer
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PI_LOG = FIXTURES / "pi-autoresearch-log.jsonl"
@@ -174,7 +174,7 @@ def test_ledger_header_fields(repo: Path, ar: Tool) -> None:
 
 def test_attempt_and_set_aside_messages_read_back_as_written(repo: Path) -> None:
     from git_autoresearch.git import Repo
-    from git_autoresearch.trailers import (
+    from git_autoresearch.history.trailers import (
         attempt_message,
         commit_info,
         intent_tokens,

@@ -25,8 +25,9 @@ from conftest import (
     write,
 )
 
-from git_autoresearch import ledger, records
-from git_autoresearch.lock import SessionLock
+from git_autoresearch import ledger
+from git_autoresearch.ledger import records
+from git_autoresearch.session.lock import SessionLock
 
 TOOL = [sys.executable, "-m", "git_autoresearch"]
 
@@ -72,7 +73,7 @@ def test_every_named_step_is_in_the_kill_matrix() -> None:
     from test_remote_workers import REMOTE_STEPS
     from test_workers import WORKER_STEPS
 
-    from git_autoresearch.faults import STEPS
+    from git_autoresearch.runtime.faults import STEPS
 
     assert set(REVERT_STEPS) | set(KEEP_STEPS) | set(START_STEPS) | set(SET_ASIDE_STEPS) \
         | set(WORKER_STEPS) | set(REMOTE_STEPS) | {"revert:before-attempt"} == set(STEPS)
@@ -691,7 +692,7 @@ def test_lock_holder_is_named(experiment: Path) -> None:
 def test_lock_of_a_killed_process_is_taken_over(experiment: Path) -> None:
     holder = subprocess.Popen([sys.executable, "-c", (
         "import sys, time; from pathlib import Path; "
-        "from git_autoresearch.lock import SessionLock\n"
+        "from git_autoresearch.session.lock import SessionLock\n"
         f"with SessionLock(Path({str(experiment / '.git' / 'autoresearch')!r}), 'doomed'):\n"
         "    print('held', flush=True); time.sleep(300)")], stdout=subprocess.PIPE, text=True)
     assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
@@ -1140,7 +1141,7 @@ def test_an_intent_record_missing_what_its_operation_always_wrote_is_set_aside(
 
 
 def test_the_intent_record_keeps_the_key_order_of_earlier_versions() -> None:
-    from git_autoresearch.journal import Intent
+    from git_autoresearch.record.journal import Intent
 
     aside = Intent("set-aside", 3, id="t", head="h", ref="r", created=["a"], tracked=["b"])
     assert list(aside.to_json()) == ["op", "run", "id", "head", "ref", "created", "tracked",

@@ -318,9 +318,9 @@ def test_commit_customizations_name_hooks_and_signing(repo: Path) -> None:
 
 
 def test_keep_refuses_when_head_moved_since_it_was_read(repo: Path) -> None:
-    from git_autoresearch.errors import Refused
-    from git_autoresearch.experiment import commit_index
     from git_autoresearch.git import Repo
+    from git_autoresearch.history.experiment import commit_index
+    from git_autoresearch.runtime.errors import Refused
 
     r = Repo.discover(repo)
     stale = git(repo, "rev-parse", "HEAD")
@@ -337,7 +337,7 @@ def test_keep_refuses_when_head_moved_since_it_was_read(repo: Path) -> None:
 
 def test_git_maintenance_runs_during_a_session(repo: Path, ar: Tool,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    from git_autoresearch import recording
+    from git_autoresearch.record import recording
 
     monkeypatch.setattr(recording, "MAINTENANCE_EVERY", 1)
     ar(repo, *start_args())

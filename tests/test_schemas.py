@@ -16,7 +16,7 @@ from conftest import SCHEMAS_DIR, Tool, check_document, start_args, write
 from jsonschema import Draft202012Validator
 
 from git_autoresearch import commands
-from git_autoresearch.schemas import COMMAND_DOCUMENTS, VERSIONS, fields, schema_id
+from git_autoresearch.runtime.schemas import COMMAND_DOCUMENTS, VERSIONS, fields, schema_id
 
 PACKAGE = Path(__file__).resolve().parent.parent / "git_autoresearch"
 
@@ -51,8 +51,8 @@ def test_every_document_printed_has_a_schema_and_every_schema_a_writer() -> None
     assert emitted <= set(VERSIONS)
     # Besides: the shared definitions, the hooks' stdin and log's (written in pieces).
     assert set(VERSIONS) - emitted == {"common", "hook-before", "hook-after", "log"}
-    assert 'schema_id(f"hook-{stage}")' in (PACKAGE / "hookpayload.py").read_text()
-    assert 'schema_id("log")' in (PACKAGE / "queryformat.py").read_text()
+    assert 'schema_id(f"hook-{stage}")' in (PACKAGE / "hooks/payload.py").read_text()
+    assert 'schema_id("log")' in (PACKAGE / "review/queryformat.py").read_text()
 
 
 def _json_commands() -> set[str]:

@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 from conftest import Tool, commit_all, git, runs, write
 
-from git_autoresearch.config import DIRECTIONS, Config, parse_toml
-from git_autoresearch.errors import UsageError
-from git_autoresearch.jsonmetric import JsonMetricError, documents, read_value
-from git_autoresearch.scoring import ScoreError, compute
+from git_autoresearch.measure.jsonmetric import JsonMetricError, documents, read_value
+from git_autoresearch.measure.scoring import ScoreError, compute
+from git_autoresearch.runtime.errors import UsageError
+from git_autoresearch.session.config import DIRECTIONS, Config, parse_toml
 
 WEIGHTED = {"kind": "weighted", "terms": {
     "accuracy": {"weight": 0.7},

@@ -151,7 +151,7 @@ def test_strict_takes_min_effect_too(repo: Path, ar: Tool) -> None:
 
 def test_a_configuration_without_the_key_is_strict() -> None:
     """Sessions begun before the key existed keep the rule they had."""
-    from git_autoresearch.config import Config
+    from git_autoresearch.session.config import Config
 
     cfg = Config.from_mapping({"goal": "g", "command": "true"}, source="old")
     assert (cfg.rule, cfg.remeasures) == ("strict", False)

@@ -230,10 +230,10 @@ def test_show_keeps_the_recorded_keep_over_a_hand_made_commit(repo: Path, ar: To
     _commit_by_hand(repo, 2, 1)
     shown = ar(repo, "show", "2", "--json").json()
     assert (shown["diff_commit"], shown["diff_source"]) == (kept, "trailer")
-    from git_autoresearch.audit import targets
-    from git_autoresearch.finalize import keeps
-    from git_autoresearch.runcommits import run_commits
-    from git_autoresearch.session import Session
+    from git_autoresearch.review.audit import targets
+    from git_autoresearch.review.finalize import keeps
+    from git_autoresearch.review.runcommits import run_commits
+    from git_autoresearch.session.session import Session
 
     session = Session.open(repo, on_branch=False)
     assert run_commits(session)[2].commit == kept

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from conftest import Tool, git, ledger_lines, runs, start_args, write
 
-from git_autoresearch import sharing
-from git_autoresearch.catalog import gc
 from git_autoresearch.git import Repo
+from git_autoresearch.workers import sharing
+from git_autoresearch.workers.catalog import gc
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 

@@ -412,7 +412,8 @@ def test_a_signal_that_came_in_a_finalizer_during_a_measurement_ends_it(tmp_path
     script = (
         "import os, signal, sys\n"
         "from pathlib import Path\n"
-        "from git_autoresearch import measure, signals\n"
+        "from git_autoresearch.measure import samples as measure\n"
+        "from git_autoresearch.runtime import signals\n"
         "class Finalized:\n"
         "    def __del__(self):\n"
         "        os.kill(os.getpid(), signal.SIGTERM)\n"

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from conftest import Tool, check_document, git, runs, start_args, write
 
-from git_autoresearch.config import Config
 from git_autoresearch.git import Repo
-from git_autoresearch.slots import cpu_share, held, slots_dir
+from git_autoresearch.measure.slots import cpu_share, held, slots_dir
+from git_autoresearch.session.config import Config
 
 TOOL = [sys.executable, "-m", "git_autoresearch"]
 
@@ -29,11 +29,11 @@ TOOL = [sys.executable, "-m", "git_autoresearch"]
 HOLDER = r"""
 import os, sys, time
 from pathlib import Path
-from git_autoresearch import signals
-from git_autoresearch.config import Config
+from git_autoresearch.runtime import signals
+from git_autoresearch.session.config import Config
 from git_autoresearch.git import Repo
-from git_autoresearch.measure import measure
-from git_autoresearch.slots import measuring
+from git_autoresearch.measure.samples import measure
+from git_autoresearch.measure.slots import measuring
 
 signals.install()
 top, slots, times, release = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
@@ -230,7 +230,7 @@ def test_cpu_share_cuts_the_cpus_evenly() -> None:
                            "3600s"),
 ])
 def test_bad_worker_keys_are_refused(key: str, value: object, message: str) -> None:
-    from git_autoresearch.errors import UsageError
+    from git_autoresearch.runtime.errors import UsageError
 
     with pytest.raises(UsageError) as found:
         Config.from_mapping({"goal": "g", "command": "c", key: value}, source="config.toml")
@@ -269,7 +269,7 @@ def test_pinning_where_the_platform_cannot_warns_once(repo: Path, ar: Tool,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """``pin_cpus`` on a platform without ``sched_setaffinity``: one warning a command, no
     pinning, and a record with no CPUs (the one slot, unpinned: no slot at all)."""
-    from git_autoresearch import slots
+    from git_autoresearch.measure import slots
 
     ar(repo, *start_args("--pin-cpus"))
     monkeypatch.delattr(os, "sched_setaffinity", raising=False)

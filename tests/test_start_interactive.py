@@ -15,7 +15,7 @@ from pathlib import Path
 
 from conftest import BIN, git, write
 
-from git_autoresearch.config import parse_toml
+from git_autoresearch.session.config import parse_toml
 
 
 def converse(cwd: Path, args: list[str], steps: list[tuple[str, str]]) -> tuple[int, str]:

@@ -152,7 +152,7 @@ def test_runs_measured_at_once_get_distinct_numbers(crew: tuple[Path, Path, Path
     keep records the number it measured under."""
     main, w1, w2 = crew
     from git_autoresearch.git import Repo
-    from git_autoresearch.lock import SessionLock
+    from git_autoresearch.session.lock import SessionLock
 
     write(w1 / "value.txt", "90\n")
     assert ar(w1, "measure", "--json").json()["metric"] == 190
@@ -327,7 +327,7 @@ def test_remove_keeps_what_a_worker_left_and_waits_for_a_running_command(
     """A worker's protected or untracked files are unrecorded work too: remove refuses them;
     --force saves them on a ref first. A worker running a command is never removed."""
     from git_autoresearch.git import Repo
-    from git_autoresearch.lock import SessionLock
+    from git_autoresearch.session.lock import SessionLock
 
     main, w1, _ = crew
     write(w1 / "notes.txt", "mine\n")
@@ -393,7 +393,7 @@ def test_max_experiments_counts_the_runs_other_workers_are_measuring(
     """With a limit of 2 experiments, one recorded and one being measured by w1 (a command
     running there, its number held), w2's run stops (exit 4) instead of exceeding it."""
     from git_autoresearch.git import Repo
-    from git_autoresearch.lock import SessionLock
+    from git_autoresearch.session.lock import SessionLock
 
     ar(repo, *start_args("--decision", "strict", "--max-experiments", "2"))
     ar(repo, "worker", "add", "2")
@@ -493,8 +493,8 @@ def test_a_workers_interrupted_keep_is_finished_under_the_shared_lock(
     every worker shares: while another worker holds the shared lock, resume waits for it, and
     refuses once the wait is over with nothing finished; then it finishes the keep."""
     from git_autoresearch.git import Repo
-    from git_autoresearch.lock import SessionLock
-    from git_autoresearch.workers import shared_dir
+    from git_autoresearch.session.lock import SessionLock
+    from git_autoresearch.session.workers import shared_dir
 
     main, w1, _ = crew
     write(w1 / "value.txt", "90\n")

@@ -3,7 +3,8 @@ a session (``reading``), auditing its keeps (``auditing``), turning it into a br
 (``reviewing``), keeping it in order (``upkeep``), listing, cleaning up and sharing sessions
 (``sharing``), and fitting the loop to a coding agent (``agents``); and the click group that
 puts them together, loading each family's module only when one of its commands is asked for.
-:mod:`git_autoresearch.cli` runs them as programs."""
+:mod:`git_autoresearch.cli` runs them as programs; ``manpage`` writes their man pages
+(``python -m git_autoresearch.commands.manpage man/man1``)."""
 
 from __future__ import annotations
 

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..errors import Refused, UsageError
+from ..runtime.errors import Refused, UsageError
 from .common import CONTEXT, emit_json, json_option
 
 if TYPE_CHECKING:
-    from ..guard import HookState
+    from ..hooks.guard import HookState
 
 
 @click.command("skill", context_settings=CONTEXT)
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 def skill_cmd(harness: str | None, show: bool, force: bool, as_json: bool) -> None:
     """The agent skill: how to run the loop with these commands (what to call, the JSON to
     read, the exit codes, never committing by hand, what to read after a context reset)."""
-    from ..skill import install, text_for
+    from ..hooks.skill import install, text_for
 
     text = text_for(harness or "generic")
     if harness is None or show:
@@ -68,7 +68,7 @@ def _show(states: list[HookState], as_json: bool) -> None:
 def guard_install_cmd(as_json: bool) -> None:
     """Install the pre-commit and commit-msg hooks in git's hooks folder (core.hooksPath or
     .git/hooks); a hook already there is renamed <hook>.pre-autoresearch and run after."""
-    from ..guard import install
+    from ..hooks.guard import install
 
     _show(install(), as_json)
 
@@ -77,7 +77,7 @@ def guard_install_cmd(as_json: bool) -> None:
 @json_option
 def guard_uninstall_cmd(as_json: bool) -> None:
     """Remove the guard's hooks and put back the hooks they ran after them."""
-    from ..guard import uninstall
+    from ..hooks.guard import uninstall
 
     _show(uninstall(), as_json)
 
@@ -86,7 +86,7 @@ def guard_uninstall_cmd(as_json: bool) -> None:
 @json_option
 def guard_status_cmd(as_json: bool) -> None:
     """Whether the guard's hooks are installed, and the hooks they chain to."""
-    from ..guard import status
+    from ..hooks.guard import status
 
     _show(status(), as_json)
 
@@ -98,7 +98,7 @@ def guard_check_cmd(hook: str, args: tuple[str, ...]) -> None:
     """What the guard's hooks run: exit 3 with the reason when the commit must be refused."""
     import os
 
-    from ..guard import check_commit_msg, check_pre_commit
+    from ..hooks.guard import check_commit_msg, check_pre_commit
 
     if hook == "pre-commit":
         problem = check_pre_commit(os.environ.get("GIT_INDEX_FILE"))
@@ -119,7 +119,7 @@ def schema_cmd(name: str | None, as_json: bool) -> None:
     NAME is a document's name (run, measurement, status, error, hook-after, ...) or a
     command's (keep, "worker list"). Every document names its schema in its first field,
     "schema"; the manual page of each command lists its document's fields."""
-    from ..schemas import COMMAND_DOCUMENTS, VERSIONS, schema_id, schema_path
+    from ..runtime.schemas import COMMAND_DOCUMENTS, VERSIONS, schema_id, schema_path
 
     if name is None:
         kinds = [k for k in VERSIONS if k != "common"]

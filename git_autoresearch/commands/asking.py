@@ -34,7 +34,7 @@ def _optional(text: str) -> str | None:
 def _first_output(command: str, top: Path, timeout: float) -> str:
     """The output (stdout and stderr) of one run of ``command`` at the top of the work tree
     ``top``, where measuring runs it, as text; at most ``timeout`` seconds."""
-    from ..running import run_shell
+    from ..measure.running import run_shell
 
     with tempfile.TemporaryFile() as log:
         outcome = run_shell(command, cwd=top, stdout=log.fileno(),
@@ -125,9 +125,9 @@ def _ask_number(text: str, default: str, kind: type) -> Any:
 
 def ask_missing(values: dict[str, Any]) -> None:
     """Ask, in the loop seed's order, the questions whose option is missing from ``values`` and
-    store the answers in it (keys as :class:`~git_autoresearch.config.Config`'s). Outside a
+    store the answers in it (keys as :class:`~git_autoresearch.session.config.Config`'s). Outside a
     repository, the error :meth:`Layout.discover` raises, before any question."""
-    from ..layout import Layout
+    from ..session.layout import Layout
 
     top = Layout.discover().repo.top
     if not values.get("goal"):

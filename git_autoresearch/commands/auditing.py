@@ -22,8 +22,8 @@ def audit_cmd(run_numbers: tuple[int, ...], samples: int, as_json: bool) -> None
     touched; say whether the keep is confirmed, within noise or a regression, with its effect
     and interval, and record an audit line in the ledger. Default: every kept run of the
     current segment after its baseline."""
-    from ..audit import record, run_audit, targets
-    from ..session import Session
+    from ..review.audit import record, run_audit, targets
+    from ..session.session import Session
 
     session = Session.open(on_branch=False)
     for w in session.warnings:
@@ -58,7 +58,7 @@ def _said(run: int, side: str, sample: int, value: float | None) -> None:
 def audit_lines(line: dict[str, Any], unit: str) -> list[str]:
     """An audit line of the ledger for people: the verdict, each side's median, the effect
     with its interval (in the unit and relative)."""
-    from ..stats import median
+    from ..ledger.stats import median
 
     u = f" {unit}" if unit else ""
     head = (f"run {line.get('audited_run')}: {line.get('verdict')} ({line.get('commit')} "
@@ -73,7 +73,7 @@ def audit_lines(line: dict[str, Any], unit: str) -> list[str]:
             sides.append(f"{side} median {number(median(values))}{u} ({len(values)})")
     if sides:
         out.append("  " + ", ".join(sides))
-    from ..report import effect_of
+    from ..review.report import effect_of
 
     effect = effect_of(line)
     if isinstance(effect, dict) and isinstance(effect.get("value"), (int, float)):
@@ -82,7 +82,7 @@ def audit_lines(line: dict[str, Any], unit: str) -> list[str]:
         if isinstance(effect.get("relative"), (int, float)):
             text += (f" ({effect['relative'] * 100:+.2f}% [{effect['relative_low'] * 100:+.2f}%"
                      f", {effect['relative_high'] * 100:+.2f}%])")
-        from ..report import interval_level
+        from ..review.report import interval_level
 
         level = interval_level(effect)
         if level is not None:

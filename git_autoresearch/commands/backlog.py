@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..errors import AutoresearchError, Refused, UsageError
+from ..runtime.errors import AutoresearchError, Refused, UsageError
 from .common import (
     CONTEXT,
     WHOLE,
@@ -18,16 +18,16 @@ from .common import (
 )
 
 if TYPE_CHECKING:
-    from ..claims import Board, Claim
-    from ..ideas import Idea
-    from ..layout import Layout
-    from ..lock import SessionLock
+    from ..session.ideas import Idea
+    from ..session.layout import Layout
+    from ..session.lock import SessionLock
+    from ..workers.claims import Board, Claim
 
 
 def mirror_session(message: str) -> None:
     """Mirror the session files on the state ref after a change outside a run, if there is a
     session here."""
-    from ..session import Session
+    from ..session.session import Session
 
     try:
         session = Session.open(on_branch=False, check_config=False)
@@ -52,22 +52,22 @@ def ideas_cmd(ctx: click.Context) -> None:
 
 def session_lock(layout: Layout, what: str) -> SessionLock:
     """The session lock, for a command that writes a session file outside a run."""
-    from ..lock import SessionLock
+    from ..session.lock import SessionLock
 
     return SessionLock(layout.repo.scratch, what)
 
 
 def _backlog() -> tuple[Layout, Path]:
-    """The layout of this work tree and its ideas backlog (:func:`ideas.backlog_path`): that of
-    a pi-autoresearch session found from here (:func:`layout.find_pi_session`) when the work
-    tree has no session of ours."""
-    from ..ideas import backlog_path
-    from ..layout import Layout
+    """The layout of this work tree and its ideas backlog (:func:`session.ideas.backlog_path`): that
+    of a pi-autoresearch session found from here (:func:`session.layout.find_pi_session`) when the
+    work tree has no session of ours."""
+    from ..session.ideas import backlog_path
+    from ..session.layout import Layout
 
     layout = Layout.discover()
     if not layout.config.exists():
-        from ..layout import find_pi_session
-        from ..reader import search_start
+        from ..session.layout import find_pi_session
+        from ..session.reader import search_start
 
         found = find_pi_session(search_start(None, layout.repo.top), layout.repo.top)
         if found is not None:  # a pi-autoresearch session's own backlog
@@ -77,7 +77,7 @@ def _backlog() -> tuple[Layout, Path]:
 
 def _read_backlog() -> list[Idea]:
     """The ideas of this work tree's backlog; a backlog with text but no idea is a warning."""
-    from ..ideas import read_ideas, unread_warning
+    from ..session.ideas import read_ideas, unread_warning
 
     layout, path = _backlog()
     ideas = read_ideas(path)
@@ -107,7 +107,7 @@ def _show_idea(idea: Idea, as_json: bool) -> None:
 @json_option
 def ideas_add_cmd(text: tuple[str, ...], as_json: bool) -> None:
     """Add an open idea."""
-    from ..ideas import add_idea
+    from ..session.ideas import add_idea
 
     layout, path = _backlog()
     with session_lock(layout, "ideas add"):
@@ -142,7 +142,7 @@ def ideas_list_cmd(show_all: bool, as_json: bool) -> None:
 def ideas_next_cmd(as_json: bool) -> None:
     """The first open idea, else the first one a hook offered but nobody marked done, leaving
     out those another worker claims (exit 0 with nothing printed when there is none)."""
-    from ..ideas import next_idea
+    from ..session.ideas import next_idea
 
     ideas = _read_backlog()
     timeout, claimed, me = _claims(ideas)
@@ -158,8 +158,8 @@ def _claims(ideas: list[Idea]) -> tuple[float, dict[int, Claim], str]:
     """The claim timeout of this work tree's session, in seconds, the claim on each idea of
     ``ideas`` that has one, by number (none without a session of ours), and this worker's
     name."""
-    from ..claims import of_ideas, read_claims
-    from ..workers import MAIN, worker_name
+    from ..session.workers import MAIN, worker_name
+    from ..workers.claims import of_ideas, read_claims
 
     found = _claim_session(required=False)
     if found is None:
@@ -171,8 +171,8 @@ def _claims(ideas: list[Idea]) -> tuple[float, dict[int, Claim], str]:
 def _claim_session(required: bool = True) -> Board | None:
     """The claims of this work tree's session; None (``required``: :class:`Refused`) without
     a session of ours."""
-    from ..claims import Board
-    from ..layout import Layout
+    from ..session.layout import Layout
+    from ..workers.claims import Board
 
     layout = Layout.discover()
     if not layout.config.exists():
@@ -194,8 +194,8 @@ def ideas_claim_cmd(number: int | None, text: str | None, as_json: bool) -> None
     created by compare-and-swap. A claim ends when a run is recorded by this worker, by ideas
     release, after claim_timeout (default 2h), or when its process or worktree is gone. Exit
     3 when there is nothing left to claim, saying why."""
-    from ..claims import claim, idea_key
-    from ..ideas import add_idea
+    from ..session.ideas import add_idea
+    from ..workers.claims import claim, idea_key
 
     if number is not None and text is not None:
         raise UsageError("give an idea's NUMBER or --text, not both")
@@ -230,8 +230,8 @@ def ideas_release_cmd(number: int | None, force: bool, as_json: bool) -> None:
     """Release the claim on idea NUMBER (default: every claim of this worker), so that any
     worker may take it. Another worker's claim that still holds is refused (exit 3) unless
     --force."""
-    from ..claims import idea_key, read_claims, release
-    from ..workers import worker_name
+    from ..session.workers import worker_name
+    from ..workers.claims import idea_key, read_claims, release
 
     board = _claim_session()
     assert board is not None
@@ -273,11 +273,11 @@ def ideas_release_cmd(number: int | None, force: bool, as_json: bool) -> None:
 def ideas_done_cmd(number: int, run_number: int | None, note: str | None,
                    as_json: bool) -> None:
     """Mark idea NUMBER as tried: - [x] ~~idea~~ → run N, status, metric."""
-    from ..ideas import mark_done, tried_note
+    from ..session.ideas import mark_done, tried_note
 
     run = None
     if run_number is not None:
-        from ..reader import open_for_reading
+        from ..session.reader import open_for_reading
 
         run = open_for_reading().ledger.find(run_number)
         if run is None:
@@ -292,7 +292,7 @@ def ideas_done_cmd(number: int, run_number: int | None, note: str | None,
 
 def _release_idea(text: str) -> None:
     """The idea was tried: whoever claimed it lets go (nothing without a session)."""
-    from ..claims import idea_key, read_claims, release
+    from ..workers.claims import idea_key, read_claims, release
 
     board = _claim_session(required=False)
     if board is None:

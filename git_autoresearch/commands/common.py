@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from .. import signals
+from ..runtime import signals
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -40,13 +40,13 @@ def bare_group(ctx: click.Context) -> None:
 
 
 def emit_json(kind: str, data: Mapping[str, Any], *, interruptible: bool = True) -> None:
-    """Print one JSON document of ``kind`` (a key of :data:`schemas.VERSIONS`): ``data`` after
-    its ``schema`` field (:func:`schemas.schema_id`); never NaN or infinity: such values become
-    null. A signal that arrived and was not raised yet is raised first (``interruptible``), so
-    that the command's one document is the error that says so."""
+    """Print one JSON document of ``kind`` (a key of :data:`runtime.schemas.VERSIONS`): ``data``
+    after its ``schema`` field (:func:`runtime.schemas.schema_id`); never NaN or infinity: such
+    values become null. A signal that arrived and was not raised yet is raised first
+    (``interruptible``), so that the command's one document is the error that says so."""
     import json  # (re, the decoder): only where a document is written
 
-    from ..schemas import schema_id
+    from ..runtime.schemas import schema_id
 
     if interruptible:
         signals.check()
@@ -54,14 +54,14 @@ def emit_json(kind: str, data: Mapping[str, Any], *, interruptible: bool = True)
     try:
         text = json.dumps(document, ensure_ascii=False, indent=2, allow_nan=False)
     except ValueError:  # a non-finite number from a hostile ledger: walk and replace it
-        from ..jsontext import nulled
+        from ..ledger.jsontext import nulled
 
         text = json.dumps(nulled(document), ensure_ascii=False, indent=2, allow_nan=False)
     click.echo(text)
 
 
 def print_steer(stage: str, report: Any) -> None:
-    """A hook report (:class:`hooks.HookReport`) for people: its warnings on stderr, then its
+    """A hook report (:class:`hooks.user.HookReport`) for people: its warnings on stderr, then its
     steer on stdout between ``==== steer from <stage> hooks ====`` and ``==== end of steer
     ====`` lines (nothing when the hooks printed nothing)."""
     for message in report.warnings:
@@ -73,8 +73,8 @@ def print_steer(stage: str, report: Any) -> None:
 
 
 def number(value: float) -> str:
-    """A metric as the ledger writes it (:func:`jsontext.number_text`)."""
-    from ..jsontext import number_text
+    """A metric as the ledger writes it (:func:`ledger.jsontext.number_text`)."""
+    from ..ledger.jsontext import number_text
 
     return number_text(value)
 

@@ -79,8 +79,8 @@ def complete_runs(ctx: click.Context, param: click.Parameter, incomplete: str
                   ) -> list[CompletionItem]:
     """The run numbers of the session here that start with ``incomplete``, newest first, each
     with its status and description as help; none outside a session."""
-    from ..layout import Layout
     from ..ledger import read
+    from ..session.layout import Layout
 
     try:
         book = read(Layout.discover().ledger)
@@ -93,7 +93,7 @@ def complete_runs(ctx: click.Context, param: click.Parameter, incomplete: str
 def complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: str
                       ) -> list[CompletionItem]:
     """The session ids of the repository here that start with ``incomplete``."""
-    from ..catalog import session_ids_here
+    from ..workers.catalog import session_ids_here
 
     try:
         ids = session_ids_here()

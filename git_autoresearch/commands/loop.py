@@ -9,15 +9,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..errors import AutoresearchError, Refused, UsageError
+from ..runtime.errors import AutoresearchError, Refused, UsageError
 
 if TYPE_CHECKING:
-    from ..apply import Retry
-    from ..hooks import HookReport
-    from ..measure import Measurement
-    from ..recovery import Recovery
-    from ..replaying import Replayed
-    from ..session import Session
+    from ..hooks.user import HookReport
+    from ..measure.samples import Measurement
+    from ..record.recovery import Recovery
+    from ..review.apply import Retry
+    from ..session.session import Session
+    from ..workers.replaying import Replayed
 from .common import (
     CONTEXT,
     WHOLE,
@@ -41,7 +41,7 @@ def _measurement_json(result: Measurement, status: str, session: Session) -> dic
     would record, in the run document's names: ``status`` (the loop's decision), ``decision``
     (the rule's object), ``reason``, ``commit`` (measured on, 7 digits), ``tail`` (the end of
     the log), ``command_exit_code`` (the measured command's, not the tool's)."""
-    from ..choosing import run_reason
+    from ..decide.choice import run_reason
     from ..ledger import json_number
 
     data = result.to_dict()
@@ -89,8 +89,8 @@ def _print_measurement(result: Measurement, metric_name: str, *, recorded: bool 
 @json_option
 def measure_cmd(as_json: bool) -> None:
     """Run the experiment and print the result; record nothing (keep or discard uses it)."""
-    from ..recovery import locked
-    from ..session import Session
+    from ..record.recovery import locked
+    from ..session.session import Session
 
     session = Session.open()
     session.check_recordable()  # the scope revert before measuring must not meet a merge
@@ -99,7 +99,7 @@ def measure_cmd(as_json: bool) -> None:
         before, found, caught = _hooks_and_measure(session, "measure", catch_up=True)
     if found is None:
         assert caught is not None
-        from ..replaying import conflict_reason
+        from ..workers.replaying import conflict_reason
 
         raise Refused(f"the incumbent moved since this worker's base, and the candidate "
                       f"{conflict_reason(caught).removeprefix('conflicts ')}: nothing was "
@@ -189,13 +189,13 @@ def run_cmd(description: str | None, asi_pairs: tuple[str, ...], asi_json: str |
             retry_run: int | None, dry_run: bool, as_json: bool) -> None:
     """One iteration: before hooks, measure, decide, keep or revert, record, after hooks.
     With --retry RUN, the change measured is that of a run not kept, put back first."""
-    from .. import pending
-    from ..apply import Retry
-    from ..faults import checkpoint
-    from ..recording import record
-    from ..recovery import locked
-    from ..replaying import conflict_reason, record_replaying
-    from ..session import Session
+    from ..measure import pending
+    from ..record.recording import record
+    from ..record.recovery import locked
+    from ..review.apply import Retry
+    from ..runtime.faults import checkpoint
+    from ..session.session import Session
+    from ..workers.replaying import conflict_reason, record_replaying
 
     if description is None and retry_run is None:
         ctx = click.get_current_context()
@@ -220,7 +220,7 @@ def run_cmd(description: str | None, asi_pairs: tuple[str, ...], asi_json: str |
             recorded = record(session, "discard", text, result=None, asi=asi,
                               hooks=before.summary(), replayed=caught.record(session.repo),
                               reason=conflict_reason(caught), retry_of=retry_of)
-            from ..measure import Measurement
+            from ..measure.samples import Measurement
 
             result = Measurement.empty()
         elif dry_run:
@@ -316,7 +316,7 @@ def _dry_run(session: Session, before: HookReport, result: Measurement, decision
 def _record_inputs(asi_pairs: tuple[str, ...], asi_json: str | None, description: str
                    ) -> tuple[dict[str, Any], str]:
     """The ``--asi``/``--asi-json`` annotations and the description, checked (exit 2)."""
-    from ..inputs import MAX_DESCRIPTION_BYTES, check_text, parse_asi
+    from ..runtime.inputs import MAX_DESCRIPTION_BYTES, check_text, parse_asi
 
     asi = parse_asi(list(asi_pairs), asi_json)
     return asi, check_text("--description", _read_description(description),
@@ -327,12 +327,12 @@ def _record_command(status: str) -> Callable[..., None]:
     def body(description: str, asi_pairs: tuple[str, ...], asi_json: str | None,
              metric: float | None, metrics: tuple[str, ...], force: bool,
              as_json: bool) -> None:
-        from .. import pending
-        from ..choosing import choose_measurement
-        from ..recording import record
-        from ..recovery import locked
-        from ..replaying import IncumbentMoved, keep_refused
-        from ..session import Session
+        from ..decide.choice import choose_measurement
+        from ..measure import pending
+        from ..record.recording import record
+        from ..record.recovery import locked
+        from ..session.session import Session
+        from ..workers.replaying import IncumbentMoved, keep_refused
 
         asi, description = _record_inputs(asi_pairs, asi_json, description)
         session = Session.open()
@@ -386,12 +386,12 @@ def _hooks_and_measure(session: Session, command: str, *, catch_up: bool,
     """Under the session lock: stop if asked to, ``prepare`` (a retry's change put on the
     work tree), fire the before hooks, then, with
     ``catch_up``, replay a worker's candidate onto an incumbent that moved
-    (:func:`replaying.catch_up`: None for the measurement when it conflicts), then measure.
+    (:func:`workers.replaying.catch_up`: None for the measurement when it conflicts), then measure.
     The measurement stays pending until a run is recorded (a keep that git refuses leaves it
     for discard or keep)."""
-    from .. import pending
-    from ..replaying import catch_up as replay_first
-    from ..stopping import check_stop
+    from ..decide.stopping import check_stop
+    from ..measure import pending
+    from ..workers.replaying import catch_up as replay_first
 
     check_stop(session, command)
     if prepare is not None:
@@ -409,7 +409,7 @@ def _hooks_and_measure(session: Session, command: str, *, catch_up: bool,
 
 def _measure_again(session: Session) -> Measurement:
     """Measure a candidate replayed onto a new incumbent (no hooks fire again)."""
-    from .. import pending
+    from ..measure import pending
 
     try:
         return pending.measure(session, progress())
@@ -453,8 +453,8 @@ def _given_metrics(pairs: tuple[str, ...], metric: float | None, metric_name: st
     """The ``--metrics NAME=VALUE`` pairs; :class:`UsageError` for a name the ledger and the
     trailer cannot hold as given (as the configuration's metric names), a value that is not
     a finite number, or the primary metric given twice."""
-    from ..config import METRIC_NAME_RE
-    from ..measure import parse_number
+    from ..measure.samples import parse_number
+    from ..session.config import METRIC_NAME_RE
 
     out = {}
     for pair in pairs:
@@ -478,7 +478,7 @@ def _given_metrics(pairs: tuple[str, ...], metric: float | None, metric_name: st
 
 def _finite_metric(ctx: click.Context, param: click.Parameter, value: str | None
                    ) -> float | None:
-    from ..measure import parse_number
+    from ..measure.samples import parse_number
 
     if value is None:
         return None
@@ -527,8 +527,8 @@ crash_cmd = _make_record_command(
 @json_option
 def stop_cmd(as_json: bool) -> None:
     """Create .auto/STOP: the next run or measure exits 4 and removes it."""
-    from ..files import write_atomic
-    from ..layout import Layout
+    from ..runtime.files import write_atomic
+    from ..session.layout import Layout
 
     layout = Layout.discover()
     if not layout.config.exists():
@@ -548,8 +548,8 @@ def stop_cmd(as_json: bool) -> None:
 @json_option
 def hook_cmd(stage: str, as_json: bool) -> None:
     """Fire the before or after hooks by hand, for agents that drive their own loop."""
-    from ..recovery import locked
-    from ..session import Session
+    from ..record.recovery import locked
+    from ..session.session import Session
 
     session = Session.open()
     with locked(session, f"hook {stage}"):  # its firings are ledger lines

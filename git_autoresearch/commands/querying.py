@@ -1,6 +1,6 @@
 """log: the runs of a session, or of every session, filtered, sorted and written in the format
-asked for (the query itself is :mod:`git_autoresearch.query`, the formats
-:mod:`git_autoresearch.queryformat`)."""
+asked for (the query itself is :mod:`git_autoresearch.review.query`, the formats
+:mod:`git_autoresearch.review.queryformat`)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..errors import UsageError
+from ..runtime.errors import UsageError
 from .common import CONTEXT, WHOLE, warn
 
 if TYPE_CHECKING:
     from ..ledger import Ledger
-    from ..query import Query, Row
+    from ..review.query import Query, Row
 
 _FORMAT_HELP = ("table, markdown, json, jsonl, csv or tsv; or a template with {field} "
                 "placeholders ({run}, {metric}, {asi.hypothesis}, {{ and }} for braces), one "
@@ -85,9 +85,9 @@ def log_cmd(segment: int | None, status: str | None, kept: bool, run_range: str 
     """The runs of the ledger, newest last (our session, a pi-autoresearch session read in
     place, or the Result: trailers of the current branch; --all-sessions: every session of the
     repository), filtered, sorted and in the format asked for."""
-    from .. import queryformat
     from ..ledger import collector_paused
-    from ..query import Query, compile_pattern, parse_range, parse_sort, parse_where
+    from ..review import queryformat
+    from ..review.query import Query, compile_pattern, parse_range, parse_sort, parse_where
 
     chosen = _chosen_format(fmt, tsv, as_csv, as_json)
     template = queryformat.parse_template(chosen) if queryformat.is_template(chosen) else None
@@ -104,7 +104,7 @@ def log_cmd(segment: int | None, status: str | None, kept: bool, run_range: str 
                   max_count=max_count)
     with collector_paused():  # (every row is read and written: nothing cyclic is made)
         if all_sessions:
-            from ..catalog import repository
+            from ..workers.catalog import repository
 
             repo = repository()
             _dates(query, repo.date_seconds, since, until)
@@ -120,10 +120,10 @@ def log_cmd(segment: int | None, status: str | None, kept: bool, run_range: str 
                     click.echo(piece, nl=False)
                 _left_to_exit(book)
                 return
-            from ..query import rows_of
+            from ..review.query import rows_of
 
             rows = query.select(rows_of(book, sid, source))
-        from ..query import absent
+        from ..review.query import absent
 
         fields = [piece[0] for piece in template or [] if isinstance(piece, tuple)]
         for option, asked in (("--sort", [name for name, _ in query.sort]),
@@ -140,7 +140,7 @@ def log_cmd(segment: int | None, status: str | None, kept: bool, run_range: str 
         elif chosen == "table":
             width = shutil.get_terminal_size((120, 20)).columns
             if names is None and not all_sessions:
-                from ..report import retries, table
+                from ..review.report import retries, table
 
                 audited = rows[0].audited if rows else {}
                 written = table([(r.run, r.segment) for r in rows], width, audited,
@@ -158,9 +158,9 @@ def log_cmd(segment: int | None, status: str | None, kept: bool, run_range: str 
 
 def _ranked_apart(rows: list[Row], all_sessions: bool) -> None:
     """Say on stderr how ``--sort best`` ranked ``rows`` when they were measured in more than
-    one way (:func:`query.measurements_of`): each way apart, in its order."""
-    from ..query import measurements_of
-    from ..report import measured_by, segment_list
+    one way (:func:`review.query.measurements_of`): each way apart, in its order."""
+    from ..review.query import measurements_of
+    from ..review.report import measured_by, segment_list
 
     ways = measurements_of(rows)
     if len(ways) < 2:
@@ -188,8 +188,8 @@ def _sorted_apart(sort: list[tuple[str, bool]], rows: list[Row], all_sessions: b
 
 def _mixed_metrics(rows: list[Row]) -> None:
     """Say on stderr that ``--sort metric`` put together runs measured in more than one way
-    (:func:`query.measurements_of`), whose metrics are not to be compared."""
-    from ..query import measurements_of
+    (:func:`review.query.measurements_of`), whose metrics are not to be compared."""
+    from ..review.query import measurements_of
 
     if len(measurements_of(rows)) > 1:
         warn("--sort metric: the runs shown were measured in more than one way (another "
@@ -210,8 +210,8 @@ def _left_to_exit(book: Ledger) -> None:
 def _chosen_format(fmt: str | None, tsv: bool, as_csv: bool, as_json: bool) -> str:
     """The format asked for: ``--format``, or the flag that is its alias; :class:`UsageError`
     when they disagree or the format is unknown."""
-    from ..query import shown
-    from ..queryformat import FORMATS, is_template
+    from ..review.query import shown
+    from ..review.queryformat import FORMATS, is_template
 
     flags = [name for name, on in (("json", as_json), ("tsv", tsv), ("csv", as_csv)) if on]
     if fmt is None:
@@ -234,7 +234,7 @@ def _dates(query: Query, read: Callable[..., int | None], since: str | None,
     import re
     import time
 
-    from ..query import shown
+    from ..review.query import shown
 
     for option, given, is_until in (("--since", since, False), ("--until", until, True)):
         if given is None:
@@ -272,9 +272,9 @@ def _one_session(query: Query, since: str | None, until: str | None,
     stderr when it read the ``Result:`` trailers alone)."""
     from contextlib import nullcontext
 
-    from ..catalog import repository
     from ..ledger import only_runs, runs_as_text
-    from ..query import line_test
+    from ..review.query import line_test
+    from ..workers.catalog import repository
     from .reading import open_warned, segment_of
 
     if since is not None or until is not None:
@@ -293,11 +293,11 @@ def _one_session(query: Query, since: str | None, until: str | None,
 
 
 def _every_session(repo: Any, segment: int | None) -> Iterator[Row]:
-    """The rows of every session of the repository (:func:`catalog.every_ledger`), session
+    """The rows of every session of the repository (:func:`workers.catalog.every_ledger`), session
     by session; each read from a state ref or from trailers is said on stderr."""
-    from ..catalog import every_ledger
-    from ..query import rows_of
-    from ..refs import session_branch
+    from ..history.refs import session_branch
+    from ..review.query import rows_of
+    from ..workers.catalog import every_ledger
 
     for sid, where, book in every_ledger(repo):
         if where == "state ref":
@@ -314,9 +314,9 @@ def _delimited(rows: list[Row], chosen: str, names: list[str] | None, book: Ledg
                query: Query) -> str:
     """CSV or TSV: the columns asked for; without them, for one session (``book``, its
     ledger), the seed's results.tsv (TSV: with its ``stopped`` rows unless runs were filtered
-    or sorted) or the CSV of :func:`report.csv_text`; across sessions (``book`` None),
-    :func:`queryformat.csv_columns` with ``session`` first."""
-    from .. import queryformat, report
+    or sorted) or the CSV of :func:`review.report.csv_text`; across sessions (``book`` None),
+    :func:`review.queryformat.csv_columns` with ``session`` first."""
+    from ..review import queryformat, report
 
     if names is None and book is not None:
         pairs = [(r.run, r.segment) for r in rows]

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..errors import Refused, UsageError
+from ..runtime.errors import Refused, UsageError
 from .common import (
     CONTEXT,
     WHOLE,
@@ -23,15 +23,15 @@ from .completing import complete_runs
 
 if TYPE_CHECKING:
     from ..ledger import Segment
-    from ..session import Session
-    from ..status import Status
+    from ..review.status import Status
+    from ..session.session import Session
 
 
 def open_warned() -> Session:
     """The session, opened to read it, its warnings (an edited configuration, say) on stderr
     as status shows them."""
-    from ..reader import open_for_reading
-    from ..status import opening_warnings
+    from ..review.status import opening_warnings
+    from ..session.reader import open_for_reading
 
     session = open_for_reading()
     for w in opening_warnings(session):
@@ -53,8 +53,8 @@ def status_cmd(watch: bool, interval: float, times: int | None, as_json: bool) -
     max_failures_in_a_row) with what they count and the one met (the next run exits 4; --json:
     stop_rule, stop_reason), warnings."""
     from ..ledger import collector_paused
-    from ..reader import open_for_reading
-    from ..status import status
+    from ..review.status import status
+    from ..session.reader import open_for_reading
 
     if watch:
         if as_json:
@@ -75,9 +75,9 @@ def _watch(interval: float, times: int | None) -> None:
     import time
 
     from ..ledger import collector_paused
-    from ..reader import open_for_reading
-    from ..signals import Interrupted, handled
-    from ..status import status
+    from ..review.status import status
+    from ..runtime.signals import Interrupted, handled
+    from ..session.reader import open_for_reading
 
     shown = 0
     try:
@@ -108,7 +108,7 @@ def _show_status(found: Status) -> None:
 
 def _status_lines(found: Status) -> list[str]:
     """The human text of status, one line each, without the warnings."""
-    from ..report import one_line
+    from ..review.report import one_line
 
     seg = found.segment
     unit = f" {found.metric_unit}" if found.metric_unit else ""
@@ -167,7 +167,7 @@ def _status_lines(found: Status) -> list[str]:
 
 def _stability_line(found: dict[str, Any]) -> str:
     """The seed's stability label, what it read, and the advice from what measures noise
-    (:func:`report.stability`)."""
+    (:func:`review.report.stability`)."""
     noise = found.get("noise")
     if noise is None:
         said = "nothing measures the noise yet: no repeat samples, no no-change runs"
@@ -180,7 +180,7 @@ def _stability_line(found: dict[str, Any]) -> str:
 
 def _worker_lines(found: Status) -> list[str]:
     """One line a worker: the slot it measures in, its claims, its last run."""
-    from ..report import one_line
+    from ..review.report import one_line
 
     lines = []
     for doing in found.workers or []:
@@ -199,7 +199,7 @@ def _worker_lines(found: Status) -> list[str]:
 
 def _status_tail(found: Status, unit: str) -> list[str]:
     """The workers, the pending measurement, STOP and the limit, as status shows them."""
-    from ..status import STALE_SHOWN
+    from ..review.status import STALE_SHOWN
 
     lines = _worker_lines(found)
     pending = found.pending
@@ -216,7 +216,7 @@ def _status_tail(found: Status, unit: str) -> list[str]:
         lines.append(f"limit       {found.experiments} of {found.limit} "
                      f"experiments{' (reached)' if found.limit_reached else ''}")
     if found.max_duration is not None and found.time_left is not None:
-        from ..config import format_duration
+        from ..session.config import format_duration
 
         lines.append(f"time left   {format_duration(found.time_left)} of {found.max_duration}"
                      f"{' (spent: the next run exits 4)' if found.time_left == 0 else ''}")
@@ -247,8 +247,8 @@ def show_cmd(run_number: int, as_json: bool) -> None:
     changed (set aside before measuring), its diff (the keep commit, or the attempt ref of a
     non-kept run), and the runs it retried or that retried it (run --retry)."""
 
-    from ..report import audits, retries, retry_links
-    from ..runcommits import shown
+    from ..review.report import audits, retries, retry_links
+    from ..review.runcommits import shown
     from .auditing import audit_lines
 
     session = open_warned()
@@ -260,8 +260,8 @@ def show_cmd(run_number: int, as_json: bool) -> None:
         emit_json("show", {**found.to_json(), "audits": audited,
                            "retried_by": retried_by.get(run_number, [])})
         return
-    from ..jsontext import nulled
     from ..ledger import shown_record
+    from ..ledger.jsontext import nulled
 
     click.echo(json.dumps(nulled(shown_record(run.data)), ensure_ascii=False, indent=2))
     links = retry_links(run, retried_by)
@@ -303,9 +303,9 @@ def show_cmd(run_number: int, as_json: bool) -> None:
 
 
 def _touched_lines(record: Any) -> list[str]:
-    """What ``show`` says of the files a run changed that it must not (:func:`report.
+    """What ``show`` says of the files a run changed that it must not (:func:`review.report.
     touched_paths`): one line for the readonly files, one for those outside the scope."""
-    from ..report import one_line, touched_paths
+    from ..review.report import one_line, touched_paths
 
     said = {"readonly": ("readonly files", "undone"), "outside": ("outside the scope",
                                                                   "set aside")}
@@ -354,15 +354,15 @@ def analyze_cmd(segment: int | None, plot: Path | None, as_json: bool) -> None:
     gain over the best before them; runs spent per improvement; the longest dry streak. One
     segment, in its own metric and unit; --plot draws the segments measured as it is (the same
     command, metric and direction)."""
-    from ..insight import analysis_text, analyze
-    from ..report import metric_of
+    from ..review.insight import analysis_text, analyze
+    from ..review.report import metric_of
 
     session = open_warned()
     seg = segment_of(session, segment)
     result = analyze(seg)
     name, unit = metric_of(seg, session.config.metric_name, session.config.metric_unit)
     if plot is not None:
-        from ..plot import write_plot
+        from ..review.plot import write_plot
 
         write_plot(plot, session.ledger.alike(seg), name, unit)
     if as_json:
@@ -381,8 +381,8 @@ def analyze_cmd(segment: int | None, plot: Path | None, as_json: bool) -> None:
               help="How many recent runs to include at most.")
 def summary_cmd(max_bytes: int, last: int) -> None:
     """A deterministic text for an agent to resume from after its context was compacted."""
-    from ..ideas import read_ideas, unread_warning
-    from ..insight import summary
+    from ..review.insight import summary
+    from ..session.ideas import read_ideas, unread_warning
 
     session = open_warned()
     cfg = session.config
@@ -417,9 +417,9 @@ def dashboard_cmd(output: Path | None, serve: bool, port: int) -> None:
     The cards are the current segment's, and the whole session's only across the segments
     measured alike (the same command, metric and direction); with several segments, a table
     gives each its own baseline and best, and each way of measuring has its own chart."""
-    from ..dashboard import render
-    from ..dashboard import serve as serve_page
-    from ..runcommits import run_diffs
+    from ..review.dashboard import render
+    from ..review.dashboard import serve as serve_page
+    from ..review.runcommits import run_diffs
 
     session = open_warned()
     cfg = session.config
@@ -448,8 +448,8 @@ def dashboard_cmd(output: Path | None, serve: bool, port: int) -> None:
 @json_option
 def score_cmd(run_number: int, as_json: bool) -> None:
     """Explain a run's composite score term by term (the [score] table of its segment)."""
-    from ..config import DIRECTIONS
-    from ..scoring import ScoreError, compute
+    from ..measure.scoring import ScoreError, compute
+    from ..session.config import DIRECTIONS
 
     session = open_warned()
     run = session.ledger.find(run_number)

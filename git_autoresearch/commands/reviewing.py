@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..errors import EXIT_REFUSED, EXIT_UNVERIFIED
+from ..runtime.errors import EXIT_REFUSED, EXIT_UNVERIFIED
 from .common import CONTEXT, WHOLE, emit_json, json_option, number, warn
 from .completing import complete_runs
 
 if TYPE_CHECKING:
-    from ..finalize import Final
+    from ..review.finalize import Final
 
 
 def _again(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bool,
@@ -74,10 +74,10 @@ def finalize_cmd(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bo
     pi-autoresearch's own finalize.sh makes branches autoresearch/<goal>/...: give it a goal
     other than the session id (<id>-pr), since git cannot make them beside the session
     branch autoresearch/<id>."""
-    from ..finalize import choose, finalize, keeps, of_segment, record, undo
-    from ..landing import sync
-    from ..review import render
-    from ..session import Session
+    from ..review.finalize import choose, finalize, keeps, of_segment, record, undo
+    from ..review.review import render
+    from ..session.session import Session
+    from ..workers.landing import sync
 
     session = Session.open(on_branch=False)
     sync(session)  # a clone that joined through a remote: every worker's keeps, as they are
@@ -185,7 +185,7 @@ def _lines(line: dict[str, Any], unit: str) -> list[str]:
         out.append(f"final checks: {'passed' if checks['passed'] else 'FAILED'} "
                    f"({checks['command']})" + ("" if checks["passed"] else
                                                f": {checks['reason']}"))
-    from ..report import effect_of
+    from ..review.report import effect_of
 
     effect = effect_of(line)
     if line["verdict"] is not None and isinstance(effect, dict):
@@ -207,8 +207,8 @@ def apply_cmd(run_number: int, as_json: bool) -> None:
     """Bring the change of a run that was not kept (from its attempt ref) back onto the work
     tree, to retry it or build on it; replayed onto HEAD when a keep came after it. HEAD and
     the index do not move; a work tree with changes is refused."""
-    from ..apply import apply_run
-    from ..session import Session
+    from ..review.apply import apply_run
+    from ..session.session import Session
 
     session = Session.open()
     for w in session.warnings:
@@ -236,10 +236,10 @@ def apply_cmd(run_number: int, as_json: bool) -> None:
 def diff_cmd(runs: tuple[int, ...], stat: bool, name_only: bool, as_json: bool) -> None:
     """The code difference between two runs (keeps or attempts), or between a run and its
     parent (the commit it was tried on), with the metric's change in the header."""
-    from ..errors import UsageError
-    from ..report import delta_pct, fmt
-    from ..runcommits import run_commit
-    from ..session import Session
+    from ..review.report import delta_pct, fmt
+    from ..review.runcommits import run_commit
+    from ..runtime.errors import UsageError
+    from ..session.session import Session
 
     if len(runs) > 2:
         raise UsageError(f"diff takes one or two runs, not {len(runs)}")

@@ -22,7 +22,7 @@ from .common import (
 def _named_paths(entries: tuple[str, ...]) -> dict[str, str] | None:
     """``NAME=PATH`` options as a table (None when there are none); :class:`UsageError` for an
     entry without ``=``."""
-    from ..errors import UsageError
+    from ..runtime.errors import UsageError
 
     table = {}
     for entry in entries:
@@ -36,8 +36,8 @@ def _named_paths(entries: tuple[str, ...]) -> dict[str, str] | None:
 def _inline_table(text: str | None) -> dict[str, object] | None:
     """``--score``'s TOML inline table (None when not given); :class:`UsageError` when it is
     not one."""
-    from ..config import parse_toml
-    from ..errors import UsageError
+    from ..runtime.errors import UsageError
+    from ..session.config import parse_toml
 
     if text is None:
         return None
@@ -53,7 +53,7 @@ def _target(ctx: click.Context, param: click.Parameter, value: str | None
     as given (``none`` lifts the target; anything else the configuration refuses, naming
     the key)."""
     from ..ledger import json_number
-    from ..measure import parse_number
+    from ..measure.samples import parse_number
 
     if value is None:
         return None
@@ -198,7 +198,7 @@ def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
     is measured, and after hooks with the baseline's record, a failed one too; their steer is
     printed (and is steer in --json). With --no-baseline no hook fires: the first run fires
     its own."""
-    from ..start import BaselineFailed, StartOptions, start
+    from ..lifecycle.start import BaselineFailed, StartOptions, start
 
     values = {
         "goal": goal, "command": command_, "metric_name": metric_name,
@@ -238,9 +238,9 @@ def start_cmd(goal: str | None, command_: str | None, metric_name: str | None,
 
 
 def _say_started(started: Any, as_json: bool) -> None:
-    """What ``start`` made (a :class:`start.Started`), for people or as the JSON document,
+    """What ``start`` made (a :class:`lifecycle.start.Started`), for people or as the JSON document,
     with the steer of the hooks fired around the baseline."""
-    from ..refs import session_branch
+    from ..history.refs import session_branch
 
     session, record = started.session, started.record
     cfg = session.config
@@ -281,7 +281,7 @@ def _steer(reports: list[Any]) -> str | None:
 
 def _failed_baseline(failed: Any, as_json: bool) -> None:
     """Say the steer of the hooks fired around a baseline that failed (a
-    :class:`start.BaselineFailed`), before the refusal itself: on stdout for people; with
+    :class:`lifecycle.start.BaselineFailed`), before the refusal itself: on stdout for people; with
     ``--json``, the error document here, with ``steer``, and exit 3 after the message."""
     if not as_json:
         print_steer("before", failed.before)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..errors import EXIT_REFUSED, Refused, UsageError
+from ..runtime.errors import EXIT_REFUSED, Refused, UsageError
 from .backlog import mirror_session, session_lock
 from .common import (
     CONTEXT,
@@ -31,8 +31,8 @@ def resume_cmd(session_id: str | None, as_json: bool) -> None:
     """Check and repair the session, then say where the loop stands: restore lost session files
     from the state ref, set malformed ledger lines aside, check the configuration, check out the
     session branch, finish or roll back an interrupted keep or revert."""
-    from ..resume import resume
-    from ..status import resumed
+    from ..lifecycle.resume import resume
+    from ..review.status import resumed
 
     found = resumed(resume(session_id))
     if as_json:
@@ -79,8 +79,8 @@ def doctor_cmd(fix: bool, as_json: bool) -> None:
     process runs), processes an earlier measurement left running (kill them), a session
     folder that is a symbolic link (move it back), commits with our trailers that no keep of
     the tool made, and set-asides no run names."""
-    from ..doctor import examine, render
-    from ..session import Session
+    from ..lifecycle.doctor import examine, render
+    from ..session.session import Session
 
     session = Session.open(on_branch=False, check_config=False)
     exam = examine(session, fix=fix)
@@ -127,7 +127,7 @@ def _needs_note(needs: str | None) -> str:
 @json_option
 def hooks_list_cmd(as_json: bool) -> None:
     """Show the example hooks with a one-line description each, and the setting a hook needs."""
-    from ..hooks import examples
+    from ..hooks.user import examples
 
     found = examples()
     if as_json:
@@ -150,8 +150,8 @@ def hooks_install_cmd(names: tuple[str, ...], every: bool, force: bool, as_json:
     """Copy example hooks, those named or --all, into .auto/hooks/<stage>.d/, executable. An
     unknown name, or one already installed (without --force), installs none of them; a hook
     that needs a setting says which, and does nothing until it is set."""
-    from ..hooks import install_all, pick
-    from ..layout import Layout
+    from ..hooks.user import install_all, pick
+    from ..session.layout import Layout
 
     if every and names:
         raise UsageError("give hook names or --all, not both")
@@ -192,10 +192,10 @@ def import_cmd(source: Path, output: Path | None, direction: str | None,
     dashboard then read it. A run's timestamp is its commit's time when the commit exists. A
     row read otherwise than its text shows (a tab in a description, a double quote that
     opens a field) is read as karpathy's analysis.ipynb reads it, with a warning."""
-    from ..files import write_atomic
-    from ..importers import convert
-    from ..layout import Layout, exclude_auto
     from ..ledger import MAX_LINE_BYTES
+    from ..lifecycle.importers import convert
+    from ..runtime.files import write_atomic
+    from ..session.layout import Layout, exclude_auto
 
     warnings: list[str] = []
     lines, what = convert(source, direction=direction, warnings=warnings)
@@ -238,7 +238,7 @@ def import_cmd(source: Path, output: Path | None, direction: str | None,
 @click.option("--list-examples", is_flag=True, help="Name the bundled examples and exit.")
 def demo_cmd(directory: Path | None, example: str | None, list_examples: bool) -> None:
     """Copy the bundled example project into DIRECTORY and run a whole session on it."""
-    from ..demo import copy_example, example_names, run_demo
+    from ..lifecycle.demo import copy_example, example_names, run_demo
 
     if list_examples:
         for name in example_names():

@@ -27,9 +27,9 @@ def worker_cmd(ctx: click.Context) -> None:
 def worker_add_cmd(count: int | None, names: tuple[str, ...], folder: Path | None,
                    as_json: bool) -> None:
     """Add COUNT workers (default 1), each a worktree on its own branch at the incumbent."""
-    from ..errors import UsageError
-    from ..parallel import add
-    from ..session import Session
+    from ..runtime.errors import UsageError
+    from ..session.session import Session
+    from ..workers.parallel import add
 
     if count is not None and names:
         raise UsageError("give COUNT or --name, not both (--name makes one worker each)")
@@ -48,9 +48,9 @@ def worker_add_cmd(count: int | None, names: tuple[str, ...], folder: Path | Non
 
 def _check_home(session: object) -> None:
     """Refuse a main work tree off both the session branch and its worker branch."""
-    from ..errors import Refused
-    from ..refs import session_branch, worker_branch
-    from ..session import Session
+    from ..history.refs import session_branch, worker_branch
+    from ..runtime.errors import Refused
+    from ..session.session import Session
 
     assert isinstance(session, Session)
     sid = session.config.session_id
@@ -65,8 +65,8 @@ def _check_home(session: object) -> None:
 @json_option
 def worker_list_cmd(as_json: bool) -> None:
     """Show the workers: where each is, whether it is behind the incumbent, its last run."""
-    from ..parallel import listing
-    from ..session import Session
+    from ..session.session import Session
+    from ..workers.parallel import listing
 
     session = Session.open(on_branch=False)
     found = listing(session)
@@ -76,7 +76,7 @@ def worker_list_cmd(as_json: bool) -> None:
     if not found:
         click.echo("no workers (git autoresearch worker add N)")
         return
-    from ..report import one_line
+    from ..review.report import one_line
 
     width = max(len(w.name) for w in found)
     for w in found:
@@ -99,8 +99,8 @@ def worker_list_cmd(as_json: bool) -> None:
 def worker_remove_cmd(names: tuple[str, ...], force: bool, as_json: bool) -> None:
     """Remove workers: their worktrees and branches (their runs and attempts stay). Each name
     is checked before any is removed."""
-    from ..parallel import check_removable, remove
-    from ..session import Session
+    from ..session.session import Session
+    from ..workers.parallel import check_removable, remove
 
     session = Session.open(on_branch=False)
     for name in names:
@@ -126,9 +126,9 @@ def worker_join_cmd(remote: str, session_id: str, name: str | None, as_json: boo
     """Join session SESSION, shared through REMOTE, from this clone: a worker on another
     machine. Its keeps land on REMOTE by a push with a lease, its runs travel as its own
     ledger ref. Run it in the clone that started the session too: that sends the session."""
-    from ..config import SESSION_ID_RE
-    from ..errors import UsageError
-    from ..joining import join
+    from ..runtime.errors import UsageError
+    from ..session.config import SESSION_ID_RE
+    from ..workers.joining import join
 
     if not SESSION_ID_RE.match(session_id):
         raise UsageError(f"bad session id {session_id!r} (git autoresearch sessions lists them)")
@@ -148,10 +148,10 @@ def worker_join_cmd(remote: str, session_id: str, name: str | None, as_json: boo
 def worker_sync_cmd(as_json: bool) -> None:
     """In a clone that joined a session (worker join): fetch the incumbent and every worker's
     runs from the remote now (run and measure do it before measuring)."""
-    from ..errors import Refused
-    from ..landing import sync
-    from ..refs import session_branch
-    from ..session import Session
+    from ..history.refs import session_branch
+    from ..runtime.errors import Refused
+    from ..session.session import Session
+    from ..workers.landing import sync
 
     session = Session.open(on_branch=False)
     if session.remote is None:

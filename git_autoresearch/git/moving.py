@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import Refused
+from ..runtime.errors import Refused
 from .process import GitError, split_z
 from .repo import Repo
 

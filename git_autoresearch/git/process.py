@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import signals
-from ..errors import EXIT_REFUSED, AutoresearchError, Refused
+from ..runtime import signals
+from ..runtime.errors import EXIT_REFUSED, AutoresearchError, Refused
 
 # Variables that tell git which repository, index or pathspec rules to use. When we are started from
 # inside a git hook (or a test harness) they point at somebody else's state, so every git call runs
@@ -228,7 +228,7 @@ def run_git(
     ``env`` adds variables on top of the cleaned environment. Raises :class:`GitError` on a
     non-zero exit unless ``allow_non_zero``, and :class:`Refused` when git is not installed or
     ``cwd`` is not a folder that can be entered.
-    A signal that arrives meanwhile waits until git is done (:func:`signals.deferred`): git
+    A signal that arrives meanwhile waits until git is done (:func:`runtime.signals.deferred`): git
     killed half-way would leave its ``*.lock`` files behind.
     """
     ours = () if args and args[0] == "commit" else OUR_READING

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..errors import Refused
+from ..runtime.errors import Refused
 from .process import said
 from .repo import Repo
 

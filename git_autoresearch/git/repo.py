@@ -8,7 +8,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ..errors import Refused
+from ..runtime.errors import Refused
 from .history import History
 from .process import (
     DISK_FULL_BYTES,

@@ -10,8 +10,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from .. import signals
-from ..files import write_atomic
+from ..runtime import signals
+from ..runtime.files import write_atomic
 from .process import TRACE, GitError, git_environment, join_z, split_z, trace
 from .repo import Repo
 

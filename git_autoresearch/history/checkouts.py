@@ -1,0 +1,95 @@
+"""Detached checkouts of the session's commits under the scratch folder, measured beside the
+work tree (``audit``: a keep and its parent; ``finalize``; the incumbent beside a candidate):
+what a checkout lacks is brought from the work tree, and what a process killed outright left
+behind is swept. The session's work tree, index and HEAD are never touched."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from ..git import worktrees
+from ..ledger.jsontext import is_whole
+from ..measure.running import process_alive
+from ..runtime import signals
+from ..session.config import Config
+from ..session.session import Session
+
+SIDES = ("parent", "commit")  # an audit's two worktrees, the default of sweep
+
+
+def sweep(session: Session, prefix: str, trees: tuple[str, ...] = SIDES) -> list[Path]:
+    """Remove what a command killed outright (SIGKILL, a machine that went down) left under
+    the scratch folder: each ``<prefix><pid>`` folder (``audit-``, ``final-``,
+    ``incumbent-``) whose process is gone, with its worktrees (the subfolders ``trees``).
+    Returns the folders removed."""
+    repo = session.repo
+    removed = []
+    try:
+        folders = sorted(repo.scratch.glob(f"{prefix}*"))
+    except OSError:
+        return []
+    for folder in folders:
+        pid = folder.name.removeprefix(prefix)
+        if not is_whole(pid) or process_alive(int(pid)):
+            continue
+        with signals.deferred():
+            for tree in trees:
+                worktrees.remove(repo, folder / tree)
+            shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
+
+
+def untracked_inputs(session: Session, config: Config | None = None) -> list[str]:
+    """The files the measurement command (and the metric command) of ``config`` (the
+    session's when None) name by a path inside the
+    work tree (relative, or absolute) that git does not track: a ``.auto/measure.sh`` (never
+    committed) or an ignored data file, which a checkout of a commit lacks. A tracked file is
+    never among them: a keep that deleted it must be measured without it."""
+    from ..session.scripts import named_paths
+
+    cfg, repo = config or session.config, session.repo
+    named = [path for command in (cfg.command, cfg.metric_command)
+             for path in named_paths(repo, command or "") if (repo.top / path).is_file()]
+    if not named:
+        return []
+    tracked = set(repo.ls_files())
+    return [path for path in dict.fromkeys(named) if path not in tracked]
+
+
+def bring(session: Session, paths: list[str], tree: Path) -> None:
+    """Copy ``paths`` from the session's work tree into the checkout ``tree``, so that both
+    sides run the same benchmark."""
+    for path in paths:
+        target = tree / path
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(session.repo.top / path, target)
+
+
+def link_shared(session: Session, tree: Path) -> list[str]:
+    """Link each of the configuration's ``shared_paths`` into ``tree`` (a symbolic link to the
+    work tree's); returns a note for each that is not: missing in the work tree, or present in
+    the checkout (a tracked path: the incumbent's own is measured)."""
+    notes = []
+    top = session.repo.top
+    for rel in session.config.shared_paths:
+        rel = rel.strip("/")
+        source, target = top / rel, tree / rel
+        if not source.exists():
+            notes.append(f"shared path {rel} is not in the work tree: not linked into the "
+                         "incumbent's worktree")
+            continue
+        if os.path.lexists(target):
+            notes.append(f"shared path {rel} is in the incumbent's checkout (tracked): its "
+                         "own is used")
+            continue
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(source, target, target_is_directory=source.is_dir())
+        except OSError as exc:
+            notes.append(f"shared path {rel} could not be linked into the incumbent's "
+                         f"worktree: {exc.strerror or exc.__class__.__name__}")
+    return notes

@@ -1,0 +1,529 @@
+"""``git autoresearch doctor``: reconcile the ledger, the branch's trailers, the attempt refs and
+the state ref, say every disagreement in plain words, and rebuild what can be rebuilt.
+
+A repair only ever adds: a ledger line rebuilt from a trailer or an attempt commit, the state ref
+mirrored again, a malformed line moved aside. No record is deleted.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import ledger as ledger_mod
+from ..git import temporary_objects
+from ..git.locks import lock_files
+from ..history.refs import attempt_ref, attempts_prefix, scope_prefix, session_branch
+from ..history.state import FILES as STATE_FILES
+from ..history.state import LINK as STATE_LINK
+from ..history.state import current as current_state
+from ..history.state import forget as forget_state_cache
+from ..history.state import lines_in_history, mirrored_keeps
+from ..history.state import read as read_state
+from ..history.trailers import (
+    TrailerCommit,
+    bad_trailers,
+    commit_info,
+    read_trailers,
+    reconcile,
+    rewritten,
+    trailer_log,
+)
+from ..ledger.jsontext import is_whole
+from ..ledger.records import run_record
+from ..ledger.repairs import (
+    has_our_header,
+    insert_runs,
+    lost_lines,
+    replace_commits,
+    set_aside,
+    with_lost_header,
+)
+from ..record import journal
+from ..runtime.files import write_atomic
+from ..session.branches import branch_problem, finished
+from ..session.session import Session
+
+
+@dataclass
+class Finding:
+    """One disagreement: what is wrong, and whether ``--fix`` can repair it (and how)."""
+
+    problem: str
+    fix: str | None = None
+    fixed: bool = False
+    done: str | None = None  # what the fix did, when it can be one of several things
+
+
+@dataclass
+class Examination:
+    """What doctor found, and the warnings of its repairs (why a fix did not take)."""
+
+    findings: list[Finding] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    # The session finished off its branch (a squash merge, cherry-picks): the sentence.
+    finished: str | None = None
+
+    def add(self, problem: str, fix: str | None = None) -> Finding:
+        finding = Finding(problem, fix)
+        self.findings.append(finding)
+        return finding
+
+
+def _attempts(session: Session) -> dict[int, str]:
+    """The attempt refs of the session, by run number: their commits."""
+    prefix = attempts_prefix(session.config.session_id)
+    found = {}
+    for name, oid in session.repo.ref_objects(prefix):
+        tail = name[len(prefix):]
+        if is_whole(tail):
+            found[int(tail)] = oid
+    return found
+
+
+def examine(session: Session, *, fix: bool = False) -> Examination:
+    """Find every disagreement; with ``fix``, repair what can be repaired (adding only). Runs
+    under the session lock, so no command records a run in between."""
+    with session.lock("doctor"):
+        return _examine(session, fix)
+
+
+def _state_lines(session: Session) -> dict[int, bytes]:
+    """The run lines of the ledger the state ref holds, by run number."""
+    state = read_state(session.repo, session.config.session_id)
+    saved = state[0] if state else {}
+    found: dict[int, bytes] = {}
+    for raw in saved.get("log.jsonl", b"").split(b"\n"):
+        # Only a line the ledger reads as a run: one set aside as malformed must not come back.
+        book = ledger_mod.parse(raw)
+        if book.runs and not book.malformed:
+            found.setdefault(book.runs[0].number, raw)
+    return found
+
+
+def _from_history(session: Session, saved_lines: dict[int, bytes], lost: list[int]) -> None:
+    """Add to ``saved_lines`` (the state ref's tip's lines, by run number) the lines of the
+    runs ``lost`` that only an earlier state commit holds: a ledger that lost a line and was
+    mirrored since (by an older version, or with the mirror's cache gone)."""
+    wanted = [number for number in lost if number not in saved_lines]
+    if wanted:
+        saved_lines.update(lines_in_history(session.repo, session.config.session_id, wanted))
+
+
+def _age(seconds: float) -> str:
+    """``45s``, ``12m``, ``3h`` or ``2d`` (whole units, rounded down)."""
+    for unit, size, below in (("s", 1, 120), ("m", 60, 7200), ("h", 3600, 172800)):
+        if seconds < below:
+            return f"{int(seconds // size)}{unit}"
+    return f"{int(seconds // 86400)}d"
+
+
+def _git_locks(session: Session, exam: Examination) -> None:
+    """A finding for each lock file of git's (never removed here: a git process may be
+    running and holding it)."""
+    for path, age in lock_files(session.repo):
+        exam.add(f"git's lock file {path} is {_age(age)} old: a git process is running here, "
+                 "or one was killed and left it; once no git process is running, remove it "
+                 f"(rm {path})")
+
+
+# A temporary object file of git's older than this is garbage, not one being written now.
+STALE_OBJECT_SECONDS = 3600
+
+
+def _git_garbage(session: Session, exam: Examination) -> None:
+    """A finding for each temporary object file of git's older than an hour
+    (:func:`temporary_objects`): left by a git that failed on a full disk or was killed, and
+    taking space until ``git gc`` prunes it (two weeks later, by default)."""
+    now = time.time()
+    for path, mtime, size in temporary_objects(session.repo.common_dir):
+        age = now - mtime
+        if age >= STALE_OBJECT_SECONDS:
+            exam.add(f"git's temporary object file {path} ({size} bytes) is {_age(age)} old: a "
+                     "git process that failed (a full disk) or was killed left it; once no "
+                     f"git process is running, remove it (rm {path})")
+
+
+def _examine(session: Session, fix: bool) -> Examination:
+    exam = Examination()
+    _git_locks(session, exam)
+    from ..measure.slots import left_slots
+
+    for left in left_slots(session.repo, session.config.session_id):
+        exam.add(left)
+    linked = session.layout.linked()
+    if linked:  # every command that records refuses it
+        exam.add(linked.removesuffix("; nothing was changed"))
+    _git_garbage(session, exam)
+    if _check_files(session, exam):
+        return exam
+    # Read before any repair forgets the mirror's cache: the keeps the state ref was last
+    # mirrored with, whose lines the ledger lost (a loop refuses to go on without them).
+    kept_now = session.kept_lines()
+    lost_keeps = [] if kept_now is None else mirrored_keeps(session.repo,
+                                                           session.config.session_id, kept_now)
+    _check_lost_lines(session, exam, fix)
+    _check_header(session, exam, fix)
+    saved_lines = _state_lines(session)
+    restored = _check_malformed(session, exam, fix, saved_lines)
+    _check_interrupted(session, exam, fix)
+    exists, problem = branch_problem(session)
+    if problem:
+        exam.add(problem)
+    exam.finished = finished(session)
+    log = _check_trailers(session, exam, exists)
+    _check_rewritten(session, exam, log, fix)
+    additions = dict(restored)
+    additions.update(_check_kept_runs(session, exam, log, saved_lines, additions))
+    additions.update(_check_attempts(session, exam, saved_lines, additions))
+    additions.update(_check_lost_keeps(session, exam, lost_keeps, saved_lines, additions))
+    _check_named_refs(session, exam)
+    _check_scope_refs(session, exam)
+    if fix and additions:
+        insert_runs(session.layout.ledger, additions)
+        for finding in exam.findings:
+            if finding.fix and finding.fix.startswith(("restore the run", "rebuild the run")):
+                finding.fixed = True
+        session.reload()
+    baseline = session.baseline_problem() or session.baseline_doubt()
+    if baseline and not (not fix and _restores_baseline(session, additions)):
+        exam.add(baseline)
+    _check_state(session, exam, fix)
+    return exam
+
+
+def _restores_baseline(session: Session, additions: dict[int, bytes]) -> bool:
+    """Whether a line ``additions`` would restore is a keep of the current segment before its
+    first kept run: the segment's baseline, lost, which ``--fix`` puts back."""
+    segment = session.segment
+    first = segment.baseline.number if segment.baseline is not None else None
+    for number, line in additions.items():
+        book = ledger_mod.parse(line)
+        run = book.runs[0] if book.runs else None
+        if run is not None and run.status == "keep" and run.data.get("segment") == segment.index \
+                and (first is None or number < first):
+            return True
+    return False
+
+
+def _check_files(session: Session, exam: Examination) -> bool:
+    """Whether the session's files are not there to be examined: its start was interrupted,
+    or its ledger is missing (then a finding says so, and nothing else is checked)."""
+    layout = session.layout
+    if layout.start_intent.exists():
+        # What else looks wrong (no ledger, no state ref) is what the start had not made yet.
+        exam.add(f"the start of session {session.config.session_id} was interrupted (git "
+                 "autoresearch resume finishes it)")
+        return True
+    if not layout.ledger.exists():
+        # Nothing to reconcile, and a ledger rebuilt here would have no configuration header.
+        exam.add(f"the ledger {layout.ledger} is missing (git autoresearch resume restores it "
+                 "from the state ref)")
+        return True
+    return False
+
+
+def _check_lost_lines(session: Session, exam: Examination, fix: bool) -> None:
+    """The ledger lost lines at its end that the state ref holds: restored, the old file
+    kept beside it."""
+    layout = session.layout
+    state = read_state(session.repo, session.config.session_id)
+    saved_ledger = state[0].get("log.jsonl", b"") if state else b""
+    if not lost_lines(layout.ledger.read_bytes(), saved_ledger):
+        return
+    finding = exam.add(f"the ledger {layout.ledger} lost its last lines, which the state ref "
+                       "holds", "restore them from the state ref")
+    if fix:
+        kept = layout.ledger.with_name(f"log.jsonl.before-doctor.{time.time_ns()}")
+        write_atomic(kept, layout.ledger.read_bytes())
+        write_atomic(layout.ledger, saved_ledger)
+        finding.fixed = True
+        finding.problem += f" (the old file is .auto/{kept.name})"
+        session.reload()
+
+
+def _check_header(session: Session, exam: Examination, fix: bool) -> None:
+    """The ledger has no configuration header: put back from the state ref when it has one."""
+    layout = session.layout
+    if has_our_header(layout.ledger.read_bytes()):
+        return
+    state = read_state(session.repo, session.config.session_id)
+    headed = with_lost_header(layout.ledger.read_bytes(),
+                              state[0].get("log.jsonl", b"")) if state else None
+    finding = exam.add(f"the ledger {layout.ledger} has no configuration header line",
+                       "restore it from the state ref" if headed is not None else None)
+    if headed is None:
+        finding.problem += (" and the state ref holds none: start a new segment (git "
+                            "autoresearch start --new-segment)")
+    elif fix:
+        write_atomic(layout.ledger, headed)
+        forget_state_cache(session.repo)
+        finding.fixed = True
+        session.reload()
+
+
+def _check_malformed(session: Session, exam: Examination, fix: bool,
+                     saved_lines: dict[int, bytes]) -> dict[int, bytes]:
+    """Ledger lines that are no readable record: moved aside. Returns the lines that put back
+    the runs they named (run number -> line), from the state ref's tip or history (added to
+    ``saved_lines``): a run's line damaged by hand comes back as it was recorded."""
+    book = session.ledger
+    if not book.malformed:
+        return {}
+    named = [bad.run for bad in book.malformed if bad.run is not None
+             and book.find(bad.run) is None]
+    _from_history(session, saved_lines, named)
+    restored = {number: saved_lines[number] for number in named if number in saved_lines}
+    found = [exam.add(f"ledger line {bad.line} is not a readable record ({bad.reason})",
+                      "move it to .auto/log.rejected.jsonl"
+                      + (f" and restore run {bad.run}'s line from the state ref"
+                         if bad.run in restored else "")) for bad in book.malformed]
+    if fix:
+        set_aside(session.layout.ledger, book.malformed)
+        forget_state_cache(session.repo)
+        for finding in found:
+            finding.fixed = True
+        session.reload()
+    return restored
+
+
+def _check_lost_keeps(session: Session, exam: Examination, lost: list[int],
+                      saved_lines: dict[int, bytes], known: dict[int, bytes]
+                      ) -> dict[int, bytes]:
+    """Kept runs the state ref was last mirrored with whose lines the ledger lost, and that
+    nothing else here restores (a baseline, a keep that committed nothing: no trailer or
+    attempt ref names them); the lines that restore them, from the state ref."""
+    wanted = [n for n in lost if n not in known and session.ledger.find(n) is None]
+    _from_history(session, saved_lines, wanted)
+    additions = {}
+    for number in wanted:
+        finding = exam.add(f"run {number} was kept and the state ref holds its line, but the "
+                           f"ledger lost it")
+        if number in saved_lines:
+            additions[number] = saved_lines[number]
+            finding.fix = "restore the run's line from the state ref"
+    return additions
+
+
+def _check_interrupted(session: Session, exam: Examination, fix: bool) -> None:
+    """A keep or revert that was killed: finished, rolled back or set aside."""
+    intent = session.interrupted()
+    if intent is None:
+        return
+    finding = exam.add(intent.interrupted_text(),
+                       "finish it, roll it back, or set it aside when HEAD has moved")
+    if fix:
+        from ..record.recovery import recover
+
+        recovered = recover(session, abandon=True)
+        exam.warnings += recovered.warnings
+        finding.fixed = recovered.note is not None
+        finding.done = recovered.note
+
+
+def _check_trailers(session: Session, exam: Examination, exists: bool) -> list[TrailerCommit]:
+    """Untrusted ``Result:`` trailers on the session branch, and disagreements between it and
+    the ledger (a kept run missing from the ledger is :func:`_check_kept_runs`'); returns the
+    branch's trailer log (empty when the branch does not exist)."""
+    book = session.ledger
+    branch = session_branch(session.config.session_id)
+    base = (book.segments[0].header or {}).get("base_commit")
+    log = trailer_log(session.repo, branch, base) if exists else []
+    for commit in bad_trailers(log):
+        exam.add(f"commit {commit} has a Result trailer that is not a JSON object of finite "
+                 "numbers; it is not trusted")
+    for problem in reconcile(session.repo, book, branch, base, log).problems if exists else []:
+        if "but the ledger has no such keep" not in problem:
+            exam.add(problem)
+    return log
+
+
+def _check_rewritten(session: Session, exam: Examination, log: list[TrailerCommit],
+                     fix: bool) -> None:
+    """Runs whose recorded commit is on no branch while a commit of the session branch carries
+    their ``Autoresearch-Run`` and ``Autoresearch-Session`` trailers (history rewritten after
+    the session: :func:`history.trailers.rewritten`); with ``fix``, the ledger's ``commit`` fields
+    are rewritten (the old ids kept in ``commit_before_rewrite``) and the state ref mirrored."""
+    if not log:
+        return
+    sid = session.config.session_id
+    branch = session_branch(sid)
+    base = (session.ledger.segments[0].header or {}).get("base_commit")
+    moved = rewritten(session.repo, session.ledger, branch, sid, base, log)
+    findings = [exam.add(m.problem(branch, sid), "update the ledger's commit fields")
+                for m in moved]
+    if not fix or not moved:
+        return
+    forget_state_cache(session.repo)
+    replace_commits(session.layout.ledger,
+                    {m.run: (m.recorded, session.repo.short(m.commit)) for m in moved})
+    for finding in findings:
+        finding.fixed = True
+    session.reload()
+    exam.warnings += session.mirror_state("doctor --fix: commits found again by their trailers")
+
+
+def _check_kept_runs(session: Session, exam: Examination, log: list[TrailerCommit],
+                     saved_lines: dict[int, bytes], known: dict[int, bytes]
+                     ) -> dict[int, bytes]:
+    """Kept runs the branch's trailers record that the ledger lacks (and ``known`` does not
+    restore) or calls otherwise; the lines that restore them (run number -> line): from the
+    state ref, or rebuilt from the trailer."""
+    book = session.ledger
+    base = (book.segments[0].header or {}).get("base_commit")
+    additions: dict[int, bytes] = {}
+    branch = session_branch(session.config.session_id)
+    kept = {n: info for n, info in read_trailers(session.repo, branch, base, log).items()
+            if n not in known}
+    _from_history(session, saved_lines, [n for n in kept if book.find(n, ours=True) is None])
+    for number, info in sorted(kept.items()):
+        run = book.find(number, ours=True)
+        if run is not None:
+            if run.status != "keep":
+                exam.add(f"commit {info['commit'][:7]} records run {number} as kept, but the "
+                         f"ledger says {run.status}")
+            continue
+        finding = exam.add(f"commit {info['commit'][:7]} records run {number} as kept, but "
+                           f"the ledger has no run {number}", "restore the run's line")
+        if number in saved_lines:
+            additions[number] = saved_lines[number]
+            finding.fix = "restore the run's line from the state ref"
+            continue
+        result = info["result"]
+        metric_name = session.config.metric_name  # the segment the line goes into measures it
+        value = ledger_mod.finite(result.get(metric_name))
+        if value is None:
+            finding.fix = None
+            finding.problem += f", and its Result trailer gives no {metric_name}"
+            continue
+        if not _intended(session, number, info["commit"], value):
+            finding.fix = None
+            finding.problem += (", and no keep of this tool made it (no intent record or "
+                                "state ref knows it): it is not adopted")
+            continue
+        meta = commit_info(session.repo, info["commit"])
+        finding.fix = "rebuild the run's line from its trailer"
+        additions[number] = ledger_mod.dumps(run_record(
+            number, info["commit"][:7], result[metric_name],
+            {k: v for k, v in result.items() if k not in ("status", metric_name)
+             and ledger_mod.finite(v) is not None}, "keep", meta["description"],
+            meta["time"] * 1000, session.segment.index, rebuilt_from="trailer",
+            committed=True)).encode()
+    return additions
+
+
+def _intended(session: Session, number: int, commit: str, metric: float) -> bool:
+    """Whether a keep of this tool made ``commit`` as run ``number``: an intent record of this
+    work tree (:func:`record.journal.written`: one interrupted, or set aside) is the keep of run
+    ``number``, from the commit's parent, with the trailer's ``metric``. A commit made by
+    hand with our trailers (an agent committing around the loop) matches none."""
+    parent = session.repo.resolve(f"{commit}^")
+    for intent in journal.written(session.layout.intent):
+        recorded = intent.record["metric"] if intent.record is not None else None
+        if intent.op == "keep" and intent.run == number and intent.head == parent \
+                and ledger_mod.finite(recorded) == metric:
+            return True
+    return False
+
+
+def _check_attempts(session: Session, exam: Examination, saved_lines: dict[int, bytes],
+                    known: dict[int, bytes]) -> dict[int, bytes]:
+    """Attempt refs of runs the ledger lacks (and ``known`` does not restore); the lines that
+    restore them: from the state ref, or rebuilt from the attempt commit."""
+    repo, sid = session.repo, session.config.session_id
+    base = (session.ledger.segments[0].header or {}).get("base_commit")
+    additions: dict[int, bytes] = {}
+    ours = {run.number for run in session.ledger.runs if run.ours}  # (ledger.find's, at once)
+    _from_history(session, saved_lines, [n for n in _attempts(session)
+                                         if n not in ours and n not in known])
+    for number, oid in sorted(_attempts(session).items()):
+        if number in ours or number in known:
+            continue
+        if isinstance(base, str) and base and not repo.is_ancestor(base, f"{oid}^"):
+            # An earlier session's, left under the same id (older versions reused ids).
+            exam.add(f"attempt ref {attempt_ref(sid, number)} is not of this session (its "
+                     "commit is not after the session's base commit): not imported")
+            continue
+        finding = exam.add(f"attempt ref of run {number} has no ledger line")
+        if number in saved_lines:
+            additions[number] = saved_lines[number]
+            finding.fix = "restore the run's line from the state ref"
+            continue
+        meta = commit_info(repo, oid)
+        if meta["status"] not in ledger_mod.STATUSES:
+            continue
+        finding.fix = "rebuild the run's line from its attempt commit"
+        additions[number] = ledger_mod.dumps(run_record(
+            number, repo.short(repo.resolve(f"{oid}^") or oid),
+            0 if meta["status"] == "crash" else None, {}, meta["status"],
+            meta["description"], meta["time"] * 1000, session.segment.index,
+            attempt_ref=attempt_ref(sid, number), rebuilt_from="attempt")).encode()
+    return additions
+
+
+def _check_named_refs(session: Session, exam: Examination) -> None:
+    """Attempt refs that ledger lines name and that do not exist (and that no ``gc`` event
+    says it deleted)."""
+    collected = ledger_mod.collected_refs(session.ledger)
+    # The session's refs listed once, not a git call per run (16,000 of them on 20,000 runs).
+    listed = session.repo.commit_refs(session.namespace + "/")
+    for run in session.ledger.runs:
+        ref = run.data.get("attempt_ref")
+        if isinstance(ref, str) and ref and ref not in collected and ref not in listed \
+                and session.repo.resolve(ref) is None:
+            exam.add(f"run {run.number} names {ref}, which does not exist")
+
+
+def _check_scope_refs(session: Session, exam: Examination) -> None:
+    """Set-aside refs (``scope/<run>``) that no recorded run names."""
+    book = session.ledger
+    named = set()
+    for run in book.runs:
+        if isinstance(run.data.get("scope_ref"), str):
+            named.add(run.data["scope_ref"])
+        if isinstance(run.data.get("scope_refs"), list):
+            named.update(str(ref) for ref in run.data["scope_refs"])
+    prefix = scope_prefix(session.config.session_id)
+    # ... and those of the run about to be recorded (a pending measurement) belong to it;
+    # a record that names its set-asides (scope_refs) names them all.
+    recorded = {str(run.number) for run in book.runs
+                if not isinstance(run.data.get("scope_refs"), list)} | {str(session.next_run())}
+    for ref in session.repo.for_each_ref(prefix):
+        # scope/N.2, scope/N.3, ...: measurements of run N taken again (or dropped as stale)
+        # before it was recorded; they belong to run N as much as the one it names.
+        if ref not in named and ref[len(prefix):].split(".")[0] not in recorded:
+            exam.add(f"{ref} holds changes set aside (outside the scope or to readonly files) "
+                     f"that no recorded run names (see them: git show {ref})")
+
+
+def _check_state(session: Session, exam: Examination, fix: bool) -> None:
+    """The state ref is missing or behind the session files: mirrored again."""
+    layout = session.layout
+    state = read_state(session.repo, session.config.session_id)
+    saved = state[0] if state else None
+    held = {name: (data, state[1].get(name) == STATE_LINK)
+            for name, data in state[0].items()} if state else {}
+    now = current_state(layout.auto)
+    on_disk = now.get("log.jsonl", (b"", False))[0]
+    behind = [name for name in STATE_FILES if name in now and held.get(name) != now[name]]
+    # The hooks as they are: one added, changed, turned into a link or removed since.
+    hooks = {name for name in [*now, *held] if name.startswith("hooks/")}
+    behind += sorted(name for name in hooks if held.get(name) != now.get(name))
+    if saved is None or saved.get("log.jsonl", b"") != on_disk or behind:
+        finding = exam.add("the state ref does not hold the current session files"
+                           if saved is not None else "there is no state ref",
+                           "mirror the session files on the state ref")
+        if fix:
+            problems = session.mirror_state("doctor --fix")
+            exam.warnings += problems
+            finding.fixed = not problems
+
+
+def render(exam: Examination) -> list[dict[str, Any]]:
+    """The findings as ``doctor --json`` gives them: ``problem``, ``fix`` (None: needs a
+    person), ``fixed``, and ``done`` when the fix was one of several (an interrupted keep
+    finished, rolled back or set aside)."""
+    return [{"problem": f.problem, "fix": f.fix, "fixed": f.fixed,
+             **({"done": f.done} if f.done else {})} for f in exam.findings]
+

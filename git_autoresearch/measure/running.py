@@ -1,0 +1,258 @@
+"""Running the user's commands (measurement, metric, checks, hooks) through plumbum, each in
+a process group of its own: its output streamed to a file descriptor, a timeout, and on timeout
+or a signal to us the whole group ended (SIGTERM, then SIGKILL after a grace period), so
+grandchildren die too. plumbum is imported only when a command is run.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+from ..runtime import signals
+from ..runtime.faults import checkpoint
+
+KILL_GRACE_SECONDS = 2.0
+
+
+@dataclass
+class Outcome:
+    """How a shell command ended: ``exit_code`` (negative: killed by that signal), whether it
+    ``timed_out``, and its wall time ``duration_s`` in seconds."""
+
+    exit_code: int
+    timed_out: bool
+    duration_s: float
+
+
+def shell() -> str:
+    """The shell commands run through: bash where there is one, else /bin/sh."""
+    import shutil  # (bz2, lzma, ...): only where needed
+
+    return shutil.which("bash") or "/bin/sh"
+
+
+def command_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for user commands: ours, without the variables that pin git to a
+    repository (a command started from inside a git hook must still see its own work tree)."""
+    from ..git import LOCATING_VARIABLES
+
+    env = {k: v for k, v in os.environ.items() if k not in LOCATING_VARIABLES}
+    if extra:
+        env.update(extra)
+    return env
+
+
+def _group_alive(proc: subprocess.Popen[bytes]) -> bool:
+    proc.poll()  # reap the leader, so that a finished leader does not count as alive
+    return group_alive(proc.pid)
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs: it exists and is not a zombie (a process that has ended
+    but that its parent has not reaped yet, state ``Z`` in Linux's ``/proc/<pid>/stat``)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            state = stat.read().rpartition(b")")[2].split()[:1]
+    except OSError:  # no /proc (macOS): alive, as kill said
+        return True
+    return state != [b"Z"]
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether process group ``pgid`` has a member that is not a zombie."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return not _only_zombies(pgid)
+
+
+def _only_zombies(pgid: int) -> bool:
+    """Whether the members left in process group ``pgid`` are all zombies: dead, their exit
+    status not yet collected by their new parent (an orphan waits for the container's first
+    process, which may reap late or never), though ``killpg(pgid, 0)`` still finds them. Read
+    from Linux's ``/proc/<pid>/stat`` (fields after the name: state, parent, group); False
+    where it cannot tell."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return False
+    zombies = 0
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                state, _, group = fh.read().rpartition(b")")[2].split()[:3]
+        except (OSError, ValueError):
+            continue
+        if group == str(pgid).encode():
+            if state != b"Z":
+                return False
+            zombies += 1
+    return zombies > 0
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def end_group(proc: subprocess.Popen[bytes], grace: float = KILL_GRACE_SECONDS) -> None:
+    """End the process group that ``proc`` leads: SIGTERM, then SIGKILL for what is left after
+    ``grace`` seconds, then wait (at most 5 s) until no member is left. A member that is
+    dead but not yet reaped (a zombie) counts as gone: each wait ends as soon as the others
+    are."""
+    if not _group_alive(proc):
+        return
+    _signal_group(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and _group_alive(proc):
+        time.sleep(0.02)
+    if _group_alive(proc):
+        _signal_group(proc.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and _group_alive(proc):
+            time.sleep(0.02)
+
+
+# Descriptors every command started here inherits: a measurement slot's lock file, so that
+# the slot stays held while any process of the measured command lives, even when we are killed
+# (the kernel frees a flock only when the last descriptor of its open file is closed).
+_HANDED_DOWN: list[int] = []
+
+
+# Told the process group of each command started here (its leader's pid): a measurement slot
+# notes it, so that a later command can tell the slot's own measurement, still running after
+# we were killed, from a process that left the group (a daemon) and holds the slot's file.
+_GROUP_WATCHERS: list[Callable[[int], None]] = []
+
+
+@contextmanager
+def handed_down(fd: int, watcher: Callable[[int], None] | None = None) -> Iterator[None]:
+    """While the block runs, the commands started here inherit descriptor ``fd``, and
+    ``watcher`` is told each one's process group."""
+    _HANDED_DOWN.append(fd)
+    if watcher is not None:
+        _GROUP_WATCHERS.append(watcher)
+    try:
+        yield
+    finally:
+        _HANDED_DOWN.remove(fd)
+        if watcher is not None:
+            _GROUP_WATCHERS.remove(watcher)
+
+
+def _spawn(argv: Sequence[str], options: dict[str, Any]) -> subprocess.Popen[bytes]:
+    """Start ``argv`` through plumbum (the design card's runner for the user's commands) as the
+    leader of a new session. plumbum is imported here, lazily: its import costs about 50 ms,
+    which only commands that run the user's commands pay. Its ``local.env`` is a snapshot of our
+    environment taken at its import, and it merges that under ``env``: it is emptied for the
+    call, so that only ``options["env"]`` counts (no ``GIT_DIR`` of a calling hook comes back).
+    plumbum's own ``timeout`` is not used: it ends only the direct child, not its group;
+    :func:`process_group` ends the whole group instead."""
+    from plumbum import local
+
+    env = options.pop("env", None)
+    program = local[argv[0]][list(argv[1:])]
+    with local.env():
+        local.env.clear()
+        if _HANDED_DOWN:
+            options = {**options, "pass_fds": tuple(_HANDED_DOWN)}
+        started = program.popen(env=dict(env if env is not None else os.environ),
+                                start_new_session=True, **options)
+    # A Popen in all but name: plumbum's wrapper hands every attribute to the Popen it made.
+    return cast("subprocess.Popen[bytes]", started)
+
+
+@contextmanager
+def process_group(argv: Sequence[str], *, grace: float = KILL_GRACE_SECONDS,
+                  **options: Any) -> Iterator[subprocess.Popen[bytes]]:
+    """Start ``argv`` (``subprocess.Popen`` with ``options``) as the leader of a new session and
+    process group, and end the whole group (:func:`end_group` with ``grace`` seconds) when the
+    block exits, however it exits: normally, by an exception, or by a signal
+    (:class:`runtime.signals.Interrupted`). The cleanup is in place before the child exists: a
+    signal that arrives while it starts is raised once ``Popen`` has returned, and one that arrives
+    while the group is being ended waits until it has ended. Afterwards the leader is reaped
+    (``returncode`` is set) and its pipes are closed."""
+    proc: subprocess.Popen[bytes] | None = None
+    try:
+        with signals.deferred():
+            proc = _spawn(argv, options)
+            for watcher in _GROUP_WATCHERS:
+                watcher(proc.pid)
+        checkpoint("group:started")
+        yield proc
+    finally:
+        if proc is not None:
+            with signals.deferred():
+                end_group(proc, grace)
+                proc.wait()
+                for stream in (proc.stdin, proc.stdout, proc.stderr):
+                    try:
+                        if stream is not None:
+                            stream.close()
+                    except OSError:
+                        pass
+
+
+def run_shell(
+    command: str,
+    *,
+    cwd: Path,
+    stdout: int,
+    timeout: float,
+    env: Mapping[str, str],
+    stdin: int | None = None,
+    stderr: int | None = None,
+    on_tick: Callable[[float], None] | None = None,
+) -> Outcome:
+    """Run ``command`` through :func:`shell` in a new process group (:func:`process_group`).
+
+    ``stdout`` is a file descriptor that receives stdout, and stderr too unless ``stderr``
+    names another. After ``timeout`` seconds
+    the group is ended (:func:`end_group`); members still running when the command itself exits
+    are ended too, and so is the group of a command interrupted by a signal, so no experiment
+    leaves processes behind. ``on_tick`` is called about once a second with the elapsed seconds.
+    """
+    started = time.monotonic()
+    timed_out = False
+    next_tick = started + 1.0
+    with process_group([shell(), "-c", command], cwd=cwd,
+                       stdin=stdin if stdin is not None else subprocess.DEVNULL,
+                       stdout=stdout, stderr=subprocess.STDOUT if stderr is None else stderr,
+                       env=dict(env)) as proc:
+        while True:
+            signals.check()  # one that came in a finalizer is raised here, not after the run
+            now = time.monotonic()
+            remaining = started + timeout - now
+            if remaining <= 0:
+                timed_out = True
+                break
+            try:
+                proc.wait(timeout=min(remaining, max(0.01, next_tick - now), 0.25))
+                break
+            except subprocess.TimeoutExpired:
+                if on_tick and time.monotonic() >= next_tick:
+                    on_tick(time.monotonic() - started)
+                    next_tick += 1.0
+    code = proc.returncode
+    return Outcome(code, timed_out, round(time.monotonic() - started, 3))

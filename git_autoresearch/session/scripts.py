@@ -1,0 +1,90 @@
+"""Which files of the work tree the configured commands name (their scripts, a scorer, data):
+they define success, so they are readonly automatically (README, "Configuration")."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..git import Repo
+from ..git.objects import cat_blob, ls_tree
+from ..runtime.paths import AUTO
+from .config import Config
+
+
+def script_paths(repo: Repo, command: str, head: str) -> list[str]:
+    """Files that a shell command names (its scripts, a scorer, its data) and that commit
+    ``head`` holds: the words of ``command`` that are paths inside the top, and, for a
+    symlink, the file it points to in ``head`` (whatever the work tree holds now). Paths are
+    relative to the top, with ``/`` separators, in the command's order. A file the command
+    names that is not committed (``test ! -e out.txt``) is not one of them, nor is a path
+    outside the top."""
+    candidates = named_paths(repo, command)
+    found: list[str] = []
+    for _ in range(8):  # symlinks to symlinks, within reason
+        wanted = [p for p in dict.fromkeys(candidates) if p not in found]
+        if not wanted:
+            break
+        candidates = []
+        for mode, kind, oid, path in ls_tree(repo, head, wanted):
+            if path not in wanted or kind != "blob":
+                continue
+            found.append(path)
+            if mode == "120000":
+                target = cat_blob(repo, oid)
+                pointed = _inside(repo, os.path.normpath(
+                    repo.top / os.path.dirname(path) / os.fsdecode(target)))
+                if pointed:
+                    candidates.append(pointed)
+    return found
+
+
+def named_paths(repo: Repo, command: str) -> list[str]:
+    """The words of a shell command that are paths inside the top (relative to it, with ``/``
+    separators, in the command's order), whether or not such a file exists."""
+    from .config import command_words
+
+    found: list[str] = []
+    for word in command_words(command):
+        if not word or word.startswith("-") or "=" in word and not word.startswith("./"):
+            continue
+        rel = _inside(repo, os.path.normpath(word if os.path.isabs(word) else repo.top / word))
+        if rel:
+            found.append(rel)
+    return found
+
+
+def uncommitted_command_files(repo: Repo, cfg: Config, committed: list[str]) -> list[str]:
+    """Files of the work tree that the configured commands name but that are not among
+    ``committed`` (:func:`command_files`): nothing in HEAD can restore them, so they cannot be
+    kept readonly. Files under ``.auto/`` are left out (the session's own scripts)."""
+    found: list[str] = []
+    for command in (cfg.command, cfg.metric_command, cfg.checks_command):
+        for path in named_paths(repo, command or ""):
+            if path not in committed and not path.startswith(AUTO + "/") \
+                    and (repo.top / path).is_file():
+                found.append(path)
+    return list(dict.fromkeys(found))
+
+
+def _inside(repo: Repo, path: str) -> str | None:
+    """``path`` (absolute, normalised) relative to the top with ``/`` separators, or None
+    when it is the top itself or outside it."""
+    for root in (repo.top, repo.top.resolve()):
+        try:
+            rel = Path(path).relative_to(root).as_posix()
+        except ValueError:
+            continue
+        return rel if rel != "." else None
+    return None
+
+
+def command_files(repo: Repo, cfg: Config, head: str | None) -> list[str]:
+    """The committed files that ``command``, ``metric_command`` and ``checks_command`` name
+    (:func:`script_paths`; none when ``head`` is None): readonly automatically, since they
+    define success."""
+    found: list[str] = []
+    for command in (cfg.command, cfg.metric_command, cfg.checks_command):
+        if command and head is not None:
+            found += script_paths(repo, command, head)
+    return list(dict.fromkeys(found))

@@ -1,0 +1,550 @@
+"""The session: its files, its configuration, its ledger, and the decisions of the loop.
+
+No click here: functions take plain values, return data, and raise the errors of
+:mod:`git_autoresearch.runtime.errors`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import ledger as ledger_mod
+from ..git import GitError, Repo
+from ..git.locks import recording_locks
+from ..history.experiment import Changes, load_snapshot, survey
+from ..history.refs import namespace as ref_namespace
+from ..history.refs import session_branch, state_ref
+from ..ledger import Ledger, Segment, now_ms
+from ..record import journal
+from ..runtime.errors import Refused, UsageError
+from ..runtime.files import WriteFailed, check_writable
+from ..runtime.paths import AUTO, Boundaries
+from .config import (
+    Config,
+    describe_changes,
+    file_hash,
+    hook_timeout_seconds,
+    lock_wait_seconds,
+    parse_toml,
+)
+from .layout import Layout
+from .lock import SessionLock
+from .workers import current as current_worker
+from .workers import relink, shared_dir
+
+if TYPE_CHECKING:
+    from ..hooks.user import HookReport
+    from ..measure.samples import Measurement
+    from ..record.journal import Intent
+
+# How long a recording command waits for a lock file of git's to go before refusing.
+GIT_LOCK_WAIT_SECONDS = 1.0
+
+def _configuration(layout: Layout, data: bytes, book: Ledger, *, strict: bool
+                   ) -> tuple[Config, str | None]:
+    """The configuration of ``config.toml`` (``data``), and why it could not be used (None: it
+    could). Unless ``strict``, an invalid file is read with the values the ledger's header
+    recorded instead; :class:`Refused` when it must be refused."""
+    header = book.config_header or {}
+    recorded = header.get("config")
+    try:
+        if header.get("config_hash") == file_hash(data) and isinstance(recorded, dict):
+            # The header holds the very values the file was written from: no TOML to parse.
+            return Config.from_mapping(recorded, source=str(layout.config)), None
+        return Config.from_mapping(parse_toml(data, source=str(layout.config)),
+                                   source=str(layout.config)), None
+    except UsageError as exc:
+        if strict or not isinstance(recorded, dict):
+            raise Refused(f"{exc.message}; git autoresearch resume restores it from the "
+                          "state ref") from None
+        # To read the runs, the values the segment began with will do.
+        return (Config.from_mapping(recorded, source="the ledger's configuration header"),
+                f"{exc.message}; read with the configuration the segment began with (git "
+                "autoresearch resume restores the file from the state ref)")
+
+
+class Session:
+    """An open session: repository, configuration (checked against the ledger) and ledger."""
+
+    def __init__(self, repo: Repo, cfg: Config, cfg_bytes: bytes, book: Ledger) -> None:
+        self.repo = repo
+        self.layout = Layout(repo)
+        self.config = cfg
+        self.config_bytes = cfg_bytes
+        self._ledger: Ledger | None = book
+        self._bounds: Boundaries | None = None
+        self._head: str | None = None
+        # What opening the session found (an invalid configuration, unreadable ledger lines, a
+        # foreign session read in place); set while opening, never added to afterwards: every
+        # later step returns its own warnings.
+        self.warnings: list[str] = []
+        self.read_only = False
+        self.ledger_path = self.layout.ledger
+        self.trailer_branch: str | None = None
+        self.seen_version: str | None = None
+        # Why config.toml could not be used (read with the recorded configuration instead).
+        self.invalid_config: str | None = None
+        # The highest run number the attempt refs and the branch's trailers name (None: not
+        # asked of git yet in this command; runnumbers.next_run asks).
+        self.git_runs: int | None = None
+        from ..history.trailers import BranchRuns
+
+        self.branch_runs = BranchRuns(self.layout.branch_runs)  # saved once a run is recorded
+        # The limit counts every run of the segment, the baseline too (pi-autoresearch's
+        # maxIterations: extensions/pi-autoresearch/index.ts:1713), not the runs after it.
+        self.limit_counts_baseline = False
+        # The worker this work tree is (None: a session without workers), and how deep the
+        # shared lock is held by this process (:meth:`shared`).
+        self.worker = current_worker(repo)
+        # Whether every read of the ledger merges the runs of the clones that joined through a
+        # remote (their ledger refs fetched here), as a clone that joined always does: set by
+        # reader.open_for_reading, so that a view read again (the dashboard) reads them too.
+        self.reads_others = False
+        self._shared_depth = 0
+        # The segment this command began under: a run measured under it is never recorded
+        # into a later one (another worker's start --new-segment meanwhile).
+        self.began_in = book.current.index
+        # Hook links already said to point at untracked files: said once per command.
+        self._links_told: set[str] = set()
+
+    @property
+    def bounds(self) -> Boundaries:
+        """Scope, protected and readonly paths, with the files the configured commands name
+        (:func:`command_files`, found once, on first use) readonly."""
+        if self._bounds is None:
+            cfg = self.config
+            from .scripts import command_files
+
+            head = self.known_head or self.repo.head()
+            scripts = [] if self.read_only else command_files(self.repo, cfg, head)
+            self._bounds = Boundaries(cfg.scope, cfg.protected, cfg.readonly, scripts)
+        return self._bounds
+
+    def readonly_changed(self, changes: Changes | None = None) -> list[str]:
+        """Readonly paths whose work tree or index differ from HEAD (new files included),
+        sorted; ``changes`` saves surveying the work tree again."""
+        if changes is None:
+            changes = self.changes()
+        return sorted(p for p in changes.changed() if self.bounds.is_readonly(p))
+
+    def changes(self) -> Changes:
+        """What the work tree and index change from HEAD now, against the snapshot of the files
+        that were untracked before the experiment (``experiment.survey``)."""
+        return survey(self.repo, load_snapshot(self.layout.untracked))
+
+    def moved_head(self, commit: str, run: int | None = None) -> None:
+        """HEAD is ``commit`` now: a keep committed it (``run``: the number its
+        ``Autoresearch-Run`` trailer names, on the session branch's tip, which was HEAD)."""
+        if run is not None:
+            self.branch_runs.kept(self.known_head, commit, run)
+        self._head = commit
+
+    @property
+    def known_head(self) -> str | None:
+        """HEAD's commit id as known without asking git (None when not known yet)."""
+        return self._head or self.repo.head_at_discovery
+
+    def head(self) -> str:
+        """HEAD's commit id, asked of git once and then kept up to date by :meth:`moved_head`."""
+        if self._head is None:
+            head = self.repo.head_at_discovery or self.repo.head()
+            if head is None:
+                raise Refused("HEAD has no commit yet; commit the project first")
+            self._head = head
+        return self._head
+
+    # --- opening ----------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, cwd: str | os.PathLike[str] | None = None, *, on_branch: bool = True,
+             check_config: bool = True) -> Session:
+        """Open the session of the work tree containing ``cwd``.
+
+        Refuses (exit 3) when there is no session, the configuration differs from the one the
+        ledger recorded (naming the changed keys), or, with ``on_branch``, HEAD is not the
+        session branch.
+        """
+        repo = Repo.discover(cwd)
+        layout = Layout(repo)
+        data = layout.read_config_bytes()
+        seen = ledger_mod.version(layout.ledger)  # taken first: a later change always shows
+        raw = ledger_mod.read_bytes(layout.ledger)
+        book = ledger_mod.parse(raw)
+        cfg, invalid = _configuration(layout, data, book, strict=check_config)
+        lock_wait_seconds()
+        hook_timeout_seconds()  # a bad setting is refused before anything runs
+        session = cls(repo, cfg, data, book)
+        if session.remote:  # a clone that joined through a remote reads every worker's runs
+            session.ledger = session.read_ledger(raw, book)
+        session.seen_version = seen
+        relink(repo, session.worker, session.layout.auto)
+        if invalid:
+            session.invalid_config = invalid
+            session.warnings.append(invalid)
+        if check_config:
+            session.check_config()
+            # Reading commands list these themselves (log, status); a loop must hear of them.
+            if book.malformed:
+                first = book.malformed[0]
+                session.warnings.append(
+                    f"the ledger {layout.ledger} has {len(book.malformed)} line(s) that cannot "
+                    f"be read (line {first.line}: {first.reason}); git autoresearch resume sets "
+                    "them aside in .auto/log.rejected.jsonl")
+        if on_branch:
+            from .branches import check_branch
+
+            check_branch(session)
+        return session
+
+    def check_config(self) -> None:
+        """Refuse when ``config.toml`` is not the file the ledger's last header recorded."""
+        header = self.ledger.config_header
+        if header is None or "config_hash" not in header:
+
+            if self.layout.start_intent.exists():
+                raise Refused(f"the start of session {self.config.session_id} was interrupted: "
+                              "git autoresearch resume finishes it (git autoresearch start "
+                              "--new-segment finishes it and measures the baseline)")
+            if self.repo.resolve(state_ref(self.config.session_id)):
+                raise Refused(f"the ledger {self.layout.ledger} is missing or lost its "
+                              "configuration header; git autoresearch resume restores it from "
+                              f"{state_ref(self.config.session_id)}")
+            raise Refused(f"the ledger {self.layout.ledger} has no configuration header from "
+                          "git-autoresearch; start a new segment: git autoresearch start "
+                          "--new-segment")
+        if header["config_hash"] == file_hash(self.config_bytes):
+            return
+        if self.invalid_config:
+            raise Refused(self.invalid_config)
+        recorded = header.get("config") or {}
+        changes = describe_changes(recorded, self.config.to_dict()) if recorded else []
+        what = "; ".join(changes) if changes else "its bytes differ"
+        raise Refused(f"{self.layout.config} was edited since the segment began ({what}); "
+                      "to measure under the new configuration run git autoresearch start "
+                      "--new-segment (on a clean work tree: commit or restore an experiment in "
+                      "progress with git first; it is not recorded); to undo the edit: chmod "
+                      f"u+w {AUTO}/config.toml && git show "
+                      f"{state_ref(self.config.session_id)}:config.toml > {AUTO}/config.toml "
+                      f"&& chmod 0444 {AUTO}/config.toml")
+
+    @property
+    def namespace(self) -> str:
+        """Where the session's own refs live: ``refs/autoresearch/<id>``."""
+        return ref_namespace(self.config.session_id)
+
+    def check_recordable(self) -> None:
+        """Refuse while a merge, rebase or the like is in progress, and when the session
+        folder is a symbolic link (:meth:`Layout.linked`)."""
+        linked = self.layout.linked()
+        if linked:
+            raise Refused(linked)
+        op = self.repo.operation_in_progress()
+        if op:
+            raise Refused(f"a {op} is in progress; finish or abort it first")
+
+    def kept_lines(self, appended: Mapping[str, Any] | None = None) -> set[int] | None:
+        """The numbers of the kept runs whose lines the session's ledger file holds (with
+        the record ``appended`` since the runs were read); None in a clone that joined through
+        a remote (its ledger merges the other workers' runs)."""
+        if self.remote is not None or self.trailer_branch is not None:
+            return None
+        kept = {run.number for run in self.ledger.runs if run.status == "keep"}
+        if appended is not None and appended.get("status") == "keep":
+            kept.add(int(appended["run"]))
+        return kept
+
+    def check_kept_lines(self, *, head: bool = False) -> None:
+        """Refuse (exit 3) when the ledger lost the line of a kept run: one the state ref was
+        last mirrored with, or, with ``head``, the run HEAD's trailers record as this
+        session's keep (one git call). Deciding on such a ledger compares with the wrong
+        incumbent, and mirroring it would lose the line from the state ref too."""
+        from ..history.state import lost_keeps_text, mirrored_keeps
+
+        kept = self.kept_lines()
+        if kept is None:
+            return
+        lost = mirrored_keeps(self.repo, self.config.session_id, kept)
+        ref = state_ref(self.config.session_id)
+        if not lost and head:
+            from ..history.trailers import kept_at
+
+            number = kept_at(self.repo, self.head(), self.config.session_id)
+            if number is not None and self.ledger.find(number) is None:
+                lost, ref = [number], f"HEAD's commit ({self.repo.short(self.head())})"
+        if lost:
+            raise Refused(lost_keeps_text(self.layout.ledger, lost, ref)
+                          + "; nothing was measured or changed")
+
+    def check_git_locks(self) -> None:
+        """Refuse while git's lock file of the index, HEAD or the session branch exists (a file
+        check, before anything changes). A lock that goes within
+        :data:`GIT_LOCK_WAIT_SECONDS` was a git process at work (``git status`` refreshing the
+        index, a concurrent command); one that stays was left behind, or is held by a git
+        process that is still running (``git commit`` waiting for its editor)."""
+        deadline = time.monotonic() + GIT_LOCK_WAIT_SECONDS
+        while True:
+            locks = self.git_locks()
+            if not locks or time.monotonic() >= deadline:
+                break
+            time.sleep(0.02)
+        if not locks:
+            return
+        lock = locks[0]
+        intent = self.interrupted()
+        if intent is not None:
+            raise Refused(f"git's lock file {lock} exists, so the interrupted "
+                          f"{intent.op} of run {intent.run} cannot be finished: "
+                          "another git process is running here, or one was killed and left it; "
+                          f"once no git process is running, remove it (rm {lock}); git "
+                          "autoresearch resume then finishes the run")
+        raise Refused(f"git's lock file {lock} exists: another git process is running here, or "
+                      "one was killed and left it; once no git process is running, remove it "
+                      f"(rm {lock}) and run the command again")
+
+    @contextmanager
+    def lock(self, what: str) -> Iterator[None]:
+        """Hold the session lock. Once it is held, the ledger and HEAD are read again if another
+        command recorded a run while this one waited (HEAD moving under us otherwise is caught
+        by the compare-and-swap of the keep commit). Recording commands take it through
+        ``recovery.locked``, which also finishes an interrupted keep or revert."""
+        with SessionLock(self.repo.scratch, what):
+            self.repo.forget_refs()  # read before the wait: others may have written since
+            if self.seen_version is None or self.version() != self.seen_version:
+                # Another command recorded a run meanwhile: HEAD may have moved too.
+                self.reload()
+                self._head = None
+                self.repo.head_at_discovery = self.repo.head_tree_at_discovery = None
+                self.began_in = self.ledger.current.index
+            if self.ledger.config_header is not None:
+                self.check_config()
+            yield
+
+    @contextmanager
+    def shared(self, what: str) -> Iterator[None]:
+        """Hold the lock every worktree of the session shares
+        (``<common git dir>/autoresearch-sessions/<id>/lock``) while the ledger, the session
+        branch or the state ref change: run numbers, keeps, ledger lines and mirrors of all
+        workers one at a time. Taken again
+        by the same process, it is already held. Once taken, the ledger is read again if
+        another worker recorded meanwhile."""
+        if self._shared_depth:
+            self._shared_depth += 1
+            try:
+                yield
+            finally:
+                self._shared_depth -= 1
+            return
+        with SessionLock(shared_dir(self.repo, self.config.session_id), what):
+            self.repo.forget_refs()
+            if self.trailer_branch is None and self.seen_version is not None \
+                    and self.version() != self.seen_version:
+                self.reload()
+            self._shared_depth = 1
+            try:
+                yield
+            finally:
+                self._shared_depth = 0
+
+    @property
+    def worker_name(self) -> str:
+        """This work tree's worker name (``main`` when it is no worker's)."""
+        return self.worker.name if self.worker else "main"
+
+    @property
+    def remote(self) -> str | None:
+        """The remote through which this clone joined the session (``worker join``), or None."""
+        return self.worker.remote if self.worker else None
+
+    def reserve_run(self) -> int:
+        """:func:`record.runnumbers.reserve_run` of this session."""
+        from ..record.runnumbers import reserve_run
+
+        return reserve_run(self)
+
+    @property
+    def ledger(self) -> Ledger:
+        """The session's runs: read on open, and again on first use after :meth:`reload` (a
+        command that records its run and reads no more never reads the ledger twice)."""
+        if self._ledger is None:
+            if self.trailer_branch is not None:
+                from ..history.trailers import ledger_from_trailers
+
+                self.seen_version = None
+                self._ledger = ledger_from_trailers(self.repo, self.trailer_branch)
+            else:
+                self.seen_version = self.version()  # taken first: a later change always shows
+                self._ledger = self.read_ledger()
+        return self._ledger
+
+    @ledger.setter
+    def ledger(self, book: Ledger) -> None:
+        self._ledger = book
+
+    def reload(self) -> None:
+        """Forget the runs read: the ledger (or the branch's trailers) is read again when
+        :attr:`ledger` is next used."""
+        self.git_runs = None
+        self._ledger = None
+
+    def read_ledger(self, data: bytes | None = None, book: Ledger | None = None) -> Ledger:
+        """The ledger file; in a clone that joined through a remote (or opened to read it,
+        :attr:`reads_others`), with the runs of the other workers' ledger refs merged in
+        (:func:`history.remoteledger.read_merged`). ``data`` and ``book``: the file's bytes and
+        those bytes read, when the caller has them."""
+        if self.remote is None and not self.reads_others:
+            return book if book is not None else ledger_mod.read(self.ledger_path)
+        from ..history.remoteledger import read_merged
+
+        return read_merged(self.repo, self.config.session_id, self.ledger_path,
+                           self.worker_name, data=data, book=book)
+
+    def version(self) -> str:
+        """Changes whenever the runs may have: the ledger's size and time, or the branch tip."""
+        if self.trailer_branch is not None:
+            return self.repo.resolve(self.trailer_branch) or "none"
+        return ledger_mod.version(self.ledger_path)
+
+    # --- state ------------------------------------------------------------------------------
+
+    @property
+    def segment(self) -> Segment:
+        return self.ledger.current
+
+    def experiments_in_segment(self) -> int:
+        """Runs of the current segment after its baseline (every run of it, for a limit that
+        counts the baseline: :attr:`limit_counts_baseline`)."""
+        seg = self.segment
+        if self.limit_counts_baseline:
+            return len(seg.runs)
+        base = seg.baseline
+        return len([r for r in seg.runs if base is None or r.number != base.number])
+
+    def limit_reached(self) -> bool:
+        limit = self.config.max_experiments
+        return limit is not None and self.experiments_in_segment() >= limit
+
+    def time_left(self) -> float | None:
+        """Seconds of ``max_duration`` left in the current segment (0: spent); None: no
+        budget (:func:`decide.budget.time_left`)."""
+        from ..decide.budget import time_left
+
+        return time_left(self.config, self.segment, now_ms())
+
+    def session_summary(self) -> dict[str, Any]:
+        """The ``session`` object of the hook payload (:func:`hooks.payload.session_payload`)."""
+        from ..hooks.payload import session_payload
+
+        return session_payload(self)
+
+    # --- measuring --------------------------------------------------------------------------
+
+    def next_run(self) -> int:
+        """:func:`record.runnumbers.next_run` of this session."""
+        from ..record.runnumbers import next_run
+
+        return next_run(self)
+
+    def check_baseline(self) -> None:
+        """Refuse to measure or keep experiments against a segment whose baseline failed or was
+        never measured (:meth:`baseline_problem`)."""
+        problem = self.baseline_problem()
+        if problem is not None:
+            raise Refused(problem)
+
+    def baseline_problem(self) -> str | None:
+        """:func:`session.baselines.problem` of this session."""
+        from .baselines import problem
+
+        return problem(self)
+
+    def baseline_doubt(self) -> str | None:
+        """:func:`session.baselines.doubt` of this session."""
+        from .baselines import doubt
+
+        return doubt(self)
+
+    def decide(self, result: Measurement) -> str:
+        """The loop's decision, the one judgement that ``measure``, ``run``, ``status`` and
+        ``keep`` give: ``crash`` without a metric, ``checks_failed`` when the checks failed;
+        else ``keep`` for the verdict ``better`` (or a baseline) of the rule that decided when
+        measuring, and ``discard`` for any other. A metric the caller gave (no verdict) is
+        ``keep`` when it :meth:`beats_best`."""
+        status = result.status
+        if status:
+            return status
+        verdict = (result.decision or {}).get("verdict")
+        if verdict is not None:  # the rule decided when measuring
+            return "keep" if verdict in ("better", "baseline") else "discard"
+        assert result.metric is not None
+        return "keep" if self.beats_best(result.metric) else "discard"
+
+    def beats_best(self, metric: float) -> bool:
+        """Whether one number, ``metric``, beats the segment's best as the strict rule judges
+        it (:func:`decide.rules.strict`, without importing the statistics): strictly, and by more
+        than ``min_effect`` of the best's magnitude; True when nothing is kept yet."""
+        best = self.segment.best
+        if best is None or best.metric is None:
+            return True
+        bar = (self.config.min_effect or 0.0) * abs(best.metric)
+        return self.segment.better(metric, best.metric) and abs(metric - best.metric) > bar
+
+    # --- hooks ------------------------------------------------------------------------------
+
+    def fire_hooks(self, stage: str, *, run_entry: Mapping[str, Any] | None = None
+                   ) -> HookReport:
+        """Fire ``stage`` hooks with the seed's payload and log each firing in the ledger
+        (:func:`hooks.payload.fire_stage`)."""
+        from ..hooks.payload import fire_stage
+
+        return fire_stage(self, stage, run_entry)
+
+    def preflight(self) -> None:
+        """Refuse (exit 3) before anything changes when the ledger, the session folder or the
+        scratch folder cannot be written (a read-only filesystem, a full disk)."""
+        try:
+            check_writable(self.layout.auto, self.layout.ledger)
+            check_writable(self.repo.scratch)
+        except WriteFailed as exc:
+            raise Refused(f"{exc.message}; nothing was changed or recorded") from None
+
+    def mirror_state(self, message: str, *, appended: Mapping[str, Any] | None = None
+                     ) -> list[str]:
+        """Mirror the session files on the state ref (``message``: the commit's subject;
+        ``appended``: the run record just appended to the ledger file, which the runs read
+        before lack); returns warnings (a failure is a warning, not an error), none when it
+        worked."""
+        from ..history.state import LedgerShrank, mirror, unkept_links
+
+        try:
+            with self.shared("mirror the session files"):
+                _, skipped = mirror(self.repo, self.layout.auto, self.config.session_id,
+                                    message, kept=self.kept_lines(appended))
+            unkept = [link for link in unkept_links(self.repo, self.layout.auto)
+                      if link not in self._links_told]
+            self._links_told.update(unkept)
+        except (LedgerShrank, WriteFailed, GitError, OSError, UnicodeError, Refused) as exc:
+            return [f"the session files were not mirrored on the state ref: {exc}"]
+        warnings = [f"hook link {link} points at a file git does not track: the state ref "
+                    "keeps the link, not the file (commit it, or make the hook a file)"
+                    for link in unkept]
+        if skipped:
+            warnings.append("not mirrored on the state ref (rename them): "
+                            + ", ".join(repr(name) for name in skipped))
+        return warnings
+
+    # --- the journal ---------------------------------------------------------------------------
+
+    def interrupted(self) -> Intent | None:
+        """The intent record of a keep, revert or set-aside that did not finish, if any."""
+        return journal.read(self.layout.intent)
+
+    def git_locks(self) -> list[Path]:
+        """git's lock files that a keep, revert or measurement of this session would meet."""
+        return recording_locks(self.repo, session_branch(self.config.session_id),
+                                         self.namespace)
+
