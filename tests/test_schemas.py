@@ -82,6 +82,16 @@ def test_the_schema_command_lists_and_prints_the_installed_schemas(repo: Path,
     by_name = {d["name"]: d for d in listed}
     assert by_name["run"]["commands"] == ["run", "keep", "discard", "crash"]
     assert by_name["measurement"]["schema"] == "git-autoresearch:measurement/1"
+    # The installed files alone resolve every $ref: a reader validates from the listing.
+    from referencing import Registry, Resource
+
+    found = [json.loads(Path(d["path"]).read_text()) for d in listed]
+    registry: Registry[object] = Registry().with_resources(
+        (f["$id"], Resource.from_contents(f)) for f in found)
+    ar(repo, *start_args())
+    document = ar(repo, "status", "--json").json()
+    Draft202012Validator(by_schema(found, document["schema"]),
+                         registry=registry).validate(document)
     assert Path(by_name["run"]["path"]).read_text() == (SCHEMAS_DIR / "run.json").read_text()
     assert "git-autoresearch:hook-after/1" in ar(repo, "schema").out
     # By a document's name, or by a command's (a group's too).
@@ -90,6 +100,10 @@ def test_the_schema_command_lists_and_prints_the_installed_schemas(repo: Path,
     err = ar(repo, "schema", "nothing", expect=2).err
     assert err == ("git autoresearch: no JSON document or command named 'nothing' "
                    "(git autoresearch schema lists them)\n")
+
+
+def by_schema(found: list[dict[str, object]], name: object) -> dict[str, object]:
+    return next(f for f in found if f["$id"] == name)
 
 
 def test_measure_and_run_give_a_decision_in_one_shape(repo: Path, ar: Tool) -> None:

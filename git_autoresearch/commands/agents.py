@@ -122,7 +122,7 @@ def schema_cmd(name: str | None, as_json: bool) -> None:
     from ..runtime.schemas import COMMAND_DOCUMENTS, VERSIONS, schema_id, schema_path
 
     if name is None:
-        kinds = [k for k in VERSIONS if k != "common"]
+        kinds = list(VERSIONS)  # (common too: the definitions the others refer to)
         printed_by = {k: [c for c, d in COMMAND_DOCUMENTS.items() if d == k] for k in kinds}
         if as_json:
             emit_json("schema", {"documents": [
@@ -132,7 +132,8 @@ def schema_cmd(name: str | None, as_json: bool) -> None:
         for k in kinds:
             said = ", ".join(printed_by[k]) or {
                 "error": "any command that fails", "hook-before": "stdin of a before hook",
-                "hook-after": "stdin of an after hook"}[k]
+                "hook-after": "stdin of an after hook",
+                "common": "the definitions the others refer to ($ref)"}[k]
             click.echo(f"{schema_id(k):<36} {said}")
         return
     kind = COMMAND_DOCUMENTS.get(name, name)

@@ -526,7 +526,9 @@ crash_cmd = _make_record_command(
 @click.command("stop", context_settings=CONTEXT)
 @json_option
 def stop_cmd(as_json: bool) -> None:
-    """Create .auto/STOP: the next run or measure exits 4 and removes it."""
+    """Create .auto/STOP: the next run or measure exits 4 and removes it (with workers it
+    stays, so that each of them stops; a clone that joined through a remote has its own
+    .auto/STOP: stop each clone)."""
     from ..runtime.files import write_atomic
     from ..session.layout import Layout
 
@@ -540,7 +542,8 @@ def stop_cmd(as_json: bool) -> None:
     if as_json:
         emit_json("stop", {"stop": str(layout.stop)})
     else:
-        click.echo(f"created {layout.stop}: the loop stops before its next run")
+        click.echo(f"created {layout.stop}: the loop stops before its next run (this work "
+                   "tree's and its workers'; a clone joined through a remote has its own)")
 
 
 @click.command("hook", context_settings=CONTEXT)

@@ -18,7 +18,8 @@ from . import COMMAND_MODULES, cli
 from . import command as load_command
 
 EXIT_STATUS = [  # the README's table of exit codes
-    ("0", "Done. A run that ended in discard, crash or checks_failed is done: it was recorded."),
+    ("0", "Done. For the commands that record (run, keep, discard, crash), a run that ended in "
+          "discard, crash or checks_failed is done: it was recorded."),
     ("1", "Unexpected internal error (GIT_AUTORESEARCH_DEBUG=1 shows the traceback)."),
     ("2", "Usage error: a bad option or value, an unknown run number, an input over its "
           "limit (description, asi, nesting, idea), a --scope/--protected/--readonly path "
