@@ -1,5 +1,5 @@
 """Wall time of our keep and discard against the seeds' raw git recipe, above the start-up
-floor, and of log/status on a large ledger; each figure beside its target (issue 16).
+floor, and of log/status on a large ledger; each figure beside its target.
 
     python bench/bench_ops.py [--files 10000 50000] [--repeats 7] [--runs 100000] [--cpu]
                               [--trace] [--profile]
@@ -198,7 +198,7 @@ def bench_reading(root: Path, runs: int, repeats: int) -> dict[str, float]:
     return {k: statistics.median(v) for k, v in times.items()}
 
 
-# Targets of issue 16: (time above the floor) / (raw recipe's time), by repository size.
+# Targets: (time above the floor) / (raw recipe's time), by repository size.
 RATIO_TARGETS = {10000: 1.0, 50000: 0.5}
 FLOOR_TARGET = 0.060
 LOG_TARGET = (100000, 1.0)

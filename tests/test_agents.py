@@ -1,5 +1,5 @@
 """The agent skill (``git autoresearch skill``) and the guard in git (``git autoresearch
-guard``): issue 14, items 6 and 7."""
+guard``)."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def _named(call: str) -> str:
 
 def test_skill_names_only_commands_and_options_that_exist() -> None:
     """Every ``git autoresearch <command> --option`` the skill text names is a command of
-    the click group with that option; the text names the loop's commands (issue 14, item 6).
+    the click group with that option; the text names the loop's commands.
     The checker finds a bad option and a bad command, so that it cannot pass by reading
     nothing."""
     calls = _calls(skill_text())

@@ -1,4 +1,4 @@
-"""Claims on ideas (issue 15, item 5): ``ideas claim`` takes an idea with compare-and-swap on
+"""Claims on ideas: ``ideas claim`` takes an idea with compare-and-swap on
 ``refs/autoresearch/<id>/claims/<key>``, so that two workers never try the same idea; a
 stale claim (expired, or its process or worktree gone) is taken over; a recorded run releases
 its worker's claims; ``ideas`` and ``status`` say who claimed what."""

@@ -1,6 +1,6 @@
 """A keep and a discard ask git each question once: HEAD from discovery, the session's refs in
 one for-each-ref, the configuration in one read, the branch's run trailers only when its tip
-moved (issue 16, item 2). The answers stay those git would give now."""
+moved. The answers stay those git would give now."""
 
 from __future__ import annotations
 

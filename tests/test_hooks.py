@@ -1,4 +1,4 @@
-"""The hook contract (DESIGN.md section 8) through real runs, and every example hook."""
+"""The hook contract (README, "Hooks") through real runs, and every example hook."""
 
 from __future__ import annotations
 
@@ -427,7 +427,7 @@ def test_notify(session: Path, ar: Tool, monkeypatch: pytest.MonkeyPatch, tmp_pa
 
 def test_a_firing_gives_its_ledger_line_and_the_run_record_summary(tmp_path: Path) -> None:
     """The two shapes a firing takes outside hooks/user.py come from it: the ledger line (with its
-    keys in the order DESIGN.md lists them) and the run record's ``hooks`` entry."""
+    keys in the order the README's "Hooks" lists them) and the run record's ``hooks`` entry."""
     from git_autoresearch.hooks.user import HookReport, fire_one
 
     script = hook(tmp_path, "before.sh", "#!/bin/sh\ncat >/dev/null\necho hi\nexit 3\n")

@@ -84,7 +84,7 @@ STEADY = "#!/bin/sh\necho \"score: $(cat value.txt)\"\n"
 
 
 def test_steady_progress_is_not_read_as_noise(repo: Path, ar: Tool) -> None:
-    """Issue 17 item 6: the seed's label over the last five keeps reads steady progress as
+    """The seed's label over the last five keeps reads steady progress as
     "low" and advised raising runs_per_experiment; nothing here measures the noise, so the
     label stays (the seed's format) and no advice is given, saying why."""
     found = _steady_progress(repo, ar, STEADY)
@@ -96,7 +96,7 @@ def test_steady_progress_is_not_read_as_noise(repo: Path, ar: Tool) -> None:
 
 
 def test_repeat_samples_measure_the_noise(repo: Path, ar: Tool) -> None:
-    """Issue 17 item 6: repeat samples that agree say the spread of the keeps is progress."""
+    """Repeat samples that agree say the spread of the keeps is progress."""
     found = _steady_progress(repo, ar, STEADY, "--runs-per-experiment", "3")
     assert found == {"label": "low", "relative_mad": 0.125, "keeps": 5,
                      "noise": {"relative_spread": 0.0, "source": "repeat samples of 5 runs"},
@@ -107,7 +107,7 @@ def test_repeat_samples_measure_the_noise(repo: Path, ar: Tool) -> None:
 
 
 def test_noisy_repeat_samples_advise_more_runs(repo: Path, ar: Tool) -> None:
-    """Issue 17 item 6: repeat samples 10 apart (sample 1, 2, 3: -10, 0, +10) are noise of
+    """Repeat samples 10 apart (sample 1, 2, 3: -10, 0, +10) are noise of
     12.5 % by their median run: the seed's advice stands, saying what it read."""
     noisy = ("#!/bin/sh\necho \"score: $(( $(cat value.txt) + (AUTORESEARCH_SAMPLE - 2) * 10 "
              "))\"\n")
@@ -121,7 +121,7 @@ def test_noisy_repeat_samples_advise_more_runs(repo: Path, ar: Tool) -> None:
 
 
 def test_the_sequential_rules_noise_estimate_is_the_one_read(repo: Path, ar: Tool) -> None:
-    """Issue 17 item 6: under the sequential rule, the noise is the rule's own estimate (the
+    """Under the sequential rule, the noise is the rule's own estimate (the
     spread of the incumbent's pool, as status's noise line shows it), named as such; the rule
     samples by itself, so runs_per_experiment is not advised."""
     ar(repo, *start_args())

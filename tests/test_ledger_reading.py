@@ -235,8 +235,9 @@ def test_version_changes_with_the_file_and_reads_none_without_one(tmp_path: Path
 
 def test_start_writes_the_header_with_this_formats_version_and_its_config(
         repo: Path, ar: Tool) -> None:
-    """DESIGN.md section 6: pi-autoresearch's header fields as written, plus ``config_hash``
-    (the SHA-256 of config.toml's bytes), ``session_id`` and this format's ``version``, 1."""
+    """The ledger's header (README, "Files"): pi-autoresearch's header fields as written,
+    plus ``config_hash`` (the SHA-256 of config.toml's bytes), ``session_id`` and this
+    format's ``version``, 1."""
     ar(repo, *start_args())
     header = ledger_lines(repo)[0]
     config = (repo / ".auto" / "config.toml").read_bytes()

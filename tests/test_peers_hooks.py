@@ -1,5 +1,5 @@
-"""Hooks as pi-autoresearch 1.6.2 runs them and the payloads it gives them (issue 12, items 8
-and 9), and the ideas backlog as pi's prompt asks the agent to write it (item 7).
+"""Hooks as pi-autoresearch 1.6.2 runs them and the payloads it gives them, and the ideas
+backlog as pi's prompt asks the agent to write it.
 
 The expected values are pi's: read from its source (quoted in each docstring) or computed by
 its own functions run under node over the ledger each test writes."""
@@ -69,8 +69,7 @@ def test_a_hook_with_a_shebang_runs_its_own_interpreter(session: Path, ar: Tool)
 def test_a_hook_without_the_execute_bit_is_still_not_run(session: Path, ar: Tool,
                                                          tmp_path: Path) -> None:
     """pi-autoresearch 1.6.2, hooks.ts:64-71 and :84: a file without the execute bit is not
-    run (``bash script`` could run it, and pi does not); ours says so in a warning
-    (DESIGN.md section 8)."""
+    run (``bash script`` could run it, and pi does not); ours says so in a warning."""
     hook(session, "before.sh", f"touch {tmp_path}/ran\n", mode=0o644)
     out = ar(session, "hook", "before", "--json").json()
     assert not (tmp_path / "ran").exists()

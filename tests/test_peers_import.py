@@ -3,7 +3,7 @@
 session, and what our own ``log --tsv`` writes, which ``import`` reads back (round trip).
 
 The expected values come from the peers: karpathy/autoresearch's ``program.md`` and
-``analysis.ipynb``, the loop seed's ``autoresearch-loop`` SKILL (``/work/shared/seeds``), and
+``analysis.ipynb``, the loop seed's ``autoresearch-loop`` SKILL (its results.tsv columns), and
 pandas 3.1's ``read_csv(sep="\\t")``, which that notebook calls, run on the same bytes.
 """
 
@@ -28,7 +28,7 @@ def _stopped(top: Path) -> list[dict[str, Any]]:
     return [line for line in ledger_lines(top) if line.get("type") == "stopped"]
 
 
-# --- the loop seed's results.tsv (issue 12, item 11) ------------------------------------------
+# --- the loop seed's results.tsv ------------------------------------------------------------------
 
 
 def test_loop_seed_stopped_row_is_kept_and_numbers_stay_right(repo: Path, ar: Tool) -> None:
@@ -212,7 +212,7 @@ def test_demo_session_round_trips_through_log_tsv_and_import(ar: Tool, tmp_path:
     assert all(r["timestamp"] is None for r in timed if r.get("status") == "discard")
 
 
-# --- karpathy/autoresearch's results.tsv (issue 12, item 12) ----------------------------------
+# --- karpathy/autoresearch's results.tsv ----------------------------------------------------------
 
 
 def test_karpathy_timestamp_is_the_commits_time(repo: Path, ar: Tool, tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The ledger as pi-autoresearch 1.6.2 reads and writes it (issue 12): segments, the
+"""The ledger as pi-autoresearch 1.6.2 reads and writes it: segments, the
 ``confidence`` field, statuses, torn lines, run numbers shared with pi, and number text.
 
 Every expected value is what pi's own code gives for the input: its ledger reconstruction

@@ -562,7 +562,7 @@ def test_doctor_finds_and_fixes_planted_problems(experiment: Path, ar: Tool) -> 
     assert [r["run"] for r in runs(top)] == [1, 2, 3, 4, 9], "in order, none deleted"
     # Without the state ref, the run not kept is rebuilt from its attempt commit; the keep's
     # commit carries our trailers, but no intent record or state ref knows it any more (a
-    # commit made by hand looks the same): reported, not adopted (issue 17 item 5).
+    # commit made by hand looks the same): reported, not adopted.
     _drop_runs(path, (2, 3), [])
     git(top, "update-ref", "-d", "refs/autoresearch/s1/state")
     ar(top, "doctor", "--fix", "--json", expect=3)

@@ -32,7 +32,7 @@ def _first_session(repo: Path, ar: Tool) -> str:
 
 
 def test_a_second_session_with_the_same_goal_gets_a_fresh_id(repo: Path, ar: Tool) -> None:
-    """Issue 17 item 7: the default id of a second session with the same goal on the same day
+    """The default id of a second session with the same goal on the same day
     was the first one's; its runs were numbered past the old attempt refs and the old
     session's state ref was overwritten."""
     sid = _first_session(repo, ar)
@@ -48,7 +48,7 @@ def test_a_second_session_with_the_same_goal_gets_a_fresh_id(repo: Path, ar: Too
 
 
 def test_an_explicit_id_with_refs_is_refused(repo: Path, ar: Tool) -> None:
-    """Issue 17 item 7: ``--session-id`` of a session whose refs exist is refused (exit 3),
+    """``--session-id`` of a session whose refs exist is refused (exit 3),
     naming it; nothing is written."""
     ar(repo, *start_args())
     write(repo / "value.txt", "90\n")
@@ -67,7 +67,7 @@ def test_an_explicit_id_with_refs_is_refused(repo: Path, ar: Tool) -> None:
 
 
 def test_doctor_never_imports_another_sessions_attempts(repo: Path, ar: Tool) -> None:
-    """Issue 17 item 7: attempt refs left under the same id by an earlier session (one started
+    """Attempt refs left under the same id by an earlier session (one started
     before ids were never reused) are not this session's runs: doctor names them and
     ``--fix`` does not bring them into the ledger."""
     ar(repo, *start_args())
@@ -102,7 +102,7 @@ def _commit_by_hand(repo: Path, run: int, metric: int) -> str:
 
 
 def test_doctor_does_not_adopt_a_commit_made_by_hand(repo: Path, ar: Tool) -> None:
-    """Issue 17 item 5: a commit carrying our three trailers that no keep of this tool made
+    """A commit carrying our three trailers that no keep of this tool made
     (no intent record, no state ref knows it) is reported, not rebuilt into a run."""
     ar(repo, *start_args("--decision", "strict"))
     write(repo / "value.txt", "90\n")
@@ -116,7 +116,7 @@ def test_doctor_does_not_adopt_a_commit_made_by_hand(repo: Path, ar: Tool) -> No
 
 
 def test_doctor_rebuilds_a_keep_its_intent_record_knows(repo: Path, ar: Tool) -> None:
-    """Issue 17 item 5: a keep killed after its commit, HEAD moved by hand since: doctor sets
+    """A keep killed after its commit, HEAD moved by hand since: doctor sets
     the intent aside, and its commit's trailers match the intent, so the run is rebuilt."""
     import os
     import subprocess
@@ -137,7 +137,7 @@ def test_doctor_rebuilds_a_keep_its_intent_record_knows(repo: Path, ar: Tool) ->
 
 def test_doctor_does_not_take_a_hand_made_commit_for_a_rewritten_keep(repo: Path, ar: Tool
                                                                        ) -> None:
-    """Issue 17 item 5, its sibling: once a keep's commit left the branch, a commit made by
+    """Once a keep's commit left the branch, a commit made by
     hand with its run's trailers and another metric is not taken for the keep rewritten:
     the ledger's commit field stays."""
     ar(repo, *start_args("--decision", "strict"))
@@ -177,7 +177,7 @@ def _said_finished(repo: Path, ar: Tool, how: str) -> None:
 
 
 def test_a_session_finished_by_a_squash_merge(repo: Path, ar: Tool) -> None:
-    """Issue 17 item 4: after ``git merge --squash`` of the session branch, status and doctor
+    """After ``git merge --squash`` of the session branch, status and doctor
     said "not on the session branch" forever; the squash commit holds the keeps' changes, by
     patch id: the session is finished, said once. With its branch deleted too."""
     _two_keeps(repo, ar)
@@ -198,7 +198,7 @@ def test_a_session_finished_by_a_squash_merge(repo: Path, ar: Tool) -> None:
 
 
 def test_a_session_finished_by_cherry_picks(repo: Path, ar: Tool) -> None:
-    """Issue 17 item 4: each keep cherry-picked onto main (their patch ids there): finished."""
+    """Each keep cherry-picked onto main (their patch ids there): finished."""
     keeps = _two_keeps(repo, ar)
     git(repo, "commit", "-q", "--allow-empty", "-m", "other work on main")
     git(repo, "cherry-pick", *keeps)
@@ -210,7 +210,7 @@ def test_a_session_finished_by_cherry_picks(repo: Path, ar: Tool) -> None:
 
 
 def test_a_half_picked_session_is_not_finished(repo: Path, ar: Tool) -> None:
-    """Issue 17 item 4: one keep of two cherry-picked is not a finished session."""
+    """One keep of two cherry-picked is not a finished session."""
     keeps = _two_keeps(repo, ar)
     git(repo, "cherry-pick", keeps[0])
     found = ar(repo, "status", "--json").json()
@@ -220,7 +220,7 @@ def test_a_half_picked_session_is_not_finished(repo: Path, ar: Tool) -> None:
 
 
 def test_show_keeps_the_recorded_keep_over_a_hand_made_commit(repo: Path, ar: Tool) -> None:
-    """Issue 17 item 5, its sibling: a commit made by hand that repeats a kept run's trailers
+    """A commit made by hand that repeats a kept run's trailers
     is not taken for that run's commit by show, the dashboard's run table (run_commits),
     finalize or audit: the keep the ledger records is."""
     ar(repo, *start_args("--decision", "strict"))

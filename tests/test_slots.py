@@ -1,4 +1,4 @@
-"""Measurement slots (issue 15, item 3): measurements take one of ``measure_slots`` slots, a
+"""Measurement slots: measurements take one of ``measure_slots`` slots, a
 ``flock`` in the session's shared folder of the common git directory, so that parallel
 workers on one machine measure one (or N) at a time; a killed holder's slot is free at once;
 a signal while waiting ends the command as any signal does; with ``pin_cpus`` each slot's
