@@ -218,3 +218,74 @@ def test_no_function_outgrows_one_reading(path: Path) -> None:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
             and (node.end_lineno or node.lineno) - node.lineno + 1 > MAX_FUNCTION_LINES]
     assert not long, f"{name(path)}: split these along their steps: {long}"
+
+
+# Import cycles still to break (each listed once, as its modules, sorted): the open session
+# and the satellites that take it back, and recording with the workers' replay. A new cycle
+# fails the test below; a cycle broken must leave this list.
+KNOWN_CYCLES = {
+    ("ledger.__init__", "ledger.confidence"),
+    ("hooks.payload", "record.runnumbers", "session.baselines", "session.branches",
+     "session.session"),
+    ("record.recording", "workers.landing", "workers.replaying"),
+}
+
+
+def import_cycles() -> set[tuple[str, ...]]:
+    """The cycles of the package's imports (:func:`package_imports`: module level, inside
+    functions and under ``TYPE_CHECKING`` alike), :func:`cycles_of` its graph."""
+    return cycles_of({name(p): package_imports(p) - {name(p)} for p in MODULES})
+
+
+def cycles_of(graph: dict[str, set[str]]) -> set[tuple[str, ...]]:
+    """The strongly connected groups of more than one node of ``graph`` (node -> the nodes
+    it imports), each as its sorted names (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: set[tuple[str, ...]] = set()
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                top = stack.pop()
+                group.append(top)
+                if top == node:
+                    break
+            if len(group) > 1:
+                found.add(tuple(sorted(group)))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycle_but_the_known_ones() -> None:
+    assert import_cycles() == KNOWN_CYCLES
+
+
+def test_the_finder_sees_cycles_and_only_them() -> None:
+    assert cycles_of({"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"d"}}) == \
+        {("a", "b", "c")}
+    assert cycles_of({"a": {"b"}, "b": set()}) == set()
+    assert cycles_of({"a": {"b"}, "b": {"a"}, "c": {"d"}, "d": {"c"}}) == {("a", "b"), ("c", "d")}
+
+
+def test_an_import_inside_a_function_is_an_edge() -> None:
+    """The graph counts imports inside functions (where cycles hide): the commands import
+    the core only inside the functions that run them."""
+    loop = PACKAGE / "commands" / "loop.py"
+    top_level = ast.parse(loop.read_text(encoding="utf-8")).body
+    assert not any(isinstance(n, ast.ImportFrom) and n.module == "record.recording"
+                   for n in top_level)
+    assert "record.recording" in package_imports(loop)
