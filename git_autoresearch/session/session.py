@@ -17,9 +17,10 @@ from .. import ledger as ledger_mod
 from ..git import GitError, Repo
 from ..git.locks import recording_locks
 from ..history.experiment import Changes, load_snapshot, survey
+from ..history.refs import attempts_prefix, session_branch, state_ref
 from ..history.refs import namespace as ref_namespace
-from ..history.refs import session_branch, state_ref
 from ..ledger import Ledger, Segment, now_ms
+from ..ledger.jsontext import is_whole
 from ..record import journal
 from ..runtime.errors import Refused, UsageError
 from ..runtime.files import WriteFailed, check_writable
@@ -35,7 +36,7 @@ from .config import (
 from .layout import Layout
 from .lock import SessionLock
 from .workers import current as current_worker
-from .workers import relink, shared_dir
+from .workers import relink, reservations, reserve, shared_dir
 
 if TYPE_CHECKING:
     from ..hooks.user import HookReport
@@ -361,10 +362,21 @@ class Session:
         return self.worker.remote if self.worker else None
 
     def reserve_run(self) -> int:
-        """:func:`record.runnumbers.reserve_run` of this session."""
-        from ..record.runnumbers import reserve_run
+        """The number of the run this work tree measures next, held for it so that no other
+        worker takes it until it is recorded (:func:`session.workers.reserve`); in a clone
+        that joined through a remote, taken there first
+        (:func:`history.remoteledger.claim_run`)."""
+        with self.shared("reserve a run number"):
+            number = self.next_run()
+            held = reservations(self.repo, self.config.session_id).get(self.worker_name)
+            if held != number and self.remote is not None:
+                from ..history.remoteledger import claim_run
 
-        return reserve_run(self)
+                number = claim_run(self.repo, self.remote, self.config.session_id, number,
+                                   self.head(), self.worker_name)
+            if held != number:
+                reserve(self.repo, self.config.session_id, self.worker_name, number)
+            return number
 
     @property
     def ledger(self) -> Ledger:
@@ -444,10 +456,32 @@ class Session:
     # --- measuring --------------------------------------------------------------------------
 
     def next_run(self) -> int:
-        """:func:`record.runnumbers.next_run` of this session."""
-        from ..record.runnumbers import next_run
-
-        return next_run(self)
+        """The next run number: after the ledger's last run, after every attempt ref, and
+        after every ``Autoresearch-Run`` trailer of the session branch (since the session's
+        base commit), so a ledger line that was lost or never written never makes a number
+        repeat; or the number this work tree holds and no one recorded yet."""
+        sid = self.config.session_id
+        if self.git_runs is None:  # asked of git once per command (and after a reload)
+            # One for-each-ref over the session's refs answers set_asides too; the trailers
+            # of the branch are read again only when its tip moved (trailers.BranchRuns).
+            prefix = attempts_prefix(sid)
+            numbers = [int(n[len(prefix):]) for n in
+                       self.repo.for_each_ref(prefix, within=self.namespace + "/")
+                       if is_whole(n[len(prefix):])]
+            branch = session_branch(sid)
+            base = (self.ledger.segments[0].header or {}).get("base_commit")
+            spec = f"{base}..{branch}" if isinstance(base, str) and base else branch
+            tip = self.known_head if self.repo.branch_at_discovery == branch else None
+            numbers.append(self.branch_runs.highest(self.repo, spec, tip))
+            self.git_runs = max(numbers, default=0)
+        base_number = max(self.ledger.next_run_number, self.git_runs + 1)
+        held = reservations(self.repo, sid)
+        own = held.pop(self.worker_name, None)
+        if own is not None and own not in held.values() and (own >= base_number or (
+                self.ledger.find(own, ours=True) is None
+                and self.repo.resolve(f"{attempts_prefix(sid)}{own}") is None)):
+            return own  # held by this work tree, and recorded by no one yet
+        return max(base_number, max(held.values(), default=0) + 1)
 
     def check_baseline(self) -> None:
         """Refuse to measure or keep experiments against a segment whose baseline failed or was
@@ -457,16 +491,51 @@ class Session:
             raise Refused(problem)
 
     def baseline_problem(self) -> str | None:
-        """:func:`session.baselines.problem` of this session."""
-        from .baselines import problem
-
-        return problem(self)
+        """Why the current segment has no baseline to compare experiments with, and the way
+        out, or None when it has one (or was started with ``--no-baseline``, so that its
+        first kept run is the baseline). The way out names how to set aside an experiment in
+        the work tree first, since ``start --new-segment`` refuses a dirty tree."""
+        if self.layout.start_intent.exists():
+            return (f"the start of session {self.config.session_id} was interrupted: git "
+                    "autoresearch resume finishes it (git autoresearch start --new-segment "
+                    "finishes it and measures the baseline)")
+        seg = self.segment
+        if seg.kept:
+            return None
+        failed = next((r for r in seg.runs if r.data.get("baseline")), None)
+        if failed is not None:
+            why = failed.data.get("reason") or failed.status
+            return (f"the baseline of this segment failed (run {failed.number}: {why}); fix "
+                    f"the command, then {self.new_segment_way()}")
+        if (seg.header or {}).get("no_baseline") is False:
+            return ("the baseline of this segment was never measured (start was "
+                    f"interrupted); {self.new_segment_way()}")
+        return None
 
     def baseline_doubt(self) -> str | None:
-        """:func:`session.baselines.doubt` of this session."""
-        from .baselines import doubt
+        """A warning when the segment wanted a baseline but its first kept run is not one (a
+        keep recorded after an interrupted start, before keep refused that), else None."""
+        seg = self.segment
+        first = seg.baseline
+        if first is None or (seg.header or {}).get("no_baseline") is not False:
+            return None
+        if any(r.data.get("baseline") for r in seg.runs):
+            return None
+        return (f"the baseline of this segment was never measured: run {first.number}, an "
+                "experiment, was kept in its place, and improvements are computed against it; "
+                f"to compare with the unmodified code, {self.new_segment_way()}")
 
-        return doubt(self)
+    def new_segment_way(self) -> str:
+        """How to start a new segment from here: ``start --new-segment``, after setting aside
+        the unrecorded experiment in the work tree (which it would refuse) when there is
+        one."""
+        changed = [p for p in self.changes().changed() if not self.bounds.is_protected(p)]
+        if not changed:
+            return "run git autoresearch start --new-segment"
+        shown = ", ".join(changed[:3]) + (" ..." if len(changed) > 3 else "")
+        return (f"set aside the experiment in the work tree ({shown}) with git autoresearch "
+                "discard -d DESCRIPTION (it is recorded and kept at an attempt ref), then run "
+                "git autoresearch start --new-segment")
 
     def decide(self, result: Measurement) -> str:
         """The loop's decision, the one judgement that ``measure``, ``run``, ``status`` and
