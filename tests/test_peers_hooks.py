@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 from conftest import FIXTURES_DIR, Tool, ledger_lines, start_args, write
 
+from git_autoresearch.hooks.payload import session_payload
+
 DUMP = "#!/bin/sh\ncat > {out}\n"
 
 
@@ -390,7 +392,7 @@ def test_the_session_object_of_pis_own_ledgers(repo: Path, name: str,
     from git_autoresearch.session.reader import open_for_reading
 
     write(repo / ".auto" / "log.jsonl", (FIXTURES_DIR / name).read_bytes())
-    got = open_for_reading(repo).session_summary()
+    got = session_payload(open_for_reading(repo))
     assert {k: got[k] for k in snapshot} == snapshot
     assert list(got)[:7] == list(snapshot)
 

@@ -189,6 +189,7 @@ def run_cmd(description: str | None, asi_pairs: tuple[str, ...], asi_json: str |
             retry_run: int | None, dry_run: bool, as_json: bool) -> None:
     """One iteration: before hooks, measure, decide, keep or revert, record, after hooks.
     With --retry RUN, the change measured is that of a run not kept, put back first."""
+    from ..hooks.payload import fire_stage
     from ..measure import pending
     from ..record.recording import record
     from ..record.recovery import locked
@@ -234,7 +235,7 @@ def run_cmd(description: str | None, asi_pairs: tuple[str, ...], asi_json: str |
                 hooks=before.summary(), measure_again=lambda: _measure_again(session),
                 replayed=caught.record(session.repo) if caught else None, retry_of=retry_of)
         again = pending.remeasure_incumbent(session, recorded.record)
-        after = session.fire_hooks("after", run_entry=recorded.record)
+        after = fire_stage(session, "after", recorded.record)
     notes = session.warnings + recovered.warnings + result.warnings + recorded.warnings + again
     if as_json:
         emit_json("run", _record_json(recorded.record,
@@ -328,6 +329,7 @@ def _record_command(status: str) -> Callable[..., None]:
              metric: float | None, metrics: tuple[str, ...], force: bool,
              as_json: bool) -> None:
         from ..decide.choice import choose_measurement
+        from ..hooks.payload import fire_stage
         from ..measure import pending
         from ..record.recording import record
         from ..record.recovery import locked
@@ -350,7 +352,7 @@ def _record_command(status: str) -> Callable[..., None]:
                                   reason=choice.forced)
             except IncumbentMoved as moved:
                 raise keep_refused(session, moved) from None
-            after = session.fire_hooks("after", run_entry=recorded.record)
+            after = fire_stage(session, "after", recorded.record)
         notes = (choice.notes + session.warnings + recovered.warnings + recorded.warnings
                  + _violation_notes(recorded.record))
         if as_json:
@@ -390,13 +392,14 @@ def _hooks_and_measure(session: Session, command: str, *, catch_up: bool,
     The measurement stays pending until a run is recorded (a keep that git refuses leaves it
     for discard or keep)."""
     from ..decide.stopping import check_stop
+    from ..hooks.payload import fire_stage
     from ..measure import pending
     from ..workers.replaying import catch_up as replay_first
 
     check_stop(session, command)
     if prepare is not None:
         prepare()
-    before = session.fire_hooks("before")
+    before = fire_stage(session, "before", None)
     caught = replay_first(session) if catch_up else None
     if caught is not None and caught.conflicts:
         return before, None, caught
@@ -551,6 +554,7 @@ def stop_cmd(as_json: bool) -> None:
 @json_option
 def hook_cmd(stage: str, as_json: bool) -> None:
     """Fire the before or after hooks by hand, for agents that drive their own loop."""
+    from ..hooks.payload import fire_stage
     from ..record.recovery import locked
     from ..session.session import Session
 
@@ -559,7 +563,7 @@ def hook_cmd(stage: str, as_json: bool) -> None:
         last = session.ledger.last_run
         if stage == "after" and last is None:
             raise Refused("no run recorded yet: after hooks need a run entry")
-        report = session.fire_hooks(stage, run_entry=last.data if last else None)
+        report = fire_stage(session, stage, last.data if last else None)
     if as_json:
         emit_json("hook", {"stage": stage, "steer": report.steer or None,
                            "warnings": report.warnings,

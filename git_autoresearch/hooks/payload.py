@@ -67,7 +67,7 @@ def fire_stage(session: Session, stage: str, run_entry: Mapping[str, Any] | None
         payload["last_run"] = run_payload(last.data) if last else None
     else:
         payload["run_entry"] = run_payload(run_entry or {})
-    payload["session"] = session.session_summary()
+    payload["session"] = session_payload(session)
     report = fire(session.layout.hooks, stage, payload, cwd=session.repo.top)
     if report.firings:
         with session.shared(f"{stage} hooks"):

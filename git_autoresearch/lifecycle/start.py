@@ -17,6 +17,7 @@ from .. import ledger as ledger_mod
 from ..git import Repo, current_folder
 from ..history.experiment import load_snapshot, save_snapshot, take_snapshot
 from ..history.refs import namespace, session_branch, state_ref, worker_branch
+from ..hooks.payload import fire_stage
 from ..ledger.records import RunRecord
 from ..measure import pending
 from ..measure.samples import Measurement, Progress
@@ -548,13 +549,13 @@ def _measure_baseline(session: Session, progress: Progress | None, warnings: lis
     adding to ``warnings``. Raises :class:`BaselineFailed` when it crashed or failed its checks
     (the session is kept)."""
     with locked(session, "start") as recovered:
-        before = session.fire_hooks("before")
+        before = fire_stage(session, "before", None)
         result = pending.measure(session, progress, pending=False, baseline=True)
         status = result.status or "keep"
         save_snapshot(session.layout.untracked, take_snapshot(session.repo))
         recorded = record_run(session, status, "baseline", result=result, baseline=True,
                               hooks=before.summary())
-        after = session.fire_hooks("after", run_entry=recorded.record)
+        after = fire_stage(session, "after", recorded.record)
     warnings += recovered.warnings + recorded.warnings
     record = recorded.record
     if status != "keep":

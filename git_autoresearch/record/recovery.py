@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ..git.trees import hash_files
 from ..history.experiment import finish_revert, index_backup, revert
 from ..history.trailers import run_trailer, set_aside_message
+from ..hooks.payload import fire_stage
 from ..runtime import signals
 from ..runtime.errors import Refused
 from ..runtime.files import whole_index
@@ -70,7 +71,7 @@ def recover(session: Session, *, abandon: bool = False) -> Recovery:
     if replayed:
         note = f"{note}; {replayed}" if note else replayed
     # mutation: equivalent only `0` -> `-1`: one run is finished at most
-    hooks = session.fire_hooks("after", run_entry=finished[0]) if finished else None
+    hooks = fire_stage(session, "after", finished[0]) if finished else None
     return Recovery(note, hooks, warnings)
 
 

@@ -39,7 +39,6 @@ from .workers import current as current_worker
 from .workers import relink, reservations, reserve, shared_dir
 
 if TYPE_CHECKING:
-    from ..hooks.user import HookReport
     from ..measure.samples import Measurement
     from ..record.journal import Intent
 
@@ -447,12 +446,6 @@ class Session:
 
         return time_left(self.config, self.segment, now_ms())
 
-    def session_summary(self) -> dict[str, Any]:
-        """The ``session`` object of the hook payload (:func:`hooks.payload.session_payload`)."""
-        from ..hooks.payload import session_payload
-
-        return session_payload(self)
-
     # --- measuring --------------------------------------------------------------------------
 
     def next_run(self) -> int:
@@ -561,16 +554,6 @@ class Session:
             return True
         bar = (self.config.min_effect or 0.0) * abs(best.metric)
         return self.segment.better(metric, best.metric) and abs(metric - best.metric) > bar
-
-    # --- hooks ------------------------------------------------------------------------------
-
-    def fire_hooks(self, stage: str, *, run_entry: Mapping[str, Any] | None = None
-                   ) -> HookReport:
-        """Fire ``stage`` hooks with the seed's payload and log each firing in the ledger
-        (:func:`hooks.payload.fire_stage`)."""
-        from ..hooks.payload import fire_stage
-
-        return fire_stage(self, stage, run_entry)
 
     def preflight(self) -> None:
         """Refuse (exit 3) before anything changes when the ledger, the session folder or the
