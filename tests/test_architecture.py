@@ -220,12 +220,10 @@ def test_no_function_outgrows_one_reading(path: Path) -> None:
     assert not long, f"{name(path)}: split these along their steps: {long}"
 
 
-# Import cycles still to break (each listed once, as its modules, sorted): the open session
-# and the branch checks that take it back, recording with the workers' replay, the ledger with
-# its confidence. A new cycle fails the test below; a cycle broken must leave this list.
+# Import cycles still to break (each listed once, as its modules, sorted): recording with the
+# workers' replay, the ledger with its confidence. A new cycle fails the test below; a cycle broken must leave this list.
 KNOWN_CYCLES = {
     ("ledger.__init__", "ledger.confidence"),
-    ("session.branches", "session.session"),
     ("record.recording", "workers.landing", "workers.replaying"),
 }
 

@@ -268,7 +268,7 @@ def test_record_itself_refuses_during_a_merge(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     write(repo / "value.txt", "90\n")
     (repo / ".git" / "MERGE_HEAD").write_text(git(repo, "rev-parse", "HEAD") + "\n")
-    session = Session.open(repo, on_branch=False)
+    session = Session.open(repo)
     with pytest.raises(Refused, match="^a merge is in progress; finish or abort it first$"):
         record(session, "discard", "x", result=None, recheck_discard=False)
     assert (repo / "value.txt").read_text() == "90\n" and len(runs(repo)) == 1
@@ -289,7 +289,7 @@ def test_record_itself_refuses_a_keep_without_a_metric(repo: Path, ar: Tool) -> 
     crashed = dataclasses.replace(Measurement.empty(), reason="exit 7")
     assert crashed.status == "crash"
     for result in (None, crashed):
-        session = Session.open(repo, on_branch=False)
+        session = Session.open(repo)
         with pytest.raises(Refused, match="^a keep needs a metric: measure first or pass "
                                           "--metric$"):
             record(session, "keep", "x", result=result, recheck_discard=False)

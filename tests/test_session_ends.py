@@ -235,7 +235,7 @@ def test_show_keeps_the_recorded_keep_over_a_hand_made_commit(repo: Path, ar: To
     from git_autoresearch.review.runcommits import run_commits
     from git_autoresearch.session.session import Session
 
-    session = Session.open(repo, on_branch=False)
+    session = Session.open(repo)
     assert run_commits(session)[2].commit == kept
     assert [k.commit for k in keeps(session)] == [kept], "finalize replays the keep"
     assert [t.commit for t in targets(session, [2])] == [kept], "audit measures the keep"

@@ -25,7 +25,7 @@ def audit_cmd(run_numbers: tuple[int, ...], samples: int, as_json: bool) -> None
     from ..review.audit import record, run_audit, targets
     from ..session.session import Session
 
-    session = Session.open(on_branch=False)
+    session = Session.open()
     for w in session.warnings:
         warn(w)
     found = targets(session, list(run_numbers))

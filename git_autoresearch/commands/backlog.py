@@ -30,7 +30,7 @@ def mirror_session(message: str) -> None:
     from ..session.session import Session
 
     try:
-        session = Session.open(on_branch=False, check_config=False)
+        session = Session.open(check_config=False)
     except AutoresearchError:
         return
     try:

@@ -90,9 +90,9 @@ def _print_measurement(result: Measurement, metric_name: str, *, recorded: bool 
 def measure_cmd(as_json: bool) -> None:
     """Run the experiment and print the result; record nothing (keep or discard uses it)."""
     from ..record.recovery import locked
-    from ..session.session import Session
+    from ..session.branches import open_on_branch
 
-    session = Session.open()
+    session = open_on_branch()
     session.check_recordable()  # the scope revert before measuring must not meet a merge
     with locked(session, "measure"):
         session.check_kept_lines(head=True)
@@ -195,7 +195,7 @@ def run_cmd(description: str | None, asi_pairs: tuple[str, ...], asi_json: str |
     from ..record.recovery import locked
     from ..review.apply import Retry
     from ..runtime.faults import checkpoint
-    from ..session.session import Session
+    from ..session.branches import open_on_branch
     from ..workers.replaying import conflict_reason, record_replaying
 
     if description is None and retry_run is None:
@@ -204,7 +204,7 @@ def run_cmd(description: str | None, asi_pairs: tuple[str, ...], asi_json: str |
             p for p in ctx.command.params if p.name == "description"))
     if retry_run is None:
         asi, text = _record_inputs(asi_pairs, asi_json, str(description))
-    session = Session.open()
+    session = open_on_branch()
     session.check_recordable()
     retry = Retry.of(session, retry_run) if retry_run is not None else None
     if retry is not None:
@@ -333,11 +333,11 @@ def _record_command(status: str) -> Callable[..., None]:
         from ..measure import pending
         from ..record.recording import record
         from ..record.recovery import locked
-        from ..session.session import Session
+        from ..session.branches import open_on_branch
         from ..workers.replaying import IncumbentMoved, keep_refused
 
         asi, description = _record_inputs(asi_pairs, asi_json, description)
-        session = Session.open()
+        session = open_on_branch()
         session.check_recordable()
         with locked(session, status) as recovered:
             session.check_kept_lines()
@@ -556,9 +556,9 @@ def hook_cmd(stage: str, as_json: bool) -> None:
     """Fire the before or after hooks by hand, for agents that drive their own loop."""
     from ..hooks.payload import fire_stage
     from ..record.recovery import locked
-    from ..session.session import Session
+    from ..session.branches import open_on_branch
 
-    session = Session.open()
+    session = open_on_branch()
     with locked(session, f"hook {stage}"):  # its firings are ledger lines
         last = session.ledger.last_run
         if stage == "after" and last is None:

@@ -79,7 +79,7 @@ def finalize_cmd(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bo
     from ..session.session import Session
     from ..workers.landing import sync
 
-    session = Session.open(on_branch=False)
+    session = Session.open()
     sync(session)  # a clone that joined through a remote: every worker's keeps, as they are
     for w in session.warnings:
         warn(w)
@@ -208,9 +208,9 @@ def apply_cmd(run_number: int, as_json: bool) -> None:
     tree, to retry it or build on it; replayed onto HEAD when a keep came after it. HEAD and
     the index do not move; a work tree with changes is refused."""
     from ..review.apply import apply_run
-    from ..session.session import Session
+    from ..session.branches import open_on_branch
 
-    session = Session.open()
+    session = open_on_branch()
     for w in session.warnings:
         warn(w)
     done = apply_run(session, run_number)
@@ -245,7 +245,7 @@ def diff_cmd(runs: tuple[int, ...], stat: bool, name_only: bool, as_json: bool) 
         raise UsageError(f"diff takes one or two runs, not {len(runs)}")
     if stat and name_only:
         raise UsageError("--stat and --name-only are exclusive: give one")
-    session = Session.open(on_branch=False)
+    session = Session.open()
     found = [run_commit(session, number) for number in runs]
     # A run without a commit of its own that names the commit it measured (a baseline) is
     # that commit's code.

@@ -82,7 +82,7 @@ def doctor_cmd(fix: bool, as_json: bool) -> None:
     from ..lifecycle.doctor import examine, render
     from ..session.session import Session
 
-    session = Session.open(on_branch=False, check_config=False)
+    session = Session.open(check_config=False)
     exam = examine(session, fix=fix)
     found = render(exam)
     left = [f for f in found if not f["fixed"]]

@@ -34,7 +34,7 @@ def worker_add_cmd(count: int | None, names: tuple[str, ...], folder: Path | Non
     if count is not None and names:
         raise UsageError("give COUNT or --name, not both (--name makes one worker each)")
 
-    session = Session.open(on_branch=False)
+    session = Session.open()
     _check_home(session)
     made = add(session, len(names) or count or 1, folder, list(names) or None)
     if as_json:
@@ -68,7 +68,7 @@ def worker_list_cmd(as_json: bool) -> None:
     from ..session.session import Session
     from ..workers.parallel import listing
 
-    session = Session.open(on_branch=False)
+    session = Session.open()
     found = listing(session)
     if as_json:
         emit_json("workers", {"workers": [w.to_json() for w in found]})
@@ -102,7 +102,7 @@ def worker_remove_cmd(names: tuple[str, ...], force: bool, as_json: bool) -> Non
     from ..session.session import Session
     from ..workers.parallel import check_removable, remove
 
-    session = Session.open(on_branch=False)
+    session = Session.open()
     for name in names:
         check_removable(session, name, force=force)
     said = [remove(session, name, force=force, checked=True) for name in names]
@@ -153,7 +153,7 @@ def worker_sync_cmd(as_json: bool) -> None:
     from ..session.session import Session
     from ..workers.landing import sync
 
-    session = Session.open(on_branch=False)
+    session = Session.open()
     if session.remote is None:
         raise Refused("this work tree did not join its session through a remote (git "
                       "autoresearch worker join REMOTE SESSION)")

@@ -205,7 +205,7 @@ def _session_branch_bounds(repo: Repo) -> tuple[str, Boundaries] | None:
     from ..session.session import Session
 
     try:
-        session = Session.open(repo.top, on_branch=False, check_config=False)
+        session = Session.open(repo.top, check_config=False)
     except AutoresearchError:
         return None
     branch = session_branch(session.config.session_id)

@@ -19,7 +19,13 @@ from ..ledger import repairs
 from ..record.recovery import locked
 from ..runtime.errors import Refused, UsageError
 from ..runtime.files import write_atomic
-from ..session.branches import carry_over, merged_elsewhere, other_worktree, pull_hint
+from ..session.branches import (
+    carry_over,
+    merged_elsewhere,
+    open_on_branch,
+    other_worktree,
+    pull_hint,
+)
 from ..session.branches import finished as finished_elsewhere
 from ..session.config import Config, missing_scripts, parse_toml
 from ..session.layout import Layout, exclude_auto
@@ -190,7 +196,7 @@ def resume(session_id: str | None = None, cwd: str | os.PathLike[str] | None = N
         raise Refused(elsewhere + "; nothing was changed here")
     actions = [finished] if finished else []
     actions += _repair_session_files(repo, layout, sid)
-    session = Session.open(cwd, on_branch=False)
+    session = Session.open(cwd)
     wanted = session_branch(session.config.session_id)
     if session.worker is not None:  # a worker's home is its own branch
         wanted = worker_branch(session.config.session_id, session.worker.name)
@@ -202,7 +208,7 @@ def resume(session_id: str | None = None, cwd: str | os.PathLike[str] | None = N
                           "and run git autoresearch start --force)")
         _switch_to_session_branch(repo, session, wanted)
         actions.append(f"checked out {wanted}")
-        session = Session.open(cwd)
+        session = open_on_branch(cwd)
     with locked(session, "resume") as recovered:
         if recovered.note:
             actions.append(recovered.note)

@@ -3,14 +3,12 @@ command off the branch, the problem ``status`` reports, and the advice for getti
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import os
 
 from ..git import Repo
 from ..history.refs import session_branch, worker_branch
 from ..runtime.errors import Refused
-
-if TYPE_CHECKING:
-    from .session import Session
+from .session import Session
 
 
 def carry_over(repo: Repo, branch: str) -> str:
@@ -47,6 +45,15 @@ def other_worktree(repo: Repo, branch: str, there: str) -> str | None:
         return (f"checked out in a worktree whose folder is gone, {path}: free the branch "
                 "with git worktree prune")
     return f"checked out in another worktree, {path}: {there.format(path=path)}"
+
+
+def open_on_branch(cwd: str | os.PathLike[str] | None = None) -> Session:
+    """The session of the work tree containing ``cwd`` (:meth:`Session.open`), refused (exit
+    3, :func:`check_branch`) when the work tree is not on the session branch: what a command
+    that records, or measures to record, opens."""
+    session = Session.open(cwd)
+    check_branch(session)
+    return session
 
 
 def check_branch(session: Session) -> None:

@@ -31,7 +31,7 @@ def open_for_reading(cwd: str | os.PathLike[str] | None = None) -> Session:
     repo = Repo.discover(cwd)
     layout = Layout(repo)
     if layout.config.exists():
-        session = Session.open(cwd, on_branch=False, check_config=False)
+        session = Session.open(cwd, check_config=False)
         session.reads_others = True  # read again (the dashboard), the others' runs stay
         if session.remote is None:  # the runs of clones that joined, when their refs are here
             from ..history.remoteledger import foreign_ledgers, merged

@@ -161,13 +161,14 @@ class Session:
     # --- opening ----------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, cwd: str | os.PathLike[str] | None = None, *, on_branch: bool = True,
+    def open(cls, cwd: str | os.PathLike[str] | None = None, *,
              check_config: bool = True) -> Session:
-        """Open the session of the work tree containing ``cwd``.
+        """Open the session of the work tree containing ``cwd``, wherever HEAD is
+        (:func:`session.branches.open_on_branch` also checks that it is on the session
+        branch, as a recording command must).
 
-        Refuses (exit 3) when there is no session, the configuration differs from the one the
-        ledger recorded (naming the changed keys), or, with ``on_branch``, HEAD is not the
-        session branch.
+        Refuses (exit 3) when there is no session, or the configuration differs from the one
+        the ledger recorded (naming the changed keys).
         """
         repo = Repo.discover(cwd)
         layout = Layout(repo)
@@ -195,10 +196,6 @@ class Session:
                     f"the ledger {layout.ledger} has {len(book.malformed)} line(s) that cannot "
                     f"be read (line {first.line}: {first.reason}); git autoresearch resume sets "
                     "them aside in .auto/log.rejected.jsonl")
-        if on_branch:
-            from .branches import check_branch
-
-            check_branch(session)
         return session
 
     def check_config(self) -> None:

@@ -277,7 +277,7 @@ def remove(session: Session, name: str, *, force: bool = False, checked: bool = 
 def unrecorded(path: Path) -> list[str]:
     """What removing the worker's worktree at ``path`` would lose: its changed tracked files
     (protected ones too) and its untracked files (ignored files aside), sorted."""
-    there = Session.open(path, on_branch=False, check_config=False)
+    there = Session.open(path, check_config=False)
     changes = there.changes()
     return sorted({*changes.tracked, *changes.created, *changes.preexisting} - {AUTO.rstrip("/")})
 
