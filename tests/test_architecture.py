@@ -221,9 +221,8 @@ def test_no_function_outgrows_one_reading(path: Path) -> None:
 
 
 # Import cycles still to break (each listed once, as its modules, sorted): recording with the
-# workers' replay, the ledger with its confidence. A new cycle fails the test below; a cycle broken must leave this list.
+# workers' replay. A new cycle fails the test below; a cycle broken must leave this list.
 KNOWN_CYCLES = {
-    ("ledger.__init__", "ledger.confidence"),
     ("record.recording", "workers.landing", "workers.replaying"),
 }
 

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from git_autoresearch import ledger
 from git_autoresearch.ledger import jsontext
+from git_autoresearch.ledger.confidence import confidence
 
 PI_WRITTEN = FIXTURES_DIR / "pi-1.6.2-written-log.jsonl"
 PI_LOG = FIXTURES_DIR / "pi-autoresearch-log.jsonl"
@@ -72,7 +73,7 @@ def test_pi_written_ledger_reads_as_pi_reconstructs_it(repo: Path, ar: Tool) -> 
     book = ledger.read(PI_WRITTEN)
     for segment in book.segments:
         for count, run in enumerate(segment.runs, start=1):
-            assert ledger.confidence(segment, count) == run.data["confidence"], run.number
+            assert confidence(segment, count) == run.data["confidence"], run.number
 
 
 def test_pi_fixture_log_and_status_agree_on_confidence(repo: Path, ar: Tool) -> None:
@@ -83,7 +84,7 @@ def test_pi_fixture_log_and_status_agree_on_confidence(repo: Path, ar: Tool) -> 
     computeConfidence(results, currentSegment, ...) = 2.0792951541850226 for segment 0."""
     write(repo / ".auto" / "log.jsonl", PI_LOG.read_bytes())
     book = ledger.read(PI_LOG)
-    assert ledger.confidence(book.segments[0]) == 2.0792951541850226
+    assert confidence(book.segments[0]) == 2.0792951541850226
     assert ar(repo, "status", "--json").json()["segment"]["confidence"] is None
     assert [r["segment"] for r in ar(repo, "log", "--json").json()["runs"]] == [0] * 6 + [1] * 2
 
@@ -113,7 +114,7 @@ def test_confidence_when_the_first_run_crashed_is_pis(repo: Path, ar: Tool) -> N
                run_line(2, 10, "keep"), run_line(3, 11, "discard"), run_line(4, 9, "keep"),
                run_line(5, 12, "discard"))
     book = ledger.read(repo / ".auto" / "log.jsonl")
-    assert [ledger.confidence(book.current, n) for n in range(1, 6)] == [
+    assert [confidence(book.current, n) for n in range(1, 6)] == [
         None, None, None, 9, 9]
     assert ar(repo, "status", "--json").json()["segment"]["confidence"] == 9
 
@@ -320,7 +321,7 @@ def test_confidence_and_its_label_are_pis_at_each_edge(repo: Path, ar: Tool, dir
     shown = "-" if value is None else f"{value:.2f}"
     assert f"\nconfidence  {shown} ({label})\n" in ar(repo, "status").out
     book = ledger.read(repo / ".auto" / "log.jsonl")
-    assert [ledger.confidence(book.current, n) for n in range(1, len(rows) + 1)] == per_run
+    assert [confidence(book.current, n) for n in range(1, len(rows) + 1)] == per_run
 
 
 def test_the_best_of_tied_keeps_is_the_first_when_higher_is_better(repo: Path, ar: Tool) -> None:

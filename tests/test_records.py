@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from git_autoresearch import ledger
 from git_autoresearch.history.trailers import commit_message, keep_trailers, result_trailer
+from git_autoresearch.ledger.confidence import confidence
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PI_LOG = FIXTURES / "pi-autoresearch-log.jsonl"
@@ -118,7 +119,7 @@ def test_pi_fixture_confidence_recomputed() -> None:
     book = ledger.read(PI_LOG)
     for seg in book.segments:
         for count, run in enumerate(seg.runs, start=1):
-            value = ledger.confidence(seg, count)
+            value = confidence(seg, count)
             assert (None if value is None else round(value, 4)) == run.data["confidence"]
 
 

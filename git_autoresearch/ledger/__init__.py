@@ -35,8 +35,6 @@ from typing import Any
 from ..runtime.errors import Refused
 from ..runtime.files import append_whole, write_atomic
 from . import readscope
-from .confidence import confidence as confidence  # a segment's confidence, read here too
-from .confidence import confidence_label as confidence_label
 from .jsontext import ObjectText, loads, loads_plain, number_flags
 from .jsontext import dumps as dumps  # (the ledger's line, long read from here)
 from .jsontext import finite as finite

@@ -369,7 +369,9 @@ def append_run(session: Session, record: RunRecord, untracked_after: list[str],
     probe = Segment(segment.index, segment.header, list(segment.runs))
     # mutation: equivalent only `0` -> `-1`, `0` -> `1`: a line number no confidence reads
     probe.runs.append(Run(cast(dict[str, Any], record), 0, probe.index))
-    record["confidence"] = ledger_mod.confidence(probe)
+    from ..ledger.confidence import confidence
+
+    record["confidence"] = confidence(probe)
     checkpoint("record:before-ledger")
     try:
         ledger_mod.append(session.layout.ledger, [record])

@@ -9,14 +9,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..ledger import (
-    Ledger,
-    Run,
-    Segment,
-    confidence,
-    confidence_label,
-    json_number,
-)
+from ..ledger import Ledger, Run, Segment, json_number
+from ..ledger.confidence import confidence, confidence_label
 from ..ledger.jsontext import number_text
 from ..ledger.stats import mad, median
 
