@@ -191,12 +191,13 @@ def run_cmd(description: str | None, asi_pairs: tuple[str, ...], asi_json: str |
     With --retry RUN, the change measured is that of a run not kept, put back first."""
     from ..hooks.payload import fire_stage
     from ..measure import pending
+    from ..record.iteration import record_replaying
     from ..record.recording import record
     from ..record.recovery import locked
     from ..review.apply import Retry
     from ..runtime.faults import checkpoint
     from ..session.branches import open_on_branch
-    from ..workers.replaying import conflict_reason, record_replaying
+    from ..workers.replaying import conflict_reason
 
     if description is None and retry_run is None:
         ctx = click.get_current_context()

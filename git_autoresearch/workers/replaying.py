@@ -11,9 +11,8 @@ In a session without workers none of this runs: HEAD is the session branch.
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -29,8 +28,6 @@ from ..session.workers import MAIN
 
 if TYPE_CHECKING:
     from ..history.experiment import Changes
-    from ..measure.samples import Measurement
-    from ..record.recording import Recorded
 
 # The scratch folder's record of a replay under way (for finishing it after a kill).
 REPLAY_FILE = "replay.json"
@@ -234,54 +231,6 @@ def follow(session: Session) -> str | None:
                 "untracked file is in the way); the next keep replays onto it")
     session.moved_head(now)
     return None
-
-
-def record_replaying(session: Session, status: str, description: str, *,
-                     result: Measurement, asi: Mapping[str, Any] | None,
-                     hooks: Sequence[Mapping[str, Any]] | None,
-                     measure_again: Callable[[], Measurement],
-                     replayed: dict[str, Any] | None = None, retry_of: int | None = None
-                     ) -> Recorded:
-    """:func:`record.recording.record` for ``run``: a keep whose incumbent moved (another worker
-    kept) is replayed onto the new incumbent and measured again (``measure_again``), up to
-    :data:`REPLAYS` times, then decided afresh (in a clone that joined through a remote, the
-    remote's tip is fetched before each decision, and with it the new incumbent's record);
-    a replay that conflicts is a discard naming
-    the paths (the candidate saved at its attempt ref, as every discard's), and so is a
-    candidate the incumbent kept outrunning. ``retry_of``: the run a retry tries again
-    (every record names it)."""
-    from ..record.recording import record
-    from .landing import sync
-
-    for _ in range(REPLAYS + 1):
-        try:
-            # In a joined clone the incumbent is the remote's: its tip is read again before
-            # the run is decided, not only before it was measured.
-            sync(session)
-            # A discard was decided against a best its base may not have had: it is checked
-            # too, under the lock the record takes (so no keep lands in between).
-            return record(session, status, description, result=result, asi=asi, hooks=hooks,
-                          replayed=replayed, recheck_discard=True, retry_of=retry_of)
-        except IncumbentMoved as moved:
-            # The new incumbent's record (its samples: the pool the candidate is measured
-            # against again) comes with it.
-            sync(session, before_measuring=True)
-            with session.shared("replay a candidate"):
-                outcome = replay(session, session.changes(), session.next_run(), moved.base,
-                                 moved.tip, moved.kept)
-            replayed = outcome.record(session.repo)
-            if outcome.conflicts:  # its decision was against an incumbent that is gone
-                return record(session, "discard", description,
-                              result=dataclasses.replace(result, decision=None), asi=asi,
-                              hooks=hooks, replayed=replayed, reason=conflict_reason(outcome),
-                              retry_of=retry_of)
-            result = measure_again()
-            status = session.decide(result)
-    return record(session, "discard", description,
-                  result=dataclasses.replace(result, decision=None), asi=asi, hooks=hooks,
-                  replayed=replayed, retry_of=retry_of,
-                  reason=f"the incumbent moved {REPLAYS + 1} times while this candidate was "
-                         "measured again; try it again")
 
 
 def catch_up(session: Session) -> Replayed | None:
