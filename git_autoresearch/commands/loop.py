@@ -335,7 +335,8 @@ def _record_command(status: str) -> Callable[..., None]:
         from ..record.recording import record
         from ..record.recovery import locked
         from ..session.branches import open_on_branch
-        from ..workers.replaying import IncumbentMoved, keep_refused
+        from ..session.workers import IncumbentMoved
+        from ..workers.replaying import keep_refused
 
         asi, description = _record_inputs(asi_pairs, asi_json, description)
         session = open_on_branch()

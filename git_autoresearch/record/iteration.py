@@ -13,8 +13,9 @@ from typing import Any
 
 from ..measure.samples import Measurement
 from ..session.session import Session
+from ..session.workers import IncumbentMoved
 from ..workers.landing import sync
-from ..workers.replaying import REPLAYS, IncumbentMoved, conflict_reason, replay
+from ..workers.replaying import REPLAYS, conflict_reason, replay
 from .recording import Recorded, record
 
 

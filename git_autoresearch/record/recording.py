@@ -84,7 +84,7 @@ def record(session: Session, status: str, description: str, *, result: Measureme
     conflicted), or why a keep was kept against the loop's decision (``kept by hand: ...``:
     :attr:`decide.choice.Choice.forced`); ``replayed`` what a replay did (:mod:`workers.replaying`),
     ``retry_of`` the run whose attempt this run tried again (``run --retry``). In a worker, a
-    keep whose incumbent moved raises :class:`workers.replaying.IncumbentMoved` before anything
+    keep whose incumbent moved raises :class:`session.workers.IncumbentMoved` before anything
     changes, and so does a discard with ``recheck_discard``."""
     session.check_recordable()
     session.preflight()

@@ -19,7 +19,7 @@ from pathlib import Path
 from ..git import Repo
 from ..history.refs import WORKER_BRANCH_PREFIX, worker_branch
 from ..ledger.jsontext import is_whole
-from ..runtime.errors import UsageError
+from ..runtime.errors import Refused, UsageError
 
 MAIN = "main"
 # A worker's name: its branch's last part and its folder's name.
@@ -181,3 +181,21 @@ def worktree_path(repo: Repo, session_id: str, name: str, main: Path) -> Path | 
     if name == MAIN:
         return main
     return repo.worktree_of(worker_branch(session_id, name))
+
+
+class IncumbentMoved(Refused):
+    """A keep found the session branch at ``tip``, not at the ``base`` the candidate was
+    measured on."""
+
+    def __init__(self, base: str, tip: str, kept: list[int]) -> None:
+        runs = ", ".join(str(n) for n in kept) or "?"
+        super().__init__(f"the incumbent moved since this candidate was measured (run(s) {runs} "
+                         "kept by other workers)")
+        self.base, self.tip, self.kept = base, tip, kept
+
+
+def kept_between(repo: Repo, base: str, now: str) -> list[int]:
+    """The runs kept on the session branch after ``base`` up to ``now``."""
+    from ..history.trailers import runs_named
+
+    return sorted(runs_named(repo, f"{base}..{now}"))

@@ -6,7 +6,7 @@ its marker's ``remote``. Its session branch is the remote's: fetched before each
 (:func:`sync`), the candidate replayed onto it when another worker kept (:mod:`workers.replaying`),
 and advanced there only by an atomic push with a lease on the commit the keep was made on
 (:func:`land`). When the lease fails (another machine kept first) the keep is undone here,
-the candidate left in the work tree, and :class:`workers.replaying.IncumbentMoved` raised, so that
+the candidate left in the work tree, and :class:`session.workers.IncumbentMoved` raised, so that
 the candidate is replayed onto the new incumbent and measured again, as with workers on one
 machine. Run numbers are taken on the remote, and each run's ledger travels as the worker's
 ledger ref (:mod:`history.remoteledger`). No server: the remote is any git remote.

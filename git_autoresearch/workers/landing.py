@@ -4,7 +4,7 @@ one only once the remote holds it (:func:`land`).
 
 The session branch advances on the remote only by an atomic push with a lease on the commit
 the keep was made on. When the lease fails (another machine kept first) the keep is undone here,
-the candidate left in the work tree, and :class:`workers.replaying.IncumbentMoved` raised, so that
+the candidate left in the work tree, and :class:`session.workers.IncumbentMoved` raised, so that
 the candidate is replayed onto the new incumbent and measured again, as with workers on one
 machine (:mod:`workers.replaying`).
 """
@@ -91,11 +91,11 @@ def land(session: Session, old: str, new: str,
     keep's run record), the worker's ledger ref holding it goes in the same push, so that no
     clone ever fetches the keep without its record. When the lease fails (another worker kept
     first), the keep is undone here (:func:`_undo`: the candidate stays in the work tree,
-    unstaged) and :class:`workers.replaying.IncumbentMoved` is raised naming the new incumbent; when
+    unstaged) and :class:`session.workers.IncumbentMoved` is raised naming the new incumbent; when
     ``new`` is on the remote's branch already (pushed by a command killed before it knew), it
     landed. When the remote cannot be reached, the keep is undone here too and
     :class:`Refused` raised: nothing is kept that the remote does not hold."""
-    from .replaying import IncumbentMoved, kept_between
+    from ..session.workers import IncumbentMoved, kept_between
 
     assert session.remote is not None
     repo, sid = session.repo, session.config.session_id
@@ -137,7 +137,7 @@ def land(session: Session, old: str, new: str,
         raise Refused(f"the ledger ref of worker {session.worker_name} on {session.remote} "
                       "moved (another clone joined under the same name?); nothing was "
                       "recorded, and the candidate is in the work tree")
-    raise IncumbentMoved(old, tip, kept_between(session, old, tip))
+    raise IncumbentMoved(old, tip, kept_between(session.repo, old, tip))
 
 
 def _undo(session: Session, old: str, new: str) -> None:

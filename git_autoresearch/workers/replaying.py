@@ -24,7 +24,7 @@ from ..runtime.errors import Refused
 from ..runtime.faults import checkpoint
 from ..runtime.files import write_atomic
 from ..session.session import Session
-from ..session.workers import MAIN
+from ..session.workers import MAIN, IncumbentMoved, kept_between
 
 if TYPE_CHECKING:
     from ..history.experiment import Changes
@@ -35,17 +35,6 @@ REPLAY_FILE = "replay.json"
 # How many times a run replays its candidate before it gives up (other workers keep faster
 # than it can measure).
 REPLAYS = 3
-
-
-class IncumbentMoved(Refused):
-    """A keep found the session branch at ``tip``, not at the ``base`` the candidate was
-    measured on."""
-
-    def __init__(self, base: str, tip: str, kept: list[int]) -> None:
-        runs = ", ".join(str(n) for n in kept) or "?"
-        super().__init__(f"the incumbent moved since this candidate was measured (run(s) {runs} "
-                         "kept by other workers)")
-        self.base, self.tip, self.kept = base, tip, kept
 
 
 @dataclass(frozen=True)
@@ -87,7 +76,7 @@ def check_moved(session: Session) -> None:
     """In a worker, raise :class:`IncumbentMoved` when the session branch is not HEAD."""
     now, head = tip(session), session.head()
     if session.worker is not None and now is not None and now != head:
-        raise IncumbentMoved(head, now, kept_between(session, head, now))
+        raise IncumbentMoved(head, now, kept_between(session.repo, head, now))
 
 
 def check_free(session: Session) -> None:
@@ -102,13 +91,6 @@ def check_free(session: Session) -> None:
                       "it is checked out nowhere and moves only by keeps; there, git switch "
                       f"{worker_branch(session.config.session_id, MAIN)} (or the worker's own "
                       "branch)")
-
-
-def kept_between(session: Session, base: str, now: str) -> list[int]:
-    """The runs kept on the session branch after ``base`` up to ``now``."""
-    from ..history.trailers import runs_named
-
-    return sorted(runs_named(session.repo, f"{base}..{now}"))
 
 
 def advance(session: Session, old: str, new: str,
@@ -255,7 +237,7 @@ def catch_up(session: Session) -> Replayed | None:
         return None
     with session.shared("replay a candidate before measuring"):
         return replay(session, changes, session.reserve_run(), head, now,
-                      kept_between(session, head, now))
+                      kept_between(session.repo, head, now))
 
 
 def conflict_reason(outcome: Replayed) -> str:
