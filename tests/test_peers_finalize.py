@@ -1,48 +1,51 @@
-"""pi-autoresearch's own finalize script run against our sessions: the branches it makes and
+"""pi-autoresearch's finalize beside our sessions: the branches its finalize script makes and
 ours, which git must be able to hold side by side.
 
-``fixtures/pi-1.6.2-finalize.sh`` is pi-autoresearch 1.6.2's
-``skills/autoresearch-finalize/finalize.sh``, byte for byte (MIT licence:
-``fixtures/pi-1.6.2-LICENSE``). It names the branches it makes
-``autoresearch/${GOAL}/${group_number}-${slug}`` (finalize.sh:159 and :220) and
+pi-autoresearch 1.6.2's ``skills/autoresearch-finalize/finalize.sh`` names the branches it
+makes ``autoresearch/${GOAL}/${group_number}-${slug}`` (finalize.sh:159 and :220) and
 ``autoresearch/${GOAL}/verify-tmp`` (finalize.sh:166 and :273), ``GOAL`` being the ``goal`` of
 its groups.json, a short slug the agent picks (its SKILL.md:50); its create skill names a
 session's branch ``autoresearch/<goal>-<date>`` (autoresearch-create/SKILL.md:35), so the goal
 of a session is its branch name without the date. Git keeps a branch as a file under
 ``refs/heads/``: ``autoresearch/<goal>/...`` cannot be made while ``autoresearch/<goal>`` is a
-branch. The script needs bash and node (it reads groups.json with node, finalize.sh:64)."""
+branch. :func:`pi_finalize` makes the git calls the script makes, in its order."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-from conftest import FIXTURES_DIR, Tool, git, start_args, write
-
-PI_FINALIZE = FIXTURES_DIR / "pi-1.6.2-finalize.sh"
-
-pytestmark = pytest.mark.skipif(not (shutil.which("bash") and shutil.which("node")),
-                                reason="pi-autoresearch's finalize.sh needs bash and node")
+from conftest import Tool, git, start_args, write
 
 
 def pi_finalize(repo: Path, goal: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    """Run pi's finalize.sh as its SKILL.md says (``bash <SKILL_DIR>/finalize.sh
-    groups.json``, SKILL.md:69) on the session branch checked out: one group, the keeps since
-    the merge-base with main (SKILL.md:4, ``git merge-base HEAD main``)."""
+    """What pi's finalize.sh does to git for one group (the keeps since the merge-base with
+    main, SKILL.md:4), from the session branch checked out (its ``ORIG_BRANCH``, :93): the
+    base checked out detached and the group's branch made there (:232-233), the group's files
+    taken from its last commit (:237) and committed, then the branch ``verify-tmp`` made the
+    same way and deleted (:275-276, :295-296), back on the branch it began on; a git call that
+    fails ends it there, back on that branch (its rollback, :178-197). Returns the last git
+    call: the failing one when one failed."""
+    orig = git(repo, "branch", "--show-current")
     base = git(repo, "merge-base", "HEAD", "main")
-    groups = tmp_path / f"groups-{goal}.json"
-    groups.write_text(json.dumps({
-        "base": base, "trunk": "main", "final_tree": git(repo, "rev-parse", "HEAD"),
-        "goal": goal, "groups": [{"title": "Lower the value",
-                                  "body": "Experiments: #2\nMetric: score 100 -> 90 (-10%)",
-                                  "last_commit": git(repo, "rev-parse", "HEAD"),
-                                  "slug": "value"}]}))
-    return subprocess.run(["bash", str(PI_FINALIZE), str(groups)], cwd=repo,
-                          capture_output=True, text=True)
+    last = git(repo, "rev-parse", "HEAD")
+    files = git(repo, "diff", "--name-only", base, last).split()
+    steps = [["checkout", base, "--quiet", "--detach"],
+             ["checkout", "-b", f"autoresearch/{goal}/01-value"],
+             *[["checkout", last, "--", path] for path in files],
+             ["commit", "-q", "-m", "Lower the value"],
+             ["checkout", base, "--quiet", "--detach"],
+             ["checkout", "-b", f"autoresearch/{goal}/verify-tmp"],
+             ["checkout", orig, "--quiet"],
+             ["branch", "-D", f"autoresearch/{goal}/verify-tmp"]]
+    for step in steps:
+        proc = subprocess.run(["git", *step], cwd=repo, capture_output=True, text=True)
+        if proc.returncode != 0:
+            subprocess.run(["git", "checkout", orig, "--quiet"], cwd=repo,
+                           capture_output=True)
+            return proc
+    return proc
 
 
 def start_as(session_id: str | None = None) -> list[str]:
@@ -57,11 +60,6 @@ def keep_one(repo: Path, ar: Tool, *args: str) -> str:
     write(repo / "value.txt", "90\n")
     ar(repo, "run", "-d", "lower the value")
     return err
-
-
-def test_the_fixture_is_pis_script_unchanged() -> None:
-    digest = hashlib.sha256(PI_FINALIZE.read_bytes()).hexdigest()
-    assert digest == "9c786181252f9db83565ab68738545b2ba5c741c60c0eb753f5c52be71ad0e2d"
 
 
 def test_a_session_id_that_is_the_goals_slug_is_warned_of_at_start(repo: Path, ar: Tool,
