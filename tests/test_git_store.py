@@ -708,7 +708,7 @@ def test_compare_and_swap_on_refs_and_note_commits(repo: Path) -> None:
 
 
 def test_a_new_project_repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from git_autoresearch.git.project import init_project, oneline_log
+    from git_autoresearch.git.repo import init_project, oneline_log
 
     folder = tmp_path / "demo"
     folder.mkdir()
@@ -1224,7 +1224,7 @@ def test_submodules_are_told_dirty_checked_out_and_reinstated(repo: Path,
 
 def test_cherry_picks_in_a_linked_worktree(repo: Path, tmp_path: Path) -> None:
     from git_autoresearch.git.process import GitError
-    from git_autoresearch.git.replay import (
+    from git_autoresearch.git.worktrees import (
         APPLIED,
         CONFLICT,
         EMPTY,

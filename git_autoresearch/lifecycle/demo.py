@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from ..git.project import init_project, oneline_log
+from ..git.repo import init_project, oneline_log
 from ..runtime import signals
 from ..runtime.errors import Refused, UsageError
 from ..runtime.resources import data_path

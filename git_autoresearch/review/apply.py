@@ -4,7 +4,7 @@ crashed, or whose checks failed) back onto the work tree, to retry it or build o
 the work tree, for the next ``run`` to measure. The attempt is taken from its attempt ref
 (``refs/autoresearch/<id>/attempts/<run>``); when HEAD has moved since the run (a keep came
 after it), its change is replayed onto HEAD first, in a temporary worktree
-(:func:`git.replay.cherry_pick`), and a conflict is refused, naming the paths. The agent's
+(:func:`git.worktrees.cherry_pick`), and a conflict is refused, naming the paths. The agent's
 notes (protected paths) and ``.auto/`` are never touched."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import shutil
 from dataclasses import dataclass
 
 from ..git import worktrees
-from ..git.replay import CONFLICT, EMPTY, cherry_pick, restore_worktree
+from ..git.worktrees import CONFLICT, EMPTY, cherry_pick, restore_worktree
 from ..history.checkouts import sweep
 from ..record.recovery import locked
 from ..runtime import signals

@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from ..git import ABSENT, GitError, worktrees
-from ..git.replay import APPLIED, CONFLICT, Picked, cherry_pick, reset
-from ..git.replay import head as replay_head
+from ..git.worktrees import APPLIED, CONFLICT, Picked, cherry_pick, reset
+from ..git.worktrees import head as replay_head  # (the replay worktree's HEAD)
 from ..history.checkouts import bring, link_shared, sweep, untracked_inputs
 from ..history.refs import final_branch, session_branch, split_branch
 from ..history.trailers import read_trailers, recorded_keeps
