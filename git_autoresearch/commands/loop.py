@@ -194,7 +194,6 @@ def run_cmd(description: str | None, asi_pairs: tuple[str, ...], asi_json: str |
     from ..record.iteration import record_replaying
     from ..record.recording import record
     from ..record.recovery import locked
-    from ..review.apply import Retry
     from ..runtime.faults import checkpoint
     from ..session.branches import open_on_branch
     from ..workers.replaying import conflict_reason
@@ -207,8 +206,11 @@ def run_cmd(description: str | None, asi_pairs: tuple[str, ...], asi_json: str |
         asi, text = _record_inputs(asi_pairs, asi_json, str(description))
     session = open_on_branch()
     session.check_recordable()
-    retry = Retry.of(session, retry_run) if retry_run is not None else None
-    if retry is not None:
+    retry = None
+    if retry_run is not None:  # (apply's module only then: an ordinary run never loads it)
+        from ..review.apply import Retry
+
+        retry = Retry.of(session, retry_run)
         asi, text = _record_inputs(asi_pairs, asi_json, description or retry.description)
     retry_of = retry.number if retry else None
     with locked(session, "run") as recovered:
@@ -240,9 +242,9 @@ def run_cmd(description: str | None, asi_pairs: tuple[str, ...], asi_json: str |
     notes = session.warnings + recovered.warnings + result.warnings + recorded.warnings + again
     if as_json:
         emit_json("run", _record_json(recorded.record,
-                               [*_recovered_steer(recovered), before.steer, after.steer],
-                               before.warnings + notes + _violation_notes(recorded.record)
-                               + after.warnings))
+                                      [*_recovered_steer(recovered), before.steer, after.steer],
+                                      before.warnings + notes + _violation_notes(recorded.record)
+                                      + after.warnings))
         return
     _print_recovered(recovered)
     print_steer("before", before)

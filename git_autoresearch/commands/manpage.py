@@ -165,17 +165,11 @@ def _json_output(invocation: str) -> list[str]:
                     + _escape(" ".join(str(common[name].get("description", "")).split())), ".PP",
                     "Its fields:"]
             out += _field_lines(shared_fields(name))
-    elif names_of_failure(kinds):
+    elif any(kinds.values()):  # commands print the error document when they fail; hooks not
         out += [".PP", "A command that fails prints instead the error document, "
                 "\\fBgit\\-autoresearch:error/1\\fR: \\fBerror\\fR (the message, one line), "
                 "\\fBexit_code\\fR (see EXIT STATUS)."]
     return out
-
-
-def names_of_failure(kinds: dict[str, list[str]]) -> bool:
-    """Whether a page's documents come from commands (which print the error document when
-    they fail), not only from hooks."""
-    return any(kinds.values())
 
 
 def pages() -> dict[str, str]:

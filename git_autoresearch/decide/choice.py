@@ -154,18 +154,19 @@ def discard_reason(found: Mapping[str, Any], min_effect: float, direction: str) 
 def run_reason(status: str, result: Measurement | None, min_effect: float,
                direction: str) -> str | None:
     """Why a run recorded as ``status`` from ``result`` ended so, its record's ``reason``: a
-    discard the rule did not keep (:func:`discard_reason`), a crash's cause, failed checks'
-    reason; None for a keep and for a discard without a measurement or a rule's verdict."""
+    crash's cause, then the failed checks' reason (whatever the status), then why the rule did
+    not keep a discard (:func:`discard_reason`); None for a keep that passed and a discard
+    without a measurement or a rule's verdict."""
     if result is None:
         return None
+    if status == "crash" and result.reason:
+        return result.reason
+    if result.checks and not result.checks["passed"]:
+        return str(result.checks.get("reason"))
     found = result.decision
     if status == "discard" and found is not None \
             and found.get("verdict") in ("inconclusive", "worse"):
         return discard_reason(found, min_effect, direction)
-    if status == "crash" and result.reason:
-        return result.reason
-    if status == "checks_failed" and result.checks and not result.checks["passed"]:
-        return str(result.checks.get("reason"))
     return None
 
 

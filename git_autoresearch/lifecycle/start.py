@@ -27,7 +27,7 @@ from ..runtime import signals
 from ..runtime.errors import Refused, UsageError
 from ..runtime.files import WriteFailed, check_writable
 from ..runtime.paths import Boundaries
-from ..session.branches import other_worktree
+from ..session.branches import branch_below, other_worktree, refuse_branch_below
 from ..session.config import Config, parse_toml, write_config
 from ..session.layout import Layout
 from ..session.lock import SessionLock
@@ -380,11 +380,7 @@ def _config_for_session(repo: Repo, layout: Layout, opts: StartOptions,
     if repo.resolve(f"refs/heads/{branch}"):
         raise Refused(f"branch {branch} already exists (from an earlier session); pick "
                       "another --session-id")
-    inside = repo.for_each_ref(f"refs/heads/{branch}/")
-    if inside:
-        raise Refused(f"branch {inside[0].removeprefix('refs/heads/')} exists "
-                      "(pi-autoresearch's finalize.sh makes such branches): git cannot make "
-                      f"the session branch {branch} beside it; pick another --session-id")
+    refuse_branch_below(repo, branch, "the session branch", "pick another --session-id")
     return cfg, given
 
 
@@ -394,9 +390,10 @@ def session_taken(repo: Repo, session_id: str) -> bool:
     merged and deleted), its branch ``autoresearch/<id>`` exists, or branches below
     ``autoresearch/<id>/`` do (pi-autoresearch's finalize.sh makes such branches), beside
     which git cannot make that branch."""
-    branch = f"refs/heads/{session_branch(session_id)}"
+    branch = session_branch(session_id)
     return bool(repo.for_each_ref(f"{namespace(session_id)}/")) or \
-        repo.resolve(branch) is not None or bool(repo.for_each_ref(f"{branch}/"))
+        repo.resolve(f"refs/heads/{branch}") is not None or \
+        branch_below(repo, branch) is not None
 
 
 def fresh_session_id(repo: Repo, wanted: str) -> str:

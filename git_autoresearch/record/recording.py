@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from .. import ledger as ledger_mod
-from ..decide.choice import discard_reason
+from ..decide.choice import run_reason
 from ..git import GitError
 from ..history.experiment import (
     Changes,
@@ -225,25 +225,22 @@ def _draft(session: Session, number: int, status: str, description: str,
         status, description, now_ms(), session.segment.index, **more)
     if session.worker is not None:
         draft["worker"] = session.worker.name
+    why = run_reason(status, result, session.config.min_effect or 0.0, session.config.direction)
     if result is not None and result.decision is not None:
         draft["decision"] = dict(result.decision)
         if status == "discard" and result.decision.get("verdict") in ("inconclusive", "worse"):
-            draft["reason"] = discard_reason(result.decision,
-                                                   session.config.min_effect or 0.0,
-                                                   session.config.direction)
+            draft["reason"] = why  # (a rule's discard says why right after its decision)
     if result is not None and result.scope_ref:
         draft["scope_ref"] = result.scope_ref
     if result is not None and result.slot:
         draft["slot"] = dict(result.slot)
     if baseline:
         draft["baseline"] = True
-    if result and result.reason and status == "crash":
-        draft["reason"] = result.reason
-        if result.log_tail:
-            # run.log is overwritten by the next measurement: the record keeps the tail.
-            draft["tail"] = result.log_tail
-    elif result and result.checks and not result.checks["passed"]:
-        draft["reason"] = result.checks.get("reason")
+    if why is not None:
+        draft["reason"] = why
+    if result and result.reason and status == "crash" and result.log_tail:
+        # run.log is overwritten by the next measurement: the record keeps the tail.
+        draft["tail"] = result.log_tail
     return draft
 
 

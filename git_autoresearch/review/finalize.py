@@ -48,6 +48,7 @@ from ..measure.slots import measuring
 from ..runtime import signals
 from ..runtime.errors import AutoresearchError, Refused, UsageError
 from ..runtime.files import WriteFailed
+from ..session.branches import refuse_branch_below
 from ..session.config import Config
 from ..session.scripts import script_paths
 from ..session.session import Session
@@ -532,11 +533,7 @@ def _refuse_taken(session: Session, names: list[str], force: bool) -> None:
         if repo.resolve(f"refs/autoresearch/{other}/state") is not None:
             raise Refused(f"branch {name} is the session branch of session {other}; finalize "
                           "never replaces it")
-        inside = repo.for_each_ref(f"refs/heads/{name}/")
-        if inside:
-            raise Refused(f"branch {inside[0].removeprefix('refs/heads/')} exists "
-                          "(pi-autoresearch's finalize.sh makes such branches): git cannot "
-                          f"make the branch {name} beside it; rename or delete it first")
+        refuse_branch_below(repo, name, "the branch", "rename or delete it first")
         if not force and repo.resolve(f"refs/heads/{name}") is not None:
             raise Refused(f"branch {name} exists (an earlier finalize?); pass --force to "
                           "replace it")

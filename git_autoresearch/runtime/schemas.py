@@ -87,7 +87,8 @@ def schema_path(kind: str) -> Path:
     """The installed JSON Schema file of ``kind``; KeyError if the kind is unknown."""
     from .resources import data_path
 
-    VERSIONS[kind]
+    if kind not in VERSIONS:
+        raise KeyError(kind)
     return data_path("schemas") / f"{kind}.json"
 
 
@@ -136,7 +137,7 @@ def _type_text(spec: dict[str, Any], common: dict[str, Any]) -> str:
     """A field's type in words: ``string``, ``integer or null``, ``array of string``, the
     common definition a ``$ref`` names (``run_record``), ``"value"`` for a constant."""
     if "const" in spec:
-        return json_text(spec["const"])
+        return _literal(spec["const"])
     if "$ref" in spec:
         return str(spec["$ref"]).rsplit("/", 1)[1]
     if "anyOf" in spec:
@@ -157,7 +158,7 @@ def _description(spec: dict[str, Any], common: dict[str, Any]) -> str:
     return str(found or "")
 
 
-def json_text(value: Any) -> str:
+def _literal(value: Any) -> str:
     import json
 
     return json.dumps(value, ensure_ascii=False)

@@ -47,6 +47,23 @@ def other_worktree(repo: Repo, branch: str, there: str) -> str | None:
     return f"checked out in another worktree, {path}: {there.format(path=path)}"
 
 
+def branch_below(repo: Repo, branch: str) -> str | None:
+    """A branch named below ``branch`` (``<branch>/...``, as pi-autoresearch's finalize.sh
+    makes them), beside which git cannot make ``branch`` (it keeps a branch as a file, not a
+    folder); None when there is none."""
+    inside = repo.for_each_ref(f"refs/heads/{branch}/")
+    return inside[0].removeprefix("refs/heads/") if inside else None
+
+
+def refuse_branch_below(repo: Repo, branch: str, what: str, advice: str) -> None:
+    """Refuse (exit 3) to make ``branch`` (``what`` says which: "the session branch") when a
+    branch below it is in the way (:func:`branch_below`), ending with ``advice``."""
+    below = branch_below(repo, branch)
+    if below is not None:
+        raise Refused(f"branch {below} exists (pi-autoresearch's finalize.sh makes such "
+                      f"branches): git cannot make {what} {branch} beside it; {advice}")
+
+
 def open_on_branch(cwd: str | os.PathLike[str] | None = None) -> Session:
     """The session of the work tree containing ``cwd`` (:meth:`Session.open`), refused (exit
     3, :func:`check_branch`) when the work tree is not on the session branch: what a command
