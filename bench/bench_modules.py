@@ -2,7 +2,8 @@
 
 A scratch repository with a session (one baseline), a change that lowers the metric, then one
 ``run`` in this process under a ``sys.setprofile`` tracer: every module of the package whose
-code is called counts once, a folder's ``__init__`` too (told apart in the report). By
+code is called (a module's own body too, when it is imported) counts once, from the import of
+the entry point on; a folder's ``__init__`` too (told apart in the report). By
 default the count stops when the keep's commit is written (the first call into
 ``git.repo.Repo.commit`` or ``commit_tree``); ``--whole`` counts the whole command, after
 hooks and output included.
@@ -63,10 +64,10 @@ def traced_run(top: Path, whole: bool) -> list[str]:
 
     os.chdir(top)
     sys.argv = ["git-autoresearch", "run", "-d", "ninety"]
-    from git_autoresearch import cli
-
-    sys.setprofile(profile)
+    sys.setprofile(profile)  # from before the entry point is imported: its imports count too
     try:
+        from git_autoresearch import cli
+
         cli.main()
     except SystemExit:
         pass

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -276,10 +278,52 @@ def test_the_finder_sees_cycles_and_only_them() -> None:
 
 
 def test_an_import_inside_a_function_is_an_edge() -> None:
-    """The graph counts imports inside functions (where cycles hide): the commands import
-    the core only inside the functions that run them."""
-    loop = PACKAGE / "commands" / "loop.py"
-    top_level = ast.parse(loop.read_text(encoding="utf-8")).body
-    assert not any(isinstance(n, ast.ImportFrom) and n.module == "record.recording"
+    """The graph counts imports inside functions (where cycles hide): the loop's iteration
+    imports the workers' replay only inside the functions a worker runs."""
+    iteration = PACKAGE / "record" / "iteration.py"
+    top_level = ast.parse(iteration.read_text(encoding="utf-8")).body
+    assert not any(isinstance(n, ast.ImportFrom) and n.module == "workers.replaying"
                    for n in top_level)
-    assert "record.recording" in package_imports(loop)
+    assert "workers.replaying" in package_imports(iteration)
+
+
+# What one iteration of the loop is made of: the core's, which the command line calls
+# (record.iteration) and never does itself.
+ITERATION_PARTS = {"record.recording", "record.recovery", "measure.pending", "hooks.payload",
+                   "decide.stopping", "workers.replaying", "workers.landing"}
+
+
+def test_the_loop_iteration_is_the_cores() -> None:
+    loop = PACKAGE / "commands" / "loop.py"
+    assert "record.iteration" in package_imports(loop)
+    assert package_imports(loop) & ITERATION_PARTS <= {"hooks.payload", "record.recovery"}, \
+        "run, measure, keep and discard call record.iteration"
+    assert ITERATION_PARTS <= NAMES
+
+
+def test_a_run_without_workers_never_loads_them(tmp_path: Path) -> None:
+    """A session with no worker goes straight to the recording: one run that keeps loads no
+    module of the workers' folder (and nothing for linked worktrees or remotes)."""
+    from conftest import git, start_args, write
+
+    top = tmp_path / "project"
+    top.mkdir()
+    git(top, "init", "-q", "-b", "main")
+    write(top / "value.txt", "100\n")
+    write(top / "bench.sh", 'echo "score: $(cat value.txt)"\n')
+    git(top, "add", "-A")
+    git(top, "commit", "-q", "-m", "initial")
+    tool = [sys.executable, "-m", "git_autoresearch"]
+    subprocess.run([*tool, *start_args()], cwd=top, check=True, capture_output=True)
+    write(top / "value.txt", "90\n")
+    probe = ("import sys\nfrom git_autoresearch import cli\nsys.argv = ['git-autoresearch', "
+             "'run', '-d', 'ninety']\ntry:\n    cli.main()\nexcept SystemExit:\n    pass\n"
+             "print(' '.join(sorted(m for m in sys.modules if m.startswith('git_autoresearch'))),"
+             " file=sys.stderr)\n")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=top, capture_output=True,
+                          text=True, check=True)
+    loaded = done.stderr.split()
+    assert "git_autoresearch.record.recording" in loaded and "keep" in done.stdout
+    assert [m for m in loaded if m.startswith("git_autoresearch.workers")
+            or m in ("git_autoresearch.git.worktrees", "git_autoresearch.git.remote",
+                     "git_autoresearch.history.remoteledger")] == []

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..runtime.errors import AutoresearchError, Refused, UsageError
+from ..runtime.errors import Refused, UsageError
 
 if TYPE_CHECKING:
     from ..hooks.user import HookReport
@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from ..record.recovery import Recovery
     from ..review.apply import Retry
     from ..session.session import Session
-    from ..workers.replaying import Replayed
 from .common import (
     CONTEXT,
     WHOLE,
@@ -89,23 +88,15 @@ def _print_measurement(result: Measurement, metric_name: str, *, recorded: bool 
 @json_option
 def measure_cmd(as_json: bool) -> None:
     """Run the experiment and print the result; record nothing (keep or discard uses it)."""
-    from ..record.recovery import locked
+    from ..record.iteration import measure_candidate
     from ..session.branches import open_on_branch
 
     session = open_on_branch()
     session.check_recordable()  # the scope revert before measuring must not meet a merge
-    with locked(session, "measure"):
-        session.check_kept_lines(head=True)
-        before, found, caught = _hooks_and_measure(session, "measure", catch_up=True)
-    if found is None:
-        assert caught is not None
-        from ..workers.replaying import conflict_reason
-
-        raise Refused(f"the incumbent moved since this worker's base, and the candidate "
-                      f"{conflict_reason(caught).removeprefix('conflicts ')}: nothing was "
-                      f"measured; it is saved at {caught.ref}: discard it (git autoresearch "
-                      "discard -d ...)")
-    result = found
+    try:
+        before, result = measure_candidate(session, progress())
+    finally:
+        clear_progress()
     notes = _measurement_notes(before, result)
     decision = session.decide(result)
     if as_json:
@@ -189,14 +180,8 @@ def run_cmd(description: str | None, asi_pairs: tuple[str, ...], asi_json: str |
             retry_run: int | None, dry_run: bool, as_json: bool) -> None:
     """One iteration: before hooks, measure, decide, keep or revert, record, after hooks.
     With --retry RUN, the change measured is that of a run not kept, put back first."""
-    from ..hooks.payload import fire_stage
-    from ..measure import pending
-    from ..record.iteration import record_replaying
-    from ..record.recording import record
-    from ..record.recovery import locked
-    from ..runtime.faults import checkpoint
+    from ..record.iteration import iterate
     from ..session.branches import open_on_branch
-    from ..workers.replaying import conflict_reason
 
     if description is None and retry_run is None:
         ctx = click.get_current_context()
@@ -212,34 +197,17 @@ def run_cmd(description: str | None, asi_pairs: tuple[str, ...], asi_json: str |
 
         retry = Retry.of(session, retry_run)
         asi, text = _record_inputs(asi_pairs, asi_json, description or retry.description)
-    retry_of = retry.number if retry else None
-    with locked(session, "run") as recovered:
-        session.check_kept_lines(head=True)
-        before, result, caught, decision = _measured(session, retry, catch_up=not dry_run)
-        checkpoint("run:measured")
-        best = session.segment.best
-        previous_best = best.metric if best else None
-        if result is None:  # the candidate conflicts with a keep made meanwhile
-            assert caught is not None
-            recorded = record(session, "discard", text, result=None, asi=asi,
-                              hooks=before.summary(), replayed=caught.record(session.repo),
-                              reason=conflict_reason(caught), retry_of=retry_of)
-            from ..measure.samples import Measurement
-
-            result = Measurement.empty()
-        elif dry_run:
-            if retry is not None:
-                retry.take_back(session)
-            _dry_run(session, before, result, decision, as_json, retry)
-            return
-        else:
-            recorded = record_replaying(
-                session, decision, text, result=result, asi=asi,
-                hooks=before.summary(), measure_again=lambda: _measure_again(session),
-                replayed=caught.record(session.repo) if caught else None, retry_of=retry_of)
-        again = pending.remeasure_incumbent(session, recorded.record)
-        after = fire_stage(session, "after", recorded.record)
-    notes = session.warnings + recovered.warnings + result.warnings + recorded.warnings + again
+    try:
+        done = iterate(session, text, asi, retry=retry, dry_run=dry_run, progress=progress())
+    finally:
+        clear_progress()
+    if done.recorded is None:
+        _dry_run(session, done.before, done.result, done.decision, as_json, retry)
+        return
+    recorded, recovered, before, after = done.recorded, done.recovered, done.before, done.after
+    assert after is not None
+    notes = (session.warnings + recovered.warnings + done.result.warnings + recorded.warnings
+             + done.notes)
     if as_json:
         emit_json("run", _record_json(recorded.record,
                                       [*_recovered_steer(recovered), before.steer, after.steer],
@@ -249,35 +217,12 @@ def run_cmd(description: str | None, asi_pairs: tuple[str, ...], asi_json: str |
     _print_recovered(recovered)
     print_steer("before", before)
     _print_retry(retry)
-    if decision == "crash" or decision == "checks_failed":
-        _print_measurement(result, session.config.metric_name, recorded=True)
-    _print_record(session, recorded.record, previous_best)
+    if done.decision == "crash" or done.decision == "checks_failed":
+        _print_measurement(done.result, session.config.metric_name, recorded=True)
+    _print_record(session, recorded.record, done.previous_best)
     for note in notes:
         warn(note)
     print_steer("after", after)
-
-
-def _measured(session: Session, retry: Retry | None, *, catch_up: bool
-              ) -> tuple[HookReport, Measurement | None, Replayed | None, str]:
-    """:func:`_hooks_and_measure` for ``run``, with the loop's decision (``discard`` when
-    there is no measurement: the candidate conflicted). A ``retry``'s change is put on the
-    work tree once the loop is known not to stop, and taken off again when the run cannot
-    be measured (a refusal, a signal): nothing of it is left unrecorded."""
-    try:
-        before, result, caught = _hooks_and_measure(
-            session, "run", catch_up=catch_up,
-            prepare=(lambda: retry.apply(session)) if retry is not None else None)
-        return before, result, caught, "discard" if result is None else session.decide(result)
-    except AutoresearchError as exc:
-        if retry is not None and retry.take_back(session):
-            exc.message = (f"{exc.message}; run {retry.number}'s change was taken off the "
-                           "work tree again")
-            exc.args = (exc.message,)
-        raise
-    except BaseException:
-        if retry is not None:
-            retry.take_back(session)
-        raise
 
 
 def _print_retry(retry: Retry | None) -> None:
@@ -331,33 +276,20 @@ def _record_command(status: str) -> Callable[..., None]:
     def body(description: str, asi_pairs: tuple[str, ...], asi_json: str | None,
              metric: float | None, metrics: tuple[str, ...], force: bool,
              as_json: bool) -> None:
-        from ..decide.choice import choose_measurement
-        from ..hooks.payload import fire_stage
-        from ..measure import pending
-        from ..record.recording import record
-        from ..record.recovery import locked
+        from ..record.iteration import record_by_hand
         from ..session.branches import open_on_branch
-        from ..session.workers import IncumbentMoved
-        from ..workers.replaying import keep_refused
 
         asi, description = _record_inputs(asi_pairs, asi_json, description)
         session = open_on_branch()
         session.check_recordable()
-        with locked(session, status) as recovered:
-            session.check_kept_lines()
-            given_metrics = _given_metrics(metrics, metric, session.config.metric_name)
-            choice = choose_measurement(session, status, pending.read(session), metric,
-                                        given_metrics)
-            best = session.segment.best
-            previous_best = best.metric if best else None
-            try:
-                recorded = record(session, status, description, result=choice.result,
-                                  asi=asi, given=choice.given, force=force,
-                                  reason=choice.forced)
-            except IncumbentMoved as moved:
-                raise keep_refused(session, moved) from None
-            after = fire_stage(session, "after", recorded.record)
-        notes = (choice.notes + session.warnings + recovered.warnings + recorded.warnings
+        done = record_by_hand(session, status, description, asi, metric=metric,
+                              given=lambda: _given_metrics(metrics, metric,
+                                                           session.config.metric_name),
+                              force=force)
+        recorded, recovered, after, previous_best = (done.recorded, done.recovered, done.after,
+                                                     done.previous_best)
+        assert recorded is not None and after is not None
+        notes = (done.notes + session.warnings + recovered.warnings + recorded.warnings
                  + _violation_notes(recorded.record))
         if as_json:
             emit_json("run", _record_json(recorded.record,
@@ -384,44 +316,6 @@ def _read_description(value: str) -> str:
         raise UsageError("the description is empty" + (" (stdin gave none)" if value == "-"
                                                          else "") + ": say what the run tried")
     return text
-
-
-def _hooks_and_measure(session: Session, command: str, *, catch_up: bool,
-                       prepare: Callable[[], object] | None = None
-                       ) -> tuple[HookReport, Measurement | None, Replayed | None]:
-    """Under the session lock: stop if asked to, ``prepare`` (a retry's change put on the
-    work tree), fire the before hooks, then, with
-    ``catch_up``, replay a worker's candidate onto an incumbent that moved
-    (:func:`workers.replaying.catch_up`: None for the measurement when it conflicts), then measure.
-    The measurement stays pending until a run is recorded (a keep that git refuses leaves it
-    for discard or keep)."""
-    from ..decide.stopping import check_stop
-    from ..hooks.payload import fire_stage
-    from ..measure import pending
-    from ..workers.replaying import catch_up as replay_first
-
-    check_stop(session, command)
-    if prepare is not None:
-        prepare()
-    before = fire_stage(session, "before", None)
-    caught = replay_first(session) if catch_up else None
-    if caught is not None and caught.conflicts:
-        return before, None, caught
-    try:
-        result = pending.measure(session, progress())
-    finally:
-        clear_progress()
-    return before, result, caught
-
-
-def _measure_again(session: Session) -> Measurement:
-    """Measure a candidate replayed onto a new incumbent (no hooks fire again)."""
-    from ..measure import pending
-
-    try:
-        return pending.measure(session, progress())
-    finally:
-        clear_progress()
 
 
 def _measurement_notes(before: HookReport, result: Measurement) -> list[str]:

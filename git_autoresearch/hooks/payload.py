@@ -10,7 +10,6 @@ from .. import ledger as ledger_mod
 from ..ledger import json_number
 from ..record import journal
 from ..runtime.faults import checkpoint
-from ..runtime.schemas import schema_id
 from ..session.session import Session
 
 if TYPE_CHECKING:
@@ -59,6 +58,8 @@ def fire_stage(session: Session, stage: str, run_entry: Mapping[str, Any] | None
         return HookReport(stage)
     if stage == "after":
         checkpoint("record:before-after-hooks")
+    from ..runtime.schemas import schema_id  # (the schema files): only where hooks fire
+
     payload: dict[str, Any] = {"schema": schema_id(f"hook-{stage}"), "event": stage,
                                "cwd": str(session.repo.top)}
     if stage == "before":

@@ -20,8 +20,7 @@ import shutil
 from collections.abc import Mapping
 from types import TracebackType
 
-from ..git import GitError, worktrees
-from ..history.checkouts import bring, link_shared, sweep, untracked_inputs
+from ..git import GitError
 from ..runtime import signals
 from ..session.session import Session
 from .samples import measure
@@ -75,6 +74,10 @@ class IncumbentTree:
 
     def _make(self) -> str | None:
         """Check the incumbent out and bring in what a checkout lacks; why not, or None."""
+        # (linked worktrees and checkouts): only for a rule that asks for the incumbent
+        from ..git import worktrees
+        from ..history.checkouts import bring, link_shared, sweep, untracked_inputs
+
         session = self.session
         sweep(session, FOLDER_PREFIX, (TREE,))
         try:
@@ -94,6 +97,8 @@ class IncumbentTree:
         """Remove the worktree and its folder, if made (a signal waits until they are gone)."""
         if not self.made:
             return
+        from ..git import worktrees
+
         with signals.deferred():
             worktrees.remove(self.session.repo, self.tree)
             shutil.rmtree(self.folder, ignore_errors=True)

@@ -332,6 +332,8 @@ FileState = tuple[int, int, int] | None  # mutation: equivalent a type for the c
 def _reads_output(cfg: Config) -> bool:
     """Whether ``metric_json`` or one of ``metrics_json`` reads the command's standard output
     (a bare path, or ``-:PATH``: :func:`measure.jsonmetric.split_spec`)."""
+    if not (cfg.metric_json or cfg.metrics_json):
+        return False
     from . import jsonmetric  # (json): only where a metric is read from JSON
 
     default, _ = jsonmetric.split_spec(cfg.metric_json) if cfg.metric_json else (None, "")

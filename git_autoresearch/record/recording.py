@@ -101,8 +101,6 @@ def _record(session: Session, status: str, description: str, *, result: Measurem
             replayed: Mapping[str, Any] | None, recheck_discard: bool,
             retry_of: int | None) -> Recorded:
     """:func:`record`, under the session's shared lock."""
-    from ..workers.replaying import check_incumbent, check_moved, follow
-
     if session.segment.index != session.began_in and not baseline:
         raise Refused(f"a new segment ({session.segment.index}) began while this run was "
                       "measured (start --new-segment, by another worker?): nothing was "
@@ -117,10 +115,13 @@ def _record(session: Session, status: str, description: str, *, result: Measurem
     if status == "keep" and not baseline:
         # A kept experiment would become the baseline of a segment that wanted one measured.
         session.check_baseline()
-    if status == "keep":
-        check_incumbent(session)
-    elif status == "discard" and recheck_discard:
-        check_moved(session)
+    if session.worker is not None:  # its incumbent may have moved: another worker kept
+        from ..workers.replaying import check_incumbent, check_moved
+
+        if status == "keep":
+            check_incumbent(session)
+        elif status == "discard" and recheck_discard:
+            check_moved(session)
     draft = _draft(session, number, status, description, chosen, asi, hooks, baseline)
     if changes.nested:
         draft["nested_repositories"] = list(changes.nested)
@@ -153,9 +154,12 @@ def _record(session: Session, status: str, description: str, *, result: Measurem
         _apply(session, intent, draft, changes, description)
         written = append_run(session, draft, untracked_after, changes.ignored, warnings)
     session.branch_runs.save()  # mutation: equivalent a cache, read again when stale
-    moved = follow(session)
-    if moved:
-        warnings.append(moved)
+    if session.worker is not None:  # the worker follows a keep made meanwhile
+        from ..workers.replaying import follow
+
+        moved = follow(session)
+        if moved:
+            warnings.append(moved)
     return Recorded(written, warnings)
 
 
@@ -344,10 +348,11 @@ def _keep(session: Session, intent: journal.Intent, draft: RunRecord, changes: C
     draft.update({"commit": session.repo.short(kept.commit), "committed": kept.committed,
                   "attempt_ref": kept.attempt_ref})
     if kept.committed:
-        from ..workers.replaying import advance
-
         checkpoint("keep:before-advance")
-        advance(session, head, kept.commit, draft)
+        if session.worker is not None:  # the session branch follows a worker's keep
+            from ..workers.replaying import advance
+
+            advance(session, head, kept.commit, draft)
     draft["scope_violations"] = sorted({*draft["scope_violations"],
                                         *(p for p in kept.scope_violations
                                           if not bounds.is_readonly(p))})

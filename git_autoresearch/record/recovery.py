@@ -62,14 +62,15 @@ def locked(session: Session, what: str) -> Iterator[Recovery]:
 def recover(session: Session, *, abandon: bool = False) -> Recovery:
     """:func:`finish_interrupted`, then the after hooks of the run it finished, which the
     killed command never fired."""
-    from ..workers.replaying import finish_interrupted_replay
-
     finished: list[Mapping[str, Any]] = []
     warnings: list[str] = []
     note = finish_interrupted(session, finished, warnings, abandon=abandon)
-    replayed = finish_interrupted_replay(session) if session.worker is not None else None
-    if replayed:
-        note = f"{note}; {replayed}" if note else replayed
+    if session.worker is not None:  # only a worker replays its candidate
+        from ..workers.replaying import finish_interrupted_replay
+
+        replayed = finish_interrupted_replay(session)
+        if replayed:
+            note = f"{note}; {replayed}" if note else replayed
     # mutation: equivalent only `0` -> `-1`: one run is finished at most
     hooks = fire_stage(session, "after", finished[0]) if finished else None
     return Recovery(note, hooks, warnings)
