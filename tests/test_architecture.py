@@ -28,7 +28,7 @@ VIEWS = {"review.dashboard", "review.insight", "review.plot", "review.query", "r
          "review.report"}
 # Leaves below the session protocol: formats and paths, no git and no session.
 FORMATS = {"decide.rules", "history.refs", "ledger.__init__", "ledger.confidence",
-           "ledger.jsontext", "ledger.readscope", "measure.jsonmetric", "measure.scoring",
+           "ledger.jsontext", "measure.jsonmetric", "measure.scoring",
            "runtime.errors", "runtime.files", "runtime.inputs", "runtime.paths", "session.config"}
 # The session protocol's rooms; the read side (the open session) never reaches up into them.
 PROTOCOL = {"decide.choice", "lifecycle.doctor", "lifecycle.resume", "lifecycle.start",
@@ -54,8 +54,8 @@ LAYERS = [
      "workers.landing", "workers.replaying"},
     {"decide.stopping", "history.checkouts", "hooks.payload", "record.journal",
      "session.branches", "session.reader", "session.session"},
-    {"history.experiment", "history.remoteledger", "history.state", "history.submodules",
-     "history.trailers", "hooks.skill", "hooks.user", "lifecycle.importers", "measure.running",
+    {"history.experiment", "history.remoteledger", "history.state", "history.trailers",
+     "hooks.skill", "hooks.user", "lifecycle.importers", "measure.running",
      "measure.samples", "measure.slots", "review.dashboard", "review.insight", "review.plot",
      "review.query", "review.queryformat", "review.report", "review.review", "session.ideas",
      "session.layout", "session.lock", "session.scripts", "session.workers", "workers.claims"},

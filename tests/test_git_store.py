@@ -15,7 +15,6 @@ from conftest import git, write
 from git_autoresearch.git import Repo
 from git_autoresearch.git.casenames import (
     case_renames,
-    ignores_case,
     rename_in_index,
     undo_case_renames,
 )
@@ -38,14 +37,14 @@ def folded(repo: Path) -> Repo:
 
 
 def test_ignores_case_reads_the_last_value_of_core_ignorecase(repo: Path) -> None:
-    assert ignores_case(Repo.discover(repo)) is False, "unset: false"
+    assert Repo.discover(repo).ignores_case() is False, "unset: false"
     git(repo, "config", "core.ignorecase", "true")
     git(repo, "config", "--add", "core.ignorecase", "false")
-    assert ignores_case(Repo.discover(repo)) is False, "the last value counts, as in git"
+    assert Repo.discover(repo).ignores_case() is False, "the last value counts, as in git"
     git(repo, "config", "--unset-all", "core.ignorecase")
     git(repo, "config", "--add", "core.ignorecase", "false")
     git(repo, "config", "--add", "core.ignorecase", "yes")
-    assert ignores_case(Repo.discover(repo)) is True
+    assert Repo.discover(repo).ignores_case() is True
 
 
 def test_case_renames_follow_folders_and_leave_out_deletions_and_other_entries(
@@ -273,7 +272,7 @@ def test_differences_between_two_commits(repo: Path) -> None:
 
 
 def test_recording_locks_are_those_a_recording_meets(repo: Path) -> None:
-    from git_autoresearch.git.locks import lock_files, recording_locks
+    from git_autoresearch.git.repo import lock_files, recording_locks
 
     top = Repo.discover(repo)
     gd = repo / ".git"
@@ -1180,11 +1179,11 @@ def test_submodules_are_told_dirty_checked_out_and_reinstated(repo: Path,
         has_commit,
         is_dirty,
         reinstate,
-        submodules,
     )
 
     first, second = with_submodule(repo, tmp_path)
     top = Repo.discover(repo)
+    submodules = Repo.submodules
     (repo / "link").symlink_to("sub")
     assert submodules(top, ["src", "sub", "value.txt", "link", "absent"]) == ["sub"]
     assert submodules(top, ["sub", *MANY]) == ["sub"]
@@ -1365,7 +1364,7 @@ def test_automatic_maintenance_unless_switched_off(repo: Path, tmp_path: Path,
 
 
 def test_a_temporary_index_is_a_copy_or_empty_and_always_removed(repo: Path) -> None:
-    from git_autoresearch.git.trees import temporary_index
+    from git_autoresearch.git.objects import temporary_index
 
     top = Repo.discover(repo)
     head_tree = git(repo, "rev-parse", "HEAD^{tree}")
@@ -1398,8 +1397,8 @@ def test_a_temporary_index_is_a_copy_or_empty_and_always_removed(repo: Path) -> 
 
 
 def test_make_tree_builds_nested_folders_in_one_process(repo: Path) -> None:
+    from git_autoresearch.git.objects import make_tree
     from git_autoresearch.git.process import GitError
-    from git_autoresearch.git.trees import make_tree
 
     top = Repo.discover(repo)
     lib = git(repo, "rev-parse", "HEAD:src/lib.py")
@@ -1423,7 +1422,7 @@ def test_make_tree_builds_nested_folders_in_one_process(repo: Path) -> None:
 
 
 def test_renamed_pairs_files_as_gits_rename_detection_does(repo: Path) -> None:
-    from git_autoresearch.git.trees import renamed
+    from git_autoresearch.git.objects import renamed
 
     top = Repo.discover(repo)
     text = "".join(f"line {n}\n" for n in range(20))
@@ -1443,7 +1442,7 @@ def test_renamed_pairs_files_as_gits_rename_detection_does(repo: Path) -> None:
 
 
 def test_hash_files_gives_the_ids_git_would_record(repo: Path, tmp_path: Path) -> None:
-    from git_autoresearch.git.trees import hash_files
+    from git_autoresearch.git.objects import hash_files
 
     with_submodule(repo, tmp_path)
     top = Repo.discover(repo)

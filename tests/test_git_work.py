@@ -10,7 +10,6 @@ import pytest
 from conftest import Tool, git, runs, start_args, write
 
 from git_autoresearch.git import Repo, process
-from git_autoresearch.git.casenames import ignores_case
 
 
 def traced(ar: Tool, monkeypatch: pytest.MonkeyPatch, cwd: Path, *args: str) -> list[str]:
@@ -87,9 +86,9 @@ def test_refs_read_once_are_read_again_after_a_ref_is_written(repo: Path) -> Non
 
 def test_configuration_read_once_is_read_again_after_git_config(repo: Path) -> None:
     top = Repo.discover(repo)
-    assert ignores_case(top) is False
+    assert top.ignores_case() is False
     top.run("config", "core.ignorecase", "true")
-    assert ignores_case(top) is True
+    assert top.ignores_case() is True
     assert top.commit_customizations() == []
 
 

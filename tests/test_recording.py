@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import Tool, git, runs, start_args, write
 
-from git_autoresearch.decide.choice import inconclusive_reason
+from git_autoresearch.decide.rules import inconclusive_reason
 from git_autoresearch.git import Repo
 
 

@@ -930,7 +930,7 @@ def test_reserved_metric_name(repo: Path, ar: Tool) -> None:
 
 def test_make_tree_writes_nested_folders_as_git_would(repo: Path) -> None:
     from git_autoresearch.git import Repo
-    from git_autoresearch.git.trees import make_tree
+    from git_autoresearch.git.objects import make_tree
 
     r = Repo.discover(repo)
     blob = git(repo, "hash-object", "-w", "--stdin", input=b"data\n")

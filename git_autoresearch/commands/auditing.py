@@ -6,8 +6,7 @@ from typing import Any
 
 import click
 
-from .common import CONTEXT, WHOLE, emit_json, json_option, number, warn
-from .completing import complete_runs
+from .common import CONTEXT, WHOLE, complete_runs, emit_json, json_option, number, warn
 
 
 @click.command("audit", context_settings=CONTEXT)

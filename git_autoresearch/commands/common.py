@@ -1,5 +1,6 @@
 """What every command shares: context settings, JSON output, warnings, the live progress line,
-and the options several commands take."""
+the options several commands take, and the completion of the arguments that name runs or
+sessions."""
 
 from __future__ import annotations
 
@@ -145,3 +146,36 @@ def _record_options(f: Callable[..., Any], description_help: str, *, required: b
     ]):
         f = option(f)
     return f
+
+
+# Completion of the arguments that name runs or sessions (commands/completing.py makes the
+# shell scripts that ask for it).
+def complete_runs(ctx: click.Context, param: click.Parameter, incomplete: str
+                  ) -> list[Any]:
+    """The run numbers of the session here that start with ``incomplete``, newest first, each
+    with its status and description as help; none outside a session."""
+    from click.shell_completion import CompletionItem
+
+    from ..ledger import read
+    from ..session.layout import Layout
+
+    try:
+        book = read(Layout.discover().ledger)
+    except Exception:  # noqa: BLE001 - a completion never fails aloud
+        return []
+    return [CompletionItem(str(r.number), help=f"{r.status}: {r.description}"[:80])
+            for r in reversed(book.runs) if str(r.number).startswith(incomplete)]
+
+
+def complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: str
+                      ) -> list[Any]:
+    """The session ids of the repository here that start with ``incomplete``."""
+    from click.shell_completion import CompletionItem
+
+    from ..workers.catalog import session_ids_here
+
+    try:
+        ids = session_ids_here()
+    except Exception:  # noqa: BLE001 - a completion never fails aloud
+        return []
+    return [CompletionItem(sid) for sid in ids if sid.startswith(incomplete)]

@@ -1,13 +1,13 @@
 """Shell completion through click's own mechanism: ``git autoresearch completion SHELL`` prints
-the script, and the arguments that name runs or sessions complete them from the session at
-hand. Bash's script also plugs into git's completion (git's
+the script; the arguments that name runs or sessions complete them from the session at hand
+(``commands.common.complete_runs``). Bash's script also plugs into git's completion (git's
 contrib/completion/git-completion.bash calls ``_git_autoresearch`` for ``git autoresearch ...``)
 and keeps the per-command executables out of ``git <TAB>``."""
 
 from __future__ import annotations
 
 import click
-from click.shell_completion import CompletionItem, get_completion_class
+from click.shell_completion import get_completion_class
 
 from .common import CONTEXT
 
@@ -73,33 +73,6 @@ def script(shell: str) -> str:
     elif shell == "zsh":
         text += _ZSH_GIT
     return text
-
-
-def complete_runs(ctx: click.Context, param: click.Parameter, incomplete: str
-                  ) -> list[CompletionItem]:
-    """The run numbers of the session here that start with ``incomplete``, newest first, each
-    with its status and description as help; none outside a session."""
-    from ..ledger import read
-    from ..session.layout import Layout
-
-    try:
-        book = read(Layout.discover().ledger)
-    except Exception:  # noqa: BLE001 - a completion never fails aloud
-        return []
-    return [CompletionItem(str(r.number), help=f"{r.status}: {r.description}"[:80])
-            for r in reversed(book.runs) if str(r.number).startswith(incomplete)]
-
-
-def complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: str
-                      ) -> list[CompletionItem]:
-    """The session ids of the repository here that start with ``incomplete``."""
-    from ..workers.catalog import session_ids_here
-
-    try:
-        ids = session_ids_here()
-    except Exception:  # noqa: BLE001 - a completion never fails aloud
-        return []
-    return [CompletionItem(sid) for sid in ids if sid.startswith(incomplete)]
 
 
 @click.command("completion", context_settings=CONTEXT)

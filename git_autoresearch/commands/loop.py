@@ -21,6 +21,7 @@ from .common import (
     CONTEXT,
     WHOLE,
     clear_progress,
+    complete_runs,
     emit_json,
     json_option,
     number,
@@ -30,7 +31,6 @@ from .common import (
     run_record_options,
     warn,
 )
-from .completing import complete_runs
 
 # --- measure / run -----------------------------------------------------------------------------
 
@@ -40,7 +40,6 @@ def _measurement_json(result: Measurement, status: str, session: Session) -> dic
     would record, in the run document's names: ``status`` (the loop's decision), ``decision``
     (the rule's object), ``reason``, ``commit`` (measured on, 7 digits), ``tail`` (the end of
     the log), ``command_exit_code`` (the measured command's, not the tool's)."""
-    from ..decide.choice import run_reason
     from ..ledger import json_number
 
     data = result.to_dict()
@@ -51,7 +50,7 @@ def _measurement_json(result: Measurement, status: str, session: Session) -> dic
     cfg = session.config
     data.update({
         "status": status, "decision": result.decision,
-        "reason": run_reason(status, result, cfg.min_effect or 0.0, cfg.direction),
+        "reason": result.reason_for(status, cfg.min_effect or 0.0, cfg.direction),
         "metric": None if result.metric is None else json_number(result.metric),
         "metrics": {k: json_number(v) for k, v in result.metrics.items()},
         "samples": [json_number(s) for s in result.samples],

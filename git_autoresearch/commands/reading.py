@@ -14,12 +14,12 @@ from ..runtime.errors import Refused, UsageError
 from .common import (
     CONTEXT,
     WHOLE,
+    complete_runs,
     emit_json,
     json_option,
     number,
     warn,
 )
-from .completing import complete_runs
 
 if TYPE_CHECKING:
     from ..ledger import Segment

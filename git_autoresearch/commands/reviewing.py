@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..runtime.errors import EXIT_REFUSED, EXIT_UNVERIFIED
-from .common import CONTEXT, WHOLE, emit_json, json_option, number, warn
-from .completing import complete_runs
+from .common import CONTEXT, WHOLE, complete_runs, emit_json, json_option, number, warn
 
 if TYPE_CHECKING:
     from ..review.finalize import Final

@@ -7,8 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from .common import CONTEXT, emit_json, json_option, number, warn
-from .completing import complete_sessions
+from .common import CONTEXT, complete_sessions, emit_json, json_option, number, warn
 
 if TYPE_CHECKING:
     from ..workers.catalog import SessionInfo

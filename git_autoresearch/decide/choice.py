@@ -1,6 +1,6 @@
 """Choosing what a recording command records: the pending measurement, or the metrics the
 caller measured (``--metric``, ``--metrics``), and the notes a keep that does not beat the best
-gets; and the reason an inconclusive run was discarded. Read by :mod:`record.recording` and the
+gets. Read by :mod:`record.recording` and the
 ``keep``/``discard`` commands; no git, no files."""
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from ..ledger import Run
 from ..ledger.jsontext import number_text
@@ -106,68 +105,6 @@ def _judged_keep(session: Session, result: Measurement) -> tuple[Measurement, st
     else:
         why = f"the {found.get('rule')} rule found this run {found.get('verdict')}"
     return dataclasses.replace(result, decision={**found, "forced": True}), why
-
-
-def inconclusive_reason(found: Mapping[str, Any], min_effect: float, direction: str) -> str:
-    """Why an inconclusive run was discarded, for its record's ``reason``: "within noise", or,
-    when its whole interval (``found``'s ``relative_low`` to ``relative_high``, the change as
-    a fraction of the incumbent: :func:`measure.pending.decision_record`) is on the better side of
-    ``direction`` but the gain was not shown to reach ``min_effect`` (a fraction; 0: none
-    asked), that."""
-    high, low = found.get("relative_high"), found.get("relative_low")
-    if min_effect > 0 and isinstance(high, (int, float)) and isinstance(low, (int, float)):
-        if (high < 0 if direction == "lower" else low > 0):
-            return f"better, but not shown to be better by min_effect ({min_effect:.2%})"
-    return "within noise"
-
-
-def discard_reason(found: Mapping[str, Any], min_effect: float, direction: str) -> str:
-    """Why a run the rule did not keep was discarded, for its record's ``reason``: the
-    verdict (:func:`inconclusive_reason`, or "worse" with the relative change), then the
-    evidence it rests on (``found``'s ``evidence``, ``candidate_samples``,
-    ``incumbent_fresh`` and ``stopped_early``, :meth:`measure.pending.Rule.verdict`): the
-    incumbent's earlier samples alone, or samples of both taken side by side; a decision
-    without them (a record written before they were) gets the verdict alone."""
-    relative = found.get("relative")
-    change = f" ({relative:+.1%})" if isinstance(relative, (int, float)) \
-        and not isinstance(relative, bool) else ""
-    said = f"worse{change}" if found.get("verdict") == "worse" \
-        else inconclusive_reason(found, min_effect, direction)
-    evidence, count = found.get("evidence"), found.get("candidate_samples")
-    fresh = found.get("incumbent_fresh")
-    early = "; stopped early" if found.get("stopped_early") else ""
-    if evidence == "pool" and isinstance(count, int):
-        # Hopeless against samples taken earlier, under other load: not better, and no more
-        # than that (a burst of load can make a gain look worse).
-        if found.get("verdict") != "worse" and said == "within noise":
-            said = f"not better{change}"
-        return f"{said}: {count} sample(s) against the incumbent's earlier samples{early}"
-    if evidence in ("fresh", "pool+fresh") and isinstance(count, int) \
-            and isinstance(fresh, list):
-        if said == "within noise":  # (the estimate, and whether it stopped as hopeless)
-            said = f"not better{change}" if early else f"within noise{change}"
-        return (f"{said}: {count} sample(s), {len(fresh)} of the incumbent measured beside "
-                f"them{early}")
-    return said
-
-
-def run_reason(status: str, result: Measurement | None, min_effect: float,
-               direction: str) -> str | None:
-    """Why a run recorded as ``status`` from ``result`` ended so, its record's ``reason``: a
-    crash's cause, then the failed checks' reason (whatever the status), then why the rule did
-    not keep a discard (:func:`discard_reason`); None for a keep that passed and a discard
-    without a measurement or a rule's verdict."""
-    if result is None:
-        return None
-    if status == "crash" and result.reason:
-        return result.reason
-    if result.checks and not result.checks["passed"]:
-        return str(result.checks.get("reason"))
-    found = result.decision
-    if status == "discard" and found is not None \
-            and found.get("verdict") in ("inconclusive", "worse"):
-        return discard_reason(found, min_effect, direction)
-    return None
 
 
 def _best_text(best: Run | None) -> str:

@@ -1,4 +1,5 @@
-"""Keep or discard a candidate against the incumbent's samples: pure functions on lists of floats.
+"""Keep or discard a candidate against the incumbent's samples: pure functions on lists of floats,
+and the words of their verdicts for a run's record (:func:`discard_reason`).
 
 Two rules share one interface, ``rule(pool, candidate, direction=..., min_effect=...,
 max_samples=...) -> Decision``, called after each new sample of the candidate (the sample index
@@ -50,9 +51,10 @@ from __future__ import annotations
 import dataclasses
 import math
 from bisect import bisect_left, bisect_right
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 from ..ledger.stats import median
 
@@ -614,3 +616,49 @@ class Comparison:
         return Decision("sequential", verdict, effect(pool, value, low, high, level),
                         len(pool), len(candidate), better, worse, evidence, len(self.fresh),
                         early)
+
+
+# The words of a verdict, for the ``reason`` of a run's record.
+
+
+def inconclusive_reason(found: Mapping[str, Any], min_effect: float, direction: str) -> str:
+    """Why an inconclusive run was discarded, for its record's ``reason``: "within noise", or,
+    when its whole interval (``found``'s ``relative_low`` to ``relative_high``, the change as
+    a fraction of the incumbent: :func:`measure.pending.decision_record`) is on the better side of
+    ``direction`` but the gain was not shown to reach ``min_effect`` (a fraction; 0: none
+    asked), that."""
+    high, low = found.get("relative_high"), found.get("relative_low")
+    if min_effect > 0 and isinstance(high, (int, float)) and isinstance(low, (int, float)):
+        if (high < 0 if direction == "lower" else low > 0):
+            return f"better, but not shown to be better by min_effect ({min_effect:.2%})"
+    return "within noise"
+
+
+def discard_reason(found: Mapping[str, Any], min_effect: float, direction: str) -> str:
+    """Why a run the rule did not keep was discarded, for its record's ``reason``: the
+    verdict (:func:`inconclusive_reason`, or "worse" with the relative change), then the
+    evidence it rests on (``found``'s ``evidence``, ``candidate_samples``,
+    ``incumbent_fresh`` and ``stopped_early``, :meth:`measure.pending.Rule.verdict`): the
+    incumbent's earlier samples alone, or samples of both taken side by side; a decision
+    without them (a record written before they were) gets the verdict alone."""
+    relative = found.get("relative")
+    change = f" ({relative:+.1%})" if isinstance(relative, (int, float)) \
+        and not isinstance(relative, bool) else ""
+    said = f"worse{change}" if found.get("verdict") == "worse" \
+        else inconclusive_reason(found, min_effect, direction)
+    evidence, count = found.get("evidence"), found.get("candidate_samples")
+    fresh = found.get("incumbent_fresh")
+    early = "; stopped early" if found.get("stopped_early") else ""
+    if evidence == "pool" and isinstance(count, int):
+        # Hopeless against samples taken earlier, under other load: not better, and no more
+        # than that (a burst of load can make a gain look worse).
+        if found.get("verdict") != "worse" and said == "within noise":
+            said = f"not better{change}"
+        return f"{said}: {count} sample(s) against the incumbent's earlier samples{early}"
+    if evidence in ("fresh", "pool+fresh") and isinstance(count, int) \
+            and isinstance(fresh, list):
+        if said == "within noise":  # (the estimate, and whether it stopped as hopeless)
+            said = f"not better{change}" if early else f"within noise{change}"
+        return (f"{said}: {count} sample(s), {len(fresh)} of the incumbent measured beside "
+                f"them{early}")
+    return said

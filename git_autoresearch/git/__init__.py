@@ -10,13 +10,17 @@ nothing else. It knows no session concept (no ref name, no trailer key).
 - :mod:`.process`: running git, its environment, errors (:class:`GitError`, :class:`DiskFull`,
   :class:`NotStaged`)
   and the machine formats;
-- :mod:`.repo`: :class:`Repo`, the typed operations on a repository (its history questions in
-  :mod:`.history`, its configuration questions in :mod:`.settings`);
-- :mod:`.trees`: trees built outside the user's index (a private index, ``git mktree``);
-- :mod:`.objects`: tree entries and blobs read and written in batch;
+- :mod:`.repo`: :class:`Repo`, the typed operations on a repository (references, the work
+  tree and index, history, configuration), git's own lock files, and a new project repository;
+- :mod:`.objects`: tree entries and blobs read and written in batch, and trees built outside
+  the user's index (a private index, ``git mktree``);
 - :mod:`.casenames`: case-only renames where the file system folds case (``core.ignorecase``);
 - :mod:`.submodule`: submodules and their checkouts;
-- :mod:`.locks`: git's own lock files.
+- :mod:`.cas`: compare-and-swap on refs, and the small commits such refs point at;
+- :mod:`.commit_hooks`: what a commit hook asks of git (hooks folder, paths, trailers);
+- :mod:`.moving`: a work tree moved between commits, a change merged onto another commit;
+- :mod:`.worktrees`: linked worktrees, and commits replayed (cherry-picked) in one;
+- :mod:`.remote`: a remote's refs listed, fetched, pushed atomically.
 """
 
 from .process import (

@@ -10,23 +10,17 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 
-from .process import config_bool, join_z, split_z
+from .process import join_z, split_z
 from .repo import Repo
-
-
-def ignores_case(repo: Repo) -> bool:
-    """Whether git takes the file system to fold case (``core.ignorecase``, false unset)."""
-    values = [value for key, value in repo.config_entries(r"^core\.ignorecase$")]
-    return bool(values) and config_bool(values[-1]) is True
 
 
 def case_renames(repo: Repo, paths: Iterable[str] | None = None) -> dict[str, str]:
     """The index entries (``paths`` of them, or all) whose name on disk differs in case only:
     index path -> the path as the folders list it (``Foo.py`` -> ``foo.py``, ``Src/a.py`` ->
-    ``src/a.py``). Empty unless :func:`ignores_case`. A path whose disk name is itself another
+    ``src/a.py``). Empty unless :meth:`Repo.ignores_case`. A path whose disk name is itself another
     index entry, or that no name on disk matches, is left out (an edit or a deletion, which
     git reports)."""
-    if not ignores_case(repo):
+    if not repo.ignores_case():
         return {}
     indexed = split_z(repo.run("ls-files", "-z").stdout)
     known = set(indexed)

@@ -1,24 +1,28 @@
 """A repository: a work tree and its git directories, and the typed operations on them
-(references, the work tree and index, objects, history, configuration); and a new project
-repository made as a person would make one (for the bundled demo)."""
+(references, the work tree and index, objects, history, configuration) in one class,
+:class:`Repo`; git's own lock files (those a recording would meet, and every one there is);
+and a new project repository made as a person would make one (for the bundled demo)."""
 
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..runtime.errors import Refused
-from .history import History
 from .process import (
+    COMMIT_HOOKS,
     DISK_FULL_BYTES,
+    GITLINK,
     DiskFull,
     GitError,
     NotStaged,
     Result,
     StatusEntry,
     clock,
+    config_bool,
     covered,
     current_folder,
     fits_argv,
@@ -31,7 +35,6 @@ from .process import (
     temporary_objects,
     user_locale,
 )
-from .settings import Settings
 
 # Git commands that write no ref (nor the configuration); any other run through
 # :meth:`Repo.run` forgets what was read of the refs. ``config`` only with ``--get-regexp``.
@@ -51,7 +54,22 @@ def reads_only(args: Sequence[str]) -> bool:
 INDEX_WRITERS = frozenset({"update-index", "restore", "reset", "read-tree"})
 INDEX_TRIES = 3
 
-class Repo(History, Settings):
+# An object id, whole or abbreviated as git prints it (4 to 64 hexadecimal digits).
+HEX_NAME = re.compile(r"[0-9a-fA-F]{4,64}")
+
+# The configuration every recording command asks about (case folding, commit hooks and
+# signing, automatic maintenance): read in one ``git config --get-regexp``. The patterns of
+# :data:`COMMAND_PATTERNS` (each matching keys of this one only) are answered from it.
+COMMAND_CONFIG = (r"^(core\.ignorecase|core\.hookspath|hook\..*\.event|commit\.gpgsign|"
+                  r"maintenance\.auto|extensions\.partialclone|remote\..*\.promisor)$")
+# A partial clone's promisor remote (:meth:`Settings.promisor`).
+PROMISOR_PATTERN = r"^(extensions\.partialclone|remote\..*\.promisor)$"
+COMMAND_PATTERNS = frozenset({
+    r"^core\.ignorecase$", r"^(core\.hookspath|hook\..*\.event|commit\.gpgsign)$",
+    r"^maintenance\.auto$", r"^core\.hookspath$", PROMISOR_PATTERN})
+
+
+class Repo:
     """A work tree and its git directories, resolved once to absolute paths.
 
     ``top`` is the work tree root, ``git_dir`` the (per-worktree) git directory, ``common_dir`` the
@@ -464,6 +482,23 @@ class Repo(History, Settings):
         without one, git run inside it would act on this repository."""
         return os.path.lexists(self.top / path / ".git")
 
+    def submodules(self, paths: Sequence[str]) -> list[str]:
+        """The paths of ``paths`` that are submodules: a folder of the work tree whose entry
+        in HEAD or in the index is a gitlink (mode 160000)."""
+        folders = [p for p in paths if (self.top / p).is_dir() and not (self.top / p).is_symlink()]
+        if not folders:
+            return []
+        found = {p for p, (mode, _) in self.tree_entries("HEAD", folders).items()
+                 if mode == GITLINK}
+        staged = self.run("ls-files", "-s", "-z", "--", *folders).stdout if fits_argv(
+            folders) else self.run("ls-files", "-s", "-z").stdout
+        wanted = set(folders)
+        for item in split_z(staged):
+            meta, _, name = item.partition("\t")
+            if meta.startswith(GITLINK + " ") and name in wanted:
+                found.add(name)
+        return [p for p in paths if p in found]
+
     def submodule_head(self, path: str) -> str | None:
         """The commit checked out in submodule ``path``, or None when it has no checkout."""
         if not self.checked_out(path):
@@ -483,6 +518,298 @@ class Repo(History, Settings):
         if res.returncode == 0:
             return None
         return "git has no committer identity: set user.name and user.email (git config)"
+
+    # History: commits, their fields and patches, the differences between two commits, and
+    # which commits are on no branch (git-log(1), git-rev-list(1), git-diff-tree(1) machine
+    # formats).
+
+    def show_patch(self, rev: str) -> str:
+        """Commit ``rev`` for people: ``commit <id>``, its message, a diffstat and the patch
+        (``git show --no-color --no-ext-diff --stat --patch``), decoded (invalid bytes
+        replaced)."""
+        return self.run("show", "--no-color", "--no-ext-diff", "--stat", "--patch",
+                        "--format=commit %H%n%n%B", rev).stdout.decode("utf-8", "replace")
+
+    def commit_fields(self, rev: str, fields: Sequence[str]) -> list[str]:
+        """The ``--format`` placeholders ``fields`` (``%H``, ``%(trailers:...)``, ...) of commit
+        ``rev``, in order, as text (invalid bytes replaced; the last without its trailing
+        newline). Raises :class:`GitError` when ``rev`` names no commit."""
+        fmt = "%x00".join(fields)
+        return self.run("log", "-1", f"--format={fmt}", rev, "--").text.split("\0")
+
+    def log_fields(self, spec: str, fields: Sequence[str], *, reverse: bool = False
+                   ) -> list[list[str]] | None:
+        """The ``--format`` placeholders ``fields`` of every commit of the revision range
+        ``spec`` (newest first; oldest first with ``reverse``), in one ``git log`` (fields
+        ended by ``%x1f``, commits by ``%x1e``, newlines around a commit removed); a commit
+        whose fields hold such a separator is left out. None when git refuses ``spec``."""
+        fmt = "%x1f".join(fields) + "%x1e"
+        res = self.run("log", *(["--reverse"] if reverse else []), f"--format={fmt}", spec,
+                       "--", allow_non_zero=True)
+        if res.returncode != 0:
+            return None
+        found = []
+        # Every commit ends with the separator: what follows the last one is no commit.
+        for item in res.stdout.decode("utf-8", "replace").split("\x1e")[:-1]:
+            parts = item.strip("\n").split("\x1f")
+            if len(parts) == len(fields):
+                found.append(parts)
+        return found
+
+    def blob_versions(self, rev: str, prefix: str) -> list[str]:
+        """Every blob a file under the folder ``prefix`` held in the history of ``rev``, each
+        once, newest first: the blobs each commit wrote there (``git log --raw
+        --no-abbrev``, whose lines read ``:<mode> <mode> <old> <new> <status>\t<path>``).
+        Empty when git refuses ``rev``."""
+        res = self.run("log", "--raw", "--no-abbrev", "--no-renames", "--format=", rev, "--",
+                       prefix, allow_non_zero=True)
+        found: dict[str, None] = {}
+        for line in res.text.splitlines() if res.returncode == 0 else []:
+            fields = line.split("\t")[0].split()
+            if line.startswith(":") and len(fields) == 5 and set(fields[3]) != {"0"}:
+                found.setdefault(fields[3])
+        return list(found)
+
+    # mutation: equivalent only `False` -> `True`: git 2.39 reads both dates alike
+    def date_seconds(self, when: str, *, until: bool = False) -> int | None:
+        """``when`` as seconds since the epoch, read as ``git log --since`` (``--until`` with
+        ``until``) reads a date: ISO dates, ``yesterday``, ``midnight``, ``2.hours.ago``...
+        (git's approxidate, through ``git rev-parse --since=``, which prints
+        ``--max-age=<seconds>``; ``--until=`` prints ``--min-age=``). git reads a text it does
+        not understand as now, as ``git log`` does. None when git prints no date."""
+        # mutation: equivalent only condition negated: git 2.39 reads both dates alike
+        flag, printed = ("--until", "--min-age=") if until else ("--since", "--max-age=")
+        # mutation: equivalent only `True` -> `False`: rev-parse --since never fails
+        res = self.run("rev-parse", f"{flag}={when}", allow_non_zero=True)
+        out = res.text.strip() if res.returncode == 0 else ""
+        # mutation: equivalent only `or` -> `and`: git 2.39 prints a number for any text
+        if not out.startswith(printed) or not out[len(printed):].lstrip("-").isdigit():
+            return None  # mutation: equivalent (the line above)
+        return int(out[len(printed):])
+
+    def commit_times(self, names: Sequence[str]) -> dict[str, int]:
+        """The committer time (seconds since the epoch) of each commit that ``names`` (object
+        ids, full or abbreviated, hexadecimal) names, in one ``git log --no-walk``; a name that
+        is no hexadecimal id, names no object here or no commit is left out. Keys are the
+        names as given."""
+        wanted = sorted({n for n in names if HEX_NAME.fullmatch(n)})
+        if not wanted:
+            return {}
+        res = self.run("log", "--no-walk", "--ignore-missing", "--format=%H %ct", *wanted,
+                       "--", allow_non_zero=True)
+        if res.returncode != 0:
+            return {}
+        found: dict[str, int] = {}
+        for line in res.text.splitlines():
+            oid, _, seconds = line.partition(" ")
+            if not seconds.isdigit():
+                continue  # mutation: equivalent git prints %ct as digits
+            for name in wanted:
+                if oid.startswith(name.lower()):
+                    found[name] = int(seconds)
+        return found
+
+    def patch_ids(self, spec: str) -> dict[str, str]:
+        """The stable patch id (git-patch-id(1) ``--stable``) of each commit of the revision
+        range ``spec`` that changes something, by full commit id: the same change has the same
+        id whatever commit carries it (a cherry-pick, a rebase). Renames are read as a deletion
+        and an addition, as :meth:`diff_patch_id` reads them. Empty when git refuses ``spec``.
+        Two git calls."""
+        res = self.run("log", "-p", "--no-color", "--no-ext-diff", "--no-renames",
+                       "--no-merges", "--format=commit %H", spec, "--", allow_non_zero=True)
+        # mutation: equivalent only `or` -> `and`: a refusal prints nothing, and no patch has no id
+        if res.returncode != 0 or not res.stdout.strip():
+            return {}
+        found: dict[str, str] = {}
+        for line in self.run("patch-id", "--stable", input=res.stdout).text.splitlines():
+            pid, _, commit = line.partition(" ")
+            if pid and commit:  # mutation: equivalent only `and` -> `or`: patch-id prints both
+                found[commit] = pid
+        return found
+
+    def diff_patch_id(self, old: str, new: str) -> str | None:
+        """The stable patch id of the whole difference from commit ``old`` to commit ``new``
+        (the one commit a ``git merge --squash`` of ``new`` onto ``old`` makes has it); None
+        when they do not differ or git refuses them."""
+        res = self.run("diff", "--no-color", "--no-ext-diff", "--no-renames", old, new, "--",
+                       allow_non_zero=True)
+        # mutation: equivalent only `or` -> `and`: a refusal prints nothing, and no patch has no id
+        if res.returncode != 0 or not res.stdout.strip():
+            return None
+        out = self.run("patch-id", "--stable", input=res.stdout).text.split()
+        return out[0] if out else None
+
+    def picked_into(self, base: str, tip: str, into: str = "HEAD"
+                    ) -> tuple[str, list[str]] | None:
+        """How the changes of ``base..tip`` came into ``into`` without those commits, by patch
+        id: (``squash``, [the commit]) when a commit of ``base..into`` has the whole difference
+        from ``base`` to ``tip`` (a ``git merge --squash``), (``cherry-pick``, [the commits,
+        oldest first]) when every commit of ``base..tip`` has its change in one of
+        ``base..into``; None otherwise (nothing in ``base..tip``, or a change missing). Four
+        git calls at most; ``git log -p`` of ``base..into`` costs what that history costs."""
+        kept = self.patch_ids(f"{base}..{tip}")
+        here = self.patch_ids(f"{base}..{into}") if kept else {}
+        if not here:
+            return None
+        whole = self.diff_patch_id(base, tip)
+        squash = [c for c, pid in here.items() if pid == whole]
+        if squash:
+            return "squash", squash[:1]
+        by_id = {pid: c for c, pid in here.items()}
+        if not all(pid in by_id for pid in kept.values()):
+            return None
+        wanted = {by_id[pid] for pid in kept.values()}
+        return "cherry-pick", [c for c in reversed(list(here)) if c in wanted]
+
+    def is_ancestor(self, old: str, new: str) -> bool:
+        """Whether commit ``old`` is ``new`` or an ancestor of it (``merge-base
+        --is-ancestor``); False when either names no commit."""
+        return self.run("merge-base", "--is-ancestor", old, new,
+                        allow_non_zero=True).returncode == 0
+
+    def rev_list(self, spec: str) -> list[str]:
+        """The commits of the revision range ``spec`` (``git rev-list``), newest first; none
+        when git refuses it."""
+        return self.run("rev-list", spec, "--", allow_non_zero=True).text.split()
+
+    def off_branches(self, names: Sequence[str]) -> dict[str, str | None]:
+        """Of the commit ids ``names`` (full or abbreviated), those that no local branch
+        reaches: each name -> its full id, or None when it names no commit at all (pruned, or
+        never in this repository). Two git calls whatever the number of names
+        (``cat-file --batch-check``, then ``rev-list <ids> --not --branches``)."""
+        wanted = [n for n in dict.fromkeys(names) if n and n.strip() == n and "\n" not in n]
+        if not wanted:
+            return {}
+        out = self.run("cat-file", "--batch-check=%(objectname) %(objecttype)",
+                       input="".join(f"{n}^{{commit}}\n" for n in wanted).encode()).text
+        full: dict[str, str | None] = {}
+        # mutation: equivalent cat-file --batch-check prints one line for each name
+        for name, line in zip(wanted, out.splitlines(), strict=False):
+            oid, _, kind = line.partition(" ")
+            full[name] = oid if kind == "commit" else None
+        ids = sorted({oid for oid in full.values() if oid})
+        unreached = set(self.run("rev-list", *ids, "--not", "--branches", "--",
+                                 ).text.split()) if ids else set()
+        return {name: oid for name, oid in full.items() if oid is None or oid in unreached}
+
+    def diff_text(self, old: str, new: str, *, stat: bool = False,
+                  name_only: bool = False) -> str:
+        """The difference from commit ``old`` to commit ``new`` for people (``git diff
+        --no-color --no-ext-diff``, with ``--stat`` or ``--name-only``), decoded (invalid bytes
+        replaced)."""
+        args = ["diff", "--no-color", "--no-ext-diff"]
+        args += ["--stat"] if stat else ["--name-only"] if name_only else []
+        return self.run(*args, old, new, "--").stdout.decode("utf-8", "replace")
+
+    def changed_paths(self, old: str, new: str) -> list[str]:
+        """The paths that differ between commits ``old`` and ``new`` (renames as a deletion
+        and an addition)."""
+        return split_z(self.run("diff-tree", "-r", "-z", "--name-only", "--no-renames", old,
+                                new).stdout)
+
+    # Configuration, as a repository's commands ask about it: entries by pattern (read once per
+    # command for the keys every recording command needs), what would make ``git commit`` do
+    # more than plumbing, and git's automatic maintenance (git-config(1) ``-z`` format).
+
+    def ignores_case(self) -> bool:
+        """Whether git takes the file system to fold case (``core.ignorecase``, false unset)."""
+        values = [value for key, value in self.config_entries(r"^core\.ignorecase$")]
+        return bool(values) and config_bool(values[-1]) is True
+
+    def config_entries(self, pattern: str) -> list[tuple[str, str | None]]:
+        """The (key, value) pairs of every configuration entry whose key matches the regular
+        expression ``pattern`` (``git config --get-regexp``; keys with section and variable
+        names in lower case); the value is None for a bare ``key`` line, which means true.
+
+        A pattern of :data:`COMMAND_PATTERNS` is answered from one read of every key of
+        :data:`COMMAND_CONFIG` (one ``git config`` per command instead of one per question),
+        read again when this repository runs ``git config``, ``commit``, ``init`` or
+        ``submodule``, or a configuration file git reads changed (:meth:`config_stamp`; the
+        files they include are not watched)."""
+        if pattern in COMMAND_PATTERNS:
+            stamp = self.config_stamp()
+            if self._config is None or self._config[0] != stamp:
+                self._config = (stamp, self.config_entries(COMMAND_CONFIG))
+            wanted = re.compile(pattern)
+            return [(key, value) for key, value in self._config[1] if wanted.search(key)]
+        res = self.run("config", "-z", "--get-regexp", pattern, allow_non_zero=True)
+        found: list[tuple[str, str | None]] = []
+        for item in split_z(res.stdout):
+            key, newline, value = item.partition("\n")
+            found.append((key, value if newline else None))
+        return found
+
+    def promisor(self) -> str | None:
+        """The remote a partial clone fetches missing objects from on demand: the first with
+        ``remote.<name>.promisor`` true, or the older ``extensions.partialClone``
+        (gitrepository-layout(5), git-config(1)); None in a whole clone."""
+        for key, value in self.config_entries(PROMISOR_PATTERN):
+            if key == "extensions.partialclone" and value:
+                return value
+            if key.startswith("remote.") and config_bool(value):
+                return key[len("remote."):-len(".promisor")]
+        return None
+
+    def config_stamp(self) -> object:
+        """What changes when a configuration file git reads here changes (the repository's,
+        the work tree's, the global and the system one, as the environment names them: inode,
+        modification time and size of each) or the configuration given in the environment."""
+        env = os.environ
+        home = env.get("HOME", "")
+        files = [self.common_dir / "config", self.git_dir / "config.worktree"]
+        if env.get("GIT_CONFIG_GLOBAL"):
+            files.append(Path(env["GIT_CONFIG_GLOBAL"]))
+        elif home:
+            files += [Path(home) / ".gitconfig",
+                      Path(env.get("XDG_CONFIG_HOME") or Path(home) / ".config") / "git" / "config"]
+        if not env.get("GIT_CONFIG_NOSYSTEM"):
+            files.append(Path(env.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"))
+        stamps: list[object] = [env.get("GIT_CONFIG_PARAMETERS"), env.get("GIT_CONFIG_COUNT")]
+        for path in files:
+            try:
+                st = os.stat(path)
+            except OSError:
+                stamps.append(None)
+            else:
+                stamps.append((str(path), st.st_ino, st.st_mtime_ns, st.st_size))
+        return tuple(stamps)
+
+    def commit_customizations(self) -> list[str]:
+        """What would make ``git commit`` here do more than write-tree, commit-tree and
+        update-ref do: the commit hooks it would run (a file named as in :data:`COMMIT_HOOKS` in
+        the hooks folder, executable or not: ``core.hooksPath``, relative to the top, or the
+        common git directory's ``hooks/``; or a ``hook.<name>.event`` entry) and
+        ``commit.gpgSign`` (or a value of it that git would refuse), and a ``SQUASH_MSG`` left
+        by ``git merge --squash``, which git commit removes. Empty when plumbing makes the same
+        commit."""
+        folder = self.common_dir / "hooks"
+        hooks: set[str] = set()
+        signing: bool | None = False
+        for key, value in self.config_entries(r"^(core\.hookspath|hook\..*\.event|"
+                                              r"commit\.gpgsign)$"):
+            if key == "core.hookspath" and value:
+                folder = self.top / os.path.expanduser(value)
+            elif key == "commit.gpgsign":
+                signing = config_bool(value)  # the last one counts
+            elif value in COMMIT_HOOKS:
+                hooks.add(value)
+        hooks.update(name for name in COMMIT_HOOKS if os.path.lexists(folder / name))
+        found = [f"{name} hook" for name in COMMIT_HOOKS if name in hooks]
+        if signing is not False:  # true, or a value git would refuse
+            found.append("commit.gpgSign")
+        if (self.git_dir / "SQUASH_MSG").exists():
+            found.append("SQUASH_MSG")
+        return found
+
+    def auto_maintenance(self) -> None:
+        """What ``git commit`` runs after each commit: ``git maintenance run --auto --quiet``
+        (``gc --auto`` with git's defaults: it returns at once unless loose objects or packs
+        have piled up), unless ``maintenance.auto`` is false. A failure is ignored, as git
+        ignores it."""
+        entries = self.config_entries(r"^maintenance\.auto$")
+        if entries and config_bool(entries[-1][1]) is False:
+            return
+        self.run("maintenance", "run", "--auto", "--quiet", allow_non_zero=True)
 
 
 def _check_callers_repository(where: Path, repo: Repo) -> None:
@@ -523,3 +850,44 @@ def init_project(folder: Path, message: str, name: str, email: str) -> Repo:
 def oneline_log(repo: Repo, grep: str) -> str:
     """``git log --oneline --grep <grep>``: the matching commits, one line each, newest first."""
     return repo.run("log", "--oneline", "--grep", grep).text
+
+
+# git's own lock files: those a recording would meet, and every one there is (for doctor).
+
+def recording_locks(repo: Repo, branch: str, namespace: str | None = None) -> list[Path]:
+    """The lock files of what a keep, a revert or a measurement changes that exist now:
+    the index's, HEAD's, branch ``branch``'s (``refs/heads/<branch>.lock``),
+    ``packed-refs.lock``, and, with ``namespace`` (a folder of refs), those of
+    our own refs below it (``attempts/<run>.lock``, ``scope/<run>.lock``, ``state.lock``).
+    git creates each while it changes that file and removes it when done; one that stays
+    was left by a git process that was killed (or is one that is still running). Sorted
+    as listed, those under ``namespace`` by path."""
+    wanted = [repo.git_dir / "index.lock", repo.git_dir / "HEAD.lock",
+              repo.common_dir / "refs" / "heads" / f"{branch}.lock",
+              repo.common_dir / "packed-refs.lock"]
+    found = [path for path in wanted if path.is_file()]
+    if namespace is not None:
+        folder = repo.common_dir / namespace
+        if folder.is_dir():
+            found.extend(sorted((p for p in folder.glob("**/*.lock") if p.is_file()),
+                                key=str))
+    return found
+
+def lock_files(repo: Repo) -> list[tuple[Path, float]]:
+    """Every git lock file in the git directories, with its age in seconds: ``*.lock``
+    files at their top (``index.lock``, ``HEAD.lock``, ``packed-refs.lock``,
+    ``config.lock``, ...), under ``refs/``, and those of linked worktrees
+    (``worktrees/<name>/*.lock``); sorted by path."""
+    found: set[Path] = set()
+    for folder in {repo.git_dir, repo.common_dir}:
+        found.update(folder.glob("*.lock"))
+        found.update(folder.glob("worktrees/*/*.lock"))
+        found.update(folder.glob("refs/**/*.lock"))
+    now = time.time()
+    out = []
+    for path in sorted(found, key=str):
+        try:
+            out.append((path, max(0.0, now - path.lstat().st_mtime)))
+        except FileNotFoundError:  # git finished meanwhile
+            continue  # mutation: equivalent the loop's last statement
+    return out

@@ -3,28 +3,8 @@ out, reinstate from ``modules/<name>``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from .process import GITLINK, fits_argv, run_git, split_z
+from .process import run_git, split_z
 from .repo import Repo
-
-
-def submodules(repo: Repo, paths: Sequence[str]) -> list[str]:
-    """The paths of ``paths`` that are submodules: a folder of the work tree whose entry in
-    HEAD or in the index is a gitlink (mode 160000)."""
-    folders = [p for p in paths if (repo.top / p).is_dir() and not (repo.top / p).is_symlink()]
-    if not folders:
-        return []
-    found = {p for p, (mode, _) in repo.tree_entries("HEAD", folders).items()
-             if mode == GITLINK}
-    staged = repo.run("ls-files", "-s", "-z", "--", *folders).stdout if fits_argv(
-        folders) else repo.run("ls-files", "-s", "-z").stdout
-    wanted = set(folders)
-    for item in split_z(staged):
-        meta, _, name = item.partition("\t")
-        if meta.startswith(GITLINK + " ") and name in wanted:
-            found.add(name)
-    return [p for p in paths if p in found]
 
 
 def has_commit(repo: Repo, path: str, commit: str) -> bool:

@@ -15,14 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..git import ABSENT, GITLINK, DiskFull, GitError, Repo, join_z, said
-from ..git.casenames import case_renames, rename_in_index, undo_case_renames
-from ..git.objects import write_blobs
-from ..git.trees import hash_files, renamed, temporary_index
+from ..git.objects import hash_files, renamed, temporary_index, write_blobs
 from ..runtime.errors import Refused
 from ..runtime.faults import checkpoint
 from ..runtime.files import write_atomic
 from ..runtime.paths import Boundaries
-from .submodules import refuse_dirty_submodules, restore_submodules
 from .trailers import read_back
 
 
@@ -116,7 +113,10 @@ def survey(repo: Repo, before: Snapshot | None) -> Changes:
                 changes.added.add(entry.path)
     # A case-only rename is no change to git where the file system folds case: the names on
     # disk are compared with the index's.
-    changes.case_renames = case_renames(repo)
+    if repo.ignores_case():
+        from ..git.casenames import case_renames  # (listings): only where case folds
+
+        changes.case_renames = case_renames(repo)
     for was, now in changes.case_renames.items():
         if was not in changes.tracked:
             changes.tracked.append(was)
@@ -165,8 +165,8 @@ def record_attempt(repo: Repo, head: str, paths: list[str], *, ref: str, message
             index.read_tree(head)
         index.add_paths(paths)
         wanted = set(paths)
-        rename_in_index(repo, {old: new for old, new in (renames or {}).items() if old in wanted},
-                        env=index.env)
+        _rename_in_index(repo, {old: new for old, new in (renames or {}).items()
+                                if old in wanted}, env=index.env)
         tree = index.write_tree()
     try:
         made = repo.commit_tree(tree, [head], message)
@@ -244,7 +244,10 @@ def finish_revert(repo: Repo, created: list[str], tracked: list[str],
     refuse_dirty_submodules(repo, tracked, "reverted")
     removed = _remove_files(repo.top, created)
     checkpoint(f"{stage}:after-remove")
-    undo_case_renames(repo, tracked)
+    if repo.ignores_case():
+        from ..git.casenames import undo_case_renames
+
+        undo_case_renames(repo, tracked)
     repo.restore_from_head(tracked)
     restore_submodules(repo, tracked)
     repo.unstage(staged_preexisting)
@@ -388,7 +391,7 @@ def _commit_in_scope(repo: Repo, bounds: Boundaries, plan: KeepPlan, *, head: st
         repo.unstage(plan.unstage)
         checkpoint("keep:staging")
         repo.add_paths(plan.to_stage)
-        rename_in_index(repo, plan.renames(bounds))
+        _rename_in_index(repo, plan.renames(bounds))
         checkpoint("keep:before-commit")
         if not plan.to_stage:
             return None
@@ -524,3 +527,64 @@ def load_snapshot(path: Path) -> Snapshot | None:
         elif entry:
             snap.ignored_files.add(entry[2:])
     return snap
+
+
+def refuse_dirty_submodules(repo: Repo, paths: Sequence[str], what: str) -> list[str]:
+    """The submodules among ``paths`` (:meth:`Repo.submodules`); :class:`Refused`, naming
+    them, when any has changes its checked-out commit does not hold (a revert could only
+    restore its commit by losing them, and a keep could only record its commit without them)
+    or, for a revert, lacks the commit HEAD records for it. ``what`` says what was not done
+    (``reverted``, ``kept``)."""
+    subs = repo.submodules(paths)
+    if not subs:
+        return subs
+    from ..git import submodule  # (their checkouts): only where an experiment changed one
+
+    dirty = [p for p in subs if submodule.is_dirty(repo, p)]
+    if dirty:
+        raise Refused(f"the submodule{'s' if len(dirty) > 1 else ''} {', '.join(dirty)} "
+                      "of the experiment ha" + ("ve" if len(dirty) > 1 else "s") +
+                      " changes not committed inside it, which git autoresearch cannot "
+                      f"record; nothing was {what}: commit them inside the submodule, or undo "
+                      f"them there (git -C {dirty[0]} status shows them)")
+    if what == "reverted" and subs:
+        recorded = repo.tree_entries("HEAD", subs)
+        lacking = [f"{p} ({oid[:7]})" for p, (mode, oid) in recorded.items()
+                   if mode == GITLINK and not submodule.has_commit(repo, p, oid)]
+        if lacking:
+            raise Refused(f"the submodule checkout cannot go back to the commit HEAD records, "
+                          f"which it does not have: {', '.join(lacking)}; nothing was "
+                          f"reverted: fetch it inside the submodule (git -C "
+                          f"{lacking[0].split(' (')[0]} fetch)")
+    return subs
+
+
+def restore_submodules(repo: Repo, paths: Sequence[str]) -> None:
+    """Put back the checkout of each submodule among ``paths`` (tracked paths just restored
+    to HEAD) at the commit HEAD records: checked out there, or, when the experiment deleted
+    the checkout, made again from the submodule's own repository under the git directory,
+    never fetched. A submodule that HEAD does not have is left as it is. Raises
+    :class:`GitError`."""
+    folders = [p for p in paths if (repo.top / p).is_dir() and not (repo.top / p).is_symlink()]
+    if not folders:
+        return
+    for path, (mode, commit) in repo.tree_entries("HEAD", folders).items():
+        if mode != GITLINK:
+            continue
+        head = repo.submodule_head(path)
+        from ..git import submodule
+
+        if head is None:
+            submodule.reinstate(repo, path)
+        elif head != commit:
+            submodule.checkout(repo, path, commit)
+
+
+def _rename_in_index(repo: Repo, renames: Mapping[str, str],
+                     env: Mapping[str, str] | None = None) -> None:
+    """:func:`git.casenames.rename_in_index` for case-only ``renames`` (old -> new), when
+    there are any (only on a file system that folds case)."""
+    if renames:
+        from ..git.casenames import rename_in_index
+
+        rename_in_index(repo, renames, env)

@@ -24,9 +24,8 @@ from typing import Any
 
 from .. import ledger as ledger_mod
 from ..git import ABSENT, GitError, Repo
-from ..git.objects import cat_named_blobs, write_blob
+from ..git.objects import cat_named_blobs, make_tree, write_blob
 from ..git.remote import fetch_refspecs, push_atomic, remote_refs, remote_refusal
-from ..git.trees import make_tree
 from ..ledger.jsontext import is_whole
 from ..runtime.errors import Refused
 from .refs import (

@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..git import ABSENT, GitError, Repo
-from ..git.objects import cat_blobs, tree_files, write_blobs
-from ..git.trees import make_tree
+from ..git.objects import cat_blobs, make_tree, tree_files, write_blobs
 from ..ledger import read_bytes
 from ..runtime.errors import Refused
 from ..runtime.files import write_atomic

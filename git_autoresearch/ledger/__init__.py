@@ -1,11 +1,11 @@
-"""The ledger, ``.auto/log.jsonl``, and what it is made of: reading it (this module), the lines we
-write (``records``), how a read skips the lines a query cannot select (``readscope``), JSON text
-as JavaScript writes and reads it (``jsontext``), repairs, a segment's confidence and the
-statistics under it.
+"""The ledger, ``.auto/log.jsonl``, and what it is made of: reading it (this module, and how a
+read skips the lines a query cannot select: :func:`only_runs`), the lines we write
+(``records``), JSON text as JavaScript writes and reads it (``jsontext``), repairs, a segment's
+confidence and the statistics under it.
 
 Layer 6 of README "How it is built": it imports only from layer 6 or below; no click, and no git
-command line (git.Repo's typed methods). Its formats (this module, confidence, jsontext,
-readscope) import neither git/, the open session nor the session protocol.
+command line (git.Repo's typed methods). Its formats (this module, confidence, jsontext)
+import neither git/, the open session nor the session protocol.
 
 The ledger, ``.auto/log.jsonl``: one JSON object per line (README, "Files").
 
@@ -25,8 +25,9 @@ import gc
 import json
 import re
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -34,14 +35,88 @@ from typing import Any
 
 from ..runtime.errors import Refused
 from ..runtime.files import append_whole, write_atomic
-from . import readscope
 from .jsontext import ObjectText, loads, loads_plain, number_flags
 from .jsontext import dumps as dumps  # (the ledger's line, long read from here)
 from .jsontext import finite as finite
 from .jsontext import json_number as json_number
-from .readscope import LineTest as LineTest  # (a query's line test, read here too)
-from .readscope import only_runs as only_runs
-from .readscope import runs_as_text as runs_as_text
+
+# A test of every line at once that lets parse skip run lines no reader in this context
+# wants (only_runs): False for a line it need not read.
+LineTest = Callable[[list[bytes]], list[bool]]  # mutation: equivalent only annotations name it
+_ONLY: ContextVar[LineTest | None] = ContextVar("only_runs", default=None)
+_AS_TEXT: ContextVar[bool] = ContextVar("runs_as_text", default=False)
+
+
+def _line_test() -> LineTest | None:
+    """The line test of the :func:`only_runs` in force, or None."""
+    return _ONLY.get()
+
+
+def _held_as_text() -> bool:
+    """Whether a :func:`runs_as_text` is in force."""
+    return _AS_TEXT.get()
+
+
+@dataclass
+class _Baseline:
+    """Whether the segment :func:`parse` is reading has its baseline yet (a kept run with a
+    metric)."""
+
+    known: bool = False
+
+
+def _visited(lines: list[bytes], flags: list[bool], based: _Baseline
+             ) -> Iterator[tuple[int, bytes]]:
+    """(line number, line) of the lines :func:`parse` reads under :func:`only_runs`: each
+    line ``flags`` keeps, and each it rules out that is not a run record as written (it
+    begins ``{"run":``, has no ``"type"`` key and no ``\\u`` escape that could hide one), or
+    that comes before its segment's baseline (``based.known``, which parse sets; a config line,
+    which opens a segment and resets it, is always read)."""
+    skip = [not keep and raw.startswith(b'{"run":') and b'"type"' not in raw
+            and b"\\u" not in raw for keep, raw in zip(flags, lines, strict=True)]
+    after = 0  # the index of the first line not yet given
+    for index in [i for i, skipped in enumerate(skip) if not skipped]:
+        while not based.known and after < index:  # the baseline is not known yet: read on
+            yield after + 1, lines[after]
+            after += 1
+        yield index + 1, lines[index]
+        after = index + 1
+    while not based.known and after < len(lines):
+        yield after + 1, lines[after]
+        after += 1
+
+
+@contextmanager
+def only_runs(wanted: LineTest | None) -> Iterator[None]:
+    """While it lasts, :func:`parse` (and so :func:`ledger.read` and opening a session)
+    skips the
+    run lines for which ``wanted(lines)`` (every line of the ledger, as bytes) says False,
+    unparsed: a query's quick test of the lines' bytes, which must say True for every line
+    the query could select. Lines before a segment's baseline, lines that do not begin
+    ``{"run":`` as a written record does, lines with a ``"type"`` key or a ``\\u`` escape
+    (which could hide a key) are always read. A ledger read so holds fewer runs: for
+    answering that query only."""
+    token = _ONLY.set(wanted)
+    try:
+        yield
+    finally:
+        _ONLY.reset(token)
+
+
+@contextmanager
+def runs_as_text() -> Iterator[None]:
+    """While it lasts, :func:`parse` (and so :func:`ledger.read` and opening a session)
+    holds each
+    run record as an :class:`~git_autoresearch.ledger.jsontext.ObjectText`: its line and the few
+    fields that ``log --json`` reads of every run (:data:`ledger.AT_HAND`), the rest decoded
+    again when asked for. For a reader that writes every line as it stands: ``log --json``
+    on 100,000 runs then takes about 150 MB instead of 480."""
+    token = _AS_TEXT.set(True)
+    try:
+        yield
+    finally:
+        _AS_TEXT.reset(token)
+
 
 # A run record as :func:`dumps` (or json.dumps) writes it begins with its number.
 _RUN_PREFIX = re.compile(rb'\{\s*"run"\s*:\s*([1-9][0-9]{0,8})\s*[,}]')
@@ -361,11 +436,11 @@ def _parse(data: bytes) -> Ledger:
     torn_last = bool(lines[-1])  # split always gives one piece at least
     short, plain = number_flags(data)
     read = loads_plain if short else loads
-    wanted = readscope.wanted()
-    as_text = readscope.as_text()
-    based = readscope.Baseline()
+    wanted = _line_test()
+    as_text = _held_as_text()
+    based = _Baseline()
     visited = enumerate(lines, start=1) if wanted is None else \
-        readscope.visited(lines, wanted(lines), based)
+        _visited(lines, wanted(lines), based)
     last = len(lines)
     current = segments[-1]
     for number, raw in visited:

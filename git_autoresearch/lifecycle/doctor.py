@@ -13,7 +13,7 @@ from typing import Any
 
 from .. import ledger as ledger_mod
 from ..git import temporary_objects
-from ..git.locks import lock_files
+from ..git.repo import lock_files
 from ..history.refs import attempt_ref, attempts_prefix, scope_prefix, session_branch
 from ..history.state import FILES as STATE_FILES
 from ..history.state import LINK as STATE_LINK

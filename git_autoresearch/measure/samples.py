@@ -190,6 +190,23 @@ class Measurement:
             return "checks_failed"
         return None
 
+    def reason_for(self, status: str, min_effect: float, direction: str) -> str | None:
+        """Why a run recorded as ``status`` from this measurement ended so, its record's
+        ``reason``: a crash's cause, then the failed checks' reason (whatever the status),
+        then why the rule did not keep a discard (:func:`decide.rules.discard_reason`); None
+        for a keep that passed and a discard without a rule's verdict."""
+        if status == "crash" and self.reason:
+            return self.reason
+        if self.checks and not self.checks["passed"]:
+            return str(self.checks.get("reason"))
+        found = self.decision
+        if status == "discard" and found is not None \
+                and found.get("verdict") in ("inconclusive", "worse"):
+            from ..decide.rules import discard_reason  # (the rule): only for its verdict
+
+            return discard_reason(found, min_effect, direction)
+        return None
+
     @classmethod
     def empty(cls) -> Measurement:
         """Nothing measured: no metric, no samples, not timed (``duration_s`` None), and no
@@ -346,6 +363,8 @@ def _reads_output(cfg: Config) -> bool:
 def _json_files(cfg: Config) -> list[str]:
     """The files the JSON metrics read (``metric_json``'s, then ``metrics_json``'s), each
     once."""
+    if not (cfg.metric_json or cfg.metrics_json):
+        return []
     from . import jsonmetric
 
     default, _ = jsonmetric.split_spec(cfg.metric_json) if cfg.metric_json else (None, "")

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from .. import ledger as ledger_mod
-from ..decide.choice import run_reason
 from ..git import GitError
 from ..history.experiment import (
     Changes,
@@ -229,7 +228,8 @@ def _draft(session: Session, number: int, status: str, description: str,
         status, description, now_ms(), session.segment.index, **more)
     if session.worker is not None:
         draft["worker"] = session.worker.name
-    why = run_reason(status, result, session.config.min_effect or 0.0, session.config.direction)
+    why = result.reason_for(status, session.config.min_effect or 0.0,
+                            session.config.direction) if result is not None else None
     if result is not None and result.decision is not None:
         draft["decision"] = dict(result.decision)
         if status == "discard" and result.decision.get("verdict") in ("inconclusive", "worse"):

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..git.trees import hash_files
+from ..git.objects import hash_files
 from ..history.experiment import finish_revert, index_backup, revert
 from ..history.trailers import run_trailer, set_aside_message
 from ..hooks.payload import fire_stage

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import ledger as ledger_mod
 from ..git import GitError, Repo
-from ..git.locks import recording_locks
+from ..git.repo import recording_locks
 from ..history.experiment import Changes, load_snapshot, survey
 from ..history.refs import attempts_prefix, session_branch, state_ref
 from ..history.refs import namespace as ref_namespace
