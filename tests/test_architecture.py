@@ -29,7 +29,7 @@ VIEWS = {"review.dashboard", "review.insight", "review.plot", "review.query", "r
 # Leaves below the session protocol: formats and paths, no git and no session.
 FORMATS = {"decide.rules", "history.refs", "ledger.__init__", "ledger.confidence",
            "ledger.jsontext", "measure.jsonmetric", "measure.scoring",
-           "runtime.errors", "runtime.files", "runtime.inputs", "runtime.paths", "session.config"}
+           "runtime.errors", "runtime.files", "runtime.bounds", "runtime.paths", "session.config"}
 # The session protocol's rooms; the read side (the open session) never reaches up into them.
 PROTOCOL = {"decide.choice", "lifecycle.doctor", "lifecycle.resume", "lifecycle.start",
             "measure.pending", "record.recording", "record.recovery"}
@@ -49,16 +49,17 @@ LAYERS = [
     {"hooks.guard", "lifecycle.demo", "lifecycle.doctor", "lifecycle.resume", "lifecycle.start",
      "lifecycle.start_record", "lifecycle.swapping", "record.iteration", "review.apply",
      "review.audit", "review.finalize", "review.runcommits", "review.status", "workers.catalog",
-     "workers.joining", "workers.parallel", "workers.sharing"},
+     "workers.joining", "workers.pool", "workers.sharing"},
     {"decide.choice", "measure.incumbent", "measure.pending", "record.recording", "record.recovery",
-     "workers.landing", "workers.replaying"},
+     "workers.landing", "workers.replay"},
     {"decide.stopping", "history.checkouts", "hooks.payload", "record.journal",
      "session.branches", "session.reader", "session.session"},
     {"history.experiment", "history.remoteledger", "history.state", "history.trailers",
      "hooks.skill", "hooks.user", "lifecycle.importers", "measure.running",
      "measure.samples", "measure.slots", "review.dashboard", "review.insight", "review.plot",
      "review.query", "review.queryformat", "review.report", "review.review", "session.ideas",
-     "session.layout", "session.lock", "session.scripts", "session.workers", "workers.claims"},
+     "session.command_files", "session.layout", "session.lock", "session.workers",
+     "workers.claims"},
     {"__init__", "decide.budget", "decide.rules", "git", "history.refs", "ledger",
      "measure.jsonmetric", "measure.scoring", "runtime", "session.config"},
 ]
@@ -282,15 +283,15 @@ def test_an_import_inside_a_function_is_an_edge() -> None:
     imports the workers' replay only inside the functions a worker runs."""
     iteration = PACKAGE / "record" / "iteration.py"
     top_level = ast.parse(iteration.read_text(encoding="utf-8")).body
-    assert not any(isinstance(n, ast.ImportFrom) and n.module == "workers.replaying"
+    assert not any(isinstance(n, ast.ImportFrom) and n.module == "workers.replay"
                    for n in top_level)
-    assert "workers.replaying" in package_imports(iteration)
+    assert "workers.replay" in package_imports(iteration)
 
 
 # What one iteration of the loop is made of: the core's, which the command line calls
 # (record.iteration) and never does itself.
 ITERATION_PARTS = {"record.recording", "record.recovery", "measure.pending", "hooks.payload",
-                   "decide.stopping", "workers.replaying", "workers.landing"}
+                   "decide.stopping", "workers.replay", "workers.landing"}
 
 
 def test_the_loop_iteration_is_the_cores() -> None:

@@ -264,7 +264,7 @@ def _dry_run(session: Session, before: HookReport, result: Measurement, decision
 def _record_inputs(asi_pairs: tuple[str, ...], asi_json: str | None, description: str
                    ) -> tuple[dict[str, Any], str]:
     """The ``--asi``/``--asi-json`` annotations and the description, checked (exit 2)."""
-    from ..runtime.inputs import MAX_DESCRIPTION_BYTES, check_text, parse_asi
+    from ..runtime.bounds import MAX_DESCRIPTION_BYTES, check_text, parse_asi
 
     asi = parse_asi(list(asi_pairs), asi_json)
     return asi, check_text("--description", _read_description(description),

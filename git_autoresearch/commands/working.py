@@ -29,7 +29,7 @@ def worker_add_cmd(count: int | None, names: tuple[str, ...], folder: Path | Non
     """Add COUNT workers (default 1), each a worktree on its own branch at the incumbent."""
     from ..runtime.errors import UsageError
     from ..session.session import Session
-    from ..workers.parallel import add
+    from ..workers.pool import add
 
     if count is not None and names:
         raise UsageError("give COUNT or --name, not both (--name makes one worker each)")
@@ -66,7 +66,7 @@ def _check_home(session: object) -> None:
 def worker_list_cmd(as_json: bool) -> None:
     """Show the workers: where each is, whether it is behind the incumbent, its last run."""
     from ..session.session import Session
-    from ..workers.parallel import listing
+    from ..workers.pool import listing
 
     session = Session.open()
     found = listing(session)
@@ -100,7 +100,7 @@ def worker_remove_cmd(names: tuple[str, ...], force: bool, as_json: bool) -> Non
     """Remove workers: their worktrees and branches (their runs and attempts stay). Each name
     is checked before any is removed."""
     from ..session.session import Session
-    from ..workers.parallel import check_removable, remove
+    from ..workers.pool import check_removable, remove
 
     session = Session.open()
     for name in names:

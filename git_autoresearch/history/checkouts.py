@@ -48,7 +48,7 @@ def untracked_inputs(session: Session, config: Config | None = None) -> list[str
     work tree (relative, or absolute) that git does not track: a ``.auto/measure.sh`` (never
     committed) or an ignored data file, which a checkout of a commit lacks. A tracked file is
     never among them: a keep that deleted it must be measured without it."""
-    from ..session.scripts import named_paths
+    from ..session.command_files import named_paths
 
     cfg, repo = config or session.config, session.repo
     named = [path for command in (cfg.command, cfg.metric_command)

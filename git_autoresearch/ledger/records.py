@@ -29,7 +29,7 @@ class RunRecord(_RunFields, total=False):
     ``confidence``; then ours, each optional: what the measurement gave, where the attempt or
     the set-aside changes are kept, and, for a rebuilt or imported line, where it came from;
     in a session with workers, the ``worker`` that recorded it and what a ``replayed`` keep
-    was replayed from and onto (:mod:`git_autoresearch.workers.replaying`); for a retry, the run it
+    was replayed from and onto (:mod:`git_autoresearch.workers.replay`); for a retry, the run it
     tried again (``retry_of``)."""
 
     asi: dict[str, Any]

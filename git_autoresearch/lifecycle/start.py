@@ -28,10 +28,10 @@ from ..runtime.errors import Refused, UsageError
 from ..runtime.files import WriteFailed, check_writable
 from ..runtime.paths import Boundaries
 from ..session.branches import branch_below, other_worktree, refuse_branch_below
+from ..session.command_files import command_files, uncommitted_command_files
 from ..session.config import Config, parse_toml, write_config
 from ..session.layout import Layout
 from ..session.lock import SessionLock
-from ..session.scripts import command_files, uncommitted_command_files
 from ..session.session import Session
 from ..session.workers import MAIN
 from ..session.workers import current as current_worker

@@ -18,9 +18,9 @@ from ..ledger.records import ConfigHeader, config_header
 from ..runtime.errors import Refused, UsageError
 from ..runtime.faults import checkpoint
 from ..runtime.files import write_atomic
+from ..session.command_files import command_files
 from ..session.config import Config, file_hash, parse_toml, write_config
 from ..session.layout import Layout, exclude_auto
-from ..session.scripts import command_files
 from ..session.session import Session
 
 # The first notes of ``.auto/prompt.md``, which the agent keeps (README, "Files").

@@ -23,8 +23,8 @@ from ..history.experiment import commit_index
 from ..history.trailers import segment_message, segment_trailers
 from ..runtime.errors import Refused, UsageError
 from ..runtime.paths import AUTO, Boundaries, PathRules
+from ..session.command_files import named_paths
 from ..session.config import Config
-from ..session.scripts import named_paths
 
 # The configuration keys whose commands name the files that define success.
 COMMAND_KEYS = ("command", "metric_command", "checks_command")

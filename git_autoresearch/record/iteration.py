@@ -6,7 +6,7 @@ the after hooks. The command line (``commands.loop``) parses the options and pri
 
 In a session without workers the run goes straight to the recording. In a worker whose
 incumbent moved meanwhile (another worker kept), the candidate is replayed onto the new
-incumbent (:mod:`workers.replaying`), measured again and decided afresh; those modules are
+incumbent (:mod:`workers.replay`), measured again and decided afresh; those modules are
 imported only then.
 """
 
@@ -31,7 +31,7 @@ from .recovery import Recovery, locked
 
 if TYPE_CHECKING:
     from ..review.apply import Retry
-    from ..workers.replaying import Replayed
+    from ..workers.replay import Replayed
 
 # A measurement's progress: seconds elapsed and the command's last line of output.
 Progress = Callable[[float, str], None]
@@ -116,7 +116,7 @@ def record_by_hand(session: Session, status: str, description: str, asi: Mapping
             done.recorded = record(session, status, description, result=choice.result, asi=asi,
                                    given=choice.given, force=force, reason=choice.forced)
         except IncumbentMoved as moved:
-            from ..workers.replaying import keep_refused
+            from ..workers.replay import keep_refused
 
             raise keep_refused(session, moved) from None
         done.after = fire_stage(session, "after", done.recorded.record)
@@ -134,7 +134,7 @@ def measure_candidate(session: Session, progress: Progress | None = None
                                                    progress=progress)
     if result is None:
         assert caught is not None
-        from ..workers.replaying import conflict_reason
+        from ..workers.replay import conflict_reason
 
         raise Refused(f"the incumbent moved since this worker's base, and the candidate "
                       f"{conflict_reason(caught).removeprefix('conflicts ')}: nothing was "
@@ -149,7 +149,7 @@ def hooks_and_measure(session: Session, command: str, *, catch_up: bool,
                       ) -> tuple[HookReport, Measurement | None, Replayed | None]:
     """Under the session lock: stop if asked to, ``prepare`` (a retry's change put on the
     work tree), fire the before hooks, then, in a worker with ``catch_up``, replay its
-    candidate onto an incumbent that moved (:func:`workers.replaying.catch_up`: None for the
+    candidate onto an incumbent that moved (:func:`workers.replay.catch_up`: None for the
     measurement when it conflicts), then measure. The measurement stays pending until a run
     is recorded (a keep that git refuses leaves it for discard or keep)."""
     check_stop(session, command)
@@ -158,7 +158,7 @@ def hooks_and_measure(session: Session, command: str, *, catch_up: bool,
     before = fire_stage(session, "before", None)
     caught = None
     if catch_up and session.worker is not None:
-        from ..workers.replaying import catch_up as replay_first
+        from ..workers.replay import catch_up as replay_first
 
         caught = replay_first(session)
         if caught is not None and caught.conflicts:
@@ -192,7 +192,7 @@ def _measured(session: Session, retry: Retry | None, progress: Progress | None, 
 def _conflicted(session: Session, description: str, asi: Mapping[str, Any],
                 before: HookReport, caught: Replayed, retry_of: int | None) -> Recorded:
     """The discard of a worker's candidate that could not be replayed onto the incumbent."""
-    from ..workers.replaying import conflict_reason
+    from ..workers.replay import conflict_reason
 
     return record(session, "discard", description, result=None, asi=asi,
                   hooks=before.summary(), replayed=caught.record(session.repo),
@@ -207,14 +207,14 @@ def record_replaying(session: Session, status: str, description: str, *,
                      ) -> Recorded:
     """:func:`record.recording.record` for a worker's ``run``: a keep whose incumbent moved
     (another worker kept) is replayed onto the new incumbent and measured again
-    (``measure_again``), up to :data:`workers.replaying.REPLAYS` times, then decided afresh
+    (``measure_again``), up to :data:`workers.replay.REPLAYS` times, then decided afresh
     (in a clone that joined through a remote, the remote's tip is fetched before each
     decision, and with it the new incumbent's record); a replay that conflicts is a discard
     naming the paths (the candidate saved at its attempt ref, as every discard's), and so is a
     candidate the incumbent kept outrunning. ``retry_of``: the run a retry tries again
     (every record names it)."""
     from ..workers.landing import sync
-    from ..workers.replaying import REPLAYS, conflict_reason, replay
+    from ..workers.replay import REPLAYS, conflict_reason, replay
 
     for _ in range(REPLAYS + 1):
         try:

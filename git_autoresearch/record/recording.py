@@ -42,10 +42,10 @@ from ..ledger.records import RunRecord, run_record
 from ..measure.pending import changed_since, set_asides
 from ..measure.samples import Measurement
 from ..runtime import signals
+from ..runtime.bounds import fit_record
 from ..runtime.errors import Refused
 from ..runtime.faults import checkpoint
 from ..runtime.files import WriteFailed
-from ..runtime.inputs import fit_record
 from ..session.session import Session
 from ..session.workers import release
 from . import journal
@@ -81,7 +81,7 @@ def record(session: Session, status: str, description: str, *, result: Measureme
     3) during a merge or the like, on a ledger that cannot be written, and a record that
     cannot fit (exit 2). ``reason`` says why a discard was discarded (a replay that
     conflicted), or why a keep was kept against the loop's decision (``kept by hand: ...``:
-    :attr:`decide.choice.Choice.forced`); ``replayed`` what a replay did (:mod:`workers.replaying`),
+    :attr:`decide.choice.Choice.forced`); ``replayed`` what a replay did (:mod:`workers.replay`),
     ``retry_of`` the run whose attempt this run tried again (``run --retry``). In a worker, a
     keep whose incumbent moved raises :class:`session.workers.IncumbentMoved` before anything
     changes, and so does a discard with ``recheck_discard``."""
@@ -115,7 +115,7 @@ def _record(session: Session, status: str, description: str, *, result: Measurem
         # A kept experiment would become the baseline of a segment that wanted one measured.
         session.check_baseline()
     if session.worker is not None:  # its incumbent may have moved: another worker kept
-        from ..workers.replaying import check_incumbent, check_moved
+        from ..workers.replay import check_incumbent, check_moved
 
         if status == "keep":
             check_incumbent(session)
@@ -154,7 +154,7 @@ def _record(session: Session, status: str, description: str, *, result: Measurem
         written = append_run(session, draft, untracked_after, changes.ignored, warnings)
     session.branch_runs.save()  # mutation: equivalent a cache, read again when stale
     if session.worker is not None:  # the worker follows a keep made meanwhile
-        from ..workers.replaying import follow
+        from ..workers.replay import follow
 
         moved = follow(session)
         if moved:
@@ -350,7 +350,7 @@ def _keep(session: Session, intent: journal.Intent, draft: RunRecord, changes: C
     if kept.committed:
         checkpoint("keep:before-advance")
         if session.worker is not None:  # the session branch follows a worker's keep
-            from ..workers.replaying import advance
+            from ..workers.replay import advance
 
             advance(session, head, kept.commit, draft)
     draft["scope_violations"] = sorted({*draft["scope_violations"],

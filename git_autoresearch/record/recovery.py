@@ -66,7 +66,7 @@ def recover(session: Session, *, abandon: bool = False) -> Recovery:
     warnings: list[str] = []
     note = finish_interrupted(session, finished, warnings, abandon=abandon)
     if session.worker is not None:  # only a worker replays its candidate
-        from ..workers.replaying import finish_interrupted_replay
+        from ..workers.replay import finish_interrupted_replay
 
         replayed = finish_interrupted_replay(session)
         if replayed:
@@ -158,7 +158,7 @@ def _finish_keep(session: Session, intent: Intent, number: int,
     assert head is not None
     session.moved_head(head)
     if committed and session.worker is not None:
-        from ..workers.replaying import advance, tip
+        from ..workers.replay import advance, tip
 
         landing = {**record, "commit": repo.short(head), "committed": committed}
         try:

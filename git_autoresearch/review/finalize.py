@@ -49,8 +49,8 @@ from ..runtime import signals
 from ..runtime.errors import AutoresearchError, Refused, UsageError
 from ..runtime.files import WriteFailed
 from ..session.branches import refuse_branch_below
+from ..session.command_files import script_paths
 from ..session.config import Config
-from ..session.scripts import script_paths
 from ..session.session import Session
 from .audit import CRASH, Audit, Target, effect_json, run_audit
 from .report import audits

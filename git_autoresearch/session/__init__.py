@@ -3,7 +3,7 @@ and scripts, the ideas backlog, where the work tree is against the session branc
 shared folder, and opening a session to read it.
 
 Its modules sit at layers 4 (branches, reader, session), 5 (ideas, layout, lock,
-scripts, workers) and 6 (config) of README "How it is built": each imports only from its own
+command_files, workers) and 6 (config) of README "How it is built": each imports only from its own
 layer or below; no click, and no git command line (git.Repo's typed methods). Its formats
 (config) import neither git/, the open session nor the session protocol.
 """

@@ -107,7 +107,7 @@ def add_idea(path: Path, text: str) -> Idea:
     """Append ``- [ ] text`` (one line) to the backlog, creating it with a heading; the file is
     replaced whole (:func:`~git_autoresearch.runtime.files.write_atomic`), so the caller holds the
     session lock. :class:`UsageError` for empty text or more than 64 KiB."""
-    from ..runtime.inputs import check_text
+    from ..runtime.bounds import check_text
 
     text = one_line(check_text("the idea", text))
     if not text:

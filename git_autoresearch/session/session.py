@@ -118,7 +118,7 @@ class Session:
         (:func:`command_files`, found once, on first use) readonly."""
         if self._bounds is None:
             cfg = self.config
-            from .scripts import command_files
+            from .command_files import command_files
 
             head = self.known_head or self.repo.head()
             scripts = [] if self.read_only else command_files(self.repo, cfg, head)

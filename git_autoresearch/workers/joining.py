@@ -1,9 +1,9 @@
 """Workers on several machines, through a git remote every machine can push to: ``worker join
 REMOTE SESSION`` makes a clone one (:mod:`workers.landing` keeps it in step with the remote).
 
-A joined clone is a worker like a worktree's (:mod:`workers.parallel`), with its own ``.auto/`` and
+A joined clone is a worker like a worktree's (:mod:`workers.pool`), with its own ``.auto/`` and
 its marker's ``remote``. Its session branch is the remote's: fetched before each measurement
-(:func:`sync`), the candidate replayed onto it when another worker kept (:mod:`workers.replaying`),
+(:func:`sync`), the candidate replayed onto it when another worker kept (:mod:`workers.replay`),
 and advanced there only by an atomic push with a lease on the commit the keep was made on
 (:func:`land`). When the lease fails (another machine kept first) the keep is undone here,
 the candidate left in the work tree, and :class:`session.workers.IncumbentMoved` raised, so that

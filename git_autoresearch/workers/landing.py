@@ -6,7 +6,7 @@ The session branch advances on the remote only by an atomic push with a lease on
 the keep was made on. When the lease fails (another machine kept first) the keep is undone here,
 the candidate left in the work tree, and :class:`session.workers.IncumbentMoved` raised, so that
 the candidate is replayed onto the new incumbent and measured again, as with workers on one
-machine (:mod:`workers.replaying`).
+machine (:mod:`workers.replay`).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A worker is a linked worktree of the repository on its own worker branch
 (``autoresearch-workers/<id>/<name>``), at ``<folder of the work tree>/<name of the work
 tree>.workers/<name>`` unless told otherwise. It shares the main work tree's ``.auto/`` (one
 configuration, one ledger) and takes the same commands; its keeps advance the session branch
-by compare-and-swap (:mod:`workers.replaying`). Once workers exist, the main work tree is worker
+by compare-and-swap (:mod:`workers.replay`). Once workers exist, the main work tree is worker
 ``main``, on its own worker branch too: the session branch is then checked out nowhere, so
 that a keep by any worker can move it without changing a work tree under someone's feet.
 """
