@@ -302,18 +302,12 @@ def test_the_loop_iteration_is_the_cores() -> None:
     assert ITERATION_PARTS <= NAMES
 
 
-def test_a_run_without_workers_never_loads_them(tmp_path: Path) -> None:
+def test_a_run_without_workers_never_loads_them(repo: Path) -> None:
     """A session with no worker goes straight to the recording: one run that keeps loads no
     module of the workers' folder (and nothing for linked worktrees or remotes)."""
-    from conftest import git, start_args, write
+    from conftest import start_args, write
 
-    top = tmp_path / "project"
-    top.mkdir()
-    git(top, "init", "-q", "-b", "main")
-    write(top / "value.txt", "100\n")
-    write(top / "bench.sh", 'echo "score: $(cat value.txt)"\n')
-    git(top, "add", "-A")
-    git(top, "commit", "-q", "-m", "initial")
+    top = repo
     tool = [sys.executable, "-m", "git_autoresearch"]
     subprocess.run([*tool, *start_args()], cwd=top, check=True, capture_output=True)
     write(top / "value.txt", "90\n")

@@ -71,19 +71,16 @@ def rule_met(session: Session) -> tuple[str, str] | None:
         return "target_metric", (f"target_metric ({number_text(cfg.target_metric)}) reached in "
                                  f"this segment: the best so far is {number_text(best.metric)} "
                                  f"(run {best.number})")
-    # The runs are counted only for a rule that is set: check_stop asks on every run.
-    most = cfg.max_runs_without_keep
-    plateau = runs_without_keep(seg) if most is not None else []
-    if most is not None and len(plateau) >= most:
-        return "max_runs_without_keep", (f"max_runs_without_keep ({most}) reached in this "
-                                         f"segment: {len(plateau)} run(s) in a row without a "
-                                         f"keep ({_span(plateau)})")
-    most = cfg.max_failures_in_a_row
-    failed = failures_in_a_row(seg) if most is not None else []
-    if most is not None and len(failed) >= most:
-        return "max_failures_in_a_row", (f"max_failures_in_a_row ({most}) reached in this "
-                                         f"segment: {len(failed)} run(s) in a row crashed or "
-                                         f"failed their checks ({_span(failed)})")
+    for key, counted, what in (("max_runs_without_keep", runs_without_keep, "without a keep"),
+                                ("max_failures_in_a_row", failures_in_a_row,
+                                 "crashed or failed their checks")):
+        most = getattr(cfg, key)
+        if most is None:  # counted only for a rule that is set: check_stop asks on every run
+            continue
+        runs = counted(seg)
+        if len(runs) >= most:
+            return key, (f"{key} ({most}) reached in this segment: {len(runs)} run(s) in a row "
+                         f"{what} ({_span(runs)})")
     return None
 
 

@@ -568,12 +568,12 @@ def restore_submodules(repo: Repo, paths: Sequence[str]) -> None:
     folders = [p for p in paths if (repo.top / p).is_dir() and not (repo.top / p).is_symlink()]
     if not folders:
         return
+    from ..git import submodule  # (their checkouts): only where a folder was restored
+
     for path, (mode, commit) in repo.tree_entries("HEAD", folders).items():
         if mode != GITLINK:
             continue
         head = repo.submodule_head(path)
-        from ..git import submodule
-
         if head is None:
             submodule.reinstate(repo, path)
         elif head != commit:

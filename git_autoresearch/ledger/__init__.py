@@ -47,16 +47,6 @@ _ONLY: ContextVar[LineTest | None] = ContextVar("only_runs", default=None)
 _AS_TEXT: ContextVar[bool] = ContextVar("runs_as_text", default=False)
 
 
-def _line_test() -> LineTest | None:
-    """The line test of the :func:`only_runs` in force, or None."""
-    return _ONLY.get()
-
-
-def _held_as_text() -> bool:
-    """Whether a :func:`runs_as_text` is in force."""
-    return _AS_TEXT.get()
-
-
 @dataclass
 class _Baseline:
     """Whether the segment :func:`parse` is reading has its baseline yet (a kept run with a
@@ -436,8 +426,8 @@ def _parse(data: bytes) -> Ledger:
     torn_last = bool(lines[-1])  # split always gives one piece at least
     short, plain = number_flags(data)
     read = loads_plain if short else loads
-    wanted = _line_test()
-    as_text = _held_as_text()
+    wanted = _ONLY.get()  # the line test of the only_runs in force
+    as_text = _AS_TEXT.get()  # whether a runs_as_text is in force
     based = _Baseline()
     visited = enumerate(lines, start=1) if wanted is None else \
         _visited(lines, wanted(lines), based)

@@ -87,7 +87,7 @@ def iterate(session: Session, description: str, asi: Mapping[str, Any], *,
         else:
             done.recorded = record_replaying(
                 session, decision, description, result=result, asi=asi,
-                hooks=before.summary(), measure_again=lambda: pending.measure(session, progress),
+                hooks=before.summary(), progress=progress,
                 replayed=caught.record(session.repo) if caught else None, retry_of=retry_of)
         done.notes = pending.remeasure_incumbent(session, done.recorded.record)
         done.after = fire_stage(session, "after", done.recorded.record)
@@ -202,12 +202,12 @@ def _conflicted(session: Session, description: str, asi: Mapping[str, Any],
 def record_replaying(session: Session, status: str, description: str, *,
                      result: Measurement, asi: Mapping[str, Any] | None,
                      hooks: Sequence[Mapping[str, Any]] | None,
-                     measure_again: Callable[[], Measurement],
+                     progress: Progress | None = None,
                      replayed: dict[str, Any] | None = None, retry_of: int | None = None
                      ) -> Recorded:
     """:func:`record.recording.record` for a worker's ``run``: a keep whose incumbent moved
-    (another worker kept) is replayed onto the new incumbent and measured again
-    (``measure_again``), up to :data:`workers.replay.REPLAYS` times, then decided afresh
+    (another worker kept) is replayed onto the new incumbent and measured again (with
+    ``progress``), up to :data:`workers.replay.REPLAYS` times, then decided afresh
     (in a clone that joined through a remote, the remote's tip is fetched before each
     decision, and with it the new incumbent's record); a replay that conflicts is a discard
     naming the paths (the candidate saved at its attempt ref, as every discard's), and so is a
@@ -238,7 +238,7 @@ def record_replaying(session: Session, status: str, description: str, *,
                               result=dataclasses.replace(result, decision=None), asi=asi,
                               hooks=hooks, replayed=replayed, reason=conflict_reason(outcome),
                               retry_of=retry_of)
-            result = measure_again()
+            result = pending.measure(session, progress)  # (no hooks fire again)
             status = session.decide(result)
     return record(session, "discard", description,
                   result=dataclasses.replace(result, decision=None), asi=asi, hooks=hooks,
