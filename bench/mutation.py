@@ -3,7 +3,7 @@
     python bench/mutation.py MODULE... [--sample N] [--seed S] [--json] [--jobs 2]
                              [--timeout S] [--max-tests N] [--prefer TEST_FILE]...
                              [--only MODULE:LINE]...
-                             [--refresh] [--root DIR]
+                             [--refresh] [--root DIR] [--marks FILE]
 
 MODULE is a path relative to the root (``git_autoresearch/ledger/__init__.py``). Each mutant is one
 small change of the module's syntax tree:
@@ -25,20 +25,23 @@ they start import the copy: ``PYTHONPATH`` names it, ahead of the editable insta
 The score is ``(killed + timed out) / (mutants - equivalent)``; a mutant that no test runs
 counts as a survivor and is listed as such.
 
-A line that ends with ``# mutation: equivalent <reason>``, or follows a comment line that is
-just that, is not mutated: its mutants are reported as equivalent and left out of the score.
-The reason says why no test can tell the mutant from the original (a cache size, a message's
-wording, a bound that cannot be reached). ``# mutation: equivalent only <description>, ...:
-<reason>`` marks only the mutants so described, in the report's words (``only `1` -> `2`,
-statement dropped: ...``); the line's other mutants still run.
+Mutants that no test can tell from the original (a cache size, a message's wording, a bound
+that cannot be reached) are listed beside this tool, in ``bench/equivalent_mutants.toml`` under
+the root (``--marks FILE`` names another), never in the product's source. Each ``[[equivalent]]``
+entry names a ``module``, the ``scope`` (the qualified name of the function or class the line is
+in, ``""`` at module level), the ``line``'s text without its indentation, the ``reason``, and
+optionally ``only`` (the mutants it covers, in the report's words: ```1` -> `2```, ``statement
+dropped``; without it, every mutant of the line) and ``occurrence`` (which of several identical
+lines of that scope, from 1). The mutants it covers are reported as equivalent and left out of the
+score; an entry that matches no line, or several, is an error (exit 2) naming it.
 
 Which tests run which lines comes from one coverage run of the whole suite in the copy, with one
 coverage context per test that reaches the subprocesses the test starts (the plugin
 ``bench/mutation_plugin.py``; coverage.py, in the ``test`` extra, starts in every Python process
 through its ``.pth`` file and ``COVERAGE_PROCESS_START``). Tests that fail in that run are never
 used. The map is cached in ``.mutation/coverage-<key>.json`` under the root, the key being a
-hash of every file of the copied tree but the test modules (``# mutation: equivalent`` remarks
-left out) and of the measured packages: a change to the product, to ``tests/conftest.py`` or to
+hash of every file of the copied tree but the test modules and this tool's own files, and of
+the measured packages: a change to the product, to ``tests/conftest.py`` or to
 the fixtures makes a new map on the next run, and a test module changed, added or removed since
 the cached map runs again alone, its part of the map replaced. ``--refresh`` makes the whole map
 again regardless (or delete ``.mutation/``).
@@ -73,9 +76,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-EQUIVALENT = re.compile(rb"#\s*mutation:\s*equivalent\b[ \t]*([^\r\n]*)")
-# "only `1` -> `2`, statement dropped: <reason>": the mark holds for those mutants alone.
-ONLY = re.compile(r"only (.+?): (.*)")
+MARKS = Path("bench") / "equivalent_mutants.toml"
 IGNORED = shutil.ignore_patterns(".git", ".venv", "__pycache__", ".mutation", ".mypy_cache",
                                  ".ruff_cache", ".pytest_cache", ".hypothesis", "*.pyc",
                                  "*.egg-info", "build", "dist")
@@ -208,14 +209,85 @@ def _walk(site: _Site, node: ast.AST) -> None:
                 _walk(site, child)
 
 
-def mutants_of(root: Path, path: str) -> list[Mutant]:
-    """Every mutant of the module ``root / path``, in source order; those on a line marked
-    ``# mutation: equivalent <reason>`` come back with status ``equivalent``. Mutants whose
-    source does not compile are left out."""
+class MarkError(Exception):
+    """An entry of the equivalent mutants' list that matches no line of its module, or several."""
+
+
+@dataclass(frozen=True)
+class Mark:
+    """One ``[[equivalent]]`` entry of the marks file (see the module's docstring)."""
+
+    module: str
+    scope: str
+    line: str
+    reason: str
+    only: tuple[str, ...] = ()
+    occurrence: int = 0
+
+    def covers(self, mutant: Mutant) -> bool:
+        return not self.only or mutant.description in self.only
+
+
+def read_marks(path: Path) -> list[Mark]:
+    """The entries of the marks file ``path`` (none if there is no such file)."""
+    if not path.is_file():
+        return []
+    import tomllib
+
+    entries = tomllib.loads(path.read_text(encoding="utf-8")).get("equivalent", [])
+    return [Mark(e["module"], e.get("scope", ""), e["line"], e["reason"],
+                 tuple(e.get("only", ())), e.get("occurrence", 0)) for e in entries]
+
+
+def _scopes(tree: ast.AST) -> list[tuple[int, int, str]]:
+    """``(first line, last line, qualified name)`` of every function and class of ``tree``."""
+    found: list[tuple[int, int, str]] = []
+
+    def walk(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                found.append((child.lineno, child.end_lineno or child.lineno,
+                              prefix + child.name))
+                walk(child, prefix + child.name + ".")
+            else:
+                walk(child, prefix)
+
+    walk(tree, "")
+    return found
+
+
+def place_marks(source: bytes, marks: Sequence[Mark]) -> dict[int, list[Mark]]:
+    """The line (from 1) each of ``marks`` stands on in ``source``. Raises :class:`MarkError`
+    for a mark that matches no line, or several without an ``occurrence``."""
+    scopes = _scopes(ast.parse(source))
+
+    def scope_of(number: int) -> str:
+        inside = [name for first, last, name in scopes if first <= number <= last]
+        return max(inside, key=len, default="")
+
+    texts = source.decode("utf-8").splitlines()
+    placed: dict[int, list[Mark]] = {}
+    for mark in marks:
+        lines = [n for n, text in enumerate(texts, 1)
+                 if text.strip() == mark.line and scope_of(n) == mark.scope]
+        if mark.occurrence:
+            lines = lines[mark.occurrence - 1:mark.occurrence]
+        if len(lines) != 1:
+            what = "no line" if not lines else f"{len(lines)} lines (give an occurrence)"
+            raise MarkError(f"{mark.module}: the mark of {mark.line!r} in "
+                            f"{mark.scope or 'the module'} matches {what}")
+        placed.setdefault(lines[0], []).append(mark)
+    return placed
+
+
+def mutants_of(root: Path, path: str, marks: Sequence[Mark] = ()) -> list[Mutant]:
+    """Every mutant of the module ``root / path``, in source order; those an entry of
+    ``marks`` covers come back with status ``equivalent``. Mutants whose source does not
+    compile are left out. Raises :class:`MarkError` for a mark of ``path`` that is stale."""
     source = (root / path).read_bytes()
     site = _Site(source, path)
     _walk(site, ast.parse(source))
-    lines = source.splitlines()
+    placed = place_marks(source, [m for m in marks if m.module == path])
     kept = []
     for mutant in sorted(site.found, key=lambda m: (m.start, m.end, m.description)):
         try:
@@ -223,16 +295,9 @@ def mutants_of(root: Path, path: str) -> list[Mutant]:
         except SyntaxError:
             continue
         for number in range(mutant.lines[0], mutant.lines[1] + 1):
-            above = lines[number - 2].strip() if number > 1 else b""
-            marked = EQUIVALENT.search(lines[number - 1]) \
-                or (EQUIVALENT.match(above) if above.startswith(b"#") else None)
-            if marked:
-                reason = marked.group(1).decode("utf-8", "replace").strip()
-                only = ONLY.match(reason)
-                if only and mutant.description not in only.group(1).split(", "):
-                    continue
-                mutant.status = "equivalent"
-                mutant.reason = only.group(2) if only else reason
+            for mark in placed.get(number, ()):
+                if mark.covers(mutant):
+                    mutant.status, mutant.reason = "equivalent", mark.reason
         kept.append(mutant)
     return kept
 
@@ -245,9 +310,8 @@ def apply(source: bytes, mutant: Mutant) -> bytes:
 
 def tree_hashes(root: Path, packages: list[str]) -> tuple[str, dict[str, str]]:
     """``(key, test files)``: a hash of every file of the tree but the test modules and this
-    tool (with the ``# mutation: equivalent`` remarks taken out, which change no line's meaning
-    nor its number) and of the measured ``packages``, and the hash of each test module
-    (``tests/test_*.py``)."""
+    tool's own files and of the measured ``packages``, and the hash of each test module
+    (``test_*.py`` under ``tests/``)."""
     digest = hashlib.sha256("\0".join(sorted(packages)).encode())
     modules: dict[str, str] = {}
     for directory, names, files in os.walk(root):
@@ -255,15 +319,14 @@ def tree_hashes(root: Path, packages: list[str]) -> tuple[str, dict[str, str]]:
         for name in sorted(files):
             path = Path(directory, name)
             relative = path.relative_to(root).as_posix()
-            if IGNORED(directory, [name]) or path == Path(__file__).resolve():
+            if IGNORED(directory, [name]) or path == Path(__file__).resolve() \
+                    or relative == MARKS.as_posix():
                 continue
             data = path.read_bytes()
-            if relative.startswith("tests/test_") and relative.endswith(".py") \
-                    and relative.count("/") == 1:
+            if relative.startswith("tests/") and name.startswith("test_") \
+                    and name.endswith(".py"):
                 modules[relative] = hashlib.sha256(data).hexdigest()
                 continue
-            if name.endswith(".py"):
-                data = re.sub(rb"[ \t]*" + EQUIVALENT.pattern, b"", data)
             digest.update(relative.encode() + b"\0" + data + b"\0")
     return digest.hexdigest()[:20], modules
 
@@ -539,8 +602,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="run the covering tests of this file first (repeatable)")
     parser.add_argument("--refresh", action="store_true", help="make the coverage map again")
     parser.add_argument("--root", type=Path, default=ROOT, help="the project (default: this one)")
+    parser.add_argument("--marks", type=Path, metavar="FILE",
+                        help=f"the equivalent mutants (default: {MARKS} under the root)")
     args = parser.parse_args(argv)
     root = args.root.resolve()
+    try:
+        marks = read_marks(args.marks or root / MARKS)
+    except (OSError, ValueError, KeyError) as exc:
+        parser.error(f"cannot read the marks file {args.marks or root / MARKS}: {exc}")
     for module in args.modules:
         if not (root / module).is_file() or not module.endswith(".py"):
             parser.error(f"no module {module} under {root}")
@@ -549,7 +618,10 @@ def main(argv: list[str] | None = None) -> int:
 
     chosen: dict[str, list[Mutant]] = {}
     for module in args.modules:
-        found = mutants_of(root, module)
+        try:
+            found = mutants_of(root, module, marks)
+        except MarkError as exc:
+            parser.error(str(exc))
         if args.only:
             found = [m for m in found if m.where() in args.only]
         if args.sample is not None and args.sample < len(found):

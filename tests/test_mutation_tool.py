@@ -1,7 +1,8 @@
 """bench/mutation.py on a project of one module and one test: a mutant the test catches is
-killed, the mutants of a line no test runs survive and are listed as such, and a line marked
-``# mutation: equivalent`` is left out of the score; a test module added later runs alone to
-update the cached coverage map."""
+killed, the mutants of a line no test runs survive and are listed as such, and a line listed in
+``bench/equivalent_mutants.toml`` is left out of the score; a test module added later runs alone
+to update the cached coverage map. Every entry of this repository's own list stands on one line
+of its module."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from conftest import write
 
@@ -20,8 +22,11 @@ def test_the_mutation_tool_kills_a_caught_mutant_and_lists_an_untested_line(
         tmp_path: Path) -> None:
     project = tmp_path / "project"
     write(project / "pkg" / "__init__.py", "")
+    write(project / "bench" / "equivalent_mutants.toml",
+          '[[equivalent]]\nmodule = "pkg/calc.py"\nline = "LIMIT = 10"\n'
+          'reason = "no caller reaches the limit"\n')
     write(project / "pkg" / "calc.py",
-          "LIMIT = 10  # mutation: equivalent no caller reaches the limit\n"
+          "LIMIT = 10\n"
           "\n"
           "\n"
           "def double(x):\n"
@@ -45,7 +50,7 @@ def test_the_mutation_tool_kills_a_caught_mutant_and_lists_an_untested_line(
     assert survivors == {(9, "return value -> `None`", 0), (9, "`3` -> `4`", 0),
                          (9, "`3` -> `2`", 0)}
     assert {m["reason"] for m in report["equivalent"]} == {"no caller reaches the limit"}
-    assert (project / "pkg" / "calc.py").read_text().startswith("LIMIT = 10  #")
+    assert (project / "pkg" / "calc.py").read_text().startswith("LIMIT = 10\n")
 
     # A test module added later runs alone under coverage; the map of the first run serves
     # for the rest, and the mutants it catches are now killed.
@@ -62,22 +67,68 @@ def test_the_mutation_tool_kills_a_caught_mutant_and_lists_an_untested_line(
     assert (counts["killed"], counts["survived"], counts["score"]) == (6, 0, 100.0)
 
 
-def test_a_mark_with_only_leaves_the_lines_other_mutants_to_run(tmp_path: Path) -> None:
-    """``# mutation: equivalent only `2` -> `3`: ...`` marks that mutant of the line alone:
-    the line's others are run (and here killed)."""
+def _tool() -> Any:
     sys.path.insert(0, str(TOOL.parent))
     try:
         import mutation as tool  # type: ignore[import-not-found]
     finally:
         sys.path.pop(0)
+    return tool
+
+
+def test_a_mark_with_only_leaves_the_lines_other_mutants_to_run(tmp_path: Path) -> None:
+    """An entry with ``only`` marks those mutants of its line alone: the line's others are
+    run (and here killed); ``scope`` and ``occurrence`` pick one of identical lines."""
+    tool = _tool()
     write(tmp_path / "pkg" / "calc.py",
           "def half(x):\n"
-          "    return x // 2  # mutation: equivalent only `2` -> `3`, `2` -> `1`: a test\n")
-    found = {(m.description, m.status, m.reason)
-             for m in tool.mutants_of(tmp_path, "pkg/calc.py")}
-    assert found == {("`2` -> `3`", "equivalent", "a test"),
-                     ("`2` -> `1`", "equivalent", "a test"),
-                     ("return value -> `None`", "pending", "")}
+          "    return x // 2\n"
+          "\n"
+          "\n"
+          "def halves(x):\n"
+          "    x = x // 2\n"
+          "    return x // 2\n"
+          "    return x // 2\n")
+    marks = [tool.Mark("pkg/calc.py", "half", "return x // 2", "a test",
+                       ("`2` -> `3`", "`2` -> `1`")),
+             tool.Mark("pkg/calc.py", "halves", "return x // 2", "unreachable", occurrence=2)]
+    found = {(m.line, m.description, m.status, m.reason)
+             for m in tool.mutants_of(tmp_path, "pkg/calc.py", marks) if m.line in (2, 7, 8)}
+    assert found == {(2, "`2` -> `3`", "equivalent", "a test"),
+                     (2, "`2` -> `1`", "equivalent", "a test"),
+                     (2, "return value -> `None`", "pending", ""),
+                     *{(7, d, "pending", "") for d in
+                       ("`2` -> `3`", "`2` -> `1`", "return value -> `None`")},
+                     *{(8, d, "equivalent", "unreachable") for d in
+                       ("`2` -> `3`", "`2` -> `1`", "return value -> `None`")}}
+
+
+def test_a_stale_or_ambiguous_mark_is_refused_by_name(tmp_path: Path) -> None:
+    """A mark whose line is gone, or that matches two lines without an occurrence, stops the
+    tool (exit 2) with the module and line it names, rather than marking nothing or too much."""
+    write(tmp_path / "pkg" / "__init__.py", "")
+    write(tmp_path / "pkg" / "calc.py", "def f(x):\n    x += 1\n    x += 1\n    return x\n")
+    for line, words in (("x -= 1", "matches no line"), ("x += 1", "matches 2 lines")):
+        write(tmp_path / "bench" / "equivalent_mutants.toml",
+              f'[[equivalent]]\nmodule = "pkg/calc.py"\nscope = "f"\nline = "{line}"\n'
+              'reason = "r"\n')
+        proc = subprocess.run([sys.executable, str(TOOL), "pkg/calc.py", "--root", str(tmp_path)],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2, proc.stderr
+        assert f"pkg/calc.py: the mark of '{line}' in f {words}" in proc.stderr
+
+
+def test_every_mark_of_this_repository_stands_on_one_line_of_its_module() -> None:
+    """The product's own list: moving or deleting a marked line without its entry fails here,
+    not at the next mutation run."""
+    tool = _tool()
+    root = TOOL.parent.parent
+    marks = tool.read_marks(root / tool.MARKS)
+    assert marks
+    for module in sorted({m.module for m in marks}):
+        placed = tool.place_marks((root / module).read_bytes(),
+                                  [m for m in marks if m.module == module])
+        assert sum(map(len, placed.values())) == len([m for m in marks if m.module == module])
 
 
 def test_an_interrupted_run_stops_at_once_and_reports_what_it_judged(tmp_path: Path) -> None:

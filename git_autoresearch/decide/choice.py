@@ -108,9 +108,8 @@ def _judged_keep(session: Session, result: Measurement) -> tuple[Measurement, st
 
 
 def _best_text(best: Run | None) -> str:
-    # mutation: equivalent only `or` -> `and`: a decision other than a baseline has a best
     if best is None or best.metric is None:
-        return "nothing kept"  # mutation: equivalent (above)
+        return "nothing kept"
     return f"{number_text(best.metric)}, run {best.number}"
 
 

@@ -58,7 +58,6 @@ from typing import Any, Literal
 
 from ..ledger.stats import median
 
-# mutation: equivalent a type for the checker: annotations are never evaluated at run time
 Verdict = Literal["better", "worse", "inconclusive", "continue"]
 Side = Literal["candidate", "incumbent"]
 Evidence = Literal["pool", "pool+fresh", "fresh", "exact"]
@@ -71,14 +70,13 @@ FUTILITY = 0.02  # an early stop for worse: significantly worse at this one-side
 # An early stop as inconclusive when the one-sided p-value of better exceeds HOPELESS[n - 1]
 # after n samples (the last entry holds on): the candidate is not heading for a keep.
 HOPELESS = (
-    1.0,  # mutation: equivalent only `1.0` -> `2.0`: no p-value is above 1 or 2
+    1.0,
     0.75, 0.55, 0.45, 0.4, 0.35, 0.3)
 CONFIDENCE = 0.80  # two-sided interval of the effect, the dual of the one-sided 10 % test
 AUDIT_CONFIDENCE = 0.90  # the dual of the audit's one-sided 5 % test
 WINDOW = 30  # samples of the incumbent kept; the most recent win
 DRIFT_ALPHA = 0.01  # two-sided level at which the incumbent's recent samples have moved
 # Fewer samples than this are not tested for drift.
-# mutation: equivalent only `9` -> `10`, `9` -> `8`: none found below 12 (2/C(11, 3) = 1.2 %)
 DRIFT_MIN = 9
 
 
@@ -262,7 +260,6 @@ def hodges_lehmann(pool: list[float], candidate: list[float],
     counts = null_counts(m, n)
     total = sum(counts)
     tail, cut, below = (1 - confidence) / 2, 0, 0
-    # mutation: equivalent only `<` -> `<=`: the counts sum to more than any tail
     while (cut < len(counts)
            and (below + counts[cut]) / total <= tail):
         below += counts[cut]
@@ -336,19 +333,15 @@ def drift(samples: list[float], direction: str = "lower") -> Drift | None:
     has not, or with fewer than ``DRIFT_MIN`` samples."""
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {DIRECTIONS}, not {direction!r}")
-    # mutation: equivalent only `<` -> `<=`, `or` -> `and`: shortcuts, never at 1 % below
     if len(samples) < DRIFT_MIN or constant(samples):
         return None
-    # mutation: equivalent only `3` -> `2`, `3` -> `4`: from DRIFT_MIN on, a third is 3 or more
     split = len(samples) - max(3, len(samples) // 3)
     older, recent = list(samples[:split]), list(samples[split:])
     p = 2 * min(p_lower(older, recent), p_higher(older, recent))  # (above 1: no drift)
-    # mutation: equivalent only `>` -> `>=`: no pool of 9 to 60 has a p-value of exactly 1 %
     if p > DRIFT_ALPHA:
         return None
     moved = median([r - o for r in recent for o in older])
     scale = abs(median(older))
-    # mutation: equivalent only `>` -> `>=`, `<` -> `<=`: a drift never moves by exactly 0
     against = moved > 0 if direction == "lower" else moved < 0
     return Drift(moved, moved / scale if scale else None, p, against, len(recent), len(older))
 
@@ -396,7 +389,7 @@ SCREEN_MIN = 3  # samples of the candidate before it can go on (two back-to-back
 # SCREEN_HOPELESS[n - 1] after n samples: more lenient than HOPELESS, since the pool may be
 # stale; the fresh evidence that follows pays for it.
 SCREEN_HOPELESS = (
-    1.0,  # mutation: equivalent only `1.0` -> `2.0`: no p-value is above 1 or 2
+    1.0,
     0.8, 0.6, 0.5, 0.45, 0.4, 0.35)
 TREND_ALPHA = 0.05  # two-sided level of the pool's trend test: a pool that moves is not used
 STALE_ALPHA = 0.03  # fresh incumbent samples better than the pool at this level: it is stale

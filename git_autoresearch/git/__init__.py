@@ -49,7 +49,6 @@ from .process import (
 )
 from .repo import Repo
 
-# mutation: equivalent read by star imports alone, and nothing imports this package with one
 __all__ = [
     "ABSENT", "COMMIT_HOOKS", "DISK_FULL_BYTES", "GITLINK", "LOCATING_VARIABLES", "DiskFull",
     "GitError", "NotStaged", "Repo", "Result", "StatusEntry", "config_bool", "current_folder",

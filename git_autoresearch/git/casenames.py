@@ -46,7 +46,7 @@ def case_renames(repo: Repo, paths: Iterable[str] | None = None) -> dict[str, st
             if part in names:
                 on_disk.append(part)
             elif len(names) == 1:
-                on_disk.append(names[0])  # mutation: equivalent only `0` -> `-1`: one name
+                on_disk.append(names[0])
             else:
                 break
         else:

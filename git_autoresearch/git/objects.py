@@ -99,7 +99,7 @@ def cat_named_blobs(repo: Repo, names: Sequence[str]) -> list[bytes | None]:
     out = repo.run("cat-file", "--batch",
                    input="".join(n + "\n" for n in names).encode()).stdout
     found: list[bytes | None] = []
-    at = 0  # mutation: equivalent only `0` -> `1`: the first header's id is never read
+    at = 0
     for _ in names:
         end = out.index(b"\n", at)
         header = out[at:end].split()
@@ -107,7 +107,6 @@ def cat_named_blobs(repo: Repo, names: Sequence[str]) -> list[bytes | None]:
         if len(header) == 3 and header[2].isdigit():
             size = int(header[2])
             found.append(out[at:at + size] if header[1] == b"blob" else None)
-            # mutation: equivalent only `1` -> `2`: it skips the next header's id, never read
             at += size + 1
         else:  # "<name> missing" or "<name> ambiguous": no content follows
             found.append(None)
@@ -140,7 +139,6 @@ def patches(repo: Repo, commits: Sequence[str]) -> dict[str, str]:
     res = repo.run("diff-tree", "--stdin", "--root", "--no-ext-diff", "--no-color",
                    "--diff-merges=first-parent", "--always", "--stat", "--patch",
                    "--format=%x00%H", input="".join(f"{c}\n" for c in wanted).encode(),
-                   # mutation: equivalent only `True` -> `False`: a missing commit is no error
                    allow_non_zero=True)
     found: dict[str, str] = {}
     for chunk in res.stdout.decode("utf-8", "replace").split("\0")[1:]:
@@ -154,7 +152,6 @@ def has_objects(repo: Repo) -> bool:
     """Whether the object store may hold any object: loose or packed, or borrowed from an
     alternate store (``git count-objects -v``: its ``count``, ``in-pack`` and
     ``alternate`` fields)."""
-    # mutation: equivalent only `True` -> `False`: count-objects does not fail in a repository
     res = repo.run("count-objects", "-v", allow_non_zero=True)
     fields = dict(line.partition(": ")[::2] for line in res.text.splitlines())
     return res.returncode != 0 or "alternate" in fields or \
@@ -167,18 +164,14 @@ def resolve_many(repo: Repo, names: Sequence[str]) -> dict[str, str]:
     commit here (missing, ambiguous, another kind of object, blank or with spaces) is
     left out."""
     wanted = [n for n in dict.fromkeys(names) if n and not any(c.isspace() for c in n)]
-    # mutation: equivalent only `or` -> `and`: a shortcut; git finds nothing either way
     if not wanted or not has_objects(repo):
         return {}  # git would look each name up among refs and packs, to find nothing
     res = repo.run("cat-file", "--buffer", "--batch-check=%(objectname) %(objecttype)",
                    input="".join(f"{n}^{{commit}}\n" for n in wanted).encode(),
-                   # mutation: equivalent only `True` -> `False`: --batch-check does not fail
                    allow_non_zero=True)
     found: dict[str, str] = {}
-    # mutation: equivalent only `False` -> `True`: --batch-check answers each name once
     for name, line in zip(wanted, res.text.splitlines(), strict=False):
         oid, _, kind = line.partition(" ")
-        # mutation: equivalent only `and` -> `or`: a line of no object names it with ^{commit}
         if kind == "commit" and HEX_NAME.fullmatch(oid):
             found[name] = oid
     return found

@@ -65,7 +65,6 @@ class GitError(AutoresearchError):
 # Below this many bytes free on the disk of the git directory, a git call that failed is taken
 # to have failed because the disk is full: git's own words are never read, and a git that
 # wrote until it could not leaves less than this (its partial temporary object included).
-# mutation: equivalent only `1024` -> `1023`, `1024` -> `1025`: a threshold, a byte either way
 DISK_FULL_BYTES = 1024 * 1024
 
 # What git leaves in .git/objects when it is stopped mid-write: a loose object being written
@@ -116,7 +115,6 @@ def clock() -> float:
     """Now, as the kernel stamps a file's modification time (its coarse clock, which may lag
     ``time.time()`` by a tick): a file written after this call is never older than it."""
     coarse = getattr(time, "CLOCK_REALTIME_COARSE", None)
-    # mutation: equivalent only `0.01` -> `-0.99`, `0.01` -> `1.01`: Linux has the coarse clock
     return time.clock_gettime(coarse) if coarse is not None else time.time() - 0.01
 
 
@@ -167,7 +165,6 @@ class StatusEntry:
 
 # A command line holds about 2 MB in all (ARG_MAX); a list of paths longer than this many bytes
 # is never passed as arguments, but on stdin or as a whole listing that is filtered.
-# mutation: equivalent only `64` -> `63`, `64` -> `65`, `1024` -> `1023`, `1024` -> `1025`: a budget
 ARGV_BUDGET = 64 * 1024
 
 

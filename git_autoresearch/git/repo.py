@@ -121,9 +121,8 @@ class Repo:
                 raise Refused(f"git cannot use {where}: "
                               f"{words[-1].strip().removeprefix('fatal: ')}")
             raise Refused(f"not a git repository: {where}")
-        # mutation: equivalent only `or` -> `and`, `6` -> `5`: a top is printed in a work tree only
         if lines[0] == "true" or lines[1] != "true" or len(lines) < 6:
-            raise Refused(f"not inside a git work tree: {where}")  # mutation: equivalent (above)
+            raise Refused(f"not inside a git work tree: {where}")
         git_dir = Path(lines[2])
         common = Path(lines[3])
         scratch = Path(lines[4])
@@ -570,21 +569,17 @@ class Repo:
                 found.setdefault(fields[3])
         return list(found)
 
-    # mutation: equivalent only `False` -> `True`: git 2.39 reads both dates alike
     def date_seconds(self, when: str, *, until: bool = False) -> int | None:
         """``when`` as seconds since the epoch, read as ``git log --since`` (``--until`` with
         ``until``) reads a date: ISO dates, ``yesterday``, ``midnight``, ``2.hours.ago``...
         (git's approxidate, through ``git rev-parse --since=``, which prints
         ``--max-age=<seconds>``; ``--until=`` prints ``--min-age=``). git reads a text it does
         not understand as now, as ``git log`` does. None when git prints no date."""
-        # mutation: equivalent only condition negated: git 2.39 reads both dates alike
         flag, printed = ("--until", "--min-age=") if until else ("--since", "--max-age=")
-        # mutation: equivalent only `True` -> `False`: rev-parse --since never fails
         res = self.run("rev-parse", f"{flag}={when}", allow_non_zero=True)
         out = res.text.strip() if res.returncode == 0 else ""
-        # mutation: equivalent only `or` -> `and`: git 2.39 prints a number for any text
         if not out.startswith(printed) or not out[len(printed):].lstrip("-").isdigit():
-            return None  # mutation: equivalent (the line above)
+            return None
         return int(out[len(printed):])
 
     def commit_times(self, names: Sequence[str]) -> dict[str, int]:
@@ -603,7 +598,7 @@ class Repo:
         for line in res.text.splitlines():
             oid, _, seconds = line.partition(" ")
             if not seconds.isdigit():
-                continue  # mutation: equivalent git prints %ct as digits
+                continue
             for name in wanted:
                 if oid.startswith(name.lower()):
                     found[name] = int(seconds)
@@ -617,13 +612,12 @@ class Repo:
         Two git calls."""
         res = self.run("log", "-p", "--no-color", "--no-ext-diff", "--no-renames",
                        "--no-merges", "--format=commit %H", spec, "--", allow_non_zero=True)
-        # mutation: equivalent only `or` -> `and`: a refusal prints nothing, and no patch has no id
         if res.returncode != 0 or not res.stdout.strip():
             return {}
         found: dict[str, str] = {}
         for line in self.run("patch-id", "--stable", input=res.stdout).text.splitlines():
             pid, _, commit = line.partition(" ")
-            if pid and commit:  # mutation: equivalent only `and` -> `or`: patch-id prints both
+            if pid and commit:
                 found[commit] = pid
         return found
 
@@ -633,7 +627,6 @@ class Repo:
         when they do not differ or git refuses them."""
         res = self.run("diff", "--no-color", "--no-ext-diff", "--no-renames", old, new, "--",
                        allow_non_zero=True)
-        # mutation: equivalent only `or` -> `and`: a refusal prints nothing, and no patch has no id
         if res.returncode != 0 or not res.stdout.strip():
             return None
         out = self.run("patch-id", "--stable", input=res.stdout).text.split()
@@ -683,7 +676,6 @@ class Repo:
         out = self.run("cat-file", "--batch-check=%(objectname) %(objecttype)",
                        input="".join(f"{n}^{{commit}}\n" for n in wanted).encode()).text
         full: dict[str, str | None] = {}
-        # mutation: equivalent cat-file --batch-check prints one line for each name
         for name, line in zip(wanted, out.splitlines(), strict=False):
             oid, _, kind = line.partition(" ")
             full[name] = oid if kind == "commit" else None
@@ -889,5 +881,5 @@ def lock_files(repo: Repo) -> list[tuple[Path, float]]:
         try:
             out.append((path, max(0.0, now - path.lstat().st_mtime)))
         except FileNotFoundError:  # git finished meanwhile
-            continue  # mutation: equivalent the loop's last statement
+            continue
     return out

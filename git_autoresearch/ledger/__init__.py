@@ -42,7 +42,7 @@ from .jsontext import json_number as json_number
 
 # A test of every line at once that lets parse skip run lines no reader in this context
 # wants (only_runs): False for a line it need not read.
-LineTest = Callable[[list[bytes]], list[bool]]  # mutation: equivalent only annotations name it
+LineTest = Callable[[list[bytes]], list[bool]]
 _ONLY: ContextVar[LineTest | None] = ContextVar("only_runs", default=None)
 _AS_TEXT: ContextVar[bool] = ContextVar("runs_as_text", default=False)
 
@@ -455,11 +455,9 @@ def _parse(data: bytes) -> Ledger:
         kind = obj.get("type")
         if kind == "config":
             if len(segments) == 1 and not segments[0].runs:
-                # mutation: equivalent only `0` -> `-1`: with one segment, [-1] is [0]
                 merged = {**(segments[0].header or {}), **obj}
                 if "bestDirection" not in obj:  # pi resets it (jsonl.ts:105)
                     merged.pop("bestDirection", None)
-                # mutation: equivalent only `0` -> `-1`: with one segment, [-1] is [0]
                 segments[0].header = merged
             else:
                 current = Segment(len(segments), obj)
@@ -488,7 +486,6 @@ def _parse(data: bytes) -> Ledger:
                 current.runs.append(run)
                 if obj.get("status") not in STATUSES:
                     odd.append(run)
-                # mutation: equivalent reading more lines than needed changes no answer
                 if wanted is not None and not based.known:
                     based.known = run.status == "keep" and run.metric is not None
     return Ledger(segments, hooks, events, malformed, plain, odd,
@@ -618,7 +615,6 @@ def _whole(raw: bytes) -> bool:
     try:
         return isinstance(loads(raw), dict)
     except (ValueError, UnicodeDecodeError, RecursionError):
-        # mutation: equivalent only return value -> `None`: its one caller tests its truth
         return False
 
 
@@ -628,14 +624,10 @@ def _ends_torn(path: Path) -> bool:
         with open(path, "rb") as fh:
             fh.seek(0, 2)
             if fh.tell() == 0:
-                # mutation: equivalent only return value -> `None`: its one caller tests its truth
                 return False
-            # mutation: equivalent only `2` -> `1`: at the end already, SEEK_CUR is SEEK_END
             fh.seek(-1, 2)
-            # mutation: equivalent only `1` -> `2`: one byte is left to read after the seek
             return fh.read(1) != b"\n"
     except FileNotFoundError:
-        # mutation: equivalent only return value -> `None`: its one caller tests its truth
         return False
 
 

@@ -268,7 +268,6 @@ def measure(
                 return Measurement(None, reading.metrics if reading else {}, samples,
                                    round(time.monotonic() - started, 3), reason=failure,
                                    exit_code=outcome.exit_code, log_tail=tail(log_path))
-            # mutation: equivalent an assertion for the type checker: failure is None here
             assert reading is not None and reading.metric is not None
             samples.append(reading.metric)
             for name, value in reading.metrics.items():
@@ -323,7 +322,6 @@ def _sample(cfg: Config, *, top: Path, log_path: Path, log_fd: int, env: Mapping
             outcome = run_shell(cfg.command, cwd=top, stdout=out.fileno(), stderr=log_fd,
                                 timeout=cfg.timeout_seconds, env=env, on_tick=tick)
             out.seek(0)
-            # mutation: equivalent only `1` -> `2`, `20` -> `19`, `20` -> `21`: a piece's size
             while chunk := out.read(1 << 20):
                 os.write(log_fd, chunk)
             out.seek(0)
@@ -343,7 +341,7 @@ def _sample(cfg: Config, *, top: Path, log_path: Path, log_fd: int, env: Mapping
 
 # The most of a command's standard output read as a JSON document (the rest is ignored).
 JSON_OUTPUT_LIMIT = 8 << 20
-FileState = tuple[int, int, int] | None  # mutation: equivalent a type for the checker
+FileState = tuple[int, int, int] | None
 
 
 def _reads_output(cfg: Config) -> bool:

@@ -67,7 +67,6 @@ class Recorded:
 def record(session: Session, status: str, description: str, *, result: Measurement | None,
            asi: Mapping[str, Any] | None = None, hooks: Sequence[Mapping[str, Any]] | None = None,
            baseline: bool = False, given: Measurement | None = None,
-           # mutation: equivalent only `False` -> `True`: run never keeps failed checks
            force: bool = False, reason: str | None = None,
            replayed: Mapping[str, Any] | None = None, recheck_discard: bool = False,
            retry_of: int | None = None) -> Recorded:
@@ -141,7 +140,6 @@ def _record(session: Session, status: str, description: str, *, result: Measurem
     untracked_after = sorted({*changes.preexisting, *changes.staged_preexisting, *changes.nested,
                               *(p for p in changes.created if session.bounds.is_protected(p))})
     intent = journal.Intent("keep" if status == "keep" else "revert", number,
-                            # mutation: equivalent only `8` -> `7`, `8` -> `9`: never repeats
                             id=os.urandom(8).hex(), head=head,
                             ref=attempt_ref(session.config.session_id, number), record=draft,
                             untracked_after=untracked_after,
@@ -152,7 +150,7 @@ def _record(session: Session, status: str, description: str, *, result: Measurem
     with signals.deferred():
         _apply(session, intent, draft, changes, description)
         written = append_run(session, draft, untracked_after, changes.ignored, warnings)
-    session.branch_runs.save()  # mutation: equivalent a cache, read again when stale
+    session.branch_runs.save()
     if session.worker is not None:  # the worker follows a keep made meanwhile
         from ..workers.replay import follow
 
@@ -198,10 +196,8 @@ def _carry_dropped(draft: RunRecord, measured: Measurement) -> None:
     """What a dropped measurement set aside before it ran still belongs to the run."""
     if measured.scope_ref:
         draft["scope_ref"] = measured.scope_ref
-        # mutation: equivalent only statement dropped: _name_set_asides names them too
         draft["scope_violations"] = sorted({*draft["scope_violations"],
                                             *measured.scope_violations})
-    # mutation: equivalent only statement dropped: _name_set_asides names them too
     draft["readonly_violations"] = list(measured.readonly_violations)
 
 
@@ -336,7 +332,6 @@ def _keep(session: Session, intent: journal.Intent, draft: RunRecord, changes: C
     # A cache: with the stale tree (HEAD moved since discovery) a keep would find nothing to
     # commit only if the candidate recreated the old incumbent, which a replay cannot make.
     head_tree = (session.repo.head_tree_at_discovery
-                 # mutation: equivalent only `==` -> `!=`, condition negated: (above)
                  if head == session.repo.head_at_discovery else None)
     decided = decision_trailer(draft.get("decision"))
     kept = git_keep(session.repo, bounds, plan, head=head,
@@ -369,7 +364,6 @@ def append_run(session: Session, record: RunRecord, untracked_after: list[str],
     fit_record(record)
     segment = session.segment
     probe = Segment(segment.index, segment.header, list(segment.runs))
-    # mutation: equivalent only `0` -> `-1`, `0` -> `1`: a line number no confidence reads
     probe.runs.append(Run(cast(dict[str, Any], record), 0, probe.index))
     from ..ledger.confidence import confidence
 

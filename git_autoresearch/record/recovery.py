@@ -71,7 +71,6 @@ def recover(session: Session, *, abandon: bool = False) -> Recovery:
         replayed = finish_interrupted_replay(session)
         if replayed:
             note = f"{note}; {replayed}" if note else replayed
-    # mutation: equivalent only `0` -> `-1`: one run is finished at most
     hooks = fire_stage(session, "after", finished[0]) if finished else None
     return Recovery(note, hooks, warnings)
 
@@ -253,7 +252,6 @@ def _not_to_finish(session: Session, intent: Intent, ours: bool, abandon: bool, 
 def _diverged(session: Session, attempt: str, head: str, paths: list[str]) -> list[str]:
     """Paths whose content is neither the attempt's nor HEAD's: changed after the kill."""
     if not paths:  # no git calls for no paths
-        # mutation: equivalent only return value -> `None`: the caller reads [] and None alike
         return []
     repo = session.repo
     in_attempt, in_head = repo.blobs(attempt, paths), repo.blobs(head, paths)
