@@ -365,7 +365,7 @@ def profile_ops(root: Path, repeats: int, files: int) -> None:
 def profile_log(root: Path, runs: int, repeats: int) -> None:
     """Print where ``log --json``'s time goes on a ledger of ``runs`` runs, in this process."""
     from git_autoresearch import ledger
-    from git_autoresearch.review import queryformat
+    from git_autoresearch.review import query_format
 
     path = make_ledger(root, runs) / ".auto" / "log.jsonl"
     steps: dict[str, list[float]] = {"read": [], "parse, runs as text": [],
@@ -379,7 +379,7 @@ def profile_log(root: Path, runs: int, repeats: int) -> None:
         with ledger.runs_as_text():  # as log --json reads it
             book = ledger.parse(data)
         decoded = time.perf_counter()
-        for _piece in queryformat.ledger_json_chunks(book, "ledger", lines=False):
+        for _piece in query_format.ledger_json_chunks(book, "ledger", lines=False):
             pass
         done = time.perf_counter()
         steps["read"].append(read - started)

@@ -136,7 +136,8 @@ def _invoke(command: click.Command, prog_name: str, args: list[str]) -> int:
         if os.environ.get("GIT_AUTORESEARCH_DEBUG"):
             raise
         if isinstance(exc, OSError) and exc.errno in _STORAGE_ERRORS:
-            # A full or read-only disk under a write runtime/files.py does not make: refused, named.
+            # A full or read-only disk under a write that runtime/atomic.py does not make:
+            # refused, named.
             _report_error(f"cannot write {exc.filename or 'a file'}: {exc.strerror}",
                           EXIT_REFUSED, prog_name, args)
             return EXIT_REFUSED
@@ -152,7 +153,7 @@ def _invoke(command: click.Command, prog_name: str, args: list[str]) -> int:
 
 
 # The variable of a completion request: ``_<PROG>_COMPLETE`` for ``git-autoresearch``
-# (commands/completing.py).
+# (commands/completion.py).
 COMPLETE_VAR = "_GIT_AUTORESEARCH_COMPLETE"
 _STORAGE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}
 

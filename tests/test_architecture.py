@@ -1,4 +1,4 @@
-"""The package's dependency rules, as README "How it is built" draws them: checked on the
+"""The package's dependency rules, as CONTRIBUTING.md, "How it is built", draws them: checked on the
 source, so that a change that breaks a rule fails here and not in review.
 
 A rule's unit is a room: a folder (``ledger``, ``measure``, ``commands``, ``git``) or one of
@@ -24,41 +24,41 @@ MODULES = sorted(PACKAGE.rglob("*.py"))
 # The command-line layer: parses options and renders; the only place click is imported.
 CLI = {"cli", "commands"}
 # Views: read a Ledger, return data and text; never run git.
-VIEWS = {"review.dashboard", "review.insight", "review.plot", "review.query", "review.queryformat",
-         "review.report"}
+VIEWS = {"review.dashboard", "review.analysis", "review.plot", "review.query",
+         "review.query_format", "review.report"}
 # Leaves below the session protocol: formats and paths, no git and no session.
 FORMATS = {"decide.rules", "history.refs", "ledger.__init__", "ledger.confidence",
            "ledger.jsontext", "measure.jsonmetric", "measure.scoring",
-           "runtime.errors", "runtime.files", "runtime.bounds", "runtime.paths", "session.config"}
+           "runtime.errors", "runtime.atomic", "runtime.bounds", "runtime.scope", "session.config"}
 # The session protocol's rooms; the read side (the open session) never reaches up into them.
 PROTOCOL = {"decide.choice", "lifecycle.doctor", "lifecycle.resume", "lifecycle.start",
-            "measure.pending", "record.recording", "record.recovery"}
+            "measure.worktree", "record.transaction", "record.recovery"}
 # What reaches git or the open session (views and formats never import them).
-GIT_AND_SESSION = {"git", "history.experiment", "history.state", "history.trailers",
+GIT_AND_SESSION = {"git", "history.experiment", "history.state_ref", "history.trailers",
                    "session.session"}
 # The git store imports only itself and these leaves.
-BELOW_THE_STORE = {"runtime.errors", "runtime.files", "runtime.signals"}
+BELOW_THE_STORE = {"runtime.errors", "runtime.atomic", "runtime.signals"}
 # A module is as long as its one job needs; a function stays short enough to read whole.
 MAX_FUNCTION_LINES = 80
-# The layers of README "How it is built", top to bottom: a module imports from its own layer or
-# those below, never from one above. A folder whose modules all sit at one layer is named whole;
-# the others are placed module by module (``measure.pending``), and such a folder's
-# ``__init__`` (its docstring) sits at its lowest module's layer.
+# The layers of CONTRIBUTING.md, "How it is built", top to bottom: a module imports from its
+# own layer or those below, never from one above. A folder whose modules all sit at one layer
+# is named whole; the others are placed module by module (``measure.worktree``), and such a
+# folder's ``__init__`` (its docstring) sits at its lowest module's layer.
 LAYERS = [
     {"__main__", "cli", "commands"},
     {"hooks.guard", "lifecycle.demo", "lifecycle.doctor", "lifecycle.resume", "lifecycle.start",
-     "lifecycle.start_record", "lifecycle.swapping", "record.iteration", "review.apply",
-     "review.audit", "review.finalize", "review.runcommits", "review.status", "workers.catalog",
-     "workers.joining", "workers.pool", "workers.sharing"},
-    {"decide.choice", "measure.incumbent", "measure.pending", "record.recording", "record.recovery",
-     "workers.landing", "workers.replay"},
-    {"decide.stopping", "history.checkouts", "hooks.payload", "record.journal",
-     "session.branches", "session.reader", "session.session"},
-    {"history.experiment", "history.remoteledger", "history.state", "history.trailers",
-     "hooks.skill", "hooks.user", "lifecycle.importers", "measure.running",
-     "measure.samples", "measure.slots", "review.dashboard", "review.insight", "review.plot",
-     "review.query", "review.queryformat", "review.report", "review.review", "session.ideas",
-     "session.command_files", "session.layout", "session.lock", "session.workers",
+     "lifecycle.start_intent", "lifecycle.segment_commit", "record.iteration", "review.apply",
+     "review.audit", "review.finalize", "review.run_commits", "review.status", "workers.sessions",
+     "workers.join", "workers.pool", "workers.push_pull"},
+    {"decide.choice", "measure.incumbent", "measure.worktree", "record.transaction",
+     "record.recovery", "workers.upstream", "workers.replay"},
+    {"decide.stopping", "history.checkouts", "hooks.payload", "record.intents",
+     "session.branches", "session.for_reading", "session.session"},
+    {"history.experiment", "history.remote_ledger", "history.state_ref", "history.trailers",
+     "hooks.skill", "hooks.user", "lifecycle.importers", "measure.runner",
+     "measure.samples", "measure.slots", "review.dashboard", "review.analysis", "review.plot",
+     "review.query", "review.query_format", "review.report", "review.pr_body", "session.ideas",
+     "session.command_files", "session.layout", "session.lock", "session.shared",
      "workers.claims"},
     {"__init__", "decide.budget", "decide.rules", "git", "history.refs", "ledger",
      "measure.jsonmetric", "measure.scoring", "runtime", "session.config"},
@@ -135,12 +135,54 @@ def layer(module: str) -> int:
     return max(i for i, names in enumerate(LAYERS) for n in names if room(n) == room(module))
 
 
+def layer_paragraph(folder: str) -> str:
+    """The paragraph of ``folder``'s docstring that places its modules in LAYERS (counted from
+    1) and names those its formats, views and protocol modules, as the rules here define them;
+    one line, whitespace collapsed."""
+    modules = sorted(n.split(".", 1)[1] for n in NAMES
+                     if room(n) == folder and not n.endswith("__init__"))
+    by_layer: dict[int, list[str]] = {}
+    for module in modules:
+        by_layer.setdefault(layer(f"{folder}.{module}") + 1, []).append(module)
+    where = 'CONTRIBUTING.md, "How it is built"'
+    if len(by_layer) == 1:
+        only = next(iter(by_layer))
+        text = f"Layer {only} of {where}: it imports only from layer {only} or below;"
+    else:
+        parts = [f"{n} ({', '.join(ms)})" for n, ms in sorted(by_layer.items())]
+        text = (f"Its modules sit at layers {', '.join(parts[:-1])} and {parts[-1]} of {where}: "
+                "each imports only from its own layer or below;")
+    text += " no click, and no git command line (git.Repo's typed methods)."
+    rules = ((FORMATS, "Its formats ({}) import neither git/, the open session nor the session "
+                       "protocol."),
+             (VIEWS, "Its views ({}) never import git/, the open session or the history that "
+                     "runs git."),
+             (PROTOCOL, "Its modules of the session protocol ({}) are never imported by the open "
+                        "session (session.session)."))
+    for rule, sentence in rules:
+        named = modules if folder in rule else sorted(
+            m.split(".", 1)[1] for m in rule if m.startswith(folder + "."))
+        if named:
+            text += " " + sentence.format(
+                ", ".join("this module" if m == "__init__" else m for m in named))
+    return text
+
+
+def test_each_folder_says_where_its_modules_sit() -> None:
+    """A folder's docstring places its modules in the layers above and names its formats,
+    views and protocol modules: a module added, moved or renamed without its folder's docstring
+    fails here."""
+    for folder in sorted({room(n) for n in NAMES if "." in n} - {"commands", "git"}):
+        text = (PACKAGE / folder / "__init__.py").read_text(encoding="utf-8")
+        assert layer_paragraph(folder) in " ".join(text.split()), folder
+
+
 def test_every_module_has_a_layer() -> None:
     placed = set().union(*LAYERS)
     folders = {room(n) for n in placed}  # a folder placed module by module has its __init__
     assert {m for m in NAMES if not covered(m, placed)
             and not (m.endswith(".__init__") and room(m) in folders)} == set(), \
-        "place new modules in LAYERS (and README)"
+        "place new modules in LAYERS (and CONTRIBUTING.md)"
     assert placed <= NAMES | ROOMS, f"LAYERS names what is gone: {placed - NAMES - ROOMS}"
 
 
@@ -153,7 +195,7 @@ def test_imports_point_down_the_layers(path: Path) -> None:
 
 def test_every_room_a_rule_names_exists() -> None:
     for rule in (CLI, VIEWS, FORMATS, PROTOCOL, GIT_AND_SESSION, BELOW_THE_STORE,
-                 {"git", "history.trailers", "hooks.user", "measure.samples", "record.journal",
+                 {"git", "history.trailers", "hooks.user", "measure.samples", "record.intents",
                   "session.session"}):
         assert rule <= NAMES | ROOMS, f"a rule names a module that is gone: {rule - NAMES - ROOMS}"
 
@@ -290,8 +332,8 @@ def test_an_import_inside_a_function_is_an_edge() -> None:
 
 # What one iteration of the loop is made of: the core's, which the command line calls
 # (record.iteration) and never does itself.
-ITERATION_PARTS = {"record.recording", "record.recovery", "measure.pending", "hooks.payload",
-                   "decide.stopping", "workers.replay", "workers.landing"}
+ITERATION_PARTS = {"record.transaction", "record.recovery", "measure.worktree", "hooks.payload",
+                   "decide.stopping", "workers.replay", "workers.upstream"}
 
 
 def test_the_loop_iteration_is_the_cores() -> None:
@@ -318,7 +360,7 @@ def test_a_run_without_workers_never_loads_them(repo: Path) -> None:
     done = subprocess.run([sys.executable, "-c", probe], cwd=top, capture_output=True,
                           text=True, check=True)
     loaded = done.stderr.split()
-    assert "git_autoresearch.record.recording" in loaded and "keep" in done.stdout
+    assert "git_autoresearch.record.transaction" in loaded and "keep" in done.stdout
     assert [m for m in loaded if m.startswith("git_autoresearch.workers")
             or m in ("git_autoresearch.git.worktrees", "git_autoresearch.git.remote",
-                     "git_autoresearch.history.remoteledger")] == []
+                     "git_autoresearch.history.remote_ledger")] == []

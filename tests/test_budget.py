@@ -11,7 +11,7 @@ import pytest
 from conftest import Tool, ledger_lines, runs, start_args, write
 
 from git_autoresearch import ledger as ledger_mod
-from git_autoresearch.review.insight import analysis_text, analyze
+from git_autoresearch.review.analysis import analysis_text, analyze
 from git_autoresearch.session.config import duration_seconds, format_duration
 
 

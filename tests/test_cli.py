@@ -430,6 +430,6 @@ def test_keep_and_discard_import_only_what_recording_needs(repo: Path, ar: Tool)
                               capture_output=True, text=True, cwd=repo)
         assert proc.returncode == 0, proc.stderr
         imported = set(proc.stderr.rsplit("imported: ", 1)[1].split())
-        assert "git_autoresearch.record.recording" in imported
+        assert "git_autoresearch.record.transaction" in imported
         assert imported & NOT_FOR_RECORDING == set(), entry
     assert [r["status"] for r in runs(repo)][-2:] == ["keep", "discard"]

@@ -13,7 +13,7 @@ import pytest
 from conftest import Tool, commit_all, git, runs, write
 
 from git_autoresearch.ledger import parse
-from git_autoresearch.review import runcommits
+from git_autoresearch.review import run_commits
 from git_autoresearch.review.dashboard import render
 
 # The score is value.txt plus other.txt: keeps of either file improve it.
@@ -132,7 +132,7 @@ def test_render_without_diffs_keeps_the_page_as_it_was() -> None:
 def test_past_the_total_the_oldest_runs_go_without(repo: Path, ar: Tool,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     night(repo, ar)
-    monkeypatch.setattr(runcommits, "DIFF_TOTAL_BYTES", 2000)
+    monkeypatch.setattr(run_commits, "DIFF_TOTAL_BYTES", 2000)
     ar(repo, "dashboard", "-o", "page.html")
     page = (repo / "page.html").read_text(encoding="utf-8")
     assert "<summary>diff</summary>" in row(page, 6)  # the newest fits
@@ -143,19 +143,19 @@ def test_past_the_total_the_oldest_runs_go_without(repo: Path, ar: Tool,
 
 def test_all_runs_at_once_find_what_one_run_finds(repo: Path, ar: Tool,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    """``runcommits.run_commits`` (every run, a few git calls) agrees with ``status.run_commit``
+    """``run_commits.run_commits`` (every run, a few git calls) agrees with ``status.run_commit``
     (the one ``show`` uses) on our session, after gc, and on a ledger as pi-autoresearch 1.6.2
     writes it: a discard records HEAD (extensions/pi-autoresearch/index.ts:2277), a keep that
     committed nothing records HEAD too (index.ts:2393)."""
-    from git_autoresearch.session.reader import open_for_reading
+    from git_autoresearch.session.for_reading import open_for_reading
 
     night(repo, ar)
     ar(repo, "gc", "--force")
     monkeypatch.chdir(repo)
     session = open_for_reading()
-    assert runcommits.run_commits(session) == {
-        n: runcommits.run_commit(session, n) for n in range(1, 7)}
-    assert runcommits.run_commits(session)[5].collected is True
+    assert run_commits.run_commits(session) == {
+        n: run_commits.run_commit(session, n) for n in range(1, 7)}
+    assert run_commits.run_commits(session)[5].collected is True
 
     pi = repo.parent / "pi"
     pi.mkdir()
@@ -176,8 +176,8 @@ def test_all_runs_at_once_find_what_one_run_finds(repo: Path, ar: Tool,
               for n, c, s in records))
     monkeypatch.chdir(pi)
     session = open_for_reading()
-    found = runcommits.run_commits(session)
-    assert found == {n: runcommits.run_commit(session, n) for n in range(1, 8)}
+    found = run_commits.run_commits(session)
+    assert found == {n: run_commits.run_commit(session, n) for n in range(1, 8)}
     assert [(n, w.source, w.measured) for n, w in sorted(found.items())] == [
         (1, None, oids[0]), (2, "record", None), (3, None, oids[1]), (4, None, oids[1]),
         (5, "record", None), (6, None, None), (7, None, None)]

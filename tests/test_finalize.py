@@ -243,7 +243,7 @@ def test_drop_and_only_of_one_run_is_a_usage_error(repo: Path, ar: Tool) -> None
 def test_final_notes_give_the_unit_once() -> None:
     """A metric named for its unit (parse_ms, in ms) is written once, as the chart's axis."""
     from git_autoresearch.ledger import parse
-    from git_autoresearch.review.review import render
+    from git_autoresearch.review.pr_body import render
 
     def body(name: str, unit: str) -> str:
         return render(parse(b""), {"base": "abc1234", "branch": "b", "commit": "def5678"},

@@ -315,7 +315,7 @@ def test_recording_locks_are_those_a_recording_meets(repo: Path) -> None:
 
 
 def test_merge_trees_gives_the_tree_or_the_conflicted_paths(repo: Path) -> None:
-    from git_autoresearch.git.moving import merge_trees
+    from git_autoresearch.git.merge import merge_trees
     from git_autoresearch.git.process import GitError
 
     base = git(repo, "rev-parse", "HEAD")
@@ -348,7 +348,7 @@ def test_merge_trees_gives_the_tree_or_the_conflicted_paths(repo: Path) -> None:
 
 
 def test_moving_the_index_and_the_work_tree(repo: Path) -> None:
-    from git_autoresearch.git.moving import (
+    from git_autoresearch.git.merge import (
         add_on_branch,
         index_to,
         is_ancestor,
@@ -873,7 +873,7 @@ def test_merge_trees_on_a_git_older_than_2_38_says_what_it_needs(
         repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A git before 2.38 knows no ``merge-tree --write-tree`` and answers with its usage and
     exit 129: a ``git`` first on PATH does so for that call and runs the real git otherwise."""
-    from git_autoresearch.git.moving import merge_trees
+    from git_autoresearch.git.merge import merge_trees
     from git_autoresearch.runtime.errors import Refused
 
     shim = tmp_path / "old-git"

@@ -17,7 +17,7 @@ from conftest import PYTHON, Tool, assert_dies, check_document, commit_all, runs
 from hypothesis import given
 from hypothesis import strategies as st
 
-from git_autoresearch.measure import running
+from git_autoresearch.measure import runner
 from git_autoresearch.measure.samples import clean_line, parse_number, read_log
 
 
@@ -429,7 +429,7 @@ def test_ending_a_group_waits_the_grace_then_only_until_it_is_gone(
         with monkeypatch.context() as patched:
             patched.setattr(time, "monotonic", lambda: clock[0])
             patched.setattr(time, "sleep", sleep)
-            running.end_group(proc, grace)
+            runner.end_group(proc, grace)
         assert least <= clock[0] < most, script
         assert _members(proc.pid) == [], script
         assert proc.wait(timeout=5) == code, script

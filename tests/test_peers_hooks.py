@@ -389,7 +389,7 @@ def test_the_session_object_of_pis_own_ledgers(repo: Path, name: str,
     """pi-autoresearch 1.6.2's ``buildSessionSnapshot`` (index.ts:1247-1255) over its
     reconstruction (jsonl.ts:169-191), run under node on these ledgers, gives ``snapshot``;
     ours gives the same seven keys, then its own two."""
-    from git_autoresearch.session.reader import open_for_reading
+    from git_autoresearch.session.for_reading import open_for_reading
 
     write(repo / ".auto" / "log.jsonl", (FIXTURES_DIR / name).read_bytes())
     got = session_payload(open_for_reading(repo))

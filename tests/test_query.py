@@ -482,7 +482,7 @@ def test_the_quick_line_test_never_changes_an_answer() -> None:
     baseline, as a full read."""
     from git_autoresearch import ledger
     from git_autoresearch.review.query import Query, line_test, parse_where, rows_of
-    from git_autoresearch.review.queryformat import run_text
+    from git_autoresearch.review.query_format import run_text
 
     def shown(row: Any) -> Any:
         base = row.segment.baseline
@@ -695,7 +695,7 @@ def test_every_run_in_pieces_is_the_general_paths_text_at_each_piece_boundary() 
     (written anew, as null) and an audit."""
     from git_autoresearch import ledger
     from git_autoresearch.review.query import rows_of
-    from git_autoresearch.review.queryformat import json_text, jsonl_text, ledger_json_chunks
+    from git_autoresearch.review.query_format import json_text, jsonl_text, ledger_json_chunks
 
     def record(n: int) -> str:
         metric = "1e400" if n == 4 else str(100 + n % 7)
@@ -788,7 +788,7 @@ def test_a_record_as_written_reads_as_the_record_written_anew(
     ``delta_pct`` as report.delta_pct gives it, non-finite numbers as null, a lone surrogate
     escaped; always JSON a strict reader takes (no infinity)."""
     from git_autoresearch.ledger import parse
-    from git_autoresearch.review.queryformat import run_text
+    from git_autoresearch.review.query_format import run_text
 
     number = metric if isinstance(metric, str) else json.dumps(metric)
     line = f'{{"run":2,"metric":{number},"status":"{status}"{segment}{extra}}}'.encode()

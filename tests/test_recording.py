@@ -261,7 +261,7 @@ def test_a_readonly_file_changed_without_a_measurement_is_named(repo: Path, ar: 
 def test_record_itself_refuses_during_a_merge(repo: Path, ar: Tool) -> None:
     """recording.record's own promise, for callers other than the commands (which check
     first): no run is recorded while a merge is in progress, and nothing changes."""
-    from git_autoresearch.record.recording import record
+    from git_autoresearch.record.transaction import record
     from git_autoresearch.runtime.errors import Refused
     from git_autoresearch.session.session import Session
 
@@ -280,7 +280,7 @@ def test_record_itself_refuses_a_keep_without_a_metric(repo: Path, ar: Tool) -> 
     import dataclasses
 
     from git_autoresearch.measure.samples import Measurement
-    from git_autoresearch.record.recording import record
+    from git_autoresearch.record.transaction import record
     from git_autoresearch.runtime.errors import Refused
     from git_autoresearch.session.session import Session
 
@@ -384,7 +384,7 @@ def test_a_recorded_run_leaves_no_pending_measurement(repo: Path, ar: Tool) -> N
 
 
 def test_where_a_run_stands_once_its_git_side_is_done() -> None:
-    from git_autoresearch.record.recording import run_state
+    from git_autoresearch.record.transaction import run_state
 
     assert run_state({"run": 3, "status": "keep", "commit": "abc1234", "committed": True}) \
         == "run 3 was committed as abc1234"

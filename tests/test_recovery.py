@@ -1141,7 +1141,7 @@ def test_an_intent_record_missing_what_its_operation_always_wrote_is_set_aside(
 
 
 def test_the_intent_record_keeps_the_key_order_of_earlier_versions() -> None:
-    from git_autoresearch.record.journal import Intent
+    from git_autoresearch.record.intents import Intent
 
     aside = Intent("set-aside", 3, id="t", head="h", ref="r", created=["a"], tracked=["b"])
     assert list(aside.to_json()) == ["op", "run", "id", "head", "ref", "created", "tracked",

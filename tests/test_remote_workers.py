@@ -13,7 +13,7 @@ import pytest
 from conftest import Tool, check_document, git, left_behind, runs, start_args, write
 from test_workers import paused_at, tool
 
-from git_autoresearch.history.remoteledger import merged
+from git_autoresearch.history.remote_ledger import merged
 
 BRANCH = "autoresearch/s1"
 

@@ -337,9 +337,9 @@ def test_keep_refuses_when_head_moved_since_it_was_read(repo: Path) -> None:
 
 def test_git_maintenance_runs_during_a_session(repo: Path, ar: Tool,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    from git_autoresearch.record import recording
+    from git_autoresearch.record import transaction
 
-    monkeypatch.setattr(recording, "MAINTENANCE_EVERY", 1)
+    monkeypatch.setattr(transaction, "MAINTENANCE_EVERY", 1)
     ar(repo, *start_args())
     packs = repo / ".git" / "objects" / "pack"
     for n in range(2):

@@ -52,7 +52,7 @@ def test_every_document_printed_has_a_schema_and_every_schema_a_writer() -> None
     # Besides: the shared definitions, the hooks' stdin and log's (written in pieces).
     assert set(VERSIONS) - emitted == {"common", "hook-before", "hook-after", "log"}
     assert 'schema_id(f"hook-{stage}")' in (PACKAGE / "hooks/payload.py").read_text()
-    assert 'schema_id("log")' in (PACKAGE / "review/queryformat.py").read_text()
+    assert 'schema_id("log")' in (PACKAGE / "review/query_format.py").read_text()
 
 
 def _json_commands() -> set[str]:

@@ -232,7 +232,7 @@ def test_show_keeps_the_recorded_keep_over_a_hand_made_commit(repo: Path, ar: To
     assert (shown["diff_commit"], shown["diff_source"]) == (kept, "trailer")
     from git_autoresearch.review.audit import targets
     from git_autoresearch.review.finalize import keeps
-    from git_autoresearch.review.runcommits import run_commits
+    from git_autoresearch.review.run_commits import run_commits
     from git_autoresearch.session.session import Session
 
     session = Session.open(repo)

@@ -19,8 +19,8 @@ import pytest
 from conftest import Tool, git, ledger_lines, runs, start_args, write
 
 from git_autoresearch.git import Repo
-from git_autoresearch.workers import sharing
-from git_autoresearch.workers.catalog import gc
+from git_autoresearch.workers import push_pull
+from git_autoresearch.workers.sessions import gc
 
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 
@@ -368,7 +368,7 @@ def test_a_stale_lease_is_refused_by_git_and_nothing_is_pushed(
     moved = remote_of(repo, bare)
     write(repo / "value.txt", "85\n")
     ar(repo, "run", "-d", "lower it to 85")
-    monkeypatch.setattr(sharing, "remote_refs", lambda *_: dict(stale))
+    monkeypatch.setattr(push_pull, "remote_refs", lambda *_: dict(stale))
     res = ar(repo, "push", expect=3)
     assert res.err.startswith("git autoresearch: origin refused the push of ")
     assert "nothing was pushed: run git autoresearch push again" in res.err

@@ -448,7 +448,7 @@ def test_a_ledger_that_lost_lines_is_restored_as_the_warning_says(repo: Path, ar
 
 
 def test_whole_index_knows_a_copy_git_can_read(repo: Path, tmp_path: Path) -> None:
-    from git_autoresearch.runtime.files import whole_index
+    from git_autoresearch.runtime.atomic import whole_index
 
     index = (repo / ".git" / "index").read_bytes()
     for cut, whole in ((len(index), True), (len(index) - 1, False), (12, False), (0, False)):

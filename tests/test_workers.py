@@ -494,7 +494,7 @@ def test_a_workers_interrupted_keep_is_finished_under_the_shared_lock(
     refuses once the wait is over with nothing finished; then it finishes the keep."""
     from git_autoresearch.git import Repo
     from git_autoresearch.session.lock import SessionLock
-    from git_autoresearch.session.workers import shared_dir
+    from git_autoresearch.session.shared import shared_dir
 
     main, w1, _ = crew
     write(w1 / "value.txt", "90\n")

@@ -1,10 +1,15 @@
-"""The subcommands, by family: starting a session (``starting``), the loop (``loop``), reading
-a session (``reading``), auditing its keeps (``auditing``), turning it into a branch to review
-(``reviewing``), keeping it in order (``upkeep``), listing, cleaning up and sharing sessions
-(``sharing``), and fitting the loop to a coding agent (``agents``); and the click group that
-puts them together, loading each family's module only when one of its commands is asked for.
-:mod:`git_autoresearch.cli` runs them as programs; ``manpage`` writes their man pages
-(``python -m git_autoresearch.commands.manpage man/man1``)."""
+"""The command line: one module a command family, named for its first command, which parses
+the options, calls the core and prints: ``start``; ``loop`` (measure, run, keep, discard, crash,
+stop, hook); ``log``; ``status`` (status, show, analyze, summary, dashboard, score); ``upkeep``
+(resume, doctor, hooks, import, demo); ``ideas``; ``audit``; ``finalize`` (finalize, apply,
+diff); ``sessions`` (sessions, gc, push, pull); ``worker``; ``completion``; ``agents`` (skill,
+guard, schema); ``common`` what they share. Where the core has a module of the same name
+(``review.status``, ``review.finalize``, ``lifecycle.start``, ``session.ideas``), that is the
+work the command calls. This module is the click group that puts them together, loading each
+family's module only when one of its commands is asked for. :mod:`git_autoresearch.cli` runs
+them as programs; ``manpage`` writes their man pages (``python -m
+git_autoresearch.commands.manpage man/man1``). click is imported here and in ``cli``, nowhere
+else."""
 
 from __future__ import annotations
 
@@ -18,40 +23,40 @@ from .common import CONTEXT, bare_group
 # Every command, in help order, and the module of git_autoresearch.commands that defines it as
 # ``<name>_cmd``. A command's module is imported only when that command is asked for.
 COMMAND_MODULES: dict[str, str] = {
-    "start": "starting",
+    "start": "start",
     "measure": "loop",
     "run": "loop",
     "keep": "loop",
     "discard": "loop",
     "crash": "loop",
-    "log": "querying",
-    "status": "reading",
-    "show": "reading",
-    "score": "reading",
+    "log": "log",
+    "status": "status",
+    "show": "status",
+    "score": "status",
     "stop": "loop",
     "resume": "upkeep",
     "doctor": "upkeep",
     "hook": "loop",
     "hooks": "upkeep",
-    "analyze": "reading",
-    "summary": "reading",
-    "ideas": "backlog",
+    "analyze": "status",
+    "summary": "status",
+    "ideas": "ideas",
     "import": "upkeep",
-    "dashboard": "reading",
-    "audit": "auditing",
-    "finalize": "reviewing",
-    "apply": "reviewing",
-    "diff": "reviewing",
+    "dashboard": "status",
+    "audit": "audit",
+    "finalize": "finalize",
+    "apply": "finalize",
+    "diff": "finalize",
     "demo": "upkeep",
-    "sessions": "sharing",
-    "gc": "sharing",
-    "push": "sharing",
-    "pull": "sharing",
-    "completion": "completing",
+    "sessions": "sessions",
+    "gc": "sessions",
+    "push": "sessions",
+    "pull": "sessions",
+    "completion": "completion",
     "skill": "agents",
     "guard": "agents",
     "schema": "agents",
-    "worker": "working",
+    "worker": "worker",
 }
 
 

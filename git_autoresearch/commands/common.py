@@ -148,7 +148,7 @@ def _record_options(f: Callable[..., Any], description_help: str, *, required: b
     return f
 
 
-# Completion of the arguments that name runs or sessions (commands/completing.py makes the
+# Completion of the arguments that name runs or sessions (commands/completion.py makes the
 # shell scripts that ask for it).
 def complete_runs(ctx: click.Context, param: click.Parameter, incomplete: str
                   ) -> list[Any]:
@@ -172,7 +172,7 @@ def complete_sessions(ctx: click.Context, param: click.Parameter, incomplete: st
     """The session ids of the repository here that start with ``incomplete``."""
     from click.shell_completion import CompletionItem
 
-    from ..workers.catalog import session_ids_here
+    from ..workers.sessions import session_ids_here
 
     try:
         ids = session_ids_here()

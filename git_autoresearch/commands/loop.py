@@ -429,7 +429,7 @@ def stop_cmd(as_json: bool) -> None:
     """Create .auto/STOP: the next run or measure exits 4 and removes it (with workers it
     stays, so that each of them stops; a clone that joined through a remote has its own
     .auto/STOP: stop each clone)."""
-    from ..runtime.files import write_atomic
+    from ..runtime.atomic import write_atomic
     from ..session.layout import Layout
 
     layout = Layout.discover()

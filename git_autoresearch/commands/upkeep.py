@@ -1,5 +1,5 @@
 """resume, doctor, hooks, import, demo: keeping a session in order (the ideas backlog is
-:mod:`.backlog`'s)."""
+:mod:`.ideas`'s)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 import click
 
 from ..runtime.errors import EXIT_REFUSED, Refused, UsageError
-from .backlog import mirror_session, session_lock
 from .common import (
     CONTEXT,
     bare_group,
@@ -18,6 +17,7 @@ from .common import (
     number,
     warn,
 )
+from .ideas import mirror_session, session_lock
 
 if TYPE_CHECKING:
     pass
@@ -194,7 +194,7 @@ def import_cmd(source: Path, output: Path | None, direction: str | None,
     opens a field) is read as karpathy's analysis.ipynb reads it, with a warning."""
     from ..ledger import MAX_LINE_BYTES
     from ..lifecycle.importers import convert
-    from ..runtime.files import write_atomic
+    from ..runtime.atomic import write_atomic
     from ..session.layout import Layout, exclude_auto
 
     warnings: list[str] = []

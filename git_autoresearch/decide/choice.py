@@ -1,6 +1,6 @@
 """Choosing what a recording command records: the pending measurement, or the metrics the
 caller measured (``--metric``, ``--metrics``), and the notes a keep that does not beat the best
-gets. Read by :mod:`record.recording` and the
+gets. Read by :mod:`record.transaction` and the
 ``keep``/``discard`` commands; no git, no files."""
 
 from __future__ import annotations
@@ -81,13 +81,13 @@ def choose_measurement(session: Session, status: str, pending: Measurement | Non
 def _judged_keep(session: Session, result: Measurement) -> tuple[Measurement, str | None]:
     """``result`` about to be kept: as it is when the loop would keep it
     (:meth:`Session.decide`), with None; else with its ``decision`` object marked ``forced`` (a
-    metric the caller gave gets :func:`measure.pending.given_verdict`'s first), and why the loop
+    metric the caller gave gets :func:`measure.worktree.given_verdict`'s first), and why the loop
     would not keep it."""
     decided = session.decide(result)
     if decided == "keep":
         return result, None
     if result.decision is None:
-        from ..measure.pending import given_verdict
+        from ..measure.worktree import given_verdict
 
         result = dataclasses.replace(result, decision=given_verdict(session, result))
     found = result.decision or {}

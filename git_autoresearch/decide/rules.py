@@ -617,7 +617,7 @@ class Comparison:
 def inconclusive_reason(found: Mapping[str, Any], min_effect: float, direction: str) -> str:
     """Why an inconclusive run was discarded, for its record's ``reason``: "within noise", or,
     when its whole interval (``found``'s ``relative_low`` to ``relative_high``, the change as
-    a fraction of the incumbent: :func:`measure.pending.decision_record`) is on the better side of
+    a fraction of the incumbent: :func:`measure.worktree.decision_record`) is on the better side of
     ``direction`` but the gain was not shown to reach ``min_effect`` (a fraction; 0: none
     asked), that."""
     high, low = found.get("relative_high"), found.get("relative_low")
@@ -631,7 +631,7 @@ def discard_reason(found: Mapping[str, Any], min_effect: float, direction: str) 
     """Why a run the rule did not keep was discarded, for its record's ``reason``: the
     verdict (:func:`inconclusive_reason`, or "worse" with the relative change), then the
     evidence it rests on (``found``'s ``evidence``, ``candidate_samples``,
-    ``incumbent_fresh`` and ``stopped_early``, :meth:`measure.pending.Rule.verdict`): the
+    ``incumbent_fresh`` and ``stopped_early``, :meth:`measure.worktree.Rule.verdict`): the
     incumbent's earlier samples alone, or samples of both taken side by side; a decision
     without them (a record written before they were) gets the verdict alone."""
     relative = found.get("relative")

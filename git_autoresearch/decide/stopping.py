@@ -108,7 +108,7 @@ def measured_elsewhere(session: Session) -> list[str]:
         return []
     from ..git import Repo
     from ..session.lock import busy
-    from ..session.workers import reservations, worktree_path
+    from ..session.shared import reservations, worktree_path
 
     found = []
     for name, number in sorted(reservations(session.repo, session.config.session_id).items()):

@@ -18,7 +18,7 @@ nothing else. It knows no session concept (no ref name, no trailer key).
 - :mod:`.submodule`: submodules and their checkouts;
 - :mod:`.cas`: compare-and-swap on refs, and the small commits such refs point at;
 - :mod:`.commit_hooks`: what a commit hook asks of git (hooks folder, paths, trailers);
-- :mod:`.moving`: a work tree moved between commits, a change merged onto another commit;
+- :mod:`.merge`: a work tree moved between commits, a change merged onto another commit;
 - :mod:`.worktrees`: linked worktrees, and commits replayed (cherry-picked) in one;
 - :mod:`.remote`: a remote's refs listed, fetched, pushed atomically.
 """

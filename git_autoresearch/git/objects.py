@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..runtime import signals
-from ..runtime.files import write_atomic
+from ..runtime.atomic import write_atomic
 from .process import TRACE, GitError, git_environment, join_z, split_z, trace
 from .repo import HEX_NAME, Repo
 

@@ -1,9 +1,14 @@
-"""The session as git holds it: every ref name, the trailers of its commits, the mirror of its
-files on the state ref, the git operations of one experiment (submodules among them), the
-ledgers of other clones, and the worktrees of session commits.
+"""The session as git holds it:
 
-Its modules sit at layers 4 (checkouts), 5 (experiment, remoteledger, state, trailers) and 6
-(refs) of README "How it is built": each imports only from its own layer or below; no click,
-and no git command line (git.Repo's typed methods). Its formats (refs) import neither git/, the
-open session nor the session protocol.
-"""
+- ``refs``: every ref name a session writes;
+- ``trailers``: every trailer of its commits, written and read (``Result:`` and the others);
+- ``experiment``: the git operations of one experiment: what it changed, keep (commit), revert
+  (the attempt saved under its ref), submodules;
+- ``state_ref``: the session's files mirrored on ``refs/autoresearch/<id>/state``;
+- ``remote_ledger``: the ledgers of clones joined through a remote, as refs;
+- ``checkouts``: detached worktrees of session commits, measured beside the work tree.
+
+Its modules sit at layers 4 (checkouts), 5 (experiment, remote_ledger, state_ref, trailers) and 6
+(refs) of CONTRIBUTING.md, "How it is built": each imports only from its own layer or below; no
+click, and no git command line (git.Repo's typed methods). Its formats (refs) import neither git/,
+the open session nor the session protocol."""

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..git import worktrees
 from ..ledger.jsontext import is_whole
-from ..measure.running import process_alive
+from ..measure.runner import process_alive
 from ..runtime import signals
 from ..session.config import Config
 from ..session.session import Session

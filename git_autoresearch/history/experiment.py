@@ -16,10 +16,10 @@ from pathlib import Path
 
 from ..git import ABSENT, GITLINK, DiskFull, GitError, Repo, join_z, said
 from ..git.objects import hash_files, renamed, temporary_index, write_blobs
+from ..runtime.atomic import write_atomic
 from ..runtime.errors import Refused
 from ..runtime.faults import checkpoint
-from ..runtime.files import write_atomic
-from ..runtime.paths import Boundaries
+from ..runtime.scope import Boundaries
 from .trailers import read_back
 
 

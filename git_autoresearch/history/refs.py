@@ -7,7 +7,7 @@
 - ``autoresearch-workers/<session-id>/<worker>``: a worker's own branch (``worker add``),
   from which its keeps advance the session branch;
 - ``refs/autoresearch/<session-id>/state``: the session files
-  (:mod:`git_autoresearch.history.state`);
+  (:mod:`git_autoresearch.history.state_ref`);
 - ``refs/autoresearch/<session-id>/claims/<key>``: an idea a worker took
   (:mod:`git_autoresearch.workers.claims`), ``<key>`` a short hash of the idea's text;
 - ``refs/autoresearch/<session-id>/ledgers/<worker>``: the ledger of a worker that joined

@@ -28,7 +28,7 @@ from ..history.experiment import OUR_COMMIT_VARIABLE
 from ..history.refs import session_branch
 from ..history.trailers import DECISION, INTENT, RESULT, RUN, SEGMENT, SESSION, STATUS
 from ..runtime.errors import AutoresearchError, Refused
-from ..runtime.paths import Boundaries
+from ..runtime.scope import Boundaries
 
 HOOKS = ("pre-commit", "commit-msg")
 MARK = "# git-autoresearch guard"

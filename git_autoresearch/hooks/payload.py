@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import ledger as ledger_mod
 from ..ledger import json_number
-from ..record import journal
+from ..record import intents
 from ..runtime.faults import checkpoint
 from ..session.session import Session
 
@@ -88,4 +88,4 @@ def _after_hooks_fired(session: Session, stage: str, run_entry: Mapping[str, Any
     intent = session.interrupted()
     if intent is not None and intent.run == run_entry.get("run") \
             and session.ledger.find(int(run_entry.get("run") or 0), ours=True) is not None:
-        journal.clear(session.layout.intent)
+        intents.clear(session.layout.intent)

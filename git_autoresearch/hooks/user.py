@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from ..ledger import dumps, now_ms
-from ..measure.running import command_environment, process_group
+from ..measure.runner import command_environment, process_group
 from ..runtime import signals
 from ..session.config import hook_timeout_seconds
 
@@ -197,7 +197,7 @@ def fire_one(path: Path, stage: str, payload: Mapping[str, Any], *, cwd: Path,
     firing with no exit code and an error steer that says why.
 
     Waits at most ``timeout`` seconds (default ``$GIT_AUTORESEARCH_HOOK_TIMEOUT``, 30), then
-    ends the whole group (:func:`measure.running.process_group`), as it does when a signal ends us.
+    ends the whole group (:func:`measure.runner.process_group`), as it does when a signal ends us.
     A background process that keeps the hook's stdout open does not make us wait past the
     moment the hook itself exits (plus a short drain).
     """
@@ -416,8 +416,8 @@ def install_all(picked: list[Example], hooks_dir: Path, *, force: bool = False) 
     """Copy each of ``picked`` into ``hooks_dir/<stage>.d/`` with the execute bit; returns the
     new files. Raises :class:`Refused` naming every one that exists (unless ``force``),
     before any is copied."""
+    from ..runtime.atomic import write_atomic
     from ..runtime.errors import Refused
-    from ..runtime.files import write_atomic
 
     targets = [hooks_dir / f"{e.stage}.d" / f"{e.name}.py" for e in picked]
     present = [e.name for e, t in zip(picked, targets, strict=True) if t.exists()]

@@ -3,8 +3,8 @@ read skips the lines a query cannot select: :func:`only_runs`), the lines we wri
 (``records``), JSON text as JavaScript writes and reads it (``jsontext``), repairs, a segment's
 confidence and the statistics under it.
 
-Layer 6 of README "How it is built": it imports only from layer 6 or below; no click, and no git
-command line (git.Repo's typed methods). Its formats (this module, confidence, jsontext)
+Layer 6 of CONTRIBUTING.md, "How it is built": it imports only from layer 6 or below; no click, and
+no git command line (git.Repo's typed methods). Its formats (this module, confidence, jsontext)
 import neither git/, the open session nor the session protocol.
 
 The ledger, ``.auto/log.jsonl``: one JSON object per line (README, "Files").
@@ -33,8 +33,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from ..runtime.atomic import append_whole, write_atomic
 from ..runtime.errors import Refused
-from ..runtime.files import append_whole, write_atomic
 from .jsontext import ObjectText, loads, loads_plain, number_flags
 from .jsontext import dumps as dumps  # (the ledger's line, long read from here)
 from .jsontext import finite as finite
@@ -576,7 +576,7 @@ def append(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
     with the new lines after it; a whole one gets its newline. A line
     longer than :data:`MAX_LINE_BYTES` is refused (ValueError) before anything is written,
     since no reader would read it; an append that cannot be written whole (a full disk) leaves
-    the file as it was and raises :class:`~git_autoresearch.runtime.files.WriteFailed`.
+    the file as it was and raises :class:`~git_autoresearch.runtime.atomic.WriteFailed`.
     """
     lines = [dumps(r).encode("utf-8") for r in records]
     for line in lines:

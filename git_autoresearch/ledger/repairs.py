@@ -10,7 +10,7 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..runtime.files import append_whole, write_atomic
+from ..runtime.atomic import append_whole, write_atomic
 from . import Malformed, dumps
 
 
@@ -41,8 +41,8 @@ def replace_commits(path: Path, moved: Mapping[int, tuple[str, str]]) -> int:
     only when its ``commit`` is not written compactly) and gains ``commit_before_rewrite``
     (the old value) as its last field, so nothing is lost. The file is rewritten whole or not
     at all (:func:`write_atomic`; WriteFailed, exit 3). Returns how many lines changed. The
-    caller tells the state mirror first (:func:`git_autoresearch.history.state.forget`) and mirrors
-    afterwards."""
+    caller tells the state mirror first (:func:`git_autoresearch.history.state_ref.forget`)
+    and mirrors afterwards."""
     out: list[bytes] = []
     changed = 0
     for raw in path.read_bytes().split(b"\n"):
@@ -120,7 +120,7 @@ def set_aside(path: Path, malformed: list[Malformed]) -> list[str]:
     :data:`REJECTED_NAME` beside the ledger, one JSON object each (``line``, ``reason``,
     ``text``), and rewrite the ledger whole without them; every readable line stays, in order.
     Returns one note per line set aside (none when there is nothing to do). Raises
-    :class:`~git_autoresearch.runtime.files.WriteFailed` when a file cannot be written. The caller
+    :class:`~git_autoresearch.runtime.atomic.WriteFailed` when a file cannot be written. The caller
     must tell the state mirror that the shorter ledger is on purpose."""
     if not malformed:
         return []

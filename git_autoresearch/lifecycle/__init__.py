@@ -1,8 +1,13 @@
-"""A session's life outside the loop: start (and its record), resume, doctor, a new segment's
-benchmark, importing other tools' sessions, and the demo.
+"""A session's life outside the loop:
 
-Its modules sit at layers 2 (demo, doctor, resume, start, start_record, swapping) and 5
-(importers) of README "How it is built": each imports only from its own layer or below; no
+- ``start``: ``start`` in its steps; ``start_intent``: its write-ahead record (``start.json``)
+  and the files it writes, so that ``resume`` finishes a start that was killed;
+- ``segment_commit``: the commit of the files that define a new segment's success;
+- ``resume`` and ``doctor``: repairs and checks before a loop carries on;
+- ``importers``: other tools' sessions read as ledger lines;
+- ``demo``: the demo session on the bundled example project.
+
+Its modules sit at layers 2 (demo, doctor, resume, segment_commit, start, start_intent) and 5
+(importers) of CONTRIBUTING.md, "How it is built": each imports only from its own layer or below; no
 click, and no git command line (git.Repo's typed methods). Its modules of the session protocol
-(doctor, resume, start) are never imported by the open session (session.session).
-"""
+(doctor, resume, start) are never imported by the open session (session.session)."""

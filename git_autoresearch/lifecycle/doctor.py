@@ -15,12 +15,12 @@ from .. import ledger as ledger_mod
 from ..git import temporary_objects
 from ..git.repo import lock_files
 from ..history.refs import attempt_ref, attempts_prefix, scope_prefix, session_branch
-from ..history.state import FILES as STATE_FILES
-from ..history.state import LINK as STATE_LINK
-from ..history.state import current as current_state
-from ..history.state import forget as forget_state_cache
-from ..history.state import lines_in_history, mirrored_keeps
-from ..history.state import read as read_state
+from ..history.state_ref import FILES as STATE_FILES
+from ..history.state_ref import LINK as STATE_LINK
+from ..history.state_ref import current as current_state
+from ..history.state_ref import forget as forget_state_cache
+from ..history.state_ref import lines_in_history, mirrored_keeps
+from ..history.state_ref import read as read_state
 from ..history.trailers import (
     TrailerCommit,
     bad_trailers,
@@ -40,8 +40,8 @@ from ..ledger.repairs import (
     set_aside,
     with_lost_header,
 )
-from ..record import journal
-from ..runtime.files import write_atomic
+from ..record import intents
+from ..runtime.atomic import write_atomic
 from ..session.branches import branch_problem, finished
 from ..session.session import Session
 
@@ -415,11 +415,11 @@ def _check_kept_runs(session: Session, exam: Examination, log: list[TrailerCommi
 
 def _intended(session: Session, number: int, commit: str, metric: float) -> bool:
     """Whether a keep of this tool made ``commit`` as run ``number``: an intent record of this
-    work tree (:func:`record.journal.written`: one interrupted, or set aside) is the keep of run
+    work tree (:func:`record.intents.written`: one interrupted, or set aside) is the keep of run
     ``number``, from the commit's parent, with the trailer's ``metric``. A commit made by
     hand with our trailers (an agent committing around the loop) matches none."""
     parent = session.repo.resolve(f"{commit}^")
-    for intent in journal.written(session.layout.intent):
+    for intent in intents.written(session.layout.intent):
         recorded = intent.record["metric"] if intent.record is not None else None
         if intent.op == "keep" and intent.run == number and intent.head == parent \
                 and ledger_mod.finite(recorded) == metric:

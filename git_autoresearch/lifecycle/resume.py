@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING
 from .. import ledger as ledger_mod
 from ..git import Repo, said
 from ..history.refs import session_branch, session_of_branch, worker_branch
-from ..history.state import forget as forget_state_cache
-from ..history.state import lines_in_history
+from ..history.state_ref import forget as forget_state_cache
+from ..history.state_ref import lines_in_history
 from ..ledger import repairs
 from ..record.recovery import locked
+from ..runtime.atomic import write_atomic
 from ..runtime.errors import Refused, UsageError
-from ..runtime.files import write_atomic
 from ..session.branches import (
     carry_over,
     merged_elsewhere,
@@ -32,14 +32,14 @@ from ..session.layout import Layout, exclude_auto
 from ..session.lock import SessionLock
 from ..session.session import Session
 from .start import listing, uncommitted
-from .start_record import finish_start
+from .start_intent import finish_start
 
 if TYPE_CHECKING:
     from ..hooks.user import HookReport
 
 
 def _find_session_id(repo: Repo, layout: Layout, given: str | None) -> str:
-    from ..history.state import sessions
+    from ..history.state_ref import sessions
 
     if given:
         return given
@@ -70,7 +70,7 @@ def _find_session_id(repo: Repo, layout: Layout, given: str | None) -> str:
 def restore_files(repo: Repo, layout: Layout, session_id: str) -> list[str]:
     """Bring back session files that are missing (or a ledger that lost lines) from the state
     ref; returns what was restored (``restored .auto/<file>``, with why when it replaced one)."""
-    from ..history.state import read
+    from ..history.state_ref import read
 
     state = read(repo, session_id)
     if state is None:
@@ -143,9 +143,10 @@ def _repair_ledger(repo: Repo, path: Path, saved: bytes) -> list[str]:
 
 
 def _restore_missing(layout: Layout, name: str, saved: bytes, mode: int) -> list[str]:
-    """Write the ``saved`` session file ``.auto/<name>`` with ``mode`` (:data:`history.state.LINK`:
-    a symbolic link to ``saved``) unless it exists. Returns what was done."""
-    from ..history.state import write_file
+    """Write the ``saved`` session file ``.auto/<name>`` with ``mode``
+    (:data:`history.state_ref.LINK`: a symbolic link to ``saved``) unless it exists. Returns what
+    was done."""
+    from ..history.state_ref import write_file
 
     path = layout.auto / name
     if path.exists() or path.is_symlink():

@@ -1,6 +1,6 @@
 """Beginning a session: ``start`` (a session, or a new segment of one) in its steps: the
 configuration, the refusals before anything changes, the session files (made through the start
-record of :mod:`lifecycle.start_record`, so that a start killed anywhere can be finished), the
+record of :mod:`lifecycle.start_intent`, so that a start killed anywhere can be finished), the
 baseline."""
 
 from __future__ import annotations
@@ -19,23 +19,23 @@ from ..history.experiment import load_snapshot, save_snapshot, take_snapshot
 from ..history.refs import namespace, session_branch, state_ref, worker_branch
 from ..hooks.payload import fire_stage
 from ..ledger.records import RunRecord
-from ..measure import pending
+from ..measure import worktree
 from ..measure.samples import Measurement, Progress
-from ..record.recording import record as record_run
 from ..record.recovery import locked
+from ..record.transaction import record as record_run
 from ..runtime import signals
+from ..runtime.atomic import WriteFailed, check_writable
 from ..runtime.errors import Refused, UsageError
-from ..runtime.files import WriteFailed, check_writable
-from ..runtime.paths import Boundaries
+from ..runtime.scope import Boundaries
 from ..session.branches import branch_below, other_worktree, refuse_branch_below
 from ..session.command_files import command_files, uncommitted_command_files
 from ..session.config import Config, parse_toml, write_config
 from ..session.layout import Layout
 from ..session.lock import SessionLock
 from ..session.session import Session
-from ..session.workers import MAIN
-from ..session.workers import current as current_worker
-from .start_record import (
+from ..session.shared import MAIN
+from ..session.shared import current as current_worker
+from .start_intent import (
     StartIntent,
     create_session,
     finish_start,
@@ -155,7 +155,7 @@ def _paths_from_directory(opts: StartOptions, where: Path, top: Path) -> None:
     """Make the path rules of the options relative to the top, read from ``where`` (the
     current directory) as git reads pathspecs; :class:`UsageError` for one outside."""
     from ..git import show_prefix
-    from ..runtime.paths import from_directory
+    from ..runtime.scope import from_directory
 
     prefix = opts.prefix = show_prefix(where)
     for key in PATH_KEYS:
@@ -176,7 +176,7 @@ def _check_matches(repo: Repo, given: list[tuple[str, str]]) -> None:
     edit would be reverted as out of scope."""
     if not given:
         return
-    from ..runtime.paths import unmatched
+    from ..runtime.scope import unmatched
 
     names: list[str] = []
     if any(c in rule for _, rule in given for c in "*?["):
@@ -259,7 +259,7 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
     interrupted = read_start_intent(layout)
     finished = None
     if opts.new_segment:
-        from ..session.workers import current
+        from ..session.shared import current
 
         joined = current(repo)
         if joined is not None and joined.remote:
@@ -315,7 +315,7 @@ def _follow_incumbent(repo: Repo, session_id: str, head: str, swapped: list[str]
     the session's tip; returns the commit the segment starts from. Files to commit for the
     new segment (``swapped``) are refused there (exit 3): the segment commit would land on
     worker main's branch, not on the session branch the workers follow."""
-    from ..git.moving import is_ancestor, move_work_tree
+    from ..git.merge import is_ancestor, move_work_tree
 
     found = current_worker(repo)
     if found is not None and swapped:
@@ -466,10 +466,10 @@ def _refuse_dirty_tree(repo: Repo, layout: Layout, opts: StartOptions, bounds: B
                        cfg: Config) -> tuple[list[str], list[str]]:
     """The untracked paths the session must never touch (accepted with ``force``; for a new
     segment, those the snapshot of untracked files does not know already), and, for a new
-    segment, the changed paths it commits (:func:`lifecycle.swapping.segment_paths`). Refuses other
-    changed tracked files, and other untracked ones without ``force``; protected and ignored
+    segment, the changed paths it commits (:func:`lifecycle.segment_commit.segment_paths`). Refuses
+    other changed tracked files, and other untracked ones without ``force``; protected and ignored
     paths are left out."""
-    from .swapping import segment_paths
+    from .segment_commit import segment_paths
 
     tracked, untracked = uncommitted(repo, bounds)
     swapped: list[str] = []
@@ -521,7 +521,7 @@ def _write_session_files(repo: Repo, layout: Layout, cfg: Config, head: str,
         if opts.new_segment:
             committed = None
             if swapped:
-                from .swapping import commit_segment_files
+                from .segment_commit import commit_segment_files
 
                 book = ledger_mod.read(layout.ledger)
                 # A header before any run of the session takes the place of the first one.
@@ -547,7 +547,7 @@ def _measure_baseline(session: Session, progress: Progress | None, warnings: lis
     (the session is kept)."""
     with locked(session, "start") as recovered:
         before = fire_stage(session, "before", None)
-        result = pending.measure(session, progress, pending=False, baseline=True)
+        result = worktree.measure(session, progress, pending=False, baseline=True)
         status = result.status or "keep"
         save_snapshot(session.layout.untracked, take_snapshot(session.repo))
         recorded = record_run(session, status, "baseline", result=result, baseline=True,

@@ -1,7 +1,7 @@
 """Measuring the experiment: its samples, their metric read from the log, the checks
 (README, "Configuration").
 
-The command runs through :mod:`git_autoresearch.measure.running` (a process group of its own, its
+The command runs through :mod:`git_autoresearch.measure.runner` (a process group of its own, its
 output streamed to ``.auto/run.log``). The log is read back line by line, never whole.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 from ..ledger.stats import median
 from ..session.config import DIRECTIONS, Config
-from .running import Outcome, run_shell
+from .runner import Outcome, run_shell
 
 TAIL_LINES = 30
 TAIL_CHARS = 4000

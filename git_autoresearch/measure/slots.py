@@ -5,7 +5,7 @@ Agents edit and think in parallel, but two benchmarks running at once disturb ea
 timings. Everything that runs the user's measured commands (the samples, the checks, the
 incumbent's re-measure, an audit's or a finalize's measuring; never the hooks) first takes
 one of ``measure_slots`` slots: an exclusive ``flock`` on ``slots/<k>`` (``k`` from 1) in the
-session's shared folder (:func:`session.workers.shared_dir`, in the common git directory, so every
+session's shared folder (:func:`session.shared.shared_dir`, in the common git directory, so every
 linked worktree sees the same slots). The kernel drops a ``flock`` when its holder dies, so
 a slot held by a killed process is free again at once. The holder writes who it is into its
 slot file, one JSON line (``pid``, ``worker``, ``host``, ``what``, ``since`` in milliseconds
@@ -37,8 +37,8 @@ from ..git import Repo
 from ..ledger.jsontext import is_whole
 from ..runtime import signals
 from ..session.config import Config
-from ..session.workers import shared_dir, worker_name
-from .running import group_alive, handed_down, process_alive
+from ..session.shared import shared_dir, worker_name
+from .runner import group_alive, handed_down, process_alive
 
 SLOTS_DIR = "slots"
 # Polling for a free slot: from this delay, doubling up to the next, in seconds.

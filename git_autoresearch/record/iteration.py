@@ -1,6 +1,6 @@
 """One iteration of the loop, as ``run`` makes it (:func:`iterate`): under the session lock,
 stop when asked to, fire the before hooks, measure, decide, keep or revert and record
-(:func:`record.recording.record`), take one more sample of the incumbent after a discard, fire
+(:func:`record.transaction.record`), take one more sample of the incumbent after a discard, fire
 the after hooks. The command line (``commands.loop``) parses the options and prints what the
 :class:`Iteration` holds; ``measure`` shares the first half (:func:`hooks_and_measure`).
 
@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, Any
 from ..decide.stopping import check_stop
 from ..hooks.payload import fire_stage
 from ..hooks.user import HookReport
-from ..measure import pending
+from ..measure import worktree
 from ..measure.samples import Measurement
 from ..runtime.errors import AutoresearchError, Refused
 from ..runtime.faults import checkpoint
 from ..session.session import Session
-from ..session.workers import IncumbentMoved
-from .recording import Recorded, record
+from ..session.shared import IncumbentMoved
 from .recovery import Recovery, locked
+from .transaction import Recorded, record
 
 if TYPE_CHECKING:
     from ..review.apply import Retry
@@ -89,7 +89,7 @@ def iterate(session: Session, description: str, asi: Mapping[str, Any], *,
                 session, decision, description, result=result, asi=asi,
                 hooks=before.summary(), progress=progress,
                 replayed=caught.record(session.repo) if caught else None, retry_of=retry_of)
-        done.notes = pending.remeasure_incumbent(session, done.recorded.record)
+        done.notes = worktree.remeasure_incumbent(session, done.recorded.record)
         done.after = fire_stage(session, "after", done.recorded.record)
     return done
 
@@ -107,7 +107,7 @@ def record_by_hand(session: Session, status: str, description: str, asi: Mapping
 
     with locked(session, status) as recovered:
         session.check_kept_lines()
-        choice = choose_measurement(session, status, pending.read(session), metric, given())
+        choice = choose_measurement(session, status, worktree.read(session), metric, given())
         best = session.segment.best
         result = choice.result if choice.result is not None else Measurement.empty()
         done = Iteration(recovered, HookReport("before"), result, status,
@@ -163,7 +163,7 @@ def hooks_and_measure(session: Session, command: str, *, catch_up: bool,
         caught = replay_first(session)
         if caught is not None and caught.conflicts:
             return before, None, caught
-    return before, pending.measure(session, progress), caught
+    return before, worktree.measure(session, progress), caught
 
 
 def _measured(session: Session, retry: Retry | None, progress: Progress | None, *,
@@ -205,7 +205,7 @@ def record_replaying(session: Session, status: str, description: str, *,
                      progress: Progress | None = None,
                      replayed: dict[str, Any] | None = None, retry_of: int | None = None
                      ) -> Recorded:
-    """:func:`record.recording.record` for a worker's ``run``: a keep whose incumbent moved
+    """:func:`record.transaction.record` for a worker's ``run``: a keep whose incumbent moved
     (another worker kept) is replayed onto the new incumbent and measured again (with
     ``progress``), up to :data:`workers.replay.REPLAYS` times, then decided afresh
     (in a clone that joined through a remote, the remote's tip is fetched before each
@@ -213,8 +213,8 @@ def record_replaying(session: Session, status: str, description: str, *,
     naming the paths (the candidate saved at its attempt ref, as every discard's), and so is a
     candidate the incumbent kept outrunning. ``retry_of``: the run a retry tries again
     (every record names it)."""
-    from ..workers.landing import sync
     from ..workers.replay import REPLAYS, conflict_reason, replay
+    from ..workers.upstream import sync
 
     for _ in range(REPLAYS + 1):
         try:
@@ -238,7 +238,7 @@ def record_replaying(session: Session, status: str, description: str, *,
                               result=dataclasses.replace(result, decision=None), asi=asi,
                               hooks=hooks, replayed=replayed, reason=conflict_reason(outcome),
                               retry_of=retry_of)
-            result = pending.measure(session, progress)  # (no hooks fire again)
+            result = worktree.measure(session, progress)  # (no hooks fire again)
             status = session.decide(result)
     return record(session, "discard", description,
                   result=dataclasses.replace(result, decision=None), asi=asi, hooks=hooks,

@@ -22,12 +22,12 @@ from ..history.experiment import finish_revert, index_backup, revert
 from ..history.trailers import run_trailer, set_aside_message
 from ..hooks.payload import fire_stage
 from ..runtime import signals
+from ..runtime.atomic import whole_index
 from ..runtime.errors import Refused
-from ..runtime.files import whole_index
 from ..session.session import Session
-from . import journal
-from .journal import Intent
-from .recording import append_run
+from . import intents
+from .intents import Intent
+from .transaction import append_run
 
 if TYPE_CHECKING:
     from ..hooks.user import HookReport
@@ -98,7 +98,7 @@ def finish_interrupted(session: Session, finished: list[Mapping[str, Any]], warn
     number = intent.run
     if not intent.readable or number is None or (intent.op != "set-aside"
                                                   and intent.record is None):
-        journal.set_aside(session.layout.intent)
+        intents.set_aside(session.layout.intent)
         return "set aside an unreadable intent record"
     if intent.op == "set-aside":
         return _finish_set_aside(session, intent, number, abandon=abandon)
@@ -119,7 +119,7 @@ def _finish_revert(session: Session, intent: Intent, number: int,
     assert intent.record is not None  # finish_interrupted set aside an intent without one
     record = intent.record.copy()
     ref = intent.ref
-    stopped = _not_to_finish(session, intent, journal.made_by(session.repo, ref, intent),
+    stopped = _not_to_finish(session, intent, intents.made_by(session.repo, ref, intent),
                              abandon, f"revert of run {number}", f"its attempt is at {ref}")
     if stopped:
         return stopped
@@ -136,7 +136,7 @@ def _finish_keep(session: Session, intent: Intent, number: int,
     repo = session.repo
     head = repo.head()
     ref = intent.ref
-    ours = journal.made_by(repo, ref, intent)
+    ours = intents.made_by(repo, ref, intent)
     committed = head != intent.head
     if committed:
         stopped = _keep_moved(session, intent, number, str(head), abandon=abandon)
@@ -164,7 +164,7 @@ def _finish_keep(session: Session, intent: Intent, number: int,
             if tip(session) == intent.head:  # killed between the commit and the advance
                 advance(session, intent.head, head, landing)
             elif session.remote is not None:  # killed between the advance and the push
-                from ..workers.landing import land
+                from ..workers.upstream import land
 
                 land(session, intent.head, head, landing)
         except Refused as exc:
@@ -192,7 +192,7 @@ def _keep_moved(session: Session, intent: Intent, number: int, head: str, *, aba
         raise Refused(f"HEAD moved since the keep of run {number} was interrupted, and not by "
                       "that keep (git autoresearch doctor --fix sets the interrupted operation "
                       "aside)")
-    journal.set_aside(session.layout.intent)
+    intents.set_aside(session.layout.intent)
     return f"set aside the interrupted keep of run {number} (HEAD had moved)"
 
 
@@ -219,7 +219,7 @@ def _finish_set_aside(session: Session, intent: Intent, number: int, *, abandon:
     changed since); otherwise nothing had changed. :class:`Refused` when HEAD moved since
     (with ``abandon``, the intent record is set aside)."""
     ref = intent.ref
-    stopped = _not_to_finish(session, intent, journal.made_by(session.repo, ref, intent),
+    stopped = _not_to_finish(session, intent, intents.made_by(session.repo, ref, intent),
                              abandon, f"set-aside before run {number}",
                              f"the changes are saved at {ref}")
     if stopped:
@@ -244,7 +244,7 @@ def _not_to_finish(session: Session, intent: Intent, ours: bool, abandon: bool, 
         if not abandon:
             raise Refused(f"HEAD moved since the {what} was interrupted; {saved} (git "
                           "autoresearch doctor --fix sets the interrupted operation aside)")
-        journal.set_aside(session.layout.intent)
+        intents.set_aside(session.layout.intent)
         return f"set aside the interrupted {what} (HEAD had moved)"
     return None
 

@@ -1,10 +1,15 @@
-"""Reading a session: status, log's queries and formats, reports, the dashboard and its plot,
-analyze and summary, and the session's ends: audit, finalize (with its pull-request text) and
-apply.
+"""Reading a session, and its ends:
 
-Its modules sit at layers 2 (apply, audit, finalize, runcommits, status) and 5 (dashboard,
-insight, plot, query, queryformat, report, review) of README "How it is built": each imports
-only from its own layer or below; no click, and no git command line (git.Repo's typed methods).
-Its views (dashboard, insight, plot, query, queryformat, report) never import git/, the open
-session or the history that runs git.
-"""
+- ``status``: where a session stands; ``run_commits``: where each run's change is in git;
+- ``query`` and ``query_format``: ``log``'s queries and the formats it writes;
+- ``report``, ``analysis``, ``dashboard``, ``plot``: the run table, ``analyze`` and ``summary``,
+  the dashboard and its chart;
+- ``audit``: keeps measured again against their parents;
+- ``finalize`` (its pull-request body is ``pr_body``): the keeps as a branch to review;
+- ``apply``: a run that was not kept, brought back onto the work tree.
+
+Its modules sit at layers 2 (apply, audit, finalize, run_commits, status) and 5 (analysis,
+dashboard, plot, pr_body, query, query_format, report) of CONTRIBUTING.md, "How it is built": each
+imports only from its own layer or below; no click, and no git command line (git.Repo's typed
+methods). Its views (analysis, dashboard, plot, query, query_format, report) never import git/, the
+open session or the history that runs git."""

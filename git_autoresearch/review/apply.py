@@ -22,9 +22,9 @@ from ..history.checkouts import sweep
 from ..record.recovery import locked
 from ..runtime import signals
 from ..runtime.errors import Refused, UsageError
-from ..runtime.paths import AUTO
+from ..runtime.scope import AUTO
 from ..session.session import Session
-from .runcommits import run_commit
+from .run_commits import run_commit
 
 FOLDER_PREFIX = "apply-"  # <scratch>/apply-<pid>: the worktree a replay onto HEAD uses
 GERUNDS = {"apply": "applying", "retry": "retrying"}  # what is asked, in the errors

@@ -28,12 +28,12 @@ from ..history.checkouts import bring, link_shared, sweep, untracked_inputs
 from ..history.refs import session_branch
 from ..history.trailers import read_trailers, recorded_keeps
 from ..ledger import Ledger, Run, append, json_number, now_ms
-from ..measure.pending import run_environment
 from ..measure.samples import measure
 from ..measure.slots import measuring
+from ..measure.worktree import run_environment
 from ..runtime import signals
+from ..runtime.atomic import WriteFailed
 from ..runtime.errors import Refused, UsageError
-from ..runtime.files import WriteFailed
 from ..session.config import Config
 from ..session.session import Session
 

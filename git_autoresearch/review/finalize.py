@@ -19,7 +19,7 @@ against each other, interleaved (:func:`review.audit.run_audit`), with the confi
 segment whose keeps were replayed (the latest of them). Before anything is made, the files the
 measurement commands name must be in the base commit (refused otherwise). The outcome is one
 ``{"type": "final", ...}`` line of the ledger and ``.auto/final.md``, a pull-request body
-(:mod:`git_autoresearch.review.review`), also when the measurement or the final checks failed
+(:mod:`git_autoresearch.review.pr_body`), also when the measurement or the final checks failed
 (:meth:`Final.failures` says so, and the command exits non-zero).
 """
 
@@ -42,12 +42,12 @@ from ..history.trailers import read_trailers, recorded_keeps
 from ..history.trailers import segment_commits as trailer_segment_commits
 from ..ledger import Run, append, json_number, now_ms
 from ..ledger.jsontext import is_whole
-from ..measure.pending import run_environment
 from ..measure.samples import run_checks
 from ..measure.slots import measuring
+from ..measure.worktree import run_environment
 from ..runtime import signals
+from ..runtime.atomic import WriteFailed
 from ..runtime.errors import AutoresearchError, Refused, UsageError
-from ..runtime.files import WriteFailed
 from ..session.branches import refuse_branch_below
 from ..session.command_files import script_paths
 from ..session.config import Config
@@ -587,7 +587,7 @@ def record(session: Session, final: Final, notes: str) -> list[str]:
     """Append ``final``'s ledger line and write ``notes`` to ``.auto/final.md``, under the
     session lock, and mirror the session files on the state ref; returns the mirror's
     warnings. Refuses (exit 3) when the lock is held too long or a file cannot be written."""
-    from ..runtime.files import write_atomic
+    from ..runtime.atomic import write_atomic
 
     try:
         with session.lock("finalize"), signals.deferred():  # all three, or none

@@ -2,7 +2,7 @@
 read by a small hand parser (never ``eval``), ``--grep``, ``--run`` ranges, dates as epoch
 seconds, and sorting. Works on :class:`Row` values from any source (a ledger, a state ref, the
 ``Result:`` trailers); no click, no git (dates are read by git in the command layer). The
-output formats are :mod:`git_autoresearch.review.queryformat`'s."""
+output formats are :mod:`git_autoresearch.review.query_format`'s."""
 
 from __future__ import annotations
 

@@ -224,7 +224,7 @@ def _noise(session: Session) -> dict[str, Any] | None:
     machine seems to have gone (``faster``, ``slower``), or None."""
     from ..decide import rules as decision
     from ..ledger.stats import mad, median
-    from ..measure.pending import incumbent_samples
+    from ..measure.worktree import incumbent_samples
 
     if session.read_only or session.config.rule != "sequential":
         return None
@@ -314,7 +314,7 @@ def _kept_off_branches(session: Session) -> list[str]:
 def _pending(session: Session) -> Pending | None:
     """The measurement waiting in the scratch folder, if any, with the loop's decision."""
     from ..ledger import json_number
-    from ..measure import pending as pending_mod
+    from ..measure import worktree as pending_mod
 
     measured = pending_mod.read(session)
     if measured is None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..git import Repo
 from ..git.objects import cat_blob, ls_tree
-from ..runtime.paths import AUTO
+from ..runtime.scope import AUTO
 from .config import Config
 
 

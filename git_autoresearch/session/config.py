@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..runtime.errors import UsageError
-from ..runtime.paths import check_rule
+from ..runtime.scope import check_rule
 
 # ^[A-Za-z0-9_-]+$ (README, "Configuration"), with a letter or digit first so that no id
 # reads as an option.
@@ -483,8 +483,8 @@ def parse_toml(data: bytes, *, source: str) -> dict[str, Any]:
 
 def write_config(path: Path, cfg: Config) -> bytes:
     """Write ``config.toml`` read-only (0444), replacing any earlier one whole; returns its
-    bytes. Raises :class:`~git_autoresearch.runtime.files.WriteFailed`."""
-    from ..runtime.files import write_atomic
+    bytes. Raises :class:`~git_autoresearch.runtime.atomic.WriteFailed`."""
+    from ..runtime.atomic import write_atomic
 
     data = cfg.render()
     path.parent.mkdir(parents=True, exist_ok=True)

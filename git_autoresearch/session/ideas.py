@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..review.report import one_line
-from ..runtime.files import write_atomic
+from ..runtime.atomic import write_atomic
 
 if TYPE_CHECKING:
     from ..ledger import Run
@@ -64,7 +64,7 @@ def backlog_path(layout: Layout) -> Path:
     ``autoresearch.ideas.md`` of a pi-autoresearch session that has no ``.auto/`` file
     (:meth:`Layout.session_file`); :class:`Refused` when the session's files are gone but a
     state ref holds them, whose backlog a new file would hide."""
-    from ..history.state import sessions
+    from ..history.state_ref import sessions
     from ..runtime.errors import Refused
 
     if not layout.config.exists() and sessions(layout.repo):
@@ -105,7 +105,7 @@ def unread_warning(path: Path, ideas: list[Idea], shown: str | None = None) -> s
 
 def add_idea(path: Path, text: str) -> Idea:
     """Append ``- [ ] text`` (one line) to the backlog, creating it with a heading; the file is
-    replaced whole (:func:`~git_autoresearch.runtime.files.write_atomic`), so the caller holds the
+    replaced whole (:func:`~git_autoresearch.runtime.atomic.write_atomic`), so the caller holds the
     session lock. :class:`UsageError` for empty text or more than 64 KiB."""
     from ..runtime.bounds import check_text
 

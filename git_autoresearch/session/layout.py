@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from ..git import Repo
+from ..runtime.atomic import write_atomic
 from ..runtime.errors import Refused
-from ..runtime.files import write_atomic
-from ..runtime.paths import AUTO
-from .workers import current as current_worker
+from ..runtime.scope import AUTO
+from .shared import current as current_worker
 
 
 @dataclass
@@ -25,7 +25,7 @@ class Layout:
     # Where ``.auto/`` is: the top of the work tree, or (a pi-autoresearch session read in
     # place, :func:`find_pi_session`) the folder pi-autoresearch keeps it in.
     root: Path | None = None
-    # A worker worktree's ``.auto/`` is the main work tree's (:mod:`session.workers`): its top, and
+    # A worker worktree's ``.auto/`` is the main work tree's (:mod:`session.shared`): its top, and
     # the worker's name; both None in the main work tree.
     shared: Path | None = field(default=None, init=False)
     worker: str | None = field(default=None, init=False)
@@ -127,7 +127,7 @@ class Layout:
     def missing_hint(self, saved: list[str] | None = None) -> str:
         """What to do when ``config.toml`` is missing: resume a session a state ref holds
         (``saved``: their ids, when the caller has asked already), or start one."""
-        from ..history.state import sessions
+        from ..history.state_ref import sessions
 
         if self.start_intent.exists():
             return "`git autoresearch resume` finishes the start that was interrupted"

@@ -21,10 +21,10 @@ from ..history.refs import attempts_prefix, session_branch, state_ref
 from ..history.refs import namespace as ref_namespace
 from ..ledger import Ledger, Segment, now_ms
 from ..ledger.jsontext import is_whole
-from ..record import journal
+from ..record import intents
+from ..runtime.atomic import WriteFailed, check_writable
 from ..runtime.errors import Refused, UsageError
-from ..runtime.files import WriteFailed, check_writable
-from ..runtime.paths import AUTO, Boundaries
+from ..runtime.scope import AUTO, Boundaries
 from .config import (
     Config,
     describe_changes,
@@ -35,12 +35,12 @@ from .config import (
 )
 from .layout import Layout
 from .lock import SessionLock
-from .workers import current as current_worker
-from .workers import relink, reservations, reserve, shared_dir
+from .shared import current as current_worker
+from .shared import relink, reservations, reserve, shared_dir
 
 if TYPE_CHECKING:
     from ..measure.samples import Measurement
-    from ..record.journal import Intent
+    from ..record.intents import Intent
 
 # How long a recording command waits for a lock file of git's to go before refusing.
 GIT_LOCK_WAIT_SECONDS = 1.0
@@ -260,7 +260,7 @@ class Session:
         last mirrored with, or, with ``head``, the run HEAD's trailers record as this
         session's keep (one git call). Deciding on such a ledger compares with the wrong
         incumbent, and mirroring it would lose the line from the state ref too."""
-        from ..history.state import lost_keeps_text, mirrored_keeps
+        from ..history.state_ref import lost_keeps_text, mirrored_keeps
 
         kept = self.kept_lines()
         if kept is None:
@@ -359,14 +359,14 @@ class Session:
 
     def reserve_run(self) -> int:
         """The number of the run this work tree measures next, held for it so that no other
-        worker takes it until it is recorded (:func:`session.workers.reserve`); in a clone
+        worker takes it until it is recorded (:func:`session.shared.reserve`); in a clone
         that joined through a remote, taken there first
-        (:func:`history.remoteledger.claim_run`)."""
+        (:func:`history.remote_ledger.claim_run`)."""
         with self.shared("reserve a run number"):
             number = self.next_run()
             held = reservations(self.repo, self.config.session_id).get(self.worker_name)
             if held != number and self.remote is not None:
-                from ..history.remoteledger import claim_run
+                from ..history.remote_ledger import claim_run
 
                 number = claim_run(self.repo, self.remote, self.config.session_id, number,
                                    self.head(), self.worker_name)
@@ -402,11 +402,11 @@ class Session:
     def read_ledger(self, data: bytes | None = None, book: Ledger | None = None) -> Ledger:
         """The ledger file; in a clone that joined through a remote (or opened to read it,
         :attr:`reads_others`), with the runs of the other workers' ledger refs merged in
-        (:func:`history.remoteledger.read_merged`). ``data`` and ``book``: the file's bytes and
+        (:func:`history.remote_ledger.read_merged`). ``data`` and ``book``: the file's bytes and
         those bytes read, when the caller has them."""
         if self.remote is None and not self.reads_others:
             return book if book is not None else ledger_mod.read(self.ledger_path)
-        from ..history.remoteledger import read_merged
+        from ..history.remote_ledger import read_merged
 
         return read_merged(self.repo, self.config.session_id, self.ledger_path,
                            self.worker_name, data=data, book=book)
@@ -567,7 +567,7 @@ class Session:
         ``appended``: the run record just appended to the ledger file, which the runs read
         before lack); returns warnings (a failure is a warning, not an error), none when it
         worked."""
-        from ..history.state import LedgerShrank, mirror, unkept_links
+        from ..history.state_ref import LedgerShrank, mirror, unkept_links
 
         try:
             with self.shared("mirror the session files"):
@@ -590,7 +590,7 @@ class Session:
 
     def interrupted(self) -> Intent | None:
         """The intent record of a keep, revert or set-aside that did not finish, if any."""
-        return journal.read(self.layout.intent)
+        return intents.read(self.layout.intent)
 
     def git_locks(self) -> list[Path]:
         """git's lock files that a keep, revert or measurement of this session would meet."""

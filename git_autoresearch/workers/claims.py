@@ -31,10 +31,10 @@ from ..git import GitError, Repo
 from ..git.cas import commit_messages, create_ref, note_commit, swap_ref
 from ..history.refs import claim_ref, claims_prefix
 from ..ledger.jsontext import is_whole
-from ..measure.running import process_alive
+from ..measure.runner import process_alive
 from ..runtime.errors import Refused, UsageError
 from ..session.ideas import Idea
-from ..session.workers import worker_name
+from ..session.shared import worker_name
 
 if TYPE_CHECKING:
     from ..session.layout import Layout
@@ -231,7 +231,7 @@ def _new_claim(repo: Repo, session_id: str, idea: Idea, worker: str,
 def claim(repo: Repo, session_id: str, ideas: list[Idea], *, timeout: float,
           number: int | None = None, worker: str | None = None) -> Taken:
     """Take idea ``number`` of ``ideas`` for ``worker`` (default: this worktree's,
-    :func:`session.workers.worker_name`), or with no number the first idea not done that no other
+    :func:`session.shared.worker_name`), or with no number the first idea not done that no other
     live claim holds (open ideas first, then those a hook offered). A stale claim (see
     :meth:`Claim.stale`, ``timeout`` in seconds) is taken over. Idea ``number`` already this
     worker's is returned again (``again``). Raises :class:`UsageError` for a number that names

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..git import ABSENT, GitError, Repo
-from ..git.moving import add_on_branch, is_ancestor, move_work_tree, point_head
+from ..git.merge import add_on_branch, is_ancestor, move_work_tree, point_head
 from ..git.worktrees import remove as remove_worktree
 from ..history.experiment import save_snapshot, take_snapshot
 from ..history.refs import (
@@ -27,11 +27,11 @@ from ..history.refs import (
     worker_branch,
 )
 from ..runtime.errors import Refused, UsageError
-from ..runtime.paths import AUTO
+from ..runtime.scope import AUTO
 from ..session.layout import Layout, exclude_auto_link
 from ..session.lock import busy
 from ..session.session import Session
-from ..session.workers import (
+from ..session.shared import (
     MAIN,
     Worker,
     check_name,
@@ -286,7 +286,7 @@ def _save_leftovers(session: Session, path: Path, name: str, paths: list[str]) -
     """Save ``paths`` of the worker's worktree at ``path`` as a commit on
     ``refs/autoresearch/<id>/removed/<worker>[.n]``; returns the ref."""
     from ..history.experiment import record_attempt
-    from ..measure.pending import free_ref
+    from ..measure.worktree import free_ref
 
     there = Repo.discover(path)
     head = there.head()

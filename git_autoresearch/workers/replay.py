@@ -17,14 +17,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..git import GitError
-from ..git.moving import is_ancestor, leave_unstaged, merge_trees, move_work_tree
+from ..git.merge import is_ancestor, leave_unstaged, merge_trees, move_work_tree
 from ..history.experiment import finish_revert, record_attempt, revert_targets
 from ..history.refs import namespace, session_branch, worker_branch
+from ..runtime.atomic import write_atomic
 from ..runtime.errors import Refused
 from ..runtime.faults import checkpoint
-from ..runtime.files import write_atomic
 from ..session.session import Session
-from ..session.workers import MAIN, IncumbentMoved, kept_between
+from ..session.shared import MAIN, IncumbentMoved, kept_between
 
 if TYPE_CHECKING:
     from ..history.experiment import Changes
@@ -97,7 +97,7 @@ def advance(session: Session, old: str, new: str,
             record: Mapping[str, Any] | None = None) -> None:
     """Move the session branch from ``old`` to ``new`` by compare-and-swap (a worker's keep):
     :class:`Refused` when it is no longer at ``old``. In a clone that joined through a remote,
-    the keep then lands there, its run ``record`` with it (:func:`workers.landing.land`)."""
+    the keep then lands there, its run ``record`` with it (:func:`workers.upstream.land`)."""
     if session.worker is None or old == new:
         return
     branch = "refs/heads/" + session_branch(session.config.session_id)
@@ -109,7 +109,7 @@ def advance(session: Session, old: str, new: str,
                       f"{session.repo.short(new)} (it is on its worker branch); git "
                       "autoresearch doctor reports it") from None
     if session.remote is not None:  # a joined clone: the keep is one once the remote has it
-        from .landing import land
+        from .upstream import land
 
         land(session, old, new, record)
 
@@ -121,7 +121,7 @@ def replay(session: Session, changes: Changes, number: int, base: str, onto: str
     cleanly, the work tree is reverted, moved to ``onto`` (the worker branch with it, by
     compare-and-swap) and the merged change left in it, unstaged. When it conflicts, nothing
     in the work tree changes and the conflicting paths are returned."""
-    from ..measure.pending import free_ref
+    from ..measure.worktree import free_ref
 
     repo, bounds = session.repo, session.bounds
     ref = free_ref(repo, f"{namespace(session.config.session_id)}/replays/{number}")
@@ -225,7 +225,7 @@ def catch_up(session: Session) -> Replayed | None:
     if session.worker is None:
         return None
     if session.remote is not None:  # a joined clone: the incumbent is the remote's
-        from .landing import sync
+        from .upstream import sync
 
         sync(session, before_measuring=True)
     now, head = tip(session), session.head()

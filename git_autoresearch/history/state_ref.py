@@ -24,8 +24,8 @@ from typing import Any
 from ..git import ABSENT, GitError, Repo
 from ..git.objects import cat_blobs, make_tree, tree_files, write_blobs
 from ..ledger import read_bytes
+from ..runtime.atomic import write_atomic
 from ..runtime.errors import Refused
-from ..runtime.files import write_atomic
 from .refs import NAMESPACE, session_of_state_ref, state_ref
 
 LINES_PER_PIECE = 1000

@@ -105,7 +105,7 @@ def shared_dir(repo: Repo, session_id: str) -> Path:
 
 def mark(repo: Repo, worker: Worker) -> None:
     """Write ``repo``'s worker marker (its scratch folder's ``worker.json``)."""
-    from ..runtime.files import write_atomic
+    from ..runtime.atomic import write_atomic
 
     repo.scratch.mkdir(parents=True, exist_ok=True)
     data = {"worker": worker.name, "session_id": worker.session_id, "main": str(worker.main)}
@@ -146,7 +146,7 @@ def reservations(repo: Repo, session_id: str) -> dict[str, int]:
 
 def reserve(repo: Repo, session_id: str, worker: str, number: int) -> None:
     """Hold run ``number`` for ``worker`` (under the session's shared lock)."""
-    from ..runtime.files import write_atomic
+    from ..runtime.atomic import write_atomic
 
     folder = _reserved_dir(repo, session_id)
     folder.mkdir(parents=True, exist_ok=True)

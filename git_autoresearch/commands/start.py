@@ -326,7 +326,7 @@ def _optional(text: str) -> str | None:
 def _first_output(command: str, top: Path, timeout: float) -> str:
     """The output (stdout and stderr) of one run of ``command`` at the top of the work tree
     ``top``, where measuring runs it, as text; at most ``timeout`` seconds."""
-    from ..measure.running import run_shell
+    from ..measure.runner import run_shell
 
     with tempfile.TemporaryFile() as log:
         outcome = run_shell(command, cwd=top, stdout=log.fileno(),

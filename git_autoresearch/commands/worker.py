@@ -128,7 +128,7 @@ def worker_join_cmd(remote: str, session_id: str, name: str | None, as_json: boo
     ledger ref. Run it in the clone that started the session too: that sends the session."""
     from ..runtime.errors import UsageError
     from ..session.config import SESSION_ID_RE
-    from ..workers.joining import join
+    from ..workers.join import join
 
     if not SESSION_ID_RE.match(session_id):
         raise UsageError(f"bad session id {session_id!r} (git autoresearch sessions lists them)")
@@ -151,7 +151,7 @@ def worker_sync_cmd(as_json: bool) -> None:
     from ..history.refs import session_branch
     from ..runtime.errors import Refused
     from ..session.session import Session
-    from ..workers.landing import sync
+    from ..workers.upstream import sync
 
     session = Session.open()
     if session.remote is None:

@@ -74,9 +74,9 @@ def finalize_cmd(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bo
     other than the session id (<id>-pr), since git cannot make them beside the session
     branch autoresearch/<id>."""
     from ..review.finalize import choose, finalize, keeps, of_segment, record, undo
-    from ..review.review import render
+    from ..review.pr_body import render
     from ..session.session import Session
-    from ..workers.landing import sync
+    from ..workers.upstream import sync
 
     session = Session.open()
     sync(session)  # a clone that joined through a remote: every worker's keeps, as they are
@@ -236,7 +236,7 @@ def diff_cmd(runs: tuple[int, ...], stat: bool, name_only: bool, as_json: bool) 
     """The code difference between two runs (keeps or attempts), or between a run and its
     parent (the commit it was tried on), with the metric's change in the header."""
     from ..review.report import delta_pct, fmt
-    from ..review.runcommits import run_commit
+    from ..review.run_commits import run_commit
     from ..runtime.errors import UsageError
     from ..session.session import Session
 

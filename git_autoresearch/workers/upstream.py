@@ -4,7 +4,7 @@ one only once the remote holds it (:func:`land`).
 
 The session branch advances on the remote only by an atomic push with a lease on the commit
 the keep was made on. When the lease fails (another machine kept first) the keep is undone here,
-the candidate left in the work tree, and :class:`session.workers.IncumbentMoved` raised, so that
+the candidate left in the work tree, and :class:`session.shared.IncumbentMoved` raised, so that
 the candidate is replayed onto the new incumbent and measured again, as with workers on one
 machine (:mod:`workers.replay`).
 """
@@ -16,10 +16,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..git import ABSENT, Repo
-from ..git.moving import index_to, is_ancestor
+from ..git.merge import index_to, is_ancestor
 from ..git.remote import push_atomic, remote_refusal, update_refs
 from ..history.refs import session_branch, upstream_ref
-from ..history.remoteledger import fetch, ledger_commit, publish, send_attempts, with_record
+from ..history.remote_ledger import fetch, ledger_commit, publish, send_attempts, with_record
 from ..runtime.errors import Refused
 from ..runtime.faults import checkpoint
 
@@ -47,7 +47,7 @@ def follow_upstream(repo: Repo, session_id: str, tip: str) -> None:
 
 def sync(session: Session, *, before_measuring: bool = False) -> None:
     """In a joined clone: fetch the session branch, the ledger refs, the run numbers taken and
-    the attempt refs (:func:`history.remoteledger.fetch`), move the session branch here to the
+    the attempt refs (:func:`history.remote_ledger.fetch`), move the session branch here to the
     remote's, read the ledger again (with the runs the others recorded), and send this clone's
     ledger when the remote's copy lags (a push that failed). Nothing elsewhere.
 
@@ -91,11 +91,11 @@ def land(session: Session, old: str, new: str,
     keep's run record), the worker's ledger ref holding it goes in the same push, so that no
     clone ever fetches the keep without its record. When the lease fails (another worker kept
     first), the keep is undone here (:func:`_undo`: the candidate stays in the work tree,
-    unstaged) and :class:`session.workers.IncumbentMoved` is raised naming the new incumbent; when
+    unstaged) and :class:`session.shared.IncumbentMoved` is raised naming the new incumbent; when
     ``new`` is on the remote's branch already (pushed by a command killed before it knew), it
     landed. When the remote cannot be reached, the keep is undone here too and
     :class:`Refused` raised: nothing is kept that the remote does not hold."""
-    from ..session.workers import IncumbentMoved, kept_between
+    from ..session.shared import IncumbentMoved, kept_between
 
     assert session.remote is not None
     repo, sid = session.repo, session.config.session_id

@@ -1,6 +1,6 @@
 """log: the runs of a session, or of every session, filtered, sorted and written in the format
 asked for (the query itself is :mod:`git_autoresearch.review.query`, the formats
-:mod:`git_autoresearch.review.queryformat`)."""
+:mod:`git_autoresearch.review.query_format`)."""
 
 from __future__ import annotations
 
@@ -86,12 +86,12 @@ def log_cmd(segment: int | None, status: str | None, kept: bool, run_range: str 
     place, or the Result: trailers of the current branch; --all-sessions: every session of the
     repository), filtered, sorted and in the format asked for."""
     from ..ledger import collector_paused
-    from ..review import queryformat
+    from ..review import query_format
     from ..review.query import Query, compile_pattern, parse_range, parse_sort, parse_where
 
     chosen = _chosen_format(fmt, tsv, as_csv, as_json)
-    template = queryformat.parse_template(chosen) if queryformat.is_template(chosen) else None
-    names = queryformat.parse_columns(columns) if columns is not None else None
+    template = query_format.parse_template(chosen) if query_format.is_template(chosen) else None
+    names = query_format.parse_columns(columns) if columns is not None else None
     if kept and status not in (None, "keep"):
         raise UsageError(f"--kept and --status {status} ask for two statuses")
     query = Query(status="keep" if kept else status, segment=segment,
@@ -104,7 +104,7 @@ def log_cmd(segment: int | None, status: str | None, kept: bool, run_range: str 
                   max_count=max_count)
     with collector_paused():  # (every row is read and written: nothing cyclic is made)
         if all_sessions:
-            from ..workers.catalog import repository
+            from ..workers.sessions import repository
 
             repo = repository()
             _dates(query, repo.date_seconds, since, until)
@@ -115,7 +115,7 @@ def log_cmd(segment: int | None, status: str | None, kept: bool, run_range: str 
                 and since is None and until is None and query.selects_all()
             book, sid, source = _one_session(query, since, until, segment, as_text=whole)
             if whole:
-                for piece in queryformat.ledger_json_chunks(book, source,
+                for piece in query_format.ledger_json_chunks(book, source,
                                                             lines=chosen == "jsonl"):
                     click.echo(piece, nl=False)
                 _left_to_exit(book)
@@ -133,9 +133,9 @@ def log_cmd(segment: int | None, status: str | None, kept: bool, run_range: str 
                      "records, a secondary metric, or a dotted path such as asi.hypothesis)")
         _sorted_apart(query.sort, rows, all_sessions)
         if template is not None:
-            written = queryformat.template_text(rows, template)
+            written = query_format.template_text(rows, template)
         elif chosen in ("json", "jsonl"):
-            write = queryformat.json_text if chosen == "json" else queryformat.jsonl_text
+            write = query_format.json_text if chosen == "json" else query_format.jsonl_text
             written = write(rows, names, all_sessions)
         elif chosen == "table":
             width = shutil.get_terminal_size((120, 20)).columns
@@ -146,11 +146,11 @@ def log_cmd(segment: int | None, status: str | None, kept: bool, run_range: str 
                 written = table([(r.run, r.segment) for r in rows], width, audited,
                                 retries(book.runs) if book is not None else None)
             else:
-                shown = names or queryformat.default_columns(rows, all_sessions)
-                written = queryformat.table_text(rows, shown, width)
+                shown = names or query_format.default_columns(rows, all_sessions)
+                written = query_format.table_text(rows, shown, width)
         elif chosen == "markdown":
-            shown = names or queryformat.default_columns(rows, all_sessions)
-            written = queryformat.markdown_text(rows, shown)
+            shown = names or query_format.default_columns(rows, all_sessions)
+            written = query_format.markdown_text(rows, shown)
         else:
             written = _delimited(rows, chosen, names, book, query)
         click.echo(written, nl=False)
@@ -211,7 +211,7 @@ def _chosen_format(fmt: str | None, tsv: bool, as_csv: bool, as_json: bool) -> s
     """The format asked for: ``--format``, or the flag that is its alias; :class:`UsageError`
     when they disagree or the format is unknown."""
     from ..review.query import shown
-    from ..review.queryformat import FORMATS, is_template
+    from ..review.query_format import FORMATS, is_template
 
     flags = [name for name, on in (("json", as_json), ("tsv", tsv), ("csv", as_csv)) if on]
     if fmt is None:
@@ -274,8 +274,8 @@ def _one_session(query: Query, since: str | None, until: str | None,
 
     from ..ledger import only_runs, runs_as_text
     from ..review.query import line_test
-    from ..workers.catalog import repository
-    from .reading import open_warned, segment_of
+    from ..workers.sessions import repository
+    from .status import open_warned, segment_of
 
     if since is not None or until is not None:
         _dates(query, repository().date_seconds, since, until)
@@ -293,11 +293,11 @@ def _one_session(query: Query, since: str | None, until: str | None,
 
 
 def _every_session(repo: Any, segment: int | None) -> Iterator[Row]:
-    """The rows of every session of the repository (:func:`workers.catalog.every_ledger`), session
+    """The rows of every session of the repository (:func:`workers.sessions.every_ledger`), session
     by session; each read from a state ref or from trailers is said on stderr."""
     from ..history.refs import session_branch
     from ..review.query import rows_of
-    from ..workers.catalog import every_ledger
+    from ..workers.sessions import every_ledger
 
     for sid, where, book in every_ledger(repo):
         if where == "state ref":
@@ -315,8 +315,8 @@ def _delimited(rows: list[Row], chosen: str, names: list[str] | None, book: Ledg
     """CSV or TSV: the columns asked for; without them, for one session (``book``, its
     ledger), the seed's results.tsv (TSV: with its ``stopped`` rows unless runs were filtered
     or sorted) or the CSV of :func:`review.report.csv_text`; across sessions (``book`` None),
-    :func:`review.queryformat.csv_columns` with ``session`` first."""
-    from ..review import queryformat, report
+    :func:`review.query_format.csv_columns` with ``session`` first."""
+    from ..review import query_format, report
 
     if names is None and book is not None:
         pairs = [(r.run, r.segment) for r in rows]
@@ -329,7 +329,7 @@ def _delimited(rows: list[Row], chosen: str, names: list[str] | None, book: Ledg
         stops = report.stops_among(book, pairs) if plain else []
         return report.tsv(pairs, stops)
     if names is None:
-        names = queryformat.csv_columns(rows, book is None)
+        names = query_format.csv_columns(rows, book is None)
         if chosen == "tsv":
             names = [n for n in names if not n.startswith("metrics.")]
-    return queryformat.delimited_text(rows, names, "\t" if chosen == "tsv" else ",")
+    return query_format.delimited_text(rows, names, "\t" if chosen == "tsv" else ",")

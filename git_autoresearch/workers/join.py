@@ -1,15 +1,15 @@
 """Workers on several machines, through a git remote every machine can push to: ``worker join
-REMOTE SESSION`` makes a clone one (:mod:`workers.landing` keeps it in step with the remote).
+REMOTE SESSION`` makes a clone one (:mod:`workers.upstream` keeps it in step with the remote).
 
 A joined clone is a worker like a worktree's (:mod:`workers.pool`), with its own ``.auto/`` and
 its marker's ``remote``. Its session branch is the remote's: fetched before each measurement
 (:func:`sync`), the candidate replayed onto it when another worker kept (:mod:`workers.replay`),
 and advanced there only by an atomic push with a lease on the commit the keep was made on
 (:func:`land`). When the lease fails (another machine kept first) the keep is undone here,
-the candidate left in the work tree, and :class:`session.workers.IncumbentMoved` raised, so that
+the candidate left in the work tree, and :class:`session.shared.IncumbentMoved` raised, so that
 the candidate is replayed onto the new incumbent and measured again, as with workers on one
 machine. Run numbers are taken on the remote, and each run's ledger travels as the worker's
-ledger ref (:mod:`history.remoteledger`). No server: the remote is any git remote.
+ledger ref (:mod:`history.remote_ledger`). No server: the remote is any git remote.
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..git import GitError, Repo
-from ..git.moving import switch_new
+from ..git.merge import switch_new
 from ..git.remote import remote_refs
 from ..history.refs import ledgers_prefix, session_branch, worker_branch
-from ..history.remoteledger import fetch, publish
+from ..history.remote_ledger import fetch, publish
 from ..runtime.errors import Refused
 from ..runtime.faults import checkpoint
-from ..session.workers import Worker, check_name, current, mark, valid_name
-from .landing import follow_upstream
+from ..session.shared import Worker, check_name, current, mark, valid_name
+from .upstream import follow_upstream
 
 
 @dataclass
@@ -62,9 +62,9 @@ def join(repo: Repo | None, remote: str, session_id: str, name: str | None = Non
     joined under ``name``, this work tree holds another session, or a changed file is in the
     way of the checkout; a bad name is a usage error (exit 2). ``repo``: the one around the
     current directory when None."""
-    from .catalog import local_session
-    from .sharing import pull
-    from .sharing import push as send
+    from .push_pull import pull
+    from .push_pull import push as send
+    from .sessions import local_session
 
     repo = repo or Repo.discover()
     name = name or default_name()

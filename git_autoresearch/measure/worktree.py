@@ -27,13 +27,13 @@ from ..ledger import json_number, now_ms
 from ..ledger.jsontext import is_whole
 from ..ledger.records import RunRecord
 from ..ledger.stats import mad, median
-from ..record import journal
+from ..record import intents
 from ..runtime import signals
+from ..runtime.atomic import WriteFailed, write_atomic
 from ..runtime.errors import Refused
-from ..runtime.files import WriteFailed, write_atomic
 from ..session.config import file_hash, sha256_hex
 from ..session.session import Session
-from .running import command_environment
+from .runner import command_environment
 from .samples import Measurement, Progress
 from .samples import measure as run_measurement
 
@@ -89,7 +89,7 @@ def measure(session: Session, progress: Progress | None = None, *, pending: bool
 
 def run_environment(session: Session, run: int, log: Path) -> dict[str, str]:
     """The environment of the user's commands measuring run ``run`` of ``session``, its output
-    going to ``log``: ours (:func:`measure.running.command_environment`) with
+    going to ``log``: ours (:func:`measure.runner.command_environment`) with
     ``AUTORESEARCH_SESSION``, ``AUTORESEARCH_RUN`` and ``AUTORESEARCH_RUN_LOG``."""
     return command_environment({"AUTORESEARCH_SESSION": session.config.session_id,
                                 "AUTORESEARCH_RUN": str(run), "AUTORESEARCH_RUN_LOG": str(log)})
@@ -299,23 +299,23 @@ def _set_aside(session: Session, number: int, changes: Changes) -> tuple[list[st
     scope_ref = free_ref(session.repo, f"{scope_prefix(session.config.session_id)}{number}")
     token = os.urandom(8).hex()
     created, tracked = revert_targets(bounds, changes, violations)
-    aside = journal.Intent("set-aside", number, id=token, head=session.head(), ref=scope_ref,
+    aside = intents.Intent("set-aside", number, id=token, head=session.head(), ref=scope_ref,
                            created=created, tracked=tracked,
                            staged_preexisting=changes.staged_preexisting)
     path = session.layout.intent
     with signals.deferred():  # saved and reverted whole, or not at all
-        journal.write(path, aside)
+        intents.write(path, aside)
         try:
             revert(session.repo, bounds, changes, head=session.head(), ref=scope_ref,
                    only=violations, stage="set-aside",
                    message=set_aside_message(number, token, kept=False))
         except GitError as exc:
-            raise journal.git_failure(session.repo, path, session.git_locks(), aside,
+            raise intents.git_failure(session.repo, path, session.git_locks(), aside,
                                       exc) from None
         except Refused:
-            journal.clear(path)
+            intents.clear(path)
             raise
-        journal.clear(path)
+        intents.clear(path)
     return violations, scope_ref
 
 

@@ -66,8 +66,8 @@ def _backlog() -> tuple[Layout, Path]:
 
     layout = Layout.discover()
     if not layout.config.exists():
+        from ..session.for_reading import search_start
         from ..session.layout import find_pi_session
-        from ..session.reader import search_start
 
         found = find_pi_session(search_start(None, layout.repo.top), layout.repo.top)
         if found is not None:  # a pi-autoresearch session's own backlog
@@ -158,7 +158,7 @@ def _claims(ideas: list[Idea]) -> tuple[float, dict[int, Claim], str]:
     """The claim timeout of this work tree's session, in seconds, the claim on each idea of
     ``ideas`` that has one, by number (none without a session of ours), and this worker's
     name."""
-    from ..session.workers import MAIN, worker_name
+    from ..session.shared import MAIN, worker_name
     from ..workers.claims import of_ideas, read_claims
 
     found = _claim_session(required=False)
@@ -230,7 +230,7 @@ def ideas_release_cmd(number: int | None, force: bool, as_json: bool) -> None:
     """Release the claim on idea NUMBER (default: every claim of this worker), so that any
     worker may take it. Another worker's claim that still holds is refused (exit 3) unless
     --force."""
-    from ..session.workers import worker_name
+    from ..session.shared import worker_name
     from ..workers.claims import idea_key, read_claims, release
 
     board = _claim_session()
@@ -277,7 +277,7 @@ def ideas_done_cmd(number: int, run_number: int | None, note: str | None,
 
     run = None
     if run_number is not None:
-        from ..session.reader import open_for_reading
+        from ..session.for_reading import open_for_reading
 
         run = open_for_reading().ledger.find(run_number)
         if run is None:

@@ -20,8 +20,8 @@ from typing import Any, cast
 
 from ..git import DiskFull, GitError, NotStaged, Repo, said_why
 from ..ledger.records import RunRecord
+from ..runtime.atomic import write_atomic
 from ..runtime.errors import AutoresearchError, Refused
-from ..runtime.files import write_atomic
 
 # The operations an intent record stands for; "unknown" is a record that cannot be read.
 OPERATIONS = ("keep", "revert", "set-aside")

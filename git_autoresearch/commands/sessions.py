@@ -10,8 +10,8 @@ import click
 from .common import CONTEXT, complete_sessions, emit_json, json_option, number, warn
 
 if TYPE_CHECKING:
-    from ..workers.catalog import SessionInfo
-    from ..workers.sharing import Shared
+    from ..workers.push_pull import Shared
+    from ..workers.sessions import SessionInfo
 
 
 @click.command("sessions", context_settings=CONTEXT)
@@ -20,7 +20,7 @@ def sessions_cmd(as_json: bool) -> None:
     """Every session of the repository (session branches, refs/autoresearch/*/state, .auto/):
     id, goal, metric, runs, best and gain, state (running, stopped, merged, finalized) and
     last activity."""
-    from ..workers.catalog import all_sessions
+    from ..workers.sessions import all_sessions
 
     found = all_sessions()
     if as_json:
@@ -35,7 +35,7 @@ def sessions_cmd(as_json: bool) -> None:
 
 def _session_line(info: SessionInfo) -> str:
     """``s1  running  12 runs, 3 kept  best 95 ms (-5.00%)  2026-11-29T12:00:00Z  goal``."""
-    from ..workers.catalog import iso
+    from ..workers.sessions import iso
 
     unit = f" {info.unit}" if info.unit else ""
     best = "-" if info.best is None else f"{number(info.best)}{unit}"
@@ -59,7 +59,7 @@ def gc_cmd(session: str | None, older_than: float | None, dry_run: bool, force: 
     --older-than, inactive that long); the branch and the state ref (the ledger) stay. A
     running session is left alone unless --force; a named SESSION that is not finished is
     refused (exit 3)."""
-    from ..workers.catalog import gc
+    from ..workers.sessions import gc
 
     done = gc(None, session, older_than_days=older_than, dry_run=dry_run,
               force=force)
@@ -88,7 +88,7 @@ def push_cmd(remote: str | None, session: str | None, as_json: bool) -> None:
     state ref (the ledger and session files) to REMOTE (default: origin, or the only remote),
     all or nothing. Refused (exit 3), nothing pushed, when the remote holds a newer state: each
     ref moves only from the value read there (git push --atomic --force-with-lease)."""
-    from ..workers.sharing import push
+    from ..workers.push_pull import push
 
     _report(push(None, remote, session), "pushed to", as_json)
 
@@ -103,7 +103,7 @@ def pull_cmd(remote: str | None, session: str | None, as_json: bool) -> None:
     forward, then its session files into .auto/ when this work tree has none, so that log,
     status, show and dashboard read it and resume carries it on. Refused (exit 3), nothing
     changed, when the session diverged."""
-    from ..workers.sharing import pull
+    from ..workers.push_pull import pull
 
     _report(pull(None, remote, session), "pulled from", as_json)
 

@@ -1,5 +1,5 @@
 """status, show, analyze, summary, dashboard, score: reading a session (log is
-:mod:`.querying`'s)."""
+:mod:`.log`'s)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def open_warned() -> Session:
     """The session, opened to read it, its warnings (an edited configuration, say) on stderr
     as status shows them."""
     from ..review.status import opening_warnings
-    from ..session.reader import open_for_reading
+    from ..session.for_reading import open_for_reading
 
     session = open_for_reading()
     for w in opening_warnings(session):
@@ -54,7 +54,7 @@ def status_cmd(watch: bool, interval: float, times: int | None, as_json: bool) -
     stop_rule, stop_reason), warnings."""
     from ..ledger import collector_paused
     from ..review.status import status
-    from ..session.reader import open_for_reading
+    from ..session.for_reading import open_for_reading
 
     if watch:
         if as_json:
@@ -77,7 +77,7 @@ def _watch(interval: float, times: int | None) -> None:
     from ..ledger import collector_paused
     from ..review.status import status
     from ..runtime.signals import Interrupted, handled
-    from ..session.reader import open_for_reading
+    from ..session.for_reading import open_for_reading
 
     shown = 0
     try:
@@ -248,8 +248,8 @@ def show_cmd(run_number: int, as_json: bool) -> None:
     non-kept run), and the runs it retried or that retried it (run --retry)."""
 
     from ..review.report import audits, retries, retry_links
-    from ..review.runcommits import shown
-    from .auditing import audit_lines
+    from ..review.run_commits import shown
+    from .audit import audit_lines
 
     session = open_warned()
     found = shown(session, run_number)
@@ -354,7 +354,7 @@ def analyze_cmd(segment: int | None, plot: Path | None, as_json: bool) -> None:
     gain over the best before them; runs spent per improvement; the longest dry streak. One
     segment, in its own metric and unit; --plot draws the segments measured as it is (the same
     command, metric and direction)."""
-    from ..review.insight import analysis_text, analyze
+    from ..review.analysis import analysis_text, analyze
     from ..review.report import metric_of
 
     session = open_warned()
@@ -381,7 +381,7 @@ def analyze_cmd(segment: int | None, plot: Path | None, as_json: bool) -> None:
               help="How many recent runs to include at most.")
 def summary_cmd(max_bytes: int, last: int) -> None:
     """A deterministic text for an agent to resume from after its context was compacted."""
-    from ..review.insight import summary
+    from ..review.analysis import summary
     from ..session.ideas import read_ideas, unread_warning
 
     session = open_warned()
@@ -419,7 +419,7 @@ def dashboard_cmd(output: Path | None, serve: bool, port: int) -> None:
     gives each its own baseline and best, and each way of measuring has its own chart."""
     from ..review.dashboard import render
     from ..review.dashboard import serve as serve_page
-    from ..review.runcommits import run_diffs
+    from ..review.run_commits import run_diffs
 
     session = open_warned()
     cfg = session.config

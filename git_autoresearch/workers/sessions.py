@@ -181,10 +181,10 @@ def session_ledger(repo: Repo, sid: str, has_branch: bool = True
     ``trailers`` (the ``Result:`` trailers of its branch, when ``has_branch``), else
     ``none``. A ledger is read with the runs of the other clones that joined the session
     through a remote merged in (their ledger refs fetched here:
-    :func:`history.remoteledger.merged`), as every reading command reads it."""
-    from ..history.remoteledger import foreign_ledgers, merged
-    from ..history.state import read
-    from ..session.workers import current
+    :func:`history.remote_ledger.merged`), as every reading command reads it."""
+    from ..history.remote_ledger import foreign_ledgers, merged
+    from ..history.state_ref import read
+    from ..session.shared import current
 
     if local_session(repo) == sid:
         layout = Layout(repo)
@@ -378,8 +378,8 @@ def record_collected(repo: Repo, sid: str, refs: list[str], now: int) -> list[st
     import tempfile
 
     from ..git import GitError
-    from ..history.state import LedgerShrank, mirror, read, write_file
-    from ..runtime.files import WriteFailed
+    from ..history.state_ref import LedgerShrank, mirror, read, write_file
+    from ..runtime.atomic import WriteFailed
     from ..session.lock import SessionLock
 
     event = {"type": "gc", "timestamp": now, "deleted": refs}

@@ -3,7 +3,7 @@ that a kill at any point is finished by the next command (the measurement it rec
 by :mod:`git_autoresearch.decide.choice`).
 
 The protocol (README, "When something dies"): the run record is drafted and checked to fit; an
-intent record (:mod:`git_autoresearch.record.journal`) is written before anything changes; the keep
+intent record (:mod:`git_autoresearch.record.intents`) is written before anything changes; the keep
 or revert runs (:mod:`git_autoresearch.history.experiment`); the ledger line is appended; the intent
 is cleared (once the after hooks fired, when there are any). Signals wait from the intent to the
 ledger line. :mod:`git_autoresearch.record.recovery` finishes what a SIGKILL interrupted.
@@ -39,16 +39,16 @@ from ..history.trailers import (
 )
 from ..ledger import Run, Segment, json_number, now_ms
 from ..ledger.records import RunRecord, run_record
-from ..measure.pending import changed_since, set_asides
 from ..measure.samples import Measurement
+from ..measure.worktree import changed_since, set_asides
 from ..runtime import signals
+from ..runtime.atomic import WriteFailed
 from ..runtime.bounds import fit_record
 from ..runtime.errors import Refused
 from ..runtime.faults import checkpoint
-from ..runtime.files import WriteFailed
 from ..session.session import Session
-from ..session.workers import release
-from . import journal
+from ..session.shared import release
+from . import intents
 
 # Keeps commit through plumbing and reverts write only refs, so nothing of git's own runs its
 # automatic maintenance during a session: every this many runs, we run it as git commit would.
@@ -82,7 +82,7 @@ def record(session: Session, status: str, description: str, *, result: Measureme
     conflicted), or why a keep was kept against the loop's decision (``kept by hand: ...``:
     :attr:`decide.choice.Choice.forced`); ``replayed`` what a replay did (:mod:`workers.replay`),
     ``retry_of`` the run whose attempt this run tried again (``run --retry``). In a worker, a
-    keep whose incumbent moved raises :class:`session.workers.IncumbentMoved` before anything
+    keep whose incumbent moved raises :class:`session.shared.IncumbentMoved` before anything
     changes, and so does a discard with ``recheck_discard``."""
     session.check_recordable()
     session.preflight()
@@ -139,7 +139,7 @@ def _record(session: Session, status: str, description: str, *, result: Measurem
     fit_record(draft)  # refused here, before anything changes, if it cannot fit
     untracked_after = sorted({*changes.preexisting, *changes.staged_preexisting, *changes.nested,
                               *(p for p in changes.created if session.bounds.is_protected(p))})
-    intent = journal.Intent("keep" if status == "keep" else "revert", number,
+    intent = intents.Intent("keep" if status == "keep" else "revert", number,
                             id=os.urandom(8).hex(), head=head,
                             ref=attempt_ref(session.config.session_id, number), record=draft,
                             untracked_after=untracked_after,
@@ -260,7 +260,7 @@ def _name_set_asides(session: Session, draft: RunRecord) -> None:
                                            *(p for p in outside if bounds.is_readonly(p))})
 
 
-def _apply(session: Session, intent: journal.Intent, draft: RunRecord, changes: Changes,
+def _apply(session: Session, intent: intents.Intent, draft: RunRecord, changes: Changes,
            description: str) -> None:
     """The git side of the run: the keep commit, or the revert with the attempt saved at its
     ref; ``draft`` is completed. A failure says what was done and what is left to finish."""
@@ -270,7 +270,7 @@ def _apply(session: Session, intent: journal.Intent, draft: RunRecord, changes: 
         else:
             created, tracked = revert_targets(session.bounds, changes)
             intent = intent.but(created=created, tracked=tracked)
-            journal.write(session.layout.intent, intent)
+            intents.write(session.layout.intent, intent)
             checkpoint("revert:before-attempt")
             message = attempt_message(description, draft["status"], draft["run"],
                                       session.config.session_id, intent.id)
@@ -281,14 +281,14 @@ def _apply(session: Session, intent: journal.Intent, draft: RunRecord, changes: 
         raise _failed(session, intent, exc) from None
 
 
-def _failed(session: Session, intent: journal.Intent, exc: Refused | GitError) -> Exception:
+def _failed(session: Session, intent: intents.Intent, exc: Refused | GitError) -> Exception:
     """What to raise when the keep or revert of ``intent`` failed: the intent stays when git
     changed something (the next command finishes it), and goes when nothing changed."""
     number = intent.run
     now = session.repo.head() if intent.op == "keep" else intent.head
     committed = now is not None and now != intent.head
     if isinstance(exc, GitError):
-        failed = journal.git_failure(session.repo, session.layout.intent, session.git_locks(),
+        failed = intents.git_failure(session.repo, session.layout.intent, session.git_locks(),
                                      intent, exc)
         if failed is not exc or not committed:
             return failed
@@ -301,7 +301,7 @@ def _failed(session: Session, intent: journal.Intent, exc: Refused | GitError) -
                        "finishes recording it")
     # Refused before anything changed (git refused the commit, or could not record the
     # attempt): there is nothing to finish.
-    journal.clear(session.layout.intent)
+    intents.clear(session.layout.intent)
     locks = session.git_locks()
     if locks:  # another git took a lock meanwhile: name it, not git's advice
         said_lines = [*(exc.detail or "").splitlines(), exc.message]
@@ -314,7 +314,7 @@ def _failed(session: Session, intent: journal.Intent, exc: Refused | GitError) -
     return exc
 
 
-def _keep(session: Session, intent: journal.Intent, draft: RunRecord, changes: Changes,
+def _keep(session: Session, intent: intents.Intent, draft: RunRecord, changes: Changes,
           description: str) -> None:
     """The keep of :func:`record`: write the intent, commit, and complete ``draft``."""
     number, head, ref = draft["run"], intent.head, intent.ref
@@ -326,7 +326,7 @@ def _keep(session: Session, intent: journal.Intent, draft: RunRecord, changes: C
     plan = plan_keep(session.repo, bounds, changes)
     created, tracked = revert_targets(bounds, plan.revert_changes, plan.violations)
     refuse_missing_objects(session.repo, tracked, "kept")
-    journal.write(session.layout.intent, intent.but(
+    intents.write(session.layout.intent, intent.but(
         to_stage=plan.to_stage, had_index=(session.repo.git_dir / "index").is_file(),
         created=created, tracked=tracked))
     # A cache: with the stale tree (HEAD moved since discovery) a keep would find nothing to
@@ -382,7 +382,7 @@ def append_run(session: Session, record: RunRecord, untracked_after: list[str],
     signals.note_recorded(record["run"], record["status"], record.get("commit"))
     _after_append(session, record, untracked_after, ignored, warnings)
     if not session.layout.hooks.is_dir():
-        journal.clear(session.layout.intent)
+        intents.clear(session.layout.intent)
     session.reload()
     return record
 
@@ -400,7 +400,7 @@ def _after_append(session: Session, record: RunRecord, untracked_after: list[str
     warnings += session.mirror_state(f"after run {record['run']} ({record['status']})",
                                      appended=record)
     if session.remote is not None:
-        from ..history.remoteledger import publish
+        from ..history.remote_ledger import publish
 
         warnings += publish(session.repo, session.remote, session.config.session_id,
                             session.worker_name, session.layout.ledger, record["run"])

@@ -2,9 +2,10 @@
 
 A session travels as its refs: the session branch ``autoresearch/<id>``, and everything below
 ``refs/autoresearch/<id>/`` (attempt and scope refs, and the state ref, whose commits hold the
-ledger and the session files, :mod:`git_autoresearch.history.state`). As DVC's ``exp push``/``exp
-pull`` send ``refs/exps/...`` (iterative/dvc, ``dvc/repo/experiments/push.py``: refuses a remote
-experiment that diverged unless forced), a push sends them all or nothing (``git push
+ledger and the session files, :mod:`git_autoresearch.history.state_ref`). As DVC's
+``exp push``/``exp pull`` send ``refs/exps/...`` (iterative/dvc, ``dvc/repo/experiments/push.py``:
+refuses a remote experiment that diverged unless forced), a push sends them all or nothing (``git
+push
 --atomic``), and never rewrites what the remote has: every ref is pushed with
 ``--force-with-lease=<ref>:<the value read from the remote>`` (git-push(1); the compare-and-swap
 git-perf pushes its notes ref with, reading ``--porcelain``'s ``!`` flag for a refusal:
@@ -46,16 +47,16 @@ from ..history.refs import (
     state_ref,
     upstream_ref,
 )
-from ..history.state import FILES, read_at
-from ..history.state import forget as forget_state_cache
+from ..history.state_ref import FILES, read_at
+from ..history.state_ref import forget as forget_state_cache
 from ..ledger.repairs import lost_lines
 from ..lifecycle.resume import restore_files
+from ..runtime.atomic import write_atomic
 from ..runtime.errors import Refused, UsageError
-from ..runtime.files import write_atomic
 from ..session.config import SESSION_ID_RE
 from ..session.layout import Layout, exclude_auto
 from ..session.lock import SessionLock
-from .catalog import local_session
+from .sessions import local_session
 
 
 @dataclass
@@ -121,7 +122,7 @@ def _session_refs(sid: str) -> list[str]:
 def _local_refs(repo: Repo, sid: str, *, sending: bool = False) -> dict[str, str]:
     """The session's refs here, by full name. ``sending``: without those a push never sends:
     what a joined clone last saw on its remote, and the ledger refs and run numbers of joined
-    clones, which travel by themselves (:mod:`history.remoteledger`), each pushed by its own
+    clones, which travel by themselves (:mod:`history.remote_ledger`), each pushed by its own
     clone."""
     travel = (ledgers_prefix(sid), runs_prefix(sid)) if sending else ()
     found = {ref: oid for ref, oid in repo.ref_objects(namespace(sid) + "/")
@@ -136,7 +137,7 @@ def _local_refs(repo: Repo, sid: str, *, sending: bool = False) -> dict[str, str
 
 def _joined(repo: Repo, sid: str) -> bool:
     """Whether this work tree joined session ``sid`` through a remote (``worker join``)."""
-    from ..session.workers import current
+    from ..session.shared import current
 
     found = current(repo)
     return found is not None and found.remote is not None and found.session_id == sid
@@ -271,7 +272,7 @@ def _mirror_first(repo: Repo, sid: str) -> list[str]:
     ref does not hold its ledger, configuration, prompt, ideas and hooks as they are (a mirror
     that failed, notes edited since the last run, a hook added by hand), so that the push sends
     them. Returns warnings."""
-    from ..history.state import LINK, LedgerShrank, current, mirror, read
+    from ..history.state_ref import LINK, LedgerShrank, current, mirror, read
 
     layout = Layout(repo)
     saved = read(repo, sid)

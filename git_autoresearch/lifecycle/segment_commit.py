@@ -22,7 +22,7 @@ from ..git import GitError, Repo
 from ..history.experiment import commit_index
 from ..history.trailers import segment_message, segment_trailers
 from ..runtime.errors import Refused, UsageError
-from ..runtime.paths import AUTO, Boundaries, PathRules
+from ..runtime.scope import AUTO, Boundaries, PathRules
 from ..session.command_files import named_paths
 from ..session.config import Config
 

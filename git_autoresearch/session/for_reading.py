@@ -34,7 +34,7 @@ def open_for_reading(cwd: str | os.PathLike[str] | None = None) -> Session:
         session = Session.open(cwd, check_config=False)
         session.reads_others = True  # read again (the dashboard), the others' runs stay
         if session.remote is None:  # the runs of clones that joined, when their refs are here
-            from ..history.remoteledger import foreign_ledgers, merged
+            from ..history.remote_ledger import foreign_ledgers, merged
 
             others = foreign_ledgers(repo, session.config.session_id, session.worker_name)
             if others:
@@ -46,7 +46,7 @@ def open_for_reading(cwd: str | os.PathLike[str] | None = None) -> Session:
             if exc.message != session.invalid_config:  # said once already
                 session.warnings.append(exc.message)
         return session
-    from ..history.state import sessions
+    from ..history.state_ref import sessions
 
     saved = sessions(repo)
     lost = (f"no .auto/config.toml, though a state ref holds a session: "

@@ -15,9 +15,9 @@ from ..git import Repo, said
 from ..history.experiment import save_snapshot, take_snapshot
 from ..history.refs import session_branch
 from ..ledger.records import ConfigHeader, config_header
+from ..runtime.atomic import write_atomic
 from ..runtime.errors import Refused, UsageError
 from ..runtime.faults import checkpoint
-from ..runtime.files import write_atomic
 from ..session.command_files import command_files
 from ..session.config import Config, file_hash, parse_toml, write_config
 from ..session.layout import Layout, exclude_auto
