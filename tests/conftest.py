@@ -8,12 +8,16 @@ fails, and new repositories get an empty template folder. Every repository is a 
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import os
 import shlex
+import signal
 import stat
 import subprocess
 import sys
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +29,20 @@ from git_autoresearch import cli, commands
 PYTHON = shlex.quote(sys.executable)
 FIXTURES_DIR = Path(__file__).resolve().parent / "fixtures"
 BIN = Path(sys.executable).parent
+# The tool as ``python -m``: for tests that start it themselves (signals, kills, pauses).
+TOOL = [sys.executable, "-m", "git_autoresearch"]
+# The named steps a worker's keep or replay can be killed at, and a joined clone's; each is
+# killed in a test of tests/workers/, and tests/record/test_recovery.py checks every step the
+# product names is among them or its own.
+WORKER_STEPS = ["keep:before-advance", "replay:saved", "replay:reverted", "replay:moved"]
+REMOTE_STEPS = ["keep:before-push", "keep:after-push", "land:undone-branch",
+                "join:before-claim"]
+
+# A background job of a non-interactive shell starts with SIGINT ignored, and the tool keeps an
+# ignored signal ignored (as it must): give the tests' children the default, so that the suite
+# tests the tool's own handling however it was started.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
@@ -220,3 +238,84 @@ def assert_dies(pid: int, what: str, seconds: float = 5) -> None:
         if time.monotonic() >= deadline:
             pytest.fail(f"{what} (pid {pid}) is still alive")
         time.sleep(0.05)
+
+
+def tool(cwd: Path, *args: str, env: dict[str, str] | None = None,
+         input: str | None = None) -> subprocess.CompletedProcess[str]:
+    """The tool run to its end in ``cwd`` as ``python -m`` (no exit code asserted)."""
+    return subprocess.run([*TOOL, *args], cwd=cwd, capture_output=True, text=True, input=input,
+                          env={**os.environ, **(env or {})})
+
+
+def launch(cwd: Path, *args: str, env: dict[str, str] | None = None, argv: Sequence[str] = TOOL,
+           ignore: Sequence[int] = (), new_group: bool = False) -> subprocess.Popen[bytes]:
+    """The tool as a subprocess, with ``ignore``d signals ignored from its start (as a shell's
+    background job or nohup leaves them)."""
+
+    def prepare() -> None:
+        for signum in ignore:
+            signal.signal(signum, signal.SIG_IGN)
+
+    return subprocess.Popen([*argv, *args], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env={**os.environ, **(env or {})},
+                            preexec_fn=prepare, start_new_session=new_group)
+
+
+def wait_for_file(path: Path, seconds: float = 20) -> None:
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.02)
+
+
+def paused_at(step: str, go: Path, cwd: Path, *args: str) -> subprocess.Popen[str]:
+    """The tool started with ``args`` in ``cwd``, once it says it paused at ``step``; it goes
+    on when the file ``go`` exists."""
+    paused = subprocess.Popen(
+        [*TOOL, *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "GIT_AUTORESEARCH_PAUSE_AT": step,
+             "GIT_AUTORESEARCH_GO_FILE": str(go)})
+    assert paused.stderr is not None
+    assert paused.stderr.readline().strip() == f"paused at {step}"
+    return paused
+
+
+def make_crew(repo: Path, ar: Tool, *start: str) -> tuple[Path, Path, Path]:
+    """A session whose score is value.txt + extra.txt (both in scope), under the strict rule
+    (and the ``start`` options), with workers w1 and w2: (main, w1, w2)."""
+    write(repo / "extra.txt", "100\n")
+    write(repo / "bench.sh", "#!/bin/sh\necho \"score: $(( $(cat value.txt) + "
+          "$(cat extra.txt) ))\"\n", 0o755)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "two numbers")
+    ar(repo, *start_args("--decision", "strict", "--scope", "value.txt", "--scope",
+                         "extra.txt", *start))
+    made = ar(repo, "worker", "add", "2", "--json").json()["workers"]
+    folder = repo.parent / "project.workers"
+    assert [(w["worker"], w["path"], w["branch"]) for w in made] == [
+        ("w1", str(folder / "w1"), "autoresearch-workers/s1/w1"),
+        ("w2", str(folder / "w2"), "autoresearch-workers/s1/w2")]
+    return repo, folder / "w1", folder / "w2"
+
+
+# The Mann-Whitney reference, from first principles: the decision rules' tests and the audit's
+# compare the rule's p-values with these.
+
+@functools.cache
+def enumerated_counts(m: int, n: int) -> tuple[int, ...]:
+    """How many of the C(m+n, n) placements of n candidate samples among m pool samples (no
+    ties) give each Mann-Whitney count U: by enumerating them all."""
+    counts = [0] * (m * n + 1)
+    for places in itertools.combinations(range(m + n), n):
+        counts[sum(p - i for i, p in enumerate(places))] += 1
+    return tuple(counts)
+
+
+def tail(u: float, m: int, n: int) -> float:
+    """P(U <= u) for samples of m and n with no ties, from :func:`enumerated_counts`."""
+    counts = enumerated_counts(m, n)
+    return sum(counts[:int(u) + 1]) / sum(counts)
+
+
+def count_u(pool: list[float], candidate: list[float]) -> float:
+    return sum((c > p) + 0.5 * (c == p) for c in candidate for p in pool)

@@ -40,6 +40,9 @@ GIT_AND_SESSION = {"git", "history.experiment", "history.state_ref", "history.tr
 BELOW_THE_STORE = {"runtime.errors", "runtime.atomic", "runtime.signals"}
 # A module is as long as its one job needs; a function stays short enough to read whole.
 MAX_FUNCTION_LINES = 80
+# A folder a reader can scan in one look; the package's root holds only the entry points.
+MAX_FOLDER_MODULES = 15
+ENTRY_POINTS = {"__init__", "__main__", "cli"}
 # The layers of CONTRIBUTING.md, "How it is built", top to bottom: a module imports from its
 # own layer or those below, never from one above. A folder whose modules all sit at one layer
 # is named whole; the others are placed module by module (``measure.worktree``), and such a
@@ -175,6 +178,19 @@ def test_each_folder_says_where_its_modules_sit() -> None:
     for folder in sorted({room(n) for n in NAMES if "." in n} - {"commands", "git"}):
         text = (PACKAGE / folder / "__init__.py").read_text(encoding="utf-8")
         assert layer_paragraph(folder) in " ".join(text.split()), folder
+
+
+def test_the_root_holds_the_entry_points_and_each_folder_one_job() -> None:
+    """Every other module sits in a job's folder (one level, with a docstring saying the
+    job), and no folder grows past what a reader scans in one look."""
+    assert {n for n in NAMES if "." not in n} == ENTRY_POINTS
+    folders = {room(n) for n in NAMES if "." in n}
+    for folder in folders:
+        inside = [n for n in NAMES if room(n) == folder]
+        assert all(n.count(".") == 1 for n in inside), f"{folder}/ holds a folder"
+        assert len(inside) <= MAX_FOLDER_MODULES, f"{folder}/ holds {len(inside)} modules"
+        assert f"{folder}.__init__" in inside and \
+            (PACKAGE / folder / "__init__.py").read_text(encoding="utf-8").startswith('"""')
 
 
 def test_every_module_has_a_layer() -> None:

@@ -4,12 +4,12 @@ themselves (the exact null distribution, the Hodges-Lehmann interval)."""
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 import random
 
 import pytest
+from conftest import count_u, enumerated_counts, tail
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -295,26 +295,6 @@ def test_no_drift_in_a_steady_or_short_or_constant_pool() -> None:
 # 0.75, 0.55, 0.45, 0.4, 0.35 and from the seventh 0.3; the effect's interval at 80 %.
 DOC_ALPHA, DOC_INTERIM, DOC_FUTILITY, DOC_CONFIDENCE = 0.10, 0.001, 0.02, 0.80
 DOC_HOPELESS = (1.0, 0.75, 0.55, 0.45, 0.4, 0.35, 0.3)
-
-
-@functools.cache
-def enumerated_counts(m: int, n: int) -> tuple[int, ...]:
-    """How many of the C(m+n, n) placements of n candidate samples among m pool samples (no
-    ties) give each Mann-Whitney count U: by enumerating them all."""
-    counts = [0] * (m * n + 1)
-    for places in itertools.combinations(range(m + n), n):
-        counts[sum(p - i for i, p in enumerate(places))] += 1
-    return tuple(counts)
-
-
-def tail(u: float, m: int, n: int) -> float:
-    """P(U <= u) for samples of m and n with no ties, from :func:`enumerated_counts`."""
-    counts = enumerated_counts(m, n)
-    return sum(counts[:int(u) + 1]) / sum(counts)
-
-
-def count_u(pool: list[float], candidate: list[float]) -> float:
-    return sum((c > p) + 0.5 * (c == p) for c in candidate for p in pool)
 
 
 def documented(pool: list[float], candidate: list[float], *, max_samples: int,

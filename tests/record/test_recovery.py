@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 from conftest import (
+    REMOTE_STEPS,
+    TOOL,
+    WORKER_STEPS,
     Tool,
     assert_dies,
     check_document,
@@ -22,20 +25,13 @@ from conftest import (
     left_behind,
     runs,
     start_args,
+    tool,
     write,
 )
 
 from git_autoresearch import ledger
 from git_autoresearch.ledger import records
 from git_autoresearch.session.lock import SessionLock
-
-TOOL = [sys.executable, "-m", "git_autoresearch"]
-
-
-def tool(cwd: Path, *args: str, env: dict[str, str] | None = None
-         ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*TOOL, *args], cwd=cwd, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})})
 
 
 def files_of(top: Path, names: list[str]) -> dict[str, tuple[bytes, int]]:
@@ -70,8 +66,6 @@ KEEP_STEPS = ["keep:saving-index", "keep:staging", "keep:before-commit", "keep:a
 
 
 def test_every_named_step_is_in_the_kill_matrix() -> None:
-    from test_remote_workers import REMOTE_STEPS
-    from test_workers import WORKER_STEPS
 
     from git_autoresearch.runtime.faults import STEPS
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BIN, Tool, commit_all, ledger_lines, runs, start_args, write
+from conftest import BIN, Tool, commit_all, ledger_lines, make_crew, runs, start_args, write
 
 STRICT = ("--decision", "strict")
 
@@ -161,7 +161,6 @@ def test_a_shell_loop_ends_by_itself_once_the_build_keeps_failing(repo: Path) ->
 
 
 def test_every_worker_stops_on_a_rule_with_one_event(repo: Path, ar: Tool) -> None:
-    from test_workers import make_crew
 
     main, w1, w2 = make_crew(repo, ar, "--max-runs-without-keep", "2")
     write(w1 / "value.txt", "150\n")

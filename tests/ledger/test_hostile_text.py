@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import Tool, git, ledger_lines, runs, start_args, write
+from conftest import FIXTURES_DIR, Tool, git, ledger_lines, runs, start_args, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,7 +15,7 @@ from git_autoresearch import ledger
 from git_autoresearch.history.trailers import commit_message, keep_trailers, result_trailer
 from git_autoresearch.ledger.confidence import confidence
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = FIXTURES_DIR
 PI_LOG = FIXTURES / "pi-autoresearch-log.jsonl"
 
 HOSTILE = [

@@ -10,8 +10,18 @@ import signal
 from pathlib import Path
 
 import pytest
-from conftest import Tool, check_document, git, left_behind, runs, start_args, write
-from test_workers import paused_at, tool
+from conftest import (
+    REMOTE_STEPS,
+    Tool,
+    check_document,
+    git,
+    left_behind,
+    paused_at,
+    runs,
+    start_args,
+    tool,
+    write,
+)
 
 from git_autoresearch.history.remote_ledger import merged
 
@@ -135,11 +145,6 @@ def test_run_replays_and_measures_again_when_the_push_is_refused(
     assert record["replayed"]["kept_meanwhile"] == [kept["run"]]
     assert git(remote, "rev-parse", f"{BRANCH}^") == git(a, "rev-parse", "HEAD")
     assert git(remote, "rev-parse", BRANCH) == git(b, "rev-parse", "HEAD")
-
-
-# The kill steps of a keep through a remote (each killed in a test below).
-REMOTE_STEPS = ["keep:before-push", "keep:after-push", "land:undone-branch",
-                "join:before-claim"]
 
 
 @pytest.mark.parametrize("step", REMOTE_STEPS[:2])

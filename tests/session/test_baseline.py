@@ -8,12 +8,9 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
-from conftest import Tool, git, ledger_lines, runs, start_args, write
-
-TOOL = [sys.executable, "-m", "git_autoresearch"]
+from conftest import TOOL, Tool, git, ledger_lines, runs, start_args, write
 
 NEVER = ("the baseline of this segment was never measured (start was interrupted); set aside "
          "the experiment in the work tree (value.txt) with git autoresearch discard -d "

@@ -15,13 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Tool, check_document, git, start_args, write
+from conftest import TOOL, Tool, check_document, git, start_args, write
 
 from git_autoresearch.git import Repo
 from git_autoresearch.session.ideas import read_ideas
 from git_autoresearch.workers.claims import claim, idea_key, read_claims
 
-TOOL = [sys.executable, "-m", "git_autoresearch"]
 IDEAS = ["unroll the loop", "cache the table", "use a bitset", "skip the copy"]
 PREFIX = "refs/autoresearch/s1/claims/"
 

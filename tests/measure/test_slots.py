@@ -15,13 +15,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Tool, check_document, git, runs, start_args, write
+from conftest import TOOL, Tool, check_document, git, runs, start_args, write
 
 from git_autoresearch.git import Repo
 from git_autoresearch.measure.slots import cpu_share, held, slots_dir
 from git_autoresearch.session.config import Config
-
-TOOL = [sys.executable, "-m", "git_autoresearch"]
 
 # A process that takes a slot of session s1 (``measure_slots`` from argv) for a measurement
 # whose command appends its start and end times to a file, and, when asked, holds the slot

@@ -10,14 +10,24 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BIN, Tool, assert_dies, check_document, git, runs, start_args, write
+from conftest import (
+    BIN,
+    TOOL,
+    Tool,
+    assert_dies,
+    check_document,
+    git,
+    launch,
+    runs,
+    start_args,
+    wait_for_file,
+    write,
+)
 
-TOOL = [sys.executable, "-m", "git_autoresearch"]
 # Under nohup (or any parent that ignores SIGHUP) the tool, started with SIGHUP ignored, keeps
 # it ignored, as it must: a test that needs a hang-up to reach the tool cannot run there.
 NEEDS_HANGUP = pytest.mark.skipif(
@@ -27,20 +37,6 @@ NEEDS_HANGUP = pytest.mark.skipif(
 SIGNALS = [pytest.param(signal.SIGINT, 130, id="INT"),
            pytest.param(signal.SIGTERM, 143, id="TERM"),
            pytest.param(signal.SIGHUP, 129, id="HUP", marks=NEEDS_HANGUP)]
-
-
-def launch(cwd: Path, *args: str, env: dict[str, str] | None = None, argv: Sequence[str] = TOOL,
-           ignore: Sequence[int] = (), new_group: bool = False) -> subprocess.Popen[bytes]:
-    """The tool as a subprocess, with ``ignore``d signals ignored from its start (as a shell's
-    background job or nohup leaves them)."""
-
-    def prepare() -> None:
-        for signum in ignore:
-            signal.signal(signum, signal.SIG_IGN)
-
-    return subprocess.Popen([*argv, *args], cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env={**os.environ, **(env or {})},
-                            preexec_fn=prepare, start_new_session=new_group)
 
 
 def wait_for_pause(proc: subprocess.Popen[bytes], step: str) -> bytes:
@@ -54,13 +50,6 @@ def wait_for_pause(proc: subprocess.Popen[bytes], step: str) -> bytes:
             break
     assert line, f"never paused at {step}: {said.decode()}"
     return said
-
-
-def wait_for_file(path: Path, seconds: float = 20) -> None:
-    deadline = time.monotonic() + seconds
-    while not path.exists():
-        assert time.monotonic() < deadline, f"{path} never appeared"
-        time.sleep(0.02)
 
 
 def wait_for_pid(path: Path, seconds: float = 20) -> int:

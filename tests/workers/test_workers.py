@@ -7,50 +7,26 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import Tool, check_document, git, ledger_lines, left_behind, runs, start_args, write
+from conftest import (
+    TOOL,
+    WORKER_STEPS,
+    Tool,
+    check_document,
+    git,
+    ledger_lines,
+    left_behind,
+    make_crew,
+    paused_at,
+    runs,
+    start_args,
+    tool,
+    write,
+)
 
-TOOL = [sys.executable, "-m", "git_autoresearch"]
 BRANCH = "autoresearch/s1"
-
-
-def tool(cwd: Path, *args: str, env: dict[str, str] | None = None
-         ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*TOOL, *args], cwd=cwd, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})})
-
-
-def paused_at(step: str, go: Path, cwd: Path, *args: str) -> subprocess.Popen[str]:
-    """The tool started with ``args`` in ``cwd``, once it says it paused at ``step``; it goes
-    on when the file ``go`` exists."""
-    paused = subprocess.Popen(
-        [*TOOL, *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "GIT_AUTORESEARCH_PAUSE_AT": step,
-             "GIT_AUTORESEARCH_GO_FILE": str(go)})
-    assert paused.stderr is not None
-    assert paused.stderr.readline().strip() == f"paused at {step}"
-    return paused
-
-
-def make_crew(repo: Path, ar: Tool, *start: str) -> tuple[Path, Path, Path]:
-    """A session whose score is value.txt + extra.txt (both in scope), under the strict rule
-    (and the ``start`` options), with workers w1 and w2: (main, w1, w2)."""
-    write(repo / "extra.txt", "100\n")
-    write(repo / "bench.sh", "#!/bin/sh\necho \"score: $(( $(cat value.txt) + "
-          "$(cat extra.txt) ))\"\n", 0o755)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "two numbers")
-    ar(repo, *start_args("--decision", "strict", "--scope", "value.txt", "--scope",
-                         "extra.txt", *start))
-    made = ar(repo, "worker", "add", "2", "--json").json()["workers"]
-    folder = repo.parent / "project.workers"
-    assert [(w["worker"], w["path"], w["branch"]) for w in made] == [
-        ("w1", str(folder / "w1"), "autoresearch-workers/s1/w1"),
-        ("w2", str(folder / "w2"), "autoresearch-workers/s1/w2")]
-    return repo, folder / "w1", folder / "w2"
 
 
 @pytest.fixture
@@ -231,7 +207,6 @@ def test_worker_commands_refuse_bad_input(crew: tuple[Path, Path, Path], ar: Too
         "git autoresearch: this is worker w1's worktree")
 
 
-WORKER_STEPS = ["keep:before-advance", "replay:saved", "replay:reverted", "replay:moved"]
 
 
 @pytest.mark.parametrize("step", WORKER_STEPS)

@@ -14,7 +14,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BIN, Tool, assert_dies, check_document, git, ledger_lines, start_args, write
+from conftest import (
+    BIN,
+    Tool,
+    assert_dies,
+    check_document,
+    count_u,
+    enumerated_counts,
+    git,
+    ledger_lines,
+    start_args,
+    tail,
+    write,
+)
 
 # Appends the value it reports to $AUDIT_ORDER (when set), and can be made to wait.
 BENCH = """#!/bin/sh
@@ -384,7 +396,6 @@ def test_an_audit_confirms_at_five_percent_and_gives_the_90_percent_interval(
     Mann-Whitney count whose p-value of better is at most 0.05 confirms the keep, the others
     up to 0.10 (which a keep's own 10 % would take) are within noise; the effect and p-values
     are those counted from the orderings."""
-    from test_decision import count_u, enumerated_counts, tail
 
     from git_autoresearch.review.audit import Target, judge
 

@@ -18,7 +18,7 @@ from jsonschema import Draft202012Validator
 from git_autoresearch import commands
 from git_autoresearch.runtime.schemas import COMMAND_DOCUMENTS, VERSIONS, fields, schema_id
 
-PACKAGE = Path(__file__).resolve().parent.parent / "git_autoresearch"
+PACKAGE = Path(__file__).resolve().parents[2] / "git_autoresearch"
 
 
 def test_every_schema_file_is_a_valid_schema_named_as_its_documents() -> None:

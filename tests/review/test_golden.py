@@ -5,7 +5,7 @@ A session is made by real runs (exact metrics, fixed commit dates: the same comm
 time), then its ledger's clock fields (timestamps, durations) are set to fixed values and the
 state ref mirrored again, so that every output is the same on every machine. The expected
 outputs are ``tests/fixtures/golden/<name>``; ``GOLDEN_UPDATE=1 python -m pytest
-tests/test_golden.py`` writes them again after a change of output that is meant (review the
+tests/review/test_golden.py`` writes them again after a change of output that is meant (review the
 diff). A change of structure that moves no behaviour leaves them as they are."""
 
 from __future__ import annotations

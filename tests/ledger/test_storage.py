@@ -15,15 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Tool, git, runs, start_args, write
-
-TOOL = [sys.executable, "-m", "git_autoresearch"]
-
-
-def tool(cwd: Path, *args: str, env: dict[str, str] | None = None,
-         input: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*TOOL, *args], cwd=cwd, capture_output=True, text=True, input=input,
-                          env={**os.environ, **(env or {})})
+from conftest import TOOL, Tool, git, runs, start_args, tool, write
 
 
 class Mounts:
@@ -520,7 +512,6 @@ def test_output_that_cannot_be_written_does_not_misreport_a_recorded_run(repo: P
     """stdout on a full disk, or a reader that closed the pipe: the run was recorded, so the
     exit code says so, and stderr says the output was lost."""
     import shlex
-    import sys
 
     ar(repo, *start_args())
     write(repo / "value.txt", "50\n")

@@ -15,7 +15,7 @@ from git_autoresearch import commands
 from git_autoresearch.hooks.skill import BEGIN, END, skill_text, text_for
 from git_autoresearch.session.config import parse_toml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # --- the skill --------------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from git_autoresearch.commands import COMMAND_MODULES
 from git_autoresearch.commands.manpage import pages
 from git_autoresearch.git.process import OUR_READING
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def one_line_error(res: Result) -> str:

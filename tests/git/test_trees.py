@@ -10,20 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Tool, commit_all, git, runs, start_args, write
+from conftest import Tool, commit_all, git, runs, start_args, tool, write
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # the package's own dependency before 3.11
     import tomli as tomllib
 
-TOOL = [sys.executable, "-m", "git_autoresearch"]
-
-
-def tool(cwd: Path, *args: str, env: dict[str, str] | None = None
-         ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*TOOL, *args], cwd=cwd, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})})
 
 
 def died(proc: subprocess.CompletedProcess[str]) -> None:

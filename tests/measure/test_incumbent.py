@@ -12,8 +12,18 @@ import signal
 from pathlib import Path
 
 import pytest
-from conftest import Tool, check_document, commit_all, git, ledger_lines, runs, start_args, write
-from test_signals import launch, wait_for_file
+from conftest import (
+    Tool,
+    check_document,
+    commit_all,
+    git,
+    launch,
+    ledger_lines,
+    runs,
+    start_args,
+    wait_for_file,
+    write,
+)
 
 # A benchmark on a machine that gets 0.2 % faster with every measurement, whichever worktree
 # it runs in: the count of measurements is kept outside the repository. Its noise (2 %) is a
