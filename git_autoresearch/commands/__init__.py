@@ -1,15 +1,15 @@
-"""The command line: one module a command family, named for its first command, which parses
-the options, calls the core and prints: ``start``; ``loop`` (measure, run, keep, discard, crash,
-stop, hook); ``log``; ``status`` (status, show, analyze, summary, dashboard, score); ``upkeep``
-(resume, doctor, hooks, import, demo); ``ideas``; ``audit``; ``finalize`` (finalize, apply,
-diff); ``sessions`` (sessions, gc, push, pull); ``worker``; ``completion``; ``agents`` (skill,
-guard, schema); ``common`` what they share. Where the core has a module of the same name
-(``review.status``, ``review.finalize``, ``lifecycle.start``, ``session.ideas``), that is the
-work the command calls. This module is the click group that puts them together, loading each
-family's module only when one of its commands is asked for. :mod:`git_autoresearch.cli` runs
-them as programs; ``manpage`` writes their man pages (``python -m
-git_autoresearch.commands.manpage man/man1``). click is imported here and in ``cli``, nowhere
-else."""
+"""The command line: one module a command family, named for its first command, which parses the
+options, calls the core and prints: ``start``; ``loop`` (measure, run, keep, discard, crash, stop,
+hook); ``log``; ``status`` (status, show, analyze, summary, dashboard, score); ``upkeep`` (resume,
+doctor, hooks, import, demo); ``ideas``; ``audit``; ``finalize`` (finalize, apply, diff);
+``sessions`` (sessions, gc, push, pull); ``worker``; ``completion``; ``agents`` (skill, guard,
+schema); ``common`` what they share. Where the core has a module of the same name
+(``review.status``, ``review.finalize``, ``lifecycle.start``, ``session.ideas``), that is the work
+the command calls; what a command asks on a terminal (``start``'s questions) stays here. This module
+is the click group that puts them together, loading each family's module only when one of its
+commands is asked for. :mod:`git_autoresearch.cli` runs them as programs; ``manpage`` writes their
+man pages (``python -m git_autoresearch.commands.manpage man/man1``). click is imported here and in
+``cli``, nowhere else."""
 
 from __future__ import annotations
 

@@ -4,7 +4,8 @@
 - ``choice``: what ``keep``, ``discard`` and ``crash`` by hand record (the pending measurement
   or the metrics given);
 - ``stopping``: when the loop stops (STOP, the stop rules of the configuration);
-- ``budget``: a segment's time budget and what the stop rules count.
+- ``budget``: what the stop rules count: a segment's time budget, the runs since the last keep,
+  the failures in a row, the target reached.
 
 Its modules sit at layers 3 (choice), 4 (stopping) and 6 (budget, rules) of CONTRIBUTING.md, "How it
 is built": each imports only from its own layer or below; no click, and no git command line

@@ -3,7 +3,9 @@
 - ``start``: ``start`` in its steps; ``start_intent``: its write-ahead record (``start.json``)
   and the files it writes, so that ``resume`` finishes a start that was killed;
 - ``segment_commit``: the commit of the files that define a new segment's success;
-- ``resume`` and ``doctor``: repairs and checks before a loop carries on;
+- ``resume`` and ``doctor``: repairs and checks before a loop carries on (lost session files
+  and ledger lines taken back from the state ref; the repaired bytes are
+  :mod:`git_autoresearch.ledger.repairs`');
 - ``importers``: other tools' sessions read as ledger lines;
 - ``demo``: the demo session on the bundled example project.
 

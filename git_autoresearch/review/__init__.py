@@ -6,7 +6,8 @@
   the dashboard and its chart;
 - ``audit``: keeps measured again against their parents;
 - ``finalize`` (its pull-request body is ``pr_body``): the keeps as a branch to review;
-- ``apply``: a run that was not kept, brought back onto the work tree.
+- ``apply``: a run that was not kept, brought back onto the work tree (``apply``, and
+  ``run --retry``'s first step).
 
 Its modules sit at layers 2 (apply, audit, finalize, run_commits, status) and 5 (analysis,
 dashboard, plot, pr_body, query, query_format, report) of CONTRIBUTING.md, "How it is built": each
