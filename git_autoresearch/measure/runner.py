@@ -162,7 +162,7 @@ def handed_down(fd: int, watcher: Callable[[int], None] | None = None) -> Iterat
 
 
 def _spawn(argv: Sequence[str], options: dict[str, Any]) -> subprocess.Popen[bytes]:
-    """Start ``argv`` through plumbum (the design card's runner for the user's commands) as the
+    """Start ``argv`` through plumbum (the project's runner for the user's commands) as the
     leader of a new session. plumbum is imported here, lazily: its import costs about 50 ms,
     which only commands that run the user's commands pay. Its ``local.env`` is a snapshot of our
     environment taken at its import, and it merges that under ``env``: it is emptied for the

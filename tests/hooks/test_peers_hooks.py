@@ -272,7 +272,7 @@ def test_the_example_hooks_read_the_fixture_payloads(tmp_path: Path) -> None:
 # A backlog as pi-autoresearch's agent writes it: "Write promising but deferred optimizations
 # as bullet points to .auto/ideas.md" (pi-autoresearch 1.6.2, extensions/pi-autoresearch/
 # index.ts:1536 and :2210; skills/autoresearch-create/SKILL.md:154, "append them as bullets"),
-# beside the loop seed's checkboxes (seeds/autoresearch-loop.SKILL.txt, "Ideas Backlog").
+# beside the loop seed's checkboxes.
 PI_BACKLOG = ("# Ideas\n"
               "\n"
               "Deferred, most promising first.\n"
