@@ -47,9 +47,9 @@ the cached map runs again alone, its part of the map replaced. ``--refresh`` mak
 again regardless (or delete ``.mutation/``).
 
 ``--max-tests N`` runs only the N fastest covering tests of each mutant: quicker, and the score
-is then a lower bound; ``--prefer tests/record/test_transaction.py`` puts that file's covering tests first (the
-tests written for the module at hand; several files in the order given). Exit status: 0 once
-the report is printed, 2 on bad arguments.
+is then a lower bound; ``--prefer tests/record/test_transaction.py`` puts that file's covering
+tests first (the tests written for the module at hand; several files in the order given). Exit
+status: 0 once the report is printed, 2 on bad arguments.
 """
 
 from __future__ import annotations
