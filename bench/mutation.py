@@ -606,10 +606,13 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"the equivalent mutants (default: {MARKS} under the root)")
     args = parser.parse_args(argv)
     root = args.root.resolve()
+    marks_file = args.marks or root / MARKS
+    if args.marks and not args.marks.is_file():
+        parser.error(f"no marks file {args.marks}")
     try:
-        marks = read_marks(args.marks or root / MARKS)
+        marks = read_marks(marks_file)
     except (OSError, ValueError, KeyError) as exc:
-        parser.error(f"cannot read the marks file {args.marks or root / MARKS}: {exc}")
+        parser.error(f"cannot read the marks file {marks_file}: {exc}")
     for module in args.modules:
         if not (root / module).is_file() or not module.endswith(".py"):
             parser.error(f"no module {module} under {root}")

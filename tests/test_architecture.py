@@ -84,6 +84,7 @@ def room(module: str) -> str:
 
 
 ROOMS = {room(m) for m in NAMES}
+FOLDERS = {room(m) for m in NAMES if "." in m}
 
 
 def covered(module: str, rule: set[str]) -> bool:
@@ -175,7 +176,7 @@ def test_each_folder_says_where_its_modules_sit() -> None:
     """A folder's docstring places its modules in the layers above and names its formats,
     views and protocol modules: a module added, moved or renamed without its folder's docstring
     fails here."""
-    for folder in sorted({room(n) for n in NAMES if "." in n} - {"commands", "git"}):
+    for folder in sorted(FOLDERS - {"commands", "git"}):
         text = (PACKAGE / folder / "__init__.py").read_text(encoding="utf-8")
         assert layer_paragraph(folder) in " ".join(text.split()), folder
 
@@ -184,8 +185,7 @@ def test_the_root_holds_the_entry_points_and_each_folder_one_job() -> None:
     """Every other module sits in a job's folder (one level, with a docstring saying the
     job), and no folder grows past what a reader scans in one look."""
     assert {n for n in NAMES if "." not in n} == ENTRY_POINTS
-    folders = {room(n) for n in NAMES if "." in n}
-    for folder in folders:
+    for folder in FOLDERS:
         inside = [n for n in NAMES if room(n) == folder]
         assert all(n.count(".") == 1 for n in inside), f"{folder}/ holds a folder"
         assert len(inside) <= MAX_FOLDER_MODULES, f"{folder}/ holds {len(inside)} modules"

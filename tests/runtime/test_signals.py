@@ -24,6 +24,7 @@ from conftest import (
     launch,
     runs,
     start_args,
+    tool,
     wait_for_file,
     write,
 )
@@ -287,10 +288,9 @@ def test_a_lock_taken_during_a_revert_is_named_and_resume_finishes(experiment: P
                                                                    ar: Tool) -> None:
     top = experiment
     lock = top / ".git" / "index.lock"
-    proc = subprocess.run([*TOOL, "discard", "-d", "blocked"], cwd=top, capture_output=True,
-                          text=True, env={**os.environ,
-                                          "GIT_AUTORESEARCH_CREATE_AT": "revert:after-attempt",
-                                          "GIT_AUTORESEARCH_CREATE_FILE": str(lock)})
+    proc = tool(top, "discard", "-d", "blocked",
+                env={"GIT_AUTORESEARCH_CREATE_AT": "revert:after-attempt",
+                     "GIT_AUTORESEARCH_CREATE_FILE": str(lock)})
     assert proc.returncode == 3, proc.stderr
     assert proc.stderr.splitlines()[0] == (
         f"git autoresearch: git could not finish the revert of run 2: its lock file "
@@ -316,9 +316,8 @@ def test_a_lock_taken_during_a_revert_is_named_and_resume_finishes(experiment: P
 def refused_with_lock(top: Path, step: str, lock: Path, *args: str) -> str:
     """Run ``args`` with ``--json``, git's lock file ``lock`` created at kill point ``step``;
     the error it is refused with (exit 3)."""
-    proc = subprocess.run([*TOOL, *args, "--json"], cwd=top, capture_output=True, text=True,
-                          env={**os.environ, "GIT_AUTORESEARCH_CREATE_AT": step,
-                               "GIT_AUTORESEARCH_CREATE_FILE": str(lock)})
+    proc = tool(top, *args, "--json", env={"GIT_AUTORESEARCH_CREATE_AT": step,
+                                           "GIT_AUTORESEARCH_CREATE_FILE": str(lock)})
     assert proc.returncode == 3, proc.stderr
     error: str = check_document(json.loads(proc.stdout))["error"]
     return error
@@ -467,9 +466,8 @@ def test_a_lock_another_git_holds_for_a_moment_does_not_fail_a_revert_or_keep(
 
     other = threading.Thread(target=release)
     other.start()
-    proc = subprocess.run([*TOOL, *command, "--json"], cwd=top, capture_output=True,
-                          text=True, env={**os.environ, "GIT_AUTORESEARCH_CREATE_AT": step,
-                                          "GIT_AUTORESEARCH_CREATE_FILE": str(lock)})
+    proc = tool(top, *command, "--json", env={"GIT_AUTORESEARCH_CREATE_AT": step,
+                                              "GIT_AUTORESEARCH_CREATE_FILE": str(lock)})
     other.join()
     assert proc.returncode == 0, proc.stderr
     assert check_document(json.loads(proc.stdout))["status"] == command[0]

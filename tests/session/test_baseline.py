@@ -4,13 +4,12 @@ followed with an experiment in the work tree."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
 from pathlib import Path
 
-from conftest import TOOL, Tool, git, ledger_lines, runs, start_args, write
+from conftest import Tool, git, ledger_lines, runs, start_args, tool, write
 
 NEVER = ("the baseline of this segment was never measured (start was interrupted); set aside "
          "the experiment in the work tree (value.txt) with git autoresearch discard -d "
@@ -21,9 +20,8 @@ NEVER_CLEAN = ("the baseline of this segment was never measured (start was inter
 
 
 def killed_before_baseline(repo: Path) -> None:
-    proc = subprocess.run([*TOOL, *start_args("--scope", "value.txt")], cwd=repo,
-                          capture_output=True, text=True,
-                          env={**os.environ, "GIT_AUTORESEARCH_DIE_AT": "start:before-baseline"})
+    proc = tool(repo, *start_args("--scope", "value.txt"),
+                env={"GIT_AUTORESEARCH_DIE_AT": "start:before-baseline"})
     assert proc.returncode == -signal.SIGKILL, proc.stderr
 
 
