@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from ..hooks.guard import HookState
 
 
-@click.command("skill", context_settings=CONTEXT)
+@click.command("skill", context_settings=CONTEXT, short_help="print or install the agent skill")
 @click.option("--install", "harness", type=click.Choice(["claude", "codex", "pi", "generic"]),
               help="Write the skill where this agent reads it: claude .claude/skills/"
                    "git-autoresearch/SKILL.md, codex a section of AGENTS.md, pi .pi/skills/"
@@ -45,7 +45,8 @@ def skill_cmd(harness: str | None, show: bool, force: bool, as_json: bool) -> No
         click.echo(f"{done.action} {done.path}")
 
 
-@click.group("guard", context_settings=CONTEXT)
+@click.group("guard", context_settings=CONTEXT,
+             short_help="git hooks that refuse hand-made keeps on a session branch")
 def guard_cmd() -> None:
     """Git hooks that refuse, on a session branch, a commit made by hand that carries a keep's
     trailers (Result:, Autoresearch-*) or changes the files that define success."""
@@ -63,7 +64,7 @@ def _show(states: list[HookState], as_json: bool) -> None:
         click.echo(line)
 
 
-@guard_cmd.command("install", context_settings=CONTEXT)
+@guard_cmd.command("install", context_settings=CONTEXT, short_help="install the guard's git hooks")
 @json_option
 def guard_install_cmd(as_json: bool) -> None:
     """Install the pre-commit and commit-msg hooks in git's hooks folder (core.hooksPath or
@@ -73,7 +74,7 @@ def guard_install_cmd(as_json: bool) -> None:
     _show(install(), as_json)
 
 
-@guard_cmd.command("uninstall", context_settings=CONTEXT)
+@guard_cmd.command("uninstall", context_settings=CONTEXT, short_help="remove the guard's git hooks")
 @json_option
 def guard_uninstall_cmd(as_json: bool) -> None:
     """Remove the guard's hooks and put back the hooks they ran after them."""
@@ -82,7 +83,8 @@ def guard_uninstall_cmd(as_json: bool) -> None:
     _show(uninstall(), as_json)
 
 
-@guard_cmd.command("status", context_settings=CONTEXT)
+@guard_cmd.command("status", context_settings=CONTEXT,
+                   short_help="say whether the guard is installed")
 @json_option
 def guard_status_cmd(as_json: bool) -> None:
     """Whether the guard's hooks are installed, and the hooks they chain to."""
@@ -91,7 +93,8 @@ def guard_status_cmd(as_json: bool) -> None:
     _show(status(), as_json)
 
 
-@guard_cmd.command("check", context_settings=CONTEXT)
+@guard_cmd.command("check", context_settings=CONTEXT,
+                   short_help="check a commit, as the git hooks do")
 @click.argument("hook", type=click.Choice(["pre-commit", "commit-msg"]))
 @click.argument("args", nargs=-1)
 def guard_check_cmd(hook: str, args: tuple[str, ...]) -> None:
@@ -110,7 +113,7 @@ def guard_check_cmd(hook: str, args: tuple[str, ...]) -> None:
         raise Refused(f"guard: {problem}")
 
 
-@click.command("schema", context_settings=CONTEXT)
+@click.command("schema", context_settings=CONTEXT, short_help="print the JSON Schema of a document")
 @click.argument("name", required=False, metavar="[NAME|COMMAND]")
 @json_option
 def schema_cmd(name: str | None, as_json: bool) -> None:

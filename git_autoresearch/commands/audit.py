@@ -9,7 +9,8 @@ import click
 from .common import CONTEXT, WHOLE, complete_runs, emit_json, json_option, number, warn
 
 
-@click.command("audit", context_settings=CONTEXT)
+@click.command("audit", context_settings=CONTEXT,
+               short_help="measure each keep against its parent again")
 @click.argument("run_numbers", metavar="[RUN]...", nargs=-1, type=WHOLE,
                 shell_complete=complete_runs)
 @click.option("--samples", type=click.IntRange(min=1), default=5, show_default=True,

@@ -75,7 +75,7 @@ def script(shell: str) -> str:
     return text
 
 
-@click.command("completion", context_settings=CONTEXT)
+@click.command("completion", context_settings=CONTEXT, short_help="print a shell completion script")
 @click.argument("shell", type=click.Choice(SHELLS))
 def completion_cmd(shell: str) -> None:
     """Print the shell completion script for SHELL (bash, zsh or fish): subcommands, options,

@@ -29,7 +29,8 @@ def _again(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bool,
     return "git autoresearch finalize " + shlex.join(words)
 
 
-@click.command("finalize", context_settings=CONTEXT)
+@click.command("finalize", context_settings=CONTEXT,
+               short_help="replay the keeps onto their base as a branch to review")
 @click.option("--drop", "drop", multiple=True, type=WHOLE, metavar="RUN",
               help="Leave this keep out (repeatable).")
 @click.option("--only", "only", multiple=True, type=WHOLE, metavar="RUN",
@@ -199,7 +200,8 @@ def _lines(line: dict[str, Any], unit: str) -> list[str]:
     return out
 
 
-@click.command("apply", context_settings=CONTEXT)
+@click.command("apply", context_settings=CONTEXT,
+               short_help="bring a run that was not kept back onto the work tree")
 @click.argument("run_number", metavar="RUN", type=WHOLE, shell_complete=complete_runs)
 @json_option
 def apply_cmd(run_number: int, as_json: bool) -> None:
@@ -226,7 +228,7 @@ def apply_cmd(run_number: int, as_json: bool) -> None:
     click.echo('next: edit it further, then git autoresearch run -d "..."')
 
 
-@click.command("diff", context_settings=CONTEXT)
+@click.command("diff", context_settings=CONTEXT, short_help="the code between two runs")
 @click.argument("runs", metavar="RUN [RUN]", type=WHOLE, nargs=-1, required=True,
                 shell_complete=complete_runs)
 @click.option("--stat", is_flag=True, help="A diffstat instead of the patch.")

@@ -43,7 +43,9 @@ def mirror_session(message: str) -> None:
         warn(w)
 
 
-@click.group("ideas", context_settings=CONTEXT, invoke_without_command=True)
+@click.group("ideas", context_settings=CONTEXT,
+             short_help="the ideas backlog: add, list, claim, mark done",
+             invoke_without_command=True)
 @click.pass_context
 def ideas_cmd(ctx: click.Context) -> None:
     """The ideas backlog, .auto/ideas.md: Markdown list items, - idea or - [ ] idea."""
@@ -102,7 +104,7 @@ def _show_idea(idea: Idea, as_json: bool) -> None:
         click.echo(f"idea {idea.number}: {idea.text}")
 
 
-@ideas_cmd.command("add", context_settings=CONTEXT)
+@ideas_cmd.command("add", context_settings=CONTEXT, short_help="append an idea to the backlog")
 @click.argument("text", nargs=-1, required=True)
 @json_option
 def ideas_add_cmd(text: tuple[str, ...], as_json: bool) -> None:
@@ -116,7 +118,7 @@ def ideas_add_cmd(text: tuple[str, ...], as_json: bool) -> None:
     _show_idea(idea, as_json)
 
 
-@ideas_cmd.command("list", context_settings=CONTEXT)
+@ideas_cmd.command("list", context_settings=CONTEXT, short_help="list the ideas")
 @click.option("--all", "show_all", is_flag=True, help="Also the ideas already tried.")
 @json_option
 def ideas_list_cmd(show_all: bool, as_json: bool) -> None:
@@ -137,7 +139,7 @@ def ideas_list_cmd(show_all: bool, as_json: bool) -> None:
         click.echo(f"{idea.number:>3} {marks[idea.state]} {idea.text}{claimed}")
 
 
-@ideas_cmd.command("next", context_settings=CONTEXT)
+@ideas_cmd.command("next", context_settings=CONTEXT, short_help="the first open idea")
 @json_option
 def ideas_next_cmd(as_json: bool) -> None:
     """The first open idea, else the first one a hook offered but nobody marked done, leaving
@@ -183,7 +185,7 @@ def _claim_session(required: bool = True) -> Board | None:
     return Board.of(layout)
 
 
-@ideas_cmd.command("claim", context_settings=CONTEXT)
+@ideas_cmd.command("claim", context_settings=CONTEXT, short_help="take an idea for this worker")
 @click.argument("number", type=WHOLE, required=False)
 @click.option("--text", help="Claim this idea, by its text (added to the backlog when it is "
                              "not there yet).")
@@ -222,7 +224,7 @@ def ideas_claim_cmd(number: int | None, text: str | None, as_json: bool) -> None
     click.echo(f"claimed idea {taken.idea.number}{again}: {taken.idea.text}")
 
 
-@ideas_cmd.command("release", context_settings=CONTEXT)
+@ideas_cmd.command("release", context_settings=CONTEXT, short_help="give a claimed idea back")
 @click.argument("number", type=WHOLE, required=False)
 @click.option("--force", is_flag=True, help="Release another worker's live claim too.")
 @json_option
@@ -264,7 +266,7 @@ def ideas_release_cmd(number: int | None, force: bool, as_json: bool) -> None:
         click.echo(f"released idea {c.idea}: {c.text}" if c.idea else f"released {c.text}")
 
 
-@ideas_cmd.command("done", context_settings=CONTEXT)
+@ideas_cmd.command("done", context_settings=CONTEXT, short_help="mark an idea tried")
 @click.argument("number", type=WHOLE)
 @click.option("--run", "run_number", type=WHOLE,
               help="The run that tried it: its status and metric are noted.")

@@ -22,7 +22,7 @@ _FORMAT_HELP = ("table, markdown, json, jsonl, csv or tsv; or a template with {f
                 "line a run, as git log --format. --json, --csv and --tsv are its aliases.")
 
 
-@click.command("log", context_settings=CONTEXT)
+@click.command("log", context_settings=CONTEXT, short_help="query the runs: filter, sort, format")
 @click.option("--segment", type=WHOLE, help="Only runs of this segment (0 is the first).")
 @click.option("--status", type=click.Choice(["keep", "discard", "crash", "checks_failed"]),
               help="Only runs with this status.")

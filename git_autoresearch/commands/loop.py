@@ -83,7 +83,8 @@ def _print_measurement(result: Measurement, metric_name: str, *, recorded: bool 
             click.echo(result.checks["tail"])
 
 
-@click.command("measure", context_settings=CONTEXT)
+@click.command("measure", context_settings=CONTEXT,
+               short_help="measure the work tree and decide, recording nothing")
 @json_option
 def measure_cmd(as_json: bool) -> None:
     """Run the experiment and print the result; record nothing (keep or discard uses it)."""
@@ -163,7 +164,8 @@ def _print_record(session: Any, record: Mapping[str, Any], previous_best: float 
                    + ", ".join(record["readonly_violations"]) + f" (saved at {where})")
 
 
-@click.command("run", context_settings=CONTEXT)
+@click.command("run", context_settings=CONTEXT,
+               short_help="measure, decide, keep or revert, and record one run")
 @run_record_options
 @click.option("--retry", "retry_run", type=WHOLE, metavar="RUN", shell_complete=complete_runs,
               help="Try run RUN again, a run that was not kept (discard, crash, "
@@ -388,8 +390,10 @@ def _finite_metric(ctx: click.Context, param: click.Parameter, value: str | None
     return number
 
 
-def _make_record_command(status: str, help_text: str) -> click.Command:
-    command = click.command(status, help=help_text, context_settings=CONTEXT)
+def _make_record_command(status: str, short_help: str, help_text: str
+                         ) -> click.Command:
+    command = click.command(status, help=help_text, short_help=short_help,
+                            context_settings=CONTEXT)
     options = [
         record_options,
         click.option("--metric", callback=_finite_metric, metavar="VALUE",
@@ -410,20 +414,23 @@ def _make_record_command(status: str, help_text: str) -> click.Command:
 
 
 keep_cmd = _make_record_command(
-    "keep", "Record a keep and commit the experiment's in-scope changes with a Result: trailer. "
+    "keep", "commit the experiment with a Result: trailer and record it",
+    "Record a keep and commit the experiment's in-scope changes with a Result: trailer. "
             "A keep the loop would not make (measure's decision) is recorded as forced, with "
             "the reason.")
 discard_cmd = _make_record_command(
-    "discard", "Record a discard (or checks_failed) and revert, keeping the attempt under "
+    "discard", "record a discard and revert the experiment",
+    "Record a discard (or checks_failed) and revert, keeping the attempt under "
                "refs/autoresearch/.")
 crash_cmd = _make_record_command(
-    "crash", "Record a crash and revert, keeping the attempt under refs/autoresearch/.")
+    "crash", "record a crash and revert the experiment",
+    "Record a crash and revert, keeping the attempt under refs/autoresearch/.")
 
 
 # --- log / status / show / stop ---------------------------------------------------------------
 
 
-@click.command("stop", context_settings=CONTEXT)
+@click.command("stop", context_settings=CONTEXT, short_help="ask the loop to stop")
 @json_option
 def stop_cmd(as_json: bool) -> None:
     """Create .auto/STOP: the next run or measure exits 4 and removes it (with workers it
@@ -446,7 +453,8 @@ def stop_cmd(as_json: bool) -> None:
                    "tree's and its workers'; a clone joined through a remote has its own)")
 
 
-@click.command("hook", context_settings=CONTEXT)
+@click.command("hook", context_settings=CONTEXT,
+               short_help="fire the before or after hooks by hand")
 @click.argument("stage", type=click.Choice(["before", "after"]))
 @json_option
 def hook_cmd(stage: str, as_json: bool) -> None:

@@ -1,14 +1,29 @@
-"""Man pages generated from the CLI, so that ``git autoresearch --help`` (which git turns into
-``git help autoresearch``, that is ``man git-autoresearch``) and ``git help autoresearch-keep``
-show what the commands really accept.
+"""The manual: one reStructuredText source a page in ``man/``, rendered to roff in
+``man/man1``, ``man/man5`` and ``man/man7``, which the package installs where ``man`` and
+``git help`` find them.
 
-``python -m git_autoresearch.commands.manpage man/man1`` rewrites the pages; a test fails when the
-pages in the repository no longer match the CLI.
+A page has two kinds of text. What the code knows is generated into it, between the comment
+lines ``.. begin generated: PART`` and ``.. end generated: PART``: the title and the synopsis
+(``head``), the options and subcommands (``options``), the fields of the JSON documents from
+their schemas (``json``), the exit codes from :data:`runtime.errors.EXIT_CODES` (``exit``).
+Everything else (the description, the examples, the files, the concepts) is written by hand
+and edited in place. ``python -m git_autoresearch.commands.manpage`` rewrites the generated
+parts and renders every page (with ``--check``: lists what is stale, changes nothing); a test
+fails when a page no longer matches the code.
+
+Pages: ``git-autoresearch(1)`` (``git autoresearch --help``), ``git-autoresearch-<cmd>(1)`` for
+each command (``git help autoresearch-<cmd>``), and the concept pages ``gitautoresearch-<topic>``
+in sections 5 and 7, named as git names its own (``gitattributes(5)``) because ``git help
+autoresearch-<topic>`` opens ``gitautoresearch-<topic>``. Rendering needs docutils (the
+``test`` extra); the rest of this module does not.
 """
 
 from __future__ import annotations
 
+import re
 import sys
+import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -17,59 +32,87 @@ from .. import __version__
 from . import COMMAND_MODULES, cli
 from . import command as load_command
 
-EXIT_STATUS = [  # the README's table of exit codes
-    ("0", "Done. For the commands that record (run, keep, discard, crash), a run that ended in "
-          "discard, crash or checks_failed is done: it was recorded."),
-    ("1", "Unexpected internal error (GIT_AUTORESEARCH_DEBUG=1 shows the traceback)."),
-    ("2", "Usage error: a bad option or value, an unknown run number, an input over its "
-          "limit (description, asi, nesting, idea), a --scope/--protected/--readonly path "
-          "outside the repository or matching nothing (without --allow-missing)."),
-    ("3", "Refused: not a git repository, no session, an edited configuration, a merge or "
-          "rebase in progress, HEAD not on the session branch, the lock held too long by "
-          "another command, a lock file of git's (index.lock, HEAD.lock, packed-refs.lock, the "
-          "session branch's, or one on the session's own refs) in the way, a full or read-only "
-          "disk (naming the file or the disk, and the run's state), a submodule with "
-          "uncommitted changes or lacking the commit HEAD records, a start that was "
-          "interrupted (resume finishes it), a dirty tree at start, a --session-id that an "
-          "earlier session has (refs under refs/autoresearch/<id>/), a baseline that failed, "
-          "doctor finding problems it did not fix, a missing optional dependency, a ledger "
-          "that lost the line of a kept run (doctor --fix restores it), a file git will not "
-          "stage (a clean filter or line-ending rule refused it), a commit hook that rewrote "
-          "what a keep commits, a partial clone whose remote cannot send an object a revert "
-          "needs, a session folder that is a symbolic link, GIT_DIR or GIT_WORK_TREE naming "
-          "another repository, a folder where the session's lock file goes."),
-    ("4", "The loop should stop: .auto/STOP found, or a stop rule met: max_experiments "
-          "reached, max_duration spent, target_metric reached, max_runs_without_keep or "
-          "max_failures_in_a_row runs in a row."),
-    ("129, 130, 143", "Hung up (SIGHUP: the terminal or ssh session closed), interrupted "
-                      "(SIGINT, Ctrl-C) or terminated (SIGTERM): 128 + the signal's number. The "
-                      "experiment's and hooks' processes are ended; git is never killed half-way; "
-                      "a run being recorded when the signal came is recorded first."),
-]
+ROOT = Path(__file__).resolve().parent.parent.parent
+MAN = ROOT / "man"
+
+# The concept pages: topic -> (section, the line under the title).
+CONCEPTS: dict[str, tuple[int, str]] = {
+    "guide": (7, "a first night: from a benchmark to a reviewed branch"),
+    "config": (5, "the configuration file, .auto/config.toml"),
+    "decisions": (7, "how a run is measured and decided"),
+    "guarantees": (7, "what a revert touches, and what is guaranteed when something dies"),
+    "files": (5, "the ledger, the trailers, the refs and the session files"),
+    "hooks": (5, "the before and after hooks"),
+    "workers": (7, "several agents at once, on one machine or through a remote"),
+}
+
+_BEGIN = re.compile(r"^\.\. begin generated: (\w+)\n", re.M)
 
 
-def _escape(text: str) -> str:
-    text = text.replace("\\", "\\e").replace("-", "\\-")
-    lines = []
-    for line in text.split("\n"):
-        if line.startswith((".", "'")):
-            line = "\\&" + line
-        lines.append(line)
-    return "\n".join(lines)
+@dataclass(frozen=True)
+class Page:
+    """One page: ``name`` (``git-autoresearch-log``), its manual ``section``, and the command
+    it documents (``None`` for the group's page and the concept pages)."""
+
+    name: str
+    section: int
+    command: str | None = None
+
+    @property
+    def source(self) -> Path:
+        return MAN / f"{self.name}.rst"
+
+    @property
+    def output(self) -> Path:
+        return MAN / f"man{self.section}" / f"{self.name}.{self.section}"
 
 
-def _paragraphs(text: str) -> str:
-    out = []
-    for para in click.unstyle(text).strip().split("\n\n"):
-        out.append(_escape(" ".join(para.split())))
-    return "\n.PP\n".join(out)
+def all_pages() -> list[Page]:
+    """Every page of the manual: the group's, each command's, then the concepts'."""
+    out = [Page("git-autoresearch", 1)]
+    out += [Page(f"git-autoresearch-{name}", 1, name) for name in COMMAND_MODULES]
+    out += [Page(f"gitautoresearch-{topic}", section) for topic, (section, _) in
+            CONCEPTS.items()]
+    return out
 
 
-def _option_record(option: click.Option) -> tuple[str, str]:
-    """``(term, help)`` for an option, built from its attributes alone so that the page does
-    not depend on how a click version formats help."""
+# --- reStructuredText from the code ------------------------------------------------------------
+
+def rst_text(text: str) -> str:
+    """``text`` (one paragraph of plain text, as click's help and the schemas hold it) as
+    reStructuredText that reads back as the same characters: markup characters escaped."""
+    text = " ".join(click.unstyle(text).split())
+    text = text.replace("\\", "\\\\")
+    text = re.sub(r"([*`|])", r"\\\1", text)
+    text = re.sub(r"(?<=\w)_(?=\W|$)", r"\\_", text)  # name_ would be a reference
+    if re.match(r"([-+#]|\d+[.)]|\(\d+\))( |$)", text):
+        text = "\\" + text  # not a list item
+    return text
+
+
+def _wrap(text: str, indent: str = "", hanging: str = "") -> list[str]:
+    """``text`` as lines of at most 100 columns, each after ``indent`` (and the lines after the
+    first after ``hanging`` too: a list item's)."""
+    return textwrap.wrap(text, 100, initial_indent=indent, subsequent_indent=indent + hanging,
+                         break_long_words=False, break_on_hyphens=False) or [indent]
+
+
+def _title(name: str, line: str, section: int) -> list[str]:
+    bar, under = "=" * len(name), "-" * len(line)
+    return [bar, name, bar, "", under, line, under, "",
+            f":Manual section: {section}", ":Manual group: Git Manual",
+            f":Version: git-autoresearch {__version__}", ""]
+
+
+def _usage(command: click.Command, invocation: str) -> str:
+    ctx = command.make_context(invocation, [], resilient_parsing=True)
+    pieces = " ".join(command.collect_usage_pieces(ctx))
+    return f"| **{invocation}** {rst_text(pieces)}"
+
+
+def _option_term(option: click.Option) -> str:
     names = sorted(option.opts, key=lambda name: (name.startswith("--"), name))
-    term = ", ".join([*names, *option.secondary_opts])
+    term = ", ".join(f"**{n}**" for n in [*names, *option.secondary_opts])
     if not option.is_flag:
         if option.metavar:
             metavar = option.metavar
@@ -77,125 +120,266 @@ def _option_record(option: click.Option) -> tuple[str, str]:
             metavar = "[" + "|".join(str(c) for c in option.type.choices) + "]"
         else:
             metavar = option.type.name.upper()
-        term += f" {metavar}"
-    text = option.help or ""
-    if option.required:
-        text += " (required)"
-    return term, text
+        term += f" *{rst_text(metavar)}*"
+    return term
 
 
-def render(command: click.Command, name: str, invocation: str) -> str:
-    """The roff source of one page: NAME, SYNOPSIS, DESCRIPTION, OPTIONS (and COMMANDS for the
-    group), EXIT STATUS, SEE ALSO. Deterministic: no date."""
+def _options(command: click.Command, invocation: str, indent: str = "") -> list[str]:
     ctx = command.make_context(invocation, [], resilient_parsing=True)
-    short = command.get_short_help_str(limit=200).rstrip(".")
-    lines = [
-        f'.TH "{name.upper()}" "1" "" "git-autoresearch {__version__}" "Git Manual"',
-        ".SH NAME",
-        f"{_escape(name)} \\- {_escape(short)}",
-        ".SH SYNOPSIS",
-        f".B {_escape(invocation)}",
-        _escape(" ".join(command.collect_usage_pieces(ctx))),
-        ".SH DESCRIPTION",
-        _paragraphs(command.help or ""),
-    ]
-    records = [_option_record(p) for p in command.get_params(ctx)
-               if isinstance(p, click.Option) and not p.hidden]
-    if records:
-        lines.append(".SH OPTIONS")
-        for term, help_text in records:
-            lines += [".TP", f"\\fB{_escape(term)}\\fR", _escape(" ".join(help_text.split()))]
-    if isinstance(command, click.Group):
-        lines.append(".SH COMMANDS")
-        for sub_name in command.list_commands(ctx):
-            sub = command.get_command(ctx, sub_name)
-            assert sub is not None
-            lines += [".TP", f"\\fB{_escape(invocation)} {_escape(sub_name)}\\fR",
-                      _escape(sub.get_short_help_str(limit=200)) + "\\&"]
-            if invocation == "git autoresearch":
-                lines.append(f"See \\fBgit\\-autoresearch\\-{_escape(sub_name)}\\fR(1).")
-    lines += _json_output(invocation)
-    lines.append(".SH EXIT STATUS")
-    for code, meaning in EXIT_STATUS:
-        lines += [".TP", f"\\fB{code}\\fR", _escape(meaning)]
-    lines += [".SH SEE ALSO", "\\fBgit\\-autoresearch\\fR(1), \\fBgit\\fR(1)", ""]
-    return "\n".join(lines)
-
-
-def _field_lines(fields: list[tuple[str, str, str]]) -> list[str]:
     out: list[str] = []
-    for field_name, type_text, text in fields:
-        out += [".TP", f"\\fB{_escape(field_name)}\\fR ({_escape(type_text)})",
-                _escape(" ".join(text.split()))]
+    for param in command.get_params(ctx):
+        if not isinstance(param, click.Option) or param.hidden or param.name == "help":
+            continue
+        text = param.help or ""
+        if param.required:
+            text += " (required)"
+        out += [indent + _option_term(param), *_wrap(rst_text(text), indent + "    "), ""]
     return out
 
 
-def _json_output(invocation: str) -> list[str]:
+def _head(page: Page) -> list[str]:
+    if page.command is None and page.name != "git-autoresearch":
+        section, line = CONCEPTS[page.name.removeprefix("gitautoresearch-")]
+        return _title(page.name, line, section)
+    command = cli if page.command is None else load_command(page.command)
+    invocation = "git autoresearch" + (f" {page.command}" if page.command else "")
+    line = command.short_help or "git plumbing for autoresearch loops"
+    out = _title(page.name, line, 1) + ["SYNOPSIS", "========", ""]
+    if isinstance(command, click.Group) and page.command:
+        ctx = command.make_context(invocation, [], resilient_parsing=True)
+        for sub_name in command.list_commands(ctx):
+            sub = command.get_command(ctx, sub_name)
+            assert sub is not None
+            out.append(_usage(sub, f"{invocation} {sub_name}"))
+    else:
+        out.append(_usage(command, invocation))
+    out += ["", "DESCRIPTION", "===========", ""]
+    for paragraph in click.unstyle(command.help or "").split("\n\n"):
+        if paragraph.strip():
+            out += [*_wrap(rst_text(paragraph)), ""]
+    return out
+
+
+def _options_part(page: Page) -> list[str]:
+    if page.command is None:
+        if page.name != "git-autoresearch":
+            return []
+        out = ["COMMANDS", "========", ""]
+        ctx = cli.make_context("git autoresearch", [], resilient_parsing=True)
+        for sub_name in cli.list_commands(ctx):
+            sub = cli.get_command(ctx, sub_name)
+            assert sub is not None
+            out += [f"**git-autoresearch-{sub_name}**\\ (1)",
+                    *_wrap(rst_text(sub.short_help or ""), "    "), ""]
+        out += ["CONCEPTS", "========", "", "Open each with **git help autoresearch-**\\ *TOPIC*.",
+                ""]
+        for topic, (section, line) in CONCEPTS.items():
+            out += [f"**gitautoresearch-{topic}**\\ ({section})", *_wrap(rst_text(line), "    "),
+                    ""]
+        return out
+    command = load_command(page.command)
+    invocation = f"git autoresearch {page.command}"
+    if not isinstance(command, click.Group):
+        options = _options(command, invocation)
+        return ["OPTIONS", "=======", "", *options] if options else []
+    out = ["COMMANDS", "========", ""]
+    ctx = command.make_context(invocation, [], resilient_parsing=True)
+    for sub_name in command.list_commands(ctx):
+        sub = command.get_command(ctx, sub_name)
+        assert sub is not None
+        out += [f"**{invocation} {sub_name}**",
+                *_wrap(rst_text(sub.help or sub.short_help or ""), "    "), ""]
+        out += _options(sub, f"{invocation} {sub_name}", indent="    ")
+    return out
+
+
+def _fields(fields: list[tuple[str, str, str]]) -> list[str]:
+    out: list[str] = []
+    for field_name, type_text, text in fields:
+        out += [f"**{rst_text(field_name)}** (*{rst_text(type_text)}*)",
+                *_wrap(rst_text(text), "    "), ""]
+    return out
+
+
+def _json_part(page: Page) -> list[str]:
     """JSON OUTPUT: the fields of the document each command of the page prints with --json,
-    from its schema (:func:`runtime.schemas.fields`); on the hooks page, what a hook reads on stdin;
-    on the schema page, the definitions the documents share."""
+    from its schema (:func:`runtime.schemas.fields`); on the hooks page, what a hook reads on
+    stdin; on the schema page, the definitions the documents share."""
     from ..runtime.schemas import COMMAND_DOCUMENTS, fields, load, schema_id, shared_fields
 
-    prefix = invocation.removeprefix("git autoresearch").strip()
+    prefix = page.command or ""
+    if not prefix and page.name != "gitautoresearch-hooks":
+        return []
     kinds: dict[str, list[str]] = {}
     for name, kind in COMMAND_DOCUMENTS.items():
         if prefix and (name == prefix or name.startswith(prefix + " ")):
             kinds.setdefault(kind, []).append(name)
-    if prefix == "hooks":
-        kinds.update({"hook-before": [], "hook-after": []})
+    if page.name == "gitautoresearch-hooks":
+        kinds = {"hook-before": [], "hook-after": []}
     if not kinds:
         return []
-    out = [".SH JSON OUTPUT", "A type named after a shared definition (\\fBdecision\\fR, "
-           "\\fBchecks\\fR, \\fBrun_record\\fR, ...) is described in "
-           "\\fBgit\\-autoresearch\\-schema\\fR(1) and by \\fBgit autoresearch schema "
-           "common\\fR."]
+    out = ["JSON OUTPUT", "===========", "",
+           *_wrap("A type named after a shared definition (**decision**, **checks**, "
+                  "**run_record**, ...) is described in **git-autoresearch-schema**\\ (1) and by "
+                  "**git autoresearch schema common**."), ""]
     for kind, names in kinds.items():
-        who = " and ".join(f"\\fBgit autoresearch {_escape(n)} \\-\\-json\\fR"
-                           for n in names) + " prints" if names else \
-            f"A {kind.removeprefix('hook-')} hook reads, as one line on its stdin,"
-        out += [".PP", f"{who} one JSON document, \\fB{_escape(schema_id(kind))}\\fR "
-                f"(\\fBgit autoresearch schema {_escape(kind)}\\fR prints its JSON Schema). "
-                + _escape(" ".join(str(load(kind).get("description", "")).split())), ".PP",
-                "Its fields:"]
-        out += _field_lines(fields(kind))
+        if names:
+            who = " and ".join(f"**git autoresearch {rst_text(n)} --json**" for n in names)
+            who += " print" if len(names) > 1 else " prints"
+        else:
+            who = f"A {kind.removeprefix('hook-')} hook reads, as one line on its stdin,"
+        description = rst_text(str(load(kind).get("description", "")))
+        out += [*_wrap(f"{who} one JSON document, **{rst_text(schema_id(kind))}** (**git "
+                       f"autoresearch schema {kind}** prints its JSON Schema). {description}"),
+                "", "Its fields:", "", *_fields(fields(kind))]
     if prefix == "schema":
         common = load("common")["$defs"]
         for name in ("decision", "checks", "run_record"):
-            out += [".PP", f"The shared definition \\fB{name}\\fR: "
-                    + _escape(" ".join(str(common[name].get("description", "")).split())), ".PP",
-                    "Its fields:"]
-            out += _field_lines(shared_fields(name))
-    elif any(kinds.values()):  # commands print the error document when they fail; hooks not
-        out += [".PP", "A command that fails prints instead the error document, "
-                "\\fBgit\\-autoresearch:error/1\\fR: \\fBerror\\fR (the message, one line), "
-                "\\fBexit_code\\fR (see EXIT STATUS)."]
+            description = rst_text(str(common[name].get("description", "")))
+            out += [*_wrap(f"The shared definition **{name}**: {description}"), "",
+                    "Its fields:", "", *_fields(shared_fields(name))]
+    elif prefix:  # commands print the error document when they fail; hooks do not
+        out += [*_wrap("A command that fails prints instead the error document, "
+                       "**git-autoresearch:error/1**: **error** (the message, one line), "
+                       "**exit_code** (see EXIT STATUS)."), ""]
     return out
 
 
-def pages() -> dict[str, str]:
-    """File name -> page source, for the group and every subcommand."""
-    out = {"git-autoresearch.1": render(cli, "git-autoresearch", "git autoresearch")}
-    for name in COMMAND_MODULES:
-        out[f"git-autoresearch-{name}.1"] = render(load_command(name), f"git-autoresearch-{name}",
-                                                   f"git autoresearch {name}")
+def _exit_part(page: Page) -> list[str]:
+    from ..runtime.errors import EXIT_CODES
+
+    if page.command is None and page.name != "git-autoresearch":
+        return []
+    out = ["EXIT STATUS", "===========", ""]
+    for code, meaning, cases in EXIT_CODES:
+        out += [f"**{code}**", *_wrap(rst_text(meaning), "    "), ""]
+        if cases and page.command is None:
+            for case in cases:
+                out += _wrap("- " + rst_text(case), "    ", "  ")
+            out.append("")
+    if page.command is not None:
+        out += ["**git-autoresearch**\\ (1) lists the cases each code covers.", ""]
     return out
 
 
-def write_pages(folder: Path) -> list[Path]:
-    """Write every page into ``folder``, removing stale ``git-autoresearch*.1`` files."""
-    folder.mkdir(parents=True, exist_ok=True)
-    wanted = pages()
-    for stale in folder.glob("git-autoresearch*.1"):
-        if stale.name not in wanted:
-            stale.unlink()
-    written = []
-    for filename, text in wanted.items():
-        path = folder / filename
-        path.write_text(text, encoding="utf-8")
-        written.append(path)
-    return written
+PARTS = {"head": _head, "options": _options_part, "json": _json_part, "exit": _exit_part}
+
+
+def generated(page: Page, part: str) -> str:
+    """The text between the markers of ``part`` on ``page`` (empty when the page has none)."""
+    lines = PARTS[part](page)
+    return "\n".join(["", *lines]) if lines else ""
+
+
+def source(page: Page, text: str | None = None) -> str:
+    """The page's source with every generated part made anew from the code. ``text`` is the
+    source as it stands (read from the file when not given; a new page gets a skeleton)."""
+    if text is None:
+        text = page.source.read_text(encoding="utf-8") if page.source.exists() \
+            else skeleton(page)
+    out, pos = [], 0
+    for begin in _BEGIN.finditer(text):
+        part = begin.group(1)
+        end_marker = f".. end generated: {part}\n"
+        end = text.find(end_marker, begin.end())
+        if part not in PARTS or end < 0:
+            raise click.ClickException(f"{page.source}: a generated part {part!r} without its "
+                                       "end marker, or of no known kind")
+        made = generated(page, part)
+        out += [text[pos:begin.end()], made, "\n" if made else "", end_marker]
+        pos = end + len(end_marker)
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def skeleton(page: Page) -> str:
+    """The source of a page that does not exist yet: every part, and a description to write."""
+    parts = [".. begin generated: head", ".. end generated: head", ""]
+    for part in ("options", "json", "exit") if page.section == 1 else ():
+        parts += [f".. begin generated: {part}", f".. end generated: {part}", ""]
+    parts += ["SEE ALSO", "========", "", "**git-autoresearch**\\ (1)", ""]
+    return NOTICE + "\n".join(parts)
+
+
+NOTICE = (".. The parts between \"begin generated\" and \"end generated\" come from the code:\n"
+          "   python -m git_autoresearch.commands.manpage writes them. Edit the rest.\n\n")
+
+
+def render(rst: str, name: str) -> str:
+    """The roff of a page from its source (docutils' manpage writer). A warning of docutils
+    (a broken markup) is an error naming the page."""
+    try:
+        from docutils.core import publish_string
+        from docutils.utils import SystemMessage
+        from docutils.writers import manpage
+    except ImportError as exc:  # pragma: no cover: the test extra has it
+        raise click.ClickException("rendering the manual needs docutils: "
+                                   "pip install -e '.[test]'") from exc
+    try:
+        out = publish_string(rst, source_path=name, writer=manpage.Writer(), settings_overrides={
+            "report_level": 2, "halt_level": 2, "input_encoding": "utf-8",
+            "output_encoding": "utf-8", "traceback": True})
+    except SystemMessage as exc:
+        raise click.ClickException(f"{name}: {exc}") from exc
+    return out.decode("utf-8") if isinstance(out, bytes) else str(out)
+
+
+def expected(pages: list[Page] | None = None) -> dict[Path, str]:
+    """Every file of the manual as the code and the hand-written text make it: each page's
+    source and its roff."""
+    out: dict[Path, str] = {}
+    for page in pages or all_pages():
+        text = source(page)
+        out[page.source] = text
+        out[page.output] = render(text, page.source.name)
+    return out
+
+
+def stale(pages: list[Page] | None = None) -> list[Path]:
+    """The files of the manual that differ from :func:`expected`, and roff pages no page
+    makes."""
+    wanted = expected(pages)
+    out = [path for path, text in wanted.items()
+           if not path.exists() or path.read_text(encoding="utf-8") != text]
+    if pages is None:
+        out += [path for path in MAN.glob("man[157]/*") if path not in wanted]
+    return sorted(out)
+
+
+def write(pages: list[Page] | None = None) -> list[Path]:
+    """Write the files :func:`stale` lists (removing roff pages no page makes)."""
+    wanted = expected(pages)
+    changed = []
+    for path in stale(pages):
+        if path in wanted:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(wanted[path], encoding="utf-8")
+        else:
+            path.unlink()
+        changed.append(path)
+    return changed
+
+
+def main(argv: list[str]) -> int:
+    """``[--check] [PAGE...]``: write (or, with --check, list) the stale files of the manual,
+    or of the pages named (``git-autoresearch-log``, ``gitautoresearch-config``)."""
+    check = "--check" in argv
+    names = [a for a in argv if a != "--check"]
+    known = {page.name: page for page in all_pages()}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        print(f"no such page: {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    pages = [known[n] for n in names] or None
+    try:
+        paths = stale(pages) if check else write(pages)
+    except click.ClickException as exc:
+        print(exc.message, file=sys.stderr)
+        return 1
+    for path in paths:
+        print(path.relative_to(ROOT))
+    return 1 if check and paths else 0
 
 
 if __name__ == "__main__":
-    for written_path in write_pages(Path(sys.argv[1] if len(sys.argv) > 1 else "man/man1")):
-        print(written_path)
+    sys.exit(main(sys.argv[1:]))

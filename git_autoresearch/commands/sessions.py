@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ..workers.sessions import SessionInfo
 
 
-@click.command("sessions", context_settings=CONTEXT)
+@click.command("sessions", context_settings=CONTEXT, short_help="every session of the repository")
 @json_option
 def sessions_cmd(as_json: bool) -> None:
     """Every session of the repository (session branches, refs/autoresearch/*/state, .auto/):
@@ -45,7 +45,8 @@ def _session_line(info: SessionInfo) -> str:
             f"{iso(info.last_activity) or '-'}  {info.goal or '(no goal recorded)'}")
 
 
-@click.command("gc", context_settings=CONTEXT)
+@click.command("gc", context_settings=CONTEXT,
+               short_help="delete the attempt refs of finished sessions")
 @click.argument("session", required=False, shell_complete=complete_sessions)
 @click.option("--older-than", "older_than", type=click.FloatRange(min=0), metavar="DAYS",
               help="Also collect sessions not running whose last activity is older than DAYS.")
@@ -79,7 +80,7 @@ def gc_cmd(session: str | None, older_than: float | None, dry_run: bool, force: 
         warn(w)
 
 
-@click.command("push", context_settings=CONTEXT)
+@click.command("push", context_settings=CONTEXT, short_help="send a session to a remote")
 @click.argument("remote", required=False)
 @click.argument("session", required=False, shell_complete=complete_sessions)
 @json_option
@@ -93,7 +94,7 @@ def push_cmd(remote: str | None, session: str | None, as_json: bool) -> None:
     _report(push(None, remote, session), "pushed to", as_json)
 
 
-@click.command("pull", context_settings=CONTEXT)
+@click.command("pull", context_settings=CONTEXT, short_help="fetch a session from a remote")
 @click.argument("remote", required=False)
 @click.argument("session", required=False, shell_complete=complete_sessions)
 @json_option

@@ -68,7 +68,8 @@ def _target(ctx: click.Context, param: click.Parameter, value: str | None
     return value if number is None else json_number(number)
 
 
-@click.command("start", context_settings=CONTEXT)
+@click.command("start", context_settings=CONTEXT,
+               short_help="create a session and measure its baseline")
 @click.option("--goal", help="What the session optimises, in a few words.")
 @click.option("--command", "command_", metavar="SHELL", help="The experiment command.")
 @click.option("--metric-name", help="Name of the primary metric (default: metric).")

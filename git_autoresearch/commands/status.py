@@ -39,7 +39,7 @@ def open_warned() -> Session:
     return session
 
 
-@click.command("status", context_settings=CONTEXT)
+@click.command("status", context_settings=CONTEXT, short_help="where the session stands")
 @click.option("--watch", is_flag=True,
               help="Show it again every --interval seconds, a live view, until Ctrl-C.")
 @click.option("--interval", type=click.FloatRange(min=0.1), default=2.0, show_default=True,
@@ -239,7 +239,7 @@ def _stop_rule_lines(found: Status, unit: str) -> list[str]:
     return lines
 
 
-@click.command("show", context_settings=CONTEXT)
+@click.command("show", context_settings=CONTEXT, short_help="one run's record and diff")
 @click.argument("run_number", metavar="RUN", type=WHOLE, shell_complete=complete_runs)
 @json_option
 def show_cmd(run_number: int, as_json: bool) -> None:
@@ -343,7 +343,8 @@ def segment_of(session: Session, segment: int | None) -> Segment:
     return session.ledger.segments[segment]
 
 
-@click.command("analyze", context_settings=CONTEXT)
+@click.command("analyze", context_settings=CONTEXT,
+               short_help="keep rate, gains ranked, runs per improvement")
 @click.option("--segment", type=WHOLE, help="Analyse this segment (default: the current one).")
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
               help="Also draw the runs and the running best: FILE.svg, or FILE.png (needs "
@@ -373,7 +374,8 @@ def analyze_cmd(segment: int | None, plot: Path | None, as_json: bool) -> None:
         click.echo(f"plot written to {plot}")
 
 
-@click.command("summary", context_settings=CONTEXT)
+@click.command("summary", context_settings=CONTEXT,
+               short_help="a short text to resume from after a context reset")
 @click.option("--max-bytes", type=click.IntRange(min=1500), default=4000, show_default=True,
               help="Upper bound on the size of the text (UTF-8 bytes; at least 1500, which "
                    "always holds the header, the last run and the best run).")
@@ -403,7 +405,8 @@ def summary_cmd(max_bytes: int, last: int) -> None:
     click.echo(text, nl=False)
 
 
-@click.command("dashboard", context_settings=CONTEXT)
+@click.command("dashboard", context_settings=CONTEXT,
+               short_help="one offline HTML page of the session")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
               help="Where to write the page (default: .auto/dashboard.html).")
 @click.option("--serve", is_flag=True,
@@ -443,7 +446,7 @@ def dashboard_cmd(output: Path | None, serve: bool, port: int) -> None:
     click.echo(f"wrote {target}")
 
 
-@click.command("score", context_settings=CONTEXT)
+@click.command("score", context_settings=CONTEXT, short_help="explain a run's composite score")
 @click.argument("run_number", metavar="RUN", type=WHOLE)
 @json_option
 def score_cmd(run_number: int, as_json: bool) -> None:

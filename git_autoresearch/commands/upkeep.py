@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     pass
 
 
-@click.command("resume", context_settings=CONTEXT)
+@click.command("resume", context_settings=CONTEXT,
+               short_help="check and repair the session, and carry on")
 @click.option("--session-id", help="The session to resume when it cannot be told from the "
                                    "work tree (several state refs, no .auto/).")
 @json_option
@@ -64,7 +65,8 @@ def resume_cmd(session_id: str | None, as_json: bool) -> None:
         warn(w)
 
 
-@click.command("doctor", context_settings=CONTEXT)
+@click.command("doctor", context_settings=CONTEXT,
+               short_help="check the ledger against git, and repair it")
 @click.option("--fix", is_flag=True, help="Rebuild what can be rebuilt (never deletes a record).")
 @json_option
 def doctor_cmd(fix: bool, as_json: bool) -> None:
@@ -112,7 +114,9 @@ def doctor_cmd(fix: bool, as_json: bool) -> None:
         raise click.exceptions.Exit(EXIT_REFUSED)
 
 
-@click.group("hooks", context_settings=CONTEXT, invoke_without_command=True)
+@click.group("hooks", context_settings=CONTEXT,
+             short_help="list and install the example hooks",
+             invoke_without_command=True)
 @click.pass_context
 def hooks_cmd(ctx: click.Context) -> None:
     """The example hooks shipped with git-autoresearch: list them, install them."""
@@ -123,7 +127,7 @@ def _needs_note(needs: str | None) -> str:
     return f"needs {needs}; until then it does nothing" if needs else ""
 
 
-@hooks_cmd.command("list", context_settings=CONTEXT)
+@hooks_cmd.command("list", context_settings=CONTEXT, short_help="list the example hooks")
 @json_option
 def hooks_list_cmd(as_json: bool) -> None:
     """Show the example hooks with a one-line description each, and the setting a hook needs."""
@@ -141,7 +145,8 @@ def hooks_list_cmd(as_json: bool) -> None:
             click.echo(f"{'':<6}  {'':<{width}}  ({_needs_note(e.needs)})")
 
 
-@hooks_cmd.command("install", context_settings=CONTEXT)
+@hooks_cmd.command("install", context_settings=CONTEXT,
+                   short_help="install example hooks into .auto/hooks/")
 @click.argument("names", metavar="NAME...", nargs=-1)
 @click.option("--all", "every", is_flag=True, help="Install every example hook.")
 @click.option("--force", is_flag=True, help="Replace installed hooks of the same names.")
@@ -176,7 +181,8 @@ def hooks_install_cmd(names: tuple[str, ...], every: bool, force: bool, as_json:
             click.echo(f"  {_needs_note(example.needs)}")
 
 
-@click.command("import", context_settings=CONTEXT)
+@click.command("import", context_settings=CONTEXT,
+               short_help="read another tool's session into a ledger")
 @click.argument("source", type=click.Path(path_type=Path))
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the ledger here instead of .auto/log.jsonl.")
@@ -230,7 +236,8 @@ def import_cmd(source: Path, output: Path | None, direction: str | None,
         click.echo(f"imported {what}: {len(lines)} lines ({runs} runs) into {output}")
 
 
-@click.command("demo", context_settings=CONTEXT)
+@click.command("demo", context_settings=CONTEXT,
+               short_help="a whole session on a bundled example project")
 @click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--example", "example", metavar="NAME",
               help="Instead: copy the example NAME into DIRECTORY (default ./NAME) as a new git "

@@ -9,14 +9,17 @@ import click
 from .common import CONTEXT, bare_group, emit_json, json_option, warn
 
 
-@click.group("worker", context_settings=CONTEXT, invoke_without_command=True)
+@click.group("worker", context_settings=CONTEXT,
+             short_help="several agents: worktrees and clones sharing a session",
+             invoke_without_command=True)
 @click.pass_context
 def worker_cmd(ctx: click.Context) -> None:
     """Workers: linked worktrees of the session, one agent in each, sharing its ledger."""
     bare_group(ctx)
 
 
-@worker_cmd.command("add", context_settings=CONTEXT)
+@worker_cmd.command("add", context_settings=CONTEXT,
+                    short_help="add workers: linked worktrees of the session")
 @click.argument("count", type=click.IntRange(1, 64), required=False)
 @click.option("--name", "names", multiple=True, metavar="NAME",
               help="Name the worker (repeatable; instead of w1, w2, ...).")
@@ -61,7 +64,8 @@ def _check_home(session: object) -> None:
                       f"git switch {session_branch(sid)}")
 
 
-@worker_cmd.command("list", context_settings=CONTEXT)
+@worker_cmd.command("list", context_settings=CONTEXT,
+                    short_help="where each worker is, and its last run")
 @json_option
 def worker_list_cmd(as_json: bool) -> None:
     """Show the workers: where each is, whether it is behind the incumbent, its last run."""
@@ -91,7 +95,8 @@ def worker_list_cmd(as_json: bool) -> None:
         click.echo(f"{w.name:<{width}}  {w.commit or '-':<8} {where}{behind}  {what}")
 
 
-@worker_cmd.command("remove", context_settings=CONTEXT)
+@worker_cmd.command("remove", context_settings=CONTEXT,
+                    short_help="remove workers, never losing their work")
 @click.argument("names", metavar="NAME...", nargs=-1, required=True)
 @click.option("--force", is_flag=True,
               help="Remove a worker with unrecorded changes too (saved on a ref first).")
@@ -116,7 +121,8 @@ def worker_remove_cmd(names: tuple[str, ...], force: bool, as_json: bool) -> Non
         warn(message)
 
 
-@worker_cmd.command("join", context_settings=CONTEXT)
+@worker_cmd.command("join", context_settings=CONTEXT,
+                    short_help="join the session through a remote, as a worker")
 @click.argument("remote")
 @click.argument("session_id", metavar="SESSION")
 @click.option("--name", metavar="NAME",
@@ -143,7 +149,8 @@ def worker_join_cmd(remote: str, session_id: str, name: str | None, as_json: boo
                "commands here (git autoresearch run ...)")
 
 
-@worker_cmd.command("sync", context_settings=CONTEXT)
+@worker_cmd.command("sync", context_settings=CONTEXT,
+                    short_help="fetch the incumbent and every worker's runs")
 @json_option
 def worker_sync_cmd(as_json: bool) -> None:
     """In a clone that joined a session (worker join): fetch the incumbent and every worker's

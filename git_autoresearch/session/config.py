@@ -40,7 +40,8 @@ MIN_PAIRS = 4
 
 @dataclass
 class Config:
-    """Every key of section 4; ``None`` means not set (and is left out of the TOML file)."""
+    """Every configuration key (the manual page gitautoresearch-config(5)); ``None`` means not
+    set (and is left out of the TOML file)."""
 
     goal: str
     command: str

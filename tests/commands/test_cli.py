@@ -16,7 +16,6 @@ import pytest
 from conftest import BIN, Result, Tool, check_document, git, runs, start_args, write
 
 from git_autoresearch.commands import COMMAND_MODULES
-from git_autoresearch.commands.manpage import pages
 from git_autoresearch.git.process import OUR_READING
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -131,18 +130,6 @@ def test_usage_error_exit_2(repo: Path, ar: Tool) -> None:
         "git autoresearch: Missing option '-d' / '--description'. (see git autoresearch run -h)\n")
     assert ar(repo, "no-such-subcommand", expect=2).err == (
         "git autoresearch: No such command 'no-such-subcommand'. (see git autoresearch -h)\n")
-
-
-def test_man_pages_match_the_cli() -> None:
-    folder = ROOT / "man" / "man1"
-    expected = pages()
-    assert sorted(p.name for p in folder.glob("*.1")) == sorted(expected), \
-        "run: python -m git_autoresearch.commands.manpage man/man1"
-    for name, text in expected.items():
-        assert (folder / name).read_text(encoding="utf-8") == text, \
-            f"{name} is stale: run python -m git_autoresearch.commands.manpage man/man1"
-    named = {n[len("git-autoresearch-"):-2] for n in expected if "-" in n[16:]}
-    assert set(COMMAND_MODULES) <= named
 
 
 def _installed_env() -> dict[str, str]:

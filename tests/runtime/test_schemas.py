@@ -152,12 +152,13 @@ def test_a_document_that_breaks_its_schema_is_caught() -> None:
 
 
 def test_the_manual_pages_list_each_documents_fields() -> None:
-    page = (PACKAGE.parent / "man" / "man1" / "git-autoresearch-measure.1").read_text()
-    assert "git\\-autoresearch:measurement/1" in page
+    page = (PACKAGE.parent / "man" / "git-autoresearch-measure.rst").read_text()
+    assert "**git-autoresearch:measurement/1**" in page
     for name, _, _ in fields("measurement"):
-        assert f"\\fB{name.replace('-', chr(92) + '-')}\\fR (" in page, name
-    hooks_page = (PACKAGE.parent / "man" / "man1" / "git-autoresearch-hooks.1").read_text()
-    assert "git\\-autoresearch:hook\\-after/1" in hooks_page
+        assert f"**{name.replace('_', chr(92) + '_') if name.endswith('_') else name}** (" \
+            in page, name
+    hooks_page = (PACKAGE.parent / "man" / "gitautoresearch-hooks.rst").read_text()
+    assert "**git-autoresearch:hook-after/1**" in hooks_page
 
 
 def test_measure_names_what_it_found_as_the_run_would_record_it(repo: Path, ar: Tool) -> None:
