@@ -158,3 +158,78 @@ def test_every_configuration_key_is_documented_and_every_documented_key_exists()
 def test_the_readme_is_a_front_door() -> None:
     lines = README.read_text(encoding="utf-8").count("\n")
     assert lines <= 250, f"the README has {lines} lines: the reference goes in the manual"
+
+
+# --- the shell examples of the README and the guide ------------------------------------------------
+
+@dataclass
+class Example:
+    """A shell example: where it is, its code, and why it is not run (None: it is)."""
+
+    document: str
+    line: int
+    code: str
+    not_run: str | None
+
+    @property
+    def name(self) -> str:
+        return f"{self.document}:{self.line}"
+
+
+def markdown_examples(path: Path) -> list[Example]:
+    """The ```sh blocks of a Markdown file; ``<!-- not run: REASON -->`` on the line before one
+    says why it is not run."""
+    out, lines = [], path.read_text(encoding="utf-8").split("\n")
+    for number, line in enumerate(lines):
+        if line.strip() == "```sh":
+            end = lines.index("```", number + 1)
+            marker = re.match(r"<!-- not run: (.*) -->", lines[number - 1].strip())
+            out.append(Example(path.name, number + 1, "\n".join(lines[number + 1:end]),
+                               marker.group(1) if marker else None))
+    return out
+
+
+def rst_examples(path: Path) -> list[Example]:
+    """The ``.. code-block:: sh`` blocks of a page; an ``.. not run: REASON`` comment before one
+    (a blank line between) says why it is not run."""
+    out, lines = [], path.read_text(encoding="utf-8").split("\n")
+    for number, line in enumerate(lines):
+        if line.strip() == ".. code-block:: sh":
+            body = []
+            for following in lines[number + 2:]:
+                if following and not following.startswith("   "):
+                    break
+                body.append(following[3:])
+            before = next((lines[i] for i in range(number - 1, -1, -1) if lines[i].strip()), "")
+            marker = re.match(r"\.\. not run: (.*)", before)
+            out.append(Example(path.name, number + 1, "\n".join(body).rstrip() + "\n",
+                               marker.group(1) if marker else None))
+    return out
+
+
+EXAMPLES = {"README.md": markdown_examples(README), GUIDE.name: rst_examples(GUIDE)}
+
+
+@pytest.mark.parametrize("document", sorted(EXAMPLES))
+def test_the_shell_examples_run(document: str, tmp_path: Path) -> None:
+    """Every example of the document that is not marked, in order, as one shell session in an
+    empty folder (a command that fails stops it, naming the example)."""
+    runnable = [ex for ex in EXAMPLES[document] if ex.not_run is None]
+    assert runnable, f"{document} has no example to run"
+    script = ["set -e"]
+    for ex in runnable:
+        script += [f"echo '>>> example {ex.name}' >&2", ex.code]
+    proc = subprocess.run(["bash", "-c", "\n".join(script)], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=600)
+    if proc.returncode != 0:
+        last = re.findall(r">>> example (\S+)", proc.stderr)
+        pytest.fail(f"the example at {last[-1] if last else '?'} failed (exit "
+                    f"{proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
+
+
+@pytest.mark.parametrize("example", [ex for exs in EXAMPLES.values() for ex in exs
+                                     if ex.not_run is not None], ids=lambda ex: ex.name)
+def test_an_example_not_run(example: Example) -> None:
+    """Each example the documents mark as not run is reported, with the reason."""
+    assert example.not_run.strip(), f"{example.name}: a mark without a reason"
+    pytest.skip(f"{example.name} not run: {example.not_run}")
