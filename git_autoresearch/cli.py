@@ -3,8 +3,8 @@ command and turns how it ended into an exit code.
 
 Each subcommand is reachable as ``git autoresearch <cmd>`` and as its own executable
 ``git-autoresearch-<cmd>``; both go through :func:`invoke`, which maps errors to the exit codes of
-the README's "Exit codes" (0 done, 1 internal error, 2 usage, 3 refused, 4 stop, 128 + N for signal
-N: 130 SIGINT, 143 SIGTERM, 129 SIGHUP) and never shows a traceback unless
+:data:`runtime.errors.EXIT_CODES` (0 done, 1 internal error, 2 usage, 3 refused, 4 stop, 128 + N
+for signal N: 130 SIGINT, 143 SIGTERM, 129 SIGHUP) and never shows a traceback unless
 ``GIT_AUTORESEARCH_DEBUG`` is set. The commands themselves, and the click group that loads them,
 are :mod:`git_autoresearch.commands`; this module imports click only once a program has started
 (:func:`_start`), so that a signal during that import is held and said like any other.
@@ -78,9 +78,9 @@ class _Output:
 
 
 def invoke(command: click.Command, prog_name: str, args: list[str]) -> int:
-    """Run ``command`` with ``args`` and return the exit code (README, "Exit codes"). Output
-    that cannot be written (a closed pipe, a full disk) does not change it: it is said on
-    stderr."""
+    """Run ``command`` with ``args`` and return the exit code (git-autoresearch(1), EXIT
+    STATUS). Output that cannot be written (a closed pipe, a full disk) does not change it: it
+    is said on stderr."""
     import click
 
     output = _Output(sys.stdout)

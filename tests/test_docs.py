@@ -25,7 +25,7 @@ GUIDE = MAN / "gitautoresearch-guide.rst"
 REGENERATE = "python -m git_autoresearch.commands.manpage"
 
 
-# --- the manual ----------------------------------------------------------------------------------
+# --- the manual -------------------------------------------------------------------------------
 
 def test_the_manual_matches_the_code() -> None:
     """Every page's generated parts (options, JSON fields, exit codes) are the code's, and its
@@ -53,7 +53,7 @@ def test_each_page_renders_with_man_without_warnings() -> None:
         assert page.name in proc.stdout
 
 
-# --- options and configuration keys ---------------------------------------------------------------
+# --- options and configuration keys ---------------------------------------------------------
 
 GENERATED = re.compile(r"^\.\. begin generated: (\w+)\n.*?^\.\. end generated: \1\n", re.M | re.S)
 
@@ -160,7 +160,7 @@ def test_the_readme_is_a_front_door() -> None:
     assert lines <= 250, f"the README has {lines} lines: the reference goes in the manual"
 
 
-# --- the shell examples of the README and the guide ------------------------------------------------
+# --- the shell examples of the README and the guide --------------------------------------------
 
 @dataclass
 class Example:
@@ -231,5 +231,5 @@ def test_the_shell_examples_run(document: str, tmp_path: Path) -> None:
                                      if ex.not_run is not None], ids=lambda ex: ex.name)
 def test_an_example_not_run(example: Example) -> None:
     """Each example the documents mark as not run is reported, with the reason."""
-    assert example.not_run.strip(), f"{example.name}: a mark without a reason"
+    assert example.not_run and example.not_run.strip(), f"{example.name}: a mark without a reason"
     pytest.skip(f"{example.name} not run: {example.not_run}")

@@ -1,5 +1,5 @@
-"""The git operations of one experiment: what it changed, keep (commit) and revert (README,
-"What a revert touches").
+"""The git operations of one experiment: what it changed, keep (commit) and revert
+(gitautoresearch-guarantees(7)).
 
 Nothing here uses ``git stash``, ``git clean`` or ``git checkout -- .``: the user's stash list,
 ignored files and files that were untracked before the experiment began are never touched, nor

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 def session_payload(session: Session) -> dict[str, Any]:
     """The ``session`` object of the hook payload, as pi-autoresearch 1.6.2 builds it
-    (``index.ts:1247-1255``; README, "Hooks"): ``baseline_metric``
+    (``index.ts:1247-1255``; gitautoresearch-hooks(5)): ``baseline_metric``
     the metric of the current segment's first run, whatever its status (``index.ts:580``;
     0 for a crash), ``best_metric`` the best kept metric of the segment (``index.ts:586``),
     both None before there is one; ``run_count`` every run of the session, all segments

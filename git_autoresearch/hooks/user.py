@@ -1,4 +1,4 @@
-"""Firing the user's hooks (README, "Hooks").
+"""Firing the user's hooks (gitautoresearch-hooks(5)).
 
 ``.auto/hooks/before.sh`` fires before each run and ``.auto/hooks/after.sh`` after each recorded
 run, then every executable file in ``.auto/hooks/before.d/`` or ``after.d/`` in name order. Each
@@ -58,7 +58,7 @@ def cut(data: bytes, limit: int = STEER_LIMIT) -> tuple[str, bool]:
 
 
 class HookLine(TypedDict):
-    """The ledger line of one firing (README, "Hooks"): ``type`` is ``"hook"``;
+    """The ledger line of one firing (gitautoresearch-hooks(5)): ``type`` is ``"hook"``;
     ``exit_code`` None when it was killed on timeout or could not be started (as
     pi-autoresearch logs both, ``hooks.ts:146``); ``duration_ms`` its wall time in
     milliseconds; ``stdout_bytes`` all it printed, before the 8 KiB cut; ``timestamp`` in epoch

@@ -7,7 +7,7 @@ Layer 6 of CONTRIBUTING.md, "How it is built": it imports only from layer 6 or b
 no git command line (git.Repo's typed methods). Its formats (this module, confidence, jsontext)
 import neither git/, the open session nor the session protocol.
 
-The ledger, ``.auto/log.jsonl``: one JSON object per line (README, "Files").
+The ledger, ``.auto/log.jsonl``: one JSON object per line (gitautoresearch-files(5)).
 
 The format is pi-autoresearch 1.6's: a ``{"type":"config",...}`` line opens a segment (``name``,
 ``metricName``, ``metricUnit``, ``bestDirection``), a run record has ``run`` (1-based across the
@@ -119,7 +119,7 @@ MAX_LINE_BYTES = 1 << 20  # a longer line is reported, not parsed
 VERSION = 1
 # The keys of a segment's recorded configuration that say what its metric is: two segments
 # whose headers agree on them (and on the direction) measure the same number the same way, so
-# their figures may be compared (README, "In the morning").
+# their figures may be compared (git-autoresearch-log(1)).
 MEASURE_KEYS = ("command", "metric_name", "metric_pattern", "metric_command", "metric_json",
                 "score", "aggregate")
 

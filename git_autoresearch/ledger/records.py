@@ -76,7 +76,7 @@ def run_record(run: int, commit: str, metric: int | float | None, metrics: dict[
 
 
 class ConfigHeader(TypedDict):
-    """The ledger line that opens a segment (README, "Files"): pi-autoresearch's ``name``,
+    """The ledger line that opens a segment (gitautoresearch-files(5)): pi-autoresearch's ``name``,
     ``metricName``, ``metricUnit`` and ``bestDirection``, then ours; built by
     :func:`config_header`. (A TypedDict, not a dataclass: every command imports this module,
     and defining a dataclass costs start-up time.)"""

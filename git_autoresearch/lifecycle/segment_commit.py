@@ -1,4 +1,4 @@
-"""Swapping the benchmark in one step (README, "Swapping the benchmark"): ``start
+"""Swapping the benchmark in one step (git-autoresearch-start(1)): ``start
 --new-segment`` commits the changed files that define success for the new segment, so that its
 baseline is measured on a commit that holds them, they are readonly from then on (only a
 committed file can be put back), and ``audit`` and ``finalize`` find them in git.

@@ -99,13 +99,14 @@ class StartOptions:
     shown_paths: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     # The current folder relative to the top (``src/``; empty at the top).
     prefix: str = ""
-    # ``--commit-path``: more changed files a new segment commits (README, "Swapping the
-    # benchmark"); rules read from the current directory, then relative to the top.
+    # ``--commit-path``: more changed files a new segment commits (git-autoresearch-start(1));
+    # rules read from the current directory, then relative to the top.
     commit_paths: list[str] = field(default_factory=list)
     # The configuration keys given this time, by option or in the --config file, as given.
     given_now: dict[str, Any] = field(default_factory=dict)
-    # A new segment's path rules that the ones given now replace, by key (README, "Swapping
-    # the benchmark"): said, since a readonly path dropped unseen no longer defines success.
+    # A new segment's path rules that the ones given now replace, by key
+    # (git-autoresearch-start(1)): said, since a readonly path dropped unseen no longer defines
+    # success.
     dropped_paths: dict[str, list[str]] = field(default_factory=dict)
 
 
@@ -209,7 +210,7 @@ def listing(paths: list[str], limit: int = 5) -> str:
 
 @dataclass(frozen=True)
 class Swapped:
-    """The segment commit a new segment made (README, "Swapping the benchmark"): its
+    """The segment commit a new segment made (git-autoresearch-start(1)): its
     ``commit`` (full object id) and the ``paths`` it committed."""
 
     commit: str
@@ -542,9 +543,9 @@ def _measure_baseline(session: Session, progress: Progress | None, warnings: lis
                       ) -> Started:
     """Fire the ``before`` hooks, measure the unchanged tree, record it as the segment's
     baseline and fire the ``after`` hooks with its record, as pi-autoresearch fires them around
-    the run that follows ``init_experiment`` (README, "Hooks"); returns the started session,
-    adding to ``warnings``. Raises :class:`BaselineFailed` when it crashed or failed its checks
-    (the session is kept)."""
+    the run that follows ``init_experiment`` (gitautoresearch-hooks(5)); returns the started
+    session, adding to ``warnings``. Raises :class:`BaselineFailed` when it crashed or failed its
+    checks (the session is kept)."""
     with locked(session, "start") as recovered:
         before = fire_stage(session, "before", None)
         result = worktree.measure(session, progress, pending=False, baseline=True)

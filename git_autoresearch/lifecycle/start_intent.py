@@ -23,7 +23,7 @@ from ..session.config import Config, file_hash, parse_toml, write_config
 from ..session.layout import Layout, exclude_auto
 from ..session.session import Session
 
-# The first notes of ``.auto/prompt.md``, which the agent keeps (README, "Files").
+# The first notes of ``.auto/prompt.md``, which the agent keeps (gitautoresearch-files(5)).
 PROMPT_HEADER = """# Autoresearch session: {goal}
 
 Metric: {metric_name} ({direction} is better{unit})

@@ -1,5 +1,5 @@
 """Measuring the experiment: its samples, their metric read from the log, the checks
-(README, "Configuration").
+(gitautoresearch-config(5)).
 
 The command runs through :mod:`git_autoresearch.measure.runner` (a process group of its own, its
 output streamed to ``.auto/run.log``). The log is read back line by line, never whole.

@@ -2,7 +2,7 @@
 primary metric.
 
 The three kinds are the autoresearch loop's composite scorers (penalty, weighted and gated;
-README, "Configuration"), held as configuration that the experiment cannot edit:
+the manual: gitautoresearch-config(5)), held as configuration that the experiment cannot edit:
 
 ``weighted``
     ``[score.terms.NAME]`` with ``weight`` (default 1), ``scale`` (default 1) and ``direction``

@@ -2,7 +2,7 @@
 that a kill at any point is finished by the next command (the measurement it records is chosen
 by :mod:`git_autoresearch.decide.choice`).
 
-The protocol (README, "When something dies"): the run record is drafted and checked to fit; an
+The protocol (gitautoresearch-guarantees(7)): the run record is drafted and checked to fit; an
 intent record (:mod:`git_autoresearch.record.intents`) is written before anything changes; the keep
 or revert runs (:mod:`git_autoresearch.history.experiment`); the ledger line is appended; the intent
 is cleared (once the after hooks fired, when there are any). Signals wait from the intent to the

@@ -102,7 +102,7 @@ class Audit:
 
 
 # An effect's fields in a line, by the name of :class:`decide.rules.Effect`'s field: the names of a
-# run's decision object (README, "How a run is decided"), so that one name means one thing.
+# run's decision object (gitautoresearch-decisions(7)), so that one name means one thing.
 EFFECT_FIELDS = {"value": "effect", "low": "effect_low", "high": "effect_high",
                  "relative": "relative", "relative_low": "relative_low",
                  "relative_high": "relative_high", "confidence": "confidence_level"}

@@ -52,7 +52,7 @@ def one_line(text: str) -> str:
 
 
 # What a run's experiment changed that it must not, by the record's field that lists the
-# paths (set aside before measuring: README, "What a revert touches"): a readonly file, a file
+# paths (set aside before measuring: gitautoresearch-guarantees(7)): a readonly file, a file
 # outside the scope.
 TOUCHED = (("readonly", "readonly_violations"), ("outside", "scope_violations"))
 # The flag of each in the run table.

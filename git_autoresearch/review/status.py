@@ -1,6 +1,6 @@
 """What ``git autoresearch status`` (and ``resume``, once it has repaired, and ``show`` of one
 run) reports: where an open session stands, computed once and returned as a value the command
-renders (human text or ``--json``, README, "Exit codes").
+renders (human text or ``--json``, git-autoresearch(1), EXIT STATUS).
 
 No click here, and no git argv: the reconciliation comes from :func:`history.trailers.reconcile`,
 the rest from the session's own questions (its branch, baseline, pending measurement, readonly

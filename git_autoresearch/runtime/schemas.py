@@ -6,7 +6,7 @@ Every document is one JSON object whose first field, ``schema``, names its kind 
 ``schemas/run.json`` of the installed data (:func:`runtime.resources.data_path`), whose ``$id`` is
 that same string (JSON Schema draft 2020-12). A version grows only when a field changes its meaning
 or type, or goes away; a new field leaves it as it is, so readers skip fields they do not know.
-``git autoresearch schema NAME`` prints a file (README, "From an agent").
+``git autoresearch schema NAME`` prints a file (git-autoresearch-run(1)).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Path rules for ``scope``, ``protected`` and ``readonly`` (README, "Configuration").
+"""Path rules for ``scope``, ``protected`` and ``readonly`` (gitautoresearch-config(5)).
 
 A rule is a path relative to the top of the work tree, with ``/`` separators:
 
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .errors import UsageError
 
-# The session folder, relative to the top of the work tree (README, "Files").
+# The session folder, relative to the top of the work tree (gitautoresearch-files(5)).
 AUTO = ".auto"
 
 # Protected whatever the configuration says: the session folder, the layouts older

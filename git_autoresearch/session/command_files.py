@@ -1,5 +1,5 @@
 """Which files of the work tree the configured commands name (their scripts, a scorer, data):
-they define success, so they are readonly automatically (README, "Configuration")."""
+they define success, so they are readonly automatically (gitautoresearch-config(5))."""
 
 from __future__ import annotations
 

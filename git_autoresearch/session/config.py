@@ -1,4 +1,4 @@
-"""The session configuration, ``.auto/config.toml`` (README, "Configuration").
+"""The session configuration, ``.auto/config.toml`` (gitautoresearch-config(5)).
 
 Written once with tomli-w and made read-only (mode 0444); its SHA-256 (of the file's bytes) goes
 into the ledger's config header, and every command compares the two before it acts.
@@ -18,7 +18,7 @@ from typing import Any
 from ..runtime.errors import UsageError
 from ..runtime.scope import check_rule
 
-# ^[A-Za-z0-9_-]+$ (README, "Configuration"), with a letter or digit first so that no id
+# ^[A-Za-z0-9_-]+$ (gitautoresearch-config(5)), with a letter or digit first so that no id
 # reads as an option.
 SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 METRIC_NAME_RE = re.compile(r"^[\w.µ-]+$")
@@ -40,7 +40,7 @@ MIN_PAIRS = 4
 
 @dataclass
 class Config:
-    """Every configuration key (the manual page gitautoresearch-config(5)); ``None`` means not
+    """Every configuration key (gitautoresearch-config(5)); ``None`` means not
     set (and is left out of the TOML file)."""
 
     goal: str

@@ -1,5 +1,5 @@
-"""The ideas backlog, ``.auto/ideas.md`` (README, "Files"). An idea is a Markdown list item:
-``- [ ] idea`` open, ``- [~] idea`` offered by a hook, ``- [x] ~~idea~~ → note`` tried (as the
+"""The ideas backlog, ``.auto/ideas.md`` (git-autoresearch-ideas(1)). An idea is a Markdown list
+item: ``- [ ] idea`` open, ``- [~] idea`` offered by a hook, ``- [x] ~~idea~~ → note`` tried (as the
 loop seed writes them), or a plain ``- idea`` (``*``, ``+`` or ``1.`` too), as pi-autoresearch's
 agent writes them, open unless struck through. No click, no git."""
 

@@ -1,4 +1,4 @@
-"""Where a work tree keeps its session: the ``.auto/`` files (README, "Files") and the
+"""Where a work tree keeps its session: the ``.auto/`` files (gitautoresearch-files(5)) and the
 per-worktree scratch folder under ``git rev-parse --git-path autoresearch``."""
 
 from __future__ import annotations

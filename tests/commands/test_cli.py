@@ -16,6 +16,7 @@ import pytest
 from conftest import BIN, Result, Tool, check_document, git, runs, start_args, write
 
 from git_autoresearch.commands import COMMAND_MODULES
+from git_autoresearch.commands.manpage import all_pages
 from git_autoresearch.git.process import OUR_READING
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -150,12 +151,22 @@ def test_git_finds_the_installed_commands_and_man_pages(repo: Path) -> None:
         dashed = subprocess.run([f"git-autoresearch-{name}", "-h"], cwd=repo, env=env,
                                 capture_output=True, text=True)
         assert dashed.returncode == 0 and f"git autoresearch {name}" in dashed.stdout
-    data = Path(sysconfig.get_paths()["data"]) / "share" / "man" / "man1"
-    assert (data / "git-autoresearch-keep.1").is_file(), "man pages are not installed"
+    data = Path(sysconfig.get_paths()["data"]) / "share" / "man"
+    for page in all_pages():
+        assert (data / page.output.parent.name / page.output.name).is_file(), \
+            f"{page.name} is not installed"
     if subprocess.run(["which", "man"], capture_output=True).returncode == 0:
-        proc = subprocess.run(["git", "help", "autoresearch-keep"], cwd=repo, env=env,
-                              capture_output=True, text=True)
-        assert "GIT-AUTORESEARCH-KEEP" in proc.stdout, proc.stderr
+        # git help opens a command's page as git-autoresearch-<cmd>, a concept's as
+        # gitautoresearch-<topic> (git's gitattributes(5) convention), the group's on --help
+        for args, title in ((["help", "autoresearch-keep"], "git-autoresearch-keep(1)"),
+                            (["help", "autoresearch-log"], "git-autoresearch-log(1)"),
+                            (["help", "autoresearch-config"], "gitautoresearch-config(5)"),
+                            (["help", "autoresearch-guide"], "gitautoresearch-guide(7)"),
+                            (["help", "autoresearch"], "git-autoresearch(1)"),
+                            (["autoresearch", "--help"], "git-autoresearch(1)")):
+            proc = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True,
+                                  text=True)
+            assert proc.stdout.startswith(title), (args, proc.stdout[:200], proc.stderr)
 
 
 def test_loop_through_real_git(repo: Path) -> None:
