@@ -82,10 +82,24 @@ def rst_text(text: str) -> str:
     """``text`` (one paragraph of plain text, as click's help and the schemas hold it) as
     reStructuredText that reads back as the same characters: markup characters escaped."""
     text = " ".join(click.unstyle(text).split())
+    # `code` (as the schemas write it) becomes a literal; the text between is escaped
+    pieces = re.split(r"`([^`]+)`", text)
+    return "".join(_literal(piece, pieces, i) if i % 2 else _escaped(piece, i == 0)
+                   for i, piece in enumerate(pieces))
+
+
+def _literal(piece: str, pieces: list[str], i: int) -> str:
+    after = pieces[i + 1] if i + 1 < len(pieces) else ""
+    glue = "\\ " if after[:1].isalnum() else ""  # a literal must end before a word goes on
+    before = "\\ " if pieces[i - 1][-1:].isalnum() else ""
+    return f"{before}``{piece}``{glue}"
+
+
+def _escaped(text: str, first: bool) -> str:
     text = text.replace("\\", "\\\\")
     text = re.sub(r"([*`|])", r"\\\1", text)
     text = re.sub(r"(?<=\w)_(?=\W|$)", r"\\_", text)  # name_ would be a reference
-    if re.match(r"([-+#]|\d+[.)]|\(\d+\))( |$)", text):
+    if first and re.match(r"([-+#]|\d+[.)]|\(\d+\))( |$)", text):
         text = "\\" + text  # not a list item
     return text
 
@@ -227,7 +241,9 @@ def _json_part(page: Page) -> list[str]:
             who = " and ".join(f"**git autoresearch {rst_text(n)} --json**" for n in names)
             who += " print" if len(names) > 1 else " prints"
         else:
-            who = f"A {kind.removeprefix('hook-')} hook reads, as one line on its stdin,"
+            stage = kind.removeprefix("hook-")
+            article = "An" if stage[0] in "aeiou" else "A"
+            who = f"{article} {stage} hook reads, as one line on its stdin,"
         description = rst_text(str(load(kind).get("description", "")))
         out += [*_wrap(f"{who} one JSON document, **{rst_text(schema_id(kind))}** (**git "
                        f"autoresearch schema {kind}** prints its JSON Schema). {description}"),

@@ -30,7 +30,8 @@ EXIT_CODES: list[tuple[str, str, tuple[str, ...]]] = [
     )),
     ("3", "Refused: the repository or the session is not in a state where the command may "
           "run, and nothing was changed.", (
-        "not a git repository, a current folder that was removed, no session",
+        "not a git repository, a current folder that was removed (a shell left in a deleted "
+        "build folder: the current folder no longer exists), no session",
         "an edited configuration, a merge or rebase in progress, HEAD not on the session branch",
         "the lock held too long by another command (GIT_AUTORESEARCH_LOCK_WAIT seconds, "
         "default 60)",
@@ -62,7 +63,7 @@ EXIT_CODES: list[tuple[str, str, tuple[str, ...]]] = [
       "max_runs_without_keep or max_failures_in_a_row runs in a row")),
     ("5", "finalize made its branch (and .auto/final.md), but its measurement or its final "
           "checks failed on it.", ()),
-    ("129, 130, 143", "Hung up (SIGHUP), interrupted (SIGINT, Ctrl-C) or terminated (SIGTERM): "
+    ("129, 130, 143", "Hung up (SIGHUP: the terminal or ssh session closed), interrupted (SIGINT, Ctrl-C) or terminated (SIGTERM): "
                       "128 + the signal's number. The experiment's and hooks' processes are "
                       "ended; git is never killed half-way; a run being recorded when the "
                       "signal came is recorded first, and one the command had begun otherwise "
