@@ -193,9 +193,9 @@ def _claim_session(required: bool = True) -> Board | None:
 def ideas_claim_cmd(number: int | None, text: str | None, as_json: bool) -> None:
     """Take idea NUMBER for this worker (default: the first idea not done that no other worker
     holds), so that no other worker tries it: a ref under refs/autoresearch/<id>/claims/,
-    created by compare-and-swap. A claim ends when a run is recorded by this worker, by ideas
-    release, after claim_timeout (default 2h), or when its process or worktree is gone. Exit
-    3 when there is nothing left to claim, saying why."""
+    created by compare-and-swap. A claim lasts over as many runs as the idea takes and ends
+    with ideas done, ideas release or worker remove, after claim_timeout (default 2h), or when
+    its process or worktree is gone. Exit 3 when there is nothing left to claim, saying why."""
     from ..session.ideas import add_idea
     from ..workers.claims import claim, idea_key
 

@@ -56,8 +56,8 @@ def _session_line(info: SessionInfo) -> str:
 @json_option
 def gc_cmd(session: str | None, older_than: float | None, dry_run: bool, force: bool,
            as_json: bool) -> None:
-    """Delete the attempt and scope refs of finished sessions (merged or finalized, or, with
-    --older-than, inactive that long); the branch and the state ref (the ledger) stay. A
+    """Delete the attempt, scope and claim refs of finished sessions (merged or finalized, or,
+    with --older-than, inactive that long); the branch and the state ref (the ledger) stay. A
     running session is left alone unless --force; a named SESSION that is not finished is
     refused (exit 3)."""
     from ..workers.sessions import gc

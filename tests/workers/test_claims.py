@@ -1,7 +1,8 @@
 """Claims on ideas: ``ideas claim`` takes an idea with compare-and-swap on
 ``refs/autoresearch/<id>/claims/<key>``, so that two workers never try the same idea; a
-stale claim (expired, or its process or worktree gone) is taken over; a recorded run releases
-its worker's claims; ``ideas`` and ``status`` say who claimed what."""
+stale claim (expired, or its process or worktree gone) is taken over; a claim lasts until its
+idea is done or released (not a recorded run: an idea may take several); ``ideas`` and
+``status`` say who claimed what."""
 
 from __future__ import annotations
 
