@@ -63,7 +63,8 @@ EXIT_CODES: list[tuple[str, str, tuple[str, ...]]] = [
       "max_runs_without_keep or max_failures_in_a_row runs in a row")),
     ("5", "finalize made its branch (and .auto/final.md), but its measurement or its final "
           "checks failed on it.", ()),
-    ("129, 130, 143", "Hung up (SIGHUP: the terminal or ssh session closed), interrupted (SIGINT, Ctrl-C) or terminated (SIGTERM): "
+    ("129, 130, 143", "Hung up (SIGHUP: the terminal or ssh session closed), interrupted "
+                      "(SIGINT, Ctrl-C) or terminated (SIGTERM): "
                       "128 + the signal's number. The experiment's and hooks' processes are "
                       "ended; git is never killed half-way; a run being recorded when the "
                       "signal came is recorded first, and one the command had begun otherwise "
