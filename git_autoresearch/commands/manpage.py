@@ -337,7 +337,10 @@ def render(rst: str, name: str) -> str:
             "output_encoding": "utf-8", "traceback": True})
     except SystemMessage as exc:
         raise click.ClickException(f"{name}: {exc}") from exc
-    return out.decode("utf-8") if isinstance(out, bytes) else str(out)
+    roff = out.decode("utf-8") if isinstance(out, bytes) else str(out)
+    # as git's own pages: no hyphenation (a page name or a ref split at a line's end reads as
+    # another word) and lines left-aligned
+    return re.sub(r"^(\.TH .*\n)", r"\1.nh\n.ad l\n", roff, count=1, flags=re.M)
 
 
 def expected(pages: list[Page] | None = None) -> dict[Path, str]:
