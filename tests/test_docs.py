@@ -43,6 +43,17 @@ def test_every_command_has_its_page_and_every_page_a_description() -> None:
         assert len(hand.split()) >= 30, f"{page.name}: the page says almost nothing by hand"
 
 
+def test_every_command_page_has_examples_and_files() -> None:
+    """A command's page gives, by hand, examples and the files the command reads and writes
+    (the options, the JSON output and the exit codes are generated)."""
+    for page in all_pages():
+        if page.command is None:
+            continue
+        hand = hand_text(page.source.read_text(encoding="utf-8"))
+        for section in ("EXAMPLES", "FILES"):
+            assert re.search(rf"^{section}\n=+\n", hand, re.M), f"{page.name}: no {section}"
+
+
 @pytest.mark.skipif(shutil.which("man") is None, reason="man is not installed")
 def test_each_page_renders_with_man_without_warnings() -> None:
     for page in all_pages():
