@@ -70,7 +70,9 @@ def audit_lines(line: dict[str, Any], unit: str) -> list[str]:
     for side in ("commit", "parent"):
         values = [v for v in samples.get(side) or [] if isinstance(v, (int, float))]
         if values:
-            sides.append(f"{side} median {number(median(values))}{u} ({len(values)})")
+            # a median of two samples is computed: cut float noise (4.0600000000000005)
+            middle = float(f"{median(values):.12g}")
+            sides.append(f"{side} median {number(middle)}{u} ({len(values)})")
     if sides:
         out.append("  " + ", ".join(sides))
     from ..review.report import effect_of

@@ -340,7 +340,8 @@ def render(rst: str, name: str) -> str:
     roff = out.decode("utf-8") if isinstance(out, bytes) else str(out)
     # as git's own pages: no hyphenation (a page name or a ref split at a line's end reads as
     # another word) and lines left-aligned
-    return re.sub(r"^(\.TH .*\n)", r"\1.nh\n.ad l\n", roff, count=1, flags=re.M)
+    roff = re.sub(r"^(\.TH .*\n)", r"\1.nh\n.ad l\n", roff, count=1, flags=re.M)
+    return roff.replace("\n.SH Name\n", "\n.SH NAME\n", 1)  # as every other heading
 
 
 def expected(pages: list[Page] | None = None) -> dict[Path, str]:

@@ -108,7 +108,9 @@ def _target(ctx: click.Context, param: click.Parameter, value: str | None
                    "(default: the checks command).")
 @click.option("--timeout-seconds", type=float, help="Limit per measurement (default 600).")
 @click.option("--checks-timeout-seconds", type=float, help="Limit for the checks (default 300).")
-@click.option("--runs-per-experiment", type=WHOLE, help="Samples per measurement (default 1).")
+@click.option("--runs-per-experiment", type=WHOLE,
+              help="Samples per measurement under the strict rule (default 1; the sequential "
+                   "rule takes samples until they decide).")
 @click.option("--aggregate", type=click.Choice(["median", "min", "mean"]),
               help="How samples combine (default median).")
 @click.option("--max-experiments", type=WHOLE, help="Stop after this many runs in a segment.")

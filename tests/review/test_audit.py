@@ -424,3 +424,14 @@ def test_an_audit_confirms_at_five_percent_and_gives_the_90_percent_interval(
             assert audit.verdict == "within noise", u
     assert sorted(set(verdicts.values())) == ["confirmed", "regression", "within noise"]
     assert [u for u, v in verdicts.items() if v == "confirmed"] == [0, 1, 2, 3, 4]  # 12/252
+
+
+def test_an_audits_medians_are_printed_without_float_noise() -> None:
+    """The median of two samples is their mean, computed: 4.03 and 4.09 print as 4.06, not
+    4.0600000000000005."""
+    from git_autoresearch.commands.audit import audit_lines
+
+    lines = audit_lines({"audited_run": 2, "verdict": "within noise", "commit": "abc1234",
+                         "parent": "def5678", "samples": {"commit": [4.03, 4.09],
+                                                          "parent": [5.0, 5.2]}}, "ms")
+    assert "commit median 4.06 ms (2), parent median 5.1 ms (2)" in lines[1], lines
