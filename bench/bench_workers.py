@@ -2,12 +2,16 @@
 repository with a controlled benchmark and scripted agents.
 
     python bench/bench_workers.py [--candidates 20] [--workers 1,2,4] [--clones 3]
-                                  [--measure-seconds 0.3]
+                                  [--measure-seconds 0.3] [--think-seconds 0]
+
+    python bench/bench_workers.py --workers 0 --clones 1,8 --think-seconds 4 \
+                                  --measure-seconds 1 --candidates 10
 
 The project is 40 lines ``c<i>=<value>``; the metric is their sum (lower is better), printed
 after sleeping ``--measure-seconds`` (the measurement's cost). Each scripted agent, one thread
-per worker, edits one or two random lines by a random step (-3 to +2) and calls ``git
-autoresearch run`` in its own worktree, ``--candidates`` times. Under the strict rule the metric
+per worker, thinks for ``--think-seconds`` (a sleep: an agent waiting for its model), edits one
+or two random lines by a random step (-3 to +2) and calls ``git autoresearch run`` in its own
+worktree, ``--candidates`` times. Under the strict rule the metric
 has no noise, so every decision can be checked exactly. Prints, per worker count, candidates
 per minute, keeps, replays and conflicts, and checks:
 
@@ -16,10 +20,13 @@ per minute, keeps, replays and conflicts, and checks:
   and it beats its parent's;
 - every run is in the ledger once: numbers 1..N, none lost, none twice.
 
-Then ``--clones`` clones of the project through a bare remote (``worker join``, as on several
-machines; here on one, so their measurements overlap), each with one agent: the same checks
-on the remote's session branch and on the merged ledger, and every clone, once synced, reads
-the same runs. ``--clones 0`` skips it. Exits 1 when a check fails.
+Then, for each count of ``--clones`` (a comma-separated list), that many clones of the project
+through a bare remote (``worker join``, as on several machines; here on one, each with its own
+measurement slot, so their measurements overlap: a sleep measures the same whatever the load),
+each with one agent: the same checks on the remote's session branch and on the merged ledger,
+and every clone, once synced, reads the same runs. Candidates per hour are compared with the
+first count's (``--clones 1,8``: eight clones against one). ``--clones 0`` skips it;
+``--workers 0`` skips the workers on one machine. Exits 1 when a check fails.
 """
 
 from __future__ import annotations
@@ -78,9 +85,10 @@ def make_project(folder: Path, seconds: float) -> Path:
 
 
 def agent(where: Path, candidates: int, seed: int, outcomes: list[dict[str, object]],
-          errors: list[str]) -> None:
+          errors: list[str], think: float = 0.0) -> None:
     rng = random.Random(seed)
     for n in range(candidates):
+        time.sleep(think)
         path = where / "prog.txt"
         lines = path.read_text().splitlines()
         for index in rng.sample(range(LINES), rng.choice((1, 2))):
@@ -157,7 +165,9 @@ def joined_clones(folder: Path, top: Path, clones: int) -> list[Path]:
     return places
 
 
-def one(workers: int, candidates: int, seconds: float, clones: int = 0) -> bool:
+def one(workers: int, candidates: int, seconds: float, clones: int = 0, think: float = 0.0
+        ) -> tuple[bool, float]:
+    """One trial: whether its checks passed, and its candidates per hour."""
     folder = Path(tempfile.mkdtemp(prefix="bench-workers-"))
     try:
         top = make_project(folder, seconds)
@@ -174,7 +184,7 @@ def one(workers: int, candidates: int, seconds: float, clones: int = 0) -> bool:
         errors: list[str] = []
         began = time.monotonic()
         threads = [threading.Thread(target=agent, args=(where, candidates, 1000 + i, outcomes,
-                                                        errors))
+                                                        errors, think))
                    for i, where in enumerate(places)]
         for t in threads:
             t.start()
@@ -195,13 +205,15 @@ def one(workers: int, candidates: int, seconds: float, clones: int = 0) -> bool:
         conflicts = sum(1 for o in outcomes if (o.get("replayed") or {}).get("conflicts"))
         best = metric_of(git(top, "show", "autoresearch/bench:prog.txt"))
         label = f"{clones} clones through a bare remote" if clones else f"{workers} worker(s)"
-        print(f"{label}: {len(outcomes)} candidates in {took:.1f} s = "
-              f"{len(outcomes) / took * 60:.0f}/min; {keeps} kept, {replays} replayed "
-              f"({conflicts} conflicted); best {best} (from {LINES * 100}); "
-              + ("checks passed" if not problems else f"{len(problems)} problem(s)"))
+        per_hour = len(outcomes) / took * 3600
+        print(f"{label}: {len(outcomes)} candidates in {took:.1f} s = {per_hour:.0f}/hour; "
+              f"{keeps} kept, {replays} replayed ({conflicts} conflicted); best {best} (from "
+              f"{LINES * 100}); "
+              + ("checks passed: no run lost or twice, every keep measured on its parent"
+                 if not problems else f"{len(problems)} problem(s)"), flush=True)
         for p in problems[:10]:
             print(f"    {p}")
-        return not problems
+        return not problems, per_hour
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -210,15 +222,26 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--candidates", type=int, default=20)
     parser.add_argument("--workers", default="1,2,4")
-    parser.add_argument("--clones", type=int, default=3)
+    parser.add_argument("--clones", default="3")
     parser.add_argument("--measure-seconds", type=float, default=0.3)
+    parser.add_argument("--think-seconds", type=float, default=0.0)
     args = parser.parse_args()
     os.environ.setdefault("GIT_AUTORESEARCH_LOCK_WAIT", "120")
     ok = True
-    for n in (int(x) for x in args.workers.split(",")):
-        ok &= one(n, args.candidates, args.measure_seconds)
-    if args.clones:
-        ok &= one(args.clones, args.candidates, args.measure_seconds, clones=args.clones)
+    print(f"think {args.think_seconds} s, measure {args.measure_seconds} s, "
+          f"{args.candidates} candidates per agent, strict rule; {os.cpu_count()} cores, "
+          f"load average {os.getloadavg()[0]:.1f}", flush=True)
+    for n in (int(x) for x in args.workers.split(",") if int(x)):
+        ok &= one(n, args.candidates, args.measure_seconds, think=args.think_seconds)[0]
+    rates: list[tuple[int, float]] = []
+    for n in (int(x) for x in args.clones.split(",") if int(x)):
+        passed, per_hour = one(n, args.candidates, args.measure_seconds, clones=n,
+                               think=args.think_seconds)
+        ok &= passed
+        rates.append((n, per_hour))
+    for n, per_hour in rates[1:]:
+        print(f"{n} clones: {per_hour / rates[0][1]:.1f}x the candidates per hour of "
+              f"{rates[0][0]} clone(s)")
     return 0 if ok else 1
 
 

@@ -8,6 +8,7 @@ codes."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -93,12 +94,26 @@ class Pushed:
         return self.flag == "!" and self.summary.startswith("[remote rejected]")
 
 
+# What git's refs code says when a ref moved under a push: another push created or moved it
+# after the remote checked this push's expected value and before it locked the ref.
+_LOST_RACE = re.compile(r"cannot lock ref '[^']*': (reference already exists|is at [0-9a-f]+ "
+                        r"but expected [0-9a-f]+)")
+
+
+def lost_race(said: str) -> bool:
+    """Whether a push was refused because it lost a race for a ref on the remote (what the
+    remote said on stderr, ``said``): a lease that failed, in effect, not the remote's
+    refusal. Two clones that push at the same moment both pass the remote's check of the
+    expected value; the one that locks the ref second gets this instead of ``stale info``."""
+    return _LOST_RACE.search(said) is not None
+
+
 def remote_refusal(answer: list[Pushed], said: str) -> str | None:
     """What a remote that refused a push said (a ref its hooks or rules refused: git's
     summary, and the lines the remote printed, ``remote: ...``), or None when it refused
-    none itself."""
+    none itself (a lease that failed, or a race for a ref it lost: :func:`lost_race`)."""
     refused = [p for p in answer if p.refused_there]
-    if not refused:
+    if not refused or lost_race(said):
         return None
     first = refused[0]
     reason = first.summary.removeprefix("[remote rejected]").strip(" ()") or "no reason given"

@@ -592,3 +592,43 @@ def test_stop_in_a_joined_clone_says_it_stops_this_clone(
     assert "every worker stops" not in said
     write(a / "value.txt", "90\n")
     assert ar(a, "run", "-d", "goes on", "--json").json()["status"] == "keep"
+
+
+def racing_remote(remote: Path, ref: str, commit: str) -> None:
+    """An update hook on ``remote`` that, once, sets ``ref`` to ``commit`` itself: another push
+    that lands after the remote checked this push's lease and before it locks the ref, as
+    clones that push at the same moment do (the update hook runs between the two, outside the
+    quarantine). The remote's answer is then not a lease that failed (``stale info``) but an
+    atomic transaction that could not lock the ref."""
+    write(remote / "hooks" / "update",
+          f"#!/bin/sh\n[ \"$1\" = {ref} ] && [ ! -e raced ] && touch raced && "
+          f"git update-ref {ref} {commit}\nexit 0\n", 0o755)
+
+
+def test_a_run_number_lost_in_a_race_on_the_remote_is_stepped_over(
+        machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """Another clone takes run 2 between the lease check and the lock ("cannot lock ref ...:
+    reference already exists"): that is a number taken, stepped over, not the remote's refusal."""
+    a, b, remote = machines
+    racing_remote(remote, "refs/autoresearch/s1/runs/2", git(a, "rev-parse", BRANCH))
+    write(b / "value.txt", "90\n")
+    record = ar(b, "keep", "-d", "value 90", "--metric", "190", "--json").json()
+    assert record["run"] == 3
+    assert "refs/autoresearch/s1/runs/3" in remote_refs(remote)
+
+
+def test_a_keep_that_loses_a_race_for_the_branch_is_measured_again(
+        machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """Another clone's keep lands on the session branch between the lease check and the lock
+    ("is at ... but expected ..."): b's keep is undone and refused as when the lease fails, the
+    candidate left in the work tree, never as the remote's refusal."""
+    a, b, remote = machines
+    write(a / "value.txt", "80\n")
+    theirs = ar(a, "keep", "-d", "value 80", "--metric", "180", "--json").json()["commit"]
+    full = git(a, "rev-parse", theirs)
+    git(remote, "update-ref", f"refs/heads/{BRANCH}", git(remote, "rev-parse", f"{full}^"))
+    racing_remote(remote, f"refs/heads/{BRANCH}", full)
+    write(b / "value.txt", "90\n")
+    res = ar(b, "keep", "-d", "value 90", "--metric", "190", expect=3)
+    assert "remote refused" not in res.err and "measure" in res.err, res.err
+    assert (b / "value.txt").read_text() == "90\n"
