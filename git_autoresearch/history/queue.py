@@ -1,0 +1,212 @@
+"""Candidates queued on a session's remote for a measuring host: agents that only think send
+their candidates there, a host takes each one, measures it and sends back its verdict. The
+remote is the only coordination; every step is a push with a lease, so two hosts never take one
+candidate and nothing is lost when either side dies.
+
+- ``refs/autoresearch/<id>/queue/<key>``: a candidate, a commit on the incumbent the agent
+  built on (its parent) holding the agent's work tree; its message is a subject line and the
+  candidate's JSON (``agent``, ``description``, ``asi``, ``submitted``: epoch seconds).
+  Created only if absent.
+- ``refs/autoresearch/<id>/measuring/<key>``: a host has taken the candidate: a commit on it
+  whose message is the host's JSON (``host``, ``machine``, ``pid``, ``since``). Created only if
+  absent; a stale one (its host gone) is taken over with a lease on its value.
+- ``refs/autoresearch/<id>/verdicts/<key>``: the run recorded for the candidate, a commit on it
+  whose message holds the run record's JSON. Created in the same atomic push that deletes the
+  candidate's ``queue`` and ``measuring`` refs, so a candidate is in exactly one of the
+  three states on the remote.
+
+A key is ``<agent>-<epoch ms>-<4 hex digits>``: unique without asking anyone, and sorting
+the keys of one agent sorts its candidates in time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..git import Repo
+from ..git.remote import fetch_refspecs, push_atomic, remote_refusal
+from ..runtime.errors import Refused
+from .refs import namespace
+
+SUBJECT = "git-autoresearch: "
+
+
+def queue_prefix(session_id: str) -> str:
+    """``refs/autoresearch/<id>/queue/``, followed by a candidate's key."""
+    return f"{namespace(session_id)}/queue/"
+
+
+def measuring_prefix(session_id: str) -> str:
+    """``refs/autoresearch/<id>/measuring/``, followed by the key of a candidate taken."""
+    return f"{namespace(session_id)}/measuring/"
+
+
+def verdicts_prefix(session_id: str) -> str:
+    """``refs/autoresearch/<id>/verdicts/``, followed by the key of a candidate measured."""
+    return f"{namespace(session_id)}/verdicts/"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A candidate queued on the remote: its ``key``, its ``commit`` and the ``base`` it was
+    built on (full object ids), the ``agent`` that sent it, its ``description`` and ``asi``,
+    when it was ``submitted`` (epoch seconds), and the host that ``taken`` it (its
+    ``measuring`` ref's JSON with ``commit``, or None)."""
+
+    key: str
+    commit: str
+    base: str
+    agent: str
+    description: str
+    asi: Mapping[str, Any]
+    submitted: float
+    taken: Mapping[str, Any] | None = None
+
+
+def new_key(agent: str) -> str:
+    return f"{agent}-{int(time.time() * 1000)}-{os.urandom(2).hex()}"
+
+
+def _document(repo: Repo, commit: str) -> dict[str, Any] | None:
+    """The JSON after a commit message's subject line, or None."""
+    message = repo.commit_fields(commit, ["%B"])[0]
+    _, _, body = message.partition("\n\n")
+    try:
+        found = json.loads(body)
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def _push(repo: Repo, remote: str, updates: Mapping[str, tuple[str, str]], what: str
+          ) -> bool:
+    """Push ``updates`` all or nothing (``{ref: (new or "" to delete, expected or "" for
+    absent)}``): True when it landed, False when a lease failed (another side was first);
+    :class:`Refused` when the remote refused or could not be reached."""
+    code, answer, said = push_atomic(repo, remote, updates)
+    if code == 0:
+        return True
+    refusal = remote_refusal(answer, said)
+    if refusal is not None:
+        raise Refused(f"cannot {what} on {remote}: {refusal}")
+    if not any(p.flag == "!" for p in answer):
+        raise Refused(f"cannot {what} on {remote} (git push failed: is it reachable and "
+                      "writable?)")
+    return False
+
+
+def submit(repo: Repo, remote: str, session_id: str, candidate_commit: str, *, agent: str,
+           description: str, asi: Mapping[str, Any]) -> Candidate:
+    """Queue ``candidate_commit`` (the agent's work tree, a commit on the incumbent it built
+    on) on ``remote``: a commit of the same tree on the same parent whose message carries the
+    candidate's JSON, pushed to a new ``queue/<key>`` ref. Returns the candidate; raises
+    :class:`Refused` when the remote refuses or cannot be reached."""
+    base = repo.resolve(f"{candidate_commit}^")
+    assert base is not None
+    submitted = time.time()
+    data = {"agent": agent, "description": description, "asi": dict(asi),
+            "submitted": round(submitted, 3)}
+    key = new_key(agent)
+    commit = repo.commit_tree(repo.tree_of(candidate_commit), [base],
+                              f"{SUBJECT}candidate {key}\n\n{json.dumps(data)}\n")
+    if not _push(repo, remote, {queue_prefix(session_id) + key: (commit, "")},
+                 "queue the candidate"):
+        raise Refused(f"cannot queue the candidate on {remote}: its key {key} is taken")
+    return Candidate(key, commit, base, agent, description, dict(asi), submitted)
+
+
+def queued(repo: Repo, remote: str, session_id: str) -> list[Candidate]:
+    """Fetch the queued candidates and the hosts' claims on them from ``remote`` (a local copy
+    of each, pruned of those gone there) and list the candidates, oldest first. Raises
+    :class:`Refused` when the remote cannot be read."""
+    prefixes = (queue_prefix(session_id), measuring_prefix(session_id))
+    for prefix in prefixes:  # the copies here mirror the remote's: gone there, gone here
+        for ref in repo.for_each_ref(prefix):
+            old = repo.resolve(ref)
+            if old is not None:
+                repo.delete_ref(ref, old)
+    problem = fetch_refspecs(repo, remote, [f"+{p}*:{p}*" for p in prefixes])
+    repo.forget_refs()
+    if problem is not None:
+        raise Refused(f"cannot fetch the queue of session {session_id} from {remote}: "
+                      f"{problem}")
+    out = []
+    for ref in repo.for_each_ref(queue_prefix(session_id)):
+        key = ref[len(queue_prefix(session_id)):]
+        commit = repo.resolve(ref)
+        data = _document(repo, commit) if commit else None
+        base = repo.resolve(f"{commit}^") if commit else None
+        if commit is None or data is None or base is None:
+            continue  # not ours to read: left alone
+        claim = repo.resolve(measuring_prefix(session_id) + key)
+        taken = None
+        if claim is not None:
+            taken = {**(_document(repo, claim) or {}), "commit": claim}
+        asi = data.get("asi")
+        out.append(Candidate(key, commit, base, str(data.get("agent", "")),
+                             str(data.get("description", "")),
+                             asi if isinstance(asi, dict) else {},
+                             float(data.get("submitted") or 0), taken))
+    return sorted(out, key=lambda c: (c.submitted, c.key))
+
+
+def take(repo: Repo, remote: str, session_id: str, candidate: Candidate, host: str
+         ) -> str | None:
+    """Take ``candidate`` for measuring host ``host``: its ``measuring/<key>`` ref created on
+    ``remote`` if absent, or moved from the claim the candidate was read with (a stale one,
+    or this host's own from before it was restarted). Returns the claim's commit, or None when
+    another host took it first."""
+    data = {"host": host, "machine": socket.gethostname(), "pid": os.getpid(),
+            "since": round(time.time(), 3)}
+    claim = repo.commit_tree(repo.tree_of(candidate.commit), [candidate.commit],
+                             f"{SUBJECT}measuring {candidate.key}\n\n{json.dumps(data)}\n")
+    expected = str(candidate.taken["commit"]) if candidate.taken else ""
+    ref = measuring_prefix(session_id) + candidate.key
+    return claim if _push(repo, remote, {ref: (claim, expected)}, "take the candidate") \
+        else None
+
+
+def publish(repo: Repo, remote: str, session_id: str, candidate: Candidate, claim: str,
+            record: Mapping[str, Any]) -> bool:
+    """Send the verdict on ``candidate``, the ``record`` of its run: ``verdicts/<key>``
+    created, its ``queue`` and ``measuring`` refs deleted (with leases on the candidate and on
+    this host's ``claim``), all in one push. False when the claim is no longer this host's
+    (another host took the candidate over): then nothing changed there."""
+    verdict = repo.commit_tree(repo.tree_of(candidate.commit), [candidate.commit],
+                               f"{SUBJECT}verdict {candidate.key}\n\n"
+                               f"{json.dumps(dict(record))}\n")
+    return _push(repo, remote, {
+        verdicts_prefix(session_id) + candidate.key: (verdict, ""),
+        queue_prefix(session_id) + candidate.key: ("", candidate.commit),
+        measuring_prefix(session_id) + candidate.key: ("", claim),
+    }, "send the verdict")
+
+
+def verdict(repo: Repo, remote: str, session_id: str, key: str) -> dict[str, Any] | None:
+    """The run record the verdict on candidate ``key`` holds, fetched from ``remote``; None
+    while there is none. Raises :class:`Refused` when the remote cannot be read."""
+    ref = verdicts_prefix(session_id) + key
+    problem = fetch_refspecs(repo, remote, [f"+{verdicts_prefix(session_id)}*:"
+                                            f"{verdicts_prefix(session_id)}*"])
+    repo.forget_refs()
+    if problem is not None:
+        raise Refused(f"cannot fetch the verdicts of session {session_id} from {remote}: "
+                      f"{problem}")
+    commit = repo.resolve(ref)
+    return _document(repo, commit) if commit is not None else None
+
+
+def stale(candidate: Candidate, *, older_than: float, now: float | None = None) -> bool:
+    """Whether the host that took ``candidate`` has held it longer than ``older_than``
+    seconds (a host that died while measuring): another may take it over."""
+    if candidate.taken is None:
+        return False
+    since = candidate.taken.get("since")
+    return not isinstance(since, (int, float)) or \
+        (time.time() if now is None else now) - since > older_than
