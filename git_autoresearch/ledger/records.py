@@ -58,6 +58,8 @@ class RunRecord(_RunFields, total=False):
     worker: str
     replayed: dict[str, Any]
     retry_of: int  # the run whose attempt this run tried again (``run --retry``)
+    # the candidate a measuring host took from the queue: its key and agent (history.queue)
+    queued: dict[str, Any]
 
 
 def run_record(run: int, commit: str, metric: int | float | None, metrics: dict[str, Any],

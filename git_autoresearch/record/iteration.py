@@ -64,7 +64,7 @@ def iterate(session: Session, description: str, asi: Mapping[str, Any], *,
     off again when the run is not recorded); ``dry_run``: measure and decide, record nothing.
     Raises :class:`runtime.errors.StopLoop` (exit 4) when the loop should stop and the
     refusals of a measurement and a record (exit 3)."""
-    retry_of = retry.number if retry else None
+    origin = retry.origin if retry else None
     with locked(session, "run") as recovered:
         session.check_kept_lines(head=True)
         before, result, caught, decision = _measured(session, retry, progress,
@@ -80,15 +80,15 @@ def iterate(session: Session, description: str, asi: Mapping[str, Any], *,
             return done
         if result is None:  # a worker's candidate conflicts with a keep made meanwhile
             assert caught is not None
-            done.recorded = _conflicted(session, description, asi, before, caught, retry_of)
+            done.recorded = _conflicted(session, description, asi, before, caught, origin)
         elif session.worker is None:
             done.recorded = record(session, decision, description, result=result, asi=asi,
-                                   hooks=before.summary(), retry_of=retry_of)
+                                   hooks=before.summary(), origin=origin)
         else:
             done.recorded = record_replaying(
                 session, decision, description, result=result, asi=asi,
                 hooks=before.summary(), progress=progress,
-                replayed=caught.record(session.repo) if caught else None, retry_of=retry_of)
+                replayed=caught.record(session.repo) if caught else None, origin=origin)
         done.notes = worktree.remeasure_incumbent(session, done.recorded.record)
         done.after = fire_stage(session, "after", done.recorded.record)
     return done
@@ -190,20 +190,22 @@ def _measured(session: Session, retry: Retry | None, progress: Progress | None, 
 
 
 def _conflicted(session: Session, description: str, asi: Mapping[str, Any],
-                before: HookReport, caught: Replayed, retry_of: int | None) -> Recorded:
+                before: HookReport, caught: Replayed, origin: Mapping[str, Any] | None
+                ) -> Recorded:
     """The discard of a worker's candidate that could not be replayed onto the incumbent."""
     from ..workers.replay import conflict_reason
 
     return record(session, "discard", description, result=None, asi=asi,
                   hooks=before.summary(), replayed=caught.record(session.repo),
-                  reason=conflict_reason(caught), retry_of=retry_of)
+                  reason=conflict_reason(caught), origin=origin)
 
 
 def record_replaying(session: Session, status: str, description: str, *,
                      result: Measurement, asi: Mapping[str, Any] | None,
                      hooks: Sequence[Mapping[str, Any]] | None,
                      progress: Progress | None = None,
-                     replayed: dict[str, Any] | None = None, retry_of: int | None = None
+                     replayed: dict[str, Any] | None = None,
+                     origin: Mapping[str, Any] | None = None
                      ) -> Recorded:
     """:func:`record.transaction.record` for a worker's ``run``: a keep whose incumbent moved
     (another worker kept) is replayed onto the new incumbent and measured again (with
@@ -211,8 +213,8 @@ def record_replaying(session: Session, status: str, description: str, *,
     (in a clone that joined through a remote, the remote's tip is fetched before each
     decision, and with it the new incumbent's record); a replay that conflicts is a discard
     naming the paths (the candidate saved at its attempt ref, as every discard's), and so is a
-    candidate the incumbent kept outrunning. ``retry_of``: the run a retry tries again
-    (every record names it)."""
+    candidate the incumbent kept outrunning. ``origin``: where the change came from (a
+    retry's run, a queued candidate: every record names it)."""
     from ..workers.replay import REPLAYS, conflict_reason, replay
     from ..workers.upstream import sync
 
@@ -224,7 +226,7 @@ def record_replaying(session: Session, status: str, description: str, *,
             # A discard was decided against a best its base may not have had: it is checked
             # too, under the lock the record takes (so no keep lands in between).
             return record(session, status, description, result=result, asi=asi, hooks=hooks,
-                          replayed=replayed, recheck_discard=True, retry_of=retry_of)
+                          replayed=replayed, recheck_discard=True, origin=origin)
         except IncumbentMoved as moved:
             # The new incumbent's record (its samples: the pool the candidate is measured
             # against again) comes with it.
@@ -237,11 +239,11 @@ def record_replaying(session: Session, status: str, description: str, *,
                 return record(session, "discard", description,
                               result=dataclasses.replace(result, decision=None), asi=asi,
                               hooks=hooks, replayed=replayed, reason=conflict_reason(outcome),
-                              retry_of=retry_of)
+                              origin=origin)
             result = worktree.measure(session, progress)  # (no hooks fire again)
             status = session.decide(result)
     return record(session, "discard", description,
                   result=dataclasses.replace(result, decision=None), asi=asi, hooks=hooks,
-                  replayed=replayed, retry_of=retry_of,
+                  replayed=replayed, origin=origin,
                   reason=f"the incumbent moved {REPLAYS + 1} times while this candidate was "
                          "measured again; try it again")

@@ -69,7 +69,7 @@ def record(session: Session, status: str, description: str, *, result: Measureme
            baseline: bool = False, given: Measurement | None = None,
            force: bool = False, reason: str | None = None,
            replayed: Mapping[str, Any] | None = None, recheck_discard: bool = False,
-           retry_of: int | None = None) -> Recorded:
+           origin: Mapping[str, Any] | None = None) -> Recorded:
     """Apply ``status`` to the work tree (keep: commit; otherwise: revert) and append the run
     record. Returns the record as written, and warnings.
 
@@ -81,7 +81,9 @@ def record(session: Session, status: str, description: str, *, result: Measureme
     cannot fit (exit 2). ``reason`` says why a discard was discarded (a replay that
     conflicted), or why a keep was kept against the loop's decision (``kept by hand: ...``:
     :attr:`decide.choice.Choice.forced`); ``replayed`` what a replay did (:mod:`workers.replay`),
-    ``retry_of`` the run whose attempt this run tried again (``run --retry``). In a worker, a
+    ``origin`` what the run's record says of where its change came from (``retry_of``: the
+    run whose attempt it tried again, ``run --retry``; ``queued``: the candidate a measuring
+    host took from the queue). In a worker, a
     keep whose incumbent moved raises :class:`session.shared.IncumbentMoved` before anything
     changes, and so does a discard with ``recheck_discard``."""
     session.check_recordable()
@@ -90,14 +92,14 @@ def record(session: Session, status: str, description: str, *, result: Measureme
         return _record(session, status, description, result=result, asi=asi, hooks=hooks,
                        baseline=baseline, given=given, force=force, reason=reason,
                        replayed=replayed, recheck_discard=recheck_discard,
-                       retry_of=retry_of)
+                       origin=origin)
 
 
 def _record(session: Session, status: str, description: str, *, result: Measurement | None,
             asi: Mapping[str, Any] | None, hooks: Sequence[Mapping[str, Any]] | None,
             baseline: bool, given: Measurement | None, force: bool, reason: str | None,
             replayed: Mapping[str, Any] | None, recheck_discard: bool,
-            retry_of: int | None) -> Recorded:
+            origin: Mapping[str, Any] | None) -> Recorded:
     """:func:`record`, under the session's shared lock."""
     if session.segment.index != session.began_in and not baseline:
         raise Refused(f"a new segment ({session.segment.index}) began while this run was "
@@ -128,8 +130,8 @@ def _record(session: Session, status: str, description: str, *, result: Measurem
         draft["reason"] = reason
     if replayed:
         draft["replayed"] = dict(replayed)
-    if retry_of is not None:
-        draft["retry_of"] = retry_of
+    if origin:
+        draft.update(cast(RunRecord, dict(origin)))
     if measured is not None and chosen is not measured:
         _carry_dropped(draft, measured)
     _name_set_asides(session, draft)

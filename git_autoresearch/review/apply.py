@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 from dataclasses import dataclass
+from typing import Any
 
 from ..git import worktrees
 from ..git.worktrees import CONFLICT, EMPTY, cherry_pick, restore_worktree
@@ -27,7 +28,7 @@ from ..session.session import Session
 from .run_commits import run_commit
 
 FOLDER_PREFIX = "apply-"  # <scratch>/apply-<pid>: the worktree a replay onto HEAD uses
-GERUNDS = {"apply": "applying", "retry": "retrying"}  # what is asked, in the errors
+GERUNDS = {"apply": "applying", "retry": "retrying", "measure": "measuring"}  # in the errors
 
 
 @dataclass(frozen=True)
@@ -79,29 +80,32 @@ def attempt_of(session: Session, number: int, verb: str = "apply") -> str:
     return found.commit
 
 
-def bring_back(session: Session, number: int, attempt: str, verb: str = "apply") -> Applied:
+def bring_back(session: Session, number: int, attempt: str, verb: str = "apply", *,
+               name: str | None = None) -> Applied:
     """Put run ``number``'s change (its ``attempt`` commit: :func:`attempt_of`) on the work
     tree, replayed onto HEAD when HEAD moved since; the caller holds the session lock.
-    ``verb`` (``apply``, ``retry``) names what is asked in the errors. Raises
+    ``verb`` (``apply``, ``retry``, ``measure``) names what is asked in the errors, and
+    ``name`` the change (default ``run <number>``: a queued candidate's is its own). Raises
     :class:`Refused` (exit 3), with nothing changed, for a work tree with changes, a change
     that conflicts with HEAD (naming the paths) or is in it already, or an untracked file in
     the way."""
     repo, bounds = session.repo, session.bounds
+    what = name or f"run {number}"
     head = session.head()
     dirty = [p for p in session.changes().changed() if not bounds.is_protected(p)]
     if dirty:
         raise Refused(f"the work tree has changes ({_listing(dirty)}): run, keep, discard "
-                      f"or revert them before {GERUNDS[verb]} run {number}")
+                      f"or revert them before {GERUNDS[verb]} {what}")
     parent = repo.resolve(f"{attempt}^")
-    target = attempt if parent == head else _replayed(session, number, attempt, head, verb)
+    target = attempt if parent == head else _replayed(session, what, attempt, head, verb)
     paths = [p for p in repo.changed_paths(head, target)
              if not bounds.is_protected(p) and p.split("/")[0] != AUTO]
     if not paths:
-        raise Refused(f"run {number}'s change is in HEAD already: nothing to {verb}")
+        raise Refused(f"{what}'s change is in HEAD already: nothing to {verb}")
     in_head = repo.blobs(head, paths)
     in_way = [p for p in paths if p not in in_head and os.path.lexists(repo.top / p)]
     if in_way:
-        raise Refused(f"untracked files are in the way of run {number}'s change "
+        raise Refused(f"untracked files are in the way of {what}'s change "
                       f"({_listing(in_way)}): move them first")
     with signals.deferred():  # the work tree changed whole or not at all
         restore_worktree(repo, target, paths)
@@ -116,7 +120,7 @@ def take_back(session: Session, applied: Applied) -> None:
         restore_worktree(session.repo, applied.onto, applied.paths)
 
 
-def _replayed(session: Session, number: int, attempt: str, head: str, verb: str) -> str:
+def _replayed(session: Session, what: str, attempt: str, head: str, verb: str) -> str:
     """The attempt's change replayed onto ``head`` in a temporary worktree: the new commit's
     id. Refuses (exit 3) a conflict, naming the paths, or a change already in ``head``."""
     repo = session.repo
@@ -132,10 +136,10 @@ def _replayed(session: Session, number: int, attempt: str, head: str, verb: str)
             worktrees.remove(repo, tree)
             shutil.rmtree(folder, ignore_errors=True)
     if picked.outcome == CONFLICT:
-        raise Refused(f"run {number}'s change conflicts with HEAD ({repo.short(head)}) in "
+        raise Refused(f"{what}'s change conflicts with HEAD ({repo.short(head)}) in "
                       f"{_listing(list(picked.paths))}: nothing was changed")
     if picked.outcome == EMPTY or picked.commit is None:
-        raise Refused(f"run {number}'s change is in HEAD already: nothing to {verb}")
+        raise Refused(f"{what}'s change is in HEAD already: nothing to {verb}")
     return picked.commit
 
 
@@ -170,6 +174,11 @@ class Retry:
         run = session.ledger.find(number)
         assert run is not None  # (attempt_of found it)
         return cls(number, attempt, retry_description(run.description, number))
+
+    @property
+    def origin(self) -> dict[str, Any]:
+        """What the record of the run says of where its change came from."""
+        return {"retry_of": self.number}
 
     def apply(self, session: Session) -> Applied:
         """Under the session lock, with the refusals of a measurement made first (a segment
