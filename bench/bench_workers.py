@@ -26,7 +26,10 @@ measurement slot, so their measurements overlap: a sleep measures the same whate
 each with one agent: the same checks on the remote's session branch and on the merged ledger,
 and every clone, once synced, reads the same runs. Candidates per hour are compared with the
 first count's (``--clones 1,8``: eight clones against one). ``--clones 0`` skips it;
-``--workers 0`` skips the workers on one machine. Exits 1 when a check fails.
+``--workers 0`` skips the workers on one machine. Then, with ``--host-agents N``, N agents that
+only think (``worker join --measure-on-host``) and one measuring host (``git autoresearch
+measurer``): candidates per hour, how busy the host was, the same checks, and that every run
+names the candidate it measured, once. Exits 1 when a check fails.
 """
 
 from __future__ import annotations
@@ -165,6 +168,74 @@ def joined_clones(folder: Path, top: Path, clones: int) -> list[Path]:
     return places
 
 
+def hosted_clones(folder: Path, top: Path, agents: int) -> list[Path]:
+    """A measuring host and ``agents`` agents through a bare remote: the project joined as
+    host h1 (which sends the session), fresh clones joined as a1, a2, ... with
+    --measure-on-host. Returns the agents' clones."""
+    remote = folder / "remote.git"
+    git(folder, "init", "-q", "--bare", "-b", "main", str(remote))
+    git(top, "remote", "add", "origin", str(remote))
+    git(top, "push", "-q", "origin", "main")
+    joined = tool(top, "worker", "join", "origin", "bench", "--name", "h1")
+    if joined.returncode:
+        raise SystemExit(f"worker join failed: {joined.stderr}")
+    places = []
+    for n in range(1, agents + 1):
+        where = folder / f"agent{n}"
+        git(folder, "clone", "-q", str(remote), str(where))
+        git(where, "config", "user.email", "bench@example.invalid")
+        git(where, "config", "user.name", "bench")
+        joined = tool(where, "worker", "join", "origin", "bench", "--name", f"a{n}",
+                      "--measure-on-host")
+        if joined.returncode:
+            raise SystemExit(f"worker join failed: {joined.stderr}")
+        places.append(where)
+    return places
+
+
+def with_host(agents: int, candidates: int, seconds: float, think: float) -> bool:
+    """``agents`` agents that only think, one measuring host: candidates per hour, how busy
+    the host was (the measured runs' time over the wall time), and the checks."""
+    folder = Path(tempfile.mkdtemp(prefix="bench-host-"))
+    try:
+        top = make_project(folder, seconds)
+        places = hosted_clones(folder, top, agents)
+        host = subprocess.Popen([*TOOL, "measurer", "--poll", "0.2"], cwd=top,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        outcomes: list[dict[str, object]] = []
+        errors: list[str] = []
+        began = time.monotonic()
+        threads = [threading.Thread(target=agent, args=(where, candidates, 1000 + i, outcomes,
+                                                        errors, think))
+                   for i, where in enumerate(places)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        took = time.monotonic() - began
+        host.terminate()
+        host.wait(timeout=60)
+        view = merged_ledger(top)
+        problems = errors + check(top, 1 + agents * candidates, view)
+        measured = [r for r in view if isinstance(r.get("queued"), dict)]
+        if len(measured) != len(outcomes) or len({str(r["queued"]["key"]) for r in measured}) \
+                != len(measured):
+            problems.append(f"{len(measured)} runs name a queued candidate, for "
+                            f"{len(outcomes)} answered")
+        busy = sum(float(str(r.get("duration_s") or 0)) for r in measured) / took
+        keeps = sum(1 for o in outcomes if o["status"] == "keep")
+        per_hour = len(outcomes) / took * 3600
+        print(f"{agents} thinking agents, 1 measuring host: {len(outcomes)} candidates in "
+              f"{took:.1f} s = {per_hour:.0f}/hour; {keeps} kept; host busy {busy:.0%}; "
+              + ("checks passed: no run lost or twice, every keep measured on its parent"
+                 if not problems else f"{len(problems)} problem(s)"), flush=True)
+        for p in problems[:10]:
+            print(f"    {p}")
+        return not problems
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def one(workers: int, candidates: int, seconds: float, clones: int = 0, think: float = 0.0
         ) -> tuple[bool, float]:
     """One trial: whether its checks passed, and its candidates per hour."""
@@ -225,6 +296,8 @@ def main() -> int:
     parser.add_argument("--clones", default="3")
     parser.add_argument("--measure-seconds", type=float, default=0.3)
     parser.add_argument("--think-seconds", type=float, default=0.0)
+    parser.add_argument("--host-agents", type=int, default=0,
+                        help="Then this many agents that only think, and one measuring host.")
     args = parser.parse_args()
     os.environ.setdefault("GIT_AUTORESEARCH_LOCK_WAIT", "120")
     ok = True
@@ -242,6 +315,9 @@ def main() -> int:
     for n, per_hour in rates[1:]:
         print(f"{n} clones: {per_hour / rates[0][1]:.1f}x the candidates per hour of "
               f"{rates[0][0]} clone(s)")
+    if args.host_agents:
+        ok &= with_host(args.host_agents, args.candidates, args.measure_seconds,
+                        args.think_seconds)
     return 0 if ok else 1
 
 

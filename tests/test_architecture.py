@@ -52,7 +52,7 @@ LAYERS = [
     {"hooks.guard", "lifecycle.demo", "lifecycle.doctor", "lifecycle.resume", "lifecycle.start",
      "lifecycle.start_intent", "lifecycle.segment_commit", "record.iteration", "review.apply",
      "review.audit", "review.finalize", "review.run_commits", "review.status", "workers.sessions",
-     "workers.join", "workers.pool", "workers.push_pull"},
+     "workers.join", "workers.measurer", "workers.pool", "workers.push_pull"},
     {"decide.choice", "measure.incumbent", "measure.worktree", "record.transaction",
      "record.recovery", "workers.upstream", "workers.replay"},
     {"decide.stopping", "history.checkouts", "hooks.payload", "record.intents",

@@ -57,6 +57,7 @@ COMMAND_MODULES: dict[str, str] = {
     "guard": "agents",
     "schema": "agents",
     "worker": "worker",
+    "measurer": "worker",
 }
 
 

@@ -176,9 +176,14 @@ def _print_record(session: Any, record: Mapping[str, Any], previous_best: float 
                    "with nothing left in the work tree.")
 @click.option("--dry-run", is_flag=True, help="Measure and print the decision; apply nothing "
               "(with --retry, the retried change is taken off the work tree again).")
+@click.option("--wait-timeout", type=click.FloatRange(min=0), metavar="SECONDS",
+              help="In a clone measured on a host (worker join --measure-on-host): give up "
+                   "waiting for the verdict after SECONDS (exit 3; the candidate stays "
+                   "queued). Default: wait as long as it takes.")
 @json_option
 def run_cmd(description: str | None, asi_pairs: tuple[str, ...], asi_json: str | None,
-            retry_run: int | None, dry_run: bool, as_json: bool) -> None:
+            retry_run: int | None, dry_run: bool, wait_timeout: float | None,
+            as_json: bool) -> None:
     """One iteration: before hooks, measure, decide, keep or revert, record, after hooks.
     With --retry RUN, the change measured is that of a run not kept, put back first."""
     from ..record.iteration import iterate
@@ -192,6 +197,12 @@ def run_cmd(description: str | None, asi_pairs: tuple[str, ...], asi_json: str |
         asi, text = _record_inputs(asi_pairs, asi_json, str(description))
     session = open_on_branch()
     session.check_recordable()
+    if session.worker is not None and session.worker.on_host:
+        if retry_run is not None or dry_run:
+            raise UsageError("--retry and --dry-run measure here: this clone's candidates are "
+                             "measured on a host (worker join --measure-on-host)")
+        _run_on_host(session, text, asi, wait_timeout, as_json)
+        return
     retry = None
     if retry_run is not None:  # (apply's module only then: an ordinary run never loads it)
         from ..review.apply import Retry
@@ -224,6 +235,42 @@ def run_cmd(description: str | None, asi_pairs: tuple[str, ...], asi_json: str |
     for note in notes:
         warn(note)
     print_steer("after", after)
+
+
+def _run_on_host(session: Session, description: str, asi: dict[str, Any],
+                 timeout: float | None, as_json: bool) -> None:
+    """``run`` in a clone measured on a host: the work tree queued as a candidate, its verdict
+    waited for (progress on stderr), the work tree then left as a local run leaves it, and the
+    run's record printed as a local run prints it."""
+    from ..workers.measurer import send, settle, wait
+
+    sent = send(session, description, asi)
+    click.echo(f"queued candidate {sent.candidate.key} on {session.remote}; waiting for a "
+               "measuring host (git autoresearch measurer)", err=True)
+    said: list[str | None] = []
+
+    def waiting(seconds: float, host: str | None) -> None:
+        if not said or said[-1] != host:
+            click.echo(f"[{seconds:.0f}s] " + (f"measuring on {host}" if host else
+                                                "queued, no host has taken it yet"), err=True)
+            said.append(host)
+
+    found = wait(session, sent, timeout=timeout, waiting=waiting)
+    if found is None:
+        raise Refused(f"no verdict on candidate {sent.candidate.key} after {timeout:g} s: it "
+                      "stays queued and the work tree as it is")
+    note = settle(session, sent) if "refused" not in found else None
+    if "refused" in found:
+        raise Refused(f"the measuring host refused candidate {sent.candidate.key}: "
+                      f"{found['refused']}; nothing was recorded, and the candidate is in the "
+                      "work tree")
+    notes = [note] if note else []
+    if as_json:
+        emit_json("run", _record_json(found, [], notes))
+        return
+    _print_record(session, found, None)
+    for message in notes:
+        warn(message)
 
 
 def _print_retry(retry: Retry | None) -> None:

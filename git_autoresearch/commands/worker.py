@@ -127,8 +127,12 @@ def worker_remove_cmd(names: tuple[str, ...], force: bool, as_json: bool) -> Non
 @click.argument("session_id", metavar="SESSION")
 @click.option("--name", metavar="NAME",
               help="This worker's name (default: the machine's short host name).")
+@click.option("--measure-on-host", is_flag=True,
+              help="Measure nothing here: run queues each candidate on REMOTE for a measuring "
+                   "host (git autoresearch measurer) and waits for its verdict.")
 @json_option
-def worker_join_cmd(remote: str, session_id: str, name: str | None, as_json: bool) -> None:
+def worker_join_cmd(remote: str, session_id: str, name: str | None, measure_on_host: bool,
+                    as_json: bool) -> None:
     """Join session SESSION, shared through REMOTE, from this clone: a worker on another
     machine. Its keeps land on REMOTE by a push with a lease, its runs travel as its own
     ledger ref. Run it in the clone that started the session too: that sends the session."""
@@ -138,7 +142,7 @@ def worker_join_cmd(remote: str, session_id: str, name: str | None, as_json: boo
 
     if not SESSION_ID_RE.match(session_id):
         raise UsageError(f"bad session id {session_id!r} (git autoresearch sessions lists them)")
-    joined = join(None, remote, session_id, name)
+    joined = join(None, remote, session_id, name, on_host=measure_on_host)
     if as_json:
         emit_json("worker-join", joined.to_json())
         return
@@ -174,3 +178,50 @@ def worker_sync_cmd(as_json: bool) -> None:
         return
     click.echo(f"fetched from {session.remote}: incumbent {session.repo.short(tip or '')}, "
                f"{len(session.ledger.runs)} run(s) by {', '.join(workers) or 'no worker'}")
+
+
+@click.command("measurer", context_settings=CONTEXT,
+               short_help="measure the candidates agents queued on the session's remote")
+@click.option("--drain", is_flag=True,
+              help="Stop once no queued candidate is left to take (a CI job, a batch job); "
+                   "without it, wait for more until stopped.")
+@click.option("--poll", type=click.FloatRange(min=0.1), default=2.0, show_default=True,
+              metavar="SECONDS", help="How long to wait between looks at an empty queue.")
+@click.option("--stale-after", type=click.FloatRange(min=1), default=3600.0, show_default=True,
+              metavar="SECONDS",
+              help="Take over a candidate another host took this long ago (a host that died "
+                   "while measuring).")
+def measurer_cmd(drain: bool, poll: float, stale_after: float) -> None:
+    """Measure, on this machine, the candidates that agents queued on the session's remote:
+    each taken by this host alone, measured against the incumbent here, kept on the remote by
+    compare-and-swap or reverted, recorded, and answered with its run's record. Run it in a
+    clone joined to the session (worker join), on the quiet machine."""
+    from ..runtime.errors import Refused
+    from ..session.branches import open_on_branch
+    from ..workers.measurer import serve
+
+    session = open_on_branch()
+    if session.remote is None:
+        raise Refused("a measuring host runs in a clone joined to the session's remote (git "
+                      "autoresearch worker join REMOTE SESSION): this work tree has none")
+    session.check_recordable()
+
+    def report(candidate: object, what: str, record: dict[str, object] | None) -> None:
+        key = getattr(candidate, "key", "?")
+        agent = getattr(candidate, "agent", "?")
+        if what == "taken":
+            click.echo(f"candidate {key} from {agent}: measuring", err=True)
+        elif what == "conflict" and record is not None:
+            click.echo(f"candidate {key} from {agent}: refused: {record.get('refused')}")
+        elif what == "measured" and record is not None:
+            click.echo(f"candidate {key} from {agent}: run {record.get('run')} "
+                       f"{record.get('status')}, {session.config.metric_name} = "
+                       f"{record.get('metric')}")
+        elif what == "lost":
+            warn(f"candidate {key}: another host took it over before the verdict was sent; "
+                 "its verdict stands")
+
+    served = serve(session, session.worker_name, drain=drain, poll=poll,
+                   stale_after=stale_after, report=report)
+    if drain:
+        click.echo(f"the queue is empty: {len(served.answered)} candidate(s) answered")

@@ -179,7 +179,7 @@ def _measured(session: Session, retry: Retry | None, progress: Progress | None, 
         return before, result, caught, "discard" if result is None else session.decide(result)
     except AutoresearchError as exc:
         if retry is not None and retry.take_back(session):
-            exc.message = (f"{exc.message}; run {retry.number}'s change was taken off the "
+            exc.message = (f"{exc.message}; {retry.name}'s change was taken off the "
                            "work tree again")
             exc.args = (exc.message,)
         raise

@@ -28,6 +28,11 @@ from ..session.session import Session
 from .run_commits import run_commit
 
 FOLDER_PREFIX = "apply-"  # <scratch>/apply-<pid>: the worktree a replay onto HEAD uses
+class ChangeRefused(Refused):
+    """The change cannot go on the work tree: it conflicts with HEAD, is in HEAD already, or
+    an untracked file is in its way (exit 3)."""
+
+
 GERUNDS = {"apply": "applying", "retry": "retrying", "measure": "measuring"}  # in the errors
 
 
@@ -101,11 +106,11 @@ def bring_back(session: Session, number: int, attempt: str, verb: str = "apply",
     paths = [p for p in repo.changed_paths(head, target)
              if not bounds.is_protected(p) and p.split("/")[0] != AUTO]
     if not paths:
-        raise Refused(f"{what}'s change is in HEAD already: nothing to {verb}")
+        raise ChangeRefused(f"{what}'s change is in HEAD already: nothing to {verb}")
     in_head = repo.blobs(head, paths)
     in_way = [p for p in paths if p not in in_head and os.path.lexists(repo.top / p)]
     if in_way:
-        raise Refused(f"untracked files are in the way of {what}'s change "
+        raise ChangeRefused(f"untracked files are in the way of {what}'s change "
                       f"({_listing(in_way)}): move them first")
     with signals.deferred():  # the work tree changed whole or not at all
         restore_worktree(repo, target, paths)
@@ -136,10 +141,10 @@ def _replayed(session: Session, what: str, attempt: str, head: str, verb: str) -
             worktrees.remove(repo, tree)
             shutil.rmtree(folder, ignore_errors=True)
     if picked.outcome == CONFLICT:
-        raise Refused(f"{what}'s change conflicts with HEAD ({repo.short(head)}) in "
+        raise ChangeRefused(f"{what}'s change conflicts with HEAD ({repo.short(head)}) in "
                       f"{_listing(list(picked.paths))}: nothing was changed")
     if picked.outcome == EMPTY or picked.commit is None:
-        raise Refused(f"{what}'s change is in HEAD already: nothing to {verb}")
+        raise ChangeRefused(f"{what}'s change is in HEAD already: nothing to {verb}")
     return picked.commit
 
 
@@ -174,6 +179,11 @@ class Retry:
         run = session.ledger.find(number)
         assert run is not None  # (attempt_of found it)
         return cls(number, attempt, retry_description(run.description, number))
+
+    @property
+    def name(self) -> str:
+        """The change, as the messages name it."""
+        return f"run {self.number}"
 
     @property
     def origin(self) -> dict[str, Any]:

@@ -46,12 +46,15 @@ WORKER_FILE = "worker.json"
 class Worker:
     """A worker worktree as its marker names it: ``name``, ``session_id`` and ``main``, the top
     of the main work tree (whose ``.auto/`` the worker shares), and the ``remote`` (a remote's
-    name or URL) through which a clone joined the session (None: a worktree here)."""
+    name or URL) through which a clone joined the session (None: a worktree here), and
+    whether its candidates are measured by a measuring host (``on_host``: ``worker join
+    --measure-on-host``) rather than here."""
 
     name: str
     session_id: str
     main: Path
     remote: str | None = None
+    on_host: bool = False
 
 
 def current(repo: Repo) -> Worker | None:
@@ -68,7 +71,8 @@ def current(repo: Repo) -> Worker | None:
     if not (isinstance(name, str) and isinstance(sid, str) and isinstance(main, str)):
         return None
     remote = data.get("remote")
-    return Worker(name, sid, Path(main), remote if isinstance(remote, str) and remote else None)
+    return Worker(name, sid, Path(main), remote if isinstance(remote, str) and remote else None,
+                  data.get("measure") == "host")
 
 
 def from_branch(repo: Repo) -> Worker | None:
@@ -111,6 +115,8 @@ def mark(repo: Repo, worker: Worker) -> None:
     data = {"worker": worker.name, "session_id": worker.session_id, "main": str(worker.main)}
     if worker.remote:
         data["remote"] = worker.remote
+    if worker.on_host:
+        data["measure"] = "host"
     write_atomic(repo.scratch / WORKER_FILE, json.dumps(data).encode())
 
 

@@ -53,7 +53,8 @@ def default_name() -> str:
     return host if valid_name(host) else "worker"
 
 
-def join(repo: Repo | None, remote: str, session_id: str, name: str | None = None) -> Joined:
+def join(repo: Repo | None, remote: str, session_id: str, name: str | None = None, *,
+         on_host: bool = False) -> Joined:
     """Make this clone a worker of session ``session_id`` shared through ``remote``: the
     session's refs and files fetched (``pull``; the session sent there first when it was
     started here and the remote lacks it), a worker branch made at the incumbent and checked
@@ -61,7 +62,8 @@ def join(repo: Repo | None, remote: str, session_id: str, name: str | None = Non
     same name) carries on. Refuses (exit 3) when the remote has no such session, another clone
     joined under ``name``, this work tree holds another session, or a changed file is in the
     way of the checkout; a bad name is a usage error (exit 2). ``repo``: the one around the
-    current directory when None."""
+    current directory when None. ``on_host``: this clone's candidates are measured by a
+    measuring host (``run`` queues them), not here; joining again sets it anew."""
     from .push_pull import pull
     from .push_pull import push as send
     from .sessions import local_session
@@ -116,7 +118,7 @@ def join(repo: Repo | None, remote: str, session_id: str, name: str | None = Non
     except GitError as exc:
         raise Refused(f"git could not check out the worker branch {joined.branch}: "
                       f"{exc.message}") from None
-    mark(repo, Worker(name, session_id, repo.top, remote))
+    mark(repo, Worker(name, session_id, repo.top, remote, on_host))
     joined.commit = repo.short(repo.head() or tip)
     joined.notes += publish(repo, remote, session_id, name, Layout(repo).ledger)
     return joined

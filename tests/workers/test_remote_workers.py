@@ -15,6 +15,7 @@ from conftest import (
     Tool,
     check_document,
     git,
+    launch,
     left_behind,
     paused_at,
     runs,
@@ -23,6 +24,8 @@ from conftest import (
     write,
 )
 
+from git_autoresearch.git import Repo
+from git_autoresearch.history import queue
 from git_autoresearch.history.remote_ledger import merged
 
 BRANCH = "autoresearch/s1"
@@ -632,3 +635,119 @@ def test_a_keep_that_loses_a_race_for_the_branch_is_measured_again(
     res = ar(b, "keep", "-d", "value 90", "--metric", "190", expect=3)
     assert "remote refused" not in res.err and "measure" in res.err, res.err
     assert (b / "value.txt").read_text() == "90\n"
+
+
+# --- a measuring host (git autoresearch measurer) -----------------------------------------
+
+def queued_candidate(agent: Path, value: str, description: str, base: str | None = None,
+                     path: str = "value.txt") -> queue.Candidate:
+    """What an agent's clone queues: a commit of its work tree (``path`` = ``value``) on the
+    incumbent it built on (``base``, default its HEAD)."""
+    repo = Repo.discover(agent)
+    on = base or repo.head()
+    assert on is not None
+    blob = git(agent, "hash-object", "-w", "--stdin", input=value.encode())
+    entries = [f"100644 blob {blob}\t{path}" if line.endswith(f"\t{path}") else line
+               for line in git(agent, "ls-tree", on).splitlines()]
+    tree = git(agent, "mktree", input=("\n".join(entries) + "\n").encode())
+    commit = repo.commit_tree(tree, [on], "work tree")
+    return queue.submit(repo, "origin", "s1", commit, agent="mb", description=description,
+                        asi={"hypothesis": "lower"})
+
+
+def test_a_host_drains_the_queue(machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """Two candidates queued by b on the baseline: the host a measures each on its own machine
+    against the incumbent, keeps the better one on the remote, replays the other (another
+    file) onto that keep and discards it, records both as runs that name the candidate,
+    answers each with its record, and leaves the queue empty."""
+    a, b, remote = machines
+    better = queued_candidate(b, "90\n", "ninety")
+    worse = queued_candidate(b, "130\n", "extra 130", path="extra.txt")
+    res = ar(a, "measurer", "--drain")
+    assert res.out.splitlines() == [
+        f"candidate {better.key} from mb: run 2 keep, score = 190",
+        f"candidate {worse.key} from mb: run 3 discard, score = 220",
+        "the queue is empty: 2 candidate(s) answered"]
+    agent = Repo.discover(b)
+    kept = queue.verdict(agent, "origin", "s1", better.key)
+    dropped = queue.verdict(agent, "origin", "s1", worse.key)
+    assert kept is not None and dropped is not None
+    assert (kept["run"], kept["status"], kept["queued"], kept["description"], kept["asi"]) == (
+        2, "keep", {"key": better.key, "agent": "mb"}, "ninety", {"hypothesis": "lower"})
+    assert (dropped["run"], dropped["status"]) == (3, "discard")
+    tip = git(remote, "rev-parse", BRANCH)
+    assert git(remote, "show", f"{tip}:value.txt") == "90"
+    assert git(remote, "rev-parse", f"{tip}^") == git(remote, "rev-parse", f"{better.commit}^")
+    assert "refs/autoresearch/s1/attempts/3" in remote_refs(remote)
+    assert not [r for r in remote_refs(remote) if "/queue/" in r or "/measuring/" in r]
+    assert [r["run"] for r in runs(a)] == [1, 2, 3]
+    assert git(a, "status", "--porcelain") == ""
+
+
+def test_a_candidate_that_conflicts_with_the_incumbent_is_refused(
+        machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """After a keep, a candidate built on the baseline that changes the same lines conflicts:
+    it is refused, with nothing measured or recorded, and the host goes on."""
+    a, b, _ = machines
+    base = Repo.discover(b).head()
+    queued_candidate(b, "90\n", "ninety")
+    ar(a, "measurer", "--drain")
+    clash = queued_candidate(b, "80\n", "eighty, on the baseline", base=base)
+    res = ar(a, "measurer", "--drain")
+    verdict = queue.verdict(Repo.discover(b), "origin", "s1", clash.key)
+    assert verdict is not None and "conflicts with HEAD" in verdict["refused"]
+    assert f"candidate {clash.key} from mb: refused:" in res.out
+    assert [r["run"] for r in runs(a)] == [1, 2]
+    assert git(a, "status", "--porcelain") == ""
+
+
+def test_a_measuring_host_outside_a_joined_clone_is_refused(repo: Path, ar: Tool) -> None:
+    ar(repo, *start_args())
+    res = ar(repo, "measurer", "--drain", expect=3)
+    assert "a measuring host runs in a clone joined to the session's remote" in res.err
+
+
+def queue_holds(remote: Path, seconds: float = 20) -> None:
+    """Wait until a candidate is queued on ``remote``."""
+    import time
+
+    end = time.monotonic() + seconds
+    while not any("/queue/" in ref for ref in remote_refs(remote)):
+        assert time.monotonic() < end, "no candidate was queued"
+        time.sleep(0.1)
+
+
+def test_an_agent_measured_on_a_host_waits_for_its_verdict(
+        machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """b joined with --measure-on-host: its run queues the work tree and waits; the host a
+    measures and keeps it; b's run then prints the record as a local run does, and b's work
+    tree is on the new incumbent, clean, as after a local keep."""
+    a, b, remote = machines
+    ar(b, "worker", "join", "origin", "s1", "--name", "mb", "--measure-on-host")
+    write(b / "value.txt", "90\n")
+    agent = launch(b, "run", "-d", "ninety", "--asi", "hypothesis=lower", "--json")
+    queue_holds(remote)
+    ar(a, "measurer", "--drain")
+    out, err = agent.communicate(timeout=60)
+    assert agent.returncode == 0, err.decode()
+    record = check_document(json.loads(out))
+    assert (record["run"], record["status"], record["metric"], record["committed"],
+            record["queued"]["agent"]) == (2, "keep", 190, True, "mb"), record
+    assert record["warnings"] == [], record["warnings"]
+    assert "queued candidate mb-" in err.decode() and "waiting for a measuring host" in err.decode()
+    assert git(b, "rev-parse", "HEAD") == git(remote, "rev-parse", BRANCH)
+    assert git(b, "status", "--porcelain") == "" and (b / "value.txt").read_text() == "90\n"
+
+
+def test_an_agent_that_waits_too_long_leaves_its_candidate_queued(
+        machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """No host runs: --wait-timeout gives up (exit 3), the candidate stays queued for a host
+    to take later, and the work tree is as it was."""
+    _, b, remote = machines
+    ar(b, "worker", "join", "origin", "s1", "--name", "mb", "--measure-on-host")
+    write(b / "value.txt", "90\n")
+    res = ar(b, "run", "-d", "ninety", "--wait-timeout", "0.5", expect=3)
+    assert "no verdict on candidate mb-" in res.err and "it stays queued" in res.err
+    assert any("/queue/mb-" in ref for ref in remote_refs(remote))
+    assert (b / "value.txt").read_text() == "90\n"
+    assert [r["run"] for r in runs(b)] == [1]

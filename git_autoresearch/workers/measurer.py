@@ -1,0 +1,197 @@
+"""A measuring host: a clone joined to the session's remote (``worker join``) that measures the
+candidates agents queued there (:mod:`history.queue`), one at a time, on this machine.
+
+For each candidate, oldest first: take it (a lease on the remote, so no other host measures
+it), put its change on this clone's work tree (replayed onto the incumbent when the incumbent
+moved since the agent built it), then measure, decide, keep or revert and record it exactly as
+``run`` does (:func:`record.iteration.iterate`: the incumbent measured beside it on this same
+machine, a keep landed on the remote by compare-and-swap), and send the run's record back as
+the candidate's verdict. A candidate whose change conflicts with the incumbent (or is in it
+already) is answered with ``{"refused": "<why>"}``: nothing is measured or recorded.
+
+A host killed while measuring leaves its claim on the remote: restarted under the same name
+it takes its own claims back first, and another host takes them over once they are older than
+``stale_after``. A candidate whose run was recorded before the kill (the verdict not yet sent)
+is answered from the ledger, never measured twice.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..git.objects import temporary_index
+from ..history.queue import Candidate, publish, queued, stale, submit, take, verdict
+from ..record.iteration import iterate
+from ..review.apply import Applied, ChangeRefused, Retry, bring_back
+from ..runtime.errors import Refused
+from ..session.session import Session
+from .replay import follow
+from .upstream import sync
+
+# What the host says as it works: (the candidate, what happened: "taken", "measured",
+# "conflict", "answered", "lost"), and the run record when there is one.
+Report = Callable[[Candidate, str, "dict[str, Any] | None"], None]
+
+
+@dataclass
+class Queued(Retry):
+    """A queued candidate as the loop measures it: its change (``attempt``: the candidate's
+    commit) put on the work tree like a retried run's, and its record naming where it came
+    from (``queued``: its key and agent)."""
+
+    candidate: Candidate | None = None
+
+    @property
+    def name(self) -> str:
+        assert self.candidate is not None
+        return f"candidate {self.candidate.key}"
+
+    @property
+    def origin(self) -> dict[str, Any]:
+        assert self.candidate is not None
+        return {"queued": {"key": self.candidate.key, "agent": self.candidate.agent}}
+
+    def apply(self, session: Session) -> Applied:
+        session.check_baseline()
+        session.preflight()
+        self.applied = bring_back(session, 0, self.attempt, "measure", name=self.name)
+        return self.applied
+
+
+@dataclass
+class Served:
+    """What a host did: the records it sent back as verdicts, in order."""
+
+    answered: list[dict[str, Any]] = field(default_factory=list)
+
+
+def recorded_for(session: Session, key: str) -> dict[str, Any] | None:
+    """The run recorded for candidate ``key`` already (by this host before it was killed, or
+    by one that took it over), from the ledger as read with every worker's runs."""
+    for run in reversed(session.ledger.runs):
+        queued_from = run.data.get("queued")
+        if isinstance(queued_from, dict) and queued_from.get("key") == key:
+            return dict(run.data)
+    return None
+
+
+def serve(session: Session, host: str, *, drain: bool, poll: float = 2.0,
+          stale_after: float = 3600.0, report: Report | None = None,
+          should_stop: Callable[[], bool] | None = None) -> Served:
+    """Measure the queued candidates of ``session`` (a joined clone, whose worker name is
+    ``host``) until ``should_stop`` says so, or, with ``drain``, until no candidate is left
+    that this host may take. Between looks at an empty queue it waits ``poll`` seconds.
+    Raises :class:`Refused` (exit 3) when this is not a joined clone, the remote cannot be
+    reached, or the work tree has changes; :class:`runtime.errors.StopLoop` (exit 4) when the
+    loop should stop (STOP, a stop rule)."""
+    if session.remote is None:
+        raise Refused("a measuring host runs in a clone joined to the session's remote (git "
+                      "autoresearch worker join REMOTE SESSION): this work tree has none")
+    remote, sid = session.remote, session.config.session_id
+    served = Served()
+    say = report or (lambda candidate, what, record: None)
+    while not (should_stop and should_stop()):
+        sync(session)
+        found = queued(session.repo, remote, sid)
+        free = [c for c in found if c.taken is None or c.taken.get("host") == host
+                or stale(c, older_than=stale_after)]
+        if not free:
+            if drain:
+                return served
+            time.sleep(poll)
+            continue
+        candidate = free[0]
+        claim = take(session.repo, remote, sid, candidate, host)
+        if claim is None:  # another host was first
+            continue
+        say(candidate, "taken", None)
+        session.reload()
+        record = recorded_for(session, candidate.key)
+        if record is None:
+            try:
+                done = iterate(session, candidate.description, candidate.asi,
+                               retry=Queued(0, candidate.commit, candidate.description,
+                                            candidate=candidate))
+            except ChangeRefused as refused:  # it conflicts with the incumbent: nothing ran
+                record = {"refused": refused.message}
+                say(candidate, "conflict", record)
+            else:
+                assert done.recorded is not None
+                record = dict(done.recorded.record)
+                say(candidate, "measured", record)
+        if publish(session.repo, remote, sid, candidate, claim, record):
+            served.answered.append(record)
+            say(candidate, "answered", record)
+        else:
+            say(candidate, "lost", record)
+    return served
+
+
+# --- the agent's side: a candidate queued, and its verdict waited for --------------------------
+
+# What the agent's side says while it waits: (seconds waited, the host measuring it or None).
+Waiting = Callable[[float, "str | None"], None]
+
+
+@dataclass
+class Sent:
+    """A candidate an agent queued: the ``candidate``, the HEAD it was built on (``head``)
+    and the ``paths`` of the work tree it holds."""
+
+    candidate: Candidate
+    head: str
+    paths: tuple[str, ...]
+
+
+def send(session: Session, description: str, asi: dict[str, Any]) -> Sent:
+    """Queue the work tree of ``session`` (a clone joined to its remote) as a candidate: its
+    changed paths (protected ones aside) committed on HEAD through a temporary index (the
+    user's index untouched) and pushed to the remote's queue. The work tree stays as it is."""
+    if session.remote is None:
+        raise Refused("measuring on a host needs a clone joined to the session's remote (git "
+                      "autoresearch worker join REMOTE SESSION --measure-on-host)")
+    repo, head = session.repo, session.head()
+    paths = sorted(p for p in session.changes().changed() if not session.bounds.is_protected(p))
+    with temporary_index(repo, copy_of_real=False) as index:
+        index.read_tree(head)
+        index.add_paths(paths)
+        tree = index.write_tree()
+    commit = repo.commit_tree(tree, [head], "git-autoresearch: a work tree to queue")
+    candidate = submit(repo, session.remote, session.config.session_id, commit,
+                       agent=session.worker_name, description=description, asi=asi)
+    return Sent(candidate, head, tuple(paths))
+
+
+def wait(session: Session, sent: Sent, *, timeout: float | None, poll: float = 1.0,
+         waiting: Waiting | None = None) -> dict[str, Any] | None:
+    """The verdict on ``sent`` once a host has sent it (the run record, or ``{"refused":
+    ...}``), looking every ``poll`` seconds; None after ``timeout`` seconds (None: no limit)."""
+    assert session.remote is not None
+    began = time.monotonic()
+    key = sent.candidate.key
+    while True:
+        found = verdict(session.repo, session.remote, session.config.session_id, key)
+        if found is not None:
+            return found
+        waited = time.monotonic() - began
+        if timeout is not None and waited >= timeout:
+            return None
+        if waiting is not None:
+            on = [c for c in queued(session.repo, session.remote, session.config.session_id)
+                  if c.key == key]
+            host = on[0].taken.get("host") if on and on[0].taken else None
+            waiting(waited, str(host) if host else None)
+        time.sleep(poll)
+
+
+def settle(session: Session, sent: Sent) -> str | None:
+    """After the verdict on ``sent``: the candidate's paths put back as HEAD has them (the
+    host kept or saved it), then the session branch fetched and the worker moved to the
+    incumbent, as after a run recorded here. Returns a warning when it could not follow."""
+    if session.head() == sent.head:  # index and work tree as HEAD has them, as a revert leaves
+        session.repo.restore_from_head(list(sent.paths))
+    sync(session)
+    return follow(session)
