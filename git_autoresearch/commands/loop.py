@@ -242,7 +242,7 @@ def _run_on_host(session: Session, description: str, asi: dict[str, Any],
     """``run`` in a clone measured on a host: the work tree queued as a candidate, its verdict
     waited for (progress on stderr), the work tree then left as a local run leaves it, and the
     run's record printed as a local run prints it."""
-    from ..workers.measurer import send, settle, wait
+    from ..workers.measurer import record_refused, send, settle, wait
 
     sent = send(session, description, asi)
     click.echo(f"queued candidate {sent.candidate.key} on {session.remote}; waiting for a "
@@ -259,11 +259,9 @@ def _run_on_host(session: Session, description: str, asi: dict[str, Any],
     if found is None:
         raise Refused(f"no verdict on candidate {sent.candidate.key} after {timeout:g} s: it "
                       "stays queued and the work tree as it is")
-    note = settle(session, sent) if "refused" not in found else None
-    if "refused" in found:
-        raise Refused(f"the measuring host refused candidate {sent.candidate.key}: "
-                      f"{found['refused']}; nothing was recorded, and the candidate is in the "
-                      "work tree")
+    if "refused" in found:  # a conflict: recorded here as a discard, as a worker's is
+        found = record_refused(session, sent, str(found["refused"]))
+    note = settle(session, sent)
     notes = [note] if note else []
     if as_json:
         emit_json("run", _record_json(found, [], notes))

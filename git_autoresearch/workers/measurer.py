@@ -187,6 +187,23 @@ def wait(session: Session, sent: Sent, *, timeout: float | None, poll: float = 1
         time.sleep(poll)
 
 
+def record_refused(session: Session, sent: Sent, why: str) -> dict[str, Any]:
+    """A candidate the host refused (its change conflicts with the incumbent, or is in it
+    already) recorded here as a discard saying why, as a worker's candidate that conflicts is:
+    its work tree saved at its attempt ref and reverted, nothing measured. Returns the record."""
+    from ..hooks.payload import fire_stage
+    from ..record.recovery import locked
+    from ..record.transaction import record
+
+    with locked(session, "discard"):
+        recorded = record(session, "discard", sent.candidate.description, result=None,
+                          asi=sent.candidate.asi, reason=f"not measured: {why}",
+                          origin={"queued": {"key": sent.candidate.key,
+                                             "agent": sent.candidate.agent}})
+        fire_stage(session, "after", recorded.record)
+    return dict(recorded.record)
+
+
 def settle(session: Session, sent: Sent) -> str | None:
     """After the verdict on ``sent``: the candidate's paths put back as HEAD has them (the
     host kept or saved it), then the session branch fetched and the worker moved to the

@@ -751,3 +751,27 @@ def test_an_agent_that_waits_too_long_leaves_its_candidate_queued(
     assert any("/queue/mb-" in ref for ref in remote_refs(remote))
     assert (b / "value.txt").read_text() == "90\n"
     assert [r["run"] for r in runs(b)] == [1]
+
+
+def test_an_agents_candidate_that_conflicts_is_recorded_as_a_discard(
+        machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """b (measured on a host) queues a change to value.txt while a keeps another change to it:
+    the host refuses b's candidate with nothing measured, and b's run records it as a discard
+    that says so, saved at its attempt ref and reverted, then follows the new incumbent."""
+    a, b, remote = machines
+    ar(b, "worker", "join", "origin", "s1", "--name", "mb", "--measure-on-host")
+    write(a / "value.txt", "80\n")
+    ar(a, "keep", "-d", "eighty", "--metric", "180")
+    write(b / "value.txt", "90\n")
+    agent = launch(b, "run", "-d", "ninety", "--json")
+    queue_holds(remote)
+    ar(a, "measurer", "--drain")
+    out, err = agent.communicate(timeout=60)
+    assert agent.returncode == 0, err.decode()
+    record = check_document(json.loads(out))
+    assert (record["status"], record["metric"], record["decision"]) == ("discard", None, None)
+    assert record["reason"].startswith("not measured: candidate mb-")
+    assert "conflicts with HEAD" in record["reason"]
+    assert git(b, "show", f"refs/autoresearch/s1/attempts/{record['run']}:value.txt") == "90"
+    assert git(b, "rev-parse", "HEAD") == git(remote, "rev-parse", BRANCH)
+    assert git(b, "status", "--porcelain") == "" and (b / "value.txt").read_text() == "80\n"
