@@ -144,7 +144,7 @@ FOREIGN_OPTIONS = {
     "--force-with-lease", "--atomic", "--write-tree", "--stable", "--squash", "--source",
     "--grep", "--oneline", "--format", "--benchmark-json", "--export-json", "--no-verify",
     "--amend", "--global", "--user", "--editable", "--worktree", "--git-path", "--show-toplevel",
-    "--local", "--hard", "--seed", "--merge", "--auto", "--filter",
+    "--local", "--hard", "--seed", "--merge", "--auto", "--filter", "--dependency", "--export",
 }
 
 

@@ -6,6 +6,7 @@ nothing lost when a keep is refused, cannot be sent, or is killed on its way."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 from pathlib import Path
 
@@ -775,3 +776,44 @@ def test_an_agents_candidate_that_conflicts_is_recorded_as_a_discard(
     assert git(b, "show", f"refs/autoresearch/s1/attempts/{record['run']}:value.txt") == "90"
     assert git(b, "rev-parse", "HEAD") == git(remote, "rev-parse", BRANCH)
     assert git(b, "status", "--porcelain") == "" and (b / "value.txt").read_text() == "80\n"
+
+
+HOST_SCRIPTS = Path(__file__).resolve().parents[2] / "share" / "measuring-host"
+
+
+def test_the_batch_and_ci_examples_drain_the_queue(machines: tuple[Path, Path, Path], ar: Tool,
+                                                   tmp_path: Path) -> None:
+    """The shipped measuring-host scripts on a local bare remote: the Slurm job (run as Slurm
+    runs a copy, drain.sh found from the submit folder) clones, joins as a host and answers
+    b's queued candidate; the CI job's command then runs in the same kept clone, joining again
+    under its name, and answers the next; each job ends once the queue is empty."""
+    import re
+    import shutil
+    import subprocess
+
+    _, b, remote = machines
+    ar(b, "worker", "join", "origin", "s1", "--name", "mb", "--measure-on-host")
+    env = {**os.environ, "REMOTE": str(remote), "SESSION": "s1", "MEASURER_NAME": "h1",
+           "AUTORESEARCH_WORKDIR": str(tmp_path / "host")}
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    shutil.copy(HOST_SCRIPTS / "measure.sbatch", spool / "slurm_script")
+    for value, job in (("90\n", [str(spool / "slurm_script")]), ("80\n", None)):
+        write(b / "value.txt", value)
+        agent = launch(b, "run", "-d", f"value {value.strip()}", "--json")
+        queue_holds(remote)
+        if job is None:  # the CI job's step, as the runner's shell runs it
+            yml = (HOST_SCRIPTS / "measure-queue.yml").read_text()
+            step = re.search(r"^        run: (sh .*drain\.sh\")$", yml, re.M)
+            assert step is not None
+            job = ["sh", "-c", step.group(1)]
+        done = subprocess.run(["sh", *job] if job[0] != "sh" else job, env={
+            **env, "SLURM_SUBMIT_DIR": str(HOST_SCRIPTS)}, capture_output=True, text=True,
+            timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert "the queue is empty: 1 candidate(s) answered" in done.stdout
+        out, err = agent.communicate(timeout=60)
+        assert agent.returncode == 0, err.decode()
+        assert json.loads(out)["status"] == "keep"
+    assert git(remote, "show", f"{BRANCH}:value.txt") == "80"
+    assert [r["run"] for r in runs(tmp_path / "host")] == [1, 2, 3]
