@@ -168,6 +168,23 @@ def joined_clones(folder: Path, top: Path, clones: int) -> list[Path]:
     return places
 
 
+def run_agents(places: list[Path], candidates: int, think: float
+               ) -> tuple[list[dict[str, object]], list[str], float]:
+    """One agent thread in each of ``places``: what their runs printed, their errors, and the
+    wall time they took together."""
+    outcomes: list[dict[str, object]] = []
+    errors: list[str] = []
+    began = time.monotonic()
+    threads = [threading.Thread(target=agent, args=(where, candidates, 1000 + i, outcomes,
+                                                    errors, think))
+               for i, where in enumerate(places)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return outcomes, errors, time.monotonic() - began
+
+
 def hosted_clones(folder: Path, top: Path, agents: int) -> list[Path]:
     """A measuring host and ``agents`` agents through a bare remote: the project joined as
     host h1 (which sends the session), fresh clones joined as a1, a2, ... with
@@ -202,17 +219,7 @@ def with_host(agents: int, candidates: int, seconds: float, think: float) -> boo
         places = hosted_clones(folder, top, agents)
         host = subprocess.Popen([*TOOL, "measurer", "--poll", "0.2"], cwd=top,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        outcomes: list[dict[str, object]] = []
-        errors: list[str] = []
-        began = time.monotonic()
-        threads = [threading.Thread(target=agent, args=(where, candidates, 1000 + i, outcomes,
-                                                        errors, think))
-                   for i, where in enumerate(places)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        took = time.monotonic() - began
+        outcomes, errors, took = run_agents(places, candidates, think)
         host.terminate()
         host.wait(timeout=60)
         view = merged_ledger(top)
@@ -251,17 +258,7 @@ def one(workers: int, candidates: int, seconds: float, clones: int = 0, think: f
             if added.returncode:
                 raise SystemExit(f"worker add failed: {added.stderr}")
             places += [Path(w["path"]) for w in json.loads(added.stdout)["workers"]]
-        outcomes: list[dict[str, object]] = []
-        errors: list[str] = []
-        began = time.monotonic()
-        threads = [threading.Thread(target=agent, args=(where, candidates, 1000 + i, outcomes,
-                                                        errors, think))
-                   for i, where in enumerate(places)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        took = time.monotonic() - began
+        outcomes, errors, took = run_agents(places, candidates, think)
         if clones:
             views = [merged_ledger(where) for where in places]
             problems = errors + check(top, 1 + workers * candidates, views[0])

@@ -32,24 +32,9 @@ from typing import Any
 from ..git import Repo
 from ..git.remote import fetch_refspecs, push_atomic, remote_refusal
 from ..runtime.errors import Refused
-from .refs import namespace
+from .refs import measuring_prefix, queue_prefix, verdicts_prefix
 
 SUBJECT = "git-autoresearch: "
-
-
-def queue_prefix(session_id: str) -> str:
-    """``refs/autoresearch/<id>/queue/``, followed by a candidate's key."""
-    return f"{namespace(session_id)}/queue/"
-
-
-def measuring_prefix(session_id: str) -> str:
-    """``refs/autoresearch/<id>/measuring/``, followed by the key of a candidate taken."""
-    return f"{namespace(session_id)}/measuring/"
-
-
-def verdicts_prefix(session_id: str) -> str:
-    """``refs/autoresearch/<id>/verdicts/``, followed by the key of a candidate measured."""
-    return f"{namespace(session_id)}/verdicts/"
 
 
 @dataclass(frozen=True)

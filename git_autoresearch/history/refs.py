@@ -98,6 +98,21 @@ def runs_prefix(session_id: str) -> str:
     return f"{namespace(session_id)}/runs/"
 
 
+def queue_prefix(session_id: str) -> str:
+    """``refs/autoresearch/<id>/queue/``, followed by a candidate's key."""
+    return f"{namespace(session_id)}/queue/"
+
+
+def measuring_prefix(session_id: str) -> str:
+    """``refs/autoresearch/<id>/measuring/``, followed by the key of a candidate taken."""
+    return f"{namespace(session_id)}/measuring/"
+
+
+def verdicts_prefix(session_id: str) -> str:
+    """``refs/autoresearch/<id>/verdicts/``, followed by the key of a candidate measured."""
+    return f"{namespace(session_id)}/verdicts/"
+
+
 def upstream_ref(session_id: str) -> str:
     """The remote's session branch as a joined worker last fetched it (never pushed)."""
     return f"{namespace(session_id)}/upstream"
