@@ -242,9 +242,14 @@ def _run_on_host(session: Session, description: str, asi: dict[str, Any],
     """``run`` in a clone measured on a host: the work tree queued as a candidate, its verdict
     waited for (progress on stderr), the work tree then left as a local run leaves it, and the
     run's record printed as a local run prints it."""
-    from ..workers.measurer import record_refused, send, settle, wait
+    from ..workers.measurer import pending, record_refused, send, settle, wait
 
-    sent = send(session, description, asi)
+    sent = pending(session)
+    if sent is not None:  # a run killed while waiting, or one that gave up: collected first
+        warn(f"candidate {sent.candidate.key} ({sent.candidate.description!r}), queued by an "
+             "earlier run, is collected first; this run's change was not queued")
+    else:
+        sent = send(session, description, asi)
     click.echo(f"queued candidate {sent.candidate.key} on {session.remote}; waiting for a "
                "measuring host (git autoresearch measurer)", err=True)
     said: list[str | None] = []
@@ -259,9 +264,10 @@ def _run_on_host(session: Session, description: str, asi: dict[str, Any],
     if found is None:
         raise Refused(f"no verdict on candidate {sent.candidate.key} after {timeout:g} s: it "
                       "stays queued and the work tree as it is")
-    if "refused" in found:  # a conflict: recorded here as a discard, as a worker's is
+    refused = "refused" in found
+    if refused:  # a conflict: recorded here as a discard, as a worker's is
         found = record_refused(session, sent, str(found["refused"]))
-    note = settle(session, sent)
+    note = settle(session, sent, reverted=refused)
     notes = [note] if note else []
     if as_json:
         emit_json("run", _record_json(found, [], notes))

@@ -79,6 +79,7 @@ STEPS = (
     "keep:after-push",
     "land:undone-branch",
     "join:before-claim",
+    "measurer:before-verdict",
 )
 
 

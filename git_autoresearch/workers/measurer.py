@@ -17,16 +17,19 @@ is answered from the ledger, never measured twice.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from ..git.objects import temporary_index
+from ..git.objects import hash_files, temporary_index
 from ..history.queue import Candidate, publish, queued, stale, submit, take, verdict
 from ..record.iteration import iterate
 from ..review.apply import Applied, ChangeRefused, Retry, bring_back
 from ..runtime.errors import Refused
+from ..runtime.faults import checkpoint
 from ..session.session import Session
 from .replay import follow
 from .upstream import sync
@@ -78,6 +81,22 @@ def recorded_for(session: Session, key: str) -> dict[str, Any] | None:
     return None
 
 
+def _take_back_killed(session: Session, candidate: Candidate) -> None:
+    """Before measuring ``candidate``: when this host was killed while measuring it, its change
+    is still on the work tree, unrecorded (it is safe on the remote): put those paths back as
+    HEAD has them. Any other change in the work tree is refused (exit 3), touching nothing."""
+    repo = session.repo
+    changed = sorted(p for p in session.changes().changed()
+                     if not session.bounds.is_protected(p))
+    if not changed:
+        return
+    theirs = set(repo.changed_paths(candidate.base, candidate.commit))
+    if not set(changed) <= theirs:
+        raise Refused(f"the work tree of this measuring host has changes ({', '.join(changed[:5])}"
+                      "): a host measures in a clone of its own; commit or revert them")
+    repo.restore_from_head(changed)
+
+
 def serve(session: Session, host: str, *, drain: bool, poll: float = 2.0,
           stale_after: float = 3600.0, report: Report | None = None,
           should_stop: Callable[[], bool] | None = None) -> Served:
@@ -111,6 +130,8 @@ def serve(session: Session, host: str, *, drain: bool, poll: float = 2.0,
         session.reload()
         record = recorded_for(session, candidate.key)
         if record is None:
+            _take_back_killed(session, candidate)
+        if record is None:
             try:
                 done = iterate(session, candidate.description, candidate.asi,
                                retry=Queued(0, candidate.commit, candidate.description,
@@ -122,6 +143,7 @@ def serve(session: Session, host: str, *, drain: bool, poll: float = 2.0,
                 assert done.recorded is not None
                 record = dict(done.recorded.record)
                 say(candidate, "measured", record)
+        checkpoint("measurer:before-verdict")
         if publish(session.repo, remote, sid, candidate, claim, record):
             served.answered.append(record)
             say(candidate, "answered", record)
@@ -146,6 +168,31 @@ class Sent:
     paths: tuple[str, ...]
 
 
+# In the agent's scratch folder while a candidate it sent waits for its verdict: a ``run``
+# killed while waiting (or given up) leaves it, and the next ``run`` collects that verdict
+# instead of queueing the same work tree twice.
+SENT_FILE = "queued.json"
+
+
+def _sent_path(session: Session) -> Path:
+    return session.repo.scratch / SENT_FILE
+
+
+def pending(session: Session) -> Sent | None:
+    """The candidate this clone sent whose verdict it has not collected yet, or None."""
+    import json
+
+    try:
+        data = json.loads(_sent_path(session).read_bytes())
+        found = data["candidate"]
+        candidate = Candidate(str(found["key"]), str(found["commit"]), str(found["base"]),
+                              str(found["agent"]), str(found["description"]),
+                              dict(found["asi"]), float(found["submitted"]))
+        return Sent(candidate, str(data["head"]), tuple(str(p) for p in data["paths"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def send(session: Session, description: str, asi: dict[str, Any]) -> Sent:
     """Queue the work tree of ``session`` (a clone joined to its remote) as a candidate: its
     changed paths (protected ones aside) committed on HEAD through a temporary index (the
@@ -162,7 +209,22 @@ def send(session: Session, description: str, asi: dict[str, Any]) -> Sent:
     commit = repo.commit_tree(tree, [head], "git-autoresearch: a work tree to queue")
     candidate = submit(repo, session.remote, session.config.session_id, commit,
                        agent=session.worker_name, description=description, asi=asi)
-    return Sent(candidate, head, tuple(paths))
+    sent = Sent(candidate, head, tuple(paths))
+    _remember(session, sent)
+    return sent
+
+
+def _remember(session: Session, sent: Sent) -> None:
+    import dataclasses
+    import json
+
+    from ..runtime.atomic import write_atomic
+
+    data = {"candidate": {**dataclasses.asdict(sent.candidate), "asi": dict(sent.candidate.asi),
+                          "taken": None},
+            "head": sent.head, "paths": list(sent.paths)}
+    session.repo.scratch.mkdir(parents=True, exist_ok=True)
+    write_atomic(_sent_path(session), json.dumps(data).encode())
 
 
 def wait(session: Session, sent: Sent, *, timeout: float | None, poll: float = 1.0,
@@ -204,11 +266,24 @@ def record_refused(session: Session, sent: Sent, why: str) -> dict[str, Any]:
     return dict(recorded.record)
 
 
-def settle(session: Session, sent: Sent) -> str | None:
+def settle(session: Session, sent: Sent, *, reverted: bool = False) -> str | None:
     """After the verdict on ``sent``: the candidate's paths put back as HEAD has them (the
     host kept or saved it), then the session branch fetched and the worker moved to the
-    incumbent, as after a run recorded here. Returns a warning when it could not follow."""
-    if session.head() == sent.head:  # index and work tree as HEAD has them, as a revert leaves
-        session.repo.restore_from_head(list(sent.paths))
+    incumbent, as after a run recorded here (``reverted``: the run was recorded here, which
+    reverted the work tree already). A work tree that changed since the candidate was queued
+    is left as it is. Returns a warning when it could not follow."""
+    repo = session.repo
+    _sent_path(session).unlink(missing_ok=True)
+    if reverted:  # recorded here (a refused candidate): the record reverted the work tree
+        sync(session)
+        return follow(session)
+    if session.head() != sent.head:
+        return None
+    paths = list(sent.paths)
+    if hash_files(repo, [p for p in paths if os.path.lexists(repo.top / p)]) != \
+            repo.blobs(sent.candidate.commit, paths):
+        return ("the work tree changed since its candidate was queued: it was left as it is "
+                "(the candidate is saved on the remote); revert or record it")
+    repo.restore_from_head(paths)  # index and work tree as HEAD has them, as a revert leaves
     sync(session)
     return follow(session)

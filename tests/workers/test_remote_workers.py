@@ -817,3 +817,60 @@ def test_the_batch_and_ci_examples_drain_the_queue(machines: tuple[Path, Path, P
         assert json.loads(out)["status"] == "keep"
     assert git(remote, "show", f"{BRANCH}:value.txt") == "80"
     assert [r["run"] for r in runs(tmp_path / "host")] == [1, 2, 3]
+
+
+def test_a_host_killed_while_measuring_measures_the_candidate_again_once(
+        machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """The host dies (SIGKILL) after measuring b's candidate, before recording it: the
+    candidate stays queued, taken by the dead host, and its change is left on the host's work
+    tree. Restarted under its name, the host takes the candidate back, puts its work tree
+    back, measures it again and answers it: one run for the candidate."""
+    a, b, remote = machines
+    candidate = queued_candidate(b, "90\n", "ninety")
+    died = tool(a, "measurer", "--drain", env={"GIT_AUTORESEARCH_DIE_AT": "run:measured"})
+    assert died.returncode == -9
+    assert any(f"/measuring/{candidate.key}" in ref for ref in remote_refs(remote))
+    assert (a / "value.txt").read_text() == "90\n"
+    res = ar(a, "measurer", "--drain")
+    assert "the queue is empty: 1 candidate(s) answered" in res.out
+    record = queue.verdict(Repo.discover(b), "origin", "s1", candidate.key)
+    assert record is not None and (record["run"], record["status"]) == (2, "keep")
+    assert [r["run"] for r in runs(a)] == [1, 2]
+
+
+def test_a_host_killed_before_its_verdict_answers_from_the_ledger(
+        machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """The host dies after recording the candidate's run, before sending the verdict: the
+    next host answers it from the ledger, and the candidate is not measured twice."""
+    a, b, _ = machines
+    candidate = queued_candidate(b, "90\n", "ninety")
+    died = tool(a, "measurer", "--drain",
+                env={"GIT_AUTORESEARCH_DIE_AT": "measurer:before-verdict"})
+    assert died.returncode == -9
+    assert [r["run"] for r in runs(a)] == [1, 2]
+    ar(a, "measurer", "--drain")
+    record = queue.verdict(Repo.discover(b), "origin", "s1", candidate.key)
+    assert record is not None and (record["run"], record["status"]) == (2, "keep")
+    assert [r["run"] for r in runs(a)] == [1, 2]
+
+
+def test_an_agent_killed_while_waiting_collects_its_verdict_next_time(
+        machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """b's run is killed while it waits: the candidate stays queued and the host measures it.
+    b's next run collects that verdict (saying so) instead of queueing the same work tree
+    twice, and leaves the work tree as a local run does."""
+    import signal
+
+    a, b, remote = machines
+    ar(b, "worker", "join", "origin", "s1", "--name", "mb", "--measure-on-host")
+    write(b / "value.txt", "90\n")
+    agent = launch(b, "run", "-d", "ninety", "--json")
+    queue_holds(remote)
+    agent.send_signal(signal.SIGKILL)
+    agent.wait(timeout=20)
+    ar(a, "measurer", "--drain")
+    res = ar(b, "run", "-d", "something else", "--json")
+    assert res.json()["run"] == 2 and res.json()["description"] == "ninety"
+    assert "queued by an earlier run, is collected first" in res.err
+    assert git(b, "status", "--porcelain") == "" and (b / "value.txt").read_text() == "90\n"
+    assert [r["run"] for r in runs(a)] == [1, 2]
