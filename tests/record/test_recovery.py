@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import (
+    HOST_STEPS,
     REMOTE_STEPS,
     TOOL,
     WORKER_STEPS,
@@ -70,7 +71,8 @@ def test_every_named_step_is_in_the_kill_matrix() -> None:
     from git_autoresearch.runtime.faults import STEPS
 
     assert set(REVERT_STEPS) | set(KEEP_STEPS) | set(START_STEPS) | set(SET_ASIDE_STEPS) \
-        | set(WORKER_STEPS) | set(REMOTE_STEPS) | {"revert:before-attempt"} == set(STEPS)
+        | set(WORKER_STEPS) | set(REMOTE_STEPS) | set(HOST_STEPS) | {"revert:before-attempt"} \
+        == set(STEPS)
 
 
 SET_ASIDE_STEPS = ["set-aside:after-attempt", "set-aside:after-remove"]

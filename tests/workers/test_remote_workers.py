@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import (
+    HOST_STEPS,
     REMOTE_STEPS,
     Tool,
     check_document,
@@ -845,7 +846,7 @@ def test_a_host_killed_before_its_verdict_answers_from_the_ledger(
     a, b, _ = machines
     candidate = queued_candidate(b, "90\n", "ninety")
     died = tool(a, "measurer", "--drain",
-                env={"GIT_AUTORESEARCH_DIE_AT": "measurer:before-verdict"})
+                env={"GIT_AUTORESEARCH_DIE_AT": HOST_STEPS[0]})
     assert died.returncode == -9
     assert [r["run"] for r in runs(a)] == [1, 2]
     ar(a, "measurer", "--drain")
