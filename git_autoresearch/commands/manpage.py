@@ -142,7 +142,7 @@ def _options(command: click.Command, invocation: str, indent: str = "") -> list[
     ctx = command.make_context(invocation, [], resilient_parsing=True)
     out: list[str] = []
     for param in command.get_params(ctx):
-        if not isinstance(param, click.Option) or param.hidden or param.name == "help":
+        if not isinstance(param, click.Option) or param.hidden or "--help" in param.opts:
             continue
         text = param.help or ""
         if param.required:
