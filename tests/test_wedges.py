@@ -172,8 +172,12 @@ def test_a_benchmark_that_leaves_a_daemon_does_not_wedge_later_runs(
     import sys
 
     pids = tmp_path / "daemons"
+    # The benchmark waits until its daemon runs (on a loaded machine the daemon could start
+    # after the measurement ended, and then hold nothing); the daemon reads no stdin, so it
+    # never holds the test runner's pipes open.
     write(repo / "bench.sh", "#!/bin/sh\n"
-          f"setsid sh -c 'echo $$ >> {pids}; exec sleep 300' > /dev/null 2>&1 &\n"
+          f"setsid sh -c 'echo $$ >> {pids}; exec sleep 300' < /dev/null > /dev/null 2>&1 &\n"
+          f"while [ ! -s {pids} ]; do sleep 0.01; done\n"
           "echo \"score: $(cat value.txt)\"\n", 0o755)
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "a benchmark that leaves a daemon")

@@ -727,7 +727,8 @@ def test_an_agent_measured_on_a_host_waits_for_its_verdict(
     a, b, remote = machines
     ar(b, "worker", "join", "origin", "s1", "--name", "mb", "--measure-on-host")
     write(b / "value.txt", "90\n")
-    agent = launch(b, "run", "-d", "ninety", "--asi", "hypothesis=lower", "--json")
+    agent = launch(b, "run", "--wait-timeout", "60", "-d", "ninety", "--asi", "hypothesis=lower",
+                   "--json")
     queue_holds(remote)
     ar(a, "measurer", "--drain")
     out, err = agent.communicate(timeout=60)
@@ -765,7 +766,7 @@ def test_an_agents_candidate_that_conflicts_is_recorded_as_a_discard(
     write(a / "value.txt", "80\n")
     ar(a, "keep", "-d", "eighty", "--metric", "180")
     write(b / "value.txt", "90\n")
-    agent = launch(b, "run", "-d", "ninety", "--json")
+    agent = launch(b, "run", "--wait-timeout", "60", "-d", "ninety", "--json")
     queue_holds(remote)
     ar(a, "measurer", "--drain")
     out, err = agent.communicate(timeout=60)
@@ -801,7 +802,8 @@ def test_the_batch_and_ci_examples_drain_the_queue(machines: tuple[Path, Path, P
     shutil.copy(HOST_SCRIPTS / "measure.sbatch", spool / "slurm_script")
     for value, job in (("90\n", [str(spool / "slurm_script")]), ("80\n", None)):
         write(b / "value.txt", value)
-        agent = launch(b, "run", "-d", f"value {value.strip()}", "--json")
+        agent = launch(b, "run", "--wait-timeout", "60", "-d", f"value {value.strip()}",
+                       "--json")
         queue_holds(remote)
         if job is None:  # the CI job's step, as the runner's shell runs it
             yml = (HOST_SCRIPTS / "measure-queue.yml").read_text()
@@ -865,7 +867,7 @@ def test_an_agent_killed_while_waiting_collects_its_verdict_next_time(
     a, b, remote = machines
     ar(b, "worker", "join", "origin", "s1", "--name", "mb", "--measure-on-host")
     write(b / "value.txt", "90\n")
-    agent = launch(b, "run", "-d", "ninety", "--json")
+    agent = launch(b, "run", "--wait-timeout", "60", "-d", "ninety", "--json")
     queue_holds(remote)
     agent.send_signal(signal.SIGKILL)
     agent.wait(timeout=20)
