@@ -136,6 +136,7 @@ def schema_cmd(name: str | None, as_json: bool) -> None:
             said = ", ".join(printed_by[k]) or {
                 "error": "any command that fails", "hook-before": "stdin of a before hook",
                 "hook-after": "stdin of an after hook",
+                "queued": "run --no-wait, measured on a host",
                 "common": "the definitions the others refer to ($ref)"}[k]
             click.echo(f"{schema_id(k):<36} {said}")
         return

@@ -180,9 +180,13 @@ def _print_record(session: Any, record: Mapping[str, Any], previous_best: float 
               help="In a clone measured on a host (worker join --measure-on-host): give up "
                    "waiting for the verdict after SECONDS (exit 3; the candidate stays "
                    "queued). Default: wait as long as it takes.")
+@click.option("--no-wait", is_flag=True,
+              help="In a clone measured on a host: queue the candidate and return (its "
+                   "document with --json is git-autoresearch:queued/1); the next run collects "
+                   "the verdict.")
 @json_option
 def run_cmd(description: str | None, asi_pairs: tuple[str, ...], asi_json: str | None,
-            retry_run: int | None, dry_run: bool, wait_timeout: float | None,
+            retry_run: int | None, dry_run: bool, wait_timeout: float | None, no_wait: bool,
             as_json: bool) -> None:
     """One iteration: before hooks, measure, decide, keep or revert, record, after hooks.
     With --retry RUN, the change measured is that of a run not kept, put back first."""
@@ -201,8 +205,11 @@ def run_cmd(description: str | None, asi_pairs: tuple[str, ...], asi_json: str |
         if retry_run is not None or dry_run:
             raise UsageError("--retry and --dry-run measure here: this clone's candidates are "
                              "measured on a host (worker join --measure-on-host)")
-        _run_on_host(session, text, asi, wait_timeout, as_json)
+        _run_on_host(session, text, asi, wait_timeout, as_json, no_wait=no_wait)
         return
+    if no_wait or wait_timeout is not None:
+        raise UsageError("--no-wait and --wait-timeout are for a clone measured on a host "
+                         "(worker join --measure-on-host); this one measures here")
     retry = None
     if retry_run is not None:  # (apply's module only then: an ordinary run never loads it)
         from ..review.apply import Retry
@@ -238,18 +245,32 @@ def run_cmd(description: str | None, asi_pairs: tuple[str, ...], asi_json: str |
 
 
 def _run_on_host(session: Session, description: str, asi: dict[str, Any],
-                 timeout: float | None, as_json: bool) -> None:
+                 timeout: float | None, as_json: bool, *, no_wait: bool = False) -> None:
     """``run`` in a clone measured on a host: the work tree queued as a candidate, its verdict
     waited for (progress on stderr), the work tree then left as a local run leaves it, and the
     run's record printed as a local run prints it."""
     from ..workers.measurer import pending, record_refused, send, settle, wait
 
     sent = pending(session)
-    if sent is not None:  # a run killed while waiting, or one that gave up: collected first
+    if sent is not None and no_wait:
+        raise Refused(f"candidate {sent.candidate.key}, queued by an earlier run, is not "
+                      "collected yet: run without --no-wait to collect its verdict first")
+    if sent is not None:  # queued by --no-wait, a run killed while waiting, one that gave up
         warn(f"candidate {sent.candidate.key} ({sent.candidate.description!r}), queued by an "
              "earlier run, is collected first; this run's change was not queued")
     else:
         sent = send(session, description, asi)
+    if no_wait:
+        assert session.remote is not None
+        queued_doc = {"key": sent.candidate.key, "agent": sent.candidate.agent,
+                      "remote": session.remote, "base": sent.head,
+                      "description": sent.candidate.description}
+        if as_json:
+            emit_json("queued", queued_doc)
+        else:
+            click.echo(f"queued candidate {sent.candidate.key} on {session.remote}; the next "
+                       "run collects its verdict")
+        return
     click.echo(f"queued candidate {sent.candidate.key} on {session.remote}; waiting for a "
                "measuring host (git autoresearch measurer)", err=True)
     said: list[str | None] = []

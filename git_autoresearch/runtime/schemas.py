@@ -23,6 +23,7 @@ VERSIONS: dict[str, int] = {
     "start": 1,
     "measurement": 1,  # measure, run --dry-run
     "run": 1,  # run, keep, discard, crash
+    "queued": 1,  # run --no-wait in a clone measured on a host
     "stop": 1,
     "hook": 1,  # hook before|after (firing hooks by hand)
     "hook-before": 1,  # stdin of .auto/hooks/before.sh

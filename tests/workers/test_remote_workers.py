@@ -877,3 +877,32 @@ def test_an_agent_killed_while_waiting_collects_its_verdict_next_time(
     assert "queued by an earlier run, is collected first" in res.err
     assert git(b, "status", "--porcelain") == "" and (b / "value.txt").read_text() == "90\n"
     assert [r["run"] for r in runs(a)] == [1, 2]
+
+
+def test_an_agent_that_does_not_wait_collects_its_verdict_with_its_next_run(
+        machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """run --no-wait queues the candidate and returns (the queued document), the work tree
+    as it is; a second --no-wait is refused until the verdict is collected; once the host has
+    measured it, the next run collects it and leaves the work tree on the new incumbent."""
+    a, b, remote = machines
+    ar(b, "worker", "join", "origin", "s1", "--name", "mb", "--measure-on-host")
+    write(b / "value.txt", "90\n")
+    queued = check_document(ar(b, "run", "-d", "ninety", "--no-wait", "--json").json())
+    assert (queued["agent"], queued["remote"], queued["description"]) == ("mb", "origin",
+                                                                          "ninety")
+    assert any(f"/queue/{queued['key']}" in ref for ref in remote_refs(remote))
+    assert (b / "value.txt").read_text() == "90\n"
+    again = ar(b, "run", "-d", "more", "--no-wait", expect=3)
+    assert "is not collected yet" in again.err
+    ar(a, "measurer", "--drain")
+    record = ar(b, "run", "-d", "collect", "--json").json()
+    assert (record["run"], record["status"], record["queued"]["key"]) == (2, "keep",
+                                                                          queued["key"])
+    assert git(b, "status", "--porcelain") == ""
+    assert git(b, "rev-parse", "HEAD") == git(remote, "rev-parse", BRANCH)
+
+
+def test_no_wait_is_for_a_clone_measured_on_a_host(repo: Path, ar: Tool) -> None:
+    ar(repo, *start_args())
+    res = ar(repo, "run", "-d", "x", "--no-wait", expect=2)
+    assert "--no-wait and --wait-timeout are for a clone measured on a host" in res.err
