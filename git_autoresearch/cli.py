@@ -262,6 +262,7 @@ def _entry(name: str) -> Callable[[], NoReturn]:
 start_main = _entry("start")
 measure_main = _entry("measure")
 run_main = _entry("run")
+collect_main = _entry("collect")
 keep_main = _entry("keep")
 discard_main = _entry("discard")
 crash_main = _entry("crash")

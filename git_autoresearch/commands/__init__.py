@@ -26,6 +26,7 @@ COMMAND_MODULES: dict[str, str] = {
     "start": "start",
     "measure": "loop",
     "run": "loop",
+    "collect": "loop",
     "keep": "loop",
     "discard": "loop",
     "crash": "loop",

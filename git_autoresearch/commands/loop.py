@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ..record.recovery import Recovery
     from ..review.apply import Retry
     from ..session.session import Session
+    from ..workers.measurer import Sent
 from .common import (
     CONTEXT,
     WHOLE,
@@ -182,8 +183,8 @@ def _print_record(session: Any, record: Mapping[str, Any], previous_best: float 
                    "queued). Default: wait as long as it takes.")
 @click.option("--no-wait", is_flag=True,
               help="In a clone measured on a host: queue the candidate and return (its "
-                   "document with --json is git-autoresearch:queued/1); the next run collects "
-                   "the verdict.")
+                   "document with --json is git-autoresearch:queued/1); git autoresearch "
+                   "collect collects the verdict.")
 @json_option
 def run_cmd(description: str | None, asi_pairs: tuple[str, ...], asi_json: str | None,
             retry_run: int | None, dry_run: bool, wait_timeout: float | None, no_wait: bool,
@@ -246,33 +247,48 @@ def run_cmd(description: str | None, asi_pairs: tuple[str, ...], asi_json: str |
 
 def _run_on_host(session: Session, description: str, asi: dict[str, Any],
                  timeout: float | None, as_json: bool, *, no_wait: bool = False) -> None:
-    """``run`` in a clone measured on a host: the work tree queued as a candidate, its verdict
-    waited for (progress on stderr), the work tree then left as a local run leaves it, and the
-    run's record printed as a local run prints it."""
-    from ..workers.measurer import pending, record_refused, send, settle, wait
+    """``run`` in a clone measured on a host: the work tree queued as a candidate, then its
+    verdict collected (:func:`_collect`), or, with ``no_wait``, the candidate printed."""
+    from ..workers.measurer import pending, send
 
     sent = pending(session)
     if sent is not None and no_wait:
         raise Refused(f"candidate {sent.candidate.key}, queued by an earlier run, is not "
-                      "collected yet: run without --no-wait to collect its verdict first")
+                      "collected yet: git autoresearch collect, then run again")
     if sent is not None:  # queued by --no-wait, a run killed while waiting, one that gave up
         warn(f"candidate {sent.candidate.key} ({sent.candidate.description!r}), queued by an "
              "earlier run, is collected first; this run's change was not queued")
     else:
         sent = send(session, description, asi)
     if no_wait:
-        assert session.remote is not None
-        queued_doc = {"key": sent.candidate.key, "agent": sent.candidate.agent,
-                      "remote": session.remote, "base": sent.head,
-                      "description": sent.candidate.description}
-        if as_json:
-            emit_json("queued", queued_doc)
-        else:
-            click.echo(f"queued candidate {sent.candidate.key} on {session.remote}; the next "
-                       "run collects its verdict")
+        _print_queued(session, sent, as_json)
         return
     click.echo(f"queued candidate {sent.candidate.key} on {session.remote}; waiting for a "
                "measuring host (git autoresearch measurer)", err=True)
+    _collect(session, sent, timeout, as_json)
+
+
+def _print_queued(session: Session, sent: Sent, as_json: bool) -> None:
+    """A candidate queued and not answered yet: its document (git-autoresearch:queued/1), or a
+    line saying how to collect it."""
+    assert session.remote is not None
+    if as_json:
+        emit_json("queued", {"key": sent.candidate.key, "agent": sent.candidate.agent,
+                             "remote": session.remote, "base": sent.head,
+                             "description": sent.candidate.description})
+        return
+    click.echo(f"queued candidate {sent.candidate.key} on {session.remote}; git autoresearch "
+               "collect collects its verdict")
+
+
+def _collect(session: Session, sent: Sent, timeout: float | None, as_json: bool, *,
+             or_queued: bool = False) -> None:
+    """The verdict on ``sent`` waited for (progress on stderr; exit 3 after ``timeout``
+    seconds, or, with ``or_queued``, the candidate printed as still queued), then the work
+    tree left as a local run leaves it and the run's record printed as a local run prints
+    it (a refused candidate recorded here as a discard saying why)."""
+    from ..workers.measurer import record_refused, settle, wait
+
     said: list[str | None] = []
 
     def waiting(seconds: float, host: str | None) -> None:
@@ -281,7 +297,10 @@ def _run_on_host(session: Session, description: str, asi: dict[str, Any],
                                                 "queued, no host has taken it yet"), err=True)
             said.append(host)
 
-    found = wait(session, sent, timeout=timeout, waiting=waiting)
+    found = wait(session, sent, timeout=timeout, waiting=None if or_queued else waiting)
+    if found is None and or_queued:
+        _print_queued(session, sent, as_json)
+        return
     if found is None:
         raise Refused(f"no verdict on candidate {sent.candidate.key} after {timeout:g} s: it "
                       "stays queued and the work tree as it is")
@@ -296,6 +315,36 @@ def _run_on_host(session: Session, description: str, asi: dict[str, Any],
     _print_record(session, found, None)
     for message in notes:
         warn(message)
+
+
+@click.command("collect", context_settings=CONTEXT,
+               short_help="collect the verdict on the candidate run --no-wait queued")
+@click.option("--wait-timeout", type=click.FloatRange(min=0), metavar="SECONDS",
+              help="Give up waiting after SECONDS (exit 3; the candidate stays queued). "
+                   "Default: wait as long as it takes.")
+@click.option("--no-wait", is_flag=True,
+              help="Look once: the verdict when a host has sent it, else the candidate, still "
+                   "queued (git-autoresearch:queued/1 with --json), exit 0.")
+@json_option
+def collect_cmd(wait_timeout: float | None, no_wait: bool, as_json: bool) -> None:
+    """In a clone measured on a host (worker join --measure-on-host): wait for the verdict on
+    the candidate this clone queued (run --no-wait, or a run that gave up waiting), leave the
+    work tree as run leaves it, and print the run's record as run prints it."""
+    from ..session.branches import open_on_branch
+    from ..workers.measurer import pending
+
+    if no_wait and wait_timeout is not None:
+        raise UsageError("--no-wait and --wait-timeout exclude each other")
+    session = open_on_branch()
+    session.check_recordable()
+    if session.worker is None or not session.worker.on_host:
+        raise Refused("this clone measures its own candidates: collect is for a clone "
+                      "measured on a host (worker join --measure-on-host)")
+    sent = pending(session)
+    if sent is None:
+        raise Refused("no candidate queued from this clone awaits its verdict (run --no-wait "
+                      "queues one)")
+    _collect(session, sent, 0.0 if no_wait else wait_timeout, as_json, or_queued=no_wait)
 
 
 def _print_retry(retry: Retry | None) -> None:

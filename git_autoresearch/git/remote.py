@@ -45,13 +45,15 @@ def fetch_objects(repo: Repo, remote: str, refs: Sequence[str]) -> bool:
     return res.returncode == 0
 
 
-def fetch_refspecs(repo: Repo, remote: str, refspecs: Sequence[str]) -> str | None:
+def fetch_refspecs(repo: Repo, remote: str, refspecs: Sequence[str], *, prune: bool = False
+                   ) -> str | None:
     """Fetch ``refspecs`` (``+src:dst``, globs allowed) from ``remote`` in one ``git fetch``
-    that writes no FETCH_HEAD and no tags; None when it worked, else the last line git said
-    (the remote unreachable, a named source ref missing there)."""
+    that writes no FETCH_HEAD and no tags (``prune``: the refs here that the refspecs' globs
+    write and the remote no longer has are deleted, and only those); None when it worked, else
+    the last line git said (the remote unreachable, a named source ref missing there)."""
     res = repo.run("fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
-                   "--no-recurse-submodules", "--end-of-options", remote, *refspecs,
-                   allow_non_zero=True)
+                   "--no-recurse-submodules", *(["--prune"] if prune else []),
+                   "--end-of-options", remote, *refspecs, allow_non_zero=True)
     if res.returncode == 0:
         return None
     return failure(res.stderr, f"git fetch exit {res.returncode}")

@@ -250,6 +250,20 @@ class Repo:
         return [(name, oid) for name, _, oid in
                 (line.partition("\0") for line in res.text.splitlines())]
 
+    def ref_fields(self, prefixes: Sequence[str], atoms: Sequence[str]) -> list[list[str]]:
+        """The ``for-each-ref`` ``atoms`` (``refname``, ``objectname``, ``parent``,
+        ``contents:body``, ...) of each ref below ``prefixes``, sorted by name, in one call
+        (fields ended by ``%1f``, refs by ``%1e``, as text with invalid bytes replaced); a ref
+        whose fields hold such a separator is left out."""
+        fmt = "".join(f"%({atom})%1f" for atom in atoms) + "%1e"
+        res = self.run("for-each-ref", f"--format={fmt}", *prefixes)
+        found = []
+        for chunk in res.text.split("\x1e")[:-1]:
+            fields = chunk.removeprefix("\n").split("\x1f")
+            if len(fields) == len(atoms) + 1 and fields[-1] == "":
+                found.append(fields[:-1])
+        return found
+
     def switch(self, branch: str, *, create: bool = False) -> Result:
         """``git switch -q [-c] <branch>``: check out ``branch`` (``create``: a new one at
         HEAD; without, git also creates it from a single remote-tracking branch of that name).

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..git import Repo
-from ..git.remote import fetch_refspecs, push_atomic, remote_refusal
+from ..git.remote import fetch_objects, fetch_refspecs, push_atomic, remote_refs, remote_refusal
 from ..runtime.errors import Refused
 from .refs import measuring_prefix, queue_prefix, verdicts_prefix
 
@@ -58,15 +58,19 @@ def new_key(agent: str) -> str:
     return f"{agent}-{int(time.time() * 1000)}-{os.urandom(2).hex()}"
 
 
-def _document(repo: Repo, commit: str) -> dict[str, Any] | None:
-    """The JSON after a commit message's subject line, or None."""
-    message = repo.commit_fields(commit, ["%B"])[0]
-    _, _, body = message.partition("\n\n")
+def _json(body: str) -> dict[str, Any] | None:
+    """A commit message's body (what follows its subject line) read as a JSON object, or
+    None."""
     try:
         found = json.loads(body)
     except ValueError:
         return None
     return found if isinstance(found, dict) else None
+
+
+def _document(repo: Repo, commit: str) -> dict[str, Any] | None:
+    """The JSON after a commit message's subject line, or None."""
+    return _json(repo.commit_fields(commit, ["%B"])[0].partition("\n\n")[2])
 
 
 def _push(repo: Repo, remote: str, updates: Mapping[str, tuple[str, str]], what: str
@@ -108,33 +112,31 @@ def submit(repo: Repo, remote: str, session_id: str, candidate_commit: str, *, a
 
 def queued(repo: Repo, remote: str, session_id: str) -> list[Candidate]:
     """Fetch the queued candidates and the hosts' claims on them from ``remote`` (a local copy
-    of each, pruned of those gone there) and list the candidates, oldest first. Raises
-    :class:`Refused` when the remote cannot be read."""
-    prefixes = (queue_prefix(session_id), measuring_prefix(session_id))
-    for prefix in prefixes:  # the copies here mirror the remote's: gone there, gone here
-        for ref in repo.for_each_ref(prefix):
-            old = repo.resolve(ref)
-            if old is not None:
-                repo.delete_ref(ref, old)
-    problem = fetch_refspecs(repo, remote, [f"+{p}*:{p}*" for p in prefixes])
+    of each, pruned of those gone there) and list the candidates, oldest first: one fetch and
+    one listing, however long the queue. Raises :class:`Refused` when the remote cannot be
+    read."""
+    queue, measuring = queue_prefix(session_id), measuring_prefix(session_id)
+    problem = fetch_refspecs(repo, remote, [f"+{p}*:{p}*" for p in (queue, measuring)],
+                             prune=True)
     repo.forget_refs()
     if problem is not None:
         raise Refused(f"cannot fetch the queue of session {session_id} from {remote}: "
                       f"{problem}")
+    rows = repo.ref_fields([queue, measuring],
+                           ["refname", "objectname", "parent", "contents:body"])
+    claims = {ref[len(measuring):]: (commit, _json(body))
+              for ref, commit, _, body in rows if ref.startswith(measuring)}
     out = []
-    for ref in repo.for_each_ref(queue_prefix(session_id)):
-        key = ref[len(queue_prefix(session_id)):]
-        commit = repo.resolve(ref)
-        data = _document(repo, commit) if commit else None
-        base = repo.resolve(f"{commit}^") if commit else None
-        if commit is None or data is None or base is None:
+    for ref, commit, parents, body in rows:
+        data = _json(body)
+        if not ref.startswith(queue) or data is None or len(parents.split()) != 1:
             continue  # not ours to read: left alone
-        claim = repo.resolve(measuring_prefix(session_id) + key)
+        key = ref[len(queue):]
         taken = None
-        if claim is not None:
-            taken = {**(_document(repo, claim) or {}), "commit": claim}
+        if key in claims:
+            taken = {**(claims[key][1] or {}), "commit": claims[key][0]}
         asi = data.get("asi")
-        out.append(Candidate(key, commit, base, str(data.get("agent", "")),
+        out.append(Candidate(key, commit, parents, str(data.get("agent", "")),
                              str(data.get("description", "")),
                              asi if isinstance(asi, dict) else {},
                              float(data.get("submitted") or 0), taken))
@@ -173,18 +175,43 @@ def publish(repo: Repo, remote: str, session_id: str, candidate: Candidate, clai
     }, "send the verdict")
 
 
+@dataclass(frozen=True)
+class Watched:
+    """Candidate ``key`` as the remote holds it now: the run record its verdict holds
+    (``record``, or ``{"refused": ...}``; None while there is none) and the commit of the
+    host's claim on it (``claim``, None while no host measures it)."""
+
+    record: dict[str, Any] | None
+    claim: str | None
+
+
+def watch(repo: Repo, remote: str, session_id: str, key: str) -> Watched:
+    """Look at candidate ``key`` on ``remote``: one listing of its refs, and the verdict's
+    commit fetched once there is one. Raises :class:`Refused` when the remote cannot be
+    read."""
+    ref, claim_ref = verdicts_prefix(session_id) + key, measuring_prefix(session_id) + key
+    found = remote_refs(repo, remote, [ref, claim_ref])
+    record = None
+    if ref in found and fetch_objects(repo, remote, [ref]):
+        record = _document(repo, found[ref])
+    return Watched(record, found.get(claim_ref))
+
+
 def verdict(repo: Repo, remote: str, session_id: str, key: str) -> dict[str, Any] | None:
     """The run record the verdict on candidate ``key`` holds, fetched from ``remote``; None
     while there is none. Raises :class:`Refused` when the remote cannot be read."""
-    ref = verdicts_prefix(session_id) + key
-    problem = fetch_refspecs(repo, remote, [f"+{verdicts_prefix(session_id)}*:"
-                                            f"{verdicts_prefix(session_id)}*"])
-    repo.forget_refs()
-    if problem is not None:
-        raise Refused(f"cannot fetch the verdicts of session {session_id} from {remote}: "
-                      f"{problem}")
-    commit = repo.resolve(ref)
-    return _document(repo, commit) if commit is not None else None
+    return watch(repo, remote, session_id, key).record
+
+
+def claimant(repo: Repo, remote: str, session_id: str, key: str) -> str | None:
+    """The name of the host that holds the claim on candidate ``key`` on ``remote``, or None
+    (no claim, or it cannot be read)."""
+    ref = measuring_prefix(session_id) + key
+    found = remote_refs(repo, remote, [ref])
+    if ref not in found or not fetch_objects(repo, remote, [ref]):
+        return None
+    host = (_document(repo, found[ref]) or {}).get("host")
+    return str(host) if host else None
 
 
 def stale(candidate: Candidate, *, older_than: float, now: float | None = None) -> bool:

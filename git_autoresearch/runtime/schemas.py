@@ -63,9 +63,9 @@ VERSIONS: dict[str, int] = {
 # The document each command with --json prints (besides the error document, which any of them
 # prints when it fails): its name as `git autoresearch <name>` takes it.
 COMMAND_DOCUMENTS: dict[str, str] = {
-    "start": "start", "measure": "measurement", "run": "run", "keep": "run", "discard": "run",
-    "crash": "run", "log": "log", "status": "status", "show": "show", "score": "score",
-    "stop": "stop", "resume": "resume", "doctor": "doctor", "hook": "hook",
+    "start": "start", "measure": "measurement", "run": "run", "collect": "run", "keep": "run",
+    "discard": "run", "crash": "run", "log": "log", "status": "status", "show": "show",
+    "score": "score", "stop": "stop", "resume": "resume", "doctor": "doctor", "hook": "hook",
     "hooks install": "hooks-install", "hooks list": "hooks-list", "analyze": "analyze",
     "ideas add": "idea", "ideas done": "idea", "ideas list": "ideas", "ideas next": "idea-next",
     "ideas claim": "idea-claim", "ideas release": "idea-release", "import": "import",

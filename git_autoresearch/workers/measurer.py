@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..git.objects import hash_files, temporary_index
-from ..history.queue import Candidate, publish, queued, stale, submit, take, verdict
+from ..history.queue import Candidate, claimant, publish, queued, stale, submit, take, watch
 from ..record.iteration import iterate
 from ..review.apply import Applied, ChangeRefused, Retry, bring_back
 from ..runtime.errors import Refused
@@ -113,7 +113,6 @@ def serve(session: Session, host: str, *, drain: bool, poll: float = 2.0,
     served = Served()
     say = report or (lambda candidate, what, record: None)
     while not (should_stop and should_stop()):
-        sync(session)
         found = queued(session.repo, remote, sid)
         free = [c for c in found if c.taken is None or c.taken.get("host") == host
                 or stale(c, older_than=stale_after)]
@@ -127,7 +126,7 @@ def serve(session: Session, host: str, *, drain: bool, poll: float = 2.0,
         if claim is None:  # another host was first
             continue
         say(candidate, "taken", None)
-        session.reload()
+        sync(session)  # the incumbent, and every worker's runs, as the remote has them now
         record = recorded_for(session, candidate.key)
         if record is None:
             _take_back_killed(session, candidate)
@@ -232,20 +231,22 @@ def wait(session: Session, sent: Sent, *, timeout: float | None, poll: float = 1
     """The verdict on ``sent`` once a host has sent it (the run record, or ``{"refused":
     ...}``), looking every ``poll`` seconds; None after ``timeout`` seconds (None: no limit)."""
     assert session.remote is not None
+    repo, remote, sid, key = session.repo, session.remote, session.config.session_id, \
+        sent.candidate.key
     began = time.monotonic()
-    key = sent.candidate.key
+    claim, host = None, None  # the host's claim last seen, and the host that holds it
     while True:
-        found = verdict(session.repo, session.remote, session.config.session_id, key)
-        if found is not None:
-            return found
+        seen = watch(repo, remote, sid, key)
+        if seen.record is not None:
+            return seen.record
         waited = time.monotonic() - began
         if timeout is not None and waited >= timeout:
             return None
         if waiting is not None:
-            on = [c for c in queued(session.repo, session.remote, session.config.session_id)
-                  if c.key == key]
-            host = on[0].taken.get("host") if on and on[0].taken else None
-            waiting(waited, str(host) if host else None)
+            if seen.claim != claim:
+                claim = seen.claim
+                host = claimant(repo, remote, sid, key) if claim else None
+            waiting(waited, host)
         time.sleep(poll)
 
 

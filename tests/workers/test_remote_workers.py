@@ -893,13 +893,65 @@ def test_an_agent_that_does_not_wait_collects_its_verdict_with_its_next_run(
     assert any(f"/queue/{queued['key']}" in ref for ref in remote_refs(remote))
     assert (b / "value.txt").read_text() == "90\n"
     again = ar(b, "run", "-d", "more", "--no-wait", expect=3)
-    assert "is not collected yet" in again.err
+    assert "is not collected yet: git autoresearch collect" in again.err
     ar(a, "measurer", "--drain")
     record = ar(b, "run", "-d", "collect", "--json").json()
     assert (record["run"], record["status"], record["queued"]["key"]) == (2, "keep",
                                                                           queued["key"])
     assert git(b, "status", "--porcelain") == ""
     assert git(b, "rev-parse", "HEAD") == git(remote, "rev-parse", BRANCH)
+
+
+def test_collect_waits_for_the_verdict_a_run_no_wait_left(
+        machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """run --no-wait, then collect --no-wait while no host has measured it: the candidate,
+    still queued (exit 0, its queued document), nothing changed; then a host measures it and
+    collect prints the run's record as run would, leaving the work tree on the new
+    incumbent; a second collect has nothing left to collect (exit 3)."""
+    a, b, remote = machines
+    ar(b, "worker", "join", "origin", "s1", "--name", "mb", "--measure-on-host")
+    write(b / "value.txt", "90\n")
+    queued = ar(b, "run", "-d", "ninety", "--no-wait", "--json").json()
+    early = check_document(ar(b, "collect", "--no-wait", "--json").json())
+    assert (early["schema"], early["key"]) == ("git-autoresearch:queued/1", queued["key"])
+    assert (b / "value.txt").read_text() == "90\n" and [r["run"] for r in runs(b)] == [1]
+    ar(a, "measurer", "--drain")
+    res = ar(b, "collect", "--json")
+    record = res.json()
+    assert (record["schema"], record["run"], record["status"], record["metric"],
+            record["queued"]["key"]) == ("git-autoresearch:run/1", 2, "keep", 190,
+                                         queued["key"])
+    assert git(b, "status", "--porcelain") == "" and (b / "value.txt").read_text() == "90\n"
+    assert git(b, "rev-parse", "HEAD") == git(remote, "rev-parse", BRANCH)
+    none = ar(b, "collect", expect=3)
+    assert "no candidate queued from this clone awaits its verdict" in none.err
+
+
+def test_collect_gives_up_after_its_timeout_and_a_discard_reverts(
+        machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """collect --wait-timeout with no host: exit 3, the candidate still queued and the work
+    tree as it is; once a host discards it, collect (in words) reverts the work tree and says
+    where the attempt is kept."""
+    a, b, remote = machines
+    ar(b, "worker", "join", "origin", "s1", "--name", "mb", "--measure-on-host")
+    write(b / "value.txt", "130\n")
+    ar(b, "run", "-d", "worse", "--no-wait")
+    late = ar(b, "collect", "--wait-timeout", "0.3", expect=3)
+    assert "no verdict on candidate mb-" in late.err and "it stays queued" in late.err
+    assert (b / "value.txt").read_text() == "130\n"
+    ar(a, "measurer", "--drain")
+    res = ar(b, "collect")
+    assert res.out.splitlines()[0].startswith("run 2: discard  score = 230")
+    assert "reverted; the attempt is kept at refs/autoresearch/s1/attempts/2" in res.out
+    assert git(b, "status", "--porcelain") == "" and (b / "value.txt").read_text() == "100\n"
+
+
+def test_collect_is_for_a_clone_measured_on_a_host(repo: Path, ar: Tool) -> None:
+    ar(repo, *start_args())
+    res = ar(repo, "collect", expect=3)
+    assert "collect is for a clone measured on a host" in res.err
+    both = ar(repo, "collect", "--no-wait", "--wait-timeout", "1", expect=2)
+    assert "--no-wait and --wait-timeout exclude each other" in both.err
 
 
 def test_no_wait_is_for_a_clone_measured_on_a_host(repo: Path, ar: Tool) -> None:
