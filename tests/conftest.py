@@ -150,7 +150,12 @@ class Tool:
         captured = self.capsys.readouterr()
         result = Result(code, captured.out, captured.err)
         if wants_document(args) and captured.out.strip():
-            check_document(json.loads(captured.out), f"the output of {' '.join(args)}")
+            # (a long-lived command prints a document a line as it goes)
+            documents = [json.loads(line) for line in captured.out.splitlines()] \
+                if args[:1] == ["measurer"] or args[:1] == ("measurer",) \
+                else [json.loads(captured.out)]
+            for document in documents:
+                check_document(document, f"the output of {' '.join(args)}")
         if expect is not None:
             assert code == expect, \
                 f"exit {code}, wanted {expect}\nout: {result.out}\nerr: {result.err}"

@@ -40,11 +40,13 @@ def bare_group(ctx: click.Context) -> None:
         click.echo(ctx.get_help())
 
 
-def emit_json(kind: str, data: Mapping[str, Any], *, interruptible: bool = True) -> None:
+def emit_json(kind: str, data: Mapping[str, Any], *, interruptible: bool = True,
+              one_line: bool = False) -> None:
     """Print one JSON document of ``kind`` (a key of :data:`runtime.schemas.VERSIONS`): ``data``
     after its ``schema`` field (:func:`runtime.schemas.schema_id`); never NaN or infinity: such
     values become null. A signal that arrived and was not raised yet is raised first
-    (``interruptible``), so that the command's one document is the error that says so."""
+    (``interruptible``), so that the command's one document is the error that says so.
+    ``one_line``: on one line (a document of :data:`runtime.schemas.STREAMED`)."""
     import json  # (re, the decoder): only where a document is written
 
     from ..runtime.schemas import schema_id
@@ -52,12 +54,13 @@ def emit_json(kind: str, data: Mapping[str, Any], *, interruptible: bool = True)
     if interruptible:
         signals.check()
     document = {"schema": schema_id(kind), **data}
+    indent = None if one_line else 2
     try:
-        text = json.dumps(document, ensure_ascii=False, indent=2, allow_nan=False)
+        text = json.dumps(document, ensure_ascii=False, indent=indent, allow_nan=False)
     except ValueError:  # a non-finite number from a hostile ledger: walk and replace it
         from ..ledger.jsontext import nulled
 
-        text = json.dumps(nulled(document), ensure_ascii=False, indent=2, allow_nan=False)
+        text = json.dumps(nulled(document), ensure_ascii=False, indent=indent, allow_nan=False)
     click.echo(text)
 
 

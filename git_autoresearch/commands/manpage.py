@@ -219,7 +219,14 @@ def _json_part(page: Page) -> list[str]:
     """JSON OUTPUT: the fields of the document each command of the page prints with --json,
     from its schema (:func:`runtime.schemas.fields`); on the hooks page, what a hook reads on
     stdin; on the schema page, the definitions the documents share."""
-    from ..runtime.schemas import COMMAND_DOCUMENTS, fields, load, schema_id, shared_fields
+    from ..runtime.schemas import (
+        COMMAND_DOCUMENTS,
+        STREAMED,
+        fields,
+        load,
+        schema_id,
+        shared_fields,
+    )
 
     prefix = page.command or ""
     if not prefix and page.name != "gitautoresearch-hooks":
@@ -245,7 +252,9 @@ def _json_part(page: Page) -> list[str]:
             article = "An" if stage[0] in "aeiou" else "A"
             who = f"{article} {stage} hook reads, as one line on its stdin,"
         description = rst_text(str(load(kind).get("description", "")))
-        out += [*_wrap(f"{who} one JSON document, **{rst_text(schema_id(kind))}** (**git "
+        what = ("a JSON document on one line for each candidate it answers, as it goes,"
+                if kind in STREAMED else "one JSON document,")
+        out += [*_wrap(f"{who} {what} **{rst_text(schema_id(kind))}** (**git "
                        f"autoresearch schema {kind}** prints its JSON Schema). {description}"),
                 "", "Its fields:", "", *_fields(fields(kind))]
     if prefix == "schema":
@@ -255,7 +264,8 @@ def _json_part(page: Page) -> list[str]:
             out += [*_wrap(f"The shared definition **{name}**: {description}"), "",
                     "Its fields:", "", *_fields(shared_fields(name))]
     elif prefix:  # commands print the error document when they fail; hooks do not
-        out += [*_wrap("A command that fails prints instead the error document, "
+        out += [*_wrap(("When it fails, it prints last " if set(kinds) <= STREAMED else
+                        "A command that fails prints instead ") + "the error document, "
                        "**git-autoresearch:error/1**: **error** (the message, one line), "
                        "**exit_code** (see EXIT STATUS)."), ""]
     return out

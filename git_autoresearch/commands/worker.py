@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .common import CONTEXT, bare_group, emit_json, json_option, warn
+
+if TYPE_CHECKING:
+    from ..history.queue import Candidate
 
 
 @click.group("worker", context_settings=CONTEXT,
@@ -191,7 +195,10 @@ def worker_sync_cmd(as_json: bool) -> None:
               metavar="SECONDS",
               help="Take over a candidate another host took this long ago (a host that died "
                    "while measuring).")
-def measurer_cmd(drain: bool, poll: float, stale_after: float) -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="Print a JSON document on one line for each candidate answered, as it is "
+                   "answered (git-autoresearch:answered/1), instead of a line of text.")
+def measurer_cmd(drain: bool, poll: float, stale_after: float, as_json: bool) -> None:
     """Measure, on this machine, the candidates that agents queued on the session's remote:
     each taken by this host alone, measured against the incumbent here, kept on the remote by
     compare-and-swap or reverted, recorded, and answered with its run's record. Run it in a
@@ -205,12 +212,26 @@ def measurer_cmd(drain: bool, poll: float, stale_after: float) -> None:
         raise Refused("a measuring host runs in a clone joined to the session's remote (git "
                       "autoresearch worker join REMOTE SESSION): this work tree has none")
     session.check_recordable()
+    import time
 
-    def report(candidate: object, what: str, record: dict[str, object] | None) -> None:
-        key = getattr(candidate, "key", "?")
-        agent = getattr(candidate, "agent", "?")
+    taken_at = 0.0
+
+    def report(candidate: Candidate, what: str, record: dict[str, Any] | None) -> None:
+        nonlocal taken_at
+        key, agent = candidate.key, candidate.agent
         if what == "taken":
+            taken_at = time.time()
             click.echo(f"candidate {key} from {agent}: measuring", err=True)
+        if as_json:
+            if what in ("answered", "lost") and record is not None:
+                emit_json("answered", {"key": key, "agent": agent, "host": session.worker_name,
+                                       "taken_at": round(taken_at, 3),
+                                       "answered_at": round(time.time(), 3),
+                                       "sent": what == "answered", "verdict": record},
+                          interruptible=False, one_line=True)
+            if what == "lost":
+                warn(f"candidate {key}: another host took it over before the verdict was "
+                     "sent; its verdict stands")
         elif what == "conflict" and record is not None:
             click.echo(f"candidate {key} from {agent}: refused: {record.get('refused')}")
         elif what == "measured" and record is not None:
@@ -224,4 +245,5 @@ def measurer_cmd(drain: bool, poll: float, stale_after: float) -> None:
     served = serve(session, session.worker_name, drain=drain, poll=poll,
                    stale_after=stale_after, report=report)
     if drain:
-        click.echo(f"the queue is empty: {len(served.answered)} candidate(s) answered")
+        click.echo(f"the queue is empty: {len(served.answered)} candidate(s) answered",
+                   err=as_json)

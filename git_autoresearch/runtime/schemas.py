@@ -23,7 +23,8 @@ VERSIONS: dict[str, int] = {
     "start": 1,
     "measurement": 1,  # measure, run --dry-run
     "run": 1,  # run, keep, discard, crash
-    "queued": 1,  # run --no-wait in a clone measured on a host
+    "queued": 1,  # run --no-wait in a clone measured on a host, collect --no-wait
+    "answered": 1,  # measurer --json: a line per candidate answered
     "stop": 1,
     "hook": 1,  # hook before|after (firing hooks by hand)
     "hook-before": 1,  # stdin of .auto/hooks/before.sh
@@ -74,8 +75,11 @@ COMMAND_DOCUMENTS: dict[str, str] = {
     "skill": "skill", "guard install": "guard", "guard uninstall": "guard",
     "guard status": "guard", "worker add": "workers", "worker list": "workers",
     "worker remove": "worker-remove", "worker join": "worker-join",
-    "worker sync": "worker-sync", "schema": "schema",
+    "worker sync": "worker-sync", "schema": "schema", "measurer": "answered",
 }
+
+# The kinds a command prints one of a line, as it goes (a long-lived command), not one at its end.
+STREAMED = {"answered"}
 
 
 def schema_id(kind: str) -> str:

@@ -686,6 +686,26 @@ def test_a_host_drains_the_queue(machines: tuple[Path, Path, Path], ar: Tool) ->
     assert git(a, "status", "--porcelain") == ""
 
 
+def test_a_host_with_json_prints_a_line_per_candidate_answered(
+        machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """measurer --json: one document a line for each candidate, as it is answered (the
+    candidate, this host, when it was taken and answered, the verdict it sent), and nothing
+    else on stdout; a refused candidate's line carries why."""
+    a, b, _ = machines
+    base = Repo.discover(b).head()
+    better = queued_candidate(b, "90\n", "ninety")
+    clash = queued_candidate(b, "80\n", "eighty, on the baseline", base=base)
+    res = ar(a, "measurer", "--drain", "--json")
+    lines = [json.loads(line) for line in res.out.splitlines()]
+    assert [(d["key"], d["agent"], d["host"], d["sent"]) for d in lines] == [
+        (better.key, "mb", "ma", True), (clash.key, "mb", "ma", True)]
+    assert (lines[0]["verdict"]["run"], lines[0]["verdict"]["status"]) == (2, "keep")
+    assert "conflicts with HEAD" in lines[1]["verdict"]["refused"]
+    assert all(d["taken_at"] <= d["answered_at"] for d in lines)
+    assert lines[0]["answered_at"] <= lines[1]["taken_at"]
+    assert "the queue is empty: 2 candidate(s) answered" in res.err
+
+
 def test_a_candidate_that_conflicts_with_the_incumbent_is_refused(
         machines: tuple[Path, Path, Path], ar: Tool) -> None:
     """After a keep, a candidate built on the baseline that changes the same lines conflicts:
