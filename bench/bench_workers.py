@@ -212,16 +212,21 @@ def hosted_clones(folder: Path, top: Path, agents: int) -> list[Path]:
 
 def with_host(agents: int, candidates: int, seconds: float, think: float) -> bool:
     """``agents`` agents that only think, one measuring host: candidates per hour, how busy
-    the host was (the measured runs' time over the wall time), and the checks."""
+    the host was (the time it held a candidate, from taking it to sending its verdict, over the
+    wall time: its answered lines, ``measurer --json``), the share of the wall time it spent
+    measuring (the measured runs' ``duration_s``), and the checks."""
     folder = Path(tempfile.mkdtemp(prefix="bench-host-"))
     try:
         top = make_project(folder, seconds)
         places = hosted_clones(folder, top, agents)
-        host = subprocess.Popen([*TOOL, "measurer", "--poll", "0.2"], cwd=top,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        outcomes, errors, took = run_agents(places, candidates, think)
-        host.terminate()
-        host.wait(timeout=60)
+        lines = folder / "answered.jsonl"  # (a file: a pipe nobody reads would stop the host)
+        with lines.open("w") as out:
+            host = subprocess.Popen([*TOOL, "measurer", "--poll", "0.2", "--json"], cwd=top,
+                                    stdout=out, stderr=subprocess.DEVNULL)
+            outcomes, errors, took = run_agents(places, candidates, think)
+            host.terminate()
+            host.wait(timeout=60)
+        answered = [json.loads(line) for line in lines.read_text().splitlines()]
         view = merged_ledger(top)
         problems = errors + check(top, 1 + agents * candidates, view)
         measured = [r for r in view if isinstance(r.get("queued"), dict)]
@@ -229,18 +234,30 @@ def with_host(agents: int, candidates: int, seconds: float, think: float) -> boo
                 != len(measured):
             problems.append(f"{len(measured)} runs name a queued candidate, for "
                             f"{len(outcomes)} answered")
-        busy = sum(float(str(r.get("duration_s") or 0)) for r in measured) / took
+        if len(answered) != len(outcomes):
+            problems.append(f"the host answered {len(answered)} candidates, for "
+                            f"{len(outcomes)} collected")
+        busy = sum(d["answered_at"] - d["taken_at"] for d in answered) / took
+        measuring = sum(float(str(r.get("duration_s") or 0)) for r in measured) / took
+        refused = sum(1 for d in answered if "refused" in d["verdict"])
         keeps = sum(1 for o in outcomes if o["status"] == "keep")
         per_hour = len(outcomes) / took * 3600
-        print(f"{agents} thinking agents, 1 measuring host: {len(outcomes)} candidates in "
-              f"{took:.1f} s = {per_hour:.0f}/hour; {keeps} kept; host busy {busy:.0%}; "
-              + ("checks passed: no run lost or twice, every keep measured on its parent"
-                 if not problems else f"{len(problems)} problem(s)"), flush=True)
-        for p in problems[:10]:
-            print(f"    {p}")
-        return not problems
+        return report(f"{agents} thinking agents, 1 measuring host: {len(outcomes)} candidates "
+                      f"in {took:.1f} s = {per_hour:.0f}/hour; {keeps} kept, {refused} refused "
+                      f"(a conflict); host busy {busy:.0%} of the time, measuring "
+                      f"{measuring:.0%}", problems)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def report(line: str, problems: list[str]) -> bool:
+    """Print a trial's ``line`` and whether its checks passed (the first ten ``problems``);
+    True when they did."""
+    print(f"{line}; " + ("checks passed: no run lost or twice, every keep measured on its "
+                         "parent" if not problems else f"{len(problems)} problem(s)"), flush=True)
+    for p in problems[:10]:
+        print(f"    {p}")
+    return not problems
 
 
 def one(workers: int, candidates: int, seconds: float, clones: int = 0, think: float = 0.0
@@ -274,14 +291,9 @@ def one(workers: int, candidates: int, seconds: float, clones: int = 0, think: f
         best = metric_of(git(top, "show", "autoresearch/bench:prog.txt"))
         label = f"{clones} clones through a bare remote" if clones else f"{workers} worker(s)"
         per_hour = len(outcomes) / took * 3600
-        print(f"{label}: {len(outcomes)} candidates in {took:.1f} s = {per_hour:.0f}/hour; "
-              f"{keeps} kept, {replays} replayed ({conflicts} conflicted); best {best} (from "
-              f"{LINES * 100}); "
-              + ("checks passed: no run lost or twice, every keep measured on its parent"
-                 if not problems else f"{len(problems)} problem(s)"), flush=True)
-        for p in problems[:10]:
-            print(f"    {p}")
-        return not problems, per_hour
+        return report(f"{label}: {len(outcomes)} candidates in {took:.1f} s = "
+                      f"{per_hour:.0f}/hour; {keeps} kept, {replays} replayed ({conflicts} "
+                      f"conflicted); best {best} (from {LINES * 100})", problems), per_hour
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

@@ -152,8 +152,7 @@ class Tool:
         if wants_document(args) and captured.out.strip():
             # (a long-lived command prints a document a line as it goes)
             documents = [json.loads(line) for line in captured.out.splitlines()] \
-                if args[:1] == ["measurer"] or args[:1] == ("measurer",) \
-                else [json.loads(captured.out)]
+                if args[:1] == ("measurer",) else [json.loads(captured.out)]
             for document in documents:
                 check_document(document, f"the output of {' '.join(args)}")
         if expect is not None:

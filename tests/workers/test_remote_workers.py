@@ -706,6 +706,34 @@ def test_a_host_with_json_prints_a_line_per_candidate_answered(
     assert "the queue is empty: 2 candidate(s) answered" in res.err
 
 
+def test_two_hosts_share_one_queue(machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """Two measurers drain one queue at the same time (a and b, each a joined clone): every
+    candidate is answered once, by one of them, every run is recorded once, and the queue is
+    empty; the keeps on the remote's branch each have a record."""
+    a, b, remote = machines
+    ar(b, "worker", "join", "origin", "s1", "--name", "mb")
+    sent = [queued_candidate(b, f"{value}\n", f"value {value}", path=path)
+            for value, path in ((95, "value.txt"), (96, "extra.txt"), (80, "value.txt"),
+                                (85, "extra.txt"), (99, "value.txt"), (70, "extra.txt"))]
+    hosts = [launch(where, "measurer", "--drain", "--json", "--poll", "0.1")
+             for where in (a, b)]
+    lines = []
+    for host in hosts:
+        out, err = host.communicate(timeout=120)
+        assert host.returncode == 0, err.decode()
+        lines += [check_document(json.loads(line)) for line in out.decode().splitlines()]
+    assert sorted(d["key"] for d in lines) == sorted(c.key for c in sent)
+    assert all(d["sent"] for d in lines)
+    measured = [d["verdict"]["run"] for d in lines if "run" in d["verdict"]]
+    assert len(set(measured)) == len(measured)
+    assert not [r for r in remote_refs(remote) if "/queue/" in r or "/measuring/" in r]
+    ar(a, "worker", "sync")
+    recorded = [r for r in ar(a, "log", "--json").json()["runs"] if r.get("queued")]
+    assert sorted(r["run"] for r in recorded) == sorted(measured)
+    assert sorted(r["queued"]["key"] for r in recorded) == sorted(
+        d["key"] for d in lines if "run" in d["verdict"])
+
+
 def test_a_candidate_that_conflicts_with_the_incumbent_is_refused(
         machines: tuple[Path, Path, Path], ar: Tool) -> None:
     """After a keep, a candidate built on the baseline that changes the same lines conflicts:
