@@ -226,7 +226,8 @@ def with_host(agents: int, candidates: int, seconds: float, think: float) -> boo
             outcomes, errors, took = run_agents(places, candidates, think)
             host.terminate()
             host.wait(timeout=60)
-        answered = [json.loads(line) for line in lines.read_text().splitlines()]
+        answered = [d for d in map(json.loads, lines.read_text().splitlines())
+                    if d["schema"] != "git-autoresearch:error/1"]  # (its end, terminated)
         view = merged_ledger(top)
         problems = errors + check(top, 1 + agents * candidates, view)
         measured = [r for r in view if isinstance(r.get("queued"), dict)]

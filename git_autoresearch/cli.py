@@ -167,10 +167,20 @@ def _report_error(message: str, code: int, prog_name: str, args: list[str], *,
     from .commands.common import emit_json
 
     if _wants_json(args):
-        emit_json("error", {"error": message, "exit_code": code}, interruptible=False)
+        emit_json("error", {"error": message, "exit_code": code}, interruptible=False,
+                  one_line=_streams(prog_name, args))
     click.echo(f"{prog_name}: {message}{hint}", err=True)
     if detail:
         click.echo(detail, err=True)
+
+
+# The commands that print a JSON document a line as they go (runtime.schemas.STREAMED): their
+# error document is one line too, so that a reader of lines reads it.
+STREAMING = ("measurer",)
+
+
+def _streams(prog_name: str, args: list[str]) -> bool:
+    return _subcommand(prog_name, args) in STREAMING
 
 
 # The commands that record runs: a signal's message says whether one was recorded.
@@ -213,7 +223,7 @@ def _report_signal(signum: int, prog_name: str, args: list[str], *, document: bo
         if document and _wants_json(args):
             emit_json("error", {"error": f"{what} ({signal.Signals(signum).name}){said}",
                        "exit_code": code, "recorded": done[-1] if done else None},
-                      interruptible=False)
+                      interruptible=False, one_line=_streams(prog_name, args))
         click.echo(f"{prog_name}: {what}", err=True)
     except OSError:  # the terminal that hung up is gone: the exit code says it all
         pass

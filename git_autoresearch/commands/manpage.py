@@ -264,7 +264,8 @@ def _json_part(page: Page) -> list[str]:
             out += [*_wrap(f"The shared definition **{name}**: {description}"), "",
                     "Its fields:", "", *_fields(shared_fields(name))]
     elif prefix:  # commands print the error document when they fail; hooks do not
-        out += [*_wrap(("When it fails, it prints last " if set(kinds) <= STREAMED else
+        out += [*_wrap(("When it fails or is stopped by a signal, it prints last, on one line "
+                        "too, " if set(kinds) <= STREAMED else
                         "A command that fails prints instead ") + "the error document, "
                        "**git-autoresearch:error/1**: **error** (the message, one line), "
                        "**exit_code** (see EXIT STATUS)."), ""]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -704,6 +705,21 @@ def test_a_host_with_json_prints_a_line_per_candidate_answered(
     assert all(d["taken_at"] <= d["answered_at"] for d in lines)
     assert lines[0]["answered_at"] <= lines[1]["taken_at"]
     assert "the queue is empty: 2 candidate(s) answered" in res.err
+
+
+def test_a_host_stopped_by_a_signal_ends_its_json_lines_with_the_error(
+        machines: tuple[Path, Path, Path]) -> None:
+    """measurer --json waiting on an empty queue, then terminated: exit 143, and its last
+    line is the error document, on one line as the others are."""
+    a, _, _ = machines
+    host = launch(a, "measurer", "--json", "--poll", "0.1")
+    time.sleep(1.0)
+    host.send_signal(signal.SIGTERM)
+    out, err = host.communicate(timeout=60)
+    assert host.returncode == 143, err.decode()
+    [line] = out.decode().splitlines()
+    document = check_document(json.loads(line))
+    assert (document["schema"], document["exit_code"]) == ("git-autoresearch:error/1", 143)
 
 
 def test_two_hosts_share_one_queue(machines: tuple[Path, Path, Path], ar: Tool) -> None:
