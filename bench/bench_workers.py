@@ -240,13 +240,20 @@ def with_host(agents: int, candidates: int, seconds: float, think: float) -> boo
                             f"{len(outcomes)} collected")
         busy = sum(d["answered_at"] - d["taken_at"] for d in answered) / took
         measuring = sum(float(str(r.get("duration_s") or 0)) for r in measured) / took
+        # While every agent still had candidates to send: from the first candidate taken to
+        # the first agent's last verdict (a night's loop, without the first think and the tail)
+        start = min(d["taken_at"] for d in answered)
+        end = min(max(d["answered_at"] for d in answered if d["agent"] == name)
+                  for name in {d["agent"] for d in answered})
+        steady = sum(max(0.0, min(d["answered_at"], end) - max(d["taken_at"], start))
+                     for d in answered) / (end - start)
         refused = sum(1 for d in answered if "refused" in d["verdict"])
         keeps = sum(1 for o in outcomes if o["status"] == "keep")
         per_hour = len(outcomes) / took * 3600
         return report(f"{agents} thinking agents, 1 measuring host: {len(outcomes)} candidates "
                       f"in {took:.1f} s = {per_hour:.0f}/hour; {keeps} kept, {refused} refused "
-                      f"(a conflict); host busy {busy:.0%} of the time, measuring "
-                      f"{measuring:.0%}", problems)
+                      f"(a conflict); host busy {busy:.0%} of the time ({steady:.0%} while "
+                      f"every agent was sending), measuring {measuring:.0%}", problems)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
