@@ -22,7 +22,7 @@ from typing import Any
 from ..git import GitError, Repo
 from ..git.merge import switch_new
 from ..git.remote import remote_refs
-from ..history.refs import ledgers_prefix, session_branch, worker_branch
+from ..history.refs import ledgers_prefix, session_branch, state_ref, worker_branch
 from ..history.remote_ledger import fetch, publish
 from ..runtime.errors import Refused
 from ..runtime.faults import checkpoint
@@ -81,13 +81,17 @@ def join(repo: Repo | None, remote: str, session_id: str, name: str | None = Non
                       f"{marker.session_id}" + (f" through {marker.remote}" if marker.remote
                                                 else "") + ": join from another clone")
     branch = f"refs/heads/{session_branch(session_id)}"
-    theirs = remote_refs(repo, remote, [branch, ledgers_prefix(session_id)])
+    theirs = remote_refs(repo, remote, [branch, state_ref(session_id),
+                                        ledgers_prefix(session_id)])
     joined = Joined(name, session_id, remote, worker_branch(session_id, name), "")
-    if branch not in theirs:
+    # The session is there once its files are (the state ref): a session branch pushed there
+    # by hand (git push --all) is not the session.
+    if branch not in theirs or state_ref(session_id) not in theirs:
         if here != session_id:
-            raise Refused(f"{remote} has no session {session_id} (no branch "
-                          f"{session_branch(session_id)}): start it on one machine and join "
-                          "there first, which sends it")
+            raise Refused(f"{remote} has no session {session_id} (no "
+                          + (f"branch {session_branch(session_id)}" if branch not in theirs
+                             else f"session files, {state_ref(session_id)}")
+                          + "): start it on one machine and join there first, which sends it")
         send(repo, remote, session_id)
         joined.notes.append(f"sent session {session_id} to {remote}")
     prefix = ledgers_prefix(session_id)

@@ -296,6 +296,30 @@ def test_join_refuses_a_taken_name_a_bad_name_and_a_missing_session(
     assert git(c, "symbolic-ref", "--short", "HEAD") == "main"
 
 
+def test_a_session_branch_pushed_by_hand_first_is_not_the_session(
+        repo: Path, ar: Tool, tmp_path: Path) -> None:
+    """git push --all before the first join puts the session branch on the remote without the
+    session's files: the first join still sends them, and a clone then joins; a clone that
+    joins or pulls before that is told which part is missing."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
+    git(repo, "remote", "add", "origin", str(remote))
+    ar(repo, *start_args())
+    git(repo, "push", "-q", "origin", "--all")
+    b = tmp_path / "b"
+    git(tmp_path, "clone", "-q", str(remote), str(b))
+    early = ar(b, "worker", "join", "origin", "s1", "--name", "mb", expect=3)
+    assert "origin has no session s1 (no session files, refs/autoresearch/s1/state)" in early.err
+    pulled = ar(b, "pull", "origin", "s1", expect=3)
+    assert "origin holds the branch of session s1 but not its files" in pulled.err
+    assert not (b / ".auto").exists()
+    joined = ar(repo, "worker", "join", "origin", "s1", "--name", "ma", "--json").json()
+    assert joined["notes"] == ["sent session s1 to origin"]
+    ar(b, "worker", "join", "origin", "s1", "--name", "mb")
+    assert (b / ".auto" / "config.toml").is_file()
+    assert git(b, "rev-parse", "HEAD") == git(repo, "rev-parse", "autoresearch/s1")
+
+
 def test_merged_ledgers_add_each_missing_run_once_in_time_order() -> None:
     """A foreign run goes before the first local line stamped later; a run number the local
     ledger (or an earlier foreign one) holds is not added twice; a torn last line stays last."""
