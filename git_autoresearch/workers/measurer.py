@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,20 +81,29 @@ def recorded_for(session: Session, key: str) -> dict[str, Any] | None:
     return None
 
 
-def _take_back_killed(session: Session, candidate: Candidate) -> None:
-    """Before measuring ``candidate``: when this host was killed while measuring it, its change
-    is still on the work tree, unrecorded (it is safe on the remote): put those paths back as
-    HEAD has them. Any other change in the work tree is refused (exit 3), touching nothing."""
-    repo = session.repo
-    changed = sorted(p for p in session.changes().changed()
-                     if not session.bounds.is_protected(p))
+def _changed(session: Session) -> list[str]:
+    return sorted(p for p in session.changes().changed() if not session.bounds.is_protected(p))
+
+
+def _check_work_tree(session: Session, own: Sequence[Candidate]) -> None:
+    """Refuse (exit 3), before anything is taken, a work tree with changes other than those of
+    a candidate this host holds (``own``: killed while measuring it, its change is still on
+    the work tree, unrecorded)."""
+    changed = _changed(session)
     if not changed:
         return
-    theirs = set(repo.changed_paths(candidate.base, candidate.commit))
+    theirs = {p for c in own for p in session.repo.changed_paths(c.base, c.commit)}
     if not set(changed) <= theirs:
         raise Refused(f"the work tree of this measuring host has changes ({', '.join(changed[:5])}"
                       "): a host measures in a clone of its own; commit or revert them")
-    repo.restore_from_head(changed)
+
+
+def _take_back_killed(session: Session) -> None:
+    """Before measuring a candidate this host held when it was killed: its change, still on
+    the work tree and unrecorded (it is safe on the remote), put back as HEAD has it."""
+    changed = _changed(session)
+    if changed:
+        session.repo.restore_from_head(changed)
 
 
 def serve(session: Session, host: str, *, drain: bool, poll: float = 2.0,
@@ -109,19 +118,27 @@ def serve(session: Session, host: str, *, drain: bool, poll: float = 2.0,
     if session.remote is None:
         raise Refused("a measuring host runs in a clone joined to the session's remote (git "
                       "autoresearch worker join REMOTE SESSION): this work tree has none")
+    if session.worker is not None and session.worker.on_host:
+        raise Refused("this clone was joined with --measure-on-host: a host measures its "
+                      "candidates; run the measurer in a clone joined without it")
     remote, sid = session.remote, session.config.session_id
     served = Served()
     say = report or (lambda candidate, what, record: None)
+    looked = False
     while not (should_stop and should_stop()):
         found = queued(session.repo, remote, sid)
-        free = [c for c in found if c.taken is None or c.taken.get("host") == host
-                or stale(c, older_than=stale_after)]
+        own = [c for c in found if c.taken is not None and c.taken.get("host") == host]
+        free = own + [c for c in found if c.taken is None or (
+            c.taken.get("host") != host and stale(c, older_than=stale_after))]
+        if free or not looked:  # (a work tree with changes: refused before anything is taken)
+            _check_work_tree(session, own)
+            looked = True
         if not free:
             if drain:
                 return served
             time.sleep(poll)
             continue
-        candidate = free[0]
+        candidate = free[0]  # one this host held when it was killed first: its change is here
         claim = take(session.repo, remote, sid, candidate, host)
         if claim is None:  # another host was first
             continue
@@ -129,8 +146,7 @@ def serve(session: Session, host: str, *, drain: bool, poll: float = 2.0,
         sync(session)  # the incumbent, and every worker's runs, as the remote has them now
         record = recorded_for(session, candidate.key)
         if record is None:
-            _take_back_killed(session, candidate)
-        if record is None:
+            _take_back_killed(session)
             try:
                 done = iterate(session, candidate.description, candidate.asi,
                                retry=Queued(0, candidate.commit, candidate.description,

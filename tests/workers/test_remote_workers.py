@@ -797,6 +797,34 @@ def test_a_measuring_host_outside_a_joined_clone_is_refused(repo: Path, ar: Tool
     assert "a measuring host runs in a clone joined to the session's remote" in res.err
 
 
+def test_a_host_with_changes_in_its_work_tree_takes_nothing(
+        machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """A host whose work tree has changes refuses (exit 3) before taking a candidate, whether
+    the queue holds one or not: no claim is left on the remote, the candidate stays queued for
+    another host, and the changes stay as they are."""
+    a, b, remote = machines
+    write(a / "value.txt", "95\n")
+    write(a / "notes.txt", "mine\n")
+    idle = ar(a, "measurer", "--drain", expect=3)
+    assert "the work tree of this measuring host has changes (notes.txt, value.txt)" in idle.err
+    sent = queued_candidate(b, "90\n", "ninety")
+    busy = ar(a, "measurer", "--drain", expect=3)
+    assert "has changes (notes.txt, value.txt)" in busy.err and ": measuring" not in busy.err
+    refs = remote_refs(remote)
+    assert f"refs/autoresearch/s1/queue/{sent.key}" in refs
+    assert not [r for r in refs if "/measuring/" in r]
+    assert (a / "value.txt").read_text() == "95\n" and (a / "notes.txt").read_text() == "mine\n"
+
+
+def test_a_clone_measured_on_a_host_is_no_host(machines: tuple[Path, Path, Path], ar: Tool
+                                                ) -> None:
+    _, b, _ = machines
+    ar(b, "worker", "join", "origin", "s1", "--name", "mb", "--measure-on-host")
+    res = ar(b, "measurer", "--drain", expect=3)
+    assert "this clone was joined with --measure-on-host: a host measures its candidates" \
+        in res.err
+
+
 def queue_holds(remote: Path, seconds: float = 20) -> None:
     """Wait until a candidate is queued on ``remote``."""
     import time
