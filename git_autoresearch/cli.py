@@ -209,8 +209,9 @@ def _report_signal(signum: int, prog_name: str, args: list[str], *, document: bo
     done = signals.recorded()
     if done:
         # A signal waits for a run being recorded, so a non-zero exit can follow a recorded run.
-        what += " after " + ", ".join(f"run {r['run']} was recorded ({r['status']})"
-                                      for r in done)
+        # (the last one: a measuring host records run after run until it is stopped)
+        what += f" after run {done[-1]['run']} was recorded ({done[-1]['status']})" + (
+            f", the last of {len(done)} it recorded" if len(done) > 1 else "")
     name = _subcommand(prog_name, args)
     if done or name not in RECORDING:
         said = {"audit": "; each audit finished before it is in the ledger",

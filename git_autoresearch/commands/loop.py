@@ -312,7 +312,13 @@ def _collect(session: Session, sent: Sent, timeout: float | None, as_json: bool,
     if as_json:
         emit_json("run", _record_json(found, [], notes))
         return
-    _print_record(session, found, None)
+    segment = session.segment  # (as the host judged it: the keeps recorded before this run)
+    before = [r.metric for r in segment.kept if r.number < int(found["run"])]
+    best = None
+    for metric in before:
+        if best is None or segment.better(metric, best):  # type: ignore[arg-type]
+            best = metric
+    _print_record(session, found, best)
     for message in notes:
         warn(message)
 

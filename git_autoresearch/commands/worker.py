@@ -153,8 +153,11 @@ def worker_join_cmd(remote: str, session_id: str, name: str | None, measure_on_h
     for note in joined.notes:
         click.echo(note)
     click.echo(f"worker {joined.worker} joined session {joined.session_id} through "
-               f"{joined.remote}, on branch {joined.branch} at {joined.commit}; use the usual "
-               "commands here (git autoresearch run ...)")
+               f"{joined.remote}, on branch {joined.branch} at {joined.commit}; "
+               + ("run queues each candidate for a measuring host (git autoresearch measurer, "
+                  "in a clone joined without --measure-on-host) and waits for its verdict"
+                  if measure_on_host else
+                  "use the usual commands here (git autoresearch run ...)"))
 
 
 @worker_cmd.command("sync", context_settings=CONTEXT,

@@ -30,7 +30,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..git import Repo
-from ..git.remote import fetch_objects, fetch_refspecs, push_atomic, remote_refs, remote_refusal
+from ..git.remote import (
+    failure,
+    fetch_objects,
+    fetch_refspecs,
+    push_atomic,
+    remote_refs,
+    remote_refusal,
+)
 from ..runtime.errors import Refused
 from .refs import measuring_prefix, queue_prefix, verdicts_prefix
 
@@ -85,8 +92,8 @@ def _push(repo: Repo, remote: str, updates: Mapping[str, tuple[str, str]], what:
     if refusal is not None:
         raise Refused(f"cannot {what} on {remote}: {refusal}")
     if not any(p.flag == "!" for p in answer):
-        raise Refused(f"cannot {what} on {remote} (git push failed: is it reachable and "
-                      "writable?)")
+        raise Refused(f"cannot {what} on {remote}: "
+                      + failure(said.encode(), "git push failed: is it reachable and writable?"))
     return False
 
 

@@ -152,7 +152,8 @@ def serve(session: Session, host: str, *, drain: bool, poll: float = 2.0,
                                retry=Queued(0, candidate.commit, candidate.description,
                                             candidate=candidate))
             except ChangeRefused as refused:  # it conflicts with the incumbent: nothing ran
-                record = {"refused": refused.message}
+                # (the agent records it as a discard: its work tree is what changes there)
+                record = {"refused": refused.message.removesuffix(": nothing was changed")}
                 say(candidate, "conflict", record)
             else:
                 assert done.recorded is not None

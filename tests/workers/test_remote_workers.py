@@ -746,6 +746,25 @@ def test_a_host_stopped_by_a_signal_ends_its_json_lines_with_the_error(
     assert (document["schema"], document["exit_code"]) == ("git-autoresearch:error/1", 143)
 
 
+def test_a_host_stopped_after_many_runs_names_the_last(
+        machines: tuple[Path, Path, Path]) -> None:
+    """A host that answered two candidates, then terminated: its message names the last run it
+    recorded and how many it recorded, not every one of a night's runs."""
+    a, b, remote = machines
+    queued_candidate(b, "90\n", "ninety")
+    queued_candidate(b, "130\n", "extra 130", path="extra.txt")
+    host = launch(a, "measurer", "--poll", "0.1")
+    end = time.monotonic() + 60
+    while len([r for r in remote_refs(remote) if "/verdicts/" in r]) < 2:
+        assert time.monotonic() < end, "the host answered no two candidates"
+        time.sleep(0.1)
+    host.send_signal(signal.SIGTERM)
+    _, err = host.communicate(timeout=60)
+    assert host.returncode == 143
+    assert err.decode().splitlines()[-1] == ("git autoresearch: terminated after run 3 was "
+                                             "recorded (discard), the last of 2 it recorded")
+
+
 def test_two_hosts_share_one_queue(machines: tuple[Path, Path, Path], ar: Tool) -> None:
     """Two measurers drain one queue at the same time (a and b, each a joined clone): every
     candidate is answered once, by one of them, every run is recorded once, and the queue is
@@ -816,6 +835,21 @@ def test_a_host_with_changes_in_its_work_tree_takes_nothing(
     assert (a / "value.txt").read_text() == "95\n" and (a / "notes.txt").read_text() == "mine\n"
 
 
+def test_an_agent_whose_remote_is_gone_is_told_what_git_said(
+        machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """The remote renamed away: run refuses (exit 3) quoting git, nothing queued and the work
+    tree as it is."""
+    _, b, _ = machines
+    ar(b, "worker", "join", "origin", "s1", "--name", "mb", "--measure-on-host")
+    git(b, "remote", "rename", "origin", "up")
+    write(b / "value.txt", "90\n")
+    res = ar(b, "run", "-d", "ninety", expect=3)
+    assert "cannot queue the candidate on origin: 'origin' does not appear to be a git " \
+           "repository" in res.err
+    assert (b / "value.txt").read_text() == "90\n"
+    assert ar(b, "collect", expect=3).err.endswith("(run --no-wait queues one)\n")
+
+
 def test_a_clone_measured_on_a_host_is_no_host(machines: tuple[Path, Path, Path], ar: Tool
                                                 ) -> None:
     _, b, _ = machines
@@ -841,7 +875,8 @@ def test_an_agent_measured_on_a_host_waits_for_its_verdict(
     measures and keeps it; b's run then prints the record as a local run does, and b's work
     tree is on the new incumbent, clean, as after a local keep."""
     a, b, remote = machines
-    ar(b, "worker", "join", "origin", "s1", "--name", "mb", "--measure-on-host")
+    joined = ar(b, "worker", "join", "origin", "s1", "--name", "mb", "--measure-on-host")
+    assert "run queues each candidate for a measuring host" in joined.out
     write(b / "value.txt", "90\n")
     agent = launch(b, "run", "--wait-timeout", "60", "-d", "ninety", "--asi", "hypothesis=lower",
                    "--json")
@@ -891,6 +926,7 @@ def test_an_agents_candidate_that_conflicts_is_recorded_as_a_discard(
     assert (record["status"], record["metric"], record["decision"]) == ("discard", None, None)
     assert record["reason"].startswith("not measured: candidate mb-")
     assert "conflicts with HEAD" in record["reason"]
+    assert not record["reason"].endswith("nothing was changed")  # (its work tree was reverted)
     assert git(b, "show", f"refs/autoresearch/s1/attempts/{record['run']}:value.txt") == "90"
     assert git(b, "rev-parse", "HEAD") == git(remote, "rev-parse", BRANCH)
     assert git(b, "status", "--porcelain") == "" and (b / "value.txt").read_text() == "80\n"
@@ -1057,7 +1093,7 @@ def test_collect_gives_up_after_its_timeout_and_a_discard_reverts(
     assert (b / "value.txt").read_text() == "130\n"
     ar(a, "measurer", "--drain")
     res = ar(b, "collect")
-    assert res.out.splitlines()[0].startswith("run 2: discard  score = 230")
+    assert res.out.splitlines()[0].startswith("run 2: discard  score = 230 (best was 200)")
     assert "reverted; the attempt is kept at refs/autoresearch/s1/attempts/2" in res.out
     assert git(b, "status", "--porcelain") == "" and (b / "value.txt").read_text() == "100\n"
 
