@@ -210,6 +210,10 @@ def _status_tail(found: Status, unit: str) -> list[str]:
                      f"{pending.status})" if not moved else f"pending     {shown}, stale: "
                      f"{', '.join(moved[:STALE_SHOWN])}"
                      f"{' ...' if len(moved) > STALE_SHOWN else ''} changed since")
+    if found.queued is not None:
+        lines.append(f"queued      candidate {found.queued['key']} "
+                     f"({found.queued['description']!r}) on {found.queued['remote']}, its "
+                     "verdict not collected: git autoresearch collect")
     if found.stop_pending:
         lines.append("STOP        pending: the next run exits 4")
     if found.limit is not None:

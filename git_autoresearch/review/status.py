@@ -83,11 +83,15 @@ class Status:
     workers: list[dict[str, Any]] | None = None
     # The session finished off its branch (a squash merge, cherry-picks): the sentence.
     finished: str | None = None
+    # In a clone measured on a host: the candidate it queued whose verdict it has not
+    # collected (``key``, ``remote``, ``base``, ``description``), or None.
+    queued: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The ``status --json`` document (its keys in this order; ``noise`` only under the
         sequential rule; ``workers`` only when a worker claims an idea or measures, or the
-        ledger names a worker besides ``main``)."""
+        ledger names a worker besides ``main``; ``queued`` only while a candidate this clone
+        queued for a measuring host awaits collecting)."""
         return {
             "session_id": self.session_id,
             "branch": self.branch,
@@ -114,7 +118,8 @@ class Status:
             "warnings": self.warnings,
             "finished": self.finished,
         } | ({} if self.noise is None else {"noise": self.noise}) \
-            | ({"workers": self.workers} if self.workers else {})
+            | ({"workers": self.workers} if self.workers else {}) \
+            | ({"queued": self.queued} if self.queued else {})
 
 
 def status(session: Session) -> Status:
@@ -171,7 +176,21 @@ def status(session: Session) -> Status:
         failures_in_a_row=len(failures_in_a_row(session.segment)),
         stop_rule=met[0], stop_reason=met[1],
         finished=None if session.read_only else finished(session),
-        workers=None if session.read_only else workers_doing(session))
+        workers=None if session.read_only else workers_doing(session),
+        queued=None if session.read_only else _queued(session))
+
+
+def _queued(session: Session) -> dict[str, Any] | None:
+    """The candidate this clone queued for a measuring host and has not collected."""
+    if session.worker is None or not session.worker.on_host or session.remote is None:
+        return None
+    from ..workers.measurer import pending
+
+    sent = pending(session)
+    if sent is None:
+        return None
+    return {"key": sent.candidate.key, "remote": session.remote, "base": sent.head,
+            "description": sent.candidate.description}
 
 
 def workers_doing(session: Session) -> list[dict[str, Any]]:

@@ -1066,6 +1066,11 @@ def test_collect_waits_for_the_verdict_a_run_no_wait_left(
     queued = ar(b, "run", "-d", "ninety", "--no-wait", "--json").json()
     early = check_document(ar(b, "collect", "--no-wait", "--json").json())
     assert (early["schema"], early["key"]) == ("git-autoresearch:queued/1", queued["key"])
+    assert ar(b, "status", "--json").json()["queued"] == {
+        "key": queued["key"], "remote": "origin", "base": queued["base"],
+        "description": "ninety"}
+    assert f"queued      candidate {queued['key']} ('ninety') on origin, its verdict not " \
+           "collected: git autoresearch collect" in ar(b, "status").out
     assert (b / "value.txt").read_text() == "90\n" and [r["run"] for r in runs(b)] == [1]
     ar(a, "measurer", "--drain")
     res = ar(b, "collect", "--json")
@@ -1077,6 +1082,7 @@ def test_collect_waits_for_the_verdict_a_run_no_wait_left(
     assert git(b, "rev-parse", "HEAD") == git(remote, "rev-parse", BRANCH)
     none = ar(b, "collect", expect=3)
     assert "no candidate queued from this clone awaits its verdict" in none.err
+    assert "queued" not in ar(b, "status", "--json").json()
 
 
 def test_collect_gives_up_after_its_timeout_and_a_discard_reverts(
