@@ -287,7 +287,7 @@ def _collect(session: Session, sent: Sent, timeout: float | None, as_json: bool,
     seconds, or, with ``or_queued``, the candidate printed as still queued), then the work
     tree left as a local run leaves it and the run's record printed as a local run prints
     it (a refused candidate recorded here as a discard saying why)."""
-    from ..workers.measurer import record_refused, settle, wait
+    from ..workers.measurer import collect, wait
 
     said: list[str | None] = []
 
@@ -304,10 +304,7 @@ def _collect(session: Session, sent: Sent, timeout: float | None, as_json: bool,
     if found is None:
         raise Refused(f"no verdict on candidate {sent.candidate.key} after {timeout:g} s: it "
                       "stays queued and the work tree as it is")
-    refused = "refused" in found
-    if refused:  # a conflict: recorded here as a discard, as a worker's is
-        found = record_refused(session, sent, str(found["refused"]))
-    note = settle(session, sent, reverted=refused)
+    found, note = collect(session, sent, found)  # (a conflict: recorded here as a discard)
     notes = [note] if note else []
     if as_json:
         emit_json("run", _record_json(found, [], notes))

@@ -267,20 +267,39 @@ def wait(session: Session, sent: Sent, *, timeout: float | None, poll: float = 1
         time.sleep(poll)
 
 
-def record_refused(session: Session, sent: Sent, why: str) -> dict[str, Any]:
+def collect(session: Session, sent: Sent, found: dict[str, Any]
+            ) -> tuple[dict[str, Any], str | None]:
+    """Collect the verdict ``found`` on ``sent`` (what :func:`wait` returned), under the
+    session lock, so that of two commands collecting one candidate (a ``run`` left waiting and
+    a ``collect``) one does and the other is refused (exit 3), nothing changed. A candidate the
+    host refused is recorded here (:func:`_record_refused`); then the work tree is settled
+    (:func:`settle`). Returns the run's record and a warning, or None."""
+    from ..record.recovery import locked
+
+    with locked(session, "collect"):
+        now = pending(session)
+        if now is None or now.candidate.key != sent.candidate.key:
+            raise Refused(f"the verdict on candidate {sent.candidate.key} was collected by "
+                          "another command meanwhile; nothing was changed here")
+        refused = "refused" in found
+        if refused:
+            found = _record_refused(session, sent, str(found["refused"]))
+        return found, settle(session, sent, reverted=refused)
+
+
+def _record_refused(session: Session, sent: Sent, why: str) -> dict[str, Any]:
     """A candidate the host refused (its change conflicts with the incumbent, or is in it
     already) recorded here as a discard saying why, as a worker's candidate that conflicts is:
-    its work tree saved at its attempt ref and reverted, nothing measured. Returns the record."""
+    its work tree saved at its attempt ref and reverted, nothing measured (the session lock
+    held). Returns the record."""
     from ..hooks.payload import fire_stage
-    from ..record.recovery import locked
     from ..record.transaction import record
 
-    with locked(session, "discard"):
-        recorded = record(session, "discard", sent.candidate.description, result=None,
-                          asi=sent.candidate.asi, reason=f"not measured: {why}",
-                          origin={"queued": {"key": sent.candidate.key,
-                                             "agent": sent.candidate.agent}})
-        fire_stage(session, "after", recorded.record)
+    recorded = record(session, "discard", sent.candidate.description, result=None,
+                      asi=sent.candidate.asi, reason=f"not measured: {why}",
+                      origin={"queued": {"key": sent.candidate.key,
+                                         "agent": sent.candidate.agent}})
+    fire_stage(session, "after", recorded.record)
     return dict(recorded.record)
 
 

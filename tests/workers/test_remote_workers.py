@@ -1104,6 +1104,30 @@ def test_collect_gives_up_after_its_timeout_and_a_discard_reverts(
     assert git(b, "status", "--porcelain") == "" and (b / "value.txt").read_text() == "100\n"
 
 
+def test_two_commands_collecting_one_candidate_record_it_once(
+        machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """Two collect commands wait on one candidate (as a run left waiting and a collect can):
+    the host refuses it (a conflict), one of them records the discard and reverts the work
+    tree, the other is refused (exit 3), and the candidate is recorded once."""
+    a, b, _ = machines
+    ar(b, "worker", "join", "origin", "s1", "--name", "mb", "--measure-on-host")
+    write(a / "value.txt", "80\n")
+    ar(a, "keep", "-d", "eighty", "--metric", "180")
+    write(b / "value.txt", "90\n")
+    sent = ar(b, "run", "-d", "ninety", "--no-wait", "--json").json()
+    waiting = [launch(b, "collect", "--wait-timeout", "60", "--json") for _ in range(2)]
+    time.sleep(2.0)  # (both have read the candidate they wait for)
+    ar(a, "measurer", "--drain")
+    ends = [(p.wait(timeout=60), p.communicate()) for p in waiting]
+    assert sorted(code for code, _ in ends) == [0, 3], ends
+    lost = next(err.decode() for code, (_, err) in ends if code == 3)
+    assert f"the verdict on candidate {sent['key']} was collected by another command" in lost
+    ar(b, "worker", "sync")
+    mine = [r for r in runs(b) if (r.get("queued") or {}).get("key") == sent["key"]]
+    assert [r["status"] for r in mine] == ["discard"]
+    assert git(b, "status", "--porcelain") == "" and (b / "value.txt").read_text() == "80\n"
+
+
 def test_collect_is_for_a_clone_measured_on_a_host(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     res = ar(repo, "collect", expect=3)
