@@ -311,7 +311,7 @@ def pull(repo: Repo | None, remote: str | None = None, session: str | None = Non
                          f"below {namespace(sid)}/)")
     if _joined(repo, sid):  # this clone's state ref mirrors its own ledger: left alone
         theirs.pop(state_ref(sid), None)
-    elif state_ref(sid) not in theirs:
+    elif state_ref(sid) not in theirs and local_session(repo) != sid:  # (nothing to write)
         raise Refused(f"{remote} holds the branch of session {sid} but not its files "
                       f"({state_ref(sid)}): git autoresearch push (or the first worker join) "
                       "where the session was started sends them; nothing was changed")

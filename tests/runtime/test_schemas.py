@@ -80,7 +80,7 @@ def test_the_schema_command_lists_and_prints_the_installed_schemas(repo: Path,
                                                                     ar: Tool) -> None:
     listed = ar(repo, "schema", "--json").json()["documents"]
     by_name = {d["name"]: d for d in listed}
-    assert by_name["run"]["commands"] == ["run", "keep", "discard", "crash"]
+    assert by_name["run"]["commands"] == ["run", "collect", "keep", "discard", "crash"]
     assert by_name["measurement"]["schema"] == "git-autoresearch:measurement/1"
     # The installed files alone resolve every $ref: a reader validates from the listing.
     from referencing import Registry, Resource
