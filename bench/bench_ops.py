@@ -84,7 +84,8 @@ def sh(cwd: Path, script: str, *args: str) -> None:
 def tool(cwd: Path, name: str, *args: str) -> bytes:
     exe = shutil.which(f"git-autoresearch-{name}", path=sysconfig.get_paths()["scripts"])
     argv = [exe, *args] if exe else [sys.executable, "-m", "git_autoresearch", name, *args]
-    return subprocess.run(argv, cwd=cwd, check=True, stdout=subprocess.PIPE).stdout
+    return subprocess.run(argv, cwd=cwd, check=True, stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL).stdout
 
 
 def seed_session_files(folder: Path, step: int) -> None:

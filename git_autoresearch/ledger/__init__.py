@@ -31,7 +31,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 from ..runtime.atomic import append_whole, write_atomic
 from ..runtime.errors import Refused
@@ -45,6 +45,36 @@ from .jsontext import json_number as json_number
 LineTest = Callable[[list[bytes]], list[bool]]
 _ONLY: ContextVar[LineTest | None] = ContextVar("only_runs", default=None)
 _AS_TEXT: ContextVar[bool] = ContextVar("runs_as_text", default=False)
+
+
+_T = TypeVar("_T")
+
+
+class _once(Generic[_T]):  # noqa: N801 (a decorator, named as cached_property is)
+    """:func:`functools.cached_property` without its lock, which Python before 3.12 takes on
+    each first read: the value is computed on the first read and kept in the instance's
+    ``__dict__``, where later reads find it. For the properties a reader asks of each of
+    100,000 runs."""
+
+    def __init__(self, compute: Callable[[Any], _T]) -> None:
+        self.compute = compute
+        self.name = compute.__name__
+        self.__doc__ = compute.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> _once[_T]: ...
+
+    @overload
+    def __get__(self, instance: object, owner: type | None = None) -> _T: ...
+
+    def __get__(self, instance: object, owner: type | None = None) -> _T | _once[_T]:
+        if instance is None:
+            return self
+        value = instance.__dict__[self.name] = self.compute(instance)
+        return value
 
 
 @dataclass
@@ -153,7 +183,7 @@ class Run:
     def number(self) -> int:
         return int(self.data["run"])
 
-    @cached_property  # (asked for again and again by readers; a record read is not changed)
+    @_once  # (asked for again and again by readers; a record read is not changed)
     def status(self) -> str:
         """The status, one of :data:`STATUSES`: a missing or unknown one reads as ``keep``, as
         pi-autoresearch 1.6.2's extension reads it (``statusFrom``, extensions/pi-autoresearch/
@@ -167,13 +197,13 @@ class Run:
         records lack: :data:`OUR_RUN_FIELDS`), not pi-autoresearch."""
         return not OUR_RUN_FIELDS.isdisjoint(self.data)
 
-    @cached_property  # (confidence asks twice for each run of the segment)
+    @_once  # (confidence asks twice for each run of the segment)
     def pi_metric(self) -> float:
         """The metric as pi-autoresearch reads it (jsonl.ts:118): the recorded number, a
         crash's 0 included, and 0 when the record holds none."""
         return finite(self.data.get("metric")) or 0.0
 
-    @cached_property
+    @_once
     def metric(self) -> float | None:
         """The primary metric, or None for a crash (whose recorded 0 is no measurement)."""
         if self.status == "crash":
