@@ -221,13 +221,15 @@ def test_a_signal_while_the_incumbent_is_measured_removes_its_worktree(
 def test_a_worktree_left_by_a_killed_run_is_swept_by_the_next(
         repo: Path, ar: Tool, tmp_path: Path) -> None:
     started = tmp_path / "incumbent-started"
+    # (its pid first: a SIGKILL of the run leaves the benchmark's own process group running)
     cycling(repo, f"if [ \"$AUTORESEARCH_INCUMBENT\" = 1 ] && [ ! -e {started} ]; then "
-            f"touch {started}; sleep 30; fi\n")
+            f"echo $$ > {started}.pid; touch {started}; exec sleep 30; fi\n")
     ar(repo, *start_args("--scope", "value.txt"))
     write(repo / "value.txt", "80\n")
     proc = launch(repo, "run", "-d", "a gain", "--json", new_group=True)
     wait_for_file(started)
     os.killpg(proc.pid, signal.SIGKILL)
+    os.kill(int(Path(f"{started}.pid").read_text()), signal.SIGKILL)
     proc.communicate(timeout=30)
     assert list(scratch(repo).glob("incumbent-*/tree"))  # left behind
     ar(repo, "resume")

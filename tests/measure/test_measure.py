@@ -373,8 +373,10 @@ def test_blank_lines_from_a_metric_command_are_no_values(repo: Path, ar: Tool, s
 def test_metric_and_checks_commands_slower_than_a_second(repo: Path, ar: Tool) -> None:
     """Commands that outlast the once-a-second progress tick: the metric command's number is
     read, and the checks' verdict, exit code and last lines are recorded."""
+    # (one sample a measurement: the strict rule's, so that the slow commands run once each)
     record = _metric_session(repo, ar, "#!/bin/sh\nsleep 1.2\necho 41.5\n", "--checks-command",
-                             "sleep 1.2; echo 'test_x failed'; exit 4", expect=3)
+                             "sleep 1.2; echo 'test_x failed'; exit 4", "--decision", "strict",
+                             expect=3)
     assert (record["status"], record["metric"]) == ("checks_failed", 41.5)
     checks = record["checks"]
     assert (checks["passed"], checks["exit_code"], checks["timed_out"], checks["tail"],
