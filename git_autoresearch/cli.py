@@ -247,13 +247,47 @@ def _start(name: str | None) -> click.Command:
     collector stays off for the commands of :data:`COLLECTOR_OFF`."""
     signals.install(hold=True)
     gc.disable()
+    named = name or _subcommand("git autoresearch", sys.argv[1:])
+    if named in LONG_RUNNING:
+        _end_with_git()
     from .commands import cli, command
 
     loaded = cli if name is None else command(name)
     gc.freeze()
-    if (name or _subcommand("git autoresearch", sys.argv[1:])) not in COLLECTOR_OFF:
+    if named not in COLLECTOR_OFF:
         gc.enable()
     return loaded
+
+
+# The commands that can run for long (a measurement, a wait, a server): started by git's
+# dispatcher (git autoresearch <name>), each ends with it, as if terminated.
+LONG_RUNNING = ("run", "measure", "collect", "measurer", "status", "dashboard", "start",
+                "finalize", "audit", "demo")
+_PR_SET_PDEATHSIG = 1  # prctl(2)
+
+
+def _end_with_git() -> None:
+    """On Linux, when git's dispatcher started this process, ask the kernel for SIGTERM when git
+    ends (prctl PR_SET_PDEATHSIG), handled as any SIGTERM (exit 143, a run being recorded
+    recorded first). git forwards a signal it catches to its child and waits for it, but a
+    second signal kills git outright: without this, a run whose git was terminated while it
+    ignored SIGINT (a background job) would go on alone and race the next command."""
+    if not sys.platform.startswith("linux"):
+        return
+    parent = os.getppid()
+    try:
+        with open(f"/proc/{parent}/comm", "rb") as fh:
+            if fh.read().strip() != b"git":
+                return
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+            return
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # git ended before the kernel knew to say so
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def main() -> NoReturn:

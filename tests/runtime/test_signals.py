@@ -240,6 +240,39 @@ def test_a_signal_ignored_from_the_start_stays_ignored(repo: Path, ar: Tool, slo
     # was recorded and printed all the same.
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl(PR_SET_PDEATHSIG)")
+def test_a_command_whose_git_was_killed_ends_with_it(repo: Path, ar: Tool) -> None:
+    """A background job (SIGINT ignored) started through git: SIGINT to git, which git passes
+    on and waits, then SIGTERM, which kills git: the command ends too (as if terminated),
+    instead of going on alone and racing the next command."""
+    ar(repo, *start_args())
+    proc = launch(repo, "--watch", "--interval", "0.2",
+                  argv=["git", "autoresearch", "status"], ignore=[signal.SIGINT])
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+    deadline = time.monotonic() + 20
+    while not children.read_text().split():
+        assert time.monotonic() < deadline, "git started no command"
+        time.sleep(0.05)
+    tool_pid = int(children.read_text().split()[0])
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=30)
+
+    def alive() -> bool:
+        try:
+            state = Path(f"/proc/{tool_pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return False
+        return state != "Z"
+
+    deadline = time.monotonic() + 20
+    while alive():
+        assert time.monotonic() < deadline, "the command outlived its git"
+        time.sleep(0.05)
+
+
 # --- git's lock files ------------------------------------------------------------------------
 
 
