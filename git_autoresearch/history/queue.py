@@ -30,14 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..git import Repo
-from ..git.remote import (
-    failure,
-    fetch_objects,
-    fetch_refspecs,
-    push_atomic,
-    remote_refs,
-    remote_refusal,
-)
+from ..git.remote import failure, fetch_refspecs, push_atomic, remote_refusal
 from ..runtime.errors import Refused
 from .refs import measuring_prefix, queue_prefix, verdicts_prefix
 
@@ -193,14 +186,19 @@ class Watched:
 
 
 def watch(repo: Repo, remote: str, session_id: str, key: str) -> Watched:
-    """Look at candidate ``key`` on ``remote``: one listing of its refs, and the verdict's
-    commit fetched once there is one. Raises :class:`Refused` when the remote cannot be
-    read."""
+    """Look at candidate ``key`` on ``remote``: its verdict and claim refs fetched in one
+    ``git fetch`` of those two names alone (the remote lists only them, however many verdicts
+    a night left there; the local copies pruned with the remote's), then read here. Raises
+    :class:`Refused` when the remote cannot be read."""
     ref, claim_ref = verdicts_prefix(session_id) + key, measuring_prefix(session_id) + key
-    found = remote_refs(repo, remote, [ref, claim_ref])
-    record = None
-    if ref in found and fetch_objects(repo, remote, [ref]):
-        record = _document(repo, found[ref])
+    problem = fetch_refspecs(repo, remote, [f"+{name}*:{name}*" for name in (ref, claim_ref)],
+                             prune=True)
+    repo.forget_refs()
+    if problem is not None:
+        raise Refused(f"cannot fetch candidate {key} of session {session_id} from {remote}: "
+                      f"{problem}")
+    found = dict(repo.ref_fields([ref, claim_ref], ["refname", "objectname"]))
+    record = _document(repo, found[ref]) if ref in found else None
     return Watched(record, found.get(claim_ref))
 
 
@@ -210,14 +208,10 @@ def verdict(repo: Repo, remote: str, session_id: str, key: str) -> dict[str, Any
     return watch(repo, remote, session_id, key).record
 
 
-def claimant(repo: Repo, remote: str, session_id: str, key: str) -> str | None:
-    """The name of the host that holds the claim on candidate ``key`` on ``remote``, or None
-    (no claim, or it cannot be read)."""
-    ref = measuring_prefix(session_id) + key
-    found = remote_refs(repo, remote, [ref])
-    if ref not in found or not fetch_objects(repo, remote, [ref]):
-        return None
-    host = (_document(repo, found[ref]) or {}).get("host")
+def claimant(repo: Repo, claim: str) -> str | None:
+    """The name of the host whose claim is commit ``claim`` (:attr:`Watched.claim`), or None
+    when it names none."""
+    host = (_document(repo, claim) or {}).get("host")
     return str(host) if host else None
 
 

@@ -262,7 +262,7 @@ def wait(session: Session, sent: Sent, *, timeout: float | None, poll: float = 1
         if waiting is not None:
             if seen.claim != claim:
                 claim = seen.claim
-                host = claimant(repo, remote, sid, key) if claim else None
+                host = claimant(repo, claim) if claim else None
             waiting(waited, host)
         time.sleep(poll)
 
