@@ -246,7 +246,7 @@ def measurer_cmd(drain: bool, poll: float, stale_after: float, as_json: bool) ->
                  "its verdict stands")
 
     served = serve(session, session.worker_name, drain=drain, poll=poll,
-                   stale_after=stale_after, report=report)
+                   stale_after=stale_after, report=report, warn=warn)
     if drain:
         click.echo(f"the queue is empty: {len(served.answered)} candidate(s) answered",
                    err=as_json)

@@ -175,6 +175,18 @@ def publish(repo: Repo, remote: str, session_id: str, candidate: Candidate, clai
     }, "send the verdict")
 
 
+def release(repo: Repo, remote: str, session_id: str, candidate: Candidate, claim: str) -> bool:
+    """Give candidate ``candidate`` back to the queue: this host's ``claim`` deleted on
+    ``remote`` with a lease on it (a host that stops before recording anything for it). False
+    when the claim is no longer there as it was, or the remote cannot be reached: then it goes
+    stale in its time."""
+    try:
+        return _push(repo, remote, {measuring_prefix(session_id) + candidate.key: ("", claim)},
+                     "give the candidate back")
+    except Refused:
+        return False
+
+
 @dataclass(frozen=True)
 class Watched:
     """Candidate ``key`` as the remote holds it now: the run record its verdict holds

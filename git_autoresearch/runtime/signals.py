@@ -103,6 +103,12 @@ def note_recorded(run: int, status: str, commit: str | None) -> None:
     _recorded.append({"run": run, "status": status, "commit": commit})
 
 
+def forget_recorded() -> None:
+    """Forget the runs :func:`note_recorded` was told of: a long-lived command (a measuring
+    host) whose runs were answered for, so that a signal names only a run it has not."""
+    _recorded.clear()
+
+
 def recorded() -> list[dict[str, object]]:
     """The runs :func:`note_recorded` was told of, in order (``run``, ``status``, ``commit``)."""
     return list(_recorded)

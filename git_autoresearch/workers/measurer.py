@@ -25,7 +25,17 @@ from pathlib import Path
 from typing import Any
 
 from ..git.objects import hash_files, temporary_index
-from ..history.queue import Candidate, claimant, publish, queued, stale, submit, take, watch
+from ..history.queue import (
+    Candidate,
+    claimant,
+    publish,
+    queued,
+    release,
+    stale,
+    submit,
+    take,
+    watch,
+)
 from ..record.iteration import iterate
 from ..review.apply import Applied, ChangeRefused, Retry, bring_back
 from ..runtime.errors import Refused
@@ -108,10 +118,12 @@ def _take_back_killed(session: Session) -> None:
 
 def serve(session: Session, host: str, *, drain: bool, poll: float = 2.0,
           stale_after: float = 3600.0, report: Report | None = None,
-          should_stop: Callable[[], bool] | None = None) -> Served:
+          should_stop: Callable[[], bool] | None = None,
+          warn: Callable[[str], None] | None = None) -> Served:
     """Measure the queued candidates of ``session`` (a joined clone, whose worker name is
     ``host``) until ``should_stop`` says so, or, with ``drain``, until no candidate is left
-    that this host may take. Between looks at an empty queue it waits ``poll`` seconds.
+    that this host may take. Between looks at an empty queue it waits ``poll`` seconds. A keep
+    or revert a kill left half-done is finished first (``warn`` is told what was).
     Raises :class:`Refused` (exit 3) when this is not a joined clone, the remote cannot be
     reached, or the work tree has changes; :class:`runtime.errors.StopLoop` (exit 4) when the
     loop should stop (STOP, a stop rule)."""
@@ -121,8 +133,17 @@ def serve(session: Session, host: str, *, drain: bool, poll: float = 2.0,
     if session.worker is not None and session.worker.on_host:
         raise Refused("this clone was joined with --measure-on-host: a host measures its "
                       "candidates; run the measurer in a clone joined without it")
+    from ..decide.stopping import check_stop
+    from ..record.recovery import locked
+    from ..runtime import signals
+
     remote, sid = session.remote, session.config.session_id
     served = Served()
+    # A keep or revert a kill left half-done is finished first (a keep landed on the remote
+    # too), so that its run is in the ledger and its candidate answered from there.
+    with locked(session, "measurer") as recovered:
+        if recovered.note and warn is not None:
+            warn(recovered.note)
     say = report or (lambda candidate, what, record: None)
     looked = False
     while not (should_stop and should_stop()):
@@ -139,33 +160,50 @@ def serve(session: Session, host: str, *, drain: bool, poll: float = 2.0,
             time.sleep(poll)
             continue
         candidate = free[0]  # one this host held when it was killed first: its change is here
+        check_stop(session, "measurer")  # (STOP, a stop rule: exit 4 before taking anything)
         claim = take(session.repo, remote, sid, candidate, host)
         if claim is None:  # another host was first
             continue
         say(candidate, "taken", None)
-        sync(session)  # the incumbent, and every worker's runs, as the remote has them now
-        record = recorded_for(session, candidate.key)
-        if record is None:
-            _take_back_killed(session)
-            try:
-                done = iterate(session, candidate.description, candidate.asi,
-                               retry=Queued(0, candidate.commit, candidate.description,
-                                            candidate=candidate))
-            except ChangeRefused as refused:  # it conflicts with the incumbent: nothing ran
-                # (the agent records it as a discard: its work tree is what changes there)
-                record = {"refused": refused.message.removesuffix(": nothing was changed")}
-                say(candidate, "conflict", record)
-            else:
-                assert done.recorded is not None
-                record = dict(done.recorded.record)
-                say(candidate, "measured", record)
+        try:
+            sync(session)  # the incumbent, and every worker's runs, as the remote has them now
+            record = recorded_for(session, candidate.key)
+            if record is None:
+                _take_back_killed(session)
+                record = _measured(session, candidate, say)
+        except BaseException:
+            # Nothing recorded for it (or the record is in the ledger, found again by the host
+            # that takes it next): it goes back to the queue for another host, or this one.
+            if recorded_for(session, candidate.key) is None:
+                release(session.repo, remote, sid, candidate, claim)
+            raise
         checkpoint("measurer:before-verdict")
         if publish(session.repo, remote, sid, candidate, claim, record):
             served.answered.append(record)
             say(candidate, "answered", record)
         else:
             say(candidate, "lost", record)
+        signals.forget_recorded()  # (a signal from now on names no run: its verdict is sent)
     return served
+
+
+def _measured(session: Session, candidate: Candidate, say: Report) -> dict[str, Any]:
+    """Measure, decide and record ``candidate`` as ``run`` does: its run's record, or
+    ``{"refused": "<why>"}`` when its change conflicts with the incumbent or is in it already
+    (nothing measured or recorded)."""
+    try:
+        done = iterate(session, candidate.description, candidate.asi,
+                       retry=Queued(0, candidate.commit, candidate.description,
+                                    candidate=candidate))
+    except ChangeRefused as refused:
+        # (the agent records it as a discard: its work tree is what changes there)
+        why: dict[str, Any] = {"refused": refused.message.removesuffix(": nothing was changed")}
+        say(candidate, "conflict", why)
+        return why
+    assert done.recorded is not None
+    record: dict[str, Any] = dict(done.recorded.record)
+    say(candidate, "measured", record)
+    return record
 
 
 # --- the agent's side: a candidate queued, and its verdict waited for --------------------------

@@ -746,23 +746,25 @@ def test_a_host_stopped_by_a_signal_ends_its_json_lines_with_the_error(
     assert (document["schema"], document["exit_code"]) == ("git-autoresearch:error/1", 143)
 
 
-def test_a_host_stopped_after_many_runs_names_the_last(
+def test_a_host_stopped_after_many_runs_names_none_it_answered_for(
         machines: tuple[Path, Path, Path]) -> None:
-    """A host that answered two candidates, then terminated: its message names the last run it
-    recorded and how many it recorded, not every one of a night's runs."""
+    """A host that answered two candidates, then terminated while it waited: its message and
+    its error document name no run (their verdicts were sent), not every one of a night's
+    runs."""
     a, b, remote = machines
     queued_candidate(b, "90\n", "ninety")
     queued_candidate(b, "130\n", "extra 130", path="extra.txt")
-    host = launch(a, "measurer", "--poll", "0.1")
+    host = launch(a, "measurer", "--poll", "0.1", "--json")
     end = time.monotonic() + 60
     while len([r for r in remote_refs(remote) if "/verdicts/" in r]) < 2:
         assert time.monotonic() < end, "the host answered no two candidates"
         time.sleep(0.1)
     host.send_signal(signal.SIGTERM)
-    _, err = host.communicate(timeout=60)
+    out, err = host.communicate(timeout=60)
     assert host.returncode == 143
-    assert err.decode().splitlines()[-1] == ("git autoresearch: terminated after run 3 was "
-                                             "recorded (discard), the last of 2 it recorded")
+    assert err.decode().splitlines()[-1] == "git autoresearch: terminated"
+    last = json.loads(out.decode().splitlines()[-1])
+    assert (last["exit_code"], last["recorded"]) == (143, None)
 
 
 def test_two_hosts_share_one_queue(machines: tuple[Path, Path, Path], ar: Tool) -> None:
@@ -1007,6 +1009,45 @@ def test_a_host_killed_before_its_verdict_answers_from_the_ledger(
     record = queue.verdict(Repo.discover(b), "origin", "s1", candidate.key)
     assert record is not None and (record["run"], record["status"]) == (2, "keep")
     assert [r["run"] for r in runs(a)] == [1, 2]
+
+
+@pytest.mark.parametrize("step", ["keep:after-commit", "keep:before-push", "keep:after-push",
+                                  "record:before-ledger", "record:after-ledger"])
+def test_a_host_killed_while_it_keeps_answers_the_candidate_once(
+        machines: tuple[Path, Path, Path], ar: Tool, step: str) -> None:
+    """A host killed at each step of a candidate's keep: restarted, it finishes that keep first
+    (landing it on the remote), answers the candidate with its record, and the agent's collect
+    records nothing more: the candidate is one run, a keep, on both sides."""
+    a, b, remote = machines
+    ar(b, "worker", "join", "origin", "s1", "--name", "mb", "--measure-on-host")
+    write(b / "value.txt", "90\n")
+    ar(b, "run", "-d", "ninety", "--no-wait")
+    died = tool(a, "measurer", "--drain", env={"GIT_AUTORESEARCH_DIE_AT": step})
+    assert died.returncode == -9, died.stderr
+    ar(a, "measurer", "--drain")
+    record = ar(b, "collect", "--json").json()
+    assert (record["run"], record["status"]) == (2, "keep"), record
+    ar(a, "worker", "sync")
+    ar(b, "worker", "sync")
+    for side in (a, b):  # (the runs as read, every worker's merged)
+        assert [(r["run"], r["status"]) for r in ar(side, "log", "--json").json()["runs"]] \
+            == [(1, "keep"), (2, "keep")]
+    assert git(remote, "show", f"{BRANCH}:value.txt") == "90"
+    assert not [r for r in remote_refs(remote) if "/queue/" in r or "/measuring/" in r]
+    assert git(a, "status", "--porcelain") == "" and git(b, "status", "--porcelain") == ""
+
+
+def test_a_host_stopped_by_stop_gives_its_candidate_back(
+        machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """.auto/STOP on the host: it exits 4 before taking the candidate, which stays queued
+    with no claim, for another host (or this one once STOP is gone)."""
+    a, b, remote = machines
+    sent = queued_candidate(b, "90\n", "ninety")
+    ar(a, "stop")
+    ar(a, "measurer", "--drain", expect=4)
+    refs = remote_refs(remote)
+    assert f"refs/autoresearch/s1/queue/{sent.key}" in refs
+    assert not [r for r in refs if "/measuring/" in r]
 
 
 def test_an_agent_killed_while_waiting_collects_its_verdict_next_time(
