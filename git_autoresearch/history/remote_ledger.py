@@ -202,16 +202,19 @@ def publish(repo: Repo, remote: str, session_id: str, worker: str, ledger_path: 
             run: int | None = None, *, create: bool = False) -> list[str]:
     """Push this worker's ledger (the file at ``ledger_path``) as its ledger ref, a commit on
     the previous one, with a lease on the value last fetched; with it, run ``run``'s attempt
-    ref when there is one and the remote lacks it. Returns warnings (the next run pushes the
-    whole ledger again, so nothing is lost when this one fails). ``create``: the ref must not
-    exist on the remote yet (a worker's name taken as it joins)."""
+    ref and its set-aside refs (``scope/<run>``, ``scope/<run>.2``, ...: what was undone
+    before measuring, which may be another clone's work on a measuring host) when there are
+    and the remote lacks them. Returns warnings (the next run pushes the whole ledger again, so
+    nothing is lost when this one fails). ``create``: the ref must not exist on the remote yet
+    (a worker's name taken as it joins)."""
+    warnings = [] if run is None else _send_set_asides(repo, remote, session_id, run)
     try:
         made = ledger_commit(repo, session_id, worker, ledger_path.read_bytes()
                              if ledger_path.is_file() else b"")
     except (GitError, OSError) as exc:
-        return [f"the ledger of worker {worker} was not sent to {remote}: {exc}"]
+        return [*warnings, f"the ledger of worker {worker} was not sent to {remote}: {exc}"]
     if made is None:
-        return []
+        return warnings
     ref, new, old = made
     updates = {ref: (new, "" if create else old or "")}
     attempt = attempt_ref(session_id, run) if run is not None else None
@@ -234,7 +237,23 @@ def publish(repo: Repo, remote: str, session_id: str, worker: str, ledger_path: 
                    "join with another --name)" if taken else "the push failed (unreachable?)")
                 + "; the next run sends it"]
     repo.update_ref(ref, new, old or ABSENT, f"git-autoresearch: ledger of worker {worker} sent")
-    return []
+    return warnings
+
+
+def _send_set_asides(repo: Repo, remote: str, session_id: str, run: int) -> list[str]:
+    """Push run ``run``'s set-aside refs here (``scope/<run>``, ``scope/<run>.2``, ...: what
+    was undone before measuring, which on a measuring host is another clone's work), each only
+    if absent there (one sent before stays). Returns warnings."""
+    aside = f"{scope_prefix(session_id)}{run}"
+    found = repo.ref_fields([aside, f"{aside}.*"], ["refname", "objectname"])
+    if not found:
+        return []
+    code, answer, said = push_atomic(repo, remote, {ref: (oid, "") for ref, oid in found})
+    if code == 0 or all(p.flag == "!" and not p.refused_there for p in answer):
+        return []  # (sent already, by a push a kill cut short)
+    refusal = remote_refusal(answer, said)
+    return [f"what run {run} set aside ({', '.join(ref for ref, _ in found)}) was not sent to "
+            f"{remote}" + (f" ({refusal})" if refusal else "") + "; it is kept here"]
 
 
 def send_attempts(repo: Repo, remote: str, session_id: str, ledger_path: Path) -> list[str]:

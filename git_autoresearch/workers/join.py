@@ -123,6 +123,12 @@ def join(repo: Repo | None, remote: str, session_id: str, name: str | None = Non
         raise Refused(f"git could not check out the worker branch {joined.branch}: "
                       f"{exc.message}") from None
     mark(repo, Worker(name, session_id, repo.top, remote, on_host))
+    from ..history.experiment import load_snapshot, save_snapshot, take_snapshot
+
+    layout = Layout(repo)
+    if load_snapshot(layout.untracked) is None:
+        # What is untracked now is the user's: a file the first experiment creates is not.
+        save_snapshot(layout.untracked, take_snapshot(repo))
     joined.commit = repo.short(repo.head() or tip)
     joined.notes += publish(repo, remote, session_id, name, Layout(repo).ledger)
     return joined

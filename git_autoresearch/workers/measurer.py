@@ -361,4 +361,15 @@ def settle(session: Session, sent: Sent, *, reverted: bool = False) -> str | Non
                 "(the candidate is saved on the remote); revert or record it")
     repo.restore_from_head(paths)  # index and work tree as HEAD has them, as a revert leaves
     sync(session)
-    return follow(session)
+    note = follow(session)
+    from ..history.experiment import save_snapshot, take_snapshot
+    from ..runtime.atomic import WriteFailed
+
+    # As after a run recorded here: what is untracked now is the user's, not the next
+    # experiment's (else a file the next one creates would be taken for the user's).
+    try:
+        save_snapshot(session.layout.untracked, take_snapshot(repo))
+    except WriteFailed as exc:
+        return (f"{exc.message}: the files untracked before the next experiment are those "
+                "before this one")
+    return note

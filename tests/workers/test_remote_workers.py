@@ -1169,6 +1169,33 @@ def test_two_commands_collecting_one_candidate_record_it_once(
     assert git(b, "status", "--porcelain") == "" and (b / "value.txt").read_text() == "80\n"
 
 
+def test_an_agents_new_file_travels_and_what_is_set_aside_reaches_the_remote(
+        machines: tuple[Path, Path, Path], ar: Tool, tmp_path: Path) -> None:
+    """In a freshly joined agent clone, then again after a collected keep: a file the
+    experiment creates is part of the candidate (not taken for the user's), and what the host
+    sets aside (here that new file, outside the scope) is saved on the remote, so that the
+    agent reads it back after a sync. A file that was there before joining stays the user's."""
+    a, _, remote = machines
+    b = tmp_path / "c"
+    git(tmp_path, "clone", "-q", str(remote), str(b))
+    write(b / "mine.txt", "the user's\n")
+    ar(b, "worker", "join", "origin", "s1", "--name", "mc", "--measure-on-host")
+    for value, made in (("90", "new.txt"), ("80", "more.txt")):
+        write(b / "value.txt", f"{value}\n")
+        write(b / made, "made by the experiment\n")
+        ar(b, "run", "-d", f"{value} and {made}", "--no-wait")
+        ar(a, "measurer", "--drain")
+        record = ar(b, "collect", "--json").json()
+        assert (record["status"], record["scope_violations"]) == ("keep", [made]), record
+        ref = record["scope_ref"]
+        assert ref in remote_refs(remote)
+        ar(b, "worker", "sync")
+        assert git(b, "show", f"{ref}:{made}") == "made by the experiment"
+        assert not (b / made).exists()
+    assert (b / "mine.txt").read_text() == "the user's\n"
+    assert git(b, "status", "--porcelain") == "?? mine.txt"
+
+
 def test_collect_is_for_a_clone_measured_on_a_host(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     res = ar(repo, "collect", expect=3)
