@@ -293,7 +293,7 @@ def _collect(session: Session, sent: Sent, timeout: float | None, as_json: bool,
 
     def waiting(seconds: float, host: str | None) -> None:
         if not said or said[-1] != host:
-            click.echo(f"[{seconds:.0f}s] " + (f"measuring on {host}" if host else
+            click.echo(f"[{seconds:.0f}s] " + (f"taken by host {host}" if host else
                                                 "queued, no host has taken it yet"), err=True)
             said.append(host)
 

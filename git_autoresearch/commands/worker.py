@@ -224,7 +224,7 @@ def measurer_cmd(drain: bool, poll: float, stale_after: float, as_json: bool) ->
         key, agent = candidate.key, candidate.agent
         if what == "taken":
             taken_at = time.time()
-            click.echo(f"candidate {key} from {agent}: measuring", err=True)
+            click.echo(f"candidate {key} from {agent}: taken", err=True)
         if as_json:
             if what in ("answered", "lost") and record is not None:
                 emit_json("answered", {"key": key, "agent": agent, "host": session.worker_name,

@@ -196,8 +196,11 @@ def _measured(session: Session, candidate: Candidate, say: Report) -> dict[str, 
                        retry=Queued(0, candidate.commit, candidate.description,
                                     candidate=candidate))
     except ChangeRefused as refused:
-        # (the agent records it as a discard: its work tree is what changes there)
-        why: dict[str, Any] = {"refused": refused.message.removesuffix(": nothing was changed")}
+        # Said to the agent, whose HEAD is not this host's, and who records it as a discard
+        # (its work tree is what changes there).
+        text = refused.message.removesuffix(": nothing was changed")
+        why: dict[str, Any] = {"refused": text.replace(" with HEAD (", " with the incumbent (")
+                               .replace(" in HEAD already", " in the incumbent already")}
         say(candidate, "conflict", why)
         return why
     assert done.recorded is not None

@@ -725,7 +725,7 @@ def test_a_host_with_json_prints_a_line_per_candidate_answered(
     assert [(d["key"], d["agent"], d["host"], d["sent"]) for d in lines] == [
         (better.key, "mb", "ma", True), (clash.key, "mb", "ma", True)]
     assert (lines[0]["verdict"]["run"], lines[0]["verdict"]["status"]) == (2, "keep")
-    assert "conflicts with HEAD" in lines[1]["verdict"]["refused"]
+    assert "conflicts with the incumbent (" in lines[1]["verdict"]["refused"]
     assert all(d["taken_at"] <= d["answered_at"] for d in lines)
     assert lines[0]["answered_at"] <= lines[1]["taken_at"]
     assert "the queue is empty: 2 candidate(s) answered" in res.err
@@ -806,7 +806,7 @@ def test_a_candidate_that_conflicts_with_the_incumbent_is_refused(
     clash = queued_candidate(b, "80\n", "eighty, on the baseline", base=base)
     res = ar(a, "measurer", "--drain")
     verdict = queue.verdict(Repo.discover(b), "origin", "s1", clash.key)
-    assert verdict is not None and "conflicts with HEAD" in verdict["refused"]
+    assert verdict is not None and "conflicts with the incumbent (" in verdict["refused"]
     assert f"candidate {clash.key} from mb: refused:" in res.out
     assert [r["run"] for r in runs(a)] == [1, 2]
     assert git(a, "status", "--porcelain") == ""
@@ -830,7 +830,7 @@ def test_a_host_with_changes_in_its_work_tree_takes_nothing(
     assert "the work tree of this measuring host has changes (notes.txt, value.txt)" in idle.err
     sent = queued_candidate(b, "90\n", "ninety")
     busy = ar(a, "measurer", "--drain", expect=3)
-    assert "has changes (notes.txt, value.txt)" in busy.err and ": measuring" not in busy.err
+    assert "has changes (notes.txt, value.txt)" in busy.err and ": taken" not in busy.err
     refs = remote_refs(remote)
     assert f"refs/autoresearch/s1/queue/{sent.key}" in refs
     assert not [r for r in refs if "/measuring/" in r]
@@ -927,7 +927,7 @@ def test_an_agents_candidate_that_conflicts_is_recorded_as_a_discard(
     record = check_document(json.loads(out))
     assert (record["status"], record["metric"], record["decision"]) == ("discard", None, None)
     assert record["reason"].startswith("not measured: candidate mb-")
-    assert "conflicts with HEAD" in record["reason"]
+    assert "conflicts with the incumbent (" in record["reason"]
     assert not record["reason"].endswith("nothing was changed")  # (its work tree was reverted)
     assert git(b, "show", f"refs/autoresearch/s1/attempts/{record['run']}:value.txt") == "90"
     assert git(b, "rev-parse", "HEAD") == git(remote, "rev-parse", BRANCH)
