@@ -172,9 +172,15 @@ def serve(session: Session, host: str, *, drain: bool, poll: float = 2.0,
                 _take_back_killed(session)
                 record = _measured(session, candidate, say)
         except BaseException:
-            # Nothing recorded for it (or the record is in the ledger, found again by the host
-            # that takes it next): it goes back to the queue for another host, or this one.
-            if recorded_for(session, candidate.key) is None:
+            # Nothing recorded for it (the ledger read again to be sure): it goes back to the
+            # queue for another host, or this one. Recorded, or unsure, the claim stays: this
+            # host restarted answers it from the ledger, another takes it over once stale.
+            try:
+                session.reload()
+                unrecorded = recorded_for(session, candidate.key) is None
+            except Exception:  # noqa: BLE001 (unsure: the claim stays)
+                unrecorded = False
+            if unrecorded:
                 release(session.repo, remote, sid, candidate, claim)
             raise
         checkpoint("measurer:before-verdict")

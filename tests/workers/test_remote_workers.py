@@ -1037,6 +1037,21 @@ def test_a_host_killed_while_it_keeps_answers_the_candidate_once(
     assert git(a, "status", "--porcelain") == "" and git(b, "status", "--porcelain") == ""
 
 
+def test_a_host_terminated_before_recording_gives_its_candidate_back(
+        machines: tuple[Path, Path, Path]) -> None:
+    """SIGTERM to a host that measured a candidate and recorded nothing yet: exit 143, and the
+    candidate is back in the queue with no claim, for the next host at once."""
+    a, b, remote = machines
+    sent = queued_candidate(b, "90\n", "ninety")
+    host = tool(a, "measurer", "--drain", env={"GIT_AUTORESEARCH_DIE_AT": "run:measured@TERM"})
+    assert host.returncode == 143, host.stderr
+    assert f"candidate {sent.key} from mb: taken" in host.stderr
+    refs = remote_refs(remote)
+    assert f"refs/autoresearch/s1/queue/{sent.key}" in refs
+    assert not [r for r in refs if "/measuring/" in r]
+    assert [r["run"] for r in runs(a)] == [1]
+
+
 def test_a_host_stopped_by_stop_gives_its_candidate_back(
         machines: tuple[Path, Path, Path], ar: Tool) -> None:
     """.auto/STOP on the host: it exits 4 before taking the candidate, which stays queued
