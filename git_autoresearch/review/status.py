@@ -208,7 +208,10 @@ def workers_doing(session: Session) -> list[dict[str, Any]]:
     cfg = session.config
     claims = read_claims(session.repo, cfg.session_id)
     slots = held(session.repo, cfg.session_id)
-    named = {str(r.data.get("worker") or "main") for r in session.ledger.runs}
+    last_of: dict[str, Any] = {}  # each worker's last run, in one pass over the ledger
+    for run in session.ledger.runs:
+        last_of[str(run.data.get("worker") or "main")] = run
+    named = set(last_of)
     if not claims and not slots and named <= {"main"}:
         return []
     numbers = {idea_key(i.text): i.number
@@ -217,8 +220,7 @@ def workers_doing(session: Session) -> list[dict[str, Any]]:
         {str(h.get("worker")) for h in slots.values() if h.get("worker")}
     out = []
     for name in sorted(names, key=lambda n: (n != "main", n)):
-        mine = [r for r in session.ledger.runs if str(r.data.get("worker") or "main") == name]
-        last = mine[-1] if mine else None
+        last = last_of.get(name)
         slot = next(({"slot": k, "pid": h.get("pid"), "what": h.get("what"),
                       "since": h.get("since")} for k, h in sorted(slots.items())
                      if h.get("worker") == name), None)
