@@ -107,8 +107,9 @@ def load(kind: str) -> dict[str, Any]:
 
 def fields(kind: str) -> list[tuple[str, str, str]]:
     """The top-level fields of a document of ``kind`` as its schema describes them:
-    ``(name, type, description)`` in the schema's order, ``schema`` first; a document built on
-    a run record (``allOf`` the common ``run_record``) lists the record's fields first. What
+    ``(name, type, description)`` in the schema's order, ``schema`` first, the type ending in
+    ``, optional`` for a field the document may leave out (not ``required``); a document built
+    on a run record (``allOf`` the common ``run_record``) lists the record's fields first. What
     the manual pages print under "JSON OUTPUT"."""
     schema = load(kind)
     common = load("common")["$defs"]
@@ -117,15 +118,18 @@ def fields(kind: str) -> list[tuple[str, str, str]]:
         properties.update(_resolved(part, common).get("properties", {}))
     properties = {"schema": schema["properties"]["schema"], **properties,
                   **schema.get("properties", {})}
-    return [(name, _type_text(spec, common), _description(spec, common))
-            for name, spec in properties.items()]
+    required = set(schema.get("required", []))
+    return [(name, _type_text(spec, common) + ("" if name in required else ", optional"),
+             _description(spec, common)) for name, spec in properties.items()]
 
 
 def shared_fields(name: str) -> list[tuple[str, str, str]]:
     """The fields of the common definition ``name`` (``decision``, ``checks``,
     ``run_record``), as :func:`fields` gives a document's."""
     common = load("common")["$defs"]
-    return [(field, _type_text(spec, common), _description(spec, common))
+    required = set(common[name].get("required", []))
+    return [(field, _type_text(spec, common) + ("" if field in required else ", optional"),
+             _description(spec, common))
             for field, spec in common[name].get("properties", {}).items()]
 
 
