@@ -174,13 +174,13 @@ def _report_error(message: str, code: int, prog_name: str, args: list[str], *,
         click.echo(detail, err=True)
 
 
-# The commands that print a JSON document a line as they go (runtime.schemas.STREAMED): their
-# error document is one line too, so that a reader of lines reads it.
-STREAMING = ("measurer",)
-
-
 def _streams(prog_name: str, args: list[str]) -> bool:
-    return _subcommand(prog_name, args) in STREAMING
+    """Whether the command prints a JSON document a line as it goes
+    (:data:`runtime.schemas.STREAMED`): then its error document is one line too, so that a
+    reader of lines reads it."""
+    from .runtime.schemas import COMMAND_DOCUMENTS, STREAMED
+
+    return COMMAND_DOCUMENTS.get(_subcommand(prog_name, args) or "") in STREAMED
 
 
 # The commands that record runs: a signal's message says whether one was recorded.
@@ -209,9 +209,8 @@ def _report_signal(signum: int, prog_name: str, args: list[str], *, document: bo
     done = signals.recorded()
     if done:
         # A signal waits for a run being recorded, so a non-zero exit can follow a recorded run.
-        # (the last one: a measuring host records run after run until it is stopped)
-        what += f" after run {done[-1]['run']} was recorded ({done[-1]['status']})" + (
-            f", the last of {len(done)} it recorded" if len(done) > 1 else "")
+        what += " after " + ", ".join(f"run {r['run']} was recorded ({r['status']})"
+                                      for r in done)
     name = _subcommand(prog_name, args)
     if done or name not in RECORDING:
         said = {"audit": "; each audit finished before it is in the ledger",

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from git_autoresearch import cli, commands
+from git_autoresearch.runtime.schemas import COMMAND_DOCUMENTS, STREAMED
 
 PYTHON = shlex.quote(sys.executable)
 FIXTURES_DIR = Path(__file__).resolve().parent / "fixtures"
@@ -152,7 +153,7 @@ class Tool:
         if wants_document(args) and captured.out.strip():
             # (a long-lived command prints a document a line as it goes)
             documents = [json.loads(line) for line in captured.out.splitlines()] \
-                if args[:1] == ("measurer",) else [json.loads(captured.out)]
+                if COMMAND_DOCUMENTS.get(args[0]) in STREAMED else [json.loads(captured.out)]
             for document in documents:
                 check_document(document, f"the output of {' '.join(args)}")
         if expect is not None:

@@ -309,13 +309,8 @@ def _collect(session: Session, sent: Sent, timeout: float | None, as_json: bool,
     if as_json:
         emit_json("run", _record_json(found, [], notes))
         return
-    segment = session.segment  # (as the host judged it: the keeps recorded before this run)
-    before = [r.metric for r in segment.kept if r.number < int(found["run"])]
-    best = None
-    for metric in before:
-        if best is None or segment.better(metric, best):  # type: ignore[arg-type]
-            best = metric
-    _print_record(session, found, best)
+    best = session.segment.best_before(int(found["run"]))  # (as the host judged it)
+    _print_record(session, found, best.metric if best else None)
     for message in notes:
         warn(message)
 

@@ -206,17 +206,13 @@ def measurer_cmd(drain: bool, poll: float, stale_after: float, as_json: bool) ->
     each taken by this host alone, measured against the incumbent here, kept on the remote by
     compare-and-swap or reverted, recorded, and answered with its run's record. Run it in a
     clone joined to the session (worker join), on the quiet machine."""
-    from ..runtime.errors import Refused
+    import time
+
     from ..session.branches import open_on_branch
     from ..workers.measurer import serve
 
     session = open_on_branch()
-    if session.remote is None:
-        raise Refused("a measuring host runs in a clone joined to the session's remote (git "
-                      "autoresearch worker join REMOTE SESSION): this work tree has none")
     session.check_recordable()
-    import time
-
     taken_at = 0.0
 
     def report(candidate: Candidate, what: str, record: dict[str, Any] | None) -> None:
@@ -225,6 +221,9 @@ def measurer_cmd(drain: bool, poll: float, stale_after: float, as_json: bool) ->
         if what == "taken":
             taken_at = time.time()
             click.echo(f"candidate {key} from {agent}: taken", err=True)
+        elif what == "lost":
+            warn(f"candidate {key}: another host took it over before the verdict was sent; "
+                 "its verdict stands")
         if as_json:
             if what in ("answered", "lost") and record is not None:
                 emit_json("answered", {"key": key, "agent": agent, "host": session.worker_name,
@@ -232,18 +231,12 @@ def measurer_cmd(drain: bool, poll: float, stale_after: float, as_json: bool) ->
                                        "answered_at": round(time.time(), 3),
                                        "sent": what == "answered", "verdict": record},
                           interruptible=False, one_line=True)
-            if what == "lost":
-                warn(f"candidate {key}: another host took it over before the verdict was "
-                     "sent; its verdict stands")
         elif what == "conflict" and record is not None:
             click.echo(f"candidate {key} from {agent}: refused: {record.get('refused')}")
         elif what == "measured" and record is not None:
             click.echo(f"candidate {key} from {agent}: run {record.get('run')} "
                        f"{record.get('status')}, {session.config.metric_name} = "
                        f"{record.get('metric')}")
-        elif what == "lost":
-            warn(f"candidate {key}: another host took it over before the verdict was sent; "
-                 "its verdict stands")
 
     served = serve(session, session.worker_name, drain=drain, poll=poll,
                    stale_after=stale_after, report=report, warn=warn)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..git import ABSENT, GITLINK, DiskFull, GitError, Repo, join_z, said
 from ..git.objects import hash_files, renamed, temporary_index, write_blobs
-from ..runtime.atomic import write_atomic
+from ..runtime.atomic import WriteFailed, write_atomic
 from ..runtime.errors import Refused
 from ..runtime.faults import checkpoint
 from ..runtime.scope import Boundaries
@@ -508,6 +508,19 @@ def save_snapshot(path: Path, snap: Snapshot) -> None:
     entries = [f"u:{p}" for p in sorted(snap.untracked)]
     entries += [f"i:{p}" for p in sorted(snap.ignored_files | snap.ignored_dirs)]
     write_atomic(path, join_z(entries))
+
+
+def snapshot_now(repo: Repo, path: Path, untracked: Iterable[str] | None = None,
+                 ignored: Iterable[str] | None = None) -> str | None:
+    """Save at ``path`` the snapshot of now (:func:`take_snapshot`: what is untracked now is
+    the user's, not the next experiment's), after a run and where a clone starts from; why it
+    could not (a full disk: the snapshot before stands), or None."""
+    try:
+        save_snapshot(path, take_snapshot(repo, untracked, ignored))
+    except WriteFailed as exc:
+        return (f"{exc.message}: the files untracked before the next experiment are those "
+                "before this one")
+    return None
 
 
 def load_snapshot(path: Path) -> Snapshot | None:

@@ -275,8 +275,15 @@ class Segment:
     @cached_property
     def best(self) -> Run | None:
         """The kept run with the best metric; the earliest one wins a tie."""
+        return self.best_before(None)
+
+    def best_before(self, number: int | None) -> Run | None:
+        """:attr:`best` among the kept runs numbered below ``number`` (None: all of them): the
+        best a run was judged against."""
         best: Run | None = None
         for run in self.kept:
+            if number is not None and run.number >= number:
+                continue
             assert run.metric is not None
             if best is None or self.better(run.metric, best.metric):  # type: ignore[arg-type]
                 best = run

@@ -24,8 +24,7 @@ from ..history.experiment import (
     refuse_missing_objects,
     revert,
     revert_targets,
-    save_snapshot,
-    take_snapshot,
+    snapshot_now,
 )
 from ..history.experiment import keep as git_keep
 from ..history.refs import attempt_ref
@@ -393,12 +392,9 @@ def _after_append(session: Session, record: RunRecord, untracked_after: list[str
                   ignored: list[str] | None, warnings: list[str]) -> None:
     """What follows a ledger line: the untracked snapshot, the state ref, git's maintenance
     (every :data:`MAINTENANCE_EVERY` runs), and the pending measurement gone."""
-    try:
-        save_snapshot(session.layout.untracked,
-                      take_snapshot(session.repo, untracked_after, ignored))
-    except WriteFailed as exc:
-        warnings.append(f"run {record['run']} was recorded, but {exc.message}: the files "
-                        "untracked before the next experiment are those before this one")
+    unsaved = snapshot_now(session.repo, session.layout.untracked, untracked_after, ignored)
+    if unsaved:
+        warnings.append(f"run {record['run']} was recorded, but {unsaved}")
     warnings += session.mirror_state(f"after run {record['run']} ({record['status']})",
                                      appended=record)
     if session.remote is not None:

@@ -130,5 +130,5 @@ def join(repo: Repo | None, remote: str, session_id: str, name: str | None = Non
         # What is untracked now is the user's: a file the first experiment creates is not.
         save_snapshot(layout.untracked, take_snapshot(repo))
     joined.commit = repo.short(repo.head() or tip)
-    joined.notes += publish(repo, remote, session_id, name, Layout(repo).ledger)
+    joined.notes += publish(repo, remote, session_id, name, layout.ledger)
     return joined

@@ -169,7 +169,8 @@ def serve(session: Session, host: str, *, drain: bool, poll: float = 2.0,
             sync(session)  # the incumbent, and every worker's runs, as the remote has them now
             record = recorded_for(session, candidate.key)
             if record is None:
-                _take_back_killed(session)
+                if candidate in own:  # (any other was taken on a work tree checked clean)
+                    _take_back_killed(session)
                 record = _measured(session, candidate, say)
         except BaseException:
             # Nothing recorded for it (the ledger read again to be sure): it goes back to the
@@ -371,14 +372,8 @@ def settle(session: Session, sent: Sent, *, reverted: bool = False) -> str | Non
     repo.restore_from_head(paths)  # index and work tree as HEAD has them, as a revert leaves
     sync(session)
     note = follow(session)
-    from ..history.experiment import save_snapshot, take_snapshot
-    from ..runtime.atomic import WriteFailed
+    from ..history.experiment import snapshot_now
 
-    # As after a run recorded here: what is untracked now is the user's, not the next
-    # experiment's (else a file the next one creates would be taken for the user's).
-    try:
-        save_snapshot(session.layout.untracked, take_snapshot(repo))
-    except WriteFailed as exc:
-        return (f"{exc.message}: the files untracked before the next experiment are those "
-                "before this one")
-    return note
+    # As after a run recorded here (else a file the next experiment creates would be taken
+    # for the user's).
+    return snapshot_now(repo, session.layout.untracked) or note
