@@ -452,82 +452,124 @@ def parse(data: bytes) -> Ledger:
 
 
 def _parse(data: bytes) -> Ledger:
-    segments = [Segment(0, None)]
-    hooks: list[dict[str, Any]] = []
-    events: list[dict[str, Any]] = []
-    malformed: list[Malformed] = []
-    firsts: dict[int, tuple[int, bytes]] = {}  # a run number: the line and text of its first
-    repeats: dict[int, list[tuple[int, bytes]]] = {}  # one read more than once: its records
-    odd: list[Run] = []
     lines = data.split(b"\n")
-    torn_last = bool(lines[-1])  # split always gives one piece at least
     short, plain = number_flags(data)
-    read = loads_plain if short else loads
     wanted = _ONLY.get()  # the line test of the only_runs in force
-    as_text = _AS_TEXT.get()  # whether a runs_as_text is in force
-    based = _Baseline()
+    reader = Reader(AT_HAND if _AS_TEXT.get() else None)
+    based = reader.based
     visited = enumerate(lines, start=1) if wanted is None else \
         _visited(lines, wanted(lines), based)
-    last = len(lines)
-    current = segments[-1]
-    for number, raw in visited:
-        copy = raw.strip()
-        if not copy:
-            continue
-        is_torn = torn_last and number == last
-        if len(raw) > MAX_LINE_BYTES:
-            named = _RUN_PREFIX.match(raw[:40])
-            malformed.append(Malformed(number, f"line of {len(raw)} bytes is too long", is_torn,
-                                       int(named.group(1)) if named else None))
-            continue
-        try:
-            obj = read(raw)
-        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-            # A cut-off line's number is not counted: its run's attempt ref or trailer is.
-            malformed.append(Malformed(number, f"not JSON ({exc.__class__.__name__})", is_torn))
-            continue
-        if not isinstance(obj, dict):
-            malformed.append(Malformed(number, "not a JSON object", is_torn))
-            continue
-        kind = obj.get("type")
-        if kind == "config":
-            if len(segments) == 1 and not segments[0].runs:
-                merged = {**(segments[0].header or {}), **obj}
-                if "bestDirection" not in obj:  # pi resets it (jsonl.ts:105)
-                    merged.pop("bestDirection", None)
-                segments[0].header = merged
-            else:
-                current = Segment(len(segments), obj)
-                segments.append(current)
-                based.known = False
-        elif kind == "hook":
-            hooks.append(obj)
-        elif kind is not None:
-            events.append(obj)
-        elif "run" in obj:
-            named = obj["run"]  # (JSON makes no int subclass but bool)
-            if type(named) is not int or named < 1:
-                problem: str | None = "'run' is not a positive whole number"
-            elif (problem := field_problem(obj)) is not None:
-                pass
-            else:
-                entry = (number, copy)
-                first = firsts.setdefault(named, entry)
-                problem = None if first is entry else _repeated(repeats, named, first, entry)
-            if problem:
-                malformed.append(Malformed(number, problem, is_torn,
-                                           named if type(named) is int else None))
-            else:
-                run = Run(ObjectText(copy, obj, AT_HAND) if as_text else obj, number,
-                          current.index, copy)
-                current.runs.append(run)
-                if obj.get("status") not in STATUSES:
-                    odd.append(run)
-                if wanted is not None and not based.known:
-                    based.known = run.status == "keep" and run.metric is not None
-    return Ledger(segments, hooks, events, malformed, plain, odd,
-                  {n: [line for line, _ in found] for n, found in repeats.items()
-                   if len(found) > 1})
+    reader.read(visited, torn=len(lines) if lines[-1] else 0, short=short,
+                watch_baseline=wanted is not None)
+    return reader.ledger(plain)
+
+
+class Reader:
+    """What :func:`parse` has read of a ledger's lines, in order, and what it must remember
+    to read the lines that follow them (the first record of each run number, the records of
+    a number read more than once): a parse that can be carried on, as the read cache does
+    (:mod:`ledger.cache`). ``keys``: the fields a run record holds at hand as an
+    :class:`~git_autoresearch.ledger.jsontext.ObjectText`; None, each run's record a dict."""
+
+    def __init__(self, keys: frozenset[str] | None) -> None:
+        self.keys = keys
+        self.segments = [Segment(0, None)]
+        self.hooks: list[dict[str, Any]] = []
+        self.events: list[dict[str, Any]] = []
+        self.malformed: list[Malformed] = []
+        # A run number: the line and text of its first record (None: taken from the runs
+        # when first needed, :meth:`firsts_from_runs`).
+        self.firsts: dict[int, tuple[int, bytes]] | None = {}
+        self.repeats: dict[int, list[tuple[int, bytes]]] = {}  # one read twice: its records
+        self.odd: list[Run] = []
+        self.based = _Baseline()
+
+    def firsts_from_runs(self) -> dict[int, tuple[int, bytes]]:
+        """:attr:`firsts`, made from the runs read when the reader was restored without it."""
+        if self.firsts is None:
+            found: dict[int, tuple[int, bytes]] = {}
+            for segment in reversed(self.segments):
+                for run in reversed(segment.runs):
+                    found[run.number] = (run.line, run.text or b"")
+            self.firsts = found
+        return self.firsts
+
+    def read(self, visited: Iterable[tuple[int, bytes]], *, torn: int, short: bool,
+             watch_baseline: bool = False) -> None:
+        """Read the ``(line number, line)`` pairs of ``visited``, in order. ``torn``: the
+        number of a last line without its newline (0: none); ``short``: the lines hold no
+        integer too large for a float (:func:`jsontext.number_flags`); ``watch_baseline``:
+        keep :attr:`based` up to date (for :func:`only_runs`)."""
+        segments, malformed = self.segments, self.malformed
+        read = loads_plain if short else loads
+        keys = self.keys
+        based = self.based
+        current = segments[-1]
+        for number, raw in visited:
+            copy = raw.strip()
+            if not copy:
+                continue
+            is_torn = number == torn
+            if len(raw) > MAX_LINE_BYTES:
+                named = _RUN_PREFIX.match(raw[:40])
+                malformed.append(Malformed(number, f"line of {len(raw)} bytes is too long",
+                                           is_torn, int(named.group(1)) if named else None))
+                continue
+            try:
+                obj = read(raw)
+            except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+                # A cut-off line's number is not counted: its run's attempt ref or trailer is.
+                malformed.append(Malformed(number, f"not JSON ({exc.__class__.__name__})",
+                                           is_torn))
+                continue
+            if not isinstance(obj, dict):
+                malformed.append(Malformed(number, "not a JSON object", is_torn))
+                continue
+            kind = obj.get("type")
+            if kind == "config":
+                if len(segments) == 1 and not segments[0].runs:
+                    merged = {**(segments[0].header or {}), **obj}
+                    if "bestDirection" not in obj:  # pi resets it (jsonl.ts:105)
+                        merged.pop("bestDirection", None)
+                    segments[0].header = merged
+                else:
+                    current = Segment(len(segments), obj)
+                    segments.append(current)
+                    based.known = False
+            elif kind == "hook":
+                self.hooks.append(obj)
+            elif kind is not None:
+                self.events.append(obj)
+            elif "run" in obj:
+                named = obj["run"]  # (JSON makes no int subclass but bool)
+                if type(named) is not int or named < 1:
+                    problem: str | None = "'run' is not a positive whole number"
+                elif (problem := field_problem(obj)) is not None:
+                    pass
+                else:
+                    entry = (number, copy)
+                    firsts = self.firsts if self.firsts is not None else \
+                        self.firsts_from_runs()
+                    first = firsts.setdefault(named, entry)
+                    problem = None if first is entry else \
+                        _repeated(self.repeats, named, first, entry)
+                if problem:
+                    malformed.append(Malformed(number, problem, is_torn,
+                                               named if type(named) is int else None))
+                else:
+                    run = Run(ObjectText(copy, obj, keys) if keys is not None else obj,
+                              number, current.index, copy)
+                    current.runs.append(run)
+                    if obj.get("status") not in STATUSES:
+                        self.odd.append(run)
+                    if watch_baseline and not based.known:
+                        based.known = run.status == "keep" and run.metric is not None
+
+    def ledger(self, plain: bool) -> Ledger:
+        """The :class:`Ledger` read so far; ``plain``: :attr:`Ledger.plain_numbers`."""
+        return Ledger(self.segments, self.hooks, self.events, self.malformed, plain, self.odd,
+                      {n: [line for line, _ in found] for n, found in self.repeats.items()
+                       if len(found) > 1})
 
 
 _NUMBER: frozenset[type] = frozenset({int, float})

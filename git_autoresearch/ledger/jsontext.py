@@ -219,6 +219,15 @@ class ObjectText(Mapping[str, Any]):
         self.at_hand = {key: value[key] for key in keys if key in value}
         self._whole: dict[str, Any] | None = None
 
+    @classmethod
+    def restored(cls, text: bytes, at_hand: dict[str, Any], keys: frozenset[str]
+                 ) -> ObjectText:
+        """The object of ``text`` whose fields named in ``keys`` were read before: ``at_hand``,
+        those of them it has (kept, not copied), as the constructor would hold them."""
+        made = cls.__new__(cls)
+        made.text, made.keys_at_hand, made.at_hand, made._whole = text, keys, at_hand, None
+        return made
+
     def whole(self) -> dict[str, Any]:
         """The object, decoded from its text (once)."""
         if self._whole is None:

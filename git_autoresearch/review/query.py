@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,7 +83,7 @@ def value(row: Row, name: str) -> Any:
     if "." in name:
         found: Any = data
         for part in name.split("."):
-            if not isinstance(found, dict) or part not in found:
+            if not isinstance(found, Mapping) or part not in found:  # (the record: a Mapping)
                 found = MISSING
                 break
             found = found[part]
@@ -353,7 +353,7 @@ def _has(row: Row, name: str) -> bool:
         return True
     found: Any = data
     for part in name.split("."):
-        if not isinstance(found, dict) or part not in found:
+        if not isinstance(found, Mapping) or part not in found:
             return False
         found = found[part]
     return True

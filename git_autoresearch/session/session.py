@@ -20,6 +20,7 @@ from ..history.experiment import Changes, load_snapshot, survey
 from ..history.refs import attempts_prefix, session_branch, state_ref
 from ..history.refs import namespace as ref_namespace
 from ..ledger import Ledger, Segment, now_ms
+from ..ledger.cache import cache_path, parse_cached, read_cached
 from ..ledger.jsontext import is_whole
 from ..record import intents
 from ..runtime.atomic import WriteFailed, check_writable
@@ -175,7 +176,7 @@ class Session:
         data = layout.read_config_bytes()
         seen = ledger_mod.version(layout.ledger)  # taken first: a later change always shows
         raw = ledger_mod.read_bytes(layout.ledger)
-        book = ledger_mod.parse(raw)
+        book = parse_cached(raw, cache_path(repo.scratch, layout.ledger))
         cfg, invalid = _configuration(layout, data, book, strict=check_config)
         lock_wait_seconds()
         hook_timeout_seconds()  # a bad setting is refused before anything runs
@@ -405,7 +406,8 @@ class Session:
         (:func:`history.remote_ledger.read_merged`). ``data`` and ``book``: the file's bytes and
         those bytes read, when the caller has them."""
         if self.remote is None and not self.reads_others:
-            return book if book is not None else ledger_mod.read(self.ledger_path)
+            return book if book is not None else \
+                read_cached(self.ledger_path, cache_path(self.repo.scratch, self.ledger_path))
         from ..history.remote_ledger import read_merged
 
         return read_merged(self.repo, self.config.session_id, self.ledger_path,

@@ -1,0 +1,160 @@
+"""The ledger's read cache: what :func:`ledger.parse` read of a long ledger, kept in the
+scratch folder, so that the next command that reads it (``status``, ``log``, a ``keep`` after
+a night of 100,000 runs) reads only the lines appended since.
+
+A cache file holds, as :mod:`marshal` writes it: the prefix of the ledger it covers (its
+length in bytes, always ending with a newline, its number of lines, and its SHA-1), whether
+that prefix holds a number that could read as infinity (:attr:`Ledger.plain_numbers`), its
+segments' headers, each run's line number, segment and the fields of :data:`CACHED_AT_HAND`
+it has, the hook and event lines whole, the malformed lines, and the line numbers of each run
+number read more than once. It is used only when the ledger begins with the very bytes it
+covers, was written by this format (:data:`FORMAT`), this Python's ``marshal`` and the same
+fields; otherwise, or when it cannot be read, the ledger is parsed whole and the cache written
+again. So a ledger rewritten, cut short or edited in place is read as it now stands: the cache
+can make a read quicker, never different (the runs are
+:class:`~git_autoresearch.ledger.jsontext.ObjectText`, decoding their line for any other field).
+
+Layer 6 of CONTRIBUTING.md, as :mod:`git_autoresearch.ledger`: no git, no session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import marshal
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..runtime.atomic import WriteFailed, write_atomic
+from . import (
+    AT_HAND,
+    STATUSES,
+    Ledger,
+    Malformed,
+    Reader,
+    Run,
+    Segment,
+    collector_paused,
+    parse,
+    read_bytes,
+)
+from .jsontext import ObjectText, number_flags
+
+# What a cache file holds; another number is another layout, never read.
+FORMAT = 1
+# A ledger shorter than this (bytes; about 10,000 runs) is parsed whole, uncached: its parse
+# takes less than the cache's own reading and checking would save.
+CACHE_FROM = 4 << 20
+# The cache is written again when the lines it does not cover are more than this share of the
+# ledger (a keep or discard appends one line: most reads then use the cache as it is).
+REWRITE_SHARE = 1 / 32
+# The fields a run read through the cache holds at hand: those ``log --json`` writes beside
+# each line (:data:`ledger.AT_HAND`), and those ``status``, ``show``, ``keep`` and ``discard``
+# ask of every run. Any other field decodes the run's line.
+CACHED_AT_HAND = AT_HAND | frozenset({"commit", "worker", "decision", "retry_of",
+                                      "timestamp"})
+_KEYS = tuple(sorted(CACHED_AT_HAND))
+_PYTHON = tuple(sys.version_info[:2])
+
+
+def cache_path(scratch: Path, ledger: Path) -> Path:
+    """The cache file of the ledger at ``ledger`` in the ``scratch`` folder: one a ledger,
+    named by its path."""
+    name = hashlib.sha1(os.fsencode(os.path.abspath(ledger))).hexdigest()[:16]
+    return scratch / f"ledger-cache-{name}"
+
+
+def read_cached(path: Path, cache: Path, *, least: int | None = None) -> Ledger:
+    """:func:`ledger.read` of the ledger at ``path`` through the cache file ``cache``
+    (:func:`parse_cached`)."""
+    return parse_cached(read_bytes(path), cache, least=least)
+
+
+def parse_cached(data: bytes, cache: Path, *, least: int | None = None) -> Ledger:
+    """:func:`ledger.parse` of ``data``, a ledger of ``least`` bytes or more, through the
+    cache file ``cache`` (``least``: :data:`CACHE_FROM` when None): the lines it covers
+    restored, the rest parsed, and the cache written again when it covered less than all but
+    :data:`REWRITE_SHARE` of the whole lines (or nothing). Every run is an
+    :class:`~git_autoresearch.ledger.jsontext.ObjectText` holding :data:`CACHED_AT_HAND` (so
+    what :func:`ledger.runs_as_text` asks holds too); :func:`ledger.only_runs` is not applied
+    (every run is read, as parse reads them). A shorter ledger is parsed
+    whole, uncached. A cache that cannot be written is left as it was, unsaid."""
+    if len(data) < (CACHE_FROM if least is None else least):
+        return parse(data)
+    with collector_paused():
+        found = _restored(data, cache)
+        reader, covered, lines_covered, plain = found or (Reader(CACHED_AT_HAND), 0, 0, True)
+        whole = data.rfind(b"\n") + 1  # the end of the last whole line
+        body = data[covered:whole]
+        if body:
+            short, body_plain = number_flags(body)
+            plain = plain and body_plain
+            pieces = body.split(b"\n")
+            pieces.pop()  # (empty: the body ends with its newline)
+            reader.read(enumerate(pieces, start=lines_covered + 1), torn=0, short=short)
+            lines_covered += len(pieces)
+            if found is None or whole - covered > len(data) * REWRITE_SHARE:
+                _save(cache, reader, data, whole, lines_covered, plain)
+        rest = data[whole:]
+        if rest:  # a last line without its newline: read, never cached
+            short, rest_plain = number_flags(rest)
+            plain = plain and rest_plain
+            reader.read([(lines_covered + 1, rest)], torn=lines_covered + 1, short=short)
+        return reader.ledger(plain)
+
+
+def _restored(data: bytes, cache: Path) -> tuple[Reader, int, int, bool] | None:
+    """The reader of the lines ``cache`` covers, restored, with the length in bytes and lines
+    of that prefix and its ``plain_numbers``; None when the cache is missing, unreadable,
+    of another format, or covers other bytes than ``data`` begins with."""
+    try:
+        state = marshal.loads(cache.read_bytes())
+    except (OSError, EOFError, ValueError, TypeError):
+        return None
+    if type(state) is not tuple or len(state) != 13 or state[:3] != (FORMAT, _PYTHON, _KEYS):
+        return None
+    (_, _, _, covered, lines_covered, digest, plain, headers, runs, hooks, events, malformed,
+     repeats) = state
+    if not 0 < covered <= len(data) or data[covered - 1] != 0x0A \
+            or hashlib.sha1(memoryview(data)[:covered]).digest() != digest:
+        return None
+    lines = data.split(b"\n", lines_covered)
+    reader = Reader(CACHED_AT_HAND)
+    reader.segments = segments = [Segment(index, header) for index, header in headers]
+    reader.hooks, reader.events = hooks, events
+    reader.malformed = [Malformed(*fields) for fields in malformed]
+    odd = reader.odd
+    keys = CACHED_AT_HAND
+    restore = ObjectText.restored
+    for line, segment, at_hand in runs:
+        text = lines[line - 1].strip()
+        run = Run(restore(text, at_hand, keys), line, segment, text)
+        segments[segment].runs.append(run)
+        if at_hand.get("status") not in STATUSES:
+            odd.append(run)
+    reader.firsts = None  # (made from the runs if a run is read after them)
+    reader.repeats = {number: [(line, lines[line - 1].strip()) for line in found]
+                      for number, found in repeats.items()}
+    return reader, covered, lines_covered, plain
+
+
+def _save(cache: Path, reader: Reader, data: bytes, covered: int, lines_covered: int,
+          plain: bool) -> None:
+    """Write the cache of ``reader``, which has read the first ``covered`` bytes of ``data``
+    (``lines_covered`` lines), whole or not at all; nothing when it cannot be written."""
+    runs: list[tuple[int, int, dict[str, Any]]] = []
+    for segment in reader.segments:
+        for run in segment.runs:
+            assert type(run.data) is ObjectText
+            runs.append((run.line, run.segment, run.data.at_hand))
+    state = (FORMAT, _PYTHON, _KEYS, covered, lines_covered,
+             hashlib.sha1(memoryview(data)[:covered]).digest(), plain,
+             [(segment.index, segment.header) for segment in reader.segments], runs,
+             reader.hooks, reader.events,
+             [(m.line, m.reason, m.torn, m.run) for m in reader.malformed],
+             {number: [line for line, _ in found] for number, found in reader.repeats.items()})
+    with contextlib.suppress(OSError, WriteFailed, ValueError):
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(cache, marshal.dumps(state), durable=False)
