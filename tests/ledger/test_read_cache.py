@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from git_autoresearch import ledger
 from git_autoresearch.ledger import cache as ledger_cache
-from git_autoresearch.ledger.jsontext import ObjectText
+from git_autoresearch.ledger.jsontext import ObjectText, loads_plain
 
 
 def shape(book: ledger.Ledger) -> Any:
@@ -61,7 +61,7 @@ def line_of(kind: int, n: int) -> bytes:
     several shapes (so that numbers repeat, and lines are copied byte for byte)."""
     if kind < len(LINES):
         return LINES[kind]
-    shapes = [
+    shapes: list[dict[str, Any]] = [
         {}, {"status": "keep"}, {"status": "crash", "metric": 0}, {"status": "weird"},
         {"status": "checks_failed", "worker": "w2", "retry_of": 1},
         {"decision": {"verdict": "no_change", "pool_median": 1.5}, "samples": [1, 2.5]},
@@ -115,8 +115,12 @@ def test_only_the_lines_appended_since_are_read(monkeypatch: pytest.MonkeyPatch,
     ledger_cache.parse_cached(data, cache, least=0)
     assert cache.exists()
     decoded: list[bytes] = []
-    plain = ledger.loads_plain
-    monkeypatch.setattr(ledger, "loads_plain", lambda raw: decoded.append(raw) or plain(raw))
+
+    def counted(raw: bytes) -> Any:
+        decoded.append(raw)
+        return loads_plain(raw)
+
+    monkeypatch.setattr(ledger, "loads_plain", counted)  # (as the Reader finds it)
     grown = data + record(2001, status="keep", metric=1) + b"\n"
     book = ledger_cache.parse_cached(grown, cache, least=0)
     assert decoded == [record(2001, status="keep", metric=1)]
