@@ -179,9 +179,26 @@ class Run:
     segment: int
     text: bytes | None = None
 
-    @property
+    @_once
     def number(self) -> int:
         return int(self.data["run"])
+
+    @classmethod
+    def known(cls, data: dict[str, Any] | ObjectText, line: int, segment: int, text: bytes,
+              number: int, found: tuple[str, float | None, float]) -> Run:
+        """The run of ``data`` read before, numbered ``number``, whose :attr:`status`,
+        :attr:`metric` and :attr:`pi_metric` are ``found`` (as :meth:`found` gave them): for
+        a read cache, sparing each run the first reads of its properties."""
+        run = cls.__new__(cls)
+        status, metric, pi_metric = found
+        run.__dict__ = {"data": data, "line": line, "segment": segment, "text": text,
+                        "number": number, "status": status, "metric": metric,
+                        "pi_metric": pi_metric}
+        return run
+
+    def found(self) -> tuple[str, float | None, float]:
+        """``(status, metric, pi_metric)``, as :meth:`known` takes them."""
+        return self.status, self.metric, self.pi_metric
 
     @_once  # (asked for again and again by readers; a record read is not changed)
     def status(self) -> str:

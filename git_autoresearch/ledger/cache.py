@@ -5,14 +5,15 @@ a night of 100,000 runs) reads only the lines appended since.
 A cache file holds, as :mod:`marshal` writes it: the prefix of the ledger it covers (its
 length in bytes, always ending with a newline, its number of lines, and its SHA-1), whether
 that prefix holds a number that could read as infinity (:attr:`Ledger.plain_numbers`), its
-segments' headers, each run's line number, segment and the fields of :data:`CACHED_AT_HAND`
-it has, the hook and event lines whole, the malformed lines, and the line numbers of each run
-number read more than once. It is used only when the ledger begins with the very bytes it
-covers, was written by this format (:data:`FORMAT`), this Python's ``marshal`` and the same
-fields; otherwise, or when it cannot be read, the ledger is parsed whole and the cache written
-again. So a ledger rewritten, cut short or edited in place is read as it now stands: the cache
-can make a read quicker, never different (the runs are
-:class:`~git_autoresearch.ledger.jsontext.ObjectText`, decoding their line for any other field).
+segments' headers, each run's line number, segment, the fields of :data:`CACHED_AT_HAND` it
+has and its status and metric as read (:meth:`Run.found`), the hook and event lines whole,
+the malformed lines, and the line numbers of each run number read more than once. It is used
+only when the ledger begins with the very bytes it covers, and was written in this layout
+(:data:`FORMAT`), by this Python's ``marshal``, with the same fields; otherwise, or when it
+cannot be read, the ledger is parsed whole and the cache written again. So a ledger
+rewritten, cut short or edited in place is read as it now stands: the cache can make a read
+quicker, never different (the runs are :class:`~git_autoresearch.ledger.jsontext.ObjectText`,
+decoding their line for any other field).
 
 Layer 6 of CONTRIBUTING.md, as :mod:`git_autoresearch.ledger`: no git, no session.
 """
@@ -43,7 +44,7 @@ from . import (
 from .jsontext import ObjectText, number_flags
 
 # What a cache file holds; another number is another layout, never read.
-FORMAT = 1
+FORMAT = 2
 # A ledger shorter than this (bytes; about 10,000 runs) is parsed whole, uncached: its parse
 # takes less than the cache's own reading and checking would save.
 CACHE_FROM = 4 << 20
@@ -128,9 +129,10 @@ def _restored(data: bytes, cache: Path) -> tuple[Reader, int, int, bool] | None:
     odd = reader.odd
     keys = CACHED_AT_HAND
     restore = ObjectText.restored
-    for line, segment, at_hand in runs:
+    known = Run.known
+    for line, segment, at_hand, found in runs:
         text = lines[line - 1].strip()
-        run = Run(restore(text, at_hand, keys), line, segment, text)
+        run = known(restore(text, at_hand, keys), line, segment, text, at_hand["run"], found)
         segments[segment].runs.append(run)
         if at_hand.get("status") not in STATUSES:
             odd.append(run)
@@ -144,11 +146,11 @@ def _save(cache: Path, reader: Reader, data: bytes, covered: int, lines_covered:
           plain: bool) -> None:
     """Write the cache of ``reader``, which has read the first ``covered`` bytes of ``data``
     (``lines_covered`` lines), whole or not at all; nothing when it cannot be written."""
-    runs: list[tuple[int, int, dict[str, Any]]] = []
+    runs: list[tuple[int, int, dict[str, Any], tuple[str, float | None, float]]] = []
     for segment in reader.segments:
         for run in segment.runs:
             assert type(run.data) is ObjectText
-            runs.append((run.line, run.segment, run.data.at_hand))
+            runs.append((run.line, run.segment, run.data.at_hand, run.found()))
     state = (FORMAT, _PYTHON, _KEYS, covered, lines_covered,
              hashlib.sha1(memoryview(data)[:covered]).digest(), plain,
              [(segment.index, segment.header) for segment in reader.segments], runs,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from functools import cache
 from typing import Any
 
@@ -156,10 +156,12 @@ def _as_it_stands(run: Run, index: int, base_metric: float | None, end: str,
     # A number whose text may read as infinity (an exponent of three digits or more, or 309
     # digits in a row) is never written as it stands: a strict reader, Go's or Rust's, would
     # refuse the document; the record is written anew, with null for it.
-    if raw is None or status not in STATUSES or status == "crash" \
+    if raw is None or status not in STATUSES \
             or not _ADDED.isdisjoint(fields) \
             or not raw.startswith(b"{") or not raw.endswith(b"}") \
             or not (plain or plain_numbers(raw)):
+        return None
+    if status == "crash" and (raw := _crash_text(raw, fields)) is None:
         return None
     if "segment" in fields:
         segment = fields["segment"]
@@ -176,11 +178,36 @@ def _as_it_stands(run: Run, index: int, base_metric: float | None, end: str,
     change = (metric - base_metric) / abs(base_metric) * 100 \
         if status != "crash" and base_metric and type(metric) in (int, float) \
         else math.inf  # (report.delta_pct, inlined: a metric read is finite)
-    kinds = touched(fields)
-    said = _TOUCHED_TEXT[None if kinds is None else tuple(kinds)]
+    if fields.get("readonly_violations") or fields.get("scope_violations") \
+            or "readonly_violations_total" in fields or "scope_violations_total" in fields:
+        kinds = touched(fields)
+        said = _TOUCHED_TEXT[None if kinds is None else tuple(kinds)]
+    else:  # (report.touched of a record that lists none: [] when it has either list)
+        said = "[]" if "readonly_violations" in fields or "scope_violations" in fields \
+            else "null"
     if math.isfinite(change):
         return f'{text[:-1]}{head},"delta_pct":{round(change, 2)!r},"touched":{said}{end}'
     return f'{text[:-1]}{head},"delta_pct":null,"touched":{said}{end}'
+
+
+def _crash_text(raw: bytes, fields: Mapping[str, Any]) -> bytes | None:
+    """The line of a crash as :func:`ledger.shown_record` shows it: its recorded ``0`` as
+    ``null`` (or the line as it is when its ``metric`` is null or missing); None when the
+    text cannot be changed so with certainty (a ``metric`` written otherwise than ``0``, or
+    a ``"metric":`` key in the line besides the record's own), and the run is written anew."""
+    if "metric" not in fields or fields["metric"] is None:
+        return raw
+    if type(fields["metric"]) is not int or fields["metric"] != 0:
+        return None
+    keys = _METRIC_KEY.findall(raw)
+    found = _METRIC_ZERO.search(raw) if len(keys) == 1 else None
+    return None if found is None else raw[:found.start(1)] + b"null" + raw[found.end(1):]
+
+
+# The key "metric" in a line's text (a string's own quotes are escaped, so never inside one),
+# and the key with the value 0.
+_METRIC_KEY = re.compile(rb'"metric"\s*:')
+_METRIC_ZERO = re.compile(rb'"metric"\s*:\s*(0)\s*[,}]')
 
 
 def _audit_tail(audit: dict[str, Any], source: str) -> str:

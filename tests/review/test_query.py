@@ -599,7 +599,7 @@ def test_json_writes_each_record_as_the_ledger_holds_it(repo: Path, ar: Tool) ->
                        '"source":"ledger"}'
                        for line, delta in zip(runs[:4], ("0.0", "-10.0", "10.0", "-15.0"),
                                               strict=True)]
-    # A crash is written anew: its metric null, not the ledger's 0 (pi-autoresearch's).
+    # A crash's metric shows as null, not the ledger's 0 (pi-autoresearch's placeholder).
     assert out[4] == runs[4].replace('"metric":0,', '"metric":null,')[:-1] \
         + ',"delta_pct":null,"touched":[],"audit":null,"source":"ledger"}'
     assert '"metric":0,' in runs[4]
@@ -616,6 +616,38 @@ def test_json_writes_each_record_as_the_ledger_holds_it(repo: Path, ar: Tool) ->
         '{"schema":"git-autoresearch:log/1","runs":[\n' + ",\n".join(out) + "\n]}\n"
     every = ar(repo, "log", "--all-sessions", "--format", "jsonl", "--run", "1").out
     assert every == '{"session":"s1",' + out[0][1:] + "\n"
+
+
+@pytest.mark.parametrize("line", [
+    b'{"run":6,"metric":0,"status":"crash","segment":0}',
+    b'{"run":6,"status":"crash","metric":0}',
+    b'{"run":6,"metric":0,"status":"crash","asi":{"metric":0}}',
+    b'{"run":6,"asi":{"metric":0},"metric":0,"status":"crash"}',
+    b'{"run":6,"asi":{"note":"\\"metric\\":0,"},"metric":0,"status":"crash"}',
+    b'{"run":6,"metric": 0,"status":"crash"}',
+    b'{"run":6,"metric":0.0,"status":"crash"}',
+    b'{"run":6,"metric":5,"status":"crash"}',
+    b'{"run":6,"metric":null,"status":"crash"}',
+    b'{"run":6,"status":"crash","metrics":{"metric":0}}',
+    b'{"run":6,"metric":0,"metrics":{"rss":0},"status":"crash","scope_violations":[]}',
+])
+def test_a_crash_shows_its_metric_as_null_however_its_line_is_written(
+        repo: Path, ar: Tool, line: bytes) -> None:
+    """A crash's recorded metric (pi-autoresearch's 0) is null in ``log --json`` and ``--format
+    jsonl``, every other field as recorded, whatever else in the line says ``"metric":0``;
+    a crash without a metric gets none."""
+    night(repo, ar)
+    with (repo / ".auto" / "log.jsonl").open("ab") as fh:
+        fh.write(line + b"\n")
+    record = json.loads(line)
+    expected = {**record, "segment": 0, "delta_pct": None, "touched": [] if
+                "scope_violations" in record else None, "audit": None, "source": "ledger"}
+    if "metric" in record:
+        expected["metric"] = None
+    for fmt in ("json", "jsonl"):
+        out = ar(repo, "log", "--format", fmt, "--run", "6").out
+        shown = json.loads(out)["runs"][0] if fmt == "json" else json.loads(out)
+        assert (shown, list(shown)) == (expected, list(expected))
 
 
 def test_json_of_every_run_is_the_filtered_paths_text_byte_for_byte(repo: Path,
