@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import chain
 from pathlib import Path
 from typing import Any, Generic, TypeVar, overload
 
@@ -339,7 +340,8 @@ class Ledger:
 
     @property
     def runs(self) -> list[Run]:
-        return [r for s in self.segments for r in s.runs]
+        """Every run, segment after segment (a new list)."""
+        return list(chain.from_iterable(s.runs for s in self.segments))
 
     def alike(self, segment: Segment) -> list[Segment]:
         """The segments measured as ``segment`` is (:meth:`Segment.measured_like`), itself

@@ -52,10 +52,10 @@ CACHE_FROM = 4 << 20
 # ledger (a keep or discard appends one line: most reads then use the cache as it is).
 REWRITE_SHARE = 1 / 32
 # The fields a run read through the cache holds at hand: those ``log --json`` writes beside
-# each line (:data:`ledger.AT_HAND`), and those ``status``, ``show``, ``keep`` and ``discard``
-# ask of every run. Any other field decodes the run's line.
+# each line (:data:`ledger.AT_HAND`), and those ``status``, ``show``, ``log``'s table, ``keep``
+# and ``discard`` ask of every run. Any other field decodes the run's line.
 CACHED_AT_HAND = AT_HAND | frozenset({"commit", "worker", "decision", "retry_of",
-                                      "timestamp"})
+                                      "timestamp", "samples", "confidence"})
 _KEYS = tuple(sorted(CACHED_AT_HAND))
 _PYTHON = tuple(sys.version_info[:2])
 
