@@ -261,7 +261,7 @@ def _start(name: str | None) -> click.Command:
 # The commands that can run for long (a measurement, a wait, a server): started by git's
 # dispatcher (git autoresearch <name>), each ends with it, as if terminated.
 LONG_RUNNING = ("run", "measure", "collect", "measurer", "status", "dashboard", "start",
-                "finalize", "audit", "demo")
+                "finalize", "audit", "demo", "mcp")
 _PR_SET_PDEATHSIG = 1  # prctl(2)
 
 
@@ -340,3 +340,4 @@ guard_main = _entry("guard")
 schema_main = _entry("schema")
 worker_main = _entry("worker")
 measurer_main = _entry("measurer")
+mcp_main = _entry("mcp")

@@ -48,7 +48,7 @@ ENTRY_POINTS = {"__init__", "__main__", "cli"}
 # is named whole; the others are placed module by module (``measure.worktree``), and such a
 # folder's ``__init__`` (its docstring) sits at its lowest module's layer.
 LAYERS = [
-    {"__main__", "cli", "commands"},
+    {"__main__", "cli", "commands", "mcp_server"},
     {"hooks.guard", "lifecycle.demo", "lifecycle.doctor", "lifecycle.resume", "lifecycle.start",
      "lifecycle.start_intent", "lifecycle.segment_commit", "record.iteration", "review.apply",
      "review.audit", "review.finalize", "review.run_commits", "review.status", "workers.sessions",

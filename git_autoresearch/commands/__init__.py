@@ -3,7 +3,7 @@ options, calls the core and prints: ``start``; ``loop`` (measure, run, keep, dis
 hook); ``log``; ``status`` (status, show, analyze, summary, dashboard, score); ``upkeep`` (resume,
 doctor, hooks, import, demo); ``ideas``; ``audit``; ``finalize`` (finalize, apply, diff);
 ``sessions`` (sessions, gc, push, pull); ``worker``; ``completion``; ``agents`` (skill, guard,
-schema); ``common`` what they share. Where the core has a module of the same name
+schema, mcp); ``common`` what they share. Where the core has a module of the same name
 (``review.status``, ``review.finalize``, ``lifecycle.start``, ``session.ideas``), that is the work
 the command calls; what a command asks on a terminal (``start``'s questions) stays here. This module
 is the click group that puts them together, loading each family's module only when one of its
@@ -57,6 +57,7 @@ COMMAND_MODULES: dict[str, str] = {
     "skill": "agents",
     "guard": "agents",
     "schema": "agents",
+    "mcp": "agents",
     "worker": "worker",
     "measurer": "worker",
 }

@@ -1,9 +1,10 @@
-"""skill, guard, schema: fitting the loop to a coding agent (a skill that teaches it the
+"""skill, guard, schema, mcp: fitting the loop to a coding agent (a skill that teaches it the
 commands, git hooks that refuse a commit made around the loop, the schemas of the JSON it
-reads)."""
+reads, the commands served as the tools of an MCP server)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -148,3 +149,36 @@ def schema_cmd(name: str | None, as_json: bool) -> None:
         raise UsageError("schema NAME prints the schema, a JSON document itself: leave out "
                          "--json")
     click.echo(schema_path(kind).read_text(encoding="utf-8"), nl=False)
+
+
+@click.command("mcp", context_settings=CONTEXT,
+               short_help="serve the loop's commands as the tools of an MCP server")
+@click.option("--repo", "folder", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="The work tree of the session the tools act on (default: the current "
+                   "folder).")
+@click.option("--allow-commands", is_flag=True,
+              help="Let start_session take the shell commands (the benchmark, the checks) as "
+                   "arguments; without it they come only from the configuration file.")
+@click.option("--print-config", "harness",
+              type=click.Choice(["claude", "codex", "cursor", "gemini"]),
+              help="Print what this harness's configuration needs to start the server, and "
+                   "start nothing.")
+def mcp_cmd(folder: Path | None, allow_commands: bool, harness: str | None) -> None:
+    """A Model Context Protocol server on stdin and stdout, for a harness that calls tools only
+    through MCP: the loop's commands as a few tools (start_session, run_experiment, measure,
+    collect, record, status, query_runs, show_run, summary, ideas, apply_run, stop, audit,
+    finalize), each giving the command's JSON document, and the session's status, summary and
+    runs as resources. Needs the MCP SDK: pip install 'git-autoresearch[mcp]'."""
+    if harness is not None:
+        from ..mcp_server.registration import snippet
+
+        click.echo(snippet(harness), nl=False)
+        return
+    try:
+        from ..mcp_server.tools import build
+    except ImportError as exc:
+        if exc.name is None or exc.name.split(".")[0] not in ("mcp", "pydantic"):
+            raise
+        raise Refused("the MCP server needs the MCP SDK, which is not installed: pip "
+                      "install 'git-autoresearch[mcp]'") from None
+    build((folder or Path.cwd()).resolve(), allow_commands=allow_commands).run("stdio")

@@ -62,7 +62,8 @@ class IncumbentTree:
                 return problem
         self.samples += 1
         result = measure(self.config, top=self.tree, log_path=self.folder / "run.log", env=self.env,
-                         samples_at_most=1, checks=False, first_sample=self.samples)
+                         samples_at_most=1, checks=False, first_sample=self.samples,
+                         event="incumbent_sample")
         if result.metric is None:
             shown = " | ".join(result.log_tail.strip().splitlines()[-3:])[-400:] or "none"
             return (f"the incumbent gave no metric in its worktree ({result.reason}; the last "

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..ledger.stats import median
+from ..runtime import events
 from ..session.config import DIRECTIONS, Config
 from .runner import Outcome, run_shell
 
@@ -240,6 +241,7 @@ def measure(
     enough: Callable[[list[float]], bool] | None = None,
     checks: bool = True,
     first_sample: int = 1,
+    event: str = "sample",
 ) -> Measurement:
     """Run the experiment ``runs_per_experiment`` times, read each sample's metric, aggregate,
     then run the checks if every sample succeeded. Each sample's command has
@@ -248,7 +250,8 @@ def measure(
     failing command: a failure is a :class:`Measurement` whose ``metric`` is None and whose
     ``reason`` says why. ``samples_at_most`` replaces ``runs_per_experiment``; ``enough``, asked
     after each sample with the samples so far, stops the sampling early when it says so (the
-    sequential decision rule). Without ``checks``, the checks command does not run."""
+    sequential decision rule). Without ``checks``, the checks command does not run. Each
+    sample that gives a metric is a progress ``event`` (:mod:`runtime.events`)."""
     samples: list[float] = []
     count = samples_at_most or cfg.runs_per_experiment
     per_metric: dict[str, list[float]] = {}
@@ -270,6 +273,7 @@ def measure(
                                    exit_code=outcome.exit_code, log_tail=tail(log_path))
             assert reading is not None and reading.metric is not None
             samples.append(reading.metric)
+            events.emit(event, sample=first_sample + index, of=count, value=reading.metric)
             for name, value in reading.metrics.items():
                 per_metric.setdefault(name, []).append(value)
             if enough is not None and enough(samples):
@@ -506,6 +510,7 @@ def run_checks(cfg: Config, *, top: Path, log_path: Path, env: Mapping[str, str]
     finally:
         os.close(fd)
     passed = outcome.exit_code == 0 and not outcome.timed_out
+    events.emit("checks", passed=passed, duration_s=outcome.duration_s)
     return {
         "passed": passed,
         "exit_code": outcome.exit_code,

@@ -171,3 +171,26 @@ def _literal(value: Any) -> str:
     import json
 
     return json.dumps(value, ensure_ascii=False)
+
+
+def bundled(kind: str) -> dict[str, Any]:
+    """The JSON Schema of ``kind`` whole in one object, for a reader that fetches no other
+    file (an MCP client validating a tool's result): the shared definitions it uses copied
+    under its own ``$defs``, each reference to them (``git-autoresearch:common/1#/$defs/X``)
+    made local (``#/$defs/X``), and no ``$id``."""
+    schema = load(kind)
+    common = load("common")
+    prefix = schema_id("common") + "#/"
+
+    def local(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {key: ("#/" + item[len(prefix):] if key == "$ref" and isinstance(item, str)
+                          and item.startswith(prefix) else local(item))
+                    for key, item in value.items() if key != "$id"}
+        if isinstance(value, list):
+            return [local(item) for item in value]
+        return value
+
+    out: dict[str, Any] = local(schema)
+    out["$defs"] = {**local(common.get("$defs", {})), **out.get("$defs", {})}
+    return out

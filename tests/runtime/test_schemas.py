@@ -16,7 +16,7 @@ from conftest import SCHEMAS_DIR, Tool, check_document, start_args, write
 from jsonschema import Draft202012Validator
 
 from git_autoresearch import commands
-from git_autoresearch.runtime.schemas import COMMAND_DOCUMENTS, VERSIONS, fields, schema_id
+from git_autoresearch.runtime.schemas import COMMAND_DOCUMENTS, VERSIONS, bundled, fields, schema_id
 
 PACKAGE = Path(__file__).resolve().parents[2] / "git_autoresearch"
 
@@ -44,6 +44,25 @@ def _emitted_kinds() -> set[str]:
                     f"{path}: emit_json's kind is a literal"
                 kinds.add(first.value)
     return kinds
+
+
+def test_a_bundled_schema_stands_alone_and_judges_as_its_file_does(repo: Path,
+                                                                  ar: Tool) -> None:
+    """A schema bundled for a reader that fetches no other file (an MCP client) names no other
+    document, and judges a document as the file and its references do: a run's record passes,
+    the same record without its status fails."""
+    for kind in VERSIONS:
+        whole = bundled(kind)
+        Draft202012Validator.check_schema(whole)
+        assert "git-autoresearch:" not in json.dumps({k: v for k, v in whole.items()
+                                                      if k != "properties"}), kind
+        assert "git-autoresearch:common" not in json.dumps(whole), kind
+    ar(repo, *start_args())
+    write(repo / "value.txt", "90\n")
+    record = ar(repo, "run", "-d", "lower", "--json").json()
+    validator = Draft202012Validator(bundled("run"))
+    assert validator.is_valid(record)
+    assert not validator.is_valid({k: v for k, v in record.items() if k != "status"})
 
 
 def test_every_document_printed_has_a_schema_and_every_schema_a_writer() -> None:

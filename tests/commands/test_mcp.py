@@ -1,0 +1,252 @@
+"""git autoresearch mcp: the MCP server driven through the SDK's own in-memory client (no model,
+no subprocess but the commands the tools run), on the bundled bundle-size example: a whole
+session, each tool's result against the command's JSON for the same state, the errors, the
+progress, a run collected by a second call; and the real server over stdio, once."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Tool, git, ledger_lines, write
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
+
+from mcp import Client
+from mcp.types import CallToolResult
+
+from git_autoresearch.mcp_server.tools import build
+
+TOOLS = ["start_session", "run_experiment", "measure", "collect", "record", "status",
+         "query_runs", "show_run", "summary", "ideas", "apply_run", "stop", "audit", "finalize"]
+COMMENT = "  // Format an amount of money for display.\n"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def example(tmp_path: Path, ar: Tool) -> Path:
+    """The bundle-size example as a repository of its own, no session yet."""
+    ar(tmp_path, "demo", "--example", "bundle-size")
+    return tmp_path / "bundle-size"
+
+
+@pytest.fixture
+async def client(example: Path) -> AsyncIterator[Client]:
+    async with Client(build(example), raise_exceptions=True) as connected:
+        yield connected
+
+
+def document(result: CallToolResult) -> dict[str, Any]:
+    """A tool's structured result, which must be its text content too."""
+    assert not result.is_error, result.content
+    found: dict[str, Any] | None = result.structured_content
+    assert found is not None
+    assert json.loads(result.content[0].text) == found  # type: ignore[union-attr]
+    return found
+
+
+def error(result: CallToolResult) -> dict[str, Any]:
+    """A tool error's text, the command's error document."""
+    assert result.is_error
+    found: dict[str, Any] = json.loads(result.content[0].text)  # type: ignore[union-attr]
+    return found
+
+
+def cli(ar: Tool, folder: Path, *args: str) -> dict[str, Any]:
+    found: dict[str, Any] = ar(folder, *args, "--json").json()
+    return found
+
+
+@pytest.mark.anyio
+async def test_a_whole_session_through_the_tools(client: Client, example: Path,
+                                                 ar: Tool) -> None:
+    """start from the configuration file, a kept run, a discarded run with an out-of-scope
+    edit (named, set aside, its attempt saved), the runs queried, shown and summed up, then
+    stop: each result is the command's document for the same state."""
+    listed = await client.list_tools()
+    assert [t.name for t in listed.tools] == TOOLS
+    assert all(t.output_schema and t.description for t in listed.tools)
+    started = document(await client.call_tool("start_session", {"config": "config.toml"}))
+    assert (started["schema"], started["baseline"]["status"]) == ("git-autoresearch:start/1",
+                                                                   "keep")
+    session = started["session_id"]
+
+    app = example / "src" / "app.js"
+    write(app, app.read_text().replace(COMMENT, ""))
+    kept = document(await client.call_tool("run_experiment", {
+        "description": "drop a comment", "hypothesis": "comments are bytes"}))
+    assert (kept["schema"], kept["status"], kept["committed"]) == \
+        ("git-autoresearch:run/1", "keep", True)
+    assert kept["asi"] == {"hypothesis": "comments are bytes"}
+    assert ledger_lines(example)[-1]["run"] == kept["run"] == 2
+
+    write(app, app.read_text() + "// a longer bundle\n")
+    write(example / "README.md", "notes the agent should not have written here\n")
+    discarded = document(await client.call_tool("run_experiment", {
+        "description": "a longer bundle", "asi": {"next_action_hint": "shrink"}}))
+    assert (discarded["status"], discarded["scope_violations"]) == ("discard", ["README.md"])
+    assert git(example, "rev-parse", "--verify", "-q",
+               f"refs/autoresearch/{session}/attempts/3").strip()
+    assert git(example, "status", "--porcelain").strip() == ""
+
+    assert document(await client.call_tool("status", {})) == cli(ar, example, "status")
+    kept_runs = document(await client.call_tool("query_runs", {"kept": True}))
+    assert [r["run"] for r in kept_runs["runs"]] == [1, 2]
+    assert kept_runs == cli(ar, example, "log", "--kept", "--last", "20")
+    where = document(await client.call_tool("query_runs", {"where": ["status=discard"]}))
+    assert where == cli(ar, example, "log", "--where", "status=discard", "--last", "20")
+    shown = document(await client.call_tool("show_run", {"run": 3, "max_diff_chars": 40}))
+    assert shown["show"] == cli(ar, example, "show", "3")
+    full_diff = cli(ar, example, "diff", "3")["diff"]
+    assert (shown["diff"]["diff"], shown["diff_truncated"]) == (full_diff[:40], True)
+    assert document(await client.call_tool("summary", {})) == \
+        {"summary": ar(example, "summary").out}
+    assert document(await client.call_tool("summary", {"analyze": True})) == \
+        cli(ar, example, "analyze")
+    read = await client.read_resource("autoresearch://status")
+    assert json.loads(read.contents[0].text) == cli(ar, example, "status")  # type: ignore[union-attr]
+
+    assert document(await client.call_tool("stop", {}))["schema"] == "git-autoresearch:stop/1"
+    write(app, app.read_text() + "// more\n")
+    stopped = document(await client.call_tool("run_experiment", {"description": "after stop"}))
+    assert (sorted(stopped), stopped["stopped"], stopped["exit_code"]) == \
+        (["exit_code", "reason", "stopped"], True, 4)
+    assert "STOP" in stopped["reason"]
+    assert app.read_text().endswith("// more\n")  # (nothing measured, nothing reverted)
+
+
+@pytest.mark.anyio
+async def test_record_ideas_and_apply_are_the_commands_documents(client: Client,
+                                                                  example: Path,
+                                                                  ar: Tool) -> None:
+    """measure then record keeps the pending measurement; a crash reverts; an idea added is
+    listed; a discarded run's change is applied back onto the work tree."""
+    document(await client.call_tool("start_session", {"config": "config.toml"}))
+    app = example / "src" / "app.js"
+    write(app, app.read_text().replace(COMMENT, ""))
+    measured = document(await client.call_tool("measure", {}))
+    assert measured["schema"] == "git-autoresearch:measurement/1"
+    recorded = document(await client.call_tool("record", {
+        "status": "keep", "description": "measured, then kept"}))
+    assert (recorded["status"], recorded["run"]) == ("keep", 2)
+    write(app, app.read_text() + "// broken\n")
+    crashed = document(await client.call_tool("record", {
+        "status": "crash", "description": "it broke", "hypothesis": "h"}))
+    assert (crashed["status"], crashed["asi"]) == ("crash", {"hypothesis": "h"})
+    assert "broken" not in app.read_text()
+    added = document(await client.call_tool("ideas", {"op": "add", "text": "minify"}))
+    assert added["schema"] == "git-autoresearch:idea/1"
+    assert document(await client.call_tool("ideas", {"op": "list"})) == \
+        cli(ar, example, "ideas", "list")
+    applied = document(await client.call_tool("apply_run", {"run": 3}))
+    assert applied["schema"] == "git-autoresearch:apply/1"
+    assert "broken" in app.read_text()
+
+
+@pytest.mark.anyio
+async def test_errors_the_model_can_fix_are_tool_errors_with_the_commands_document(
+        client: Client, example: Path) -> None:
+    """A refusal (exit 3), a usage error (exit 2), a shell command given as an argument to a
+    server that does not allow it, and an argument of the wrong type are tool errors; the
+    first three carry the command's error document."""
+    document(await client.call_tool("start_session", {"config": "config.toml"}))
+    refused = error(await client.call_tool("record", {"status": "keep",
+                                                      "description": "nothing measured"}))
+    assert (refused["schema"], refused["exit_code"]) == ("git-autoresearch:error/1", 3)
+    usage = error(await client.call_tool("query_runs", {"where": ["metric<<"]}))
+    assert usage["exit_code"] == 2 and "metric<<" in usage["error"]
+    unsafe = error(await client.call_tool("start_session", {
+        "config": "config.toml", "new_segment": True, "command": "rm -rf ~"}))
+    assert unsafe["exit_code"] == 2 and "--allow-commands" in unsafe["error"]
+    assert not (await client.call_tool("collect", {"job": "run-9"})).structured_content
+    wrong = await client.call_tool("show_run", {"run": "three"})
+    assert wrong.is_error
+
+
+@pytest.mark.anyio
+async def test_a_run_reports_progress_and_a_long_one_is_collected_by_a_second_call(
+        example: Path) -> None:
+    """Each sample and the checks are a progress notification, their count growing; a run still
+    measuring after wait_seconds gives its job, which collect waits for."""
+    config = example / "config.toml"
+    write(config, config.read_text().replace('decision = "strict"', 'decision = "strict"\n'
+                                             'runs_per_experiment = 3\n'
+                                             'checks_command = "sleep 1"'))
+    git(example, "commit", "-qam", "three samples and checks")
+    async with Client(build(example), raise_exceptions=True) as client:
+        document(await client.call_tool("start_session", {"config": "config.toml"}))
+        app = example / "src" / "app.js"
+        write(app, app.read_text().replace(COMMENT, ""))
+        seen: list[tuple[float, str | None]] = []
+
+        async def heard(progress: float, total: float | None, message: str | None) -> None:
+            seen.append((progress, message))
+
+        running = document(await client.call_tool(
+            "run_experiment", {"description": "drop a comment", "wait_seconds": 0},
+            progress_callback=heard))
+        assert running["running"] is True and running["job"].startswith("run-")
+        collected = document(await client.call_tool("collect", {"job": running["job"]},
+                                                    progress_callback=heard))
+        assert (collected["status"], collected["samples"]) == ("keep", [collected["metric"]] * 3)
+        messages = [message for _, message in seen]
+        assert messages[-1] is not None and messages[-1].startswith("checks passed in")
+        assert [m for m in messages if m and m.startswith("sample ")] == \
+            [f"sample {n} of at most 3: {collected['metric']:.1f}" for n in (1, 2, 3)][
+                -len([m for m in messages if m and m.startswith("sample ")]):]
+        counts = [progress for progress, _ in seen]
+        assert counts == sorted(counts)
+
+
+def test_print_config_gives_each_harness_its_snippet(tmp_path: Path, ar: Tool) -> None:
+    """Each harness's snippet parses as its file's format and starts git autoresearch mcp; Codex
+    and Gemini CLI get a generous tool timeout."""
+    for harness in ("claude", "cursor", "gemini"):
+        text = ar(tmp_path, "mcp", "--print-config", harness).out
+        body = json.loads("".join(line for line in text.splitlines(keepends=True)
+                                  if not line.startswith("#")))
+        server = body["mcpServers"]["git-autoresearch"]
+        assert (server["command"], server["args"]) == ("git", ["autoresearch", "mcp"])
+    assert server["timeout"] == 1800000
+    codex = tomllib.loads(ar(tmp_path, "mcp", "--print-config", "codex").out)
+    assert codex["mcp_servers"]["git-autoresearch"] == {
+        "command": "git", "args": ["autoresearch", "mcp"], "startup_timeout_sec": 20,
+        "tool_timeout_sec": 1800}
+
+
+def test_without_the_sdk_the_command_says_what_to_install(
+        tmp_path: Path, ar: Tool, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "mcp.server", None)
+    monkeypatch.delitem(sys.modules, "git_autoresearch.mcp_server.tools", raising=False)
+    err = ar(tmp_path, "mcp", expect=3).err
+    assert err.strip() == ("git autoresearch: the MCP server needs the MCP SDK, which is not "
+                           "installed: pip install 'git-autoresearch[mcp]'")
+
+
+@pytest.mark.anyio
+async def test_the_real_server_over_stdio_lists_its_tools_and_answers(example: Path,
+                                                                      ar: Tool) -> None:
+    """git autoresearch mcp as a harness starts it: over stdio, through the SDK's stdio
+    client (its framing), the tools listed and status answered."""
+    from mcp.client.stdio import StdioServerParameters
+
+    ar(example, "start", "--config", "config.toml")
+    parameters = StdioServerParameters(command="git", args=["autoresearch", "mcp"],
+                                       cwd=example, env=dict(os.environ))
+    async with Client(parameters) as session:
+        listed = await session.list_tools()
+        assert [t.name for t in listed.tools] == TOOLS
+        answered = await session.call_tool("status", {})
+        assert answered.structured_content == cli(ar, example, "status")
