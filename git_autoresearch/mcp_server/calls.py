@@ -48,6 +48,9 @@ async def run_command(folder: Path, args: list[str], listener: Listener | None =
             stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             pass_fds=(write_end,))
+    except BaseException:
+        os.close(read_end)
+        raise
     finally:
         os.close(write_end)
     events = asyncio.ensure_future(_follow(read_end, listener))

@@ -41,10 +41,13 @@ def shell() -> str:
 
 def command_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment for user commands: ours, without the variables that pin git to a
-    repository (a command started from inside a git hook must still see its own work tree)."""
+    repository (a command started from inside a git hook must still see its own work tree)
+    and without the descriptor of our progress events (:mod:`runtime.events`), which the
+    command does not inherit."""
     from ..git import LOCATING_VARIABLES
+    from ..runtime.events import ENV as EVENTS
 
-    env = {k: v for k, v in os.environ.items() if k not in LOCATING_VARIABLES}
+    env = {k: v for k, v in os.environ.items() if k not in LOCATING_VARIABLES and k != EVENTS}
     if extra:
         env.update(extra)
     return env

@@ -183,7 +183,7 @@ async def test_a_run_reports_progress_and_a_long_one_is_collected_by_a_second_ca
     config = example / "config.toml"
     write(config, config.read_text().replace('decision = "strict"', 'decision = "strict"\n'
                                              'runs_per_experiment = 3\n'
-                                             'checks_command = "sleep 1"'))
+                                             'checks_command = "sleep 1; env > ../env"'))
     git(example, "commit", "-qam", "three samples and checks")
     async with Client(build(example), raise_exceptions=True) as client:
         document(await client.call_tool("start_session", {"config": "config.toml"}))
@@ -208,6 +208,9 @@ async def test_a_run_reports_progress_and_a_long_one_is_collected_by_a_second_ca
                 -len([m for m in messages if m and m.startswith("sample ")]):]
         counts = [progress for progress, _ in seen]
         assert counts == sorted(counts)
+    # The user's commands never see the descriptor of the progress events.
+    assert "GIT_AUTORESEARCH_PROGRESS_FD" not in (example.parent / "env").read_text()
+    assert "AUTORESEARCH_RUN=" in (example.parent / "env").read_text()
 
 
 def test_print_config_gives_each_harness_its_snippet(tmp_path: Path, ar: Tool) -> None:
