@@ -156,6 +156,28 @@ async def test_record_ideas_and_apply_are_the_commands_documents(client: Client,
 
 
 @pytest.mark.anyio
+async def test_audit_and_finalize_give_the_commands_documents(client: Client, example: Path,
+                                                             ar: Tool) -> None:
+    """audit measures a keep against its parent again and records its line; finalize makes the
+    branch for review: each result is the command's document, the ledger and branch as the
+    command line would leave them."""
+    document(await client.call_tool("start_session", {"config": "config.toml"}))
+    app = example / "src" / "app.js"
+    write(app, app.read_text().replace(COMMENT, ""))
+    document(await client.call_tool("run_experiment", {"description": "drop a comment"}))
+    audited = document(await client.call_tool("audit", {"runs": [2], "samples": 1}))
+    assert audited["schema"] == "git-autoresearch:audit/1"
+    assert [(a["audited_run"], a["verdict"]) for a in audited["audits"]] == [(2, "confirmed")]
+    assert audited["audits"] == [ledger_lines(example)[-1]]
+    final = document(await client.call_tool("finalize", {}))
+    assert (final["schema"], final["runs"]) == ("git-autoresearch:finalize/1", [2])
+    assert {k: v for k, v in final.items() if k not in ("schema", "notes")} == \
+        ledger_lines(example)[-1]
+    assert final["notes"] == str(example / ".auto" / "final.md")
+    assert git(example, "rev-parse", "--short=7", final["branch"]).strip() == final["commit"]
+
+
+@pytest.mark.anyio
 async def test_errors_the_model_can_fix_are_tool_errors_with_the_commands_document(
         client: Client, example: Path) -> None:
     """A refusal (exit 3), a usage error (exit 2), a shell command given as an argument to a
