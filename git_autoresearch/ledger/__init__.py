@@ -124,6 +124,11 @@ def only_runs(wanted: LineTest | None) -> Iterator[None]:
         _ONLY.reset(token)
 
 
+def skipping_runs() -> bool:
+    """Whether an :func:`only_runs` is in force (a read then skips lines)."""
+    return _ONLY.get() is not None
+
+
 @contextmanager
 def runs_as_text() -> Iterator[None]:
     """While it lasts, :func:`parse` (and so :func:`ledger.read` and opening a session)

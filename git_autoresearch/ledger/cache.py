@@ -7,9 +7,10 @@ length in bytes, always ending with a newline, its number of lines, and its SHA-
 that prefix holds a number that could read as infinity (:attr:`Ledger.plain_numbers`), its
 segments' headers, each run's line number, segment, the fields of :data:`CACHED_AT_HAND` it
 has and its status and metric as read (:meth:`Run.found`), the hook and event lines whole,
-the malformed lines, and the line numbers of each run number read more than once. It is used
-only when the ledger begins with the very bytes it covers, and was written in this layout
-(:data:`FORMAT`), by this Python's ``marshal``, with the same fields; otherwise, or when it
+the malformed lines, and the line numbers of each run number read more than once, after the
+SHA-1 of all that. It is used only when it is whole (that SHA-1), the ledger begins with the
+very bytes it covers, and it was written in this layout (:data:`FORMAT`) by this version of
+the package and this Python's ``marshal``, with the same fields; otherwise, or when it
 cannot be read, the ledger is parsed whole and the cache written again. So a ledger
 rewritten, cut short or edited in place is read as it now stands: the cache can make a read
 quicker, never different (the runs are :class:`~git_autoresearch.ledger.jsontext.ObjectText`,
@@ -28,6 +29,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .. import __version__
 from ..runtime.atomic import WriteFailed, write_atomic
 from . import (
     AT_HAND,
@@ -40,6 +42,7 @@ from . import (
     collector_paused,
     parse,
     read_bytes,
+    skipping_runs,
 )
 from .jsontext import ObjectText, number_flags
 
@@ -57,7 +60,8 @@ REWRITE_SHARE = 1 / 32
 CACHED_AT_HAND = AT_HAND | frozenset({"commit", "worker", "decision", "retry_of",
                                       "timestamp", "samples", "confidence"})
 _KEYS = tuple(sorted(CACHED_AT_HAND))
-_PYTHON = tuple(sys.version_info[:2])
+# Who wrote a cache: this package's version (its reading rules) and Python's (marshal's).
+_MADE_BY = (__version__, *sys.version_info[:2])
 
 
 def cache_path(scratch: Path, ledger: Path) -> Path:
@@ -82,7 +86,7 @@ def parse_cached(data: bytes, cache: Path, *, least: int | None = None) -> Ledge
     what :func:`ledger.runs_as_text` asks holds too); :func:`ledger.only_runs` is not applied
     (every run is read, as parse reads them). A shorter ledger is parsed
     whole, uncached. A cache that cannot be written is left as it was, unsaid."""
-    if len(data) < (CACHE_FROM if least is None else least):
+    if len(data) < (CACHE_FROM if least is None else least) or skipping_runs():
         return parse(data)
     with collector_paused():
         found = _restored(data, cache)
@@ -111,11 +115,22 @@ def _restored(data: bytes, cache: Path) -> tuple[Reader, int, int, bool] | None:
     of that prefix and its ``plain_numbers``; None when the cache is missing, unreadable,
     of another format, or covers other bytes than ``data`` begins with."""
     try:
-        state = marshal.loads(cache.read_bytes())
+        raw = cache.read_bytes()
+        if hashlib.sha1(memoryview(raw)[20:]).digest() != raw[:20]:
+            return None  # (cut short, or changed since it was written)
+        state = marshal.loads(memoryview(raw)[20:])
     except (OSError, EOFError, ValueError, TypeError):
         return None
-    if type(state) is not tuple or len(state) != 13 or state[:3] != (FORMAT, _PYTHON, _KEYS):
+    if type(state) is not tuple or len(state) != 13 or state[:3] != (FORMAT, _MADE_BY, _KEYS):
         return None
+    try:
+        return _restore(data, state)
+    except Exception:  # noqa: BLE001 (a cache is only a cache: anything odd in it, unused)
+        return None
+
+
+def _restore(data: bytes, state: tuple[Any, ...]) -> tuple[Reader, int, int, bool] | None:
+    """:func:`_restored` of the cache's ``state``, as :func:`_save` wrote it."""
     (_, _, _, covered, lines_covered, digest, plain, headers, runs, hooks, events, malformed,
      repeats) = state
     if not 0 < covered <= len(data) or data[covered - 1] != 0x0A \
@@ -149,14 +164,16 @@ def _save(cache: Path, reader: Reader, data: bytes, covered: int, lines_covered:
     runs: list[tuple[int, int, dict[str, Any], tuple[str, float | None, float]]] = []
     for segment in reader.segments:
         for run in segment.runs:
-            assert type(run.data) is ObjectText
+            if type(run.data) is not ObjectText:
+                return  # (read otherwise than the cache reads: nothing to save)
             runs.append((run.line, run.segment, run.data.at_hand, run.found()))
-    state = (FORMAT, _PYTHON, _KEYS, covered, lines_covered,
+    state = (FORMAT, _MADE_BY, _KEYS, covered, lines_covered,
              hashlib.sha1(memoryview(data)[:covered]).digest(), plain,
              [(segment.index, segment.header) for segment in reader.segments], runs,
              reader.hooks, reader.events,
              [(m.line, m.reason, m.torn, m.run) for m in reader.malformed],
              {number: [line for line, _ in found] for number, found in reader.repeats.items()})
     with contextlib.suppress(OSError, WriteFailed, ValueError):
+        payload = marshal.dumps(state)
         cache.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(cache, marshal.dumps(state), durable=False)
+        write_atomic(cache, hashlib.sha1(payload).digest() + payload, durable=False)

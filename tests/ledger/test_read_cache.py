@@ -151,21 +151,38 @@ def test_the_cache_is_written_again_once_enough_is_appended(tmp_path: Path) -> N
     assert shape(ledger_cache.parse_cached(data, cache, least=0)) == shape(ledger.parse(data))
 
 
-@pytest.mark.parametrize("damage", [b"", b"\x00garbage", "truncated", "other python"])
+@pytest.mark.parametrize("damage", [b"", b"\x00garbage", "truncated", "a byte changed",
+                                    "another version", "a line beyond the ledger"])
 def test_a_damaged_or_foreign_cache_is_not_used(tmp_path: Path, damage: bytes | str) -> None:
-    """A cache file that is empty, not marshal's, cut short or of another layout is passed
-    over: the ledger is read whole, and the cache written again."""
+    """A cache file that is empty, not marshal's, cut short, changed since it was written
+    (a byte of a run's status), written by another version of the package, or naming a line
+    the ledger does not have (its own digest rewritten to match) is passed over: the ledger is
+    read whole, and the cache written again."""
+    import hashlib
     import marshal
 
     cache = tmp_path / "ledger-cache"
     data = ledger_bytes_of(300)
     ledger_cache.parse_cached(data, cache, least=0)
+    raw = cache.read_bytes()
+
+    def rewritten(state: list[Any]) -> bytes:
+        payload = marshal.dumps(tuple(state))
+        return hashlib.sha1(payload).digest() + payload
+
     if damage == "truncated":
-        cache.write_bytes(cache.read_bytes()[:-100])
-    elif damage == "other python":
-        state = list(marshal.loads(cache.read_bytes()))
-        state[1] = (2, 7)
-        cache.write_bytes(marshal.dumps(tuple(state)))
+        cache.write_bytes(raw[:-100])
+    elif damage == "a byte changed":
+        at = raw.index(b"discard")
+        cache.write_bytes(raw[:at] + b"k" + raw[at + 1:])
+    elif damage == "another version":
+        state = list(marshal.loads(raw[20:]))
+        state[1] = ("0.0.1", *state[1][1:])
+        cache.write_bytes(rewritten(state))
+    elif damage == "a line beyond the ledger":
+        state = list(marshal.loads(raw[20:]))
+        state[8] = [(10_000, *state[8][0][1:]), *state[8][1:]]
+        cache.write_bytes(rewritten(state))
     else:
         assert isinstance(damage, bytes)
         cache.write_bytes(damage)
@@ -192,13 +209,15 @@ def test_status_log_show_and_keep_read_a_long_ledger_as_they_read_it_uncached(
     show print what they print reading the whole file, and a keep after a cached read takes
     the next run number and is read back by the next command."""
     records = [json.loads(record(n, status="discard")) for n in range(2, 400)]
+    records[5]["status"] = "weird"  # (warned of, except by a query that skips its line)
     with (experiment / ".auto" / "log.jsonl").open("a") as fh:
         fh.write("".join(json.dumps(r) + "\n" for r in records))
     commands = [("status", "--json"), ("log", "--json"), ("log",), ("show", "200", "--json"),
-                ("log", "--where", "status=discard", "--last", "3", "--json")]
+                ("log", "--where", "status=discard", "--last", "3", "--json"),
+                ("log", "--status", "crash", "--json")]
 
-    def outputs() -> list[str]:
-        return [ar(experiment, *args).out for args in commands]
+    def outputs() -> list[tuple[str, str]]:
+        return [(found.out, found.err) for found in (ar(experiment, *args) for args in commands)]
 
     monkeypatch.setattr(ledger_cache, "CACHE_FROM", 1 << 40)
     uncached = outputs()
