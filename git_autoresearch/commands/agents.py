@@ -161,8 +161,8 @@ def schema_cmd(name: str | None, as_json: bool) -> None:
                    "arguments; without it they come only from the configuration file.")
 @click.option("--print-config", "harness",
               type=click.Choice(["claude", "codex", "cursor", "gemini"]),
-              help="Print what this harness's configuration needs to start the server, and "
-                   "start nothing.")
+              help="Print what this harness's configuration needs to start the server (on "
+                   "stdout, where it goes on stderr), and start nothing.")
 def mcp_cmd(folder: Path | None, allow_commands: bool, harness: str | None) -> None:
     """A Model Context Protocol server on stdin and stdout, for a harness that calls tools only
     through MCP: the loop's commands as a few tools (start_session, run_experiment, measure,
@@ -172,7 +172,9 @@ def mcp_cmd(folder: Path | None, allow_commands: bool, harness: str | None) -> N
     if harness is not None:
         from ..mcp_server.registration import snippet
 
-        click.echo(snippet(harness), nl=False)
+        where, text = snippet(harness)
+        click.echo(f"# {where}:", err=True)
+        click.echo(text, nl=False)
         return
     try:
         from ..mcp_server.tools import build

@@ -19,6 +19,8 @@ from typing import Any
 
 from ..runtime.events import ENV
 
+# The schema of an error document (runtime.schemas.schema_id("error")).
+ERROR_SCHEMA = "git-autoresearch:error/1"
 # What a progress event is handed to: the listening tool call's report of progress.
 Listener = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -43,11 +45,17 @@ async def run_command(folder: Path, args: list[str], listener: Listener | None =
     read_end, write_end = os.pipe()
     env = {**os.environ, ENV: str(write_end)}
     try:
+        if any("\0" in arg for arg in args):
+            raise ValueError("an argument holds a NUL character")
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "git_autoresearch", *args, cwd=folder, env=env,
             stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             pass_fds=(write_end,))
+    except (OSError, ValueError) as exc:  # too long for the system, say
+        os.close(read_end)
+        return Outcome(2, {"schema": ERROR_SCHEMA, "error": f"the command cannot be started "
+                           f"with these arguments: {exc}", "exit_code": 2}, "", "")
     except BaseException:
         os.close(read_end)
         raise
@@ -111,10 +119,11 @@ class Jobs:
         self.running: dict[str, Job] = {}
         self._numbers = itertools.count(1)
 
-    def start(self, folder: Path, kind: str, args: list[str]) -> Job:
-        """Start ``args`` in ``folder`` as a job of ``kind`` (``run``, ``measure``)."""
-        job = Job(f"{kind}-{next(self._numbers)}", args)
-        job.task = asyncio.ensure_future(run_command(folder, args, job.hear))
+    def start(self, folder: Path, kind: str, args: list[str], stdin: str | None = None) -> Job:
+        """Start ``args`` in ``folder`` as a job of ``kind`` (``run``, ``measure``), keyed
+        ``<kind>-<this server's pid>-<n>`` (a key never names another server's job)."""
+        job = Job(f"{kind}-{os.getpid()}-{next(self._numbers)}", args)
+        job.task = asyncio.ensure_future(run_command(folder, args, job.hear, stdin))
         self.running[job.key] = job
         return job
 

@@ -13,6 +13,7 @@ should end. The protocol and the SDK: the official MCP Python SDK, 2.x (``mcp.se
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -25,8 +26,9 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from .. import __version__
+from ..runtime.errors import AutoresearchError
 from ..runtime.schemas import bundled
-from .calls import Jobs, Outcome, run_command
+from .calls import ERROR_SCHEMA, Jobs, Outcome, run_command
 
 # What a tool gives for exit 4 (STOP, a stop rule): the loop should end.
 STOPPED_SCHEMA: dict[str, Any] = {
@@ -41,21 +43,27 @@ RUNNING_SCHEMA: dict[str, Any] = {
     "type": "object",
     "description": "The command is still running: collect gives its result (job: its key).",
     "properties": {"running": {"const": True}, "job": {"type": "string"},
-                   "events": {"type": "array", "items": {"type": "object"}}},
+                   "events": {"type": "array", "items": {"type": "object"}},
+                   "note": {"type": "string"}},
     "required": ["running", "job"],
 }
 # The arguments several tools share.
 Wait = Annotated[float | None, Field(
     description="Return after this many seconds with {running, job} if the command has not "
-                "ended (collect gives its result); none: wait until it ends.", ge=0)]
+                "ended (collect gives its result; leave the work tree alone meanwhile); null: "
+                "wait until it ends, however long.", ge=0)]
+# The default wait: under the tool timeouts of the harnesses (about a minute for Claude Code).
+WAIT_SECONDS = 45.0
 Asi = Annotated[dict[str, str] | None, Field(
     description="Annotations for the run (next_action_hint, rollback_reason, ...).")]
 INSTRUCTIONS = """\
 git-autoresearch keeps or reverts each experiment on one measured number. The loop: change the
 code, then call run_experiment with a one-sentence description (and your hypothesis); it measures,
-decides, commits a keep or reverts a discard, and records the run. Never commit by hand. Read
-status to see the baseline, the best and whether to stop; query_runs and show_run to look back.
-A result with "stopped": true means the loop should end (STOP or a limit)."""
+decides, commits a keep or reverts a discard, and records the run. Never commit by hand. A result
+{"running": true, "job": ...} means the measurement goes on: call collect with that job, and leave
+the work tree as it is until it gives the result. Read status to see the baseline, the best and
+whether to stop; query_runs and show_run to look back. A result with "stopped": true means the
+loop should end (STOP or a limit)."""
 
 
 def either(*kinds: str, running: bool = False) -> dict[str, Any]:
@@ -74,6 +82,13 @@ def _part(kind: str, defs: dict[str, Any]) -> dict[str, Any]:
     defs.update(schema.pop("$defs", {}))
     schema.pop("$schema", None)
     return schema
+
+
+def running(key: str, events: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a measuring tool gives while its command still runs."""
+    return {"running": True, "job": key, "events": events,
+            "note": "the command goes on: leave the work tree as it is until collect gives "
+                    "its result (it measures and records what is there)"}
 
 
 class Failed(Exception):
@@ -105,11 +120,42 @@ def result(outcome: Outcome) -> dict[str, Any]:
         return document
     said = (document or {}).get("error") or outcome.stderr.strip().splitlines()[-1:] or \
         [f"exit {outcome.exit_code}"]
-    reason = said if isinstance(said, str) else said[0]
+    reason = said if isinstance(said, str) else said[0].removeprefix("git autoresearch: ")
     if outcome.exit_code == 4:
         return {"stopped": True, "reason": reason, "exit_code": 4}
+    if outcome.exit_code == 0:  # (no document where one was expected: never so far)
+        reason, outcome.exit_code = f"no JSON document on stdout: {outcome.stdout[:200]}", 1
     raise Failed(json.dumps(document if document is not None else
-                               {"error": reason, "exit_code": outcome.exit_code}))
+                            error_document(reason, outcome.exit_code)))
+
+
+def error_document(message: str, exit_code: int) -> dict[str, Any]:
+    """An error document (``git-autoresearch:error/1``) of the server's own."""
+    return {"schema": ERROR_SCHEMA, "error": message, "exit_code": exit_code}
+
+
+def uncommitted(folder: Path, config: str) -> str | None:
+    """Why the configuration file ``config`` (a path from ``folder``) may not start a session
+    on a server that takes no shell command from the model: it is not a file of the
+    repository committed as it stands (the commands it names are a person's, not a file the
+    model wrote); None when it is."""
+    from ..git import GitError, Repo
+
+    path = (folder / config).resolve()
+    try:
+        repo = Repo.discover(folder)
+        rel = path.relative_to(repo.top).as_posix()
+        data = path.read_bytes()
+        committed = repo.blobs("HEAD", [rel]).get(rel)
+    except (GitError, ValueError, OSError, AutoresearchError):
+        committed, data, rel = None, b"", config
+    if committed is not None:
+        algorithm = hashlib.sha1 if len(committed) == 40 else hashlib.sha256
+        if algorithm(b"blob %d\0" % len(data) + data).hexdigest() == committed:
+            return None
+    return (f"{config} is not a file of the repository committed as it stands: this server "
+            "takes the session's shell commands only from a committed configuration file "
+            "(commit it, or start the server with --allow-commands)")
 
 
 def progress_of(ctx: Context) -> Any:
@@ -151,38 +197,65 @@ class Tools:
         return result(await run_command(self.folder, list(args)))
 
     async def measured(self, ctx: Context, kind: str, args: list[str],
-                       wait_seconds: float | None) -> dict[str, Any]:
-        """The result of the measuring command ``args`` (a job of ``kind``), its progress
-        reported to ``ctx``; ``{running, job}`` once ``wait_seconds`` have passed."""
-        job = self.jobs.start(self.folder, kind, args)
+                       wait_seconds: float | None, stdin: str | None = None) -> dict[str, Any]:
+        """The result of the measuring command ``args`` (a job of ``kind``; ``stdin``, its
+        input), its progress reported to ``ctx``; ``{running, job}`` once ``wait_seconds``
+        have passed."""
+        job = self.jobs.start(self.folder, kind, args, stdin)
         outcome = await self.jobs.wait(job, progress_of(ctx), wait_seconds)
         if outcome is None:
-            return {"running": True, "job": job.key, "events": job.events}
+            return running(job.key, job.events)
         return result(outcome)
 
     async def start_session(
             self, ctx: Context,
             config: Annotated[str, Field(description="The configuration file (TOML) of the "
-                                         "session: its command, metric, scope and rules.")],
+                                         "session, committed in the repository: its command, "
+                                         "metric, scope and rules.")],
             goal: Annotated[str | None, Field(description="What the session optimises.")] = None,
             session_id: str | None = None,
-            new_segment: Annotated[bool, Field(description="Start a new segment of the existing "
-                                               "session under the changed configuration.")] = False,
+            new_segment: Annotated[bool, Field(description="Start a new segment of the "
+                                               "existing session under the changed "
+                                               "configuration.")] = False,
             no_baseline: bool = False,
-            wait_seconds: Wait = None,
-            command: Annotated[str | None, Field(description="The experiment command (only when "
-                                                 "the server allows commands).")] = None,
-            checks_command: Annotated[str | None, Field(description="A command that must pass "
-                                                        "for a keep (only when the server "
-                                                        "allows commands).")] = None,
+            wait_seconds: Wait = WAIT_SECONDS,
     ) -> dict[str, Any]:
         """Start a session (git autoresearch start --config FILE): its branch, .auto/, the
         ledger, and the baseline's measurement (progress per sample). Gives the start
         document."""
-        if (command or checks_command) and not self.allow_commands:
-            raise Failed(json.dumps({
-                "error": "shell commands come from the configuration file; this server was not "
-                         "started with --allow-commands", "exit_code": 2}))
+        problem = None if self.allow_commands else uncommitted(self.folder, config)
+        if problem is not None:
+            raise Failed(json.dumps(error_document(problem, 3)))
+        return await self.started(ctx, config, goal, session_id, new_segment, no_baseline,
+                                  wait_seconds, None, None)
+
+    async def start_session_with_commands(
+            self, ctx: Context,
+            config: Annotated[str, Field(description="The configuration file (TOML) of the "
+                                         "session: its command, metric, scope and rules.")],
+            goal: Annotated[str | None, Field(description="What the session optimises.")] = None,
+            session_id: str | None = None,
+            new_segment: Annotated[bool, Field(description="Start a new segment of the "
+                                               "existing session under the changed "
+                                               "configuration.")] = False,
+            no_baseline: bool = False,
+            wait_seconds: Wait = WAIT_SECONDS,
+            command: Annotated[str | None, Field(description="The experiment command, instead "
+                                                 "of the configuration's.")] = None,
+            checks_command: Annotated[str | None, Field(description="A command that must pass "
+                                                        "for a keep.")] = None,
+    ) -> dict[str, Any]:
+        """Start a session (git autoresearch start --config FILE), its shell commands given
+        here or by the configuration file: its branch, .auto/, the ledger, and the baseline's
+        measurement (progress per sample). Gives the start document."""
+        return await self.started(ctx, config, goal, session_id, new_segment, no_baseline,
+                                  wait_seconds, command, checks_command)
+
+    async def started(self, ctx: Context, config: str, goal: str | None,
+                      session_id: str | None, new_segment: bool, no_baseline: bool,
+                      wait_seconds: float | None, command: str | None,
+                      checks_command: str | None) -> dict[str, Any]:
+        """What the two start tools do with their arguments."""
         args = ["start", "--config", config, "--json"]
         for option, value in (("--goal", goal), ("--session-id", session_id),
                               ("--command", command), ("--checks-command", checks_command)):
@@ -198,18 +271,18 @@ class Tools:
             asi: Asi = None,
             dry_run: Annotated[bool, Field(description="Measure and decide; apply nothing.")
                                ] = False,
-            wait_seconds: Wait = None,
+            wait_seconds: Wait = WAIT_SECONDS,
     ) -> dict[str, Any]:
         """One iteration on the change in the work tree (git autoresearch run): measure it
         against the incumbent, keep (commit) or discard (revert, saved on an attempt ref), and
         record it. Progress per sample and for the checks. Gives the run document: status,
         metric, decision, committed, scope_violations, steer."""
         annotations = {**(asi or {}), **({"hypothesis": hypothesis} if hypothesis else {})}
-        args = ["run", "-d", description, "--json"] + ["--dry-run"] * dry_run + \
+        args = ["run", "-d", "-", "--json"] + ["--dry-run"] * dry_run + \
             (["--asi-json", json.dumps(annotations)] if annotations else [])
-        return await self.measured(ctx, "run", args, wait_seconds)
+        return await self.measured(ctx, "run", args, wait_seconds, stdin=description)
 
-    async def measure(self, ctx: Context, wait_seconds: Wait = None) -> dict[str, Any]:
+    async def measure(self, ctx: Context, wait_seconds: Wait = WAIT_SECONDS) -> dict[str, Any]:
         """Measure the work tree and say what the loop would decide, recording nothing (git
         autoresearch measure); record then keeps or discards that measurement."""
         return await self.measured(ctx, "measure", ["measure", "--json"], wait_seconds)
@@ -217,18 +290,18 @@ class Tools:
     async def collect(
             self, ctx: Context,
             job: Annotated[str, Field(description="The key a call that was still running gave.")],
-            wait_seconds: Wait = None,
+            wait_seconds: Wait = WAIT_SECONDS,
     ) -> dict[str, Any]:
         """The result of a command a call left running (start_session, run_experiment,
         measure, audit with wait_seconds): wait for it, with its progress."""
         found = self.jobs.running.get(job)
         if found is None:
-            raise Failed(json.dumps({"error": f"no running job {job!r} (running: "
-                                                 f"{', '.join(self.jobs.running) or 'none'})",
-                                        "exit_code": 2}))
+            raise Failed(json.dumps(error_document(
+                f"no running job {job!r} (running: {', '.join(self.jobs.running) or 'none'})",
+                2)))
         outcome = await self.jobs.wait(found, progress_of(ctx), wait_seconds)
         if outcome is None:
-            return {"running": True, "job": found.key, "events": found.events}
+            return running(found.key, found.events)
         return result(outcome)
 
     async def record(
@@ -247,10 +320,10 @@ class Tools:
         crash): keep commits it, discard reverts it (saved on an attempt ref), crash reverts
         and records a failure. Gives the run document."""
         annotations = {**(asi or {}), **({"hypothesis": hypothesis} if hypothesis else {})}
-        args = [status, "-d", description, "--json"] + ["--force"] * force + \
+        args = [status, "-d", "-", "--json"] + ["--force"] * force + \
             (["--metric", repr(metric)] if metric is not None else []) + \
             (["--asi-json", json.dumps(annotations)] if annotations else [])
-        return await self.call(*args)
+        return result(await run_command(self.folder, args, stdin=description))
 
     async def status(self) -> dict[str, Any]:
         """Where the session stands (git autoresearch status): baseline, best, improvement,
@@ -290,20 +363,14 @@ class Tools:
             include_diff: bool = True,
             max_diff_chars: Annotated[int, Field(ge=0)] = 20000,
     ) -> dict[str, Any]:
-        """One run (git autoresearch show N --json) and, with include_diff, its change against
-        the commit it was tried on (git autoresearch diff N --json), cut to max_diff_chars
-        (diff_truncated says so)."""
-        shown = await self.call("show", str(run), "--json")
-        out: dict[str, Any] = {"show": shown, "diff": None, "diff_truncated": False}
-        if include_diff:
-            outcome = await run_command(self.folder, ["diff", str(run), "--json"])
-            if outcome.exit_code == 0 and outcome.document is not None:
-                diff = dict(outcome.document)
-                text = str(diff.get("diff", ""))
-                out["diff_truncated"] = len(text) > max_diff_chars
-                diff["diff"] = text[:max_diff_chars]
-                out["diff"] = diff
-        return out
+        """One run (git autoresearch show N --json): its record, audits, what it set aside and
+        touched, and its change (git show of its commit) cut to max_diff_chars, or left out
+        without include_diff (diff_truncated says whether it was cut)."""
+        shown = await self.call("show", "--json", "--", str(run))
+        text = str(shown.get("diff", "")) if include_diff else ""
+        limit = max_diff_chars if include_diff else 0
+        return {"show": {**shown, "diff": text[:limit]},
+                "diff_truncated": len(str(shown.get("diff", ""))) > limit}
 
     async def summary(
             self,
@@ -331,16 +398,18 @@ class Tools:
         """The ideas backlog (git autoresearch ideas): list, add one, take the next, mark one
         done."""
         args = ["ideas", op, "--json"]
+        if op == "done" and run is not None:
+            args += ["--run", str(run)]
         if op == "add":
-            args.append(text or "")
+            args += ["--", text or ""]
         if op == "done":
-            args += [str(number or 0)] + (["--run", str(run)] if run is not None else [])
+            args += ["--", str(number or 0)]
         return await self.call(*args)
 
     async def apply_run(self, run: int) -> dict[str, Any]:
         """Bring a run's change (a discarded attempt, say) back onto the work tree (git
         autoresearch apply N); a conflict is refused, naming the paths."""
-        return await self.call("apply", str(run), "--json")
+        return await self.call("apply", "--json", "--", str(run))
 
     async def stop(self) -> dict[str, Any]:
         """Ask the loop to stop (git autoresearch stop): the next run ends it."""
@@ -351,12 +420,13 @@ class Tools:
             runs: Annotated[list[int] | None, Field(description="The kept runs to audit "
                                                     "(none: every keep of the segment).")] = None,
             samples: Annotated[int | None, Field(ge=1)] = None,
-            wait_seconds: Wait = None,
+            wait_seconds: Wait = WAIT_SECONDS,
     ) -> dict[str, Any]:
         """Measure kept runs against their parents again, interleaved, in temporary worktrees
         (git autoresearch audit): confirmed, within noise or a regression."""
-        args = ["audit", *map(str, runs or []), "--json"] + \
-            (["--samples", str(samples)] if samples is not None else [])
+        args = ["audit", "--json"] + \
+            (["--samples", str(samples)] if samples is not None else []) + \
+            ["--", *map(str, runs or [])]
         return await self.measured(ctx, "audit", args, wait_seconds)
 
     async def finalize(
@@ -384,8 +454,9 @@ def build(folder: Path, *, allow_commands: bool = False) -> MCPServer:
     reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     writing = ToolAnnotations(read_only_hint=False, destructive_hint=False,
                               open_world_hint=False)
+    starting = tools.start_session_with_commands if allow_commands else tools.start_session
     specs: list[tuple[Any, dict[str, Any], ToolAnnotations]] = [
-        (tools.start_session, either("start", running=True), writing),
+        (starting, either("start", running=True), writing),
         (tools.run_experiment, either("run", "measurement", running=True), writing),
         (tools.measure, either("measurement", running=True), writing),
         (tools.collect, either("start", "run", "measurement", "audit", running=True), writing),
@@ -402,7 +473,8 @@ def build(folder: Path, *, allow_commands: bool = False) -> MCPServer:
     ]
     registered = []
     for fn, schema, hints in specs:
-        tool = Tool.from_function(answering(fn), annotations=hints, structured_output=True)
+        tool = Tool.from_function(answering(fn), name=fn.__name__.removesuffix("_with_commands"),
+                                  annotations=hints, structured_output=True)
         tool.fn_metadata.output_schema = schema
         registered.append(tool)
     server = MCPServer("git-autoresearch", instructions=INSTRUCTIONS, version=__version__,
@@ -421,18 +493,17 @@ def build(folder: Path, *, allow_commands: bool = False) -> MCPServer:
     @server.resource("autoresearch://runs/{run}", mime_type="application/json",
                      description="git autoresearch show RUN --json")
     async def run_resource(run: int) -> str:
-        return json.dumps(await tools.call("show", str(run), "--json"))
+        return json.dumps(await tools.call("show", "--json", "--", str(run)))
 
     return server
 
 
 def _shown_schema() -> dict[str, Any]:
-    """show_run's output schema: the show document and the diff document (or null)."""
+    """show_run's output schema: the show document (its diff cut) and whether it was cut."""
     defs: dict[str, Any] = {}
     return {"type": "object", "properties": {
-        "show": _part("show", defs), "diff": {"anyOf": [_part("diff", defs), {"type": "null"}]},
-        "diff_truncated": {"type": "boolean"}},
-        "required": ["show", "diff", "diff_truncated"], "$defs": defs}
+        "show": _part("show", defs), "diff_truncated": {"type": "boolean"}},
+        "required": ["show", "diff_truncated"], "$defs": defs}
 
 
 def _summary_schema() -> dict[str, Any]:

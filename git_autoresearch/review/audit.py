@@ -194,7 +194,7 @@ def run_audit(session: Session, target: Target, samples: int = DEFAULT_SAMPLES,
             with measuring(repo, cfg, f"audit of run {target.run}"):
                 for side in SIDES:
                     result = measure(cfg, top=trees[side], log_path=log, env=env,
-                                     first_sample=index + 1)
+                                     first_sample=index + 1, event=f"{side}_sample")
                     if progress is not None:
                         progress(target.run, side, index + 1, result.metric)
                     if result.metric is None:

@@ -5,8 +5,9 @@ When the environment variable ``GIT_AUTORESEARCH_PROGRESS_FD`` holds the number 
 descriptor open for writing, each step of a measurement writes one JSON object and a newline to
 it, as the step ends: ``{"event": "sample", "sample": 3, "of": 16, "value": 41.2}`` for a sample
 of the candidate (``of``: the most the rule may take), ``{"event": "incumbent_sample", "sample":
-2, "value": 40.7}`` for one of the incumbent measured beside it, and ``{"event": "checks",
-"passed": true, "duration_s": 1.5}`` once the checks ran. Values are in the metric's unit. Without
+2, "value": 40.7}`` for one of the incumbent measured beside it, ``parent_sample`` and
+``commit_sample`` for the two sides of an audit, and ``{"event": "checks", "passed": true,
+"duration_s": 1.5}`` once the checks ran. Values are in the metric's unit. Without
 the variable, or once a write fails (the reader went away), nothing is written.
 git-autoresearch-mcp(1) is the user's page.
 """

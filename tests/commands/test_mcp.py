@@ -78,6 +78,8 @@ async def test_a_whole_session_through_the_tools(client: Client, example: Path,
     listed = await client.list_tools()
     assert [t.name for t in listed.tools] == TOOLS
     assert all(t.output_schema and t.description for t in listed.tools)
+    starting = next(t for t in listed.tools if t.name == "start_session")
+    assert "command" not in starting.input_schema["properties"]
     started = document(await client.call_tool("start_session", {"config": "config.toml"}))
     assert (started["schema"], started["baseline"]["status"]) == ("git-autoresearch:start/1",
                                                                    "keep")
@@ -108,9 +110,12 @@ async def test_a_whole_session_through_the_tools(client: Client, example: Path,
     where = document(await client.call_tool("query_runs", {"where": ["status=discard"]}))
     assert where == cli(ar, example, "log", "--where", "status=discard", "--last", "20")
     shown = document(await client.call_tool("show_run", {"run": 3, "max_diff_chars": 40}))
-    assert shown["show"] == cli(ar, example, "show", "3")
-    full_diff = cli(ar, example, "diff", "3")["diff"]
-    assert (shown["diff"]["diff"], shown["diff_truncated"]) == (full_diff[:40], True)
+    whole = cli(ar, example, "show", "3")
+    assert (shown["show"], shown["diff_truncated"]) == \
+        ({**whole, "diff": whole["diff"][:40]}, True)
+    assert "a longer bundle" in whole["diff"] and len(whole["diff"]) > 40
+    bare = document(await client.call_tool("show_run", {"run": 3, "include_diff": False}))
+    assert (bare["show"]["diff"], bare["show"]["record"]) == ("", whole["record"])
     assert document(await client.call_tool("summary", {})) == \
         {"summary": ar(example, "summary").out}
     assert document(await client.call_tool("summary", {"analyze": True})) == \
@@ -189,10 +194,17 @@ async def test_errors_the_model_can_fix_are_tool_errors_with_the_commands_docume
     assert (refused["schema"], refused["exit_code"]) == ("git-autoresearch:error/1", 3)
     usage = error(await client.call_tool("query_runs", {"where": ["metric<<"]}))
     assert usage["exit_code"] == 2 and "metric<<" in usage["error"]
-    unsafe = error(await client.call_tool("start_session", {
-        "config": "config.toml", "new_segment": True, "command": "rm -rf ~"}))
-    assert unsafe["exit_code"] == 2 and "--allow-commands" in unsafe["error"]
-    assert not (await client.call_tool("collect", {"job": "run-9"})).structured_content
+    write(example / "config.toml", (example / "config.toml").read_text().replace(
+        "sh build.sh", "touch ../pwned"))
+    write(example.parent / "elsewhere.toml", (example / "config.toml").read_text())
+    for config in ("config.toml", "../elsewhere.toml"):
+        unsafe = error(await client.call_tool("start_session", {
+            "config": config, "new_segment": True}))
+        assert (unsafe["schema"], unsafe["exit_code"]) == ("git-autoresearch:error/1", 3)
+        assert "committed" in unsafe["error"] and "--allow-commands" in unsafe["error"]
+    assert not (example.parent / "pwned").exists()
+    unknown = error(await client.call_tool("collect", {"job": "run-9"}))
+    assert (unknown["schema"], unknown["exit_code"]) == ("git-autoresearch:error/1", 2)
     wrong = await client.call_tool("show_run", {"run": "three"})
     assert wrong.is_error
 
@@ -235,15 +247,59 @@ async def test_a_run_reports_progress_and_a_long_one_is_collected_by_a_second_ca
     assert "AUTORESEARCH_RUN=" in (example.parent / "env").read_text()
 
 
+@pytest.mark.anyio
+async def test_text_that_looks_like_an_option_or_is_long_reaches_the_command_as_it_is(
+        client: Client, example: Path) -> None:
+    """A description or an idea that begins with a dash, or is longer than a command line
+    holds, is the run's or the idea's text as given; a NUL is refused as an error document."""
+    document(await client.call_tool("start_session", {"config": "config.toml"}))
+    app = example / "src" / "app.js"
+    long = "- Ünïcödé ✓ 日本語 — " * 8000
+    write(app, app.read_text().replace(COMMENT, ""))
+    kept = document(await client.call_tool("run_experiment", {"description": long}))
+    assert (kept["status"], ledger_lines(example)[-1]["description"]) == ("keep", long)
+    write(app, app.read_text() + "// x\n")
+    dashed = document(await client.call_tool("record", {"status": "discard",
+                                                        "description": "-x --help"}))
+    assert dashed["description"] == "-x --help"
+    added = document(await client.call_tool("ideas", {"op": "add", "text": "--help"}))
+    assert added["schema"] == "git-autoresearch:idea/1"
+    assert "--help" in (example / ".auto" / "ideas.md").read_text()
+    nul = error(await client.call_tool("query_runs", {"grep": "a\0b"}))
+    assert (nul["schema"], nul["exit_code"]) == ("git-autoresearch:error/1", 2)
+    negative = error(await client.call_tool("show_run", {"run": -1}))
+    assert negative["exit_code"] in (2, 3) and "-1" in negative["error"]
+
+
+@pytest.mark.anyio
+async def test_allow_commands_lets_start_session_take_the_shell_commands(example: Path,
+                                                                       ar: Tool) -> None:
+    """With --allow-commands, start_session takes command and checks_command (its schema
+    lists them), and the session runs them; the configuration need not be committed."""
+    outside = write(example.parent / "outside.toml", (example / "config.toml").read_text())
+    async with Client(build(example, allow_commands=True), raise_exceptions=True) as client:
+        listed = await client.list_tools()
+        starting = next(t for t in listed.tools if t.name == "start_session")
+        assert {"command", "checks_command"} <= set(starting.input_schema["properties"])
+        started = document(await client.call_tool("start_session", {
+            "config": str(outside), "checks_command": "touch ../checked", "command":
+            "sh build.sh && touch ../measured"}))
+    assert started["baseline"]["status"] == "keep"
+    assert (example.parent / "measured").exists()
+    assert cli(ar, example, "status")["session_id"] == started["session_id"]
+
+
 def test_print_config_gives_each_harness_its_snippet(tmp_path: Path, ar: Tool) -> None:
     """Each harness's snippet parses as its file's format and starts git autoresearch mcp; Codex
     and Gemini CLI get a generous tool timeout."""
-    for harness in ("claude", "cursor", "gemini"):
-        text = ar(tmp_path, "mcp", "--print-config", harness).out
-        body = json.loads("".join(line for line in text.splitlines(keepends=True)
-                                  if not line.startswith("#")))
-        server = body["mcpServers"]["git-autoresearch"]
-        assert (server["command"], server["args"]) == ("git", ["autoresearch", "mcp"])
+    for harness, where, args in (
+            ("claude", "# .mcp.json", []), ("cursor", "# .cursor/mcp.json",
+                                            ["--repo", "${workspaceFolder}"]),
+            ("gemini", "# .gemini/settings.json", [])):
+        printed = ar(tmp_path, "mcp", "--print-config", harness)
+        server = json.loads(printed.out)["mcpServers"]["git-autoresearch"]
+        assert (server["command"], server["args"]) == ("git", ["autoresearch", "mcp", *args])
+        assert printed.err.startswith(where)
     assert server["timeout"] == 1800000
     codex = tomllib.loads(ar(tmp_path, "mcp", "--print-config", "codex").out)
     assert codex["mcp_servers"]["git-autoresearch"] == {
