@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ResourceError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
@@ -483,19 +484,28 @@ def build(folder: Path, *, allow_commands: bool = False) -> MCPServer:
     @server.resource("autoresearch://status", mime_type="application/json",
                      description="git autoresearch status --json")
     async def status_resource() -> str:
-        return json.dumps(await tools.call("status", "--json"))
+        return await read(tools.call("status", "--json"))
 
     @server.resource("autoresearch://summary", mime_type="text/plain",
                      description="git autoresearch summary")
     async def summary_resource() -> str:
-        return str((await tools.summary())["summary"])
+        return str(json.loads(await read(tools.summary()))["summary"])
 
     @server.resource("autoresearch://runs/{run}", mime_type="application/json",
                      description="git autoresearch show RUN --json")
     async def run_resource(run: int) -> str:
-        return json.dumps(await tools.call("show", "--json", "--", str(run)))
+        return await read(tools.call("show", "--json", "--", str(run)))
 
     return server
+
+
+async def read(document: Awaitable[dict[str, Any]]) -> str:
+    """A resource's text: ``document`` as JSON; a failed command, a :class:`ResourceError`
+    whose message is its error document."""
+    try:
+        return json.dumps(await document)
+    except Failed as failed:
+        raise ResourceError(str(failed.args[0])) from None
 
 
 def _shown_schema() -> dict[str, Any]:

@@ -122,6 +122,11 @@ async def test_a_whole_session_through_the_tools(client: Client, example: Path,
         cli(ar, example, "analyze")
     read = await client.read_resource("autoresearch://status")
     assert json.loads(read.contents[0].text) == cli(ar, example, "status")  # type: ignore[union-attr]
+    run = await client.read_resource("autoresearch://runs/2")
+    assert json.loads(run.contents[0].text) == cli(ar, example, "show", "2")  # type: ignore[union-attr]
+    with pytest.raises(Exception, match="no run 99 in the ledger") as missing:
+        await client.read_resource("autoresearch://runs/99")
+    assert '"exit_code": 2' in str(missing.value)
 
     assert document(await client.call_tool("stop", {}))["schema"] == "git-autoresearch:stop/1"
     write(app, app.read_text() + "// more\n")

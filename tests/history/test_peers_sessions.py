@@ -75,6 +75,23 @@ def test_show_finds_a_pi_keep_by_its_record_commit(repo: Path, ar: Tool) -> None
     assert "no commit: the kept measurement changed nothing" not in text
 
 
+def test_show_a_record_without_a_known_status_shows_it_as_read(repo: Path, ar: Tool) -> None:
+    """A pi-autoresearch record may lack its status, which pi reads as keep (pi-autoresearch
+    1.6.2, extensions/pi-autoresearch/jsonl.ts:74); show --json shows it as read, the status
+    written (none, or one unknown) in recorded_status, as log --json does, and its document
+    stands to its schema (conftest checks it)."""
+    _pi_session(repo)
+    lines = ledger_lines(repo)
+    del lines[3]["status"]
+    lines[2]["status"] = "weird"
+    _pi_ledger(repo, lines)
+    for run, written in ((3, None), (2, "weird")):
+        record = ar(repo, "show", str(run), "--json").json()["record"]
+        assert (record["status"], record["recorded_status"]) == ("keep", written)
+        logged = ar(repo, "log", "--run", str(run), "--json").json()["runs"][0]
+        assert (logged["status"], logged["recorded_status"]) == ("keep", written)
+
+
 def test_show_a_pi_discard_names_the_commit_it_started_from(repo: Path, ar: Tool) -> None:
     """pi-autoresearch's discard records the commit the agent passed (HEAD, the last keep:
     pi-autoresearch 1.6.2, extensions/pi-autoresearch/index.ts:2277 ``commit:
