@@ -53,6 +53,9 @@ Wait = Annotated[float | None, Field(
     description="Return after this many seconds with {running, job} if the command has not "
                 "ended (collect gives its result; leave the work tree alone meanwhile); null: "
                 "wait until it ends, however long.", ge=0)]
+Goal = Annotated[str | None, Field(description="What the session optimises.")]
+NewSegment = Annotated[bool, Field(description="Start a new segment of the existing session "
+                                               "under the changed configuration.")]
 # The default wait: under the tool timeouts of the harnesses (about a minute for Claude Code).
 WAIT_SECONDS = 45.0
 Asi = Annotated[dict[str, str] | None, Field(
@@ -213,11 +216,9 @@ class Tools:
             config: Annotated[str, Field(description="The configuration file (TOML) of the "
                                          "session, committed in the repository: its command, "
                                          "metric, scope and rules.")],
-            goal: Annotated[str | None, Field(description="What the session optimises.")] = None,
+            goal: Goal = None,
             session_id: str | None = None,
-            new_segment: Annotated[bool, Field(description="Start a new segment of the "
-                                               "existing session under the changed "
-                                               "configuration.")] = False,
+            new_segment: NewSegment = False,
             no_baseline: bool = False,
             wait_seconds: Wait = WAIT_SECONDS,
     ) -> dict[str, Any]:
@@ -234,11 +235,9 @@ class Tools:
             self, ctx: Context,
             config: Annotated[str, Field(description="The configuration file (TOML) of the "
                                          "session: its command, metric, scope and rules.")],
-            goal: Annotated[str | None, Field(description="What the session optimises.")] = None,
+            goal: Goal = None,
             session_id: str | None = None,
-            new_segment: Annotated[bool, Field(description="Start a new segment of the "
-                                               "existing session under the changed "
-                                               "configuration.")] = False,
+            new_segment: NewSegment = False,
             no_baseline: bool = False,
             wait_seconds: Wait = WAIT_SECONDS,
             command: Annotated[str | None, Field(description="The experiment command, instead "
