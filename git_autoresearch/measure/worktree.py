@@ -61,6 +61,8 @@ def measure(session: Session, progress: Progress | None = None, *, pending: bool
     aside = set(violations)
     left = [p for p in changes.changed() if not session.bounds.is_protected(p) and p not in aside]
     rule = Rule.of(session, baseline=baseline, changed=bool(left))
+    before = {path: found for path, found in fingerprint(session, changes).items()
+              if path in left} if pending else {}
     from .incumbent import IncumbentTree
     from .slots import measuring  # (the slot's lock): only where a command is measured
 
@@ -84,7 +86,23 @@ def measure(session: Session, progress: Progress | None = None, *, pending: bool
         scope_violations=[p for p in violations if not bounds.is_readonly(p)])
     if pending:
         result = _keep_pending(session, result)
+        result.warnings.extend(_edited_while_measured(before, result))
     return result
+
+
+def _edited_while_measured(before: dict[str, str], result: Measurement) -> list[str]:
+    """A warning when a file the experiment had changed was changed again while it was
+    measured (``before``: the fingerprints of those files then; ``result``: the measurement,
+    with the fingerprint of the work tree after it): what a keep commits is then not all
+    what was measured. A file the commands created is no such change (a build's output)."""
+    after = result.fingerprint or {}
+    moved = sorted(path for path, found in before.items() if after.get(path) != found)
+    if not moved:
+        return []
+    shown = ", ".join(moved[:5]) + (" ..." if len(moved) > 5 else "")
+    return [f"{shown} changed while the run was measured: what is recorded is the work tree "
+            "as it is now, not all of which was measured (leave the work tree alone until a "
+            "run ends)"]
 
 
 def run_environment(session: Session, run: int, log: Path) -> dict[str, str]:

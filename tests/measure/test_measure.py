@@ -468,3 +468,26 @@ def test_a_runs_duration_is_the_wall_time_of_its_measurement(repo: Path, ar: Too
         assert isinstance(seconds, float) and seconds >= 0.6 and round(seconds, 3) == seconds
     assert measured["duration_s"] == durations[1]
     assert [r["duration_s"] for r in ar(repo, "log", "--json").json()["runs"]] == durations
+
+
+def test_a_file_changed_again_while_the_run_is_measured_is_said(repo: Path, ar: Tool) -> None:
+    """A file the experiment changed that changes again while the run is measured (an agent
+    that edits before the run ends) is named in the run's warnings: what is recorded is not
+    all what was measured. A file the commands create while measuring (a build's output) is
+    no such change, and a run left alone says nothing."""
+    command = ("sh bench.sh; if [ -f src/again ]; then echo built > out.txt; "
+               "echo '# again' >> src/lib.py; fi")
+    ar(repo, "start", "--goal", "g", "--session-id", "s1", "--command", command,
+       "--metric-pattern", r"score: (\S+)", "--direction", "lower", "--decision", "strict")
+    write(repo / "value.txt", "90\n")
+    quiet = ar(repo, "run", "-d", "left alone", "--json").json()
+    assert quiet["status"] == "keep" and quiet["warnings"] == []
+    write(repo / "value.txt", "80\n")
+    write(repo / "src" / "lib.py", "def f():\n    return 2\n")
+    write(repo / "src" / "again", "")
+    edited = ar(repo, "run", "-d", "edited while measured", "--json").json()
+    assert edited["status"] == "keep"
+    assert [w for w in edited["warnings"] if "while the run was measured" in w] == [
+        "src/lib.py changed while the run was measured: what is recorded is the work tree as "
+        "it is now, not all of which was measured (leave the work tree alone until a run "
+        "ends)"]
