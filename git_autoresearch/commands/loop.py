@@ -249,9 +249,15 @@ def _run_on_host(session: Session, description: str, asi: dict[str, Any],
                  timeout: float | None, as_json: bool, *, no_wait: bool = False) -> None:
     """``run`` in a clone measured on a host: the work tree queued as a candidate, then its
     verdict collected (:func:`_collect`), or, with ``no_wait``, the candidate printed."""
-    from ..workers.measurer import pending, send
+    from ..workers.measurer import NeverQueued, pending, send, wait
 
     sent = pending(session)
+    if sent is not None:
+        try:  # (two looks: a run killed while it pushed leaves a candidate never queued)
+            wait(session, sent, timeout=0.1, poll=0.2)
+        except NeverQueued as lost:
+            warn(f"{lost.message}; this run's change is queued instead")
+            sent = None
     if sent is not None and no_wait:
         raise Refused(f"candidate {sent.candidate.key}, queued by an earlier run, is not "
                       "collected yet: git autoresearch collect, then run again")

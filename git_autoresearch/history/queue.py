@@ -25,7 +25,7 @@ import json
 import os
 import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,11 +91,13 @@ def _push(repo: Repo, remote: str, updates: Mapping[str, tuple[str, str]], what:
 
 
 def submit(repo: Repo, remote: str, session_id: str, candidate_commit: str, *, agent: str,
-           description: str, asi: Mapping[str, Any]) -> Candidate:
+           description: str, asi: Mapping[str, Any],
+           before_push: Callable[[Candidate], None] | None = None) -> Candidate:
     """Queue ``candidate_commit`` (the agent's work tree, a commit on the incumbent it built
     on) on ``remote``: a commit of the same tree on the same parent whose message carries the
-    candidate's JSON, pushed to a new ``queue/<key>`` ref. Returns the candidate; raises
-    :class:`Refused` when the remote refuses or cannot be reached."""
+    candidate's JSON, pushed to a new ``queue/<key>`` ref; ``before_push`` is given the
+    candidate first (to remember it: a kill during the push leaves it known). Returns the
+    candidate; raises :class:`Refused` when the remote refuses or cannot be reached."""
     base = repo.resolve(f"{candidate_commit}^")
     assert base is not None
     submitted = time.time()
@@ -104,10 +106,13 @@ def submit(repo: Repo, remote: str, session_id: str, candidate_commit: str, *, a
     key = new_key(agent)
     commit = repo.commit_tree(repo.tree_of(candidate_commit), [base],
                               f"{SUBJECT}candidate {key}\n\n{json.dumps(data)}\n")
+    candidate = Candidate(key, commit, base, agent, description, dict(asi), submitted)
+    if before_push is not None:
+        before_push(candidate)
     if not _push(repo, remote, {queue_prefix(session_id) + key: (commit, "")},
                  "queue the candidate"):
         raise Refused(f"cannot queue the candidate on {remote}: its key {key} is taken")
-    return Candidate(key, commit, base, agent, description, dict(asi), submitted)
+    return candidate
 
 
 def queued(repo: Repo, remote: str, session_id: str) -> list[Candidate]:
@@ -191,27 +196,31 @@ def release(repo: Repo, remote: str, session_id: str, candidate: Candidate, clai
 class Watched:
     """Candidate ``key`` as the remote holds it now: the run record its verdict holds
     (``record``, or ``{"refused": ...}``; None while there is none) and the commit of the
-    host's claim on it (``claim``, None while no host measures it)."""
+    host's claim on it (``claim``, None while no host measures it), and whether it waits in
+    the queue (``queued``)."""
 
     record: dict[str, Any] | None
     claim: str | None
+    queued: bool = True  # whether its queue ref is there (none of the three: never queued)
 
 
 def watch(repo: Repo, remote: str, session_id: str, key: str) -> Watched:
-    """Look at candidate ``key`` on ``remote``: its verdict and claim refs fetched in one
-    ``git fetch`` of those two names alone (the remote lists only them, however many verdicts
+    """Look at candidate ``key`` on ``remote``: its verdict, claim and queue refs fetched in one
+    ``git fetch`` of those three names alone (the remote lists only them, however many verdicts
     a night left there; the local copies pruned with the remote's), then read here. Raises
     :class:`Refused` when the remote cannot be read."""
     ref, claim_ref = verdicts_prefix(session_id) + key, measuring_prefix(session_id) + key
-    problem = fetch_refspecs(repo, remote, [f"+{name}*:{name}*" for name in (ref, claim_ref)],
+    queue_ref = queue_prefix(session_id) + key
+    names = (ref, claim_ref, queue_ref)
+    problem = fetch_refspecs(repo, remote, [f"+{name}*:{name}*" for name in names],
                              prune=True)
     repo.forget_refs()
     if problem is not None:
         raise Refused(f"cannot fetch candidate {key} of session {session_id} from {remote}: "
                       f"{problem}")
-    found = dict(repo.ref_fields([ref, claim_ref], ["refname", "objectname"]))
+    found = dict(repo.ref_fields(list(names), ["refname", "objectname"]))
     record = _document(repo, found[ref]) if ref in found else None
-    return Watched(record, found.get(claim_ref))
+    return Watched(record, found.get(claim_ref), queue_ref in found)
 
 
 def verdict(repo: Repo, remote: str, session_id: str, key: str) -> dict[str, Any] | None:

@@ -271,11 +271,27 @@ def send(session: Session, description: str, asi: dict[str, Any]) -> Sent:
         index.add_paths(paths)
         tree = index.write_tree()
     commit = repo.commit_tree(tree, [head], "git-autoresearch: a work tree to queue")
-    candidate = submit(repo, session.remote, session.config.session_id, commit,
-                       agent=session.worker_name, description=description, asi=asi)
-    sent = Sent(candidate, head, tuple(paths))
-    _remember(session, sent)
-    return sent
+    # Remembered before it is pushed: a run killed during the push leaves it known, and the
+    # next run finds out whether it reached the queue (wait), never queueing it twice.
+    try:
+        candidate = submit(repo, session.remote, session.config.session_id, commit,
+                           agent=session.worker_name, description=description, asi=asi,
+                           before_push=lambda found: _remember(
+                               session, Sent(found, head, tuple(paths))))
+    except Refused:
+        forget(session)
+        raise
+    return Sent(candidate, head, tuple(paths))
+
+
+def forget(session: Session) -> None:
+    """Forget the candidate this clone sent (:func:`pending`)."""
+    _sent_path(session).unlink(missing_ok=True)
+
+
+class NeverQueued(Refused):
+    """The candidate this clone remembers is not on the remote: not in its queue, not taken,
+    no verdict (its run was killed while it pushed it). It is forgotten."""
 
 
 def _remember(session: Session, sent: Sent) -> None:
@@ -294,16 +310,24 @@ def _remember(session: Session, sent: Sent) -> None:
 def wait(session: Session, sent: Sent, *, timeout: float | None, poll: float = 1.0,
          waiting: Waiting | None = None) -> dict[str, Any] | None:
     """The verdict on ``sent`` once a host has sent it (the run record, or ``{"refused":
-    ...}``), looking every ``poll`` seconds; None after ``timeout`` seconds (None: no limit)."""
+    ...}``), looking every ``poll`` seconds; None after ``timeout`` seconds (None: no limit).
+    :class:`NeverQueued` when two looks in a row find it nowhere on the remote."""
     assert session.remote is not None
     repo, remote, sid, key = session.repo, session.remote, session.config.session_id, \
         sent.candidate.key
     began = time.monotonic()
     claim, host = None, None  # the host's claim last seen, and the host that holds it
+    absent = 0  # looks in a row that found the candidate nowhere on the remote
     while True:
         seen = watch(repo, remote, sid, key)
         if seen.record is not None:
             return seen.record
+        absent = absent + 1 if seen.claim is None and not seen.queued else 0
+        if absent == 2:  # (twice: never between a host's two pushes)
+            forget(session)
+            raise NeverQueued(f"candidate {key} ({sent.candidate.description!r}) never reached "
+                              f"the queue on {remote}: its run was killed while sending it; "
+                              "it is forgotten, and the work tree is as it was")
         waited = time.monotonic() - began
         if timeout is not None and waited >= timeout:
             return None

@@ -1087,6 +1087,36 @@ def test_an_agent_killed_while_waiting_collects_its_verdict_next_time(
     assert [r["run"] for r in runs(a)] == [1, 2]
 
 
+def test_a_run_killed_while_it_queues_leaves_nothing_to_wait_for_forever(
+        machines: tuple[Path, Path, Path], ar: Tool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A candidate is remembered before it is pushed: a run killed in between leaves it known
+    but not queued. The next run finds it nowhere on the remote, says so, and queues its own
+    work tree instead of waiting for a verdict that will never come; before, a run killed
+    just after the push (not yet remembered) made the next run queue the work tree again and
+    wait for ever (seen in CI)."""
+    from git_autoresearch.history import queue
+
+    a, b, remote = machines
+    ar(b, "worker", "join", "origin", "s1", "--name", "mb", "--measure-on-host")
+    write(b / "value.txt", "90\n")
+
+    def killed(*args: object, **kwargs: object) -> bool:
+        raise SystemExit(137)
+
+    with monkeypatch.context() as patched, pytest.raises(SystemExit):
+        patched.setattr(queue, "_push", killed)
+        ar(b, "run", "-d", "ninety", "--no-wait")
+    assert (b / ".git" / "autoresearch" / "queued.json").exists()
+    assert not [r for r in remote_refs(remote) if "/queue/" in r]
+    queued = ar(b, "run", "-d", "ninety again", "--no-wait", "--json")
+    assert "never reached the queue" in queued.err and "queued instead" in queued.err
+    assert queued.json()["description"] == "ninety again"
+    assert len([r for r in remote_refs(remote) if "/queue/" in r]) == 1
+    ar(a, "measurer", "--drain")
+    collected = ar(b, "collect", "--json").json()
+    assert (collected["run"], collected["description"]) == (2, "ninety again")
+
+
 def test_an_agent_that_does_not_wait_collects_its_verdict_with_its_next_run(
         machines: tuple[Path, Path, Path], ar: Tool) -> None:
     """run --no-wait queues the candidate and returns (the queued document), the work tree
