@@ -196,8 +196,8 @@ def test_live_progress_line_on_a_terminal(repo: Path, ar: Tool) -> None:
 
     ar(repo, *start_args())
     ar(repo, "start", "--new-segment", "--command",
-       "echo warming up; sleep 2.5; sh bench.sh", "--no-baseline")
-    main, child = pty.openpty()
+       "echo warming up; sleep 2.5; sh bench.sh", "--no-baseline", "--decision", "strict")
+    main, child = pty.openpty()  # (strict: one sample, not the baseline's five)
     proc = subprocess.Popen([sys.executable, "-m", "git_autoresearch", "measure"], cwd=repo,
                             stdin=child, stdout=child, stderr=child)
     os.close(child)
