@@ -222,7 +222,7 @@ def test_a_signal_ignored_from_the_start_stays_ignored(repo: Path, ar: Tool, slo
                                                        through_git: bool) -> None:
     # A shell script's background job ignores SIGINT; nohup ignores SIGHUP: such a job must
     # record its run when the signal reaches its process group.
-    ar(repo, "start", "--new-segment", "--no-baseline", "--command",
+    ar(repo, "start", "--new-segment", "--no-baseline", "--decision", "strict", "--command",
        f"echo $$ > {slow}; sleep 1; sh bench.sh")
     argv = ["git", "autoresearch", "run"] if through_git else [str(BIN / "git-autoresearch-run")]
     proc = launch(repo, "-d", "in the background", "--json", argv=argv, ignore=[sig],
