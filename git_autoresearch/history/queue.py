@@ -201,7 +201,7 @@ class Watched:
 
     record: dict[str, Any] | None
     claim: str | None
-    queued: bool = True  # whether its queue ref is there (none of the three: never queued)
+    queued: bool  # whether its queue ref is there (none of the three: never queued)
 
 
 def watch(repo: Repo, remote: str, session_id: str, key: str) -> Watched:

@@ -249,6 +249,17 @@ def shown_record(data: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def status_as_read(shown: dict[str, Any]) -> dict[str, Any]:
+    """``shown`` (a record as :func:`shown_record` shows it) with a missing or unknown
+    ``status`` shown as read, ``keep`` (:attr:`Run.status`), and the one written, or null, in
+    ``recorded_status`` after its other fields: as ``log --json`` and ``show --json`` show
+    it. Changed in place, and returned."""
+    written = shown.get("status")
+    if written not in STATUSES:
+        shown["status"], shown["recorded_status"] = "keep", written
+    return shown
+
+
 @dataclass
 class Segment:
     """The runs under one configuration header (``header`` is None for runs before any)."""

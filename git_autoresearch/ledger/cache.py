@@ -83,9 +83,9 @@ def parse_cached(data: bytes, cache: Path, *, least: int | None = None) -> Ledge
     restored, the rest parsed, and the cache written again when it covered less than all but
     :data:`REWRITE_SHARE` of the whole lines (or nothing). Every run is an
     :class:`~git_autoresearch.ledger.jsontext.ObjectText` holding :data:`CACHED_AT_HAND` (so
-    what :func:`ledger.runs_as_text` asks holds too); :func:`ledger.only_runs` is not applied
-    (every run is read, as parse reads them). A shorter ledger is parsed
-    whole, uncached. A cache that cannot be written is left as it was, unsaid."""
+    what :func:`ledger.runs_as_text` asks holds too). A shorter ledger, or one read under
+    :func:`ledger.only_runs` (a query that skips lines, and so their warnings), is parsed whole,
+    uncached. A cache that cannot be written is left as it was, unsaid."""
     if len(data) < (CACHE_FROM if least is None else least) or skipping_runs():
         return parse(data)
     with collector_paused():

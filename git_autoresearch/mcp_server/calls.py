@@ -18,11 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from ..runtime.events import ENV
+from ..runtime.schemas import schema_id
 
-# The schema of an error document (runtime.schemas.schema_id("error")).
-ERROR_SCHEMA = "git-autoresearch:error/1"
 # What a progress event is handed to: the listening tool call's report of progress.
 Listener = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+def error_document(message: str, exit_code: int) -> dict[str, Any]:
+    """An error document (``git-autoresearch:error/1``) of the server's own, as a command
+    prints one."""
+    return {"schema": schema_id("error"), "error": message, "exit_code": exit_code}
 
 
 @dataclass
@@ -54,8 +59,8 @@ async def run_command(folder: Path, args: list[str], listener: Listener | None =
             pass_fds=(write_end,))
     except (OSError, ValueError) as exc:  # too long for the system, say
         os.close(read_end)
-        return Outcome(2, {"schema": ERROR_SCHEMA, "error": f"the command cannot be started "
-                           f"with these arguments: {exc}", "exit_code": 2}, "", "")
+        return Outcome(2, error_document("the command cannot be started with these "
+                                         f"arguments: {exc}", 2), "", "")
     except BaseException:
         os.close(read_end)
         raise

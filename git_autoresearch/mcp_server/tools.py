@@ -13,7 +13,6 @@ should end. The protocol and the SDK: the official MCP Python SDK, 2.x (``mcp.se
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -29,7 +28,7 @@ from pydantic import Field
 from .. import __version__
 from ..runtime.errors import AutoresearchError
 from ..runtime.schemas import bundled
-from .calls import ERROR_SCHEMA, Jobs, Outcome, run_command
+from .calls import Jobs, Outcome, error_document, run_command
 
 # What a tool gives for exit 4 (STOP, a stop rule): the loop should end.
 STOPPED_SCHEMA: dict[str, Any] = {
@@ -96,8 +95,16 @@ def running(key: str, events: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 class Failed(Exception):
-    """A tool's call failed in a way the model can act on: its text (``args[0]``) is an error
-    document, ``{"error": ..., "exit_code": N}``, the command's own when a command failed."""
+    """A tool's call failed in a way the model can act on: ``document`` is its error document,
+    ``{"schema": ..., "error": ..., "exit_code": N}``, the command's own when a command
+    failed."""
+
+    def __init__(self, document: dict[str, Any]) -> None:
+        super().__init__(document.get("error"))
+        self.document = document
+
+    def text(self) -> str:
+        return json.dumps(self.document)
 
 
 def answering(method: Callable[..., Awaitable[dict[str, Any]]]
@@ -110,7 +117,7 @@ def answering(method: Callable[..., Awaitable[dict[str, Any]]]
         try:
             return await method(*args, **kwargs)
         except Failed as failed:
-            return CallToolResult(content=[TextContent(type="text", text=str(failed.args[0]))],
+            return CallToolResult(content=[TextContent(type="text", text=failed.text())],
                                   is_error=True)
 
     return answer
@@ -128,14 +135,15 @@ def result(outcome: Outcome) -> dict[str, Any]:
     if outcome.exit_code == 4:
         return {"stopped": True, "reason": reason, "exit_code": 4}
     if outcome.exit_code == 0:  # (no document where one was expected: never so far)
-        reason, outcome.exit_code = f"no JSON document on stdout: {outcome.stdout[:200]}", 1
-    raise Failed(json.dumps(document if document is not None else
-                            error_document(reason, outcome.exit_code)))
+        raise Failed(error_document(f"no JSON document on stdout: {outcome.stdout[:200]}", 1))
+    raise Failed(document if document is not None else
+                 error_document(reason, outcome.exit_code))
 
 
-def error_document(message: str, exit_code: int) -> dict[str, Any]:
-    """An error document (``git-autoresearch:error/1``) of the server's own."""
-    return {"schema": ERROR_SCHEMA, "error": message, "exit_code": exit_code}
+def annotated(asi: dict[str, str] | None, hypothesis: str | None) -> list[str]:
+    """The options that give a run its annotations: ``asi``, with ``hypothesis`` among them."""
+    annotations = {**(asi or {}), **({"hypothesis": hypothesis} if hypothesis else {})}
+    return ["--asi-json", json.dumps(annotations)] if annotations else []
 
 
 def uncommitted(folder: Path, config: str) -> str | None:
@@ -144,19 +152,16 @@ def uncommitted(folder: Path, config: str) -> str | None:
     repository committed as it stands (the commands it names are a person's, not a file the
     model wrote); None when it is."""
     from ..git import GitError, Repo
+    from ..git.objects import hash_files
 
-    path = (folder / config).resolve()
     try:
         repo = Repo.discover(folder)
-        rel = path.relative_to(repo.top).as_posix()
-        data = path.read_bytes()
+        rel = (folder / config).resolve().relative_to(repo.top).as_posix()
         committed = repo.blobs("HEAD", [rel]).get(rel)
-    except (GitError, ValueError, OSError, AutoresearchError):
-        committed, data, rel = None, b"", config
-    if committed is not None:
-        algorithm = hashlib.sha1 if len(committed) == 40 else hashlib.sha256
-        if algorithm(b"blob %d\0" % len(data) + data).hexdigest() == committed:
+        if committed is not None and hash_files(repo, [rel]).get(rel) == committed:
             return None
+    except (GitError, ValueError, OSError, AutoresearchError):
+        pass  # (outside the repository, or none: not committed)
     return (f"{config} is not a file of the repository committed as it stands: this server "
             "takes the session's shell commands only from a committed configuration file "
             "(commit it, or start the server with --allow-commands)")
@@ -170,17 +175,17 @@ def progress_of(ctx: Context) -> Any:
     async def report(event: dict[str, Any]) -> None:
         nonlocal count
         count += 1
-        kind = event.get("event")
+        kind = str(event.get("event"))
         if kind == "sample":
             message = f"sample {event.get('sample')} of at most {event.get('of')}: " \
                       f"{event.get('value')}"
-        elif kind == "incumbent_sample":
-            message = f"incumbent sample {event.get('sample')}: {event.get('value')}"
+        elif kind.endswith("_sample"):  # the incumbent's; an audit's parent's and commit's
+            message = f"{kind.replace('_', ' ')} {event.get('sample')}: {event.get('value')}"
         elif kind == "checks":
             message = f"checks {'passed' if event.get('passed') else 'failed'} in " \
                       f"{event.get('duration_s')} s"
         else:
-            message = str(kind)
+            message = kind
         await ctx.report_progress(count, None, message)
 
     return report
@@ -188,17 +193,17 @@ def progress_of(ctx: Context) -> Any:
 
 class Tools:
     """The tools of the server of the session in ``folder`` (a work tree of a repository), as
-    its methods: each runs one command there and gives its document (:func:`result`).
-    ``allow_commands``: ``start_session`` also takes the shell commands."""
+    its methods: each runs one command there and gives its document (:func:`result`). A
+    server that allows shell commands serves :meth:`start_session_with_commands` as its
+    ``start_session``."""
 
-    def __init__(self, folder: Path, *, allow_commands: bool = False) -> None:
+    def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self.allow_commands = allow_commands
         self.jobs = Jobs()
 
-    async def call(self, *args: str) -> dict[str, Any]:
-        """The result of the command ``args``, waited for."""
-        return result(await run_command(self.folder, list(args)))
+    async def call(self, *args: str, stdin: str | None = None) -> dict[str, Any]:
+        """The result of the command ``args`` (``stdin``: its input), waited for."""
+        return result(await run_command(self.folder, list(args), stdin=stdin))
 
     async def measured(self, ctx: Context, kind: str, args: list[str],
                        wait_seconds: float | None, stdin: str | None = None) -> dict[str, Any]:
@@ -225,9 +230,9 @@ class Tools:
         """Start a session (git autoresearch start --config FILE): its branch, .auto/, the
         ledger, and the baseline's measurement (progress per sample). Gives the start
         document."""
-        problem = None if self.allow_commands else uncommitted(self.folder, config)
+        problem = uncommitted(self.folder, config)
         if problem is not None:
-            raise Failed(json.dumps(error_document(problem, 3)))
+            raise Failed(error_document(problem, 3))
         return await self.started(ctx, config, goal, session_id, new_segment, no_baseline,
                                   wait_seconds, None, None)
 
@@ -277,9 +282,8 @@ class Tools:
         against the incumbent, keep (commit) or discard (revert, saved on an attempt ref), and
         record it. Progress per sample and for the checks. Gives the run document: status,
         metric, decision, committed, scope_violations, steer."""
-        annotations = {**(asi or {}), **({"hypothesis": hypothesis} if hypothesis else {})}
         args = ["run", "-d", "-", "--json"] + ["--dry-run"] * dry_run + \
-            (["--asi-json", json.dumps(annotations)] if annotations else [])
+            annotated(asi, hypothesis)
         return await self.measured(ctx, "run", args, wait_seconds, stdin=description)
 
     async def measure(self, ctx: Context, wait_seconds: Wait = WAIT_SECONDS) -> dict[str, Any]:
@@ -296,9 +300,9 @@ class Tools:
         measure, audit with wait_seconds): wait for it, with its progress."""
         found = self.jobs.running.get(job)
         if found is None:
-            raise Failed(json.dumps(error_document(
+            raise Failed(error_document(
                 f"no running job {job!r} (running: {', '.join(self.jobs.running) or 'none'})",
-                2)))
+                2))
         outcome = await self.jobs.wait(found, progress_of(ctx), wait_seconds)
         if outcome is None:
             return running(found.key, found.events)
@@ -319,11 +323,10 @@ class Tools:
         """Record the change in the work tree by hand (git autoresearch keep, discard or
         crash): keep commits it, discard reverts it (saved on an attempt ref), crash reverts
         and records a failure. Gives the run document."""
-        annotations = {**(asi or {}), **({"hypothesis": hypothesis} if hypothesis else {})}
         args = [status, "-d", "-", "--json"] + ["--force"] * force + \
             (["--metric", repr(metric)] if metric is not None else []) + \
-            (["--asi-json", json.dumps(annotations)] if annotations else [])
-        return result(await run_command(self.folder, args, stdin=description))
+            annotated(asi, hypothesis)
+        return await self.call(*args, stdin=description)
 
     async def status(self) -> dict[str, Any]:
         """Where the session stands (git autoresearch status): baseline, best, improvement,
@@ -367,10 +370,9 @@ class Tools:
         touched, and its change (git show of its commit) cut to max_diff_chars, or left out
         without include_diff (diff_truncated says whether it was cut)."""
         shown = await self.call("show", "--json", "--", str(run))
-        text = str(shown.get("diff", "")) if include_diff else ""
+        whole = str(shown.get("diff", ""))
         limit = max_diff_chars if include_diff else 0
-        return {"show": {**shown, "diff": text[:limit]},
-                "diff_truncated": len(str(shown.get("diff", ""))) > limit}
+        return {"show": {**shown, "diff": whole[:limit]}, "diff_truncated": len(whole) > limit}
 
     async def summary(
             self,
@@ -382,8 +384,8 @@ class Tools:
         if analyze:
             return await self.call("analyze", "--json")
         outcome = await run_command(self.folder, ["summary"])
-        if outcome.exit_code != 0:
-            result(outcome)
+        if outcome.exit_code != 0:  # (summary prints no document: its error, from stderr)
+            return result(outcome)
         return {"summary": outcome.stdout}
 
     async def ideas(
@@ -450,7 +452,7 @@ class Tools:
 def build(folder: Path, *, allow_commands: bool = False) -> MCPServer:
     """The server of the session in ``folder``: the :class:`Tools`, each with its output
     schema and hints, and the session's status, summary and runs as resources."""
-    tools = Tools(folder, allow_commands=allow_commands)
+    tools = Tools(folder)
     reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     writing = ToolAnnotations(read_only_hint=False, destructive_hint=False,
                               open_world_hint=False)
@@ -504,7 +506,7 @@ async def read(document: Awaitable[dict[str, Any]]) -> str:
     try:
         return json.dumps(await document)
     except Failed as failed:
-        raise ResourceError(str(failed.args[0])) from None
+        raise ResourceError(failed.text()) from None
 
 
 def _shown_schema() -> dict[str, Any]:

@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping
 from functools import cache
 from typing import Any
 
-from ..ledger import STATUSES, Ledger, Run, finite, shown_record
+from ..ledger import STATUSES, Ledger, Run, finite, shown_record, status_as_read
 from ..ledger.jsontext import ObjectText, nulled, plain_numbers
 from ..runtime.errors import UsageError
 from .query import Row, check_field, scalar, shown, text, value
@@ -131,8 +131,7 @@ def run_text(run: Run, index: int, base_metric: float | None, audit: dict[str, A
     status = data.get("status")
     out = shown_record(data)  # (an ObjectText's whole record; a crash's metric null)
     out["segment"] = index
-    if status not in STATUSES:  # read as keep, as pi reads it; what was written beside
-        out["status"], out["recorded_status"] = "keep", status
+    status_as_read(out)  # (read as keep, as pi reads it; what was written beside)
     out["delta_pct"] = None if base_metric is None or status == "crash" else \
         delta_pct(finite(out.get("metric")), base_metric)
     out["touched"] = touched(data)
@@ -178,13 +177,8 @@ def _as_it_stands(run: Run, index: int, base_metric: float | None, end: str,
     change = (metric - base_metric) / abs(base_metric) * 100 \
         if status != "crash" and base_metric and type(metric) in (int, float) \
         else math.inf  # (report.delta_pct, inlined: a metric read is finite)
-    if fields.get("readonly_violations") or fields.get("scope_violations") \
-            or "readonly_violations_total" in fields or "scope_violations_total" in fields:
-        kinds = touched(fields)
-        said = _TOUCHED_TEXT[None if kinds is None else tuple(kinds)]
-    else:  # (report.touched of a record that lists none: [] when it has either list)
-        said = "[]" if "readonly_violations" in fields or "scope_violations" in fields \
-            else "null"
+    kinds = touched(fields)
+    said = _TOUCHED_TEXT[None if kinds is None else tuple(kinds)]
     if math.isfinite(change):
         return f'{text[:-1]}{head},"delta_pct":{round(change, 2)!r},"touched":{said}{end}'
     return f'{text[:-1]}{head},"delta_pct":null,"touched":{said}{end}'

@@ -38,14 +38,11 @@ class Shown:
         """The ``show --json`` document (``touched``: :func:`review.report.touched` of the
         record; a missing or unknown ``status`` shown as read, ``keep``, the one written in
         ``recorded_status``, as ``log --json`` shows it)."""
-        from ..ledger import STATUSES, shown_record
+        from ..ledger import shown_record, status_as_read
         from .report import touched
 
-        record = shown_record(self.run.data)
-        if record.get("status") not in STATUSES:
-            record["recorded_status"] = record.get("status")
-            record["status"] = "keep"
-        return {"record": record, "diff_commit": self.diff_commit,
+        return {"record": status_as_read(shown_record(self.run.data)),
+                "diff_commit": self.diff_commit,
                 "diff_source": self.diff_source, "diff": self.diff,
                 "set_aside": self.set_aside, "collected": self.collected,
                 "touched": touched(self.run.data)}
