@@ -38,9 +38,9 @@ TOOL = [sys.executable, "-m", "git_autoresearch"]
 WORKER_STEPS = ["keep:before-advance", "replay:saved", "replay:reverted", "replay:moved"]
 REMOTE_STEPS = ["keep:before-push", "keep:after-push", "land:undone-branch",
                 "join:before-claim"]
-# The step a measuring host dies at in its own test (test_remote_workers.py): after recording
-# a candidate's run, before sending the verdict.
-HOST_STEPS = ["measurer:before-verdict"]
+# The steps a measuring host dies at in its own tests (test_remote_workers.py): after recording
+# a candidate's run, before sending the verdict; and just after sending it.
+HOST_STEPS = ["measurer:before-verdict", "measurer:after-verdict"]
 
 # A background job of a non-interactive shell starts with SIGINT ignored, and the tool keeps an
 # ignored signal ignored (as it must): give the tests' children the default, so that the suite

@@ -30,6 +30,8 @@ worker: ``keep:before-advance`` (a worker's keep committed on its branch, the se
         yet in the ledger), ``land:undone-branch`` (a keep the remote refused, half undone:
         the index and the session branch back, HEAD not yet), ``join:before-claim`` (a
         ``worker join`` that fetched the session, its name not yet taken on the remote)
+measurer: ``measurer:before-verdict`` (a candidate's run recorded, its verdict not yet sent),
+        ``measurer:after-verdict`` (the verdict sent, the host not yet told it was)
 
 Two more seams let a test act at a step without killing: ``$GIT_AUTORESEARCH_CREATE_AT`` names a
 step where the file ``$GIT_AUTORESEARCH_CREATE_FILE`` is created (as another git process taking
@@ -80,6 +82,7 @@ STEPS = (
     "land:undone-branch",
     "join:before-claim",
     "measurer:before-verdict",
+    "measurer:after-verdict",
 )
 
 

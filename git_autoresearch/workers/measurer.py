@@ -185,12 +185,17 @@ def serve(session: Session, host: str, *, drain: bool, poll: float = 2.0,
                 release(session.repo, remote, sid, candidate, claim)
             raise
         checkpoint("measurer:before-verdict")
-        if publish(session.repo, remote, sid, candidate, claim, record):
+        # The push and the forgetting are one section: a signal that arrives while the verdict
+        # is sent is raised once it is, and then names no run (its verdict is on the remote).
+        with signals.deferred():
+            sent = publish(session.repo, remote, sid, candidate, claim, record)
+            checkpoint("measurer:after-verdict")
+            signals.forget_recorded()
+        if sent:
             served.answered.append(record)
             say(candidate, "answered", record)
         else:
             say(candidate, "lost", record)
-        signals.forget_recorded()  # (a signal from now on names no run: its verdict is sent)
     return served
 
 

@@ -1011,6 +1011,25 @@ def test_a_host_killed_before_its_verdict_answers_from_the_ledger(
     assert [r["run"] for r in runs(a)] == [1, 2]
 
 
+def test_a_host_terminated_as_its_verdict_is_sent_names_no_run(
+        machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """SIGTERM at the moment the verdict has been pushed: the host exits 143 saying only
+    "terminated", its error document's ``recorded`` null (the run's verdict is on the remote,
+    nothing is left unanswered), and a restarted host finds nothing to measure."""
+    a, b, _ = machines
+    candidate = queued_candidate(b, "90\n", "ninety")
+    died = tool(a, "measurer", "--drain", "--json",
+                env={"GIT_AUTORESEARCH_DIE_AT": HOST_STEPS[1] + "@TERM"})
+    assert died.returncode == 143, died.stderr
+    assert died.stderr.splitlines()[-1] == "git autoresearch: terminated"
+    last = json.loads(died.stdout.splitlines()[-1])
+    assert (last["exit_code"], last["recorded"]) == (143, None)
+    record = queue.verdict(Repo.discover(b), "origin", "s1", candidate.key)
+    assert record is not None and (record["run"], record["status"]) == (2, "keep")
+    assert "the queue is empty: 0 candidate(s) answered" in ar(a, "measurer", "--drain").out
+    assert [r["run"] for r in runs(a)] == [1, 2]
+
+
 @pytest.mark.parametrize("step", ["keep:after-commit", "keep:before-push", "keep:after-push",
                                   "record:before-ledger", "record:after-ledger"])
 def test_a_host_killed_while_it_keeps_answers_the_candidate_once(
