@@ -135,7 +135,6 @@ def serve(session: Session, host: str, *, drain: bool, poll: float = 2.0,
                       "candidates; run the measurer in a clone joined without it")
     from ..decide.stopping import check_stop
     from ..record.recovery import locked
-    from ..runtime import signals
 
     remote, sid = session.remote, session.config.session_id
     served = Served()
@@ -184,19 +183,30 @@ def serve(session: Session, host: str, *, drain: bool, poll: float = 2.0,
             if unrecorded:
                 release(session.repo, remote, sid, candidate, claim)
             raise
-        checkpoint("measurer:before-verdict")
-        # The push and the forgetting are one section: a signal that arrives while the verdict
-        # is sent is raised once it is, and then names no run (its verdict is on the remote).
-        with signals.deferred():
-            sent = publish(session.repo, remote, sid, candidate, claim, record)
-            checkpoint("measurer:after-verdict")
-            signals.forget_recorded()
-        if sent:
+        if _send_verdict(session, candidate, claim, record):
             served.answered.append(record)
             say(candidate, "answered", record)
         else:
             say(candidate, "lost", record)
     return served
+
+
+def _send_verdict(session: Session, candidate: Candidate, claim: str,
+                  record: dict[str, Any]) -> bool:
+    """Send ``record`` as the verdict on ``candidate`` (:func:`history.queue.publish`: False
+    when another host took it over) and forget the runs this command recorded, in one deferred
+    section: a signal that arrives meanwhile is raised once the verdict is sent, and then names
+    no run (its verdict is on the remote)."""
+    from ..runtime import signals
+
+    assert session.remote is not None
+    checkpoint("measurer:before-verdict")
+    with signals.deferred():
+        sent = publish(session.repo, session.remote, session.config.session_id, candidate,
+                       claim, record)
+        checkpoint("measurer:after-verdict")
+        signals.forget_recorded()
+    return sent
 
 
 def _measured(session: Session, candidate: Candidate, say: Report) -> dict[str, Any]:
