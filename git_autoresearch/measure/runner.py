@@ -7,6 +7,7 @@ grandchildren die too. plumbum is imported only when a command is run.
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import time
@@ -217,6 +218,30 @@ def process_group(argv: Sequence[str], *, grace: float = KILL_GRACE_SECONDS,
                         pass
 
 
+def exit_of(proc: subprocess.Popen[bytes], seconds: float) -> bool:
+    """Wait at most ``seconds`` for ``proc`` to exit; whether it did (then it is reaped). On
+    Linux the wait ends the moment it exits (``poll`` on a pidfd, pidfd_open(2)); elsewhere
+    ``Popen.wait`` polls, with sleeps that double up to 50 ms, so its end is seen up to 50 ms
+    late: time that would count in every sample's duration."""
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # not Linux 5.3 or later; or reaped already
+        try:
+            proc.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    try:
+        watch = select.poll()
+        watch.register(pidfd, select.POLLIN)
+        if not watch.poll(max(1, round(seconds * 1000))):
+            return False
+    finally:
+        os.close(pidfd)
+    proc.wait()
+    return True
+
+
 def run_shell(
     command: str,
     *,
@@ -250,12 +275,10 @@ def run_shell(
             if remaining <= 0:
                 timed_out = True
                 break
-            try:
-                proc.wait(timeout=min(remaining, max(0.01, next_tick - now), 0.25))
+            if exit_of(proc, min(remaining, max(0.01, next_tick - now), 0.25)):
                 break
-            except subprocess.TimeoutExpired:
-                if on_tick and time.monotonic() >= next_tick:
-                    on_tick(time.monotonic() - started)
-                    next_tick += 1.0
+            if on_tick and time.monotonic() >= next_tick:
+                on_tick(time.monotonic() - started)
+                next_tick += 1.0
     code = proc.returncode
     return Outcome(code, timed_out, round(time.monotonic() - started, 3))

@@ -82,8 +82,10 @@ def iterate(session: Session, description: str, asi: Mapping[str, Any], *,
             assert caught is not None
             done.recorded = _conflicted(session, description, asi, before, caught, origin)
         elif session.worker is None:
+            # Nothing changed the work tree since the measurement ended: no second survey.
             done.recorded = record(session, decision, description, result=result, asi=asi,
-                                   hooks=before.summary(), origin=origin)
+                                   hooks=before.summary(), origin=origin,
+                                   changes=session.after_measuring)
         else:
             done.recorded = record_replaying(
                 session, decision, description, result=result, asi=asi,

@@ -409,6 +409,23 @@ def test_the_measured_command_reads_dev_null_not_the_callers_stdin(repo: Path) -
         assert (baseline["metric"], baseline["checks"]["passed"]) == (metric, True)
 
 
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="pidfd_open(2): Linux only")
+def test_a_commands_end_is_seen_as_it_ends_not_on_a_sleeping_poll(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """exit_of blocks on the process itself (a pidfd) rather than polling with sleeps that
+    double up to 50 ms (Popen.wait with a timeout), which counted up to 50 ms late in every
+    sample's duration: it returns False while the command runs, True once it ended, reaped,
+    and never sleeps."""
+    slept: list[float] = []
+    monkeypatch.setattr(time, "sleep", slept.append)
+    proc = subprocess.Popen(["sleep", "0.3"])
+    assert runner.exit_of(proc, 0.01) is False
+    assert proc.returncode is None
+    assert runner.exit_of(proc, 30.0) is True
+    assert proc.returncode == 0
+    assert slept == []
+
+
 def test_ending_a_group_waits_the_grace_then_only_until_it_is_gone(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """end_group on a clock that moves only when it sleeps: a group that obeys SIGTERM is

@@ -69,6 +69,30 @@ def test_run_discards_regression_and_keeps_attempt(repo: Path, ar: Tool) -> None
     assert "-100\n+120" in shown and "src/new.py" in shown
 
 
+def test_a_run_surveys_the_work_tree_before_and_after_measuring_and_records_from_that(
+        repo: Path, ar: Tool) -> None:
+    """A run asks git for the work tree's changes twice (before measuring, to set aside what
+    is out of bounds, and once it ended), not a third time to record: nothing changes the work
+    tree in between. What the last survey saw is what the discard reverts: the new file gone,
+    the edit undone, both in the attempt."""
+    import os
+    import sys
+
+    ar(repo, *start_args())
+    write(repo / "value.txt", "120\n")
+    write(repo / "src" / "new.py", "x = 1\n")
+    done = subprocess.run([sys.executable, "-m", "git_autoresearch", "run", "-d", "raise it",
+                           "--json"], cwd=repo, capture_output=True, text=True, check=True,
+                          env={**os.environ, "GIT_AUTORESEARCH_TRACE": "1"})
+    surveys = [line for line in done.stderr.splitlines() if " git status " in line]
+    assert len(surveys) == 2, done.stderr
+    assert json.loads(done.stdout)["status"] == "discard"
+    assert (repo / "value.txt").read_text() == "100\n"
+    assert not (repo / "src" / "new.py").exists()
+    assert git(repo, "show", "refs/autoresearch/s1/attempts/2:src/new.py") == "x = 1"
+    assert git(repo, "status", "--porcelain") == ""
+
+
 def test_equal_metric_is_discarded(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     write(repo / "README.md", "changed\n")
