@@ -340,8 +340,7 @@ def _set_aside(session: Session, number: int, changes: Changes) -> tuple[list[st
 def _keep_pending(session: Session, result: Measurement) -> Measurement:
     """``result`` with the fingerprint of the work tree, written to ``pending.json``."""
     try:
-        session.after_measuring = changes = session.changes()
-        result = dataclasses.replace(result, fingerprint=fingerprint(session, changes))
+        result = dataclasses.replace(result, fingerprint=fingerprint(session, session.changes()))
         session.repo.scratch.mkdir(parents=True, exist_ok=True)
         data = result.to_dict()
         data["config_hash"] = file_hash(session.config_bytes)

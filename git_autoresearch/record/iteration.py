@@ -82,10 +82,8 @@ def iterate(session: Session, description: str, asi: Mapping[str, Any], *,
             assert caught is not None
             done.recorded = _conflicted(session, description, asi, before, caught, origin)
         elif session.worker is None:
-            # Nothing changed the work tree since the measurement ended: no second survey.
             done.recorded = record(session, decision, description, result=result, asi=asi,
-                                   hooks=before.summary(), origin=origin,
-                                   changes=session.after_measuring)
+                                   hooks=before.summary(), origin=origin)
         else:
             done.recorded = record_replaying(
                 session, decision, description, result=result, asi=asi,

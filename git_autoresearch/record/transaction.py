@@ -68,8 +68,7 @@ def record(session: Session, status: str, description: str, *, result: Measureme
            baseline: bool = False, given: Measurement | None = None,
            force: bool = False, reason: str | None = None,
            replayed: Mapping[str, Any] | None = None, recheck_discard: bool = False,
-           origin: Mapping[str, Any] | None = None, changes: Changes | None = None
-           ) -> Recorded:
+           origin: Mapping[str, Any] | None = None) -> Recorded:
     """Apply ``status`` to the work tree (keep: commit; otherwise: revert) and append the run
     record. Returns the record as written, and warnings.
 
@@ -83,8 +82,7 @@ def record(session: Session, status: str, description: str, *, result: Measureme
     :attr:`decide.choice.Choice.forced`); ``replayed`` what a replay did (:mod:`workers.replay`),
     ``origin`` what the run's record says of where its change came from (``retry_of``: the
     run whose attempt it tried again, ``run --retry``; ``queued``: the candidate a measuring
-    host took from the queue). ``changes``: what the work tree changes from HEAD, surveyed
-    by the caller when nothing can have changed it since (else surveyed here). In a worker, a
+    host took from the queue). In a worker, a
     keep whose incumbent moved raises :class:`session.shared.IncumbentMoved` before anything
     changes, and so does a discard with ``recheck_discard``."""
     session.check_recordable()
@@ -93,14 +91,14 @@ def record(session: Session, status: str, description: str, *, result: Measureme
         return _record(session, status, description, result=result, asi=asi, hooks=hooks,
                        baseline=baseline, given=given, force=force, reason=reason,
                        replayed=replayed, recheck_discard=recheck_discard,
-                       origin=origin, changes=changes)
+                       origin=origin)
 
 
 def _record(session: Session, status: str, description: str, *, result: Measurement | None,
             asi: Mapping[str, Any] | None, hooks: Sequence[Mapping[str, Any]] | None,
             baseline: bool, given: Measurement | None, force: bool, reason: str | None,
             replayed: Mapping[str, Any] | None, recheck_discard: bool,
-            origin: Mapping[str, Any] | None, changes: Changes | None) -> Recorded:
+            origin: Mapping[str, Any] | None) -> Recorded:
     """:func:`record`, under the session's shared lock."""
     if session.segment.index != session.began_in and not baseline:
         raise Refused(f"a new segment ({session.segment.index}) began while this run was "
@@ -110,8 +108,7 @@ def _record(session: Session, status: str, description: str, *, result: Measurem
     head = session.head()
     # Through a remote, a number is taken there before it is written (one measure took it).
     number = session.reserve_run() if session.remote else session.next_run()
-    if changes is None:
-        changes = session.changes()
+    changes = session.changes()
     warnings: list[str] = []
     status, chosen, measured = _settle(session, status, result, given, force, changes, warnings)
     if status == "keep" and not baseline:

@@ -93,9 +93,6 @@ class Session:
         # The highest run number the attempt refs and the branch's trailers name (None: not
         # asked of git yet in this command; runnumbers.next_run asks).
         self.git_runs: int | None = None
-        # What the work tree changed from HEAD when this command's measurement ended (None:
-        # nothing measured here): ``run`` records from it rather than surveying again.
-        self.after_measuring: Changes | None = None
         from ..history.trailers import BranchRuns
 
         self.branch_runs = BranchRuns(self.layout.branch_runs)  # saved once a run is recorded

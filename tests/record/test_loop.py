@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import Tool, git, ledger_lines, runs, start_args, write
+from conftest import Tool, git, ledger_lines, paused_at, runs, start_args, write
 
 
 def test_start_records_baseline_on_new_branch(repo: Path, ar: Tool) -> None:
@@ -69,28 +69,50 @@ def test_run_discards_regression_and_keeps_attempt(repo: Path, ar: Tool) -> None
     assert "-100\n+120" in shown and "src/new.py" in shown
 
 
-def test_a_run_surveys_the_work_tree_before_and_after_measuring_and_records_from_that(
-        repo: Path, ar: Tool) -> None:
-    """A run asks git for the work tree's changes twice (before measuring, to set aside what
-    is out of bounds, and once it ended), not a third time to record: nothing changes the work
-    tree in between. What the last survey saw is what the discard reverts: the new file gone,
-    the edit undone, both in the attempt."""
-    import os
-    import sys
+def test_a_run_refuses_to_keep_what_changed_after_its_measurement_ended(
+        repo: Path, ar: Tool, tmp_path: Path) -> None:
+    """Files changed after the measurement ended and before the run is recorded (a process the
+    benchmark left running; here the run paused at ``run:measured``): a tracked file the
+    experiment had not touched, edited, and a new file. The keep is refused (exit 3) naming
+    both: what the run would commit is not what it measured; nothing is committed and both
+    stay in the work tree as they were. (A run that recorded from the survey that ended its
+    measurement committed the run without them.)"""
+    ar(repo, *start_args("--decision", "strict"))
+    write(repo / "value.txt", "90\n")
+    head = git(repo, "rev-parse", "HEAD")
+    go = tmp_path / "go"
+    paused = paused_at("run:measured", go, repo, "run", "-d", "lower")
+    write(repo / "src" / "lib.py", "def f():\n    return 'late'\n")
+    write(repo / "late.txt", "late\n")
+    go.touch()
+    _, err = paused.communicate(timeout=60)
+    assert paused.returncode == 3, err
+    assert "changed since it was measured (late.txt, src/lib.py)" in err
+    assert git(repo, "rev-parse", "HEAD") == head
+    assert (repo / "src" / "lib.py").read_text() == "def f():\n    return 'late'\n"
+    assert (repo / "late.txt").read_text() == "late\n"
+    assert (repo / "value.txt").read_text() == "90\n"
 
-    ar(repo, *start_args())
+
+def test_a_discard_reverts_and_saves_what_changed_after_its_measurement_ended(
+        repo: Path, ar: Tool, tmp_path: Path) -> None:
+    """The same late changes on a run that is discarded: the revert takes them too (the work
+    tree is HEAD's again) and the attempt holds them, so that nothing unmeasured is left for
+    the next run to measure as its own."""
+    ar(repo, *start_args("--decision", "strict"))
     write(repo / "value.txt", "120\n")
-    write(repo / "src" / "new.py", "x = 1\n")
-    done = subprocess.run([sys.executable, "-m", "git_autoresearch", "run", "-d", "raise it",
-                           "--json"], cwd=repo, capture_output=True, text=True, check=True,
-                          env={**os.environ, "GIT_AUTORESEARCH_TRACE": "1"})
-    surveys = [line for line in done.stderr.splitlines() if " git status " in line]
-    assert len(surveys) == 2, done.stderr
-    assert json.loads(done.stdout)["status"] == "discard"
-    assert (repo / "value.txt").read_text() == "100\n"
-    assert not (repo / "src" / "new.py").exists()
-    assert git(repo, "show", "refs/autoresearch/s1/attempts/2:src/new.py") == "x = 1"
+    go = tmp_path / "go"
+    paused = paused_at("run:measured", go, repo, "run", "-d", "higher", "--json")
+    write(repo / "src" / "lib.py", "def f():\n    return 'late'\n")
+    write(repo / "late.txt", "late\n")
+    go.touch()
+    out, err = paused.communicate(timeout=60)
+    assert paused.returncode == 0, err
+    assert json.loads(out)["status"] == "discard"
     assert git(repo, "status", "--porcelain") == ""
+    attempt = "refs/autoresearch/s1/attempts/2"
+    assert git(repo, "show", f"{attempt}:late.txt") == "late"
+    assert git(repo, "show", f"{attempt}:src/lib.py") == "def f():\n    return 'late'"
 
 
 def test_equal_metric_is_discarded(repo: Path, ar: Tool) -> None:
