@@ -223,6 +223,8 @@ def exit_of(proc: subprocess.Popen[bytes], seconds: float) -> bool:
     Linux the wait ends the moment it exits (``poll`` on a pidfd, pidfd_open(2)); elsewhere
     ``Popen.wait`` polls, with sleeps that double up to 50 ms, so its end is seen up to 50 ms
     late: time that would count in every sample's duration."""
+    if proc.returncode is not None:  # reaped: its pid may be another process's by now
+        return True
     try:
         pidfd = os.pidfd_open(proc.pid)
     except (AttributeError, OSError):  # not Linux 5.3 or later; or reaped already

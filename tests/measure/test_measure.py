@@ -426,6 +426,22 @@ def test_a_commands_end_is_seen_as_it_ends_not_on_a_sleeping_poll(
     assert slept == []
 
 
+def test_without_pidfds_a_commands_end_is_waited_for_as_before(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where pidfd_open(2) is missing or refused (macOS, an old kernel, a seccomp filter),
+    exit_of waits with Popen.wait: False while the command runs, True once it ended, reaped."""
+
+    def refused(pid: int) -> int:
+        raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr(os, "pidfd_open", refused, raising=False)
+    proc = subprocess.Popen(["sleep", "0.3"])
+    assert runner.exit_of(proc, 0.01) is False
+    assert proc.returncode is None
+    assert runner.exit_of(proc, 30.0) is True
+    assert proc.returncode == 0
+
+
 def test_ending_a_group_waits_the_grace_then_only_until_it_is_gone(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """end_group on a clock that moves only when it sleeps: a group that obeys SIGTERM is
