@@ -42,6 +42,12 @@ READ_ONLY_COMMANDS = frozenset({
     "status", "rev-parse", "ls-tree", "ls-files", "log", "cat-file", "for-each-ref", "diff",
     "show", "merge-base", "var", "check-ref-format", "hash-object"})
 
+# Git commands that write objects, the index or the work tree but no ref: what was read of the
+# refs stays good across them (a discard's attempt commit and revert).
+REF_KEEPING_COMMANDS = frozenset({
+    "update-index", "write-tree", "commit-tree", "mktree", "read-tree", "restore", "apply"})
+
+
 def reads_only(args: Sequence[str]) -> bool:
     """Whether ``git <args>`` writes no ref and no configuration."""
     if args[0] == "config":
@@ -91,6 +97,9 @@ class Repo:
         # entries of :data:`COMMAND_CONFIG`, read once and kept until a git call that may
         # change the configuration (:meth:`config_entries`).
         self._refs: tuple[str, list[str]] | None = None
+        # Whether another process may have written refs since they were read (a lock was
+        # taken since): then only questions about this process's own refs use them.
+        self._refs_unsure = False
         self._config: tuple[object, list[tuple[str, str | None]]] | None = None
 
     @classmethod
@@ -150,7 +159,8 @@ class Repo:
         temporary object files git wrote during this call are removed, so that freeing the
         user's own files is enough, and :class:`DiskFull` is raised instead."""
         if args and not reads_only(args):
-            self._refs = None
+            if args[0] not in REF_KEEPING_COMMANDS:
+                self._refs = None
             if args[0] in ("config", "commit", "init", "submodule"):
                 self._config = None
         started = clock()
@@ -210,32 +220,61 @@ class Repo:
         return oid[:7]
 
     def update_ref(self, ref: str, new: str, old: str, message: str) -> None:
-        """Compare-and-swap ``ref`` from ``old`` (:data:`ABSENT`: must not exist) to ``new``."""
+        """Compare-and-swap ``ref`` from ``old`` (:data:`ABSENT`: must not exist) to ``new``.
+        The refs :meth:`for_each_ref` kept stay kept, with ``ref`` among them."""
+        kept = self._refs, self._refs_unsure
         self.run("update-ref", "-m", message, ref, new, old)
+        self._keep_refs(kept, ref, present=True)
 
     def delete_ref(self, ref: str, old: str) -> bool:
-        """Delete ``ref`` if it still points at ``old`` (compare-and-swap); whether it did."""
-        return self.run("update-ref", "-d", ref, old, allow_non_zero=True).returncode == 0
+        """Delete ``ref`` if it still points at ``old`` (compare-and-swap); whether it did.
+        The refs :meth:`for_each_ref` kept stay kept, without ``ref`` when it was deleted."""
+        kept = self._refs, self._refs_unsure
+        deleted = self.run("update-ref", "-d", ref, old, allow_non_zero=True).returncode == 0
+        self._keep_refs(kept, ref, present=not deleted)
+        return deleted
 
-    def for_each_ref(self, prefix: str, *, within: str | None = None) -> list[str]:
+    def _keep_refs(self, kept: tuple[tuple[str, list[str]] | None, bool], ref: str, *,
+                   present: bool) -> None:
+        """Put back the refs kept before this process wrote ``ref`` (``kept``: as
+        :meth:`for_each_ref` held them), ``ref`` among them when ``present``."""
+        refs, unsure = kept
+        if refs is None:
+            return
+        within, names = refs
+        if ref.startswith(within):
+            names = sorted({*names, ref}) if present else [n for n in names if n != ref]
+        self._refs, self._refs_unsure = (within, names), unsure
+
+    def for_each_ref(self, prefix: str, *, within: str | None = None, own: bool = False
+                     ) -> list[str]:
         """The full names of the refs below ``prefix`` (``git for-each-ref``), sorted by name.
 
         ``within`` (a namespace ending in ``/`` that ``prefix``, also ending in ``/``, lies
         below): the refs of the whole namespace are read in one call and kept, so that the
         next question about that namespace asks git nothing, until this repository runs a git
-        command that may write a ref (anything but :data:`READ_ONLY_COMMANDS`)."""
+        command that may write a ref (anything but :data:`READ_ONLY_COMMANDS` and
+        :data:`REF_KEEPING_COMMANDS`; the refs :meth:`update_ref` and :meth:`delete_ref` write
+        are added and removed), or another process may have (:meth:`forget_refs`). ``own``:
+        refs below ``prefix`` are written by this process alone (a run's own set-asides,
+        under its reserved number), so the refs kept answer even after
+        ``forget_refs(others=True)``."""
         if within is None or not within.endswith("/") or not prefix.endswith("/") \
                 or not prefix.startswith(within):
             return self.run("for-each-ref", "--format=%(refname)", prefix).text.splitlines()
-        if self._refs is None or self._refs[0] != within:
+        if self._refs is None or self._refs[0] != within or (self._refs_unsure and not own):
             names = self.run("for-each-ref", "--format=%(refname)", within).text.splitlines()
-            self._refs = (within, names)
+            self._refs, self._refs_unsure = (within, names), False
         return [name for name in self._refs[1] if name.startswith(prefix)]
 
-    def forget_refs(self) -> None:
+    def forget_refs(self, *, others: bool = False) -> None:
         """Drop the refs :meth:`for_each_ref` kept: another process may have written some
-        (called once a lock is taken)."""
-        self._refs = None
+        (called once a lock is taken, or after a fetch). ``others``: they are still good for
+        the refs only this process writes (``for_each_ref(own=True)``)."""
+        if others:
+            self._refs_unsure = True
+        else:
+            self._refs = None
 
     def commit_refs(self, prefix: str) -> set[str]:
         """The full names of the refs below ``prefix`` that name a commit (directly; one that

@@ -435,7 +435,8 @@ def set_asides(session: Session, number: int) -> list[tuple[str, list[str]]]:
     repo = session.repo
     prefix = scope_prefix(session.config.session_id)
     found = []
-    for ref in repo.for_each_ref(prefix, within=session.namespace + "/"):
+    # (only this work tree writes the set-asides of a number it holds: no other listing)
+    for ref in repo.for_each_ref(prefix, within=session.namespace + "/", own=True):
         head, _, rest = ref[len(prefix):].partition(".")
         if head == str(number) and (not rest or is_whole(rest)):
             found.append((int(rest or 1), ref))

@@ -338,7 +338,9 @@ class Session:
                 self._shared_depth -= 1
             return
         with SessionLock(shared_dir(self.repo, self.config.session_id), what):
-            self.repo.forget_refs()
+            # Other workers may have written refs while this one waited (none of the
+            # set-asides of the run it holds, which only it writes).
+            self.repo.forget_refs(others=True)
             if self.trailer_branch is None and self.seen_version is not None \
                     and self.version() != self.seen_version:
                 self.reload()

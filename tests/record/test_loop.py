@@ -115,6 +115,29 @@ def test_a_discard_reverts_and_saves_what_changed_after_its_measurement_ended(
     assert git(repo, "show", f"{attempt}:src/lib.py") == "def f():\n    return 'late'"
 
 
+def test_a_run_lists_the_sessions_refs_once(repo: Path, ar: Tool) -> None:
+    """One ``git for-each-ref`` over the session's refs a run, a keep and a discard alike,
+    set-asides named all the same: its own set-aside (an out-of-scope edit) is named in the
+    record from that listing and the ref its measurement wrote."""
+    import os
+    import sys
+
+    ar(repo, *start_args("--decision", "strict", "--scope", "value.txt"))
+    env = {**os.environ, "GIT_AUTORESEARCH_TRACE": "1"}
+    for value, status in (("90", "keep"), ("120", "discard")):
+        write(repo / "value.txt", value + "\n")
+        write(repo / "README.md", f"edited for {status}\n")
+        done = subprocess.run([sys.executable, "-m", "git_autoresearch", "run", "-d", status,
+                               "--json"], cwd=repo, capture_output=True, text=True,
+                              check=True, env=env)
+        listings = [ln for ln in done.stderr.splitlines() if " git for-each-ref " in ln]
+        assert len(listings) == 1, done.stderr
+        record = json.loads(done.stdout)
+        assert record["status"] == status
+        assert record["scope_violations"] == ["README.md"]
+        assert record["scope_refs"] == [f"refs/autoresearch/s1/scope/{record['run']}"]
+
+
 def test_equal_metric_is_discarded(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     write(repo / "README.md", "changed\n")
