@@ -162,6 +162,11 @@ class Layout:
         return self.repo.scratch / "branch-runs"
 
     @property
+    def head_facts(self) -> Path:
+        """What was read of HEAD's commit, for the next command (a cache: ``git.facts``)."""
+        return self.repo.scratch / "head-facts"
+
+    @property
     def start_intent(self) -> Path:
         """What a ``start`` that has not finished is creating (``start_record.finish_start``)."""
         return self.repo.scratch / "start.json"

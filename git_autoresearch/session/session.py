@@ -6,12 +6,13 @@ No click here: functions take plain values, return data, and raise the errors of
 
 from __future__ import annotations
 
+import json
 import os
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .. import ledger as ledger_mod
 from ..git import GitError, Repo
@@ -40,8 +41,11 @@ from .shared import current as current_worker
 from .shared import relink, reservations, reserve, shared_dir
 
 if TYPE_CHECKING:
+    from ..git.facts import CommitFacts
     from ..measure.samples import Measurement
     from ..record.intents import Intent
+
+T = TypeVar("T")
 
 # How long a recording command waits for a lock file of git's to go before refusing.
 GIT_LOCK_WAIT_SECONDS = 1.0
@@ -112,6 +116,7 @@ class Session:
         self.began_in = book.current.index
         # Hook links already said to point at untracked files: said once per command.
         self._links_told: set[str] = set()
+        self._facts: CommitFacts | None = None  # (:meth:`commit_fact`)
 
     @property
     def bounds(self) -> Boundaries:
@@ -122,7 +127,13 @@ class Session:
             from .command_files import command_files
 
             head = self.known_head or self.repo.head()
-            scripts = [] if self.read_only else command_files(self.repo, cfg, head)
+            if self.read_only or head is None:
+                scripts = [] if self.read_only else command_files(self.repo, cfg, head)
+            else:
+                named = json.dumps([str(self.repo.top), cfg.command, cfg.metric_command,
+                                    cfg.checks_command])
+                scripts = self.commit_fact(head, "command_files " + named,
+                                           lambda: command_files(self.repo, cfg, head))
             self._bounds = Boundaries(cfg.scope, cfg.protected, cfg.readonly, scripts)
         return self._bounds
 
@@ -149,6 +160,15 @@ class Session:
     def known_head(self) -> str | None:
         """HEAD's commit id as known without asking git (None when not known yet)."""
         return self._head or self.repo.head_at_discovery
+
+    def commit_fact(self, commit: str, question: str, read: Callable[[], T]) -> T:
+        """``read()``'s answer to ``question`` about ``commit`` (HEAD's), kept in the scratch
+        folder for the commands after this one (:class:`git.facts.CommitFacts`)."""
+        if self._facts is None or self._facts.commit != commit:
+            from ..git.facts import CommitFacts
+
+            self._facts = CommitFacts(self.layout.head_facts, commit)
+        return self._facts.answer(question, read)
 
     def head(self) -> str:
         """HEAD's commit id, asked of git once and then kept up to date by :meth:`moved_head`."""
@@ -259,7 +279,8 @@ class Session:
     def check_kept_lines(self, *, head: bool = False) -> None:
         """Refuse (exit 3) when the ledger lost the line of a kept run: one the state ref was
         last mirrored with, or, with ``head``, the run HEAD's trailers record as this
-        session's keep (one git call). Deciding on such a ledger compares with the wrong
+        session's keep (one git call, or none when the command before asked it of the same
+        commit: :meth:`commit_fact`). Deciding on such a ledger compares with the wrong
         incumbent, and mirroring it would lose the line from the state ref too."""
         from ..history.state_ref import lost_keeps_text, mirrored_keeps
 
@@ -271,9 +292,11 @@ class Session:
         if not lost and head:
             from ..history.trailers import kept_at
 
-            number = kept_at(self.repo, self.head(), self.config.session_id)
+            sid, commit = self.config.session_id, self.head()
+            number = self.commit_fact(commit, "kept_at " + sid,
+                                      lambda: kept_at(self.repo, commit, sid))
             if number is not None and self.ledger.find(number) is None:
-                lost, ref = [number], f"HEAD's commit ({self.repo.short(self.head())})"
+                lost, ref = [number], f"HEAD's commit ({self.repo.short(commit)})"
         if lost:
             raise Refused(lost_keeps_text(self.layout.ledger, lost, ref)
                           + "; nothing was measured or changed")

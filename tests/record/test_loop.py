@@ -138,6 +138,37 @@ def test_a_run_lists_the_sessions_refs_once(repo: Path, ar: Tool) -> None:
         assert record["scope_refs"] == [f"refs/autoresearch/s1/scope/{record['run']}"]
 
 
+def test_what_is_read_of_head_once_is_not_asked_of_git_again(repo: Path, ar: Tool) -> None:
+    """The run HEAD's trailers name and the files the benchmark names in HEAD are read of git
+    once per commit (then kept in the scratch folder): a discard after a discard asks for
+    neither. The check they serve still holds: HEAD's keep whose ledger line was lost (and
+    the state mirror's memory of it gone) refuses the next run, its answer read from the
+    file."""
+    import os
+    import sys
+
+    ar(repo, *start_args("--decision", "strict"))
+    write(repo / "value.txt", "90\n")
+    ar(repo, "run", "-d", "kept")
+    env = {**os.environ, "GIT_AUTORESEARCH_TRACE": "1"}
+    traces = []
+    for value in ("120", "130"):
+        write(repo / "value.txt", value + "\n")
+        done = subprocess.run([sys.executable, "-m", "git_autoresearch", "run", "-d", value],
+                              cwd=repo, capture_output=True, text=True, check=True, env=env)
+        traces.append(done.stderr)
+    assert " git log -1 " in traces[0] and " git log -1 " not in traces[1], traces
+    assert " git ls-tree " in traces[0] and " git ls-tree " not in traces[1], traces
+    ledger = repo / ".auto" / "log.jsonl"
+    ledger.write_text("".join(line for line in ledger.read_text().splitlines(keepends=True)
+                              if '"run": 2,' not in line and '"run":2,' not in line))
+    (repo / ".git" / "autoresearch" / "state-cache.json").unlink()
+    write(repo / "value.txt", "80\n")
+    res = ar(repo, "run", "-d", "after the loss", expect=3)
+    assert "lost the line of kept run 2, which HEAD's commit" in res.err
+    assert (repo / "value.txt").read_text() == "80\n"
+
+
 def test_equal_metric_is_discarded(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     write(repo / "README.md", "changed\n")
