@@ -163,7 +163,8 @@ class Layout:
 
     @property
     def head_facts(self) -> Path:
-        """What was read of HEAD's commit, for the next command (a cache: ``git.facts``)."""
+        """What was read of HEAD's commit (the run its trailers name), for the next command (a
+        cache: ``git.facts``)."""
         return self.repo.scratch / "head-facts"
 
     @property

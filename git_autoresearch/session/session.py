@@ -6,7 +6,6 @@ No click here: functions take plain values, return data, and raise the errors of
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -127,13 +126,7 @@ class Session:
             from .command_files import command_files
 
             head = self.known_head or self.repo.head()
-            if self.read_only or head is None:
-                scripts = [] if self.read_only else command_files(self.repo, cfg, head)
-            else:
-                named = json.dumps([str(self.repo.top), cfg.command, cfg.metric_command,
-                                    cfg.checks_command])
-                scripts = self.commit_fact(head, "command_files " + named,
-                                           lambda: command_files(self.repo, cfg, head))
+            scripts = [] if self.read_only else command_files(self.repo, cfg, head)
             self._bounds = Boundaries(cfg.scope, cfg.protected, cfg.readonly, scripts)
         return self._bounds
 
@@ -165,9 +158,10 @@ class Session:
         """``read()``'s answer to ``question`` about ``commit`` (HEAD's), kept in the scratch
         folder for the commands after this one (:class:`git.facts.CommitFacts`)."""
         if self._facts is None or self._facts.commit != commit:
+            from .. import __version__
             from ..git.facts import CommitFacts
 
-            self._facts = CommitFacts(self.layout.head_facts, commit)
+            self._facts = CommitFacts(self.layout.head_facts, commit, __version__)
         return self._facts.answer(question, read)
 
     def head(self) -> str:

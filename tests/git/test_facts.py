@@ -1,5 +1,5 @@
 """The answers kept of one commit (git.facts): read of git once, then of the file, never of a
-file that is torn, of another commit or of another version."""
+file that is torn, of another commit or of another writer."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from git_autoresearch import __version__
 from git_autoresearch.git.facts import CommitFacts
 
 
@@ -19,7 +18,7 @@ def asked(path: Path, commit: str, question: str, value: object) -> tuple[object
         calls.append(1)
         return value
 
-    return CommitFacts(path, commit).answer(question, read), len(calls)
+    return CommitFacts(path, commit, "1.0").answer(question, read), len(calls)
 
 
 def test_an_answer_is_read_once_then_from_the_file(tmp_path: Path) -> None:
@@ -32,10 +31,10 @@ def test_an_answer_is_read_once_then_from_the_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("text", [
-    "{torn", "[]", json.dumps({"commit": "b" * 40, "made_by": __version__, "facts": {"q": 1}}),
-    json.dumps({"commit": "a" * 40, "made_by": "0.0.0-other", "facts": {"q": 1}}),
-    json.dumps({"commit": "a" * 40, "made_by": __version__, "facts": [1]})])
-def test_a_file_of_another_commit_or_version_or_torn_answers_nothing(tmp_path: Path,
+    "{torn", "[]", json.dumps({"commit": "b" * 40, "made_by": "1.0", "facts": {"q": 1}}),
+    json.dumps({"commit": "a" * 40, "made_by": "0.9", "facts": {"q": 1}}),
+    json.dumps({"commit": "a" * 40, "made_by": "1.0", "facts": [1]})])
+def test_a_file_of_another_commit_or_writer_or_torn_answers_nothing(tmp_path: Path,
                                                                      text: str) -> None:
     path = tmp_path / "head-facts"
     path.write_text(text)

@@ -139,11 +139,10 @@ def test_a_run_lists_the_sessions_refs_once(repo: Path, ar: Tool) -> None:
 
 
 def test_what_is_read_of_head_once_is_not_asked_of_git_again(repo: Path, ar: Tool) -> None:
-    """The run HEAD's trailers name and the files the benchmark names in HEAD are read of git
-    once per commit (then kept in the scratch folder): a discard after a discard asks for
-    neither. The check they serve still holds: HEAD's keep whose ledger line was lost (and
-    the state mirror's memory of it gone) refuses the next run, its answer read from the
-    file."""
+    """The run HEAD's trailers name is read of git once per commit (then kept in the scratch
+    folder): a discard after a discard does not ask again. The check it serves still holds:
+    HEAD's keep whose ledger line was lost (and the state mirror's memory of it gone) refuses
+    the next run, its answer read from the file."""
     import os
     import sys
 
@@ -158,7 +157,6 @@ def test_what_is_read_of_head_once_is_not_asked_of_git_again(repo: Path, ar: Too
                               cwd=repo, capture_output=True, text=True, check=True, env=env)
         traces.append(done.stderr)
     assert " git log -1 " in traces[0] and " git log -1 " not in traces[1], traces
-    assert " git ls-tree " in traces[0] and " git ls-tree " not in traces[1], traces
     ledger = repo / ".auto" / "log.jsonl"
     ledger.write_text("".join(line for line in ledger.read_text().splitlines(keepends=True)
                               if '"run": 2,' not in line and '"run":2,' not in line))
@@ -167,6 +165,28 @@ def test_what_is_read_of_head_once_is_not_asked_of_git_again(repo: Path, ar: Too
     res = ar(repo, "run", "-d", "after the loss", expect=3)
     assert "lost the line of kept run 2, which HEAD's commit" in res.err
     assert (repo / "value.txt").read_text() == "80\n"
+
+
+def test_the_readonly_benchmark_is_read_of_git_whatever_the_scratch_folder_says(
+        repo: Path, ar: Tool) -> None:
+    """Which files the benchmark names (and so are readonly) is never taken from a file an
+    agent can write: a head-facts file claiming the command names none does not let a run
+    keep an edited bench.sh; it is set aside, named a readonly violation."""
+    from git_autoresearch import __version__
+
+    ar(repo, *start_args("--decision", "strict"))
+    write(repo / "value.txt", "90\n")
+    ar(repo, "run", "-d", "kept")
+    head = git(repo, "rev-parse", "HEAD")
+    named = json.dumps([str(repo), "sh bench.sh", None, None])
+    write(repo / ".git" / "autoresearch" / "head-facts", json.dumps(
+        {"commit": head, "made_by": __version__, "facts": {"command_files " + named: []}}))
+    write(repo / "value.txt", "80\n")
+    write(repo / "bench.sh", "#!/bin/sh\necho 'score: 1'\n", 0o755)
+    record = ar(repo, "run", "-d", "cheat", "--json").json()
+    assert record["readonly_violations"] == ["bench.sh"]
+    assert record["metric"] == 80
+    assert git(repo, "show", "HEAD:bench.sh") == "#!/bin/sh\necho \"score: $(cat value.txt)\""
 
 
 def test_equal_metric_is_discarded(repo: Path, ar: Tool) -> None:
