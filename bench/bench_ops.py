@@ -108,7 +108,10 @@ def make_repo(folder: Path, files: int) -> Path:
         path.parent.mkdir(exist_ok=True)
         path.write_text(f"file {i}\n" * 4)
     (folder / "bench.sh").write_text("echo score: 1\n")
-    sh(folder, "git add -A && git commit -q -m initial")
+    # Packed, as a real repository is, and at once: left loose, its own commit starts a `git gc
+    # --auto` in the background (git detaches it), repacking every file while the benchmarks
+    # after it run.
+    sh(folder, "git add -A && git -c gc.auto=0 commit -q -m initial && git gc -q")
     return folder
 
 
