@@ -26,17 +26,53 @@ def script_paths(repo: Repo, command: str, head: str) -> list[str]:
         if not wanted:
             break
         candidates = []
+        held = set()
         for mode, kind, oid, path in ls_tree(repo, head, wanted):
             if path not in wanted or kind != "blob":
                 continue
+            held.add(path)
             found.append(path)
             if mode == "120000":
-                target = cat_blob(repo, oid)
-                pointed = _inside(repo, os.path.normpath(
-                    repo.top / os.path.dirname(path) / os.fsdecode(target)))
+                pointed = _pointed(repo, path, oid)
                 if pointed:
                     candidates.append(pointed)
+        candidates += _through_folder_links(repo, head, [p for p in wanted if p not in held],
+                                            found)
     return found
+
+
+def _pointed(repo: Repo, link: str, oid: str, rest: str = "") -> str | None:
+    """Where the symbolic link ``link`` (its target the blob ``oid``) leads, followed by
+    ``rest``: relative to the top, or None outside it."""
+    target = os.fsdecode(cat_blob(repo, oid))
+    return _inside(repo, os.path.normpath(
+        repo.top / os.path.dirname(link) / target / rest))
+
+
+def _through_folder_links(repo: Repo, head: str, paths: list[str], found: list[str]
+                          ) -> list[str]:
+    """For each of ``paths``, which ``head`` does not hold as files, the path it reaches
+    through the first folder on its way that ``head`` holds as a symbolic link (``sh
+    tools/bench.sh`` with ``tools`` a link to ``scripts``: ``scripts/bench.sh``); each such
+    link is added to ``found``: pointed elsewhere, it changes what the command runs."""
+    prefixes = {path: [path.rsplit("/", depth)[0] for depth in range(path.count("/"), 0, -1)]
+                for path in paths}
+    asked = sorted({prefix for found_prefixes in prefixes.values() for prefix in found_prefixes})
+    if not asked:
+        return []
+    links = {path: oid for mode, kind, oid, path in ls_tree(repo, head, asked)
+             if mode == "120000" and kind == "blob"}
+    reached = []
+    for path, ways in prefixes.items():
+        link = next((prefix for prefix in ways if prefix in links), None)
+        if link is None:
+            continue
+        if link not in found:
+            found.append(link)
+        pointed = _pointed(repo, link, links[link], path[len(link) + 1:])
+        if pointed:
+            reached.append(pointed)
+    return reached
 
 
 def named_paths(repo: Repo, command: str) -> list[str]:
@@ -62,7 +98,9 @@ def uncommitted_command_files(repo: Repo, cfg: Config, committed: list[str]) -> 
     for command in (cfg.command, cfg.metric_command, cfg.checks_command):
         for path in named_paths(repo, command or ""):
             if path not in committed and not path.startswith(AUTO + "/") \
+                    and not any(path.startswith(link + "/") for link in committed) \
                     and (repo.top / path).is_file():
+                # (a path through a committed folder link reaches a file found through it)
                 found.append(path)
     return list(dict.fromkeys(found))
 

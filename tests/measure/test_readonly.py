@@ -296,6 +296,29 @@ def test_a_symlinked_benchmark_and_its_target_are_readonly(repo: Path, ar: Tool)
     assert (repo / "scripts" / "bench.sh").read_text() == BENCH
 
 
+def test_a_benchmark_named_through_a_symlinked_folder_is_readonly(repo: Path, ar: Tool
+                                                                   ) -> None:
+    """``sh tools/bench.sh`` where ``tools`` is a committed link to ``scripts``: the script it
+    runs (scripts/bench.sh) and the link itself are readonly, as for a linked file; start
+    says nothing is uncommitted, and a run that edits the script or points the folder link
+    elsewhere has both put back."""
+    write(repo / "scripts" / "bench.sh", BENCH, 0o755)
+    write(repo / "other" / "bench.sh", CHEAT, 0o755)
+    os.symlink("scripts", repo / "tools")
+    commit_all(repo)
+    started = ar(repo, *start_args("--command", "sh tools/bench.sh"), "--json").json()
+    assert started["warnings"] == []
+    write(repo / "scripts" / "bench.sh", CHEAT, 0o755)
+    record = ar(repo, "run", "-d", "edit the script", "--json").json()
+    assert (record["metric"], record["readonly_violations"]) == (100, ["scripts/bench.sh"])
+    assert (repo / "scripts" / "bench.sh").read_text() == BENCH
+    os.remove(repo / "tools")
+    os.symlink("other", repo / "tools")
+    record = ar(repo, "run", "-d", "point the folder elsewhere", "--json").json()
+    assert (record["metric"], record["readonly_violations"]) == (100, ["tools"])
+    assert os.readlink(repo / "tools") == "scripts"
+
+
 def test_start_warns_when_the_benchmark_is_not_committed(repo: Path, ar: Tool) -> None:
     """Only HEAD can restore a readonly file, so an uncommitted benchmark is said at start."""
     write(repo / "bench2.sh", "#!/bin/sh\necho \"score: $(cat value.txt)\"\n", 0o755)
