@@ -319,6 +319,27 @@ def test_a_benchmark_named_through_a_symlinked_folder_is_readonly(repo: Path, ar
     assert os.readlink(repo / "tools") == "scripts"
 
 
+def test_readonly_and_protected_paths_through_a_linked_folder_are_where_they_lead(
+        repo: Path, ar: Tool) -> None:
+    """``--readonly tools/data.txt`` and ``--protected tools/notes.md`` with ``tools`` a
+    committed link to ``scripts``: git names a change by the path it reaches
+    (scripts/data.txt), so that is the path made readonly or protected: the data edited is put
+    back and named, the notes edited stay as the agent left them through a discard."""
+    write(repo / "scripts" / "data.txt", "fixed\n")
+    write(repo / "scripts" / "notes.md", "notes\n")
+    os.symlink("scripts", repo / "tools")
+    commit_all(repo)
+    ar(repo, *start_args("--decision", "strict", "--readonly", "tools/data.txt",
+                         "--protected", "tools/notes.md"))
+    write(repo / "scripts" / "data.txt", "changed\n")
+    write(repo / "scripts" / "notes.md", "my notes\n")
+    write(repo / "value.txt", "120\n")
+    record = ar(repo, "run", "-d", "worse", "--json").json()
+    assert (record["status"], record["readonly_violations"]) == ("discard", ["scripts/data.txt"])
+    assert (repo / "scripts" / "data.txt").read_text() == "fixed\n"
+    assert (repo / "scripts" / "notes.md").read_text() == "my notes\n"
+
+
 def test_start_warns_when_the_benchmark_is_not_committed(repo: Path, ar: Tool) -> None:
     """Only HEAD can restore a readonly file, so an uncommitted benchmark is said at start."""
     write(repo / "bench2.sh", "#!/bin/sh\necho \"score: $(cat value.txt)\"\n", 0o755)
