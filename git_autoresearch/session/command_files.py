@@ -49,21 +49,22 @@ def _pointed(repo: Repo, link: str, oid: str, rest: str = "") -> str | None:
         repo.top / os.path.dirname(link) / target / rest))
 
 
-def linked_paths(repo: Repo, head: str, entries: list[str]) -> list[str]:
-    """For the paths of ``entries`` (``readonly`` or ``protected`` as configured) that go
-    through a folder the work tree has as a symbolic link, the links ``head`` holds on their
-    way and the paths they reach there (:func:`_through_folder_links`): git names a change by
-    the path it reaches, never by the one through the link. A glob is left as it is. Asks git
-    only when such an entry exists."""
+def linked_paths(repo: Repo, head: str, entries: list[str], *, links: bool = True
+                 ) -> list[str]:
+    """For the paths of ``entries`` (``scope``, ``readonly`` or ``protected`` as configured)
+    that go through a folder the work tree has as a symbolic link, the links ``head`` holds
+    on their way (with ``links``) and the paths they reach there
+    (:func:`_through_folder_links`): git names a change by the path it reaches, never by the
+    one through the link. A glob is left as it is. Asks git only when such an entry exists."""
     top = os.path.realpath(repo.top)
     linked = [entry for entry in entries if "/" in entry.strip("/")
               and not any(c in entry for c in "*?[")
               and os.path.realpath(repo.top / entry) != os.path.join(top, entry.strip("/"))]
     if not linked:
         return []
-    links: list[str] = []
-    reached = _through_folder_links(repo, head, [entry.strip("/") for entry in linked], links)
-    return links + reached
+    found: list[str] = []
+    reached = _through_folder_links(repo, head, [entry.strip("/") for entry in linked], found)
+    return found + reached if links else reached
 
 
 def _through_folder_links(repo: Repo, head: str, paths: list[str], found: list[str]

@@ -120,20 +120,21 @@ class Session:
     @property
     def bounds(self) -> Boundaries:
         """Scope, protected and readonly paths, with the files the configured commands name
-        (:func:`command_files`, found once, on first use) readonly, and a readonly or
-        protected path through a linked folder followed to where it leads
-        (:func:`linked_paths`)."""
+        (:func:`command_files`, found once, on first use) readonly, and a path of the three
+        through a linked folder followed to where it leads (:func:`linked_paths`; the link
+        itself readonly or protected too, never in the scope)."""
         if self._bounds is None:
             cfg = self.config
             from .command_files import command_files, linked_paths
 
             head = self.known_head or self.repo.head()
             scripts = [] if self.read_only else command_files(self.repo, cfg, head)
-            readonly, protected = list(cfg.readonly), list(cfg.protected)
+            scope, readonly, protected = list(cfg.scope), list(cfg.readonly), list(cfg.protected)
             if head is not None and not self.read_only:
+                scope += linked_paths(self.repo, head, cfg.scope, links=False)
                 readonly += linked_paths(self.repo, head, cfg.readonly)
                 protected += linked_paths(self.repo, head, cfg.protected)
-            self._bounds = Boundaries(cfg.scope, protected, readonly, scripts)
+            self._bounds = Boundaries(scope, protected, readonly, scripts)
         return self._bounds
 
     def readonly_changed(self, changes: Changes | None = None) -> list[str]:

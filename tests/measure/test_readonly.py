@@ -340,6 +340,27 @@ def test_readonly_and_protected_paths_through_a_linked_folder_are_where_they_lea
     assert (repo / "scripts" / "notes.md").read_text() == "my notes\n"
 
 
+def test_a_scope_through_a_linked_folder_is_where_it_leads(repo: Path, ar: Tool) -> None:
+    """``--scope tools/value.txt`` with ``tools`` a committed link to ``scripts``: an edit of
+    scripts/value.txt is in the scope (it was set aside as outside it, for ever), and the link
+    itself is not: pointed elsewhere, it is set aside."""
+    write(repo / "scripts" / "value.txt", "100\n")
+    write(repo / "bench2.sh", "#!/bin/sh\necho \"score: $(cat scripts/value.txt)\"\n", 0o755)
+    os.symlink("scripts", repo / "tools")
+    commit_all(repo)
+    ar(repo, *start_args("--decision", "strict", "--command", "sh bench2.sh",
+                         "--scope", "tools/value.txt"))
+    write(repo / "scripts" / "value.txt", "90\n")
+    record = ar(repo, "run", "-d", "lower", "--json").json()
+    assert (record["status"], record["scope_violations"]) == ("keep", [])
+    assert git(repo, "show", "HEAD:scripts/value.txt") == "90"
+    os.remove(repo / "tools")
+    os.symlink("other", repo / "tools")
+    record = ar(repo, "run", "-d", "the link", "--json").json()
+    assert record["scope_violations"] == ["tools"]
+    assert os.readlink(repo / "tools") == "scripts"
+
+
 def test_start_warns_when_the_benchmark_is_not_committed(repo: Path, ar: Tool) -> None:
     """Only HEAD can restore a readonly file, so an uncommitted benchmark is said at start."""
     write(repo / "bench2.sh", "#!/bin/sh\necho \"score: $(cat value.txt)\"\n", 0o755)
