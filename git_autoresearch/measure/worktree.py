@@ -61,8 +61,7 @@ def measure(session: Session, progress: Progress | None = None, *, pending: bool
     aside = set(violations)
     left = [p for p in changes.changed() if not session.bounds.is_protected(p) and p not in aside]
     rule = Rule.of(session, baseline=baseline, changed=bool(left))
-    before = {path: found for path, found in fingerprint(session, changes).items()
-              if path in left} if pending else {}
+    before = fingerprint(session, changes, only=set(left)) if pending else {}
     from .incumbent import IncumbentTree
     from .slots import measuring  # (the slot's lock): only where a command is measured
 
@@ -383,14 +382,16 @@ def read(session: Session) -> Measurement | None:
     return result
 
 
-def fingerprint(session: Session, changes: Changes) -> dict[str, str]:
-    """What the experiment's changes are now: path -> ``<mode in octal>:<sha256>``,
-    ``commit:<id>`` for a submodule, ``deleted`` or ``unreadable``; a path renamed in case only
-    (``Changes.case_renames``) is read under its name on disk, which the value ends with."""
+def fingerprint(session: Session, changes: Changes, *, only: set[str] | None = None
+                ) -> dict[str, str]:
+    """What the experiment's changes are now (``only``: those of these paths): path ->
+    ``<mode in octal>:<sha256>``, ``commit:<id>`` for a submodule, ``deleted`` or
+    ``unreadable``; a path renamed in case only (``Changes.case_renames``) is read under its
+    name on disk, which the value ends with."""
     out = {}
     repo = session.repo
     for rel in changes.changed():
-        if session.bounds.is_protected(rel):
+        if session.bounds.is_protected(rel) or only is not None and rel not in only:
             continue
         if rel in changes.case_renames:
             new = changes.case_renames[rel]

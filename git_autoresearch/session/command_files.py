@@ -28,9 +28,9 @@ def script_paths(repo: Repo, command: str, head: str) -> list[str]:
         candidates = []
         held = set()
         for mode, kind, oid, path in ls_tree(repo, head, wanted):
+            held.add(path)  # (a folder too: no link on its way)
             if path not in wanted or kind != "blob":
                 continue
-            held.add(path)
             found.append(path)
             if mode == "120000":
                 pointed = _pointed(repo, path, oid)
@@ -72,8 +72,11 @@ def _through_folder_links(repo: Repo, head: str, paths: list[str], found: list[s
     """For each of ``paths``, which ``head`` does not hold as files, the path it reaches
     through the first folder on its way that ``head`` holds as a symbolic link (``sh
     tools/bench.sh`` with ``tools`` a link to ``scripts``: ``scripts/bench.sh``); each such
-    link is added to ``found``: pointed elsewhere, it changes what the command runs."""
-    prefixes = {path: [path.rsplit("/", depth)[0] for depth in range(path.count("/"), 0, -1)]
+    link is added to ``found``: pointed elsewhere, it changes what the command runs. Git is
+    asked only about the folders on the way that the work tree has (a link, or what replaced
+    it): a path under none, an output not made yet, costs no git call."""
+    prefixes = {path: [prefix for depth in range(path.count("/"), 0, -1)
+                       if os.path.lexists(repo.top / (prefix := path.rsplit("/", depth)[0]))]
                 for path in paths}
     asked = sorted({prefix for found_prefixes in prefixes.values() for prefix in found_prefixes})
     if not asked:
