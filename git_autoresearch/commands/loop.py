@@ -156,6 +156,10 @@ def _print_record(session: Any, record: Mapping[str, Any], previous_best: float 
                    else f"  nothing to commit: HEAD stays at {record['commit']}")
     elif record.get("attempt_ref"):
         click.echo(f"  reverted; the attempt is kept at {record['attempt_ref']}")
+    decided = record.get("decision")
+    if isinstance(decided, dict) and decided.get("verdict") == "no_change":
+        click.echo("  nothing in the scope changed, so this measured the incumbent again: a "
+                   "noise probe, never kept (it feeds the noise estimate)")
     where = _saved_at(record)
     if record.get("scope_violations"):
         click.echo("  reverted out-of-scope changes: " + ", ".join(record["scope_violations"])

@@ -747,3 +747,18 @@ def test_run_json_says_committed_for_every_status(repo: Path, ar: Tool) -> None:
     assert ar(repo, "run", "-d", "worse", "--json").json()["committed"] is False
     write(repo / "value.txt", "50\n")
     assert ar(repo, "run", "-d", "better", "--json").json()["committed"] is True
+
+
+def test_a_run_that_changed_nothing_in_the_scope_says_it_was_a_noise_probe(
+        repo: Path, ar: Tool) -> None:
+    """A run whose work tree holds no change in the scope (none at all, or only changes set
+    aside as outside it) says why its number, even a better one, is discarded: it measured the
+    incumbent again, a noise probe."""
+    ar(repo, *start_args("--scope", "value.txt"))
+    said = "nothing in the scope changed, so this measured the incumbent again: a noise probe"
+    assert said in ar(repo, "run", "-d", "nothing").out
+    write(repo / "README.md", "edited\n")
+    res = ar(repo, "run", "-d", "outside only")
+    assert said in res.out and "reverted out-of-scope changes: README.md" in res.out
+    write(repo / "value.txt", "90\n")
+    assert said not in ar(repo, "run", "-d", "a change").out
