@@ -22,7 +22,6 @@ Layer 6 of CONTRIBUTING.md, as :mod:`git_autoresearch.ledger`: no git, no sessio
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import marshal
 import os
 import sys
@@ -31,6 +30,7 @@ from typing import Any
 
 from .. import __version__
 from ..runtime.atomic import WriteFailed, write_atomic
+from ..runtime.digests import hexdigest
 from . import (
     AT_HAND,
     STATUSES,
@@ -67,7 +67,7 @@ _MADE_BY = (__version__, *sys.version_info[:2])
 def cache_path(scratch: Path, ledger: Path) -> Path:
     """The cache file of the ledger at ``ledger`` in the ``scratch`` folder: one a ledger,
     named by its path."""
-    name = hashlib.sha1(os.fsencode(os.path.abspath(ledger))).hexdigest()[:16]
+    name = hexdigest("sha1", os.fsencode(os.path.abspath(ledger)))[:16]
     return scratch / f"ledger-cache-{name}"
 
 
@@ -114,6 +114,8 @@ def _restored(data: bytes, cache: Path) -> tuple[Reader, int, int, bool] | None:
     """The reader of the lines ``cache`` covers, restored, with the length in bytes and lines
     of that prefix and its ``plain_numbers``; None when the cache is missing, unreadable,
     of another format, or covers other bytes than ``data`` begins with."""
+    import hashlib  # (OpenSSL, quick on megabytes): only for a ledger long enough to cache
+
     try:
         raw = cache.read_bytes()
         if hashlib.sha1(memoryview(raw)[20:]).digest() != raw[:20]:
@@ -131,6 +133,8 @@ def _restored(data: bytes, cache: Path) -> tuple[Reader, int, int, bool] | None:
 
 def _restore(data: bytes, state: tuple[Any, ...]) -> tuple[Reader, int, int, bool] | None:
     """:func:`_restored` of the cache's ``state``, as :func:`_save` wrote it."""
+    import hashlib
+
     (_, _, _, covered, lines_covered, digest, plain, headers, runs, hooks, events, malformed,
      repeats) = state
     if not 0 < covered <= len(data) or data[covered - 1] != 0x0A \
@@ -161,6 +165,8 @@ def _save(cache: Path, reader: Reader, data: bytes, covered: int, lines_covered:
           plain: bool) -> None:
     """Write the cache of ``reader``, which has read the first ``covered`` bytes of ``data``
     (``lines_covered`` lines), whole or not at all; nothing when it cannot be written."""
+    import hashlib
+
     runs: list[tuple[int, int, dict[str, Any], tuple[str, float | None, float]]] = []
     for segment in reader.segments:
         for run in segment.runs:

@@ -1,16 +1,20 @@
 """Running the user's commands (measurement, metric, checks, hooks) through plumbum, each in
 a process group of its own: its output streamed to a file descriptor, a timeout, and on timeout
 or a signal to us the whole group ended (SIGTERM, then SIGKILL after a grace period), so
-grandchildren die too. plumbum is imported only when a command is run.
+grandchildren die too. plumbum is imported only when a command is run, without the parts a
+run never uses (:func:`_plumbum_local`).
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import select
 import signal
 import subprocess
+import sys
 import time
+import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -165,16 +169,52 @@ def handed_down(fd: int, watcher: Callable[[int], None] | None = None) -> Iterat
             _GROUP_WATCHERS.remove(watcher)
 
 
-def _spawn(argv: Sequence[str], options: dict[str, Any]) -> subprocess.Popen[bytes]:
-    """Start ``argv`` through plumbum (the project's runner for the user's commands) as the
-    leader of a new session. plumbum is imported here, lazily: its import costs about 50 ms,
-    which only commands that run the user's commands pay. Its ``local.env`` is a snapshot of our
-    environment taken at its import, and it merges that under ``env``: it is emptied for the
-    call, so that only ``options["env"]`` counts (no ``GIT_DIR`` of a calling hook comes back).
-    plumbum's own ``timeout`` is not used: it ends only the direct child, not its group;
-    :func:`process_group` ends the whole group instead."""
+# Modules plumbum imports that running a command never uses: ``urllib.request`` (for
+# ``LocalPath.as_uri`` and ``RemotePath.as_uri`` only) brings ``http.client``, ``ssl`` and the
+# ``email`` package, about 40 % of plumbum's import (17 ms of a run on a slow machine).
+_UNUSED_BY_RUNS = ("urllib.request",)
+
+
+class _LoadedOnUse(types.ModuleType):
+    """Stands in for a module while plumbum is imported (:func:`_plumbum_local`): the first
+    attribute read of it imports the real module and reads it there, so whatever plumbum
+    does with it still works, only later."""
+
+    def __getattr__(self, name: str) -> Any:
+        if sys.modules.get(self.__name__) is self:
+            del sys.modules[self.__name__]
+        return getattr(importlib.import_module(self.__name__), name)
+
+
+def _plumbum_local() -> Any:
+    """plumbum's ``local`` machine, importing plumbum the first time: lazily, since its import
+    costs about 35 ms, which only commands that run the user's commands pay, and without the
+    modules of :data:`_UNUSED_BY_RUNS` (each stands in as a :class:`_LoadedOnUse` while
+    plumbum is imported, and is imported for real if plumbum ever reads it)."""
+    if "plumbum" not in sys.modules:
+        standing = [name for name in _UNUSED_BY_RUNS if name not in sys.modules]
+        for name in standing:
+            sys.modules[name] = _LoadedOnUse(name)
+        try:
+            import plumbum  # noqa: F401
+        finally:
+            for name in standing:
+                if isinstance(sys.modules.get(name), _LoadedOnUse):
+                    del sys.modules[name]
     from plumbum import local
 
+    return local
+
+
+def _spawn(argv: Sequence[str], options: dict[str, Any]) -> subprocess.Popen[bytes]:
+    """Start ``argv`` through plumbum (the project's runner for the user's commands) as the
+    leader of a new session (plumbum imported by :func:`_plumbum_local`). Its ``local.env`` is
+    a snapshot of our environment taken at its import, and it merges that under ``env``: it is
+    emptied for the call, so that only ``options["env"]`` counts (no ``GIT_DIR`` of a calling
+    hook comes back).
+    plumbum's own ``timeout`` is not used: it ends only the direct child, not its group;
+    :func:`process_group` ends the whole group instead."""
+    local = _plumbum_local()
     env = options.pop("env", None)
     program = local[argv[0]][list(argv[1:])]
     with local.env():

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from ..runtime.digests import hexdigest
 from ..runtime.errors import UsageError
 from ..runtime.scope import check_rule
 
@@ -455,18 +456,9 @@ def file_hash(data: bytes) -> str:
 
 
 def sha256_hex(data: bytes) -> str:
-    """The SHA-256 digest of ``data`` in hex (64 characters), by Python's own implementation
-    (``_sha2`` from 3.12, ``_sha256`` before) when it has one: hashlib loads OpenSSL, about
-    5 ms of a keep's CPU for one digest of a few kilobytes; else by hashlib."""
-    import importlib
-
-    for name in ("_sha2", "_sha256", "hashlib"):
-        try:
-            module: Any = importlib.import_module(name)
-        except ImportError:
-            continue
-        return str(module.sha256(data).hexdigest())
-    raise ImportError("no SHA-256 implementation")
+    """The SHA-256 digest of ``data`` in hex (64 characters), without loading OpenSSL
+    (:func:`runtime.digests.hexdigest`)."""
+    return hexdigest("sha256", data)
 
 
 def parse_toml(data: bytes, *, source: str) -> dict[str, Any]:
