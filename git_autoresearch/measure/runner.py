@@ -171,7 +171,9 @@ def handed_down(fd: int, watcher: Callable[[int], None] | None = None) -> Iterat
 
 # Modules plumbum imports that running a command never uses: ``urllib.request`` (for
 # ``LocalPath.as_uri`` and ``RemotePath.as_uri`` only) brings ``http.client``, ``ssl`` and the
-# ``email`` package, about 40 % of plumbum's import (17 ms of a run on a slow machine).
+# ``email`` package, about 40 % of plumbum's import (17 ms of a run on a slow machine). plumbum
+# 2 names it in its modules' ``__lazy_modules__`` (PEP 810's lazy imports, Python 3.15); this
+# does the same on the Pythons before.
 _UNUSED_BY_RUNS = ("urllib.request",)
 
 
