@@ -2,7 +2,7 @@
 floor, and of log/status on a large ledger; each figure beside its target.
 
     python bench/bench_ops.py [--files 10000 50000] [--repeats 7] [--runs 100000] [--cpu]
-                              [--trace] [--profile]
+                              [--trace] [--profile] [--against SCRIPTS [--rounds 8]]
 
 Everything runs as users run it: the installed ``git-autoresearch-*`` executables in a fresh
 process each time, against a generated repository in a temporary folder. The raw recipe is the
@@ -36,6 +36,14 @@ our imports, beside the raw recipe; for ``log --json`` on ``--runs`` runs, read 
 its steps (reading the file, decoding and classifying the lines, making the objects, encoding
 them) beside the floor of any reader built on Python's json module: decoding each line and
 encoding each object once, nothing else.
+
+``--against SCRIPTS`` times ``run``'s own time (and its CPU seconds, its children's included)
+side by side with another installation, whose ``git-autoresearch-*`` executables are in the
+folder ``SCRIPTS`` (say, a virtual environment of an older commit: ``git worktree add
+/tmp/old REV && python -m venv /tmp/oldvenv && /tmp/oldvenv/bin/pip install -e /tmp/old``,
+then ``--against /tmp/oldvenv/bin``): ``--rounds`` rounds of ``--repeats`` runs each, the two
+taking turns. A shared machine's speed drifts by a third within the hour; only figures taken
+so compare two versions.
 """
 
 from __future__ import annotations
@@ -81,8 +89,13 @@ def sh(cwd: Path, script: str, *args: str) -> None:
                    stdout=subprocess.DEVNULL)
 
 
-def tool(cwd: Path, name: str, *args: str) -> bytes:
-    exe = shutil.which(f"git-autoresearch-{name}", path=sysconfig.get_paths()["scripts"])
+def tool(cwd: Path, name: str, *args: str, scripts: str | None = None) -> bytes:
+    """Run ``git-autoresearch-<name>`` of this installation, or of the one whose executables
+    are in the folder ``scripts`` (``--against``); its stdout."""
+    exe = shutil.which(f"git-autoresearch-{name}",
+                       path=scripts or sysconfig.get_paths()["scripts"])
+    if exe is None and scripts:
+        sys.exit(f"no git-autoresearch-{name} in {scripts}")
     argv = [exe, *args] if exe else [sys.executable, "-m", "git_autoresearch", name, *args]
     return subprocess.run(argv, cwd=cwd, check=True, stdout=subprocess.PIPE,
                           stderr=subprocess.DEVNULL).stdout
@@ -229,8 +242,19 @@ def bench_loop(root: Path, repeats: int) -> dict[str, float]:
     repository under the strict rule. The benchmark (a 0.2 s sleep, then a number from a file)
     writes when it began and ended to a file outside the repository, so that what is ours
     includes starting it and seeing it end, which its record's ``duration_s`` would hide."""
-    folder = make_repo(root / "loop", 10)
-    spans = root / "loop-spans.txt"
+    folder = loop_repo(root / "loop")
+    times: dict[str, list[float]] = {"keep": [], "discard": []}
+    for step in range(1, repeats + 1):
+        for name in times:
+            times[name].append(loop_step(folder, name, step)[0])
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def loop_repo(folder: Path, scripts: str | None = None) -> Path:
+    """The repository of :func:`bench_loop`, its session started (by the installation whose
+    executables are in ``scripts``: this one when None)."""
+    make_repo(folder, 10)
+    spans = folder.parent / f"{folder.name}-spans.txt"
     (folder / "value.txt").write_text("1000\n")
     (folder / "bench.sh").write_text(
         "s=$(date +%s.%N)\nsleep 0.2\necho score: $(cat value.txt)\n"
@@ -238,20 +262,52 @@ def bench_loop(root: Path, repeats: int) -> dict[str, float]:
     sh(folder, "git add -A && git commit -q -m value")
     tool(folder, "start", "--goal", "bench", "--session-id", "loop", "--command",
          "sh bench.sh", "--metric-pattern", r"score: (\d+)", "--readonly", "bench.sh",
-         "--direction", "lower", "--decision", "strict")
-    times: dict[str, list[float]] = {"keep": [], "discard": []}
-    for step in range(1, repeats + 1):
-        for name, value in (("keep", 1000 - step), ("discard", 5000 + step)):
-            (folder / "value.txt").write_text(f"{value}\n")
-            spans.write_text("")
-            started = time.perf_counter()
-            record = json.loads(tool(folder, "run", "-d", f"{name} {step}", "--json"))
-            spent = time.perf_counter() - started
-            assert record["status"] == name, record
-            ran = sum(float(end) - float(begin) for begin, end in
-                      (line.split() for line in spans.read_text().splitlines()))
-            times[name].append(spent - ran)
-    return {k: statistics.median(v) for k, v in times.items()}
+         "--direction", "lower", "--decision", "strict", scripts=scripts)
+    return folder
+
+
+def loop_step(folder: Path, name: str, step: int, scripts: str | None = None
+              ) -> tuple[float, float]:
+    """One ``run`` in :func:`loop_repo`'s ``folder`` that is a ``name`` (keep or discard):
+    its own wall seconds (outside the benchmark) and the CPU seconds of it and its children
+    (the benchmark's few milliseconds included)."""
+    spans = folder.parent / f"{folder.name}-spans.txt"
+    value = 1000 - step if name == "keep" else 5000 + step
+    (folder / "value.txt").write_text(f"{value}\n")
+    spans.write_text("")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    record = json.loads(tool(folder, "run", "-d", f"{name} {step}", "--json", scripts=scripts))
+    spent = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    assert record["status"] == name, record
+    ran = sum(float(end) - float(begin) for begin, end in
+              (line.split() for line in spans.read_text().splitlines()))
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return spent - ran, cpu
+
+
+def bench_loop_against(root: Path, repeats: int, rounds: int, scripts: str
+                       ) -> dict[str, dict[str, float]]:
+    """:func:`bench_loop` of this installation and of the one whose executables are in
+    ``scripts``, side by side: ``rounds`` rounds of ``repeats`` keeps and discards each, the
+    two taking turns (which goes first alternates), so that the machine's drift hits both
+    alike. Per side, the median own wall seconds and CPU seconds of a keep and a discard."""
+    sides = {"this": None, "against": scripts}
+    folders = {side: loop_repo(root / f"loop-{side}", where) for side, where in sides.items()}
+    found: dict[str, dict[str, list[float]]] = {side: {} for side in sides}
+    step = 0
+    for turn in range(rounds):
+        order = list(sides) if turn % 2 == 0 else list(reversed(sides))
+        for side in order:
+            for _ in range(repeats):
+                step += 1
+                for name in ("keep", "discard"):
+                    own, cpu = loop_step(folders[side], name, step, sides[side])
+                    found[side].setdefault(name, []).append(own)
+                    found[side].setdefault(f"{name} CPU", []).append(cpu)
+    return {side: {k: statistics.median(v) for k, v in values.items()}
+            for side, values in found.items()}
 
 
 # Targets: (time above the floor) / (raw recipe's time), by repository size.
@@ -468,6 +524,12 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true",
                         help="print where the time of a keep, a discard and log --json goes, "
                              "then stop")
+    parser.add_argument("--against", metavar="SCRIPTS",
+                        help="time run's own time side by side with the installation whose "
+                             "git-autoresearch-* executables are in this folder (a virtual "
+                             "environment's bin of an older commit), then stop")
+    parser.add_argument("--rounds", type=int, default=8,
+                        help="rounds of --repeats runs on each side, with --against")
     args = parser.parse_args()
     global CPU
     CPU = args.cpu
@@ -484,6 +546,15 @@ def main() -> None:
     try:
         if args.trace:
             trace_once(root)
+            return
+        if args.against:
+            sides = bench_loop_against(root, args.repeats, args.rounds, args.against)
+            print(f"run's own time side by side, {args.rounds} rounds of {args.repeats} on "
+                  f"each side, medians (seconds), load average now {load()}:")
+            for side, where in (("this", sysconfig.get_paths()["scripts"]),
+                                ("against", args.against)):
+                figures = "  ".join(f"{k} {v:.3f}" for k, v in sides[side].items())
+                print(f"  {side:<8} {figures}  ({where})")
             return
         if args.profile:
             for files in args.files:
