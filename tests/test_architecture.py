@@ -370,8 +370,8 @@ def test_a_run_without_workers_never_loads_them(repo: Path) -> None:
     tool = [sys.executable, "-m", "git_autoresearch"]
     subprocess.run([*tool, *start_args()], cwd=top, check=True, capture_output=True)
     write(top / "value.txt", "90\n")
-    probe = ("import sys\nfrom git_autoresearch import cli\nsys.argv = ['git-autoresearch', "
-             "'run', '-d', 'ninety']\ntry:\n    cli.main()\nexcept SystemExit:\n    pass\n"
+    probe = ("import sys\nfrom git_autoresearch import cli, commands\n"
+             "cli.invoke(commands.cli, 'git autoresearch', ['run', '-d', 'ninety'])\n"
              "print(' '.join(sorted(m for m in sys.modules if m.startswith('git_autoresearch'))),"
              " file=sys.stderr)\n")
     done = subprocess.run([sys.executable, "-c", probe], cwd=top, capture_output=True,

@@ -80,6 +80,8 @@ def merged(local: bytes, foreign: Sequence[bytes], book: ledger_mod.Ledger | Non
     line stamped later than it (runs in time order; a line without a timestamp goes with the
     one before it). A last local line cut short stays last. The bytes are ``local`` as they
     are when nothing is added. ``book``: ``local`` read already (:func:`ledger.parse`)."""
+    if not foreign:
+        return local
     known = {run.number for run in (book or ledger_mod.parse(local)).runs}
     extra: list[tuple[int, bytes]] = []
     for blob in foreign:
@@ -119,11 +121,17 @@ def read_merged(repo: Repo, session_id: str, path: Path, own: str, *, data: byte
                 book: ledger_mod.Ledger | None = None) -> ledger_mod.Ledger:
     """The ledger at ``path`` with the other workers' runs merged in (:func:`merged`).
     ``data`` and ``book``: that file's bytes, and those bytes read, when the caller has them
-    (``book`` is returned as it is when the other ledgers add no run)."""
+    (``book`` is returned as it is when the other ledgers add no run). The file alone (no
+    other ledger, or none adding a run) is read through its read cache, as every reader reads
+    it (:func:`ledger.cache.parse_cached`)."""
+    from ..ledger.cache import cache_path, parse_cached
+
     if data is None:
         data, book = ledger_mod.read_bytes(path), None
     out = merged(data, foreign_ledgers(repo, session_id, own), book)
-    return book if out is data and book is not None else ledger_mod.parse(out)
+    if out is not data:
+        return ledger_mod.parse(out)
+    return book if book is not None else parse_cached(data, cache_path(repo.scratch, path))
 
 
 # --- sending ------------------------------------------------------------------------------

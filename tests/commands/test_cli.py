@@ -431,3 +431,39 @@ def test_keep_and_discard_import_only_what_recording_needs(repo: Path, ar: Tool)
         assert "git_autoresearch.record.transaction" in imported
         assert imported & NOT_FOR_RECORDING == set(), entry
     assert [r["status"] for r in runs(repo)][-2:] == ["keep", "discard"]
+
+
+FINISHING = """
+import atexit, sys, threading, time
+from pathlib import Path
+from git_autoresearch import cli
+out = Path(sys.argv[1])
+atexit.register(lambda: (out / "atexit").write_text("ran"))
+def later():
+    time.sleep(0.3)
+    (out / "thread").write_text("done")
+if sys.argv[2] == "thread":
+    threading.Thread(target=later).start()
+sys.argv = ["git-autoresearch-status", "--json"]
+cli.status_main()
+"""
+
+
+@pytest.mark.parametrize("thread", ["thread", "none"])
+def test_a_command_ends_as_sys_exit_would(repo: Path, ar: Tool, tmp_path: Path,
+                                         thread: str) -> None:
+    """A command ends without the interpreter's teardown, but as sys.exit would for what
+    matters: its exit code, its whole output, the atexit functions run, and a thread that is
+    not a daemon waited for."""
+    ar(repo, *start_args())
+    res = subprocess.run([sys.executable, "-c", FINISHING, str(tmp_path), thread], cwd=repo,
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["schema"].startswith("git-autoresearch:status/")
+    assert (tmp_path / "atexit").read_text() == "ran"
+    assert (tmp_path / "thread").exists() is (thread == "thread")
+    if thread == "thread":
+        assert (tmp_path / "thread").read_text() == "done"
+    gone = subprocess.run([sys.executable, "-c", FINISHING, str(tmp_path), thread],
+                          cwd=tmp_path, capture_output=True, text=True)
+    assert gone.returncode == 3, gone.stderr  # (no repository: refused, exit 3)
