@@ -266,14 +266,18 @@ def finish(code: int) -> NoReturn:
     is left to that teardown: every file is written and closed where it is made (``with``),
     and its output was flushed by :func:`invoke`. A thread still running that is not a daemon
     (one the command waits for) gets the usual exit, which waits for it; so does a Python
-    without ``atexit._run_exitfuncs``."""
+    without ``atexit._run_exitfuncs``, and a process being traced or profiled (a debugger,
+    ``python -m cProfile``, coverage), whose tool writes what it found after we return."""
     import atexit
     import threading
 
     run_exitfuncs = getattr(atexit, "_run_exitfuncs", None)
     main_thread = threading.main_thread()
-    if run_exitfuncs is None or any(not t.daemon for t in threading.enumerate()
-                                    if t is not main_thread):
+    monitoring = getattr(sys, "monitoring", None)  # (Python 3.12: tools such as coverage's)
+    if run_exitfuncs is None or sys.gettrace() is not None or sys.getprofile() is not None \
+            or (monitoring is not None and any(monitoring.get_tool(tool) is not None
+                                               for tool in range(6))) \
+            or any(not t.daemon for t in threading.enumerate() if t is not main_thread):
         sys.exit(code)
     run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):

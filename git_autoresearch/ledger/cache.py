@@ -155,7 +155,7 @@ def _restore(data: bytes, state: tuple[Any, ...]) -> tuple[Reader, int, int, boo
         segments[segment].runs.append(run)
         if at_hand.get("status") not in STATUSES:
             odd.append(run)
-    reader.firsts = None  # (made from the runs if a run is read after them)
+    reader.firsts = None  # (looked up among the runs if a run is read after them)
     reader.repeats = {number: [(line, lines[line - 1].strip()) for line in found]
                       for number, found in repeats.items()}
     return reader, covered, lines_covered, plain
