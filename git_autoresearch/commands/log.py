@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..runtime.errors import UsageError
-from .common import CONTEXT, WHOLE, warn
+from .common import CONTEXT, WHOLE, left_to_exit, warn
 
 if TYPE_CHECKING:
     from ..ledger import Ledger
@@ -118,7 +118,7 @@ def log_cmd(segment: int | None, status: str | None, kept: bool, run_range: str 
                 for piece in query_format.ledger_json_chunks(book, source,
                                                             lines=chosen == "jsonl"):
                     click.echo(piece, nl=False)
-                _left_to_exit(book)
+                left_to_exit(book)
                 return
             from ..review.query import rows_of
 
@@ -195,16 +195,6 @@ def _mixed_metrics(rows: list[Row]) -> None:
         warn("--sort metric: the runs shown were measured in more than one way (another "
              "command, metric or direction): their metrics are sorted together as numbers; "
              "--sort best ranks each way apart, --segment N shows one")
-
-
-def _left_to_exit(book: Ledger) -> None:
-    """``book`` left to the process's exit instead of freed record by record when the command
-    returns (a fifth of a second for 100,000 runs, the last thing log does): held by a cycle
-    of its own that the collector, paused until then (``ledger.collector_paused``, which
-    freezes what exists when it ends), never walks, so no one frees it before the process
-    ends and its memory goes back whole."""
-    held: list[Any] = [book]
-    held.append(held)
 
 
 def _chosen_format(fmt: str | None, tsv: bool, as_csv: bool, as_json: bool) -> str:

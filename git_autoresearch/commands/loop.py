@@ -25,6 +25,7 @@ from .common import (
     complete_runs,
     emit_json,
     json_option,
+    left_to_exit,
     number,
     print_steer,
     progress,
@@ -411,6 +412,7 @@ def _record_command(status: str) -> Callable[..., None]:
 
         asi, description = _record_inputs(asi_pairs, asi_json, description)
         session = open_on_branch()
+        left_to_exit(session)  # (its whole ledger: freed by the exit, not run by run)
         session.check_recordable()
         done = record_by_hand(session, status, description, asi, metric=metric,
                               given=lambda: _given_metrics(metrics, metric,

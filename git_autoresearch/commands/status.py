@@ -17,6 +17,7 @@ from .common import (
     complete_runs,
     emit_json,
     json_option,
+    left_to_exit,
     number,
     warn,
 )
@@ -62,7 +63,9 @@ def status_cmd(watch: bool, interval: float, times: int | None, as_json: bool) -
         _watch(interval, times)
         return
     with collector_paused():  # (the whole ledger read and summed: nothing cyclic is made)
-        found = status(open_for_reading())
+        session = open_for_reading()
+        found = status(session)
+        left_to_exit(session)
     if as_json:
         emit_json("status", found.to_json())
         return
