@@ -244,6 +244,7 @@ def _start(name: str | None) -> click.Command:
     make is garbage (collecting during them costs a command several milliseconds), and what
     they made, which lives until exit, is kept out of the collector's sight (gc.freeze). The
     collector stays off for the commands of :data:`COLLECTOR_OFF`."""
+    _standard_streams()
     signals.install(hold=True)
     gc.disable()
     named = name or _subcommand("git autoresearch", sys.argv[1:])
@@ -258,6 +259,36 @@ def _start(name: str | None) -> click.Command:
     return loaded
 
 
+def _standard_streams() -> None:
+    """Standard input, output and error open, as git keeps them (``sanitize_stdfds``): a
+    descriptor 0, 1 or 2 that the caller closed (``2>&-``) is opened on /dev/null before the
+    command opens anything, so that no file it writes (the ledger, say) takes that number and
+    receives what is written to standard error, by us or by a git or benchmark process we
+    start; and ``sys.stdout`` or ``sys.stderr``, which Python leaves None then, writes there."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            opened = os.open(os.devnull, os.O_RDWR)  # (the lowest free number: this one)
+            if opened != fd:
+                os.dup2(opened, fd)
+                os.close(opened)
+    for name, fd in (("stdin", 0), ("stdout", 1), ("stderr", 2)):
+        if getattr(sys, name) is None:
+            setattr(sys, name, os.fdopen(fd, "r" if fd == 0 else "w", closefd=False))
+
+
+def _the_program() -> bool:
+    """Whether this process is one of our programs (a ``git-autoresearch*`` script, or
+    ``python -m git_autoresearch``), not a program that calls our entry points in-process
+    (a test, an embedding tool), which must get ``SystemExit`` back and live on."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and spec.name == "git_autoresearch.__main__":
+        return True
+    return os.path.basename(getattr(main, "__file__", None) or "").startswith("git-autoresearch")
+
+
 def finish(code: int) -> NoReturn:
     """End the process with exit ``code`` once the command is done, as ``sys.exit`` would (the
     functions registered with :mod:`atexit` run, stdout and stderr are flushed) but without
@@ -265,16 +296,18 @@ def finish(code: int) -> NoReturn:
     each keep, discard and run, and more after reading a long ledger. Nothing a command wrote
     is left to that teardown: every file is written and closed where it is made (``with``),
     and its output was flushed by :func:`invoke`. A thread still running that is not a daemon
-    (one the command waits for) gets the usual exit, which waits for it; so does a Python
-    without ``atexit._run_exitfuncs``, and a process being traced or profiled (a debugger,
-    ``python -m cProfile``, coverage), whose tool writes what it found after we return."""
+    (one the command waits for) gets the usual exit, which waits for it; so do a Python
+    without ``atexit._run_exitfuncs``, a process being traced or profiled (a debugger,
+    ``python -m cProfile``, coverage), whose tool writes what it found after we return, and
+    a program that called the entry point in-process (:func:`_the_program`)."""
     import atexit
     import threading
 
     run_exitfuncs = getattr(atexit, "_run_exitfuncs", None)
     main_thread = threading.main_thread()
     monitoring = getattr(sys, "monitoring", None)  # (Python 3.12: tools such as coverage's)
-    if run_exitfuncs is None or sys.gettrace() is not None or sys.getprofile() is not None \
+    if run_exitfuncs is None or not _the_program() or sys.gettrace() is not None \
+            or sys.getprofile() is not None \
             or (monitoring is not None and any(monitoring.get_tool(tool) is not None
                                                for tool in range(6))) \
             or any(not t.daemon for t in threading.enumerate() if t is not main_thread):
@@ -282,7 +315,8 @@ def finish(code: int) -> NoReturn:
     run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
-            stream.flush()
+            if stream is not None:
+                stream.flush()
         except (OSError, ValueError):  # a reader gone, or a stream closed: nothing more to say
             pass
     os._exit(code)

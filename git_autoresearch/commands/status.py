@@ -415,7 +415,8 @@ def summary_cmd(max_bytes: int, last: int) -> None:
 @click.command("dashboard", context_settings=CONTEXT,
                short_help="one offline HTML page of the session")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
-              help="Where to write the page (default: .auto/dashboard.html).")
+              help="Where to write the page (default: .auto/dashboard.html; - writes it to "
+                   "stdout).")
 @click.option("--serve", is_flag=True,
               help="Serve the page on 127.0.0.1 and refresh it when the ledger changes.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
@@ -446,6 +447,9 @@ def dashboard_cmd(output: Path | None, serve: bool, port: int) -> None:
                        ready=lambda url: click.echo(f"serving {url} (Ctrl-C to stop)"))
         except OSError as exc:
             raise Refused(f"cannot serve on 127.0.0.1:{port}: {exc.strerror}") from None
+        return
+    if output == Path("-"):
+        click.echo(build(), nl=False)
         return
     target = output or session.layout.auto / "dashboard.html"
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -179,30 +179,41 @@ _UNUSED_BY_RUNS = ("urllib.request",)
 
 class _LoadedOnUse(types.ModuleType):
     """Stands in for a module while plumbum is imported (:func:`_plumbum_local`): the first
-    attribute read of it imports the real module and reads it there, so whatever plumbum
-    does with it still works, only later."""
+    attribute read of it imports the real module and reads it there, so whatever plumbum (or
+    another thread meanwhile) does with it still works, only later."""
 
     def __getattr__(self, name: str) -> Any:
-        if sys.modules.get(self.__name__) is self:
-            del sys.modules[self.__name__]
+        _stand_down(self)
         return getattr(importlib.import_module(self.__name__), name)
+
+
+def _stand_down(stand_in: _LoadedOnUse) -> None:
+    """``stand_in`` no longer found as its module (in ``sys.modules``, and as an attribute of
+    its package), so that the next import of that module imports the real one."""
+    if sys.modules.get(stand_in.__name__) is stand_in:
+        del sys.modules[stand_in.__name__]
+    package, _, attribute = stand_in.__name__.rpartition(".")
+    if getattr(sys.modules.get(package), attribute, None) is stand_in:
+        delattr(sys.modules[package], attribute)
 
 
 def _plumbum_local() -> Any:
     """plumbum's ``local`` machine, importing plumbum the first time: lazily, since its import
     costs about 35 ms, which only commands that run the user's commands pay, and without the
-    modules of :data:`_UNUSED_BY_RUNS` (each stands in as a :class:`_LoadedOnUse` while
-    plumbum is imported, and is imported for real if plumbum ever reads it)."""
+    modules of :data:`_UNUSED_BY_RUNS`: each stands in as a :class:`_LoadedOnUse` while
+    plumbum is imported (in ``sys.modules`` and as an attribute of its package, where
+    ``import urllib.request`` finds it in any thread), and is imported for real when read."""
     if "plumbum" not in sys.modules:
-        standing = [name for name in _UNUSED_BY_RUNS if name not in sys.modules]
-        for name in standing:
-            sys.modules[name] = _LoadedOnUse(name)
+        standing = [_LoadedOnUse(name) for name in _UNUSED_BY_RUNS if name not in sys.modules]
+        for stand_in in standing:
+            package, _, attribute = stand_in.__name__.rpartition(".")
+            setattr(importlib.import_module(package), attribute, stand_in)
+            sys.modules[stand_in.__name__] = stand_in
         try:
             import plumbum  # noqa: F401
         finally:
-            for name in standing:
-                if isinstance(sys.modules.get(name), _LoadedOnUse):
-                    del sys.modules[name]
+            for stand_in in standing:
+                _stand_down(stand_in)
     from plumbum import local
 
     return local

@@ -452,11 +452,13 @@ cli.status_main()
 @pytest.mark.parametrize("thread", ["thread", "none"])
 def test_a_command_ends_as_sys_exit_would(repo: Path, ar: Tool, tmp_path: Path,
                                          thread: str) -> None:
-    """A command ends without the interpreter's teardown, but as sys.exit would for what
-    matters: its exit code, its whole output, the atexit functions run, and a thread that is
-    not a daemon waited for."""
+    """A program of ours ends without the interpreter's teardown, but as sys.exit would for
+    what matters: its exit code, its whole output, the atexit functions run, and a thread that
+    is not a daemon waited for."""
     ar(repo, *start_args())
-    res = subprocess.run([sys.executable, "-c", FINISHING, str(tmp_path), thread], cwd=repo,
+    script = tmp_path / "git-autoresearch-probe"  # (named as our programs are)
+    script.write_text(FINISHING)
+    res = subprocess.run([sys.executable, str(script), str(tmp_path), thread], cwd=repo,
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["schema"].startswith("git-autoresearch:status/")
@@ -464,6 +466,47 @@ def test_a_command_ends_as_sys_exit_would(repo: Path, ar: Tool, tmp_path: Path,
     assert (tmp_path / "thread").exists() is (thread == "thread")
     if thread == "thread":
         assert (tmp_path / "thread").read_text() == "done"
-    gone = subprocess.run([sys.executable, "-c", FINISHING, str(tmp_path), thread],
+    gone = subprocess.run([sys.executable, str(script), str(tmp_path), thread],
                           cwd=tmp_path, capture_output=True, text=True)
     assert gone.returncode == 3, gone.stderr  # (no repository: refused, exit 3)
+
+
+def test_an_entry_point_called_in_process_raises_system_exit(repo: Path, ar: Tool) -> None:
+    """A program that calls an entry point in-process (a test, a tool embedding ours) gets
+    SystemExit with the exit code, and lives on."""
+    ar(repo, *start_args())
+    code = ("import sys\nfrom git_autoresearch import cli\nfound = []\n"
+            "for argv in (['git-autoresearch-status', '--json'], ['git-autoresearch-show', "
+            "'999']):\n    sys.argv = argv\n    try:\n        cli.status_main() if "
+            "argv[0].endswith('status') else cli.show_main()\n"
+            "    except SystemExit as exc:\n        found.append(exc.code)\n"
+            "print('alive', found, file=sys.stderr)\n")
+    res = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True,
+                         text=True)
+    assert res.returncode == 0, res.stderr
+    assert res.stderr.splitlines()[-1] == "alive [0, 2]"
+
+
+@pytest.mark.parametrize("closed", ["2>&-", ">&-", "<&-", ">&- 2>&-"])
+def test_a_closed_standard_stream_changes_no_exit_code_and_swallows_no_file(
+        repo: Path, ar: Tool, closed: str) -> None:
+    """A caller that closed stdout, stderr or stdin (``2>&-``) gets the command's own exit
+    code (a run recorded: 0; a refusal: 3; a usage error: 2), as git gives its own, and no file
+    the command writes takes the closed stream's place: the run is recorded, the ledger holds
+    records alone."""
+    ar(repo, *start_args())
+    write(repo / "value.txt", "90\n")
+
+    def code(args: str) -> int:
+        return subprocess.run(f"{BIN / 'git-autoresearch-run'} {args} {closed}", shell=True,
+                              cwd=repo, capture_output=True).returncode
+
+    assert code("-d closed") == 0
+    assert [r["description"] for r in runs(repo)][-1] == "closed"
+    ledger = (repo / ".auto" / "log.jsonl").read_text().splitlines()
+    assert all(json.loads(line) for line in ledger)
+    for args, expected in (("--bogus", 2), ("-d again", 0)):
+        assert code(args) == expected
+    status = subprocess.run(f"{BIN / 'git-autoresearch-show'} 999 {closed}", shell=True,
+                            cwd=repo, capture_output=True)
+    assert status.returncode == 2

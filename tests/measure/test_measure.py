@@ -265,6 +265,33 @@ sys.exit(code)
 """
 
 
+MEANWHILE = """
+import sys
+from git_autoresearch.measure import runner
+seen = []
+class Meanwhile:
+    # Code that imports urllib.request while plumbum is imported (another thread's, say).
+    def find_spec(self, name, path=None, target=None):
+        if name == "plumbum.path.local" and not seen:
+            import urllib.request
+            seen.append(urllib.request.Request("http://example.invalid/").full_url)
+        return None
+sys.meta_path.insert(0, Meanwhile())
+runner._plumbum_local()
+import urllib.request
+print(seen, urllib.request.Request("http://example.invalid/x").full_url)
+"""
+
+
+def test_urllib_request_imported_while_plumbum_is_works_as_ever() -> None:
+    """While plumbum is imported, urllib.request is a stand-in: code that imports it then
+    (import urllib.request; urllib.request.Request) gets the real module's answers, and an
+    import of it afterwards the real module."""
+    res = subprocess.run([sys.executable, "-c", MEANWHILE], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["['http://example.invalid/']", "http://example.invalid/x"]
+
+
 def test_a_run_loads_neither_the_http_client_plumbum_never_uses_nor_openssl(repo: Path,
                                                                            ar: Tool) -> None:
     """plumbum imports urllib.request (and through it http.client, ssl and email) for its

@@ -327,6 +327,15 @@ def test_dashboard_file_is_self_contained(repo: Path, ar: Tool, tmp_path: Path) 
     assert "Content-Security-Policy" in page
 
 
+def test_dashboard_to_stdout_with_a_dash(repo: Path, ar: Tool) -> None:
+    """``-o -`` writes the page to stdout, as - means for git and most tools, not to a file
+    named - in the work tree."""
+    generated_ledger(repo / ".auto" / "log.jsonl", 5)
+    page = ar(repo, "dashboard", "-o", "-").out
+    assert page.startswith("<!DOCTYPE html>") and page.count('<g class="mark') == 5
+    assert not (repo / "-").exists()
+
+
 def test_dashboard_serve_refreshes_on_ledger_change(repo: Path, tmp_path: Path) -> None:
     path = repo / ".auto" / "log.jsonl"
     generated_ledger(path, 5)
