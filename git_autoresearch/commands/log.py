@@ -126,6 +126,7 @@ def log_cmd(segment: int | None, status: str | None, kept: bool, run_range: str 
         from ..review.query import absent
 
         fields = [piece[0] for piece in template or [] if isinstance(piece, tuple)]
+        _misspelt_where(query, rows, all_sessions, segment)
         for option, asked in (("--sort", [name for name, _ in query.sort]),
                               ("--columns", names or []), ("--format", fields)):
             for name in absent(rows, asked):
@@ -252,6 +253,34 @@ def _dates(query: Query, read: Callable[..., int | None], since: str | None,
             query.until = seconds
         else:
             query.since = seconds
+
+
+def _misspelt_where(query: Query, rows: list[Row], all_sessions: bool,
+                    segment: int | None) -> None:
+    """Say each ``--where`` field that no run has (a misspelt one, most often: ``stauts=keep``
+    selects nothing, ``stauts!=keep`` everything): among the rows selected, or when none was,
+    among every run of the session (or sessions), read again."""
+    from ..review.query import absent, rows_of
+
+    asked = [condition.field for condition in query.where]
+    if not asked:
+        return
+    if not rows:
+        if all_sessions:
+            from ..workers.sessions import every_ledger, repository
+
+            rows = [row for sid, where, book in every_ledger(repository())
+                    for row in rows_of(book, sid, where)]
+        else:
+            from ..session.for_reading import open_for_reading
+
+            session = open_for_reading()
+            rows = list(rows_of(session.ledger, session.config.session_id, "ledger"))
+        if segment is not None:
+            rows = [row for row in rows if row.segment.index == segment]
+    for name in absent(rows, asked):
+        warn(f"--where {name}: no run has this field (a field of the run records, a "
+             "secondary metric, or a dotted path such as asi.hypothesis)")
 
 
 def _one_session(query: Query, since: str | None, until: str | None,

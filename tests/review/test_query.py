@@ -258,6 +258,23 @@ def test_a_field_no_run_has_is_warned_about(repo: Path, ar: Tool) -> None:
     assert ar(repo, "log", "--sort", "-best", "--columns", "run,worker").err == ""
 
 
+def test_a_where_field_no_run_has_is_warned_about(repo: Path, ar: Tool) -> None:
+    """A misspelt --where field selects nothing (or, with != and !~, everything): stderr says
+    that no run has it, whether some run was selected or none; a field some run has, with no
+    run matching, is not warned about, nor one a single run has (worker)."""
+    crafted(repo)
+    hint = ("no run has this field (a field of the run records, a secondary metric, or a "
+            "dotted path such as asi.hypothesis)")
+    none = ar(repo, "log", "--json", "--where", "stauts=keep")
+    assert none.json()["runs"] == [] and none.err == f"warning: --where stauts: {hint}\n"
+    every = ar(repo, "log", "--json", "--where", "stauts!=keep", "--where", "worker!=w9")
+    assert len(every.json()["runs"]) == 4 and every.err == f"warning: --where stauts: {hint}\n"
+    assert ar(repo, "log", "--json", "--where", "status=kep").err == ""
+    assert ar(repo, "log", "--json", "--where", "worker=w1", "--where", "metric>100").err == ""
+    assert ar(repo, "log", "--json", "--where", "decision.verdict~^better$").err == ""
+    assert ar(repo, "log", "--json", "--where", "decision.verdcit~x").err.count("warning") == 1
+
+
 def test_columns_for_json_jsonl_csv_tsv_markdown_table(repo: Path, ar: Tool) -> None:
     night(repo, ar)
     cols = ["--columns", "run,status,metric,mem_mb,asi.hypothesis"]
