@@ -28,6 +28,19 @@ from ..session.session import Session
 from .run_commits import run_commit
 
 FOLDER_PREFIX = "apply-"  # <scratch>/apply-<pid>: the worktree a replay onto HEAD uses
+def _set_aside_hint(session: Session, number: int) -> str:
+    """Where run ``number``'s set-aside changes are, and how to bring a file back; empty when
+    it set none aside."""
+    from ..measure.worktree import set_asides
+
+    found = set_asides(session, number)
+    if not found:
+        return ""
+    ref, paths = found[-1]
+    return (f"; what it set aside as outside the scope is at {ref} ({_listing(paths)}): git "
+            f"restore --source={ref} -- <path> brings a file back")
+
+
 class ChangeRefused(Refused):
     """The change cannot go on the work tree: it conflicts with HEAD, is in HEAD already, or
     an untracked file is in its way (exit 3)."""
@@ -102,6 +115,10 @@ def bring_back(session: Session, number: int, attempt: str, verb: str = "apply",
         raise Refused(f"the work tree has changes ({_listing(dirty)}): run, keep, discard "
                       f"or revert them before {GERUNDS[verb]} {what}")
     parent = repo.resolve(f"{attempt}^")
+    if parent is not None and not repo.changed_paths(parent, attempt):
+        raise ChangeRefused(f"{what} recorded no change, nothing to {verb}: nothing in the "
+                            "scope had changed, so it measured the incumbent"
+                            + _set_aside_hint(session, number))
     target = attempt if parent == head else _replayed(session, what, attempt, head, verb)
     paths = [p for p in repo.changed_paths(head, target)
              if not bounds.is_protected(p) and p.split("/")[0] != AUTO]

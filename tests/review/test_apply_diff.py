@@ -73,6 +73,25 @@ def test_apply_refuses_what_it_cannot_do_and_changes_nothing(repo: Path, ar: Too
     assert (repo / "value.txt").read_text() == "1\n"
 
 
+def test_apply_of_a_run_that_changed_nothing_in_the_scope_says_so_and_where_the_rest_is(
+        repo: Path, ar: Tool) -> None:
+    """A run whose changes were all set aside as outside the scope recorded no change: apply
+    says so (not that its change is in HEAD already), names the ref of what it set aside, and
+    the command it gives brings an untracked file back."""
+    ar(repo, *start_args("--scope", "value.txt"))
+    write(repo / "notes" / "idea.txt", "keep me\n")
+    ar(repo, "run", "-d", "outside only")
+    assert not (repo / "notes" / "idea.txt").exists()
+    ref = "refs/autoresearch/s1/scope/2"
+    err = ar(repo, "apply", "2", expect=3).err
+    assert err == ("git autoresearch: run 2 recorded no change, nothing to apply: nothing in "
+                   "the scope had changed, so it measured the incumbent; what it set aside as "
+                   f"outside the scope is at {ref} (notes/idea.txt): git restore "
+                   f"--source={ref} -- <path> brings a file back\n")
+    git(repo, "restore", f"--source={ref}", "--", "notes/idea.txt")
+    assert (repo / "notes" / "idea.txt").read_text() == "keep me\n"
+
+
 def test_diff_of_a_run_against_its_parent_and_of_two_runs(repo: Path, ar: Tool) -> None:
     session(repo, ar)
     one = ar(repo, "diff", "3").out
