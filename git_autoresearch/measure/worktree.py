@@ -84,9 +84,35 @@ def measure(session: Session, progress: Progress | None = None, *, pending: bool
         readonly_violations=[p for p in violations if bounds.is_readonly(p)],
         scope_violations=[p for p in violations if not bounds.is_readonly(p)])
     if pending:
-        result = _keep_pending(session, result)
+        result = _keep_pending(session, result, changes)
         result.warnings.extend(_edited_while_measured(before, result))
     return result
+
+
+def _outputs_set_apart(session: Session, before: Changes, after: Changes) -> None:
+    """The untracked files the measurement created (its benchmark's or checks' output: a
+    build, Python's ``__pycache__``, a results file), counted from now on as untracked before
+    the experiment: added to its snapshot, and moved so in ``after`` (the work tree surveyed
+    after measuring). So, like the files that were there before it, a keep never commits
+    them, a discard never removes them, and they are never set aside as outside the scope:
+    they are what measuring made, not the experiment. A snapshot that cannot be read (every
+    untracked file the user's already) or written (a full disk: they stay the experiment's,
+    as before) is left as it is."""
+    from ..history.experiment import load_snapshot, save_snapshot
+
+    made = [path for path in after.created if path not in set(before.created)]
+    if not made:
+        return
+    snap = load_snapshot(session.layout.untracked)
+    if snap is None:
+        return
+    snap.untracked.update(made)
+    try:
+        save_snapshot(session.layout.untracked, snap)
+    except WriteFailed:
+        return
+    after.created = [path for path in after.created if path not in set(made)]
+    after.preexisting.extend(made)
 
 
 def _edited_while_measured(before: dict[str, str], result: Measurement) -> list[str]:
@@ -336,10 +362,14 @@ def _set_aside(session: Session, number: int, changes: Changes) -> tuple[list[st
     return violations, scope_ref
 
 
-def _keep_pending(session: Session, result: Measurement) -> Measurement:
-    """``result`` with the fingerprint of the work tree, written to ``pending.json``."""
+def _keep_pending(session: Session, result: Measurement, before: Changes) -> Measurement:
+    """``result`` with the fingerprint of the work tree, written to ``pending.json``; what the
+    measurement created in it (since ``before``, the survey it began with) set apart
+    (:func:`_outputs_set_apart`)."""
     try:
-        result = dataclasses.replace(result, fingerprint=fingerprint(session, session.changes()))
+        after = session.changes()
+        _outputs_set_apart(session, before, after)
+        result = dataclasses.replace(result, fingerprint=fingerprint(session, after))
         session.repo.scratch.mkdir(parents=True, exist_ok=True)
         data = result.to_dict()
         data["config_hash"] = file_hash(session.config_bytes)

@@ -116,9 +116,8 @@ def bring_back(session: Session, number: int, attempt: str, verb: str = "apply",
                       f"or revert them before {GERUNDS[verb]} {what}")
     parent = repo.resolve(f"{attempt}^")
     if parent is not None and not repo.changed_paths(parent, attempt):
-        raise ChangeRefused(f"{what} recorded no change, nothing to {verb}: nothing in the "
-                            "scope had changed, so it measured the incumbent"
-                            + _set_aside_hint(session, number))
+        raise ChangeRefused(f"{what} recorded no change (nothing in the scope had changed): "
+                            f"nothing to {verb}" + _set_aside_hint(session, number))
     target = attempt if parent == head else _replayed(session, what, attempt, head, verb)
     paths = [p for p in repo.changed_paths(head, target)
              if not bounds.is_protected(p) and p.split("/")[0] != AUTO]

@@ -762,3 +762,33 @@ def test_a_run_that_changed_nothing_in_the_scope_says_it_was_a_noise_probe(
     assert said in res.out and "reverted out-of-scope changes: README.md" in res.out
     write(repo / "value.txt", "90\n")
     assert said not in ar(repo, "run", "-d", "a change").out
+
+
+OUTPUT_BENCH = ('#!/bin/sh\nmkdir -p src/__pycache__\n'
+                'echo built > "src/__pycache__/lib-$(cat value.txt).pyc"\n'
+                'echo "score: $(cat value.txt)"\n')
+
+
+@pytest.mark.parametrize("scope", [[], ["--scope", "value.txt"]])
+def test_what_the_measurement_creates_is_never_the_experiment(repo: Path, ar: Tool,
+                                                             scope: list[str]) -> None:
+    """Files the benchmark writes in the work tree (Python's __pycache__, a build's output)
+    are what measuring made, not the experiment: a keep does not commit them, a discard does
+    not remove them, and the next run does not set them aside as outside the scope."""
+    write(repo / "bench.sh", OUTPUT_BENCH, 0o755)
+    git(repo, "commit", "-qam", "a benchmark that leaves bytecode")
+    ar(repo, *start_args(*scope))
+    write(repo / "value.txt", "90\n")
+    assert "keep" in ar(repo, "run", "-d", "better").out
+    assert git(repo, "show", "--name-only", "--format=", "HEAD").splitlines() == ["value.txt"]
+    assert (repo / "src" / "__pycache__" / "lib-90.pyc").read_text() == "built\n"
+    write(repo / "value.txt", "95\n")
+    assert "discard" in ar(repo, "run", "-d", "worse").out
+    assert (repo / "src" / "__pycache__" / "lib-95.pyc").read_text() == "built\n"
+    write(repo / "value.txt", "80\n")
+    ar(repo, "run", "-d", "better again")
+    assert [(r["status"], r.get("scope_violations") or []) for r in runs(repo)[1:]] == [
+        ("keep", []), ("discard", []), ("keep", [])]
+    assert git(repo, "show", "--name-only", "--format=", "HEAD").splitlines() == ["value.txt"]
+    assert git(repo, "status", "--porcelain").splitlines() == [
+        "?? src/__pycache__/"]

@@ -121,7 +121,8 @@ def test_what_cannot_be_retried_is_refused_and_nothing_changes(repo: Path, ar: T
         (["--retry", "5"], 2, "run 5 has no attempt to retry: it has no attempt ref (recorded by "
                               "another tool, or by discard before anything changed)"),
         (["--retry", "9"], 2, "no run 9 in the ledger (runs are 1 to 8)"),
-        (["--retry", "4"], 3, "run 4's change is in HEAD already: nothing to retry"),
+        (["--retry", "4"], 3, "run 4 recorded no change (nothing in the scope had changed): "
+                              "nothing to retry"),
         (["--retry", "6"], 3, f"run 6's change conflicts with HEAD ({head[:7]}) in value.txt: "
                               "nothing was changed"),
         ([], 2, "Missing option '-d' / '--description'. (see git autoresearch run -h)"),

@@ -84,10 +84,10 @@ def test_apply_of_a_run_that_changed_nothing_in_the_scope_says_so_and_where_the_
     assert not (repo / "notes" / "idea.txt").exists()
     ref = "refs/autoresearch/s1/scope/2"
     err = ar(repo, "apply", "2", expect=3).err
-    assert err == ("git autoresearch: run 2 recorded no change, nothing to apply: nothing in "
-                   "the scope had changed, so it measured the incumbent; what it set aside as "
-                   f"outside the scope is at {ref} (notes/idea.txt): git restore "
-                   f"--source={ref} -- <path> brings a file back\n")
+    assert err == ("git autoresearch: run 2 recorded no change (nothing in the scope had "
+                   "changed): nothing to apply; what it set aside as outside the scope is at "
+                   f"{ref} (notes/idea.txt): git restore --source={ref} -- <path> brings a file "
+                   "back\n")
     git(repo, "restore", f"--source={ref}", "--", "notes/idea.txt")
     assert (repo / "notes" / "idea.txt").read_text() == "keep me\n"
 
