@@ -169,6 +169,7 @@ class Rule:
             return cls("strict", cfg.direction, bar, min_effect=cfg.min_effect or 0.0)
         if baseline or not (pool := incumbent_samples(session)):
             return cls("sequential", cfg.direction, samples=cfg.samples_of_baseline)
+        other = unkept_head_note(session)
         from ..decide import rules as decision
 
         if not changed:
@@ -180,6 +181,7 @@ class Rule:
                                          pairs=cfg.pairs_at_most)
         notes = [moving_note(comparison.trend, cfg.direction, len(comparison.pool))] \
             if comparison.moving and comparison.trend is not None else []
+        notes += [other] if other else []
         # The comparison decides before this many samples of the candidate (its first stage,
         # then one each pair at most).
         most = cfg.samples_at_most + cfg.pairs_at_most + 1
@@ -298,24 +300,50 @@ def pool_record(pool: tuple[float, ...]) -> dict[str, Any]:
     return {"pool_median": tidy(median(pool)), "pool_spread": tidy(1.4826 * mad(list(pool)))}
 
 
-def incumbent_samples(session: Session) -> list[float]:
-    """The incumbent's samples, oldest first: those of the segment's kept run whose commit is
-    HEAD (else its last kept run), of noise probes after it (runs with no change), and of its
-    re-measures (``incumbent`` lines of the ledger after a revert). Empty when the segment has
-    kept nothing."""
-    seg = session.segment
-    kept = [r for r in seg.runs if r.status == "keep"]
+def incumbent_run(session: Session) -> tuple[ledger_mod.Run | None, bool]:
+    """The segment's kept run whose commit is HEAD (the incumbent measured against), else its
+    last kept run (in a clone that joined through a remote, the runs of the others come in
+    their order), and whether HEAD is its commit; (None, False) when the segment kept
+    nothing."""
+    kept = [r for r in session.segment.runs if r.status == "keep"]
     if not kept:
-        return []
-    # The kept run whose commit is HEAD (the incumbent measured against), else the last one:
-    # in a clone that joined through a remote, the runs of the others come in their order.
+        return None, False
     try:
         head = session.head()  # (asked of git once per command)
     except Refused:  # a clone whose HEAD is unborn
         head = ""
     here = [r for r in kept if isinstance(r.data.get("commit"), str) and r.data["commit"]
             and head.startswith(r.data["commit"])]
-    last = here[-1] if here else kept[-1]
+    return (here[-1], True) if here else (kept[-1], False)
+
+
+def unkept_head_note(session: Session) -> str | None:
+    """Why the incumbent's samples may not describe HEAD: HEAD is the commit of no kept run of
+    the segment (a commit made by hand, or the branch moved), so they are the last kept run's,
+    which measured other code. None when HEAD is a kept run's commit, or nothing was kept."""
+    run, at_head = incumbent_run(session)
+    if run is None or at_head:
+        return None
+    try:
+        head = session.head()
+    except Refused:  # a clone whose HEAD is unborn: nothing measured there yet
+        return None
+    return (f"HEAD ({session.repo.short(head)}) is the commit of no kept run (a "
+            f"commit made by hand, or the branch moved): the incumbent's samples are run "
+            f"{run.number}'s ({run.data.get('commit')}), which measured other code, so a "
+            "decision against them may mislead; git autoresearch start --new-segment measures "
+            "HEAD afresh")
+
+
+def incumbent_samples(session: Session) -> list[float]:
+    """The incumbent's samples, oldest first: those of the segment's kept run whose commit is
+    HEAD (else its last kept run), of noise probes after it (runs with no change), and of its
+    re-measures (``incumbent`` lines of the ledger after a revert). Empty when the segment has
+    kept nothing."""
+    seg = session.segment
+    last, _ = incumbent_run(session)
+    if last is None:
+        return []
     found: list[tuple[float, list[Any]]] = [(last.number, list(last.data.get("samples") or []))]
     for run in seg.runs:
         verdict = (run.data.get("decision") or {}).get("verdict")

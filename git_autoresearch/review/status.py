@@ -139,6 +139,11 @@ def status(session: Session) -> Status:
     readonly_changed = [] if session.read_only else session.readonly_changed()
     warnings.extend(f"readonly file {path} differs from HEAD: the next measurement undoes the "
                     "change (it is saved on a ref first)" for path in readonly_changed)
+    if not session.read_only and cfg.rule == "sequential" and session.trailer_branch is None:
+        from ..measure.worktree import unkept_head_note
+
+        unkept = unkept_head_note(session)
+        warnings.extend([unkept] if unkept else [])
     interrupted = session.interrupted()
     if interrupted is not None:
         warnings.append(f"{interrupted.interrupted_text()}; the next recording command (or "

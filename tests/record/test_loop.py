@@ -792,3 +792,28 @@ def test_what_the_measurement_creates_is_never_the_experiment(repo: Path, ar: To
     assert git(repo, "show", "--name-only", "--format=", "HEAD").splitlines() == ["value.txt"]
     assert git(repo, "status", "--porcelain").splitlines() == [
         "?? src/__pycache__/"]
+
+
+def test_a_commit_by_hand_under_the_incumbent_is_said_by_run_and_status(repo: Path,
+                                                                       ar: Tool) -> None:
+    """The sequential rule compares a candidate with the incumbent's samples, those of the
+    kept run whose commit is HEAD: after a commit made by hand on the session branch HEAD is
+    no kept run's, the samples measured other code, and run and status say so (until a keep
+    makes HEAD a kept run's commit again)."""
+    ar(repo, *start_args())
+    write(repo / "value.txt", "90\n")
+    ar(repo, "run", "-d", "better")
+    assert ar(repo, "status", "--json").json()["warnings"] == []
+    write(repo / "src" / "lib.py", "def f():\n    return 3\n")
+    git(repo, "commit", "-qam", "by hand")
+    head = git(repo, "rev-parse", "--short", "HEAD")
+    kept = runs(repo)[-1]["commit"]
+    said = (f"HEAD ({head}) is the commit of no kept run (a commit made by hand, or the branch "
+            f"moved): the incumbent's samples are run 2's ({kept}), which measured other "
+            "code, so a decision against them may mislead; git autoresearch start "
+            "--new-segment measures HEAD afresh")
+    assert ar(repo, "status", "--json").json()["warnings"] == [said]
+    write(repo / "value.txt", "80\n")
+    record = ar(repo, "run", "-d", "on the commit by hand", "--json").json()
+    assert record["status"] == "keep" and said in record["warnings"]
+    assert ar(repo, "status", "--json").json()["warnings"] == []
