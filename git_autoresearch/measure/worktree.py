@@ -166,7 +166,10 @@ class Rule:
         if cfg.rule != "sequential":
             best = None if baseline else session.segment.best
             bar = () if best is None or best.metric is None else (best.metric,)
-            return cls("strict", cfg.direction, bar, min_effect=cfg.min_effect or 0.0)
+            # A work tree with no change measures the incumbent: never kept, even when its
+            # aggregate beats the best (noise), which would raise the bar for every run after.
+            return cls("strict", cfg.direction, bar, min_effect=cfg.min_effect or 0.0,
+                       probe=bool(bar) and not changed)
         if baseline or not (pool := incumbent_samples(session)):
             return cls("sequential", cfg.direction, samples=cfg.samples_of_baseline)
         other = unkept_head_note(session)
@@ -220,6 +223,8 @@ class Rule:
             return None
         if not self.pool:
             return {"rule": self.name, "verdict": "baseline", "candidate_samples": len(samples)}
+        if self.name != "sequential" and self.probe:
+            return {"rule": self.name, "verdict": "no_change", "candidate_samples": len(samples)}
         if self.name != "sequential":
             return decision_record(decision.strict(list(self.pool), [result.metric],
                                                    direction=self.direction,

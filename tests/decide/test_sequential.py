@@ -130,9 +130,11 @@ def test_strict_decides_on_the_aggregate_as_before(repo: Path, ar: Tool) -> None
     assert kept["decision"]["rule"] == "strict" and kept["decision"]["verdict"] == "better"
     assert (kept["decision"]["effect"], kept["decision"]["relative"]) == (-10, -0.1)
     assert (kept["decision"]["pool_median"], kept["decision"]["pool_spread"]) == (100, 0)
-    write(repo / "value.txt", "90\n")
+    write(repo / "README.md", "a change that changes nothing measured\n")
     tied = ar(repo, "run", "-d", "the same", "--json").json()
     assert (tied["status"], tied["decision"]["verdict"]) == ("discard", "inconclusive")
+    probe = ar(repo, "run", "-d", "no change at all", "--json").json()
+    assert (probe["status"], probe["decision"]["verdict"]) == ("discard", "no_change")
     write(repo / "value.txt", "95\n")
     worse = ar(repo, "run", "-d", "worse", "--json").json()
     assert (worse["status"], worse["decision"]["verdict"]) == ("discard", "worse")

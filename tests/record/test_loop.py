@@ -817,3 +817,21 @@ def test_a_commit_by_hand_under_the_incumbent_is_said_by_run_and_status(repo: Pa
     record = ar(repo, "run", "-d", "on the commit by hand", "--json").json()
     assert record["status"] == "keep" and said in record["warnings"]
     assert ar(repo, "status", "--json").json()["warnings"] == []
+
+
+def test_under_the_strict_rule_a_run_with_no_change_is_never_kept(repo: Path, ar: Tool,
+                                                                  tmp_path: Path) -> None:
+    """A run with nothing in the scope changed measures the incumbent again: under the strict
+    rule too it is a noise probe, discarded however lucky its number (kept, it would become
+    the best, a bar that noise set for every run after)."""
+    counter = tmp_path / "counter"
+    counter.write_text("100\n")
+    write(repo / "bench.sh", f'#!/bin/sh\nn=$(cat "{counter}")\necho $((n - 1)) > "{counter}"\n'
+                             'echo "score: $n"\n', 0o755)
+    git(repo, "commit", "-qam", "a benchmark that gets quicker each time (noise)")
+    ar(repo, *start_args("--decision", "strict"))
+    record = ar(repo, "run", "-d", "nothing changed", "--json").json()
+    assert (record["status"], record["decision"]["verdict"]) == ("discard", "no_change")
+    assert record["metric"] < runs(repo)[0]["metric"]  # (a better number, by noise)
+    write(repo / "value.txt", "90\n")
+    assert ar(repo, "run", "-d", "a change", "--json").json()["status"] == "keep"

@@ -332,6 +332,7 @@ def test_an_inconclusive_discard_says_why_in_its_record(repo: Path, ar: Tool) ->
     assert (tied["status"], tied["decision"]["verdict"]) == ("discard", "inconclusive")
     assert tied["reason"] == inconclusive_reason(tied["decision"], 0.0, "lower") == \
         "within noise"
+    write(repo / "README.md", "another change that changes nothing measured\n")
     kept_out = ar(repo, "run", "-d", "the same again", "--json").json()
     assert kept_out["reason"] == tied["reason"]
 
