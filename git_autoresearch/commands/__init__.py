@@ -79,6 +79,20 @@ class _Commands(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         return command(cmd_name) if cmd_name in COMMAND_MODULES else None
 
+    def resolve_command(self, ctx: click.Context, args: list[str]
+                        ) -> tuple[str | None, click.Command | None, list[str]]:
+        """click's, with the commands whose names are close to an unknown one suggested, as
+        git suggests its own (``statuss``: did you mean ``status``?)."""
+        name = args[0] if args else ""
+        if args and name not in COMMAND_MODULES and not name.startswith("-"):
+            from difflib import get_close_matches
+
+            close = get_close_matches(name, list(COMMAND_MODULES), n=3, cutoff=0.6)
+            if close:
+                ctx.fail(f"No such command {name!r}; did you mean "
+                         + " or ".join(repr(c) for c in close) + "?")
+        return super().resolve_command(ctx, args)
+
 
 @click.group("git-autoresearch", cls=_Commands, context_settings=CONTEXT,
              invoke_without_command=True)

@@ -92,6 +92,16 @@ def test_command_that_does_not_exist(repo: Path, ar: Tool) -> None:
     assert runs(repo)[-1]["status"] == "crash"
 
 
+def test_a_misspelt_subcommand_gets_the_close_ones_suggested(repo: Path, ar: Tool) -> None:
+    """As git suggests its own commands: an unknown subcommand close to ours names them
+    (exit 2); one close to none is only unknown."""
+    assert ar(repo, "statuss", expect=2).err == (
+        "git autoresearch: No such command 'statuss'; did you mean 'status' or 'start'? "
+        "(see git autoresearch -h)\n")
+    assert ar(repo, "zzz", expect=2).err == (
+        "git autoresearch: No such command 'zzz'. (see git autoresearch -h)\n")
+
+
 def test_non_numeric_metric_option(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     for bad in ("abc", "nan", "inf", "14,600"):
