@@ -575,13 +575,16 @@ def stop_cmd(as_json: bool) -> None:
         raise Refused(f"no session here (no .auto/config.toml): {layout.missing_hint()}")
     # Not under the session lock: a run holds it while it measures, which is when a stop is
     # asked for. The sentinel is one whole file, and the run that removes it holds the lock.
-    write_atomic(layout.stop,
-                 f"stop requested at {time.strftime('%Y-%m-%dT%H:%M:%S%z')}\n".encode())
+    there = layout.stop.is_file()
+    if not there:
+        write_atomic(layout.stop,
+                     f"stop requested at {time.strftime('%Y-%m-%dT%H:%M:%S%z')}\n".encode())
     if as_json:
         emit_json("stop", {"stop": str(layout.stop)})
     else:
-        click.echo(f"created {layout.stop}: the loop stops before its next run (this work "
-                   "tree's and its workers'; a clone joined through a remote has its own)")
+        click.echo(f"{'already there' if there else 'created'} {layout.stop}: the loop stops "
+                   "before its next run (this work tree's and its workers'; a clone joined "
+                   "through a remote has its own)")
 
 
 @click.command("hook", context_settings=CONTEXT,

@@ -403,8 +403,10 @@ def test_status_reports_best_and_agrees_with_branch(repo: Path, ar: Tool) -> Non
 
 def test_stop_sentinel_ends_loop_with_exit_4(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
-    ar(repo, "stop")
-    assert (repo / ".auto" / "STOP").exists()
+    assert ar(repo, "stop").out.startswith("created ")
+    asked = (repo / ".auto" / "STOP").read_text()
+    assert ar(repo, "stop").out.startswith("already there "), "a second stop says so"
+    assert (repo / ".auto" / "STOP").read_text() == asked
     res = ar(repo, "run", "-d", "x", expect=4)
     assert res.err == (
         "git autoresearch: STOP sentinel found: the loop stops here (the sentinel was removed)\n")
