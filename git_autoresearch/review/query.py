@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..ledger import Ledger, LineTest, Run, Segment, finite
+from ..ledger import STATUSES, Ledger, LineTest, Run, Segment, finite
 from ..ledger.jsontext import number_text
 from ..runtime.errors import UsageError
 from .report import delta_pct, one_line, touched
@@ -200,6 +200,9 @@ def parse_where(expression: str) -> Condition:
         raise UsageError(f"{said}: the quote {wanted[0]} before {shown(wanted[1:21])!r} is "
                          "never closed")
     op = "=" if op == "==" else op
+    if name == "status" and op in ("=", "!=") and wanted not in STATUSES:
+        raise UsageError(f"{said}: {shown(wanted)!r} is no status (one of "
+                         f"{', '.join(STATUSES)})")
     number = float(wanted) if _NUMBER.match(wanted) else None
     huge = number is not None and not math.isfinite(number)
     if huge:

@@ -269,10 +269,13 @@ def test_a_where_field_no_run_has_is_warned_about(repo: Path, ar: Tool) -> None:
     assert none.json()["runs"] == [] and none.err == f"warning: --where stauts: {hint}\n"
     every = ar(repo, "log", "--json", "--where", "stauts!=keep", "--where", "worker!=w9")
     assert len(every.json()["runs"]) == 4 and every.err == f"warning: --where stauts: {hint}\n"
-    assert ar(repo, "log", "--json", "--where", "status=kep").err == ""
+    assert ar(repo, "log", "--json", "--where", "status=crash").err == ""
     assert ar(repo, "log", "--json", "--where", "worker=w1", "--where", "metric>100").err == ""
     assert ar(repo, "log", "--json", "--where", "decision.verdict~^better$").err == ""
     assert ar(repo, "log", "--json", "--where", "decision.verdcit~x").err.count("warning") == 1
+    assert ar(repo, "log", "--where", "status=kept", expect=2).err == (
+        "git autoresearch: --where 'status=kept': 'kept' is no status (one of keep, discard, "
+        "crash, checks_failed)\n")
 
 
 def test_columns_for_json_jsonl_csv_tsv_markdown_table(repo: Path, ar: Tool) -> None:
