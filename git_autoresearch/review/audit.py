@@ -189,9 +189,11 @@ def run_audit(session: Session, target: Target, samples: int = DEFAULT_SAMPLES,
             bring(session, inputs, trees[side])
             link_shared(session, trees[side])
         env = run_environment(session, target.run, log)
+        # (run 0: finalize's measurement of the final branch against its base)
+        what = f"audit of run {target.run}" if target.run else "the final branch against its base"
         for index in range(samples):
             # Both sides of a sample in one slot: they compare under the same load.
-            with measuring(repo, cfg, f"audit of run {target.run}"):
+            with measuring(repo, cfg, what):
                 for side in SIDES:
                     result = measure(cfg, top=trees[side], log_path=log, env=env,
                                      first_sample=index + 1, event=f"{side}_sample")

@@ -311,3 +311,24 @@ def test_a_killed_run_holds_its_slot_until_its_command_ends(repo: Path, ar: Tool
     while held(Repo.discover(repo), "s1"):
         assert time.monotonic() < deadline, "the slot was never freed"
         time.sleep(0.05)
+
+
+def test_finalize_waiting_for_a_slot_names_what_it_measures(repo: Path, ar: Tool,
+                                                            tmp_path: Path) -> None:
+    """finalize measures the final branch against its base in a slot like any measurement:
+    waiting for one, it says that is what it measures (it said 'audit of run 0')."""
+    ar(repo, *start_args())
+    write(repo / "value.txt", "90\n")
+    ar(repo, "run", "-d", "better")
+    release = tmp_path / "release"
+    first = holder(tmp_path, repo, 1, str(release))
+    assert first_line(first) == "1"
+    final = subprocess.Popen([*TOOL, "finalize", "--samples", "1"], cwd=repo,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    said = stderr_until(final, "waiting for a measurement slot")
+    assert said.splitlines()[-1].startswith(
+        "waiting for a measurement slot for the final branch against its base (1 in use")
+    release.touch()
+    out, err = final.communicate(timeout=120)
+    assert final.returncode == 0, err
+    first.communicate(timeout=60)
