@@ -140,6 +140,21 @@ def _record_json(record: Mapping[str, Any], steer: list[str], warnings: list[str
     return out
 
 
+def _incumbent_aside(session: Any, record: Mapping[str, Any], previous_best: float) -> str:
+    """What the run was judged against, when the line would otherwise read as a contradiction:
+    a number better than the best discarded, or one not better kept. The rule compares the
+    samples with the incumbent's (``pool_median``), which the best kept number need not be."""
+    pool = (record.get("decision") or {}).get("pool_median")
+    metric = record.get("metric")
+    if not isinstance(pool, (int, float)) or not isinstance(metric, (int, float)) \
+            or pool == previous_best:
+        return ""
+    better = session.segment.better(metric, previous_best)
+    if better == (record["status"] == "keep"):
+        return ""
+    return f"; judged against the incumbent's samples, median {number(pool)}"
+
+
 def _print_record(session: Any, record: Mapping[str, Any], previous_best: float | None) -> None:
     cfg = session.config
     unit = f" {cfg.metric_unit}" if cfg.metric_unit else ""
@@ -148,7 +163,8 @@ def _print_record(session: Any, record: Mapping[str, Any], previous_best: float 
     if status != "crash" and record.get("metric") is not None:
         line += f"  {cfg.metric_name} = {record['metric']}{unit}"
         if previous_best is not None:
-            line += f" (best was {number(previous_best)})"
+            aside = _incumbent_aside(session, record, previous_best)
+            line += f" (best was {number(previous_best)}{aside})"
     if record.get("reason"):
         line += f"  [{record['reason']}]"
     click.echo(line)

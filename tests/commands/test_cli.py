@@ -520,3 +520,24 @@ def test_a_closed_standard_stream_changes_no_exit_code_and_swallows_no_file(
     status = subprocess.run(f"{BIN / 'git-autoresearch-show'} 999 {closed}", shell=True,
                             cwd=repo, capture_output=True)
     assert status.returncode == 2
+
+
+def test_a_run_line_that_would_read_as_a_contradiction_says_what_it_was_judged_against(
+) -> None:
+    """'score = 19.5 (best was 20) [worse (+5.4%)]' reads as a contradiction: the rule compared
+    the samples with the incumbent's, whose median the best kept number need not be. Such a
+    line names that median; a line that reads right as it is gets nothing more."""
+    from types import SimpleNamespace
+
+    from git_autoresearch.commands.loop import _incumbent_aside
+
+    lower = SimpleNamespace(segment=SimpleNamespace(better=lambda a, b: a < b))
+    said = "; judged against the incumbent's samples, median 18.5"
+    discarded = {"status": "discard", "metric": 19.5, "decision": {"pool_median": 18.5}}
+    assert _incumbent_aside(lower, discarded, 20.0) == said
+    kept = {"status": "keep", "metric": 21.0, "decision": {"pool_median": 22.0}}
+    assert _incumbent_aside(lower, kept, 20.0) == "; judged against the incumbent's samples, " \
+                                                  "median 22"
+    assert _incumbent_aside(lower, {**discarded, "metric": 21.0}, 20.0) == ""
+    assert _incumbent_aside(lower, {**kept, "metric": 19.0}, 20.0) == ""
+    assert _incumbent_aside(lower, {**discarded, "decision": None}, 20.0) == ""
