@@ -106,7 +106,8 @@ def test_keep_agrees_with_measure_when_the_incumbent_is_not_the_best(repo: Path,
     assert (measured["status"], measured["decision"]["verdict"]) == ("keep", "better")
     res = ar(repo, "keep", "-d", "better than the incumbent")
     assert res.err == ""
-    assert res.out.splitlines()[0] == "run 3: keep  score = 110 (best was 100)"
+    assert res.out.splitlines()[0] == ("run 3: keep  score = 110 (best was 100; judged against "
+                                       "the incumbent's samples, median 120)")
     record = runs(repo)[-1]
     assert record["decision"]["verdict"] == "better" and "forced" not in record["decision"]
     assert "reason" not in record
