@@ -144,10 +144,17 @@ def _rule_met(session: Session, command: str, rule: str, reason: str) -> None:
 
 
 def _unrecorded_note(session: Session) -> str:
+    said = unrecorded_text(session)
+    return f"; {said}" if said else ""
+
+
+def unrecorded_text(session: Session, then: str = "record them with git autoresearch "
+                                                  "discard or keep") -> str | None:
+    """What to say of the changes in the work tree no run recorded (the paths the next run
+    would measure, up to three), and ``then`` what to do; None when there is none."""
     changes = session.changes()
     changed = [p for p in changes.changed() if not session.bounds.is_protected(p)]
     if not changed:
-        return ""
-    return (f"; the work tree has unrecorded changes ({', '.join(changed[:3])}"
-            f"{' ...' if len(changed) > 3 else ''}): record them with git autoresearch "
-            "discard or keep")
+        return None
+    return (f"the work tree has unrecorded changes ({', '.join(changed[:3])}"
+            f"{' ...' if len(changed) > 3 else ''}): {then}")

@@ -389,13 +389,16 @@ class Resumed:
 def resumed(picked: Picked) -> Resumed:
     """Where a session just picked up by :func:`lifecycle.resume.resume` stands."""
     session, finished = picked.session, picked.finished
-    from ..decide.stopping import rule_met
+    from ..decide.stopping import rule_met, unrecorded_text
     from .report import segment_summary
 
     met = rule_met(session) or (None, None)
+    unrecorded = unrecorded_text(session, "the next run measures them (or record them with "
+                                          "git autoresearch discard or keep)")
     return Resumed(
         session_id=session.config.session_id, actions=picked.actions,
         segment=segment_summary(session.segment), next_run=session.ledger.next_run_number,
         stop_pending=session.layout.stop.exists(), limit_reached=session.limit_reached(),
-        warnings=[*session.warnings, *picked.warnings], finished=finished,
-        time_left=session.time_left(), stop_rule=met[0], stop_reason=met[1])
+        warnings=[*session.warnings, *picked.warnings, *([unrecorded] if unrecorded else [])],
+        finished=finished, time_left=session.time_left(), stop_rule=met[0],
+        stop_reason=met[1])

@@ -625,6 +625,11 @@ def test_stop_mentions_unrecorded_changes(repo: Path, ar: Tool) -> None:
     write(repo / "value.txt", "1\n")
     res = ar(repo, "run", "-d", "x", expect=4)
     assert "unrecorded changes (value.txt)" in res.err
+    assert ar(repo, "resume", "--json").json()["warnings"] == [
+        "the work tree has unrecorded changes (value.txt): the next run measures them (or "
+        "record them with git autoresearch discard or keep)"], "resume says so too"
+    ar(repo, "run", "-d", "x")
+    assert ar(repo, "resume", "--json").json()["warnings"] == []
 
 
 def test_new_segment_can_lift_the_limit_but_not_change_the_id(repo: Path, ar: Tool) -> None:
