@@ -100,7 +100,8 @@ def _outputs_set_apart(session: Session, before: Changes, after: Changes) -> Non
     as before) is left as it is."""
     from ..history.experiment import load_snapshot, save_snapshot
 
-    made = [path for path in after.created if path not in set(before.created)]
+    began = set(before.created)
+    made = [path for path in after.created if path not in began]
     if not made:
         return
     snap = load_snapshot(session.layout.untracked)
@@ -111,7 +112,7 @@ def _outputs_set_apart(session: Session, before: Changes, after: Changes) -> Non
         save_snapshot(session.layout.untracked, snap)
     except WriteFailed:
         return
-    after.created = [path for path in after.created if path not in set(made)]
+    after.created = [path for path in after.created if path in began]
     after.preexisting.extend(made)
 
 
@@ -170,9 +171,10 @@ class Rule:
             # aggregate beats the best (noise), which would raise the bar for every run after.
             return cls("strict", cfg.direction, bar, min_effect=cfg.min_effect or 0.0,
                        probe=bool(bar) and not changed)
-        if baseline or not (pool := incumbent_samples(session)):
+        incumbent = incumbent_run(session)
+        if baseline or not (pool := incumbent_samples(session, incumbent)):
             return cls("sequential", cfg.direction, samples=cfg.samples_of_baseline)
-        other = unkept_head_note(session)
+        other = unkept_head_note(session, incumbent)
         from ..decide import rules as decision
 
         if not changed:
@@ -322,11 +324,14 @@ def incumbent_run(session: Session) -> tuple[ledger_mod.Run | None, bool]:
     return (here[-1], True) if here else (kept[-1], False)
 
 
-def unkept_head_note(session: Session) -> str | None:
+def unkept_head_note(session: Session,
+                     incumbent: tuple[ledger_mod.Run | None, bool] | None = None
+                     ) -> str | None:
     """Why the incumbent's samples may not describe HEAD: HEAD is the commit of no kept run of
     the segment (a commit made by hand, or the branch moved), so they are the last kept run's,
-    which measured other code. None when HEAD is a kept run's commit, or nothing was kept."""
-    run, at_head = incumbent_run(session)
+    which measured other code. None when HEAD is a kept run's commit, or nothing was kept.
+    ``incumbent``: :func:`incumbent_run`'s answer, when the caller has it."""
+    run, at_head = incumbent or incumbent_run(session)
     if run is None or at_head:
         return None
     try:
@@ -340,13 +345,15 @@ def unkept_head_note(session: Session) -> str | None:
             "HEAD afresh")
 
 
-def incumbent_samples(session: Session) -> list[float]:
+def incumbent_samples(session: Session,
+                      incumbent: tuple[ledger_mod.Run | None, bool] | None = None
+                      ) -> list[float]:
     """The incumbent's samples, oldest first: those of the segment's kept run whose commit is
     HEAD (else its last kept run), of noise probes after it (runs with no change), and of its
     re-measures (``incumbent`` lines of the ledger after a revert). Empty when the segment has
-    kept nothing."""
+    kept nothing. ``incumbent``: :func:`incumbent_run`'s answer, when the caller has it."""
     seg = session.segment
-    last, _ = incumbent_run(session)
+    last, _ = incumbent or incumbent_run(session)
     if last is None:
         return []
     found: list[tuple[float, list[Any]]] = [(last.number, list(last.data.get("samples") or []))]

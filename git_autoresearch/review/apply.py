@@ -28,17 +28,6 @@ from ..session.session import Session
 from .run_commits import run_commit
 
 FOLDER_PREFIX = "apply-"  # <scratch>/apply-<pid>: the worktree a replay onto HEAD uses
-def _set_aside_hint(session: Session, number: int) -> str:
-    """Where run ``number``'s set-aside changes are, and how to bring a file back; empty when
-    it set none aside."""
-    from ..measure.worktree import set_asides
-
-    found = set_asides(session, number)
-    if not found:
-        return ""
-    ref, paths = found[-1]
-    return (f"; what it set aside as outside the scope is at {ref} ({_listing(paths)}): git "
-            f"restore --source={ref} -- <path> brings a file back")
 
 
 class ChangeRefused(Refused):
@@ -67,6 +56,19 @@ class Applied:
 def _listing(paths: list[str], limit: int = 5) -> str:
     shown = ", ".join(paths[:limit])
     return shown + (f" and {len(paths) - limit} more" if len(paths) > limit else "")
+
+
+def _set_aside_hint(session: Session, number: int) -> str:
+    """Where run ``number``'s set-aside changes are, and how to bring a file back; empty when
+    it set none aside."""
+    from ..measure.worktree import set_asides
+
+    found = set_asides(session, number)
+    if not found:
+        return ""
+    ref, paths = found[-1]
+    return (f"; what it set aside as outside the scope is at {ref} ({_listing(paths)}): git "
+            f"restore --source={ref} -- <path> brings a file back")
 
 
 def apply_run(session: Session, number: int) -> Applied:
@@ -115,12 +117,15 @@ def bring_back(session: Session, number: int, attempt: str, verb: str = "apply",
         raise Refused(f"the work tree has changes ({_listing(dirty)}): run, keep, discard "
                       f"or revert them before {GERUNDS[verb]} {what}")
     parent = repo.resolve(f"{attempt}^")
-    if parent is not None and not repo.changed_paths(parent, attempt):
+    own = repo.changed_paths(parent, attempt) if parent is not None else None
+    if own == []:
         raise ChangeRefused(f"{what} recorded no change (nothing in the scope had changed): "
                             f"nothing to {verb}" + _set_aside_hint(session, number))
     target = attempt if parent == head else _replayed(session, what, attempt, head, verb)
-    paths = [p for p in repo.changed_paths(head, target)
-             if not bounds.is_protected(p) and p.split("/")[0] != AUTO]
+    # On the HEAD it was tried on, the change is the attempt's own (no second diff).
+    changed = own if target == attempt and own is not None else \
+        repo.changed_paths(head, target)
+    paths = [p for p in changed if not bounds.is_protected(p) and p.split("/")[0] != AUTO]
     if not paths:
         raise ChangeRefused(f"{what}'s change is in HEAD already: nothing to {verb}")
     in_head = repo.blobs(head, paths)

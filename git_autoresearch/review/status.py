@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..hooks.user import HookReport
+    from ..ledger import Run
     from ..lifecycle.resume import Picked
     from ..session.session import Session
 
@@ -139,17 +140,20 @@ def status(session: Session) -> Status:
     readonly_changed = [] if session.read_only else session.readonly_changed()
     warnings.extend(f"readonly file {path} differs from HEAD: the next measurement undoes the "
                     "change (it is saved on a ref first)" for path in readonly_changed)
-    if not session.read_only and cfg.rule == "sequential" and session.trailer_branch is None:
-        from ..measure.worktree import unkept_head_note
+    incumbent = None
+    if not session.read_only and cfg.rule == "sequential":
+        from ..measure.worktree import incumbent_run, unkept_head_note
 
-        unkept = unkept_head_note(session)
+        incumbent = incumbent_run(session)  # (one pass over the runs, for both)
+        unkept = unkept_head_note(session, incumbent) if session.trailer_branch is None \
+            else None
         warnings.extend([unkept] if unkept else [])
     interrupted = session.interrupted()
     if interrupted is not None:
         warnings.append(f"{interrupted.interrupted_text()}; the next recording command (or "
                         f"resume) {'finishes it' if interrupted.readable else 'sets it aside'}")
     summary = segment_summary(session.segment)
-    noise = _noise(session)
+    noise = _noise(session, incumbent)
     if summary["stability"] and noise and noise["relative_spread"] is not None:
         # The rule's own estimate of the noise, the one its decisions use.
         summary["stability"] = stability(session.segment, {
@@ -241,20 +245,22 @@ def workers_doing(session: Session) -> list[dict[str, Any]]:
     return out
 
 
-def _noise(session: Session) -> dict[str, Any] | None:
+def _noise(session: Session, incumbent: tuple[Run | None, bool] | None = None
+           ) -> dict[str, Any] | None:
     """The noise level of the metric under the sequential rule: how many samples the
     incumbent's pool holds, their relative spread (median absolute deviation over the median's
     magnitude; None without two samples or with a median of 0), its drift (its recent third
     against the older samples) and its trend (Mann-Kendall, at the level that makes a run
     measure the incumbent beside the candidate from the start), each with the way the
-    machine seems to have gone (``faster``, ``slower``), or None."""
+    machine seems to have gone (``faster``, ``slower``), or None. ``incumbent``:
+    :func:`measure.worktree.incumbent_run`'s answer, when the caller has it."""
     from ..decide import rules as decision
     from ..ledger.stats import mad, median
     from ..measure.worktree import incumbent_samples
 
     if session.read_only or session.config.rule != "sequential":
         return None
-    found = incumbent_samples(session)
+    found = incumbent_samples(session, incumbent)
     pool = decision.incumbent(found, session.config.direction) if found else decision.Pool(())
     samples = list(pool.samples)
     centre = median(samples) if samples else None
