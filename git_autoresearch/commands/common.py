@@ -4,6 +4,7 @@ sessions."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -85,6 +86,33 @@ def left_to_exit(held: object) -> None:
     memory goes back whole."""
     cycle: list[Any] = [held]
     cycle.append(cycle)
+
+
+# The pipe buffer :func:`widen_stdout_pipe` asks for: Linux's most for a user who is not root
+# (``/proc/sys/fs/pipe-max-size``, 1 MiB by default), 16 times the default 64 KiB.
+PIPE_BYTES = 1 << 20
+
+
+def widen_stdout_pipe() -> None:
+    """When stdout is a pipe, ask Linux to make its buffer :data:`PIPE_BYTES` (``fcntl``'s
+    ``F_SETPIPE_SZ``, pipe(7)), for a document of megabytes (``log --json`` of a long ledger:
+    44 MB for 100,000 runs): the writer then waits on the reader, and the reader wakes, a
+    sixteenth as often (about 60 ms of 0.7 s read by Python's ``subprocess``). Nothing where
+    stdout is no pipe, its buffer is that large already, or the system refuses (not Linux; a
+    user past their pipe quota): the output is the same, only written in smaller steps."""
+    try:
+        import fcntl
+        import stat
+
+        setting = getattr(fcntl, "F_SETPIPE_SZ", None)
+        getting = getattr(fcntl, "F_GETPIPE_SZ", None)
+        fd = sys.stdout.fileno()
+        if setting is None or getting is None or not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return
+        if fcntl.fcntl(fd, getting) < PIPE_BYTES:
+            fcntl.fcntl(fd, setting, PIPE_BYTES)
+    except (OSError, ValueError, AttributeError):  # (a stdout with no descriptor: a test's)
+        return
 
 
 def number(value: float) -> str:

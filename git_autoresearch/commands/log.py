@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..runtime.errors import UsageError
-from .common import CONTEXT, WHOLE, left_to_exit, warn
+from .common import CONTEXT, PIPE_BYTES, WHOLE, left_to_exit, warn, widen_stdout_pipe
 
 if TYPE_CHECKING:
     from ..ledger import Ledger
@@ -115,6 +115,7 @@ def log_cmd(segment: int | None, status: str | None, kept: bool, run_range: str 
                 and since is None and until is None and query.selects_all()
             book, sid, source = _one_session(query, since, until, segment, as_text=whole)
             if whole:
+                widen_stdout_pipe()  # (every run written: megabytes for a long session)
                 for piece in query_format.ledger_json_chunks(book, source,
                                                             lines=chosen == "jsonl"):
                     click.echo(piece, nl=False)
@@ -154,6 +155,8 @@ def log_cmd(segment: int | None, status: str | None, kept: bool, run_range: str 
             written = query_format.markdown_text(rows, shown)
         else:
             written = _delimited(rows, chosen, names, book, query)
+        if len(written) > PIPE_BYTES // 16:  # (more than a pipe holds by default)
+            widen_stdout_pipe()
         click.echo(written, nl=False)
 
 

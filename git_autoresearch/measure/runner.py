@@ -63,6 +63,13 @@ def _group_alive(proc: subprocess.Popen[bytes]) -> bool:
     return group_alive(proc.pid)
 
 
+def host_name() -> str:
+    """This machine's name, as ``gethostname(2)`` gives it (``socket.gethostname``): a
+    process's pid means something only on its host. Read from ``uname(2)``'s node name, which
+    is what gethostname returns on Linux and macOS, without importing :mod:`socket`."""
+    return os.uname().nodename
+
+
 def process_alive(pid: int) -> bool:
     """Whether process ``pid`` runs: it exists and is not a zombie (a process that has ended
     but that its parent has not reaped yet, state ``Z`` in Linux's ``/proc/<pid>/stat``)."""
@@ -173,8 +180,9 @@ def handed_down(fd: int, watcher: Callable[[int], None] | None = None) -> Iterat
 # ``LocalPath.as_uri`` and ``RemotePath.as_uri`` only) brings ``http.client``, ``ssl`` and the
 # ``email`` package, about 40 % of plumbum's import (17 ms of a run on a slow machine). plumbum
 # 2 names it in its modules' ``__lazy_modules__`` (PEP 810's lazy imports, Python 3.15); this
-# does the same on the Pythons before.
-_UNUSED_BY_RUNS = ("urllib.request",)
+# does the same on the Pythons before. ``socket`` (for ``SshMachine``) and ``pickle`` (for
+# daemonizing a command) are used only inside functions a run never calls: 2-3 ms more.
+_UNUSED_BY_RUNS = ("urllib.request", "socket", "pickle")
 
 
 class _LoadedOnUse(types.ModuleType):
@@ -207,7 +215,8 @@ def _plumbum_local() -> Any:
         standing = [_LoadedOnUse(name) for name in _UNUSED_BY_RUNS if name not in sys.modules]
         for stand_in in standing:
             package, _, attribute = stand_in.__name__.rpartition(".")
-            setattr(importlib.import_module(package), attribute, stand_in)
+            if package:
+                setattr(importlib.import_module(package), attribute, stand_in)
             sys.modules[stand_in.__name__] = stand_in
         try:
             import plumbum  # noqa: F401

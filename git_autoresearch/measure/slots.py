@@ -38,7 +38,7 @@ from ..ledger.jsontext import is_whole
 from ..runtime import signals
 from ..session.config import Config
 from ..session.shared import shared_dir, worker_name
-from .runner import group_alive, handed_down, process_alive
+from .runner import group_alive, handed_down, host_name, process_alive
 
 SLOTS_DIR = "slots"
 # Polling for a free slot: from this delay, doubling up to the next, in seconds.
@@ -186,9 +186,7 @@ def measuring(repo: Repo, cfg: Config, what: str) -> Iterator[Slot]:
             if other != fd:
                 os.close(other)
         fds = [fd]
-        import socket  # only where a slot is taken
-
-        holder = {"pid": os.getpid(), "worker": worker_name(repo), "host": socket.gethostname(),
+        holder = {"pid": os.getpid(), "worker": worker_name(repo), "host": host_name(),
                   "what": what, "since": int(time.time() * 1000)}
         try:
             os.ftruncate(fd, 0)
@@ -244,10 +242,8 @@ def left_running(holder: dict[str, Any] | None, path: Path) -> list[tuple[int, s
     the measured command's process group (a daemon, a ``setsid``) and inherited the slot's
     descriptor. Empty when the measurement runs, on another host, or where ``/proc`` cannot
     be read."""
-    import socket
-
     if holder is None or not isinstance(holder.get("pid"), int) \
-            or holder.get("host") not in (None, socket.gethostname()):
+            or holder.get("host") not in (None, host_name()):
         return []
     if process_alive(holder["pid"]) or (isinstance(holder.get("group"), int)
                                  and group_alive(holder["group"])):

@@ -894,3 +894,27 @@ def test_readers_take_a_huge_integer_and_a_name_that_is_not_utf8(repo: Path, ar:
     assert "x\\udcff" in ar(repo, "summary").out
     ar(repo, "dashboard", "-o", str(repo / "page.html"))
     assert "x\\udcff" in (repo / "page.html").read_text(encoding="utf-8")
+
+
+@pytest.mark.skipif(not hasattr(__import__("fcntl"), "F_GETPIPE_SZ"), reason="Linux pipes")
+def test_log_json_widens_the_pipe_it_writes_into(repo: Path, ar: Tool) -> None:
+    """``log --json`` into a pipe asks for a 1 MiB buffer (16 times Linux's 64 KiB), so that
+    the megabytes of a long ledger are written in fewer wakeups of writer and reader; what
+    is written is the same as into a file."""
+    import fcntl
+    import os
+    import subprocess
+    import sys
+
+    night(repo, ar)
+    for args in (["--json"], ["--json", "--run", "2.."]):  # every run as it stands; rows
+        read, written = os.pipe()
+        with subprocess.Popen([sys.executable, "-m", "git_autoresearch", "log", *args],
+                              cwd=repo, stdout=written) as proc:
+            os.close(written)
+            with os.fdopen(read, "rb") as pipe:
+                out = pipe.read()
+                assert proc.wait() == 0
+                size = fcntl.fcntl(pipe.fileno(), fcntl.F_GETPIPE_SZ)
+        assert size == (1 << 20 if args == ["--json"] else 1 << 16), args
+        assert out.decode() == ar(repo, "log", *args).out
