@@ -155,9 +155,15 @@ def log_cmd(segment: int | None, status: str | None, kept: bool, run_range: str 
             written = query_format.markdown_text(rows, shown)
         else:
             written = _delimited(rows, chosen, names, book, query)
-        if len(written) > PIPE_BYTES // 16:  # (more than a pipe holds by default)
-            widen_stdout_pipe()
-        click.echo(written, nl=False)
+        _write(written)
+
+
+def _write(written: str) -> None:
+    """``written`` on stdout, into a widened pipe (:func:`commands.common.widen_stdout_pipe`)
+    when it holds more than a pipe does by default."""
+    if len(written) > PIPE_BYTES // 16:
+        widen_stdout_pipe()
+    click.echo(written, nl=False)
 
 
 def _ranked_apart(rows: list[Row], all_sessions: bool) -> None:
