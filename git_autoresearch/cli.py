@@ -73,24 +73,58 @@ class _Output:
         except (OSError, ValueError, AttributeError):  # no file descriptor (a test's capture)
             pass
 
+    @property
+    def buffer(self) -> _OutputBytes:
+        """The binary layer, guarded as the text one is: click writes there when stdout's
+        encoding is one it does not trust (``PYTHONIOENCODING=ascii``, a C locale)."""
+        return _OutputBytes(self, self.stream.buffer)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+class _OutputBytes:
+    """The binary layer of an :class:`_Output`'s stream: a write that fails is kept by that
+    :class:`_Output`, not raised, and none is tried after one has."""
+
+    def __init__(self, output: _Output, stream: Any) -> None:
+        self.output = output
+        self.stream = stream
+
+    def write(self, data: bytes) -> int:
+        if self.output.failed is None:
+            try:
+                return int(self.stream.write(data))
+            except OSError as exc:
+                self.output._lost(exc)
+        return len(data)
+
+    def flush(self) -> None:
+        if self.output.failed is None:
+            try:
+                self.stream.flush()
+            except OSError as exc:
+                self.output._lost(exc)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.stream, name)
 
 
 def invoke(command: click.Command, prog_name: str, args: list[str]) -> int:
     """Run ``command`` with ``args`` and return the exit code (git-autoresearch(1), EXIT
-    STATUS). Output that cannot be written (a closed pipe, a full disk) does not change it: it
-    is said on stderr."""
+    STATUS). Output that cannot be written (a closed pipe, a full disk) does not change it:
+    stdout's is said on stderr; stderr's (its reader gone: ``2>&1 | head``) goes unsaid."""
     import click
 
-    output = _Output(sys.stdout)
-    sys.stdout = output
+    output, errors = _Output(sys.stdout), _Output(sys.stderr)
+    sys.stdout, sys.stderr = output, errors
     try:
         code = _invoke(command, prog_name, args)
         # After every path of _invoke: _Output keeps a failed write instead of raising it.
         output.flush()
+        errors.flush()
     finally:
-        sys.stdout = output.stream
+        sys.stdout, sys.stderr = output.stream, errors.stream
     if output.failed is not None and output.failed.errno != errno.EPIPE:
         # A reader that closed the pipe (``show 9 | head``) wanted no more: said by no one.
         try:

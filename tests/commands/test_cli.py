@@ -304,6 +304,41 @@ def test_a_reader_that_closes_the_pipe_gets_no_complaint(repo: Path, ar: Tool) -
     assert proc.stdout == "{\n" and proc.stderr == ""
 
 
+@pytest.mark.parametrize("encoding", ["utf-8", "ascii"])
+def test_a_reader_that_closes_the_pipe_early_leaves_the_exit_code_alone(
+        repo: Path, ar: Tool, encoding: str) -> None:
+    """``log --json | head -1`` on a ledger whose document overflows even a widened pipe:
+    exit 0 and not a word on stderr, whatever stdout's encoding (with ASCII, click writes to
+    the binary layer beneath the text one, which our guard covers too)."""
+    ar(repo, *start_args())
+    line = json.loads((repo / ".auto" / "log.jsonl").read_text().splitlines()[-1])
+    with open(repo / ".auto" / "log.jsonl", "a") as ledger:
+        for n in range(2, 6002):  # (about 1.5 MB of runs, more than the pipe's 1 MiB)
+            ledger.write(json.dumps({**line, "run": n, "status": "discard",
+                                     "description": f"idea {n} " + "x" * 200}) + "\n")
+    proc = subprocess.run(f"{BIN / 'git-autoresearch-log'} --json | head -1; "
+                          'echo "exit ${PIPESTATUS[0]}"', shell=True, executable="bash",
+                          cwd=repo, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONIOENCODING": encoding})
+    assert proc.stdout.splitlines() == ['{"schema":"git-autoresearch:log/1","runs":[', "exit 0"]
+    assert proc.stderr == ""
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "ascii"])
+def test_stderr_whose_reader_is_gone_leaves_the_exit_code_alone(repo: Path, ar: Tool,
+                                                                encoding: str) -> None:
+    """A warning or an error written to a stderr whose reader has gone (``2>&1 | true``)
+    leaves the exit code the command's own: 0 for a query that warned, 2 for a usage
+    error, not 1."""
+    ar(repo, *start_args())
+    for args, code in (("--where stauts=keep", 0), ("--bogus", 2)):
+        proc = subprocess.run(f"{BIN / 'git-autoresearch-log'} {args} 2>&1 >/dev/null | true; "
+                              'echo "exit ${PIPESTATUS[0]}"', shell=True, executable="bash",
+                              cwd=repo, capture_output=True, text=True,
+                              env={**os.environ, "PYTHONIOENCODING": encoding})
+        assert (proc.stdout, proc.stderr) == (f"exit {code}\n", ""), args
+
+
 def test_status_watch_shows_the_status_again_until_told_to_stop(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args())
     out = ar(repo, "status", "--watch", "--interval", "0.1", "--times", "2").out
