@@ -122,8 +122,12 @@ def number(value: float) -> str:
     return number_text(value)
 
 
+# How a warning's line on stderr begins (a caller that reads stderr picks them out by it).
+WARNING = "warning: "
+
+
 def warn(message: str) -> None:
-    click.echo(f"warning: {message}", err=True)
+    click.echo(f"{WARNING}{message}", err=True)
 
 
 def progress() -> Callable[[float, str], None] | None:

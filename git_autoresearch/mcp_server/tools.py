@@ -26,6 +26,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from .. import __version__
+from ..commands.common import WARNING
 from ..runtime.errors import AutoresearchError
 from ..runtime.schemas import bundled
 from .calls import Jobs, Outcome, error_document, run_command
@@ -350,7 +351,9 @@ class Tools:
             all_sessions: bool = False,
     ) -> dict[str, Any]:
         """The ledger's runs, filtered (git autoresearch log --json): each record as written,
-        with its segment, delta_pct against the baseline, touched and audit."""
+        with its segment, delta_pct against the baseline, touched and audit; and the
+        warnings of the query, when there are any (a field no run has: a misspelt name
+        selects nothing)."""
         args = ["log", "--json"] + ["--kept"] * kept + ["--all-sessions"] * all_sessions
         for option, value in (("--status", status), ("--last", last), ("--grep", grep),
                               ("--sort", sort), ("--segment", segment)):
@@ -358,7 +361,11 @@ class Tools:
                 args += [option, str(value)]
         for condition in where or []:
             args += ["--where", condition]
-        return await self.call(*args)
+        outcome = await run_command(self.folder, args)
+        found = result(outcome)
+        warned = [line.removeprefix(WARNING) for line in outcome.stderr.splitlines()
+                  if line.startswith(WARNING)]
+        return {**found, "warnings": warned} if warned and "runs" in found else found
 
     async def show_run(
             self,
@@ -464,7 +471,7 @@ def build(folder: Path, *, allow_commands: bool = False) -> MCPServer:
         (tools.collect, either("start", "run", "measurement", "audit", running=True), writing),
         (tools.record, either("run"), writing),
         (tools.status, either("status"), reading),
-        (tools.query_runs, either("log"), reading),
+        (tools.query_runs, _queried_schema(), reading),
         (tools.show_run, _shown_schema(), reading),
         (tools.summary, _summary_schema(), reading),
         (tools.ideas, either("ideas", "idea", "idea-next"), writing),
@@ -515,6 +522,18 @@ def _shown_schema() -> dict[str, Any]:
     return {"type": "object", "properties": {
         "show": _part("show", defs), "diff_truncated": {"type": "boolean"}},
         "required": ["show", "diff_truncated"], "$defs": defs}
+
+
+def _queried_schema() -> dict[str, Any]:
+    """query_runs' output schema: the log document, with the query's warnings when there are
+    any (what ``log`` says on stderr), or that the loop should stop."""
+    schema = either("log")
+    log = schema["anyOf"][0]
+    log["properties"] = {**log["properties"], "warnings": {
+        "type": "array", "items": {"type": "string"},
+        "description": "What the query warned of, as log says it on stderr: a field that "
+                       "no run has (a misspelt name selects nothing), say."}}
+    return schema
 
 
 def _summary_schema() -> dict[str, Any]:

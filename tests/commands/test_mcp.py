@@ -188,6 +188,21 @@ async def test_audit_and_finalize_give_the_commands_documents(client: Client, ex
 
 
 @pytest.mark.anyio
+async def test_query_runs_says_what_the_query_warned_of(client: Client) -> None:
+    """A misspelt field in a condition selects nothing: log warns on stderr, and query_runs
+    gives the warning beside the (empty) runs, so that a model is not left to take an empty
+    answer for one; a query that warns of nothing gives the log document alone."""
+    document(await client.call_tool("start_session", {"config": "config.toml"}))
+    misspelt = document(await client.call_tool("query_runs", {"where": ["stauts=keep"]}))
+    assert misspelt["runs"] == []
+    assert misspelt["warnings"] == ["--where stauts: no run has this field (a field of the run "
+                                    "records, a secondary metric, or a dotted path such as "
+                                    "asi.hypothesis)"]
+    plain = document(await client.call_tool("query_runs", {"where": ["status=keep"]}))
+    assert [r["run"] for r in plain["runs"]] == [1] and "warnings" not in plain
+
+
+@pytest.mark.anyio
 async def test_errors_the_model_can_fix_are_tool_errors_with_the_commands_document(
         client: Client, example: Path) -> None:
     """A refusal (exit 3), a usage error (exit 2), a shell command given as an argument to a
