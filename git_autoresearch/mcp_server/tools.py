@@ -16,14 +16,15 @@ import functools
 import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceError
 from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from .. import __version__
 from ..commands.common import WARNING
@@ -485,6 +486,7 @@ def build(folder: Path, *, allow_commands: bool = False) -> MCPServer:
         tool = Tool.from_function(answering(fn), name=fn.__name__.removesuffix("_with_commands"),
                                   annotations=hints, structured_output=True)
         tool.fn_metadata.output_schema = schema
+        _refuse_unknown_arguments(tool)
         registered.append(tool)
     server = MCPServer("git-autoresearch", instructions=INSTRUCTIONS, version=__version__,
                        tools=registered)
@@ -505,6 +507,19 @@ def build(folder: Path, *, allow_commands: bool = False) -> MCPServer:
         return await read(tools.call("show", "--json", "--", str(run)))
 
     return server
+
+
+def _refuse_unknown_arguments(tool: Tool) -> None:
+    """``tool`` refusing an argument it does not take, as a command refuses an unknown option:
+    a tool error that names it. The SDK passes over one by default, so a misspelt ``wher``
+    would give every run as if no condition had been asked for. Its input schema says so too
+    (``additionalProperties: false``)."""
+    loose = tool.fn_metadata.arg_model
+    strict = cast("type[ArgModelBase]", type(loose.__name__, (loose,), {
+        "__module__": loose.__module__,
+        "model_config": ConfigDict(**{**loose.model_config, "extra": "forbid"})}))
+    tool.fn_metadata.arg_model = strict
+    tool.parameters = strict.model_json_schema(by_alias=True)
 
 
 async def read(document: Awaitable[dict[str, Any]]) -> str:

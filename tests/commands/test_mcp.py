@@ -230,6 +230,22 @@ async def test_errors_the_model_can_fix_are_tool_errors_with_the_commands_docume
 
 
 @pytest.mark.anyio
+async def test_an_argument_a_tool_does_not_take_is_a_tool_error_naming_it(
+        client: Client) -> None:
+    """A misspelt argument is refused, named, as a command refuses an unknown option (passed
+    over, ``wher`` would give every run as if no condition had been asked for); every tool's
+    input schema says it takes no other."""
+    document(await client.call_tool("start_session", {"config": "config.toml"}))
+    misspelt = await client.call_tool("query_runs", {"wher": ["status=discard"]})
+    assert misspelt.is_error
+    said = misspelt.content[0].text  # type: ignore[union-attr]
+    assert "wher" in said and "Extra inputs are not permitted" in said
+    listed = (await client.list_tools()).tools
+    assert {t.name for t in listed} == set(TOOLS)
+    assert all(t.input_schema.get("additionalProperties") is False for t in listed)
+
+
+@pytest.mark.anyio
 async def test_a_run_reports_progress_and_a_long_one_is_collected_by_a_second_call(
         example: Path) -> None:
     """Each sample and the checks are a progress notification, their count growing; a run still
