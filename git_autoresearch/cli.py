@@ -33,10 +33,10 @@ def _wants_json(args: list[str]) -> bool:
 
 
 class _Output:
-    """stdout for one command: a write that fails (a reader that closed the pipe, a full disk
-    behind a redirect) is kept, not raised, since the output comes after the command's work
-    (a run recorded, a keep committed), which an exception would misreport as not done; text
-    the stream cannot encode is written with backslash escapes."""
+    """stdout, or stderr, for one command: a write that fails (a reader that closed the pipe,
+    a full disk behind a redirect) is kept, not raised, since the output comes after the
+    command's work (a run recorded, a keep committed), which an exception would misreport as
+    not done; text the stream cannot encode is written with backslash escapes."""
 
     def __init__(self, stream: Any) -> None:
         self.stream = stream
