@@ -36,7 +36,10 @@ class _Output:
     """stdout, or stderr, for one command: a write that fails (a reader that closed the pipe,
     a full disk behind a redirect) is kept, not raised, since the output comes after the
     command's work (a run recorded, a keep committed), which an exception would misreport as
-    not done; text the stream cannot encode is written with backslash escapes."""
+    not done; text the stream cannot encode is written with backslash escapes. Text is
+    encoded here and written whole to the binary layer (:func:`_write_whole`): Python's text
+    layer drops what a write leaves unwritten (a large write to a disk nearly full takes
+    what fits and returns), which would cut the output short unsaid."""
 
     def __init__(self, stream: Any) -> None:
         self.stream = stream
@@ -45,22 +48,31 @@ class _Output:
     def write(self, text: str) -> int:
         if self.failed is None:
             try:
-                try:
+                binary = getattr(self.stream, "buffer", None)
+                if binary is None:  # (a text stream alone: a test's capture)
                     return int(self.stream.write(text))
-                except UnicodeEncodeError:
-                    # A name that is not UTF-8, which the ledger keeps as a lone surrogate:
-                    # written as its escape (\udcff), which a JSON string reads back as it.
-                    code = getattr(self.stream, "encoding", None) or "utf-8"
-                    return int(self.stream.write(text.encode(code, "backslashreplace")
-                                                 .decode(code)))
+                data = self._encoded(text)
+                self.stream.flush()  # (what the text layer holds goes first: nothing, as a rule)
+                _write_whole(binary, data)
+                if getattr(self.stream, "line_buffering", False) and "\n" in text:
+                    _flush_whole(binary)  # (a terminal, stderr: each line as it is written)
             except OSError as exc:
                 self._lost(exc)
         return len(text)
 
+    def _encoded(self, text: str) -> bytes:
+        code = getattr(self.stream, "encoding", None) or "utf-8"
+        try:
+            return text.encode(code, getattr(self.stream, "errors", None) or "strict")
+        except UnicodeEncodeError:
+            # A name that is not UTF-8, which the ledger keeps as a lone surrogate: written as
+            # its escape (\udcff), which a JSON string reads back as it.
+            return text.encode(code, "backslashreplace")
+
     def flush(self) -> None:
         if self.failed is None:
             try:
-                self.stream.flush()
+                _flush_whole(self.stream)
             except OSError as exc:
                 self._lost(exc)
 
@@ -84,8 +96,9 @@ class _Output:
 
 
 class _OutputBytes:
-    """The binary layer of an :class:`_Output`'s stream: a write that fails is kept by that
-    :class:`_Output`, not raised, and none is tried after one has."""
+    """The binary layer of an :class:`_Output`'s stream: every byte of a write written
+    (:func:`_write_whole`), or the failure kept by that :class:`_Output`, not raised; none
+    is tried after one has failed."""
 
     def __init__(self, output: _Output, stream: Any) -> None:
         self.output = output
@@ -94,7 +107,7 @@ class _OutputBytes:
     def write(self, data: bytes) -> int:
         if self.output.failed is None:
             try:
-                return int(self.stream.write(data))
+                _write_whole(self.stream, data)
             except OSError as exc:
                 self.output._lost(exc)
         return len(data)
@@ -102,12 +115,51 @@ class _OutputBytes:
     def flush(self) -> None:
         if self.output.failed is None:
             try:
-                self.stream.flush()
+                _flush_whole(self.stream)
             except OSError as exc:
                 self.output._lost(exc)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.stream, name)
+
+
+def _write_whole(stream: Any, data: bytes) -> None:
+    """Write every byte of ``data`` to the binary ``stream``, or raise OSError. A write may
+    take only part (Python returns the count and raises nothing): a disk nearly full takes
+    what fits, and the next write for the rest fails, saying why (``ENOSPC``); a descriptor
+    the caller made non-blocking takes what its pipe holds (or raises BlockingIOError), and
+    the rest is written once it can take more, as a blocking one would wait."""
+    view = memoryview(data)
+    while view:
+        try:
+            taken = stream.write(view)
+        except BlockingIOError as exc:
+            view = view[exc.characters_written:]
+            _wait_writable(stream)
+            continue
+        if taken is None:  # (an unbuffered stream, non-blocking, that took nothing)
+            _wait_writable(stream)
+            continue
+        if taken == 0:
+            raise OSError(errno.EIO, "the output took none of a write")
+        view = view[taken:]
+
+
+def _flush_whole(stream: Any) -> None:
+    """``stream.flush()``, once more whenever a non-blocking descriptor could take no more."""
+    while True:
+        try:
+            stream.flush()
+            return
+        except BlockingIOError:
+            _wait_writable(stream)
+
+
+def _wait_writable(stream: Any) -> None:
+    """Wait until ``stream``'s descriptor can take more (its reader read some)."""
+    import select
+
+    select.select([], [stream.fileno()], [])
 
 
 def invoke(command: click.Command, prog_name: str, args: list[str]) -> int:

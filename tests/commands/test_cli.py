@@ -304,18 +304,72 @@ def test_a_reader_that_closes_the_pipe_gets_no_complaint(repo: Path, ar: Tool) -
     assert proc.stdout == "{\n" and proc.stderr == ""
 
 
+def long_session(repo: Path, ar: Tool) -> None:
+    """A session whose ledger holds 6,001 runs: about 1.5 MB of ``log --json``, more than even
+    a widened pipe holds (1 MiB)."""
+    ar(repo, *start_args())
+    line = json.loads((repo / ".auto" / "log.jsonl").read_text().splitlines()[-1])
+    with open(repo / ".auto" / "log.jsonl", "a") as ledger:
+        for n in range(2, 6002):
+            ledger.write(json.dumps({**line, "run": n, "status": "discard",
+                                     "description": f"idea {n} " + "x" * 200}) + "\n")
+
+
+@pytest.mark.parametrize("args", [["--json"], ["--json", "--where", "status=discard"],
+                                  ["--format", "csv"]])
+def test_output_a_disk_takes_only_part_of_is_said_not_cut_short_unsaid(
+        repo: Path, ar: Tool, tmp_path: Path, args: list[str]) -> None:
+    """A file that can take only part of the output (a disk nearly full; here a file size
+    limit, RLIMIT_FSIZE, which makes a write take what fits and the next one fail): exit 0,
+    the run's work done, and stderr says the output could not be written. (Python's text
+    layer passed over the short write: the output cut at the limit, exit 0, nothing said.)"""
+    import resource
+
+    long_session(repo, ar)
+    limit = 256 << 10
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    with open(tmp_path / "out", "wb") as out:
+        proc = subprocess.run([str(BIN / "git-autoresearch-log"), *args], cwd=repo,
+                              stdout=out, stderr=subprocess.PIPE, text=True,
+                              preexec_fn=limited)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ("git autoresearch log: the output could not be written (File too "
+                           "large); the command itself finished with exit code 0\n")
+    assert (tmp_path / "out").stat().st_size == limit
+
+
+def test_a_non_blocking_stdout_gets_the_whole_output(repo: Path, ar: Tool) -> None:
+    """A caller whose pipe is non-blocking (``O_NONBLOCK`` on the descriptor it hands down)
+    and reads slowly gets every byte, as from a blocking one: a write that takes part waits
+    for the reader, and goes on. (It got the first 1 MiB, exit 0, nothing said.)"""
+    import fcntl
+    import time
+
+    long_session(repo, ar)
+    for args in (["--json"], ["--json", "--where", "status=discard"]):
+        read, written = os.pipe()
+        fcntl.fcntl(written, fcntl.F_SETFL, fcntl.fcntl(written, fcntl.F_GETFL) | os.O_NONBLOCK)
+        with subprocess.Popen([str(BIN / "git-autoresearch-log"), *args], cwd=repo,
+                              stdout=written, stderr=subprocess.PIPE) as proc:
+            os.close(written)
+            time.sleep(0.5)  # (the pipe fills meanwhile: the writer meets EAGAIN)
+            with os.fdopen(read, "rb") as pipe:
+                out = pipe.read()
+            _, err = proc.communicate()
+        assert (proc.returncode, err) == (0, b""), args
+        assert out.decode() == ar(repo, "log", *args).out, args
+
+
 @pytest.mark.parametrize("encoding", ["utf-8", "ascii"])
 def test_a_reader_that_closes_the_pipe_early_leaves_the_exit_code_alone(
         repo: Path, ar: Tool, encoding: str) -> None:
     """``log --json | head -1`` on a ledger whose document overflows even a widened pipe:
     exit 0 and not a word on stderr, whatever stdout's encoding (with ASCII, click writes to
     the binary layer beneath the text one, which our guard covers too)."""
-    ar(repo, *start_args())
-    line = json.loads((repo / ".auto" / "log.jsonl").read_text().splitlines()[-1])
-    with open(repo / ".auto" / "log.jsonl", "a") as ledger:
-        for n in range(2, 6002):  # (about 1.5 MB of runs, more than the pipe's 1 MiB)
-            ledger.write(json.dumps({**line, "run": n, "status": "discard",
-                                     "description": f"idea {n} " + "x" * 200}) + "\n")
+    long_session(repo, ar)
     proc = subprocess.run(f"{BIN / 'git-autoresearch-log'} --json | head -1; "
                           'echo "exit ${PIPESTATUS[0]}"', shell=True, executable="bash",
                           cwd=repo, capture_output=True, text=True,
