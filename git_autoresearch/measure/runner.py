@@ -196,13 +196,13 @@ class _LoadedOnUse(types.ModuleType):
 
 
 def _stand_down(stand_in: _LoadedOnUse) -> None:
-    """``stand_in`` no longer found as its module (in ``sys.modules``, and as an attribute of
-    its package), so that the next import of that module imports the real one."""
+    """``stand_in`` no longer found as its module in ``sys.modules``, so that the next import
+    of that module imports the real one (which then takes its place as an attribute of its
+    package too). Till then it stays that attribute: code that imported the module while it
+    stood in holds only the package (``import urllib.request`` binds ``urllib``), and reads
+    the module there, through the stand-in, which imports the real one."""
     if sys.modules.get(stand_in.__name__) is stand_in:
         del sys.modules[stand_in.__name__]
-    package, _, attribute = stand_in.__name__.rpartition(".")
-    if getattr(sys.modules.get(package), attribute, None) is stand_in:
-        delattr(sys.modules[package], attribute)
 
 
 def _plumbum_local() -> Any:

@@ -289,6 +289,32 @@ print(seen, urllib.request.Request("http://example.invalid/x").full_url)
 """
 
 
+HELD_PACKAGE = """
+import sys
+from git_autoresearch.measure import runner
+held = []
+class Meanwhile:
+    # Another thread's import urllib.request while plumbum is imported: it binds the package.
+    def find_spec(self, name, path=None, target=None):
+        if name == "plumbum.path.local" and not held:
+            import urllib.request
+            held.append(urllib)
+        return None
+sys.meta_path.insert(0, Meanwhile())
+runner._plumbum_local()
+print(held[0].request.Request("http://example.invalid/y").full_url)
+"""
+
+
+def test_a_package_bound_while_plumbum_was_imported_still_reads_its_module() -> None:
+    """Code that ran ``import urllib.request`` while the stand-in was in place holds only
+    ``urllib``: after plumbum's import it still finds ``urllib.request`` there, working as
+    the real module (it found nothing: the stand-in was taken off the package)."""
+    res = subprocess.run([sys.executable, "-c", HELD_PACKAGE], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["http://example.invalid/y"]
+
+
 def test_urllib_request_imported_while_plumbum_is_works_as_ever() -> None:
     """While plumbum is imported, urllib.request is a stand-in: code that imports it then
     (import urllib.request; urllib.request.Request) gets the real module's answers, and an
