@@ -48,7 +48,10 @@ async def run_command(folder: Path, args: list[str], listener: Listener | None =
     writes is handed to ``listener`` (when given) as it comes. ``stdin``: text for its standard
     input (none: it reads nothing)."""
     read_end, write_end = os.pipe()
-    env = {**os.environ, ENV: str(write_end)}
+    # UTF-8 on its standard streams whatever the server's locale says: its input is written,
+    # and its output read, as UTF-8 (a server run with PYTHONIOENCODING=latin-1 read
+    # U+FFFD for every character beyond ASCII).
+    env = {**os.environ, ENV: str(write_end), "PYTHONIOENCODING": "utf-8"}
     try:
         if any("\0" in arg for arg in args):
             raise ValueError("an argument holds a NUL character")

@@ -203,6 +203,25 @@ async def test_query_runs_says_what_the_query_warned_of(client: Client) -> None:
 
 
 @pytest.mark.anyio
+async def test_text_beyond_ascii_survives_a_server_whose_locale_is_not_utf8(
+        example: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server started with a Latin-1 locale (``PYTHONIOENCODING=latin-1``) hands the
+    commands it runs UTF-8 standard streams, as it writes their input and reads their output:
+    a description with an accent comes back as written, not as U+FFFD."""
+    monkeypatch.setenv("PYTHONIOENCODING", "latin-1")
+    async with Client(build(example), raise_exceptions=True) as client:
+        document(await client.call_tool("start_session", {"config": "config.toml"}))
+        app = example / "src" / "app.js"
+        write(app, app.read_text().replace(COMMENT, ""))
+        ran = document(await client.call_tool("run_experiment", {
+            "description": "café: no comment", "hypothesis": "à la carte"}))
+        assert ran["description"] == "café: no comment"
+        runs = document(await client.call_tool("query_runs", {}))["runs"]
+        assert (runs[-1]["description"], runs[-1]["asi"]["hypothesis"]) == \
+            ("café: no comment", "à la carte")
+
+
+@pytest.mark.anyio
 async def test_errors_the_model_can_fix_are_tool_errors_with_the_commands_document(
         client: Client, example: Path) -> None:
     """A refusal (exit 3), a usage error (exit 2), a shell command given as an argument to a
