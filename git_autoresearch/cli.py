@@ -44,30 +44,29 @@ class _Output:
     def __init__(self, stream: Any) -> None:
         self.stream = stream
         self.failed: OSError | None = None
+        # (nothing is written to the text layer beneath while this stands in for it)
+        self._binary = getattr(stream, "buffer", None)  # (None: a text stream alone, a test's)
+        self._encoding = getattr(stream, "encoding", None) or "utf-8"
+        self._errors = getattr(stream, "errors", None) or "strict"
+        self._by_line = bool(getattr(stream, "line_buffering", False))  # (a terminal, stderr)
 
     def write(self, text: str) -> int:
         if self.failed is None:
             try:
-                binary = getattr(self.stream, "buffer", None)
-                if binary is None:  # (a text stream alone: a test's capture)
+                if self._binary is None:
                     return int(self.stream.write(text))
-                data = self._encoded(text)
-                self.stream.flush()  # (what the text layer holds goes first: nothing, as a rule)
-                _write_whole(binary, data)
-                if getattr(self.stream, "line_buffering", False) and "\n" in text:
-                    _flush_whole(binary)  # (a terminal, stderr: each line as it is written)
+                try:
+                    data = text.encode(self._encoding, self._errors)
+                except UnicodeEncodeError:
+                    # A name that is not UTF-8, which the ledger keeps as a lone surrogate:
+                    # written as its escape (\udcff), which a JSON string reads back as it.
+                    data = text.encode(self._encoding, "backslashreplace")
+                _write_whole(self._binary, data)
+                if self._by_line and "\n" in text:
+                    _flush_whole(self._binary)
             except OSError as exc:
                 self._lost(exc)
         return len(text)
-
-    def _encoded(self, text: str) -> bytes:
-        code = getattr(self.stream, "encoding", None) or "utf-8"
-        try:
-            return text.encode(code, getattr(self.stream, "errors", None) or "strict")
-        except UnicodeEncodeError:
-            # A name that is not UTF-8, which the ledger keeps as a lone surrogate: written as
-            # its escape (\udcff), which a JSON string reads back as it.
-            return text.encode(code, "backslashreplace")
 
     def flush(self) -> None:
         if self.failed is None:
@@ -129,7 +128,14 @@ def _write_whole(stream: Any, data: bytes) -> None:
     what fits, and the next write for the rest fails, saying why (``ENOSPC``); a descriptor
     the caller made non-blocking takes what its pipe holds (or raises BlockingIOError), and
     the rest is written once it can take more, as a blocking one would wait."""
-    view = memoryview(data)
+    try:
+        taken = stream.write(data)  # (all of it, as a rule)
+    except BlockingIOError as exc:
+        taken = exc.characters_written
+        _wait_writable(stream)
+    if taken == len(data):
+        return
+    view = memoryview(data)[taken or 0:]
     while view:
         try:
             taken = stream.write(view)
