@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..runtime import signals
 from ..runtime.atomic import write_atomic
-from .process import TRACE, GitError, git_environment, join_z, split_z, trace
+from .process import TRACE, GitError, clock, git_environment, join_z, split_z, trace
 from .repo import HEX_NAME, Repo
 
 
@@ -239,6 +239,7 @@ def _make_tree(repo: Repo, entries: Iterable[tuple[str, str, str]], missing_ok: 
             parent = above
     argv = ["git", "--literal-pathspecs", "mktree", "--batch",
             *(["--missing"] if missing_ok else [])]
+    began = clock()
     started = time.perf_counter()
     proc = subprocess.Popen(argv, cwd=repo.top, env=git_environment(None),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -265,7 +266,7 @@ def _make_tree(repo: Repo, entries: Iterable[tuple[str, str, str]], missing_ok: 
         trace(argv[2:], code, time.perf_counter() - started)
     top = made.get("", "")
     if code != 0 or not top:
-        raise GitError(argv[2:], code, b"", stderr)
+        raise repo.failure(GitError(argv[2:], code, b"", stderr), began)  # (a full disk?)
     return top
 
 

@@ -111,6 +111,20 @@ def free_bytes(folder: Path) -> int | None:
     return (st.f_bfree if os.geteuid() == 0 else st.f_bavail) * st.f_frsize
 
 
+def failure_in(exc: GitError, common_dir: Path, started: float) -> GitError:
+    """``exc``, a git call on the repository whose common git directory is ``common_dir``,
+    begun at ``started`` (:func:`clock`), as it is to be raised: :class:`DiskFull` when that
+    disk has (almost) no space left (:data:`DISK_FULL_BYTES`), the temporary object files the
+    call wrote removed first, so that freeing the user's own files is enough; else ``exc``."""
+    free = free_bytes(common_dir)
+    if free is None or free >= DISK_FULL_BYTES:
+        return exc
+    for path, mtime, _ in temporary_objects(common_dir):
+        if mtime >= started:  # another git's (older) files are never touched
+            path.unlink(missing_ok=True)
+    return DiskFull(exc, common_dir, free_bytes(common_dir) or 0)
+
+
 def clock() -> float:
     """Now, as the kernel stamps a file's modification time (its coarse clock, which may lag
     ``time.time()`` by a tick): a file written after this call is never older than it."""

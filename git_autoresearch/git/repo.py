@@ -25,6 +25,7 @@ from .process import (
     config_bool,
     covered,
     current_folder,
+    failure_in,
     fits_argv,
     free_bytes,
     inside_repository,
@@ -32,7 +33,6 @@ from .process import (
     run_git,
     said,
     split_z,
-    temporary_objects,
     user_locale,
 )
 
@@ -167,13 +167,14 @@ class Repo:
         try:
             return self._run_retried(args, input, env, allow_non_zero)
         except GitError as exc:
-            free = free_bytes(self.common_dir)
-            if free is None or free >= DISK_FULL_BYTES:
-                raise
-            for path, mtime, _ in temporary_objects(self.common_dir):
-                if mtime >= started:  # another git's (older) files are never touched
-                    path.unlink(missing_ok=True)
-            raise DiskFull(exc, self.common_dir, free_bytes(self.common_dir) or 0) from None
+            raise self.failure(exc, started) from None
+
+    def failure(self, exc: GitError, started: float) -> GitError:
+        """``exc``, a git call begun at ``started`` (:func:`process.clock`) that failed, as it
+        is to be raised: :class:`DiskFull` when the disk of the git directory has (almost)
+        no space left (:data:`DISK_FULL_BYTES`), the temporary object files the call wrote
+        removed first, so that freeing the user's own files is enough; else ``exc``."""
+        return failure_in(exc, self.common_dir, started)
 
     def _run_retried(self, args: Sequence[str], input: bytes | None,
                      env: Mapping[str, str] | None, allow_non_zero: bool) -> Result:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .process import GitError, join_z, run_git, split_z
+from .process import GitError, Result, clock, failure_in, join_z, run_git, split_z
 from .repo import Repo
 
 
@@ -64,34 +64,51 @@ class Picked:
 def cherry_pick(tree: Path, commit: str) -> Picked:
     """Apply ``commit``'s change (against its first parent) on top of the worktree at ``tree``
     as a new commit with the same message and author. Raises :class:`GitError` when git fails
-    for another reason (the worktree is then left as git left it)."""
-    picked = run_git(("cherry-pick", "--no-rerere-autoupdate", "--allow-empty", commit),
-                     cwd=tree, allow_non_zero=True)
+    for another reason (the worktree is then left as git left it): :class:`DiskFull` on a
+    full disk."""
+    started = clock()
+    picked = _git(tree, ("cherry-pick", "--no-rerere-autoupdate", "--allow-empty", commit),
+                  allow_non_zero=True)
     if picked.returncode == 0:
         return Picked(APPLIED, head(tree))
-    unmerged = split_z(run_git(("diff", "--name-only", "-z", "--diff-filter=U"),
-                               cwd=tree).stdout)
-    in_progress = run_git(("rev-parse", "-q", "--verify", "CHERRY_PICK_HEAD"), cwd=tree,
-                          allow_non_zero=True).returncode == 0
+    unmerged = split_z(_git(tree, ("diff", "--name-only", "-z", "--diff-filter=U")).stdout)
+    in_progress = _git(tree, ("rev-parse", "-q", "--verify", "CHERRY_PICK_HEAD"),
+                       allow_non_zero=True).returncode == 0
     if unmerged:
-        run_git(("cherry-pick", "--abort"), cwd=tree)
+        _git(tree, ("cherry-pick", "--abort"))
         return Picked(CONFLICT, paths=tuple(dict.fromkeys(unmerged)))
     if in_progress:  # nothing left to commit: the change is already in the tree
-        run_git(("cherry-pick", "--skip"), cwd=tree)
+        _git(tree, ("cherry-pick", "--skip"))
         return Picked(EMPTY)
-    raise GitError(["git", "cherry-pick", commit], picked.returncode, picked.stdout,
-                   picked.stderr)
+    raise failure_in(GitError(["git", "cherry-pick", commit], picked.returncode,
+                              picked.stdout, picked.stderr), _common_dir(tree), started)
 
 
 def head(tree: Path) -> str:
     """The full object id of the worktree's HEAD."""
-    return run_git(("rev-parse", "--verify", "HEAD^{commit}"), cwd=tree).text
+    return _git(tree, ("rev-parse", "--verify", "HEAD^{commit}")).text
 
 
 def reset(tree: Path, commit: str) -> None:
     """Put the worktree at ``tree`` (a linked worktree of ours, never the user's) at
     ``commit``: HEAD, index and files (``git reset --hard``)."""
-    run_git(("reset", "--hard", "--quiet", commit), cwd=tree)
+    _git(tree, ("reset", "--hard", "--quiet", commit))
+
+
+def _git(tree: Path, args: Sequence[str], *, allow_non_zero: bool = False) -> Result:
+    """``git args`` in the worktree at ``tree``; a failure on a full disk raised as
+    :class:`DiskFull` (:func:`process.failure_in`), as :meth:`Repo.run` raises it."""
+    started = clock()
+    try:
+        return run_git(args, cwd=tree, allow_non_zero=allow_non_zero)
+    except GitError as exc:
+        raise failure_in(exc, _common_dir(tree), started) from None
+
+
+def _common_dir(tree: Path) -> Path:
+    """The git directory the worktree at ``tree`` shares with its repository."""
+    return Path(run_git(("rev-parse", "--path-format=absolute", "--git-common-dir"),
+                        cwd=tree).text)
 
 
 def restore_worktree(repo: Repo, commit: str, paths: Sequence[str]) -> None:

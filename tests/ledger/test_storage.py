@@ -682,3 +682,39 @@ def test_a_keep_and_a_discard_fsync_what_a_crash_of_the_machine_must_find(
     write(repo / "other.txt", "new\n")
     ar(repo, "discard", "-d", "not kept")
     assert synced == ["intent", "log.jsonl", "untracked"]
+
+
+def test_git_that_writes_on_a_full_disk_outside_a_plain_call_is_a_refusal(
+        tmp_path: Path, mounts: Mounts) -> None:
+    """The git calls that do not go through ``Repo.run`` (the interactive ``mktree`` a keep
+    runs to find renames out of its scope, the cherry-picks of finalize and apply in a
+    worktree of ours) say a full disk as every other does: :class:`DiskFull`, exit 3, naming
+    the git directory, not an internal error (exit 1)."""
+    from git_autoresearch.git import Repo
+    from git_autoresearch.git.objects import make_tree, write_blob
+    from git_autoresearch.git.process import DiskFull
+    from git_autoresearch.git.worktrees import add_detached, cherry_pick
+
+    top = tmp_path / "small"
+    top.mkdir()
+    mounts.tmpfs(top, "2m")
+    git(top, "init", "-q")
+    write(top / "a.txt", "a\n")
+    git(top, "add", "a.txt")
+    git(top, "commit", "-qm", "a")
+    repo = Repo.discover(top)
+    add_detached(repo, top / "picks", "HEAD")
+    write(top / "b.txt", "b\n" * 1000)
+    git(top, "add", "b.txt")
+    git(top, "commit", "-qm", "b")
+    blob = write_blob(repo, b"a new blob\n")
+    filler = fill(top, leave_pages=0)
+    with pytest.raises(DiskFull) as tree:
+        make_tree(repo, [("100644", blob, "x/new.txt")])
+    with pytest.raises(DiskFull) as picked:
+        cherry_pick(top / "picks", head(top))
+    for caught in (tree, picked):
+        assert caught.value.exit_code == 3
+        assert caught.value.message.startswith(f"the disk of {top / '.git'} is full")
+    filler.unlink()
+    assert make_tree(repo, [("100644", blob, "x/new.txt")])
