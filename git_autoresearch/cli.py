@@ -62,7 +62,7 @@ class _Output:
                     # written as its escape (\udcff), which a JSON string reads back as it.
                     data = text.encode(self._encoding, "backslashreplace")
                 _write_whole(self._binary, data)
-                if self._by_line and "\n" in text:
+                if self._by_line and ("\n" in text or "\r" in text):  # (as the text layer)
                     _flush_whole(self._binary)
             except OSError as exc:
                 self._lost(exc)

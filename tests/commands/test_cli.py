@@ -305,18 +305,17 @@ def test_a_reader_that_closes_the_pipe_gets_no_complaint(repo: Path, ar: Tool) -
 
 
 def long_session(repo: Path, ar: Tool) -> None:
-    """A session whose ledger holds 6,001 runs: about 1.5 MB of ``log --json``, more than even
-    a widened pipe holds (1 MiB)."""
+    """A session whose ledger holds 2,001 runs of long descriptions: about 2 MB of ``log
+    --json``, more than even a widened pipe holds (1 MiB)."""
     ar(repo, *start_args())
     line = json.loads((repo / ".auto" / "log.jsonl").read_text().splitlines()[-1])
     with open(repo / ".auto" / "log.jsonl", "a") as ledger:
-        for n in range(2, 6002):
+        for n in range(2, 2002):
             ledger.write(json.dumps({**line, "run": n, "status": "discard",
-                                     "description": f"idea {n} " + "x" * 200}) + "\n")
+                                     "description": f"idea {n} " + "x" * 800}) + "\n")
 
 
-@pytest.mark.parametrize("args", [["--json"], ["--json", "--where", "status=discard"],
-                                  ["--format", "csv"]])
+@pytest.mark.parametrize("args", [["--json", "--where", "status=discard"], ["--format", "csv"]])
 def test_output_a_disk_takes_only_part_of_is_said_not_cut_short_unsaid(
         repo: Path, ar: Tool, tmp_path: Path, args: list[str]) -> None:
     """A file that can take only part of the output (a disk nearly full; here a file size
@@ -349,18 +348,41 @@ def test_a_non_blocking_stdout_gets_the_whole_output(repo: Path, ar: Tool) -> No
     import time
 
     long_session(repo, ar)
-    for args in (["--json"], ["--json", "--where", "status=discard"]):
+    for args in (["--json"], ["--json", "--where", "status=discard"]):  # (in pieces; whole)
         read, written = os.pipe()
         fcntl.fcntl(written, fcntl.F_SETFL, fcntl.fcntl(written, fcntl.F_GETFL) | os.O_NONBLOCK)
         with subprocess.Popen([str(BIN / "git-autoresearch-log"), *args], cwd=repo,
                               stdout=written, stderr=subprocess.PIPE) as proc:
             os.close(written)
-            time.sleep(0.5)  # (the pipe fills meanwhile: the writer meets EAGAIN)
+            time.sleep(0.3)  # (the pipe fills meanwhile: the writer meets EAGAIN)
             with os.fdopen(read, "rb") as pipe:
                 out = pipe.read()
             _, err = proc.communicate()
         assert (proc.returncode, err) == (0, b""), args
         assert out.decode() == ar(repo, "log", *args).out, args
+
+
+def test_a_line_buffered_stream_gets_each_line_as_it_is_written() -> None:
+    """A command's stdout or stderr that is line-buffered (a terminal; stderr always) gets a
+    line, or a progress line's carriage return, the moment it is written, as Python's own
+    text layer gives it; what follows without either waits for the next flush."""
+    import fcntl
+
+    from git_autoresearch.cli import _Output
+
+    read, written = os.pipe()
+    fcntl.fcntl(read, fcntl.F_SETFL, fcntl.fcntl(read, fcntl.F_GETFL) | os.O_NONBLOCK)
+    with open(written, "w", buffering=1, encoding="utf-8") as stream, \
+            os.fdopen(read, "rb") as pipe:
+        out = _Output(stream)
+        out.write("first line\n")
+        assert pipe.read() == b"first line\n"
+        out.write("\r[    3s] measuring")
+        assert pipe.read() == b"\r[    3s] measuring"
+        out.write("held")
+        assert pipe.read() is None  # (nothing yet)
+        out.flush()
+        assert pipe.read() == b"held"
 
 
 @pytest.mark.parametrize("encoding", ["utf-8", "ascii"])
