@@ -12,6 +12,7 @@ are :mod:`git_autoresearch.commands`; this module imports click only once a prog
 
 from __future__ import annotations
 
+import codecs
 import errno
 import gc
 import os
@@ -46,8 +47,11 @@ class _Output:
         self.failed: OSError | None = None
         # (nothing is written to the text layer beneath while this stands in for it)
         self._binary = getattr(stream, "buffer", None)  # (None: a text stream alone, a test's)
-        self._encoding = getattr(stream, "encoding", None) or "utf-8"
-        self._errors = getattr(stream, "errors", None) or "strict"
+        # One encoder for the whole output, as the text layer has: an encoding that begins
+        # with a byte-order mark (utf-8-sig, utf-16) writes it once, not before every write.
+        self._encoder = codecs.getincrementalencoder(
+            getattr(stream, "encoding", None) or "utf-8")(
+            getattr(stream, "errors", None) or "strict")
         self._by_line = bool(getattr(stream, "line_buffering", False))  # (a terminal, stderr)
 
     def write(self, text: str) -> int:
@@ -56,11 +60,15 @@ class _Output:
                 if self._binary is None:
                     return int(self.stream.write(text))
                 try:
-                    data = text.encode(self._encoding, self._errors)
+                    data = self._encoder.encode(text)
                 except UnicodeEncodeError:
                     # A name that is not UTF-8, which the ledger keeps as a lone surrogate:
                     # written as its escape (\udcff), which a JSON string reads back as it.
-                    data = text.encode(self._encoding, "backslashreplace")
+                    strict, self._encoder.errors = self._encoder.errors, "backslashreplace"
+                    try:
+                        data = self._encoder.encode(text)
+                    finally:
+                        self._encoder.errors = strict
                 _write_whole(self._binary, data)
                 if self._by_line and ("\n" in text or "\r" in text):  # (as the text layer)
                     _flush_whole(self._binary)

@@ -11,6 +11,7 @@ import asyncio
 import itertools
 import json
 import os
+import re
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -74,12 +75,31 @@ async def run_command(folder: Path, args: list[str], listener: Listener | None =
     await events
     text = out.decode("utf-8", "replace")
     try:
-        document = json.loads(text) if text.strip() else None
+        document = unicode_only(json.loads(text)) if text.strip() else None
     except ValueError:
         document = None
     return Outcome(process.returncode if process.returncode is not None else 1,
                    document if isinstance(document, dict) else None, text,
                    err.decode("utf-8", "replace"))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def unicode_only(value: Any) -> Any:
+    """``value`` (a decoded JSON document) with each lone surrogate of its strings, keys
+    included, as U+FFFD: a name that is not UTF-8 is kept in our JSON as its escape
+    (``\\udcff``), which decodes to a lone surrogate, which MCP's JSON (UTF-8 throughout)
+    cannot carry; the tool's result would fail as a whole."""
+    if isinstance(value, str):
+        if value.isascii():
+            return value
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {unicode_only(key): unicode_only(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [unicode_only(item) for item in value]
+    return value
 
 
 async def _follow(fd: int, listener: Listener | None) -> None:

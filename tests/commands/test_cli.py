@@ -362,6 +362,23 @@ def test_a_non_blocking_stdout_gets_the_whole_output(repo: Path, ar: Tool) -> No
         assert out.decode() == ar(repo, "log", *args).out, args
 
 
+@pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16"])
+def test_an_encoding_with_a_byte_order_mark_writes_it_once(repo: Path, ar: Tool,
+                                                            encoding: str) -> None:
+    """stdout in an encoding that begins with a byte-order mark holds one, at its start, as
+    Python's text layer writes it: the JSON document reads in that encoding, and the table's
+    lines begin with no mark of their own."""
+    ar(repo, *start_args())
+    env = {**os.environ, "PYTHONIOENCODING": encoding}
+    document = subprocess.run([str(BIN / "git-autoresearch-status"), "--json"], cwd=repo,
+                              capture_output=True, env=env, check=True).stdout
+    assert json.loads(document.decode(encoding))["session_id"] == \
+        ar(repo, "status", "--json").json()["session_id"]
+    table = subprocess.run([str(BIN / "git-autoresearch-log")], cwd=repo,
+                           capture_output=True, env=env, check=True).stdout.decode(encoding)
+    assert "\ufeff" not in table and table == ar(repo, "log").out
+
+
 def test_a_line_buffered_stream_gets_each_line_as_it_is_written() -> None:
     """A command's stdout or stderr that is line-buffered (a terminal; stderr always) gets a
     line, or a progress line's carriage return, the moment it is written, as Python's own

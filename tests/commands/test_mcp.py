@@ -222,6 +222,24 @@ async def test_text_beyond_ascii_survives_a_server_whose_locale_is_not_utf8(
 
 
 @pytest.mark.anyio
+async def test_a_name_that_is_not_utf8_reaches_the_model_as_a_replacement_character(
+        client: Client, example: Path) -> None:
+    """A run that set aside a file whose name is not UTF-8 is a result, not a tool error (the
+    run is recorded): in run_experiment, show_run and query_runs the name's odd byte is
+    U+FFFD, since MCP's JSON cannot carry the lone surrogate our JSON's escape decodes to."""
+    document(await client.call_tool("start_session", {"config": "config.toml"}))
+    app = example / "src" / "app.js"
+    write(app, app.read_text().replace(COMMENT, ""))
+    (example / os.fsdecode(b"bad\xfdname.txt")).write_text("z\n")
+    ran = document(await client.call_tool("run_experiment", {"description": "odd name"}))
+    assert ran["scope_violations"] == ["bad\ufffdname.txt"]
+    shown = document(await client.call_tool("show_run", {"run": ran["run"]}))
+    assert shown["show"]["record"]["scope_violations"] == ["bad\ufffdname.txt"]
+    runs = document(await client.call_tool("query_runs", {}))["runs"]
+    assert runs[-1]["scope_violations"] == ["bad\ufffdname.txt"]
+
+
+@pytest.mark.anyio
 async def test_errors_the_model_can_fix_are_tool_errors_with_the_commands_document(
         client: Client, example: Path) -> None:
     """A refusal (exit 3), a usage error (exit 2), a shell command given as an argument to a
