@@ -18,7 +18,8 @@ import gc
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from .runtime import signals
@@ -320,14 +321,46 @@ def _report_signal(signum: int, prog_name: str, args: list[str], *, document: bo
         said = "; no run was recorded (a keep or revert begun before is finished by the next " \
                "command)"
     try:
-        if document and _wants_json(args):
-            emit_json("error", {"error": f"{what} ({signal.Signals(signum).name}){said}",
-                       "exit_code": code, "recorded": done[-1] if done else None},
-                      interruptible=False, one_line=_streams(prog_name, args))
-        click.echo(f"{prog_name}: {what}", err=True)
+        with _bounded_output(REPORT_SECONDS):
+            if document and _wants_json(args):
+                emit_json("error", {"error": f"{what} ({signal.Signals(signum).name}){said}",
+                           "exit_code": code, "recorded": done[-1] if done else None},
+                          interruptible=False, one_line=_streams(prog_name, args))
+            click.echo(f"{prog_name}: {what}", err=True)
     except OSError:  # the terminal that hung up is gone: the exit code says it all
         pass
     return code
+
+
+# How long saying how a signal ended a command may wait for a reader of its output (seconds).
+REPORT_SECONDS = 2.0
+
+
+class _NotRead(OSError):
+    """Output that no one read for :data:`REPORT_SECONDS` while a signal's end was said."""
+
+
+@contextmanager
+def _bounded_output(seconds: float) -> Iterator[None]:
+    """Inside, a write that waits more than ``seconds`` for its reader (a pipe nobody reads,
+    full) fails as :class:`_NotRead`, which :class:`_Output` keeps as any failed write, so
+    that saying how a signal ended the command cannot keep it from ending (the signal that
+    came meanwhile is held: it ended a blocked write once already). Outside the main thread,
+    nothing is bounded."""
+    def not_read(signum: int, frame: object) -> None:
+        raise _NotRead(errno.EAGAIN, f"nobody read it for {seconds:g} s")
+
+    try:
+        previous = signal.signal(signal.SIGALRM, not_read)
+    except ValueError:  # (not the main thread)
+        yield
+        return
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous if previous is not None else signal.SIG_DFL)
 
 
 # The commands that run with the collector off to the end: recording a run that was measured

@@ -379,6 +379,31 @@ def test_an_encoding_with_a_byte_order_mark_writes_it_once(repo: Path, ar: Tool,
     assert "\ufeff" not in table and table == ar(repo, "log").out
 
 
+def test_a_signal_ends_a_command_whose_output_nobody_reads(repo: Path, ar: Tool) -> None:
+    """``log --json`` blocked on a full pipe that nobody reads, then SIGTERM: the command ends
+    (143) within a few seconds, though the error document it owes cannot be written either;
+    stderr says both. (It waited on the pipe for good: the signal had been spent.)"""
+    import time
+
+    long_session(repo, ar)
+    read, written = os.pipe()
+    with subprocess.Popen([str(BIN / "git-autoresearch-log"), "--json"], cwd=repo,
+                          stdout=written, stderr=subprocess.PIPE, text=True) as proc:
+        os.close(written)
+        try:
+            time.sleep(1)  # (the pipe fills: the write blocks)
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=20)
+        finally:
+            proc.kill()
+            os.close(read)
+    assert proc.returncode == 143, err
+    assert err.splitlines() == [
+        "git autoresearch log: terminated",
+        "git autoresearch log: the output could not be written (nobody read it for 2 s); the "
+        "command itself finished with exit code 143"]
+
+
 def test_a_line_buffered_stream_gets_each_line_as_it_is_written() -> None:
     """A command's stdout or stderr that is line-buffered (a terminal; stderr always) gets a
     line, or a progress line's carriage return, the moment it is written, as Python's own
