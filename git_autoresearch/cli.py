@@ -47,7 +47,8 @@ class _Output:
         self.stream = stream
         self.failed: OSError | None = None
         # (nothing is written to the text layer beneath while this stands in for it)
-        self._binary = getattr(stream, "buffer", None)  # (None: a text stream alone, a test's)
+        binary = getattr(stream, "buffer", None)  # (None: a text stream alone, a test's)
+        self._bytes = None if binary is None else _OutputBytes(self, binary)
         # One encoder for the whole output, as the text layer has: an encoding that begins
         # with a byte-order mark (utf-8-sig, utf-16) writes it once, not before every write.
         self._encoder = codecs.getincrementalencoder(
@@ -56,26 +57,30 @@ class _Output:
         self._by_line = bool(getattr(stream, "line_buffering", False))  # (a terminal, stderr)
 
     def write(self, text: str) -> int:
-        if self.failed is None:
+        if self.failed is not None:
+            return len(text)
+        if self._bytes is None:
             try:
-                if self._binary is None:
-                    return int(self.stream.write(text))
-                try:
-                    data = self._encoder.encode(text)
-                except UnicodeEncodeError:
-                    # A name that is not UTF-8, which the ledger keeps as a lone surrogate:
-                    # written as its escape (\udcff), which a JSON string reads back as it.
-                    strict, self._encoder.errors = self._encoder.errors, "backslashreplace"
-                    try:
-                        data = self._encoder.encode(text)
-                    finally:
-                        self._encoder.errors = strict
-                _write_whole(self._binary, data)
-                if self._by_line and ("\n" in text or "\r" in text):  # (as the text layer)
-                    _flush_whole(self._binary)
+                return int(self.stream.write(text))
             except OSError as exc:
                 self._lost(exc)
+                return len(text)
+        self._bytes.write(self._encoded(text))
+        if self._by_line and ("\n" in text or "\r" in text):  # (as the text layer)
+            self._bytes.flush()
         return len(text)
+
+    def _encoded(self, text: str) -> bytes:
+        try:
+            return bytes(self._encoder.encode(text))
+        except UnicodeEncodeError:
+            # A name that is not UTF-8, which the ledger keeps as a lone surrogate: written as
+            # its escape (\udcff), which a JSON string reads back as it.
+            strict, self._encoder.errors = self._encoder.errors, "backslashreplace"
+            try:
+                return bytes(self._encoder.encode(text))
+            finally:
+                self._encoder.errors = strict
 
     def flush(self) -> None:
         if self.failed is None:
@@ -97,7 +102,9 @@ class _Output:
     def buffer(self) -> _OutputBytes:
         """The binary layer, guarded as the text one is: click writes there when stdout's
         encoding is one it does not trust (``PYTHONIOENCODING=ascii``, a C locale)."""
-        return _OutputBytes(self, self.stream.buffer)
+        if self._bytes is None:
+            raise AttributeError("buffer")
+        return self._bytes
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.stream, name)
@@ -137,14 +144,7 @@ def _write_whole(stream: Any, data: bytes) -> None:
     what fits, and the next write for the rest fails, saying why (``ENOSPC``); a descriptor
     the caller made non-blocking takes what its pipe holds (or raises BlockingIOError), and
     the rest is written once it can take more, as a blocking one would wait."""
-    try:
-        taken = stream.write(data)  # (all of it, as a rule)
-    except BlockingIOError as exc:
-        taken = exc.characters_written
-        _wait_writable(stream)
-    if taken == len(data):
-        return
-    view = memoryview(data)[taken or 0:]
+    view = data  # (the part not written yet: all of it but rarely)
     while view:
         try:
             taken = stream.write(view)

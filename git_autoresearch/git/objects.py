@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..runtime import signals
 from ..runtime.atomic import write_atomic
-from .process import TRACE, GitError, clock, git_environment, join_z, split_z, trace
+from .process import TRACE, GitError, clock, failure_in, git_environment, join_z, split_z, trace
 from .repo import HEX_NAME, Repo
 
 
@@ -266,7 +266,7 @@ def _make_tree(repo: Repo, entries: Iterable[tuple[str, str, str]], missing_ok: 
         trace(argv[2:], code, time.perf_counter() - started)
     top = made.get("", "")
     if code != 0 or not top:
-        raise repo.failure(GitError(argv[2:], code, b"", stderr), began)  # (a full disk?)
+        raise failure_in(GitError(argv[2:], code, b"", stderr), repo.common_dir, began)
     return top
 
 

@@ -167,14 +167,7 @@ class Repo:
         try:
             return self._run_retried(args, input, env, allow_non_zero)
         except GitError as exc:
-            raise self.failure(exc, started) from None
-
-    def failure(self, exc: GitError, started: float) -> GitError:
-        """``exc``, a git call begun at ``started`` (:func:`process.clock`) that failed, as it
-        is to be raised: :class:`DiskFull` when the disk of the git directory has (almost)
-        no space left (:data:`DISK_FULL_BYTES`), the temporary object files the call wrote
-        removed first, so that freeing the user's own files is enough; else ``exc``."""
-        return failure_in(exc, self.common_dir, started)
+            raise failure_in(exc, self.common_dir, started) from None
 
     def _run_retried(self, args: Sequence[str], input: bytes | None,
                      env: Mapping[str, str] | None, allow_non_zero: bool) -> Result:
