@@ -50,6 +50,24 @@ REMOTE_STEPS = ["keep:before-push", "keep:after-push", "land:undone-branch",
 # a candidate's run, before sending the verdict; and just after sending it.
 HOST_STEPS = ["measurer:before-verdict", "measurer:after-verdict"]
 
+# Where the tests' temporary folders go when nothing else is asked (--basetemp,
+# PYTEST_DEBUG_TEMPROOT): a file system in memory, when there is one with room. A session's
+# commands replace git's index and refs and our own files by renaming over them, which ext4
+# flushes to disk each time, and fsync several: on a disk the suite spends a third of its time
+# waiting for it. No test depends on the disk itself (the fsync test counts the calls; the
+# storage tests mount their own small file systems).
+MEMORY_TEMPROOT = Path("/dev/shm")
+MEMORY_TEMPROOT_ROOM = 2 << 30
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if (config.option.basetemp is None and "PYTEST_DEBUG_TEMPROOT" not in os.environ
+            and MEMORY_TEMPROOT.is_dir() and os.access(MEMORY_TEMPROOT, os.W_OK | os.X_OK)):
+        room = os.statvfs(MEMORY_TEMPROOT)
+        if room.f_bavail * room.f_frsize >= MEMORY_TEMPROOT_ROOM:
+            os.environ["PYTEST_DEBUG_TEMPROOT"] = str(MEMORY_TEMPROOT)
+
+
 # A background job of a non-interactive shell starts with SIGINT ignored, and the tool keeps an
 # ignored signal ignored (as it must): give the tests' children the default, so that the suite
 # tests the tool's own handling however it was started.
