@@ -34,7 +34,7 @@ def check_stop(session: Session, command: str) -> None:
                      "next_run": session.ledger.next_run_number}
             if workers:
                 event["worker"] = session.worker_name
-            ledger_mod.append(session.layout.ledger, [event])
+            session.appended(ledger_mod.append(session.layout.ledger, [event]))
             if not workers:
                 session.layout.stop.unlink(missing_ok=True)
             # The loop stops with exit 4 and its own message: a mirror that failed is
@@ -139,7 +139,8 @@ def _rule_met(session: Session, command: str, rule: str, reason: str) -> None:
                  "next_run": session.ledger.next_run_number}
         if rule in BUDGETS:
             event["budget"] = rule
-        ledger_mod.append(session.layout.ledger, [{**event, "rule": rule, "reason": reason}])
+        session.appended(ledger_mod.append(session.layout.ledger,
+                                           [{**event, "rule": rule, "reason": reason}]))
         session.mirror_state("stopped")
 
 

@@ -74,8 +74,8 @@ def fire_stage(session: Session, stage: str, run_entry: Mapping[str, Any] | None
         with session.shared(f"{stage} hooks"):
             # In a worker, each line names it, as its run records do.
             named = {"worker": session.worker.name} if session.worker else {}
-            ledger_mod.append(session.layout.ledger,
-                              [{**f.ledger_line(), **named} for f in report.firings])
+            session.appended(ledger_mod.append(
+                session.layout.ledger, [{**f.ledger_line(), **named} for f in report.firings]))
             report.warnings += session.mirror_state(f"{stage} hooks")
     _after_hooks_fired(session, stage, run_entry)
     return report

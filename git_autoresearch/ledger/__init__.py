@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -349,6 +350,10 @@ class Ledger:
     # odd_statuses and repeated_numbers as parse found them (None: found when asked).
     odd_found: list[Run] | None = None
     repeats_found: dict[int, list[int]] | None = None
+    # The lines read, when the bytes read ended with a newline (or were empty): where lines
+    # appended after them begin (:func:`carried_on`). None otherwise, or when not read from
+    # bytes (the trailers, say).
+    lines: int | None = None
 
     @property
     def current(self) -> Segment:
@@ -496,7 +501,32 @@ def _parse(data: bytes) -> Ledger:
         _visited(lines, wanted(lines), based)
     reader.read(visited, torn=len(lines) if lines[-1] else 0, short=short,
                 watch_baseline=wanted is not None)
-    return reader.ledger(plain)
+    return reader.ledger(plain, None if lines[-1] else len(lines) - 1)
+
+
+def carried_on(book: Ledger, payload: bytes) -> Ledger | None:
+    """The ledger of the bytes ``book`` was read from followed by ``payload`` (whole lines,
+    each with its newline), reading only ``payload``: what a command that appended those
+    lines reads, without reading the file again. Equal to :func:`parse` of both, field for
+    field. ``book`` itself is left as it was (the last segment, whose figures are cached,
+    is a new one). None when ``book`` cannot be carried on: the bytes it was read from did
+    not end with a newline (:attr:`Ledger.lines`), it holds a run number twice (only a whole
+    read compares such records), or ``payload`` does not end with one."""
+    if book.lines is None or book.repeated_numbers or not payload.endswith(b"\n"):
+        return None
+    with collector_paused():
+        reader = Reader(None)
+        reader.segments = [*book.segments[:-1], Segment(book.current.index,
+                                                        book.current.header,
+                                                        list(book.current.runs))]
+        reader.hooks, reader.events = list(book.hooks), list(book.events)
+        reader.malformed, reader.odd = list(book.malformed), list(book.odd_statuses)
+        reader.firsts = None  # (a run read after them is looked up among the runs)
+        pieces = payload.split(b"\n")
+        pieces.pop()  # (empty: the payload ends with its newline)
+        short, plain = number_flags(payload)
+        reader.read(enumerate(pieces, start=book.lines + 1), torn=0, short=short)
+        return reader.ledger(book.plain_numbers and plain, book.lines + len(pieces))
 
 
 class Reader:
@@ -605,11 +635,12 @@ class Reader:
                     if watch_baseline and not based.known:
                         based.known = run.status == "keep" and run.metric is not None
 
-    def ledger(self, plain: bool) -> Ledger:
-        """The :class:`Ledger` read so far; ``plain``: :attr:`Ledger.plain_numbers`."""
+    def ledger(self, plain: bool, lines: int | None = None) -> Ledger:
+        """The :class:`Ledger` read so far; ``plain``: :attr:`Ledger.plain_numbers`;
+        ``lines``: :attr:`Ledger.lines`."""
         return Ledger(self.segments, self.hooks, self.events, self.malformed, plain, self.odd,
                       {n: [line for line, _ in found] for n, found in self.repeats.items()
-                       if len(found) > 1})
+                       if len(found) > 1}, lines)
 
 
 _NUMBER: frozenset[type] = frozenset({int, float})
@@ -685,8 +716,14 @@ def read(path: Path) -> Ledger:
     return parse(read_bytes(path))
 
 
-def append(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
-    """Append records in one ``write`` and ``fsync``.
+# What :func:`append` wrote: the file's :func:`version` before and after, and the lines.
+Appended = tuple[str, str, bytes]
+
+
+def append(path: Path, records: Iterable[Mapping[str, Any]]) -> Appended | None:
+    """Append records in one ``write`` and ``fsync``; returns what was written
+    (:data:`Appended`) when the lines went after the file's last newline, as they are (for
+    :func:`carried_on`), None when the file was rewritten or its last line given a newline.
 
     A last line without its newline that is not a whole JSON object (an append that was cut
     short) is never glued onto, nor left torn in the middle of the ledger, where
@@ -710,11 +747,14 @@ def append(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
             # Only its newline is missing (an editor that drops the last one): the line
             # stays as it is, and append_whole puts the newline before the new lines.
             append_whole(path, payload)
-            return
+            return None
         torn = dumps(torn_record(data[cut:], data.count(b"\n") + 1)).encode("utf-8")
         write_atomic(path, data[:cut] + torn + b"\n" + payload)
-        return
-    append_whole(path, payload)
+        return None
+    before, after = append_whole(path, payload)
+    if after.st_size - before.st_size != len(payload):
+        return None  # (a newline went first: the file ended without one meanwhile)
+    return stamp(before), stamp(after), payload
 
 
 TORN = "torn_line"
@@ -753,8 +793,12 @@ def _ends_torn(path: Path) -> bool:
 def version(path: Path) -> str:
     """A stamp that changes whenever the file does (modification time and size)."""
     try:
-        st = path.stat()
+        return stamp(path.stat())
     except FileNotFoundError:
         return "none"
+
+
+def stamp(st: os.stat_result) -> str:
+    """:func:`version` of a file whose status is ``st``."""
     return f"{st.st_mtime_ns}-{st.st_size}"
 

@@ -107,7 +107,7 @@ def parse_cached(data: bytes, cache: Path, *, least: int | None = None) -> Ledge
             short, rest_plain = number_flags(rest)
             plain = plain and rest_plain
             reader.read([(lines_covered + 1, rest)], torn=lines_covered + 1, short=short)
-        return reader.ledger(plain)
+        return reader.ledger(plain, None if rest else lines_covered)
 
 
 def _restored(data: bytes, cache: Path) -> tuple[Reader, int, int, bool] | None:

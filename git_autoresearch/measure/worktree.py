@@ -358,8 +358,8 @@ def incumbent_samples(session: Session,
         return []
     found: list[tuple[float, list[Any]]] = [(last.number, list(last.data.get("samples") or []))]
     for run in seg.runs:
-        verdict = (run.data.get("decision") or {}).get("verdict")
-        if run.number > last.number and verdict == "no_change":
+        if run.number > last.number \
+                and (run.data.get("decision") or {}).get("verdict") == "no_change":
             found.append((run.number, list(run.data.get("samples") or [])))
     for event in session.ledger.events:
         if event.get("type") == "incumbent" and event.get("segment") == seg.index \
@@ -565,12 +565,11 @@ def remeasure_incumbent(session: Session, after: RunRecord) -> list[str]:
                     f"({result.reason}); its pool is as it was"]
         taken = [*beside, *result.samples]
     with session.shared("measure the incumbent again"):
-        ledger_mod.append(session.layout.ledger, [{
+        session.appended(ledger_mod.append(session.layout.ledger, [{
             "type": "incumbent", "segment": session.segment.index,
             "commit": session.repo.short(session.head()), "after_run": after["run"],
-            "samples": [json_number(s) for s in taken], "timestamp": now_ms()}])
+            "samples": [json_number(s) for s in taken], "timestamp": now_ms()}]))
         warnings = session.mirror_state(f"incumbent measured again after run {after['run']}")
-    session.reload()
     moved = decision.incumbent(incumbent_samples(session), session.config.direction).drift
     if moved is not None:
         how = f" ({moved.relative:+.1%})" if moved.relative is not None else ""

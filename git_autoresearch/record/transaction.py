@@ -371,7 +371,7 @@ def append_run(session: Session, record: RunRecord, untracked_after: list[str],
     record["confidence"] = confidence(probe)
     checkpoint("record:before-ledger")
     try:
-        ledger_mod.append(session.layout.ledger, [record])
+        written = ledger_mod.append(session.layout.ledger, [record])
     except WriteFailed as exc:
         # The intent record stays: the next command that takes the lock writes the line.
         raise Refused(f"{run_state(record)}, but its ledger line could not be written to "
@@ -384,7 +384,7 @@ def append_run(session: Session, record: RunRecord, untracked_after: list[str],
     _after_append(session, record, untracked_after, ignored, warnings)
     if not session.layout.hooks.is_dir():
         intents.clear(session.layout.intent)
-    session.reload()
+    session.appended(written)
     return record
 
 

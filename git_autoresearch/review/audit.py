@@ -238,7 +238,8 @@ def record(session: Session, audit: Audit) -> list[str]:
     lost = f"the audit of run {audit.target.run} ({audit.verdict}) was not recorded"
     try:
         with session.lock("audit"):
-            append(session.layout.ledger, [audit.record(session.config.direction)])
+            session.appended(append(session.layout.ledger,
+                                    [audit.record(session.config.direction)]))
             return session.mirror_state(f"audit of run {audit.target.run}")
     except WriteFailed as exc:
         raise Refused(f"{exc.message}; {lost}") from None

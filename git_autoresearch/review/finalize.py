@@ -591,7 +591,8 @@ def record(session: Session, final: Final, notes: str) -> list[str]:
 
     try:
         with session.lock("finalize"), signals.deferred():  # all three, or none
-            append(session.layout.ledger, [final.record(session.config.direction)])
+            session.appended(append(session.layout.ledger,
+                                    [final.record(session.config.direction)]))
             write_atomic(session.layout.final_notes, notes.encode())
             return session.mirror_state("finalize")
     except WriteFailed as exc:

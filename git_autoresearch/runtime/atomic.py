@@ -74,17 +74,19 @@ def _write_all(fd: int, data: bytes, path: Path) -> None:
         view = view[written:]
 
 
-def append_whole(path: Path, payload: bytes) -> None:
+def append_whole(path: Path, payload: bytes) -> tuple[os.stat_result, os.stat_result]:
     """Append ``payload`` (whole lines) to ``path`` in one ``write`` and ``fsync``, creating the
     file. A last line without its newline is never glued onto: a newline goes first. When the
     bytes cannot all be written, the file is cut back to its old size, so no torn line is
-    left; raises :class:`WriteFailed`."""
+    left; raises :class:`WriteFailed`. Returns the file's status before and after the write,
+    as the descriptor written to saw it."""
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     except OSError as exc:
         raise WriteFailed(path, _reason(exc)) from None
     try:
-        size = os.fstat(fd).st_size
+        before = os.fstat(fd)
+        size = before.st_size
         if size:
             with open(path, "rb") as fh:
                 fh.seek(size - 1)
@@ -93,6 +95,7 @@ def append_whole(path: Path, payload: bytes) -> None:
         try:
             _write_all(fd, payload, path)
             os.fsync(fd)
+            return before, os.fstat(fd)
         except OSError as exc:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, size)

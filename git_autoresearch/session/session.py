@@ -426,6 +426,23 @@ class Session:
         self.git_runs = None
         self._ledger = None
 
+    def appended(self, written: ledger_mod.Appended | None) -> None:
+        """After this command appended lines to the ledger file (``written``: what
+        :func:`ledger.append` returned): the runs read, carried on over
+        those lines (:func:`ledger.carried_on`) when the file held just what was read before;
+        otherwise read again on next use, as after :meth:`reload`. So a command that records
+        a run and then reads its runs again (``run`` taking one more sample of the incumbent)
+        reads a long ledger once."""
+        book = self._ledger
+        self.reload()
+        if written is None or book is None or self.trailer_branch is not None \
+                or self.remote is not None or self.reads_others \
+                or written[0] != self.seen_version:
+            return
+        carried = ledger_mod.carried_on(book, written[2])
+        if carried is not None:
+            self._ledger, self.seen_version = carried, written[1]
+
     def read_ledger(self, data: bytes | None = None, book: Ledger | None = None) -> Ledger:
         """The ledger file; in a clone that joined through a remote (or opened to read it,
         :attr:`reads_others`), with the runs of the other workers' ledger refs merged in

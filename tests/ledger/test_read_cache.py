@@ -106,6 +106,34 @@ def test_a_read_through_the_cache_is_the_read_of_the_whole_file(
         assert shape(ledger_cache.parse_cached(data, cache, least=0)) == shape(ledger.parse(data))
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(CHANGE, max_size=4), st.lists(LINE, min_size=1, max_size=6), st.booleans())
+def test_a_ledger_carried_on_over_lines_appended_is_the_read_of_the_whole_file(
+        tmp_path_factory: pytest.TempPathFactory, changes: list[tuple[Any, ...]],
+        appended: list[tuple[int, int]], cached: bool) -> None:
+    """What a command reads after appending lines itself (ledger.carried_on: the runs it
+    read, and the new lines read alone) is what parse finds reading the whole file again,
+    whether the runs were read whole or through the cache; the runs read before are left as
+    they were. It declines (None: read the file again) only a read that did not end with a
+    newline or holds a run number twice."""
+    cache = tmp_path_factory.mktemp("scratch") / "ledger-cache"
+    data = b""
+    for change in changes:
+        data = changed(data, change)
+    book = ledger_cache.parse_cached(data, cache, least=0) if cached else ledger.parse(data)
+    before = shape(book)
+    payload = b"".join(line_of(k, n) + b"\n" for k, n in appended)
+    carried = ledger.carried_on(book, payload)
+    if data and not data.endswith(b"\n") or book.repeated_numbers:
+        assert carried is None
+    else:
+        assert carried is not None
+        assert shape(carried) == shape(ledger.parse(data + payload))
+        assert carried.lines == (data + payload).count(b"\n")
+    assert shape(book) == before
+    assert ledger.carried_on(book, payload.rstrip(b"\n")) is None
+
+
 def test_only_the_lines_appended_since_are_read(monkeypatch: pytest.MonkeyPatch,
                                                 tmp_path: Path) -> None:
     """A second read of a ledger that grew decodes only the new lines; the runs before them

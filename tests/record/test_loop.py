@@ -167,6 +167,66 @@ def test_what_is_read_of_head_once_is_not_asked_of_git_again(repo: Path, ar: Too
     assert (repo / "value.txt").read_text() == "80\n"
 
 
+@pytest.mark.parametrize("hooks", [False, True])
+def test_a_run_reads_the_ledger_once_and_then_what_it_appended(
+        repo: Path, ar: Tool, monkeypatch: pytest.MonkeyPatch, hooks: bool) -> None:
+    """A run reads the ledger file once: the lines it appends itself (the before hooks'
+    lines, its record, the after hooks' lines, then under the sequential rule the
+    incumbent's new sample after a discard) are read alone, on top of the runs it read (at the
+    end of a long session a whole read is most of the command's time). What it then decides
+    and says is what a fresh read finds: the incumbent's pool grown by the new sample."""
+    from git_autoresearch import ledger
+
+    ar(repo, *start_args())
+    if hooks:
+        for stage in ("before", "after"):
+            write(repo / ".auto" / "hooks" / f"{stage}.sh", "#!/bin/sh\ncat > /dev/null\n",
+                  0o755)
+    whole_reads: list[int] = []
+    parse = ledger._parse
+
+    def counted(data: bytes) -> ledger.Ledger:
+        whole_reads.append(len(data))
+        return parse(data)
+
+    monkeypatch.setattr(ledger, "_parse", counted)
+    write(repo / "value.txt", "120\n")
+    record = ar(repo, "run", "-d", "worse", "--json").json()
+    assert record["status"] == "discard"
+    assert len(whole_reads) == 1
+    assert len([e for e in ledger_lines(repo) if e.get("type") == "hook"]) == 2 * hooks
+    resampled = [e for e in ledger_lines(repo) if e.get("type") == "incumbent"]
+    assert [e["after_run"] for e in resampled] == [2]
+    noise = ar(repo, "status", "--json").json()["noise"]
+    assert noise["incumbent_samples"] == \
+        len(runs(repo)[0]["samples"]) + len(resampled[0]["samples"])
+
+
+def test_a_line_another_process_appended_is_read_after_the_commands_own(repo: Path,
+                                                                          ar: Tool) -> None:
+    """The runs a command read are carried on over its own appended lines only when the
+    ledger held just what it read: a line another process appended meanwhile (a hand edit, a
+    tool that takes no lock) makes it read the file again, and find both."""
+    from git_autoresearch import ledger
+    from git_autoresearch.session.session import Session
+
+    ar(repo, *start_args())
+    session = Session.open(repo)
+    assert [r.number for r in session.ledger.runs] == [1]
+    path = repo / ".auto" / "log.jsonl"
+    with path.open("a") as fh:
+        fh.write(json.dumps({"run": 7, "metric": 99, "status": "discard", "commit": "abc1234",
+                             "description": "by another tool"}) + "\n")
+    with session.shared("test"):
+        session.appended(ledger.append(path, [{"run": 8, "metric": 98, "status": "discard",
+                                               "commit": "abc1234", "description": "ours"}]))
+    assert [r.number for r in session.ledger.runs] == [1, 7, 8]
+    with session.shared("test"):
+        session.appended(ledger.append(path, [{"run": 9, "metric": 97, "status": "discard",
+                                               "commit": "abc1234", "description": "ours"}]))
+    assert [(r.number, r.line) for r in session.ledger.runs] == [(1, 2), (7, 3), (8, 4), (9, 5)]
+
+
 def test_the_readonly_benchmark_is_read_of_git_whatever_the_scratch_folder_says(
         repo: Path, ar: Tool) -> None:
     """Which files the benchmark names (and so are readonly) is never taken from a file an
