@@ -210,17 +210,27 @@ def _plumbum_local() -> Any:
     costs about 35 ms, which only commands that run the user's commands pay, and without the
     modules of :data:`_UNUSED_BY_RUNS`: each stands in as a :class:`_LoadedOnUse` while
     plumbum is imported (in ``sys.modules`` and as an attribute of its package, where
-    ``import urllib.request`` finds it in any thread), and is imported for real when read."""
+    ``import urllib.request`` finds it in any thread), and is imported for real when read;
+    nor the ``uname -p`` process of ``platform.uname()``'s processor field."""
     if "plumbum" not in sys.modules:
+        import platform
+
         standing = [_LoadedOnUse(name) for name in _UNUSED_BY_RUNS if name not in sys.modules]
         for stand_in in standing:
             package, _, attribute = stand_in.__name__.rpartition(".")
             if package:
                 setattr(importlib.import_module(package), attribute, stand_in)
             sys.modules[stand_in.__name__] = stand_in
+        # plumbum's LocalMachine reads platform.uname()[0] (the system's name) as it is
+        # defined; indexing the real answer asks for its processor field too, which Linux
+        # answers by running ``uname -p`` (a process, 2 ms). Its first five fields do.
+        uname = platform.uname
+        fields = tuple.__getitem__(uname(), slice(0, 5))
+        platform.uname = lambda: fields  # type: ignore[assignment,return-value]
         try:
             import plumbum  # noqa: F401
         finally:
+            platform.uname = uname
             for stand_in in standing:
                 _stand_down(stand_in)
     from plumbum import local

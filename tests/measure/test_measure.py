@@ -266,7 +266,13 @@ uri = plumbum.local.path("/tmp").as_uri()
 # What plumbum holds of the modules it was spared works as the modules themselves.
 same = ssh.socket.gethostname() == socket.gethostname() \
     and daemons.pickle.loads(daemons.pickle.dumps([1])) == [1]
-sys.stderr.write("heavy: %s; uri: %s; same: %s\\n" % (",".join(heavy), uri, same))
+import platform
+# No `uname -p` process was started for platform.uname()'s processor field, and plumbum
+# read the system's name all the same.
+processor = "processor" in platform.uname().__dict__
+same = same and type(plumbum.local).uname == platform.system()
+sys.stderr.write("heavy: %s; uri: %s; same: %s; processor asked: %s\\n"
+                 % (",".join(heavy), uri, same, processor))
 sys.exit(code)
 """
 
@@ -329,13 +335,15 @@ def test_a_run_loads_neither_the_modules_plumbum_never_uses_in_one_nor_openssl(r
     """plumbum imports urllib.request (and through it http.client, ssl and email) for its
     paths' as_uri alone, socket for SshMachine and pickle to daemonize: a run that measures
     does not pay for them, and they still work when first used, imported then. Nor does a run
-    load OpenSSL (hashlib) for the digests of a few small files."""
+    load OpenSSL (hashlib) for the digests of a few small files, nor start ``uname -p`` for
+    the processor field of platform.uname(), of which plumbum reads the system's name."""
     ar(repo, *start_args())
     write(repo / "value.txt", "90\n")
     res = subprocess.run([sys.executable, "-c", RUN_PROBE, "run", "-d", "measured"], cwd=repo,
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
-    assert res.stderr.strip().splitlines()[-1] == "heavy: ; uri: file:///tmp; same: True"
+    assert res.stderr.strip().splitlines()[-1] == \
+        "heavy: ; uri: file:///tmp; same: True; processor asked: False"
 
 
 def test_the_command_never_sees_the_git_variables_of_a_calling_hook(repo: Path, ar: Tool) -> None:
