@@ -791,7 +791,12 @@ def _ends_torn(path: Path) -> bool:
 
 
 def version(path: Path) -> str:
-    """A stamp that changes whenever the file does (modification time and size)."""
+    """A stamp that changes whenever the file does: its size, inode, and times of
+    modification and of status change. The last is set by the kernel on every write, and
+    also when a writer puts the modification time back (``touch -r``, ``cp -p``, ``rsync
+    -t``), which no program can undo; a file written anew and renamed over it is another
+    inode. What no stamp shows is a rewrite in place of the same size within one tick of a
+    file system that keeps its times to the second."""
     try:
         return stamp(path.stat())
     except FileNotFoundError:
@@ -800,5 +805,5 @@ def version(path: Path) -> str:
 
 def stamp(st: os.stat_result) -> str:
     """:func:`version` of a file whose status is ``st``."""
-    return f"{st.st_mtime_ns}-{st.st_size}"
+    return f"{st.st_mtime_ns}-{st.st_ctime_ns}-{st.st_size}-{st.st_ino}"
 

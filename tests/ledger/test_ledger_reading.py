@@ -224,13 +224,29 @@ def test_an_unknown_direction_reads_as_lower_and_a_segment_without_keeps_has_no_
 
 
 def test_version_changes_with_the_file_and_reads_none_without_one(tmp_path: Path) -> None:
+    """The stamp stays while the file does, and changes with its size, with a rewrite in
+    place that keeps the size and puts the modification time back (touch -r), and with a
+    file of the same size and times renamed over it."""
+    import os
+
     path = tmp_path / "log.jsonl"
     assert ledger.version(path) == "none"
     path.write_bytes(b"{}\n")
     first = ledger.version(path)
-    assert first.endswith("-3")
+    assert ledger.version(path) == first
     path.write_bytes(b"{}\n{}\n")
-    assert ledger.version(path).endswith("-6")
+    grown = ledger.version(path)
+    assert grown != first
+    before = path.stat()
+    path.write_bytes(b"[]\n[]\n")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    edited = ledger.version(path)
+    assert edited != grown
+    other = tmp_path / "other"
+    other.write_bytes(b"{}\n{}\n")
+    os.utime(other, ns=(before.st_atime_ns, before.st_mtime_ns))
+    other.replace(path)
+    assert ledger.version(path) not in (first, grown, edited)
 
 
 def test_start_writes_the_header_with_this_formats_version_and_its_config(

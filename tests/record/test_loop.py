@@ -206,7 +206,8 @@ def test_a_line_another_process_appended_is_read_after_the_commands_own(repo: Pa
                                                                           ar: Tool) -> None:
     """The runs a command read are carried on over its own appended lines only when the
     ledger held just what it read: a line another process appended meanwhile (a hand edit, a
-    tool that takes no lock) makes it read the file again, and find both."""
+    tool that takes no lock), or an edit in place that kept its size and modification time,
+    makes it read the file again, and find both."""
     from git_autoresearch import ledger
     from git_autoresearch.session.session import Session
 
@@ -225,6 +226,22 @@ def test_a_line_another_process_appended_is_read_after_the_commands_own(repo: Pa
         session.appended(ledger.append(path, [{"run": 9, "metric": 97, "status": "discard",
                                                "commit": "abc1234", "description": "ours"}]))
     assert [(r.number, r.line) for r in session.ledger.runs] == [(1, 2), (7, 3), (8, 4), (9, 5)]
+    # An edit in place that keeps the size and puts the modification time back (touch -r,
+    # cp -p): the time of the status change still shows it.
+    import os
+
+    before = path.stat()
+    data = path.read_bytes()
+    with path.open("r+b") as fh:
+        fh.write(data.replace(b'"metric": 99', b'"metric": 11', 1))
+    assert path.read_bytes() != data
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    with session.shared("test"):
+        session.appended(ledger.append(path, [{"run": 10, "metric": 96, "status": "discard",
+                                               "commit": "abc1234", "description": "ours"}]))
+    assert [(r.number, r.metric) for r in session.ledger.runs][1:] == \
+        [(7, 11), (8, 98), (9, 97), (10, 96)]
 
 
 def test_the_readonly_benchmark_is_read_of_git_whatever_the_scratch_folder_says(
