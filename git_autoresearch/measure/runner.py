@@ -223,10 +223,11 @@ def _plumbum_local() -> Any:
             sys.modules[stand_in.__name__] = stand_in
         # plumbum's LocalMachine reads platform.uname()[0] (the system's name) as it is
         # defined; indexing the real answer asks for its processor field too, which Linux
-        # answers by running ``uname -p`` (a process, 2 ms). Its first five fields do.
+        # answers by running ``uname -p`` (a process, 2 ms). Its first five fields do, by
+        # index or by name (platform.system(), which plumbum's colours ask on a terminal).
         uname = platform.uname
-        fields = tuple.__getitem__(uname(), slice(0, 5))
-        platform.uname = lambda: fields  # type: ignore[assignment,return-value]
+        fields = platform.uname_result.__bases__[0](*tuple.__getitem__(uname(), slice(0, 5)))
+        platform.uname = lambda: fields
         try:
             import plumbum  # noqa: F401
         finally:
