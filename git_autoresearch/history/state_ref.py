@@ -49,10 +49,29 @@ def _storable(path: str) -> bool:
     return "\n" not in path
 
 
-def _pieces(ledger: bytes) -> list[bytes]:
-    lines = ledger.splitlines(keepends=True)
-    return [b"".join(lines[i:i + LINES_PER_PIECE]) for i in range(0, len(lines),
-                                                                   LINES_PER_PIECE)]
+def _pieces(ledger: bytes, known: dict[int, list[Any]]) -> tuple[int, list[bytes]]:
+    """The ledger in pieces of :data:`LINES_PER_PIECE` lines (``bytes.splitlines``' lines) as
+    ``(same, rest)``: the first ``same`` pieces are those of ``known`` (the mirror's cache:
+    piece index -> [size in bytes, blob id, digest]) as they were, and ``rest`` the pieces
+    after them. The whole pieces the cache knows (all but its last, which lines appended
+    since may have grown) are matched at their place by their size and digest, each ending
+    with a newline (after which no line ending can go on); the ledger is split into lines
+    only from the first that differs. So a long ledger is not split into its 100,000 lines at
+    every mirror, only its last piece."""
+    same = start = 0
+    for index in range(max(known, default=0)):
+        entry = known.get(index)
+        if not (isinstance(entry, list) and len(entry) >= 3 and type(entry[0]) is int
+                and entry[0] > 0):
+            break
+        end = start + entry[0]
+        if end > len(ledger) or ledger[end - 1] != 0x0A \
+                or _digest(memoryview(ledger)[start:end]) != entry[2]:
+            break
+        same, start = index + 1, end
+    lines = ledger[start:].splitlines(keepends=True)
+    return same, [b"".join(lines[i:i + LINES_PER_PIECE])
+                  for i in range(0, len(lines), LINES_PER_PIECE)]
 
 
 def mirror(repo: Repo, auto: Path, session_id: str, message: str, *,
@@ -72,8 +91,8 @@ def mirror(repo: Repo, auto: Path, session_id: str, message: str, *,
     cache = _read_cache(repo) if use_cache else {}
     entries, links, skipped = _session_files(auto)
     ledger = read_bytes(auto / "log.jsonl")
-    pieces = _pieces(ledger)
     known = {int(k): v for k, v in cache.get("pieces", {}).items()}
+    same, pieces = _pieces(ledger, known)
     if cache.get("ref") == ref and sum(v[0] for v in known.values()) > len(ledger) \
             and repo.resolve(ref) == cache.get("commit"):
         # Lines are missing from the ledger: mirroring it would lose them from the state ref
@@ -86,19 +105,19 @@ def mirror(repo: Repo, auto: Path, session_id: str, message: str, *,
         # A kept run's line is gone though the ledger is no shorter (runs recorded since):
         # mirrored, the state ref would lose it too, and doctor could not trust it again.
         raise LedgerShrank(lost_keeps_text(auto / "log.jsonl", lost, ref))
-    blob_of = _write_blobs(repo, entries, pieces, known, links)
+    blob_of = _write_blobs(repo, entries, pieces, same, known, links)
     tree_entries = [("100755" if os.access(file, os.X_OK) else "100644", blob_of[file], name)
                     for name, file in entries]
     tree_entries += [("120000", blob_of[f"link:{name}"], name) for name, _ in links]
     tree_entries += [("100644", known[index][1], f"log/{index:05d}.jsonl")
-                     for index in range(len(pieces))]
+                     for index in range(same + len(pieces))]
     tree = make_tree(repo, tree_entries)
     # The ref's value as we last wrote it saves asking git; the compare-and-swap catches any
     # other writer, and then the ref is read and the commit made again on top of it.
     old = cache.get("commit") if cache.get("ref") == ref else repo.resolve(ref)
     commit = _commit_state(repo, ref, tree, old, message)
     cache.update({"ref": ref, "commit": commit})
-    cache["pieces"] = {str(k): v for k, v in known.items() if k < len(pieces)}
+    cache["pieces"] = {str(k): v for k, v in known.items() if k < same + len(pieces)}
     if kept is not None:
         cache["kept"] = sorted(kept)
     else:
@@ -216,7 +235,7 @@ def write_file(path: Path, data: bytes, mode: int) -> None:
     os.replace(temporary, path)
 
 
-def _digest(data: bytes) -> str:
+def _digest(data: bytes | memoryview) -> str:
     """The content check the cache keeps of a ledger piece: its CRC-32, as ``crc32:<hex>``.
     Every piece of the ledger is checked at every run (a hand fix of one character changes no
     length), so the check must cost little: CRC-32 reads 37 MB in a few milliseconds, SHA-256
@@ -225,21 +244,22 @@ def _digest(data: bytes) -> str:
     return f"crc32:{zlib.crc32(data):08x}"
 
 
-def _write_blobs(repo: Repo, entries: list[tuple[str, str]], pieces: list[bytes],
+def _write_blobs(repo: Repo, entries: list[tuple[str, str]], pieces: list[bytes], same: int,
                  known: dict[int, list[Any]], links: list[tuple[str, bytes]]
                  ) -> dict[str, str]:
     """Write the files of ``entries``, the targets of ``links`` and the ledger pieces that
-    changed since the cache ``known`` (piece index -> [size in bytes, blob id, SHA-256 of the
+    changed since the cache ``known`` (piece index -> [size in bytes, blob id, digest of the
     content], updated here) as blobs, in one git call; the blob id of each file by its path,
-    and of each link by ``link:<tree path>``. A piece is compared by its content hash, not its
-    length: a hand fix of one character changes no length."""
+    and of each link by ``link:<tree path>``. ``pieces`` are the ledger's from index ``same``
+    on (those before are the cache's: :func:`_pieces`). A piece is compared by its digest,
+    not its length: a hand fix of one character changes no length."""
     link_files: list[tuple[str, Path]] = []
     for number, (name, target) in enumerate(links):
         tmp = repo.scratch / f"state-link.{os.getpid()}.{number}"
         write_atomic(tmp, target, durable=False)  # read by git below, then removed
         link_files.append((name, tmp))
     piece_files: list[tuple[int, Path]] = []
-    for index, data in enumerate(pieces):
+    for index, data in enumerate(pieces, start=same):
         cached = known.get(index, [])
         if len(cached) >= 3 and cached[0] == len(data) and cached[2] == _digest(data):
             continue
@@ -257,7 +277,8 @@ def _write_blobs(repo: Repo, entries: list[tuple[str, str]], pieces: list[bytes]
     for name, tmp in link_files:
         blob_of[f"link:{name}"] = blob_of[str(tmp)]
     for index, tmp in piece_files:
-        known[index] = [len(pieces[index]), blob_of[str(tmp)], _digest(pieces[index])]
+        data = pieces[index - same]
+        known[index] = [len(data), blob_of[str(tmp)], _digest(data)]
     return blob_of
 
 

@@ -3,10 +3,17 @@ symbolic links kept as links."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+from typing import Any
 
+import pytest
 from conftest import Tool, commit_all, git, start_args, write
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from git_autoresearch.history import state_ref
 
 
 def test_an_edit_that_keeps_the_ledger_length_is_mirrored(repo: Path, ar: Tool) -> None:
@@ -29,6 +36,74 @@ def test_an_edit_that_keeps_the_ledger_length_is_mirrored(repo: Path, ar: Tool) 
     ar(repo, "resume")
     assert ledger.read_bytes() == fixed
 
+
+
+def test_an_edit_in_an_early_piece_of_a_long_ledger_is_mirrored(repo: Path, ar: Tool) -> None:
+    """The state ref holds the ledger in pieces of 1,000 lines, and a mirror matches the whole
+    pieces it mirrored before at their place instead of splitting the ledger into lines: a
+    fix of one character in the first piece, which changes no length, is mirrored all the
+    same, and the pieces after it stay as they were."""
+    ar(repo, *start_args())
+    ledger = repo / ".auto" / "log.jsonl"
+    with ledger.open("a") as fh:
+        for n in range(2, 2600):
+            fh.write(json.dumps({"run": n, "commit": "abc1234", "metric": 100 + n % 7,
+                                 "status": "discard", "description": f"idea {n}"}) + "\n")
+    ar(repo, "doctor", "--fix")
+    ref = "refs/autoresearch/s1/state"
+    pieces = [git(repo, "rev-parse", f"{ref}:log/{n:05d}.jsonl") for n in range(3)]
+    fixed = ledger.read_bytes().replace(b'"idea 500"', b'"idea 5O0"')
+    assert len(fixed) == ledger.stat().st_size
+    ledger.write_bytes(fixed)
+    ar(repo, "doctor", "--fix")
+    lines = fixed.splitlines(keepends=True)
+    for n in range(3):
+        assert git(repo, "cat-file", "blob", f"{ref}:log/{n:05d}.jsonl") + "\n" == \
+            b"".join(lines[n * 1000:(n + 1) * 1000]).decode()
+    assert git(repo, "rev-parse", f"{ref}:log/00000.jsonl") != pieces[0]
+    assert [git(repo, "rev-parse", f"{ref}:log/{n:05d}.jsonl") for n in (1, 2)] == pieces[1:]
+    assert ar(repo, "doctor").out == "no problems found\n"
+
+
+# A ledger's lines for the split into pieces: JSON-ish text ended by each kind of line ending
+# bytes.splitlines knows (and a last line with none).
+SPLIT_LINE = st.tuples(st.sampled_from([b"{}", b'{"run":1}', b"x", b"", b"  "]),
+                       st.sampled_from([b"\n", b"\r\n", b"\r", b"\n"]))
+LEDGER = st.lists(SPLIT_LINE, max_size=14).map(lambda ls: b"".join(a + b for a, b in ls))
+EDIT = st.one_of(st.tuples(st.just("append"), LEDGER),
+                 st.tuples(st.just("byte"), st.floats(0, 1), st.sampled_from(b"x\n\r{")),
+                 st.tuples(st.just("cut"), st.floats(0, 1)),
+                 st.tuples(st.just("insert"), st.floats(0, 1), LEDGER))
+
+
+def _edited(data: bytes, edit: tuple[Any, ...]) -> bytes:
+    if edit[0] == "append":
+        return data + bytes(edit[1])
+    at = int(edit[1] * len(data))
+    if edit[0] == "byte":
+        return data[:at] + bytes([edit[2]]) + data[at + 1:] if data else data
+    return data[:at] if edit[0] == "cut" else data[:at] + bytes(edit[2]) + data[at:]
+
+
+@settings(max_examples=400, deadline=None)
+@given(LEDGER, st.lists(EDIT, min_size=1, max_size=5))
+def test_the_pieces_matched_at_their_place_are_the_split_of_the_whole_ledger(
+        first: bytes, edits: list[tuple[Any, ...]]) -> None:
+    """Whatever became of the ledger since the last mirror (lines appended, a byte changed,
+    the file cut or lines put in its middle), the pieces a mirror takes from the cache and
+    those it splits after them are the pieces of the whole ledger split into lines."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(state_ref, "LINES_PER_PIECE", 3)
+        data, known = first, dict[int, list[Any]]()
+        for edit in edits:
+            same, rest = state_ref._pieces(data, known)
+            whole = state_ref._pieces(data, {})[1]
+            assert rest == whole[same:]
+            assert [known[n][0] for n in range(same)] == [len(p) for p in whole[:same]]
+            assert [known[n][2] for n in range(same)] == \
+                [state_ref._digest(p) for p in whole[:same]]
+            known = {n: [len(p), "blob", state_ref._digest(p)] for n, p in enumerate(whole)}
+            data = _edited(data, edit)
 
 
 def linked_hook(repo: Path, tmp_path: Path) -> Path:
