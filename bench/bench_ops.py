@@ -314,6 +314,33 @@ def bench_loop_against(root: Path, repeats: int, rounds: int, scripts: str
             for side, values in found.items()}
 
 
+def bench_reading_against(root: Path, runs: int, rounds: int, scripts: str
+                          ) -> dict[str, dict[str, float]]:
+    """At the end of a session of ``runs`` runs, this installation and the one whose
+    executables are in ``scripts`` side by side, on two copies of one session (started by
+    this one), the two taking turns: a keep by hand, a discard by hand, and a ``run`` that the
+    sequential rule discards (it samples the incumbent again). Per side, the median seconds
+    of each."""
+    sides = {"this": None, "against": scripts}
+    folders = {side: make_ledger(root / f"reading-{side}", runs) for side in sides}
+    for side, folder in folders.items():  # (the read cache written: a read like the others)
+        tool(folder, "status", scripts=sides[side])
+    commands = {"keep": ("keep", "--metric", "1", "-d"), "discard": ("discard", "-d"),
+                "run, a discard": ("run", "-d")}
+    found: dict[str, dict[str, list[float]]] = {side: {} for side in sides}
+    step = 0
+    for turn in range(rounds):
+        for side in (list(sides) if turn % 2 == 0 else list(reversed(sides))):
+            for name, (command, *args) in commands.items():
+                step += 1
+                edit(folders[side], step, new_file=True)
+                started = time.perf_counter()
+                tool(folders[side], command, *args, f"late {step}", scripts=sides[side])
+                found[side].setdefault(name, []).append(time.perf_counter() - started)
+    return {side: {k: statistics.median(v) for k, v in values.items()}
+            for side, values in found.items()}
+
+
 # Targets: (time above the floor) / (raw recipe's time), by repository size.
 RATIO_TARGETS = {10000: 1.0, 50000: 0.5}
 FLOOR_TARGET = 0.050
@@ -519,7 +546,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, nargs="+", default=[10000])
     parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--runs", type=int, default=100000)
+    parser.add_argument("--runs", type=int,
+                        help="runs of the long ledger (default 100000; with --against, "
+                             "also time a keep, a discard and a run at its end)")
     parser.add_argument("--cpu", action="store_true",
                         help="measure CPU seconds (user + system, git's included) instead of "
                              "wall seconds: for a loaded machine")
@@ -531,12 +560,15 @@ def main() -> None:
     parser.add_argument("--against", metavar="SCRIPTS",
                         help="time run's own time side by side with the installation whose "
                              "git-autoresearch-* executables are in this folder (a virtual "
-                             "environment's bin of an older commit), then stop")
+                             "environment's bin of an older commit), and a keep, a discard "
+                             "and a run at the end of --runs runs (with --runs given), then "
+                             "stop")
     parser.add_argument("--rounds", type=int, default=8,
                         help="rounds of --repeats runs on each side, with --against")
     args = parser.parse_args()
     global CPU
     CPU = args.cpu
+    against_runs, args.runs = args.runs, args.runs or 100000
     root = Path(tempfile.mkdtemp(prefix="bench-ops-"))
     env_home = root / "home"
     env_home.mkdir()
@@ -559,6 +591,13 @@ def main() -> None:
                                 ("against", args.against)):
                 figures = "  ".join(f"{k} {v:.3f}" for k, v in sides[side].items())
                 print(f"  {side:<8} {figures}  ({where})")
+            if against_runs is not None:
+                sides = bench_reading_against(root, args.runs, args.rounds, args.against)
+                print(f"at the end of {args.runs} runs side by side, {args.rounds} rounds, "
+                      f"medians (seconds), load average now {load()}:")
+                for side in ("this", "against"):
+                    figures = "  ".join(f"{k} {v:.3f}" for k, v in sides[side].items())
+                    print(f"  {side:<8} {figures}")
             return
         if args.profile:
             for files in args.files:
