@@ -42,8 +42,10 @@ side by side with another installation, whose ``git-autoresearch-*`` executables
 folder ``SCRIPTS`` (say, a virtual environment of an older commit: ``git worktree add
 /tmp/old REV && python -m venv /tmp/oldvenv && /tmp/oldvenv/bin/pip install -e /tmp/old``,
 then ``--against /tmp/oldvenv/bin``): ``--rounds`` rounds of ``--repeats`` runs each, the two
-taking turns. A shared machine's speed drifts by a third within the hour; only figures taken
-so compare two versions.
+taking turns. With ``--runs`` given, it then times a keep, a discard and a ``run`` that the
+sequential rule discards at the end of a session of that many runs, on two copies of one
+session, the two taking turns ``--rounds`` times. A shared machine's speed drifts by a third
+within the hour; only figures taken so compare two versions.
 """
 
 from __future__ import annotations
