@@ -21,7 +21,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from ..git import ABSENT, GitError, Repo
+from ..git import ABSENT, DiskFull, GitError, Repo
 from ..git.objects import cat_blobs, make_tree, tree_files, write_blobs
 from ..ledger import read_bytes
 from ..runtime.atomic import write_atomic
@@ -54,10 +54,11 @@ def _pieces(ledger: bytes, known: dict[int, list[Any]]) -> tuple[int, list[bytes
     ``(same, rest)``: the first ``same`` pieces are those of ``known`` (the mirror's cache:
     piece index -> [size in bytes, blob id, digest]) as they were, and ``rest`` the pieces
     after them. The whole pieces the cache knows (all but its last, which lines appended
-    since may have grown) are matched at their place by their size and digest, each ending
-    with a newline (after which no line ending can go on); the ledger is split into lines
-    only from the first that differs. So a long ledger is not split into its 100,000 lines at
-    every mirror, only its last piece."""
+    since may have grown) are matched at their place by their size and digest, each holding
+    :data:`LINES_PER_PIECE` newlines and no carriage return, its last byte a newline (so its
+    lines are those a split of the whole ledger finds there, whatever the cache says); the
+    ledger is split into lines only from the first that differs. So a long ledger is not
+    split into its 100,000 lines at every mirror, only its last piece."""
     same = start = 0
     for index in range(max(known, default=0)):
         entry = known.get(index)
@@ -66,6 +67,8 @@ def _pieces(ledger: bytes, known: dict[int, list[Any]]) -> tuple[int, list[bytes
             break
         end = start + entry[0]
         if end > len(ledger) or ledger[end - 1] != 0x0A \
+                or ledger.count(b"\n", start, end) != LINES_PER_PIECE \
+                or ledger.find(b"\r", start, end) >= 0 \
                 or _digest(memoryview(ledger)[start:end]) != entry[2]:
             break
         same, start = index + 1, end
@@ -87,8 +90,22 @@ def mirror(repo: Repo, auto: Path, session_id: str, message: str, *,
     files): the cache of what was last mirrored is neither read nor written."""
     ref = state_ref(session_id)
     repo.scratch.mkdir(parents=True, exist_ok=True)
-    cache_path = repo.scratch / "state-cache.json"
     cache = _read_cache(repo) if use_cache else {}
+    try:
+        return _mirrored(repo, auto, ref, message, cache, use_cache, kept)
+    except DiskFull:
+        raise
+    except GitError:
+        if not cache:
+            raise
+        # The cache names objects git no longer has (the state ref deleted and its objects
+        # pruned, say), or the ref moved under it: mirrored once more, knowing nothing.
+        return _mirrored(repo, auto, ref, message, {}, use_cache, kept)
+
+
+def _mirrored(repo: Repo, auto: Path, ref: str, message: str, cache: dict[str, Any],
+              use_cache: bool, kept: Collection[int] | None) -> tuple[str, list[str]]:
+    """:func:`mirror` with the mirror's ``cache`` as read (empty: nothing known)."""
     entries, links, skipped = _session_files(auto)
     ledger = read_bytes(auto / "log.jsonl")
     known = {int(k): v for k, v in cache.get("pieces", {}).items()}
@@ -125,7 +142,8 @@ def mirror(repo: Repo, auto: Path, session_id: str, message: str, *,
     if use_cache:
         # A cache: one lost or stale after a crash of the machine is read as empty, or its
         # commit fails the compare-and-swap and the ref is read again (no fsync needed).
-        write_atomic(cache_path, json.dumps(cache).encode(), durable=False)
+        write_atomic(repo.scratch / "state-cache.json", json.dumps(cache).encode(),
+                     durable=False)
     return commit, [name for name, _ in skipped]
 
 
@@ -136,7 +154,19 @@ def _read_cache(repo: Repo) -> dict[str, Any]:
         cache = json.loads((repo.scratch / "state-cache.json").read_text())
     except (OSError, ValueError):
         return {}
-    return cache if isinstance(cache, dict) else {}
+    if not isinstance(cache, dict):
+        return {}
+    # Read by the mirror without a second look: a file of another shape (edited by hand, by
+    # an agent, or by another version) is read as no cache, as a torn one is.
+    pieces = cache.get("pieces", {})
+    if not isinstance(pieces, dict) or set(pieces) != {str(n) for n in range(len(pieces))} \
+            or not all(isinstance(v, list) and len(v) >= 3 and type(v[0]) is int and v[0] > 0
+                       and isinstance(v[1], str) and isinstance(v[2], str)
+                       for v in pieces.values()) \
+            or not all(isinstance(cache.get(key), (str, type(None)))
+                       for key in ("ref", "commit")):
+        return {}
+    return cache
 
 
 def lost_keeps(cache: dict[str, Any], ref: str, kept: Collection[int] | None) -> list[int]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +105,74 @@ def test_the_pieces_matched_at_their_place_are_the_split_of_the_whole_ledger(
                 [state_ref._digest(p) for p in whole[:same]]
             known = {n: [len(p), "blob", state_ref._digest(p)] for n, p in enumerate(whole)}
             data = _edited(data, edit)
+
+
+def test_a_cache_entry_of_another_split_is_not_taken() -> None:
+    """A cache entry whose size and digest match the ledger at its place but whose piece is
+    not one the whole split makes there (fewer lines, or lines a carriage return ends) is
+    passed over: the ledger is split from there, as it would be whole."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(state_ref, "LINES_PER_PIECE", 3)
+        data = b"a\nb\nc\nd\ne\nf\ng\n"
+        whole = state_ref._pieces(data, {})[1]
+        assert whole == [b"a\nb\nc\n", b"d\ne\nf\n", b"g\n"]
+
+        def entry(piece: bytes) -> list[Any]:
+            return [len(piece), "blob", state_ref._digest(piece)]
+
+        assert state_ref._pieces(data, {0: entry(whole[0]), 1: entry(whole[1])}) == \
+            (1, whole[1:])
+        assert state_ref._pieces(data, {0: entry(b"a\nb\n"), 1: entry(b"c\nd\n")}) == \
+            (0, whole)
+        carriage = b"a\rb\nc\nd\ne\n"
+        assert state_ref._pieces(carriage, {0: entry(b"a\rb\nc\nd\n"), 1: entry(b"e\n")}) \
+            == (0, state_ref._pieces(carriage, {})[1])
+
+
+def state_pieces(repo: Path) -> bytes:
+    """The ledger as the state ref holds it: its pieces, one after the other."""
+    names = git(repo, "ls-tree", "--name-only", "refs/autoresearch/s1/state", "log/").split()
+    return b"".join(subprocess.run(["git", "cat-file", "blob", f"refs/autoresearch/s1/state:{n}"],
+                                   cwd=repo, check=True, capture_output=True).stdout
+                    for n in names)
+
+
+@pytest.mark.parametrize("cache", ['{"pieces": {"0": 5}}', '{"pieces": {"0": ["12", "b", "c"]}}',
+                                   '{"pieces": {"x": [1, "b", "c"]}}', '{"pieces": [1, 2]}',
+                                   '{"pieces": {"0": [1, "b", "c"], "2": [1, "b", "c"]}}',
+                                   '{"commit": 5}', "[]"])
+def test_a_mirror_cache_of_another_shape_is_read_as_none(repo: Path, ar: Tool,
+                                                         cache: str) -> None:
+    """The mirror's cache in the scratch folder (state-cache.json) edited by hand, by an agent
+    or by another version: read as no cache, so the run records and mirrors as ever, where it
+    ended in an internal error (and doctor --fix in the same one)."""
+    ar(repo, *start_args())
+    write(repo / ".git" / "autoresearch" / "state-cache.json", cache)
+    write(repo / "value.txt", "90\n")
+    record = ar(repo, "run", "-d", "after the cache was edited", "--json").json()
+    assert record["status"] == "keep" and record["warnings"] == []
+    assert state_pieces(repo) == (repo / ".auto" / "log.jsonl").read_bytes()
+    assert ar(repo, "doctor").out == "no problems found\n"
+
+
+def test_a_state_ref_deleted_and_pruned_is_mirrored_again(repo: Path, ar: Tool) -> None:
+    """The state ref deleted by hand and its objects pruned leave the mirror's cache naming
+    objects git no longer has: the next run mirrors afresh instead of failing at every run
+    (and doctor --fix with it), and resume restores the session from it."""
+    ar(repo, *start_args())
+    write(repo / "value.txt", "90\n")
+    ar(repo, "run", "-d", "kept")
+    git(repo, "update-ref", "-d", "refs/autoresearch/s1/state")
+    git(repo, "gc", "-q", "--prune=now")
+    write(repo / "value.txt", "95\n")
+    record = ar(repo, "run", "-d", "worse", "--json").json()
+    assert record["status"] == "discard" and record["warnings"] == []
+    ledger = (repo / ".auto" / "log.jsonl").read_bytes()
+    assert state_pieces(repo) == ledger
+    assert ar(repo, "doctor").out == "no problems found\n"
+    git(repo, "clean", "-xfdq")
+    ar(repo, "resume")
+    assert (repo / ".auto" / "log.jsonl").read_bytes() == ledger
 
 
 def linked_hook(repo: Path, tmp_path: Path) -> Path:
