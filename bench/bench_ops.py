@@ -51,6 +51,7 @@ within the hour; only figures taken so compare two versions.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -62,7 +63,7 @@ import sys
 import sysconfig
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 PROTECTED = ("autoresearch.jsonl autoresearch.md autoresearch.ideas.md autoresearch.sh "
@@ -293,54 +294,77 @@ def loop_step(folder: Path, name: str, step: int, scripts: str | None = None
     return spent - ran, cpu
 
 
+def taking_turns(scripts: str, rounds: int,
+                 turn: Callable[[str, str | None, Iterator[int]], Iterable[tuple[str, float]]]
+                 ) -> dict[str, dict[str, float]]:
+    """This installation (``this``) and the one whose executables are in ``scripts``
+    (``against``) side by side: ``rounds`` rounds, the two taking turns (which goes first
+    alternates), so that the machine's drift hits both alike. ``turn(side, its scripts,
+    steps)`` takes one side's turn, numbering what it does from ``steps`` (shared by both),
+    and gives its figures as ``(name, value)`` pairs; per side, the median of each figure."""
+    sides = {"this": None, "against": scripts}
+    found: dict[str, dict[str, list[float]]] = {side: {} for side in sides}
+    steps = itertools.count(1)
+    for number in range(rounds):
+        for side in (list(sides) if number % 2 == 0 else list(reversed(sides))):
+            for name, value in turn(side, sides[side], steps):
+                found[side].setdefault(name, []).append(value)
+    return {side: {k: statistics.median(v) for k, v in values.items()}
+            for side, values in found.items()}
+
+
 def bench_loop_against(root: Path, repeats: int, rounds: int, scripts: str
                        ) -> dict[str, dict[str, float]]:
     """:func:`bench_loop` of this installation and of the one whose executables are in
-    ``scripts``, side by side: ``rounds`` rounds of ``repeats`` keeps and discards each, the
-    two taking turns (which goes first alternates), so that the machine's drift hits both
-    alike. Per side, the median own wall seconds and CPU seconds of a keep and a discard."""
-    sides = {"this": None, "against": scripts}
-    folders = {side: loop_repo(root / f"loop-{side}", where) for side, where in sides.items()}
-    found: dict[str, dict[str, list[float]]] = {side: {} for side in sides}
-    step = 0
-    for turn in range(rounds):
-        order = list(sides) if turn % 2 == 0 else list(reversed(sides))
-        for side in order:
-            for _ in range(repeats):
-                step += 1
-                for name in ("keep", "discard"):
-                    own, cpu = loop_step(folders[side], name, step, sides[side])
-                    found[side].setdefault(name, []).append(own)
-                    found[side].setdefault(f"{name} CPU", []).append(cpu)
-    return {side: {k: statistics.median(v) for k, v in values.items()}
-            for side, values in found.items()}
+    ``scripts``, side by side (:func:`taking_turns`): ``rounds`` rounds of ``repeats`` keeps
+    and discards each. Per side, the median own wall seconds and CPU seconds of a keep and a
+    discard."""
+    folders = {"this": loop_repo(root / "loop-this"),
+               "against": loop_repo(root / "loop-against", scripts)}
+
+    def turn(side: str, where: str | None, steps: Iterator[int]
+             ) -> Iterator[tuple[str, float]]:
+        for _ in range(repeats):
+            step = next(steps)
+            for name in ("keep", "discard"):
+                own, cpu = loop_step(folders[side], name, step, where)
+                yield name, own
+                yield f"{name} CPU", cpu
+
+    return taking_turns(scripts, rounds, turn)
 
 
 def bench_reading_against(root: Path, runs: int, rounds: int, scripts: str
                           ) -> dict[str, dict[str, float]]:
     """At the end of a session of ``runs`` runs, this installation and the one whose
-    executables are in ``scripts`` side by side, on two copies of one session (started by
-    this one), the two taking turns: a keep by hand, a discard by hand, and a ``run`` that the
+    executables are in ``scripts`` side by side (:func:`taking_turns`), on two copies of one
+    session (started by this one): a keep by hand, a discard by hand, and a ``run`` that the
     sequential rule discards (it samples the incumbent again). Per side, the median seconds
     of each."""
-    sides = {"this": None, "against": scripts}
-    folders = {side: make_ledger(root / f"reading-{side}", runs) for side in sides}
+    folders = {side: make_ledger(root / f"reading-{side}", runs) for side in ("this", "against")}
     for side, folder in folders.items():  # (the read cache written: a read like the others)
-        tool(folder, "status", scripts=sides[side])
+        tool(folder, "status", scripts=None if side == "this" else scripts)
     commands = {"keep": ("keep", "--metric", "1", "-d"), "discard": ("discard", "-d"),
                 "run, a discard": ("run", "-d")}
-    found: dict[str, dict[str, list[float]]] = {side: {} for side in sides}
-    step = 0
-    for turn in range(rounds):
-        for side in (list(sides) if turn % 2 == 0 else list(reversed(sides))):
-            for name, (command, *args) in commands.items():
-                step += 1
-                edit(folders[side], step, new_file=True)
-                started = time.perf_counter()
-                tool(folders[side], command, *args, f"late {step}", scripts=sides[side])
-                found[side].setdefault(name, []).append(time.perf_counter() - started)
-    return {side: {k: statistics.median(v) for k, v in values.items()}
-            for side, values in found.items()}
+
+    def turn(side: str, where: str | None, steps: Iterator[int]
+             ) -> Iterator[tuple[str, float]]:
+        for name, (command, *args) in commands.items():
+            step = next(steps)
+            edit(folders[side], step, new_file=True)
+            started = time.perf_counter()
+            tool(folders[side], command, *args, f"late {step}", scripts=where)
+            yield name, time.perf_counter() - started
+
+    return taking_turns(scripts, rounds, turn)
+
+
+def print_sides(title: str, scripts: str, sides: dict[str, dict[str, float]]) -> None:
+    """The medians :func:`taking_turns` gave, a line a side, under ``title``."""
+    print(f"{title}, medians (seconds), load average now {load()}:")
+    for side, where in (("this", sysconfig.get_paths()["scripts"]), ("against", scripts)):
+        figures = "  ".join(f"{k} {v:.3f}" for k, v in sides[side].items())
+        print(f"  {side:<8} {figures}  ({where})")
 
 
 # Targets: (time above the floor) / (raw recipe's time), by repository size.
@@ -586,20 +610,13 @@ def main() -> None:
             trace_once(root)
             return
         if args.against:
-            sides = bench_loop_against(root, args.repeats, args.rounds, args.against)
-            print(f"run's own time side by side, {args.rounds} rounds of {args.repeats} on "
-                  f"each side, medians (seconds), load average now {load()}:")
-            for side, where in (("this", sysconfig.get_paths()["scripts"]),
-                                ("against", args.against)):
-                figures = "  ".join(f"{k} {v:.3f}" for k, v in sides[side].items())
-                print(f"  {side:<8} {figures}  ({where})")
+            print_sides(f"run's own time side by side, {args.rounds} rounds of {args.repeats} "
+                        "on each side", args.against,
+                        bench_loop_against(root, args.repeats, args.rounds, args.against))
             if against_runs is not None:
-                sides = bench_reading_against(root, args.runs, args.rounds, args.against)
-                print(f"at the end of {args.runs} runs side by side, {args.rounds} rounds, "
-                      f"medians (seconds), load average now {load()}:")
-                for side in ("this", "against"):
-                    figures = "  ".join(f"{k} {v:.3f}" for k, v in sides[side].items())
-                    print(f"  {side:<8} {figures}")
+                print_sides(f"at the end of {args.runs} runs side by side, {args.rounds} rounds",
+                            args.against,
+                            bench_reading_against(root, args.runs, args.rounds, args.against))
             return
         if args.profile:
             for files in args.files:

@@ -5,7 +5,6 @@ segment (``max_experiments`` reached, ``max_duration`` spent, ``target_metric`` 
 
 from __future__ import annotations
 
-from .. import ledger as ledger_mod
 from ..ledger import Run, now_ms
 from ..ledger.jsontext import number_text
 from ..runtime import signals
@@ -34,7 +33,7 @@ def check_stop(session: Session, command: str) -> None:
                      "next_run": session.ledger.next_run_number}
             if workers:
                 event["worker"] = session.worker_name
-            session.appended(ledger_mod.append(session.layout.ledger, [event]))
+            session.append([event])
             if not workers:
                 session.layout.stop.unlink(missing_ok=True)
             # The loop stops with exit 4 and its own message: a mirror that failed is
@@ -139,8 +138,7 @@ def _rule_met(session: Session, command: str, rule: str, reason: str) -> None:
                  "next_run": session.ledger.next_run_number}
         if rule in BUDGETS:
             event["budget"] = rule
-        session.appended(ledger_mod.append(session.layout.ledger,
-                                           [{**event, "rule": rule, "reason": reason}]))
+        session.append([{**event, "rule": rule, "reason": reason}])
         session.mirror_state("stopped")
 
 

@@ -51,8 +51,9 @@ def _storable(path: str) -> bool:
 
 def _pieces(ledger: bytes, known: dict[int, list[Any]]) -> tuple[int, list[bytes]]:
     """The ledger in pieces of :data:`LINES_PER_PIECE` lines (``bytes.splitlines``' lines) as
-    ``(same, rest)``: the first ``same`` pieces are those of ``known`` (the mirror's cache:
-    piece index -> [size in bytes, blob id, digest]) as they were, and ``rest`` the pieces
+    ``(same, rest)``: the first ``same`` pieces are those of ``known`` (the mirror's cache, as
+    :func:`_read_cache` checked it: piece index 0 to n - 1 -> [size in bytes, blob id,
+    digest]) as they were, and ``rest`` the pieces
     after them. The whole pieces the cache knows (all but its last, which lines appended
     since may have grown) are matched at their place by their size and digest, each holding
     :data:`LINES_PER_PIECE` newlines and no carriage return, its last byte a newline (so its
@@ -60,16 +61,13 @@ def _pieces(ledger: bytes, known: dict[int, list[Any]]) -> tuple[int, list[bytes
     ledger is split into lines only from the first that differs. So a long ledger is not
     split into its 100,000 lines at every mirror, only its last piece."""
     same = start = 0
-    for index in range(max(known, default=0)):
-        entry = known.get(index)
-        if not (isinstance(entry, list) and len(entry) >= 3 and type(entry[0]) is int
-                and entry[0] > 0):
-            break
-        end = start + entry[0]
+    for index in range(len(known) - 1):  # (pieces 0 to n - 1, as _read_cache checked)
+        size, _, digest = known[index][:3]
+        end = start + size
         if end > len(ledger) or ledger[end - 1] != 0x0A \
                 or ledger.count(b"\n", start, end) != LINES_PER_PIECE \
                 or ledger.find(b"\r", start, end) >= 0 \
-                or _digest(memoryview(ledger)[start:end]) != entry[2]:
+                or _digest(memoryview(ledger)[start:end]) != digest:
             break
         same, start = index + 1, end
     lines = ledger[start:].splitlines(keepends=True)

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .. import ledger as ledger_mod
 from ..ledger import json_number
 from ..record import intents
 from ..runtime.faults import checkpoint
@@ -74,8 +73,7 @@ def fire_stage(session: Session, stage: str, run_entry: Mapping[str, Any] | None
         with session.shared(f"{stage} hooks"):
             # In a worker, each line names it, as its run records do.
             named = {"worker": session.worker.name} if session.worker else {}
-            session.appended(ledger_mod.append(
-                session.layout.ledger, [{**f.ledger_line(), **named} for f in report.firings]))
+            session.append([{**f.ledger_line(), **named} for f in report.firings])
             report.warnings += session.mirror_state(f"{stage} hooks")
     _after_hooks_fired(session, stage, run_entry)
     return report

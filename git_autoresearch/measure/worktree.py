@@ -565,10 +565,10 @@ def remeasure_incumbent(session: Session, after: RunRecord) -> list[str]:
                     f"({result.reason}); its pool is as it was"]
         taken = [*beside, *result.samples]
     with session.shared("measure the incumbent again"):
-        session.appended(ledger_mod.append(session.layout.ledger, [{
+        session.append([{
             "type": "incumbent", "segment": session.segment.index,
             "commit": session.repo.short(session.head()), "after_run": after["run"],
-            "samples": [json_number(s) for s in taken], "timestamp": now_ms()}]))
+            "samples": [json_number(s) for s in taken], "timestamp": now_ms()}])
         warnings = session.mirror_state(f"incumbent measured again after run {after['run']}")
     moved = decision.incumbent(incumbent_samples(session), session.config.direction).drift
     if moved is not None:

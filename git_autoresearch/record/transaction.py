@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from .. import ledger as ledger_mod
 from ..git import GitError
 from ..history.experiment import (
     Changes,
@@ -371,7 +370,7 @@ def append_run(session: Session, record: RunRecord, untracked_after: list[str],
     record["confidence"] = confidence(probe)
     checkpoint("record:before-ledger")
     try:
-        written = ledger_mod.append(session.layout.ledger, [record])
+        session.append([record])
     except WriteFailed as exc:
         # The intent record stays: the next command that takes the lock writes the line.
         raise Refused(f"{run_state(record)}, but its ledger line could not be written to "
@@ -384,7 +383,6 @@ def append_run(session: Session, record: RunRecord, untracked_after: list[str],
     _after_append(session, record, untracked_after, ignored, warnings)
     if not session.layout.hooks.is_dir():
         intents.clear(session.layout.intent)
-    session.appended(written)
     return record
 
 
@@ -395,8 +393,7 @@ def _after_append(session: Session, record: RunRecord, untracked_after: list[str
     unsaved = snapshot_now(session.repo, session.layout.untracked, untracked_after, ignored)
     if unsaved:
         warnings.append(f"run {record['run']} was recorded, but {unsaved}")
-    warnings += session.mirror_state(f"after run {record['run']} ({record['status']})",
-                                     appended=record)
+    warnings += session.mirror_state(f"after run {record['run']} ({record['status']})")
     if session.remote is not None:
         from ..history.remote_ledger import publish
 

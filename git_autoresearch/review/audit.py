@@ -27,7 +27,7 @@ from ..git import worktrees
 from ..history.checkouts import bring, link_shared, sweep, untracked_inputs
 from ..history.refs import session_branch
 from ..history.trailers import read_trailers, recorded_keeps
-from ..ledger import Ledger, Run, append, json_number, now_ms
+from ..ledger import Ledger, Run, json_number, now_ms
 from ..measure.samples import measure
 from ..measure.slots import measuring
 from ..measure.worktree import run_environment
@@ -238,8 +238,7 @@ def record(session: Session, audit: Audit) -> list[str]:
     lost = f"the audit of run {audit.target.run} ({audit.verdict}) was not recorded"
     try:
         with session.lock("audit"):
-            session.appended(append(session.layout.ledger,
-                                    [audit.record(session.config.direction)]))
+            session.append([audit.record(session.config.direction)])
             return session.mirror_state(f"audit of run {audit.target.run}")
     except WriteFailed as exc:
         raise Refused(f"{exc.message}; {lost}") from None

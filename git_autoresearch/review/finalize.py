@@ -40,7 +40,7 @@ from ..history.checkouts import bring, link_shared, sweep, untracked_inputs
 from ..history.refs import final_branch, session_branch, split_branch
 from ..history.trailers import read_trailers, recorded_keeps
 from ..history.trailers import segment_commits as trailer_segment_commits
-from ..ledger import Run, append, json_number, now_ms
+from ..ledger import Run, json_number, now_ms
 from ..ledger.jsontext import is_whole
 from ..measure.samples import run_checks
 from ..measure.slots import measuring
@@ -591,8 +591,7 @@ def record(session: Session, final: Final, notes: str) -> list[str]:
 
     try:
         with session.lock("finalize"), signals.deferred():  # all three, or none
-            session.appended(append(session.layout.ledger,
-                                    [final.record(session.config.direction)]))
+            session.append([final.record(session.config.direction)])
             write_atomic(session.layout.final_notes, notes.encode())
             return session.mirror_state("finalize")
     except WriteFailed as exc:

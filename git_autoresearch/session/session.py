@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -266,16 +266,12 @@ class Session:
         if op:
             raise Refused(f"a {op} is in progress; finish or abort it first")
 
-    def kept_lines(self, appended: Mapping[str, Any] | None = None) -> set[int] | None:
-        """The numbers of the kept runs whose lines the session's ledger file holds (with
-        the record ``appended`` since the runs were read); None in a clone that joined through
-        a remote (its ledger merges the other workers' runs)."""
+    def kept_lines(self) -> set[int] | None:
+        """The numbers of the kept runs whose lines the session's ledger file holds; None in
+        a clone that joined through a remote (its ledger merges the other workers' runs)."""
         if self.remote is not None or self.trailer_branch is not None:
             return None
-        kept = {run.number for run in self.ledger.runs if run.status == "keep"}
-        if appended is not None and appended.get("status") == "keep":
-            kept.add(int(appended["run"]))
-        return kept
+        return {run.number for run in self.ledger.runs if run.status == "keep"}
 
     def check_kept_lines(self, *, head: bool = False) -> None:
         """Refuse (exit 3) when the ledger lost the line of a kept run: one the state ref was
@@ -426,13 +422,14 @@ class Session:
         self.git_runs = None
         self._ledger = None
 
-    def appended(self, written: ledger_mod.Appended | None) -> None:
-        """After this command appended lines to the ledger file (``written``: what
-        :func:`ledger.append` returned): the runs read, carried on over
-        those lines (:func:`ledger.carried_on`) when the file held just what was read before;
-        otherwise read again on next use, as after :meth:`reload`. So a command that records
-        a run and then reads its runs again (``run`` taking one more sample of the incumbent)
-        reads a long ledger once."""
+    def append(self, records: Sequence[Mapping[str, Any]]) -> None:
+        """Append ``records`` to the session's ledger file (:func:`ledger.append`: one write
+        and fsync, :class:`WriteFailed` when it cannot be written) and read them on top of the
+        runs read (:func:`ledger.carried_on`) when the file held just what was read before;
+        otherwise the ledger is read again on next use, as after :meth:`reload`. So a command
+        that records a run and then reads its runs again (``run`` taking one more sample of
+        the incumbent) reads a long ledger once."""
+        written = ledger_mod.append(self.layout.ledger, records)
         book = self._ledger
         self.reload()
         if written is None or book is None or self.trailer_branch is not None \
@@ -606,18 +603,15 @@ class Session:
         except WriteFailed as exc:
             raise Refused(f"{exc.message}; nothing was changed or recorded") from None
 
-    def mirror_state(self, message: str, *, appended: Mapping[str, Any] | None = None
-                     ) -> list[str]:
-        """Mirror the session files on the state ref (``message``: the commit's subject;
-        ``appended``: the run record just appended to the ledger file, which the runs read
-        before lack); returns warnings (a failure is a warning, not an error), none when it
-        worked."""
+    def mirror_state(self, message: str) -> list[str]:
+        """Mirror the session files on the state ref (``message``: the commit's subject);
+        returns warnings (a failure is a warning, not an error), none when it worked."""
         from ..history.state_ref import LedgerShrank, mirror, unkept_links
 
         try:
             with self.shared("mirror the session files"):
                 _, skipped = mirror(self.repo, self.layout.auto, self.config.session_id,
-                                    message, kept=self.kept_lines(appended))
+                                    message, kept=self.kept_lines())
             unkept = [link for link in unkept_links(self.repo, self.layout.auto)
                       if link not in self._links_told]
             self._links_told.update(unkept)

@@ -208,7 +208,6 @@ def test_a_line_another_process_appended_is_read_after_the_commands_own(repo: Pa
     ledger held just what it read: a line another process appended meanwhile (a hand edit, a
     tool that takes no lock), or an edit in place that kept its size and modification time,
     makes it read the file again, and find both."""
-    from git_autoresearch import ledger
     from git_autoresearch.session.session import Session
 
     ar(repo, *start_args())
@@ -219,12 +218,12 @@ def test_a_line_another_process_appended_is_read_after_the_commands_own(repo: Pa
         fh.write(json.dumps({"run": 7, "metric": 99, "status": "discard", "commit": "abc1234",
                              "description": "by another tool"}) + "\n")
     with session.shared("test"):
-        session.appended(ledger.append(path, [{"run": 8, "metric": 98, "status": "discard",
-                                               "commit": "abc1234", "description": "ours"}]))
+        session.append([{"run": 8, "metric": 98, "status": "discard", "commit": "abc1234",
+                         "description": "ours"}])
     assert [r.number for r in session.ledger.runs] == [1, 7, 8]
     with session.shared("test"):
-        session.appended(ledger.append(path, [{"run": 9, "metric": 97, "status": "discard",
-                                               "commit": "abc1234", "description": "ours"}]))
+        session.append([{"run": 9, "metric": 97, "status": "discard", "commit": "abc1234",
+                         "description": "ours"}])
     assert [(r.number, r.line) for r in session.ledger.runs] == [(1, 2), (7, 3), (8, 4), (9, 5)]
     # An edit in place that keeps the size and puts the modification time back (touch -r,
     # cp -p): the time of the status change still shows it.
@@ -238,8 +237,8 @@ def test_a_line_another_process_appended_is_read_after_the_commands_own(repo: Pa
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert (path.stat().st_size, path.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
     with session.shared("test"):
-        session.appended(ledger.append(path, [{"run": 10, "metric": 96, "status": "discard",
-                                               "commit": "abc1234", "description": "ours"}]))
+        session.append([{"run": 10, "metric": 96, "status": "discard", "commit": "abc1234",
+                         "description": "ours"}])
     assert [(r.number, r.metric) for r in session.ledger.runs][1:] == \
         [(7, 11), (8, 98), (9, 97), (10, 96)]
 
