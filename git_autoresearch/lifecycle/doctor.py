@@ -13,6 +13,7 @@ from typing import Any
 
 from .. import ledger as ledger_mod
 from ..git import temporary_objects
+from ..git.objects import resolve_many
 from ..git.repo import lock_files
 from ..history.refs import attempt_ref, attempts_prefix, scope_prefix, session_branch
 from ..history.state_ref import FILES as STATE_FILES
@@ -462,17 +463,44 @@ def _check_attempts(session: Session, exam: Examination, saved_lines: dict[int, 
     return additions
 
 
+# More runs than this that name refs that do not exist are one finding, not one each.
+NAMED_ONE_BY_ONE = 10
+
+
 def _check_named_refs(session: Session, exam: Examination) -> None:
     """Attempt refs that ledger lines name and that do not exist (and that no ``gc`` event
-    says it deleted)."""
+    says it deleted): a finding each, or one for them all when there are more than
+    :data:`NAMED_ONE_BY_ONE` (a clone that fetched the branch and the state ref alone lacks
+    every one)."""
     collected = ledger_mod.collected_refs(session.ledger)
-    # The session's refs listed once, not a git call per run (16,000 of them on 20,000 runs).
+    # The session's refs listed once, and those not listed (another session's, or a name
+    # that is not a commit ref) looked up together: not a git call per run.
     listed = session.repo.commit_refs(session.namespace + "/")
-    for run in session.ledger.runs:
-        ref = run.data.get("attempt_ref")
-        if isinstance(ref, str) and ref and ref not in collected and ref not in listed \
-                and session.repo.resolve(ref) is None:
-            exam.add(f"run {run.number} names {ref}, which does not exist")
+    named = [(run.number, ref) for run in session.ledger.runs
+             if isinstance(ref := run.data.get("attempt_ref"), str) and ref
+             and ref not in collected and ref not in listed]
+    found = resolve_many(session.repo, [ref for _, ref in named]) if named else {}
+    missing = [(number, ref) for number, ref in named if ref not in found]
+    if len(missing) > NAMED_ONE_BY_ONE:
+        number, ref = missing[0]
+        exam.add(f"{len(missing)} runs name attempt refs that do not exist: runs "
+                 f"{_spans([n for n, _ in missing])} (run {number} names {ref})")
+        return
+    for number, ref in missing:
+        exam.add(f"run {number} names {ref}, which does not exist")
+
+
+def _spans(numbers: list[int]) -> str:
+    """Run numbers as ascending ranges, ``10-39, 45, 50-59`` (a number once)."""
+    parts: list[str] = []
+    ordered = sorted(set(numbers))
+    start = 0
+    for index, number in enumerate(ordered):
+        if index + 1 == len(ordered) or ordered[index + 1] != number + 1:
+            first = ordered[start]
+            parts.append(str(first) if first == number else f"{first}-{number}")
+            start = index + 1
+    return ", ".join(parts)
 
 
 def _check_scope_refs(session: Session, exam: Examination) -> None:

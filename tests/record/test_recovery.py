@@ -613,6 +613,42 @@ def test_doctor_asks_git_no_more_for_more_runs(experiment: Path, ar: Tool) -> No
         "run 100 names refs/autoresearch/s1/attempts/100, which does not exist"]
 
 
+def test_doctor_names_many_missing_refs_in_one_finding_and_one_call(experiment: Path,
+                                                                     ar: Tool) -> None:
+    """Runs that name attempt refs that do not exist (a clone that fetched the branch and the
+    state ref alone) are looked up in one git call, not one per run (1.4 ms each: 140 s on
+    100,000 runs), and more than ten are one finding that names them as ranges, not a line
+    per run."""
+    top = experiment
+    ar(top, "run", "-d", "first")
+    path = top / ".auto" / "log.jsonl"
+    head = git(top, "rev-parse", "--short=7", "HEAD")
+
+    def doctor(numbers: list[int]) -> tuple[int, list[str]]:
+        with path.open("a") as fh:
+            fh.writelines(json.dumps({
+                "run": n, "commit": head, "metric": 1, "status": "discard",
+                "description": f"r{n}", "samples": [1],
+                "attempt_ref": f"refs/autoresearch/s1/attempts/{n}"}) + "\n" for n in numbers)
+        done = subprocess.run([sys.executable, "-m", "git_autoresearch", "doctor", "--json"],
+                              cwd=top, capture_output=True, text=True,
+                              env={**os.environ, "GIT_AUTORESEARCH_TRACE": "1"})
+        traced = [ln for ln in done.stderr.splitlines() if "trace:" in ln]
+        found = check_document(json.loads(done.stdout))["findings"]
+        return len(traced), [f["problem"] for f in found if "not exist" in f["problem"]]
+
+    few, problems = doctor([10, 11])
+    assert problems == [f"run {n} names refs/autoresearch/s1/attempts/{n}, which does not "
+                        "exist" for n in (10, 11)]
+    many, problems = doctor([*range(12, 40), 45, *range(50, 60)])
+    assert many == few
+    assert problems == [
+        "41 runs name attempt refs that do not exist: runs 10-39, 45, 50-59 (run 10 names "
+        "refs/autoresearch/s1/attempts/10)"]
+    text = ar(top, "doctor", expect=3).out
+    assert text.count("do not exist") == 1 and "which does not exist" not in text
+
+
 def test_doctor_reports_a_branch_that_lost_a_keep(experiment: Path, ar: Tool) -> None:
     ar(experiment, "run", "-d", "kept")
     git(experiment, "reset", "-q", "--hard", "HEAD~1")
