@@ -270,12 +270,12 @@ class Repo:
         else:
             self._refs = None
 
-    def commit_refs(self, prefix: str) -> set[str]:
-        """The full names of the refs below ``prefix`` that name a commit (directly; one that
-        names a tag is left out), in one ``git for-each-ref``."""
+    def ref_kinds(self, prefix: str) -> dict[str, str]:
+        """The refs below ``prefix``: full name -> the type of the object it names
+        (``commit``, ``tag``, ...), in one ``git for-each-ref``."""
         res = self.run("for-each-ref", "--format=%(objecttype) %(refname)", prefix)
-        return {name for kind, _, name in (line.partition(" ") for line in res.text.splitlines())
-                if kind == "commit"}
+        return {name: kind for kind, _, name in
+                (line.partition(" ") for line in res.text.splitlines())}
 
     def ref_objects(self, prefix: str) -> list[tuple[str, str]]:
         """The (full name, object id) of each ref below ``prefix``, sorted by name."""

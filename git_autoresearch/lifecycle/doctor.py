@@ -7,6 +7,7 @@ mirrored again, a malformed line moved aside. No record is deleted.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -435,10 +436,12 @@ def _check_attempts(session: Session, exam: Examination, saved_lines: dict[int, 
     repo, sid = session.repo, session.config.session_id
     base = (session.ledger.segments[0].header or {}).get("base_commit")
     additions: dict[int, bytes] = {}
-    ours = {run.number for run in session.ledger.runs if run.ours}  # (ledger.find's, at once)
-    _from_history(session, saved_lines, [n for n in _attempts(session)
+    attempts = _attempts(session)
+    # ledger.find's test, at once; asked only of runs with an attempt ref (it decodes the line).
+    ours = {run.number for run in session.ledger.runs if run.number in attempts and run.ours}
+    _from_history(session, saved_lines, [n for n in attempts
                                          if n not in ours and n not in known])
-    for number, oid in sorted(_attempts(session).items()):
+    for number, oid in sorted(attempts.items()):
         if number in ours or number in known:
             continue
         if isinstance(base, str) and base and not repo.is_ancestor(base, f"{oid}^"):
@@ -465,6 +468,9 @@ def _check_attempts(session: Session, exam: Examination, saved_lines: dict[int, 
 
 # More runs than this that name refs that do not exist are one finding, not one each.
 NAMED_ONE_BY_ONE = 10
+# A ref name as this tool writes one (refs/autoresearch/<session>/attempts/<run>): no
+# revision syntax (``^``, ``~``, ``@{``, ``:``) that git would read as something else.
+PLAIN_REF = re.compile(r"refs/[A-Za-z0-9_-]+(?:/[A-Za-z0-9_-]+)*")
 
 
 def _check_named_refs(session: Session, exam: Examination) -> None:
@@ -473,13 +479,17 @@ def _check_named_refs(session: Session, exam: Examination) -> None:
     :data:`NAMED_ONE_BY_ONE` (a clone that fetched the branch and the state ref alone lacks
     every one)."""
     collected = ledger_mod.collected_refs(session.ledger)
-    # The session's refs listed once, and those not listed (another session's, or a name
-    # that is not a commit ref) looked up together: not a git call per run.
-    listed = session.repo.commit_refs(session.namespace + "/")
+    # The session's refs listed once, not a git call per run: a plain ref name below them
+    # that is not listed does not exist; the others (another session's, a ref to a tag, a
+    # name git reads otherwise) are looked up together.
+    prefix = session.namespace + "/"
+    listed = session.repo.ref_kinds(prefix)
     named = [(run.number, ref) for run in session.ledger.runs
              if isinstance(ref := run.data.get("attempt_ref"), str) and ref
-             and ref not in collected and ref not in listed]
-    found = resolve_many(session.repo, [ref for _, ref in named]) if named else {}
+             and ref not in collected and listed.get(ref) != "commit"]
+    asked = [ref for _, ref in named
+             if ref in listed or not (ref.startswith(prefix) and PLAIN_REF.fullmatch(ref))]
+    found = resolve_many(session.repo, asked) if asked else {}
     missing = [(number, ref) for number, ref in named if ref not in found]
     if len(missing) > NAMED_ONE_BY_ONE:
         number, ref = missing[0]

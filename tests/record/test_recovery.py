@@ -637,6 +637,17 @@ def test_doctor_names_many_missing_refs_in_one_finding_and_one_call(experiment: 
         found = check_document(json.loads(done.stdout))["findings"]
         return len(traced), [f["problem"] for f in found if "not exist" in f["problem"]]
 
+    # Refs that exist otherwise than as a commit ref of the session are not reported: another
+    # session's, and one of ours that names an annotated tag of a commit.
+    git(top, "update-ref", "refs/autoresearch/other/attempts/8", "HEAD")
+    git(top, "tag", "-a", "-m", "a tag", "tagged", "HEAD")
+    git(top, "update-ref", "refs/autoresearch/s1/attempts/9", git(top, "rev-parse", "tagged"))
+    with path.open("a") as fh:
+        fh.writelines(json.dumps({
+            "run": n, "commit": head, "metric": 1, "status": "discard", "description": f"r{n}",
+            "samples": [1], "attempt_ref": ref}) + "\n"
+            for n, ref in ((8, "refs/autoresearch/other/attempts/8"),
+                           (9, "refs/autoresearch/s1/attempts/9")))
     few, problems = doctor([10, 11])
     assert problems == [f"run {n} names refs/autoresearch/s1/attempts/{n}, which does not "
                         "exist" for n in (10, 11)]
