@@ -972,7 +972,7 @@ def test_refs_and_branches(repo: Path, tmp_path: Path) -> None:
     assert top.delete_ref("refs/t/a", head) and top.resolve("refs/t/a") is None
     git(repo, "tag", "-a", "-m", "annotated", "v1")
     git(repo, "tag", "light")
-    assert top.commit_refs("refs/tags/") == {"refs/tags/light"}
+    assert top.ref_kinds("refs/tags/") == {"refs/tags/light": "commit", "refs/tags/v1": "tag"}
     assert top.ref_objects("refs/tags/") == [
         ("refs/tags/light", head), ("refs/tags/v1", git(repo, "rev-parse", "v1"))]
     made = top.switch("new", create=True)
