@@ -93,7 +93,7 @@ def mirror(repo: Repo, auto: Path, session_id: str, message: str, *,
         return _mirrored(repo, auto, ref, message, cache, use_cache, kept)
     except DiskFull:
         raise
-    except GitError:
+    except (GitError, _CacheUntrue):
         if not cache:
             raise
         # The cache names objects git no longer has (the state ref deleted and its objects
@@ -110,6 +110,9 @@ def _mirrored(repo: Repo, auto: Path, ref: str, message: str, cache: dict[str, A
     same, pieces = _pieces(ledger, known)
     if cache.get("ref") == ref and sum(v[0] for v in known.values()) > len(ledger) \
             and repo.resolve(ref) == cache.get("commit"):
+        if _held(repo, ref) <= len(ledger):
+            # The cache claims pieces the ref does not hold (edited by hand): not believed.
+            raise _CacheUntrue()
         # Lines are missing from the ledger: mirroring it would lose them from the state ref
         # too, from which resume brings them back.
         raise LedgerShrank(f"{auto / 'log.jsonl'} is shorter than the ledger on {ref} (it lost "
@@ -143,6 +146,17 @@ def _mirrored(repo: Repo, auto: Path, ref: str, message: str, cache: dict[str, A
         write_atomic(repo.scratch / "state-cache.json", json.dumps(cache).encode(),
                      durable=False)
     return commit, [name for name, _ in skipped]
+
+
+class _CacheUntrue(Exception):
+    """The mirror's cache says the state ref holds more of the ledger than it does."""
+
+
+def _held(repo: Repo, ref: str) -> int:
+    """The size in bytes of the ledger the state commit ``ref`` holds: its pieces' sizes, by
+    one ``git ls-tree``."""
+    listing = repo.run("ls-tree", "-z", "-l", ref, "--", "log/").text
+    return sum(int(item.split(None, 4)[3]) for item in listing.split("\0") if item)
 
 
 def _read_cache(repo: Repo) -> dict[str, Any]:

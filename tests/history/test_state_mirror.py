@@ -155,6 +155,27 @@ def test_a_mirror_cache_of_another_shape_is_read_as_none(repo: Path, ar: Tool,
     assert ar(repo, "doctor").out == "no problems found\n"
 
 
+def test_a_mirror_cache_that_claims_more_than_the_state_ref_holds_is_not_believed(
+        repo: Path, ar: Tool) -> None:
+    """Cache entries for pieces the state ref does not hold (the cache edited by hand, for the
+    ref it names at the commit it holds) made every mirror refuse the ledger as shorter than
+    the state ref, and doctor --fix could not fix it: the refusal is checked against the
+    ref's own pieces, and the cache dropped (a ledger that did lose lines is still refused:
+    tests/ledger/test_storage.py)."""
+    ar(repo, *start_args())
+    write(repo / "value.txt", "90\n")
+    ar(repo, "run", "-d", "kept")
+    path = repo / ".git" / "autoresearch" / "state-cache.json"
+    cache = json.loads(path.read_text())
+    cache["pieces"]["1"] = [5000, "0" * 40, "crc32:00000000"]
+    write(path, json.dumps(cache))
+    write(repo / "value.txt", "95\n")
+    record = ar(repo, "run", "-d", "worse", "--json").json()
+    assert record["status"] == "discard" and record["warnings"] == []
+    assert state_pieces(repo) == (repo / ".auto" / "log.jsonl").read_bytes()
+    assert ar(repo, "doctor").out == "no problems found\n"
+
+
 def test_a_state_ref_deleted_and_pruned_is_mirrored_again(repo: Path, ar: Tool) -> None:
     """The state ref deleted by hand and its objects pruned leave the mirror's cache naming
     objects git no longer has: the next run mirrors afresh instead of failing at every run
