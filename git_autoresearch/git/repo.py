@@ -124,11 +124,13 @@ class Repo:
             kind = run_git(query[:3], cwd=where, allow_non_zero=True)
             if kind.returncode == 0 and kind.text.splitlines()[:2] != ["false", "true"]:
                 raise Refused(f"not inside a git work tree: {where}")
-            words = said(res.stderr)
+            words = [word.strip() for word in said(res.stderr)]
             if words and inside_repository(where):
-                # e.g. git's safe.directory check: say what git said, not "no repository"
+                # e.g. git's safe.directory check: say what git said (its reason, then its
+                # way out, on one line), not "no repository"
+                reason = words[0].removeprefix("fatal: ")
                 raise Refused(f"git cannot use {where}: "
-                              f"{words[-1].strip().removeprefix('fatal: ')}")
+                              + "; ".join([reason, " ".join(words[1:])] if words[1:] else [reason]))
             raise Refused(f"not a git repository: {where}")
         if lines[0] == "true" or lines[1] != "true" or len(lines) < 6:
             raise Refused(f"not inside a git work tree: {where}")

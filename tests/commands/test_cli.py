@@ -294,6 +294,22 @@ def test_a_repository_git_refuses_is_named_as_such(repo: Path, ar: Tool,
     assert "not a git repository" not in res.err and "git cannot use" in res.err
 
 
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
+                    reason="giving a folder to another user needs root")
+def test_a_repository_of_another_user_is_refused_with_the_reason_and_the_way_out(
+        repo: Path, ar: Tool) -> None:
+    """A repository another user owns (an archive unpacked as root keeps its owner): git's
+    reason and its way out on one line, where only the way out was said."""
+    for folder, _, files in os.walk(repo):
+        for name in [folder, *(os.path.join(folder, f) for f in files)]:
+            os.lchown(name, 65534, 65534)
+    res = ar(repo, "status", expect=3)
+    assert res.err.count("\n") == 1
+    assert f"git cannot use {repo}: detected dubious ownership in repository at '{repo}'" \
+        in res.err
+    assert res.err.rstrip().endswith(f"git config --global --add safe.directory {repo}")
+
+
 def test_a_reader_that_closes_the_pipe_gets_no_complaint(repo: Path, ar: Tool) -> None:
     """``show 2 | head -1``: git says nothing when its reader goes away, and neither do we."""
     ar(repo, *start_args())
