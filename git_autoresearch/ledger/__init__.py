@@ -729,7 +729,7 @@ def append(path: Path, records: Iterable[Mapping[str, Any]]) -> Appended | None:
     short) is never glued onto, nor left torn in the middle of the ledger, where
     pi-autoresearch's export dashboard would refuse the whole file (assets/template.html:394):
     it is set aside as a record of its own, :func:`torn_record`, and the file rewritten whole
-    with the new lines after it; a whole one gets its newline. A line
+    with the new lines after it; a whole one, or a blank one, gets its newline. A line
     longer than :data:`MAX_LINE_BYTES` is refused (ValueError) before anything is written,
     since no reader would read it; an append that cannot be written whole (a full disk) leaves
     the file as it was and raises :class:`~git_autoresearch.runtime.atomic.WriteFailed`.
@@ -743,9 +743,10 @@ def append(path: Path, records: Iterable[Mapping[str, Any]]) -> Appended | None:
     if _ends_torn(path):
         data = path.read_bytes()
         cut = data.rfind(b"\n") + 1
-        if _whole(data[cut:]):
-            # Only its newline is missing (an editor that drops the last one): the line
-            # stays as it is, and append_whole puts the newline before the new lines.
+        if _whole(data[cut:]) or not data[cut:].strip():
+            # Only its newline is missing (an editor that drops the last one), or it is blank
+            # (spaces, which every reader skips): the line stays as it is, and append_whole
+            # puts the newline before the new lines.
             append_whole(path, payload)
             return None
         torn = dumps(torn_record(data[cut:], data.count(b"\n") + 1)).encode("utf-8")

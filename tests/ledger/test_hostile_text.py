@@ -289,3 +289,19 @@ def test_a_whole_last_line_that_lost_only_its_newline_stays_a_run(repo: Path, ar
     assert path.read_bytes().startswith(data)
     assert [r["run"] for r in runs(repo)] == [1, 2]
     assert [r for r in ledger_lines(repo) if r.get("type") == "torn_line"] == []
+
+
+def test_blanks_after_the_last_newline_are_no_torn_line(repo: Path, ar: Tool) -> None:
+    """Spaces or a tab after the ledger's last newline (an editor, ``echo -n``) are a blank
+    line that lost its newline, which every reader skips: the next append gives it its
+    newline, where it became a ``torn_line`` record; the ledger reads no line as malformed."""
+    ar(repo, *start_args())
+    path = repo / ".auto" / "log.jsonl"
+    data = path.read_bytes()
+    path.write_bytes(data + b" \t ")
+    assert not ledger.read(path).malformed
+    write(repo / "value.txt", "90\n")
+    assert ar(repo, "run", "-d", "next", "--json").json()["run"] == 2
+    assert path.read_bytes().startswith(data + b" \t \n")
+    assert [r for r in ledger_lines(repo) if r.get("type") == "torn_line"] == []
+    assert [r["run"] for r in runs(repo)] == [1, 2]
