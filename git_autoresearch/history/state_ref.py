@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..git import ABSENT, DiskFull, GitError, Repo
-from ..git.objects import cat_blobs, make_tree, tree_files, write_blobs
+from ..git.objects import blob_sizes, cat_blobs, make_tree, tree_files, write_blobs
 from ..ledger import read_bytes
 from ..runtime.atomic import write_atomic
 from ..runtime.errors import Refused
@@ -155,8 +155,7 @@ class _CacheUntrue(Exception):
 def _held(repo: Repo, ref: str) -> int:
     """The size in bytes of the ledger the state commit ``ref`` holds: its pieces' sizes, by
     one ``git ls-tree``."""
-    listing = repo.run("ls-tree", "-z", "-l", ref, "--", "log/").text
-    return sum(int(item.split(None, 4)[3]) for item in listing.split("\0") if item)
+    return sum(blob_sizes(repo, ref, "log/").values())
 
 
 def _read_cache(repo: Repo) -> dict[str, Any]:
