@@ -170,22 +170,42 @@ def has_objects(repo: Repo) -> bool:
         fields.get("count", "1") != "0" or fields.get("in-pack", "1") != "0"
 
 
+# Names git may stop at in one resolve_many before the rest are left out (a repository that
+# fails every call would otherwise be asked once per name).
+MAX_STOPS = 64
+
+
 def resolve_many(repo: Repo, names: Sequence[str]) -> dict[str, str]:
     """The commit each of ``names`` (object ids, full or abbreviated, or ref names) names,
-    in one ``git cat-file --batch-check``: name -> full object id; a name that names no
-    commit here (missing, ambiguous, another kind of object, blank or with spaces) is
-    left out."""
+    in one ``git cat-file --batch-check`` (one more, and one for each name git stops at, when
+    git cannot read one): name -> full object id; a name that names no commit here (missing,
+    ambiguous, another kind of object, blank or with spaces, or one git cannot read) is left
+    out, as are all the names after the :data:`MAX_STOPS`-th git stopped at."""
     wanted = [n for n in dict.fromkeys(names) if n and not any(c.isspace() for c in n)]
     if not wanted or not has_objects(repo):
         return {}  # git would look each name up among refs and packs, to find nothing
-    res = repo.run("cat-file", "--buffer", "--batch-check=%(objectname) %(objecttype)",
-                   input="".join(f"{n}^{{commit}}\n" for n in wanted).encode(),
-                   allow_non_zero=True)
     found: dict[str, str] = {}
-    for name, line in zip(wanted, res.text.splitlines(), strict=False):
-        oid, _, kind = line.partition(" ")
-        if kind == "commit" and HEX_NAME.fullmatch(oid):
-            found[name] = oid
+    buffered = True
+    stops = 0
+    while wanted and stops <= MAX_STOPS:
+        # git stops at a name it cannot read (HEAD@{99} past the reflog's end, @{u} with no
+        # upstream), and what it buffered is lost: then asked again unbuffered, each answer
+        # written as it is found, so the name it stopped at is the one after the last answer,
+        # and the names after that are asked again.
+        res = repo.run("cat-file", *(["--buffer"] if buffered else []),
+                       "--batch-check=%(objectname) %(objecttype)",
+                       input="".join(f"{n}^{{commit}}\n" for n in wanted).encode(),
+                       allow_non_zero=True)
+        lines = res.text.splitlines()
+        if res.returncode != 0 and buffered:
+            buffered = False
+            continue
+        stops += res.returncode != 0
+        for name, line in zip(wanted, lines, strict=False):
+            oid, _, kind = line.partition(" ")
+            if kind == "commit" and HEX_NAME.fullmatch(oid):
+                found[name] = oid
+        wanted = wanted[len(lines) + 1:] if res.returncode != 0 else []
     return found
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -491,16 +492,17 @@ def _check_named_refs(session: Session, exam: Examination) -> None:
              if ref in listed or not (ref.startswith(prefix) and PLAIN_REF.fullmatch(ref))]
     found = resolve_many(session.repo, asked) if asked else {}
     missing = [(number, ref) for number, ref in named if ref not in found]
-    if len(missing) > NAMED_ONE_BY_ONE:
-        number, ref = missing[0]
-        exam.add(f"{len(missing)} runs name attempt refs that do not exist: runs "
-                 f"{_spans([n for n, _ in missing])} (run {number} names {ref})")
+    numbers = {number for number, _ in missing}
+    if len(numbers) > NAMED_ONE_BY_ONE:
+        number, ref = min(missing)
+        exam.add(f"{len(numbers)} runs name attempt refs that do not exist: runs "
+                 f"{_spans(numbers)} (run {number} names {ref})")
         return
     for number, ref in missing:
         exam.add(f"run {number} names {ref}, which does not exist")
 
 
-def _spans(numbers: list[int]) -> str:
+def _spans(numbers: Iterable[int]) -> str:
     """Run numbers as ascending ranges, ``10-39, 45, 50-59`` (a number once)."""
     parts: list[str] = []
     ordered = sorted(set(numbers))

@@ -470,6 +470,10 @@ def test_has_objects_and_resolve_many(repo: Path, tmp_path: Path) -> None:
     assert resolve_many(top, ["HEAD", head[:8], "main", blob, "nothing", "", "a b", "x\nHEAD",
                               "HEAD"]) == {"HEAD": head, head[:8]: head, "main": head}
     assert resolve_many(top, ["x\nHEAD", "main"]) == {"main": head}, "one line per name"
+    # git cat-file stops at a name it cannot read (a reflog entry past its end, an upstream
+    # that is not configured): the names after it are still found.
+    assert resolve_many(top, ["HEAD@{99}", "main", "@{u}", "@{push}", head[:9], "nothing"]) \
+        == {"main": head, head[:9]: head}
     assert resolve_many(top, []) == {}
     fresh = tmp_path / "fresh"
     fresh.mkdir()

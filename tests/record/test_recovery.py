@@ -646,16 +646,19 @@ def test_doctor_names_many_missing_refs_in_one_finding_and_one_call(experiment: 
         fh.writelines(json.dumps({
             "run": n, "commit": head, "metric": 1, "status": "discard", "description": f"r{n}",
             "samples": [1], "attempt_ref": ref}) + "\n"
-            for n, ref in ((8, "refs/autoresearch/other/attempts/8"),
+            for n, ref in ((7, "HEAD@{99}"), (8, "refs/autoresearch/other/attempts/8"),
                            (9, "refs/autoresearch/s1/attempts/9")))
+    # (git stops at HEAD@{99}, past the reflog's end: the refs after it are still found.)
     few, problems = doctor([10, 11])
-    assert problems == [f"run {n} names refs/autoresearch/s1/attempts/{n}, which does not "
-                        "exist" for n in (10, 11)]
-    many, problems = doctor([*range(12, 40), 45, *range(50, 60)])
+    assert problems == ["run 7 names HEAD@{99}, which does not exist"] + [
+        f"run {n} names refs/autoresearch/s1/attempts/{n}, which does not exist"
+        for n in (10, 11)]
+    # (a run on two lines is one run, and the example named is the lowest run)
+    many, problems = doctor([*range(12, 40), 45, *range(50, 60), 7, 12])
     assert many == few
     assert problems == [
-        "41 runs name attempt refs that do not exist: runs 10-39, 45, 50-59 (run 10 names "
-        "refs/autoresearch/s1/attempts/10)"]
+        "42 runs name attempt refs that do not exist: runs 7, 10-39, 45, 50-59 (run 7 names "
+        "HEAD@{99})"]
     text = ar(top, "doctor", expect=3).out
     assert text.count("do not exist") == 1 and "which does not exist" not in text
 
