@@ -126,11 +126,14 @@ class Repo:
                 raise Refused(f"not inside a git work tree: {where}")
             words = [word.strip() for word in said(res.stderr)]
             if words and inside_repository(where):
-                # e.g. git's safe.directory check: say what git said (its reason, then its
-                # way out, on one line), not "no repository"
-                reason = words[0].removeprefix("fatal: ")
-                raise Refused(f"git cannot use {where}: "
-                              + "; ".join([reason, " ".join(words[1:])] if words[1:] else [reason]))
+                # e.g. git's safe.directory check: say what git said, not "no repository": its
+                # reason (the fatal line; what came before it is a warning or git's trace)
+                # and the way out it names after it, on one line.
+                fatal = next((n for n, w in enumerate(words) if w.startswith("fatal:")), None)
+                reason = words[-1] if fatal is None else words[fatal].removeprefix("fatal: ")
+                out = [] if fatal is None else words[fatal + 1:]
+                raise Refused(f"git cannot use {where}: {reason}"
+                              + (f"; {' '.join(out)}" if out else ""))
             raise Refused(f"not a git repository: {where}")
         if lines[0] == "true" or lines[1] != "true" or len(lines) < 6:
             raise Refused(f"not inside a git work tree: {where}")
