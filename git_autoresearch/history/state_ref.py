@@ -119,7 +119,8 @@ def _mirrored(repo: Repo, auto: Path, ref: str, message: str, cache: dict[str, A
                            "lines?); git autoresearch doctor --fix restores them (or, lost at "
                            "its end, git autoresearch resume)")
     lost = lost_keeps(cache, ref, kept)
-    if lost and repo.resolve(ref) == cache.get("commit"):
+    if lost and repo.resolve(ref) == cache.get("commit") \
+            and (lost := held_keeps(repo, ref, lost)):
         # A kept run's line is gone though the ledger is no shorter (runs recorded since):
         # mirrored, the state ref would lose it too, and doctor could not trust it again.
         raise LedgerShrank(lost_keeps_text(auto / "log.jsonl", lost, ref))
@@ -200,9 +201,24 @@ def mirrored_keeps(repo: Repo, session_id: str, kept: Collection[int]) -> list[i
     cache; none when it is gone, or the ref has moved or gone since) that are not in
     ``kept``: lines the ledger lost since."""
     cache = _read_cache(repo)
-    lost = lost_keeps(cache, state_ref(session_id), kept)
-    # The cache describes the ref only while it still points where the cache says.
-    return lost if lost and repo.resolve(state_ref(session_id)) == cache.get("commit") else []
+    ref = state_ref(session_id)
+    lost = lost_keeps(cache, ref, kept)
+    # The cache describes the ref only while it still points where the cache says, and a loss
+    # it claims is one only if the ref holds the line (a number added to it by hand is not).
+    return held_keeps(repo, ref, lost) if lost and repo.resolve(ref) == cache.get("commit") \
+        else []
+
+
+def held_keeps(repo: Repo, ref: str, numbers: Collection[int]) -> list[int]:
+    """Those of the run ``numbers`` whose line the ledger on the state commit ``ref`` holds as
+    a kept run's, sorted: the losses the mirror's cache claims, checked against the ref itself
+    (read whole: only when the cache claims one)."""
+    from ..ledger import parse
+
+    state = read_at(repo, ref)
+    book = parse(state[0].get("log.jsonl", b"")) if state is not None else None
+    held = {run.number for run in book.runs if run.status == "keep"} if book else set()
+    return sorted(n for n in numbers if n in held)
 
 
 def _session_files(auto: Path) -> tuple[list[tuple[str, str]], list[tuple[str, bytes]],

@@ -176,6 +176,27 @@ def test_a_mirror_cache_that_claims_more_than_the_state_ref_holds_is_not_believe
     assert ar(repo, "doctor").out == "no problems found\n"
 
 
+def test_a_kept_run_the_cache_names_but_the_state_ref_lacks_blocks_nothing(
+        repo: Path, ar: Tool) -> None:
+    """A run number added by hand to the cache's kept runs (one the state ref holds no kept
+    line of) refused every run as a lost keep, and doctor --fix could not fix it: a loss the
+    cache claims is checked against the ref's own ledger first. A kept line that is lost is
+    still refused (tests/ledger/test_storage.py)."""
+    ar(repo, *start_args())
+    write(repo / "value.txt", "90\n")
+    ar(repo, "run", "-d", "kept")
+    path = repo / ".git" / "autoresearch" / "state-cache.json"
+    cache = json.loads(path.read_text())
+    cache["kept"].append(99)
+    write(path, json.dumps(cache))
+    assert ar(repo, "doctor").out == "no problems found\n"
+    write(repo / "value.txt", "80\n")
+    record = ar(repo, "run", "-d", "kept again", "--json").json()
+    assert record["status"] == "keep" and record["warnings"] == []
+    assert state_pieces(repo) == (repo / ".auto" / "log.jsonl").read_bytes()
+    assert 99 not in json.loads(path.read_text())["kept"]
+
+
 def test_a_state_ref_deleted_and_pruned_is_mirrored_again(repo: Path, ar: Tool) -> None:
     """The state ref deleted by hand and its objects pruned leave the mirror's cache naming
     objects git no longer has: the next run mirrors afresh instead of failing at every run
