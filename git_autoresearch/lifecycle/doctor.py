@@ -538,26 +538,39 @@ def _check_scope_refs(session: Session, exam: Examination) -> None:
 
 
 def _check_state(session: Session, exam: Examination, fix: bool) -> None:
-    """The state ref is missing or behind the session files: mirrored again."""
-    layout = session.layout
+    """The state ref is missing or behind the session files: mirrored again (and once more
+    without the mirror's cache when that did not make it hold them: a cache that names other
+    blobs than the ledger's pieces, edited by hand)."""
+    problem = _state_problem(session)
+    if problem is None:
+        return
+    finding = exam.add(problem, "mirror the session files on the state ref")
+    if fix:
+        problems = session.mirror_state("doctor --fix")
+        if not problems and _state_problem(session) is not None:
+            forget_state_cache(session.repo)
+            problems = session.mirror_state("doctor --fix")
+        exam.warnings += problems
+        finding.fixed = not problems
+
+
+def _state_problem(session: Session) -> str | None:
+    """What is wrong with the state ref (there is none, or it does not hold the current
+    session files); None when it holds them."""
     state = read_state(session.repo, session.config.session_id)
-    saved = state[0] if state else None
-    held = {name: (data, state[1].get(name) == STATE_LINK)
-            for name, data in state[0].items()} if state else {}
-    now = current_state(layout.auto)
+    if state is None:
+        return "there is no state ref"
+    saved = state[0]
+    held = {name: (data, state[1].get(name) == STATE_LINK) for name, data in saved.items()}
+    now = current_state(session.layout.auto)
     on_disk = now.get("log.jsonl", (b"", False))[0]
     behind = [name for name in STATE_FILES if name in now and held.get(name) != now[name]]
     # The hooks as they are: one added, changed, turned into a link or removed since.
     hooks = {name for name in [*now, *held] if name.startswith("hooks/")}
     behind += sorted(name for name in hooks if held.get(name) != now.get(name))
-    if saved is None or saved.get("log.jsonl", b"") != on_disk or behind:
-        finding = exam.add("the state ref does not hold the current session files"
-                           if saved is not None else "there is no state ref",
-                           "mirror the session files on the state ref")
-        if fix:
-            problems = session.mirror_state("doctor --fix")
-            exam.warnings += problems
-            finding.fixed = not problems
+    if saved.get("log.jsonl", b"") != on_disk or behind:
+        return "the state ref does not hold the current session files"
+    return None
 
 
 def render(exam: Examination) -> list[dict[str, Any]]:

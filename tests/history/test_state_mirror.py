@@ -197,6 +197,32 @@ def test_a_kept_run_the_cache_names_but_the_state_ref_lacks_blocks_nothing(
     assert 99 not in json.loads(path.read_text())["kept"]
 
 
+def test_doctor_fix_mirrors_afresh_when_the_cache_names_another_blob(
+        repo: Path, ar: Tool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cache whose blob id for a piece is another piece's (edited by hand) makes the mirror
+    store the wrong piece: doctor finds it, and doctor --fix, whose mirror through the cache
+    changed nothing and said it fixed it, mirrors again without the cache."""
+    monkeypatch.setattr(state_ref, "LINES_PER_PIECE", 2)
+    ar(repo, *start_args())
+    for value in ("90", "95", "80"):
+        write(repo / "value.txt", f"{value}\n")
+        ar(repo, "run", "-d", f"to {value}")
+    path = repo / ".git" / "autoresearch" / "state-cache.json"
+    cache = json.loads(path.read_text())
+    cache["pieces"]["0"][1] = cache["pieces"]["1"][1]
+    write(path, json.dumps(cache))
+    write(repo / "value.txt", "85\n")
+    ar(repo, "run", "-d", "to 85")
+    ledger = (repo / ".auto" / "log.jsonl").read_bytes()
+    assert state_pieces(repo) != ledger
+    assert ar(repo, "doctor", expect=3).out == \
+        "- the state ref does not hold the current session files [fixable with --fix]\n"
+    assert ar(repo, "doctor", "--fix").out == \
+        "- the state ref does not hold the current session files [fixed]\n"
+    assert state_pieces(repo) == ledger
+    assert ar(repo, "doctor").out == "no problems found\n"
+
+
 def test_a_state_ref_deleted_and_pruned_is_mirrored_again(repo: Path, ar: Tool) -> None:
     """The state ref deleted by hand and its objects pruned leave the mirror's cache naming
     objects git no longer has: the next run mirrors afresh instead of failing at every run
