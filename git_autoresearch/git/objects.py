@@ -32,18 +32,6 @@ def ls_tree(repo: Repo, commit: str, paths: Sequence[str]) -> list[tuple[str, st
     return found
 
 
-def blob_sizes(repo: Repo, rev: str, folder: str) -> dict[str, int]:
-    """The size in bytes of each blob directly in ``folder`` (``log/``) of ``rev``'s tree,
-    by its path (``git ls-tree -z -l``); none when ``rev`` has no such folder."""
-    found = {}
-    for item in split_z(repo.run("ls-tree", "-z", "-l", rev, "--", folder).stdout):
-        meta, _, path = item.partition("\t")
-        _, kind, _, size = meta.split()
-        if kind == "blob":
-            found[path] = int(size)
-    return found
-
-
 def tree_files(repo: Repo, rev: str) -> list[tuple[str, str, str]]:
     """The (mode, object id, path) of every file in the tree of ``rev``, recursively
     (``git ls-tree -r -z --full-tree``)."""

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..git import ABSENT, DiskFull, GitError, Repo
-from ..git.objects import blob_sizes, cat_blobs, make_tree, tree_files, write_blobs
+from ..git.objects import cat_blobs, make_tree, tree_files, write_blobs
 from ..ledger import read_bytes
 from ..runtime.atomic import write_atomic
 from ..runtime.errors import Refused
@@ -93,7 +93,7 @@ def mirror(repo: Repo, auto: Path, session_id: str, message: str, *,
         return _mirrored(repo, auto, ref, message, cache, use_cache, kept)
     except DiskFull:
         raise
-    except (GitError, _CacheUntrue):
+    except GitError:
         if not cache:
             raise
         # The cache names objects git no longer has (the state ref deleted and its objects
@@ -109,10 +109,7 @@ def _mirrored(repo: Repo, auto: Path, ref: str, message: str, cache: dict[str, A
     known = {int(k): v for k, v in cache.get("pieces", {}).items()}
     same, pieces = _pieces(ledger, known)
     if cache.get("ref") == ref and sum(v[0] for v in known.values()) > len(ledger) \
-            and repo.resolve(ref) == cache.get("commit"):
-        if _held(repo, ref) <= len(ledger):
-            # The cache claims pieces the ref does not hold (edited by hand): not believed.
-            raise _CacheUntrue()
+            and repo.resolve(ref) == cache.get("commit") and _lost_lines(repo, ref, ledger):
         # Lines are missing from the ledger: mirroring it would lose them from the state ref
         # too, from which resume brings them back.
         raise LedgerShrank(f"{auto / 'log.jsonl'} is shorter than the ledger on {ref} (it lost "
@@ -149,14 +146,19 @@ def _mirrored(repo: Repo, auto: Path, ref: str, message: str, cache: dict[str, A
     return commit, [name for name, _ in skipped]
 
 
-class _CacheUntrue(Exception):
-    """The mirror's cache says the state ref holds more of the ledger than it does."""
+def _lost_lines(repo: Repo, ref: str, ledger: bytes) -> bool:
+    """Whether the ledger on the state commit ``ref`` is longer than ``ledger`` in bytes and
+    in lines (blank ones not counted): lines were lost. Asked only when the mirror's cache
+    says it is longer; the ref itself is read, since the cache may have been edited by hand
+    (pieces the ref does not hold), and a line edited shorter in place loses no line."""
+    state = read_at(repo, ref)
+    saved = state[0].get("log.jsonl", b"") if state is not None else b""
+    return len(saved) > len(ledger) and _line_count(saved) > _line_count(ledger)
 
 
-def _held(repo: Repo, ref: str) -> int:
-    """The size in bytes of the ledger the state commit ``ref`` holds: its pieces' sizes, by
-    one ``git ls-tree``."""
-    return sum(blob_sizes(repo, ref, "log/").values())
+def _line_count(data: bytes) -> int:
+    """The lines of ``data`` that are not blank."""
+    return sum(1 for line in data.splitlines() if line.strip())
 
 
 def _read_cache(repo: Repo) -> dict[str, Any]:

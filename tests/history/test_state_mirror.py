@@ -176,6 +176,23 @@ def test_a_mirror_cache_that_claims_more_than_the_state_ref_holds_is_not_believe
     assert ar(repo, "doctor").out == "no problems found\n"
 
 
+def test_a_ledger_edited_shorter_in_place_is_mirrored_not_refused(repo: Path, ar: Tool) -> None:
+    """A ledger edited in place to fewer bytes but no fewer lines (a description shortened by
+    hand) lost no line: it is mirrored, where every command warned that it lost lines and
+    doctor --fix, with none to restore, could not clear it."""
+    ar(repo, *start_args())
+    for value in ("90", "95"):
+        write(repo / "value.txt", f"{value}\n")
+        ar(repo, "run", "-d", f"a long description of the change to {value}")
+    ledger = repo / ".auto" / "log.jsonl"
+    ledger.write_bytes(ledger.read_bytes().replace(b"a long description of the change to 95",
+                                                   b"to 95"))
+    said = ar(repo, "ideas", "add", "an idea").err
+    assert "shorter" not in said
+    assert state_pieces(repo) == ledger.read_bytes()
+    assert ar(repo, "doctor").out == "no problems found\n"
+
+
 def test_a_kept_run_the_cache_names_but_the_state_ref_lacks_blocks_nothing(
         repo: Path, ar: Tool) -> None:
     """A run number added by hand to the cache's kept runs (one the state ref holds no kept
