@@ -7,6 +7,7 @@ dropped. The format itself is :mod:`git_autoresearch.ledger`'s.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -93,6 +94,44 @@ def lost_lines(current: bytes, saved: bytes) -> bool:
     lost), its last line possibly torn."""
     whole = current[:current.rfind(b"\n") + 1]
     return len(current) < len(saved) and saved.startswith(whole)
+
+
+def with_lost_entries(current: bytes, saved: bytes) -> tuple[bytes, int] | None:
+    """The ledger ``current`` with the lines that are no run record (an incumbent's sample, a
+    hook's line, an event) that it lost from the saved copy ``saved`` (the state ref's) put
+    back at their places, and how many; None when it lost none, or when its lines are not
+    the saved ones in their order (then a person must look). Blank lines are dropped; the
+    lines after the saved ones (recorded since) stay at the end; a run line the saved copy
+    holds and ``current`` lacks is left to the repairs of runs."""
+    now = [line for line in current.split(b"\n") if line.strip()]
+    old = [line for line in saved.split(b"\n") if line.strip()]
+    ahead = Counter(now)  # the lines of now from ``at`` on
+    out: list[bytes] = []
+    at = restored = 0
+    for line in old:
+        if at < len(now) and now[at] == line:
+            out.append(line)
+            ahead[line] -= 1
+            at += 1
+        elif _is_run_line(line):
+            continue
+        elif ahead[line] > 0:
+            return None  # (its lines moved, or others went in between: not a loss alone)
+        else:
+            out.append(line)
+            restored += 1
+    if not restored or not set(old).isdisjoint(now[at:]):
+        return None
+    return b"".join(line + b"\n" for line in [*out, *now[at:]]), restored
+
+
+def _is_run_line(line: bytes) -> bool:
+    """Whether one ledger line is a run record (it has a ``run`` key; not JSON: not one)."""
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(obj, dict) and "run" in obj
 
 
 def with_lost_header(current: bytes, saved: bytes) -> bytes | None:

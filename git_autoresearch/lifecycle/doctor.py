@@ -41,6 +41,7 @@ from ..ledger.repairs import (
     lost_lines,
     replace_commits,
     set_aside,
+    with_lost_entries,
     with_lost_header,
 )
 from ..record import intents
@@ -189,6 +190,7 @@ def _examine(session: Session, fix: bool) -> Examination:
             if finding.fix and finding.fix.startswith(("restore the run", "rebuild the run")):
                 finding.fixed = True
         session.reload()
+    _check_lost_entries(session, exam, fix)
     baseline = session.baseline_problem() or session.baseline_doubt()
     if baseline and not (not fix and _restores_baseline(session, additions)):
         exam.add(baseline)
@@ -241,6 +243,29 @@ def _check_lost_lines(session: Session, exam: Examination, fix: bool) -> None:
         kept = layout.ledger.with_name(f"log.jsonl.before-doctor.{time.time_ns()}")
         write_atomic(kept, layout.ledger.read_bytes())
         write_atomic(layout.ledger, saved_ledger)
+        finding.fixed = True
+        finding.problem += f" (the old file is .auto/{kept.name})"
+        session.reload()
+
+
+def _check_lost_entries(session: Session, exam: Examination, fix: bool) -> None:
+    """Lines that are no run (an incumbent's sample, a hook's line, an event) lost from the
+    ledger, which the state ref holds: put back at their places, the old file kept beside it
+    (the runs lost are the other checks')."""
+    layout = session.layout
+    state = read_state(session.repo, session.config.session_id)
+    merged = with_lost_entries(layout.ledger.read_bytes(),
+                               state[0].get("log.jsonl", b"")) if state else None
+    if merged is None:
+        return
+    data, count = merged
+    finding = exam.add(f"the ledger {layout.ledger} lost {count} line{'s' if count > 1 else ''} "
+                       f"that {'are' if count > 1 else 'is'} not a run, which the state ref "
+                       "holds", "restore them from the state ref")
+    if fix:
+        kept = layout.ledger.with_name(f"log.jsonl.before-doctor.{time.time_ns()}")
+        write_atomic(kept, layout.ledger.read_bytes())
+        write_atomic(layout.ledger, data)
         finding.fixed = True
         finding.problem += f" (the old file is .auto/{kept.name})"
         session.reload()

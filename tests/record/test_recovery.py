@@ -663,6 +663,34 @@ def test_doctor_names_many_missing_refs_in_one_finding_and_one_call(experiment: 
     assert text.count("do not exist") == 1 and "which does not exist" not in text
 
 
+def test_doctor_restores_a_line_that_is_not_a_run_lost_in_the_middle(repo: Path,
+                                                                      ar: Tool) -> None:
+    """A line that is no run (the incumbent's sample after a discard, a hook's line, an
+    event) deleted from the middle of the ledger: every command warned that it lost lines and
+    doctor said --fix would mirror the files, which it refused; now --fix puts the line back
+    at its place from the state ref."""
+    ar(repo, *start_args())
+    for value in ("120", "130"):
+        write(repo / "value.txt", f"{value}\n")
+        ar(repo, "run", "-d", f"to {value}")
+    ledger = repo / ".auto" / "log.jsonl"
+    whole = ledger.read_bytes()
+    lines = whole.splitlines(keepends=True)
+    lost = next(n for n, line in enumerate(lines) if b'"type":"incumbent"' in line)
+    ledger.write_bytes(b"".join(lines[:lost] + lines[lost + 1:]))
+    assert "lost lines?" in ar(repo, "ideas", "add", "an idea").err
+    found = ar(repo, "doctor", expect=3).out
+    assert found.startswith(f"- the ledger {ledger} lost 1 line that is not a run, which the "
+                            "state ref holds [fixable with --fix]\n")
+    fixed = ar(repo, "doctor", "--fix").out
+    assert fixed.startswith(f"- the ledger {ledger} lost 1 line that is not a run, which the "
+                            "state ref holds (the old file is .auto/log.jsonl.before-doctor.")
+    assert ledger.read_bytes() == whole
+    assert ar(repo, "doctor").out == "no problems found\n"
+    write(repo / "value.txt", "90\n")
+    assert ar(repo, "run", "-d", "to 90", "--json").json()["warnings"] == []
+
+
 def test_doctor_reports_a_branch_that_lost_a_keep(experiment: Path, ar: Tool) -> None:
     ar(experiment, "run", "-d", "kept")
     git(experiment, "reset", "-q", "--hard", "HEAD~1")
