@@ -521,7 +521,8 @@ def _check_named_refs(session: Session, exam: Examination) -> None:
     if len(numbers) > NAMED_ONE_BY_ONE:
         number, ref = min(missing)
         exam.add(f"{len(numbers)} runs name attempt refs that do not exist: runs "
-                 f"{_spans(numbers)} (run {number} names {ref})")
+                 f"{_spans(numbers)} (run {number} names {ref}); a clone brings them from a "
+                 "remote that has them with git autoresearch pull")
         return
     for number, ref in missing:
         exam.add(f"run {number} names {ref}, which does not exist")

@@ -658,7 +658,8 @@ def test_doctor_names_many_missing_refs_in_one_finding_and_one_call(experiment: 
     assert many == few
     assert problems == [
         "42 runs name attempt refs that do not exist: runs 7, 10-39, 45, 50-59 (run 7 names "
-        "HEAD@{99})"]
+        "HEAD@{99}); a clone brings them from a remote that has them with git autoresearch "
+        "pull"]
     text = ar(top, "doctor", expect=3).out
     assert text.count("do not exist") == 1 and "which does not exist" not in text
 
