@@ -67,7 +67,7 @@ def _backlog() -> tuple[Layout, Path]:
     from ..session.layout import Layout
 
     layout = Layout.discover()
-    if not layout.config.exists():
+    if not layout.config_exists():
         from ..session.for_reading import search_start
         from ..session.layout import find_pi_session
 
@@ -177,7 +177,7 @@ def _claim_session(required: bool = True) -> Board | None:
     from ..workers.claims import Board
 
     layout = Layout.discover()
-    if not layout.config.exists():
+    if not layout.config_exists():
         if required:
             raise Refused(f"claims need a session of git-autoresearch here: "
                           f"{_shown(layout, layout.config)} does not exist")

@@ -587,7 +587,7 @@ def stop_cmd(as_json: bool) -> None:
     from ..session.layout import Layout
 
     layout = Layout.discover()
-    if not layout.config.exists():
+    if not layout.config_exists():
         raise Refused(f"no session here (no .auto/config.toml): {layout.missing_hint()}")
     # Not under the session lock: a run holds it while it measures, which is when a stop is
     # asked for. The sentinel is one whole file, and the run that removes it holds the lock.

@@ -165,7 +165,7 @@ def hooks_install_cmd(names: tuple[str, ...], every: bool, force: bool, as_json:
                          "pass --all")
     picked = pick(list(names), every=every)
     layout = Layout.discover()
-    if not layout.config.exists():
+    if not layout.config_exists():
         raise Refused(f"no session here (no .auto/config.toml): {layout.missing_hint()}")
     with session_lock(layout, "hooks install"):
         targets = install_all(picked, layout.hooks, force=force)

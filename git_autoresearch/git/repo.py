@@ -152,6 +152,12 @@ class Repo:
             repo.branch_at_discovery = None if lines[8] == "HEAD" else lines[8]
         return repo
 
+    @property
+    def own_folders(self) -> list[Path]:
+        """git's folders a writing command writes into: this work tree's git folder (the
+        index, HEAD) and the common one (refs, objects), each once."""
+        return list(dict.fromkeys([self.git_dir, self.common_dir]))
+
     def run(
         self,
         *args: str,

@@ -797,11 +797,15 @@ def version(path: Path) -> str:
     also when a writer puts the modification time back (``touch -r``, ``cp -p``, ``rsync
     -t``), which no program can undo; a file written anew and renamed over it is another
     inode. What no stamp shows is a rewrite in place of the same size within one tick of a
-    file system that keeps its times to the second."""
+    file system that keeps its times to the second. "none" when there is no file;
+    :class:`Refused` (exit 3) when it cannot be told (a folder that cannot be read)."""
     try:
         return stamp(path.stat())
     except FileNotFoundError:
         return "none"
+    except OSError as exc:  # (as read_bytes says it)
+        raise Refused(f"cannot read the ledger {path}: {exc.strerror or exc} (git "
+                      "autoresearch resume puts back its copy on the state ref)") from None
 
 
 def stamp(st: os.stat_result) -> str:

@@ -43,7 +43,7 @@ def _find_session_id(repo: Repo, layout: Layout, given: str | None) -> str:
 
     if given:
         return given
-    if layout.config.is_file():
+    if layout.config_exists() and layout.config.is_file():
         try:
             found = parse_toml(layout.read_config_bytes(), source=str(layout.config))
             if isinstance(found.get("session_id"), str) and found["session_id"]:
@@ -80,7 +80,7 @@ def restore_files(repo: Repo, layout: Layout, session_id: str) -> list[str]:
     # A session folder that lost its configuration or its ledger gets every saved file back;
     # otherwise a missing hook or note was removed on purpose, and only the configuration (when
     # it no longer parses) and a ledger that lost lines are repaired.
-    lost = not layout.config.exists() or not layout.ledger.exists()
+    lost = not layout.config_exists() or not layout.ledger.exists()
     restored = []
     if not lost and "config.toml" in saved:
         restored += _repair_config(layout, saved["config.toml"])
@@ -231,7 +231,7 @@ def _repair_session_files(repo: Repo, layout: Layout, sid: str) -> list[str]:
     no configuration to be had."""
     with SessionLock(repo.scratch, "resume"):
         actions = restore_files(repo, layout, sid)
-        if not layout.config.exists():
+        if not layout.config_exists():
             raise Refused(f"session {sid} has no .auto/config.toml and no state ref to restore "
                           "it from")
         exclude_auto(repo)

@@ -354,7 +354,7 @@ def _config_for_session(repo: Repo, layout: Layout, opts: StartOptions,
         raise Refused(f"the start of session {interrupted.config_session_id} was "
                       "interrupted: git autoresearch resume finishes it (git autoresearch "
                       "start --new-segment finishes it and measures the baseline)")
-    if layout.config.exists():
+    if layout.config_exists():
         old = parse_toml(layout.read_config_bytes(), source=str(layout.config))
         raise Refused(f"a session already exists here ({old.get('session_id', '?')}); "
                       "continue it, run git autoresearch start --new-segment, or move "
@@ -423,7 +423,7 @@ def _config_for_segment(repo: Repo, layout: Layout, opts: StartOptions
     time, with the path rules given (:func:`_merge_values`). Refuses without a readable
     session, with a ledger that lost its header, or off the session branch;
     :class:`UsageError` for another ``--session-id``."""
-    if not layout.config.exists():
+    if not layout.config_exists():
         raise Refused("no session to start a new segment of (no .auto/config.toml): "
                       + layout.missing_hint())
     try:
@@ -497,7 +497,7 @@ def _refuse_dirty_tree(repo: Repo, layout: Layout, opts: StartOptions, bounds: B
 
 def _refuse_unwritable(repo: Repo, layout: Layout) -> None:
     """Refuse before anything is changed when git has no identity to commit with, or the
-    session folder or the scratch folder cannot be written."""
+    session folder, the scratch folder or git's own folders cannot be written."""
     problem = repo.identity_problem()
     if problem:
         raise Refused(problem)
@@ -505,6 +505,8 @@ def _refuse_unwritable(repo: Repo, layout: Layout) -> None:
         # The session folder itself is made only once the start is under way.
         check_writable(layout.auto if layout.auto.exists() else repo.top, layout.ledger)
         check_writable(repo.scratch)
+        for folder in repo.own_folders:
+            check_writable(folder)
     except WriteFailed as exc:
         raise Refused(f"{exc.message}; nothing was changed") from None
 

@@ -171,7 +171,7 @@ def _make_session(repo: Repo, layout: Layout, intent: StartIntent,
     checkpoint("start:after-branch")
     exclude_auto(repo)
     layout.auto.mkdir(exist_ok=True)
-    data = layout.config.read_bytes() if layout.config.exists() else \
+    data = layout.config.read_bytes() if layout.config_exists() else \
         write_config(layout.config, cfg)
     checkpoint("start:after-config")
     if ledger_mod.read(layout.ledger).config_header is None:
@@ -220,7 +220,7 @@ def finish_start(repo: Repo, layout: Layout, *, baseline_hint: bool = True) -> s
         layout.start_intent.unlink(missing_ok=True)
         return None
     sid = intent.config_session_id
-    if layout.config.exists():
+    if layout.config_exists():
         try:
             current = parse_toml(layout.read_config_bytes(), source=str(layout.config))
         except UsageError:

@@ -30,7 +30,7 @@ def open_for_reading(cwd: str | os.PathLike[str] | None = None) -> Session:
     branch. Such sessions are ``read_only``."""
     repo = Repo.discover(cwd)
     layout = Layout(repo)
-    if layout.config.exists():
+    if layout.config_exists():
         session = Session.open(cwd, check_config=False)
         session.reads_others = True  # read again (the dashboard), the others' runs stay
         if session.remote is None:  # the runs of clones that joined, when their refs are here

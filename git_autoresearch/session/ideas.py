@@ -67,7 +67,7 @@ def backlog_path(layout: Layout) -> Path:
     from ..history.state_ref import sessions
     from ..runtime.errors import Refused
 
-    if not layout.config.exists() and sessions(layout.repo):
+    if not layout.config_exists() and sessions(layout.repo):
         raise Refused(f"no .auto/config.toml: {layout.missing_hint()} (its ideas with it)")
     return layout.session_file("ideas")
 

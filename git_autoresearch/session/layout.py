@@ -110,9 +110,18 @@ class Layout:
         otherwise where pi-autoresearch 1.6.2 finds it (:func:`pi_session_file`), so that the
         older flat files (``autoresearch.ideas.md``) of a pi session with no ``.auto/`` file
         are read."""
-        if self.root is None and self.config.exists():
+        if self.root is None and self.config_exists():
             return self.auto / PI_FILES[kind][0]
         return pi_session_file(self.root or self.repo.top, kind)
+
+    def config_exists(self) -> bool:
+        """Whether ``config.toml`` exists; :class:`Refused` (exit 3) when that cannot be told
+        (``.auto/`` unreadable: a folder of another user, mode 000), where every caller
+        would otherwise fail further on."""
+        try:
+            return self.config.exists()
+        except OSError as exc:
+            raise Refused(f"cannot read {self.config}: {exc.strerror}") from None
 
     def read_config_bytes(self) -> bytes:
         """The bytes of ``config.toml``; :class:`Refused` when there is no readable file."""

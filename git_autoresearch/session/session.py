@@ -595,11 +595,15 @@ class Session:
         return self.segment.better(metric, best.metric) and abs(metric - best.metric) > bar
 
     def preflight(self) -> None:
-        """Refuse (exit 3) before anything changes when the ledger, the session folder or the
-        scratch folder cannot be written (a read-only filesystem, a full disk)."""
+        """Refuse (exit 3) before anything changes when the ledger, the session folder, the
+        scratch folder or git's own folders (the index, HEAD, refs and objects: a repository
+        of another user, a read-only mount) cannot be written (a read-only filesystem, a full
+        disk)."""
         try:
             check_writable(self.layout.auto, self.layout.ledger)
             check_writable(self.repo.scratch)
+            for folder in self.repo.own_folders:
+                check_writable(folder)
         except WriteFailed as exc:
             raise Refused(f"{exc.message}; nothing was changed or recorded") from None
 

@@ -364,7 +364,7 @@ def _files_here(repo: Repo, sid: str, shared: Shared) -> None:
     recorded elsewhere); say so in ``shared``."""
     layout = Layout(repo)
     here = local_session(repo)
-    if here is None and layout.config.exists():
+    if here is None and layout.config_exists():
         shared.notes.append(".auto/config.toml here cannot be read: the session files were "
                             "not written (git autoresearch resume --session-id "
                             f"{sid} restores what is missing)")

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import TOOL, Tool, git, runs, start_args, tool, write
@@ -187,6 +189,59 @@ def test_a_full_disk_is_refused_before_anything_changes(repo: Path, ar: Tool,
         assert head(repo) == old
         assert (repo / "value.txt").read_text() == "50\n"
     assert [r["run"] for r in runs(repo)] == [1]
+
+
+def test_a_git_folder_that_cannot_be_written_is_refused_before_measuring(
+        repo: Path, ar: Tool, mounts: Mounts, tmp_path: Path) -> None:
+    """A .git folder this user cannot write (a repository of another user, a read-only
+    mount) but whose scratch folder can be: refused before the benchmark runs, where the run
+    measured, then failed in an internal error replacing .git/index and left a keep
+    interrupted."""
+    ar(repo, *start_args())
+    write(repo / "value.txt", "50\n")
+    scratch = repo / ".git" / "autoresearch"
+    ours = [scratch, repo / ".git" / "autoresearch-sessions"]  # (the session's lock)
+    for folder in ours:
+        shutil.copytree(folder, tmp_path / folder.name)
+    mounts.read_only(repo / ".git")
+    for folder in ours:
+        mounts.tmpfs(folder, "4m")
+        shutil.copytree(tmp_path / folder.name, folder, dirs_exist_ok=True)
+    ledger = (repo / ".auto" / "log.jsonl").read_bytes()
+    old = head(repo)
+    for command in (["run", "-d", "r"], ["keep", "-d", "k", "--metric", "50"],
+                    ["discard", "-d", "d"]):
+        res = tool(repo, *command)
+        assert res.returncode == 3, res.stderr
+        assert res.stderr == (f"git autoresearch: cannot write {repo / '.git'}: Read-only "
+                              "file system; nothing was changed or recorded\n")
+        assert head(repo) == old and (repo / "value.txt").read_text() == "50\n"
+    assert (repo / ".auto" / "log.jsonl").read_bytes() == ledger
+    assert not (scratch / "intent.json").exists()
+
+
+@pytest.mark.parametrize("command", [["status"], ["log", "--json"], ["resume"], ["doctor"],
+                                     ["run", "-d", "r"], ["ideas", "list"]])
+def test_a_session_folder_that_cannot_be_read_is_named(repo: Path, ar: Tool,
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      command: list[str]) -> None:
+    """.auto/ that this user cannot read (a folder of another user, mode 000): one line that
+    names it, exit 3, where status, log and resume ended in an internal error. (Root reads
+    every folder, so the kernel's refusal is played here: stat of a path in .auto/ fails
+    with EACCES.)"""
+    ar(repo, *start_args())
+    auto = repo / ".auto"
+    stat = Path.stat
+
+    def refused(self: Path, **kwargs: Any) -> os.stat_result:
+        if self.parent == auto:
+            raise PermissionError(13, "Permission denied", str(self))
+        return stat(self, **kwargs)
+
+    monkeypatch.setattr(Path, "stat", refused)
+    said = ar(repo, *command, expect=3).err
+    assert said.startswith("git autoresearch: cannot read ") and said.count("\n") == 1
+    assert f" {auto}/" in said and ": Permission denied" in said
 
 
 def test_a_read_only_ledger_is_refused_before_the_commit(repo: Path, ar: Tool,
