@@ -240,12 +240,19 @@ def _check_lost_lines(session: Session, exam: Examination, fix: bool) -> None:
     finding = exam.add(f"the ledger {layout.ledger} lost its last lines, which the state ref "
                        "holds", "restore them from the state ref")
     if fix:
-        kept = layout.ledger.with_name(f"log.jsonl.before-doctor.{time.time_ns()}")
-        write_atomic(kept, layout.ledger.read_bytes())
-        write_atomic(layout.ledger, saved_ledger)
-        finding.fixed = True
-        finding.problem += f" (the old file is .auto/{kept.name})"
-        session.reload()
+        _rewrite_ledger(session, finding, saved_ledger)
+
+
+def _rewrite_ledger(session: Session, finding: Finding, data: bytes) -> None:
+    """Write ``data`` as the ledger, the old file kept beside it (its name said in
+    ``finding``, fixed)."""
+    ledger = session.layout.ledger
+    kept = ledger.with_name(f"log.jsonl.before-doctor.{time.time_ns()}")
+    write_atomic(kept, ledger.read_bytes())
+    write_atomic(ledger, data)
+    finding.fixed = True
+    finding.problem += f" (the old file is .auto/{kept.name})"
+    session.reload()
 
 
 def _check_lost_entries(session: Session, exam: Examination, fix: bool) -> None:
@@ -263,12 +270,7 @@ def _check_lost_entries(session: Session, exam: Examination, fix: bool) -> None:
                        f"that {'are' if count > 1 else 'is'} not a run, which the state ref "
                        "holds", "restore them from the state ref")
     if fix:
-        kept = layout.ledger.with_name(f"log.jsonl.before-doctor.{time.time_ns()}")
-        write_atomic(kept, layout.ledger.read_bytes())
-        write_atomic(layout.ledger, data)
-        finding.fixed = True
-        finding.problem += f" (the old file is .auto/{kept.name})"
-        session.reload()
+        _rewrite_ledger(session, finding, data)
 
 
 def _check_header(session: Session, exam: Examination, fix: bool) -> None:
