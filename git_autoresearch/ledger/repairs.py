@@ -97,41 +97,58 @@ def lost_lines(current: bytes, saved: bytes) -> bool:
 
 
 def with_lost_entries(current: bytes, saved: bytes) -> tuple[bytes, int] | None:
-    """The ledger ``current`` with the lines that are no run record (an incumbent's sample, a
-    hook's line, an event) that it lost from the saved copy ``saved`` (the state ref's) put
-    back at their places, and how many; None when it lost none, or when its lines are not
-    the saved ones in their order (then a person must look). Blank lines are dropped; the
-    lines after the saved ones (recorded since) stay at the end; a run line the saved copy
-    holds and ``current`` lacks is left to the repairs of runs."""
+    """The ledger ``current`` with the lines it lost from between others of the saved copy
+    ``saved`` (the state ref's) put back at their places: run records whose run it lacks, and
+    lines that are no run (an incumbent's sample, a hook's line, an event); with how many.
+    None when it lost none, or when its lines are not the saved ones in their order (lines
+    moved, or a line that is no run edited: then a person must look). A run line edited in
+    place (its number the same) stays as it is now; blank lines are dropped; the lines after
+    the saved ones (recorded since) stay at the end."""
     now = [line for line in current.split(b"\n") if line.strip()]
     old = [line for line in saved.split(b"\n") if line.strip()]
     ahead = Counter(now)  # the lines of now from ``at`` on
+    known = set(old)
+    runs_now: set[int] | None = None  # (the run numbers of now, read at the first need)
     out: list[bytes] = []
     at = restored = 0
     for line in old:
-        if at < len(now) and now[at] == line:
+        here = now[at] if at < len(now) else None
+        if here == line:
             out.append(line)
             ahead[line] -= 1
             at += 1
-        elif _is_run_line(line):
             continue
-        elif ahead[line] > 0:
+        if ahead[line] > 0:
             return None  # (its lines moved, or others went in between: not a loss alone)
-        else:
-            out.append(line)
-            restored += 1
-    if not restored or not set(old).isdisjoint(now[at:]):
+        number = _run_number(line)
+        if number is not None:
+            if runs_now is None:
+                runs_now = {n for n in map(_run_number, now) if n is not None}
+            if number in runs_now:
+                if here is None or _run_number(here) != number:
+                    return None  # (the run is elsewhere now)
+                out.append(here)  # (edited in place)
+                ahead[here] -= 1
+                at += 1
+                continue
+        elif here is not None and here not in known and _run_number(here) is None:
+            return None  # (a line that is no run, edited in place: no loss)
+        out.append(line)
+        restored += 1
+    if not restored or not known.isdisjoint(now[at:]):
         return None
     return b"".join(line + b"\n" for line in [*out, *now[at:]]), restored
 
 
-def _is_run_line(line: bytes) -> bool:
-    """Whether one ledger line is a run record (it has a ``run`` key; not JSON: not one)."""
+def _run_number(line: bytes) -> int | None:
+    """The run number of one ledger line that is a run record (an integer ``run``); None for
+    any other line."""
     try:
         obj = json.loads(line)
     except (ValueError, RecursionError):
-        return False
-    return isinstance(obj, dict) and "run" in obj
+        return None
+    number = obj.get("run") if isinstance(obj, dict) else None
+    return number if type(number) is int else None
 
 
 def with_lost_header(current: bytes, saved: bytes) -> bytes | None:

@@ -169,6 +169,7 @@ def _examine(session: Session, fix: bool) -> Examination:
                                                            session.config.session_id, kept_now)
     _check_lost_lines(session, exam, fix)
     _check_header(session, exam, fix)
+    _check_lost_entries(session, exam, fix)
     saved_lines = _state_lines(session)
     restored = _check_malformed(session, exam, fix, saved_lines)
     _check_interrupted(session, exam, fix)
@@ -190,7 +191,6 @@ def _examine(session: Session, fix: bool) -> Examination:
             if finding.fix and finding.fix.startswith(("restore the run", "rebuild the run")):
                 finding.fixed = True
         session.reload()
-    _check_lost_entries(session, exam, fix)
     baseline = session.baseline_problem() or session.baseline_doubt()
     if baseline and not (not fix and _restores_baseline(session, additions)):
         exam.add(baseline)
@@ -256,9 +256,10 @@ def _rewrite_ledger(session: Session, finding: Finding, data: bytes) -> None:
 
 
 def _check_lost_entries(session: Session, exam: Examination, fix: bool) -> None:
-    """Lines that are no run (an incumbent's sample, a hook's line, an event) lost from the
-    ledger, which the state ref holds: put back at their places, the old file kept beside it
-    (the runs lost are the other checks')."""
+    """Lines lost from between others of the ledger (runs, an incumbent's sample, a hook's
+    line, an event), which the state ref holds: put back at their places, the old file kept
+    beside it, before the runs are looked at one by one (which put a run back by its number
+    alone)."""
     layout = session.layout
     state = read_state(session.repo, session.config.session_id)
     merged = with_lost_entries(layout.ledger.read_bytes(),
@@ -267,8 +268,8 @@ def _check_lost_entries(session: Session, exam: Examination, fix: bool) -> None:
         return
     data, count = merged
     finding = exam.add(f"the ledger {layout.ledger} lost {count} line{'s' if count > 1 else ''} "
-                       f"that {'are' if count > 1 else 'is'} not a run, which the state ref "
-                       "holds", "restore them from the state ref")
+                       "from between others, which the state ref holds",
+                       "restore them from the state ref")
     if fix:
         _rewrite_ledger(session, finding, data)
 

@@ -775,19 +775,28 @@ def test_git_that_writes_on_a_full_disk_outside_a_plain_call_is_a_refusal(
     assert make_tree(repo, [("100644", blob, "x/new.txt")])
 
 
-def test_lines_that_are_no_run_are_put_back_at_their_places_only_when_lost_alone() -> None:
-    """with_lost_entries (doctor --fix): the lines that are no run a ledger lost from the
-    state ref's copy go back at their places, the lines recorded since stay last; lines that
-    moved, a run line lost (the repairs of runs put it back) or nothing lost give None."""
+def test_lost_lines_are_put_back_at_their_places_only_when_lost_alone() -> None:
+    """with_lost_entries (doctor --fix): the lines a ledger lost from the state ref's copy,
+    runs and others, go back at their places, the lines recorded since stay last. Lines that
+    moved, a line edited in place (the last one included: it is no loss, and putting the
+    old one back would count an incumbent's sample twice), or nothing lost give None."""
     from git_autoresearch.ledger.repairs import with_lost_entries
 
     head, one, sample, two, hook = (b'{"type":"config"}', b'{"run":1}', b'{"type":"incumbent"}',
                                     b'{"run":2}', b'{"type":"hook"}')
     saved = b"\n".join([head, one, sample, two, hook]) + b"\n"
+
+    def merged(*lines: bytes) -> tuple[bytes, int] | None:
+        return with_lost_entries(b"\n".join(lines) + b"\n\n", saved)
+
     assert with_lost_entries(saved, saved) is None
-    assert with_lost_entries(b"\n".join([head, one, two, b'{"run":3}']) + b"\n", saved) == (
+    assert merged(head, one, two, b'{"run":3}') == (
         b"\n".join([head, one, sample, two, hook, b'{"run":3}']) + b"\n", 2)
-    assert with_lost_entries(b"\n".join([head, two, hook]) + b"\n\n", saved) == (
-        b"\n".join([head, sample, two, hook]) + b"\n", 1), "run 1 is not put back here"
-    assert with_lost_entries(b"\n".join([head, one, hook, two]) + b"\n", saved) is None
-    assert with_lost_entries(b"\n".join([head, one, two, hook, sample]) + b"\n", saved) is None
+    assert merged(head, two, hook) == (saved, 2), "run 1 and the sample after it"
+    assert merged(head, one, hook) == (saved, 2), "run 2 back after the sample, not before"
+    assert merged(head, one, hook, two) is None
+    assert merged(head, one, two, hook, sample) is None
+    assert merged(head, one, sample, two, b'{"type":"hook","edited":1}') is None
+    assert merged(head, b'{"run":1,"edited":1}', sample, two, hook) is None
+    assert merged(head, b'{"run":1,"edited":1}', sample, hook) == (
+        b"\n".join([head, b'{"run":1,"edited":1}', sample, two, hook]) + b"\n", 1)

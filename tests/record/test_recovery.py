@@ -664,12 +664,14 @@ def test_doctor_names_many_missing_refs_in_one_finding_and_one_call(experiment: 
     assert text.count("do not exist") == 1 and "which does not exist" not in text
 
 
-def test_doctor_restores_a_line_that_is_not_a_run_lost_in_the_middle(repo: Path,
-                                                                      ar: Tool) -> None:
-    """A line that is no run (the incumbent's sample after a discard, a hook's line, an
-    event) deleted from the middle of the ledger: every command warned that it lost lines and
-    doctor said --fix would mirror the files, which it refused; now --fix puts the line back
-    at its place from the state ref."""
+@pytest.mark.parametrize("lost", [("incumbent",), ("incumbent", "to 130"), ("to 120",)])
+def test_doctor_restores_lines_lost_in_the_middle_at_their_places(repo: Path, ar: Tool,
+                                                                  lost: tuple[str, ...]) -> None:
+    """Lines deleted from between others of the ledger (the incumbent's sample after a
+    discard, a discarded run's line, or both): every command warned that it lost lines and
+    doctor said --fix would mirror the files, which it refused (or put a run back after the
+    sample that followed it); now --fix puts each back at its place from the state ref, and
+    doctor ends clean."""
     ar(repo, *start_args())
     for value in ("120", "130"):
         write(repo / "value.txt", f"{value}\n")
@@ -677,19 +679,37 @@ def test_doctor_restores_a_line_that_is_not_a_run_lost_in_the_middle(repo: Path,
     ledger = repo / ".auto" / "log.jsonl"
     whole = ledger.read_bytes()
     lines = whole.splitlines(keepends=True)
-    lost = next(n for n, line in enumerate(lines) if b'"type":"incumbent"' in line)
-    ledger.write_bytes(b"".join(lines[:lost] + lines[lost + 1:]))
+    gone = {next(n for n, line in enumerate(lines) if f'"{word}"'.encode() in line)
+            for word in lost}
+    ledger.write_bytes(b"".join(line for n, line in enumerate(lines) if n not in gone))
     assert "lost lines?" in ar(repo, "ideas", "add", "an idea").err
-    found = ar(repo, "doctor", expect=3).out
-    assert found.startswith(f"- the ledger {ledger} lost 1 line that is not a run, which the "
-                            "state ref holds [fixable with --fix]\n")
+    said = f"- the ledger {ledger} lost {len(gone)} line{'s' if len(gone) > 1 else ''} from " \
+        "between others, which the state ref holds"
+    assert ar(repo, "doctor", expect=3).out.startswith(said + " [fixable with --fix]\n")
     fixed = ar(repo, "doctor", "--fix").out
-    assert fixed.startswith(f"- the ledger {ledger} lost 1 line that is not a run, which the "
-                            "state ref holds (the old file is .auto/log.jsonl.before-doctor.")
+    assert fixed.startswith(said + " (the old file is .auto/log.jsonl.before-doctor.")
+    assert "not fixed" not in fixed
     assert ledger.read_bytes() == whole
     assert ar(repo, "doctor").out == "no problems found\n"
     write(repo / "value.txt", "90\n")
     assert ar(repo, "run", "-d", "to 90", "--json").json()["warnings"] == []
+
+
+def test_doctor_leaves_an_edited_sample_as_it_is(repo: Path, ar: Tool) -> None:
+    """The incumbent's last sample edited by hand is no loss: doctor --fix mirrors it and
+    never puts the old line back beside it (the pool would count the sample twice)."""
+    ar(repo, *start_args())
+    write(repo / "value.txt", "120\n")
+    ar(repo, "run", "-d", "to 120")
+    ledger = repo / ".auto" / "log.jsonl"
+    lines = ledger.read_bytes().splitlines(keepends=True)
+    assert b'"type":"incumbent"' in lines[-1]
+    edited = lines[-1].replace(b'"samples":[100', b'"samples":[101')
+    assert edited != lines[-1]
+    ledger.write_bytes(b"".join(lines[:-1]) + edited)
+    ar(repo, "doctor", "--fix")
+    assert ledger.read_bytes() == b"".join(lines[:-1]) + edited
+    assert ar(repo, "doctor").out == "no problems found\n"
 
 
 def test_doctor_reports_a_branch_that_lost_a_keep(experiment: Path, ar: Tool) -> None:
