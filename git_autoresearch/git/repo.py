@@ -155,8 +155,10 @@ class Repo:
     @property
     def own_folders(self) -> list[Path]:
         """git's folders a writing command writes into: this work tree's git folder (the
-        index, HEAD) and the common one (refs, objects), each once."""
-        return list(dict.fromkeys([self.git_dir, self.common_dir]))
+        index, HEAD), the common one (packed refs) and its ``objects`` and ``refs``, each
+        once."""
+        return list(dict.fromkeys([self.git_dir, self.common_dir, self.common_dir / "objects",
+                                   self.common_dir / "refs"]))
 
     def run(
         self,

@@ -191,29 +191,32 @@ def test_a_full_disk_is_refused_before_anything_changes(repo: Path, ar: Tool,
     assert [r["run"] for r in runs(repo)] == [1]
 
 
+@pytest.mark.parametrize("folder", [".git", ".git/objects", ".git/refs"])
 def test_a_git_folder_that_cannot_be_written_is_refused_before_measuring(
-        repo: Path, ar: Tool, mounts: Mounts, tmp_path: Path) -> None:
-    """A .git folder this user cannot write (a repository of another user, a read-only
-    mount) but whose scratch folder can be: refused before the benchmark runs, where the run
-    measured, then failed in an internal error replacing .git/index and left a keep
-    interrupted."""
+        repo: Path, ar: Tool, mounts: Mounts, tmp_path: Path, folder: str) -> None:
+    """A .git folder this user cannot write, or its objects or refs (a repository of another
+    user, what a sudo git leaves, a read-only mount), while our own folders can be: refused
+    before the benchmark runs, where the run measured, then failed (an internal error
+    replacing .git/index that left a keep interrupted; a staging error that blamed a clean
+    filter; exit 1 from update-ref)."""
     ar(repo, *start_args())
     write(repo / "value.txt", "50\n")
     scratch = repo / ".git" / "autoresearch"
     ours = [scratch, repo / ".git" / "autoresearch-sessions"]  # (the session's lock)
-    for folder in ours:
-        shutil.copytree(folder, tmp_path / folder.name)
-    mounts.read_only(repo / ".git")
-    for folder in ours:
-        mounts.tmpfs(folder, "4m")
-        shutil.copytree(tmp_path / folder.name, folder, dirs_exist_ok=True)
+    for mine in ours:
+        shutil.copytree(mine, tmp_path / mine.name)
+    mounts.read_only(repo / folder)
+    if folder == ".git":
+        for mine in ours:
+            mounts.tmpfs(mine, "4m")
+            shutil.copytree(tmp_path / mine.name, mine, dirs_exist_ok=True)
     ledger = (repo / ".auto" / "log.jsonl").read_bytes()
     old = head(repo)
     for command in (["run", "-d", "r"], ["keep", "-d", "k", "--metric", "50"],
                     ["discard", "-d", "d"]):
         res = tool(repo, *command)
         assert res.returncode == 3, res.stderr
-        assert res.stderr == (f"git autoresearch: cannot write {repo / '.git'}: Read-only "
+        assert res.stderr == (f"git autoresearch: cannot write {repo / folder}: Read-only "
                               "file system; nothing was changed or recorded\n")
         assert head(repo) == old and (repo / "value.txt").read_text() == "50\n"
     assert (repo / ".auto" / "log.jsonl").read_bytes() == ledger
