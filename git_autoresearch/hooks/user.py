@@ -155,15 +155,22 @@ def run_payload(data: Mapping[str, Any]) -> dict[str, Any]:
 
 def hook_files(hooks_dir: Path, stage: str) -> tuple[list[Path], list[str]]:
     """The hook files of ``stage`` in firing order, and warnings for files that will not run
-    (a symbolic link to nothing among them: its target was lost, say, to ``git clean``)."""
+    (a symbolic link to nothing among them: its target was lost, say, to ``git clean``; a
+    file or folder that cannot be read, which is said and skipped, never an error: a hook
+    fires after a run was recorded)."""
     candidates: list[Path] = []
     main = hooks_dir / f"{stage}.sh"
-    if main.is_file() or main.is_symlink():
-        candidates.append(main)
     folder = hooks_dir / f"{stage}.d"
-    if folder.is_dir():
-        candidates.extend(sorted((p for p in folder.iterdir() if (p.is_file() or p.is_symlink())
-                                  and not p.name.startswith(".")), key=lambda p: p.name))
+    try:
+        if main.is_file() or main.is_symlink():
+            candidates.append(main)
+        if folder.is_dir():
+            candidates.extend(sorted((p for p in folder.iterdir()
+                                      if (p.is_file() or p.is_symlink())
+                                      and not p.name.startswith(".")), key=lambda p: p.name))
+    except OSError as exc:
+        return [], [f"the {stage} hooks in {hooks_dir} cannot be read ({exc.strerror}): none "
+                    "was run"]
     runnable, warnings = [], []
     for path in candidates:
         rel = path.relative_to(hooks_dir.parent.parent) if hooks_dir.parent.parent in \
@@ -178,8 +185,12 @@ def hook_files(hooks_dir: Path, stage: str) -> tuple[list[Path], list[str]]:
             warnings.append(f"hook {rel} is not executable and was not run "
                             f"(chmod +x {rel})")
             continue
-        with open(path, "rb") as fh:
-            first = fh.readline(4096)
+        try:
+            with open(path, "rb") as fh:
+                first = fh.readline(4096)
+        except OSError as exc:
+            warnings.append(f"hook {rel} cannot be read ({exc.strerror}) and was not run")
+            continue
         if first.endswith(b"\r\n"):
             effect = ("so its interpreter may not be found" if first.startswith(b"#!")
                       else "which bash reads as part of each command")

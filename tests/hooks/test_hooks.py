@@ -166,6 +166,35 @@ def test_non_executable_hook_warns_and_is_not_run(session: Path, ar: Tool, tmp_p
     assert hook_lines(session) == []
 
 
+def test_a_hooks_folder_that_cannot_be_read_is_said_and_the_keep_stands(
+        session: Path, ar: Tool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """.auto/hooks/ that this user cannot read (mode 000, another user's): each stage says
+    its hooks were not run, and the keep is recorded and ends with exit 0, where it ended in
+    an internal error (exit 1) after it was committed and recorded, leaving doctor an
+    interrupted keep. (Root reads every folder: the kernel's EACCES is played in-process.)"""
+    hook(session, "after.sh", f"#!/bin/sh\ntouch {tmp_path}/ran\n")
+    hooks = session / ".auto" / "hooks"
+
+    def refused(real: Any, listing: bool) -> Any:
+        def call(path: Any = ".", *args: Any, **kwargs: Any) -> Any:
+            where = os.fspath(path) if isinstance(path, (str, os.PathLike)) else ""
+            if where.startswith(f"{hooks}/") or listing and where == str(hooks):
+                raise PermissionError(13, "Permission denied", where)
+            return real(path, *args, **kwargs)
+        return call
+
+    for name, listing in (("stat", False), ("lstat", False), ("scandir", True),
+                          ("listdir", True)):
+        monkeypatch.setattr(os, name, refused(getattr(os, name), listing))
+    write(session / "value.txt", "50\n")
+    record = ar(session, "keep", "-d", "kept", "--metric", "50", "--json").json()
+    assert record["status"] == "keep" and not (tmp_path / "ran").exists()
+    assert f"the after hooks in {hooks} cannot be read (Permission denied): none was run" \
+        in record["warnings"]
+    monkeypatch.undo()
+    assert "interrupted" not in ar(session, "doctor", expect=None).out
+
+
 def test_crlf_first_line_warns(session: Path, ar: Tool) -> None:
     hook(session, "before.sh", "#!/bin/sh\r\necho hi\r\n")
     record = ar(session, "run", "-d", "x", "--json").json()
