@@ -391,6 +391,7 @@ def analyze_cmd(segment: int | None, plot: Path | None, as_json: bool) -> None:
 def summary_cmd(max_bytes: int, last: int) -> None:
     """A deterministic text for an agent to resume from after its context was compacted."""
     from ..review.analysis import summary
+    from ..runtime.atomic import read_text_whole
     from ..session.ideas import read_ideas, unread_warning
 
     session = open_warned()
@@ -398,10 +399,7 @@ def summary_cmd(max_bytes: int, last: int) -> None:
     layout = session.layout
     # pi-autoresearch's older sessions keep these as flat files at the top (paths.ts:21-28).
     prompt_path, ideas_path = layout.session_file("prompt"), layout.session_file("ideas")
-    try:
-        prompt = prompt_path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        prompt = ""
+    prompt = read_text_whole(prompt_path)
     ideas = read_ideas(ideas_path)
     problem = unread_warning(ideas_path, ideas, str(ideas_path.relative_to(layout.home)))
     if problem:

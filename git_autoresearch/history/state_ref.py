@@ -24,7 +24,7 @@ from typing import Any
 from ..git import ABSENT, DiskFull, GitError, Repo
 from ..git.objects import cat_blobs, make_tree, tree_files, write_blobs
 from ..ledger import read_bytes
-from ..runtime.atomic import write_atomic
+from ..runtime.atomic import read_whole, write_atomic
 from ..runtime.errors import Refused
 from .refs import NAMESPACE, session_of_state_ref, state_ref
 
@@ -253,7 +253,7 @@ def current(auto: Path) -> dict[str, tuple[bytes, bool]]:
     :func:`read` gives it: each file's content (a link's: its target) and whether it is a
     symbolic link. Files git cannot be handed by name are left out."""
     entries, links, _ = _session_files(auto)
-    found = {name: (Path(file).read_bytes(), False) for name, file in entries}
+    found = {name: (read_whole(Path(file)), False) for name, file in entries}
     found.update((name, (target, True)) for name, target in links)
     if (auto / "log.jsonl").is_file():
         found["log.jsonl"] = ((auto / "log.jsonl").read_bytes(), False)

@@ -707,8 +707,18 @@ def read_bytes(path: Path) -> bytes:
     except FileNotFoundError:
         return b""
     except OSError as exc:
-        raise Refused(f"cannot read the ledger {path}: {exc.strerror or exc} (git "
-                      "autoresearch resume puts back its copy on the state ref)") from None
+        raise Refused(unreadable_ledger(path, exc)) from None
+
+
+def unreadable_ledger(path: Path, exc: OSError) -> str:
+    """What to say of the ledger at ``path`` that ``exc`` says cannot be read: the way out
+    (resume puts back its copy; a file another user owns, or that lost its read permission,
+    is given back to this one first, since resume cannot read it either)."""
+    if isinstance(exc, PermissionError):
+        return (f"cannot read the ledger {path}: {exc.strerror or exc} (make it this user's "
+                f"again: chown or chmod u+rw {path})")
+    return (f"cannot read the ledger {path}: {exc.strerror or exc} (git autoresearch resume "
+            "puts back its copy on the state ref)")
 
 
 def read(path: Path) -> Ledger:
@@ -804,8 +814,7 @@ def version(path: Path) -> str:
     except FileNotFoundError:
         return "none"
     except OSError as exc:  # (as read_bytes says it)
-        raise Refused(f"cannot read the ledger {path}: {exc.strerror or exc} (git "
-                      "autoresearch resume puts back its copy on the state ref)") from None
+        raise Refused(unreadable_ledger(path, exc)) from None
 
 
 def stamp(st: os.stat_result) -> str:

@@ -127,6 +127,8 @@ def _repair_ledger(repo: Repo, path: Path, saved: bytes) -> list[str]:
         write_atomic(path, saved)
         return [f"restored .auto/log.jsonl (a folder was in its place; it is now "
                 f".auto/{kept.name})"]
+    except OSError as exc:
+        raise Refused(ledger_mod.unreadable_ledger(path, exc)) from None
     if repairs.lost_lines(current, saved):
         os.replace(path, kept)
         write_atomic(path, saved)

@@ -105,6 +105,24 @@ def append_whole(path: Path, payload: bytes) -> tuple[os.stat_result, os.stat_re
         os.close(fd)
 
 
+def read_whole(path: Path, missing: bytes = b"") -> bytes:
+    """The bytes of the session file at ``path``, ``missing`` when there is none;
+    :class:`~git_autoresearch.runtime.errors.Refused` (exit 3) naming it when it cannot be
+    read (another user's, mode 000, a folder in its place)."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return missing
+    except OSError as exc:
+        raise Refused(f"cannot read {path}: {_reason(exc)}") from None
+
+
+def read_text_whole(path: Path) -> str:
+    """:func:`read_whole` as UTF-8 text, its line ends read as ``Path.read_text`` reads them
+    (``\\r\\n`` and ``\\r`` as ``\\n``); "" when there is no file."""
+    return read_whole(path).decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+
+
 def check_writable(folder: Path, *files: Path) -> None:
     """Refuse (:class:`WriteFailed`) unless ``folder`` (created if missing) and each existing
     file of ``files`` can be written and the filesystem has free space: what a command checks

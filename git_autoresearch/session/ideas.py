@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..review.report import one_line
-from ..runtime.atomic import write_atomic
+from ..runtime.atomic import read_text_whole, write_atomic
 
 if TYPE_CHECKING:
     from ..ledger import Run
@@ -74,10 +74,7 @@ def backlog_path(layout: Layout) -> Path:
 
 def read_ideas(path: Path) -> list[Idea]:
     """The ideas of the backlog at ``path``, in file order ([] when there is none)."""
-    try:
-        lines = path.read_text(encoding="utf-8").split("\n")
-    except FileNotFoundError:
-        return []
+    lines = read_text_whole(path).split("\n")
     ideas: list[Idea] = []
     for index, line in enumerate(lines):
         item = _item(line)

@@ -247,6 +247,38 @@ def test_a_session_folder_that_cannot_be_read_is_named(repo: Path, ar: Tool,
     assert f" {auto}/" in said and ": Permission denied" in said
 
 
+@pytest.mark.parametrize(("name", "command"), [
+    ("log.jsonl", ["resume"]), ("log.jsonl", ["status"]), ("ideas.md", ["doctor"]),
+    ("ideas.md", ["summary"]), ("ideas.md", ["ideas", "list"]), ("prompt.md", ["doctor"]),
+    ("prompt.md", ["summary"])])
+def test_a_session_file_that_cannot_be_read_is_named(repo: Path, ar: Tool,
+                                                    monkeypatch: pytest.MonkeyPatch,
+                                                    name: str, command: list[str]) -> None:
+    """A session file this user cannot read (mode 000, another user's, what a sudo run left):
+    one line naming it, exit 3, where resume, doctor, summary and ideas ended in an internal
+    error; an unreadable ledger names the way out that works (resume cannot read it either).
+    (Root reads every file: the kernel's EACCES is played in-process.)"""
+    import io
+
+    ar(repo, *start_args())
+    ar(repo, "ideas", "add", "an idea")
+    path = repo / ".auto" / name
+    assert path.exists()
+    opened = io.open
+
+    def refused(file: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(file, (str, os.PathLike)) and os.fspath(file) == str(path):
+            raise PermissionError(13, "Permission denied", str(path))
+        return opened(file, *args, **kwargs)
+
+    monkeypatch.setattr(io, "open", refused)
+    said = ar(repo, *command, expect=3).err
+    way_out = f" (make it this user's again: chown or chmod u+rw {path})" \
+        if name == "log.jsonl" else ""
+    assert said == (f"git autoresearch: cannot read {'the ledger ' if way_out else ''}{path}: "
+                    f"Permission denied{way_out}\n")
+
+
 def test_a_read_only_ledger_is_refused_before_the_commit(repo: Path, ar: Tool,
                                                          mounts: Mounts) -> None:
     ar(repo, *start_args())
