@@ -89,7 +89,7 @@ def _attempts(session: Session) -> dict[int, str]:
 def examine(session: Session, *, fix: bool = False) -> Examination:
     """Find every disagreement; with ``fix``, repair what can be repaired (adding only). Runs
     under the session lock, so no command records a run in between."""
-    with session.lock("doctor"):
+    with session.lock("doctor", header_lost_ok=True):
         return _examine(session, fix)
 
 

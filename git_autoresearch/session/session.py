@@ -72,6 +72,11 @@ def _configuration(layout: Layout, data: bytes, book: Ledger, *, strict: bool
                 "autoresearch resume restores the file from the state ref)")
 
 
+class HeaderLost(Refused):
+    """The ledger lost the configuration header of the current segment, which the state ref
+    holds (:meth:`Session.check_config`): the configuration looks edited, and is not."""
+
+
 class Session:
     """An open session: repository, configuration (checked against the ledger) and ledger."""
 
@@ -240,6 +245,10 @@ class Session:
             return
         if self.invalid_config:
             raise Refused(self.invalid_config)
+        if self._header_lost(file_hash(self.config_bytes)):
+            raise HeaderLost(f"the ledger {self.layout.ledger} lost the configuration header of "
+                          f"the current segment, which {state_ref(self.config.session_id)} "
+                          "holds; git autoresearch doctor --fix puts it back")
         recorded = header.get("config") or {}
         changes = describe_changes(recorded, self.config.to_dict()) if recorded else []
         what = "; ".join(changes) if changes else "its bytes differ"
@@ -250,6 +259,24 @@ class Session:
                       f"u+w {AUTO}/config.toml && git show "
                       f"{state_ref(self.config.session_id)}:config.toml > {AUTO}/config.toml "
                       f"&& chmod 0444 {AUTO}/config.toml")
+
+    def _header_lost(self, config_hash: str) -> bool:
+        """Whether the state ref's ledger holds a configuration header of ``config_hash`` (the
+        configuration as it is) that the ledger lacks: the ledger lost the header of the
+        segment this configuration began, and the configuration was not edited. Read only
+        when the configuration differs from the ledger's last header."""
+        from ..history.state_ref import read as read_state
+
+        state = read_state(self.repo, self.config.session_id)
+        saved = state[0].get("log.jsonl", b"") if state else b""
+        held = set(self.layout.ledger.read_bytes().split(b"\n")) if saved else set()
+        for line in saved.split(b"\n"):
+            if b'"config"' in line and line not in held:
+                book = ledger_mod.parse(line)
+                if book.config_header is not None \
+                        and book.config_header.get("config_hash") == config_hash:
+                    return True
+        return False
 
     @property
     def namespace(self) -> str:
@@ -325,11 +352,14 @@ class Session:
                       f"(rm {lock}) and run the command again")
 
     @contextmanager
-    def lock(self, what: str) -> Iterator[None]:
+    def lock(self, what: str, *, header_lost_ok: bool = False) -> Iterator[None]:
         """Hold the session lock. Once it is held, the ledger and HEAD are read again if another
         command recorded a run while this one waited (HEAD moving under us otherwise is caught
-        by the compare-and-swap of the keep commit). Recording commands take it through
-        ``recovery.locked``, which also finishes an interrupted keep or revert."""
+        by the compare-and-swap of the keep commit), and the configuration checked against
+        the ledger's (:meth:`check_config`; with ``header_lost_ok``, for doctor, which puts
+        it back, a ledger that lost the current segment's header passes). Recording commands
+        take it through ``recovery.locked``, which also finishes an interrupted keep or
+        revert."""
         with SessionLock(self.repo.scratch, what):
             self.repo.forget_refs()  # read before the wait: others may have written since
             if self.seen_version is None or self.version() != self.seen_version:
@@ -339,7 +369,11 @@ class Session:
                 self.repo.head_at_discovery = self.repo.head_tree_at_discovery = None
                 self.began_in = self.ledger.current.index
             if self.ledger.config_header is not None:
-                self.check_config()
+                try:
+                    self.check_config()
+                except HeaderLost:
+                    if not header_lost_ok:
+                        raise
             yield
 
     @contextmanager

@@ -695,6 +695,33 @@ def test_doctor_restores_lines_lost_in_the_middle_at_their_places(repo: Path, ar
     assert ar(repo, "run", "-d", "to 90", "--json").json()["warnings"] == []
 
 
+def test_a_segment_header_lost_from_the_ledger_is_named_and_doctor_puts_it_back(
+        repo: Path, ar: Tool) -> None:
+    """The header line of the current segment deleted from the ledger: the configuration then
+    looks edited since the segment before began, and every command, doctor included, refused
+    as if it were, naming ways out that changed nothing; now the loss is named with doctor
+    --fix as the way out, which puts the line back."""
+    ar(repo, *start_args())
+    write(repo / "value.txt", "90\n")
+    ar(repo, "run", "-d", "first segment")
+    ar(repo, "start", "--new-segment", "--goal", "the second goal")
+    write(repo / "value.txt", "80\n")
+    ar(repo, "run", "-d", "second segment")
+    ledger = repo / ".auto" / "log.jsonl"
+    whole = ledger.read_bytes()
+    lines = whole.splitlines(keepends=True)
+    header = max(n for n, line in enumerate(lines) if b'"type":"config"' in line)
+    ledger.write_bytes(b"".join(lines[:header] + lines[header + 1:]))
+    write(repo / "value.txt", "70\n")
+    said = ar(repo, "run", "-d", "after the loss", expect=3).err
+    assert said == (f"git autoresearch: the ledger {ledger} lost the configuration header of "
+                    "the current segment, which refs/autoresearch/s1/state holds; git "
+                    "autoresearch doctor --fix puts it back\n")
+    ar(repo, "doctor", "--fix")
+    assert ledger.read_bytes() == whole
+    assert ar(repo, "run", "-d", "after the fix", "--json").json()["segment"] == 1
+
+
 def test_doctor_leaves_an_edited_sample_as_it_is(repo: Path, ar: Tool) -> None:
     """The incumbent's last sample edited by hand is no loss: doctor --fix mirrors it and
     never puts the old line back beside it (the pool would count the sample twice)."""
