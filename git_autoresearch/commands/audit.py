@@ -29,6 +29,7 @@ def audit_cmd(run_numbers: tuple[int, ...], samples: int, as_json: bool) -> None
     for w in session.warnings:
         warn(w)
     found = targets(session, list(run_numbers))
+    session.preflight()  # before measuring: its verdict is a ledger line and a mirror
     direction, unit = session.config.direction, session.config.metric_unit
     done: list[dict[str, Any]] = []
     if not found:

@@ -80,6 +80,7 @@ def finalize_cmd(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bo
     from ..workers.upstream import sync
 
     session = Session.open()
+    session.preflight()  # a branch, .auto/final.md, a ledger line and a mirror: all or none
     sync(session)  # a clone that joined through a remote: every worker's keeps, as they are
     for w in session.warnings:
         warn(w)

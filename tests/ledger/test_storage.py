@@ -198,8 +198,10 @@ def test_a_git_folder_that_cannot_be_written_is_refused_before_measuring(
     user, what a sudo git leaves, a read-only mount), while our own folders can be: refused
     before the benchmark runs, where the run measured, then failed (an internal error
     replacing .git/index that left a keep interrupted; a staging error that blamed a clean
-    filter; exit 1 from update-ref)."""
+    filter; exit 1 from update-ref); audit and finalize too."""
     ar(repo, *start_args())
+    write(repo / "value.txt", "60\n")
+    ar(repo, "keep", "-d", "kept", "--metric", "60")
     write(repo / "value.txt", "50\n")
     scratch = repo / ".git" / "autoresearch"
     ours = [scratch, repo / ".git" / "autoresearch-sessions"]  # (the session's lock)
@@ -213,7 +215,7 @@ def test_a_git_folder_that_cannot_be_written_is_refused_before_measuring(
     ledger = (repo / ".auto" / "log.jsonl").read_bytes()
     old = head(repo)
     for command in (["run", "-d", "r"], ["keep", "-d", "k", "--metric", "50"],
-                    ["discard", "-d", "d"]):
+                    ["discard", "-d", "d"], ["audit", "2"], ["finalize"]):
         res = tool(repo, *command)
         assert res.returncode == 3, res.stderr
         assert res.stderr == (f"git autoresearch: cannot write {repo / folder}: Read-only "
