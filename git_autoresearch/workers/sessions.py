@@ -40,6 +40,7 @@ from ..history.refs import (
     session_branch,
     session_of_state_ref,
 )
+from ..runtime.atomic import WriteFailed, check_writable
 from ..runtime.errors import Refused, UsageError
 from ..session.config import SESSION_ID_RE, parse_toml
 from ..session.layout import Layout
@@ -344,6 +345,12 @@ def gc(repo: Repo | None, session: str | None = None, *, older_than_days: float 
             raise UsageError(f"no session {session!r} here (sessions: "
                              f"{', '.join(ids) or 'none'})")
         ids = [session]
+    if not dry_run:
+        try:
+            for folder in repo.own_folders:
+                check_writable(folder)
+        except WriteFailed as exc:
+            raise Refused(f"{exc.message}; nothing was deleted") from None
     deleted: dict[str, list[str]] = {}
     skipped: dict[str, str] = {}
     warnings: list[str] = []

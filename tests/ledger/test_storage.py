@@ -223,6 +223,9 @@ def test_a_git_folder_that_cannot_be_written_is_refused_before_measuring(
         assert head(repo) == old and (repo / "value.txt").read_text() == "50\n"
     assert (repo / ".auto" / "log.jsonl").read_bytes() == ledger
     assert not (scratch / "intent.json").exists()
+    res = tool(repo, "gc", "--force", "s1")
+    assert (res.returncode, res.stderr) == (3, f"git autoresearch: cannot write {repo / folder}: "
+                                               "Read-only file system; nothing was deleted\n")
 
 
 @pytest.mark.parametrize("command", [["status"], ["log", "--json"], ["resume"], ["doctor"],
