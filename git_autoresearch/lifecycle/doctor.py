@@ -573,6 +573,15 @@ def _check_state(session: Session, exam: Examination, fix: bool) -> None:
     problem = _state_problem(session)
     if problem is None:
         return
+    kept = session.kept_lines()
+    blocked = [] if kept is None else mirrored_keeps(session.repo, session.config.session_id,
+                                                     kept)
+    if blocked and problem != "there is no state ref":
+        # (the mirror refuses to lose those lines: a person puts them back or starts over)
+        runs = ", ".join(map(str, blocked))
+        exam.add(f"{problem}, and is not mirrored while the ledger lacks the line of kept "
+                 f"run{'s' if len(blocked) > 1 else ''} {runs}, which it holds")
+        return
     finding = exam.add(problem, "mirror the session files on the state ref")
     if fix:
         problems = session.mirror_state("doctor --fix")

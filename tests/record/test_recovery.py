@@ -722,6 +722,25 @@ def test_a_segment_header_lost_from_the_ledger_is_named_and_doctor_puts_it_back(
     assert ar(repo, "run", "-d", "after the fix", "--json").json()["segment"] == 1
 
 
+def test_doctor_promises_no_mirror_it_cannot_make(repo: Path, ar: Tool) -> None:
+    """A kept run's line edited into a discard by hand: the state ref is not mirrored over
+    it (it holds the keep), so doctor names that for a person instead of saying --fix would
+    mirror the files, which every --fix then failed to do."""
+    ar(repo, *start_args())
+    write(repo / "value.txt", "90\n")
+    ar(repo, "keep", "-d", "kept", "--metric", "90")
+    ledger = repo / ".auto" / "log.jsonl"
+    ledger.write_bytes(ledger.read_bytes().replace(b'"status":"keep","description":"kept"',
+                                                   b'"status":"discard","description":"kept"'))
+    ar(repo, "ideas", "add", "an idea")  # (not mirrored: the state ref holds the keep)
+    for args in (["doctor"], ["doctor", "--fix"]):
+        found = ar(repo, *args, "--json", expect=3).json()["findings"]
+        state = [f for f in found if "state ref does not hold" in f["problem"]]
+        assert state == [{"problem": "the state ref does not hold the current session files, "
+                          "and is not mirrored while the ledger lacks the line of kept run 2, "
+                          "which it holds", "fix": None, "fixed": False}], found
+
+
 def test_doctor_leaves_an_edited_sample_as_it_is(repo: Path, ar: Tool) -> None:
     """The incumbent's last sample edited by hand is no loss: doctor --fix mirrors it and
     never puts the old line back beside it (the pool would count the sample twice)."""
