@@ -340,9 +340,10 @@ def test_a_lost_ledger_line_of_a_keep_stops_the_loop_until_doctor_restores_it(
 
 def test_a_keep_lost_from_the_state_ref_tip_comes_back_from_its_history(
         repo: Path, ar: Tool) -> None:
-    """The state ref's tip lost run 2's line too (mirrored without it, its cache gone): doctor
-    finds the line in an earlier state commit and restores it, not a rebuild that no intent
-    record vouches for."""
+    """The state ref's tip lost run 2's line too (mirrored without it after a rewrite the
+    mirror was told was on purpose; with its cache merely gone, the mirror asks the ref and
+    refuses): doctor finds the line in an earlier state commit and restores it, not a
+    rebuild that no intent record vouches for."""
     ar(repo, *start_args("--decision", "strict"))
     write(repo / "value.txt", "80\n")
     ar(repo, "run", "-d", "a gain")
@@ -355,7 +356,10 @@ def test_a_keep_lost_from_the_state_ref_tip_comes_back_from_its_history(
     (scratch / "intent.json.done").unlink(missing_ok=True)
     for old in scratch.glob("intent*"):
         old.unlink()
-    ar(repo, "ideas", "add", "an idea")  # mirrors the session files: the tip lacks run 2
+    said = ar(repo, "ideas", "add", "an idea").err
+    assert "lost lines that refs/autoresearch/s1/state holds" in said
+    write(scratch / "state-cache.json", '{"forgotten": true}')  # (as a repair tells it)
+    ar(repo, "ideas", "add", "another idea")  # mirrors the session files: the tip lacks run 2
     assert '"run":2,' not in git(repo, "show",
                                  "refs/autoresearch/s1/state:log/00000.jsonl").replace(" ", "")
     findings = ar(repo, "doctor", "--json", expect=3).json()["findings"]

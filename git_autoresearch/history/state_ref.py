@@ -106,15 +106,18 @@ def _mirrored(repo: Repo, auto: Path, ref: str, message: str, cache: dict[str, A
     """:func:`mirror` with the mirror's ``cache`` as read (empty: nothing known)."""
     entries, links, skipped = _session_files(auto)
     ledger = read_bytes(auto / "log.jsonl")
-    known = {int(k): v for k, v in cache.get("pieces", {}).items()}
+    known = {int(k): v for k, v in cache.get("pieces", {}).items()} \
+        if cache.get("ref") == ref else {}
     same, pieces = _pieces(ledger, known)
-    if cache.get("ref") == ref and sum(v[0] for v in known.values()) > len(ledger) \
-            and repo.resolve(ref) == cache.get("commit") and _lost_lines(repo, ref, ledger):
-        # Lines are missing from the ledger: mirroring it would lose them from the state ref
-        # too, from which resume brings them back.
-        raise LedgerShrank(f"{auto / 'log.jsonl'} is shorter than the ledger on {ref} (it lost "
-                           "lines?); git autoresearch doctor --fix restores them (or, lost at "
-                           "its end, git autoresearch resume)")
+    if use_cache and not cache.get("forgotten") and not _appended_only(ledger, known, same):
+        # Lines missing from the ledger that the ref holds would be lost from it too, from
+        # which doctor --fix and resume bring them back. Asked of the ref itself only when the
+        # ledger is not what was last mirrored with lines after it (or that is not known).
+        base = cache.get("commit") if known else repo.resolve(ref)
+        if base and _loses_lines(repo, base, ledger):
+            raise LedgerShrank(f"{auto / 'log.jsonl'} lost lines that {ref} holds; git "
+                               "autoresearch doctor --fix restores them (or, lost at its end, "
+                               "git autoresearch resume)")
     lost = lost_keeps(cache, ref, kept)
     if lost and repo.resolve(ref) == cache.get("commit") \
             and (lost := held_keeps(repo, ref, lost)):
@@ -133,6 +136,7 @@ def _mirrored(repo: Repo, auto: Path, ref: str, message: str, cache: dict[str, A
     old = cache.get("commit") if cache.get("ref") == ref else repo.resolve(ref)
     commit = _commit_state(repo, ref, tree, old, message)
     cache.update({"ref": ref, "commit": commit})
+    cache.pop("forgotten", None)
     cache["pieces"] = {str(k): v for k, v in known.items() if k < same + len(pieces)}
     if kept is not None:
         cache["kept"] = sorted(kept)
@@ -146,19 +150,29 @@ def _mirrored(repo: Repo, auto: Path, ref: str, message: str, cache: dict[str, A
     return commit, [name for name, _ in skipped]
 
 
-def _lost_lines(repo: Repo, ref: str, ledger: bytes) -> bool:
-    """Whether the ledger on the state commit ``ref`` is longer than ``ledger`` in bytes and
-    in lines (blank ones not counted): lines were lost. Asked only when the mirror's cache
-    says it is longer; the ref itself is read, since the cache may have been edited by hand
-    (pieces the ref does not hold), and a line edited shorter in place loses no line."""
-    state = read_at(repo, ref)
+def _appended_only(ledger: bytes, known: dict[int, list[Any]], same: int) -> bool:
+    """Whether ``ledger`` is what the mirror's cache ``known`` says was last mirrored, with
+    lines after it: every whole piece found at its place (``same`` of :func:`_pieces`), and
+    the last one, by its size and CRC-32, at the start of what follows them."""
+    if not known or same != len(known) - 1:
+        return False
+    size, _, digest = known[same][:3]
+    start = sum(int(known[index][0]) for index in range(same))
+    end = start + int(size)
+    return end <= len(ledger) and ledger[end - 1] == 0x0A \
+        and _digest(memoryview(ledger)[start:end]) == str(digest)
+
+
+def _loses_lines(repo: Repo, commit: str, ledger: bytes) -> bool:
+    """Whether mirroring ``ledger`` would lose lines that the ledger of the state commit
+    ``commit`` holds: lines it lacks that doctor --fix puts back at their places
+    (:func:`~git_autoresearch.ledger.repairs.with_lost_entries`; a line edited in place, or
+    lines moved, are no such loss)."""
+    from ..ledger.repairs import with_lost_entries
+
+    state = read_at(repo, commit)
     saved = state[0].get("log.jsonl", b"") if state is not None else b""
-    return len(saved) > len(ledger) and _line_count(saved) > _line_count(ledger)
-
-
-def _line_count(data: bytes) -> int:
-    """The lines of ``data`` that are not blank."""
-    return sum(1 for line in data.splitlines() if line.strip())
+    return bool(saved) and with_lost_entries(ledger, saved) is not None
 
 
 def _read_cache(repo: Repo) -> dict[str, Any]:
@@ -358,9 +372,11 @@ def _commit_state(repo: Repo, ref: str, tree: str, old: str | None, message: str
 
 def forget(repo: Repo) -> None:
     """Forget what the state ref was last mirrored from: after the ledger was rewritten on
-    purpose (malformed lines set aside, a lost header put back), a shorter ledger is no loss,
-    and the next :func:`mirror` must not refuse it as one."""
-    (repo.scratch / "state-cache.json").unlink(missing_ok=True)
+    purpose (malformed lines set aside, a lost header put back), lines it no longer holds are
+    no loss, and the next :func:`mirror` must not refuse it as one (a missing cache, by
+    contrast, is asked of the ref itself)."""
+    repo.scratch.mkdir(parents=True, exist_ok=True)
+    write_atomic(repo.scratch / "state-cache.json", b'{"forgotten": true}\n', durable=False)
 
 
 def read(repo: Repo, session_id: str) -> tuple[dict[str, bytes], dict[str, int]] | None:

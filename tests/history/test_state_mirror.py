@@ -240,6 +240,36 @@ def test_doctor_fix_mirrors_afresh_when_the_cache_names_another_blob(
     assert ar(repo, "doctor").out == "no problems found\n"
 
 
+@pytest.mark.parametrize("how", ["a run appended since", "the cache gone"])
+def test_a_line_lost_from_the_middle_is_never_mirrored_away(repo: Path, ar: Tool,
+                                                            how: str) -> None:
+    """A line deleted from the middle of the ledger, then a run recorded (its line longer than
+    the one lost), or the mirror's cache lost: the mirror took the ledger for no shorter, or
+    knew nothing, and the state ref's tip lost the line without a word. Now the ref itself is
+    asked whenever the ledger is not what was last mirrored with lines after it: the mirror
+    refuses, and doctor --fix puts the line back."""
+    ar(repo, *start_args())
+    for value in ("120", "130"):
+        write(repo / "value.txt", f"{value}\n")
+        ar(repo, "run", "-d", f"to {value}")
+    ledger = repo / ".auto" / "log.jsonl"
+    lines = ledger.read_bytes().splitlines(keepends=True)
+    lost = next(n for n, line in enumerate(lines) if b'"type":"incumbent"' in line)
+    ledger.write_bytes(b"".join(lines[:lost] + lines[lost + 1:]))
+    if how == "the cache gone":
+        (repo / ".git" / "autoresearch" / "state-cache.json").unlink()
+        said = ar(repo, "ideas", "add", "an idea").err
+    else:
+        write(repo / "value.txt", "90\n")
+        said = "\n".join(ar(repo, "run", "-d", "to 90", "--json").json()["warnings"])
+    assert "lost lines that refs/autoresearch/s1/state holds" in said
+    assert lines[lost] in state_pieces(repo).splitlines(keepends=True)
+    ar(repo, "doctor", "--fix")
+    assert ledger.read_bytes().splitlines(keepends=True)[:len(lines)] == lines
+    assert state_pieces(repo) == ledger.read_bytes()
+    assert ar(repo, "doctor").out == "no problems found\n"
+
+
 def test_a_state_ref_deleted_and_pruned_is_mirrored_again(repo: Path, ar: Tool) -> None:
     """The state ref deleted by hand and its objects pruned leave the mirror's cache naming
     objects git no longer has: the next run mirrors afresh instead of failing at every run

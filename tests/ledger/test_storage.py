@@ -519,7 +519,7 @@ def test_a_ledger_that_lost_lines_is_restored_as_the_warning_says(repo: Path, ar
     lines = whole.splitlines(keepends=True)
     del lines[-1 if lost == "last" else -2]
     ledger.write_bytes(b"".join(lines))
-    warning = ("is shorter than the ledger on refs/autoresearch/s1/state (it lost lines?); git "
+    warning = ("lost lines that refs/autoresearch/s1/state holds; git "
                "autoresearch doctor --fix restores them (or, lost at its end, git autoresearch "
                "resume)")
     res = ar(repo, "ideas", "add", "another", expect=0)

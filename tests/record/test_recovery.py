@@ -682,7 +682,8 @@ def test_doctor_restores_lines_lost_in_the_middle_at_their_places(repo: Path, ar
     gone = {next(n for n, line in enumerate(lines) if f'"{word}"'.encode() in line)
             for word in lost}
     ledger.write_bytes(b"".join(line for n, line in enumerate(lines) if n not in gone))
-    assert "lost lines?" in ar(repo, "ideas", "add", "an idea").err
+    assert "lost lines that refs/autoresearch/s1/state holds" in \
+        ar(repo, "ideas", "add", "an idea").err
     said = f"- the ledger {ledger} lost {len(gone)} line{'s' if len(gone) > 1 else ''} from " \
         "between others, which the state ref holds"
     assert ar(repo, "doctor", expect=3).out.startswith(said + " [fixable with --fix]\n")
@@ -1184,7 +1185,8 @@ def test_upkeep_commands_never_mirror_damaged_session_files(repo: Path, ar: Tool
     ledger_path.unlink()
     assert "is missing (git autoresearch resume" in ar(repo, "doctor", "--fix", expect=3).out
     ledger_path.write_bytes(b"".join(good_ledger.splitlines(keepends=True)[:2]))
-    assert "shorter than the ledger" in ar(repo, "ideas", "add", "two").err
+    assert "lost lines that refs/autoresearch/s1/state holds" in \
+        ar(repo, "ideas", "add", "two").err
     assert saved("log/00000.jsonl") == good_ledger
     ar(repo, "resume")
     assert [r["run"] for r in runs(repo)] == [1, 2, 3]
