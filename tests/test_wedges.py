@@ -358,7 +358,10 @@ def test_a_keep_lost_from_the_state_ref_tip_comes_back_from_its_history(
         old.unlink()
     said = ar(repo, "ideas", "add", "an idea").err
     assert "lost lines that refs/autoresearch/s1/state holds" in said
-    write(scratch / "state-cache.json", '{"forgotten": true}')  # (as a repair tells it)
+    from git_autoresearch.git import Repo
+    from git_autoresearch.history import state_ref
+
+    state_ref.forget(Repo.discover(repo), repo / ".auto" / "log.jsonl")  # (as a repair does)
     ar(repo, "ideas", "add", "another idea")  # mirrors the session files: the tip lacks run 2
     assert '"run":2,' not in git(repo, "show",
                                  "refs/autoresearch/s1/state:log/00000.jsonl").replace(" ", "")

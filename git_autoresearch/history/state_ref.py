@@ -109,15 +109,16 @@ def _mirrored(repo: Repo, auto: Path, ref: str, message: str, cache: dict[str, A
     known = {int(k): v for k, v in cache.get("pieces", {}).items()} \
         if cache.get("ref") == ref else {}
     same, pieces = _pieces(ledger, known)
-    if use_cache and not cache.get("forgotten") and not _appended_only(ledger, known, same):
+    if use_cache and not _rewritten_on_purpose(cache, ledger) \
+            and not _appended_only(ledger, known, same):
         # Lines missing from the ledger that the ref holds would be lost from it too, from
-        # which doctor --fix and resume bring them back. Asked of the ref itself only when the
-        # ledger is not what was last mirrored with lines after it (or that is not known).
-        base = cache.get("commit") if known else repo.resolve(ref)
+        # which doctor --fix brings them back. Asked of the ref itself (its tip: another
+        # worktree may have mirrored since) only when the ledger is not what was last
+        # mirrored with lines after it, or that is not known.
+        base = repo.resolve(ref)
         if base and _loses_lines(repo, base, ledger):
             raise LedgerShrank(f"{auto / 'log.jsonl'} lost lines that {ref} holds; git "
-                               "autoresearch doctor --fix restores them (or, lost at its end, "
-                               "git autoresearch resume)")
+                               "autoresearch doctor --fix restores them")
     lost = lost_keeps(cache, ref, kept)
     if lost and repo.resolve(ref) == cache.get("commit") \
             and (lost := held_keeps(repo, ref, lost)):
@@ -166,13 +167,24 @@ def _appended_only(ledger: bytes, known: dict[int, list[Any]], same: int) -> boo
 def _loses_lines(repo: Repo, commit: str, ledger: bytes) -> bool:
     """Whether mirroring ``ledger`` would lose lines that the ledger of the state commit
     ``commit`` holds: lines it lacks that doctor --fix puts back at their places
-    (:func:`~git_autoresearch.ledger.repairs.with_lost_entries`; a line edited in place, or
-    lines moved, are no such loss)."""
-    from ..ledger.repairs import with_lost_entries
+    (:func:`~git_autoresearch.ledger.repairs.with_lost_entries`; a line edited in place is
+    no loss), or a run it lacks wherever its lines went (moved lines cannot be put back at
+    their places, but the run is, by its number)."""
+    from ..ledger.repairs import run_numbers, with_lost_entries
 
     state = read_at(repo, commit)
     saved = state[0].get("log.jsonl", b"") if state is not None else b""
-    return bool(saved) and with_lost_entries(ledger, saved) is not None
+    return bool(saved) and (with_lost_entries(ledger, saved) is not None
+                            or not run_numbers(saved) <= run_numbers(ledger))
+
+
+def _rewritten_on_purpose(cache: dict[str, Any], ledger: bytes) -> bool:
+    """Whether the mirror was told (:func:`forget`) that ``ledger`` was rewritten on purpose,
+    and it holds the bytes it was told of, with lines after them at most."""
+    mark = cache.get("forgotten")
+    if not (isinstance(mark, list) and len(mark) == 2 and type(mark[0]) is int):
+        return False
+    return mark[0] <= len(ledger) and _digest(memoryview(ledger)[:mark[0]]) == mark[1]
 
 
 def _read_cache(repo: Repo) -> dict[str, Any]:
@@ -370,13 +382,16 @@ def _commit_state(repo: Repo, ref: str, tree: str, old: str | None, message: str
     return commit
 
 
-def forget(repo: Repo) -> None:
-    """Forget what the state ref was last mirrored from: after the ledger was rewritten on
-    purpose (malformed lines set aside, a lost header put back), lines it no longer holds are
-    no loss, and the next :func:`mirror` must not refuse it as one (a missing cache, by
-    contrast, is asked of the ref itself)."""
+def forget(repo: Repo, ledger: Path) -> None:
+    """Forget what the state ref was last mirrored from, once the ledger at ``ledger`` was
+    rewritten on purpose (malformed lines set aside, a lost header put back, commit ids
+    replaced): lines it no longer holds are no loss, and the next :func:`mirror` must not
+    refuse it as one, while it holds the bytes it holds now (lines appended since
+    included). A missing cache, by contrast, is asked of the ref itself."""
     repo.scratch.mkdir(parents=True, exist_ok=True)
-    write_atomic(repo.scratch / "state-cache.json", b'{"forgotten": true}\n', durable=False)
+    data = read_bytes(ledger)
+    write_atomic(repo.scratch / "state-cache.json",
+                 json.dumps({"forgotten": [len(data), _digest(data)]}).encode(), durable=False)
 
 
 def read(repo: Repo, session_id: str) -> tuple[dict[str, bytes], dict[str, int]] | None:

@@ -10,6 +10,7 @@ import json
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from ..runtime.atomic import append_whole, write_atomic
 from . import Malformed, dumps
@@ -101,54 +102,74 @@ def with_lost_entries(current: bytes, saved: bytes) -> tuple[bytes, int] | None:
     ``saved`` (the state ref's) put back at their places: run records whose run it lacks, and
     lines that are no run (an incumbent's sample, a hook's line, an event); with how many.
     None when it lost none, or when its lines are not the saved ones in their order (lines
-    moved, or a line that is no run edited: then a person must look). A run line edited in
-    place (its number the same) stays as it is now; blank lines are dropped; the lines after
-    the saved ones (recorded since) stay at the end."""
+    moved). Lines are compared as a reader reads them (surrounding white space, a carriage
+    return, aside). A line edited in place (the same record: a run's number, or the same
+    type, time and run of another line) stays as it is now; blank lines are dropped; the
+    lines after the saved ones (recorded since) stay at the end."""
     now = [line for line in current.split(b"\n") if line.strip()]
     old = [line for line in saved.split(b"\n") if line.strip()]
-    ahead = Counter(now)  # the lines of now from ``at`` on
-    known = set(old)
-    runs_now: set[int] | None = None  # (the run numbers of now, read at the first need)
+    now_keys = [line.strip() for line in now]
+    ahead = Counter(now_keys)  # the lines of now from ``at`` on
+    known = {line.strip() for line in old}
+    runs_now: set[int] | None = None  # (read at the first need)
     out: list[bytes] = []
     at = restored = 0
     for line in old:
-        here = now[at] if at < len(now) else None
-        if here == line:
-            out.append(line)
-            ahead[line] -= 1
+        key = line.strip()
+        here = now_keys[at] if at < len(now) else None
+        if here == key or here is not None and here not in known and _same_record(key, here):
+            out.append(now[at])  # (as it is, or edited in place)
+            ahead[now_keys[at]] -= 1
             at += 1
             continue
-        if ahead[line] > 0:
+        if ahead[key] > 0:
             return None  # (its lines moved, or others went in between: not a loss alone)
-        number = _run_number(line)
+        number = _run_number(key)
         if number is not None:
             if runs_now is None:
-                runs_now = {n for n in map(_run_number, now) if n is not None}
+                runs_now = run_numbers(current)
             if number in runs_now:
-                if here is None or _run_number(here) != number:
-                    return None  # (the run is elsewhere now)
-                out.append(here)  # (edited in place)
-                ahead[here] -= 1
-                at += 1
-                continue
-        elif here is not None and here not in known and _run_number(here) is None:
-            return None  # (a line that is no run, edited in place: no loss)
+                return None  # (the run is elsewhere now)
         out.append(line)
         restored += 1
-    if not restored or not known.isdisjoint(now[at:]):
+    if not restored or not known.isdisjoint(now_keys[at:]):
         return None
     return b"".join(line + b"\n" for line in [*out, *now[at:]]), restored
+
+
+def run_numbers(data: bytes) -> set[int]:
+    """The run numbers of the ledger bytes ``data``'s run records."""
+    return {n for n in map(_run_number, data.split(b"\n")) if n is not None}
+
+
+def _record(line: bytes) -> dict[str, Any] | None:
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return obj if isinstance(obj, dict) else None
 
 
 def _run_number(line: bytes) -> int | None:
     """The run number of one ledger line that is a run record (an integer ``run``); None for
     any other line."""
-    try:
-        obj = json.loads(line)
-    except (ValueError, RecursionError):
+    if b'"run"' not in line:
         return None
-    number = obj.get("run") if isinstance(obj, dict) else None
+    obj = _record(line)
+    number = obj.get("run") if obj is not None else None
     return number if type(number) is int else None
+
+
+def _same_record(old: bytes, new: bytes) -> bool:
+    """Whether the ledger line ``new`` is ``old`` edited: the same run's record, or a line of
+    the same type, time, run and stage (an incumbent's sample after the same run, say)."""
+    a, b = _record(old), _record(new)
+    if a is None or b is None:
+        return False
+    if type(a.get("run")) is int and "type" not in a:
+        return a.get("run") == b.get("run") and "type" not in b
+    identity = ("type", "timestamp", "run", "after_run", "stage", "segment")
+    return all(a.get(k) == b.get(k) for k in identity)
 
 
 def with_lost_header(current: bytes, saved: bytes) -> bytes | None:

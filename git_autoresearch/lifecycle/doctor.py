@@ -289,7 +289,7 @@ def _check_header(session: Session, exam: Examination, fix: bool) -> None:
                             "autoresearch start --new-segment)")
     elif fix:
         write_atomic(layout.ledger, headed)
-        forget_state_cache(session.repo)
+        forget_state_cache(session.repo, layout.ledger)
         finding.fixed = True
         session.reload()
 
@@ -312,7 +312,7 @@ def _check_malformed(session: Session, exam: Examination, fix: bool,
                          if bad.run in restored else "")) for bad in book.malformed]
     if fix:
         set_aside(session.layout.ledger, book.malformed)
-        forget_state_cache(session.repo)
+        forget_state_cache(session.repo, session.layout.ledger)
         for finding in found:
             finding.fixed = True
         session.reload()
@@ -386,9 +386,9 @@ def _check_rewritten(session: Session, exam: Examination, log: list[TrailerCommi
                 for m in moved]
     if not fix or not moved:
         return
-    forget_state_cache(session.repo)
     replace_commits(session.layout.ledger,
                     {m.run: (m.recorded, session.repo.short(m.commit)) for m in moved})
+    forget_state_cache(session.repo, session.layout.ledger)
     for finding in findings:
         finding.fixed = True
     session.reload()
@@ -586,7 +586,7 @@ def _check_state(session: Session, exam: Examination, fix: bool) -> None:
     if fix:
         problems = session.mirror_state("doctor --fix")
         if not problems and _state_problem(session) is not None:
-            forget_state_cache(session.repo)
+            forget_state_cache(session.repo, session.layout.ledger)
             problems = session.mirror_state("doctor --fix")
         exam.warnings += problems
         finding.fixed = not problems

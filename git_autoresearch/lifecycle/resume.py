@@ -139,7 +139,7 @@ def _repair_ledger(repo: Repo, path: Path, saved: bytes) -> list[str]:
         return []
     write_atomic(kept, current)
     write_atomic(path, headed)
-    forget_state_cache(repo)
+    forget_state_cache(repo, path)
     return ["restored the configuration header of .auto/log.jsonl from the state ref (the old "
             f"file is .auto/{kept.name})"]
 
@@ -240,8 +240,6 @@ def _repair_session_files(repo: Repo, layout: Layout, sid: str) -> list[str]:
         book = ledger_mod.read(layout.ledger)
         notes = repairs.set_aside(layout.ledger, book.malformed)
         if notes:
-            # The ledger is shorter on purpose: the state ref must take it as it is now.
-            forget_state_cache(repo)
             # A run's line damaged by hand comes back as it was recorded, when the state
             # ref's history holds it.
             named = [bad.run for bad in book.malformed
@@ -252,6 +250,8 @@ def _repair_session_files(repo: Repo, layout: Layout, sid: str) -> list[str]:
                 notes.append(f"the line{'s' if len(back) > 1 else ''} of run"
                              f"{'s' if len(back) > 1 else ''} "
                              f"{', '.join(map(str, sorted(back)))} restored from the state ref")
+            # The ledger is shorter on purpose: the state ref must take it as it is now.
+            forget_state_cache(repo, layout.ledger)
         return actions + notes
 
 

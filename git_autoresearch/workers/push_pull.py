@@ -48,7 +48,6 @@ from ..history.refs import (
     upstream_ref,
 )
 from ..history.state_ref import FILES, read_at
-from ..history.state_ref import forget as forget_state_cache
 from ..ledger.repairs import lost_lines
 from ..lifecycle.resume import restore_files
 from ..runtime.atomic import write_atomic
@@ -352,8 +351,6 @@ def pull(repo: Repo | None, remote: str | None = None, session: str | None = Non
                           "changed: run git autoresearch pull again")
         shared.moved = [Moved(ref, old, new) for ref, (new, old) in changes.items()
                         if new is not None]
-        if any(session_of_state_ref(m.ref) for m in shared.moved):
-            forget_state_cache(repo)
         _files_here(repo, sid, shared)
     return shared
 

@@ -270,6 +270,38 @@ def test_a_line_lost_from_the_middle_is_never_mirrored_away(repo: Path, ar: Tool
     assert ar(repo, "doctor").out == "no problems found\n"
 
 
+@pytest.mark.parametrize("how", ["carriage returns", "an event after it", "a repair before"])
+def test_a_lost_event_line_is_never_mirrored_away(repo: Path, ar: Tool, how: str) -> None:
+    """An event line (an audit's) lost from the ledger: with every line given a carriage
+    return, with another event line appended after it (no edit in place: another time), or
+    after a repair told the mirror the ledger was rewritten on purpose (that told, it holds
+    for the bytes it was told of only). The mirror refuses, where the state ref's tip lost
+    the line without a word."""
+    ar(repo, *start_args("--decision", "strict"))
+    write(repo / "value.txt", "90\n")
+    ar(repo, "run", "-d", "kept")
+    ledger = repo / ".auto" / "log.jsonl"
+    if how == "a repair before":
+        from git_autoresearch.git import Repo
+
+        state_ref.forget(Repo.discover(repo), ledger)
+        ar(repo, "doctor", "--fix")  # (nothing to mirror: the mark stays)
+    ar(repo, "audit", "2", "--samples", "1")
+    lines = ledger.read_bytes().splitlines(keepends=True)
+    assert b'"type":"audit"' in lines[-1]
+    if how == "carriage returns":
+        ledger.write_bytes(b"".join(line.rstrip(b"\n") + b"\r\n" for line in lines[:-1]))
+        said = ar(repo, "ideas", "add", "an idea").err
+    elif how == "an event after it":
+        ledger.write_bytes(b"".join(lines[:-1]))
+        said = ar(repo, "audit", "2", "--samples", "1").err
+    else:
+        ledger.write_bytes(b"".join(lines[:-1]))
+        said = ar(repo, "ideas", "add", "an idea").err
+    assert "lost lines that refs/autoresearch/s1/state holds" in said
+    assert lines[-1] in state_pieces(repo).splitlines(keepends=True)
+
+
 def test_a_state_ref_deleted_and_pruned_is_mirrored_again(repo: Path, ar: Tool) -> None:
     """The state ref deleted by hand and its objects pruned leave the mirror's cache naming
     objects git no longer has: the next run mirrors afresh instead of failing at every run

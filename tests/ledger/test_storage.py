@@ -520,8 +520,7 @@ def test_a_ledger_that_lost_lines_is_restored_as_the_warning_says(repo: Path, ar
     del lines[-1 if lost == "last" else -2]
     ledger.write_bytes(b"".join(lines))
     warning = ("lost lines that refs/autoresearch/s1/state holds; git "
-               "autoresearch doctor --fix restores them (or, lost at its end, git autoresearch "
-               "resume)")
+               "autoresearch doctor --fix restores them\n")
     res = ar(repo, "ideas", "add", "another", expect=0)
     assert warning in res.err
     found = ar(repo, "doctor", "--fix", "--json").json()["findings"]
@@ -838,5 +837,12 @@ def test_lost_lines_are_put_back_at_their_places_only_when_lost_alone() -> None:
     assert merged(head, one, two, hook, sample) is None
     assert merged(head, one, sample, two, b'{"type":"hook","edited":1}') is None
     assert merged(head, b'{"run":1,"edited":1}', sample, two, hook) is None
+    # Another hook's line after the lost one (another time): no edit in place, a loss.
+    later = b'{"type":"hook","timestamp":2}'
+    assert merged(head, one, sample, two, later) == (saved + later + b"\n", 1)
+    # Lines ended by a carriage return are the same lines; those kept stay as they are now.
+    assert merged(head + b"\r", one + b"\r", two + b"\r", hook + b"\r") == (
+        b"\n".join([head + b"\r", one + b"\r", sample, two + b"\r", hook + b"\r"]) + b"\n",
+        1)
     assert merged(head, b'{"run":1,"edited":1}', sample, hook) == (
         b"\n".join([head, b'{"run":1,"edited":1}', sample, two, hook]) + b"\n", 1)

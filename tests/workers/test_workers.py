@@ -545,3 +545,22 @@ def test_a_worker_not_behind_a_rewritten_session_branch_stays_and_says_so(
     assert record["warnings"] == [
         f"the worker branch is not behind the session branch {BRANCH}; it was left where it is"]
     assert git(w2, "rev-parse", "HEAD") == head
+
+
+def test_a_repair_in_one_worktree_is_no_loss_in_another(crew: tuple[Path, Path, Path],
+                                                        ar: Tool) -> None:
+    """doctor --fix in the main work tree sets a malformed line aside and mirrors: a worker's
+    next run, whose cache still names the state commit before the repair, asks the ref's tip
+    and finds nothing lost, where it warned at every run that lines were lost and its own
+    doctor --fix could not clear it."""
+    main, w1, _ = crew
+    write(w1 / "value.txt", "90\n")
+    ar(w1, "run", "-d", "value 90")
+    with (main / ".auto" / "log.jsonl").open("a") as fh:
+        fh.write("tried foo by hand\n")
+    write(w1 / "value.txt", "80\n")
+    ar(w1, "run", "-d", "value 80")
+    ar(main, "doctor", "--fix")
+    write(w1 / "value.txt", "70\n")
+    assert ar(w1, "run", "-d", "value 70", "--json").json()["warnings"] == []
+    assert ar(w1, "doctor").out == "no problems found\n"
