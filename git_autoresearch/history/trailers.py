@@ -470,9 +470,13 @@ def reconcile(repo: Repo, book: Ledger, branch: str, base: str | None,
     if base:
         on_branch.add(base[:7])
     metric_names = {seg.index: (seg.header or {}).get("metricName") for seg in book.segments}
+    # The runs of segments another tool opened (a ledger imported, or pi-autoresearch's, before
+    # the session's first header) were kept on another history: not asked of this branch.
+    ours = {seg.index for seg in book.segments if "config_hash" in (seg.header or {})}
     kept: dict[int, Run] = {}
     for r in book.runs:  # a number another tool wrote too: ours first
-        if r.status == "keep" and (r.number not in kept or r.ours and not kept[r.number].ours):
+        if r.status == "keep" and r.segment in ours \
+                and (r.number not in kept or r.ours and not kept[r.number].ours):
             kept[r.number] = r
     for number, info in sorted(trailers.items()):
         run = kept.get(number)

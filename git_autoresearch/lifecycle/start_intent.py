@@ -15,6 +15,7 @@ from ..git import Repo, said
 from ..history.experiment import save_snapshot, take_snapshot
 from ..history.refs import session_branch
 from ..ledger.records import ConfigHeader, config_header
+from ..ledger.repairs import has_our_header
 from ..runtime.atomic import write_atomic
 from ..runtime.errors import Refused, UsageError
 from ..runtime.faults import checkpoint
@@ -174,7 +175,9 @@ def _make_session(repo: Repo, layout: Layout, intent: StartIntent,
     data = layout.config.read_bytes() if layout.config_exists() else \
         write_config(layout.config, cfg)
     checkpoint("start:after-config")
-    if ledger_mod.read(layout.ledger).config_header is None:
+    # Ours, once: a ledger imported or written by pi-autoresearch has a header of its own,
+    # and its runs stay before the session's first segment.
+    if not has_our_header(ledger_mod.read_bytes(layout.ledger)):
         header = segment_header(cfg, data, intent.head, intent.no_baseline)
         ledger_mod.append(layout.ledger, [header])
     checkpoint("start:after-ledger")

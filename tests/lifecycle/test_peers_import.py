@@ -391,3 +391,26 @@ def test_an_unknown_status_in_a_results_tsv_is_kept_not_refused(repo: Path, ar: 
     status = ar(repo, "status", "--json").json()
     assert status["segment"]["runs"] == 2
     assert sum("run 2 ('skipped')" in w for w in status["warnings"]) == 1  # said once
+
+
+@pytest.mark.parametrize("source", [KARPATHY, PI_WRITTEN])
+def test_a_session_starts_on_an_imported_ledger(repo: Path, ar: Tool, source: Path) -> None:
+    """start in a work tree whose .auto/log.jsonl another tool's session was imported into
+    (or pi-autoresearch wrote): the session's own header opens a segment after the imported
+    runs and the loop runs, where start stopped half-way (the branch, config.toml and the
+    state ref made, exit 3) over a ledger with a header that is not ours; the imported keeps,
+    commits of another history, are not asked to be on the session branch."""
+    from conftest import start_args
+
+    if source == PI_WRITTEN:
+        write(repo / ".auto" / "log.jsonl", source.read_text())
+    else:
+        ar(repo, "import", str(source))
+    imported = len(ledger_lines(repo))
+    ar(repo, *start_args())
+    write(repo / "value.txt", "90\n")
+    record = ar(repo, "run", "-d", "after the import", "--json").json()
+    assert record["status"] == "keep" and record["segment"] >= 1
+    assert len(ledger_lines(repo)) > imported
+    status = ar(repo, "status")
+    assert status.err == "" and ar(repo, "doctor").out == "no problems found\n"
