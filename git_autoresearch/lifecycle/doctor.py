@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +40,7 @@ from ..ledger.repairs import (
     insert_runs,
     lost_lines,
     replace_commits,
+    run_numbers,
     set_aside,
     with_lost_entries,
     with_lost_header,
@@ -169,7 +170,7 @@ def _examine(session: Session, fix: bool) -> Examination:
                                                            session.config.session_id, kept_now)
     _check_lost_lines(session, exam, fix)
     _check_header(session, exam, fix)
-    _check_lost_entries(session, exam, fix)
+    coming = _check_lost_entries(session, exam, fix)
     saved_lines = _state_lines(session)
     restored = _check_malformed(session, exam, fix, saved_lines)
     _check_interrupted(session, exam, fix)
@@ -194,7 +195,7 @@ def _examine(session: Session, fix: bool) -> Examination:
     baseline = session.baseline_problem() or session.baseline_doubt()
     if baseline and not (not fix and _restores_baseline(session, additions)):
         exam.add(baseline)
-    _check_state(session, exam, fix)
+    _check_state(session, exam, fix, coming | set(additions))
     return exam
 
 
@@ -255,23 +256,24 @@ def _rewrite_ledger(session: Session, finding: Finding, data: bytes) -> None:
     session.reload()
 
 
-def _check_lost_entries(session: Session, exam: Examination, fix: bool) -> None:
+def _check_lost_entries(session: Session, exam: Examination, fix: bool) -> set[int]:
     """Lines lost from between others of the ledger (runs, an incumbent's sample, a hook's
     line, an event), which the state ref holds: put back at their places, the old file kept
     beside it, before the runs are looked at one by one (which put a run back by its number
-    alone)."""
+    alone). Returns the numbers of the runs so put back (without ``fix``: that would be)."""
     layout = session.layout
     state = read_state(session.repo, session.config.session_id)
-    merged = with_lost_entries(layout.ledger.read_bytes(),
-                               state[0].get("log.jsonl", b"")) if state else None
+    current = layout.ledger.read_bytes()
+    merged = with_lost_entries(current, state[0].get("log.jsonl", b"")) if state else None
     if merged is None:
-        return
+        return set()
     data, count = merged
     finding = exam.add(f"the ledger {layout.ledger} lost {count} line{'s' if count > 1 else ''} "
                        "from between others, which the state ref holds",
                        "restore them from the state ref")
     if fix:
         _rewrite_ledger(session, finding, data)
+    return run_numbers(data) - run_numbers(current)
 
 
 def _check_header(session: Session, exam: Examination, fix: bool) -> None:
@@ -566,7 +568,8 @@ def _check_scope_refs(session: Session, exam: Examination) -> None:
                      f"that no recorded run names (see them: git show {ref})")
 
 
-def _check_state(session: Session, exam: Examination, fix: bool) -> None:
+def _check_state(session: Session, exam: Examination, fix: bool,
+                 coming: Collection[int] = ()) -> None:
     """The state ref is missing or behind the session files: mirrored again (and once more
     without the mirror's cache when that did not make it hold them: a cache that names other
     blobs than the ledger's pieces, edited by hand)."""
@@ -574,8 +577,10 @@ def _check_state(session: Session, exam: Examination, fix: bool) -> None:
     if problem is None:
         return
     kept = session.kept_lines()
-    blocked = [] if kept is None else mirrored_keeps(session.repo, session.config.session_id,
-                                                     kept)
+    # (the kept runs whose lines --fix puts back, ``coming``, block nothing)
+    blocked = [] if kept is None else [
+        n for n in mirrored_keeps(session.repo, session.config.session_id, kept)
+        if fix or n not in coming]
     if blocked and problem != "there is no state ref":
         # (the mirror refuses to lose those lines: a person puts them back or starts over)
         runs = ", ".join(map(str, blocked))

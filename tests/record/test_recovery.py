@@ -742,6 +742,24 @@ def test_doctor_promises_no_mirror_it_cannot_make(repo: Path, ar: Tool) -> None:
                           "which it holds", "fix": None, "fixed": False}], found
 
 
+def test_doctor_calls_fixable_a_mirror_its_fix_unblocks(repo: Path, ar: Tool) -> None:
+    """A kept run's line deleted, which doctor --fix puts back: the state ref's finding is
+    fixable too (once the line is back, the files are mirrored), not one for a person."""
+    ar(repo, *start_args())
+    write(repo / "value.txt", "90\n")
+    ar(repo, "keep", "-d", "kept", "--metric", "90")
+    write(repo / "value.txt", "95\n")
+    ar(repo, "discard", "-d", "worse")
+    ledger = repo / ".auto" / "log.jsonl"
+    lines = ledger.read_bytes().splitlines(keepends=True)
+    ledger.write_bytes(b"".join(line for line in lines if b'"description":"kept"' not in line))
+    found = ar(repo, "doctor", "--json", expect=3).json()["findings"]
+    assert found and all(f["fix"] for f in found), found
+    ar(repo, "doctor", "--fix")
+    assert ledger.read_bytes() == b"".join(lines)
+    assert ar(repo, "doctor").out == "no problems found\n"
+
+
 def test_doctor_leaves_an_edited_sample_as_it_is(repo: Path, ar: Tool) -> None:
     """The incumbent's last sample edited by hand is no loss: doctor --fix mirrors it and
     never puts the old line back beside it (the pool would count the sample twice)."""
