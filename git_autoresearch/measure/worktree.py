@@ -269,8 +269,11 @@ def moving_note(moved: decision.Trend, direction: str, count: int) -> str:
     """A warning that the incumbent's recent samples trend (the machine's load moves), either
     way, and what the run did about it."""
     worse = (moved.s > 0) == (direction == "lower")
-    how = f" ({moved.relative:+.1%} over its last {count} samples)" \
-        if moved.relative is not None else ""
+    # Sen's slope is 0 when most pairs tie (a metric that moves in steps): the test still
+    # finds the trend, and the amount, 0.0%, would say nothing (and its sign could be wrong).
+    shown = moved.relative is not None and round(abs(moved.relative), 3) > 0
+    how = f" ({moved.relative:+.1%} over its last {count} samples)" if shown \
+        else f" (over its last {count} samples)"
     cause = "slower" if worse else "faster"
     return (f"the incumbent's samples have been getting {'worse' if worse else 'better'}{how}: "
             f"the machine got {cause}? Its earlier samples are not compared; this run is "

@@ -246,3 +246,21 @@ def test_the_configurations_pairs_fit_the_rule() -> None:
     # pair fewer cannot (the rank test's smallest p-value is 1 / C(2k, k)).
     k = config.MIN_PAIRS
     assert 1 / math.comb(2 * k, k) <= decision.FRESH_ALPHA < 1 / math.comb(2 * k - 2, k - 1)
+
+
+def test_the_drift_warning_never_says_a_move_of_zero() -> None:
+    """A metric that moves in steps (0.008 ms, then 0.007 ms) trends clearly while its
+    median pairwise slope, which the ties make 0, says +0.0%: the warning then names no
+    amount, where it said "getting better (+0.0% ...)" with a sign against the move."""
+    from git_autoresearch.decide.rules import trend
+    from git_autoresearch.measure.worktree import moving_note
+
+    samples = [0.008] * 21 + [0.007] * 9
+    moved = trend(samples)
+    assert moved is not None and moved.p < 0.01 and moved.s < 0 and moved.relative == 0
+    said = moving_note(moved, "lower", len(samples))
+    assert said.startswith("the incumbent's samples have been getting better (over its last "
+                           "30 samples): the machine got faster?")
+    steep = trend([10.0 + i for i in range(30)])
+    assert steep is not None
+    assert "getting worse (+" in moving_note(steep, "lower", 30)
