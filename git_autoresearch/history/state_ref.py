@@ -172,8 +172,7 @@ def _loses_lines(repo: Repo, commit: str, ledger: bytes) -> bool:
     their places, but the run is, by its number)."""
     from ..ledger.repairs import run_numbers, with_lost_entries
 
-    state = read_at(repo, commit)
-    saved = state[0].get("log.jsonl", b"") if state is not None else b""
+    saved = ledger_at(repo, commit)
     return bool(saved) and (with_lost_entries(ledger, saved) is not None
                             or not run_numbers(saved) <= run_numbers(ledger))
 
@@ -243,9 +242,7 @@ def held_keeps(repo: Repo, ref: str, numbers: Collection[int]) -> list[int]:
     (read whole: only when the cache claims one)."""
     from ..ledger import parse
 
-    state = read_at(repo, ref)
-    book = parse(state[0].get("log.jsonl", b"")) if state is not None else None
-    held = {run.number for run in book.runs if run.status == "keep"} if book else set()
+    held = {run.number for run in parse(ledger_at(repo, ref)).runs if run.status == "keep"}
     return sorted(n for n in numbers if n in held)
 
 
@@ -400,6 +397,19 @@ def read(repo: Repo, session_id: str) -> tuple[dict[str, bytes], dict[str, int]]
     ref (:data:`LINK` for a symbolic link, whose content is its target). Two git calls, whatever
     the number of files."""
     return read_at(repo, state_ref(session_id))
+
+
+def saved_ledger(repo: Repo, session_id: str) -> bytes:
+    """The ledger the state ref of ``session_id`` holds (its pieces joined); empty when
+    there is no state ref."""
+    return ledger_at(repo, state_ref(session_id))
+
+
+def ledger_at(repo: Repo, rev: str) -> bytes:
+    """The ledger the state commit ``rev`` holds (its pieces joined); empty when ``rev``
+    names no commit."""
+    state = read_at(repo, rev)
+    return state[0].get("log.jsonl", b"") if state is not None else b""
 
 
 def read_at(repo: Repo, rev: str) -> tuple[dict[str, bytes], dict[str, int]] | None:

@@ -22,7 +22,7 @@ from ..history.state_ref import FILES as STATE_FILES
 from ..history.state_ref import LINK as STATE_LINK
 from ..history.state_ref import current as current_state
 from ..history.state_ref import forget as forget_state_cache
-from ..history.state_ref import lines_in_history, mirrored_keeps
+from ..history.state_ref import lines_in_history, mirrored_keeps, saved_ledger
 from ..history.state_ref import read as read_state
 from ..history.trailers import (
     TrailerCommit,
@@ -234,14 +234,13 @@ def _check_lost_lines(session: Session, exam: Examination, fix: bool) -> None:
     """The ledger lost lines at its end that the state ref holds: restored, the old file
     kept beside it."""
     layout = session.layout
-    state = read_state(session.repo, session.config.session_id)
-    saved_ledger = state[0].get("log.jsonl", b"") if state else b""
-    if not lost_lines(layout.ledger.read_bytes(), saved_ledger):
+    saved = saved_ledger(session.repo, session.config.session_id)
+    if not lost_lines(layout.ledger.read_bytes(), saved):
         return
     finding = exam.add(f"the ledger {layout.ledger} lost its last lines, which the state ref "
                        "holds", "restore them from the state ref")
     if fix:
-        _rewrite_ledger(session, finding, saved_ledger)
+        _rewrite_ledger(session, finding, saved)
 
 
 def _rewrite_ledger(session: Session, finding: Finding, data: bytes) -> None:
@@ -262,9 +261,8 @@ def _check_lost_entries(session: Session, exam: Examination, fix: bool) -> set[i
     beside it, before the runs are looked at one by one (which put a run back by its number
     alone). Returns the numbers of the runs so put back (without ``fix``: that would be)."""
     layout = session.layout
-    state = read_state(session.repo, session.config.session_id)
     current = layout.ledger.read_bytes()
-    merged = with_lost_entries(current, state[0].get("log.jsonl", b"")) if state else None
+    merged = with_lost_entries(current, saved_ledger(session.repo, session.config.session_id))
     if merged is None:
         return set()
     data, count = merged
@@ -281,9 +279,8 @@ def _check_header(session: Session, exam: Examination, fix: bool) -> None:
     layout = session.layout
     if has_our_header(layout.ledger.read_bytes()):
         return
-    state = read_state(session.repo, session.config.session_id)
     headed = with_lost_header(layout.ledger.read_bytes(),
-                              state[0].get("log.jsonl", b"")) if state else None
+                              saved_ledger(session.repo, session.config.session_id))
     finding = exam.add(f"the ledger {layout.ledger} has no configuration header line",
                        "restore it from the state ref" if headed is not None else None)
     if headed is None:
@@ -581,7 +578,7 @@ def _check_state(session: Session, exam: Examination, fix: bool,
     blocked = [] if kept is None else [
         n for n in mirrored_keeps(session.repo, session.config.session_id, kept)
         if fix or n not in coming]
-    if blocked and problem != "there is no state ref":
+    if blocked:
         # (the mirror refuses to lose those lines: a person puts them back or starts over)
         runs = ", ".join(map(str, blocked))
         exam.add(f"{problem}, and is not mirrored while the ledger lacks the line of kept "

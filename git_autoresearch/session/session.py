@@ -265,10 +265,9 @@ class Session:
         configuration as it is) that the ledger lacks: the ledger lost the header of the
         segment this configuration began, and the configuration was not edited. Read only
         when the configuration differs from the ledger's last header."""
-        from ..history.state_ref import read as read_state
+        from ..history.state_ref import saved_ledger
 
-        state = read_state(self.repo, self.config.session_id)
-        saved = state[0].get("log.jsonl", b"") if state else b""
+        saved = saved_ledger(self.repo, self.config.session_id)
         held = set(self.layout.ledger.read_bytes().split(b"\n")) if saved else set()
         for line in saved.split(b"\n"):
             if b'"config"' in line and line not in held:
