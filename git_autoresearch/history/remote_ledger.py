@@ -110,11 +110,33 @@ def merged(local: bytes, foreign: Sequence[bytes], book: ledger_mod.Ledger | Non
 
 def foreign_ledgers(repo: Repo, session_id: str, own: str) -> list[bytes]:
     """The ledgers of the other workers' ledger refs fetched here (not ``own``'s)."""
+    return [data for _, data in ledgers_by_worker(repo, session_id, own)]
+
+
+def ledgers_by_worker(repo: Repo, session_id: str, own: str = "") -> list[tuple[str, bytes]]:
+    """(worker name, ledger bytes) of each ledger ref of session ``session_id`` fetched here,
+    but worker ``own``'s, in the order of the refs' names."""
     prefix = ledgers_prefix(session_id)
     refs = [ref for ref in repo.for_each_ref(prefix, within=namespace(session_id) + "/")
             if ref[len(prefix):] != own]
     found = cat_named_blobs(repo, [f"{ref}:{LEDGER_FILE}" for ref in refs])
-    return [data for data in found if data is not None]
+    return [(ref[len(prefix):], data) for ref, data in zip(refs, found, strict=True)
+            if data is not None]
+
+
+def run_lines(repo: Repo, session_id: str, wanted: Sequence[int]) -> dict[int, tuple[bytes, str]]:
+    """The lines of the runs ``wanted`` that the ledger refs of session ``session_id`` fetched
+    here hold, by run number, each with the worker whose ref holds it (the first ref's, by
+    name, when two do)."""
+    found: dict[int, tuple[bytes, str]] = {}
+    left = set(wanted)
+    for worker, data in ledgers_by_worker(repo, session_id) if left else []:
+        lines = data.split(b"\n")
+        for run in ledger_mod.parse(data).runs:
+            if run.number in left:
+                left.discard(run.number)
+                found[run.number] = (lines[run.line - 1].strip(), worker)
+    return found
 
 
 def read_merged(repo: Repo, session_id: str, path: Path, own: str, *, data: bytes | None = None,

@@ -18,6 +18,7 @@ from ..git import temporary_objects
 from ..git.objects import resolve_many
 from ..git.repo import lock_files
 from ..history.refs import attempt_ref, attempts_prefix, scope_prefix, session_branch
+from ..history.remote_ledger import run_lines
 from ..history.state_ref import FILES as STATE_FILES
 from ..history.state_ref import LINK as STATE_LINK
 from ..history.state_ref import current as current_state
@@ -94,11 +95,24 @@ def examine(session: Session, *, fix: bool = False) -> Examination:
         return _examine(session, fix)
 
 
-def _state_lines(session: Session) -> dict[int, bytes]:
+class SavedLines(dict[int, bytes]):
+    """Run lines a repair can put back, by run number, with where each was found
+    (:meth:`source`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sources: dict[int, str] = {}
+
+    def source(self, number: int) -> str:
+        """Where run ``number``'s line was found: ``the state ref`` unless said."""
+        return self.sources.get(number, "the state ref")
+
+
+def _state_lines(session: Session) -> SavedLines:
     """The run lines of the ledger the state ref holds, by run number."""
     state = read_state(session.repo, session.config.session_id)
     saved = state[0] if state else {}
-    found: dict[int, bytes] = {}
+    found = SavedLines()
     for raw in saved.get("log.jsonl", b"").split(b"\n"):
         # Only a line the ledger reads as a run: one set aside as malformed must not come back.
         book = ledger_mod.parse(raw)
@@ -107,13 +121,21 @@ def _state_lines(session: Session) -> dict[int, bytes]:
     return found
 
 
-def _from_history(session: Session, saved_lines: dict[int, bytes], lost: list[int]) -> None:
+def _from_history(session: Session, saved_lines: SavedLines, lost: list[int]) -> None:
     """Add to ``saved_lines`` (the state ref's tip's lines, by run number) the lines of the
-    runs ``lost`` that only an earlier state commit holds: a ledger that lost a line and was
-    mirrored since (by an older version, or with the mirror's cache gone)."""
+    runs ``lost`` that only an earlier state commit holds (a ledger that lost a line and was
+    mirrored since, by an older version or with the mirror's cache gone), and, in a work tree
+    that did not join the session through a remote, those that only the ledger refs of the
+    clones that did hold (a ledger pulled by an older version)."""
+    sid = session.config.session_id
     wanted = [number for number in lost if number not in saved_lines]
     if wanted:
-        saved_lines.update(lines_in_history(session.repo, session.config.session_id, wanted))
+        saved_lines.update(lines_in_history(session.repo, sid, wanted))
+    wanted = [number for number in wanted if number not in saved_lines]
+    if wanted and session.remote is None:
+        for number, (line, worker) in run_lines(session.repo, sid, wanted).items():
+            saved_lines[number] = line
+            saved_lines.sources[number] = f"the ledger ref of worker {worker}"
 
 
 def _age(seconds: float) -> str:
@@ -294,10 +316,11 @@ def _check_header(session: Session, exam: Examination, fix: bool) -> None:
 
 
 def _check_malformed(session: Session, exam: Examination, fix: bool,
-                     saved_lines: dict[int, bytes]) -> dict[int, bytes]:
+                     saved_lines: SavedLines) -> dict[int, bytes]:
     """Ledger lines that are no readable record: moved aside. Returns the lines that put back
-    the runs they named (run number -> line), from the state ref's tip or history (added to
-    ``saved_lines``): a run's line damaged by hand comes back as it was recorded."""
+    the runs they named (run number -> line), from the state ref's tip or history or the joined
+    clones' ledger refs (:func:`_from_history`, added to ``saved_lines``): a run's line damaged
+    by hand comes back as it was recorded."""
     book = session.ledger
     if not book.malformed:
         return {}
@@ -307,8 +330,9 @@ def _check_malformed(session: Session, exam: Examination, fix: bool,
     restored = {number: saved_lines[number] for number in named if number in saved_lines}
     found = [exam.add(f"ledger line {bad.line} is not a readable record ({bad.reason})",
                       "move it to .auto/log.rejected.jsonl"
-                      + (f" and restore run {bad.run}'s line from the state ref"
-                         if bad.run in restored else "")) for bad in book.malformed]
+                      + (f" and restore run {bad.run}'s line from "
+                         f"{saved_lines.source(bad.run)}" if bad.run is not None
+                         and bad.run in restored else "")) for bad in book.malformed]
     if fix:
         set_aside(session.layout.ledger, book.malformed)
         forget_state_cache(session.repo, session.layout.ledger)
@@ -319,7 +343,7 @@ def _check_malformed(session: Session, exam: Examination, fix: bool,
 
 
 def _check_lost_keeps(session: Session, exam: Examination, lost: list[int],
-                      saved_lines: dict[int, bytes], known: dict[int, bytes]
+                      saved_lines: SavedLines, known: dict[int, bytes]
                       ) -> dict[int, bytes]:
     """Kept runs the state ref was last mirrored with whose lines the ledger lost, and that
     nothing else here restores (a baseline, a keep that committed nothing: no trailer or
@@ -332,7 +356,7 @@ def _check_lost_keeps(session: Session, exam: Examination, lost: list[int],
                            f"ledger lost it")
         if number in saved_lines:
             additions[number] = saved_lines[number]
-            finding.fix = "restore the run's line from the state ref"
+            finding.fix = f"restore the run's line from {saved_lines.source(number)}"
     return additions
 
 
@@ -395,7 +419,7 @@ def _check_rewritten(session: Session, exam: Examination, log: list[TrailerCommi
 
 
 def _check_kept_runs(session: Session, exam: Examination, log: list[TrailerCommit],
-                     saved_lines: dict[int, bytes], known: dict[int, bytes]
+                     saved_lines: SavedLines, known: dict[int, bytes]
                      ) -> dict[int, bytes]:
     """Kept runs the branch's trailers record that the ledger lacks (and ``known`` does not
     restore) or calls otherwise; the lines that restore them (run number -> line): from the
@@ -418,7 +442,7 @@ def _check_kept_runs(session: Session, exam: Examination, log: list[TrailerCommi
                            f"the ledger has no run {number}", "restore the run's line")
         if number in saved_lines:
             additions[number] = saved_lines[number]
-            finding.fix = "restore the run's line from the state ref"
+            finding.fix = f"restore the run's line from {saved_lines.source(number)}"
             continue
         result = info["result"]
         metric_name = session.config.metric_name  # the segment the line goes into measures it
@@ -457,7 +481,7 @@ def _intended(session: Session, number: int, commit: str, metric: float) -> bool
     return False
 
 
-def _check_attempts(session: Session, exam: Examination, saved_lines: dict[int, bytes],
+def _check_attempts(session: Session, exam: Examination, saved_lines: SavedLines,
                     known: dict[int, bytes]) -> dict[int, bytes]:
     """Attempt refs of runs the ledger lacks (and ``known`` does not restore); the lines that
     restore them: from the state ref, or rebuilt from the attempt commit."""
@@ -480,7 +504,7 @@ def _check_attempts(session: Session, exam: Examination, saved_lines: dict[int, 
         finding = exam.add(f"attempt ref of run {number} has no ledger line")
         if number in saved_lines:
             additions[number] = saved_lines[number]
-            finding.fix = "restore the run's line from the state ref"
+            finding.fix = f"restore the run's line from {saved_lines.source(number)}"
             continue
         meta = commit_info(repo, oid)
         if meta["status"] not in ledger_mod.STATUSES:

@@ -90,7 +90,35 @@ def restore_files(repo: Repo, layout: Layout, session_id: str) -> list[str]:
         elif lost:
             restored += _restore_missing(layout, name, data, 0o444 if name == "config.toml"
                                          else file_modes.get(name, 0o644))
-    return restored
+    return restored + joined_runs(repo, layout, session_id)
+
+
+def joined_runs(repo: Repo, layout: Layout, session_id: str) -> list[str]:
+    """In a work tree that did not join session ``session_id`` through a remote: add to its
+    ledger file the runs of the ledger refs of the clones that did (fetched here by ``pull``
+    or by hand) that it lacks, in time order, as every reading command reads them
+    (:func:`history.remote_ledger.merged`). The state ref holds the ledger the session had
+    when it was first sent; the branch holds the joined clones' keeps; a loop here goes on
+    from both. Returns what was done."""
+    from ..history.remote_ledger import ledgers_by_worker, merged
+    from ..session.shared import current
+
+    joined = current(repo)
+    if joined is not None and joined.remote is not None and joined.session_id == session_id:
+        return []  # (its ledger file holds its own runs; the others' are read from their refs)
+    others = [data for _, data in ledgers_by_worker(repo, session_id)]
+    if not others or not layout.ledger.is_file():
+        return []
+    data = layout.ledger.read_bytes()
+    book = ledger_mod.parse(data)
+    out = merged(data, others, book)
+    if out is data:
+        return []
+    known = {run.number for run in book.runs}
+    added = sorted(run.number for run in ledger_mod.parse(out).runs if run.number not in known)
+    write_atomic(layout.ledger, out)
+    return [f"added run{'s' if len(added) > 1 else ''} {', '.join(map(str, added))} to "
+            ".auto/log.jsonl (recorded by the clones that joined the session)"]
 
 
 def _repair_config(layout: Layout, saved: bytes) -> list[str]:

@@ -17,7 +17,7 @@ from .. import ledger as ledger_mod
 from ..git import GitError, Repo
 from ..git.repo import recording_locks
 from ..history.experiment import Changes, load_snapshot, survey
-from ..history.refs import attempts_prefix, session_branch, state_ref
+from ..history.refs import attempts_prefix, ledgers_prefix, session_branch, state_ref
 from ..history.refs import namespace as ref_namespace
 from ..ledger import Ledger, Segment, now_ms
 from ..ledger.cache import cache_path, parse_cached, read_cached
@@ -101,6 +101,7 @@ class Session:
         # The highest run number the attempt refs and the branch's trailers name (None: not
         # asked of git yet in this command; runnumbers.next_run asks).
         self.git_runs: int | None = None
+        self.alone_checked = False  # (check_not_joined_elsewhere passed in this command)
         from ..history.trailers import BranchRuns
 
         self.branch_runs = BranchRuns(self.layout.branch_runs)  # saved once a run is recorded
@@ -420,6 +421,8 @@ class Session:
         (:func:`history.remote_ledger.claim_run`)."""
         with self.shared("reserve a run number"):
             number = self.next_run()
+            if self.remote is None:
+                self.check_not_joined_elsewhere()
             held = reservations(self.repo, self.config.session_id).get(self.worker_name)
             if held != number and self.remote is not None:
                 from ..history.remote_ledger import claim_run
@@ -429,6 +432,29 @@ class Session:
             if held != number:
                 reserve(self.repo, self.config.session_id, self.worker_name, number)
             return number
+
+    def check_not_joined_elsewhere(self) -> None:
+        """Refuse (exit 3) a run in a work tree that did not join the session through a
+        remote while clones that did record its runs (their ledger refs were fetched here, by
+        ``pull``): its run number would be taken on no remote and its keep would reach none
+        of them (their next run would meet a keep they hold no line of). Asks git nothing
+        after :meth:`next_run` (the session's refs are read once)."""
+        if self.alone_checked:
+            return
+        prefix = ledgers_prefix(self.config.session_id)
+        workers = [ref[len(prefix):] for ref in
+                   self.repo.for_each_ref(prefix, within=self.namespace + "/")]
+        if not workers:
+            self.alone_checked = True
+            return
+        remotes = self.repo.remotes()
+        remote = "origin" if "origin" in remotes else (remotes or ["<remote>"])[0]
+        raise Refused(f"session {self.config.session_id} is run by clones that joined it "
+                      f"through a remote (worker{'s' if len(workers) > 1 else ''} "
+                      f"{', '.join(workers[:3])}{', ...' if len(workers) > 3 else ''}): a run "
+                      "here would take its number on no remote and its keep would reach none "
+                      f"of them; join it to run here (git autoresearch worker join {remote} "
+                      f"{self.config.session_id}); nothing was measured or recorded")
 
     @property
     def ledger(self) -> Ledger:

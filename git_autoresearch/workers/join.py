@@ -101,7 +101,7 @@ def join(repo: Repo | None, remote: str, session_id: str, name: str | None = Non
         raise Refused(f"a worker named {alike[0]} already joined session {session_id} through "
                       f"{remote}: choose another name (--name)")
     if here is None:
-        shared = pull(repo, remote, session_id)
+        shared = pull(repo, remote, session_id, joining=True)
         joined.notes += shared.notes + shared.restored
         if local_session(repo) != session_id:
             raise Refused(f"the session files of {session_id} could not be written to .auto/ "

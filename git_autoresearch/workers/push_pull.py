@@ -47,9 +47,10 @@ from ..history.refs import (
     state_ref,
     upstream_ref,
 )
+from ..history.remote_ledger import ledgers_by_worker
 from ..history.state_ref import FILES, read_at
 from ..ledger.repairs import lost_lines
-from ..lifecycle.resume import restore_files
+from ..lifecycle.resume import joined_runs, restore_files
 from ..runtime.atomic import write_atomic
 from ..runtime.errors import Refused, UsageError
 from ..session.config import SESSION_ID_RE
@@ -287,7 +288,8 @@ def _mirror_first(repo: Repo, sid: str) -> list[str]:
     return []
 
 
-def pull(repo: Repo | None, remote: str | None = None, session: str | None = None) -> Shared:
+def pull(repo: Repo | None, remote: str | None = None, session: str | None = None, *,
+         joining: bool = False) -> Shared:
     """Fetch session ``session`` from ``remote`` (defaults: this work tree's session, else the
     only session the remote holds; :func:`default_remote`): each of its refs moves here only
     forward, all in one transaction, then its session files are written to ``.auto/`` when
@@ -295,7 +297,8 @@ def pull(repo: Repo | None, remote: str | None = None, session: str | None = Non
     them). Raises :class:`Refused` (exit 3), nothing changed, when a ref diverged (naming the
     runs) or the session branch to move is checked out; :class:`UsageError` when the remote
     has no such session, or several and none was named. ``repo``: the one around the current
-    directory when None."""
+    directory when None. ``joining``: for ``worker join``, which makes this clone one of the
+    joined clones next (no note says to join)."""
     repo, remote, sid = _target(repo, remote, session)
     if sid is None:
         there = sorted({s for s in map(session_of_state_ref,
@@ -352,6 +355,11 @@ def pull(repo: Repo | None, remote: str | None = None, session: str | None = Non
         shared.moved = [Moved(ref, old, new) for ref, (new, old) in changes.items()
                         if new is not None]
         _files_here(repo, sid, shared)
+    workers = [] if joining else [name for name, _ in ledgers_by_worker(repo, sid)]
+    if workers and not _joined(repo, sid):
+        shared.notes.append(f"session {sid} is run by clones that joined it through {remote} "
+                            f"({', '.join(workers)}): to run it here, join it (git "
+                            f"autoresearch worker join {remote} {sid})")
     return shared
 
 
@@ -373,10 +381,11 @@ def _files_here(repo: Repo, sid: str, shared: Shared) -> None:
         return
     if here == sid and layout.ledger.is_file():
         _extend_ledger(repo, layout, sid, shared)
-        return
-    shared.restored = restore_files(repo, layout, sid)
-    if shared.restored:
-        exclude_auto(repo)
+        shared.restored += joined_runs(repo, layout, sid)
+    else:
+        shared.restored = restore_files(repo, layout, sid)
+        if shared.restored:
+            exclude_auto(repo)
 
 
 def _extend_ledger(repo: Repo, layout: Layout, sid: str, shared: Shared) -> None:

@@ -30,6 +30,7 @@ from conftest import (
 from git_autoresearch.git import Repo
 from git_autoresearch.history import queue
 from git_autoresearch.history.remote_ledger import merged
+from git_autoresearch.history.state_ref import saved_ledger
 
 BRANCH = "autoresearch/s1"
 
@@ -402,6 +403,101 @@ def test_every_reading_command_gives_one_best_in_every_clone(
         page = (tmp_path / "page.html").read_text(encoding="utf-8")
         assert "baseline → best</div><div class=\"v\">200 → 170</div>" in page, clone
         assert "runs (segment / all)</div><div class=\"v\">3 / 3</div>" in page, clone
+
+
+def kept_by_two_clones(machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """b keeps 190 (run 2), then a keeps 170 on it (run 3): neither run is on the remote's
+    state ref, which holds the ledger a sent when it joined."""
+    a, b, _ = machines
+    write(b / "value.txt", "90\n")
+    ar(b, "run", "-d", "value 90")
+    write(a / "extra.txt", "80\n")
+    ar(a, "run", "-d", "extra 80")
+
+
+def test_a_fresh_clone_that_pulls_reads_every_run_and_joins_to_run(
+        machines: tuple[Path, Path, Path], ar: Tool, tmp_path: Path) -> None:
+    """A clone that pulls the session (not joining it) gets a ledger file that holds the
+    joined clones' runs: doctor finds nothing and finalize takes both keeps. A run there is
+    refused, nothing measured, naming the join that lets it run; once joined, run 4 is judged
+    against run 3's 170 and reaches the other clones. Its ledger used to hold the state ref's
+    run 1 only: run refused over HEAD's keep of run 3 (and, once that was mended, its keep
+    wedged the joined clones), and doctor said it needed a person."""
+    kept_by_two_clones(machines, ar)
+    a, b, remote = machines
+    review = tmp_path / "review"
+    git(tmp_path, "clone", "-q", str(remote), str(review))
+    pulled = ar(review, "pull", "origin", "s1", "--json").json()
+    assert pulled["restored"][-1] == ("added runs 2, 3 to .auto/log.jsonl (recorded by the "
+                                      "clones that joined the session)")
+    assert pulled["notes"] == ["session s1 is run by clones that joined it through origin (ma, "
+                               "mb): to run it here, join it (git autoresearch worker join "
+                               "origin s1)"]
+    assert [(r["run"], r.get("worker")) for r in runs(review)] == [
+        (1, None), (2, "mb"), (3, "ma")]
+    assert ar(review, "pull", "origin", "s1", "--json").json()["restored"] == []
+    ar(review, "resume")
+    assert ar(review, "doctor").out.strip() == "no problems found"
+    final = ar(review, "finalize", "--samples", "0", "--json").json()
+    assert final["runs"] == [2, 3]
+    git(review, "switch", "-q", BRANCH)
+    write(review / "value.txt", "85\n")
+    before = (review / ".auto" / "log.jsonl").read_bytes()
+    for command in (["run", "-d", "value 85"], ["measure"], ["keep", "--metric", "165", "-d", "x"]):
+        refused = ar(review, *command, expect=3)
+        assert refused.err.strip() == (
+            "git autoresearch: session s1 is run by clones that joined it through a remote "
+            "(workers ma, mb): a run here would take its number on no remote and its keep "
+            "would reach none of them; join it to run here (git autoresearch worker join "
+            "origin s1); nothing was measured or recorded"), command
+    assert (review / ".auto" / "log.jsonl").read_bytes() == before
+    assert git(review, "status", "--porcelain") == "M value.txt"
+    git(review, "stash", "-q")
+    ar(review, "worker", "join", "origin", "s1", "--name", "mr")
+    git(review, "stash", "pop", "-q")
+    done = ar(review, "run", "-d", "value 85", "--json").json()
+    assert (done["run"], done["status"], done["metric"]) == (4, "keep", 165)
+    write(b / "extra.txt", "70\n")  # (b's candidate, made on its run 2, is replayed)
+    again = ar(b, "run", "-d", "extra 70", "--json").json()
+    assert (again["run"], again["replayed"]["kept_meanwhile"]) == (5, [3, 4])
+
+
+def test_a_clone_that_fetched_the_refs_by_hand_resumes_with_every_run(
+        machines: tuple[Path, Path, Path], ar: Tool, tmp_path: Path) -> None:
+    """resume restores .auto/ from a state ref fetched by hand, with the runs of the joined
+    clones' ledger refs fetched beside it."""
+    kept_by_two_clones(machines, ar)
+    review = tmp_path / "review"
+    git(tmp_path, "clone", "-q", str(machines[2]), str(review))
+    git(review, "fetch", "-q", "origin", "refs/autoresearch/*:refs/autoresearch/*",
+        f"{BRANCH}:{BRANCH}")
+    resumed = ar(review, "resume", "--session-id", "s1").out
+    assert "added runs 2, 3 to .auto/log.jsonl (recorded by the clones that joined the " \
+        "session)" in resumed
+    assert [r["run"] for r in runs(review)] == [1, 2, 3]
+    assert ar(review, "doctor").out.strip() == "no problems found"
+
+
+def test_doctor_restores_the_joined_clones_runs_a_pulled_ledger_lacks(
+        machines: tuple[Path, Path, Path], ar: Tool, tmp_path: Path) -> None:
+    """A clone whose ledger lacks runs the joined clones recorded (pulled by an earlier
+    version): doctor finds them on the clones' ledger refs, and --fix puts them back."""
+    kept_by_two_clones(machines, ar)
+    review = tmp_path / "review"
+    git(tmp_path, "clone", "-q", str(machines[2]), str(review))
+    ar(review, "pull", "origin", "s1")
+    (review / ".auto" / "log.jsonl").write_bytes(saved_ledger(Repo.discover(review), "s1"))
+    git(review, "switch", "-q", BRANCH)
+    found = ar(review, "doctor", "--json", expect=None).json()["findings"]
+    commits = [git(review, "rev-parse", "--short", rev) for rev in (f"{BRANCH}^", BRANCH)]
+    assert [(f["problem"], f["fix"]) for f in found] == [
+        (f"commit {commits[0]} records run 2 as kept, but the ledger has no run 2",
+         "restore the run's line from the ledger ref of worker mb"),
+        (f"commit {commits[1]} records run 3 as kept, but the ledger has no run 3",
+         "restore the run's line from the ledger ref of worker ma")]
+    ar(review, "doctor", "--fix")
+    assert [r["run"] for r in runs(review)] == [1, 2, 3]
+    assert ar(review, "doctor").out.strip() == "no problems found"
 
 
 def test_a_new_segment_is_refused_in_a_joined_clone(
