@@ -313,9 +313,10 @@ def _loop_seed_lines(path: Path, rows: list[Row], direction: str | None, times: 
                      warnings: list[str]) -> list[str]:
     """The loop seed's session as ledger lines: its ``config.json`` (when there is one) as
     the header, then one run a row of its ``results.tsv`` and a ``stopped`` event a
-    ``stopped`` row. Run numbers follow the ``experiment`` column: experiment N is run N + 1
-    when the first is experiment 0 (the seed's baseline), else run N; a row whose number is
-    missing or not above the previous run's gets the next number, with a warning."""
+    ``stopped`` row. Run numbers follow the ``experiment`` column, in any order (workers
+    record runs out of order): experiment N is run N + 1 when the first is experiment 0 (the
+    seed's baseline), else run N; a row whose number is missing or an earlier row's gets the
+    next number after the previous run's that no row gives itself, with a warning."""
     config: dict[str, Any] = {}
     config_file = path.parent / "config.json"
     if config_file.is_file():
@@ -337,10 +338,17 @@ def _loop_seed_lines(path: Path, rows: list[Row], direction: str | None, times: 
               "imported_from": LOOP_SEED, "config": config}
     experiments = [_whole(_cell(row, "experiment")) for row in rows]
     offset = next((1 if e == 0 else 0 for e in experiments if e is not None), 0)
+    # The number each run row gives itself, for the first row that gives it (workers record
+    # runs out of order: run 5 before run 4); another row numbered on steps over these.
+    given: dict[int, int] = {}
+    for at, (row, experiment) in enumerate(zip(rows, experiments, strict=True)):
+        if experiment is not None and _cell(row, "status").lower() != "stopped":
+            given.setdefault(experiment + offset, at)
     lines = [dumps(header)]
     last = 0
+    taken: set[int] = set()
     shifted: list[str] = []
-    for row, experiment in zip(rows, experiments, strict=True):
+    for at, (row, experiment) in enumerate(zip(rows, experiments, strict=True)):
         if _cell(row, "status").lower() == "stopped":
             event: dict[str, Any] = {"type": "stopped", "timestamp": None, "next_run": last + 1,
                                      "experiment": experiment}
@@ -352,8 +360,12 @@ def _loop_seed_lines(path: Path, rows: list[Row], direction: str | None, times: 
             event.update(imported_from=LOOP_SEED, source_row=dict(row.cells))
             lines.append(dumps(event))
             continue
-        number = last + 1 if experiment is None or experiment + offset <= last \
-            else experiment + offset
+        number = (experiment or 0) + offset
+        if experiment is None or given.get(number) != at:
+            number = last + 1
+            while number in taken or number in given:
+                number += 1
+        taken.add(number)
         if number != (experiment or 0) + offset:
             shifted.append(f"line {row.line} (experiment {_cell(row, 'experiment')!r}) is "
                            f"run {number}")
@@ -364,9 +376,9 @@ def _loop_seed_lines(path: Path, rows: list[Row], direction: str | None, times: 
         last = number
     if shifted:
         warnings.append(f"{path.name}: {len(shifted)} row{'s' if len(shifted) > 1 else ''} "
-                        "with no experiment number above the previous row's, numbered on "
-                        "from it: " + "; ".join(shifted[:3]) + ("; ..." if len(shifted) > 3
-                                                                 else ""))
+                        "whose experiment number is none or an earlier row's, numbered on "
+                        "from the previous run: " + "; ".join(shifted[:3])
+                        + ("; ..." if len(shifted) > 3 else ""))
     return lines
 
 

@@ -60,12 +60,54 @@ def test_loop_seed_repeated_experiment_number_is_numbered_on(repo: Path, ar: Too
           "0\ta1b2c3d\t10\tkeep\t1\tBaseline\n1\t-\t11\tdiscard\t1\ta\n"
           "1\t-\t12\tdiscard\t1\tb\nx\t-\t13\tdiscard\t1\tc\n5\t-\t14\tdiscard\t1\td\n")
     res = ar(repo, "import", str(tmp_path / "s"))
-    assert "results.tsv: 2 rows with no experiment number above the previous row's, " \
-        "numbered on from it: line 4 (experiment '1') is run 3; line 5 (experiment 'x') is " \
-        "run 4" in res.err
+    assert "results.tsv: 2 rows whose experiment number is none or an earlier row's, " \
+        "numbered on from the previous run: line 4 (experiment '1') is run 3; line 5 " \
+        "(experiment 'x') is run 4" in res.err
     rows = ar(repo, "log", "--json").json()["runs"]
     assert [(r["run"], r["experiment"]) for r in rows] == [
         (1, 0), (2, 1), (3, 1), (4, "x"), (6, 5)]
+
+
+def test_runs_workers_recorded_out_of_order_keep_their_numbers(repo: Path, ar: Tool,
+                                                                tmp_path: Path) -> None:
+    """Workers finish runs out of order (run 5 recorded before run 4): ``log --tsv`` writes
+    the rows in the ledger's order, and ``import`` gives each row its own number back, with no
+    warning; only a number that repeats is numbered on (past the numbers other rows give
+    themselves). It used to renumber every row whose number was not above the previous
+    row's."""
+    write(tmp_path / "s" / ".autoresearch" / "results.tsv",
+          "experiment\tcommit\tmetric\tstatus\tduration_s\tdescription\n"
+          "0\ta1b2c3d\t10\tkeep\t1\tBaseline\n1\t-\t11\tdiscard\t1\ta\n"
+          "3\t-\t12\tdiscard\t1\tb\n2\t-\t13\tdiscard\t1\tc\n2\t-\t14\tdiscard\t1\td\n"
+          "4\t-\t15\tdiscard\t1\te\n")
+    res = ar(repo, "import", str(tmp_path / "s"))
+    assert "results.tsv: 1 row whose experiment number is none or an earlier row's, " \
+        "numbered on from the previous run: line 6 (experiment '2') is run 6" in res.err
+    rows = ar(repo, "log", "--json").json()["runs"]
+    assert [(r["run"], r["experiment"]) for r in rows] == [
+        (1, 0), (2, 1), (4, 3), (3, 2), (6, 2), (5, 4)]
+    # and through log --tsv again: the same numbers, no warning
+    write(tmp_path / "again.tsv", ar(repo, "log", "--tsv").out)
+    back = tmp_path / "back"
+    back.mkdir()
+    git(back, "init", "-q")
+    ar(back, "import", str(tmp_path / "again.tsv"), "--direction", "lower")
+    assert [r["run"] for r in ar(back, "log", "--json").json()["runs"]] == [1, 2, 4, 3, 6, 5]
+    # a ledger of workers' runs (no experiment numbers of its own), through log --tsv
+    header = {"type": "config", "name": "w", "metricName": "ms", "bestDirection": "lower"}
+    write(tmp_path / "w" / "log.jsonl", "".join(json.dumps(line) + "\n" for line in [
+        header, *({"run": n, "metric": 10 - n, "status": "discard" if n > 1 else "keep",
+                   "description": f"r{n}", "timestamp": 1000 * at}
+                  for at, n in enumerate([1, 2, 3, 5, 4, 7, 6]))]))
+    workers = tmp_path / "workers"
+    workers.mkdir()
+    git(workers, "init", "-q")
+    ar(workers, "import", str(tmp_path / "w" / "log.jsonl"))
+    write(tmp_path / "w.tsv", ar(workers, "log", "--tsv").out)
+    quiet = ar(workers, "import", str(tmp_path / "w.tsv"), "--output", str(tmp_path / "w2.jsonl"))
+    assert "numbered on" not in quiet.err
+    assert [json.loads(line).get("run") for line in
+            (tmp_path / "w2.jsonl").read_text().splitlines()[1:]] == [1, 2, 3, 5, 4, 7, 6]
 
 
 def test_loop_seed_metric_suffix_read_into_metrics(repo: Path, ar: Tool) -> None:
