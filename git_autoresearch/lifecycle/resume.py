@@ -56,6 +56,8 @@ def _find_session_id(repo: Repo, layout: Layout, given: str | None) -> str:
     known = sessions(repo)
     if len(known) == 1:
         return known[0]
+    if not known and layout.holds_runs():
+        raise Refused(f"no session to resume: no .auto/config.toml; {layout.missing_hint([])}")
     if not known:
         remotes = repo.remotes()
         remote = "origin" if "origin" in remotes else (remotes or [""])[0]

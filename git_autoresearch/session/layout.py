@@ -133,14 +133,26 @@ class Layout:
         except OSError as exc:
             raise Refused(f"cannot read {self.config}: {exc.strerror}") from None
 
+    def holds_runs(self) -> bool:
+        """Whether the ledger file has a line (one ``import`` wrote, or another tool)."""
+        try:
+            return self.ledger.stat().st_size > 0
+        except OSError:
+            return False
+
     def missing_hint(self, saved: list[str] | None = None) -> str:
         """What to do when ``config.toml`` is missing: resume a session a state ref holds
-        (``saved``: their ids, when the caller has asked already), or start one."""
+        (``saved``: their ids, when the caller has asked already), start one on the runs the
+        ledger holds without one (imported), or start one."""
         from ..history.state_ref import sessions
 
         if self.start_intent.exists():
             return "`git autoresearch resume` finishes the start that was interrupted"
         saved = sessions(self.repo) if saved is None else saved
+        if not saved and self.holds_runs():
+            return (".auto/log.jsonl holds runs read without a session of ours (imported, or "
+                    "another tool's): log, status and analyze read it; git autoresearch start "
+                    "makes it a session, its runs kept")
         if not saved:
             remotes = self.repo.remotes()
             remote = "origin" if "origin" in remotes else (remotes or [""])[0]

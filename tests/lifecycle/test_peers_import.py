@@ -435,6 +435,23 @@ def test_an_unknown_status_in_a_results_tsv_is_kept_not_refused(repo: Path, ar: 
     assert sum("run 2 ('skipped')" in w for w in status["warnings"]) == 1  # said once
 
 
+def test_recording_commands_and_doctor_on_an_imported_ledger_name_start(repo: Path,
+                                                                      ar: Tool) -> None:
+    """An imported ledger is read (status) but is no session of ours yet: doctor and the
+    recording commands say so and name start, which makes it one, where they said that
+    .auto/config.toml does not exist and to start one, as if no runs were there."""
+    ar(repo, "import", str(KARPATHY))
+    before = (repo / ".auto" / "log.jsonl").read_bytes()
+    for command in (["doctor"], ["run", "-d", "x"], ["keep", "--metric", "1", "-d", "x"],
+                    ["hooks", "install", "--all"], ["resume"]):
+        refused = ar(repo, *command, expect=3)
+        assert refused.err.count("\n") == 1 and (
+            ".auto/log.jsonl holds runs read without a session of ours (imported, or another "
+            "tool's): log, status and analyze read it; git autoresearch start makes it a "
+            "session, its runs kept") in refused.err, command
+    assert (repo / ".auto" / "log.jsonl").read_bytes() == before
+
+
 @pytest.mark.parametrize("source", [KARPATHY, PI_WRITTEN])
 def test_a_session_starts_on_an_imported_ledger(repo: Path, ar: Tool, source: Path) -> None:
     """start in a work tree whose .auto/log.jsonl another tool's session was imported into
