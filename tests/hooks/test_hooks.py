@@ -423,15 +423,31 @@ def test_auto_tag_winners(session: Path, ar: Tool) -> None:
 
 
 def test_learnings_journal(session: Path, ar: Tool) -> None:
+    """One line a run; a journal that is missing (installed mid-session, or removed) is
+    written from the ledger's runs, so it always holds the whole session."""
     install(session, ar, "learnings-journal")
     write(session / "value.txt", "80\n")
     ar(session, "run", "-d", "better\nwith a second line", "--asi", "hypothesis=h1")
     write(session / "value.txt", "x\n")
     ar(session, "run", "-d", "broken", "--asi", "rollback_reason=typo")
-    assert (session / ".auto" / "learnings.md").read_text() == (
+    journal = session / ".auto" / "learnings.md"
+    assert journal.read_text() == (
         "# Learnings journal\n\n"
+        "- run 1 **keep** 100: baseline\n"
         "- run 2 **keep** 80: better with a second line (hypothesis: h1)\n"
         "- run 3 **crash** -: broken (rollback_reason: typo)\n")
+    # git clean -xfd takes .auto/ (the journal is no session file the state ref keeps):
+    # resume brings the session back, and the next run writes the journal again whole.
+    git(session, "clean", "-xfdq")
+    ar(session, "resume")
+    write(session / "value.txt", "70\n")
+    ar(session, "run", "-d", "lower")
+    assert journal.read_text() == (
+        "# Learnings journal\n\n"
+        "- run 1 **keep** 100: baseline\n"
+        "- run 2 **keep** 80: better with a second line (hypothesis: h1)\n"
+        "- run 3 **crash** -: broken (rollback_reason: typo)\n"
+        "- run 4 **keep** 70: lower\n")
 
 
 def test_notify(session: Path, ar: Tool, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
