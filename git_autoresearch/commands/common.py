@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import click
@@ -65,12 +65,29 @@ def emit_json(kind: str, data: Mapping[str, Any], *, interruptible: bool = True,
     click.echo(text)
 
 
-def print_steer(stage: str, report: Any) -> None:
-    """A hook report (:class:`hooks.user.HookReport`) for people: its warnings on stderr, then its
-    steer on stdout between ``==== steer from <stage> hooks ====`` and ``==== end of steer
-    ====`` lines (nothing when the hooks printed nothing)."""
-    for message in report.warnings:
-        warn(message)
+def said_once(*groups: Iterable[str]) -> list[str]:
+    """The warnings of ``groups``, in order, each once: one command mirrors the state ref
+    several times (after its record, the incumbent's sample, each hook stage), and mirrors
+    that fail fail with the same words."""
+    return list(dict.fromkeys(message for group in groups for message in group))
+
+
+def warn_each(messages: Iterable[str], told: set[str] | None = None) -> None:
+    """:func:`warn` each of ``messages`` that ``told`` (what this command said already, added
+    to) does not hold."""
+    told = set() if told is None else told
+    for message in messages:
+        if message not in told:
+            told.add(message)
+            warn(message)
+
+
+def print_steer(stage: str, report: Any, told: set[str] | None = None) -> None:
+    """A hook report (:class:`hooks.user.HookReport`) for people: its warnings on stderr (but
+    those in ``told``, :func:`warn_each`), then its steer on stdout between ``==== steer from
+    <stage> hooks ====`` and ``==== end of steer ====`` lines (nothing when the hooks printed
+    nothing)."""
+    warn_each(report.warnings, told)
     if report.steer:
         click.echo(f"==== steer from {stage} hooks ====")
         click.echo(report.steer)

@@ -31,7 +31,9 @@ from .common import (
     progress,
     record_options,
     run_record_options,
+    said_once,
     warn,
+    warn_each,
 )
 
 # --- measure / run -----------------------------------------------------------------------------
@@ -252,18 +254,19 @@ def run_cmd(description: str | None, asi_pairs: tuple[str, ...], asi_json: str |
     if as_json:
         emit_json("run", _record_json(recorded.record,
                                       [*_recovered_steer(recovered), before.steer, after.steer],
-                                      before.warnings + notes + _violation_notes(recorded.record)
-                                      + after.warnings))
+                                      said_once(before.warnings, notes,
+                                                _violation_notes(recorded.record),
+                                                after.warnings)))
         return
     _print_recovered(recovered)
-    print_steer("before", before)
+    told: set[str] = set()
+    print_steer("before", before, told)
     _print_retry(retry)
     if done.decision == "crash" or done.decision == "checks_failed":
         _print_measurement(done.result, session.config.metric_name, recorded=True)
     _print_record(session, recorded.record, done.previous_best)
-    for note in notes:
-        warn(note)
-    print_steer("after", after)
+    warn_each(notes, told)
+    print_steer("after", after, told)
 
 
 def _run_on_host(session: Session, description: str, asi: dict[str, Any],
@@ -442,13 +445,13 @@ def _record_command(status: str) -> Callable[..., None]:
         if as_json:
             emit_json("run", _record_json(recorded.record,
                                           [*_recovered_steer(recovered), after.steer],
-                                          notes + after.warnings))
+                                          said_once(notes, after.warnings)))
             return
         _print_recovered(recovered)
-        for note in notes:
-            warn(note)
+        told: set[str] = set()
+        warn_each(notes, told)
         _print_record(session, recorded.record, previous_best)
-        print_steer("after", after)
+        print_steer("after", after, told)
 
     return body
 

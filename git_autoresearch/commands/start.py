@@ -22,7 +22,9 @@ from .common import (
     json_option,
     print_steer,
     progress,
+    said_once,
     warn,
+    warn_each,
 )
 
 
@@ -254,15 +256,15 @@ def _say_started(started: Any, as_json: bool) -> None:
     session, record = started.session, started.record
     cfg = session.config
     hooks = [r for r in (started.before, started.after) if r is not None]
-    for message in started.warnings:
-        warn(message)
+    told: set[str] = set()
+    warn_each(started.warnings, told)
     swapped = started.swapped
     if as_json:
         emit_json("start", {
             "session_id": cfg.session_id, "branch": session_branch(cfg.session_id),
             "segment": session.segment.index, "config": cfg.to_dict(), "baseline": record,
             "steer": _steer(hooks),
-            "warnings": started.warnings + [w for r in hooks for w in r.warnings],
+            "warnings": said_once(started.warnings, *(r.warnings for r in hooks)),
             "segment_commit": swapped.commit[:7] if swapped else None,
             "committed_paths": list(swapped.paths) if swapped else []})
         return
@@ -273,14 +275,14 @@ def _say_started(started: Any, as_json: bool) -> None:
                    "commit the new segment starts from")
     click.echo(f"metric {cfg.metric_name} ({cfg.direction} is better)")
     if started.before is not None:
-        print_steer("before", started.before)
+        print_steer("before", started.before, told)
     if record:
         click.echo(f"baseline: {cfg.metric_name} = {record['metric']}"
                    f"{' ' + cfg.metric_unit if cfg.metric_unit else ''} (run {record['run']})")
     else:
         click.echo("no baseline measured yet: the first run of the segment will be kept as it")
     if started.after is not None:
-        print_steer("after", started.after)
+        print_steer("after", started.after, told)
 
 
 def _steer(reports: list[Any]) -> str | None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TOOL, Tool, git, runs, start_args, tool, write
+from conftest import TOOL, Tool, git, ledger_lines, runs, start_args, tool, write
 
 
 class Mounts:
@@ -504,6 +504,32 @@ def test_a_full_scratch_folder_after_the_commit_is_finished_later(repo: Path, ar
     assert (repo / "README.md").read_text() == "project\n"
     assert git(repo, "show", "refs/autoresearch/s1/attempts/2:README.md") == "out of scope"
     assert [(r["run"], r["commit"]) for r in runs(repo)][1:] == [(2, short)]
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_run_that_mirrors_several_times_gives_a_mirror_warning_once(repo: Path, ar: Tool,
+                                                                      as_json: bool) -> None:
+    """A discard under the sequential rule mirrors after its record, after the incumbent's
+    new sample and after its after hook: a ledger that lost a line makes each mirror refuse
+    with the same words, said once (it was said three times)."""
+    ar(repo, *start_args("--decision", "sequential", "--baseline-samples", "3"))
+    write(repo / ".auto" / "hooks" / "after.sh", "#!/bin/sh\ncat >/dev/null\n", 0o755)
+    ar(repo, "ideas", "add", "an idea")  # (the state ref holds the hook)
+    ledger = repo / ".auto" / "log.jsonl"
+    lines = ledger.read_bytes().splitlines(keepends=True)
+    assert len(lines) == 2
+    ledger.write_bytes(lines[0] + b'{"type":"note","text":"a line"}\n' + lines[1])
+    ar(repo, "ideas", "add", "another")
+    lines = ledger.read_bytes().splitlines(keepends=True)
+    ledger.write_bytes(lines[0] + lines[2])  # (the note is lost)
+    write(repo / "value.txt", "150\n")
+    res = ar(repo, "run", "-d", "worse", *(["--json"] if as_json else []))
+    said = res.json()["warnings"] if as_json else res.err.splitlines()
+    lost = [w for w in said if "lost lines that refs/autoresearch/s1/state holds" in w]
+    assert len(lost) == 1, said
+    assert [r["status"] for r in runs(repo)] == ["keep", "discard"]
+    kinds = [line["type"] for line in ledger_lines(repo) if "type" in line]
+    assert kinds == ["config", "incumbent", "hook"]  # (three mirrors)
 
 
 @pytest.mark.parametrize("lost", ["last", "middle"])
