@@ -388,7 +388,8 @@ def analyze_cmd(segment: int | None, plot: Path | None, as_json: bool) -> None:
                    "always holds the header, the last run and the best run).")
 @click.option("--last", type=click.IntRange(min=0), default=30, show_default=True,
               help="How many recent runs to include at most.")
-def summary_cmd(max_bytes: int, last: int) -> None:
+@json_option
+def summary_cmd(max_bytes: int, last: int, as_json: bool) -> None:
     """A deterministic text for an agent to resume from after its context was compacted."""
     from ..review.analysis import summary
     from ..runtime.atomic import read_text_whole
@@ -407,6 +408,10 @@ def summary_cmd(max_bytes: int, last: int) -> None:
     text = summary(goal=cfg.goal, metric_name=cfg.metric_name, unit=cfg.metric_unit,
                    direction=cfg.direction, segment=session.ledger.current, prompt=prompt,
                    ideas=ideas, max_bytes=max_bytes, last=last)
+    if as_json:
+        emit_json("summary", {"summary": text, "bytes": len(text.encode("utf-8",
+                                                                        "surrogateescape"))})
+        return
     click.echo(text, nl=False)
 
 

@@ -391,10 +391,7 @@ class Tools:
         analyze its analysis document."""
         if analyze:
             return await self.call("analyze", "--json")
-        outcome = await run_command(self.folder, ["summary"])
-        if outcome.exit_code != 0:  # (summary prints no document: its error, from stderr)
-            return result(outcome)
-        return {"summary": outcome.stdout}
+        return await self.call("summary", "--json")
 
     async def ideas(
             self,

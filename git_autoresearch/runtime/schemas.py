@@ -58,6 +58,7 @@ VERSIONS: dict[str, int] = {
     "worker-join": 1,
     "worker-sync": 1,
     "schema": 1,  # schema --json (the list of documents)
+    "summary": 1,
 }
 
 
@@ -75,7 +76,7 @@ COMMAND_DOCUMENTS: dict[str, str] = {
     "skill": "skill", "guard install": "guard", "guard uninstall": "guard",
     "guard status": "guard", "worker add": "workers", "worker list": "workers",
     "worker remove": "worker-remove", "worker join": "worker-join",
-    "worker sync": "worker-sync", "schema": "schema", "measurer": "answered",
+    "worker sync": "worker-sync", "schema": "schema", "measurer": "answered", "summary": "summary",
 }
 
 # The kinds a command prints one of a line, as it goes (a long-lived command), not one at its end.

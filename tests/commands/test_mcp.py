@@ -117,7 +117,7 @@ async def test_a_whole_session_through_the_tools(client: Client, example: Path,
     bare = document(await client.call_tool("show_run", {"run": 3, "include_diff": False}))
     assert (bare["show"]["diff"], bare["show"]["record"]) == ("", whole["record"])
     assert document(await client.call_tool("summary", {})) == \
-        {"summary": ar(example, "summary").out}
+        ar(example, "summary", "--json").json()
     assert document(await client.call_tool("summary", {"analyze": True})) == \
         cli(ar, example, "analyze")
     read = await client.read_resource("autoresearch://status")

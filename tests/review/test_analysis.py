@@ -203,6 +203,10 @@ def test_summary_is_bounded_and_keeps_best_and_last(repo: Path, ar: Tool) -> Non
     assert "## Rules\n- only src/" in text and "- unroll" in text
     assert "## Learnings\n- x" in text  # the agent's learnings, after a context reset too
     assert ar(repo, "summary", "--max-bytes", "4000").out == text, "deterministic"
+    # --json (an agent harness reads every command's document): the same text, and its size
+    document = ar(repo, "summary", "--max-bytes", "4000", "--json").json()
+    assert document == {"schema": "git-autoresearch:summary/1", "summary": text,
+                        "bytes": len(text.encode())}
 
 
 def test_ideas_backlog(repo: Path, ar: Tool) -> None:
