@@ -423,7 +423,8 @@ def _check_kept_runs(session: Session, exam: Examination, log: list[TrailerCommi
                      ) -> dict[int, bytes]:
     """Kept runs the branch's trailers record that the ledger lacks (and ``known`` does not
     restore) or calls otherwise; the lines that restore them (run number -> line): from the
-    state ref, or rebuilt from the trailer."""
+    state ref, or rebuilt from the trailer. Past :data:`NAMED_ONE_BY_ONE`, one finding for
+    each way they are restored (:func:`_say`)."""
     book = session.ledger
     base = (book.segments[0].header or {}).get("base_commit")
     additions: dict[int, bytes] = {}
@@ -431,6 +432,7 @@ def _check_kept_runs(session: Session, exam: Examination, log: list[TrailerCommi
     kept = {n: info for n, info in read_trailers(session.repo, branch, base, log).items()
             if n not in known}
     _from_history(session, saved_lines, [n for n in kept if book.find(n, ours=True) is None])
+    lacking: list[Told] = []
     for number, info in sorted(kept.items()):
         run = book.find(number, ours=True)
         if run is not None:
@@ -438,33 +440,72 @@ def _check_kept_runs(session: Session, exam: Examination, log: list[TrailerCommi
                 exam.add(f"commit {info['commit'][:7]} records run {number} as kept, but the "
                          f"ledger says {run.status}")
             continue
-        finding = exam.add(f"commit {info['commit'][:7]} records run {number} as kept, but "
-                           f"the ledger has no run {number}", "restore the run's line")
+        one = (f"commit {info['commit'][:7]} records run {number} as kept, but the ledger "
+               f"has no run {number}")
+        many = "{count} commits of the branch record runs as kept that the ledger lacks: runs "\
+            "{runs}"
         if number in saved_lines:
             additions[number] = saved_lines[number]
-            finding.fix = f"restore the run's line from {saved_lines.source(number)}"
+            source = saved_lines.source(number)
+            lacking.append(Told(number, one, f"restore the run's line from {source}", many,
+                                f"restore the runs' lines from {source}"))
             continue
         result = info["result"]
         metric_name = session.config.metric_name  # the segment the line goes into measures it
         value = ledger_mod.finite(result.get(metric_name))
         if value is None:
-            finding.fix = None
-            finding.problem += f", and its Result trailer gives no {metric_name}"
+            lacking.append(Told(number, f"{one}, and its Result trailer gives no {metric_name}",
+                                None, f"{many}, and their Result trailers give no "
+                                f"{metric_name}", None))
             continue
         if not _intended(session, number, info["commit"], value):
-            finding.fix = None
-            finding.problem += (", and no keep of this tool made it (no intent record or "
-                                "state ref knows it): it is not adopted")
+            lacking.append(Told(
+                number, f"{one}, and no keep of this tool made it (no intent record or state "
+                "ref knows it): it is not adopted", None, f"{many}, and no keep of this tool "
+                "made them (no intent record or state ref knows them): they are not adopted",
+                None))
             continue
         meta = commit_info(session.repo, info["commit"])
-        finding.fix = "rebuild the run's line from its trailer"
+        lacking.append(Told(number, one, "rebuild the run's line from its trailer", many,
+                            "rebuild the runs' lines from their trailers"))
         additions[number] = ledger_mod.dumps(run_record(
             number, info["commit"][:7], result[metric_name],
             {k: v for k, v in result.items() if k not in ("status", metric_name)
              and ledger_mod.finite(v) is not None}, "keep", meta["description"],
             meta["time"] * 1000, session.segment.index, rebuilt_from="trailer",
             committed=True)).encode()
+    _say(exam, lacking)
     return additions
+
+
+@dataclass
+class Told:
+    """A finding about run ``number``: its ``problem`` and ``fix`` said of it alone, and
+    ``many`` (with ``{count}`` and ``{runs}`` to fill) and ``many_fix`` said of several."""
+
+    number: int
+    problem: str
+    fix: str | None
+    many: str
+    many_fix: str | None
+
+
+def _say(exam: Examination, told: list[Told]) -> None:
+    """A finding for each of ``told``; past :data:`NAMED_ONE_BY_ONE` of them, one for each way
+    of saying them, its runs as ranges (a ledger cut after a long night: a line a run drowned
+    what else doctor said)."""
+    if len(told) <= NAMED_ONE_BY_ONE:
+        for one in told:
+            exam.add(one.problem, one.fix)
+        return
+    groups: dict[tuple[str, str | None], list[Told]] = {}
+    for one in told:
+        groups.setdefault((one.many, one.many_fix), []).append(one)
+    for (many, fix), alike in groups.items():
+        if len(alike) == 1:
+            exam.add(alike[0].problem, alike[0].fix)
+        else:
+            exam.add(many.format(count=len(alike), runs=_spans(t.number for t in alike)), fix)
 
 
 def _intended(session: Session, number: int, commit: str, metric: float) -> bool:
@@ -484,10 +525,12 @@ def _intended(session: Session, number: int, commit: str, metric: float) -> bool
 def _check_attempts(session: Session, exam: Examination, saved_lines: SavedLines,
                     known: dict[int, bytes]) -> dict[int, bytes]:
     """Attempt refs of runs the ledger lacks (and ``known`` does not restore); the lines that
-    restore them: from the state ref, or rebuilt from the attempt commit."""
+    restore them: from the state ref, or rebuilt from the attempt commit. Past
+    :data:`NAMED_ONE_BY_ONE`, one finding for each way they are restored (:func:`_say`)."""
     repo, sid = session.repo, session.config.session_id
     base = (session.ledger.segments[0].header or {}).get("base_commit")
     additions: dict[int, bytes] = {}
+    lacking: list[Told] = []
     attempts = _attempts(session)
     # ledger.find's test, at once; asked only of runs with an attempt ref (it decodes the line).
     ours = {run.number for run in session.ledger.runs if run.number in attempts and run.ours}
@@ -501,20 +544,26 @@ def _check_attempts(session: Session, exam: Examination, saved_lines: SavedLines
             exam.add(f"attempt ref {attempt_ref(sid, number)} is not of this session (its "
                      "commit is not after the session's base commit): not imported")
             continue
-        finding = exam.add(f"attempt ref of run {number} has no ledger line")
+        one, many = (f"attempt ref of run {number} has no ledger line",
+                     "{count} attempt refs have no ledger line: runs {runs}")
         if number in saved_lines:
             additions[number] = saved_lines[number]
-            finding.fix = f"restore the run's line from {saved_lines.source(number)}"
+            source = saved_lines.source(number)
+            lacking.append(Told(number, one, f"restore the run's line from {source}", many,
+                                f"restore the runs' lines from {source}"))
             continue
         meta = commit_info(repo, oid)
         if meta["status"] not in ledger_mod.STATUSES:
+            lacking.append(Told(number, one, None, many, None))
             continue
-        finding.fix = "rebuild the run's line from its attempt commit"
+        lacking.append(Told(number, one, "rebuild the run's line from its attempt commit", many,
+                            "rebuild the runs' lines from their attempt commits"))
         additions[number] = ledger_mod.dumps(run_record(
             number, repo.short(repo.resolve(f"{oid}^") or oid),
             0 if meta["status"] == "crash" else None, {}, meta["status"],
             meta["description"], meta["time"] * 1000, session.segment.index,
             attempt_ref=attempt_ref(sid, number), rebuilt_from="attempt")).encode()
+    _say(exam, lacking)
     return additions
 
 

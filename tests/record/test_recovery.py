@@ -664,6 +664,34 @@ def test_doctor_names_many_missing_refs_in_one_finding_and_one_call(experiment: 
     assert text.count("do not exist") == 1 and "which does not exist" not in text
 
 
+def test_doctor_says_many_runs_a_ledger_lacks_in_one_finding_a_fix(repo: Path,
+                                                                  ar: Tool) -> None:
+    """A ledger cut to its first lines with no state ref to restore them from (deleted, or a
+    clone of the refs alone): the runs its attempt refs and its keeps' trailers name are one
+    finding for each way --fix restores them, with ranges, where doctor printed a line a run
+    (1,509 lines for 1,507 runs); --fix restores them all."""
+    ar(repo, *start_args())
+    for n in range(2, 14):
+        write(repo / "value.txt", f"{200 + n}\n")
+        ar(repo, "discard", "-d", f"try {n}", "--metric", str(200 + n))
+    for n in range(14, 26):
+        write(repo / "value.txt", f"{100 - n}\n")
+        ar(repo, "keep", "-d", f"keep {n}", "--metric", str(100 - n))
+    ledger = repo / ".auto" / "log.jsonl"
+    whole = ledger.read_bytes()
+    ledger.write_bytes(b"".join(whole.splitlines(keepends=True)[:2]))
+    git(repo, "update-ref", "-d", "refs/autoresearch/s1/state")
+    found = ar(repo, "doctor", "--json", expect=3).json()["findings"]
+    assert [(f["problem"], f["fix"]) for f in found if "no state ref" not in f["problem"]] == [
+        ("12 commits of the branch record runs as kept that the ledger lacks: runs 14-25, "
+         "and no keep of this tool made them (no intent record or state ref knows them): they "
+         "are not adopted", None),
+        ("12 attempt refs have no ledger line: runs 2-13", "rebuild the runs' lines from "
+         "their attempt commits")]
+    ar(repo, "doctor", "--fix", expect=3)
+    assert [r["run"] for r in runs(repo)] == [1, *range(2, 14)]
+
+
 @pytest.mark.parametrize("lost", [("incumbent",), ("incumbent", "to 130"), ("to 120",)])
 def test_doctor_restores_lines_lost_in_the_middle_at_their_places(repo: Path, ar: Tool,
                                                                   lost: tuple[str, ...]) -> None:
