@@ -32,15 +32,28 @@ RECORD_TRIES = 5
 
 def follow_upstream(repo: Repo, session_id: str, tip: str) -> None:
     """Move the session branch here to the remote's ``tip`` when it is behind it (or absent).
-    Refuses when the two have parted (keeps here that the remote does not hold)."""
-    branch = f"refs/heads/{session_branch(session_id)}"
+    Refuses when the two have parted (keeps here that the remote does not hold), or when the
+    branch is checked out, here or in another worktree (moving its ref would leave that work
+    tree's files and index as they were, staged against the new commit: the next keep there
+    would undo what the remote's commits did)."""
+    name = session_branch(session_id)
+    branch = f"refs/heads/{name}"
     here = repo.resolve(branch)
     if here == tip:
         return
     if here is not None and not is_ancestor(repo, here, tip):
-        raise Refused(f"the session branch {session_branch(session_id)} here holds commits "
-                      "the remote's does not (keeps that never landed there): git autoresearch "
-                      "doctor; nothing was changed")
+        raise Refused(f"the session branch {name} here holds commits the remote's does not "
+                      "(keeps that never landed there): git autoresearch doctor; nothing was "
+                      "changed")
+    if here is not None and repo.current_branch() == name:
+        raise Refused(f"the session branch {name} is checked out here and the remote has "
+                      "newer commits on it; nothing was changed: switch to another branch "
+                      "(git switch -), then run this again")
+    elsewhere = repo.worktree_of(name) if here is not None else None
+    if elsewhere is not None:
+        raise Refused(f"the session branch {name} is checked out in the worktree {elsewhere} "
+                      "and the remote has newer commits on it; nothing was changed: switch "
+                      "that worktree to another branch, then run this again")
     repo.update_ref(branch, tip, here or ABSENT,
                     f"git-autoresearch: session branch follows {repo.short(tip)}")
 

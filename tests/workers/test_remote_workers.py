@@ -443,6 +443,8 @@ def test_a_fresh_clone_that_pulls_reads_every_run_and_joins_to_run(
     git(review, "switch", "-q", BRANCH)
     write(review / "value.txt", "85\n")
     before = (review / ".auto" / "log.jsonl").read_bytes()
+    config = (review / ".auto" / "config.toml").read_bytes()
+    state = git(review, "rev-parse", "refs/autoresearch/s1/state")
     for command in (["run", "-d", "value 85"], ["measure"], ["keep", "--metric", "165", "-d", "x"]):
         refused = ar(review, *command, expect=3)
         assert refused.err.strip() == (
@@ -450,7 +452,14 @@ def test_a_fresh_clone_that_pulls_reads_every_run_and_joins_to_run(
             "(workers ma, mb): a run here would take its number on no remote and its keep "
             "would reach none of them; join it to run here (git autoresearch worker join "
             "origin s1); nothing was measured or recorded"), command
+    refused = ar(review, "start", "--new-segment", "--goal", "again", expect=3)
+    assert refused.err.strip() == (
+        "git autoresearch: session s1 is run by clones that joined it through a remote "
+        "(workers ma, mb): a new segment here would reach none of them; start a new session "
+        "(git autoresearch start --session-id NEW) and have them join it; nothing was changed")
     assert (review / ".auto" / "log.jsonl").read_bytes() == before
+    assert (review / ".auto" / "config.toml").read_bytes() == config
+    assert git(review, "rev-parse", "refs/autoresearch/s1/state") == state
     assert git(review, "status", "--porcelain") == "M value.txt"
     git(review, "stash", "-q")
     ar(review, "worker", "join", "origin", "s1", "--name", "mr")
@@ -460,6 +469,36 @@ def test_a_fresh_clone_that_pulls_reads_every_run_and_joins_to_run(
     write(b / "extra.txt", "70\n")  # (b's candidate, made on its run 2, is replayed)
     again = ar(b, "run", "-d", "extra 70", "--json").json()
     assert (again["run"], again["replayed"]["kept_meanwhile"]) == (5, [3, 4])
+
+
+def test_a_join_that_would_move_the_checked_out_session_branch_is_refused(
+        machines: tuple[Path, Path, Path], ar: Tool, tmp_path: Path) -> None:
+    """A clone that pulled and resumed has the session branch checked out; another clone
+    keeps; its join used to move the branch's ref under the work tree, which held the old
+    files staged against the new commit, and its next keep undid the other clone's. Now the
+    join is refused, nothing changed, naming the way out, which works."""
+    a, b, remote = machines
+    review = tmp_path / "review"
+    git(tmp_path, "clone", "-q", str(remote), str(review))
+    ar(review, "pull", "origin", "s1")
+    ar(review, "resume")
+    head = git(review, "rev-parse", "HEAD")
+    write(b / "value.txt", "90\n")
+    ar(b, "run", "-d", "value 90")
+    refused = ar(review, "worker", "join", "origin", "s1", "--name", "mr", expect=3)
+    assert refused.err.strip() == (
+        "git autoresearch: the session branch autoresearch/s1 is checked out here and the "
+        "remote has newer commits on it; nothing was changed: switch to another branch (git "
+        "switch -), then run this again")
+    assert git(review, "rev-parse", "HEAD", BRANCH) == f"{head}\n{head}"
+    assert git(review, "status", "--porcelain") == ""
+    git(review, "switch", "-q", "-")
+    ar(review, "worker", "join", "origin", "s1", "--name", "mr")
+    assert git(review, "status", "--porcelain") == ""
+    write(review / "extra.txt", "80\n")
+    done = ar(review, "run", "-d", "extra 80", "--json").json()
+    assert (done["status"], done["metric"]) == ("keep", 170)
+    assert git(remote, "show", f"{BRANCH}:value.txt") == "90"
 
 
 def test_a_clone_that_fetched_the_refs_by_hand_resumes_with_every_run(
