@@ -206,10 +206,17 @@ def ledger_commit(repo: Repo, session_id: str, worker: str, data: bytes
                   ) -> tuple[str, str, str | None] | None:
     """A new commit of worker ``worker``'s ledger ref holding ``data`` as ``log.jsonl``, on the
     ref's commit here: (ref, new commit, old commit or None); None when the ref holds ``data``
-    already. Raises :class:`GitError`."""
+    already. The run records of the ref's ledger that ``data`` lacks (a line deleted from the
+    file by hand) stay in it (:func:`merged`): the other clones read this worker's runs from
+    the ref alone, and ``doctor --fix`` puts the line back in the file. Raises
+    :class:`GitError`."""
     ref = f"{ledgers_prefix(session_id)}{worker}"
-    tree = make_tree(repo, [("100644", write_blob(repo, data), LEDGER_FILE)])
     old = repo.resolve(ref)
+    if old is not None:
+        (before,) = cat_named_blobs(repo, [f"{old}:{LEDGER_FILE}"])
+        if before is not None and not data.startswith(before[:before.rfind(b"\n") + 1]):
+            data = merged(data, [before])
+    tree = make_tree(repo, [("100644", write_blob(repo, data), LEDGER_FILE)])
     if old is not None and repo.tree_of(old) == tree:
         return None
     # A token of its own: two clones creating the ref with the same content at the same

@@ -471,6 +471,31 @@ def test_a_fresh_clone_that_pulls_reads_every_run_and_joins_to_run(
     assert (again["run"], again["replayed"]["kept_meanwhile"]) == (5, [3, 4])
 
 
+def test_a_run_a_joined_clones_ledger_lost_stays_on_its_ledger_ref(
+        machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """b's ledger loses its two discarded runs' lines (by hand; the rule's verdict on both is
+    "worse"): b's next run warns that the state ref holds them, and its ledger ref, which the
+    other clones read b's runs from, keeps them, where it was pushed without them (the runs
+    vanished from every other clone's log); doctor --fix puts the lines back in b's file."""
+    a, b, remote = machines
+    write(b / "value.txt", "150\n")
+    ar(b, "run", "-d", "worse")
+    write(b / "value.txt", "140\n")
+    ar(b, "run", "-d", "worse again")
+    ledger = b / ".auto" / "log.jsonl"
+    ledger.write_bytes(b"".join(line for line in ledger.read_bytes().splitlines(True)
+                                if b'"verdict":"worse"' not in line))
+    write(b / "value.txt", "90\n")
+    assert ar(b, "run", "-d", "value 90", "--json").json()["run"] == 4
+    sent = [json.loads(line).get("run") for line in
+            git(remote, "show", "refs/autoresearch/s1/ledgers/mb:log.jsonl").splitlines()]
+    assert [n for n in sent if n is not None] == [1, 2, 3, 4]
+    ar(a, "worker", "sync")
+    assert [r["run"] for r in ar(a, "log", "--json").json()["runs"]] == [1, 2, 3, 4]
+    ar(b, "doctor", "--fix")
+    assert [r["run"] for r in runs(b)] == [1, 2, 3, 4]
+
+
 def test_a_join_that_would_move_the_checked_out_session_branch_is_refused(
         machines: tuple[Path, Path, Path], ar: Tool, tmp_path: Path) -> None:
     """A clone that pulled and resumed has the session branch checked out; another clone
