@@ -376,8 +376,8 @@ def _loop_seed_lines(path: Path, rows: list[Row], direction: str | None, times: 
         last = number
     if shifted:
         warnings.append(f"{path.name}: {len(shifted)} row{'s' if len(shifted) > 1 else ''} "
-                        "whose experiment number is none or an earlier row's, numbered on "
-                        "from the previous run: " + "; ".join(shifted[:3])
+                        "whose experiment number is missing, no whole number or an earlier "
+                        "row's, numbered on from the previous run: " + "; ".join(shifted[:3])
                         + ("; ..." if len(shifted) > 3 else ""))
     return lines
 
@@ -415,8 +415,11 @@ def convert(source: Path, *, direction: str | None = None,
     columns = list(rows[0].cells)
     times = _Times(source, rows)
     if "experiment" in columns and "metric" in columns:
+        # (a session folder when the config is beside the file, else the file alone: what
+        # log --tsv wrote)
         return (_loop_seed_lines(source, rows, direction, times, warnings),
-                f"loop seed session {source.parent}")
+                f"loop seed session {source.parent}"
+                if (source.parent / "config.json").is_file() else f"loop seed results {source}")
     if "commit" in columns and "status" in columns and len(columns) >= 3:
         metric = next(c for c in columns if c not in ("commit", "status", "description"))
         header = {"type": "config", "name": f"karpathy autoresearch ({source.name})",

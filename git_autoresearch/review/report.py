@@ -219,7 +219,8 @@ def _stop_row(event: dict[str, Any]) -> str:
 def tsv(rows: list[tuple[Run, Segment]], stops: list[dict[str, Any]] | None = None) -> str:
     """The seed's ``results.tsv`` (its SKILL, "Step 9"): a header and six tab-separated
     fields per run; the ``experiment`` is the seed's own number of an imported run, else the
-    run's; ``-`` for the commit of a non-kept run and the metric of a crash; numbers with
+    run's (less one in a session that counts from experiment 0, so that import reads it back
+    as the same run); ``-`` for the commit of a non-kept run and the metric of a crash; numbers with
     every digit (:func:`ledger.jsontext.number_text`); secondary metrics appended to the description
     as ``[name=value, ...]`` (the numeric ones, as the seed's ``METRIC`` lines are); a field
     that begins with ``"`` quoted (:func:`_field`); each of ``stops`` (``stopped`` events,
@@ -227,6 +228,12 @@ def tsv(rows: list[tuple[Run, Segment]], stops: list[dict[str, Any]] | None = No
     ``git autoresearch import`` reads it back."""
     lines = ["\t".join(TSV_COLUMNS)]
     pending = sorted(stops or [], key=lambda event: int(event["next_run"]))
+    # An imported session that counts from experiment 0 (the seed's) is read back with run
+    # N + 1 for experiment N: a run without a number of its own is written as one below its.
+    first = next((run.number - experiment for run, _ in rows
+                  if isinstance(experiment := run.data.get("experiment"), int)
+                  and not isinstance(experiment, bool)), 0)
+    offset = 1 if first == 1 else 0
     for run, _ in rows:
         while pending and int(pending[0]["next_run"]) <= run.number:
             lines.append(_stop_row(pending.pop(0)))
@@ -239,7 +246,7 @@ def tsv(rows: list[tuple[Run, Segment]], stops: list[dict[str, Any]] | None = No
         experiment = run.data.get("experiment")
         lines.append("\t".join([
             str(experiment) if isinstance(experiment, int) and not isinstance(experiment, bool)
-            else str(run.number),
+            else str(run.number - offset),
             one_line(str(run.data.get("commit", "-"))) or "-" if run.status == "keep" else "-",
             "-" if run.metric is None else _tsv_number(run.metric),
             run.status,

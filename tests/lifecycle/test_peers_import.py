@@ -60,12 +60,24 @@ def test_loop_seed_repeated_experiment_number_is_numbered_on(repo: Path, ar: Too
           "0\ta1b2c3d\t10\tkeep\t1\tBaseline\n1\t-\t11\tdiscard\t1\ta\n"
           "1\t-\t12\tdiscard\t1\tb\nx\t-\t13\tdiscard\t1\tc\n5\t-\t14\tdiscard\t1\td\n")
     res = ar(repo, "import", str(tmp_path / "s"))
-    assert "results.tsv: 2 rows whose experiment number is none or an earlier row's, " \
-        "numbered on from the previous run: line 4 (experiment '1') is run 3; line 5 " \
-        "(experiment 'x') is run 4" in res.err
+    assert "results.tsv: 2 rows whose experiment number is missing, no whole number or an " \
+        "earlier row's, numbered on from the previous run: line 4 (experiment '1') is run " \
+        "3; line 5 (experiment 'x') is run 4" in res.err
     rows = ar(repo, "log", "--json").json()["runs"]
     assert [(r["run"], r["experiment"]) for r in rows] == [
         (1, 0), (2, 1), (3, 1), (4, "x"), (6, 5)]
+    # log --tsv writes a row whose own number is no whole number with the number that brings
+    # it back as the same run (the session counts from experiment 0): where it wrote the run
+    # number, which a second import read as the next run
+    write(tmp_path / "again.tsv", ar(repo, "log", "--tsv").out)
+    assert [line.split("\t")[0] for line in
+            (tmp_path / "again.tsv").read_text().splitlines()[1:]] == ["0", "1", "1", "3", "5"]
+    back = tmp_path / "back"
+    back.mkdir()
+    git(back, "init", "-q")
+    said = ar(back, "import", str(tmp_path / "again.tsv")).out
+    assert said.startswith(f"imported loop seed results {tmp_path / 'again.tsv'}: ")
+    assert [r["run"] for r in ar(back, "log", "--json").json()["runs"]] == [1, 2, 3, 4, 6]
 
 
 def test_runs_workers_recorded_out_of_order_keep_their_numbers(repo: Path, ar: Tool,
@@ -81,8 +93,9 @@ def test_runs_workers_recorded_out_of_order_keep_their_numbers(repo: Path, ar: T
           "3\t-\t12\tdiscard\t1\tb\n2\t-\t13\tdiscard\t1\tc\n2\t-\t14\tdiscard\t1\td\n"
           "4\t-\t15\tdiscard\t1\te\n")
     res = ar(repo, "import", str(tmp_path / "s"))
-    assert "results.tsv: 1 row whose experiment number is none or an earlier row's, " \
-        "numbered on from the previous run: line 6 (experiment '2') is run 6" in res.err
+    assert "results.tsv: 1 row whose experiment number is missing, no whole number or an " \
+        "earlier row's, numbered on from the previous run: line 6 (experiment '2') is " \
+        "run 6" in res.err
     rows = ar(repo, "log", "--json").json()["runs"]
     assert [(r["run"], r["experiment"]) for r in rows] == [
         (1, 0), (2, 1), (4, 3), (3, 2), (6, 2), (5, 4)]
