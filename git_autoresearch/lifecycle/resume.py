@@ -92,7 +92,7 @@ def restore_files(repo: Repo, layout: Layout, session_id: str) -> list[str]:
         elif lost:
             restored += _restore_missing(layout, name, data, 0o444 if name == "config.toml"
                                          else file_modes.get(name, 0o644))
-    return restored + joined_runs(repo, layout, session_id)
+    return restored
 
 
 def joined_runs(repo: Repo, layout: Layout, session_id: str) -> list[str]:
@@ -252,6 +252,9 @@ def resume(session_id: str | None = None, cwd: str | os.PathLike[str] | None = N
     baseline = session.baseline_problem() or session.baseline_doubt()
     if baseline:
         warnings.append(baseline)
+    joined = session.joined_elsewhere()
+    if joined is not None:
+        warnings.append(f"{joined[0]}: to run it here, join it ({joined[1]})")
     if actions:
         warnings += session.mirror_state("resume: " + "; ".join(actions)[:200])
     return Picked(session, actions, recovered.hooks, warnings)
@@ -263,6 +266,7 @@ def _repair_session_files(repo: Repo, layout: Layout, sid: str) -> list[str]:
     no configuration to be had."""
     with SessionLock(repo.scratch, "resume"):
         actions = restore_files(repo, layout, sid)
+        actions += joined_runs(repo, layout, sid)
         if not layout.config_exists():
             raise Refused(f"session {sid} has no .auto/config.toml and no state ref to restore "
                           "it from")

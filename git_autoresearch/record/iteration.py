@@ -107,6 +107,10 @@ def record_by_hand(session: Session, status: str, description: str, asi: Mapping
 
     with locked(session, status) as recovered:
         session.check_kept_lines()
+        # Before what there is to record is asked; the session's refs are read once, by
+        # next_run, which the record asks again (its answer kept).
+        session.next_run()
+        session.check_not_joined_elsewhere()
         choice = choose_measurement(session, status, worktree.read(session), metric, given())
         best = session.segment.best
         result = choice.result if choice.result is not None else Measurement.empty()

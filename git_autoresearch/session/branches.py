@@ -135,10 +135,12 @@ def branch_problem(session: Session) -> tuple[bool, str | None]:
                        "not in HEAD (not fetched? "
                        f"{pull_hint(session.repo, session.config.session_id)})")
     if current is None:
-        return True, f"the work tree is on a detached HEAD, not on the session branch {branch}"
+        return True, (f"the work tree is on a detached HEAD, not on the session branch {branch} "
+                      "(git autoresearch resume checks it out)")
     if current != branch and not session.repo.merged(branch) \
             and picked_into_head(session) is None:
-        return True, f"the work tree is on branch {current}, not on the session branch {branch}"
+        return True, (f"the work tree is on branch {current}, not on the session branch "
+                      f"{branch} (git autoresearch resume checks it out)")
     return True, None
 
 def merged_elsewhere(session: Session) -> bool:

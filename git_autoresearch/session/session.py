@@ -433,28 +433,42 @@ class Session:
                 reserve(self.repo, self.config.session_id, self.worker_name, number)
             return number
 
-    def check_not_joined_elsewhere(self) -> None:
-        """Refuse (exit 3) a run in a work tree that did not join the session through a
-        remote while clones that did record its runs (their ledger refs were fetched here, by
-        ``pull``): its run number would be taken on no remote and its keep would reach none
-        of them (their next run would meet a keep they hold no line of). Asks git nothing
-        after :meth:`next_run` (the session's refs are read once)."""
-        if self.alone_checked:
-            return
-        prefix = ledgers_prefix(self.config.session_id)
+    def joined_elsewhere(self) -> tuple[str, str] | None:
+        """In a work tree that did not join the session through a remote, while clones that
+        did record its runs (their ledger refs were fetched here, by ``pull``): who they are
+        (``session s1 is run by clones that joined it through a remote (workers ma, mb)``) and
+        the command that joins this one (``git autoresearch worker join origin s1``); None
+        otherwise. Asks git nothing after :meth:`next_run` (the session's refs are read once)."""
+        if self.remote is not None:
+            return None
+        sid = self.config.session_id
+        prefix = ledgers_prefix(sid)
         workers = [ref[len(prefix):] for ref in
                    self.repo.for_each_ref(prefix, within=self.namespace + "/")]
         if not workers:
-            self.alone_checked = True
-            return
+            return None
         remotes = self.repo.remotes()
         remote = "origin" if "origin" in remotes else (remotes or ["<remote>"])[0]
-        raise Refused(f"session {self.config.session_id} is run by clones that joined it "
-                      f"through a remote (worker{'s' if len(workers) > 1 else ''} "
-                      f"{', '.join(workers[:3])}{', ...' if len(workers) > 3 else ''}): a run "
-                      "here would take its number on no remote and its keep would reach none "
-                      f"of them; join it to run here (git autoresearch worker join {remote} "
-                      f"{self.config.session_id}); nothing was measured or recorded")
+        return (f"session {sid} is run by clones that joined it through a remote "
+                f"(worker{'s' if len(workers) > 1 else ''} {', '.join(workers[:3])}"
+                f"{', ...' if len(workers) > 3 else ''})",
+                f"git autoresearch worker join {remote} {sid}")
+
+    def check_not_joined_elsewhere(self) -> None:
+        """Refuse (exit 3) a run in a work tree that did not join the session through a
+        remote while clones that did record its runs (:meth:`joined_elsewhere`): its run
+        number would be taken on no remote and its keep would reach none of them (their next
+        run would meet a keep they hold no line of)."""
+        if self.alone_checked:
+            return
+        found = self.joined_elsewhere()
+        if found is None:
+            self.alone_checked = True
+            return
+        who, join = found
+        raise Refused(f"{who}: a run here would take its number on no remote and its keep "
+                      f"would reach none of them; join it to run here ({join}); nothing was "
+                      "measured or recorded")
 
     @property
     def ledger(self) -> Ledger:

@@ -381,11 +381,19 @@ def _files_here(repo: Repo, sid: str, shared: Shared) -> None:
         return
     if here == sid and layout.ledger.is_file():
         _extend_ledger(repo, layout, sid, shared)
-        shared.restored += joined_runs(repo, layout, sid)
     else:
         shared.restored = restore_files(repo, layout, sid)
         if shared.restored:
             exclude_auto(repo)
+    added = joined_runs(repo, layout, sid)
+    shared.restored += added
+    if added:  # the state ref holds what .auto/ holds now, as after any command that writes it
+        from ..history.state_ref import LedgerShrank, mirror
+
+        try:
+            mirror(repo, layout.auto, sid, "pull: the runs of the clones that joined")
+        except (LedgerShrank, GitError, OSError) as exc:
+            shared.notes.append(f"the session files were not mirrored on the state ref: {exc}")
 
 
 def _extend_ledger(repo: Repo, layout: Layout, sid: str, shared: Shared) -> None:

@@ -56,12 +56,20 @@ def main():
     entry = payload.get("run_entry") or {}
     unit = (payload.get("session") or {}).get("metric_unit") or ""
     lines = [entry_line(entry, unit)]
-    new = not os.path.exists(JOURNAL)
-    if new:
+    if not os.path.exists(JOURNAL):
         lines = ["# Learnings journal", ""] + [entry_line(run, unit)
                                                for run in earlier_runs(entry.get("run"))] + lines
+    elif already(entry.get("run")):
+        return  # (written when the journal was written again, by a worker's run before it)
     with open(JOURNAL, "a", encoding="utf-8") as fh:
         fh.write("".join(line + "\n" for line in lines))
+
+
+def already(number):
+    """Whether the journal has run ``number``'s line."""
+    start = f"- run {number} **"
+    with open(JOURNAL, encoding="utf-8", errors="replace") as fh:
+        return any(line.startswith(start) for line in fh)
 
 
 if __name__ == "__main__":

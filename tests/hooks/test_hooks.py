@@ -450,6 +450,29 @@ def test_learnings_journal(session: Path, ar: Tool) -> None:
         "- run 4 **keep** 70: lower\n")
 
 
+def test_learnings_journal_written_again_says_each_run_once(tmp_path: Path) -> None:
+    """Workers record out of order: run 3's line is in the ledger before run 2's, and run 2's
+    hook, finding no journal, writes it again with run 3 in it; run 3's own hook, coming after,
+    adds no second line for it."""
+    import subprocess
+    import sys
+
+    hook = Path(__file__).parents[2] / "hooks" / "after" / "learnings-journal.py"
+    write(tmp_path / ".auto" / "log.jsonl", "".join(json.dumps(r) + "\n" for r in (
+        {"type": "config", "name": "g"},
+        {"run": 1, "status": "keep", "metric": 9, "description": "base"},
+        {"run": 3, "status": "discard", "metric": 10, "description": "three"},
+        {"run": 2, "status": "discard", "metric": 11, "description": "two"})))
+    for number, metric, text in ((2, 11, "two"), (3, 10, "three")):
+        payload = {"run_entry": {"run": number, "status": "discard", "metric": metric,
+                                 "description": text}, "session": {}}
+        subprocess.run([sys.executable, str(hook)], input=json.dumps(payload) + "\n",
+                       text=True, cwd=tmp_path, check=True)
+    assert (tmp_path / ".auto" / "learnings.md").read_text() == (
+        "# Learnings journal\n\n- run 1 **keep** 9: base\n- run 3 **discard** 10: three\n"
+        "- run 2 **discard** 11: two\n")
+
+
 def test_notify(session: Path, ar: Tool, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     install(session, ar, "notify")
     bin_dir = tmp_path / "bin"

@@ -215,7 +215,7 @@ def test_a_half_picked_session_is_not_finished(repo: Path, ar: Tool) -> None:
     git(repo, "cherry-pick", keeps[0])
     found = ar(repo, "status", "--json").json()
     assert found["warnings"] == ["the work tree is on branch main, not on the session branch "
-                                 "autoresearch/s1"]
+                                 "autoresearch/s1 (git autoresearch resume checks it out)"]
     assert found.get("finished") is None
 
 

@@ -436,7 +436,13 @@ def test_a_fresh_clone_that_pulls_reads_every_run_and_joins_to_run(
     assert [(r["run"], r.get("worker")) for r in runs(review)] == [
         (1, None), (2, "mb"), (3, "ma")]
     assert ar(review, "pull", "origin", "s1", "--json").json()["restored"] == []
-    ar(review, "resume")
+    # (the runs added are mirrored on the state ref: doctor names the branch alone)
+    assert ar(review, "doctor", expect=3).out.strip() == (
+        "- the work tree is on branch main, not on the session branch autoresearch/s1 (git "
+        "autoresearch resume checks it out) [needs a person]")
+    assert ar(review, "resume").err == (
+        "warning: session s1 is run by clones that joined it through a remote (workers ma, "
+        "mb): to run it here, join it (git autoresearch worker join origin s1)\n")
     assert ar(review, "doctor").out.strip() == "no problems found"
     final = ar(review, "finalize", "--samples", "0", "--json").json()
     assert final["runs"] == [2, 3]
@@ -445,7 +451,8 @@ def test_a_fresh_clone_that_pulls_reads_every_run_and_joins_to_run(
     before = (review / ".auto" / "log.jsonl").read_bytes()
     config = (review / ".auto" / "config.toml").read_bytes()
     state = git(review, "rev-parse", "refs/autoresearch/s1/state")
-    for command in (["run", "-d", "value 85"], ["measure"], ["keep", "--metric", "165", "-d", "x"]):
+    for command in (["run", "-d", "value 85"], ["measure"], ["keep", "--metric", "165", "-d", "x"],
+                    ["keep", "-d", "x"], ["discard", "-d", "x"]):
         refused = ar(review, *command, expect=3)
         assert refused.err.strip() == (
             "git autoresearch: session s1 is run by clones that joined it through a remote "
@@ -550,6 +557,8 @@ def test_doctor_restores_the_joined_clones_runs_a_pulled_ledger_lacks(
     review = tmp_path / "review"
     git(tmp_path, "clone", "-q", str(machines[2]), str(review))
     ar(review, "pull", "origin", "s1")
+    # (as an older version left it: the state ref and the ledger the first join sent)
+    git(review, "update-ref", "refs/autoresearch/s1/state", "refs/autoresearch/s1/state^")
     (review / ".auto" / "log.jsonl").write_bytes(saved_ledger(Repo.discover(review), "s1"))
     git(review, "switch", "-q", BRANCH)
     found = ar(review, "doctor", "--json", expect=None).json()["findings"]
