@@ -319,8 +319,16 @@ class Session:
             sid, commit = self.config.session_id, self.head()
             number = self.commit_fact(commit, "kept_at " + sid,
                                       lambda: kept_at(self.repo, commit, sid))
-            if number is not None and self.ledger.find(number) is None:
+            # (a segment that kept HEAD's commit, its baseline measured there, decides
+            # against it: no line lost can make it compare with the wrong incumbent)
+            if number is not None and self.ledger.find(number) is None and not any(
+                    isinstance(at := run.data.get("commit"), str) and at and commit.startswith(at)
+                    for run in self.segment.kept):
                 lost, ref = [number], f"HEAD's commit ({self.repo.short(commit)})"
+                raise Refused(lost_keeps_text(self.layout.ledger, lost, ref)
+                              + ", or, when doctor says the keep needs a person, git "
+                              "autoresearch start --new-segment measures HEAD as a new "
+                              "baseline; nothing was measured or changed")
         if lost:
             raise Refused(lost_keeps_text(self.layout.ledger, lost, ref)
                           + "; nothing was measured or changed")

@@ -690,6 +690,20 @@ def test_doctor_says_many_runs_a_ledger_lacks_in_one_finding_a_fix(repo: Path,
          "their attempt commits")]
     ar(repo, "doctor", "--fix", expect=3)
     assert [r["run"] for r in runs(repo)] == [1, *range(2, 14)]
+    # No record is left to adopt HEAD's keeps from: run says so and names the way out that
+    # works, a new segment measured from HEAD, after which the loop goes on (it refused for
+    # ever, naming doctor --fix, which could not help).
+    write(repo / "value.txt", "60\n")
+    refused = ar(repo, "run", "-d", "after the cut", expect=3)
+    assert refused.err.strip().endswith(
+        "lost the line of kept run 25, which HEAD's commit (%s) holds; git autoresearch "
+        "doctor --fix restores it, or, when doctor says the keep needs a person, git "
+        "autoresearch start --new-segment measures HEAD as a new baseline; nothing was "
+        "measured or changed" % git(repo, "rev-parse", "--short", "HEAD"))
+    write(repo / "value.txt", "75\n")
+    ar(repo, "start", "--new-segment")
+    write(repo / "value.txt", "60\n")
+    assert ar(repo, "run", "-d", "after the cut", "--json").json()["status"] == "keep"
 
 
 @pytest.mark.parametrize("lost", [("incumbent",), ("incumbent", "to 130"), ("to 120",)])
