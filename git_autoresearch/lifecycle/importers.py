@@ -314,9 +314,10 @@ def _loop_seed_lines(path: Path, rows: list[Row], direction: str | None, times: 
     """The loop seed's session as ledger lines: its ``config.json`` (when there is one) as
     the header, then one run a row of its ``results.tsv`` and a ``stopped`` event a
     ``stopped`` row. Run numbers follow the ``experiment`` column, in any order (workers
-    record runs out of order): experiment N is run N + 1 when the first is experiment 0 (the
-    seed's baseline), else run N; a row whose number is missing or an earlier row's gets the
-    next number after the previous run's that no row gives itself, with a warning."""
+    record runs out of order): experiment N is run N + 1 when one is experiment 0 (the seed's
+    baseline, wherever its row is), else run N; a row whose number is missing or an earlier
+    row's gets the next number after the previous run's that no row gives itself, with a
+    warning."""
     config: dict[str, Any] = {}
     config_file = path.parent / "config.json"
     if config_file.is_file():
@@ -337,7 +338,7 @@ def _loop_seed_lines(path: Path, rows: list[Row], direction: str | None, times: 
               "bestDirection": direction or told,
               "imported_from": LOOP_SEED, "config": config}
     experiments = [_whole(_cell(row, "experiment")) for row in rows]
-    offset = next((1 if e == 0 else 0 for e in experiments if e is not None), 0)
+    offset = 1 if 0 in experiments else 0  # (wherever experiment 0 is: no run 0)
     # The number each run row gives itself, for the first row that gives it (workers record
     # runs out of order: run 5 before run 4); another row numbered on steps over these.
     given: dict[int, int] = {}

@@ -123,6 +123,25 @@ def test_runs_workers_recorded_out_of_order_keep_their_numbers(repo: Path, ar: T
             (tmp_path / "w2.jsonl").read_text().splitlines()[1:]] == [1, 2, 3, 5, 4, 7, 6]
 
 
+def test_an_experiment_0_after_others_is_run_1_not_run_0(repo: Path, ar: Tool,
+                                                         tmp_path: Path) -> None:
+    """Experiment 0 counts the session from 0 wherever its row is: experiment 1 before it
+    is run 2 and experiment 0 run 1, where it became run 0, a line every reader drops; and
+    through log --tsv and import again the numbers stay."""
+    write(tmp_path / "r.tsv", "experiment\tcommit\tmetric\tstatus\tduration_s\tdescription\n"
+          "1\t-\t9\tkeep\t1\tfirst\n0\t-\t10\tkeep\t1\tbaseline late\n\t-\t8\tkeep\t1\tnone\n")
+    ar(repo, "import", str(tmp_path / "r.tsv"))
+    shown = ar(repo, "log", "--json")
+    assert shown.err == ""
+    assert [r["run"] for r in shown.json()["runs"]] == [2, 1, 3]
+    write(tmp_path / "again.tsv", ar(repo, "log", "--tsv").out)
+    back = tmp_path / "back"
+    back.mkdir()
+    git(back, "init", "-q")
+    ar(back, "import", str(tmp_path / "again.tsv"))
+    assert [r["run"] for r in ar(back, "log", "--json").json()["runs"]] == [2, 1, 3]
+
+
 def test_loop_seed_metric_suffix_read_into_metrics(repo: Path, ar: Tool) -> None:
     """The seed appends secondary metrics to the description as ``Reduced dependencies
     [loss=0.5, vram_mb=4200]`` (autoresearch-loop.SKILL.txt:139-141), and has no suffix when

@@ -695,11 +695,12 @@ def test_doctor_says_many_runs_a_ledger_lacks_in_one_finding_a_fix(repo: Path,
     # ever, naming doctor --fix, which could not help).
     write(repo / "value.txt", "60\n")
     refused = ar(repo, "run", "-d", "after the cut", expect=3)
+    short = git(repo, "rev-parse", "--short", "HEAD")
     assert refused.err.strip().endswith(
-        "lost the line of kept run 25, which HEAD's commit (%s) holds; git autoresearch "
+        f"lost the line of kept run 25, which HEAD's commit ({short}) holds; git autoresearch "
         "doctor --fix restores it, or, when doctor says the keep needs a person, git "
         "autoresearch start --new-segment measures HEAD as a new baseline; nothing was "
-        "measured or changed" % git(repo, "rev-parse", "--short", "HEAD"))
+        "measured or changed")
     write(repo / "value.txt", "75\n")
     ar(repo, "start", "--new-segment")
     write(repo / "value.txt", "60\n")
