@@ -81,6 +81,7 @@ def check_branch(session: Session) -> None:
     if session.worker is not None:  # a worker works on its own branch
         wanted = worker_branch(session.config.session_id, session.worker.name)
     if branch != wanted:
+        session.check_not_joined_elsewhere()  # (a pulled clone: a join, not a switch, helps)
         where = f"branch {branch}" if branch else "a detached HEAD"
         done = finished(session) if session.worker is None else None
         if done is not None:  # squash-merged or cherry-picked here, its branch kept or not

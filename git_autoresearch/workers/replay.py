@@ -87,10 +87,11 @@ def check_free(session: Session) -> None:
     if where is None and session.repo.current_branch() == branch:
         where = session.repo.top
     if where is not None:
+        there = (f"git switch {worker_branch(session.config.session_id, MAIN)} (or the "
+                 "worker's own branch)" if session.remote is None else "git switch --detach")
         raise Refused(f"the session branch {branch} is checked out in {where}: with workers, "
-                      "it is checked out nowhere and moves only by keeps; there, git switch "
-                      f"{worker_branch(session.config.session_id, MAIN)} (or the worker's own "
-                      "branch)")
+                      f"it is checked out nowhere and moves only by keeps; there, {there}; "
+                      "nothing was recorded")
 
 
 def advance(session: Session, old: str, new: str,
@@ -227,6 +228,7 @@ def catch_up(session: Session) -> Replayed | None:
     if session.remote is not None:  # a joined clone: the incumbent is the remote's
         from .upstream import sync
 
+        check_free(session)  # (before a number is taken on the remote and the run measured)
         sync(session, before_measuring=True)
     now, head = tip(session), session.head()
     if now is None or now == head or not is_ancestor(session.repo, head, now):

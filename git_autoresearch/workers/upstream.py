@@ -15,11 +15,19 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .. import ledger as ledger_mod
 from ..git import ABSENT, Repo
 from ..git.merge import index_to, is_ancestor
 from ..git.remote import push_atomic, remote_refusal, update_refs
 from ..history.refs import session_branch, upstream_ref
-from ..history.remote_ledger import fetch, ledger_commit, publish, send_attempts, with_record
+from ..history.remote_ledger import (
+    fetch,
+    ledger_commit,
+    ledgers_by_worker,
+    publish,
+    send_attempts,
+    with_record,
+)
 from ..runtime.errors import Refused
 from ..runtime.faults import checkpoint
 
@@ -47,13 +55,15 @@ def follow_upstream(repo: Repo, session_id: str, tip: str) -> None:
                       "changed")
     if here is not None and repo.current_branch() == name:
         raise Refused(f"the session branch {name} is checked out here and the remote has "
-                      "newer commits on it; nothing was changed: switch to another branch "
-                      "(git switch -), then run this again")
+                      "newer commits on it; the branch and the work tree were left as they are "
+                      "(the remote's refs fetched): switch to another branch (git switch -), "
+                      "then run this again")
     elsewhere = repo.worktree_of(name) if here is not None else None
     if elsewhere is not None:
         raise Refused(f"the session branch {name} is checked out in the worktree {elsewhere} "
-                      "and the remote has newer commits on it; nothing was changed: switch "
-                      "that worktree to another branch, then run this again")
+                      "and the remote has newer commits on it; the branch and that worktree were "
+                      "left as they are (the remote's refs fetched): switch that worktree to "
+                      "another branch, then run this again")
     repo.update_ref(branch, tip, here or ABSENT,
                     f"git-autoresearch: session branch follows {repo.short(tip)}")
 
@@ -81,6 +91,7 @@ def sync(session: Session, *, before_measuring: bool = False) -> None:
             if not before_measuring or has_record(session, tip):
                 break
         else:
+            _lost_own_record(session, tip)
             raise Refused(f"the record of the incumbent {repo.short(tip)} (the session branch "
                           f"on {session.remote}) is in no worker's ledger yet: judged against "
                           "an older best, a candidate could be kept for nothing; git "
@@ -88,6 +99,24 @@ def sync(session: Session, *, before_measuring: bool = False) -> None:
         session.warnings += publish(repo, session.remote, sid, session.worker_name,
                                     session.layout.ledger)
         session.warnings += send_attempts(repo, session.remote, sid, session.layout.ledger)
+
+
+def _lost_own_record(session: Session, tip: str) -> None:
+    """Refuse (exit 3), naming ``doctor --fix``, when the incumbent ``tip``'s record is missing
+    because this clone's own ledger file lost it: its own ledger ref holds it (a line
+    deleted by hand), and no sync brings it back."""
+    sid = session.config.session_id
+    for worker, data in ledgers_by_worker(session.repo, sid):
+        if worker != session.worker_name:
+            continue
+        for run in ledger_mod.parse(data).runs:
+            commit = run.data.get("commit")
+            if run.status == "keep" and isinstance(commit, str) and commit \
+                    and tip.startswith(commit):
+                raise Refused(f"{session.layout.ledger} lost the line of kept run "
+                              f"{run.number}, the incumbent, which this clone's ledger ref "
+                              "holds; git autoresearch doctor --fix restores it; nothing was "
+                              "measured or changed")
 
 
 def has_record(session: Session, commit: str) -> bool:

@@ -446,6 +446,8 @@ def test_a_fresh_clone_that_pulls_reads_every_run_and_joins_to_run(
     assert ar(review, "doctor").out.strip() == "no problems found"
     final = ar(review, "finalize", "--samples", "0", "--json").json()
     assert final["runs"] == [2, 3]
+    git(review, "switch", "-q", "main")  # (off the session branch, the join is named first)
+    assert "join it to run here" in ar(review, "run", "-d", "x", expect=3).err
     git(review, "switch", "-q", BRANCH)
     write(review / "value.txt", "85\n")
     before = (review / ".auto" / "log.jsonl").read_bytes()
@@ -503,6 +505,44 @@ def test_a_run_a_joined_clones_ledger_lost_stays_on_its_ledger_ref(
     assert [r["run"] for r in runs(b)] == [1, 2, 3, 4]
 
 
+def test_a_joined_clone_whose_ledger_lost_the_incumbents_line_is_told_doctor(
+        machines: tuple[Path, Path, Path], ar: Tool) -> None:
+    """b keeps (the incumbent), then its ledger loses that line (by hand): run names doctor
+    --fix, which puts it back from the state ref, where it named worker sync, which could
+    not help (the record is on b's own ledger ref, which b does not read)."""
+    _, b, _ = machines
+    write(b / "value.txt", "90\n")
+    ar(b, "run", "-d", "value 90")
+    ledger = b / ".auto" / "log.jsonl"
+    ledger.write_bytes(b"".join(ledger.read_bytes().splitlines(True)[:-1]))
+    write(b / "value.txt", "80\n")
+    refused = ar(b, "run", "-d", "value 80", expect=3)
+    assert refused.err.strip().endswith(
+        "log.jsonl lost the line of kept run 2, the incumbent, which this clone's ledger ref "
+        "holds; git autoresearch doctor --fix restores it; nothing was measured or changed")
+    ar(b, "doctor", "--fix")
+    assert ar(b, "run", "-d", "value 80", "--json").json()["status"] == "keep"
+
+
+def test_a_joined_clone_with_the_session_branch_in_another_worktree_takes_no_number(
+        machines: tuple[Path, Path, Path], ar: Tool, tmp_path: Path) -> None:
+    """Another worktree of b has the session branch checked out: b's run is refused before
+    a run number is taken on the remote or anything is measured, naming what works there
+    (it named a worker branch a joined clone does not have, after taking the number)."""
+    _, b, remote = machines
+    other = tmp_path / "other"
+    git(b, "worktree", "add", "-q", str(other), BRANCH)
+    write(b / "value.txt", "90\n")
+    refused = ar(b, "run", "-d", "value 90", expect=3)
+    assert refused.err.strip() == (
+        f"git autoresearch: the session branch {BRANCH} is checked out in {other}: with "
+        "workers, it is checked out nowhere and moves only by keeps; there, git switch "
+        "--detach; nothing was recorded")
+    assert not [ref for ref in remote_refs(remote) if "/runs/" in ref]
+    git(other, "switch", "-q", "--detach")
+    assert ar(b, "run", "-d", "value 90", "--json").json()["run"] == 2
+
+
 def test_a_join_that_would_move_the_checked_out_session_branch_is_refused(
         machines: tuple[Path, Path, Path], ar: Tool, tmp_path: Path) -> None:
     """A clone that pulled and resumed has the session branch checked out; another clone
@@ -520,8 +560,9 @@ def test_a_join_that_would_move_the_checked_out_session_branch_is_refused(
     refused = ar(review, "worker", "join", "origin", "s1", "--name", "mr", expect=3)
     assert refused.err.strip() == (
         "git autoresearch: the session branch autoresearch/s1 is checked out here and the "
-        "remote has newer commits on it; nothing was changed: switch to another branch (git "
-        "switch -), then run this again")
+        "remote has newer commits on it; the branch and the work tree were left as they are "
+        "(the remote's refs fetched): switch to another branch (git switch -), then run this "
+        "again")
     assert git(review, "rev-parse", "HEAD", BRANCH) == f"{head}\n{head}"
     assert git(review, "status", "--porcelain") == ""
     git(review, "switch", "-q", "-")

@@ -276,7 +276,7 @@ def test_the_session_branch_checked_out_somewhere_stops_a_keep(
     assert refused.err.strip() == (
         f"git autoresearch: the session branch {BRANCH} is checked out in {main}: with "
         "workers, it is checked out nowhere and moves only by keeps; there, git switch "
-        "autoresearch-workers/s1/main (or the worker's own branch)")
+        "autoresearch-workers/s1/main (or the worker's own branch); nothing was recorded")
     assert (w1 / "value.txt").read_text() == "90\n"
     assert len(runs(main)) == 1
 
