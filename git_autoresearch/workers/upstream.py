@@ -90,8 +90,9 @@ def sync(session: Session, *, before_measuring: bool = False) -> None:
             session.reload()
             if not before_measuring or has_record(session, tip):
                 break
+            if not attempt:  # (no fetch brings back a line this clone's file lost)
+                _lost_own_record(session, tip)
         else:
-            _lost_own_record(session, tip)
             raise Refused(f"the record of the incumbent {repo.short(tip)} (the session branch "
                           f"on {session.remote}) is in no worker's ledger yet: judged against "
                           "an older best, a candidate could be kept for nothing; git "
