@@ -145,16 +145,36 @@ def _record_json(record: Mapping[str, Any], steer: list[str], warnings: list[str
 def _incumbent_aside(session: Any, record: Mapping[str, Any], previous_best: float) -> str:
     """What the run was judged against, when the line would otherwise read as a contradiction:
     a number better than the best discarded, or one not better kept. The rule compares the
-    samples with the incumbent's (``pool_median``), which the best kept number need not be."""
-    pool = (record.get("decision") or {}).get("pool_median")
+    samples with the incumbent's (:func:`_judged_against`), whose median the best kept number
+    need not be."""
+    found = _judged_against(record.get("decision") or {})
     metric = record.get("metric")
-    if not isinstance(pool, (int, float)) or not isinstance(metric, (int, float)) \
-            or pool == previous_best:
+    if found is None or not isinstance(metric, (int, float)) or found[0] == previous_best:
         return ""
     better = session.segment.better(metric, previous_best)
     if better == (record["status"] == "keep"):
         return ""
-    return f"; judged against the incumbent's samples, median {number(pool)}"
+    return f"; judged against {found[1]}, median {number(found[0])}"
+
+
+def _judged_against(decision: Mapping[str, Any]) -> tuple[float, str] | None:
+    """The median of the incumbent's samples a decision compared the run with, and what they
+    were, by its ``evidence``: those taken beside the candidate (``fresh``); the earlier ones
+    levelled with those (``pool+fresh``: the median its ``relative`` effect is of); else the
+    earlier ones (``pool_median``)."""
+    from ..ledger.stats import median
+
+    evidence = decision.get("evidence")
+    fresh = [v for v in decision.get("incumbent_fresh") or []
+             if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if evidence == "fresh" and fresh:
+        return median(fresh), "the incumbent measured beside it"
+    value, relative = decision.get("effect"), decision.get("relative")
+    if evidence == "pool+fresh" and isinstance(value, (int, float)) \
+            and isinstance(relative, (int, float)) and relative:
+        return abs(value / relative), "the incumbent's samples, earlier and beside it"
+    pool = decision.get("pool_median")
+    return (pool, "the incumbent's samples") if isinstance(pool, (int, float)) else None
 
 
 def _print_record(session: Any, record: Mapping[str, Any], previous_best: float | None) -> None:

@@ -713,3 +713,14 @@ def test_a_run_line_that_would_read_as_a_contradiction_says_what_it_was_judged_a
     assert _incumbent_aside(lower, {**discarded, "metric": 21.0}, 20.0) == ""
     assert _incumbent_aside(lower, {**kept, "metric": 19.0}, 20.0) == ""
     assert _incumbent_aside(lower, {**discarded, "decision": None}, 20.0) == ""
+    # Decided on samples of both taken side by side: the median of the incumbent's taken
+    # beside it, though the pool's is the best (the line said nothing, or quoted the pool's).
+    beside = {"status": "discard", "metric": 8.2, "decision": {
+        "pool_median": 8.8, "evidence": "fresh", "incumbent_fresh": [8.0, 8.1, 8.1]}}
+    assert _incumbent_aside(lower, beside, 8.8) == \
+        "; judged against the incumbent measured beside it, median 8.1"
+    blended = {"status": "discard", "metric": 6.54, "decision": {
+        "pool_median": 7.716, "evidence": "pool+fresh", "incumbent_fresh": [6.5, 6.51],
+        "effect": 0.1, "relative": 0.016}}
+    assert _incumbent_aside(lower, blended, 8.8) == \
+        "; judged against the incumbent's samples, earlier and beside it, median 6.25"
