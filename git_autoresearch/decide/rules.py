@@ -254,7 +254,11 @@ def hodges_lehmann(pool: list[float], candidate: list[float],
                    confidence: float = CONFIDENCE) -> tuple[float, float, float, float]:
     """The Hodges-Lehmann shift (candidate minus pool) and its distribution-free interval:
     ``(estimate, low, high, achieved confidence)``. With too few samples for ``confidence``
-    the interval is the range of the pairwise differences and the lower level is returned."""
+    the interval is the range of the pairwise differences and the lower level is returned.
+    When every sample is at or above zero (a time, a size: a metric that cannot be negative),
+    the candidate cannot fall below zero, so the shift is no lower than minus the pool's
+    median (-100 %): the figures stop there, where the pairs of skewed samples can reach past
+    it (a verdict, read from the p-values or the interval's sign, is the same)."""
     diffs = sorted(c - p for c in candidate for p in pool)
     m, n = len(pool), len(candidate)
     counts = null_counts(m, n)
@@ -266,7 +270,11 @@ def hodges_lehmann(pool: list[float], candidate: list[float],
         cut += 1
     cut = max(cut, 1)
     achieved = 1 - 2 * sum(counts[:cut]) / total
-    return median(diffs), diffs[cut - 1], diffs[len(diffs) - cut], achieved
+    figures = (median(diffs), diffs[cut - 1], diffs[len(diffs) - cut])
+    if min(pool) >= 0 and min(candidate) >= 0:
+        floor = -median(pool)
+        figures = tuple(max(figure, floor) for figure in figures)  # type: ignore[assignment]
+    return figures[0], figures[1], figures[2], achieved
 
 
 def constant(values: list[float]) -> bool:

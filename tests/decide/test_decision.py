@@ -205,6 +205,18 @@ def test_the_hodges_lehmann_interval_reaches_its_level() -> None:
     assert decision.hodges_lehmann([1.0], [2.0])[3] == 0.0
 
 
+def test_a_metric_that_cannot_be_negative_never_falls_below_zero() -> None:
+    """Samples all at or above zero (a time, a size): the candidate cannot fall below zero,
+    so the shift is no lower than minus the incumbent's median (-100 %); the interval (and an
+    estimate past it) stops there, where a big gain read '-96% [-100.4%, -94.5%]'. A metric
+    with a negative sample keeps its interval as the pairs give it."""
+    estimate, low, high, _ = decision.hodges_lehmann([1.0, 1.0, 10.0], [0.5])
+    assert (estimate, low, high) == (-0.5, -1.0, -0.5)
+    found = decision.sequential([9.0, 9.5, 10.0, 30.0], [0.2, 0.3, 0.25], max_samples=3)
+    assert found.effect.relative_low is not None and found.effect.relative_low >= -1.0
+    assert decision.hodges_lehmann([-1.0, 1.0, 10.0], [0.5])[1] == -9.5
+
+
 def test_the_interval_covers_the_true_shift_about_as_often_as_it_says() -> None:
     covered = 0
     for seed in range(300):
@@ -329,7 +341,11 @@ def documented(pool: list[float], candidate: list[float], *, max_samples: int,
     if verdict == "inconclusive" and level >= DOC_CONFIDENCE \
             and (low > 0 if direction == "lower" else high < 0):
         verdict = "worse"
-    return verdict, p_better, p_worse, (statistics.median(diffs), low, high, level)
+    value = statistics.median(diffs)
+    if min(pool) >= 0 and min(candidate) >= 0:  # no fall past -100 %
+        floor = -statistics.median(pool)
+        value, low, high = max(value, floor), max(low, floor), max(high, floor)
+    return verdict, p_better, p_worse, (value, low, high, level)
 
 
 def placed(m: int, u: int, n: int) -> list[float]:

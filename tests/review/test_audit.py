@@ -6,6 +6,7 @@ checkout it runs in, so each side's value is set by its commit."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -415,9 +416,12 @@ def test_an_audit_confirms_at_five_percent_and_gives_the_90_percent_interval(
         cut = max(1, max(c for c in range(len(counts) + 1)
                          if sum(counts[:c]) / sum(counts) <= 0.05))
         diffs = sorted(c - p for c in commit for p in parent)
+        # (a positive metric falls no further than -100 %: minus the parent's median, 30)
+        floor = -30.0 if direction == "lower" else -math.inf
         assert audit.effect is not None
         assert (audit.effect.low, audit.effect.high, audit.effect.confidence) == \
-            (diffs[cut - 1], diffs[len(diffs) - cut], 1 - 2 * sum(counts[:cut]) / sum(counts))
+            (max(diffs[cut - 1], floor), max(diffs[len(diffs) - cut], floor),
+             1 - 2 * sum(counts[:cut]) / sum(counts))
         if p_better <= 0.05:
             assert audit.verdict == "confirmed", u
         elif p_better <= 0.10:
