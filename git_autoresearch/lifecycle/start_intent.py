@@ -37,10 +37,7 @@ PROMPT_TEMPLATE = PROMPT_HEADER + """
 - Change only files in scope; never the readonly files (the measure, checks or scoring
   scripts, the data): a change there is undone before measuring and recorded.
 - One idea per run; describe it in one sentence with `-d`.
-- Finishing with pi-autoresearch's finalize.sh: give it a goal other than `{session_id}`
-  (`{session_id}-pr`): git cannot make its branches `autoresearch/<goal>/...` beside this
-  session's branch `autoresearch/{session_id}`.
-
+{pi_rule}
 ## Learnings
 
 ## Dead ends (do not retry)
@@ -66,7 +63,16 @@ def write_prompt(repo: Repo, layout: Layout, cfg: Config, head: str,
     found here when None."""
     if scripts is None:
         scripts = command_files(repo, cfg, head)
-    fields = {"goal": cfg.goal, "session_id": cfg.session_id,
+    from .start import goal_slug
+
+    # Only a session id that is the goal's slug, as pi-autoresearch names a session, meets
+    # pi's finalize.sh given it as its goal (its skill reads this file).
+    pi_rule = ("- Finishing with pi-autoresearch's finalize.sh: give it a goal other than "
+               f"`{cfg.session_id}`\n  (`{cfg.session_id}-pr`): git cannot make its branches "
+               "`autoresearch/<goal>/...` beside this\n  session's branch "
+               f"`autoresearch/{cfg.session_id}`.\n"
+               if cfg.session_id == goal_slug(cfg.goal) else "")
+    fields = {"goal": cfg.goal, "session_id": cfg.session_id, "pi_rule": pi_rule,
               "metric_name": cfg.metric_name, "direction": cfg.direction,
               "unit": f", in {cfg.metric_unit}" if cfg.metric_unit else "",
               "command": cfg.command,
