@@ -39,6 +39,7 @@ from .start_intent import (
     StartIntent,
     create_session,
     finish_start,
+    goal_slug,
     read_start_intent,
     segment_header,
     write_prompt,
@@ -50,18 +51,6 @@ if TYPE_CHECKING:
 # The end of the branch names finalize makes (refs.final_branch, refs.split_branch): a session
 # id that ends so would pass for another session's final branch.
 FINAL_ID = re.compile(r"-final(-\d+)?$")
-
-
-def goal_slug(goal: str) -> str:
-    """The goal in kebab case, at most 40 characters cut between words (``session`` when no
-    letter or digit is left): ``sort-speed``. As pi-autoresearch names a session's branch
-    ``autoresearch/<goal>-<date>`` (its autoresearch-create skill), this is the goal it gives
-    its finalize.sh, which makes ``autoresearch/<goal>/<NN>-<slug>``."""
-    slug = re.sub(r"[^A-Za-z0-9]+", "-", goal).strip("-").lower()
-    if len(slug) > 40:
-        cut = slug[:41]
-        slug = cut[:cut.rfind("-")] if "-" in cut else slug[:40]
-    return slug.strip("-") or "session"
 
 
 def default_session_id(goal: str, today: str | None = None) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -46,6 +47,18 @@ PROMPT_TEMPLATE = PROMPT_HEADER + """
 """
 
 
+def goal_slug(goal: str) -> str:
+    """The goal in kebab case, at most 40 characters cut between words (``session`` when no
+    letter or digit is left): ``sort-speed``. As pi-autoresearch names a session's branch
+    ``autoresearch/<goal>-<date>`` (its autoresearch-create skill), this is the goal it gives
+    its finalize.sh, which makes ``autoresearch/<goal>/<NN>-<slug>``."""
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", goal).strip("-").lower()
+    if len(slug) > 40:
+        cut = slug[:41]
+        slug = cut[:cut.rfind("-")] if "-" in cut else slug[:40]
+    return slug.strip("-") or "session"
+
+
 def segment_header(cfg: Config, data: bytes, head: str, no_baseline: bool) -> ConfigHeader:
     """The ledger line that opens a segment of ``cfg`` (``data``: the bytes of its
     ``config.toml``) from commit ``head``."""
@@ -63,8 +76,6 @@ def write_prompt(repo: Repo, layout: Layout, cfg: Config, head: str,
     found here when None."""
     if scripts is None:
         scripts = command_files(repo, cfg, head)
-    from .start import goal_slug
-
     # Only a session id that is the goal's slug, as pi-autoresearch names a session, meets
     # pi's finalize.sh given it as its goal (its skill reads this file).
     pi_rule = ("- Finishing with pi-autoresearch's finalize.sh: give it a goal other than "

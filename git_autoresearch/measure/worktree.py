@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from .. import ledger as ledger_mod
 from ..git import DiskFull, GitError, Repo
 from ..history.experiment import Changes, moved_out, revert, revert_targets, scope_violations
-from ..history.refs import scope_prefix
+from ..history.refs import scope_prefix, session_branch
 from ..history.trailers import set_aside_message
 from ..ledger import json_number, now_ms
 from ..ledger.jsontext import is_whole
@@ -314,7 +314,9 @@ def incumbent_run(session: Session) -> tuple[ledger_mod.Run | None, bool]:
     """The segment's kept run whose commit is HEAD (the incumbent measured against), else its
     last kept run (in a clone that joined through a remote, the runs of the others come in
     their order), and whether HEAD is its commit; (None, False) when the segment kept
-    nothing."""
+    nothing. A work tree off the session branch (a reading command run from ``main``) reads
+    the session branch's tip as HEAD: the commit it is on may be an earlier kept run's (the
+    baseline's)."""
     kept = [r for r in session.segment.runs if r.status == "keep"]
     if not kept:
         return None, False
@@ -322,6 +324,9 @@ def incumbent_run(session: Session) -> tuple[ledger_mod.Run | None, bool]:
         head = session.head()  # (asked of git once per command)
     except Refused:  # a clone whose HEAD is unborn
         head = ""
+    branch = session_branch(session.config.session_id)
+    if session.worker is None and session.repo.branch_at_discovery != branch:
+        head = session.repo.resolve(f"refs/heads/{branch}") or head
     here = [r for r in kept if isinstance(r.data.get("commit"), str) and r.data["commit"]
             and head.startswith(r.data["commit"])]
     return (here[-1], True) if here else (kept[-1], False)

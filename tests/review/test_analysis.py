@@ -136,6 +136,19 @@ def test_the_sequential_rules_noise_estimate_is_the_one_read(repo: Path, ar: Too
                   "samples of the incumbent"}, "advice": None}
 
 
+def test_status_reads_the_same_noise_off_the_session_branch(repo: Path, ar: Tool) -> None:
+    """Off the session branch (on main, whose HEAD is the baseline's commit), status read the
+    baseline's samples as the incumbent's, a noise figure of other samples than on the
+    branch; the incumbent is the session branch's tip wherever the work tree is."""
+    ar(repo, *start_args())
+    for value in ("90", "95", "97"):
+        write(repo / "value.txt", f"{value}\n")
+        ar(repo, "run", "-d", value)
+    on_branch = ar(repo, "status", "--json").json()["noise"]
+    git(repo, "switch", "-q", "main")
+    assert ar(repo, "status", "--json").json()["noise"] == on_branch
+
+
 def test_confidence_is_written_into_records(repo: Path, ar: Tool) -> None:
     """Each record's ``confidence`` is pi's for the runs up to it: pi-autoresearch 1.6.2,
     extensions/pi-autoresearch/index.ts:426 (computeConfidence) under node over these metrics
