@@ -203,6 +203,25 @@ def invoke(command: click.Command, prog_name: str, args: list[str]) -> int:
     return code
 
 
+def _command_path(exc: click.UsageError, command: click.Command, prog_name: str,
+                  args: list[str]) -> str:
+    """The command a usage error is about: its context's; or, for an error click's parser
+    raises without one (``Option '-d' requires an argument.``, which click then gives the
+    group's context), the deepest subcommand ``args`` name."""
+    import click
+
+    if exc.ctx is not None and not isinstance(exc.ctx.command, click.Group):
+        return exc.ctx.command_path
+    path, current = prog_name, command
+    for word in args:
+        found = current.get_command(click.Context(current), word) \
+            if isinstance(current, click.Group) and not word.startswith("-") else None
+        if found is None:
+            break
+        path, current = f"{path} {word}", found
+    return path if current is not command or exc.ctx is None else exc.ctx.command_path
+
+
 def _invoke(command: click.Command, prog_name: str, args: list[str]) -> int:
     import click
 
@@ -226,8 +245,8 @@ def _invoke(command: click.Command, prog_name: str, args: list[str]) -> int:
     except click.ClickException as exc:
         code = EXIT_USAGE if isinstance(exc, click.UsageError) else exc.exit_code
         hint = ""
-        if isinstance(exc, click.UsageError) and exc.ctx is not None:
-            hint = f" (see {exc.ctx.command_path} -h)"
+        if isinstance(exc, click.UsageError):
+            hint = f" (see {_command_path(exc, command, prog_name, args)} -h)"
         _report_error(" ".join(exc.format_message().split()), code, prog_name, args,
                       hint=hint)
     except AutoresearchError as exc:

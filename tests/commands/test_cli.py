@@ -141,6 +141,11 @@ def test_usage_error_exit_2(repo: Path, ar: Tool) -> None:
         "git autoresearch: Missing option '-d' / '--description'. (see git autoresearch run -h)\n")
     assert ar(repo, "no-such-subcommand", expect=2).err == (
         "git autoresearch: No such command 'no-such-subcommand'. (see git autoresearch -h)\n")
+    # An error click's parser raises without the command's context names the command too.
+    assert ar(repo, "run", "-d", expect=2).err == (
+        "git autoresearch: Option '-d' requires an argument. (see git autoresearch run -h)\n")
+    assert ar(repo, "ideas", "add", "--bogus", expect=2).err == (
+        "git autoresearch: No such option '--bogus'. (see git autoresearch ideas add -h)\n")
 
 
 def _installed_env() -> dict[str, str]:
