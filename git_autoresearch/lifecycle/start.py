@@ -496,7 +496,8 @@ def _refuse_dirty_tree(repo: Repo, layout: Layout, opts: StartOptions, bounds: B
                       f"commit or remove them first{hint}")
     if untracked and not opts.force:
         raise Refused(f"the work tree has untracked files: {listing(untracked)}; commit or "
-                      "remove them, or pass --force (they are then never touched)" + hint)
+                      "remove them, ignore them (.gitignore), or pass --force (they are then "
+                      "never touched)" + hint)
     return untracked, swapped
 
 

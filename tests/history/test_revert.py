@@ -162,7 +162,7 @@ def test_start_refuses_dirty_tree(repo: Path, ar: Tool) -> None:
     res = ar(repo, *start_args(), expect=3)
     assert res.err == (
         "git autoresearch: the work tree has untracked files: stray.txt; commit or remove them, "
-        "or pass --force (they are then never touched)\n")
+        "ignore them (.gitignore), or pass --force (they are then never touched)\n")
     ar(repo, *start_args("--force"))
     write(repo / "value.txt", "300\n")
     ar(repo, "run", "-d", "worse")

@@ -114,7 +114,8 @@ def test_a_new_segment_commits_only_what_its_options_name_now(repo: Path, ar: To
     res = ar(repo, "start", "--new-segment", "--command", "sh noisy.sh", expect=3)
     assert res.err == (
         "git autoresearch: the work tree has untracked files: data/weight.txt, stray.txt; "
-        "commit or remove them, or pass --force (they are then never touched); a new segment "
+        "commit or remove them, ignore them (.gitignore), or pass --force (they are then never "
+        "touched); a new segment "
         "commits only the changed files its options name now (--command, --metric-command, "
         "--checks-command, --readonly, --commit-path)\n")
     assert ar(repo, "start", "--new-segment", "--command", "sh noisy.sh", "--commit-path",
