@@ -508,15 +508,18 @@ def _saved_at(record: Mapping[str, Any]) -> str:
 
 def _violation_notes(record: Mapping[str, Any]) -> list[str]:
     """A warning for an agent when some of its changes were outside the scope, or changed
-    what defines success (readonly files), and were reverted."""
+    what defines success (readonly files), and were reverted: where they are saved, and the
+    command that brings a file back."""
     where = _saved_at(record)
+    ref = where if ", " not in where else "<ref>"
+    back = f"; git restore --source={ref} -- <path> brings one back"
     notes = []
     if record.get("scope_violations"):
         notes.append(f"reverted changes outside the scope: "
-                     f"{', '.join(record['scope_violations'])} (saved at {where})")
+                     f"{', '.join(record['scope_violations'])} (saved at {where}{back})")
     if record.get("readonly_violations"):
         notes.append(f"undid changes to readonly files, which define success: "
-                     f"{', '.join(record['readonly_violations'])} (saved at {where})")
+                     f"{', '.join(record['readonly_violations'])} (saved at {where}{back})")
     return notes
 
 
