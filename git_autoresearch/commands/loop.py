@@ -154,7 +154,29 @@ def _incumbent_aside(session: Any, record: Mapping[str, Any], previous_best: flo
     better = session.segment.better(metric, previous_best)
     if better == (record["status"] == "keep"):
         return ""
-    return f"; judged against {found[1]}, median {number(found[0])}"
+    against = f"; judged against {found[1]}, median {number(float(f'{found[0]:.10g}'))}"
+    compared = _compared_samples(record)
+    if compared is None:
+        return against
+    from ..ledger.stats import median
+
+    return (f"; judged on its last {len(compared)} samples, median "
+            f"{number(float(f'{median(compared):.10g}'))}, against {found[1]}, median "
+            f"{number(float(f'{found[0]:.10g}'))}")
+
+
+def _compared_samples(record: Mapping[str, Any]) -> list[float] | None:
+    """The candidate's samples a decision on samples taken side by side compared (the last
+    ``candidate_samples`` of the run's, taken beside the incumbent's), when they are fewer
+    than all of them (the median shown is of all); None otherwise."""
+    decision = record.get("decision") or {}
+    samples = [v for v in record.get("samples") or []
+               if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    count = decision.get("candidate_samples")
+    if decision.get("evidence") != "fresh" or not isinstance(count, int) \
+            or not 0 < count < len(samples):
+        return None
+    return samples[-count:]
 
 
 def _judged_against(decision: Mapping[str, Any]) -> tuple[float, str] | None:
@@ -202,10 +224,11 @@ def _print_record(session: Any, record: Mapping[str, Any], previous_best: float 
     where = _saved_at(record)
     if record.get("scope_violations"):
         click.echo("  reverted out-of-scope changes: " + ", ".join(record["scope_violations"])
-                   + f" (saved at {where})")
+                   + f" (saved at {where}{_restore_hint(where)})")
     if record.get("readonly_violations"):
         click.echo("  undid changes to readonly files: "
-                   + ", ".join(record["readonly_violations"]) + f" (saved at {where})")
+                   + ", ".join(record["readonly_violations"])
+                   + f" (saved at {where}{_restore_hint(where)})")
 
 
 @click.command("run", context_settings=CONTEXT,
@@ -506,13 +529,20 @@ def _saved_at(record: Mapping[str, Any]) -> str:
     return str(record.get("scope_ref") or record.get("attempt_ref"))
 
 
+def _restore_hint(where: str) -> str:
+    """How to bring back a file set aside at ``where`` (:func:`_saved_at`: one ref, or several
+    joined by commas), from any folder of the work tree (``:/``: a path from its top, as the
+    paths are listed)."""
+    ref = where if ", " not in where else "<ref>"
+    return f"; git restore --source={ref} -- ':/<path>' brings one back"
+
+
 def _violation_notes(record: Mapping[str, Any]) -> list[str]:
     """A warning for an agent when some of its changes were outside the scope, or changed
     what defines success (readonly files), and were reverted: where they are saved, and the
     command that brings a file back."""
     where = _saved_at(record)
-    ref = where if ", " not in where else "<ref>"
-    back = f"; git restore --source={ref} -- <path> brings one back"
+    back = _restore_hint(where)
     notes = []
     if record.get("scope_violations"):
         notes.append(f"reverted changes outside the scope: "

@@ -251,11 +251,13 @@ def p_higher(pool: list[float], candidate: list[float]) -> float:
 
 
 def hodges_lehmann(pool: list[float], candidate: list[float],
-                   confidence: float = CONFIDENCE) -> tuple[float, float, float, float]:
+                   confidence: float = CONFIDENCE, *, nonnegative: bool | None = None
+                   ) -> tuple[float, float, float, float]:
     """The Hodges-Lehmann shift (candidate minus pool) and its distribution-free interval:
     ``(estimate, low, high, achieved confidence)``. With too few samples for ``confidence``
     the interval is the range of the pairwise differences and the lower level is returned.
-    When every sample is at or above zero (a time, a size: a metric that cannot be negative),
+    When every sample is at or above zero (a time, a size: a metric that cannot be negative;
+    ``nonnegative`` says so of the samples measured when ``pool`` is made of them, levelled),
     the candidate cannot fall below zero, so the shift is no lower than minus the pool's
     median (-100 %): the figures stop there, where the pairs of skewed samples can reach past
     it (a verdict, read from the p-values or the interval's sign, is the same)."""
@@ -271,9 +273,11 @@ def hodges_lehmann(pool: list[float], candidate: list[float],
     cut = max(cut, 1)
     achieved = 1 - 2 * sum(counts[:cut]) / total
     figures = (median(diffs), diffs[cut - 1], diffs[len(diffs) - cut])
-    if min(pool) >= 0 and min(candidate) >= 0:
-        floor = -median(pool)
-        figures = tuple(max(figure, floor) for figure in figures)  # type: ignore[assignment]
+    if nonnegative is None:
+        nonnegative = min(pool) >= 0 and min(candidate) >= 0
+    scale = abs(median(pool))
+    if nonnegative and scale > 0:  # (with no scale there are no relative figures to bound)
+        figures = tuple(max(figure, -scale) for figure in figures)  # type: ignore[assignment]
     return figures[0], figures[1], figures[2], achieved
 
 
@@ -611,7 +615,9 @@ class Comparison:
                better: float, worse: float, evidence: Evidence, early: bool) -> Decision:
         """The decision, its effect the Hodges-Lehmann shift of ``candidate`` against
         ``pool`` (the samples the verdict compared) with its interval."""
-        value, low, high, level = hodges_lehmann(pool, candidate, CONFIDENCE)
+        measured = [*self.pool, *self.fresh, *self.candidate]
+        value, low, high, level = hodges_lehmann(pool, candidate, CONFIDENCE,
+                                                 nonnegative=min(measured) >= 0)
         # (No futility stop is called "worse" for its interval, as the pool-only rule does:
         # a few pairs straddling a change of load can put an 80 % interval on the worse side.)
         return Decision("sequential", verdict, effect(pool, value, low, high, level),

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from .. import ledger as ledger_mod
 from ..git import DiskFull, GitError, Repo
 from ..history.experiment import Changes, moved_out, revert, revert_targets, scope_violations
-from ..history.refs import scope_prefix, session_branch
+from ..history.refs import scope_prefix, session_branch, worker_branch
 from ..history.trailers import set_aside_message
 from ..ledger import json_number, now_ms
 from ..ledger.jsontext import is_whole
@@ -324,8 +324,10 @@ def incumbent_run(session: Session) -> tuple[ledger_mod.Run | None, bool]:
         head = session.head()  # (asked of git once per command)
     except Refused:  # a clone whose HEAD is unborn
         head = ""
-    branch = session_branch(session.config.session_id)
-    if session.worker is None and session.repo.branch_at_discovery != branch:
+    sid = session.config.session_id
+    branch = session_branch(sid)
+    own = worker_branch(sid, session.worker.name) if session.worker is not None else None
+    if session.repo.branch_at_discovery not in (branch, own):
         head = session.repo.resolve(f"refs/heads/{branch}") or head
     here = [r for r in kept if isinstance(r.data.get("commit"), str) and r.data["commit"]
             and head.startswith(r.data["commit"])]

@@ -729,3 +729,16 @@ def test_a_run_line_that_would_read_as_a_contradiction_says_what_it_was_judged_a
         "effect": 0.1, "relative": 0.016}}
     assert _incumbent_aside(lower, blended, 8.8) == \
         "; judged against the incumbent's samples, earlier and beside it, median 6.25"
+    # The figures without float noise (a median of two, a quotient); when the rule compared
+    # fewer of the candidate's samples than the median shown is of (its last ones, taken
+    # beside the incumbent's), their median too.
+    noisy = {"status": "discard", "metric": 59.4, "decision": {
+        "pool_median": 61.0, "evidence": "pool+fresh", "effect": 1.0092859999999372,
+        "relative": 0.01}}
+    assert _incumbent_aside(lower, noisy, 61.0).endswith("median 100.9286")
+    fewer = {"status": "discard", "metric": 82.49, "samples": [90.0, 91.0, 80.1, 80.2, 80.3],
+             "decision": {"pool_median": 85.0, "evidence": "fresh", "candidate_samples": 3,
+                          "incumbent_fresh": [77.1, 77.2, 77.3]}}
+    assert _incumbent_aside(lower, fewer, 85.0) == (
+        "; judged on its last 3 samples, median 80.2, against the incumbent measured beside "
+        "it, median 77.2")

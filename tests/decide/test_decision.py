@@ -215,6 +215,10 @@ def test_a_metric_that_cannot_be_negative_never_falls_below_zero() -> None:
     found = decision.sequential([9.0, 9.5, 10.0, 30.0], [0.2, 0.3, 0.25], max_samples=3)
     assert found.effect.relative_low is not None and found.effect.relative_low >= -1.0
     assert decision.hodges_lehmann([-1.0, 1.0, 10.0], [0.5])[1] == -9.5
+    # A pool levelled towards samples taken beside the candidate (pool+fresh) can go below
+    # zero though every sample measured is above it: the caller says so, and the floor holds.
+    levelled = decision.hodges_lehmann([-50.0, 100.0, 300.0], [1.0], nonnegative=True)
+    assert levelled[:3] == (-99.0, -100.0, 51.0)
 
 
 def test_the_interval_covers_the_true_shift_about_as_often_as_it_says() -> None:
@@ -342,8 +346,8 @@ def documented(pool: list[float], candidate: list[float], *, max_samples: int,
             and (low > 0 if direction == "lower" else high < 0):
         verdict = "worse"
     value = statistics.median(diffs)
-    if min(pool) >= 0 and min(candidate) >= 0:  # no fall past -100 %
-        floor = -statistics.median(pool)
+    if min(pool) >= 0 and min(candidate) >= 0 and statistics.median(pool):  # not past -100 %
+        floor = -abs(statistics.median(pool))
         value, low, high = max(value, floor), max(low, floor), max(high, floor)
     return verdict, p_better, p_worse, (value, low, high, level)
 

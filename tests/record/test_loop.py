@@ -843,6 +843,14 @@ def test_a_run_that_changed_nothing_in_the_scope_says_it_was_a_noise_probe(
     write(repo / "README.md", "edited\n")
     res = ar(repo, "run", "-d", "outside only")
     assert said in res.out and "reverted out-of-scope changes: README.md" in res.out
+    # the command it names brings the file back from any folder of the work tree
+    restore = res.out.split("; ")[-1].split(" brings")[0]
+    assert restore == ("git restore --source=refs/autoresearch/s1/scope/3 -- "
+                       "':/<path>'")
+    (repo / "sub").mkdir()
+    git(repo / "sub", "restore", "--source=refs/autoresearch/s1/scope/3", "--", ":/README.md")
+    assert (repo / "README.md").read_text() == "edited\n"
+    git(repo, "checkout", "--", "README.md")
     write(repo / "value.txt", "90\n")
     assert said not in ar(repo, "run", "-d", "a change").out
 

@@ -147,6 +147,11 @@ def test_status_reads_the_same_noise_off_the_session_branch(repo: Path, ar: Tool
     on_branch = ar(repo, "status", "--json").json()["noise"]
     git(repo, "switch", "-q", "main")
     assert ar(repo, "status", "--json").json()["noise"] == on_branch
+    # once workers are added, the main work tree is worker main: the same off its branch
+    git(repo, "switch", "-q", "autoresearch/s1")
+    ar(repo, "worker", "add", "1")
+    git(repo, "switch", "-q", "main")
+    assert ar(repo, "status", "--json").json()["noise"] == on_branch
 
 
 def test_confidence_is_written_into_records(repo: Path, ar: Tool) -> None:
