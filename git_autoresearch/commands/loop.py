@@ -509,6 +509,13 @@ def _read_description(value: str) -> str:
     if not text.strip():
         raise UsageError("the description is empty" + (" (stdin gave none)" if value == "-"
                                                          else "") + ": say what the run tried")
+    context = click.get_current_context(silent=True)
+    if value.startswith("-") and context is not None and any(
+            value in param.opts for param in context.command.params):
+        # (-d --json: click gave the option to -d as its value, and the run would be recorded
+        # with the option for its description and without the option)
+        raise UsageError(f"-d took the option {value} for the description: give the "
+                         f"description after -d (-d \"what the run tried\" {value})")
     return text
 
 

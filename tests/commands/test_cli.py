@@ -146,6 +146,11 @@ def test_usage_error_exit_2(repo: Path, ar: Tool) -> None:
         "git autoresearch: Option '-d' requires an argument. (see git autoresearch run -h)\n")
     assert ar(repo, "ideas", "add", "--bogus", expect=2).err == (
         "git autoresearch: No such option '--bogus'. (see git autoresearch ideas add -h)\n")
+    # An option given where the description goes is refused, not recorded as the description
+    for command in ("run", "keep", "discard", "crash"):
+        assert ar(repo, command, "-d", "--json", expect=2).err == (
+            "git autoresearch: -d took the option --json for the description: give the "
+            "description after -d (-d \"what the run tried\" --json)\n"), command
 
 
 def _installed_env() -> dict[str, str]:
