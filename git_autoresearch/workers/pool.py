@@ -79,6 +79,10 @@ def _names(session: Session) -> list[str]:
 
 def _main_repo(session: Session) -> Repo:
     found = session.worker
+    if found is not None and found.remote is not None:
+        raise Refused(f"this clone is worker {found.name} of session {found.session_id}, "
+                      f"joined through {found.remote}: its other workers are clones that "
+                      "joined too (git autoresearch worker list); it adds and removes none")
     if found is not None and found.name != MAIN:
         raise Refused(f"this is worker {found.name}'s worktree: add, list and remove workers "
                       f"from the main work tree, {found.main}")
@@ -107,10 +111,17 @@ def add(session: Session, count: int, folder: Path | None = None,
         names: list[str] | None = None) -> list[WorkerInfo]:
     """Add ``count`` workers (or those ``names``), each a linked worktree at ``folder/<name>``
     (:func:`default_folder`) on a new worker branch at the incumbent. Refuses (exit 3) in a
-    worker's worktree, off the session's tip, or when a name or folder is taken; a bad name is
-    a usage error."""
-    repo = _main_repo(session)
+    worker's worktree, off the session's tip, in a clone that joined the session through a
+    remote (or pulled one that joined clones run: their workers would take numbers on no
+    remote), or when a name or folder is taken; a bad name is a usage error."""
     sid = session.config.session_id
+    if session.remote is not None:
+        raise Refused(f"this clone joined session {sid} through {session.remote}: a worker "
+                      "added here would take its run numbers on no remote; clone the "
+                      f"repository again and join from there (git autoresearch worker join "
+                      f"{session.remote} {sid} --name NAME)")
+    session.check_not_joined_elsewhere()
+    repo = _main_repo(session)
     if names:
         for name in names:
             check_name(name)
@@ -197,9 +208,11 @@ def listing(session: Session) -> list[WorkerInfo]:
 
 def check_removable(session: Session, name: str, *, force: bool = False) -> None:
     """Refuse (exit 3) what :func:`remove` would refuse for worker ``name``, before any worker
-    of a list is removed: an unknown name, ``main`` while others exist, a worker running a
-    command, or one with unrecorded changes (without ``force``)."""
+    of a list is removed: in a joined clone (:func:`_main_repo`), an unknown name, ``main``
+    while others exist, a worker running a command, or one with unrecorded changes (without
+    ``force``)."""
     sid = session.config.session_id
+    _main_repo(session)
     if name == MAIN:
         if not set(_names(session)) <= {MAIN}:
             raise Refused("worker main is the main work tree: remove the others, and it goes "

@@ -524,6 +524,24 @@ def test_a_joined_clone_whose_ledger_lost_the_incumbents_line_is_told_doctor(
     assert ar(b, "run", "-d", "value 80", "--json").json()["status"] == "keep"
 
 
+def test_worker_add_in_a_joined_clone_is_refused(machines: tuple[Path, Path, Path],
+                                                 ar: Tool, tmp_path: Path) -> None:
+    """Local workers of a joined clone would take run numbers on no remote: refused, no
+    worktree made, naming the join that works."""
+    _, b, _ = machines
+    refused = ar(b, "worker", "add", "1", "--path", str(tmp_path / "w"), expect=3)
+    assert refused.err.strip() == (
+        "git autoresearch: this clone joined session s1 through origin: a worker added here "
+        "would take its run numbers on no remote; clone the repository again and join from "
+        "there (git autoresearch worker join origin s1 --name NAME)")
+    assert not (tmp_path / "w").exists()
+    # nor is one removed there, with a message that does not send it to itself
+    assert ar(b, "worker", "remove", "ma", expect=3).err.strip() == (
+        "git autoresearch: this clone is worker mb of session s1, joined through origin: its "
+        "other workers are clones that joined too (git autoresearch worker list); it adds and "
+        "removes none")
+
+
 def test_a_joined_clone_with_the_session_branch_in_another_worktree_takes_no_number(
         machines: tuple[Path, Path, Path], ar: Tool, tmp_path: Path) -> None:
     """Another worktree of b has the session branch checked out: b's run is refused before
