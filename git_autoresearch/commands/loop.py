@@ -149,8 +149,10 @@ def _incumbent_aside(session: Any, record: Mapping[str, Any], previous_best: flo
     need not be."""
     found = _judged_against(record.get("decision") or {})
     metric = record.get("metric")
-    if found is None or not isinstance(metric, (int, float)) or found[0] == previous_best:
-        return ""
+    if found is None or not isinstance(metric, (int, float)) \
+            or record.get("status") not in ("keep", "discard") \
+            or float(f"{found[0]:.10g}") == float(f"{previous_best:.10g}"):
+        return ""  # (a run the checks failed was not judged on its number)
     better = session.segment.better(metric, previous_best)
     if better == (record["status"] == "keep"):
         return ""

@@ -741,6 +741,10 @@ def test_a_run_line_that_would_read_as_a_contradiction_says_what_it_was_judged_a
         "pool_median": 61.0, "evidence": "pool+fresh", "effect": 1.0092859999999372,
         "relative": 0.01}}
     assert _incumbent_aside(lower, noisy, 61.0).endswith("median 100.9286")
+    # a run the checks failed was not judged on its number; a median that is the best but
+    # for float noise (a quotient) is the best
+    assert _incumbent_aside(lower, {**noisy, "status": "checks_failed"}, 61.0) == ""
+    assert _incumbent_aside(lower, noisy, 100.92859999999) == ""
     fewer = {"status": "discard", "metric": 82.49, "samples": [90.0, 91.0, 80.1, 80.2, 80.3],
              "decision": {"pool_median": 85.0, "evidence": "fresh", "candidate_samples": 3,
                           "incumbent_fresh": [77.1, 77.2, 77.3]}}
