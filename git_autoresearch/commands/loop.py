@@ -151,20 +151,25 @@ def _incumbent_aside(session: Any, record: Mapping[str, Any], previous_best: flo
     metric = record.get("metric")
     if found is None or not isinstance(metric, (int, float)) \
             or record.get("status") not in ("keep", "discard") \
-            or float(f"{found[0]:.10g}") == float(f"{previous_best:.10g}"):
+            or _figure(found[0]) == _figure(previous_best):
         return ""  # (a run the checks failed was not judged on its number)
     better = session.segment.better(metric, previous_best)
     if better == (record["status"] == "keep"):
         return ""
-    against = f"; judged against {found[1]}, median {number(float(f'{found[0]:.10g}'))}"
+    against = f"against {found[1]}, median {number(_figure(found[0]))}"
     compared = _compared_samples(record)
     if compared is None:
-        return against
+        return f"; judged {against}"
     from ..ledger.stats import median
 
     return (f"; judged on its last {len(compared)} samples, median "
-            f"{number(float(f'{median(compared):.10g}'))}, against {found[1]}, median "
-            f"{number(float(f'{found[0]:.10g}'))}")
+            f"{number(_figure(median(compared)))}, {against}")
+
+
+def _figure(value: float) -> float:
+    """``value`` to 10 significant digits: a median of two, or a quotient, without the float
+    noise of its last digits."""
+    return float(f"{value:.10g}")
 
 
 def _compared_samples(record: Mapping[str, Any]) -> list[float] | None:

@@ -75,6 +75,12 @@ COMMAND_PATTERNS = frozenset({
     r"^maintenance\.auto$", r"^core\.hookspath$", PROMISOR_PATTERN})
 
 
+
+def likely_remote(remotes: Sequence[str]) -> str | None:
+    """The remote of ``remotes`` a hint names: ``origin`` when there is one, else the first;
+    None when there is none."""
+    return "origin" if "origin" in remotes else (remotes[0] if remotes else None)
+
 class Repo:
     """A work tree and its git directories, resolved once to absolute paths.
 
@@ -354,6 +360,10 @@ class Repo:
     def remotes(self) -> list[str]:
         """The names of the configured remotes (``git remote``: one name a line), sorted."""
         return sorted(self.run("remote").text.split())
+
+    def likely_remote(self) -> str | None:
+        """The remote a hint names (:func:`likely_remote` of :meth:`remotes`)."""
+        return likely_remote(self.remotes())
 
     def ref_format_ok(self, ref: str) -> bool:
         """Whether ``git check-ref-format`` accepts ``ref``."""

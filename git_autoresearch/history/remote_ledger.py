@@ -115,13 +115,19 @@ def foreign_ledgers(repo: Repo, session_id: str, own: str) -> list[bytes]:
 
 def ledgers_by_worker(repo: Repo, session_id: str, own: str = "") -> list[tuple[str, bytes]]:
     """(worker name, ledger bytes) of each ledger ref of session ``session_id`` fetched here,
-    but worker ``own``'s, in the order of the refs' names."""
-    prefix = ledgers_prefix(session_id)
-    refs = [ref for ref in repo.for_each_ref(prefix, within=namespace(session_id) + "/")
-            if ref[len(prefix):] != own]
-    found = cat_named_blobs(repo, [f"{ref}:{LEDGER_FILE}" for ref in refs])
-    return [(ref[len(prefix):], data) for ref, data in zip(refs, found, strict=True)
-            if data is not None]
+    but worker ``own``'s, in the order of the refs' names
+    (:func:`session.shared.joined_workers`)."""
+    from ..session.shared import joined_workers
+
+    names = [name for name in joined_workers(repo, session_id) if name != own]
+    found = cat_named_blobs(repo, [f"{ledgers_prefix(session_id)}{name}:{LEDGER_FILE}"
+                                   for name in names])
+    return [(name, data) for name, data in zip(names, found, strict=True) if data is not None]
+
+
+def worker_ledger(repo: Repo, session_id: str, worker: str) -> bytes | None:
+    """The ledger worker ``worker``'s ledger ref holds here (None: no such ref)."""
+    return cat_named_blobs(repo, [f"{ledgers_prefix(session_id)}{worker}:{LEDGER_FILE}"])[0]
 
 
 def run_lines(repo: Repo, session_id: str, wanted: Sequence[int]) -> dict[int, tuple[bytes, str]]:

@@ -190,6 +190,11 @@ class Run:
     def number(self) -> int:
         return int(self.data["run"])
 
+    def made(self, commit: str) -> bool:
+        """Whether the run's recorded ``commit`` (a short id) names ``commit`` (a full one)."""
+        at = self.data.get("commit")
+        return isinstance(at, str) and bool(at) and commit.startswith(at)
+
     @classmethod
     def known(cls, data: dict[str, Any] | ObjectText, line: int, segment: int, text: bytes,
               number: int, found: tuple[str, float | None, float]) -> Run:

@@ -59,8 +59,7 @@ def _find_session_id(repo: Repo, layout: Layout, given: str | None) -> str:
     if not known and layout.holds_runs():
         raise Refused(f"no session to resume: no .auto/config.toml; {layout.missing_hint([])}")
     if not known:
-        remotes = repo.remotes()
-        remote = "origin" if "origin" in remotes else (remotes or [""])[0]
+        remote = repo.likely_remote()
         raise Refused("no session to resume: no .auto/config.toml and no "
                       "refs/autoresearch/*/state ref"
                       + (f" (git autoresearch pull {remote} brings one from a remote)"
@@ -103,10 +102,9 @@ def joined_runs(repo: Repo, layout: Layout, session_id: str) -> list[str]:
     when it was first sent; the branch holds the joined clones' keeps; a loop here goes on
     from both. Returns what was done."""
     from ..history.remote_ledger import ledgers_by_worker, merged
-    from ..session.shared import current
+    from ..session.shared import joined
 
-    joined = current(repo)
-    if joined is not None and joined.remote is not None and joined.session_id == session_id:
+    if joined(repo, session_id):
         return []  # (its ledger file holds its own runs; the others' are read from their refs)
     others = [data for _, data in ledgers_by_worker(repo, session_id)]
     if not others or not layout.ledger.is_file():

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .. import ledger as ledger_mod
 from ..git import Repo, current_folder
 from ..history.experiment import load_snapshot, save_snapshot, take_snapshot
-from ..history.refs import ledgers_prefix, namespace, session_branch, state_ref, worker_branch
+from ..history.refs import namespace, session_branch, state_ref, worker_branch
 from ..hooks.payload import fire_stage
 from ..ledger.records import RunRecord
 from ..measure import worktree
@@ -237,15 +237,13 @@ def _refuse_joined_elsewhere(repo: Repo, session_id: str) -> None:
     """Refuse (exit 3) a new segment in a clone that did not join session ``session_id``
     while clones that joined it through a remote record its runs (their ledger refs are here,
     fetched by ``pull``): the segment's header would reach none of them."""
-    prefix = ledgers_prefix(session_id)
-    workers = [ref[len(prefix):] for ref in repo.for_each_ref(prefix)]
+    from ..session.shared import joined_workers, run_by_joined
+
+    workers = joined_workers(repo, session_id)
     if workers:
-        raise Refused(f"session {session_id} is run by clones that joined it through a "
-                      f"remote (worker{'s' if len(workers) > 1 else ''} "
-                      f"{', '.join(workers[:3])}{', ...' if len(workers) > 3 else ''}): a new "
-                      "segment here would reach none of them; start a new session (git "
-                      "autoresearch start --session-id NEW) and have them join it; nothing "
-                      "was changed")
+        raise Refused(f"{run_by_joined(session_id, workers)}: a new segment here would reach "
+                      "none of them; start a new session (git autoresearch start --session-id "
+                      "NEW) and have them join it; nothing was changed")
 
 
 def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,

@@ -329,8 +329,7 @@ def incumbent_run(session: Session) -> tuple[ledger_mod.Run | None, bool]:
     own = worker_branch(sid, session.worker.name) if session.worker is not None else None
     if session.repo.branch_at_discovery not in (branch, own):
         head = session.repo.resolve(f"refs/heads/{branch}") or head
-    here = [r for r in kept if isinstance(r.data.get("commit"), str) and r.data["commit"]
-            and head.startswith(r.data["commit"])]
+    here = [r for r in kept if r.made(head)]
     return (here[-1], True) if here else (kept[-1], False)
 
 

@@ -107,8 +107,7 @@ def _record(session: Session, status: str, description: str, *, result: Measurem
     head = session.head()
     # Through a remote, a number is taken there before it is written (one measure took it).
     number = session.reserve_run() if session.remote else session.next_run()
-    if session.remote is None:
-        session.check_not_joined_elsewhere()
+    session.check_not_joined_elsewhere()
     changes = session.changes()
     warnings: list[str] = []
     status, chosen, measured = _settle(session, status, result, given, force, changes, warnings)

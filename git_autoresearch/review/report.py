@@ -229,7 +229,8 @@ def tsv(rows: list[tuple[Run, Segment]], stops: list[dict[str, Any]] | None = No
     lines = ["\t".join(TSV_COLUMNS)]
     pending = sorted(stops or [], key=lambda event: int(event["next_run"]))
     # An imported session that counts from experiment 0 (the seed's) is read back with run
-    # N + 1 for experiment N: a run without a number of its own is written as one below its.
+    # N + 1 for experiment N: a run without a number of its own is written as its run
+    # number less one.
     first = next((run.number - experiment for run, _ in rows
                   if isinstance(experiment := run.data.get("experiment"), int)
                   and not isinstance(experiment, bool)), 0)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from ..git import Repo
+from ..git.repo import likely_remote
 from ..history.refs import session_branch, worker_branch
 from ..runtime.errors import Refused
 from .session import Session
@@ -26,9 +27,9 @@ def pull_hint(repo: Repo, session_id: str) -> str:
     attempt refs and state ref): ``git autoresearch pull <remote> <id>``, naming the remotes;
     or that this repository has none."""
     remotes = repo.remotes()
-    if not remotes:
+    remote = likely_remote(remotes)
+    if remote is None:
         return "this repository has no remote to fetch it from"
-    remote = "origin" if "origin" in remotes else remotes[0]
     return (f"bring it with its runs from a remote ({', '.join(remotes)}): git autoresearch "
             f"pull {remote} {session_id}")
 

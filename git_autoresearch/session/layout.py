@@ -154,8 +154,7 @@ class Layout:
                     "another tool's): log, status and analyze read it; git autoresearch start "
                     "makes it a session, its runs kept")
         if not saved:
-            remotes = self.repo.remotes()
-            remote = "origin" if "origin" in remotes else (remotes or [""])[0]
+            remote = self.repo.likely_remote()
             return "start one with `git autoresearch start`" + (
                 f", or bring one from a remote with `git autoresearch pull {remote}`"
                 if remote else "")

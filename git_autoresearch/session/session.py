@@ -17,7 +17,7 @@ from .. import ledger as ledger_mod
 from ..git import GitError, Repo
 from ..git.repo import recording_locks
 from ..history.experiment import Changes, load_snapshot, survey
-from ..history.refs import attempts_prefix, ledgers_prefix, session_branch, state_ref
+from ..history.refs import attempts_prefix, session_branch, state_ref
 from ..history.refs import namespace as ref_namespace
 from ..ledger import Ledger, Segment, now_ms
 from ..ledger.cache import cache_path, parse_cached, read_cached
@@ -37,7 +37,7 @@ from .config import (
 from .layout import Layout
 from .lock import SessionLock
 from .shared import current as current_worker
-from .shared import relink, reservations, reserve, shared_dir
+from .shared import joined_workers, relink, reservations, reserve, run_by_joined, shared_dir
 
 if TYPE_CHECKING:
     from ..git.facts import CommitFacts
@@ -321,9 +321,8 @@ class Session:
                                       lambda: kept_at(self.repo, commit, sid))
             # (a segment that kept HEAD's commit, its baseline measured there, decides
             # against it: no line lost can make it compare with the wrong incumbent)
-            if number is not None and self.ledger.find(number) is None and not any(
-                    isinstance(at := run.data.get("commit"), str) and at and commit.startswith(at)
-                    for run in self.segment.kept):
+            if number is not None and self.ledger.find(number) is None \
+                    and not any(run.made(commit) for run in self.segment.kept):
                 lost, ref = [number], f"HEAD's commit ({self.repo.short(commit)})"
                 raise Refused(lost_keeps_text(self.layout.ledger, lost, ref)
                               + ", or, when doctor says the keep needs a person, git "
@@ -429,8 +428,7 @@ class Session:
         (:func:`history.remote_ledger.claim_run`)."""
         with self.shared("reserve a run number"):
             number = self.next_run()
-            if self.remote is None:
-                self.check_not_joined_elsewhere()
+            self.check_not_joined_elsewhere()  # (a joined clone: no check)
             held = reservations(self.repo, self.config.session_id).get(self.worker_name)
             if held != number and self.remote is not None:
                 from ..history.remote_ledger import claim_run
@@ -450,17 +448,11 @@ class Session:
         if self.remote is not None:
             return None
         sid = self.config.session_id
-        prefix = ledgers_prefix(sid)
-        workers = [ref[len(prefix):] for ref in
-                   self.repo.for_each_ref(prefix, within=self.namespace + "/")]
+        workers = joined_workers(self.repo, sid)
         if not workers:
             return None
-        remotes = self.repo.remotes()
-        remote = "origin" if "origin" in remotes else (remotes or ["<remote>"])[0]
-        return (f"session {sid} is run by clones that joined it through a remote "
-                f"(worker{'s' if len(workers) > 1 else ''} {', '.join(workers[:3])}"
-                f"{', ...' if len(workers) > 3 else ''})",
-                f"git autoresearch worker join {remote} {sid}")
+        return (run_by_joined(sid, workers),
+                f"git autoresearch worker join {self.repo.likely_remote() or '<remote>'} {sid}")
 
     def check_not_joined_elsewhere(self) -> None:
         """Refuse (exit 3) a run in a work tree that did not join the session through a

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..git import Repo
-from ..history.refs import WORKER_BRANCH_PREFIX, worker_branch
+from ..history.refs import WORKER_BRANCH_PREFIX, ledgers_prefix, namespace, worker_branch
 from ..ledger.jsontext import is_whole
 from ..runtime.errors import Refused, UsageError
 
@@ -55,6 +55,30 @@ class Worker:
     main: Path
     remote: str | None = None
     on_host: bool = False
+
+
+def joined_workers(repo: Repo, session_id: str) -> list[str]:
+    """The names of the workers of session ``session_id`` whose ledger refs are here (the
+    clones that joined it through a remote, as fetched), sorted; from the listing of the
+    session's refs (:meth:`Repo.for_each_ref`: no git call when it is read already)."""
+    prefix = ledgers_prefix(session_id)
+    return [ref[len(prefix):]
+            for ref in repo.for_each_ref(prefix, within=namespace(session_id) + "/")]
+
+
+def run_by_joined(session_id: str, workers: list[str]) -> str:
+    """``session s1 is run by clones that joined it through a remote (workers ma, mb)``: what
+    a clone that did not join is told before it is refused something (three names at most)."""
+    return (f"session {session_id} is run by clones that joined it through a remote "
+            f"(worker{'s' if len(workers) > 1 else ''} {', '.join(workers[:3])}"
+            f"{', ...' if len(workers) > 3 else ''})")
+
+
+def joined(repo: Repo, session_id: str) -> bool:
+    """Whether this work tree joined session ``session_id`` through a remote (``worker
+    join``)."""
+    found = current(repo)
+    return found is not None and found.remote is not None and found.session_id == session_id
 
 
 def current(repo: Repo) -> Worker | None:

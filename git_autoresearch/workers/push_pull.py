@@ -47,7 +47,6 @@ from ..history.refs import (
     state_ref,
     upstream_ref,
 )
-from ..history.remote_ledger import ledgers_by_worker
 from ..history.state_ref import FILES, read_at
 from ..ledger.repairs import lost_lines
 from ..lifecycle.resume import joined_runs, restore_files
@@ -56,6 +55,7 @@ from ..runtime.errors import Refused, UsageError
 from ..session.config import SESSION_ID_RE
 from ..session.layout import Layout, exclude_auto
 from ..session.lock import SessionLock
+from ..session.shared import joined, joined_workers
 from .sessions import local_session
 
 
@@ -127,20 +127,12 @@ def _local_refs(repo: Repo, sid: str, *, sending: bool = False) -> dict[str, str
     travel = (ledgers_prefix(sid), runs_prefix(sid)) if sending else ()
     found = {ref: oid for ref, oid in repo.ref_objects(namespace(sid) + "/")
              if ref != upstream_ref(sid) and not (travel and ref.startswith(travel))}
-    if _joined(repo, sid):  # its state ref mirrors this clone's own ledger: it stays here
+    if joined(repo, sid):  # its state ref mirrors this clone's own ledger: it stays here
         found.pop(state_ref(sid), None)
     tip = repo.resolve(f"refs/heads/{session_branch(sid)}")
     if tip is not None:
         found[f"refs/heads/{session_branch(sid)}"] = tip
     return found
-
-
-def _joined(repo: Repo, sid: str) -> bool:
-    """Whether this work tree joined session ``sid`` through a remote (``worker join``)."""
-    from ..session.shared import current
-
-    found = current(repo)
-    return found is not None and found.remote is not None and found.session_id == sid
 
 
 def _runs_of(repo: Repo, state: str) -> dict[int, str]:
@@ -311,7 +303,7 @@ def pull(repo: Repo | None, remote: str | None = None, session: str | None = Non
     if not theirs:
         raise UsageError(f"{remote} has no session {sid!r} (no {session_branch(sid)}, no refs "
                          f"below {namespace(sid)}/)")
-    if _joined(repo, sid):  # this clone's state ref mirrors its own ledger: left alone
+    if joined(repo, sid):  # this clone's state ref mirrors its own ledger: left alone
         theirs.pop(state_ref(sid), None)
     elif state_ref(sid) not in theirs and local_session(repo) != sid:  # (nothing to write)
         raise Refused(f"{remote} holds the branch of session {sid} but not its files "
@@ -355,8 +347,8 @@ def pull(repo: Repo | None, remote: str | None = None, session: str | None = Non
         shared.moved = [Moved(ref, old, new) for ref, (new, old) in changes.items()
                         if new is not None]
         _files_here(repo, sid, shared)
-    workers = [] if joining else [name for name, _ in ledgers_by_worker(repo, sid)]
-    if workers and not _joined(repo, sid):
+    workers = [] if joining else joined_workers(repo, sid)
+    if workers and not joined(repo, sid):
         shared.notes.append(f"session {sid} is run by clones that joined it through {remote} "
                             f"({', '.join(workers)}): to run it here, join it (git "
                             f"autoresearch worker join {remote} {sid})")

@@ -23,10 +23,10 @@ from ..history.refs import session_branch, upstream_ref
 from ..history.remote_ledger import (
     fetch,
     ledger_commit,
-    ledgers_by_worker,
     publish,
     send_attempts,
     with_record,
+    worker_ledger,
 )
 from ..runtime.errors import Refused
 from ..runtime.faults import checkpoint
@@ -106,25 +106,18 @@ def _lost_own_record(session: Session, tip: str) -> None:
     """Refuse (exit 3), naming ``doctor --fix``, when the incumbent ``tip``'s record is missing
     because this clone's own ledger file lost it: its own ledger ref holds it (a line
     deleted by hand), and no sync brings it back."""
-    sid = session.config.session_id
-    for worker, data in ledgers_by_worker(session.repo, sid):
-        if worker != session.worker_name:
-            continue
-        for run in ledger_mod.parse(data).runs:
-            commit = run.data.get("commit")
-            if run.status == "keep" and isinstance(commit, str) and commit \
-                    and tip.startswith(commit):
-                raise Refused(f"{session.layout.ledger} lost the line of kept run "
-                              f"{run.number}, the incumbent, which this clone's ledger ref "
-                              "holds; git autoresearch doctor --fix restores it; nothing was "
-                              "measured or changed")
+    sent = worker_ledger(session.repo, session.config.session_id, session.worker_name)
+    for run in ledger_mod.parse(sent or b"").runs:
+        if run.status == "keep" and run.made(tip):
+            raise Refused(f"{session.layout.ledger} lost the line of kept run {run.number}, "
+                          "the incumbent, which this clone's ledger ref holds; git "
+                          "autoresearch doctor --fix restores it; nothing was measured or "
+                          "changed")
 
 
 def has_record(session: Session, commit: str) -> bool:
     """Whether the ledger read holds the kept run (or baseline) whose commit is ``commit``."""
-    return any(run.status == "keep" and isinstance(run.data.get("commit"), str)
-               and run.data["commit"] and commit.startswith(run.data["commit"])
-               for run in session.ledger.runs)
+    return any(run.status == "keep" and run.made(commit) for run in session.ledger.runs)
 
 
 def land(session: Session, old: str, new: str,
