@@ -160,6 +160,8 @@ class Session:
         ``Autoresearch-Run`` trailer names, on the session branch's tip, which was HEAD)."""
         if run is not None:
             self.branch_runs.kept(self.known_head, commit, run)
+            # (the keep read its trailers back as written: the next command need not ask)
+            self._kept_at(commit, lambda: run)
         self._head = commit
 
     @property
@@ -176,6 +178,11 @@ class Session:
 
             self._facts = CommitFacts(self.layout.head_facts, commit, __version__)
         return self._facts.answer(question, read)
+
+    def _kept_at(self, commit: str, read: Callable[[], int | None]) -> int | None:
+        """The run this session's keep made ``commit`` for (``history.trailers.kept_at``),
+        kept for the commands after this one, or ``read()``."""
+        return self.commit_fact(commit, "kept_at " + self.config.session_id, read)
 
     def head(self) -> str:
         """HEAD's commit id, asked of git once and then kept up to date by :meth:`moved_head`."""
@@ -316,9 +323,9 @@ class Session:
         if not lost and head:
             from ..history.trailers import kept_at
 
-            sid, commit = self.config.session_id, self.head()
-            number = self.commit_fact(commit, "kept_at " + sid,
-                                      lambda: kept_at(self.repo, commit, sid))
+            commit = self.head()
+            number = self._kept_at(commit,
+                                   lambda: kept_at(self.repo, commit, self.config.session_id))
             # (a segment that kept HEAD's commit, its baseline measured there, decides
             # against it: no line lost can make it compare with the wrong incumbent)
             if number is not None and self.ledger.find(number) is None \
