@@ -33,12 +33,12 @@ Command: `{command}`
 Scope: {scope}
 Readonly: {readonly}
 """
+ONE_IDEA = "- One idea per run; describe it in one sentence with `-d`.\n"
 PROMPT_TEMPLATE = PROMPT_HEADER + """
 ## Rules
 - Change only files in scope; never the readonly files (the measure, checks or scoring
   scripts, the data): a change there is undone before measuring and recorded.
-- One idea per run; describe it in one sentence with `-d`.
-{pi_rule}
+{one_idea}{pi_rule}
 ## Learnings
 
 ## Dead ends (do not retry)
@@ -72,18 +72,20 @@ def write_prompt(repo: Repo, layout: Layout, cfg: Config, head: str,
                  scripts: list[str] | None) -> None:
     """Write ``.auto/prompt.md`` unless it exists (the agent's notes are never replaced: only
     its header, the lines from ``# Autoresearch session:`` to ``Readonly:``, is brought up to
-    date with ``cfg``, for a new segment); ``scripts``: the committed files the commands name,
-    found here when None."""
+    date with ``cfg``, for a new segment, and the rule about pi's finalize.sh added after the
+    first rule or dropped as the goal now asks); ``scripts``: the committed files the commands
+    name, found here when None."""
     if scripts is None:
         scripts = command_files(repo, cfg, head)
     # Only a session id that is the goal's slug, as pi-autoresearch names a session, meets
     # pi's finalize.sh given it as its goal (its skill reads this file).
-    pi_rule = ("- Finishing with pi-autoresearch's finalize.sh: give it a goal other than "
-               f"`{cfg.session_id}`\n  (`{cfg.session_id}-pr`): git cannot make its branches "
-               "`autoresearch/<goal>/...` beside this\n  session's branch "
-               f"`autoresearch/{cfg.session_id}`.\n"
-               if cfg.session_id == goal_slug(cfg.goal) else "")
+    rule = ("- Finishing with pi-autoresearch's finalize.sh: give it a goal other than "
+            f"`{cfg.session_id}`\n  (`{cfg.session_id}-pr`): git cannot make its branches "
+            "`autoresearch/<goal>/...` beside this\n  session's branch "
+            f"`autoresearch/{cfg.session_id}`.\n")
+    pi_rule = rule if cfg.session_id == goal_slug(cfg.goal) else ""
     fields = {"goal": cfg.goal, "session_id": cfg.session_id, "pi_rule": pi_rule,
+              "one_idea": ONE_IDEA,
               "metric_name": cfg.metric_name, "direction": cfg.direction,
               "unit": f", in {cfg.metric_unit}" if cfg.metric_unit else "",
               "command": cfg.command,
@@ -100,7 +102,12 @@ def write_prompt(repo: Repo, layout: Layout, cfg: Config, head: str,
     ends = [i for i, line in enumerate(lines[:12]) if line.startswith("Readonly: ")]
     if not lines or not lines[0].startswith("# Autoresearch session: ") or not ends:
         return  # the agent rewrote the header: leave it
-    new = PROMPT_HEADER.format(**fields) + "".join(lines[ends[0] + 1:])
+    rest = "".join(lines[ends[0] + 1:])
+    if pi_rule and rule not in rest:
+        rest = rest.replace(ONE_IDEA, ONE_IDEA + rule, 1)
+    elif not pi_rule:
+        rest = rest.replace(rule, "", 1)
+    new = PROMPT_HEADER.format(**fields) + rest
     if new != old:
         write_atomic(layout.prompt, new.encode())
 

@@ -99,6 +99,27 @@ def test_a_session_id_that_is_the_goals_slug_is_warned_of_at_start(repo: Path, a
     assert pi_finalize(repo, "lower-the-value-2", tmp_path).returncode == 0
 
 
+def test_a_new_segment_brings_the_prompts_finalize_rule_up_to_date(repo: Path, ar: Tool) -> None:
+    """The rule is there while the session id is the goal's slug: a new segment with another
+    goal drops it, one whose goal makes the id its slug again adds it back, each at its place
+    among the rules, the agent's notes kept."""
+    rule = ("- Finishing with pi-autoresearch's finalize.sh: give it a goal other than "
+            "`lower-the-value`\n")
+    prompt = repo / ".auto" / "prompt.md"
+    keep_one(repo, ar, *start_as("lower-the-value"))
+    prompt.write_text(prompt.read_text() + "- a note of the agent's\n")
+    first = prompt.read_text()
+    assert rule in first
+    ar(repo, "start", "--new-segment", "--goal", "a faster parser")
+    dropped = prompt.read_text()
+    assert rule not in dropped
+    assert dropped.startswith("# Autoresearch session: a faster parser\n")
+    assert dropped.endswith("- a note of the agent's\n")
+    ar(repo, "start", "--new-segment", "--goal", "Lower the value!")
+    assert prompt.read_text() == first.replace("session: lower the value",
+                                               "session: Lower the value!")
+
+
 def test_the_default_id_meets_pis_finalize_with_the_goal_pi_would_take(repo: Path, ar: Tool,
                                                                        tmp_path: Path) -> None:
     """A default id is the goal's slug and the date, as pi's create skill names its branches:
