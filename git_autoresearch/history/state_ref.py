@@ -117,8 +117,7 @@ def _mirrored(repo: Repo, auto: Path, ref: str, message: str, cache: dict[str, A
         # mirrored with lines after it, or that is not known.
         base = repo.resolve(ref)
         if base and _loses_lines(repo, base, ledger):
-            raise LedgerShrank(f"{auto / 'log.jsonl'} lost lines that {ref} holds; git "
-                               "autoresearch doctor --fix restores them")
+            raise LedgerShrank(_lost_lines_text(auto / "log.jsonl", ref))
     lost = lost_keeps(cache, ref, kept)
     if lost and repo.resolve(ref) == cache.get("commit") \
             and (lost := held_keeps(repo, ref, lost)):
@@ -162,6 +161,42 @@ def _appended_only(ledger: bytes, known: dict[int, list[Any]], same: int) -> boo
     end = start + int(size)
     return end <= len(ledger) and ledger[end - 1] == 0x0A \
         and _digest(memoryview(ledger)[start:end]) == str(digest)
+
+
+def _lost_lines_text(ledger: Path, ref: str) -> str:
+    """What is said of lines ``ledger`` lost that the state ref ``ref`` holds."""
+    return f"{ledger} lost lines that {ref} holds; git autoresearch doctor --fix restores them"
+
+
+def lost_lines(repo: Repo, ledger: Path, session_id: str) -> str | None:
+    """What a reading command says when the ledger file ``ledger`` lost lines that the state
+    ref holds, which the next mirror refuses to lose from it too (:class:`LedgerShrank`);
+    None when it did not, or nothing is known of the last mirror (no cache: doctor reads the
+    ref). One read of the last piece mirrored, at its place, while the ledger is what was
+    last mirrored with lines after it (a line lost before it moves it); only otherwise are
+    the whole ledger and the ref's own read."""
+    cache = _read_cache(repo)
+    ref = state_ref(session_id)
+    known = cache.get("pieces", {}) if cache.get("ref") == ref else {}
+    if not known:
+        return None
+    last = len(known) - 1
+    start = sum(int(known[str(index)][0]) for index in range(last))
+    size, _, digest = known[str(last)][:3]
+    try:
+        with open(ledger, "rb") as fh:
+            fh.seek(start)
+            piece = fh.read(size)
+            if len(piece) == size and piece.endswith(b"\n") and _digest(piece) == digest:
+                return None
+            fh.seek(0)
+            whole = fh.read()
+    except OSError:
+        return None  # (the ledger itself is missing or unreadable: the commands say so)
+    if _rewritten_on_purpose(cache, whole):
+        return None
+    base = repo.resolve(ref)
+    return _lost_lines_text(ledger, ref) if base and _loses_lines(repo, base, whole) else None
 
 
 def _loses_lines(repo: Repo, commit: str, ledger: bytes) -> bool:

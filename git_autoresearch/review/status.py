@@ -294,7 +294,8 @@ def opening_warnings(session: Session) -> list[str]:
 
 def _session_problems(session: Session, branch: str) -> list[str]:
     """The branch against the ledger (trailers that disagree with it), the branch itself, the
-    baseline, and the ledger lines that cannot be read."""
+    baseline, the ledger lines that cannot be read, and those it lost that the state ref
+    holds."""
     from ..history.trailers import reconcile
     from ..session.branches import branch_problem
 
@@ -325,9 +326,19 @@ def _session_problems(session: Session, branch: str) -> list[str]:
         from ..measure.slots import left_slots
 
         problems += left_slots(session.repo, session.config.session_id)
+        problems += _lost_lines(session)
         linked = session.layout.linked()
         problems += [linked.removesuffix("; nothing was changed")] if linked else []
     return problems
+
+
+def _lost_lines(session: Session) -> list[str]:
+    """That the ledger lost lines the state ref holds (``history.state_ref.lost_lines``), which
+    every recording command then warns of, or nothing."""
+    from ..history.state_ref import lost_lines
+
+    lost = lost_lines(session.repo, session.layout.ledger, session.config.session_id)
+    return [lost] if lost else []
 
 
 def _kept_off_branches(session: Session) -> list[str]:
@@ -405,6 +416,7 @@ def resumed(picked: Picked) -> Resumed:
         session_id=session.config.session_id, actions=picked.actions,
         segment=segment_summary(session.segment), next_run=session.ledger.next_run_number,
         stop_pending=session.layout.stop.exists(), limit_reached=session.limit_reached(),
-        warnings=[*session.warnings, *picked.warnings, *([unrecorded] if unrecorded else [])],
+        warnings=[*session.warnings, *picked.warnings, *([unrecorded] if unrecorded else []),
+                  *_lost_lines(session)],
         finished=finished, time_left=session.time_left(), stop_rule=met[0],
         stop_reason=met[1])

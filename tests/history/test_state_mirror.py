@@ -56,6 +56,7 @@ def test_an_edit_in_an_early_piece_of_a_long_ledger_is_mirrored(repo: Path, ar: 
     fixed = ledger.read_bytes().replace(b'"idea 500"', b'"idea 5O0"')
     assert len(fixed) == ledger.stat().st_size
     ledger.write_bytes(fixed)
+    assert ar(repo, "status", "--json").json()["warnings"] == []  # (no line lost)
     ar(repo, "doctor", "--fix")
     lines = fixed.splitlines(keepends=True)
     for n in range(3):

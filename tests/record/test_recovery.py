@@ -714,7 +714,8 @@ def test_doctor_restores_lines_lost_in_the_middle_at_their_places(repo: Path, ar
     discard, a discarded run's line, or both): every command warned that it lost lines and
     doctor said --fix would mirror the files, which it refused (or put a run back after the
     sample that followed it); now --fix puts each back at its place from the state ref, and
-    doctor ends clean."""
+    doctor ends clean. status and resume say so too (they said nothing, while every run
+    warned), and say nothing once it is fixed."""
     ar(repo, *start_args())
     for value in ("120", "130"):
         write(repo / "value.txt", f"{value}\n")
@@ -725,8 +726,12 @@ def test_doctor_restores_lines_lost_in_the_middle_at_their_places(repo: Path, ar
     gone = {next(n for n, line in enumerate(lines) if f'"{word}"'.encode() in line)
             for word in lost}
     ledger.write_bytes(b"".join(line for n, line in enumerate(lines) if n not in gone))
-    assert "lost lines that refs/autoresearch/s1/state holds" in \
-        ar(repo, "ideas", "add", "an idea").err
+    lost_lines = f"{ledger} lost lines that refs/autoresearch/s1/state holds; git " \
+        "autoresearch doctor --fix restores them"
+    assert ar(repo, "status").err == f"warning: {lost_lines}\n"
+    assert ar(repo, "status", "--json").json()["warnings"] == [lost_lines]
+    assert ar(repo, "resume", "--json").json()["warnings"] == [lost_lines]
+    assert lost_lines in ar(repo, "ideas", "add", "an idea").err
     said = f"- the ledger {ledger} lost {len(gone)} line{'s' if len(gone) > 1 else ''} from " \
         "between others, which the state ref holds"
     assert ar(repo, "doctor", expect=3).out.startswith(said + " [fixable with --fix]\n")
@@ -735,6 +740,7 @@ def test_doctor_restores_lines_lost_in_the_middle_at_their_places(repo: Path, ar
     assert "not fixed" not in fixed
     assert ledger.read_bytes() == whole
     assert ar(repo, "doctor").out == "no problems found\n"
+    assert ar(repo, "status", "--json").json()["warnings"] == []
     write(repo / "value.txt", "90\n")
     assert ar(repo, "run", "-d", "to 90", "--json").json()["warnings"] == []
 
