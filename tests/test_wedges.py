@@ -448,6 +448,35 @@ def test_a_commit_hook_that_rewrites_what_is_committed_keeps_nothing(repo: Path,
     assert (done["status"], done["metric"]) == ("keep", 81)
 
 
+def test_the_users_hooks_run_under_the_users_own_git_settings(repo: Path, ar: Tool,
+                                                             tmp_path: Path) -> None:
+    """The hooks git runs for us (pre-commit at a keep, post-checkout when start switches
+    branch) are the user's code: they got our reading settings, among them literal
+    pathspecs, so a pre-commit hook that refuses ``*.secret`` files by a glob matched nothing
+    and the keep committed one. Now they run with none of ours: the glob refuses the keep,
+    nothing is recorded, and the hook's environment holds no variable of ours (but, around a
+    checkout, the switch that checks out the objects themselves, not their replacements)."""
+    seen = tmp_path / "seen"
+    for hook in ("pre-commit", "post-checkout"):
+        write(repo / ".git" / "hooks" / hook,
+              f"#!/bin/sh\n(echo {hook}; env | grep -E '^(GIT_(LITERAL|GLOB|NOGLOB|ICASE)_"
+              f"PATHSPECS|GIT_NO_REPLACE_OBJECTS|GIT_CONFIG_PARAMETERS|GIT_CONFIG_COUNT)=' "
+              f"| sort) >> '{seen}'\n", 0o755)
+    with (repo / ".git" / "hooks" / "pre-commit").open("a") as fh:
+        fh.write("if git diff --cached --name-only -- '*.secret' | grep -q .; then\n"
+                 "  echo 'refusing *.secret' >&2; exit 1\nfi\n")
+    ar(repo, *start_args("--decision", "strict"))
+    head = git(repo, "rev-parse", "HEAD")
+    write(repo / "src" / "api.secret", "TOKEN=abc\n")
+    write(repo / "value.txt", "80\n")
+    res = ar(repo, "run", "-d", "a gain", expect=3)
+    assert "refusing *.secret" in res.err, res.err
+    assert git(repo, "rev-parse", "HEAD") == head
+    assert (repo / "src" / "api.secret").read_text() == "TOKEN=abc\n"
+    assert [r["run"] for r in runs(repo)] == [1]
+    assert seen.read_text() == "post-checkout\nGIT_NO_REPLACE_OBJECTS=1\npre-commit\n"
+
+
 @pytest.mark.parametrize("rule", ["filter", "safecrlf"])
 @pytest.mark.parametrize("command", [["run", "-d", "x"], ["keep", "-d", "x", "--metric", "80"],
                                      ["discard", "-d", "x"]])

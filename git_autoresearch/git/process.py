@@ -219,11 +219,21 @@ def trace(args: Sequence[str], code: int, seconds: float) -> None:
 # ``Key: value``, as pi-autoresearch writes them (``trailer.separators`` set to ``=`` alone
 # would hide every one of ours); messages in UTF-8, as they are stored; no signature lines
 # in a log; no colour; patches with their ``a/`` and ``b/`` and paths unquoted, as people
-# and git apply read them. Not for git commit, whose hooks run under the user's own.
+# and git apply read them. Not for the commands that run the user's hooks (HOOK_COMMANDS).
 OUR_READING = ("-c", "trailer.separators=:", "-c", "i18n.logOutputEncoding=UTF-8",
                "-c", "log.showSignature=false", "-c", "color.ui=never",
                "-c", "diff.noprefix=false", "-c", "diff.mnemonicPrefix=false",
                "-c", "core.quotePath=false")
+
+
+# The commands that run the user's hooks (githooks(5): pre-commit and the like, post-checkout,
+# pre-push): they run under the user's own settings, without ours (OUR_READING,
+# --literal-pathspecs), which the hooks would inherit (GIT_CONFIG_PARAMETERS,
+# GIT_LITERAL_PATHSPECS: a pre-commit hook's ``git diff --cached -- '*.secret'`` would match
+# nothing). None is given a pathspec of ours but ``submodule``, whose path has its own
+# ``:(literal)``. git commit also sees replaced objects as the user's git does; the others
+# check out the objects themselves, never what git replace shows in their place.
+HOOK_COMMANDS = ("commit", "switch", "checkout", "worktree", "push", "submodule")
 
 
 def run_git(
@@ -242,13 +252,18 @@ def run_git(
     A signal that arrives meanwhile waits until git is done (:func:`runtime.signals.deferred`): git
     killed half-way would leave its ``*.lock`` files behind.
     """
-    ours = () if args and args[0] == "commit" else OUR_READING
-    argv = ["git", "--literal-pathspecs", *ours, *args]
+    hooks = bool(args) and args[0] in HOOK_COMMANDS
+    argv = ["git", *(() if hooks else ("--literal-pathspecs", *OUR_READING)), *args]
+    environment = git_environment(env)
+    if args and args[0] == "commit":  # (the user's own setting, if any)
+        environment.pop("GIT_NO_REPLACE_OBJECTS")
+        if "GIT_NO_REPLACE_OBJECTS" in os.environ:
+            environment["GIT_NO_REPLACE_OBJECTS"] = os.environ["GIT_NO_REPLACE_OBJECTS"]
     started = time.perf_counter()
     try:
         with signals.deferred():
             proc = subprocess.run(argv, cwd=cwd, input=input, capture_output=True,
-                                  env=git_environment(env),
+                                  env=environment,
                                   stdin=subprocess.DEVNULL if input is None else None)
     except OSError as exc:
         # The child's chdir and its exec fail with the same errors; the error names the file.

@@ -35,7 +35,8 @@ def reinstate(repo: Repo, path: str) -> None:
              if value == path]
     if not any((repo.common_dir / "modules" / name).is_dir() for name in names):
         return
-    repo.run("submodule", "--quiet", "update", "--init", "--no-fetch", "--", path)
+    repo.run("submodule", "--quiet", "update", "--init", "--no-fetch", "--",
+             f":(literal){path}")
 
 def config_entries_in(repo: Repo, file: str, pattern: str) -> list[tuple[str, str | None]]:
     """As :meth:`Repo.config_entries`, from the file ``file`` of the work tree (such as
