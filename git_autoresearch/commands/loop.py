@@ -545,10 +545,10 @@ def _saved_at(record: Mapping[str, Any]) -> str:
 
 def _restore_hint(where: str) -> str:
     """How to bring back a file set aside at ``where`` (:func:`_saved_at`: one ref, or several
-    joined by commas), from any folder of the work tree (``:/``: a path from its top, as the
-    paths are listed)."""
+    joined by commas), from any folder of the work tree, whatever the file's name
+    (``:(top,literal)``: a path from the top, as the paths are listed, taken as it is)."""
     ref = where if ", " not in where else "<ref>"
-    return f"; git restore --source={ref} -- ':/<path>' brings one back"
+    return f"; git restore --source={ref} -- ':(top,literal)<path>' brings one back"
 
 
 def _violation_notes(record: Mapping[str, Any]) -> list[str]:

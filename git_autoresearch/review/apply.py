@@ -68,7 +68,7 @@ def _set_aside_hint(session: Session, number: int) -> str:
         return ""
     ref, paths = found[-1]
     return (f"; what it set aside as outside the scope is at {ref} ({_listing(paths)}): git "
-            f"restore --source={ref} -- ':/<path>' brings a file back")
+            f"restore --source={ref} -- ':(top,literal)<path>' brings a file back")
 
 
 def apply_run(session: Session, number: int) -> Applied:

@@ -72,8 +72,19 @@ def _benchmark_files(final: dict[str, Any]) -> list[str]:
     """The line that brings the final branch's benchmark files onto the base, to measure it as
     finalize did (none without segment commits)."""
     paths = _segment_paths(final)
-    return [f"git checkout -q {final.get('branch')} -- {' '.join(paths)}   # the benchmark"] \
+    return [f"git checkout -q {final.get('branch')} -- "
+            f"{' '.join(_pathspec(p) for p in paths)}   # the benchmark"] \
         if paths and final.get("measured_base") else []
+
+
+def _pathspec(path: str) -> str:
+    """``path`` (from the top of the work tree) as a shell word git takes as that path alone:
+    quoted, and with ``:(top,literal)`` when git would read it otherwise (a glob character, or
+    a leading ``:``)."""
+    import shlex
+
+    literal = path.startswith(":") or any(c in path for c in "*?[\\")
+    return shlex.quote(f":(top,literal){path}" if literal else path)
 
 
 def _result(final: dict[str, Any], u: str) -> list[str]:

@@ -4,6 +4,7 @@ and decides the segment's runs against it; audit and finalize find the files in 
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 from conftest import Tool, commit_all, git, ledger_lines, runs, start_args, write
@@ -85,6 +86,7 @@ def test_finalize_replays_a_segment_commit_between_the_keeps_of_two_segments(
     ar(repo, "keep", "-d", "ninety", "--metric", "90")
     write(repo / "exact.sh", EXACT, 0o755)
     write(repo / "data" / "weight.txt", "3\n")
+    write(repo / "data" / "odd *name.txt", "3\n")  # (git reads '*' as a glob unless told)
     swap = ar(repo, "start", "--new-segment", "--command", "sh exact.sh", "--readonly", "data",
               "--json").json()
     write(repo / "value.txt", "80\n")
@@ -96,8 +98,13 @@ def test_finalize_replays_a_segment_commit_between_the_keeps_of_two_segments(
     assert final["samples"] == {"base": [300, 300], "final": [240, 240]}
     assert git(repo, "rev-parse", f"{final['measured_base']}^") == first
     notes = (repo / ".auto" / "final.md").read_text()
-    assert ("git checkout -q autoresearch/s1-final -- data/weight.txt exact.sh   # the "
-            "benchmark") in notes
+    line = ("git checkout -q autoresearch/s1-final -- ':(top,literal)data/odd *name.txt' "
+            "data/weight.txt exact.sh   # the benchmark")
+    assert line in notes
+    git(repo, "switch", "-q", "--detach", final["base"])
+    subprocess.run(["sh", "-e", "-c", line], cwd=repo, check=True)
+    assert git(repo, "status", "--porcelain") == \
+        'A  "data/odd *name.txt"\nA  data/weight.txt\nA  exact.sh'
 
 
 def test_a_new_segment_commits_only_what_its_options_name_now(repo: Path, ar: Tool) -> None:

@@ -41,8 +41,8 @@ def test_benchmark_change_is_undone_measured_and_recorded(repo: Path, ar: Tool) 
     assert files_of(repo, "HEAD") == ["value.txt"]
     assert record["warnings"] == [
         f"undid changes to readonly files, which define success: bench.sh (saved at "
-        f"{record['scope_ref']}; git restore --source={record['scope_ref']} -- ':/<path>' brings "
-        "one back)"]
+        f"{record['scope_ref']}; git restore --source={record['scope_ref']} -- "
+        "':(top,literal)<path>' brings one back)"]
     assert runs(repo)[-1]["readonly_violations"] == ["bench.sh"]
     assert git(repo, "status", "--porcelain") == ""
 
@@ -54,7 +54,7 @@ def test_readonly_change_in_human_output_of_measure_and_run(repo: Path, ar: Tool
     assert "score = 100" in res.out
     assert "undid changes to readonly files, which define success: bench.sh (saved at " \
            "refs/autoresearch/s1/scope/2; git restore --source=refs/autoresearch/s1/scope/2 " \
-           "-- ':/<path>' brings one back)" in res.err
+           "-- ':(top,literal)<path>' brings one back)" in res.err
     write(repo / "bench.sh", CHEAT, 0o755)
     write(repo / "value.txt", "120\n")
     res = ar(repo, "run", "-d", "worse")
@@ -129,8 +129,8 @@ def test_discard_and_keep_without_measuring_record_readonly_changes(repo: Path, 
     assert record["readonly_violations"] == ["bench.sh"]
     assert record["warnings"] == ["undid changes to readonly files, which define success: "
                                   "bench.sh (saved at refs/autoresearch/s1/attempts/2; git "
-                                  "restore --source=refs/autoresearch/s1/attempts/2 -- ':/<path>' "
-                                  "brings one back)"]
+                                  "restore --source=refs/autoresearch/s1/attempts/2 -- "
+                                  "':(top,literal)<path>' brings one back)"]
     assert (repo / "bench.sh").read_text() == BENCH
     write(repo / "bench.sh", CHEAT, 0o755)
     write(repo / "value.txt", "7\n")
@@ -282,8 +282,8 @@ def test_a_new_segment_adds_readonly_paths(repo: Path, ar: Tool) -> None:
     assert measured["scope_violations"] == []
     assert measured["warnings"] == ["undid changes to readonly files, which define success: "
                                     "data/input.txt (saved at refs/autoresearch/s1/scope/3; git "
-                                    "restore --source=refs/autoresearch/s1/scope/3 -- ':/<path>' "
-                                    "brings one back)"]
+                                    "restore --source=refs/autoresearch/s1/scope/3 -- "
+                                    "':(top,literal)<path>' brings one back)"]
     assert (repo / "data" / "input.txt").read_text() == "fixed\n"
 
 

@@ -844,16 +844,26 @@ def test_a_run_that_changed_nothing_in_the_scope_says_it_was_a_noise_probe(
     said = "nothing in the scope changed, so this measured the incumbent again: a noise probe"
     assert said in ar(repo, "run", "-d", "nothing").out
     write(repo / "README.md", "edited\n")
+    write(repo / "!idea.md", "an idea\n")
+    write(repo / "-todo.md", "a todo\n")
     res = ar(repo, "run", "-d", "outside only")
-    assert said in res.out and "reverted out-of-scope changes: README.md" in res.out
-    # the command it names brings the file back from any folder of the work tree
+    assert said in res.out and "reverted out-of-scope changes: !idea.md, -todo.md, README.md" \
+        in res.out
+    # the command it names brings the file back, and it alone, from any folder of the work
+    # tree, whatever its name (':/!idea.md' would bring back every file but idea.md, and
+    # ':/-todo.md' is refused as an unknown magic)
     restore = res.out.split("; ")[-1].split(" brings")[0]
     assert restore == ("git restore --source=refs/autoresearch/s1/scope/3 -- "
-                       "':/<path>'")
+                       "':(top,literal)<path>'")
     (repo / "sub").mkdir()
-    git(repo / "sub", "restore", "--source=refs/autoresearch/s1/scope/3", "--", ":/README.md")
-    assert (repo / "README.md").read_text() == "edited\n"
-    git(repo, "checkout", "--", "README.md")
+    for name in ("!idea.md", "-todo.md"):
+        git(repo / "sub", "restore", "--source=refs/autoresearch/s1/scope/3", "--",
+            restore.split("'")[1].replace("<path>", name))
+    assert (repo / "!idea.md").read_text() == "an idea\n"
+    assert (repo / "-todo.md").read_text() == "a todo\n"
+    assert (repo / "README.md").read_text() == "project\n"
+    (repo / "!idea.md").unlink()
+    (repo / "-todo.md").unlink()
     write(repo / "value.txt", "90\n")
     assert said not in ar(repo, "run", "-d", "a change").out
 

@@ -86,8 +86,8 @@ def test_apply_of_a_run_that_changed_nothing_in_the_scope_says_so_and_where_the_
     err = ar(repo, "apply", "2", expect=3).err
     assert err == ("git autoresearch: run 2 recorded no change (nothing in the scope had "
                    "changed): nothing to apply; what it set aside as outside the scope is at "
-                   f"{ref} (notes/idea.txt): git restore --source={ref} -- ':/<path>' brings a "
-                   "file back\n")
+                   f"{ref} (notes/idea.txt): git restore --source={ref} -- "
+                   "':(top,literal)<path>' brings a file back\n")
     git(repo, "restore", f"--source={ref}", "--", "notes/idea.txt")
     assert (repo / "notes" / "idea.txt").read_text() == "keep me\n"
 
