@@ -461,8 +461,10 @@ class Comparison:
     The rule (its sources are in the comment above :data:`SCREEN_PASS`):
 
     1. When the pool (the incumbent's recent samples, oldest first) has a trend
-       (:func:`trend` at ``TREND_ALPHA``, either way), it is not used at all: fresh samples
-       from the first, in blocks (candidate, incumbent, incumbent, candidate).
+       (:func:`trend` at ``TREND_ALPHA``, either way), or the caller knows it measured other
+       code (``stale``: HEAD is no kept run's commit), it is not used at all: fresh samples
+       from the first, in blocks (candidate, incumbent, incumbent, candidate); samples of
+       both sides with no spread decide exactly after two pairs.
     2. Otherwise the candidate is screened against the pool: stopped as inconclusive when it is
        hopeless (``SCREEN_HOPELESS``) or at ``max_samples``; it goes on to fresh samples, in
        blocks (incumbent, candidate, candidate, incumbent), once it is better than the pool
@@ -485,7 +487,7 @@ class Comparison:
     them. Raises ValueError for an empty pool, non-finite samples or bad settings."""
 
     def __init__(self, pool: list[float], *, direction: str = "lower", min_effect: float = 0.0,
-                 max_samples: int = 16, pairs: int = PAIRS) -> None:
+                 max_samples: int = 16, pairs: int = PAIRS, stale: bool = False) -> None:
         check(pool, pool[:1], direction, min_effect, max_samples)
         if pairs < 0:
             raise ValueError(f"pairs must be 0 or more, not {pairs}")
@@ -495,12 +497,12 @@ class Comparison:
         self.pool = list(chosen.samples)
         self.trend = trend(window(pool))
         self.moving = pairs > 0 and self.trend is not None and self.trend.p <= TREND_ALPHA
-        self.stale = self.moving
+        self.stale = self.moving or (pairs > 0 and stale)
         self.candidate: list[float] = []
         self.fresh: list[float] = []
         # The fresh part, in the order taken: (side, value); None until it begins.
-        self.block: list[tuple[Side, float]] | None = [] if self.moving else None
-        self.order = FROM_START if self.moving else AFTER_SCREEN
+        self.block: list[tuple[Side, float]] | None = [] if self.stale else None
+        self.order = FROM_START if self.stale else AFTER_SCREEN
         self.result: Decision | None = None
 
     def add(self, side: Side, value: float) -> None:
@@ -600,6 +602,10 @@ class Comparison:
             return None
         last = pairs >= self.pairs
         early = not last
+        if pairs >= 2 and constant(theirs) and constant(mine):
+            found = spread_free(theirs, mine, self.direction, self.min_effect)
+            return dataclasses.replace(found, evidence="exact", fresh_samples=len(self.fresh),
+                                       stopped_early=early)
         verdict: Verdict | None = None
         if fresh_better <= FRESH_ALPHA:
             verdict = "better"

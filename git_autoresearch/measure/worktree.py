@@ -169,8 +169,9 @@ class Rule:
             bar = () if best is None or best.metric is None else (best.metric,)
             # A work tree with no change measures the incumbent: never kept, even when its
             # aggregate beats the best (noise), which would raise the bar for every run after.
+            other = None if baseline or not bar else unkept_head_note(session)
             return cls("strict", cfg.direction, bar, min_effect=cfg.min_effect or 0.0,
-                       probe=bool(bar) and not changed)
+                       probe=bool(bar) and not changed, notes=[other] if other else [])
         incumbent = incumbent_run(session)
         if baseline or not (pool := incumbent_samples(session, incumbent)):
             return cls("sequential", cfg.direction, samples=cfg.samples_of_baseline)
@@ -183,7 +184,7 @@ class Rule:
         comparison = decision.Comparison(pool, direction=cfg.direction,
                                          min_effect=cfg.min_effect or 0.0,
                                          max_samples=cfg.samples_at_most,
-                                         pairs=cfg.pairs_at_most)
+                                         pairs=cfg.pairs_at_most, stale=other is not None)
         notes = [moving_note(comparison.trend, cfg.direction, len(comparison.pool))] \
             if comparison.moving and comparison.trend is not None else []
         notes += [other] if other else []

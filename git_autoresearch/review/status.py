@@ -141,13 +141,14 @@ def status(session: Session) -> Status:
     warnings.extend(f"readonly file {path} differs from HEAD: the next measurement undoes the "
                     "change (it is saved on a ref first)" for path in readonly_changed)
     incumbent = None
-    if not session.read_only and cfg.rule == "sequential":
+    if not session.read_only:
         from ..measure.worktree import incumbent_run, unkept_head_note
 
         incumbent = incumbent_run(session)  # (one pass over the runs, for both)
         unkept = unkept_head_note(session, incumbent) if session.trailer_branch is None \
             else None
         warnings.extend([unkept] if unkept else [])
+        incumbent = incumbent if cfg.rule == "sequential" else None
     interrupted = session.interrupted()
     if interrupted is not None:
         warnings.append(f"{interrupted.interrupted_text()}; the next recording command (or "

@@ -91,6 +91,22 @@ def test_a_pool_with_a_trend_is_not_used_and_the_order_is_counterbalanced() -> N
     assert found.verdict != "better"  # a neutral edit on a machine getting faster
 
 
+def test_a_pool_known_to_be_of_other_code_is_not_used() -> None:
+    """``stale``: the pool measured other code (HEAD is no kept run's commit). A candidate the
+    pool finds clearly better (90 against 100) but worse than HEAD (80) is decided on fresh
+    samples alone, from the first, and not kept (hopeless as soon as it cannot be better);
+    with no spread on either side, found worse after two pairs."""
+    found, order = drive(Comparison(noisy(100.0, 20), stale=True), 90.0, 80.0, spread=0.01)
+    assert order.startswith("ciic")
+    assert (found.verdict, found.evidence) == ("inconclusive", "fresh")
+    assert found.incumbent_samples == found.fresh_samples  # (the pool compared with nothing)
+    exact = Comparison([100.0] * 5, stale=True)
+    found, order = drive(exact, 90.0, 80.0, spread=0.0)
+    assert (found.verdict, found.evidence, order) == ("worse", "exact", "ciic")
+    assert (found.incumbent_samples, found.candidate_samples) == (2, 2)
+    assert found.effect.relative == pytest.approx(0.125)
+
+
 @pytest.mark.parametrize("machine", [-0.002, 0.002])
 def test_neutral_edits_on_a_drifting_machine_are_rarely_kept(machine: float) -> None:
     kept = 0

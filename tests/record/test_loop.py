@@ -923,6 +923,36 @@ def test_a_commit_by_hand_under_the_incumbent_is_said_by_run_and_status(repo: Pa
     assert ar(repo, "status", "--json").json()["warnings"] == []
 
 
+@pytest.mark.parametrize("rule", ["sequential", "strict"])
+def test_a_regression_against_a_better_commit_by_hand_is_not_kept_on_old_samples(
+        repo: Path, ar: Tool, rule: str) -> None:
+    """A commit made by hand that is better than the kept runs (70 against 90), then a change
+    that undoes half of it (80): the sequential rule decided on the last keep's samples (90),
+    found 80 better and kept a regression of HEAD, with no sample of HEAD taken. Now it
+    knows those samples measured other code and decides on HEAD's, measured beside the
+    candidate: worse, reverted. The strict rule, which compares with the best kept number,
+    says so in run and status as the sequential rule does."""
+    ar(repo, *start_args("--decision", rule))
+    write(repo / "value.txt", "90\n")
+    ar(repo, "run", "-d", "better")
+    write(repo / "value.txt", "70\n")
+    git(repo, "commit", "-qam", "by hand")
+    head = git(repo, "rev-parse", "HEAD")
+    said = "is the commit of no kept run (a commit made by hand, or the branch moved)"
+    warned = ar(repo, "status", "--json").json()["warnings"]
+    assert len(warned) == 1 and said in warned[0]
+    write(repo / "value.txt", "80\n")
+    record = ar(repo, "run", "-d", "half of it undone", "--json").json()
+    assert len(record["warnings"]) == 1 and said in record["warnings"][0]
+    if rule == "strict":
+        assert record["status"] == "keep"  # (80 beats the best kept, 90: the rule's own bar)
+        return
+    assert (record["status"], record["decision"]["verdict"]) == ("discard", "worse")
+    assert record["decision"]["incumbent_fresh"] == [70, 70]
+    assert git(repo, "rev-parse", "HEAD") == head
+    assert (repo / "value.txt").read_text() == "70\n"
+
+
 def test_under_the_strict_rule_a_run_with_no_change_is_never_kept(repo: Path, ar: Tool,
                                                                   tmp_path: Path) -> None:
     """A run with nothing in the scope changed measures the incumbent again: under the strict
