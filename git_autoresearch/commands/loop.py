@@ -615,7 +615,10 @@ def _make_record_command(status: str, short_help: str, help_text: str
         record_options,
         click.option("--metric", callback=_finite_metric, metavar="VALUE",
                      help="The primary metric, measured by the caller: recorded as given "
-                          "(no checks run), instead of a pending measurement."),
+                          "(no checks run), instead of a pending measurement."
+                     if status != "crash" else "A number the caller measured, instead of a "
+                     "pending measurement: recorded as the run's sample (a crash's metric "
+                     "is null)."),
         click.option("--metrics", multiple=True, metavar="NAME=VALUE",
                      help="A metric measured by the caller (repeatable); without --metric, "
                           "added to the pending measurement."),

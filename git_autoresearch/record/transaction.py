@@ -227,7 +227,8 @@ def _draft(session: Session, number: int, status: str, description: str,
         draft["worker"] = session.worker.name
     why = result.reason_for(status, session.config.min_effect or 0.0,
                             session.config.direction) if result is not None else None
-    if result is not None and result.decision is not None:
+    if result is not None and result.decision is not None and status != "crash":
+        # (a crash recorded over a pending measurement: no rule decided it)
         draft["decision"] = dict(result.decision)
         if status == "discard" and result.decision.get("verdict") in ("inconclusive", "worse"):
             draft["reason"] = why  # (a rule's discard says why right after its decision)

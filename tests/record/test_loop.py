@@ -735,14 +735,22 @@ def test_discard_after_changes_since_measure_drops_the_stale_metric(repo: Path, 
 
 def test_a_crash_records_metric_zero_and_shows_none(repo: Path, ar: Tool) -> None:
     """The ledger writes pi-autoresearch's 0 for a crash (its readers take the line); every
-    JSON document says null, since 0 would read as the best result ever."""
+    JSON document says null, since 0 would read as the best result ever. No rule decided it:
+    it carries no decision of the measurement it was recorded over (which read 'better', and
+    put the crash among log --decision better), and a number given keeps as its sample."""
     ar(repo, *start_args())
     write(repo / "value.txt", "80\n")
     ar(repo, "measure")
-    assert ar(repo, "crash", "-d", "it broke later", "--json").json()["metric"] is None
-    assert runs(repo)[-1]["metric"] == 0
+    record = ar(repo, "crash", "-d", "it broke later", "--json").json()
+    assert (record["metric"], record["decision"], record["samples"]) == (None, None, [80])
+    assert runs(repo)[-1]["metric"] == 0 and "decision" not in runs(repo)[-1]
     assert ar(repo, "log", "--json").json()["runs"][-1]["metric"] is None
+    assert ar(repo, "log", "--decision", "better", "--json").json()["runs"] == []
     assert ar(repo, "show", "2", "--json").json()["record"]["metric"] is None
+    write(repo / "value.txt", "70\n")
+    record = ar(repo, "crash", "-d", "measured elsewhere", "--metric", "5", "--json").json()
+    assert (record["metric"], record["decision"], record["samples"]) == (None, None, [5])
+    assert "a crash's metric is null" in " ".join(ar(repo, "crash", "-h").out.split())
 
 
 def test_keep_warnings_reach_json_and_force_refusal_says_only_that(repo: Path, ar: Tool) -> None:
