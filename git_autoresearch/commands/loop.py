@@ -128,8 +128,8 @@ def _print_recovered(recovered: Recovery) -> None:
         print_steer("after (the interrupted run)", recovered.hooks)
 
 
-def _record_json(record: Mapping[str, Any], steer: list[str], warnings: list[str]
-                 ) -> dict[str, Any]:
+def _record_json(record: Mapping[str, Any], steer: list[str], warnings: list[str],
+                 after: HookReport | None = None) -> dict[str, Any]:
     from ..ledger import shown_record
 
     out = shown_record(record)
@@ -137,6 +137,10 @@ def _record_json(record: Mapping[str, Any], steer: list[str], warnings: list[str
     # a rule decided it (null: none did, a crash or a metric given by hand).
     out.setdefault("committed", False)
     out.setdefault("decision", None)
+    # The hooks fired around it: the ledger line lists those before it was written.
+    fired = [*(out.get("hooks") or []), *(after.summary() if after is not None else [])]
+    if fired:
+        out["hooks"] = fired
     out["steer"] = "\n".join(s for s in steer if s) or None
     out["warnings"] = warnings
     return out
@@ -306,7 +310,7 @@ def run_cmd(description: str | None, asi_pairs: tuple[str, ...], asi_json: str |
                                       [*_recovered_steer(recovered), before.steer, after.steer],
                                       said_once(before.warnings, notes,
                                                 _violation_notes(recorded.record),
-                                                after.warnings)))
+                                                after.warnings), after))
         return
     _print_recovered(recovered)
     told: set[str] = set()
@@ -495,7 +499,7 @@ def _record_command(status: str) -> Callable[..., None]:
         if as_json:
             emit_json("run", _record_json(recorded.record,
                                           [*_recovered_steer(recovered), after.steer],
-                                          said_once(notes, after.warnings)))
+                                          said_once(notes, after.warnings), after))
             return
         _print_recovered(recovered)
         told: set[str] = set()

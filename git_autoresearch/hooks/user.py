@@ -75,7 +75,7 @@ class HookLine(TypedDict):
 
 
 class HookSummary(TypedDict):
-    """A before hook as the run record's ``hooks`` field lists it."""
+    """A hook fired around a run, as the run record's ``hooks`` field lists it."""
 
     stage: str
     hook: str

@@ -125,6 +125,25 @@ def test_failing_hook_gives_error_steer_and_run_is_recorded(session: Path, ar: T
                                 "timed_out": False}]
 
 
+@pytest.mark.parametrize("command", [["run"], ["discard"], ["crash"]])
+def test_the_run_document_lists_the_after_hooks_too(session: Path, ar: Tool,
+                                                    command: list[str]) -> None:
+    """The run document's ``hooks`` is every hook fired around the run: the after hooks,
+    which fire once the ledger line is written, were missing from it (a failing one showed
+    only in the steer text); the ledger line lists the before hooks, as it was written."""
+    hook(session, "before.sh", "#!/bin/sh\nexit 0\n")
+    hook(session, "after.sh", "#!/bin/sh\necho boom >&2\nexit 5\n")
+    write(session / "value.txt", "120\n")
+    record = ar(session, *command, "-d", "x", "--json").json()
+    fired = [{"stage": "after", "hook": "after.sh", "exit_code": 5, "timed_out": False}]
+    if command == ["run"]:
+        fired.insert(0, {"stage": "before", "hook": "before.sh", "exit_code": 0,
+                         "timed_out": False})
+    assert record["hooks"] == fired
+    assert runs(session)[-1].get("hooks", []) == fired[:-1]
+    assert "[after hook after.sh failed with exit code 5]" in record["steer"]
+
+
 def test_hanging_hook_is_killed_at_the_limit(session: Path, ar: Tool,
                                              monkeypatch: pytest.MonkeyPatch,
                                              tmp_path: Path) -> None:
