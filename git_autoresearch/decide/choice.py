@@ -58,6 +58,13 @@ def choose_measurement(session: Session, status: str, pending: Measurement | Non
     if status != "keep":
         return Choice(result, given, notes)
     if result is None or result.metric is None:
+        from .stopping import rule_met
+
+        met = rule_met(session)
+        if met is not None:  # (measure would exit 4)
+            raise Refused(f"nothing to keep: no pending measurement with a metric, and {met[1]}: "
+                          "nothing more is measured (pass --metric VALUE, or git autoresearch "
+                          "discard reverts the change)")
         raise Refused("nothing to keep: no pending measurement with a metric (run git "
                       "autoresearch measure, or pass --metric VALUE)")
     judged, forced = _judged_keep(session, result)

@@ -148,7 +148,8 @@ def _unrecorded_note(session: Session) -> str:
 
 
 def unrecorded_text(session: Session, then: str = "record them with git autoresearch "
-                                                  "discard or keep") -> str | None:
+                                                  "discard, or with keep --metric VALUE for a "
+                                                  "number measured elsewhere") -> str | None:
     """What to say of the changes in the work tree no run recorded (the paths the next run
     would measure, up to three), and ``then`` what to do; None when there is none."""
     changes = session.changes()

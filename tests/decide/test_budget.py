@@ -59,8 +59,8 @@ def test_loop_stops_once_the_duration_is_spent(repo: Path, ar: Tool,
     assert [r["run"] for r in runs(repo)] == [1, 2]
     assert ar(repo, "run", "-d", "again", expect=4).err == (
         "git autoresearch: max_duration (1h) spent in this segment: the loop stops here; the work "
-        "tree has unrecorded changes (value.txt): record them with git autoresearch discard or "
-        "keep\n")
+        "tree has unrecorded changes (value.txt): record them with git autoresearch discard, or "
+        "with keep --metric VALUE for a number measured elsewhere\n")
     stopped = [e for e in ledger_lines(repo) if e.get("type") == "stopped"]
     assert [(e["budget"], e["next_run"], e["command"]) for e in stopped] == \
         [("max_duration", 3, "run")], "one event per budget and next run"

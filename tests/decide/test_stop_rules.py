@@ -44,9 +44,14 @@ def test_the_loop_stops_once_the_best_reaches_the_target(repo: Path, ar: Tool) -
     res = ar(repo, "run", "-d", "seventy", expect=4)
     assert res.err == (f"git autoresearch: {reason}: the loop stops here; the work tree has "
                        "unrecorded changes (value.txt): record them with git autoresearch "
-                       "discard or keep\n")
+                       "discard, or with keep --metric VALUE for a number measured elsewhere\n")
     assert [r["run"] for r in runs(repo)] == [1, 2, 3]
     ar(repo, "measure", expect=4)
+    # keep names no measure that the rule stops (it named one, and an agent went round)
+    assert ar(repo, "keep", "-d", "seventy", expect=3).err == (
+        f"git autoresearch: nothing to keep: no pending measurement with a metric, and {reason}: "
+        "nothing more is measured (pass --metric VALUE, or git autoresearch discard reverts "
+        "the change)\n")
     ar(repo, "run", "-d", "again", expect=4)
     assert [(e["rule"], e["reason"], e["next_run"], e["command"]) for e in stopped(repo)] == \
         [("target_metric", reason, 4, "run")], "one event per rule and next run"
