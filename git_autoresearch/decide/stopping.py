@@ -41,7 +41,8 @@ def check_stop(session: Session, command: str) -> None:
             session.mirror_state("stopped")
         raise StopLoop("STOP sentinel found: the loop stops here ("
                        + (_kept_note(session) if workers else "the sentinel was removed)")
-                       + _unrecorded_note(session))
+                       # (removed, it lets the next measure run: keep after it, too)
+                       + _unrecorded_note(session, None if workers else ONE_SHOT))
     met = rule_met(session)
     if met is not None:
         rule, reason = met
@@ -142,8 +143,12 @@ def _rule_met(session: Session, command: str, rule: str, reason: str) -> None:
         session.mirror_state("stopped")
 
 
-def _unrecorded_note(session: Session) -> str:
-    said = unrecorded_text(session)
+# What to do with unrecorded changes once a STOP that was removed is met: the next measure runs.
+ONE_SHOT = "record them with git autoresearch discard or keep"
+
+
+def _unrecorded_note(session: Session, then: str | None = None) -> str:
+    said = unrecorded_text(session, then) if then else unrecorded_text(session)
     return f"; {said}" if said else ""
 
 

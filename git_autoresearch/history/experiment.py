@@ -10,6 +10,7 @@ are protected paths. A revert first records the whole attempt as a commit under
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +49,9 @@ class Changes:
     # Git repositories the experiment created inside the work tree (``path/``): git cannot
     # save them in an attempt ref or commit them as files, so no keep or revert touches them.
     nested: list[str] = field(default_factory=list)
+    # The files this command writes its output to, created in the work tree since the
+    # experiment began (``run --json > out.json``): among ``preexisting``, never touched.
+    outputs: list[str] = field(default_factory=list)
 
     def changed(self) -> list[str]:
         return [*self.tracked, *self.created]
@@ -122,7 +126,47 @@ def survey(repo: Repo, before: Snapshot | None) -> Changes:
             changes.tracked.append(was)
         if now in changes.created:
             changes.created.remove(now)
+    if changes.created:
+        ours = set(own_outputs(repo.top))
+        changes.outputs = [p for p in changes.created if p in ours]
+        changes.created = [p for p in changes.created if p not in ours]
+        changes.preexisting += changes.outputs
     return changes
+
+
+def own_outputs(top: Path) -> list[str]:
+    """The files under the work tree ``top`` that this process's standard output and error
+    are open on (a shell's redirection, ``> out.json``), as paths from the top with ``/``:
+    named by the system (``/proc/self/fd`` on Linux, ``F_GETPATH`` where fcntl has it) and
+    checked to be that very file; none where it cannot say."""
+    found = []
+    for fd in (1, 2):
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            name = _open_file_name(fd)
+            if name is None:
+                continue
+            on_disk = os.lstat(name)
+            relative = Path(name).relative_to(os.path.realpath(top))
+        except (OSError, ValueError):
+            continue
+        if (on_disk.st_dev, on_disk.st_ino) == (st.st_dev, st.st_ino) \
+                and relative.as_posix() not in found:
+            found.append(relative.as_posix())
+    return found
+
+
+def _open_file_name(fd: int) -> str | None:
+    """The path of the file ``fd`` is open on, or None where the system cannot say."""
+    if os.path.isdir("/proc/self/fd"):
+        return os.readlink(f"/proc/self/fd/{fd}")
+    import fcntl
+
+    if hasattr(fcntl, "F_GETPATH"):
+        return os.fsdecode(fcntl.fcntl(fd, fcntl.F_GETPATH, bytes(1024)).rstrip(b"\0"))
+    return None
 
 
 def _remove_files(top: Path, paths: Iterable[str]) -> list[str]:

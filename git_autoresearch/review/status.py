@@ -141,12 +141,14 @@ def status(session: Session) -> Status:
     warnings.extend(f"readonly file {path} differs from HEAD: the next measurement undoes the "
                     "change (it is saved on a ref first)" for path in readonly_changed)
     incumbent = None
+    done = None if session.read_only else finished(session)
     if not session.read_only:
         from ..measure.worktree import incumbent_run, unkept_head_note
 
         incumbent = incumbent_run(session)  # (one pass over the runs, for both)
-        unkept = unkept_head_note(session, incumbent) if session.trailer_branch is None \
-            else None
+        # (a finished session's HEAD is the branch it went into: no incumbent of its own)
+        unkept = unkept_head_note(session, incumbent) \
+            if session.trailer_branch is None and done is None else None
         warnings.extend([unkept] if unkept else [])
         incumbent = incumbent if cfg.rule == "sequential" else None
     interrupted = session.interrupted()
@@ -185,7 +187,7 @@ def status(session: Session) -> Status:
         max_failures_in_a_row=cfg.max_failures_in_a_row,
         failures_in_a_row=len(failures_in_a_row(session.segment)),
         stop_rule=met[0], stop_reason=met[1],
-        finished=None if session.read_only else finished(session),
+        finished=done,
         workers=None if session.read_only else workers_doing(session),
         queued=None if session.read_only else _queued(session))
 

@@ -152,8 +152,18 @@ class Session:
 
     def changes(self) -> Changes:
         """What the work tree and index change from HEAD now, against the snapshot of the files
-        that were untracked before the experiment (``experiment.survey``)."""
-        return survey(self.repo, load_snapshot(self.layout.untracked))
+        that were untracked before the experiment (``experiment.survey``); the files this
+        command writes its output to there are said once, in :attr:`warnings`."""
+        changes = survey(self.repo, load_snapshot(self.layout.untracked))
+        if changes.outputs:
+            said = (f"{' and '.join(changes.outputs)}, where this command writes its output, "
+                    f"{'are' if len(changes.outputs) > 1 else 'is'} in the work tree: "
+                    f"{'they are' if len(changes.outputs) > 1 else 'it is'} no part of the "
+                    "experiment (never committed, set aside or reverted); write the output "
+                    "outside the work tree, or under .auto/")
+            if said not in self.warnings:
+                self.warnings.append(said)
+        return changes
 
     def moved_head(self, commit: str, run: int | None = None) -> None:
         """HEAD is ``commit`` now: a keep committed it (``run``: the number its

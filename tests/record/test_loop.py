@@ -961,6 +961,39 @@ def test_a_regression_against_a_better_commit_by_hand_is_not_kept_on_old_samples
     assert (repo / "value.txt").read_text() == "70\n"
 
 
+@pytest.mark.parametrize("scope", [[], ["--scope", "value.txt"]])
+def test_a_shell_redirection_into_the_work_tree_is_no_part_of_the_experiment(
+        repo: Path, ar: Tool, scope: list[str]) -> None:
+    """``run --json > out.json 2> err.txt`` in the work tree: the shell creates both files
+    before the run begins. They were the experiment's new files: set aside as outside the
+    scope (the run's answer written to a file already gone), or committed empty by a keep.
+    Now the files the command writes its output to are left alone, as files from before the
+    experiment are, and a warning says so (in the document the file receives)."""
+    import subprocess
+    import sys
+
+    ar(repo, *start_args("--decision", "strict", *scope))
+    write(repo / "value.txt", "90\n")
+    with (repo / "out.json").open("wb") as out, (repo / "err.txt").open("wb") as err:
+        subprocess.run([sys.executable, "-m", "git_autoresearch", "run", "-d", "kept",
+                        "--json"], cwd=repo, stdout=out, stderr=err, check=True)
+    record = json.loads((repo / "out.json").read_text())
+    assert (record["status"], record["scope_violations"]) == ("keep", [])
+    assert record["warnings"] == [
+        "err.txt and out.json, where this command writes its output, are in the work tree: "
+        "they are no part of the experiment (never committed, set aside or reverted); write "
+        "the output outside the work tree, or under .auto/"]
+    assert git(repo, "show", "--name-only", "--format=", "HEAD") == "value.txt"
+    assert git(repo, "for-each-ref", "refs/autoresearch/s1/scope/") == ""
+    write(repo / "value.txt", "95\n")
+    with (repo / "out.json").open("wb") as out:
+        subprocess.run([sys.executable, "-m", "git_autoresearch", "run", "-d", "discarded",
+                        "--json"], cwd=repo, stdout=out, check=True)
+    assert json.loads((repo / "out.json").read_text())["status"] == "discard"
+    assert (repo / "err.txt").exists()
+    assert git(repo, "status", "--porcelain") == "?? err.txt\n?? out.json"
+
+
 def test_under_the_strict_rule_a_run_with_no_change_is_never_kept(repo: Path, ar: Tool,
                                                                   tmp_path: Path) -> None:
     """A run with nothing in the scope changed measures the incumbent again: under the strict
