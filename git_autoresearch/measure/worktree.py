@@ -117,18 +117,23 @@ def _outputs_set_apart(session: Session, before: Changes, after: Changes) -> Non
 
 
 def _edited_while_measured(before: dict[str, str], result: Measurement) -> list[str]:
-    """A warning when a file the experiment had changed was changed again while it was
-    measured (``before``: the fingerprints of those files then; ``result``: the measurement,
-    with the fingerprint of the work tree after it): what a keep commits is then not all
-    what was measured. A file the commands created is no such change (a build's output)."""
+    """A warning when a file changed while the run was measured (``before``: the
+    fingerprints of the files the experiment had changed then, every other one being HEAD's;
+    ``result``: the measurement, with the fingerprint of the work tree after it): one the
+    experiment had changed, changed again, or a tracked one changed for the first time (an
+    agent's edit before the run ended, or a benchmark that rewrites a committed file). What a
+    keep commits is then not all what was measured. A file the commands created is no such
+    change (a build's output)."""
     after = result.fingerprint or {}
-    moved = sorted(path for path, found in before.items() if after.get(path) != found)
+    moved = sorted(path for path in {*before, *after} if after.get(path) != before.get(path))
     if not moved:
         return []
     shown = ", ".join(moved[:5]) + (" ..." if len(moved) > 5 else "")
+    rewritten = "; a file the commands rewrite belongs outside git, in .gitignore" \
+        if any(path not in before for path in moved) else ""
     return [f"{shown} changed while the run was measured: what is recorded is the work tree "
             "as it is now, not all of which was measured (leave the work tree alone until a "
-            "run ends)"]
+            f"run ends{rewritten})"]
 
 
 def run_environment(session: Session, run: int, log: Path) -> dict[str, str]:

@@ -13,7 +13,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PYTHON, Tool, assert_dies, check_document, commit_all, runs, start_args, write
+from conftest import (
+    PYTHON,
+    Tool,
+    assert_dies,
+    check_document,
+    commit_all,
+    git,
+    runs,
+    start_args,
+    write,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -619,3 +629,26 @@ def test_a_file_changed_again_while_the_run_is_measured_is_said(repo: Path, ar: 
         "src/lib.py changed while the run was measured: what is recorded is the work tree as "
         "it is now, not all of which was measured (leave the work tree alone until a run "
         "ends)"]
+
+
+@pytest.mark.parametrize("scope", [[], ["--scope", "value.txt"]])
+def test_a_file_first_changed_while_the_run_is_measured_is_said(repo: Path, ar: Tool,
+                                                               scope: list[str]) -> None:
+    """A tracked file the experiment had not changed that changes while the run is measured
+    (an agent's edit made before the run ended, or a benchmark that rewrites a committed
+    results file) said nothing: a keep committed it unmeasured, or set it aside as the
+    agent's change outside the scope. Now it is named, as a file changed again is."""
+    write(repo / "results.txt", "none yet\n")
+    commit_all(repo)
+    command = "sh bench.sh; date +%N > results.txt"
+    ar(repo, "start", "--goal", "g", "--session-id", "s1", "--command", command,
+       "--metric-pattern", r"score: (\S+)", "--direction", "lower", "--decision", "strict",
+       *scope)
+    git(repo, "checkout", "-q", "--", "results.txt")  # (the baseline's rewrite)
+    write(repo / "value.txt", "90\n")
+    record = ar(repo, "run", "-d", "a gain", "--json").json()
+    assert record["status"] == "keep"
+    assert [w for w in record["warnings"] if "while the run was measured" in w] == [
+        "results.txt changed while the run was measured: what is recorded is the work tree "
+        "as it is now, not all of which was measured (leave the work tree alone until a run "
+        "ends; a file the commands rewrite belongs outside git, in .gitignore)"]
