@@ -330,6 +330,10 @@ def _session_problems(session: Session, branch: str) -> list[str]:
 
         problems += left_slots(session.repo, session.config.session_id)
         problems += _lost_lines(session)
+        problems += [f"git's lock file {lock} exists: a git process is at work here, or one was "
+                     "killed and left it; recording commands wait a moment for it, then "
+                     f"refuse: once no git process is running, remove it (rm {lock})"
+                     for lock in session.git_locks()]
         linked = session.layout.linked()
         problems += [linked.removesuffix("; nothing was changed")] if linked else []
     return problems

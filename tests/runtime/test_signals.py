@@ -304,6 +304,11 @@ def test_a_stale_git_lock_is_refused_before_anything_changes(
     path.write_bytes(b"")
     ledger = (top / ".auto" / "log.jsonl").read_bytes()
     scratch = sorted(p.name for p in (top / ".git" / "autoresearch").iterdir())
+    # status says so before a recording command refuses (it said nothing)
+    assert f"git's lock file {path} exists: a git process is at work here, or one was " \
+        "killed and left it; recording commands wait a moment for it, then refuse: once no " \
+        f"git process is running, remove it (rm {path})" \
+        in ar(top, "status", "--json").json()["warnings"]
     res = ar(top, *command, "--json", expect=3)
     assert res.json()["error"] == (
         f"git's lock file {path} exists: another git process is running here, or one was "
