@@ -390,10 +390,13 @@ class Repo:
         """Every changed tracked path, every untracked non-ignored file, and every ignored file
         or folder (one entry ending in ``/`` for an ignored folder, code ``!``).
 
-        Renames are reported as a deletion and an addition (``--no-renames``).
+        Renames are reported as a deletion and an addition (``--no-renames``). A submodule is
+        changed when its commit or its tracked files are, whatever the configuration says, but
+        not for untracked files inside it (``--ignore-submodules=untracked``): they are no
+        change of this repository's (a benchmark's ``__pycache__`` there, say).
         """
         res = self.run("status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=all",
-                       "--ignored=matching", "--ignore-submodules=none")
+                       "--ignored=matching", "--ignore-submodules=untracked")
         entries = []
         for item in res.stdout.split(b"\0"):
             if len(item) < 4:

@@ -309,6 +309,28 @@ def test_a_killed_discard_restores_a_submodule(with_submodule: Submodule, ar: To
     assert git(top, "rev-parse", "refs/autoresearch/s1/attempts/2:sub") == two
 
 
+def test_files_the_benchmark_writes_inside_a_submodule_wedge_nothing(with_submodule: Submodule,
+                                                                     ar: Tool) -> None:
+    """A benchmark that imports from a submodule writes untracked files inside it (Python's
+    __pycache__, when the submodule ignores none): start refused its baseline as a submodule
+    with changes not committed inside it, then every command called the start interrupted and
+    each way out it named refused too. Untracked files inside a submodule are no change of
+    the superproject (a keep could not commit them, a revert need not touch them): start,
+    keeps and discards go on, and the files stay where the benchmark wrote them."""
+    top, one, _ = with_submodule
+    write(top / "bench.sh", '#!/bin/sh\nmkdir -p sub/__pycache__\necho built > '
+                            'sub/__pycache__/a.pyc\necho "score: $(cat value.txt)"\n', 0o755)
+    commit_all(top)
+    ar(top, *start_args("--decision", "strict", "--scope", "value.txt"))
+    for value, status in (("90", "keep"), ("95", "discard")):
+        write(top / "value.txt", f"{value}\n")
+        assert ar(top, "run", "-d", status, "--json").json()["status"] == status
+    assert (top / "sub" / "__pycache__" / "a.pyc").read_text() == "built\n"
+    assert git(top / "sub", "rev-parse", "HEAD") == one
+    assert git(top, "show", "--name-only", "--format=", "HEAD") == "value.txt"
+    assert ar(top, "doctor", "--json").json()["findings"] == []
+
+
 @pytest.mark.parametrize("command", ["discard", "keep"])
 def test_a_dirty_submodule_is_refused_before_anything_changes(with_submodule: Submodule, ar: Tool,
                                                               command: str) -> None:
