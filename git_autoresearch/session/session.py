@@ -631,7 +631,7 @@ class Session:
                     f"the command, then {self.new_segment_way()}")
         if (seg.header or {}).get("no_baseline") is False:
             return ("the baseline of this segment was never measured (start was "
-                    f"interrupted); {self.new_segment_way()}")
+                    f"interrupted or refused); {self.new_segment_way()}")
         return None
 
     def baseline_doubt(self) -> str | None:

@@ -194,7 +194,7 @@ def test_kill_during_start_then_resume(repo: Path, ar: Tool, step: str) -> None:
     assert "/.auto/" in (repo / ".git" / "info" / "exclude").read_text().splitlines()
     assert ar(repo, "run", "-d", "too early", expect=3).err == (
         "git autoresearch: the baseline of this segment was never measured (start was "
-        "interrupted); run git autoresearch start --new-segment\n")
+        "interrupted or refused); run git autoresearch start --new-segment\n")
     baseline = ar(repo, "start", "--new-segment", "--json").json()["baseline"]
     assert baseline["run"] == 1 and baseline["metric"] == 100
     write(repo / "value.txt", "50\n")
@@ -1060,7 +1060,7 @@ def test_a_baseline_never_measured_is_refused(repo: Path, ar: Tool) -> None:
     proc.wait()
     assert ar(repo, "run", "-d", "x", expect=3).err == (
         "git autoresearch: the baseline of this segment was never measured (start was "
-        "interrupted); run git autoresearch start --new-segment\n")
+        "interrupted or refused); run git autoresearch start --new-segment\n")
 
 
 def test_resume_leaves_a_deleted_hook_deleted(experiment: Path, ar: Tool) -> None:

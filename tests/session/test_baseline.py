@@ -11,12 +11,13 @@ from pathlib import Path
 
 from conftest import Tool, git, ledger_lines, runs, start_args, tool, write
 
-NEVER = ("the baseline of this segment was never measured (start was interrupted); set aside "
-         "the experiment in the work tree (value.txt) with git autoresearch discard -d "
+NEVER = ("the baseline of this segment was never measured (start was interrupted or "
+         "refused); set aside the experiment in the work tree (value.txt) with git "
+         "autoresearch discard -d "
          "DESCRIPTION (it is recorded and kept at an attempt ref), then run git autoresearch "
          "start --new-segment")
-NEVER_CLEAN = ("the baseline of this segment was never measured (start was interrupted); run "
-               "git autoresearch start --new-segment")
+NEVER_CLEAN = ("the baseline of this segment was never measured (start was interrupted or "
+               "refused); run git autoresearch start --new-segment")
 
 
 def killed_before_baseline(repo: Path) -> None:
