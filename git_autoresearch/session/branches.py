@@ -138,12 +138,23 @@ def branch_problem(session: Session) -> tuple[bool, str | None]:
                        f"{pull_hint(session.repo, session.config.session_id)})")
     if current is None:
         return True, (f"the work tree is on a detached HEAD, not on the session branch {branch} "
-                      "(git autoresearch resume checks it out)")
+                      f"({_way_back(session, branch)})")
     if current != branch and not session.repo.merged(branch) \
             and picked_into_head(session) is None:
         return True, (f"the work tree is on branch {current}, not on the session branch "
-                      f"{branch} (git autoresearch resume checks it out)")
+                      f"{branch} ({_way_back(session, branch)})")
     return True, None
+
+
+def _way_back(session: Session, branch: str) -> str:
+    """How to get back onto the session branch ``branch``: ``resume`` checks it out, once no
+    uncommitted change is in the way (it refuses those)."""
+    changed = uncommitted(session)
+    if not changed:
+        return "git autoresearch resume checks it out"
+    shown = ", ".join(changed[:3]) + (" ..." if len(changed) > 3 else "")
+    return (f"uncommitted changes in {shown}: {carry_over(session.repo, branch)}; or git "
+            "autoresearch resume checks it out once they are gone")
 
 def merged_elsewhere(session: Session) -> bool:
     """Whether the last kept commit of the ledger is in HEAD (a session merged into the
