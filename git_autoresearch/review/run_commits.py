@@ -109,8 +109,8 @@ class RunCommit:
 def run_commit(session: Session, number: int) -> RunCommit:
     """Run ``number`` of ``session`` and its commit (:class:`RunCommit`); :class:`UsageError`
     (exit 2) when the ledger has no such run. The commit is the keep commit whose
-    ``Autoresearch-Run`` trailer names the run, else the attempt ref's, else the record's own
-    ``commit`` field (:func:`_record_commit`)."""
+    ``Autoresearch-Run`` trailer names the run, else the attempt ref's (a run not kept), else
+    the record's own ``commit`` field (:func:`_record_commit`)."""
     from ..history.refs import session_branch
     from ..history.trailers import read_trailers
     from ..ledger import collected_refs
@@ -131,7 +131,8 @@ def run_commit(session: Session, number: int) -> RunCommit:
     elif run.status != "keep" and run.data.get("attempt_ref"):
         target = repo.resolve(str(run.data["attempt_ref"]))
         source = "attempt_ref" if target else None
-    if target is None and not run.data.get("attempt_ref"):
+    # (a keep's attempt ref holds what it set aside, not its change)
+    if target is None and (run.status == "keep" or not run.data.get("attempt_ref")):
         target, measured = _record_commit(session, run)
         source = "record" if target else None
     collected = target is None and run.data.get("attempt_ref") in collected_refs(session.ledger)

@@ -112,3 +112,26 @@ def test_diff_of_a_run_against_its_parent_and_of_two_runs(repo: Path, ar: Tool) 
     assert base.splitlines()[0].endswith(": -20.00%") and "\n-100\n+80\n" in base
     assert ar(repo, "diff", "1", "2", "3", expect=2).err == (
         "git autoresearch: diff takes one or two runs, not 3\n")
+
+
+def test_a_baseline_that_set_changes_aside_is_still_the_code_it_measured(repo: Path,
+                                                                         ar: Tool) -> None:
+    """A benchmark that rewrites a committed file outside the scope: the baseline's keep set
+    that rewrite aside at an attempt ref, which diff and show then took for the run's only
+    commit, and said the baseline had none ("the kept measurement changed nothing"). The
+    attempt ref of a keep holds what it set aside; the baseline is the code it measured."""
+    write(repo / "results.txt", "none\n")
+    write(repo / "bench.sh", '#!/bin/sh\necho "score: $(cat value.txt)"\ndate +%N > '
+                             'results.txt\n', 0o755)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a benchmark that writes its results")
+    start = git(repo, "rev-parse", "HEAD")
+    baseline = ar(repo, *start_args("--decision", "strict", "--scope", "value.txt"),
+                  "--json").json()["baseline"]
+    assert baseline["attempt_ref"] and baseline["scope_violations"] == ["results.txt"]
+    write(repo / "value.txt", "80\n")
+    ar(repo, "run", "-d", "eighty")
+    out = ar(repo, "diff", "1", "2").out
+    assert out.splitlines()[0].startswith(f"# run 1 (keep, 100) {start[:7]} -> run 2 ")
+    assert "\n-100\n+80\n" in out
+    assert f"it measured {start[:7]}" in ar(repo, "show", "1").out
