@@ -83,15 +83,18 @@ def read_log(path: Path, offset: int, pattern: str | None, metric_name: str) -> 
     regex = re.compile(pattern) if pattern else None
     reading = LogReading()
     last_capture: str | None = None
+    refused: str | None = None  # (why the primary's last METRIC line was not read)
     with open(path, "rb") as fh:
         fh.seek(offset)
         for raw in fh:
             for piece in clean_line(raw.decode("utf-8", "replace").rstrip("\n")):
                 m = METRIC_LINE_RE.match(piece)
                 if m and (m.group(1) in reading.metrics or len(reading.metrics) < MAX_METRICS):
-                    value, _ = parse_number(m.group(2))
+                    value, why = parse_number(m.group(2))
                     if value is not None:
                         reading.metrics[m.group(1)] = value
+                    elif m.group(1) == metric_name:
+                        refused = why
                 if regex is not None:
                     for match in regex.finditer(piece):
                         capture = match.group(1)
@@ -109,7 +112,7 @@ def read_log(path: Path, offset: int, pattern: str | None, metric_name: str) -> 
     elif metric_name in reading.metrics:
         reading.metric = reading.metrics[metric_name]
     else:
-        reading.problem = f"no 'METRIC {metric_name}=<number>' line in the log"
+        reading.problem = refused or f"no 'METRIC {metric_name}=<number>' line in the log"
     reading.metrics.pop(metric_name, None)
     return reading
 

@@ -9,6 +9,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import PYTHON, write
 
 from git_autoresearch.measure.samples import (
@@ -60,6 +61,22 @@ def test_a_found_metric_has_no_problem(tmp_path: Path) -> None:
     missing = read_log(write(tmp_path / "other.log", "score 3\n"), 0, None, "score")
     assert (missing.metric, missing.problem) == (None, "no 'METRIC score=<number>' line in the "
                                                        "log")
+
+
+@pytest.mark.parametrize("value, why", [
+    ("1e400", "metric '1e400' is not a finite number"),
+    ("9" * 400, f"metric '{'9' * 400}' is not a finite number"),
+    ("nan", "metric 'nan' is not a finite number"),
+    ("14,600", "metric '14,600' has a thousands separator; print it without one")])
+def test_a_metric_line_whose_value_is_refused_says_why(tmp_path: Path, value: str,
+                                                       why: str) -> None:
+    """The METRIC line is there, its value refused: the reason is the value's (it said there
+    was no METRIC line); an earlier good line still wins over a later refused one."""
+    log = write(tmp_path / "run.log", f"METRIC score={value}\n")
+    reading = read_log(log, 0, None, "score")
+    assert (reading.metric, reading.problem) == (None, why)
+    both = write(tmp_path / "both.log", f"METRIC score=3\nMETRIC score={value}\n")
+    assert read_log(both, 0, None, "score").metric == 3.0
 
 
 def test_the_log_is_read_from_the_sample_offset(tmp_path: Path) -> None:
