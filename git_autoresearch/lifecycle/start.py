@@ -160,6 +160,20 @@ def _paths_from_directory(opts: StartOptions, where: Path, top: Path) -> None:
                          for e in opts.commit_paths]
 
 
+def _scope_closed(cfg: Config, bounds: Boundaries) -> str | None:
+    """A warning when every path of the scope is readonly or protected (``--scope bench.sh``
+    of a benchmark the command runs, ``--scope src --readonly src``): every change would be
+    undone before measuring. Glob rules are not judged."""
+    rules = [rule.rstrip("/") for rule in cfg.scope]
+    if not rules or any(c in rule for rule in rules for c in "*?["):
+        return None
+    if not all(bounds.is_readonly(rule) or bounds.is_protected(rule) for rule in rules):
+        return None
+    return (f"every path of the scope ({', '.join(cfg.scope)}) is readonly or protected: each "
+            "change an experiment makes there is undone before measuring, and every run "
+            "measures the incumbent again; widen --scope or narrow --readonly")
+
+
 def _check_matches(repo: Repo, given: list[tuple[str, str]]) -> None:
     """Refuse (:class:`UsageError`) a path rule given this time that matches no tracked,
     untracked or ignored path: a typo would make a scope that matches nothing, and every
@@ -297,6 +311,9 @@ def start(opts: StartOptions, cwd: str | os.PathLike[str] | None = None,
         warnings.append(
             f"the configured commands run {', '.join(unsaved)}, which is not committed: an "
             "experiment could change it unseen (only committed files are readonly): commit it")
+    closed = _scope_closed(cfg, Boundaries(cfg.scope, cfg.protected, cfg.readonly, scripts))
+    if closed:
+        warnings.append(closed)
     clash = None if opts.new_segment else pi_goal_warning(cfg)
     if clash:
         warnings.append(clash)

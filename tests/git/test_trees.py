@@ -185,6 +185,25 @@ def test_a_path_that_matches_nothing_is_refused(repo: Path, ar: Tool, option: st
     assert (repo / ".auto" / "config.toml").exists()
 
 
+@pytest.mark.parametrize("paths", [["--scope", "bench.sh"],
+                                   ["--scope", "src", "--readonly", "src"],
+                                   ["--scope", "src", "--readonly", "value.txt"]])
+def test_a_scope_that_is_all_readonly_is_warned_of(repo: Path, ar: Tool,
+                                                   paths: list[str]) -> None:
+    """A scope every path of which is readonly (the benchmark the command runs, or a folder
+    also given as readonly) undoes every change before measuring: start said nothing, and
+    every run after was a noise probe. It warns now; a scope with room in it says nothing."""
+    found = ar(repo, *start_args("--decision", "strict", *paths), "--json").json()
+    closed = [w for w in found["warnings"] if "is readonly or protected" in w]
+    if paths[-1] == "value.txt":
+        assert closed == []
+        return
+    scope = paths[1]
+    assert closed == [f"every path of the scope ({scope}) is readonly or protected: each "
+                      "change an experiment makes there is undone before measuring, and every "
+                      "run measures the incumbent again; widen --scope or narrow --readonly"]
+
+
 def test_config_file_paths_stay_relative_to_the_top(repo: Path, ar: Tool, tmp_path: Path) -> None:
     conf = write(tmp_path / "c.toml", 'scope = ["value.txt"]\nprotected = ["bench.sh"]\n')
     args = ["start", "--goal", "g", "--session-id", "s1", "--command", "sh bench.sh",
