@@ -71,7 +71,8 @@ def resume_cmd(session_id: str | None, as_json: bool) -> None:
 @json_option
 def doctor_cmd(fix: bool, as_json: bool) -> None:
     """Reconcile the ledger, the trailers on the branch, the attempt and scope refs and the
-    state ref. Exits 3 when a problem is left that it did not fix.
+    state ref. Exits 3 when a problem is left that it did not fix; with --json its document
+    then lists the findings (the error document is for a doctor that could not look).
 
     Each finding names what clears it: --fix restores a lost or damaged ledger line from the
     state ref (its tip, or an earlier state commit when the loss was mirrored since), rebuilds
