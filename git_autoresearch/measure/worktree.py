@@ -34,7 +34,7 @@ from ..runtime.errors import Refused
 from ..session.config import file_hash, sha256_hex
 from ..session.session import Session
 from .runner import command_environment
-from .samples import Measurement, Progress
+from .samples import AGGREGATORS, Measurement, Progress
 from .samples import measure as run_measurement
 
 if TYPE_CHECKING:
@@ -73,6 +73,8 @@ def measure(session: Session, progress: Progress | None = None, *, pending: bool
                                      log_path=session.layout.run_log, env=env,
                                      progress=progress, samples_at_most=rule.samples,
                                      enough=rule.enough)
+            if result.metric is not None:
+                rule.measure_head(len(result.samples), AGGREGATORS[session.config.aggregate])
             rule.notes += beside.notes
     except OSError as exc:  # the run log or the slot: a full or read-only disk
         raise _not_measured(f"cannot write {exc.filename or session.layout.run_log}: "
@@ -163,6 +165,10 @@ class Rule:
     comparison: decision.Comparison | None = None
     incumbent: Callable[[], float | str] | None = None
     notes: list[str] = dataclasses.field(default_factory=list)
+    # strict, HEAD no kept run's commit: HEAD is measured beside the candidate, and the
+    # better of the best kept number and HEAD's is the bar (:meth:`measure_head`)
+    beside: bool = False
+    head_samples: tuple[float, ...] = ()
 
     @classmethod
     def of(cls, session: Session, *, baseline: bool = False, changed: bool = True) -> Rule:
@@ -176,7 +182,8 @@ class Rule:
             # aggregate beats the best (noise), which would raise the bar for every run after.
             other = None if baseline or not bar else unkept_head_note(session)
             return cls("strict", cfg.direction, bar, min_effect=cfg.min_effect or 0.0,
-                       probe=bool(bar) and not changed, notes=[other] if other else [])
+                       probe=bool(bar) and not changed, notes=[other] if other else [],
+                       beside=other is not None and changed)
         incumbent = incumbent_run(session)
         if baseline or not (pool := incumbent_samples(session, incumbent)):
             return cls("sequential", cfg.direction, samples=cfg.samples_of_baseline)
@@ -220,6 +227,26 @@ class Rule:
                 self.comparison.add("incumbent", got)
         return isinstance(step, decision.Decision)
 
+    def measure_head(self, samples: int, aggregate: Callable[[list[float]], float]) -> None:
+        """Under strict with :attr:`beside`: take ``samples`` samples of HEAD (the incumbent),
+        and make the bar their ``aggregate`` when it beats the best kept number (a commit made
+        by hand that did better), so that no change worse than HEAD is kept."""
+        if not self.beside or self.incumbent is None:
+            return
+        taken = []
+        for _ in range(max(samples, 1)):
+            got = self.incumbent()
+            if isinstance(got, str):
+                self.notes.append(f"{got}: this run was judged against the best kept number "
+                                  "alone, which HEAD may beat")
+                return
+            taken.append(got)
+        self.head_samples = tuple(taken)
+        head = float(aggregate(taken))
+        best = self.pool[0]
+        if (head < best) if self.direction == "lower" else (head > best):
+            self.pool = (head,)
+
     def verdict(self, result: Measurement) -> dict[str, Any] | None:
         """The ``decision`` object of the run record of ``result`` (None without a metric).
         Under strict, the pool is the best kept metric and the candidate is ``result``'s
@@ -234,9 +261,12 @@ class Rule:
         if self.name != "sequential" and self.probe:
             return {"rule": self.name, "verdict": "no_change", "candidate_samples": len(samples)}
         if self.name != "sequential":
-            return decision_record(decision.strict(list(self.pool), [result.metric],
-                                                   direction=self.direction,
-                                                   min_effect=self.min_effect), self.pool)
+            out = decision_record(decision.strict(list(self.pool), [result.metric],
+                                                  direction=self.direction,
+                                                  min_effect=self.min_effect), self.pool)
+            if self.head_samples:
+                out["incumbent_fresh"] = [json_number(v) for v in self.head_samples]
+            return out
         if self.probe:
             return {"rule": "sequential", "verdict": "no_change",
                     "incumbent_samples": len(self.pool), "candidate_samples": len(samples),
