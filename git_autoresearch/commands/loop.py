@@ -101,7 +101,7 @@ def measure_cmd(as_json: bool) -> None:
         before, result = measure_candidate(session, progress())
     finally:
         clear_progress()
-    notes = _measurement_notes(before, result)
+    notes = said_once(session.warnings, _measurement_notes(before, result))
     decision = session.decide(result)
     if as_json:
         data = _measurement_json(result, decision, session)

@@ -49,8 +49,9 @@ class Changes:
     # Git repositories the experiment created inside the work tree (``path/``): git cannot
     # save them in an attempt ref or commit them as files, so no keep or revert touches them.
     nested: list[str] = field(default_factory=list)
-    # The files this command writes its output to, created in the work tree since the
-    # experiment began (``run --json > out.json``): among ``preexisting``, never touched.
+    # The files this command writes its output to, changed or created in the work tree since
+    # the experiment began (``run --json > out.json``): never touched; an untracked one is
+    # among ``preexisting``, a tracked one in no list but this.
     outputs: list[str] = field(default_factory=list)
 
     def changed(self) -> list[str]:
@@ -126,11 +127,13 @@ def survey(repo: Repo, before: Snapshot | None) -> Changes:
             changes.tracked.append(was)
         if now in changes.created:
             changes.created.remove(now)
-    if changes.created:
-        ours = set(own_outputs(repo.top))
-        changes.outputs = [p for p in changes.created if p in ours]
+    ours = set(own_outputs(repo.top)) if changes.created or changes.tracked else set()
+    if ours:
+        changes.outputs = [p for p in [*changes.created, *changes.tracked] if p in ours]
+        changes.preexisting += [p for p in changes.created if p in ours]
         changes.created = [p for p in changes.created if p not in ours]
-        changes.preexisting += changes.outputs
+        changes.tracked = [p for p in changes.tracked if p not in ours]
+        changes.added -= ours
     return changes
 
 

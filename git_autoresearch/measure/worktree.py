@@ -104,12 +104,15 @@ def _outputs_set_apart(session: Session, before: Changes, after: Changes) -> Non
 
     began = set(before.created)
     made = [path for path in after.created if path not in began]
-    if not made:
+    # (the untracked files this command writes its output to: left alone by the commands
+    # after it too, a keep of this measurement among them)
+    outputs = [path for path in after.outputs if path in after.preexisting]
+    if not made and not outputs:
         return
     snap = load_snapshot(session.layout.untracked)
     if snap is None:
         return
-    snap.untracked.update(made)
+    snap.untracked.update([*made, *outputs])
     try:
         save_snapshot(session.layout.untracked, snap)
     except WriteFailed:

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import Tool, git, ledger_lines, paused_at, runs, start_args, write
+from conftest import Tool, commit_all, git, ledger_lines, paused_at, runs, start_args, write
 
 
 def test_start_records_baseline_on_new_branch(repo: Path, ar: Tool) -> None:
@@ -994,6 +994,43 @@ def test_a_shell_redirection_into_the_work_tree_is_no_part_of_the_experiment(
     assert json.loads((repo / "out.json").read_text())["status"] == "discard"
     assert (repo / "err.txt").exists()
     assert git(repo, "status", "--porcelain") == "?? err.txt\n?? out.json"
+
+
+@pytest.mark.parametrize("then", ["keep", "discard"])
+def test_a_redirection_of_measure_or_into_a_tracked_file_is_left_alone(repo: Path, ar: Tool,
+                                                                       then: str) -> None:
+    """``measure --json > m.json``, then keep or discard: keep refused, the file being new
+    since the measurement, and discard deleted it (saving it at the attempt ref); and a
+    redirection into a tracked file (``run > run.log`` of a committed run.log) committed the
+    file truncated, or reverted it, wiping what the run wrote. The files a command writes
+    its output to are left alone by it and by the commands after it, tracked or not."""
+    import subprocess
+    import sys
+
+    write(repo / "run.log", "committed\n")
+    commit_all(repo)
+    ar(repo, *start_args("--decision", "strict"))
+    write(repo / "value.txt", "90\n" if then == "keep" else "95\n")
+    with (repo / "m.json").open("wb") as out:
+        subprocess.run([sys.executable, "-m", "git_autoresearch", "measure", "--json"],
+                       cwd=repo, stdout=out, check=True)
+    written = (repo / "m.json").read_text()
+    measured = json.loads(written)
+    assert [w for w in measured["warnings"] if "where this command writes" in w] == [
+        "m.json, where this command writes its output, is in the work tree: it is no part "
+        "of the experiment (never committed, set aside or reverted); write the output "
+        "outside the work tree, or under .auto/"]
+    record = ar(repo, then, "-d", "after measure", "--json").json()
+    assert record["status"] == then and record["metric"] is not None
+    assert (repo / "m.json").read_text() == written
+    assert "m.json" not in git(repo, "show", "--name-only", "--format=", "HEAD")
+    write(repo / "value.txt", "85\n")
+    with (repo / "run.log").open("wb") as out:
+        subprocess.run([sys.executable, "-m", "git_autoresearch", "run", "-d", "logged"],
+                       cwd=repo, stdout=out, check=True)
+    assert "run 3: keep" in (repo / "run.log").read_text()
+    assert git(repo, "show", "--name-only", "--format=", "HEAD") == "value.txt"
+    assert git(repo, "status", "--porcelain", "--", "run.log") == "M run.log"
 
 
 def test_under_the_strict_rule_a_run_with_no_change_is_never_kept(repo: Path, ar: Tool,
