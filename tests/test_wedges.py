@@ -475,6 +475,21 @@ def test_the_users_hooks_run_under_the_users_own_git_settings(repo: Path, ar: To
     assert (repo / "src" / "api.secret").read_text() == "TOKEN=abc\n"
     assert [r["run"] for r in runs(repo)] == [1]
     assert seen.read_text() == "post-checkout\nGIT_NO_REPLACE_OBJECTS=1\npre-commit\n"
+    # a revert's git restore fires post-checkout too, and gets the paths literally all the
+    # same (a name git would read as a glob)
+    seen.write_text("")
+    write(repo / "src" / "a*b.py", "x = 1\n")
+    git(repo, "add", "src/a*b.py")
+    git(repo, "commit", "-qm", "a file named with a glob character", "--no-verify")
+    write(repo / "src" / "api.secret", "")
+    (repo / "src" / "api.secret").unlink()
+    write(repo / "src" / "a*b.py", "x = 2\n")
+    write(repo / "src" / "axb.py", "untouched\n")
+    ar(repo, "discard", "-d", "reverted")
+    assert (repo / "src" / "a*b.py").read_text() == "x = 1\n"
+    assert (repo / "value.txt").read_text() == "100\n"
+    assert "post-checkout\nGIT_NO_REPLACE_OBJECTS=1\n" in seen.read_text()
+    assert "GIT_LITERAL" not in seen.read_text() and "GIT_CONFIG" not in seen.read_text()
 
 
 @pytest.mark.parametrize("rule", ["filter", "safecrlf"])

@@ -227,13 +227,16 @@ OUR_READING = ("-c", "trailer.separators=:", "-c", "i18n.logOutputEncoding=UTF-8
 
 
 # The commands that run the user's hooks (githooks(5): pre-commit and the like, post-checkout,
-# pre-push): they run under the user's own settings, without ours (OUR_READING,
-# --literal-pathspecs), which the hooks would inherit (GIT_CONFIG_PARAMETERS,
+# which git restore fires too, pre-push): they run under the user's own settings, without ours
+# (OUR_READING, --literal-pathspecs), which the hooks would inherit (GIT_CONFIG_PARAMETERS,
 # GIT_LITERAL_PATHSPECS: a pre-commit hook's ``git diff --cached -- '*.secret'`` would match
-# nothing). None is given a pathspec of ours but ``submodule``, whose path has its own
-# ``:(literal)``. git commit also sees replaced objects as the user's git does; the others
-# check out the objects themselves, never what git replace shows in their place.
-HOOK_COMMANDS = ("commit", "switch", "checkout", "worktree", "push", "submodule")
+# nothing). None is given a pathspec of ours but ``restore`` and ``submodule``, whose paths each
+# have their own ``:(literal)``. git commit also sees replaced objects as the user's git does;
+# the others check out the objects themselves, never what git replace shows in their place.
+# (The reference-transaction and post-index-change hooks, which plumbing fires too, are not
+# covered.)
+HOOK_COMMANDS = ("commit", "switch", "checkout", "worktree", "push", "submodule", "restore",
+                 "cherry-pick")
 
 
 def run_git(

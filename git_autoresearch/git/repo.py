@@ -457,7 +457,10 @@ class Repo:
             return
         argv = ["restore", "--source=HEAD", "--staged", "--worktree", "--no-overlay",
                 "--pathspec-from-file=-", "--pathspec-file-nul"]
-        res = self.run(*argv, input=join_z(paths), allow_non_zero=True)
+        # (restore runs the user's post-checkout hook: no --literal-pathspecs, which it would
+        # inherit; each path is literal by its own magic)
+        literal = join_z(f":(literal){p}" for p in paths)
+        res = self.run(*argv, input=literal, allow_non_zero=True)
         if res.returncode == 0:
             return
         # git restore refuses a path that neither HEAD nor the index knows: such a path was an
@@ -467,7 +470,7 @@ class Repo:
         unknown = [p for p in paths if p not in known]
         if not unknown:
             # Run again as a call that may fail: a full disk is then told as one (DiskFull).
-            self.run(*argv, input=join_z(paths))
+            self.run(*argv, input=literal)
             return
         for path in unknown:
             try:
@@ -475,7 +478,7 @@ class Repo:
             except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
                 pass
         if known:
-            self.run(*argv, input=join_z(sorted(known)))
+            self.run(*argv, input=join_z(f":(literal){p}" for p in sorted(known)))
 
     def indexed(self, paths: Sequence[str]) -> list[str]:
         """The index entries of ``paths`` (a folder names the entries below it)."""

@@ -118,4 +118,5 @@ def restore_worktree(repo: Repo, commit: str, paths: Sequence[str]) -> None:
     Raises :class:`GitError`."""
     if paths:
         repo.run("restore", f"--source={commit}", "--worktree", "--no-overlay",
-                 "--pathspec-from-file=-", "--pathspec-file-nul", input=join_z(paths))
+                 "--pathspec-from-file=-", "--pathspec-file-nul",
+                 input=join_z(f":(literal){p}" for p in paths))  # (process.HOOK_COMMANDS)
