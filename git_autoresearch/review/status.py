@@ -285,13 +285,15 @@ def _noise(session: Session, incumbent: tuple[Run | None, bool] | None = None
 def opening_warnings(session: Session) -> list[str]:
     """What a reading command (log, show, analyze, summary, dashboard) warns of on opening:
     the session's warnings (an edited configuration, say), the ledger's records read otherwise
-    than they say (:meth:`Ledger.notices`), and a start that was interrupted (its baseline
-    problem names resume)."""
+    than they say (:meth:`Ledger.notices`), a start that was interrupted (its baseline
+    problem names resume), and lines the ledger lost that the state ref holds."""
     warnings = list(session.warnings) + session.ledger.notices(session.layout.ledger)
     if not session.read_only and session.layout.start_intent.exists():
         problem = session.baseline_problem()
         if problem:
             warnings.append(problem)
+    if not session.read_only:
+        warnings += _lost_lines(session)
     return warnings
 
 

@@ -731,6 +731,8 @@ def test_doctor_restores_lines_lost_in_the_middle_at_their_places(repo: Path, ar
     assert ar(repo, "status").err == f"warning: {lost_lines}\n"
     assert ar(repo, "status", "--json").json()["warnings"] == [lost_lines]
     assert ar(repo, "resume", "--json").json()["warnings"] == [lost_lines]
+    for reading in (["log"], ["summary"]):
+        assert f"warning: {lost_lines}\n" in ar(repo, *reading).err
     assert lost_lines in ar(repo, "ideas", "add", "an idea").err
     said = f"- the ledger {ledger} lost {len(gone)} line{'s' if len(gone) > 1 else ''} from " \
         "between others, which the state ref holds"
