@@ -386,11 +386,13 @@ def unkept_head_note(session: Session,
         head = session.head()
     except Refused:  # a clone whose HEAD is unborn: nothing measured there yet
         return None
+    cfg = session.config
+    then = ("a decision against them may mislead" if cfg.rule == "sequential"
+            and cfg.pairs_at_most == 0 else "each run measures HEAD beside it until a keep")
     return (f"HEAD ({session.repo.short(head)}) is the commit of no kept run (a "
             f"commit made by hand, or the branch moved): the incumbent's samples are run "
-            f"{run.number}'s ({run.data.get('commit')}), which measured other code, so a "
-            "decision against them may mislead; git autoresearch start --new-segment measures "
-            "HEAD afresh")
+            f"{run.number}'s ({run.data.get('commit')}), which measured other code, so {then}; "
+            "git autoresearch start --new-segment measures HEAD as a new baseline")
 
 
 def incumbent_samples(session: Session,

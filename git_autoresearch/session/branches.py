@@ -17,9 +17,10 @@ def carry_over(repo: Repo, branch: str) -> str:
     --merge`` carries them over (a conflicting file is left with conflict markers to resolve),
     or they are committed on the current branch first."""
     current = repo.current_branch()
-    where = f" on {current}" if current else ""
-    return (f"carry them over with git switch --merge {branch}, or commit them{where} first "
-            f"and then git switch {branch}")
+    if current is None:  # (a commit on a detached HEAD would be left behind by the switch)
+        return f"carry them over with git switch --merge {branch}"
+    return (f"carry them over with git switch --merge {branch}, or commit them on {current} "
+            f"first and then git switch {branch}")
 
 
 def pull_hint(repo: Repo, session_id: str) -> str:

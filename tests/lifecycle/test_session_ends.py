@@ -222,8 +222,7 @@ def test_a_half_picked_session_is_not_finished(repo: Path, ar: Tool) -> None:
     write(repo / "README.md", "edited\n")
     said = ("the work tree is on a detached HEAD, not on the session branch autoresearch/s1 "
             "(uncommitted changes in README.md: carry them over with git switch --merge "
-            "autoresearch/s1, or commit them first and then git switch autoresearch/s1; or "
-            "git autoresearch resume checks it out once they are gone)")
+            "autoresearch/s1; or git autoresearch resume checks it out once they are gone)")
     assert ar(repo, "status", "--json").json()["warnings"] == [said]
     assert "cannot check out autoresearch/s1: uncommitted changes in README.md" in \
         ar(repo, "resume", expect=3).err

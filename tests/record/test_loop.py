@@ -922,8 +922,8 @@ def test_a_commit_by_hand_under_the_incumbent_is_said_by_run_and_status(repo: Pa
     kept = runs(repo)[-1]["commit"]
     said = (f"HEAD ({head}) is the commit of no kept run (a commit made by hand, or the branch "
             f"moved): the incumbent's samples are run 2's ({kept}), which measured other "
-            "code, so a decision against them may mislead; git autoresearch start "
-            "--new-segment measures HEAD afresh")
+            "code, so each run measures HEAD beside it until a keep; git autoresearch start "
+            "--new-segment measures HEAD as a new baseline")
     assert ar(repo, "status", "--json").json()["warnings"] == [said]
     write(repo / "value.txt", "80\n")
     record = ar(repo, "run", "-d", "on the commit by hand", "--json").json()
