@@ -15,29 +15,59 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .process import GitError, Result, clock, failure_in, join_z, run_git, split_z
+from .process import GITLINK, GitError, Result, clock, failure_in, join_z, run_git, split_z
 from .repo import Repo
 
 
 def add_detached(repo: Repo, path: Path, commit: str) -> None:
     """Check out ``commit`` at ``path`` (absolute; must not exist or be empty) as a linked
-    worktree with a detached HEAD. Raises :class:`GitError` when git refuses."""
+    worktree with a detached HEAD, with the submodules the work tree has checked out
+    (:func:`_add_submodules`). Raises :class:`GitError` when git refuses."""
     repo.run("worktree", "add", "--detach", "--quiet", str(path), commit)
+    _add_submodules(repo, path, commit)
+
+
+def _add_submodules(repo: Repo, path: Path, commit: str) -> None:
+    """In the worktree of ``commit`` at ``path``, each submodule that ``commit`` records and
+    the work tree has a checkout of, checked out at the commit recorded for it: a detached
+    worktree of the submodule's own repository (``git -C <submodule> worktree add``), so that
+    nothing is fetched or cloned. One that cannot be (its repository lacks the commit) is left
+    as git left it, an empty folder. Nested submodules are not."""
+    if not (repo.top / ".gitmodules").is_file():
+        return
+    listing = repo.run("ls-tree", "-r", "-z", "--full-tree", commit).stdout
+    for item in split_z(listing):
+        meta, _, name = item.partition("\t")
+        mode, _, rest = meta.partition(" ")
+        if mode != GITLINK or not repo.checked_out(name):
+            continue
+        run_git(["worktree", "add", "--detach", "--quiet", str(path / name),
+                 rest.partition(" ")[2]], cwd=repo.top / name, allow_non_zero=True)
 
 
 def remove(repo: Repo, path: Path) -> None:
     """Remove the linked worktree at ``path`` however it is (changed or untracked files
     included: ``--force`` twice also removes a locked one), then what is left of its folder,
-    and prune git's record of any worktree whose folder is gone. Never raises for a worktree
-    that is already gone."""
+    and prune git's record of any worktree whose folder is gone, the submodules' own
+    (:func:`_add_submodules`) too. Never raises for a worktree that is already gone."""
     repo.run("worktree", "remove", "--force", "--force", str(path), allow_non_zero=True)
     shutil.rmtree(path, ignore_errors=True)
     prune(repo)
 
 
 def prune(repo: Repo) -> None:
-    """Forget the linked worktrees whose folders no longer exist (``git worktree prune``)."""
+    """Forget the linked worktrees whose folders no longer exist (``git worktree prune``), in
+    this repository and in each submodule the work tree has checked out."""
     repo.run("worktree", "prune", allow_non_zero=True)
+    if not (repo.top / ".gitmodules").is_file():
+        return
+    from .submodule import config_entries_in
+
+    for _, sub in config_entries_in(repo, ".gitmodules", r"^submodule\..*\.path$"):
+        if sub and repo.checked_out(sub):
+            run_git(["worktree", "prune"], cwd=repo.top / sub, allow_non_zero=True)
+
+
 
 
 def listed(repo: Repo) -> list[Path]:

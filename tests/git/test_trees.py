@@ -3,6 +3,7 @@ submodules, paths given from a subdirectory, and a start that was interrupted.""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -348,6 +349,32 @@ def test_files_the_benchmark_writes_inside_a_submodule_wedge_nothing(with_submod
     assert git(top / "sub", "rev-parse", "HEAD") == one
     assert git(top, "show", "--name-only", "--format=", "HEAD") == "value.txt"
     assert ar(top, "doctor", "--json").json()["findings"] == []
+
+
+def test_the_incumbent_measured_beside_has_its_submodules(with_submodule: Submodule,
+                                                          ar: Tool) -> None:
+    """A benchmark that reads a submodule's files, under the sequential rule: the incumbent's
+    worktree had no submodule checked out, gave no metric on every run, and every run was
+    decided on the incumbent's earlier samples alone. Each submodule the work tree has is now
+    checked out there too, at the commit recorded for it (a worktree of the submodule's own
+    repository: nothing fetched), and its record is gone with the worktree."""
+    top, one, _ = with_submodule
+    write(top / "bench.sh", '#!/bin/sh\nn=$(od -An -N1 -tu1 /dev/urandom | tr -d " ")\n'
+                            'a=$(cat sub/a) || exit 1\n'
+                            'echo "score: $(( $(cat value.txt) + a * 100 + n % 9 ))"\n', 0o755)
+    commit_all(top)
+    ar(top, *start_args("--scope", "value.txt"))
+    write(top / "value.txt", "50\n")
+    record = ar(top, "run", "-d", "half", "--json").json()
+    assert not [w for w in record["warnings"] if "gave no metric" in w], record["warnings"]
+    assert record["decision"]["incumbent_fresh"]
+    assert min(record["decision"]["incumbent_fresh"]) >= 200
+    assert git(top / "sub", "worktree", "list", "--porcelain").count("worktree ") == 1
+    assert git(top / "sub", "rev-parse", "HEAD") == one
+    if record["status"] == "keep":  # (audit checks both sides out the same way)
+        audited = ar(top, "audit", "--samples", "2", "--json").json()
+        assert "crash" not in json.dumps(audited), audited
+        assert git(top / "sub", "worktree", "list", "--porcelain").count("worktree ") == 1
 
 
 @pytest.mark.parametrize("command", ["discard", "keep"])
