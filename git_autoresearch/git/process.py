@@ -236,7 +236,7 @@ OUR_READING = ("-c", "trailer.separators=:", "-c", "i18n.logOutputEncoding=UTF-8
 # (The reference-transaction and post-index-change hooks, which plumbing fires too, are not
 # covered.)
 HOOK_COMMANDS = ("commit", "switch", "checkout", "worktree", "push", "submodule", "restore",
-                 "cherry-pick")
+                 "cherry-pick", "maintenance", "gc")  # (the last two: pre-auto-gc)
 
 
 def run_git(

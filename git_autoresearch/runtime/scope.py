@@ -133,7 +133,9 @@ def _compile(rule: str) -> re.Pattern[str]:
             if end == -1:
                 out.append(re.escape(c))
             else:
-                body = rule[i + 1:end].replace("\\", "\\\\")
+                # (a character Python's sets may one day read as an operator or a nested
+                # set, and which it warns of now: taken as itself, as git takes it)
+                body = re.sub(r"([\\\[&~|])", r"\\\1", rule[i + 1:end])
                 if body.startswith("!"):
                     body = "^" + body[1:]
                 out.append(f"[{body}]")

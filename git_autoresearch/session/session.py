@@ -302,13 +302,25 @@ class Session:
 
     def check_recordable(self) -> None:
         """Refuse while a merge, rebase or the like is in progress, and when the session
-        folder is a symbolic link (:meth:`Layout.linked`)."""
+        folder is a symbolic link (:meth:`Layout.linked`); and (exit 2) when this command
+        writes its output into a tracked file of the work tree (``run > run.log``), which a
+        run would commit or revert (an untracked one is left alone: ``Changes.outputs``)."""
         linked = self.layout.linked()
         if linked:
             raise Refused(linked)
         op = self.repo.operation_in_progress()
         if op:
             raise Refused(f"a {op} is in progress; finish or abort it first")
+        from ..history.experiment import own_outputs
+
+        outputs = own_outputs(self.repo.top)
+        tracked = self.repo.indexed(outputs) if outputs else []
+        if tracked:
+            raise UsageError(f"{' and '.join(tracked)}, where this command writes its output, "
+                             f"{'are tracked files' if len(tracked) > 1 else 'is a tracked file'}"
+                             " of the work tree, which a run would commit or revert: write the "
+                             "output outside the work tree, or under .auto/; nothing was "
+                             "measured or changed")
 
     def kept_lines(self) -> set[int] | None:
         """The numbers of the kept runs whose lines the session's ledger file holds; None in

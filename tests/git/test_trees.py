@@ -541,3 +541,22 @@ def test_a_glob_given_from_a_subdirectory_stays_where_it_was_given(repo: Path, a
              expect=2)
     assert res.err == ("git autoresearch: --protected /etc/notes*: the path is outside the "
                        f"repository {repo}\n")
+
+
+def test_a_bracket_in_a_path_rule_is_taken_as_git_takes_it(repo: Path, ar: Tool) -> None:
+    """A path named with brackets is given as a glob that escapes them (``lib [[]m]``, as
+    git's own pathspecs would): it matched, and every command then printed Python's
+    FutureWarning ("Possible nested set") on stderr. The rule's characters are taken as
+    themselves inside a bracket; nothing else is said."""
+    import warnings
+
+    write(repo / "lib [m]" / "x.py", "x = 1\n")
+    commit_all(repo, "a folder named with brackets")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        ar(repo, *start_args("--decision", "strict", "--scope", "lib [[]m]", "--readonly",
+                             "a[&|~]b"), "--allow-missing")
+        write(repo / "lib [m]" / "x.py", "x = 2\n")
+        write(repo / "value.txt", "90\n")
+        record = ar(repo, "run", "-d", "in the bracketed folder", "--json").json()
+    assert record["scope_violations"] == ["value.txt"]

@@ -1000,10 +1000,10 @@ def test_a_shell_redirection_into_the_work_tree_is_no_part_of_the_experiment(
 def test_a_redirection_of_measure_or_into_a_tracked_file_is_left_alone(repo: Path, ar: Tool,
                                                                        then: str) -> None:
     """``measure --json > m.json``, then keep or discard: keep refused, the file being new
-    since the measurement, and discard deleted it (saving it at the attempt ref); and a
-    redirection into a tracked file (``run > run.log`` of a committed run.log) committed the
-    file truncated, or reverted it, wiping what the run wrote. The files a command writes
-    its output to are left alone by it and by the commands after it, tracked or not."""
+    since the measurement, and discard deleted it (saving it at the attempt ref). The
+    untracked files a command writes its output to are left alone by it and by the commands
+    after it. A redirection into a tracked file (``run > run.log`` of a committed run.log)
+    committed the file truncated, or reverted it, wiping what the run wrote; it is refused."""
     import subprocess
     import sys
 
@@ -1024,13 +1024,21 @@ def test_a_redirection_of_measure_or_into_a_tracked_file_is_left_alone(repo: Pat
     assert record["status"] == then and record["metric"] is not None
     assert (repo / "m.json").read_text() == written
     assert "m.json" not in git(repo, "show", "--name-only", "--format=", "HEAD")
+    # A tracked file would be the next run's change, committed or reverted with it: such a
+    # redirection is refused before anything is measured or changed.
     write(repo / "value.txt", "85\n")
-    with (repo / "run.log").open("wb") as out:
-        subprocess.run([sys.executable, "-m", "git_autoresearch", "run", "-d", "logged"],
-                       cwd=repo, stdout=out, check=True)
-    assert "run 3: keep" in (repo / "run.log").read_text()
-    assert git(repo, "show", "--name-only", "--format=", "HEAD") == "value.txt"
-    assert git(repo, "status", "--porcelain", "--", "run.log") == "M run.log"
+    for command in (["run", "-d", "logged"], ["measure"], ["discard", "-d", "x"]):
+        with (repo / "run.log").open("wb") as out:
+            done = subprocess.run([sys.executable, "-m", "git_autoresearch", *command],
+                                  cwd=repo, stdout=out, stderr=subprocess.STDOUT)
+        assert done.returncode == 2
+        assert (repo / "run.log").read_text() == (
+            "git autoresearch: run.log, where this command writes its output, is a tracked "
+            "file of the work tree, which a run would commit or revert: write the output "
+            "outside the work tree, or under .auto/; nothing was measured or changed\n")
+        assert (repo / "value.txt").read_text() == "85\n"
+        git(repo, "checkout", "--", "run.log")
+    assert [r["run"] for r in runs(repo)] == [1, 2]
 
 
 def test_under_the_strict_rule_a_run_with_no_change_is_never_kept(repo: Path, ar: Tool,
