@@ -381,10 +381,10 @@ def finalize(session: Session, chosen: list[Keep], dropped: list[tuple[int, str]
     base, cfg = found.commit, found.config
     branch = final_branch(cfg.session_id)
     names = [branch, *(split_branch(cfg.session_id, k.number) for k in chosen if split)]
+    sweep(session, FOLDER_PREFIX, ("tree",))  # what a finalize killed outright left
     _refuse_taken(session, names, force)
     final = Final(base, branch, None, [], dropped, timestamp=now_ms(), segment=found.segment,
                   config=cfg)
-    sweep(session, FOLDER_PREFIX, ("tree",))  # what a finalize killed outright left
     folder = repo.scratch / f"{FOLDER_PREFIX}{os.getpid()}"
     tree = folder / "tree"
     try:

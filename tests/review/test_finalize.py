@@ -117,7 +117,12 @@ def test_an_existing_final_branch_is_replaced_only_with_force(repo: Path, ar: To
     night(repo, ar)
     ar(repo, "finalize", "--samples", "0", "--only", "2")
     first = git(repo, "rev-parse", "autoresearch/s1-final")
+    # what a finalize killed outright left (its worktree) goes even when this one refuses
+    left = repo / ".git" / "autoresearch" / "final-999999999" / "tree"
+    git(repo, "worktree", "add", "-q", "--detach", str(left), "HEAD")
     res = ar(repo, "finalize", "--samples", "0", expect=3)
+    assert not left.parent.exists()
+    assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
     assert res.err == ("git autoresearch: branch autoresearch/s1-final exists (an earlier "
                        "finalize?); pass --force to replace it\n")
     assert git(repo, "rev-parse", "autoresearch/s1-final") == first
