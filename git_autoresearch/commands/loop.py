@@ -180,9 +180,10 @@ def _compared_samples(record: Mapping[str, Any]) -> list[float] | None:
     """The candidate's samples a decision on samples taken side by side compared (the last
     ``candidate_samples`` of the run's, taken beside the incumbent's), when they are fewer
     than all of them (the median shown is of all); None otherwise."""
+    from ..ledger.jsontext import numbers
+
     decision = record.get("decision") or {}
-    samples = [v for v in record.get("samples") or []
-               if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    samples = numbers(record.get("samples"))
     count = decision.get("candidate_samples")
     if decision.get("evidence") != "fresh" or not isinstance(count, int) \
             or not 0 < count < len(samples):
@@ -195,11 +196,11 @@ def _judged_against(decision: Mapping[str, Any]) -> tuple[float, str] | None:
     were, by its ``evidence``: those taken beside the candidate (``fresh``); the earlier ones
     levelled with those (``pool+fresh``: the median its ``relative`` effect is of); else the
     earlier ones (``pool_median``)."""
+    from ..ledger.jsontext import numbers
     from ..ledger.stats import median
 
     evidence = decision.get("evidence")
-    fresh = [v for v in decision.get("incumbent_fresh") or []
-             if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    fresh = numbers(decision.get("incumbent_fresh"))
     if evidence == "fresh" and fresh:
         return median(fresh), "the incumbent measured beside it"
     value, relative = decision.get("effect"), decision.get("relative")

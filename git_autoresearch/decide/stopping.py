@@ -42,7 +42,7 @@ def check_stop(session: Session, command: str) -> None:
         raise StopLoop("STOP sentinel found: the loop stops here ("
                        + (_kept_note(session) if workers else "the sentinel was removed)")
                        # (removed, it lets the next measure run: keep after it, too)
-                       + _unrecorded_note(session, None if workers else ONE_SHOT))
+                       + _unrecorded_note(session, STOPPED if workers else ONE_SHOT))
     met = rule_met(session)
     if met is not None:
         rule, reason = met
@@ -143,18 +143,19 @@ def _rule_met(session: Session, command: str, rule: str, reason: str) -> None:
         session.mirror_state("stopped")
 
 
-# What to do with unrecorded changes once a STOP that was removed is met: the next measure runs.
+# What to do with unrecorded changes once the loop stops: nothing more is measured; after a
+# STOP that was removed, the next measure runs.
+STOPPED = ("record them with git autoresearch discard, or with keep --metric VALUE for a "
+           "number measured elsewhere")
 ONE_SHOT = "record them with git autoresearch discard or keep"
 
 
-def _unrecorded_note(session: Session, then: str | None = None) -> str:
-    said = unrecorded_text(session, then) if then else unrecorded_text(session)
+def _unrecorded_note(session: Session, then: str = STOPPED) -> str:
+    said = unrecorded_text(session, then)
     return f"; {said}" if said else ""
 
 
-def unrecorded_text(session: Session, then: str = "record them with git autoresearch "
-                                                  "discard, or with keep --metric VALUE for a "
-                                                  "number measured elsewhere") -> str | None:
+def unrecorded_text(session: Session, then: str = STOPPED) -> str | None:
     """What to say of the changes in the work tree no run recorded (the paths the next run
     would measure, up to three), and ``then`` what to do; None when there is none."""
     changes = session.changes()

@@ -182,7 +182,8 @@ class StatusEntry:
 ARGV_BUDGET = 64 * 1024
 
 
-def git_environment(extra: Mapping[str, str] | None) -> dict[str, str]:
+def git_environment(extra: Mapping[str, str] | None, *,
+                    replaced: bool = False) -> dict[str, str]:
     # git speaks C to us whatever the user's locale (LANGUAGE is ignored under LC_ALL=C, not
     # under C.UTF-8), so what it says is the same everywhere; callers that run the user's own
     # code through git (commit hooks) hand the user's locale back with user_locale().
@@ -191,7 +192,9 @@ def git_environment(extra: Mapping[str, str] | None) -> dict[str, str]:
     env["LC_ALL"] = "C"
     # The objects themselves, never what git replace shows in their place (refs/replace/): a
     # keep's commit, its trailers and its tree are what was recorded, whatever replaces them.
-    env["GIT_NO_REPLACE_OBJECTS"] = "1"
+    # ``replaced``: as the user's git sees them (the user's own setting, if any, kept).
+    if not replaced:
+        env["GIT_NO_REPLACE_OBJECTS"] = "1"
     if extra:
         env.update(extra)
     return env
@@ -226,6 +229,12 @@ OUR_READING = ("-c", "trailer.separators=:", "-c", "i18n.logOutputEncoding=UTF-8
                "-c", "core.quotePath=false")
 
 
+def literal(path: str) -> str:
+    """``path`` as a pathspec that names it alone, whatever it holds (``:(literal)``): for
+    the commands run without ``--literal-pathspecs`` (:data:`HOOK_COMMANDS`)."""
+    return f":(literal){path}"
+
+
 # The commands that run the user's hooks (githooks(5): pre-commit and the like, post-checkout,
 # which git restore fires too, pre-push): they run under the user's own settings, without ours
 # (OUR_READING, --literal-pathspecs), which the hooks would inherit (GIT_CONFIG_PARAMETERS,
@@ -257,11 +266,7 @@ def run_git(
     """
     hooks = bool(args) and args[0] in HOOK_COMMANDS
     argv = ["git", *(() if hooks else ("--literal-pathspecs", *OUR_READING)), *args]
-    environment = git_environment(env)
-    if args and args[0] == "commit":  # (the user's own setting, if any)
-        environment.pop("GIT_NO_REPLACE_OBJECTS")
-        if "GIT_NO_REPLACE_OBJECTS" in os.environ:
-            environment["GIT_NO_REPLACE_OBJECTS"] = os.environ["GIT_NO_REPLACE_OBJECTS"]
+    environment = git_environment(env, replaced=bool(args) and args[0] == "commit")
     started = time.perf_counter()
     try:
         with signals.deferred():

@@ -30,6 +30,7 @@ from .process import (
     free_bytes,
     inside_repository,
     join_z,
+    literal,
     run_git,
     said,
     split_z,
@@ -75,11 +76,11 @@ COMMAND_PATTERNS = frozenset({
     r"^maintenance\.auto$", r"^core\.hookspath$", PROMISOR_PATTERN})
 
 
-
 def likely_remote(remotes: Sequence[str]) -> str | None:
     """The remote of ``remotes`` a hint names: ``origin`` when there is one, else the first;
     None when there is none."""
     return "origin" if "origin" in remotes else (remotes[0] if remotes else None)
+
 
 class Repo:
     """A work tree and its git directories, resolved once to absolute paths.
@@ -459,8 +460,7 @@ class Repo:
                 "--pathspec-from-file=-", "--pathspec-file-nul"]
         # (restore runs the user's post-checkout hook: no --literal-pathspecs, which it would
         # inherit; each path is literal by its own magic)
-        literal = join_z(f":(literal){p}" for p in paths)
-        res = self.run(*argv, input=literal, allow_non_zero=True)
+        res = self.run(*argv, input=join_z(map(literal, paths)), allow_non_zero=True)
         if res.returncode == 0:
             return
         # git restore refuses a path that neither HEAD nor the index knows: such a path was an
@@ -470,7 +470,7 @@ class Repo:
         unknown = [p for p in paths if p not in known]
         if not unknown:
             # Run again as a call that may fail: a full disk is then told as one (DiskFull).
-            self.run(*argv, input=literal)
+            self.run(*argv, input=join_z(map(literal, paths)))
             return
         for path in unknown:
             try:
@@ -478,7 +478,7 @@ class Repo:
             except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
                 pass
         if known:
-            self.run(*argv, input=join_z(f":(literal){p}" for p in sorted(known)))
+            self.run(*argv, input=join_z(map(literal, sorted(known))))
 
     def indexed(self, paths: Sequence[str]) -> list[str]:
         """The index entries of ``paths`` (a folder names the entries below it)."""

@@ -3,7 +3,7 @@ out, reinstate from ``modules/<name>``)."""
 
 from __future__ import annotations
 
-from .process import run_git, split_z
+from .process import literal, run_git, split_z
 from .repo import Repo
 
 
@@ -35,8 +35,7 @@ def reinstate(repo: Repo, path: str) -> None:
              if value == path]
     if not any((repo.common_dir / "modules" / name).is_dir() for name in names):
         return
-    repo.run("submodule", "--quiet", "update", "--init", "--no-fetch", "--",
-             f":(literal){path}")
+    repo.run("submodule", "--quiet", "update", "--init", "--no-fetch", "--", literal(path))
 
 def config_entries_in(repo: Repo, file: str, pattern: str) -> list[tuple[str, str | None]]:
     """As :meth:`Repo.config_entries`, from the file ``file`` of the work tree (such as

@@ -15,7 +15,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .process import GITLINK, GitError, Result, clock, failure_in, join_z, run_git, split_z
+from .process import (
+    GITLINK,
+    GitError,
+    Result,
+    clock,
+    failure_in,
+    join_z,
+    literal,
+    run_git,
+    split_z,
+)
 from .repo import Repo
 
 
@@ -29,20 +39,27 @@ def add_detached(repo: Repo, path: Path, commit: str) -> None:
 
 def _add_submodules(repo: Repo, path: Path, commit: str) -> None:
     """In the worktree of ``commit`` at ``path``, each submodule that ``commit`` records and
-    the work tree has a checkout of, checked out at the commit recorded for it: a detached
-    worktree of the submodule's own repository (``git -C <submodule> worktree add``), so that
-    nothing is fetched or cloned. One that cannot be (its repository lacks the commit) is left
-    as git left it, an empty folder. Nested submodules are not."""
+    the work tree has a checkout of (:func:`_checked_out_submodules`), checked out at the
+    commit recorded for it: a detached worktree of the submodule's own repository (``git -C
+    <submodule> worktree add``), so that nothing is fetched or cloned. One that cannot be (its
+    repository lacks the commit) is left as git left it, an empty folder. Nested submodules
+    are not."""
+    subs = _checked_out_submodules(repo)
+    for name, (mode, oid) in repo.tree_entries(commit, subs).items():
+        if mode == GITLINK:
+            run_git(["worktree", "add", "--detach", "--quiet", str(path / name), oid],
+                    cwd=repo.top / name, allow_non_zero=True)
+
+
+def _checked_out_submodules(repo: Repo) -> list[str]:
+    """The paths ``.gitmodules`` names whose submodule the work tree has a checkout of (none
+    without the file: no git is asked)."""
     if not (repo.top / ".gitmodules").is_file():
-        return
-    listing = repo.run("ls-tree", "-r", "-z", "--full-tree", commit).stdout
-    for item in split_z(listing):
-        meta, _, name = item.partition("\t")
-        mode, _, rest = meta.partition(" ")
-        if mode != GITLINK or not repo.checked_out(name):
-            continue
-        run_git(["worktree", "add", "--detach", "--quiet", str(path / name),
-                 rest.partition(" ")[2]], cwd=repo.top / name, allow_non_zero=True)
+        return []
+    from .submodule import config_entries_in
+
+    return [sub for _, sub in config_entries_in(repo, ".gitmodules", r"^submodule\..*\.path$")
+            if sub and repo.checked_out(sub)]
 
 
 def remove(repo: Repo, path: Path) -> None:
@@ -59,15 +76,8 @@ def prune(repo: Repo) -> None:
     """Forget the linked worktrees whose folders no longer exist (``git worktree prune``), in
     this repository and in each submodule the work tree has checked out."""
     repo.run("worktree", "prune", allow_non_zero=True)
-    if not (repo.top / ".gitmodules").is_file():
-        return
-    from .submodule import config_entries_in
-
-    for _, sub in config_entries_in(repo, ".gitmodules", r"^submodule\..*\.path$"):
-        if sub and repo.checked_out(sub):
-            run_git(["worktree", "prune"], cwd=repo.top / sub, allow_non_zero=True)
-
-
+    for sub in _checked_out_submodules(repo):
+        run_git(["worktree", "prune"], cwd=repo.top / sub, allow_non_zero=True)
 
 
 def listed(repo: Repo) -> list[Path]:
@@ -149,4 +159,4 @@ def restore_worktree(repo: Repo, commit: str, paths: Sequence[str]) -> None:
     if paths:
         repo.run("restore", f"--source={commit}", "--worktree", "--no-overlay",
                  "--pathspec-from-file=-", "--pathspec-file-nul",
-                 input=join_z(f":(literal){p}" for p in paths))  # (process.HOOK_COMMANDS)
+                 input=join_z(map(literal, paths)))

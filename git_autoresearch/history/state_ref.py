@@ -106,8 +106,7 @@ def _mirrored(repo: Repo, auto: Path, ref: str, message: str, cache: dict[str, A
     """:func:`mirror` with the mirror's ``cache`` as read (empty: nothing known)."""
     entries, links, skipped = _session_files(auto)
     ledger = read_bytes(auto / "log.jsonl")
-    known = {int(k): v for k, v in cache.get("pieces", {}).items()} \
-        if cache.get("ref") == ref else {}
+    known = _known_pieces(cache, ref)
     same, pieces = _pieces(ledger, known)
     if use_cache and not _rewritten_on_purpose(cache, ledger) \
             and not _appended_only(ledger, known, same):
@@ -156,11 +155,25 @@ def _appended_only(ledger: bytes, known: dict[int, list[Any]], same: int) -> boo
     the last one, by its size and CRC-32, at the start of what follows them."""
     if not known or same != len(known) - 1:
         return False
-    size, _, digest = known[same][:3]
-    start = sum(int(known[index][0]) for index in range(same))
-    end = start + int(size)
+    start, size, digest = _last_piece(known)
+    end = start + size
     return end <= len(ledger) and ledger[end - 1] == 0x0A \
-        and _digest(memoryview(ledger)[start:end]) == str(digest)
+        and _digest(memoryview(ledger)[start:end]) == digest
+
+
+def _known_pieces(cache: dict[str, Any], ref: str) -> dict[int, list[Any]]:
+    """The pieces the mirror's ``cache`` (as :func:`_read_cache` checked it) holds of the
+    state ref ``ref``, by index: [size, blob id, digest]; none of another ref."""
+    return {int(k): v for k, v in cache.get("pieces", {}).items()} \
+        if cache.get("ref") == ref else {}
+
+
+def _last_piece(known: dict[int, list[Any]]) -> tuple[int, int, str]:
+    """Where the last piece the mirror's cache ``known`` (not empty) holds begins in the
+    ledger (its pieces before it end to end), its size and its digest."""
+    last = len(known) - 1
+    size, _, digest = known[last][:3]
+    return sum(int(known[index][0]) for index in range(last)), int(size), str(digest)
 
 
 def _lost_lines_text(ledger: Path, ref: str) -> str:
@@ -177,12 +190,10 @@ def lost_lines(repo: Repo, ledger: Path, session_id: str) -> str | None:
     the whole ledger and the ref's own read."""
     cache = _read_cache(repo)
     ref = state_ref(session_id)
-    known = cache.get("pieces", {}) if cache.get("ref") == ref else {}
+    known = _known_pieces(cache, ref)
     if not known:
         return None
-    last = len(known) - 1
-    start = sum(int(known[str(index)][0]) for index in range(last))
-    size, _, digest = known[str(last)][:3]
+    start, size, digest = _last_piece(known)
     try:
         with open(ledger, "rb") as fh:
             fh.seek(start)

@@ -86,6 +86,14 @@ def finite(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+def numbers(values: Any) -> list[float]:
+    """The finite numbers of the JSON list ``values`` (:func:`finite`; anything else left
+    out), in order; none when ``values`` is no list."""
+    if not isinstance(values, list):
+        return []
+    return [number for value in values if (number := finite(value)) is not None]
+
+
 def nulled(data: Any) -> Any:
     """``data`` with every non-finite float in it (read from a hostile ledger: ``1e400``, an
     integer of 400 digits) made None, as ``log --json`` writes it: JSON has no infinity."""

@@ -24,7 +24,7 @@ from ..history.experiment import Changes, moved_out, revert, revert_targets, sco
 from ..history.refs import scope_prefix, session_branch, worker_branch
 from ..history.trailers import set_aside_message
 from ..ledger import json_number, now_ms
-from ..ledger.jsontext import is_whole
+from ..ledger.jsontext import is_whole, numbers
 from ..ledger.records import RunRecord
 from ..ledger.stats import mad, median
 from ..record import intents
@@ -580,8 +580,7 @@ def remeasure_incumbent(session: Session, after: RunRecord) -> list[str]:
     ``after`` took some, are appended instead, without measuring again (whatever
     ``remeasure_incumbent`` says: they cost nothing more). Returns warnings: a failed sample
     is not recorded, and an incumbent that drifted (either way) is named."""
-    beside = [float(v) for v in (after.get("decision") or {}).get("incumbent_fresh") or []
-              if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    beside = numbers((after.get("decision") or {}).get("incumbent_fresh"))
     if not (session.config.remeasures or beside) \
             or after["status"] not in ("discard", "checks_failed"):
         return []
