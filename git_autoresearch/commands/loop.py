@@ -47,8 +47,9 @@ def _measurement_json(result: Measurement, status: str, session: Session) -> dic
     from ..ledger import json_number
 
     data = result.to_dict()
-    for internal in ("fingerprint", "warnings", "log_tail", "head", "exit_code", "reason"):
-        data.pop(internal, None)  # (warnings: the document's own say them)
+    for internal in ("fingerprint", "warnings", "log_tail", "head", "exit_code", "reason",
+                     "hooks"):
+        data.pop(internal, None)  # (warnings, hooks: the document's own say them)
     if data.get("slot") is None:  # named, as in the run record, only with slots or pinning
         data.pop("slot", None)
     cfg = session.config

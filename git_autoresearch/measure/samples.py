@@ -183,6 +183,9 @@ class Measurement:
     # What the caller is told about how it was measured (the incumbent could not be measured
     # beside it, say); never recorded.
     warnings: list[str] = field(default_factory=list)
+    # The before hooks fired for it (``hooks.user.HookReport.summary``): a keep or discard
+    # that records it as the pending measurement lists them in its record's ``hooks``.
+    hooks: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def status(self) -> str | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,9 +42,10 @@ if TYPE_CHECKING:
 
 
 def measure(session: Session, progress: Progress | None = None, *, pending: bool = True,
-            baseline: bool = False) -> Measurement:
+            baseline: bool = False, hooks: Sequence[Mapping[str, Any]] = ()) -> Measurement:
     """Run the experiment (``measure.measure``) on the work tree with what is outside the scope
-    or readonly set aside first, and, with ``pending``, keep the result for keep or discard.
+    or readonly set aside first, and, with ``pending``, keep the result for keep or discard,
+    with ``hooks``, the before hooks fired for it (``HookReport.summary``).
 
     Refuses (exit 3) a segment without a baseline (unless measuring it: ``baseline``), a
     scratch folder or ledger that cannot be written, and a result that cannot be kept (a full
@@ -82,7 +83,7 @@ def measure(session: Session, progress: Progress | None = None, *, pending: bool
     bounds = session.bounds
     result = dataclasses.replace(
         result, head=session.head(), scope_ref=scope_ref, decision=rule.verdict(result),
-        slot=slot.record(), warnings=rule.notes,
+        slot=slot.record(), warnings=rule.notes, hooks=[dict(h) for h in hooks],
         readonly_violations=[p for p in violations if bounds.is_readonly(p)],
         scope_violations=[p for p in violations if not bounds.is_readonly(p)])
     if pending:

@@ -99,10 +99,11 @@ def record_by_hand(session: Session, status: str, description: str, asi: Mapping
                    force: bool) -> Iteration:
     """``keep`` or ``discard`` (``status``) by hand: under the session lock, the measurement
     to record chosen (:func:`decide.choice.choose_measurement`: the pending one, or the
-    ``metric`` and ``given`` metrics, NAME -> value, read once the lock is held), recorded,
-    the after hooks fired. The :class:`Iteration`'s ``result`` is the measurement recorded
-    (empty when none) and ``notes`` what the choice says. Refuses (exit 3) a worker's keep
-    whose incumbent moved, saying what to do."""
+    ``metric`` and ``given`` metrics, NAME -> value, read once the lock is held), recorded
+    with the before hooks fired for the pending one, the after hooks fired. The
+    :class:`Iteration`'s ``result`` is the measurement recorded (empty when none) and
+    ``notes`` what the choice says. Refuses (exit 3) a worker's keep whose incumbent moved,
+    saying what to do."""
     from ..decide.choice import choose_measurement
 
     with locked(session, status) as recovered:
@@ -111,13 +112,15 @@ def record_by_hand(session: Session, status: str, description: str, asi: Mapping
         # next_run, which the record asks again (its answer kept).
         session.next_run()
         session.check_not_joined_elsewhere()
-        choice = choose_measurement(session, status, worktree.read(session), metric, given())
+        pending = worktree.read(session)
+        choice = choose_measurement(session, status, pending, metric, given())
         best = session.segment.best
         result = choice.result if choice.result is not None else Measurement.empty()
         done = Iteration(recovered, HookReport("before"), result, status,
                          best.metric if best else None, notes=list(choice.notes))
         try:
             done.recorded = record(session, status, description, result=choice.result, asi=asi,
+                                   hooks=pending.hooks if pending is not None else None,
                                    given=choice.given, force=force, reason=choice.forced)
         except IncumbentMoved as moved:
             from ..workers.replay import keep_refused
@@ -167,7 +170,7 @@ def hooks_and_measure(session: Session, command: str, *, catch_up: bool,
         caught = replay_first(session)
         if caught is not None and caught.conflicts:
             return before, None, caught
-    return before, worktree.measure(session, progress), caught
+    return before, worktree.measure(session, progress, hooks=before.summary()), caught
 
 
 def _measured(session: Session, retry: Retry | None, progress: Progress | None, *,

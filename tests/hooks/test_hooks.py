@@ -250,6 +250,24 @@ def test_hooks_fire_for_measure_keep_discard_crash_and_by_hand(session: Path, ar
     assert ar(session, "doctor").code == 0, "the state ref holds the hook lines of measure"
 
 
+def test_a_keep_or_discard_of_a_measurement_lists_the_before_hooks_that_fired_for_it(
+        session: Path, ar: Tool) -> None:
+    hook(session, "before.sh", "#!/bin/sh\n:\n")
+    hook(session, "after.sh", "#!/bin/sh\n:\n")
+    write(session / "value.txt", "90\n")
+    ar(session, "measure")
+    kept = ar(session, "keep", "-d", "k", "--json").json()
+    assert [(h["stage"], h["hook"]) for h in kept["hooks"]] == [("before", "before.sh"),
+                                                                ("after", "after.sh")]
+    assert [h["stage"] for h in runs(session)[-1]["hooks"]] == ["before"]
+    write(session / "value.txt", "500\n")
+    ar(session, "measure")
+    ar(session, "discard", "-d", "d")
+    assert [h["stage"] for h in runs(session)[-1]["hooks"]] == ["before"]
+    ar(session, "discard", "-d", "nothing measured")
+    assert runs(session)[-1]["hooks"] == [], "no measurement: no before hook fired"
+
+
 def test_hooks_and_modes_survive_reverts(session: Path, ar: Tool) -> None:
     a = hook(session, "before.d/10-x", "#!/bin/sh\n:\n", mode=0o750)
     b = hook(session, "after.sh", "#!/bin/sh\n:\n", mode=0o700)
