@@ -49,8 +49,8 @@ _FORMAT_HELP = ("table, markdown, json, jsonl, csv or tsv; or a template with {f
               help="Only runs whose decision has this verdict.")
 @click.option("--touched", type=click.Choice(["readonly", "outside", "any"]),
               help="Only runs whose experiment changed a readonly file (readonly), a file "
-                   "outside the scope (outside), or either (any); each was set aside before "
-                   "measuring. The table marks them (R, O).")
+                   "outside the scope (outside), or either (any); each was set aside, never "
+                   "committed. The table marks them (R, O).")
 @click.option("--last", type=click.IntRange(min=0), metavar="N",
               help="Only the last N runs (of those the filters keep, in run order).")
 @click.option("--sort", "sorts", multiple=True, metavar="FIELD",

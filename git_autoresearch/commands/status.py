@@ -277,7 +277,7 @@ def show_cmd(run_number: int, as_json: bool) -> None:
     for line in audited:
         click.echo(f"audit {_when(line.get('timestamp'))}: "
                    + "\n".join(audit_lines(line, session.config.metric_unit)))
-    for text in _touched_lines(run.data):
+    for text in _touched_lines(run.data, found.aside_before):
         click.echo(text)
     if run.status == "crash" and run.data.get("tail"):
         click.echo(f"---- tail of the output ----\n{run.data['tail']}\n----")
@@ -309,9 +309,12 @@ def show_cmd(run_number: int, as_json: bool) -> None:
                    f"{entry['ref']}: {', '.join(entry['paths'])}")
 
 
-def _touched_lines(record: Any) -> list[str]:
+def _touched_lines(record: Any, aside_before: frozenset[str] | None) -> list[str]:
     """What ``show`` says of the files a run changed that it must not (:func:`review.report.
-    touched_paths`): one line for the readonly files, one for those outside the scope."""
+    touched_paths`), for the readonly files, then those outside the scope: a line for those
+    set aside before measuring (``aside_before``; all of them when None: not known), and one
+    for those put back when the run was recorded (changed while it was measured, or a run
+    not measured), which its attempt ref keeps."""
     from ..review.report import one_line, touched_paths
 
     said = {"readonly": ("readonly files", "undone"), "outside": ("outside the scope",
@@ -319,10 +322,17 @@ def _touched_lines(record: Any) -> list[str]:
     lines = []
     for kind, (paths, count) in (touched_paths(record) or {}).items():
         what, done = said[kind]
-        named = ", ".join(one_line(p) for p in paths) or f"{count} path(s)"
+        later = [p for p in paths if aside_before is not None and p not in aside_before]
+        early = [p for p in paths if p not in later]
         more = f" and {count - len(paths)} more" if paths and count > len(paths) else ""
-        lines.append(f"touched     {what} {named}{more}: {done} before measuring, so neither "
-                     "measured nor committed")
+        if early or not paths:
+            named = ", ".join(one_line(p) for p in early) or f"{count} path(s)"
+            lines.append(f"touched     {what} {named}{'' if later else more}: {done} before "
+                         "measuring, so neither measured nor committed")
+        if later:
+            lines.append(f"touched     {what} {', '.join(one_line(p) for p in later)}{more}: "
+                         "reverted when the run was recorded, so not committed (saved at its "
+                         "attempt ref)")
     return lines
 
 

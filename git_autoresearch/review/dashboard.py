@@ -277,7 +277,7 @@ def _touched_marker(run: Run) -> str:
                       + (f" and {count - len(paths)} more" if paths and count > len(paths)
                          else "")
                       for kind, (paths, count) in found.items())
-    return (f' <span class="touched" title="{escape(title)} (set aside before measuring)">'
+    return (f' <span class="touched" title="{escape(title)} (set aside, never committed)">'
             f"⚑ {escape(' + '.join(found))}</span>")
 
 

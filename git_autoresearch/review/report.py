@@ -52,7 +52,7 @@ def one_line(text: str) -> str:
 
 
 # What a run's experiment changed that it must not, by the record's field that lists the
-# paths (set aside before measuring: gitautoresearch-guarantees(7)): a readonly file, a file
+# paths (set aside, never committed: gitautoresearch-guarantees(7)): a readonly file, a file
 # outside the scope.
 TOUCHED = (("readonly", "readonly_violations"), ("outside", "scope_violations"))
 # The flag of each in the run table.
@@ -403,7 +403,7 @@ def table(rows: list[tuple[Run, Segment]], width: int = 100,
                     else ""))
     if marked:
         out.append("touched: R changed a readonly file, O changed a file outside the scope "
-                   "(each set aside before measuring); git autoresearch show RUN names them")
+                   "(each set aside, never committed); git autoresearch show RUN names them")
     if any(audited.get(run.number) for run, _ in rows):
         out.append("audited (git autoresearch audit): ✓ confirmed, ~ within noise, "
                    "✗ regression, ! crashed"

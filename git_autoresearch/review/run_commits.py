@@ -23,8 +23,11 @@ class Shown:
     ``Autoresearch-Run`` trailer names the run; ``attempt_ref``, the attempt commit of a run not
     kept; ``record``, the record's own ``commit`` field, for a run another tool recorded; None),
     that ``diff`` (``git show`` text), each set-aside (``ref``, ``commit``, the ``paths``
-    outside the scope it took away), and ``measured``: the record's commit when it names the
-    code the run started from rather than a commit of its own (None otherwise)."""
+    outside the scope it took away), ``measured``: the record's commit when it names the
+    code the run started from rather than a commit of its own (None otherwise), and
+    ``aside_before``: every path the set-asides took away before measuring (readonly ones in
+    the scope too; None when a set-aside ref no longer exists: not known), so that the
+    violations not among them were put back when the run was recorded."""
 
     run: Run
     diff_commit: str | None
@@ -33,6 +36,7 @@ class Shown:
     diff_source: str | None = None
     measured: str | None = None
     collected: bool = False  # its attempt ref was deleted by git autoresearch gc
+    aside_before: frozenset[str] | None = frozenset()
 
     def to_json(self) -> dict[str, Any]:
         """The ``show --json`` document (``touched``: :func:`review.report.touched` of the
@@ -147,15 +151,23 @@ def shown(session: Session, number: int) -> Shown:
     refs = run.data.get("scope_refs") or (
         [run.data["scope_ref"]] if isinstance(run.data.get("scope_ref"), str) else [])
     set_aside = []
+    bounds = session.bounds
+    aside_before: set[str] | None = set()
     for ref in refs:
         commit = repo.resolve(str(ref))
         # The set-aside commit holds the whole experiment; only these paths were removed.
-        paths = [p for p in (repo.changed_paths(f"{commit}^", commit) if commit else [])
-                 if not session.bounds.in_scope(p)]
-        set_aside.append({"ref": ref, "commit": commit, "paths": paths})
+        changed = repo.changed_paths(f"{commit}^", commit) if commit else []
+        set_aside.append({"ref": ref, "commit": commit,
+                          "paths": [p for p in changed if not bounds.in_scope(p)]})
+        if aside_before is not None and commit is not None:
+            aside_before.update(p for p in changed
+                                if not bounds.in_scope(p) or bounds.is_readonly(p))
+        else:
+            aside_before = None
     target = found.commit
     return Shown(run, target, repo.show_patch(target) if target else "", set_aside,
-                 found.source, found.measured, found.collected)
+                 found.source, found.measured, found.collected,
+                 None if aside_before is None else frozenset(aside_before))
 
 
 # The page's caps on embedded patches: one run's (cut at a line) and all runs' together (the

@@ -433,7 +433,7 @@ def test_log_marks_filters_and_gives_the_runs_that_touched_what_they_must_not(
              for line in table[2:7]}
     assert flags == {1: "", 2: "R", 3: "O", 4: "RO", 5: ""}
     assert table[-1] == ("touched: R changed a readonly file, O changed a file outside the "
-                         "scope (each set aside before measuring); git autoresearch show RUN "
+                         "scope (each set aside, never committed); git autoresearch show RUN "
                          "names them")
     assert "touched" not in ar(repo, "log", "--run", "5").out  # nothing to mark
     csv = ar(repo, "log", "--columns", "run,touched", "--format", "csv").out
@@ -458,9 +458,35 @@ def test_show_says_what_a_run_touched(repo: Path, ar: Tool) -> None:
     ar(repo, "dashboard", "-o", ".auto/page.html")
     page = (repo / ".auto" / "page.html").read_text(encoding="utf-8")
     assert ('<span class="touched" title="changed readonly files: bench.sh; changed outside '
-            'the scope: README.md (set aside before measuring)">⚑ readonly + outside</span>') \
+            'the scope: README.md (set aside, never committed)">⚑ readonly + outside</span>') \
         in page.split('<tr data-run="4">')[1].split("</tr>")[0]
     assert page.count('<span class="touched"') == 3
+
+
+def test_show_says_when_a_change_outside_the_scope_was_set_aside(repo: Path, ar: Tool) -> None:
+    """Before measuring (measured without it), or when the run was recorded: a file the
+    benchmark rewrote while measured, or a change of a run not measured (keep --metric)."""
+    write(repo / "bench.sh", '#!/bin/sh\n[ "$(cat value.txt)" = 90 ] && echo rewritten > '
+          'README.md\necho "score: $(cat value.txt)"\n', 0o755)
+    commit_all(repo, "a benchmark that rewrites README.md")
+    ar(repo, *start_args("--scope", "value.txt"))
+    write(repo / "value.txt", "90\n")
+    ar(repo, "run", "-d", "the benchmark rewrites README.md")
+    write(repo / "value.txt", "80\n")
+    write(repo / "README.md", "a note\n")
+    ar(repo, "run", "-d", "README.md edited before")
+    write(repo / "value.txt", "70\n")
+    write(repo / "README.md", "a note\n")
+    ar(repo, "keep", "--metric", "70", "-d", "not measured")
+    after = ("touched     outside the scope README.md: reverted when the run was recorded, so "
+             "not committed (saved at its attempt ref)\n")
+    before = ("touched     outside the scope README.md: set aside before measuring, so neither "
+              "measured nor committed\n")
+    shown = {n: ar(repo, "show", str(n)).out for n in (2, 3, 4)}
+    assert after in shown[2] and before not in shown[2]
+    assert before in shown[3] and after not in shown[3]
+    assert after in shown[4] and before not in shown[4]
+    assert (repo / "README.md").read_text() == "project\n"
 
 
 def test_a_record_from_another_tool_touched_nothing_known(repo: Path, ar: Tool) -> None:
