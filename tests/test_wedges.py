@@ -6,6 +6,7 @@ the cause, or warned about; never an internal error."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -201,6 +202,54 @@ def test_a_benchmark_that_leaves_a_daemon_does_not_wedge_later_runs(
         for pid in pids.read_text().split() if pids.exists() else []:
             try:
                 os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def test_a_benchmark_left_running_by_a_killed_run_is_ended_by_the_next_measurement(
+        repo: Path, ar: Tool, tmp_path: Path) -> None:
+    """A run killed outright (SIGKILL: a harness's timeout) while its benchmark hangs leaves
+    the benchmark's process group running, past its timeout, holding the slot's lock. status
+    and doctor name it; the next measurement ends it and takes the slot, instead of waiting
+    for it for ever."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    pids = tmp_path / "benchmark"
+    write(repo / "bench.sh", "#!/bin/sh\n"
+          f"if [ \"$(cat value.txt)\" = hang ]; then echo $$ > {pids}; exec sleep 300; fi\n"
+          "echo \"score: $(cat value.txt)\"\n", 0o755)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "a benchmark that hangs")
+    ar(repo, *start_args("--decision", "strict", "--timeout-seconds", "60"))
+    write(repo / "value.txt", "hang\n")
+    killed = subprocess.Popen([sys.executable, "-m", "git_autoresearch", "run", "-d", "hangs"],
+                              cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while not (pids.exists() and pids.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        killed.kill()
+        killed.wait()
+        left = int(pids.read_text())
+        said = json.dumps(ar(repo, "status", "--json").json())
+        assert "whose command was killed" in said and "sleep 300" in said, said
+        doctor = ar(repo, "doctor", "--json", expect=3).json()["findings"]
+        assert any("whose command was killed" in f["problem"] for f in doctor), doctor
+        write(repo / "value.txt", "80\n")
+        done = subprocess.run([sys.executable, "-m", "git_autoresearch", "run", "-d", "next",
+                               "--json"], cwd=repo, capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0, done.stderr
+        assert check_document(json.loads(done.stdout))["status"] == "keep"
+        assert f"process group {left}" in done.stderr and "ended" in done.stderr, done.stderr
+        stat = Path(f"/proc/{left}/stat")  # gone, or dead and not yet reaped by init
+        assert not stat.exists() or stat.read_text().rpartition(")")[2].split()[0] == "Z"
+    finally:
+        if pids.exists() and pids.read_text().strip():
+            try:
+                os.killpg(int(pids.read_text()), signal.SIGKILL)
             except ProcessLookupError:
                 pass
 

@@ -87,6 +87,17 @@ def process_alive(pid: int) -> bool:
     return state != [b"Z"]
 
 
+def process_start(pid: int) -> int | None:
+    """When process ``pid`` started, in clock ticks since the machine booted (field 22 of
+    Linux's ``/proc/<pid>/stat``): with its pid, it names one process, where a pid alone
+    may be reused. None where it cannot be read (no such process, no ``/proc``)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return int(stat.read().rpartition(b")")[2].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def group_alive(pgid: int) -> bool:
     """Whether process group ``pgid`` has a member that is not a zombie."""
     try:
@@ -101,14 +112,21 @@ def group_alive(pgid: int) -> bool:
 def _only_zombies(pgid: int) -> bool:
     """Whether the members left in process group ``pgid`` are all zombies: dead, their exit
     status not yet collected by their new parent (an orphan waits for the container's first
-    process, which may reap late or never), though ``killpg(pgid, 0)`` still finds them. Read
-    from Linux's ``/proc/<pid>/stat`` (fields after the name: state, parent, group); False
-    where it cannot tell."""
+    process, which may reap late or never), though ``killpg(pgid, 0)`` still finds them. False
+    where it cannot tell (no ``/proc``)."""
+    found = group_members(pgid)
+    return found is not None and bool(found) and all(zombie for zombie in found.values())
+
+
+def group_members(pgid: int) -> dict[int, bool] | None:
+    """The members of process group ``pgid``, pid -> whether it is a zombie, read from Linux's
+    ``/proc/<pid>/stat`` (fields after the name: state, parent, group); None where ``/proc``
+    cannot be read."""
     try:
         names = os.listdir("/proc")
     except OSError:
-        return False
-    zombies = 0
+        return None
+    found = {}
     for name in names:
         if not name.isdigit():
             continue
@@ -118,10 +136,8 @@ def _only_zombies(pgid: int) -> bool:
         except (OSError, ValueError):
             continue
         if group == str(pgid).encode():
-            if state != b"Z":
-                return False
-            zombies += 1
-    return zombies > 0
+            found[int(name)] = state == b"Z"
+    return found
 
 
 def _signal_group(pgid: int, sig: int) -> None:
@@ -136,16 +152,27 @@ def end_group(proc: subprocess.Popen[bytes], grace: float = KILL_GRACE_SECONDS) 
     ``grace`` seconds, then wait (at most 5 s) until no member is left. A member that is
     dead but not yet reaped (a zombie) counts as gone: each wait ends as soon as the others
     are."""
-    if not _group_alive(proc):
+    end_process_group(proc.pid, grace, lambda: _group_alive(proc))
+
+
+def end_process_group(pgid: int, grace: float = KILL_GRACE_SECONDS,
+                      alive: Callable[[], bool] | None = None) -> None:
+    """End process group ``pgid`` as :func:`end_group` does, one whose leader we did not start
+    (a measurement a killed command left running); ``alive`` tells whether it still has a
+    member (:func:`group_alive` by default)."""
+    def running() -> bool:
+        return alive() if alive is not None else group_alive(pgid)
+
+    if not running():
         return
-    _signal_group(proc.pid, signal.SIGTERM)
+    _signal_group(pgid, signal.SIGTERM)
     deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and _group_alive(proc):
+    while time.monotonic() < deadline and running():
         time.sleep(0.02)
-    if _group_alive(proc):
-        _signal_group(proc.pid, signal.SIGKILL)
+    if running():
+        _signal_group(pgid, signal.SIGKILL)
         deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and _group_alive(proc):
+        while time.monotonic() < deadline and running():
             time.sleep(0.02)
 
 

@@ -38,7 +38,15 @@ from ..ledger.jsontext import is_whole
 from ..runtime import signals
 from ..session.config import Config
 from ..session.shared import shared_dir, worker_name
-from .runner import group_alive, handed_down, host_name, process_alive
+from .runner import (
+    end_process_group,
+    group_alive,
+    group_members,
+    handed_down,
+    host_name,
+    process_alive,
+    process_start,
+)
 
 SLOTS_DIR = "slots"
 # Polling for a free slot: from this delay, doubling up to the next, in seconds.
@@ -130,12 +138,21 @@ def held(repo: Repo, session_id: str) -> dict[int, dict[str, Any]]:
 
 
 def left_slots(repo: Repo, session_id: str) -> list[str]:
-    """A sentence for each slot held only by processes a measurement left running
-    (:func:`left_running`): who holds it, and what clears it (the next measurement takes it
-    back; ending the process frees it too). For ``status`` and ``doctor``."""
+    """A sentence for each slot held only by processes a measurement left running: the
+    measured command's own process group, its command killed outright (:func:`orphaned`), or
+    processes that left the group (:func:`left_running`); who holds it, and what clears it
+    (the next measurement ends the group, or takes the slot back; ending the processes frees
+    it too). For ``status`` and ``doctor``."""
     folder = slots_dir(repo, session_id)
     out = []
     for index, holder in sorted(held(repo, session_id).items()):
+        found = orphaned(holder or None, folder / str(index))
+        if found is not None:
+            group, members = found
+            out.append(f"measurement slot {index} is held by "
+                       f"{_orphan_text(holder, group, members)}: the next measurement ends it "
+                       f"(or end it now: kill -- -{group})")
+            continue
         left = left_running(holder or None, folder / str(index))
         if left:
             pids = " ".join(str(pid) for pid, _ in left)
@@ -186,8 +203,9 @@ def measuring(repo: Repo, cfg: Config, what: str) -> Iterator[Slot]:
             if other != fd:
                 os.close(other)
         fds = [fd]
-        holder = {"pid": os.getpid(), "worker": worker_name(repo), "host": host_name(),
-                  "what": what, "since": int(time.time() * 1000)}
+        holder = {"pid": os.getpid(), "start": process_start(os.getpid()),
+                  "worker": worker_name(repo), "host": host_name(), "what": what,
+                  "since": int(time.time() * 1000)}
         try:
             os.ftruncate(fd, 0)
             os.pwrite(fd, (json.dumps(holder) + "\n").encode(), 0)
@@ -235,6 +253,43 @@ def _wait(folder: Path, fds: list[int], what: str) -> int:
         delay = min(delay * 2, LAST_DELAY)
 
 
+def _holder_alive(holder: dict[str, Any]) -> bool:
+    """Whether the process a slot file's ``holder`` line names still runs: its pid, with the
+    same start time when the line has one (a pid may be reused)."""
+    pid = holder["pid"]
+    start = holder.get("start")
+    return process_alive(pid) and (not isinstance(start, int)
+                                   or process_start(pid) in (None, start))
+
+
+def orphaned(holder: dict[str, Any] | None, path: Path
+             ) -> tuple[int, list[tuple[int, str]]] | None:
+    """The process group of the measurement that took slot file ``path`` (``holder``: its
+    line), still running and holding the file though the command that took the slot is gone
+    (killed outright: SIGKILL, which nothing can catch): ``(group, members holding the file)``,
+    each member ``(pid, command line)``. None when that command runs, the slot is another
+    host's, the group is gone or holds nothing, or ``/proc`` cannot be read."""
+    if holder is None or not isinstance(holder.get("pid"), int) \
+            or holder.get("host") not in (None, host_name()):
+        return None
+    group = holder.get("group")
+    if not isinstance(group, int) or _holder_alive(holder) or not group_alive(group):
+        return None
+    members = group_members(group) or {}
+    holding = [(pid, command) for pid, command in fd_holders(path)
+               if pid in members and not members[pid]]
+    return (group, holding) if holding else None
+
+
+def _orphan_text(holder: dict[str, Any] | None, group: int,
+                 members: list[tuple[int, str]]) -> str:
+    """``the measurement of run 7 (process group 4242: pid 4242 (sleep 300)), whose command
+    was killed (pid 4200)``."""
+    holder = holder or {}
+    return (f"the measurement of {holder.get('what')} (process group {group}: "
+            f"{describe_left(members)}), whose command was killed (pid {holder.get('pid')})")
+
+
 def left_running(holder: dict[str, Any] | None, path: Path) -> list[tuple[int, str]]:
     """The processes that hold slot file ``path`` though the measurement that took the slot
     is over (``holder``: its line; its process gone and the process group it measured last
@@ -245,7 +300,7 @@ def left_running(holder: dict[str, Any] | None, path: Path) -> list[tuple[int, s
     if holder is None or not isinstance(holder.get("pid"), int) \
             or holder.get("host") not in (None, host_name()):
         return []
-    if process_alive(holder["pid"]) or (isinstance(holder.get("group"), int)
+    if _holder_alive(holder) or (isinstance(holder.get("group"), int)
                                  and group_alive(holder["group"])):
         return []
     return fd_holders(path)
@@ -291,13 +346,24 @@ def describe_left(left: list[tuple[int, str]]) -> str:
 
 
 def _take_back(folder: Path, fds: list[int]) -> int | None:
-    """A slot held only by processes a measurement left running (:func:`left_running`) is
-    taken back: its file is replaced by a new one, whose lock they do not hold (theirs stays
-    on the old file, which no one opens again), and it is said on stderr. Returns the index of
-    the slot taken, or None."""
+    """A slot held by the process group of a measurement whose command was killed
+    (:func:`orphaned`) has that group ended (its timeout died with the command, and no one
+    reads its result), which is said on stderr; a slot held only by processes a measurement
+    left running (:func:`left_running`) is taken back: its file is replaced by a new one,
+    whose lock they do not hold (theirs stays on the old file, which no one opens again), and
+    it is said on stderr. Returns the index of the slot taken, or None."""
     for index in range(1, len(fds) + 1):
         path = folder / str(index)
         holder = _holder(path)
+        found = orphaned(holder, path)
+        if found is not None:
+            group, members = found
+            _say(f"warning: measurement slot {index} was held by "
+                 f"{_orphan_text(holder, group, members)}: the group is ended")
+            end_process_group(group)
+            if _try(fds[index - 1:index]) is not None:
+                return index
+            continue
         left = left_running(holder, path)
         if not left:
             continue
