@@ -240,9 +240,10 @@ def _draft(session: Session, number: int, status: str, description: str,
         draft["baseline"] = True
     if why is not None:
         draft["reason"] = why
-    if result and result.reason and status == "crash" and result.log_tail:
-        # run.log is overwritten by the next measurement: the record keeps the tail.
-        draft["tail"] = result.log_tail
+    if status == "crash":
+        # run.log is overwritten by the next measurement: the record keeps the tail (empty
+        # when the command printed nothing, or nothing crashed under measurement).
+        draft["tail"] = result.log_tail if result and result.reason else ""
     return draft
 
 

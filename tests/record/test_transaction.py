@@ -217,6 +217,24 @@ def test_a_crash_keeps_the_tail_of_its_log(repo: Path, ar: Tool) -> None:
     assert record["tail"] == "\n".join(f"x{i}" for i in range(11, 41))
 
 
+def test_every_crash_has_a_tail_even_one_that_printed_nothing(repo: Path, ar: Tool) -> None:
+    """An agent reads a crash's ``reason`` and ``tail`` (README): a benchmark that timed out
+    silently, and a crash recorded by hand, have a tail too, empty."""
+    write(repo / "bench.sh", '#!/bin/sh\n[ "$(cat value.txt)" = slow ] && exec sleep 30\n'
+          'echo "score: $(cat value.txt)"\n', 0o755)
+    git(repo, "commit", "-qam", "a benchmark that can hang")
+    ar(repo, *start_args("--decision", "strict", "--timeout-seconds", "0.5"))
+    write(repo / "value.txt", "slow\n")
+    record = ar(repo, "run", "-d", "hangs", "--json").json()
+    assert (record["status"], record["tail"]) == ("crash", "")
+    assert record["reason"].startswith("timeout")
+    assert runs(repo)[-1]["tail"] == ""
+    write(repo / "value.txt", "90\n")
+    record = ar(repo, "crash", "-d", "by hand", "--json").json()
+    assert (record["status"], record["tail"]) == ("crash", "")
+    assert [r["run"] for r in ar(repo, "log", "--json").json()["runs"] if "tail" in r] == [2, 3]
+
+
 @pytest.mark.parametrize("min_effect, direction, low, high, reason", [
     (0.05, "lower", -0.1, -0.01, "better, but not shown to be better by min_effect (5.00%)"),
     (0.05, "lower", -0.1, 0.0, "within noise"),
