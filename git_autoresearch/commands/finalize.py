@@ -74,7 +74,15 @@ def finalize_cmd(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bo
     pi-autoresearch's own finalize.sh makes branches autoresearch/<goal>/...: give it a goal
     other than the session id (<id>-pr), since git cannot make them beside the session
     branch autoresearch/<id>."""
-    from ..review.finalize import choose, finalize, keeps, of_segment, record, undo
+    from ..review.finalize import (
+        choose,
+        finalize,
+        keeps,
+        of_segment,
+        off_branch,
+        record,
+        undo,
+    )
     from ..review.pr_body import render
     from ..session.session import Session
     from ..workers.upstream import sync
@@ -88,12 +96,19 @@ def finalize_cmd(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bo
     where = "the session" if segment is None else f"segment {segment}"
     chosen, dropped = choose(session, of_segment(session, every, segment), drop=list(drop),
                              only=list(only), include_noise=include_noise, where=where)
+    lost = off_branch(session, every, segment) if not only else []
+    dropped = sorted([*dropped, *lost])
     for number_, why in dropped:
         if why.startswith("audit"):
             warn(f"run {number_} left out ({why}); --include-noise replays it")
+        elif (number_, why) in lost:
+            warn(f"run {number_} left out ({why}; git autoresearch doctor says more)")
     final = finalize(session, chosen, dropped, split=split, checks_command=checks_command,
                      samples=samples, force=force, progress=_said, measure_progress=_sample,
                      every=every, where=where)
+    for oid, subject in final.hand:
+        warn(f"commit {oid[:7]} (\"{subject[:60]}\") on the session branch is no kept run: it "
+             "is not replayed, though the keeps after it were measured with it")
     cfg = final.config or session.config
     line = final.record(cfg.direction)
     if final.conflicts or final.segment_conflicts:
@@ -103,6 +118,11 @@ def finalize_cmd(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bo
                                for r in final.conflicts)])
         message = (f"{message}: no branch was made (leave them out with --drop, or replay "
                    "only some with --only)")
+        if final.hand:
+            listed = ", ".join(oid[:7] for oid, _ in final.hand[:5])
+            message += (f"; commits made by hand are not replayed ({listed}"
+                        f"{', ...' if len(final.hand) > 5 else ''}): a keep that builds on one "
+                        "conflicts")
         if as_json:
             emit_json("error", {"error": message, "exit_code": EXIT_REFUSED, **line},
                       interruptible=False)

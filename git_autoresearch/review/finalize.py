@@ -150,6 +150,10 @@ class Final:
     # measurement ran on when it is not the base: the base with them (the session's benchmark).
     segments: list[SegmentReplayed] = field(default_factory=list)
     measured_base: str | None = None
+    # The commits made by hand among the keeps, not replayed (:func:`hand_commits`), and the
+    # branches a finalize killed before it recorded them left, which this one replaces.
+    hand: list[tuple[str, str]] = field(default_factory=list)
+    replaces: set[str] = field(default_factory=set)
 
     @property
     def conflicts(self) -> list[Replayed]:
@@ -194,6 +198,8 @@ class Final:
             "reason": None if measured is None else measured.reason,
             "segment_commits": [r.to_json() for r in self.segments],
             "measured_base": self.measured_base[:7] if self.measured_base else None,
+            "hand_commits": [{"commit": oid[:7], "subject": subject}
+                             for oid, subject in self.hand],
         }
 
 
@@ -320,6 +326,43 @@ def segment_commits(session: Session) -> list[tuple[str, int]]:
     return trailer_segment_commits(repo, session_branch(cfg.session_id), base, cfg.session_id)
 
 
+def hand_commits(session: Session, base: str, last: int, every: list[Keep]
+                 ) -> list[tuple[str, str]]:
+    """The commits of the session branch after ``base`` and up to the end of segment ``last``
+    (the next segment's baseline, or the branch's tip) that are no kept run of ``every`` nor a
+    segment commit: made by hand, so the replay lacks them, though the keeps after them were
+    measured with them. Each ``(full id, subject)``, oldest first."""
+    repo = session.repo
+    end = None
+    if last + 1 < len(session.ledger.segments):
+        try:
+            end = segment_base(session, last + 1)
+        except Refused:  # not in this repository: up to the tip, then
+            end = None
+    end = end or repo.resolve(f"refs/heads/{session_branch(session.config.session_id)}")
+    if end is None:
+        return []
+    ours = {k.commit for k in every} | {c for c, _ in segment_commits(session)}
+    listed = repo.log_fields(f"{base}..{end}", ["%H", "%s"], reverse=True) or []
+    return [(oid, subject) for oid, subject in listed if oid not in ours]
+
+
+def off_branch(session: Session, found: list[Keep], segment: int | None
+               ) -> list[tuple[int, str]]:
+    """The runs the ledger records as kept with a commit of their own (of ``segment``, or of
+    every segment when None) that ``found`` (the keeps on the session branch) lacks: the
+    branch lost their commits (a reset, a rebase). Each ``(run, why)``, as ``dropped`` has
+    them."""
+    on = {k.number for k in found}
+    ours = {seg.index for seg in session.ledger.segments if "config_hash" in (seg.header or {})}
+    return [(run.number, f"not on the session branch: its keep commit "
+                         f"{str(run.data.get('commit'))[:7]} is not there")
+            for run in session.ledger.runs
+            if run.status == "keep" and run.data.get("committed") is True
+            and run.segment in ours and (segment is None or run.segment == segment)
+            and run.number not in on]
+
+
 def choose(session: Session, found: list[Keep], *, drop: list[int], only: list[int],
            include_noise: bool, where: str = "the session"
            ) -> tuple[list[Keep], list[tuple[int, str]]]:
@@ -382,9 +425,12 @@ def finalize(session: Session, chosen: list[Keep], dropped: list[tuple[int, str]
     branch = final_branch(cfg.session_id)
     names = [branch, *(split_branch(cfg.session_id, k.number) for k in chosen if split)]
     sweep(session, FOLDER_PREFIX, ("tree",))  # what a finalize killed outright left
-    _refuse_taken(session, names, force)
     final = Final(base, branch, None, [], dropped, timestamp=now_ms(), segment=found.segment,
-                  config=cfg)
+                  config=cfg, replaces=_refuse_taken(session, names, force))
+    for name in sorted(final.replaces):
+        say(f"replacing branch {name}: a finalize killed before it recorded it made it")
+    final.hand = hand_commits(session, base, max(k.run.segment for k in chosen),
+                              every or chosen)
     folder = repo.scratch / f"{FOLDER_PREFIX}{os.getpid()}"
     tree = folder / "tree"
     try:
@@ -393,6 +439,11 @@ def finalize(session: Session, chosen: list[Keep], dropped: list[tuple[int, str]
         _replay_all(session, final, tree, chosen, found.swaps, say)
         if final.conflicts or final.segment_conflicts:
             return final
+        if not any(r.outcome == APPLIED for r in final.replayed):
+            raise Refused(f"every keep replayed is empty on the base {base[:7]}: its change "
+                          "is already there" + (
+                              f", or it undoes {hand_text(final.hand)}, which is not replayed"
+                              if final.hand else "") + "; no branch was made")
         final.tip = replay_head(tree)  # the last keep or segment commit that applied
         _set_branch(session, final, branch, final.tip, force)
         if split:
@@ -523,20 +574,56 @@ def _replayed(keep: Keep, picked: Picked) -> Replayed:
     return Replayed(keep, picked.outcome, picked.commit, picked.paths)
 
 
-def _refuse_taken(session: Session, names: list[str], force: bool) -> None:
-    """Refuse a branch name that exists (unless ``force``), is another session's branch, or
+def hand_text(hand: list[tuple[str, str]]) -> str:
+    """``commit 1a2b3c4 ("hand: add NOTES.md")``, and how many more: commits made by hand."""
+    oid, subject = hand[0]
+    more = f" and {len(hand) - 1} more" if len(hand) > 1 else ""
+    return f"commit {oid[:7]} (\"{subject[:60]}\"){more}"
+
+
+def _refuse_taken(session: Session, names: list[str], force: bool) -> set[str]:
+    """Refuse a branch name that exists (unless ``force``, or a finalize killed before it
+    recorded it made it: :func:`left_by_a_killed_finalize`), is another session's branch, or
     is a folder of branches (``autoresearch/<id>-final/...``, as pi-autoresearch's finalize.sh
-    makes given that goal), beside which git cannot make it."""
+    makes given that goal), beside which git cannot make it. Returns the names that exist
+    and were left by a killed finalize (replaced without ``force``)."""
     repo = session.repo
+    left: set[str] = set()
     for name in names:
         other = name.removeprefix("autoresearch/")
         if repo.resolve(f"refs/autoresearch/{other}/state") is not None:
             raise Refused(f"branch {name} is the session branch of session {other}; finalize "
                           "never replaces it")
         refuse_branch_below(repo, name, "the branch", "rename or delete it first")
-        if not force and repo.resolve(f"refs/heads/{name}") is not None:
+        if repo.resolve(f"refs/heads/{name}") is None:
+            continue
+        if left_by_a_killed_finalize(session, name):
+            left.add(name)
+        elif not force:
             raise Refused(f"branch {name} exists (an earlier finalize?); pass --force to "
                           "replace it")
+    return left
+
+
+def left_by_a_killed_finalize(session: Session, name: str) -> bool:
+    """Whether branch ``name`` was made by a finalize of this session that was killed before
+    it recorded it: its tip is a commit the replay made (it carries this session's
+    ``Autoresearch-Session`` trailer, as every keep and segment commit does) that no ``final``
+    line of the ledger records. A branch a recorded finalize made, and one a person committed
+    on since, are neither."""
+    repo = session.repo
+    tip = repo.resolve(f"refs/heads/{name}")
+    if tip is None:
+        return False
+    recorded = set()
+    for line in (e for e in session.ledger.events if e.get("type") == "final"):
+        for entry in [line, *(line.get("split") or [])]:
+            if isinstance(entry, dict) and isinstance(entry.get("commit"), str):
+                recorded.add(entry["commit"][:7])
+    if tip[:7] in recorded:
+        return False
+    found = repo.log_fields(f"{tip}^!", ["%(trailers:key=Autoresearch-Session,valueonly,unfold)"])
+    return found is not None and bool(found) and session.config.session_id in found[0][0].split()
 
 
 def _set_branch(session: Session, final: Final, name: str, commit: str, force: bool) -> None:
@@ -544,7 +631,7 @@ def _set_branch(session: Session, final: Final, name: str, commit: str, force: b
     repo = session.repo
     ref = f"refs/heads/{name}"
     old = repo.resolve(ref)
-    if old is not None and not force:
+    if old is not None and not force and name not in final.replaces:
         raise Refused(f"branch {name} exists (an earlier finalize?); pass --force to replace it")
     final.made.append((ref, old))
     repo.update_ref(ref, commit, old or ABSENT, "autoresearch finalize")

@@ -46,6 +46,7 @@ def render(book: Ledger, final: dict[str, Any], *, goal: str, metric_name: str, 
            f"(`{final.get('commit')}`).", ""]
     segments = {run.number: segment for segment in book.segments for run in segment.runs}
     out += _result(final, u) + _kept(replayed, runs, segments, unit) + _left_out(final, runs)
+    out += _by_hand(final)
     out += _tried(book.runs) + _crashes(book.runs)
     measure = [command, *([metric_command] if metric_command else [])]
     out += ["## Reproduce", "", "```sh", 'cd "$(git rev-parse --show-toplevel)"',
@@ -158,6 +159,17 @@ def _left_out(final: dict[str, Any], runs: dict[int, Run]) -> list[str]:
         text = _cell(run.description) if run else ""
         out.append(f"- run {entry.get('run')} ({entry.get('why')}): {text}")
     return [*out, ""]
+
+
+def _by_hand(final: dict[str, Any]) -> list[str]:
+    """The commits made by hand on the session branch among the keeps, which the final branch
+    lacks."""
+    hand = [e for e in final.get("hand_commits") or [] if isinstance(e, dict)]
+    if not hand:
+        return []
+    return ["## Commits made by hand, not replayed", "",
+            *(f"- `{e.get('commit')}` {_cell(str(e.get('subject') or ''))}" for e in hand), "",
+            "The keeps after each were measured with it; this branch lacks it.", ""]
 
 
 def _idea(run: Run) -> str:

@@ -412,3 +412,86 @@ def test_the_reproduce_recipe_of_final_md_runs_as_printed(repo: Path, ar: Tool) 
     assert shell.returncode == 0, shell.stderr
     assert shell.stdout == "score: 110\nscore: 85\n"  # the base's, then the final branch's
     assert snapshot(repo) == before
+
+
+def test_a_commit_made_by_hand_on_the_session_branch_is_named_not_replayed(
+        repo: Path, ar: Tool) -> None:
+    """finalize replays the keeps, not what was committed by hand between them: it says so on
+    stderr, in the ledger line and in final.md, and names it when a keep conflicts."""
+    night(repo, ar)
+    write(repo / "NOTES.md", "what I learnt\n")
+    commit_all(repo, "hand: add NOTES.md")
+    hand = git(repo, "rev-parse", "HEAD")
+    write(repo / "value.txt", "70\n")
+    ar(repo, "run", "-d", "lower the value once more")
+    res = ar(repo, "finalize", "--samples", "0", "--json")
+    done = res.json()
+    assert done["runs"] == [2, 3, 4, 6]
+    assert done["hand_commits"] == [{"commit": hand[:7], "subject": "hand: add NOTES.md"}]
+    assert f"warning: commit {hand[:7]} (\"hand: add NOTES.md\") on the session branch is no " \
+        "kept run: it is not replayed" in res.err
+    assert "NOTES.md" not in git(repo, "ls-tree", "--name-only", "autoresearch/s1-final")
+    notes = (repo / ".auto" / "final.md").read_text()
+    assert f"## Commits made by hand, not replayed\n\n- `{hand[:7]}` hand: add NOTES.md" in notes
+    # a keep that builds on a hand commit conflicts: the message names the hand commit
+    write(repo / "value.txt", "65\n")
+    commit_all(repo, "hand: value 65")
+    write(repo / "value.txt", "60\n")
+    ar(repo, "run", "-d", "lower it from 65")
+    err = ar(repo, "finalize", "--samples", "0", "--force", expect=3).err
+    assert "run 7 conflicts in value.txt: no branch was made" in err
+    assert f"commits made by hand are not replayed ({hand[:7]}, " in err
+
+
+def test_keeps_that_replay_to_nothing_are_refused(repo: Path, ar: Tool) -> None:
+    """A keep that undid a commit made by hand is empty on the base: no branch equal to the
+    base is made, passing as a finalize."""
+    write(repo / "bench.sh", BENCH, 0o755)
+    write(repo / "other.txt", "10\n")
+    commit_all(repo)
+    ar(repo, *start_args())
+    write(repo / "value.txt", "150\n")
+    commit_all(repo, "hand: pad")
+    write(repo / "value.txt", "100\n")
+    assert ar(repo, "run", "-d", "undo the pad", "--json").json()["status"] == "keep"
+    err = ar(repo, "finalize", "--samples", "3", expect=3).err
+    assert "every keep replayed is empty on the base" in err and "hand: pad" in err
+    assert git(repo, "branch", "--list", "autoresearch/s1-final") == ""
+    assert not [x for x in ledger_lines(repo) if x.get("type") == "final"]
+
+
+def test_a_recorded_keep_that_is_no_longer_on_the_branch_is_said_left_out(
+        repo: Path, ar: Tool) -> None:
+    night(repo, ar)
+    git(repo, "reset", "-q", "--hard", "HEAD~1")  # run 4's keep commit goes
+    res = ar(repo, "finalize", "--samples", "0", "--json")
+    assert res.json()["runs"] == [2, 3]
+    why = [d["why"] for d in res.json()["dropped"] if d["run"] == 4]
+    assert why and why[0].startswith("not on the session branch")
+    assert "run 4 left out (not on the session branch" in res.err
+    assert "- run 4 (not on the session branch" in (repo / ".auto" / "final.md").read_text()
+
+
+def test_a_branch_left_by_a_finalize_killed_outright_is_replaced(repo: Path, ar: Tool) -> None:
+    """A finalize killed (SIGKILL) after it made its branch, before it recorded it, left the
+    branch with no ledger line: the next finalize replaces it without --force, saying so, and
+    doctor names it meanwhile; one that a ledger line records is replaced only with --force."""
+    night(repo, ar)
+    killed = subprocess.run([str(BIN / "git-autoresearch-finalize"), "--samples", "0",
+                             "--only", "2", "--checks-command", "kill -9 $PPID"],
+                            cwd=repo, capture_output=True, timeout=60)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert git(repo, "branch", "--list", "autoresearch/s1-final") != ""
+    assert not [x for x in ledger_lines(repo) if x.get("type") == "final"]
+    found = ar(repo, "doctor", "--json", expect=3).json()["findings"]
+    assert any("autoresearch/s1-final" in f["problem"] and "killed" in f["problem"]
+               for f in found), found
+    assert any("holds the worktrees of a finalize that was killed outright" in f["problem"]
+               for f in found), found
+    fixed = ar(repo, "doctor", "--fix", "--json", expect=None).json()["findings"]
+    assert [f["fixed"] for f in fixed if "holds the worktrees" in f["problem"]] == [True]
+    assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
+    res = ar(repo, "finalize", "--samples", "0", "--json")
+    assert res.json()["runs"] == [2, 3, 4]
+    assert "replacing branch autoresearch/s1-final" in res.err
+    ar(repo, "finalize", "--samples", "0", expect=3)  # recorded now: --force only
