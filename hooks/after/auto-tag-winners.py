@@ -4,7 +4,9 @@
 
 A kept run whose metric is strictly better than every earlier kept run of the segment (the
 baseline included; a tie is not a win) gets the lightweight tag
-autoresearch/<session-id>/best-run-<N> on its commit. The baseline itself is not tagged.
+autoresearch/<session-id>/best-run-<N> on its commit. The baseline itself is not tagged. Fired
+again for the same run (after a resume, or by git autoresearch hook after), it finds the tag
+there and does nothing.
 """
 import json
 import os
@@ -33,6 +35,13 @@ def read_segment(path):
     return header, runs
 
 
+def commit_of(rev):
+    """The full id of the commit ``rev`` names, or None."""
+    proc = subprocess.run(["git", "rev-parse", "-q", "--verify", f"{rev}^{{commit}}"],
+                          capture_output=True, text=True)
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
 def main():
     payload = json.loads(sys.stdin.readline() or "{}")
     entry = payload.get("run_entry") or {}
@@ -54,6 +63,8 @@ def main():
     tag = f"autoresearch/{session}/best-run-{entry['run']}"
     if not commit:
         sys.exit(f"auto-tag-winners: run {entry['run']} has no commit in the ledger")
+    if commit_of(f"refs/tags/{tag}") == commit_of(commit) is not None:
+        return  # fired again for this run (resume, hook after): tagged already
     proc = subprocess.run(["git", "tag", tag, commit], capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"auto-tag-winners: git tag {tag} failed: {proc.stderr.strip()}")

@@ -452,6 +452,8 @@ def test_auto_tag_winners(session: Path, ar: Tool) -> None:
     ar(session, "run", "-d", "better")
     head = git(session, "rev-parse", "HEAD")
     assert git(session, "rev-parse", "autoresearch/s1/best-run-2^{commit}") == head
+    again = ar(session, "hook", "after", "--json").json()  # fired again: the tag is there
+    assert "failed" not in json.dumps(again) and not again["steer"], again
     write(session / "value.txt", "79\n")
     ar(session, "keep", "-d", "a tie is no win", "--metric", "80")
     write(session / "value.txt", "90\n")
