@@ -92,7 +92,7 @@ def doctor_cmd(fix: bool, as_json: bool) -> None:
     # Why a fix did not take (the state ref could not be written: a full disk, say).
     why = list(dict.fromkeys(session.warnings + exam.warnings))
     # Records read otherwise than they say (as pi-autoresearch reads them): told, not fixed.
-    notices = session.ledger.notices(session.layout.ledger)
+    notices = session.ledger.notices(session.layout.ledger) + exam.notes
     if as_json:
         emit_json("doctor", {"findings": found, "fix": fix, "warnings": why, "notices": notices,
                    "finished": exam.finished})

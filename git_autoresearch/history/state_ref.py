@@ -437,6 +437,24 @@ def forget(repo: Repo, ledger: Path) -> None:
                  json.dumps({"forgotten": [len(data), _digest(data)]}).encode(), durable=False)
 
 
+def behind(repo: Repo, auto: Path, session_id: str) -> list[str] | None:
+    """The session files of ``auto`` (paths under ``.auto/``: ``log.jsonl``, those of
+    :data:`FILES` and the hooks) that the state ref of ``session_id`` does not hold as they
+    are now (changed, added, removed, turned into a link); None when there is no state ref."""
+    state = read(repo, session_id)
+    if state is None:
+        return None
+    saved, modes = state
+    held = {name: (data, modes.get(name) == LINK) for name, data in saved.items()}
+    now = current(auto)
+    out = ["log.jsonl"] if saved.get("log.jsonl", b"") != now.get("log.jsonl", (b"", False))[0] \
+        else []
+    out += [name for name in FILES if name in now and held.get(name) != now[name]]
+    # The hooks as they are: one added, changed, turned into a link or removed since.
+    hooks = {name for name in [*now, *held] if name.startswith("hooks/")}
+    return out + sorted(name for name in hooks if held.get(name) != now.get(name))
+
+
 def read(repo: Repo, session_id: str) -> tuple[dict[str, bytes], dict[str, int]] | None:
     """The session files as the state ref holds them (``log.jsonl`` joined again), keyed by
     their path under ``.auto/``, and their modes (0o755 or 0o644); None when there is no state

@@ -19,9 +19,7 @@ from ..git.objects import resolve_many
 from ..git.repo import lock_files
 from ..history.refs import attempt_ref, attempts_prefix, scope_prefix, session_branch
 from ..history.remote_ledger import run_lines
-from ..history.state_ref import FILES as STATE_FILES
-from ..history.state_ref import LINK as STATE_LINK
-from ..history.state_ref import current as current_state
+from ..history.state_ref import behind as behind_state
 from ..history.state_ref import forget as forget_state_cache
 from ..history.state_ref import lines_in_history, mirrored_keeps, saved_ledger
 from ..history.state_ref import read as read_state
@@ -68,6 +66,7 @@ class Examination:
 
     findings: list[Finding] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what is as it should be, but worth saying
     # The session finished off its branch (a squash merge, cherry-picks): the sentence.
     finished: str | None = None
 
@@ -687,8 +686,13 @@ def _check_state(session: Session, exam: Examination, fix: bool,
     """The state ref is missing or behind the session files: mirrored again (and once more
     without the mirror's cache when that did not make it hold them: a cache that names other
     blobs than the ledger's pieces, edited by hand)."""
-    problem = _state_problem(session)
+    problem = _state_problem(session, exam)
     if problem is None:
+        if fix and exam.notes:
+            problems = session.mirror_state("doctor --fix")
+            exam.warnings += problems
+            if not problems:
+                exam.notes.clear()
         return
     kept = session.kept_lines()
     # (the kept runs whose lines --fix puts back, ``coming``, block nothing)
@@ -711,22 +715,24 @@ def _check_state(session: Session, exam: Examination, fix: bool,
         finding.fixed = not problems
 
 
-def _state_problem(session: Session) -> str | None:
-    """What is wrong with the state ref (there is none, or it does not hold the current
-    session files); None when it holds them."""
-    state = read_state(session.repo, session.config.session_id)
-    if state is None:
+# The session files an agent edits between runs: a state ref behind them is no problem.
+_NOTES = ("prompt.md", "ideas.md", "final.md")
+
+
+def _state_problem(session: Session, exam: Examination | None = None) -> str | None:
+    """What is wrong with the state ref: there is none, or it does not hold the ledger, the
+    configuration or the hooks as they are; None when it does. The notes an agent edits
+    between runs (``prompt.md``, ``ideas.md``, ``final.md``), which the next recorded run
+    mirrors, are no problem: ``exam`` notes them."""
+    found = behind_state(session.repo, session.layout.auto, session.config.session_id)
+    if found is None:
         return "there is no state ref"
-    saved = state[0]
-    held = {name: (data, state[1].get(name) == STATE_LINK) for name, data in saved.items()}
-    now = current_state(session.layout.auto)
-    on_disk = now.get("log.jsonl", (b"", False))[0]
-    behind = [name for name in STATE_FILES if name in now and held.get(name) != now[name]]
-    # The hooks as they are: one added, changed, turned into a link or removed since.
-    hooks = {name for name in [*now, *held] if name.startswith("hooks/")}
-    behind += sorted(name for name in hooks if held.get(name) != now.get(name))
-    if saved.get("log.jsonl", b"") != on_disk or behind:
+    if any(name not in _NOTES for name in found):
         return "the state ref does not hold the current session files"
+    if found and exam is not None:
+        exam.notes.append(f"the state ref holds {', '.join(found)} as they were when a command "
+                          "last mirrored them: the next recorded run mirrors them (git "
+                          "autoresearch resume, or doctor --fix, does now)")
     return None
 
 

@@ -253,8 +253,14 @@ def resume(session_id: str | None = None, cwd: str | os.PathLike[str] | None = N
     joined = session.joined_elsewhere()
     if joined is not None:
         warnings.append(f"{joined[0]}: to run it here, join it ({joined[1]})")
-    if actions:
-        warnings += session.mirror_state("resume: " + "; ".join(actions)[:200])
+    from ..history.state_ref import behind
+
+    # Notes, hooks or the configuration changed since the last mirror are mirrored now; a
+    # ledger the state ref does not hold as it is is left to doctor, which says why.
+    stale = behind(repo, session.layout.auto, session.config.session_id) or []
+    if actions or (stale and "log.jsonl" not in stale):
+        warnings += session.mirror_state("resume: " + ("; ".join(actions)[:200]
+                                                       or "the session files as they are"))
     return Picked(session, actions, recovered.hooks, warnings)
 
 

@@ -419,3 +419,21 @@ def test_a_hook_link_to_an_untracked_file_is_told_when_mirrored(repo: Path, ar: 
     write(repo / "value.txt", "80\n")
     warnings = ar(repo, "run", "-d", "eighty", "--json").json()["warnings"]
     assert [w for w in warnings if "hook link" in w] == []
+
+
+def test_notes_edited_between_runs_are_no_problem_and_resume_mirrors_them(
+        repo: Path, ar: Tool) -> None:
+    """An agent edits prompt.md and ideas.md between runs: doctor notes that the state ref
+    holds them as they were (the next run mirrors them) and exits 0; resume mirrors them."""
+    ar(repo, *start_args())
+    prompt = repo / ".auto" / "prompt.md"
+    write(prompt, prompt.read_text() + "a note of mine\n")
+    done = ar(repo, "doctor", "--json").json()
+    assert done["findings"] == []
+    assert any("prompt.md" in note and "the next recorded run mirrors" in note
+               for note in done["notices"]), done
+    assert "the state ref holds prompt.md as they were" in ar(repo, "doctor").err
+    ar(repo, "resume")
+    assert git(repo, "show", "refs/autoresearch/s1/state:prompt.md").endswith("a note of mine")
+    assert ar(repo, "doctor").out == "no problems found\n"
+    assert ar(repo, "doctor").err == ""

@@ -593,7 +593,8 @@ def test_doctor_fix_says_why_the_state_ref_could_not_be_written(repo: Path, ar: 
     ar(repo, *start_args())
     refs = repo / ".git" / "refs" / "autoresearch" / "s1"
     mounts.read_only(refs)
-    ar(repo, "ideas", "add", "try a cache")  # its mirror fails: the state ref is behind
+    write(repo / "value.txt", "90\n")
+    ar(repo, "keep", "--metric", "90", "-d", "x")  # its mirror fails: the state ref is behind
     res = ar(repo, "doctor", "--fix", expect=3)
     lines = res.err.splitlines()
     assert res.out == "- the state ref does not hold the current session files [not fixed: " \
