@@ -143,6 +143,31 @@ def number(value: float) -> str:
 WARNING = "warning: "
 
 
+def paths_text(paths: Iterable[str]) -> str:
+    """Paths as a comma-separated list a person can read back: each as it is, or, when it
+    holds a control character (a newline, an escape), a double quote, a backslash or ", ",
+    in double quotes with C escapes, as git quotes such a path (``core.quotePath``)."""
+    return ", ".join(_quoted(path) for path in paths)
+
+
+def _quoted(path: str) -> str:
+    if path.isprintable() and '"' not in path and "\\" not in path and ", " not in path:
+        return path
+    escapes = {"\n": "\\n", "\t": "\\t", '"': '\\"', "\\": "\\\\"}
+    return '"' + "".join(escapes.get(c) or (c if c.isprintable() else
+                                            "".join(f"\\{b:03o}" for b in _bytes(c)))
+                         for c in path) + '"'
+
+
+def _bytes(character: str) -> bytes:
+    """The bytes of one character of a path: a byte that was not UTF-8, decoded as a lone
+    surrogate (``surrogateescape``), as it was."""
+    try:
+        return character.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return character.encode("utf-8", "backslashreplace")
+
+
 def warn(message: str) -> None:
     click.echo(f"{WARNING}{message}", err=True)
 

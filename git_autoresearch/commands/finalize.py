@@ -9,7 +9,16 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..runtime.errors import EXIT_REFUSED, EXIT_UNVERIFIED
-from .common import CONTEXT, WHOLE, complete_runs, emit_json, json_option, number, warn
+from .common import (
+    CONTEXT,
+    WHOLE,
+    complete_runs,
+    emit_json,
+    json_option,
+    number,
+    paths_text,
+    warn,
+)
 
 if TYPE_CHECKING:
     from ..review.finalize import Final
@@ -113,8 +122,8 @@ def finalize_cmd(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bo
     line = final.record(cfg.direction)
     if final.conflicts or final.segment_conflicts:
         message = "; ".join([*(f"segment {r.segment}'s commit {r.source[:7]} conflicts in "
-                               f"{', '.join(r.paths)}" for r in final.segment_conflicts),
-                             *(f"run {r.keep.number} conflicts in {', '.join(r.paths)}"
+                               f"{paths_text(r.paths)}" for r in final.segment_conflicts),
+                             *(f"run {r.keep.number} conflicts in {paths_text(r.paths)}"
                                for r in final.conflicts)])
         message = (f"{message}: no branch was made (leave them out with --drop, or replay "
                    "only some with --only)")
@@ -190,7 +199,7 @@ def _lines(line: dict[str, Any], unit: str) -> list[str]:
             out.append(f"  run {r['run']}: nothing left to change (already in the tree)")
     for r in line["segment_commits"]:
         out.append(f"  segment {r['segment']}'s commit {r['source'][:7]} (the files that define "
-                   f"success: {', '.join(r['paths'])}): {r['outcome']}")
+                   f"success: {paths_text(r['paths'])}): {r['outcome']}")
     if line["measured_base"]:
         out.append(f"  the base was measured with them: {line['measured_base']}")
     for d in line["dropped"]:
@@ -244,7 +253,7 @@ def apply_cmd(run_number: int, as_json: bool) -> None:
         return
     how = f"replayed onto HEAD {done.onto[:7]}" if done.replayed else f"on HEAD {done.onto[:7]}"
     click.echo(f"applied run {done.run}'s change ({done.commit[:7]}, {how}) to the work tree: "
-               f"{len(done.paths)} file(s): {', '.join(done.paths[:10])}"
+               f"{len(done.paths)} file(s): {paths_text(done.paths[:10])}"
                + (" ..." if len(done.paths) > 10 else ""))
     click.echo('next: edit it further, then git autoresearch run -d "..."')
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -27,6 +27,7 @@ from .common import (
     json_option,
     left_to_exit,
     number,
+    paths_text,
     print_steer,
     progress,
     record_options,
@@ -130,7 +131,8 @@ def _print_recovered(recovered: Recovery) -> None:
 
 
 def _record_json(record: Mapping[str, Any], steer: list[str], warnings: list[str],
-                 after: HookReport | None = None) -> dict[str, Any]:
+                 after: HookReport | None = None, removed: Sequence[str] = ()
+                 ) -> dict[str, Any]:
     from ..ledger import shown_record
 
     out = shown_record(record)
@@ -144,6 +146,7 @@ def _record_json(record: Mapping[str, Any], steer: list[str], warnings: list[str
         out["hooks"] = fired
     out["steer"] = "\n".join(s for s in steer if s) or None
     out["warnings"] = warnings
+    out["removed"] = list(removed)
     return out
 
 
@@ -212,7 +215,10 @@ def _judged_against(decision: Mapping[str, Any]) -> tuple[float, str] | None:
     return (pool, "the incumbent's samples") if isinstance(pool, (int, float)) else None
 
 
-def _print_record(session: Any, record: Mapping[str, Any], previous_best: float | None) -> None:
+def _print_record(session: Any, record: Mapping[str, Any], previous_best: float | None,
+                  removed: Sequence[str] = ()) -> None:
+    """A recorded run, for people: its status and metric, what became of its change (and of
+    ``removed``, the files it created that the revert removed), what was set aside."""
     cfg = session.config
     unit = f" {cfg.metric_unit}" if cfg.metric_unit else ""
     status = record["status"]
@@ -230,17 +236,20 @@ def _print_record(session: Any, record: Mapping[str, Any], previous_best: float 
                    else f"  nothing to commit: HEAD stays at {record['commit']}")
     elif record.get("attempt_ref"):
         click.echo(f"  reverted; the attempt is kept at {record['attempt_ref']}")
+        if removed:
+            click.echo(f"  removed the files it created: {paths_text(removed)} (kept there"
+                       f"{_restore_hint(str(record['attempt_ref']))})")
     decided = record.get("decision")
     if isinstance(decided, dict) and decided.get("verdict") == "no_change":
         click.echo("  nothing in the scope changed, so this measured the incumbent again: a "
                    "noise probe, never kept (it feeds the noise estimate)")
     where = _saved_at(record)
     if record.get("scope_violations"):
-        click.echo("  reverted out-of-scope changes: " + ", ".join(record["scope_violations"])
+        click.echo("  reverted out-of-scope changes: " + paths_text(record["scope_violations"])
                    + f" (saved at {where}{_restore_hint(where)})")
     if record.get("readonly_violations"):
         click.echo("  undid changes to readonly files: "
-                   + ", ".join(record["readonly_violations"])
+                   + paths_text(record["readonly_violations"])
                    + f" (saved at {where}{_restore_hint(where)})")
 
 
@@ -312,7 +321,7 @@ def run_cmd(description: str | None, asi_pairs: tuple[str, ...], asi_json: str |
                                       [*_recovered_steer(recovered), before.steer, after.steer],
                                       said_once(before.warnings, notes,
                                                 _violation_notes(recorded.record),
-                                                after.warnings), after))
+                                                after.warnings), after, recorded.removed))
         return
     _print_recovered(recovered)
     told: set[str] = set()
@@ -320,7 +329,7 @@ def run_cmd(description: str | None, asi_pairs: tuple[str, ...], asi_json: str |
     _print_retry(retry)
     if done.decision == "crash" or done.decision == "checks_failed":
         _print_measurement(done.result, session.config.metric_name, recorded=True)
-    _print_record(session, recorded.record, done.previous_best)
+    _print_record(session, recorded.record, done.previous_best, recorded.removed)
     warn_each(notes, told)
     print_steer("after", after, told)
 
@@ -439,7 +448,7 @@ def _print_retry(retry: Retry | None) -> None:
     how = f"replayed onto HEAD {applied.onto[:7]}" if applied.replayed \
         else f"on HEAD {applied.onto[:7]}"
     click.echo(f"retried run {applied.run}'s change ({applied.commit[:7]}, {how}): "
-               f"{len(applied.paths)} file(s): {', '.join(applied.paths[:10])}"
+               f"{len(applied.paths)} file(s): {paths_text(applied.paths[:10])}"
                + (" ..." if len(applied.paths) > 10 else ""))
 
 
@@ -501,12 +510,13 @@ def _record_command(status: str) -> Callable[..., None]:
         if as_json:
             emit_json("run", _record_json(recorded.record,
                                           [*_recovered_steer(recovered), after.steer],
-                                          said_once(notes, after.warnings), after))
+                                          said_once(notes, after.warnings), after,
+                                          recorded.removed))
             return
         _print_recovered(recovered)
         told: set[str] = set()
         warn_each(notes, told)
-        _print_record(session, recorded.record, previous_best)
+        _print_record(session, recorded.record, previous_best, recorded.removed)
         print_steer("after", after, told)
 
     return body
@@ -566,10 +576,10 @@ def _violation_notes(record: Mapping[str, Any]) -> list[str]:
     notes = []
     if record.get("scope_violations"):
         notes.append(f"reverted changes outside the scope: "
-                     f"{', '.join(record['scope_violations'])} (saved at {where}{back})")
+                     f"{paths_text(record['scope_violations'])} (saved at {where}{back})")
     if record.get("readonly_violations"):
         notes.append(f"undid changes to readonly files, which define success: "
-                     f"{', '.join(record['readonly_violations'])} (saved at {where}{back})")
+                     f"{paths_text(record['readonly_violations'])} (saved at {where}{back})")
     return notes
 
 

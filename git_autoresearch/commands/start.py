@@ -20,6 +20,7 @@ from .common import (
     clear_progress,
     emit_json,
     json_option,
+    paths_text,
     print_steer,
     progress,
     said_once,
@@ -271,7 +272,7 @@ def _say_started(started: Any, as_json: bool) -> None:
     click.echo(f"session {cfg.session_id} on branch autoresearch/{cfg.session_id}, "
                f"segment {session.segment.index}")
     if swapped:
-        click.echo(f"committed {', '.join(swapped.paths)} as {swapped.commit[:7]}, the segment "
+        click.echo(f"committed {paths_text(swapped.paths)} as {swapped.commit[:7]}, the segment "
                    "commit the new segment starts from")
     click.echo(f"metric {cfg.metric_name} ({cfg.direction} is better)")
     if started.before is not None:

@@ -19,6 +19,7 @@ from .common import (
     json_option,
     left_to_exit,
     number,
+    paths_text,
     warn,
 )
 
@@ -306,7 +307,7 @@ def show_cmd(run_number: int, as_json: bool) -> None:
             click.echo(f"set aside before measuring at {entry['ref']}, which no longer exists")
             continue
         click.echo(f"set aside before measuring (outside the scope or readonly), at "
-                   f"{entry['ref']}: {', '.join(entry['paths'])}")
+                   f"{entry['ref']}: {paths_text(entry['paths'])}")
 
 
 def _touched_lines(record: Any, aside_before: frozenset[str] | None) -> list[str]:

@@ -60,6 +60,9 @@ class Recorded:
 
     record: RunRecord
     warnings: list[str] = field(default_factory=list)
+    # The files the experiment created that the revert removed (its attempt ref keeps them),
+    # besides those its violations name.
+    removed: list[str] = field(default_factory=list)
 
 
 def record(session: Session, status: str, description: str, *, result: Measurement | None,
@@ -149,7 +152,7 @@ def _record(session: Session, status: str, description: str, *, result: Measurem
     # recorded whole, then the command ends as the signal asks. A SIGKILL is covered by the
     # intent record and recovery.
     with signals.deferred():
-        _apply(session, intent, draft, changes, description)
+        removed = _apply(session, intent, draft, changes, description)
         written = append_run(session, draft, untracked_after, changes.ignored, warnings)
     session.branch_runs.save()
     if session.worker is not None:  # the worker follows a keep made meanwhile
@@ -158,7 +161,8 @@ def _record(session: Session, status: str, description: str, *, result: Measurem
         moved = follow(session)
         if moved:
             warnings.append(moved)
-    return Recorded(written, warnings)
+    named = {*draft["scope_violations"], *draft["readonly_violations"]}
+    return Recorded(written, warnings, [p for p in removed if p not in named])
 
 
 def _settle(session: Session, status: str, result: Measurement | None,
@@ -264,12 +268,14 @@ def _name_set_asides(session: Session, draft: RunRecord) -> None:
 
 
 def _apply(session: Session, intent: intents.Intent, draft: RunRecord, changes: Changes,
-           description: str) -> None:
+           description: str) -> list[str]:
     """The git side of the run: the keep commit, or the revert with the attempt saved at its
-    ref; ``draft`` is completed. A failure says what was done and what is left to finish."""
+    ref; ``draft`` is completed. Returns the files the experiment created that a revert
+    removed (none for a keep). A failure says what was done and what is left to finish."""
     try:
         if intent.op == "keep":
             _keep(session, intent, draft, changes, description)
+            return []
         else:
             created, tracked = revert_targets(session.bounds, changes)
             intent = intent.but(created=created, tracked=tracked)
@@ -280,6 +286,7 @@ def _apply(session: Session, intent: intents.Intent, draft: RunRecord, changes: 
             revert(session.repo, session.bounds, changes, head=intent.head, ref=intent.ref,
                    message=message)
             draft["attempt_ref"] = intent.ref
+            return created
     except (Refused, GitError) as exc:
         raise _failed(session, intent, exc) from None
 

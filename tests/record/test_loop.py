@@ -1057,3 +1057,23 @@ def test_under_the_strict_rule_a_run_with_no_change_is_never_kept(repo: Path, ar
     assert record["metric"] < runs(repo)[0]["metric"]  # (a better number, by noise)
     write(repo / "value.txt", "90\n")
     assert ar(repo, "run", "-d", "a change", "--json").json()["status"] == "keep"
+
+
+def test_a_revert_names_the_files_it_removed(repo: Path, ar: Tool) -> None:
+    """A discard removes the files the experiment created (its attempt ref keeps them): they
+    are named, as a list a person can read back (a name with a newline or ", " quoted)."""
+    ar(repo, *start_args("--decision", "strict"))
+    write(repo / "value.txt", "500\n")
+    write(repo / "src" / "MY_NOTES.md", "precious\n")
+    write(repo / "src" / "top\nnew.txt", "odd\n")
+    out = ar(repo, "run", "-d", "worse").out
+    assert '  removed the files it created: src/MY_NOTES.md, "src/top\\nnew.txt" (kept there; ' \
+        "git restore --source=refs/autoresearch/s1/attempts/2 -- ':(top,literal)<path>' " \
+        "brings one back)\n" in out
+    assert not (repo / "src" / "MY_NOTES.md").exists()
+    write(repo / "value.txt", "600\n")
+    write(repo / "src" / "again.md", "x\n")
+    done = ar(repo, "run", "-d", "worse again", "--json").json()
+    assert (done["status"], done["removed"]) == ("discard", ["src/again.md"])
+    write(repo / "value.txt", "90\n")
+    assert ar(repo, "run", "-d", "better", "--json").json()["removed"] == []
