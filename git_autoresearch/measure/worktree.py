@@ -196,7 +196,8 @@ class Rule:
 
         if not changed:
             window = decision.incumbent(pool, cfg.direction).samples
-            return cls("sequential", cfg.direction, window, 1, cfg.min_effect or 0.0, True)
+            return cls("sequential", cfg.direction, window, 1, cfg.min_effect or 0.0, True,
+                       notes=[other] if other else [])
         comparison = decision.Comparison(pool, direction=cfg.direction,
                                          min_effect=cfg.min_effect or 0.0,
                                          max_samples=cfg.samples_at_most,
@@ -400,16 +401,18 @@ def incumbent_samples(session: Session,
                       incumbent: tuple[ledger_mod.Run | None, bool] | None = None
                       ) -> list[float]:
     """The incumbent's samples, oldest first: those of the segment's kept run whose commit is
-    HEAD (else its last kept run), of noise probes after it (runs with no change), and of its
-    re-measures (``incumbent`` lines of the ledger after a revert). Empty when the segment has
-    kept nothing. ``incumbent``: :func:`incumbent_run`'s answer, when the caller has it."""
+    HEAD (else its last kept run), of noise probes after it (runs with no change) on its
+    commit, and of its re-measures (``incumbent`` lines of the ledger after a revert). Empty
+    when the segment has kept nothing. ``incumbent``: :func:`incumbent_run`'s answer, when the
+    caller has it."""
     seg = session.segment
     last, _ = incumbent or incumbent_run(session)
     if last is None:
         return []
     found: list[tuple[float, list[Any]]] = [(last.number, list(last.data.get("samples") or []))]
     for run in seg.runs:
-        if run.number > last.number \
+        # (a probe on a commit made by hand measured other code)
+        if run.number > last.number and run.data.get("commit") == last.data.get("commit") \
                 and (run.data.get("decision") or {}).get("verdict") == "no_change":
             found.append((run.number, list(run.data.get("samples") or [])))
     for event in session.ledger.events:

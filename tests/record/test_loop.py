@@ -931,6 +931,26 @@ def test_a_commit_by_hand_under_the_incumbent_is_said_by_run_and_status(repo: Pa
     assert ar(repo, "status", "--json").json()["warnings"] == []
 
 
+def test_a_noise_probe_on_a_commit_by_hand_warns_and_stays_out_of_the_kept_runs_samples(
+        repo: Path, ar: Tool) -> None:
+    """A run with no change after a commit made by hand measures HEAD, other code than the
+    kept run's: run --json says so, as for a change, and its sample never joins the kept
+    run's pool (here after the branch was moved back to the kept run's commit)."""
+    ar(repo, *start_args())
+    write(repo / "value.txt", "90\n")
+    ar(repo, "run", "-d", "better")
+    kept = git(repo, "rev-parse", "HEAD")
+    write(repo / "value.txt", "300\n")
+    git(repo, "commit", "-qam", "by hand: much slower")
+    probe = ar(repo, "run", "-d", "no change", "--json").json()
+    assert probe["decision"]["verdict"] == "no_change"
+    assert any("is the commit of no kept run" in w for w in probe["warnings"]), probe
+    git(repo, "reset", "-q", "--hard", kept)
+    write(repo / "value.txt", "89\n")
+    decided = ar(repo, "run", "-d", "a little better", "--json").json()["decision"]
+    assert decided["pool_spread"] == 0 and decided["incumbent_samples"] == 1, decided
+
+
 @pytest.mark.parametrize("rule", ["sequential", "strict"])
 def test_a_regression_against_a_better_commit_by_hand_is_not_kept_on_old_samples(
         repo: Path, ar: Tool, rule: str) -> None:
