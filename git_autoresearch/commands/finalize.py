@@ -121,17 +121,7 @@ def finalize_cmd(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bo
     cfg = final.config or session.config
     line = final.record(cfg.direction)
     if final.conflicts or final.segment_conflicts:
-        message = "; ".join([*(f"segment {r.segment}'s commit {r.source[:7]} conflicts in "
-                               f"{paths_text(r.paths)}" for r in final.segment_conflicts),
-                             *(f"run {r.keep.number} conflicts in {paths_text(r.paths)}"
-                               for r in final.conflicts)])
-        message = (f"{message}: no branch was made (leave them out with --drop, or replay "
-                   "only some with --only)")
-        if final.hand:
-            listed = ", ".join(oid[:7] for oid, _ in final.hand[:5])
-            message += (f"; commits made by hand are not replayed ({listed}"
-                        f"{', ...' if len(final.hand) > 5 else ''}): a keep that builds on one "
-                        "conflicts")
+        message = _conflicts_text(final)
         if as_json:
             emit_json("error", {"error": message, "exit_code": EXIT_REFUSED, **line},
                       interruptible=False)
@@ -150,6 +140,23 @@ def finalize_cmd(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bo
     for w in said:
         warn(w)
     _report(final, line, str(session.layout.final_notes), cfg.metric_unit, as_json)
+
+
+def _conflicts_text(final: Final) -> str:
+    """The refusal of a replay that conflicted: each conflict with its paths, and the commits
+    made by hand that were not replayed (a keep that builds on one conflicts)."""
+    message = "; ".join([*(f"segment {r.segment}'s commit {r.source[:7]} conflicts in "
+                           f"{paths_text(r.paths)}" for r in final.segment_conflicts),
+                         *(f"run {r.keep.number} conflicts in {paths_text(r.paths)}"
+                           for r in final.conflicts)])
+    message = (f"{message}: no branch was made (leave them out with --drop, or replay only "
+               "some with --only)")
+    if final.hand:
+        listed = ", ".join(oid[:7] for oid, _ in final.hand[:5])
+        message += (f"; commits made by hand are not replayed ({listed}"
+                    f"{', ...' if len(final.hand) > 5 else ''}): a keep that builds on one "
+                    "conflicts")
+    return message
 
 
 def _report(final: Final, line: dict[str, Any], notes: str, unit: str, as_json: bool) -> None:

@@ -65,6 +65,13 @@ def choose_measurement(session: Session, status: str, pending: Measurement | Non
             raise Refused(f"nothing to keep: no pending measurement with a metric, and {met[1]}: "
                           "nothing more is measured (pass --metric VALUE, or git autoresearch "
                           "discard reverts the change)")
+        if pending is None:
+            from ..measure.worktree import dropped
+
+            why = dropped(session)
+            if why is not None:
+                raise Refused(f"nothing to keep: {why}; run git autoresearch measure again, or "
+                              "pass --metric VALUE")
         raise Refused("nothing to keep: no pending measurement with a metric (run git "
                       "autoresearch measure, or pass --metric VALUE)")
     judged, forced = _judged_keep(session, result)

@@ -506,6 +506,25 @@ def read(session: Session) -> Measurement | None:
     return result
 
 
+def dropped(session: Session) -> str | None:
+    """Why the measurement ``pending.json`` holds is no longer pending (:func:`read` gives
+    None for it): HEAD moved since it was taken, or the configuration changed; None when
+    there is none, or it is pending."""
+    try:
+        data = json.loads(session.layout.pending.read_text())
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    if data.get("config_hash") != file_hash(session.config_bytes):
+        return "the measurement taken was dropped: the configuration changed since"
+    head = data.get("head")
+    if isinstance(head, str) and head != session.head():
+        return (f"the measurement taken on {head[:7]} was dropped: HEAD moved since (to "
+                f"{session.repo.short(session.head())})")
+    return None
+
+
 def fingerprint(session: Session, changes: Changes, *, only: set[str] | None = None
                 ) -> dict[str, str]:
     """What the experiment's changes are now (``only``: those of these paths): path ->

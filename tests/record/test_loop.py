@@ -1097,3 +1097,15 @@ def test_a_revert_names_the_files_it_removed(repo: Path, ar: Tool) -> None:
     assert (done["status"], done["removed"]) == ("discard", ["src/again.md"])
     write(repo / "value.txt", "90\n")
     assert ar(repo, "run", "-d", "better", "--json").json()["removed"] == []
+
+
+def test_a_keep_after_head_moved_says_why_the_measurement_is_gone(repo: Path, ar: Tool) -> None:
+    ar(repo, *start_args("--decision", "strict"))
+    write(repo / "value.txt", "90\n")
+    ar(repo, "measure")
+    measured = git(repo, "rev-parse", "--short=7", "HEAD")
+    git(repo, "commit", "-qam", "by hand")
+    err = ar(repo, "keep", "-d", "k", expect=3).err
+    assert err == (f"git autoresearch: nothing to keep: the measurement taken on {measured} was "
+                   f"dropped: HEAD moved since (to {git(repo, 'rev-parse', '--short', 'HEAD')})"
+                   "; run git autoresearch measure again, or pass --metric VALUE\n")
