@@ -304,7 +304,8 @@ def run_cmd(description: str | None, asi_pairs: tuple[str, ...], asi_json: str |
         from ..review.apply import Retry
 
         retry = Retry.of(session, retry_run)
-        asi, text = _record_inputs(asi_pairs, asi_json, description or retry.description)
+        asi, text = _record_inputs(asi_pairs, asi_json, retry.description
+                                   if description is None else description)
     try:
         done = iterate(session, text, asi, retry=retry, dry_run=dry_run, progress=progress())
     finally:

@@ -126,6 +126,7 @@ def test_what_cannot_be_retried_is_refused_and_nothing_changes(repo: Path, ar: T
         (["--retry", "6"], 3, f"run 6's change conflicts with HEAD ({head[:7]}) in value.txt: "
                               "nothing was changed"),
         ([], 2, "Missing option '-d' / '--description'. (see git autoresearch run -h)"),
+        (["--retry", "7", "-d", ""], 2, "the description is empty: say what the run tried"),
     ]
     for args, code, message in refusals:
         assert ar(repo, "run", *args, expect=code).err == f"git autoresearch: {message}\n"
