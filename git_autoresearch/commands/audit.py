@@ -6,14 +6,23 @@ from typing import Any
 
 import click
 
-from .common import CONTEXT, WHOLE, complete_runs, emit_json, json_option, number, warn
+from .common import (
+    CONTEXT,
+    WHOLE,
+    WholeRange,
+    complete_runs,
+    emit_json,
+    json_option,
+    number,
+    warn,
+)
 
 
 @click.command("audit", context_settings=CONTEXT,
                short_help="measure each keep against its parent again")
 @click.argument("run_numbers", metavar="[RUN]...", nargs=-1, type=WHOLE,
                 shell_complete=complete_runs)
-@click.option("--samples", type=click.IntRange(min=1), default=5, show_default=True,
+@click.option("--samples", type=WholeRange(min=1), default=5, show_default=True,
               metavar="N", help="Measurements of each side (the parent and the commit).")
 @json_option
 def audit_cmd(run_numbers: tuple[int, ...], samples: int, as_json: bool) -> None:

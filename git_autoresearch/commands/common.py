@@ -34,6 +34,16 @@ class WholeNumber(click.ParamType):  # type: ignore[type-arg]
 WHOLE = WholeNumber()
 
 
+class WholeRange(click.IntRange):
+    """A count or a port within bounds, as :class:`click.IntRange` takes it and shows it in
+    the help (``[x>=0]``), read as :class:`WholeNumber` reads it: ``abc`` is "not a whole
+    number", where click says "not a valid integer range"."""
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        return super().convert(WHOLE.convert(value, param, ctx), param, ctx)
+
+
 def bare_group(ctx: click.Context) -> None:
     """The callback of a group called without a subcommand (``git autoresearch``, ``hooks``,
     ``ideas``): its help on stdout, exit 0. Nothing while click completes a command line."""

@@ -12,6 +12,7 @@ from ..runtime.errors import EXIT_REFUSED, EXIT_UNVERIFIED
 from .common import (
     CONTEXT,
     WHOLE,
+    WholeRange,
     complete_runs,
     emit_json,
     json_option,
@@ -56,7 +57,7 @@ def _again(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bool,
 @click.option("--checks-command", metavar="SHELL",
               help="Run this on the final branch instead of final_checks_command (default: "
                    "the checks command).")
-@click.option("--samples", type=click.IntRange(min=0), default=5, show_default=True,
+@click.option("--samples", type=WholeRange(min=0), default=5, show_default=True,
               metavar="N", help="Measurements of the base and of the final branch, "
                                 "interleaved (0: do not measure).")
 @click.option("--force", is_flag=True, help="Replace the final branches of an earlier finalize.")

@@ -11,7 +11,15 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..runtime.errors import UsageError
-from .common import CONTEXT, PIPE_BYTES, WHOLE, left_to_exit, warn, widen_stdout_pipe
+from .common import (
+    CONTEXT,
+    PIPE_BYTES,
+    WHOLE,
+    WholeRange,
+    left_to_exit,
+    warn,
+    widen_stdout_pipe,
+)
 
 if TYPE_CHECKING:
     from ..ledger import Ledger
@@ -51,14 +59,14 @@ _FORMAT_HELP = ("table, markdown, json, jsonl, csv or tsv; or a template with {f
               help="Only runs whose experiment changed a readonly file (readonly), a file "
                    "outside the scope (outside), or either (any); each was set aside, never "
                    "committed. The table marks them (R, O).")
-@click.option("--last", type=click.IntRange(min=0), metavar="N",
+@click.option("--last", type=WholeRange(min=0), metavar="N",
               help="Only the last N runs (of those the filters keep, in run order).")
 @click.option("--sort", "sorts", multiple=True, metavar="FIELD",
               help="Sort by FIELD (-FIELD: descending; best: the metric, best first in its "
                    "direction, each way of measuring ranked apart, the current one first); a "
                    "comma-separated list or repeated, the first the most significant. Runs "
                    "without the field come last.")
-@click.option("-n", "--max-count", type=click.IntRange(min=0), metavar="N",
+@click.option("-n", "--max-count", type=WholeRange(min=0), metavar="N",
               help="At most N runs, after sorting.")
 @click.option("--columns", metavar="LIST",
               help="The columns, comma-separated: run,status,metric,mem_mb,asi.hypothesis "

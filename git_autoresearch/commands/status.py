@@ -14,6 +14,7 @@ from ..runtime.errors import Refused, UsageError
 from .common import (
     CONTEXT,
     WHOLE,
+    WholeRange,
     complete_runs,
     emit_json,
     json_option,
@@ -46,7 +47,7 @@ def open_warned() -> Session:
               help="Show it again every --interval seconds, a live view, until Ctrl-C.")
 @click.option("--interval", type=click.FloatRange(min=0.1), default=2.0, show_default=True,
               metavar="SECONDS", help="With --watch: seconds between two views.")
-@click.option("--times", type=click.IntRange(min=1), metavar="N",
+@click.option("--times", type=WholeRange(min=1), metavar="N",
               help="With --watch: stop after N views (default: until Ctrl-C).")
 @json_option
 def status_cmd(watch: bool, interval: float, times: int | None, as_json: bool) -> None:
@@ -394,10 +395,10 @@ def analyze_cmd(segment: int | None, plot: Path | None, as_json: bool) -> None:
 
 @click.command("summary", context_settings=CONTEXT,
                short_help="a short text to resume from after a context reset")
-@click.option("--max-bytes", type=click.IntRange(min=1500), default=4000, show_default=True,
+@click.option("--max-bytes", type=WholeRange(min=1500), default=4000, show_default=True,
               help="Upper bound on the size of the text (UTF-8 bytes; at least 1500, which "
                    "always holds the header, the last run and the best run).")
-@click.option("--last", type=click.IntRange(min=0), default=30, show_default=True,
+@click.option("--last", type=WholeRange(min=0), default=30, show_default=True,
               help="How many recent runs to include at most.")
 @json_option
 def summary_cmd(max_bytes: int, last: int, as_json: bool) -> None:
@@ -433,7 +434,7 @@ def summary_cmd(max_bytes: int, last: int, as_json: bool) -> None:
                    "stdout).")
 @click.option("--serve", is_flag=True,
               help="Serve the page on 127.0.0.1 and refresh it when the ledger changes.")
-@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
+@click.option("--port", type=WholeRange(0, 65535), default=8765, show_default=True,
               help="The port for --serve (0: any free port).")
 def dashboard_cmd(output: Path | None, serve: bool, port: int) -> None:
     """One self-contained HTML page (no network requests): cards, the chart of every run with the

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .common import CONTEXT, bare_group, emit_json, json_option, warn
+from .common import CONTEXT, WholeRange, bare_group, emit_json, json_option, warn
 
 if TYPE_CHECKING:
     from ..history.queue import Candidate
@@ -24,7 +24,7 @@ def worker_cmd(ctx: click.Context) -> None:
 
 @worker_cmd.command("add", context_settings=CONTEXT,
                     short_help="add workers: linked worktrees of the session")
-@click.argument("count", type=click.IntRange(1, 64), required=False)
+@click.argument("count", type=WholeRange(1, 64), required=False)
 @click.option("--name", "names", multiple=True, metavar="NAME",
               help="Name the worker (repeatable; instead of w1, w2, ...).")
 @click.option("--path", "folder", type=click.Path(file_okay=False, path_type=Path),

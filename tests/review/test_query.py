@@ -166,7 +166,9 @@ def test_a_run_number_is_ascii_digits_in_every_command(repo: Path, ar: Tool) -> 
     night(repo, ar)
     assert ar(repo, "show", "3", "--json").json()["record"]["run"] == 3
     for args in (["show", "+3"], ["show", "３"], ["show", "3_0"], ["diff", "2", "３"],
-                 ["log", "--segment", "０"]):
+                 ["log", "--segment", "０"], ["log", "--last", "abc"], ["log", "-n", "+2"],
+                 ["summary", "--last", "x"], ["finalize", "--samples", "3_0"],
+                 ["audit", "--samples", "five"], ["status", "--times", "-1"]):
         res = ar(repo, *args, expect=2)
         assert "is not a whole number (the digits 0 to 9)" in res.err, args
         assert repr(args[-1]) in res.err and res.out == ""
