@@ -45,7 +45,7 @@ def _measurement_json(result: Measurement, status: str, session: Session) -> dic
     would record, in the run document's names: ``status`` (the loop's decision), ``decision``
     (the rule's object), ``reason``, ``commit`` (measured on, 7 digits), ``tail`` (the end of
     the log), ``command_exit_code`` (the measured command's, not the tool's)."""
-    from ..ledger import json_number
+    from ..ledger import json_metric, json_number
 
     data = result.to_dict()
     for internal in ("fingerprint", "warnings", "log_tail", "head", "exit_code", "reason",
@@ -57,7 +57,7 @@ def _measurement_json(result: Measurement, status: str, session: Session) -> dic
     data.update({
         "status": status, "decision": result.decision,
         "reason": result.reason_for(status, cfg.min_effect or 0.0, cfg.direction),
-        "metric": None if result.metric is None else json_number(result.metric),
+        "metric": json_metric(result.metric),
         "metrics": {k: json_number(v) for k, v in result.metrics.items()},
         "samples": [json_number(s) for s in result.samples],
         "commit": result.head[:7] if result.head else None, "tail": result.log_tail,

@@ -40,6 +40,7 @@ from ..runtime.errors import Refused
 from .jsontext import ObjectText, loads, loads_plain, number_flags
 from .jsontext import dumps as dumps  # (the ledger's line, long read from here)
 from .jsontext import finite as finite
+from .jsontext import json_metric as json_metric
 from .jsontext import json_number as json_number
 
 # A test of every line at once that lets parse skip run lines no reader in this context

@@ -59,6 +59,11 @@ def json_number(value: float) -> int | float:
     return value
 
 
+def json_metric(value: float | None) -> int | float | None:
+    """:func:`json_number` of a metric that may be missing (None: a crash's)."""
+    return None if value is None else json_number(value)
+
+
 def dumps(record: Mapping[str, Any]) -> str:
     """One ledger line (no newline) as pi-autoresearch's ``JSON.stringify`` writes it: compact
     JSON, non-ASCII kept, numbers as :func:`number_text` (``0.000015``, not ``1.5e-05``), NaN

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..ledger import STATUSES, Run, Segment, finite
+from ..ledger import STATUSES, Run, Segment, finite, json_metric
 from ..session.config import format_duration
 from .report import delta_pct, fmt, one_line, utf8_text
 
@@ -84,7 +84,8 @@ def _gains(segment: Segment) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
         if segment.better(run.metric, incumbent):
             pct = delta_pct(run.metric, incumbent)
             gain = sign * (run.metric - incumbent)
-            gains.append({"run": run.number, "metric": run.metric, "previous_best": incumbent,
+            gains.append({"run": run.number, "metric": json_metric(run.metric),
+                          "previous_best": json_metric(incumbent),
                           "gain": round(gain, 12) if math.isfinite(gain) else None,
                           "gain_pct": None if pct is None else round(sign * pct, 2),
                           "description": run.description})
@@ -119,7 +120,7 @@ def _longest_streak_without_keep(runs: list[Run]) -> int:
 def _brief(run: Any) -> dict[str, Any] | None:
     if run is None:
         return None
-    return {"run": run.number, "metric": run.metric, "commit": run.data.get("commit"),
+    return {"run": run.number, "metric": json_metric(run.metric), "commit": run.data.get("commit"),
             "description": run.description}
 
 

@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..ledger import Ledger, Run, Segment, json_number
+from ..ledger import Ledger, Run, Segment, json_metric, json_number
 from ..ledger.confidence import confidence, confidence_label
 from ..ledger.jsontext import number_text
 from ..ledger.stats import mad, median
@@ -549,7 +549,7 @@ def _run_brief(run: Run | None) -> dict[str, Any] | None:
     if run is None:
         return None
     found = run.data.get("decision")
-    return {"run": run.number, "status": run.status, "metric": run.metric,
+    return {"run": run.number, "status": run.status, "metric": json_metric(run.metric),
             "commit": run.data.get("commit"), "description": run.description,
             "decision": found if isinstance(found, dict) else None,
             "decision_text": decision_text(run)}

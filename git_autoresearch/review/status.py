@@ -213,6 +213,7 @@ def workers_doing(session: Session) -> list[dict[str, Any]]:
     ``worker`` field is ``main``'s) and the measurement ``slot`` it holds (``slot``, ``pid``,
     ``what``, ``since``; null). Empty when no worker claims or measures and the ledger names
     no worker besides ``main``: a single agent's status stays as it was."""
+    from ..ledger import json_metric
     from ..measure.slots import held
     from ..session.ideas import read_ideas
     from ..workers.claims import idea_key, read_claims
@@ -242,7 +243,7 @@ def workers_doing(session: Session) -> list[dict[str, Any]]:
                         **c.to_json(cfg.claim_seconds)}
                        for c in claims.values() if c.worker == name],
             "last_run": None if last is None else {
-                "run": last.number, "status": last.status, "metric": last.metric,
+                "run": last.number, "status": last.status, "metric": json_metric(last.metric),
                 "timestamp": last.data.get("timestamp")},
             "slot": slot})
     return out
@@ -365,14 +366,14 @@ def _kept_off_branches(session: Session) -> list[str]:
 
 def _pending(session: Session) -> Pending | None:
     """The measurement waiting in the scratch folder, if any, with the loop's decision."""
-    from ..ledger import json_number
+    from ..ledger import json_metric
     from ..measure import worktree as pending_mod
 
     measured = pending_mod.read(session)
     if measured is None:
         return None
     return Pending(
-        metric=None if measured.metric is None else json_number(measured.metric),
+        metric=json_metric(measured.metric),
         status=session.decide(measured), decision=measured.decision,
         changed_since=pending_mod.changed_since(session, measured))
 

@@ -920,3 +920,16 @@ def test_log_json_widens_the_pipe_it_writes_into(repo: Path, ar: Tool) -> None:
                 size = fcntl.fcntl(pipe.fileno(), fcntl.F_GETPIPE_SZ)
         assert size == (1 << 20 if args == ["--json"] else 1 << 16), args
         assert out.decode() == ar(repo, "log", *args).out
+
+
+def test_status_summary_and_log_give_a_metric_alike(repo: Path, ar: Tool) -> None:
+    """A whole metric is ``85`` in every document, as the ledger writes it, not ``85.0`` in
+    status and analyze."""
+    night(repo, ar)
+    logged = {r["run"]: r["metric"] for r in ar(repo, "log", "--json").json()["runs"]}
+    status = ar(repo, "status", "--json").json()
+    for key in ("baseline", "best", "incumbent"):
+        run = status["segment"][key]
+        assert repr(run["metric"]) == repr(logged[run["run"]]), (key, run)
+    gains = ar(repo, "analyze", "--json").json()
+    assert "85.0" not in json.dumps(gains) and "90.0" not in json.dumps(gains)
