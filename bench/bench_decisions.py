@@ -75,6 +75,7 @@ SCENARIOS = [
     Scenario("AR(1) 2%", 0.02, machine="ar"),
     Scenario("faster 2%", 0.02, machine="faster"),
     Scenario("slower 2%", 0.02, machine="slower"),
+    Scenario("jobs 2%", 0.02, machine="jobs"),
 ]
 
 
@@ -84,7 +85,9 @@ class Machine:
     that switches on (+5 %) and off at random, 1 in 80 measurements; ``bursts`` a burst of
     load (+8 %) starting with probability 6 % and lasting 1 + Exp(mean 3) measurements;
     ``ar`` an AR(1) load, correlation 0.8 from one measurement to the next, 2 % spread;
-    ``faster`` and ``slower`` a machine whose speed moves by ``RATE`` each measurement."""
+    ``faster`` and ``slower`` a machine whose speed moves by ``RATE`` each measurement;
+    ``jobs`` other work coming and going on a machine of two cores (none, one or two busy
+    processes: 1, 1.6 or 2 times slower), switching with probability 1/15 a measurement."""
 
     def __init__(self, kind: str, seed: int) -> None:
         self.kind, self.rng, self.tick = kind, random.Random(seed * 31 + 5), 0
@@ -106,6 +109,10 @@ class Machine:
             return 1.08 if self.burst > 0 else 1.0
         if self.kind == "ar":
             self.load = 0.8 * self.load + 0.6 * 0.02 * self.rng.gauss(0.0, 1.0)
+            return 1 + self.load
+        if self.kind == "jobs":
+            if self.rng.random() < 1 / 15:
+                self.load = self.rng.choice([0.0, 0.6, 1.0])
             return 1 + self.load
         if self.kind == "faster":
             return math.exp(-RATE * tick)
@@ -225,7 +232,9 @@ def targets(rows: dict[tuple[str, str], Row], label: str) -> list[tuple[str, boo
     out = [
         ("3% noise: >= 40% of true gains kept", seq["gauss 3%"].gains >= 0.40),
         ("3% noise: no-effect kept <= 5% of them", seq["gauss 3%"].none <= 0.05),
-        ("3% noise: <= 6 measurements per candidate", seq["gauss 3%"].measurements <= 6.0),
+        # (one more than before the screen's stop checked the pool against a sample of the
+        # incumbent taken then: a gain on a machine that slowed since was screened out)
+        ("3% noise: <= 7 measurements per candidate", seq["gauss 3%"].measurements <= 7.0),
         ("1% noise: >= 90% of true gains kept", seq["gauss 1%"].gains >= 0.90),
         ("heavy tails: harmful keeps <= 1% of candidates", seq["heavy tails 3%"].losses <= 0.01),
         ("deterministic: same decisions as strict", same),

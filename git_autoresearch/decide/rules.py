@@ -405,8 +405,8 @@ SCREEN_HOPELESS = (
     0.8, 0.6, 0.5, 0.45, 0.4, 0.35)
 TREND_ALPHA = 0.05  # two-sided level of the pool's trend test: a pool that moves is not used
 STALE_ALPHA = 0.03  # fresh incumbent samples better than the pool at this level: it is stale
-BLEND_ALPHA = 0.08  # one-sided level of the keep on the pool and the fresh samples together
-BLEND_GUARD = 0.50  # ... when the fresh samples alone also favour the candidate at this level
+BLEND_ALPHA = 0.06  # one-sided level of the keep on the pool and the fresh samples together
+BLEND_GUARD = 0.25  # ... when the fresh samples alone also favour the candidate at this level
 BLEND_MIN_PAIRS = 2  # ... after this many pairs at least (one block)
 BLEND_PAIRS = 8  # ... and inconclusive after this many (or ``pairs``, when fewer)
 FRESH_ALPHA = 0.02  # one-sided level of each look of a decision on fresh samples alone
@@ -466,10 +466,13 @@ class Comparison:
        from the first, in blocks (candidate, incumbent, incumbent, candidate); samples of
        both sides with no spread decide exactly after two pairs.
     2. Otherwise the candidate is screened against the pool: stopped as inconclusive when it is
-       hopeless (``SCREEN_HOPELESS``) or at ``max_samples``; it goes on to fresh samples, in
-       blocks (incumbent, candidate, candidate, incumbent), once it is better than the pool
-       at ``SCREEN_PASS`` or worse at ``FUTILITY`` after at least ``SCREEN_MIN`` samples. No
-       keep and no "worse" rests on the pool alone.
+       hopeless (``SCREEN_HOPELESS``) or at ``max_samples``, once one sample of the incumbent
+       taken then agrees with the pool (:meth:`_checked`: one worse than the whole pool and
+       than the candidate's median says the machine slowed since, and fresh samples decide,
+       as in 1); it goes on to fresh samples, in blocks (incumbent, candidate, candidate,
+       incumbent), once it is better than the pool at ``SCREEN_PASS`` or worse at
+       ``FUTILITY`` after at least ``SCREEN_MIN`` samples. No keep and no "worse" rests on the
+       pool alone.
     3. After each pair of fresh samples: when the fresh incumbent samples lie below the pool
        (better, at ``STALE_ALPHA``) or the pool and they have a trend, the pool is stale, and
        from then on only the fresh samples count. Otherwise the pool is moved to the fresh
@@ -504,6 +507,9 @@ class Comparison:
         self.block: list[tuple[Side, float]] | None = [] if self.stale else None
         self.order = FROM_START if self.stale else AFTER_SCREEN
         self.result: Decision | None = None
+        # The screen's verdict on the pool alone, held while one sample of the incumbent is
+        # taken now to check it (:meth:`_checked`).
+        self.held: Decision | None = None
 
     def add(self, side: Side, value: float) -> None:
         """Take a sample of ``side``. Raises ValueError for a non-finite value."""
@@ -518,7 +524,7 @@ class Comparison:
         decides on the candidate's samples, those taken and any more. The fresh samples taken
         stay in :attr:`fresh`, unused."""
         self.pairs, self.block, self.moving, self.stale = 0, None, False, False
-        self.result = None
+        self.result = self.held = None
 
     def next(self) -> Side | Decision:
         """The side to measure next, or the decision once it is reached (then always it)."""
@@ -530,6 +536,8 @@ class Comparison:
         return step
 
     def _screen(self) -> Side | Decision:
+        if self.held is not None:
+            return self._checked()
         n = len(self.candidate)
         if n == 0:
             return "candidate"
@@ -554,10 +562,28 @@ class Comparison:
                 or better > SCREEN_HOPELESS[min(n, len(SCREEN_HOPELESS)) - 1]:
             # Not better than samples taken earlier, under other load; never "worse" on them
             # alone (measuring the incumbent beside every such candidate to say so costs a
-            # fifth more measurements on a still machine).
-            return self._ruled("inconclusive", pool, mine, better, worse, "pool",
-                               early=n < self.max_samples)
+            # fifth more measurements on a still machine), and not even that before one
+            # sample of the incumbent taken now agrees (:meth:`_checked`).
+            self.held = self._ruled("inconclusive", pool, mine, better, worse, "pool",
+                                    early=n < self.max_samples)
+            return "incumbent"
         return "candidate"
+
+    def _checked(self) -> Side | Decision:
+        """The screen's verdict on the pool alone (:attr:`held`), checked against the one
+        sample of the incumbent taken since: when that sample is worse than every sample of
+        the pool and no better than the candidate's median, the machine has likely slowed
+        since the pool was measured (load came, which makes any change look worse against
+        the pool): the pool is stale, and fresh samples of both sides decide, from the
+        start. Otherwise the verdict stands, the sample recorded with it."""
+        held, self.held = self.held, None
+        assert held is not None
+        now = oriented(self.fresh, self.direction)[-1]
+        if now > max(oriented(self.pool, self.direction)) \
+                and now >= median(oriented(self.candidate, self.direction)):
+            self.stale, self.block, self.order = True, [], FROM_START
+            return self._fresh()
+        return dataclasses.replace(held, fresh_samples=len(self.fresh))
 
     def _fresh(self) -> Side | Decision:
         block = self.block
@@ -667,7 +693,10 @@ def discard_reason(found: Mapping[str, Any], min_effect: float, direction: str) 
         # than that (a burst of load can make a gain look worse).
         if found.get("verdict") != "worse" and said == "within noise":
             said = f"not better{change}"
-        return f"{said}: {count} sample(s) against the incumbent's earlier samples{early}"
+        checked = ", with which one of it taken now agreed" if isinstance(fresh, list) \
+            and fresh else ""
+        return (f"{said}: {count} sample(s) against the incumbent's earlier samples"
+                f"{checked}{early}")
     if evidence in ("fresh", "pool+fresh") and isinstance(count, int) \
             and isinstance(fresh, list):
         if said == "within noise":  # (the estimate, and whether it stopped as hopeless)
