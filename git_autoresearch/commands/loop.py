@@ -136,10 +136,11 @@ def _record_json(record: Mapping[str, Any], steer: list[str], warnings: list[str
     from ..ledger import shown_record
 
     out = shown_record(record)
-    # Every run says whether it made a commit (the ledger writes it on keeps only), and how
-    # a rule decided it (null: none did, a crash or a metric given by hand).
+    # Every run says whether it made a commit (the ledger writes it on keeps only), how a
+    # rule decided it (null: none did, a crash or a metric given by hand), and why it ended so.
     out.setdefault("committed", False)
     out.setdefault("decision", None)
+    out.setdefault("reason", None)  # (a keep has none: null, so that every run has the key)
     # The hooks fired around it: the ledger line lists those before it was written.
     fired = [*(out.get("hooks") or []), *(after.summary() if after is not None else [])]
     if fired:

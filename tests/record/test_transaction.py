@@ -70,7 +70,7 @@ def test_the_human_line_of_a_forced_keep_says_why(repo: Path, ar: Tool) -> None:
         "min_effect (5.00%)")
     write(repo / "value.txt", "87\n")
     enough = ar(repo, "keep", "-d", "5.2 better", "--metric", "87", "--json").json()
-    assert (enough["warnings"], "reason" in enough) == ([], False)
+    assert (enough["warnings"], enough["reason"]) == ([], None)
 
 
 def test_a_keep_of_few_samples_under_the_sequential_rule_says_so(repo: Path, ar: Tool) -> None:
@@ -455,3 +455,12 @@ def test_a_discard_on_the_pool_says_the_incumbent_measured_now_agreed() -> None:
         "one of it taken now agreed; stopped early")
     assert discard_reason({**found, "incumbent_fresh": []}, 0.0, "lower") == (
         "not better (+4.0%): 2 sample(s) against the incumbent's earlier samples; stopped early")
+
+
+def test_every_run_document_has_a_reason_null_for_a_keep(repo: Path, ar: Tool) -> None:
+    ar(repo, *start_args("--decision", "strict"))
+    write(repo / "value.txt", "90\n")
+    kept = ar(repo, "run", "-d", "better", "--json").json()
+    assert kept["status"] == "keep" and kept["reason"] is None
+    write(repo / "value.txt", "95\n")
+    assert ar(repo, "run", "-d", "worse", "--json").json()["reason"] is not None
