@@ -664,12 +664,15 @@ def inconclusive_reason(found: Mapping[str, Any], min_effect: float, direction: 
     """Why an inconclusive run was discarded, for its record's ``reason``: "within noise", or,
     when its whole interval (``found``'s ``relative_low`` to ``relative_high``, the change as
     a fraction of the incumbent: :func:`measure.worktree.decision_record`) is on the better side of
-    ``direction`` but the gain was not shown to reach ``min_effect`` (a fraction; 0: none
-    asked), that."""
+    ``direction``, that the gain was not shown to reach ``min_effect`` (a fraction), or, with
+    none asked, "not shown to be better": an interval of the estimate (80 %) is no test of it,
+    and "within noise" would contradict it."""
     high, low = found.get("relative_high"), found.get("relative_low")
-    if min_effect > 0 and isinstance(high, (int, float)) and isinstance(low, (int, float)):
-        if (high < 0 if direction == "lower" else low > 0):
+    if isinstance(high, (int, float)) and isinstance(low, (int, float)) \
+            and (high < 0 if direction == "lower" else low > 0):
+        if min_effect > 0:
             return f"better, but not shown to be better by min_effect ({min_effect:.2%})"
+        return "not shown to be better"
     return "within noise"
 
 

@@ -242,7 +242,9 @@ def test_every_crash_has_a_tail_even_one_that_printed_nothing(repo: Path, ar: To
     (0.05, "higher", 0.0, 0.1, "within noise"),
     (0.05, "lower", None, -0.01, "within noise"),
     (0.05, "lower", -0.1, None, "within noise"),
-    (0.0, "lower", -0.1, -0.01, "within noise"),
+    (0.0, "lower", -0.1, -0.01, "not shown to be better"),
+    (0.0, "higher", 0.01, 0.1, "not shown to be better"),
+    (0.0, "lower", -0.1, 0.01, "within noise"),
 ])
 def test_the_reason_an_inconclusive_run_was_discarded(min_effect: float, direction: str,
                                                       low: float | None, high: float | None,
