@@ -688,6 +688,8 @@ def discard_reason(found: Mapping[str, Any], min_effect: float, direction: str) 
         and not isinstance(relative, bool) else ""
     said = f"worse{change}" if found.get("verdict") == "worse" \
         else inconclusive_reason(found, min_effect, direction)
+    if said == "not shown to be better":
+        said += change
     evidence, count = found.get("evidence"), found.get("candidate_samples")
     fresh = found.get("incumbent_fresh")
     early = "; stopped early" if found.get("stopped_early") else ""

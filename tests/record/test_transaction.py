@@ -466,3 +466,14 @@ def test_every_run_document_has_a_reason_null_for_a_keep(repo: Path, ar: Tool) -
     assert kept["status"] == "keep" and kept["reason"] is None
     write(repo / "value.txt", "95\n")
     assert ar(repo, "run", "-d", "worse", "--json").json()["reason"] is not None
+
+
+def test_the_reason_of_a_gain_not_shown_gives_its_estimate() -> None:
+    from git_autoresearch.decide.rules import discard_reason
+
+    found = {"verdict": "inconclusive", "relative": -0.146, "relative_low": -0.28,
+             "relative_high": -0.04, "evidence": "fresh", "candidate_samples": 10,
+             "incumbent_fresh": [1.0] * 10, "stopped_early": False}
+    assert discard_reason(found, 0.0, "lower") == (
+        "not shown to be better (-14.6%): 10 sample(s), 10 of the incumbent measured beside "
+        "them")
