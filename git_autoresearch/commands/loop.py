@@ -217,9 +217,10 @@ def _judged_against(decision: Mapping[str, Any]) -> tuple[float, str] | None:
 
 
 def _print_record(session: Any, record: Mapping[str, Any], previous_best: float | None,
-                  removed: Sequence[str] = ()) -> None:
+                  removed: Sequence[str] = (), reverted: bool = True) -> None:
     """A recorded run, for people: its status and metric, what became of its change (and of
-    ``removed``, the files it created that the revert removed), what was set aside."""
+    ``removed``, the files it created that the revert removed; ``reverted`` False: there was
+    nothing to revert), what was set aside."""
     cfg = session.config
     unit = f" {cfg.metric_unit}" if cfg.metric_unit else ""
     status = record["status"]
@@ -236,7 +237,8 @@ def _print_record(session: Any, record: Mapping[str, Any], previous_best: float 
         click.echo(f"  committed {record['commit']}" if record.get("committed")
                    else f"  nothing to commit: HEAD stays at {record['commit']}")
     elif record.get("attempt_ref"):
-        click.echo(f"  reverted; the attempt is kept at {record['attempt_ref']}")
+        click.echo(f"  {'reverted' if reverted else 'nothing to revert (no change)'}; the "
+                   f"attempt is kept at {record['attempt_ref']}")
         if removed:
             click.echo(f"  removed the files it created: {paths_text(removed)} (kept there"
                        f"{_restore_hint(str(record['attempt_ref']))})")
@@ -331,7 +333,8 @@ def run_cmd(description: str | None, asi_pairs: tuple[str, ...], asi_json: str |
     _print_retry(retry)
     if done.decision == "crash" or done.decision == "checks_failed":
         _print_measurement(done.result, session.config.metric_name, recorded=True)
-    _print_record(session, recorded.record, done.previous_best, recorded.removed)
+    _print_record(session, recorded.record, done.previous_best, recorded.removed,
+                  recorded.reverted)
     warn_each(notes, told)
     print_steer("after", after, told)
 
@@ -518,7 +521,8 @@ def _record_command(status: str) -> Callable[..., None]:
         _print_recovered(recovered)
         told: set[str] = set()
         warn_each(notes, told)
-        _print_record(session, recorded.record, previous_best, recorded.removed)
+        _print_record(session, recorded.record, previous_best, recorded.removed,
+                      recorded.reverted)
         print_steer("after", after, told)
 
     return body

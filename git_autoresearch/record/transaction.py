@@ -63,6 +63,7 @@ class Recorded:
     # The files the experiment created that the revert removed (its attempt ref keeps them),
     # besides those its violations name.
     removed: list[str] = field(default_factory=list)
+    reverted: bool = True  # False: a revert that found nothing to put back
 
 
 def record(session: Session, status: str, description: str, *, result: Measurement | None,
@@ -152,7 +153,7 @@ def _record(session: Session, status: str, description: str, *, result: Measurem
     # recorded whole, then the command ends as the signal asks. A SIGKILL is covered by the
     # intent record and recovery.
     with signals.deferred():
-        removed = _apply(session, intent, draft, changes, description)
+        removed, reverted = _apply(session, intent, draft, changes, description)
         written = append_run(session, draft, untracked_after, changes.ignored, warnings)
     session.branch_runs.save()
     if session.worker is not None:  # the worker follows a keep made meanwhile
@@ -162,7 +163,7 @@ def _record(session: Session, status: str, description: str, *, result: Measurem
         if moved:
             warnings.append(moved)
     named = {*draft["scope_violations"], *draft["readonly_violations"]}
-    return Recorded(written, warnings, [p for p in removed if p not in named])
+    return Recorded(written, warnings, [p for p in removed if p not in named], reverted)
 
 
 def _settle(session: Session, status: str, result: Measurement | None,
@@ -268,14 +269,15 @@ def _name_set_asides(session: Session, draft: RunRecord) -> None:
 
 
 def _apply(session: Session, intent: intents.Intent, draft: RunRecord, changes: Changes,
-           description: str) -> list[str]:
+           description: str) -> tuple[list[str], bool]:
     """The git side of the run: the keep commit, or the revert with the attempt saved at its
     ref; ``draft`` is completed. Returns the files the experiment created that a revert
-    removed (none for a keep). A failure says what was done and what is left to finish."""
+    removed (none for a keep), and whether a revert had anything to put back. A failure says
+    what was done and what is left to finish."""
     try:
         if intent.op == "keep":
             _keep(session, intent, draft, changes, description)
-            return []
+            return [], True
         else:
             created, tracked = revert_targets(session.bounds, changes)
             intent = intent.but(created=created, tracked=tracked)
@@ -286,7 +288,7 @@ def _apply(session: Session, intent: intents.Intent, draft: RunRecord, changes: 
             revert(session.repo, session.bounds, changes, head=intent.head, ref=intent.ref,
                    message=message)
             draft["attempt_ref"] = intent.ref
-            return created
+            return created, bool(created or tracked)
     except (Refused, GitError) as exc:
         raise _failed(session, intent, exc) from None
 

@@ -1109,3 +1109,12 @@ def test_a_keep_after_head_moved_says_why_the_measurement_is_gone(repo: Path, ar
     assert err == (f"git autoresearch: nothing to keep: the measurement taken on {measured} was "
                    f"dropped: HEAD moved since (to {git(repo, 'rev-parse', '--short', 'HEAD')})"
                    "; run git autoresearch measure again, or pass --metric VALUE\n")
+
+
+def test_a_discard_of_no_change_does_not_say_it_reverted(repo: Path, ar: Tool) -> None:
+    ar(repo, *start_args("--decision", "strict"))
+    out = ar(repo, "discard", "-d", "nothing changed").out
+    assert "  nothing to revert (no change); the attempt is kept at " in out
+    assert "reverted;" not in out
+    write(repo / "value.txt", "500\n")
+    assert "  reverted; the attempt is kept at " in ar(repo, "discard", "-d", "worse").out
