@@ -71,11 +71,15 @@ def gc_cmd(session: str | None, older_than: float | None, dry_run: bool, force: 
     for sid, refs in done.deleted.items():
         click.echo(f"{sid}: {verb} {len(refs)} ref(s)")
         for ref in refs:
-            click.echo(f"  {ref}")
+            click.echo(f"  {ref} ({'at' if dry_run else 'was'} {done.was[ref][:7]})")
     for sid, why in done.skipped.items():
         click.echo(f"{sid}: left alone: {why}")
     if not done.deleted:
         click.echo("nothing to delete")
+    elif not dry_run:
+        click.echo("(a deleted ref's commit stays in the repository until git prunes it, two "
+                   "weeks by default: git restore --source=COMMIT -- ':(top,literal)PATH' "
+                   "brings a file back from it)")
     for w in done.warnings:
         warn(w)
 

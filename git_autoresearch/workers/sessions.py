@@ -315,17 +315,19 @@ def all_sessions(repo: Repo | None = None) -> list[SessionInfo]:
 @dataclass
 class Collected:
     """What ``gc`` did (or, ``dry_run``, would do): the ``deleted`` refs (full names, by
-    session), the sessions ``skipped`` and why, whether it was a ``dry_run``, and
-    ``warnings``."""
+    session), the sessions ``skipped`` and why, whether it was a ``dry_run``, ``warnings``,
+    and the commit each deleted ref held (``was``: full name -> object id), which stays in
+    the repository until git prunes it."""
 
     deleted: dict[str, list[str]]
     skipped: dict[str, str]
     dry_run: bool
     warnings: list[str] = field(default_factory=list)
+    was: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"dry_run": self.dry_run, "deleted": self.deleted, "skipped": self.skipped,
-                "warnings": self.warnings}
+                "warnings": self.warnings, "was": self.was}
 
 
 def gc(repo: Repo | None, session: str | None = None, *, older_than_days: float | None = None,
@@ -354,6 +356,7 @@ def gc(repo: Repo | None, session: str | None = None, *, older_than_days: float 
     deleted: dict[str, list[str]] = {}
     skipped: dict[str, str] = {}
     warnings: list[str] = []
+    was: dict[str, str] = {}
     for sid in ids:
         info = describe(repo, sid)
         why = _not_collectable(info, older_than_days, now)
@@ -373,7 +376,8 @@ def gc(repo: Repo | None, session: str | None = None, *, older_than_days: float 
                               "was deleted: run gc again")
             warnings += record_collected(repo, sid, sorted(refs), now)
         deleted[sid] = sorted(refs)
-    return Collected(deleted, skipped, dry_run, warnings)
+        was.update(refs)
+    return Collected(deleted, skipped, dry_run, warnings, was)
 
 
 def record_collected(repo: Repo, sid: str, refs: list[str], now: int) -> list[str]:

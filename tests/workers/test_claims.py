@@ -280,7 +280,7 @@ def test_gc_deletes_the_claims_of_a_session_it_collects(session: Path, ar: Tool)
     ar(session, "ideas", "claim")
     ref = PREFIX + idea_key("unroll the loop")
     assert ar(session, "gc", "s1", "--force", "--dry-run").out == (
-        f"s1: would delete 1 ref(s)\n  {ref}\n")
+        f"s1: would delete 1 ref(s)\n  {ref} (at {git(session, 'rev-parse', '--short', ref)})\n")
     ar(session, "gc", "s1", "--force")
     assert claim_refs(session) == {}
 

@@ -137,7 +137,7 @@ def test_gc_refuses_a_running_session_and_leaves_its_refs(repo: Path, ar: Tool) 
                                "and scope refs anyway)")
     assert ar(repo, "gc", "--json").json() == {
         "schema": "git-autoresearch:gc/1", "dry_run": False, "deleted": {},
-        "skipped": {"s1": "running (not merged, not finalized)"}, "warnings": []}
+        "skipped": {"s1": "running (not merged, not finalized)"}, "warnings": [], "was": {}}
     assert refs_of(repo) == before
 
 
@@ -145,8 +145,9 @@ def test_gc_dry_run_prints_and_deletes_nothing(repo: Path, ar: Tool) -> None:
     session_of_three_runs(repo, ar)
     before = refs_of(repo)
     res = ar(repo, "gc", "s1", "--force", "--dry-run")
+    at = git(repo, "rev-parse", "--short", "refs/autoresearch/s1/attempts/3")
     assert res.out == ("s1: would delete 1 ref(s)\n"
-                       "  refs/autoresearch/s1/attempts/3\n")
+                       f"  refs/autoresearch/s1/attempts/3 (at {at})\n")
     assert refs_of(repo) == before
 
 
@@ -158,10 +159,13 @@ def test_gc_of_a_merged_session_deletes_attempts_and_keeps_the_ledger(repo: Path
     git(repo, "switch", "-q", "main")
     git(repo, "merge", "-q", "--ff-only", "autoresearch/s1")
     kept = {r: o for r, o in refs_of(repo).items() if "/attempts/" not in r}
+    attempt = git(repo, "rev-parse", "refs/autoresearch/s1/attempts/3")
     assert ar(repo, "gc", "--json").json() == {
         "schema": "git-autoresearch:gc/1", "dry_run": False,
         "deleted": {"s1": ["refs/autoresearch/s1/attempts/3"]},
-        "skipped": {}, "warnings": []}
+        "skipped": {}, "warnings": [], "was": {"refs/autoresearch/s1/attempts/3": attempt}}
+    # the commit stays until git prunes it: a file can still be brought back from it
+    assert git(repo, "cat-file", "-t", attempt) == "commit"
     assert refs_of(repo) == kept
     assert [r["run"] for r in ar(repo, "log", "--json").json()["runs"]] == [1, 2, 3]
     [entry] = ar(repo, "sessions", "--json").json()["sessions"]
