@@ -157,7 +157,7 @@ def _git_locks(session: Session, exam: Examination) -> None:
 # The scratch folders of the commands that measure or replay in worktrees of their own:
 # <scratch>/<prefix><pid>, and the command whose next run removes one left behind.
 _WORKTREE_FOLDERS = {"final-": "finalize", "audit-": "audit", "incumbent-": "run or measure",
-                     "apply-": "apply"}
+                     "apply-": "apply or run --retry"}
 
 
 def _killed_outright(session: Session, exam: Examination, fix: bool) -> None:
@@ -179,7 +179,7 @@ def _killed_outright(session: Session, exam: Examination, fix: bool) -> None:
         dead = [f for f in folders if is_whole(f.name.removeprefix(prefix))
                 and not process_alive(int(f.name.removeprefix(prefix)))]
         for folder in dead:
-            finding = exam.add(f"{folder} holds the worktrees of a {command} that was killed "
+            finding = exam.add(f"{folder} holds the worktrees of {command} killed "
                                f"outright (pid {folder.name.removeprefix(prefix)}): the next "
                                f"{command} removes them",
                                "remove them (git worktree remove, then the folder)")
@@ -730,9 +730,10 @@ def _state_problem(session: Session, exam: Examination | None = None) -> str | N
     if any(name not in _NOTES for name in found):
         return "the state ref does not hold the current session files"
     if found and exam is not None:
-        exam.notes.append(f"the state ref holds {', '.join(found)} as they were when a command "
-                          "last mirrored them: the next recorded run mirrors them (git "
-                          "autoresearch resume, or doctor --fix, does now)")
+        them = "them" if len(found) > 1 else "it"
+        exam.notes.append(f"the state ref holds {', '.join(found)} as a command last mirrored "
+                          f"{them}: the next recorded run mirrors {them} (git autoresearch "
+                          "resume, or doctor --fix, does now)")
     return None
 
 

@@ -288,7 +288,9 @@ def _apply(session: Session, intent: intents.Intent, draft: RunRecord, changes: 
             revert(session.repo, session.bounds, changes, head=intent.head, ref=intent.ref,
                    message=message)
             draft["attempt_ref"] = intent.ref
-            return created, bool(created or tracked)
+            # (a new file staged, or marked with git add -N, is tracked, and goes too)
+            added = set(changes.added) - set(changes.staged_preexisting)
+            return [*created, *(p for p in tracked if p in added)], bool(created or tracked)
     except (Refused, GitError) as exc:
         raise _failed(session, intent, exc) from None
 

@@ -432,7 +432,8 @@ def test_notes_edited_between_runs_are_no_problem_and_resume_mirrors_them(
     assert done["findings"] == []
     assert any("prompt.md" in note and "the next recorded run mirrors" in note
                for note in done["notices"]), done
-    assert "the state ref holds prompt.md as they were" in ar(repo, "doctor").err
+    assert "the state ref holds prompt.md as a command last mirrored it: the next recorded " \
+        "run mirrors it" in ar(repo, "doctor").err
     ar(repo, "resume")
     assert git(repo, "show", "refs/autoresearch/s1/state:prompt.md").endswith("a note of mine")
     assert ar(repo, "doctor").out == "no problems found\n"

@@ -1093,8 +1093,12 @@ def test_a_revert_names_the_files_it_removed(repo: Path, ar: Tool) -> None:
     assert not (repo / "src" / "MY_NOTES.md").exists()
     write(repo / "value.txt", "600\n")
     write(repo / "src" / "again.md", "x\n")
+    write(repo / "src" / "staged.md", "y\n")
+    git(repo, "add", "src/staged.md")  # a new file staged goes too, and is named
     done = ar(repo, "run", "-d", "worse again", "--json").json()
-    assert (done["status"], done["removed"]) == ("discard", ["src/again.md"])
+    assert (done["status"], sorted(done["removed"])) == ("discard",
+                                                        ["src/again.md", "src/staged.md"])
+    assert not (repo / "src" / "staged.md").exists()
     write(repo / "value.txt", "90\n")
     assert ar(repo, "run", "-d", "better", "--json").json()["removed"] == []
 

@@ -486,7 +486,7 @@ def test_a_branch_left_by_a_finalize_killed_outright_is_replaced(repo: Path, ar:
     found = ar(repo, "doctor", "--json", expect=3).json()["findings"]
     assert any("autoresearch/s1-final" in f["problem"] and "killed" in f["problem"]
                for f in found), found
-    assert any("holds the worktrees of a finalize that was killed outright" in f["problem"]
+    assert any("holds the worktrees of finalize killed outright" in f["problem"]
                for f in found), found
     fixed = ar(repo, "doctor", "--fix", "--json", expect=None).json()["findings"]
     assert [f["fixed"] for f in fixed if "holds the worktrees" in f["problem"]] == [True]
