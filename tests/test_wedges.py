@@ -236,6 +236,8 @@ def test_a_benchmark_left_running_by_a_killed_run_is_ended_by_the_next_measureme
         left = int(pids.read_text())
         said = json.dumps(ar(repo, "status", "--json").json())
         assert "whose command was killed" in said and "sleep 300" in said, said
+        assert "main: left measuring by a killed command (run 2, slot 1): the next " \
+            "measurement ends it" in ar(repo, "status").out
         doctor = ar(repo, "doctor", "--json", expect=3).json()["findings"]
         assert any("whose command was killed" in f["problem"] for f in doctor), doctor
         write(repo / "value.txt", "80\n")

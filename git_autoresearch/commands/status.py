@@ -190,8 +190,12 @@ def _worker_lines(found: Status) -> list[str]:
     lines = []
     for doing in found.workers or []:
         parts = []
-        if doing["slot"] is not None:
-            parts.append(f"measuring ({doing['slot']['what']}, slot {doing['slot']['slot']})")
+        slot = doing["slot"]
+        if slot is not None and slot.get("orphaned"):
+            parts.append(f"left measuring by a killed command ({slot['what']}, slot "
+                         f"{slot['slot']}): the next measurement ends it")
+        elif slot is not None:
+            parts.append(f"measuring ({slot['what']}, slot {slot['slot']})")
         for held in doing["claims"]:
             idea = f"idea {held['number']}" if held["number"] else "an idea no longer listed"
             stale = f", {held['stale']}" if held["stale"] else ""

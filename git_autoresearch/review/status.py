@@ -211,10 +211,12 @@ def workers_doing(session: Session) -> list[dict[str, Any]]:
     claim's :meth:`~git_autoresearch.workers.claims.Claim.to_json`), its ``last_run`` (``run``,
     ``status``, ``metric``, ``timestamp``: the last run record naming it; a record without a
     ``worker`` field is ``main``'s) and the measurement ``slot`` it holds (``slot``, ``pid``,
-    ``what``, ``since``; null). Empty when no worker claims or measures and the ledger names
-    no worker besides ``main``: a single agent's status stays as it was."""
+    ``what``, ``since``, and ``orphaned``: held by the measured command of a command killed
+    outright, :func:`measure.slots.orphaned`; null). Empty when no worker claims or measures
+    and the ledger names no worker besides ``main``: a single agent's status stays as it
+    was."""
     from ..ledger import json_metric
-    from ..measure.slots import held
+    from ..measure.slots import held, orphaned, slots_dir
     from ..session.ideas import read_ideas
     from ..workers.claims import idea_key, read_claims
 
@@ -235,7 +237,9 @@ def workers_doing(session: Session) -> list[dict[str, Any]]:
     for name in sorted(names, key=lambda n: (n != "main", n)):
         last = last_of.get(name)
         slot = next(({"slot": k, "pid": h.get("pid"), "what": h.get("what"),
-                      "since": h.get("since")} for k, h in sorted(slots.items())
+                      "since": h.get("since"),
+                      "orphaned": orphaned(h, slots_dir(session.repo, cfg.session_id) / str(k))
+                      is not None} for k, h in sorted(slots.items())
                      if h.get("worker") == name), None)
         out.append({
             "worker": name,
