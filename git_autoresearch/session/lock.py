@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import sys
 import time
 from pathlib import Path
 from types import TracebackType
@@ -16,9 +17,13 @@ from types import TracebackType
 from ..runtime.errors import Refused
 from .config import lock_wait_seconds
 
+# A wait for the lock longer than this is said on stderr, once, naming the holder.
+SAY_AFTER = 1.0
+
 
 class SessionLock:
-    """Context manager holding the lock; raises :class:`Refused` after waiting ``wait`` seconds."""
+    """Context manager holding the lock; raises :class:`Refused` after waiting ``wait`` seconds
+    (a wait past :data:`SAY_AFTER` seconds is said on stderr, naming the holder)."""
 
     def __init__(self, folder: Path, what: str, wait: float | None = None) -> None:
         self.path = folder / "lock"
@@ -32,13 +37,20 @@ class SessionLock:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
             raise Refused(unusable(self.path, exc)) from None
-        deadline = time.monotonic() + self.wait
-        delay = 0.01
+        started = time.monotonic()
+        deadline = started + self.wait
+        delay, said = 0.01, False
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                if not said and time.monotonic() - started >= SAY_AFTER < self.wait:
+                    sys.stderr.write(f"waiting for the session lock, which another "
+                                     f"git-autoresearch command holds ({self._holder()}), "
+                                     f"{self.wait:g}s at most\n")
+                    sys.stderr.flush()
+                    said = True
                 if time.monotonic() >= deadline:
                     holder = self._holder()
                     os.close(fd)

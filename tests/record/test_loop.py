@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -1122,3 +1124,18 @@ def test_a_discard_of_no_change_does_not_say_it_reverted(repo: Path, ar: Tool) -
     assert "reverted;" not in out
     write(repo / "value.txt", "500\n")
     assert "  reverted; the attempt is kept at " in ar(repo, "discard", "-d", "worse").out
+
+
+def test_a_command_waiting_for_the_session_lock_says_so(repo: Path, ar: Tool) -> None:
+    from git_autoresearch.git import Repo
+    from git_autoresearch.session.lock import SessionLock
+
+    ar(repo, *start_args("--decision", "strict"))
+    with SessionLock(Repo.discover(repo).scratch, "run", wait=0):
+        waited = subprocess.run([sys.executable, "-m", "git_autoresearch", "discard", "-d", "x"],
+                                cwd=repo,
+                                capture_output=True, text=True, timeout=60,
+                                env={**os.environ, "GIT_AUTORESEARCH_LOCK_WAIT": "1.5"})
+    assert waited.stderr.startswith(
+        f"waiting for the session lock, which another git-autoresearch command holds (pid "
+        f"{os.getpid()} run), 1.5s at most\n"), waited.stderr
