@@ -87,6 +87,7 @@ def finalize_cmd(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bo
     from ..review.finalize import (
         choose,
         finalize,
+        hand_text,
         keeps,
         of_segment,
         off_branch,
@@ -116,9 +117,9 @@ def finalize_cmd(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bo
     final = finalize(session, chosen, dropped, split=split, checks_command=checks_command,
                      samples=samples, force=force, progress=_said, measure_progress=_sample,
                      every=every, where=where)
-    for oid, subject in final.hand:
-        warn(f"commit {oid[:7]} (\"{subject[:60]}\") on the session branch is no kept run: it "
-             "is not replayed, though the keeps after it were measured with it")
+    for commit in final.hand:
+        warn(f"{hand_text([commit])} on the session branch is no kept run: it is not "
+             "replayed, though the keeps after it were measured with it")
     cfg = final.config or session.config
     line = final.record(cfg.direction)
     if final.conflicts or final.segment_conflicts:

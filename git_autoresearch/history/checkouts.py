@@ -26,20 +26,24 @@ def sweep(session: Session, prefix: str, trees: tuple[str, ...] = SIDES) -> list
     Returns the folders removed."""
     repo = session.repo
     removed = []
-    try:
-        folders = sorted(repo.scratch.glob(f"{prefix}*"))
-    except OSError:
-        return []
-    for folder in folders:
-        pid = folder.name.removeprefix(prefix)
-        if not is_whole(pid) or process_alive(int(pid)):
-            continue
+    for folder in left_behind(session, prefix):
         with signals.deferred():
             for tree in trees:
                 worktrees.remove(repo, folder / tree)
             shutil.rmtree(folder, ignore_errors=True)
         removed.append(folder)
     return removed
+
+
+def left_behind(session: Session, prefix: str) -> list[Path]:
+    """The ``<prefix><pid>`` folders under the scratch folder whose process is gone (killed
+    outright), sorted: what :func:`sweep` removes."""
+    try:
+        folders = sorted(session.repo.scratch.glob(f"{prefix}*"))
+    except OSError:
+        return []
+    return [folder for folder in folders if is_whole(pid := folder.name.removeprefix(prefix))
+            and not process_alive(int(pid))]
 
 
 def untracked_inputs(session: Session, config: Config | None = None) -> list[str]:

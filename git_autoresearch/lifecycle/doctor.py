@@ -154,47 +154,40 @@ def _git_locks(session: Session, exam: Examination) -> None:
                  f"(rm {path})")
 
 
-# The scratch folders of the commands that measure or replay in worktrees of their own:
-# <scratch>/<prefix><pid>, and the command whose next run removes one left behind.
-_WORKTREE_FOLDERS = {"final-": "finalize", "audit-": "audit", "incumbent-": "run or measure",
-                     "apply-": "apply or run --retry"}
-
-
 def _killed_outright(session: Session, exam: Examination, fix: bool) -> None:
     """A finding for what a command killed outright (SIGKILL) left: the worktree folder of a
-    finalize, audit, measurement beside the incumbent or apply whose process is gone (removed
-    by that command's next run, and by ``--fix``), and a final branch a finalize made but did
-    not record (:func:`review.finalize.left_by_a_killed_finalize`: its next run replaces it)."""
-    from ..history.checkouts import sweep
+    finalize, audit, measurement beside the incumbent or apply whose process is gone
+    (:func:`history.checkouts.left_behind`: removed by that command's next run, and by
+    ``--fix``), and a final branch a finalize made but did not record
+    (:func:`review.finalize.left_by_a_killed_finalize`: its next run replaces it)."""
+    from ..history.checkouts import left_behind, sweep
     from ..history.refs import final_branch
-    from ..measure.runner import process_alive
-    from ..review.finalize import left_by_a_killed_finalize
+    from ..measure import incumbent
+    from ..review import apply, audit, finalize
 
-    repo = session.repo
-    for prefix, command in _WORKTREE_FOLDERS.items():
-        try:
-            folders = sorted(repo.scratch.glob(f"{prefix}*"))
-        except OSError:
-            continue
-        dead = [f for f in folders if is_whole(f.name.removeprefix(prefix))
-                and not process_alive(int(f.name.removeprefix(prefix)))]
-        for folder in dead:
-            finding = exam.add(f"{folder} holds the worktrees of {command} killed "
-                               f"outright (pid {folder.name.removeprefix(prefix)}): the next "
-                               f"{command} removes them",
-                               "remove them (git worktree remove, then the folder)")
-            if fix:
-                trees = tuple(p.name for p in folder.iterdir() if p.is_dir()) \
-                    if folder.is_dir() else ()
-                finding.fixed = folder in sweep(session, prefix, trees)
+    # Each command's scratch folders, the worktrees in them, and the command named.
+    folders = ((finalize.FOLDER_PREFIX, ("tree",), "finalize"),
+               (audit.FOLDER_PREFIX, audit.SIDES, "audit"),
+               (incumbent.FOLDER_PREFIX, (incumbent.TREE,), "run or measure"),
+               (apply.FOLDER_PREFIX, ("tree",), "apply or run --retry"))
+    for prefix, trees, command in folders:
+        dead = left_behind(session, prefix)
+        found = [exam.add(f"{folder} holds the worktrees of {command} killed outright (pid "
+                          f"{folder.name.removeprefix(prefix)}): the next {command} removes "
+                          "them", "remove them (git worktree remove, then the folder)")
+                 for folder in dead]
+        if fix and dead:
+            removed = sweep(session, prefix, trees)
+            for folder, finding in zip(dead, found, strict=True):
+                finding.fixed = folder in removed
     final = final_branch(session.config.session_id)
-    for ref in repo.for_each_ref(f"refs/heads/{final}*"):  # (a glob: no folder)
+    for ref in session.repo.for_each_ref(f"refs/heads/{final}*"):  # (a glob: no folder)
         name = ref.removeprefix("refs/heads/")
-        if name == final or is_whole(name.removeprefix(f"{final}-")):
-            if left_by_a_killed_finalize(session, name):
-                exam.add(f"branch {name} was made by a finalize killed before it recorded it "
-                         "(no ledger line records it): the next finalize replaces it; or "
-                         f"delete it (git branch -D {name})")
+        if (name == final or is_whole(name.removeprefix(f"{final}-"))) \
+                and finalize.left_by_a_killed_finalize(session, name):
+            exam.add(f"branch {name} was made by a finalize killed before it recorded it (no "
+                     "ledger line records it): the next finalize replaces it; or delete it (git "
+                     f"branch -D {name})")
 
 
 # A temporary object file of git's older than this is garbage, not one being written now.

@@ -253,6 +253,13 @@ def _wait(folder: Path, fds: list[int], what: str) -> int:
         delay = min(delay * 2, LAST_DELAY)
 
 
+def _here(holder: dict[str, Any] | None) -> bool:
+    """Whether a slot file's ``holder`` line names a process of this host (one whose
+    liveness can be asked here)."""
+    return holder is not None and isinstance(holder.get("pid"), int) \
+        and holder.get("host") in (None, host_name())
+
+
 def _holder_alive(holder: dict[str, Any]) -> bool:
     """Whether the process a slot file's ``holder`` line names still runs: its pid, with the
     same start time when the line has one (a pid may be reused)."""
@@ -269,8 +276,7 @@ def orphaned(holder: dict[str, Any] | None, path: Path
     (killed outright: SIGKILL, which nothing can catch): ``(group, members holding the file)``,
     each member ``(pid, command line)``. None when that command runs, the slot is another
     host's, the group is gone or holds nothing, or ``/proc`` cannot be read."""
-    if holder is None or not isinstance(holder.get("pid"), int) \
-            or holder.get("host") not in (None, host_name()):
+    if holder is None or not _here(holder):
         return None
     group = holder.get("group")
     if not isinstance(group, int) or _holder_alive(holder) or not group_alive(group):
@@ -297,8 +303,7 @@ def left_running(holder: dict[str, Any] | None, path: Path) -> list[tuple[int, s
     the measured command's process group (a daemon, a ``setsid``) and inherited the slot's
     descriptor. Empty when the measurement runs, on another host, or where ``/proc`` cannot
     be read."""
-    if holder is None or not isinstance(holder.get("pid"), int) \
-            or holder.get("host") not in (None, host_name()):
+    if holder is None or not _here(holder):
         return []
     if _holder_alive(holder) or (isinstance(holder.get("group"), int)
                                  and group_alive(holder["group"])):

@@ -494,34 +494,39 @@ def free_ref(repo: Repo, base: str) -> str:
 def read(session: Session) -> Measurement | None:
     """The measurement taken since the last recorded run, if it is still valid (same
     configuration, same HEAD)."""
-    try:
-        data = json.loads(session.layout.pending.read_text())
-    except (OSError, ValueError, RecursionError):  # none, or one that cannot be read
+    data = _pending_data(session)
+    if data is None or _dropped_why(session, data) is not None:
         return None
-    if not isinstance(data, dict) or data.get("config_hash") != file_hash(session.config_bytes):
-        return None
-    result = Measurement.from_dict(data)
-    if result.head != session.head():
-        return None
-    return result
+    return Measurement.from_dict(data)
 
 
 def dropped(session: Session) -> str | None:
     """Why the measurement ``pending.json`` holds is no longer pending (:func:`read` gives
     None for it): HEAD moved since it was taken, or the configuration changed; None when
     there is none, or it is pending."""
+    data = _pending_data(session)
+    return None if data is None else _dropped_why(session, data)
+
+
+def _pending_data(session: Session) -> dict[str, Any] | None:
+    """What ``pending.json`` holds, or None: none, or one that cannot be read."""
     try:
         data = json.loads(session.layout.pending.read_text())
     except (OSError, ValueError, RecursionError):
         return None
-    if not isinstance(data, dict):
-        return None
+    return data if isinstance(data, dict) else None
+
+
+def _dropped_why(session: Session, data: dict[str, Any]) -> str | None:
+    """Why the pending measurement ``data`` no longer counts: the configuration changed, or
+    HEAD moved, since it was taken; None when it still counts."""
     if data.get("config_hash") != file_hash(session.config_bytes):
         return "the measurement taken was dropped: the configuration changed since"
-    head = data.get("head")
-    if isinstance(head, str) and head != session.head():
-        return (f"the measurement taken on {head[:7]} was dropped: HEAD moved since (to "
-                f"{session.repo.short(session.head())})")
+    head, now = data.get("head"), session.head()
+    if head != now:
+        taken = f" on {head[:7]}" if isinstance(head, str) else ""
+        return (f"the measurement taken{taken} was dropped: HEAD moved since (to "
+                f"{session.repo.short(now)})")
     return None
 
 

@@ -98,12 +98,14 @@ class Base:
     ``segment``, the earliest segment among the chosen keeps; ``config``, the configuration the
     latest of their segments measured with (what the final checks and the measurement use);
     ``swaps``, the segment commits of ``start --new-segment`` (commit, segment) between it and
-    the latest segment's baseline, replayed with the keeps (:func:`segment_commits`)."""
+    the latest segment's baseline, replayed with the keeps (:func:`segment_commits`); ``hand``,
+    the commits made by hand among the keeps, not replayed (:func:`hand_commits`)."""
 
     commit: str
     segment: int
     config: Config
     swaps: tuple[tuple[str, int], ...] = ()
+    hand: tuple[tuple[str, str], ...] = ()  # :func:`hand_commits` among the chosen keeps
 
 
 @dataclass
@@ -240,12 +242,14 @@ def replay_base(session: Session, chosen: list[Keep], every: list[Keep], *,
     final could not be measured alike)."""
     segments = sorted({k.run.segment for k in chosen})
     commit = segment_base(session, segments[0])
-    swaps = tuple((c, n) for c, n in segment_commits(session)
-                  if segments[0] < n <= segments[-1])
-    ours = {k.commit for k in every} | {c for c, _ in swaps}
+    every_swap = segment_commits(session)
+    swaps = tuple((c, n) for c, n in every_swap if segments[0] < n <= segments[-1])
+    kept = {k.commit for k in every}
     for later in segments[1:]:
-        _refuse_foreign(session, commit, segments[0], later, ours)
-    base = Base(commit, segments[0], segment_config(session, segments[-1]), swaps)
+        _refuse_foreign(session, commit, segments[0], later, kept | {c for c, _ in swaps})
+    base = Base(commit, segments[0], segment_config(session, segments[-1]), swaps,
+                tuple(hand_commits(session, commit, segments[-1],
+                                   kept | {c for c, _ in every_swap})))
     if measuring:
         _refuse_missing_inputs(session, base)
     return base
@@ -326,23 +330,22 @@ def segment_commits(session: Session) -> list[tuple[str, int]]:
     return trailer_segment_commits(repo, session_branch(cfg.session_id), base, cfg.session_id)
 
 
-def hand_commits(session: Session, base: str, last: int, every: list[Keep]
+def hand_commits(session: Session, base: str, last: int, ours: set[str]
                  ) -> list[tuple[str, str]]:
     """The commits of the session branch after ``base`` and up to the end of segment ``last``
-    (the next segment's baseline, or the branch's tip) that are no kept run of ``every`` nor a
-    segment commit: made by hand, so the replay lacks them, though the keeps after them were
-    measured with them. Each ``(full id, subject)``, oldest first."""
+    (the next segment's baseline, or the branch's tip) that are none of ``ours`` (the kept
+    runs' and the segment commits): made by hand, so the replay lacks them, though the keeps
+    after them were measured with them. Each ``(full id, subject)``, oldest first."""
     repo = session.repo
     end = None
     if last + 1 < len(session.ledger.segments):
         try:
             end = segment_base(session, last + 1)
         except Refused:  # not in this repository: up to the tip, then
-            end = None
+            pass
     end = end or repo.resolve(f"refs/heads/{session_branch(session.config.session_id)}")
     if end is None:
         return []
-    ours = {k.commit for k in every} | {c for c, _ in segment_commits(session)}
     listed = repo.log_fields(f"{base}..{end}", ["%H", "%s"], reverse=True) or []
     return [(oid, subject) for oid, subject in listed if oid not in ours]
 
@@ -426,11 +429,10 @@ def finalize(session: Session, chosen: list[Keep], dropped: list[tuple[int, str]
     names = [branch, *(split_branch(cfg.session_id, k.number) for k in chosen if split)]
     sweep(session, FOLDER_PREFIX, ("tree",))  # what a finalize killed outright left
     final = Final(base, branch, None, [], dropped, timestamp=now_ms(), segment=found.segment,
-                  config=cfg, replaces=_refuse_taken(session, names, force))
+                  config=cfg, hand=list(found.hand),
+                  replaces=_refuse_taken(session, names, force))
     for name in sorted(final.replaces):
         say(f"replacing branch {name}: a finalize killed before it recorded it made it")
-    final.hand = hand_commits(session, base, max(k.run.segment for k in chosen),
-                              every or chosen)
     folder = repo.scratch / f"{FOLDER_PREFIX}{os.getpid()}"
     tree = folder / "tree"
     try:

@@ -223,6 +223,7 @@ def workers_doing(session: Session) -> list[dict[str, Any]]:
     cfg = session.config
     claims = read_claims(session.repo, cfg.session_id)
     slots = held(session.repo, cfg.session_id)
+    folder = slots_dir(session.repo, cfg.session_id)
     last_of: dict[str, Any] = {}  # each worker's last run, in one pass over the ledger
     for run in session.ledger.runs:
         last_of[str(run.data.get("worker") or "main")] = run
@@ -237,10 +238,8 @@ def workers_doing(session: Session) -> list[dict[str, Any]]:
     for name in sorted(names, key=lambda n: (n != "main", n)):
         last = last_of.get(name)
         slot = next(({"slot": k, "pid": h.get("pid"), "what": h.get("what"),
-                      "since": h.get("since"),
-                      "orphaned": orphaned(h, slots_dir(session.repo, cfg.session_id) / str(k))
-                      is not None} for k, h in sorted(slots.items())
-                     if h.get("worker") == name), None)
+                      "since": h.get("since"), "orphaned": orphaned(h, folder / str(k)) is not None}
+                     for k, h in sorted(slots.items()) if h.get("worker") == name), None)
         out.append({
             "worker": name,
             "claims": [{"number": numbers.get(c.key), "key": c.key, "text": c.text,
