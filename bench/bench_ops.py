@@ -15,12 +15,13 @@ Prints, per repository size, the median seconds over the repeats of: our keep an
 raw recipe's, and the start-up floor every command pays before it runs any git (``keep -h``:
 Python, click and our imports); then the ratio of what is ours, the time above that floor, to
 the raw recipe's time, beside the target (at most 1.0x on 10,000 files, 0.5x on 50,000; the
-floor at most 50 ms); then the time ``run`` spends outside the user's commands for a keep and a
-discard (at most 150 ms); then ``log --json``, ``status --json``, a keep and a discard on a
-ledger of ``--runs`` runs (target: ``log --json`` and ``status --json`` under 0.7 s on
-100,000), and ``log --all-sessions --json`` over 10 sessions of 10,000 runs (under 3 s). The
-machine (CPU, cores, git
-and Python versions) and the load average before and after are printed with the figures: on a
+floor at most 50 ms), and what the incumbent's worktree costs a run that measures the
+incumbent beside the candidate (made and removed, against the kept one moved); then the time
+``run`` spends outside the user's commands for a keep and a discard (at most 150 ms); then
+``log --json``, ``status --json``, a keep and a discard on a ledger of ``--runs`` runs
+(target: ``log --json`` and ``status --json`` under 0.7 s on 100,000), and ``log
+--all-sessions --json`` over 10 sessions of 10,000 runs (under 3 s). The machine (CPU, cores,
+git and Python versions) and the load average before and after are printed with the figures: on a
 loaded machine wall figures mean little, and ``--cpu`` measures CPU seconds instead (user and
 system, git's included). Bytecode is written (to a temporary folder) and used, as for an
 installed package, whatever ``PYTHONDONTWRITEBYTECODE`` says. ``--trace`` prints every git
@@ -51,6 +52,7 @@ within the hour; only figures taken so compare two versions.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import itertools
 import json
 import os
@@ -179,6 +181,42 @@ def bench_keep_discard(root: Path, files: int, repeats: int) -> dict[str, float]
         edit(raw, step + 100, new_file=True)
         seed_session_files(raw, step + 100)
         times["raw_discard"].append(timed(sh, raw, RAW_REVERT))
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def bench_incumbent(root: Path, files: int, repeats: int) -> dict[str, float]:
+    """What the incumbent's worktree costs a run that measures the incumbent beside it, on a
+    repository of ``files`` files whose commits differ by three files: made and removed (a
+    worktree of the run's own, as when another measurement holds the kept one), and the kept
+    worktree moved to the next commit. Median seconds, in this process (no start-up)."""
+    from git_autoresearch.measure.incumbent import IncumbentTree, remove_kept
+    from git_autoresearch.session.session import Session
+
+    folder = make_repo(root, files)
+    tool(folder, "start", "--goal", "bench", "--session-id", "incumbent", "--command",
+         "sh bench.sh", "--metric-pattern", r"score: (\d+)")
+    session = Session.open(folder)
+    commits = []
+    for step in range(1, repeats + 2):
+        edit(folder, step, new_file=False)
+        sh(folder, f"git -c gc.auto=0 commit -q -am 'edit {step}'")
+        commits.append(subprocess.run(["git", "rev-parse", "HEAD"], cwd=folder, check=True,
+                                      capture_output=True, text=True).stdout.strip())
+
+    def use(commit: str) -> None:
+        with IncumbentTree(session, commit, {}) as tree:
+            problem = tree._make()  # (what its first sample does before measuring)
+            assert problem is None, problem
+
+    times: dict[str, list[float]] = {"made and removed": [], "moved": []}
+    use(commits[0])  # the kept worktree's first checkout
+    held = session.repo.scratch / "incumbent" / "lock"
+    for commit in commits[1:]:
+        times["moved"].append(timed(use, commit))
+        with open(held) as lock:  # held, as by another measurement: a worktree of its own
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            times["made and removed"].append(timed(use, commit))
+    remove_kept(session)
     return {k: statistics.median(v) for k, v in times.items()}
 
 
@@ -638,6 +676,10 @@ def main() -> None:
                 print(f"  {name} above the floor {above:.3f} = {ratio:.2f}x the raw recipe "
                       f"({ops[name] / ops[f'raw_{name}']:.2f}x in all)"
                       f"{verdict(ratio, RATIO_TARGETS.get(files))}")
+            beside = bench_incumbent(root / f"incumbent-{files}", files, args.repeats)
+            print("  the incumbent's worktree, for a run that measures it beside the candidate:")
+            for name, value in beside.items():
+                print(f"    {name:<17} {value:.3f}")
         loop = bench_loop(root, args.repeats)
         print(f"run's own time, outside the user's commands, median of {args.repeats} "
               f"(seconds), load average now {load()}:")

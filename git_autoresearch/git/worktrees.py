@@ -51,6 +51,31 @@ def _add_submodules(repo: Repo, path: Path, commit: str) -> None:
                     cwd=repo.top / name, allow_non_zero=True)
 
 
+def move_detached(repo: Repo, path: Path, commit: str) -> None:
+    """Make the linked worktree at ``path`` (one :func:`add_detached` made, kept between
+    uses) what a new checkout of ``commit`` would be: HEAD, index and tracked files at
+    ``commit`` (``git reset --hard``), and no untracked or ignored file left (``git clean
+    -ffdx``, which removes a symbolic link without following it). Only the files that differ
+    are written, where :func:`add_detached` writes every one. Raises :class:`GitError` when it
+    cannot: ``path`` is not a worktree of this repository (a copied or moved repository), or
+    git refuses (a lock a killed git left); the caller then removes it and makes it anew."""
+    if not (path / ".git").is_file():
+        raise GitError(["git", "worktree", "move-detached", str(path)], 128, b"",
+                       b"fatal: not a linked worktree")
+    common = Path(_git(path, ("rev-parse", "--path-format=absolute", "--git-common-dir")).text)
+    if common.resolve() != repo.common_dir.resolve():
+        raise GitError(["git", "worktree", "move-detached", str(path)], 128, b"",
+                       f"fatal: a worktree of {common}, not of {repo.common_dir}".encode())
+    _git(path, ("reset", "--hard", "--quiet", commit))
+    _git(path, ("clean", "-ffdxq"))
+
+
+def has_submodules(repo: Repo) -> bool:
+    """Whether the work tree has a submodule checked out (which :func:`add_detached` checks
+    out too, and :func:`move_detached` does not move)."""
+    return bool(_checked_out_submodules(repo))
+
+
 def _checked_out_submodules(repo: Repo) -> list[str]:
     """The paths ``.gitmodules`` names whose submodule the work tree has a checkout of (none
     without the file: no git is asked)."""

@@ -1,20 +1,28 @@
 """The incumbent measured beside the candidate: a linked worktree of the commit the candidate
-is compared with, made when the decision rule first asks for a sample of the incumbent
+is compared with, checked out when the decision rule first asks for a sample of the incumbent
 (:class:`decide.rules.Comparison`), one sample at a time, in the candidate's measurement slot so
 that both run under the same load.
 
-The worktree is ``<scratch>/incumbent-<pid>/tree``, a detached checkout of the session's HEAD.
+The worktree is kept between runs, at ``<scratch>/incumbent/tree``: each use moves it to the
+commit asked for as a new checkout would have it (:func:`git.worktrees.move_detached`: only the
+files that differ are written, and every untracked or ignored file the last benchmark left is
+removed), under an exclusive ``flock`` on ``<scratch>/incumbent/lock``. When that lock is
+held (another measurement of this work tree), or the work tree has submodules checked out, the
+measurement uses a worktree of its own, ``<scratch>/incumbent-<pid>/tree``, removed when the
+measurement ends, however it ends; one left by a process killed outright is swept by the next
+measurement. ``finalize`` removes the kept one (:func:`remove_kept`).
+
 What a checkout lacks is brought in: the untracked files the commands name (copied, as
 ``audit`` does: a ``.auto/measure.sh``) and the configured ``shared_paths`` (ignored folders
 the benchmark needs, such as a virtual environment, build outputs or data, linked by a
-symbolic link to the work tree's, never guessed). It is removed when the measurement ends,
-however it ends; one left by a process killed outright is swept by the next measurement.
-The session's work tree, index and HEAD are never touched.
+symbolic link to the work tree's, never guessed). The session's work tree, index and HEAD are
+never touched.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import os
 import shutil
 from collections.abc import Mapping
@@ -25,13 +33,16 @@ from ..runtime import signals
 from ..session.session import Session
 from .samples import measure
 
-FOLDER_PREFIX = "incumbent-"
+FOLDER_PREFIX = "incumbent-"  # <scratch>/incumbent-<pid>: one measurement's own worktree
 TREE = "tree"
+KEPT = "incumbent"  # <scratch>/incumbent: the worktree kept between runs, and its lock
+LOCK = "lock"
 
 
 class IncumbentTree:
-    """A worktree of ``commit`` to measure the incumbent in, made on the first
-    :meth:`sample`; a context manager that removes it. ``env`` is the environment of the
+    """A worktree of ``commit`` to measure the incumbent in, checked out on the first
+    :meth:`sample`; a context manager that releases the kept worktree, or removes this
+    measurement's own. ``env`` is the environment of the
     candidate's commands (the incumbent's have ``AUTORESEARCH_INCUMBENT=1`` besides)."""
 
     def __init__(self, session: Session, commit: str, env: Mapping[str, str]) -> None:
@@ -40,6 +51,7 @@ class IncumbentTree:
         self.folder = session.repo.scratch / f"{FOLDER_PREFIX}{os.getpid()}"
         self.tree = self.folder / TREE
         self.made = False
+        self.held: int | None = None  # the kept worktree's lock, while this one uses it
         self.samples = 0
         # One sample a measurement, no checks: the candidate's run has them.
         self.config = dataclasses.replace(session.config, runs_per_experiment=1,
@@ -74,17 +86,26 @@ class IncumbentTree:
         return result.metric
 
     def _make(self) -> str | None:
-        """Check the incumbent out and bring in what a checkout lacks; why not, or None."""
+        """Check the incumbent out (the kept worktree moved to it when this measurement can
+        take it, else a worktree of its own) and bring in what a checkout lacks; why not, or
+        None."""
         # (linked worktrees and checkouts): only for a rule that asks for the incumbent
         from ..git import worktrees
         from ..history.checkouts import bring, link_shared, sweep, untracked_inputs
 
-        session = self.session
+        session, repo = self.session, self.session.repo
         sweep(session, FOLDER_PREFIX, (TREE,))
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            self.made = True  # (whatever follows, close removes it)
-            worktrees.add_detached(session.repo, self.tree, self.commit)
+            self.made = True  # (whatever follows, close removes or releases it)
+            if self._take_kept():
+                try:
+                    worktrees.move_detached(repo, self.tree, self.commit)
+                except GitError:  # (not there, or not a worktree git can move: made anew)
+                    worktrees.remove(repo, self.tree)
+                    worktrees.add_detached(repo, self.tree, self.commit)
+            else:
+                self.folder.mkdir(parents=True, exist_ok=True)
+                worktrees.add_detached(repo, self.tree, self.commit)
             bring(session, untracked_inputs(session), self.tree)
         except GitError as exc:
             return f"the incumbent could not be checked out in a worktree: {exc}"
@@ -94,13 +115,63 @@ class IncumbentTree:
         self.notes = link_shared(session, self.tree)
         return None
 
+    def _take_kept(self) -> bool:
+        """Take the kept worktree's lock (never waiting), and measure there; False when
+        another measurement holds it, or the work tree has submodules checked out (the kept
+        worktree does not move them). Raises :class:`OSError` when its folder cannot be
+        made."""
+        from ..git import worktrees
+
+        if worktrees.has_submodules(self.session.repo):
+            return False
+        folder = self.session.repo.scratch / KEPT
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        self.held, self.folder, self.tree = fd, folder, folder / TREE
+        return True
+
     def close(self) -> None:
-        """Remove the worktree and its folder, if made (a signal waits until they are gone)."""
+        """Release the kept worktree, or remove this measurement's own worktree and its
+        folder (a signal waits until they are gone); nothing when none was made."""
         if not self.made:
+            return
+        self.made = False
+        if self.held is not None:
+            os.close(self.held)  # (the lock goes with it)
+            self.held = None
             return
         from ..git import worktrees
 
         with signals.deferred():
             worktrees.remove(self.session.repo, self.tree)
             shutil.rmtree(self.folder, ignore_errors=True)
-        self.made = False
+
+
+def remove_kept(session: Session) -> bool:
+    """Remove the worktree kept between runs and its folder, unless a measurement holds it
+    now (a signal waits until they are gone); whether there was one to remove (``finalize``:
+    the session's runs are over)."""
+    from ..git import worktrees
+
+    folder = session.repo.scratch / KEPT
+    try:
+        fd = os.open(folder / LOCK, os.O_RDWR | os.O_CLOEXEC)
+    except OSError:  # (none was ever made here)
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return False
+    try:
+        with signals.deferred():
+            worktrees.remove(session.repo, folder / TREE)
+            shutil.rmtree(folder, ignore_errors=True)
+    finally:
+        os.close(fd)
+    return True

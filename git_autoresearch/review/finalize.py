@@ -675,14 +675,19 @@ def _checks(session: Session, tree: Path, cfg: Config) -> dict[str, Any]:
 def record(session: Session, final: Final, notes: str) -> list[str]:
     """Append ``final``'s ledger line and write ``notes`` to ``.auto/final.md``, under the
     session lock, and mirror the session files on the state ref; returns the mirror's
-    warnings. Refuses (exit 3) when the lock is held too long or a file cannot be written."""
+    warnings. Then removes the incumbent's worktree kept between runs
+    (:func:`measure.incumbent.remove_kept`): the session's runs are over. Refuses (exit 3)
+    when the lock is held too long or a file cannot be written."""
+    from ..measure.incumbent import remove_kept
     from ..runtime.atomic import write_atomic
 
     try:
         with session.lock("finalize"), signals.deferred():  # all three, or none
             session.append([final.record(session.config.direction)])
             write_atomic(session.layout.final_notes, notes.encode())
-            return session.mirror_state("finalize")
+            warnings = session.mirror_state("finalize")
     except WriteFailed as exc:
         raise Refused(f"{exc.message}; the branch {final.branch} was made, but the ledger "
                       "line or .auto/final.md was not written") from None
+    remove_kept(session)
+    return warnings

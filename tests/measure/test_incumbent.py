@@ -1,14 +1,20 @@
 """The incumbent measured beside the candidate through the commands: its worktree (made,
-given the shared paths, removed after the run and after a signal, swept after a kill, and
-refused clearly when it cannot be made, the pool then deciding alone), the decision's JSON
-fields, and a machine that keeps getting faster, drawn from a counter outside the
-repository."""
+given the shared paths, kept between runs and moved to each new incumbent as a new checkout
+would have it, made anew when git cannot move it, one of the measurement's own when another
+holds it, removed by finalize, left usable after a signal and a kill, and refused clearly when
+it cannot be made, the pool then deciding alone), the decision's JSON fields, and a machine
+that keeps getting faster, drawn from a counter outside the repository."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -73,6 +79,40 @@ def worktrees(repo: Path) -> list[str]:
             if line.startswith("worktree ")]
 
 
+def kept(repo: Path) -> Path:
+    """The incumbent's worktree kept between runs."""
+    return scratch(repo) / "incumbent" / "tree"
+
+
+def with_kept(repo: Path) -> list[str]:
+    """The worktrees git should list: the work tree's, then the kept one."""
+    return [f"worktree {repo}", f"worktree {kept(repo)}"]
+
+
+@contextmanager
+def kept_held(repo: Path) -> Iterator[None]:
+    """The kept worktree's lock held, as another measurement of the work tree holds it."""
+    (scratch(repo) / "incumbent").mkdir(parents=True, exist_ok=True)
+    fd = os.open(scratch(repo) / "incumbent" / "lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        yield
+    finally:
+        os.close(fd)
+
+
+def free(repo: Path) -> bool:
+    """Whether the kept worktree's lock can be taken now."""
+    fd = os.open(scratch(repo) / "incumbent" / "lock", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+
+
 def neutral(repo: Path, ar: Tool, count: int) -> list[dict[str, object]]:
     """``count`` edits that change the tree but not the value, each through ``run``."""
     done = []
@@ -89,11 +129,11 @@ def test_neutral_edits_on_a_machine_getting_faster_are_discarded(
     kept = [d for d in done if d["status"] == "keep"]
     assert len(kept) <= 1, [d["decision"] for d in kept]
     # Every verdict that came from more than the pool took the incumbent beside the
-    # candidate, in a worktree that is gone afterwards.
+    # candidate, in the one worktree kept between runs.
     beside = [d for d in done if d["decision"]["evidence"] in ("fresh", "pool+fresh")]  # type: ignore[index]
     assert beside, "the machine's trend sends runs to fresh samples"
     assert all(d["decision"]["incumbent_fresh"] for d in beside)  # type: ignore[index]
-    assert worktrees(repo) == [f"worktree {repo}"]
+    assert worktrees(repo) == with_kept(repo) and free(repo)
     assert not list(scratch(repo).glob("incumbent-*"))
     # The trend is said, in the run's warnings.
     assert any("getting better" in w and "the machine got faster?" in w
@@ -160,14 +200,20 @@ def test_shared_paths_are_linked_into_the_incumbents_worktree(
     with_data(repo)
     ar(repo, *start_args("--scope", "value.txt", "--shared-paths", "data"))
     write(repo / "value.txt", "80\n")
-    kept = ar(repo, "run", "-d", "a gain", "--json").json()
-    assert kept["status"] == "keep"
-    assert kept["decision"]["incumbent_fresh"] and not kept["warnings"]
-    assert worktrees(repo) == [f"worktree {repo}"]
+    first = ar(repo, "run", "-d", "a gain", "--json").json()
+    assert first["status"] == "keep"
+    assert first["decision"]["incumbent_fresh"] and not first["warnings"]
+    assert worktrees(repo) == with_kept(repo)
+    assert (kept(repo) / "data").is_symlink()
+    # Moving the kept worktree to the next incumbent removes the link, never what it links.
+    write(repo / "value.txt", "60\n")
+    second = ar(repo, "run", "-d", "another gain", "--json").json()
+    assert second["decision"]["incumbent_fresh"] and not second["warnings"]
+    assert (repo / "data" / "scale").read_text() == "1\n"
     # The audit's worktrees (the keep and its parent) have them too.
     audited = ar(repo, "audit", "--samples", "3", "--json").json()["audits"]
-    assert [a["verdict"] for a in audited] == ["confirmed"]
-    assert worktrees(repo) == [f"worktree {repo}"]
+    assert [a["verdict"] for a in audited] == ["confirmed", "confirmed"]
+    assert worktrees(repo) == with_kept(repo)
     assert (repo / "data" / "scale").read_text() == "1\n"
 
 
@@ -183,7 +229,7 @@ def test_an_incumbent_that_cannot_be_measured_beside_falls_back_to_the_pool_and_
     assert "decided on the incumbent's earlier samples alone" in said[0]
     assert "named in shared_paths (git autoresearch start --new-segment" in said[0]
     assert done["decision"]["evidence"] == "pool"
-    assert worktrees(repo) == [f"worktree {repo}"]
+    assert worktrees(repo) == with_kept(repo) and free(repo)
 
 
 def test_a_worktree_git_refuses_is_named_and_the_pool_decides(
@@ -196,47 +242,136 @@ def test_a_worktree_git_refuses_is_named_and_the_pool_decides(
     said = [w for w in done["warnings"] if "could not be checked out in a worktree" in w]
     assert len(said) == 1, done["warnings"]
     assert done["decision"]["evidence"] == "pool"
-    assert not list(scratch(repo).glob("incumbent-*"))
+    assert not list(scratch(repo).glob("incumbent-*")) and not kept(repo).exists()
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_a_signal_while_the_incumbent_is_measured_removes_its_worktree(
-        repo: Path, ar: Tool, tmp_path: Path, sig: signal.Signals) -> None:
+@pytest.mark.parametrize("held", [False, True], ids=["kept", "own"])
+def test_a_signal_while_the_incumbent_is_measured_leaves_no_worktree_of_its_own(
+        repo: Path, ar: Tool, tmp_path: Path, sig: signal.Signals, held: bool) -> None:
+    # The kept worktree stays, released; a measurement's own (the kept one held by another
+    # measurement) is removed.
     started = tmp_path / "incumbent-started"
-    cycling(repo, f"if [ \"$AUTORESEARCH_INCUMBENT\" = 1 ]; then touch {started}; sleep 30; fi\n")
+    cycling(repo, f"if [ \"$AUTORESEARCH_INCUMBENT\" = 1 ] && [ ! -e {started} ]; then "
+            f"touch {started}; sleep 30; fi\n")
     ar(repo, *start_args("--scope", "value.txt"))
     write(repo / "value.txt", "80\n")
-    proc = launch(repo, "run", "-d", "a gain", "--json")
-    wait_for_file(started)
-    assert list(scratch(repo).glob("incumbent-*/tree"))
-    proc.send_signal(sig)
-    out, err = proc.communicate(timeout=30)
+    with kept_held(repo) if held else contextmanager(lambda: iter([None]))():
+        proc = launch(repo, "run", "-d", "a gain", "--json")
+        wait_for_file(started)
+        assert list(scratch(repo).glob("incumbent-*/tree")) if held else kept(repo).is_dir()
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=30)
     assert proc.returncode in (130, 143), err
-    assert worktrees(repo) == [f"worktree {repo}"]
+    assert worktrees(repo) == ([f"worktree {repo}"] if held else with_kept(repo))
     assert not list(scratch(repo).glob("incumbent-*"))
     assert [r["run"] for r in runs(repo)] == [1]  # nothing recorded
     assert check_document(json.loads(out))["exit_code"] == proc.returncode
+    done = ar(repo, "run", "-d", "a gain", "--json").json()
+    assert done["decision"]["incumbent_fresh"] and not done["warnings"]
 
 
-def test_a_worktree_left_by_a_killed_run_is_swept_by_the_next(
-        repo: Path, ar: Tool, tmp_path: Path) -> None:
+@pytest.mark.parametrize("held", [False, True], ids=["kept", "own"])
+def test_a_worktree_left_by_a_killed_run_is_used_or_swept_by_the_next(
+        repo: Path, ar: Tool, tmp_path: Path, held: bool) -> None:
     started = tmp_path / "incumbent-started"
-    # (its pid first: a SIGKILL of the run leaves the benchmark's own process group running)
+    # (its pid first: a SIGKILL of the run leaves the benchmark's own process group running;
+    # it leaves a file behind in the worktree, and a tracked file changed)
     cycling(repo, f"if [ \"$AUTORESEARCH_INCUMBENT\" = 1 ] && [ ! -e {started} ]; then "
-            f"echo $$ > {started}.pid; touch {started}; exec sleep 30; fi\n")
+            f"echo $$ > {started}.pid; touch {started} left; echo 1 > value.txt; "
+            "exec sleep 30; fi\n[ -e left ] && exit 3\n")
     ar(repo, *start_args("--scope", "value.txt"))
     write(repo / "value.txt", "80\n")
-    proc = launch(repo, "run", "-d", "a gain", "--json", new_group=True)
-    wait_for_file(started)
-    os.killpg(proc.pid, signal.SIGKILL)
-    os.kill(int(Path(f"{started}.pid").read_text()), signal.SIGKILL)
-    proc.communicate(timeout=30)
-    assert list(scratch(repo).glob("incumbent-*/tree"))  # left behind
-    ar(repo, "resume")
-    done = ar(repo, "run", "-d", "a gain", "--json").json()
-    assert done["status"] in ("keep", "discard")
-    assert worktrees(repo) == [f"worktree {repo}"]
+    with kept_held(repo) if held else contextmanager(lambda: iter([None]))():
+        proc = launch(repo, "run", "-d", "a gain", "--json", new_group=True)
+        wait_for_file(started)
+        os.killpg(proc.pid, signal.SIGKILL)
+        os.kill(int(Path(f"{started}.pid").read_text()), signal.SIGKILL)
+        proc.communicate(timeout=30)
+        left = list(scratch(repo).glob("incumbent-*/tree")) if held else [kept(repo)]
+        assert left and (left[0] / "left").exists()  # left behind
+        ar(repo, "resume")
+        done = ar(repo, "run", "-d", "a gain", "--json").json()
+    assert done["status"] == "keep" and done["decision"]["incumbent_fresh"], done
+    assert all(95 < v < 105 for v in done["decision"]["incumbent_fresh"])
+    assert not done["warnings"]
+    assert worktrees(repo) == ([f"worktree {repo}"] if held else with_kept(repo))
     assert not list(scratch(repo).glob("incumbent-*"))
+
+
+def test_the_kept_worktree_is_moved_to_each_incumbent_as_a_new_checkout(
+        repo: Path, ar: Tool, tmp_path: Path) -> None:
+    # The incumbent's samples say what they measured, and fail on anything an earlier run's
+    # benchmark left there: an ignored file, a changed tracked one, a file of its own.
+    seen = tmp_path / "seen"
+    write(repo / ".gitignore", "build/\n")
+    cycling(repo, f"if [ \"$AUTORESEARCH_INCUMBENT\" = 1 ]; then\n"
+            "  for f in build/* run-*; do [ ! -e \"$f\" ] || [ \"${f#*/}\" = "
+            "\"$AUTORESEARCH_RUN\" ] || [ \"$f\" = \"run-$AUTORESEARCH_RUN\" ] || exit 3; "
+            "done\n"
+            "  grep dirty README.md | grep -qv \"dirty $AUTORESEARCH_RUN\" && exit 3\n"
+            f"  cat value.txt >> {seen}; mkdir -p build; touch build/$AUTORESEARCH_RUN "
+            "run-$AUTORESEARCH_RUN\n"
+            "  echo \"dirty $AUTORESEARCH_RUN\" >> README.md\nfi\n")
+    ar(repo, *start_args("--scope", "value.txt"))
+    traced = {**os.environ, "GIT_AUTORESEARCH_TRACE": "1"}
+    said = []
+    for value in ("80", "60", "90"):
+        write(repo / "value.txt", value + "\n")
+        done = subprocess.run([sys.executable, "-m", "git_autoresearch", "run", "-d", value,
+                               "--json"], cwd=repo, capture_output=True, text=True,
+                              env=traced)
+        said.append(done.stderr)
+        record = json.loads(done.stdout)
+        assert record["decision"]["incumbent_fresh"] and not record["warnings"], record
+        (repo / "value.txt").write_text({"80": "80", "60": "60", "90": "60"}[value] + "\n")
+    assert [r["status"] for r in runs(repo)] == ["keep", "keep", "keep", "discard"]
+    # Each run measured the incumbent of its time: HEAD, the kept worktree moved to it.
+    assert seen.read_text().split() == sorted(seen.read_text().split(), key=lambda v: -int(v))
+    assert set(seen.read_text().split()) == {"100", "80", "60"}
+    adds = [sum(" git worktree add " in ln for ln in e.splitlines()) for e in said]
+    assert adds == [1, 0, 0]
+    assert all(" reset --hard --quiet " in e for e in said[1:])
+    assert worktrees(repo) == with_kept(repo) and free(repo)
+    assert git(kept(repo), "rev-parse", "HEAD") == git(repo, "rev-parse", "HEAD")
+    # The work tree's own files are as the runs left them.
+    assert (repo / "README.md").read_text() == "project\n"
+    assert not (repo / "build").exists()
+
+
+@pytest.mark.parametrize("broken", ["index.lock", "folder deleted", "moved repository"])
+def test_a_kept_worktree_git_cannot_move_is_made_anew(
+        repo: Path, ar: Tool, tmp_path: Path, broken: str) -> None:
+    cycling(repo)
+    ar(repo, *start_args("--scope", "value.txt"))
+    write(repo / "value.txt", "80\n")
+    assert ar(repo, "run", "-d", "a gain", "--json").json()["decision"]["incumbent_fresh"]
+    admin = Path(git(kept(repo), "rev-parse", "--path-format=absolute", "--git-dir"))
+    if broken == "index.lock":  # (a git killed while it moved it)
+        (admin / "index.lock").write_text("")
+    elif broken == "folder deleted":
+        import shutil
+
+        shutil.rmtree(kept(repo))
+    else:  # its .git file names another repository's records
+        (kept(repo) / ".git").write_text(f"gitdir: {tmp_path / 'elsewhere'}\n")
+    write(repo / "value.txt", "60\n")
+    done = ar(repo, "run", "-d", "another gain", "--json").json()
+    assert done["decision"]["incumbent_fresh"] and not done["warnings"], done
+    assert all(75 < v < 85 for v in done["decision"]["incumbent_fresh"])
+    assert worktrees(repo) == with_kept(repo)
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_finalize_removes_the_kept_worktree(repo: Path, ar: Tool) -> None:
+    cycling(repo)
+    ar(repo, *start_args("--scope", "value.txt"))
+    write(repo / "value.txt", "80\n")
+    assert ar(repo, "run", "-d", "a gain", "--json").json()["status"] == "keep"
+    assert worktrees(repo) == with_kept(repo)
+    ar(repo, "finalize", "--samples", "0")
+    assert worktrees(repo) == [f"worktree {repo}"]
+    assert not (scratch(repo) / "incumbent").exists()
 
 
 def test_bad_settings_are_refused_by_name(repo: Path, ar: Tool) -> None:
