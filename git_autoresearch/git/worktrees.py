@@ -10,8 +10,10 @@ tree only as uncommitted changes (:func:`restore_worktree`)."""
 
 from __future__ import annotations
 
+import os
 import shutil
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,8 +95,29 @@ def remove(repo: Repo, path: Path) -> None:
     and prune git's record of any worktree whose folder is gone, the submodules' own
     (:func:`_add_submodules`) too. Never raises for a worktree that is already gone."""
     repo.run("worktree", "remove", "--force", "--force", str(path), allow_non_zero=True)
-    shutil.rmtree(path, ignore_errors=True)
+    remove_folder(path)
     prune(repo)
+
+
+def remove_folder(path: Path) -> None:
+    """Remove the folder ``path`` and what it holds, what a benchmark left read-only in it
+    included (the folder holding it is made writable first). Never raises: what cannot be
+    removed is left."""
+
+    def writable(func: Callable[[str], object], name: str, error: object) -> None:
+        # (the exception, or before Python 3.12 its exc_info triple)
+        if not isinstance(error[1] if isinstance(error, tuple) else error, PermissionError):
+            return
+        try:
+            os.chmod(os.path.dirname(name), 0o700)
+            func(name)
+        except OSError:
+            pass
+
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=writable)
+    else:
+        shutil.rmtree(path, onerror=writable)
 
 
 def prune(repo: Repo) -> None:

@@ -87,8 +87,8 @@ class IncumbentTree:
 
     def _make(self) -> str | None:
         """Check the incumbent out (the kept worktree moved to it when this measurement can
-        take it, else a worktree of its own) and bring in what a checkout lacks; why not, or
-        None."""
+        take it, else, or when that fails, a worktree of its own) and bring in what a checkout
+        lacks; why not, or None."""
         # (linked worktrees and checkouts): only for a rule that asks for the incumbent
         from ..git import worktrees
         from ..history.checkouts import bring, link_shared, sweep, untracked_inputs
@@ -97,13 +97,7 @@ class IncumbentTree:
         sweep(session, FOLDER_PREFIX, (TREE,))
         try:
             self.made = True  # (whatever follows, close removes or releases it)
-            if self._take_kept():
-                try:
-                    worktrees.move_detached(repo, self.tree, self.commit)
-                except GitError:  # (not there, or not a worktree git can move: made anew)
-                    worktrees.remove(repo, self.tree)
-                    worktrees.add_detached(repo, self.tree, self.commit)
-            else:
+            if not (self._take_kept() and self._move_kept()):
                 self.folder.mkdir(parents=True, exist_ok=True)
                 worktrees.add_detached(repo, self.tree, self.commit)
             bring(session, untracked_inputs(session), self.tree)
@@ -114,6 +108,31 @@ class IncumbentTree:
                     f"{exc.strerror or exc.__class__.__name__} ({exc.filename or self.folder})")
         self.notes = link_shared(session, self.tree)
         return None
+
+    def _move_kept(self) -> bool:
+        """Move the kept worktree (its lock held) to the incumbent; one git cannot move (not
+        there, a lock a killed git left, a copied repository's) is made anew. False, the
+        lock released, when neither can be done (what a benchmark left there cannot be
+        removed): this measurement then makes a worktree of its own."""
+        from ..git import worktrees
+
+        repo = self.session.repo
+        try:
+            worktrees.move_detached(repo, self.tree, self.commit)
+            return True
+        except GitError:
+            pass
+        try:
+            worktrees.remove(repo, self.tree)
+            worktrees.add_detached(repo, self.tree, self.commit)
+            return True
+        except (GitError, OSError):
+            if self.held is not None:
+                os.close(self.held)
+                self.held = None
+            self.folder = repo.scratch / f"{FOLDER_PREFIX}{os.getpid()}"
+            self.tree = self.folder / TREE
+            return False
 
     def _take_kept(self) -> bool:
         """Take the kept worktree's lock (never waiting), and measure there; False when

@@ -363,6 +363,26 @@ def test_a_kept_worktree_git_cannot_move_is_made_anew(
     assert not (tmp_path / "elsewhere").exists()
 
 
+def test_a_kept_worktree_that_cannot_be_made_anew_gives_way_to_one_of_the_runs_own(
+        repo: Path, ar: Tool) -> None:
+    # What stands where the kept worktree goes cannot be removed (here a file): the run
+    # measures in a worktree of its own, removed after it.
+    import shutil
+
+    cycling(repo)
+    ar(repo, *start_args("--scope", "value.txt"))
+    write(repo / "value.txt", "80\n")
+    assert ar(repo, "run", "-d", "a gain", "--json").json()["decision"]["incumbent_fresh"]
+    shutil.rmtree(kept(repo))
+    kept(repo).write_text("in the way\n")
+    write(repo / "value.txt", "60\n")
+    done = ar(repo, "run", "-d", "another gain", "--json").json()
+    assert done["decision"]["incumbent_fresh"] and not done["warnings"], done
+    assert all(75 < v < 85 for v in done["decision"]["incumbent_fresh"])
+    assert worktrees(repo) == [f"worktree {repo}"] and free(repo)
+    assert not list(scratch(repo).glob("incumbent-*"))
+
+
 def test_finalize_removes_the_kept_worktree(repo: Path, ar: Tool) -> None:
     cycling(repo)
     ar(repo, *start_args("--scope", "value.txt"))
