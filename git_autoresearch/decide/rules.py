@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
+from ..ledger.jsontext import number_text
 from ..ledger.stats import median
 
 Verdict = Literal["better", "worse", "inconclusive", "continue"]
@@ -698,8 +699,8 @@ def discard_reason(found: Mapping[str, Any], min_effect: float, direction: str) 
         # than that (a burst of load can make a gain look worse).
         if found.get("verdict") != "worse" and said == "within noise":
             said = f"not better{change}"
-        checked = ", with which one of it taken now agreed" if isinstance(fresh, list) \
-            and fresh else ""
+        checked = f" and one of it taken now ({number_text(fresh[0])})" \
+            if isinstance(fresh, list) and fresh else ""
         return (f"{said}: {count} sample(s) against the incumbent's earlier samples"
                 f"{checked}{early}")
     if evidence in ("fresh", "pool+fresh") and isinstance(count, int) \

@@ -72,6 +72,28 @@ def move_detached(repo: Repo, path: Path, commit: str) -> None:
     _git(path, ("clean", "-ffdxq"))
 
 
+def forget_copies(repo: Repo, path: Path) -> None:
+    """Forget the records this repository holds of another repository's linked worktree at
+    ``path``'s place: a repository copied whole (``cp -r``) brings along the records of its
+    linked worktrees (``worktrees/<id>/gitdir``, the path of the worktree's ``.git`` file:
+    gitrepository-layout(5)), which point at the original's folders, and ``git worktree
+    prune`` keeps them while those exist. Only a record whose folder is ``path`` relative to
+    another git directory (``path`` lies in this repository's git directory) is dropped."""
+    try:
+        place = path.relative_to(repo.common_dir)
+        records = list((repo.common_dir / "worktrees").iterdir())
+    except (ValueError, OSError):
+        return
+    for record in records:
+        try:
+            folder = Path((record / "gitdir").read_text(encoding="utf-8").strip()).parent
+        except (OSError, UnicodeDecodeError):
+            continue
+        if folder != path and folder.parts[-len(place.parts):] == place.parts \
+                and not folder.is_relative_to(repo.common_dir):
+            remove_folder(record)
+
+
 def has_submodules(repo: Repo) -> bool:
     """Whether the work tree has a submodule checked out (which :func:`add_detached` checks
     out too, and :func:`move_detached` does not move)."""

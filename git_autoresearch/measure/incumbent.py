@@ -26,6 +26,7 @@ import fcntl
 import os
 import shutil
 from collections.abc import Mapping
+from pathlib import Path
 from types import TracebackType
 
 from ..git import GitError
@@ -123,6 +124,7 @@ class IncumbentTree:
         except GitError:
             pass
         try:
+            worktrees.forget_copies(repo, self.tree)  # (a copied repository's records of it)
             worktrees.remove(repo, self.tree)
             worktrees.add_detached(repo, self.tree, self.commit)
             return True
@@ -152,6 +154,7 @@ class IncumbentTree:
             os.close(fd)
             return False
         self.held, self.folder, self.tree = fd, folder, folder / TREE
+        _clear_beside(folder)
         return True
 
     def close(self) -> None:
@@ -171,26 +174,41 @@ class IncumbentTree:
             shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def remove_kept(session: Session) -> bool:
-    """Remove the worktree kept between runs and its folder, unless a measurement holds it
-    now (a signal waits until they are gone); whether there was one to remove (``finalize``:
-    the session's runs are over)."""
+def _clear_beside(folder: Path) -> None:
+    """Remove everything in the kept worktree's ``folder`` but the worktree and its lock:
+    what the last measurement wrote beside the worktree (its run log, and a benchmark's
+    ``../build``), which a new checkout would not have."""
+    from ..git import worktrees
+
+    for entry in folder.iterdir():
+        if entry.name in (LOCK, TREE):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            worktrees.remove_folder(entry)
+        else:
+            entry.unlink(missing_ok=True)
+
+
+def remove_kept(session: Session) -> str | None:
+    """Remove the worktree kept between runs and what lies beside it, its lock left for
+    the measurements after (a signal waits until they are gone); a sentence saying it was
+    left when a measurement holds it now, else None (``finalize``: the session's runs are
+    over)."""
     from ..git import worktrees
 
     folder = session.repo.scratch / KEPT
     try:
         fd = os.open(folder / LOCK, os.O_RDWR | os.O_CLOEXEC)
     except OSError:  # (none was ever made here)
-        return False
+        return None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return False
-    try:
         with signals.deferred():
             worktrees.remove(session.repo, folder / TREE)
-            shutil.rmtree(folder, ignore_errors=True)
+            _clear_beside(folder)
+    except BlockingIOError:
+        return (f"the incumbent's worktree {folder / TREE} was left: a measurement is using "
+                f"it (git worktree remove --force {folder / TREE}, once it is done)")
     finally:
         os.close(fd)
-    return True
+    return None

@@ -682,12 +682,13 @@ def record(session: Session, final: Final, notes: str) -> list[str]:
     from ..runtime.atomic import write_atomic
 
     try:
-        with session.lock("finalize"), signals.deferred():  # all three, or none
-            session.append([final.record(session.config.direction)])
-            write_atomic(session.layout.final_notes, notes.encode())
-            warnings = session.mirror_state("finalize")
+        with session.lock("finalize"):
+            with signals.deferred():  # all three, or none
+                session.append([final.record(session.config.direction)])
+                write_atomic(session.layout.final_notes, notes.encode())
+                warnings = session.mirror_state("finalize")
+            left = remove_kept(session)
     except WriteFailed as exc:
         raise Refused(f"{exc.message}; the branch {final.branch} was made, but the ledger "
                       "line or .auto/final.md was not written") from None
-    remove_kept(session)
-    return warnings
+    return warnings + ([left] if left else [])

@@ -302,13 +302,16 @@ def test_a_worktree_left_by_a_killed_run_is_used_or_swept_by_the_next(
 def test_the_kept_worktree_is_moved_to_each_incumbent_as_a_new_checkout(
         repo: Path, ar: Tool, tmp_path: Path) -> None:
     # The incumbent's samples say what they measured, and fail on anything an earlier run's
-    # benchmark left there: an ignored file, a changed tracked one, a file of its own.
+    # benchmark left there: an ignored file, a changed tracked one, a file of its own, a
+    # file beside the worktree (an out-of-tree build's ../build).
     seen = tmp_path / "seen"
     write(repo / ".gitignore", "build/\n")
     cycling(repo, f"if [ \"$AUTORESEARCH_INCUMBENT\" = 1 ]; then\n"
             "  for f in build/* run-*; do [ ! -e \"$f\" ] || [ \"${f#*/}\" = "
             "\"$AUTORESEARCH_RUN\" ] || [ \"$f\" = \"run-$AUTORESEARCH_RUN\" ] || exit 3; "
             "done\n"
+            "  for f in ../beside-*; do [ ! -e \"$f\" ] || [ \"$f\" = "
+            "\"../beside-$AUTORESEARCH_RUN\" ] || exit 3; done; touch ../beside-$AUTORESEARCH_RUN\n"
             "  grep dirty README.md | grep -qv \"dirty $AUTORESEARCH_RUN\" && exit 3\n"
             f"  cat value.txt >> {seen}; mkdir -p build; touch build/$AUTORESEARCH_RUN "
             "run-$AUTORESEARCH_RUN\n"
@@ -391,7 +394,41 @@ def test_finalize_removes_the_kept_worktree(repo: Path, ar: Tool) -> None:
     assert worktrees(repo) == with_kept(repo)
     ar(repo, "finalize", "--samples", "0")
     assert worktrees(repo) == [f"worktree {repo}"]
-    assert not (scratch(repo) / "incumbent").exists()
+    assert [p.name for p in (scratch(repo) / "incumbent").iterdir()] == ["lock"]
+
+
+def test_finalize_says_when_a_measurement_holds_the_kept_worktree(repo: Path, ar: Tool) -> None:
+    cycling(repo)
+    ar(repo, *start_args("--scope", "value.txt"))
+    write(repo / "value.txt", "80\n")
+    assert ar(repo, "run", "-d", "a gain", "--json").json()["status"] == "keep"
+    with kept_held(repo):
+        done = ar(repo, "finalize", "--samples", "0")
+    assert f"the incumbent's worktree {kept(repo)} was left: a measurement is using it" \
+        in done.err
+    assert worktrees(repo) == with_kept(repo)
+
+
+def test_a_copied_repository_makes_its_own_and_forgets_the_originals(
+        repo: Path, ar: Tool, tmp_path: Path) -> None:
+    import shutil
+
+    cycling(repo)
+    ar(repo, *start_args("--scope", "value.txt"))
+    write(repo / "value.txt", "80\n")
+    assert ar(repo, "run", "-d", "a gain", "--json").json()["status"] == "keep"
+    original = git(kept(repo), "rev-parse", "HEAD")
+    copy = tmp_path / "copy"
+    shutil.copytree(repo, copy, symlinks=True)
+    write(copy / "value.txt", "60\n")
+    done = ar(copy, "run", "-d", "in the copy", "--json").json()
+    assert done["decision"]["incumbent_fresh"] and not done["warnings"], done
+    assert worktrees(copy) == with_kept(copy)
+    # The original's is as it was, and still its own.
+    assert worktrees(repo) == with_kept(repo)
+    assert git(kept(repo), "rev-parse", "HEAD") == original
+    assert Path(git(kept(repo), "rev-parse", "--path-format=absolute", "--git-common-dir")) \
+        == repo / ".git"
 
 
 def test_bad_settings_are_refused_by_name(repo: Path, ar: Tool) -> None:

@@ -447,14 +447,16 @@ def test_a_folder_where_a_session_file_goes_is_no_internal_error(repo: Path, ar:
             f"run 2 was recorded, but {folder} could not be removed: Is a directory"]
 
 
-def test_a_discard_on_the_pool_says_the_incumbent_measured_now_agreed() -> None:
+def test_a_discard_on_the_pool_names_the_sample_of_the_incumbent_taken_now() -> None:
+    # (which may be far from the pool: the machine got faster meanwhile, and the candidate
+    # is worse still against it; the reason gives the number, never "agreed")
     from git_autoresearch.decide.rules import discard_reason
 
     found = {"verdict": "inconclusive", "relative": 0.04, "evidence": "pool",
              "candidate_samples": 2, "incumbent_fresh": [100.5], "stopped_early": True}
     assert discard_reason(found, 0.0, "lower") == (
-        "not better (+4.0%): 2 sample(s) against the incumbent's earlier samples, with which "
-        "one of it taken now agreed; stopped early")
+        "not better (+4.0%): 2 sample(s) against the incumbent's earlier samples and one of "
+        "it taken now (100.5); stopped early")
     assert discard_reason({**found, "incumbent_fresh": []}, 0.0, "lower") == (
         "not better (+4.0%): 2 sample(s) against the incumbent's earlier samples; stopped early")
 
