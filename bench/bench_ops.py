@@ -216,7 +216,7 @@ def bench_incumbent(root: Path, files: int, repeats: int) -> dict[str, float]:
         with open(held) as lock:  # held, as by another measurement: a worktree of its own
             fcntl.flock(lock, fcntl.LOCK_EX)
             times["made and removed"].append(timed(use, commit))
-    remove_kept(session)
+    remove_kept(session.repo)
     return {k: statistics.median(v) for k, v in times.items()}
 
 

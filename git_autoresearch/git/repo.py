@@ -348,13 +348,17 @@ class Repo:
 
     def worktree_paths(self) -> list[Path]:
         """The work trees of this repository that exist on disk, this one first (``git
-        worktree list --porcelain -z``: records of ``key value`` fields)."""
+        worktree list --porcelain -z``: records of ``key value`` fields), but for the
+        tool's own worktrees in its scratch folders (the incumbent's, an audit's), which lie
+        inside the git directory."""
         res = self.run("worktree", "list", "--porcelain", "-z", allow_non_zero=True)
         found = [self.top]
+        ours = self.common_dir.resolve()
         for field in split_z(res.stdout) if res.returncode == 0 else []:
             key, _, value = field.partition(" ")
             if key == "worktree" and Path(value).is_dir() \
-                    and Path(value).resolve() != self.top.resolve():
+                    and Path(value).resolve() != self.top.resolve() \
+                    and not Path(value).resolve().is_relative_to(ours):
                 found.append(Path(value))
         return found
 

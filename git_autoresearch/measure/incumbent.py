@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
-from ..git import GitError
+from ..git import GitError, Repo
 from ..runtime import signals
 from ..session.session import Session
 from .samples import measure
@@ -189,14 +189,14 @@ def _clear_beside(folder: Path) -> None:
             entry.unlink(missing_ok=True)
 
 
-def remove_kept(session: Session) -> str | None:
-    """Remove the worktree kept between runs and what lies beside it, its lock left for
-    the measurements after (a signal waits until they are gone); a sentence saying it was
-    left when a measurement holds it now, else None (``finalize``: the session's runs are
-    over)."""
+def remove_kept(repo: Repo) -> str | None:
+    """Remove the worktree kept between runs in ``repo``'s work tree and what lies beside
+    it, its lock left for the measurements after (a signal waits until they are gone); a
+    sentence saying it was left when a measurement holds it now, else None (``finalize`` and
+    ``gc``: the session's runs are over)."""
     from ..git import worktrees
 
-    folder = session.repo.scratch / KEPT
+    folder = repo.scratch / KEPT
     try:
         fd = os.open(folder / LOCK, os.O_RDWR | os.O_CLOEXEC)
     except OSError:  # (none was ever made here)
@@ -204,7 +204,7 @@ def remove_kept(session: Session) -> str | None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         with signals.deferred():
-            worktrees.remove(session.repo, folder / TREE)
+            worktrees.remove(repo, folder / TREE)
             _clear_beside(folder)
     except BlockingIOError:
         return (f"the incumbent's worktree {folder / TREE} was left: a measurement is using "

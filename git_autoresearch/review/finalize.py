@@ -687,7 +687,7 @@ def record(session: Session, final: Final, notes: str) -> list[str]:
                 session.append([final.record(session.config.direction)])
                 write_atomic(session.layout.final_notes, notes.encode())
                 warnings = session.mirror_state("finalize")
-            left = remove_kept(session)
+            left = remove_kept(session.repo)
     except WriteFailed as exc:
         raise Refused(f"{exc.message}; the branch {final.branch} was made, but the ledger "
                       "line or .auto/final.md was not written") from None

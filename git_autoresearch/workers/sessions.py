@@ -366,6 +366,8 @@ def gc(repo: Repo | None, session: str | None = None, *, older_than_days: float 
                               "its attempt and scope refs anyway)")
             skipped[sid] = why
             continue
+        if not dry_run:
+            _remove_incumbent_tree(repo, sid, warnings)
         refs = info.collectable()
         if not refs:
             continue
@@ -378,6 +380,18 @@ def gc(repo: Repo | None, session: str | None = None, *, older_than_days: float 
         deleted[sid] = sorted(refs)
         was.update(refs)
     return Collected(deleted, skipped, dry_run, warnings, was)
+
+
+def _remove_incumbent_tree(repo: Repo, sid: str, warnings: list[str]) -> None:
+    """Remove the worktree the incumbent was measured in, kept between runs in the work tree
+    holding session ``sid`` (:func:`measure.incumbent.remove_kept`), adding to ``warnings``
+    when a measurement holds it."""
+    from ..measure.incumbent import remove_kept
+
+    home = session_home(repo, sid)
+    left = remove_kept(home) if home is not None else None
+    if left:
+        warnings.append(f"session {sid}: {left}")
 
 
 def record_collected(repo: Repo, sid: str, refs: list[str], now: int) -> list[str]:

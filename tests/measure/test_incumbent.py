@@ -397,6 +397,18 @@ def test_finalize_removes_the_kept_worktree(repo: Path, ar: Tool) -> None:
     assert [p.name for p in (scratch(repo) / "incumbent").iterdir()] == ["lock"]
 
 
+def test_gc_of_the_session_removes_the_kept_worktree(repo: Path, ar: Tool) -> None:
+    cycling(repo)
+    ar(repo, *start_args("--scope", "value.txt"))
+    write(repo / "value.txt", "80\n")
+    assert ar(repo, "run", "-d", "a gain", "--json").json()["status"] == "keep"
+    ar(repo, "gc", "--force", "s1", "--dry-run")
+    assert worktrees(repo) == with_kept(repo)
+    ar(repo, "gc", "--force", "s1")
+    assert worktrees(repo) == [f"worktree {repo}"]
+    assert [p.name for p in (scratch(repo) / "incumbent").iterdir()] == ["lock"]
+
+
 def test_finalize_says_when_a_measurement_holds_the_kept_worktree(repo: Path, ar: Tool) -> None:
     cycling(repo)
     ar(repo, *start_args("--scope", "value.txt"))
