@@ -63,6 +63,16 @@ def cycling(repo: Path, first: str = "", scale: str = "1") -> None:
     commit_all(repo, "a benchmark")
 
 
+def a_kept_gain(repo: Path, ar: Tool) -> None:
+    """A session on the ``cycling`` benchmark whose first run, a gain, is kept after the
+    incumbent was measured beside it: the kept worktree is made."""
+    cycling(repo)
+    ar(repo, *start_args("--scope", "value.txt"))
+    write(repo / "value.txt", "80\n")
+    done = ar(repo, "run", "-d", "a gain", "--json").json()
+    assert done["status"] == "keep" and done["decision"]["incumbent_fresh"], done
+
+
 def with_data(repo: Path) -> None:
     """The ``cycling`` benchmark reading an ignored data folder, which a checkout lacks."""
     write(repo / ".gitignore", "data/\n")
@@ -345,10 +355,7 @@ def test_the_kept_worktree_is_moved_to_each_incumbent_as_a_new_checkout(
 @pytest.mark.parametrize("broken", ["index.lock", "folder deleted", "moved repository"])
 def test_a_kept_worktree_git_cannot_move_is_made_anew(
         repo: Path, ar: Tool, tmp_path: Path, broken: str) -> None:
-    cycling(repo)
-    ar(repo, *start_args("--scope", "value.txt"))
-    write(repo / "value.txt", "80\n")
-    assert ar(repo, "run", "-d", "a gain", "--json").json()["decision"]["incumbent_fresh"]
+    a_kept_gain(repo, ar)
     admin = Path(git(kept(repo), "rev-parse", "--path-format=absolute", "--git-dir"))
     if broken == "index.lock":  # (a git killed while it moved it)
         (admin / "index.lock").write_text("")
@@ -372,10 +379,7 @@ def test_a_kept_worktree_that_cannot_be_made_anew_gives_way_to_one_of_the_runs_o
     # measures in a worktree of its own, removed after it.
     import shutil
 
-    cycling(repo)
-    ar(repo, *start_args("--scope", "value.txt"))
-    write(repo / "value.txt", "80\n")
-    assert ar(repo, "run", "-d", "a gain", "--json").json()["decision"]["incumbent_fresh"]
+    a_kept_gain(repo, ar)
     shutil.rmtree(kept(repo))
     kept(repo).write_text("in the way\n")
     write(repo / "value.txt", "60\n")
@@ -386,34 +390,20 @@ def test_a_kept_worktree_that_cannot_be_made_anew_gives_way_to_one_of_the_runs_o
     assert not list(scratch(repo).glob("incumbent-*"))
 
 
-def test_finalize_removes_the_kept_worktree(repo: Path, ar: Tool) -> None:
-    cycling(repo)
-    ar(repo, *start_args("--scope", "value.txt"))
-    write(repo / "value.txt", "80\n")
-    assert ar(repo, "run", "-d", "a gain", "--json").json()["status"] == "keep"
+@pytest.mark.parametrize("command", [["finalize", "--samples", "0"], ["gc", "--force", "s1"]])
+def test_finalize_and_gc_remove_the_kept_worktree(repo: Path, ar: Tool,
+                                                  command: list[str]) -> None:
+    a_kept_gain(repo, ar)
+    if command[0] == "gc":
+        ar(repo, *command, "--dry-run")
     assert worktrees(repo) == with_kept(repo)
-    ar(repo, "finalize", "--samples", "0")
-    assert worktrees(repo) == [f"worktree {repo}"]
-    assert [p.name for p in (scratch(repo) / "incumbent").iterdir()] == ["lock"]
-
-
-def test_gc_of_the_session_removes_the_kept_worktree(repo: Path, ar: Tool) -> None:
-    cycling(repo)
-    ar(repo, *start_args("--scope", "value.txt"))
-    write(repo / "value.txt", "80\n")
-    assert ar(repo, "run", "-d", "a gain", "--json").json()["status"] == "keep"
-    ar(repo, "gc", "--force", "s1", "--dry-run")
-    assert worktrees(repo) == with_kept(repo)
-    ar(repo, "gc", "--force", "s1")
+    ar(repo, *command)
     assert worktrees(repo) == [f"worktree {repo}"]
     assert [p.name for p in (scratch(repo) / "incumbent").iterdir()] == ["lock"]
 
 
 def test_finalize_says_when_a_measurement_holds_the_kept_worktree(repo: Path, ar: Tool) -> None:
-    cycling(repo)
-    ar(repo, *start_args("--scope", "value.txt"))
-    write(repo / "value.txt", "80\n")
-    assert ar(repo, "run", "-d", "a gain", "--json").json()["status"] == "keep"
+    a_kept_gain(repo, ar)
     with kept_held(repo):
         done = ar(repo, "finalize", "--samples", "0")
     assert f"the incumbent's worktree {kept(repo)} was left: a measurement is using it" \
@@ -425,10 +415,7 @@ def test_a_copied_repository_makes_its_own_and_forgets_the_originals(
         repo: Path, ar: Tool, tmp_path: Path) -> None:
     import shutil
 
-    cycling(repo)
-    ar(repo, *start_args("--scope", "value.txt"))
-    write(repo / "value.txt", "80\n")
-    assert ar(repo, "run", "-d", "a gain", "--json").json()["status"] == "keep"
+    a_kept_gain(repo, ar)
     original = git(kept(repo), "rev-parse", "HEAD")
     copy = tmp_path / "copy"
     shutil.copytree(repo, copy, symlinks=True)
