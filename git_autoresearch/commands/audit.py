@@ -31,7 +31,7 @@ def audit_cmd(run_numbers: tuple[int, ...], samples: int, as_json: bool) -> None
     touched; say whether the keep is confirmed, within noise or a regression, with its effect
     and interval, and record an audit line in the ledger. Default: every kept run of the
     current segment after its baseline."""
-    from ..review.audit import record, run_audit, targets
+    from ..review.audit import record, run_audit, segment_config, segment_of, targets
     from ..session.session import Session
 
     session = Session.open()
@@ -46,13 +46,15 @@ def audit_cmd(run_numbers: tuple[int, ...], samples: int, as_json: bool) -> None
     for target in found:
         click.echo(f"auditing run {target.run}: {target.commit[:7]} against its parent "
                    f"{target.parent[:7]}, {samples} sample(s) each", err=True)
-        audit = run_audit(session, target, samples, progress=_said)
+        # (measured, and judged, as its own segment measured: a keep of an earlier one too)
+        cfg = segment_config(session, segment_of(session, target.run))
+        audit = run_audit(session, target, samples, progress=_said, config=cfg)
         for w in record(session, audit):
             warn(w)
-        line = audit.record(direction)
+        line = audit.record(cfg.direction)
         done.append(line)
         if not as_json:
-            for text in audit_lines(line, unit):
+            for text in audit_lines(line, cfg.metric_unit):
                 click.echo(text)
     if as_json:
         emit_json("audit", {"direction": direction, "metric_name": session.config.metric_name,

@@ -162,13 +162,27 @@ def _keep(book: Ledger, number: int, kept: dict[int, dict[str, Any]]) -> Run:
     return run
 
 
+def segment_config(session: Session, index: int) -> Config:
+    """The configuration segment ``index`` measured with: the session's for the current
+    segment, else the one its header records (the session's when it records none that reads,
+    as in a ledger of an older version)."""
+    data = (session.ledger.segments[index].header or {}).get("config")
+    if index == session.segment.index or not isinstance(data, dict):
+        return session.config
+    try:
+        return Config.from_mapping(data, source=f"segment {index}'s configuration")
+    except UsageError:
+        return session.config
+
+
 def run_audit(session: Session, target: Target, samples: int = DEFAULT_SAMPLES,
               progress: Progress | None = None, config: Config | None = None) -> Audit:
     """Measure ``target``'s parent and commit ``samples`` times each, interleaved, in two
     linked worktrees under the scratch folder, removed afterwards whatever happens (a signal's
     :class:`runtime.signals.Interrupted` passes through once they are gone), with ``config``'s
-    commands and direction (the session's when None). A sample that gives no
-    metric ends the audit as ``crash``. Raises ValueError for ``samples`` below 1 and
+    commands and direction. A sample that gives no
+    metric ends the audit as ``crash``. ``config`` is, when None, that of the segment the run
+    was kept in (:func:`segment_config`). Raises ValueError for ``samples`` below 1 and
     :class:`GitError` when a worktree cannot be made."""
     if samples < 1:
         raise ValueError(f"an audit needs at least one sample a side, not {samples}")
@@ -178,7 +192,7 @@ def run_audit(session: Session, target: Target, samples: int = DEFAULT_SAMPLES,
     trees = {side: folder / side for side in SIDES}
     commits = {"parent": target.parent, "commit": target.commit}
     values: dict[str, list[float]] = {side: [] for side in SIDES}
-    config = config or session.config
+    config = config or segment_config(session, segment_of(session, target.run))
     cfg = dataclasses.replace(config, runs_per_experiment=1, checks_command=None)
     log = folder / "run.log"
     try:
@@ -213,6 +227,13 @@ def run_audit(session: Session, target: Target, samples: int = DEFAULT_SAMPLES,
     return judge(target, values, config.direction)
 
 
+def segment_of(session: Session, number: int) -> int:
+    """The segment run ``number`` was recorded in (the current one for a run not in the
+    ledger: run 0, finalize's measurement)."""
+    run = session.ledger.find(number) if number else None
+    return run.segment if run is not None else session.segment.index
+
+
 def judge(target: Target, values: dict[str, list[float]], direction: str) -> Audit:
     """The verdict on a complete audit: the sequential rule at its last look, the parent's
     samples as the incumbent's pool and the commit's as the candidate's."""
@@ -238,7 +259,8 @@ def record(session: Session, audit: Audit) -> list[str]:
     lost = f"the audit of run {audit.target.run} ({audit.verdict}) was not recorded"
     try:
         with session.lock("audit"):
-            session.append([audit.record(session.config.direction)])
+            session.append([audit.record(
+                segment_config(session, segment_of(session, audit.target.run)).direction)])
             return session.mirror_state(f"audit of run {audit.target.run}")
     except WriteFailed as exc:
         raise Refused(f"{exc.message}; {lost}") from None

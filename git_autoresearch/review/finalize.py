@@ -52,7 +52,7 @@ from ..session.branches import refuse_branch_below
 from ..session.command_files import script_paths
 from ..session.config import Config
 from ..session.session import Session
-from .audit import CRASH, Audit, Target, effect_json, run_audit
+from .audit import CRASH, Audit, Target, effect_json, run_audit, segment_config
 from .report import audits
 
 FOLDER_PREFIX = "final-"  # <scratch>/final-<pid>: one finalize's worktree
@@ -217,19 +217,6 @@ def segment_base(session: Session, index: int) -> str:
                       f"({base or 'not recorded'}) is not in this repository: nothing to "
                       "replay the keeps onto")
     return found
-
-
-def segment_config(session: Session, index: int) -> Config:
-    """The configuration segment ``index`` measured with: the session's for the current
-    segment, else the one its header records (the session's when it records none that reads,
-    as in a ledger of an older version)."""
-    data = (session.ledger.segments[index].header or {}).get("config")
-    if index == session.segment.index or not isinstance(data, dict):
-        return session.config
-    try:
-        return Config.from_mapping(data, source=f"segment {index}'s configuration")
-    except UsageError:
-        return session.config
 
 
 def replay_base(session: Session, chosen: list[Keep], every: list[Keep], *,

@@ -439,3 +439,20 @@ def test_an_audits_medians_are_printed_without_float_noise() -> None:
                          "parent": "def5678", "samples": {"commit": [4.03, 4.09],
                                                           "parent": [5.0, 5.2]}}, "ms")
     assert "commit median 4.06 ms (2), parent median 5.1 ms (2)" in lines[1], lines
+
+
+def test_a_keep_of_an_earlier_segment_is_measured_with_that_segments_command(
+        repo: Path, ar: Tool) -> None:
+    # Segment 1 measures with bench2.sh (twice the value, higher is better), a script the
+    # commits of segment 0 lack: run 2 is audited by bench.sh, lower is better, as it was kept.
+    ar(repo, *start_args())
+    write(repo / "value.txt", "80\n")
+    assert ar(repo, "run", "-d", "a gain", "--json").json()["status"] == "keep"
+    write(repo / "bench2.sh", '#!/bin/sh\necho "score: $(( $(cat value.txt) * 2 ))"\n', 0o755)
+    git(repo, "add", "bench2.sh")
+    git(repo, "commit", "-q", "-m", "a second benchmark")
+    ar(repo, "start", "--new-segment", "--command", "sh bench2.sh", "--direction", "higher")
+    done = ar(repo, "audit", "2", "--samples", "3", "--json").json()["audits"]
+    assert [(a["verdict"], a["direction"], a["samples"]) for a in done] == [
+        ("confirmed", "lower", {"parent": [100, 100, 100], "commit": [80, 80, 80]})]
+    assert audits(repo)[-1]["verdict"] == "confirmed"
