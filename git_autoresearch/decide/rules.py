@@ -694,11 +694,14 @@ def discard_reason(found: Mapping[str, Any], min_effect: float, direction: str) 
     evidence, count = found.get("evidence"), found.get("candidate_samples")
     fresh = found.get("incumbent_fresh")
     early = "; stopped early" if found.get("stopped_early") else ""
+    # (an estimate on the better side was not shown to be better: never "not better")
+    unshown = isinstance(relative, (int, float)) and not isinstance(relative, bool) \
+        and (relative < 0 if direction == "lower" else relative > 0)
     if evidence == "pool" and isinstance(count, int):
         # Hopeless against samples taken earlier, under other load: not better, and no more
         # than that (a burst of load can make a gain look worse).
         if found.get("verdict") != "worse" and said == "within noise":
-            said = f"not better{change}"
+            said = f"not shown to be better{change}" if unshown else f"not better{change}"
         checked = f" and one of it taken now ({number_text(fresh[0])})" \
             if isinstance(fresh, list) and fresh else ""
         return (f"{said}: {count} sample(s) against the incumbent's earlier samples"
@@ -706,7 +709,8 @@ def discard_reason(found: Mapping[str, Any], min_effect: float, direction: str) 
     if evidence in ("fresh", "pool+fresh") and isinstance(count, int) \
             and isinstance(fresh, list):
         if said == "within noise":  # (the estimate, and whether it stopped as hopeless)
-            said = f"not better{change}" if early else f"within noise{change}"
+            said = f"within noise{change}" if not early else \
+                f"not shown to be better{change}" if unshown else f"not better{change}"
         return (f"{said}: {count} sample(s), {len(fresh)} of the incumbent measured beside "
                 f"them{early}")
     return said

@@ -303,6 +303,14 @@ VERDICT_WORDS = {"better": "better", "worse": "worse", "inconclusive": "noise",
                  "no_change": "probe", "baseline": "baseline"}
 
 
+# The word of an inconclusive discard, by the start of its reason, and what each means.
+REASON_WORDS = (("not shown to be better", "unproven"), ("not better", "no gain"),
+                ("within noise", "noise"), ("better, but not shown", "small"))
+WORD_MEANINGS = {"noise": "within noise", "no gain": "not better",
+                 "unproven": "better by its estimate, but not shown to be",
+                 "small": "not shown to be better by min_effect", "probe": "no change"}
+
+
 def effect_of(line: Mapping[str, Any]) -> dict[str, Any] | None:
     """The effect of an audit or final line as ``{"value", "low", "high", "relative",
     "relative_low", "relative_high", "confidence_level"}``: from its decision-named fields
@@ -328,17 +336,25 @@ def interval_level(effect: Mapping[str, Any]) -> float | None:
 
 
 def decision_text(run: Run) -> str:
-    """A run's decision in a few characters: the verdict's word (``noise`` for
-    ``inconclusive``, ``no gain`` for one stopped against the incumbent's earlier samples
-    alone, ``probe`` for ``no_change``) and the relative effect against the
+    """A run's decision in a few characters: the verdict's word (for ``inconclusive``, a
+    discard's as its reason gives it, :data:`REASON_WORDS`: ``noise``, ``no gain``,
+    ``unproven`` or ``small``; else ``noise``, or ``no gain`` for one stopped against the
+    incumbent's earlier samples alone; ``probe`` for ``no_change``) and the relative effect
+    against the
     incumbent, ``*`` when kept by hand against the rule; ``-`` for a run without one."""
     found = run.data.get("decision")
     if not isinstance(found, dict) or not isinstance(found.get("verdict"), str):
         return "-"
     verdict: str = found["verdict"]
     word = VERDICT_WORDS.get(verdict, verdict)[:8]
-    if verdict == "inconclusive" and found.get("evidence") == "pool":
-        word = "no gain"  # stopped against the incumbent's earlier samples alone: not noise
+    if verdict == "inconclusive":
+        # A discard's words, as its reason gives them (decide.rules.discard_reason); else
+        # (a keep by hand, an older record) "no gain" for one stopped against the
+        # incumbent's earlier samples alone: not noise.
+        reason = run.data.get("reason")
+        said = next((w for start, w in REASON_WORDS
+                     if isinstance(reason, str) and reason.startswith(start)), None)
+        word = said or ("no gain" if found.get("evidence") == "pool" else word)
     relative = as_number(found.get("relative"))
     pct = None if relative is None else relative * 100
     text = word if pct is None else f"{word} {pct:+.0f}%" if abs(pct) >= 100 else \
@@ -394,11 +410,10 @@ def table(rows: list[tuple[Run, Segment]], width: int = 100,
             + desc)
     decided = [decision_text(run) for run, _ in rows]
     if any(text != "-" for text in decided):
-        gain = any(text.startswith("no gain") for text in decided)
-        out.append("decision: the rule's verdict against the incumbent and the effect (noise: "
-                   "within noise; probe: no change"
-                   + ("; no gain: stopped early, not better than the incumbent's earlier "
-                      "samples" if gain else "") + ")" +
+        said = [f"{word}: {meaning}" for word, meaning in WORD_MEANINGS.items()
+                if word in ("noise", "probe") or any(t.startswith(word) for t in decided)]
+        out.append("decision: the rule's verdict against the incumbent and the effect ("
+                   + "; ".join(said) + ")" +
                    ("; * kept by hand against it" if any(t.endswith("*") for t in decided)
                     else ""))
     if marked:

@@ -9,6 +9,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from conftest import Tool, commit_all, git, ledger_lines, runs, start_args, write
 
 # A benchmark with noise: the value in value.txt times a factor that cycles with a counter kept
@@ -252,7 +253,7 @@ def test_log_and_the_dashboard_show_each_decision(repo: Path, ar: Tool) -> None:
     lines = {line.split()[0]: line for line in table.splitlines() if line.split()[0].isdigit()}
     assert " baseline " in lines["1"] and " better -" in lines["2"]
     assert " no gain +" in lines["3"] and " probe " in lines["4"]
-    assert "no gain: stopped early, not better than the incumbent's earlier samples" in table
+    assert "(noise: within noise; no gain: not better; probe: no change)" in table
     assert "no gain +" in lines["5"] and "%* " in lines["5"]  # forced
     assert "* kept by hand against it" in table
     assert ar(repo, "log", "--json").json()["runs"][-1]["decision"]["forced"] is True
@@ -339,3 +340,22 @@ def test_a_keep_commit_says_how_it_was_decided_in_a_trailer(repo: Path, ar: Tool
     # +72 % after two samples, against the incumbent's earlier samples only: not better (a
     # verdict of worse waits for the incumbent measured beside it), kept by hand.
     assert forced.startswith("sequential inconclusive +") and forced.endswith(", forced")
+
+
+@pytest.mark.parametrize("reason,word", [
+    ("not better (+404.0%): 3 sample(s), 2 of the incumbent measured beside them; stopped "
+     "early", "no gain +404%"),
+    ("not shown to be better (-15.7%): 16 sample(s) against the incumbent's earlier samples",
+     "unproven -15.7%"),
+    ("within noise (-15.7%): 10 sample(s), 10 of the incumbent measured beside them",
+     "noise -15.7%"),
+])
+def test_the_run_table_words_a_discard_as_its_reason_does(reason: str, word: str) -> None:
+    # (a run stopped as hopeless beside the incumbent, +404 %, was shown as "noise")
+    from git_autoresearch.ledger import Run
+    from git_autoresearch.review.report import decision_text
+
+    relative = float(word.split()[-1].rstrip("%")) / 100
+    found = {"verdict": "inconclusive", "relative": relative, "evidence": "fresh"}
+    run = Run({"run": 5, "status": "discard", "decision": found, "reason": reason}, 5, 0)
+    assert decision_text(run) == word

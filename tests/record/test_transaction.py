@@ -461,6 +461,28 @@ def test_a_discard_on_the_pool_names_the_sample_of_the_incumbent_taken_now() -> 
         "not better (+4.0%): 2 sample(s) against the incumbent's earlier samples; stopped early")
 
 
+@pytest.mark.parametrize("direction,relative", [("lower", -0.157), ("higher", 0.157)])
+def test_a_discard_whose_estimate_is_better_never_says_not_better(direction: str,
+                                                                   relative: float) -> None:
+    # A gain the test could not tell from the samples, its interval across zero: "not shown
+    # to be better", as the estimate itself is on the better side ("not better (-15.7%)"
+    # contradicted its own figure).
+    from git_autoresearch.decide.rules import discard_reason
+
+    pool = {"verdict": "inconclusive", "relative": relative, "relative_low": -0.4,
+            "relative_high": 0.3, "evidence": "pool", "candidate_samples": 16,
+            "incumbent_fresh": [10.088], "stopped_early": False}
+    shown = f"{relative:+.1%}"
+    assert discard_reason(pool, 0.0, direction) == (
+        f"not shown to be better ({shown}): 16 sample(s) against the incumbent's earlier "
+        "samples and one of it taken now (10.088)")
+    fresh = {**pool, "evidence": "fresh", "candidate_samples": 4,
+             "incumbent_fresh": [1.0, 1.1, 1.2, 1.3], "stopped_early": True}
+    assert discard_reason(fresh, 0.0, direction) == (
+        f"not shown to be better ({shown}): 4 sample(s), 4 of the incumbent measured beside "
+        "them; stopped early")
+
+
 def test_every_run_document_has_a_reason_null_for_a_keep(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args("--decision", "strict"))
     write(repo / "value.txt", "90\n")
