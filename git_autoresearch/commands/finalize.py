@@ -118,8 +118,12 @@ def finalize_cmd(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bo
                      samples=samples, force=force, progress=_said, measure_progress=_sample,
                      every=every, where=where)
     for commit in final.hand:
+        after = [k.number for k in chosen if session.repo.is_ancestor(commit[0], k.commit)]
         warn(f"{hand_text([commit])} on the session branch is no kept run: it is not "
-             "replayed, though the keeps after it were measured with it")
+             "replayed" + (f", though run {after[0]} after it was measured with it"
+                           if len(after) == 1 else
+                           f", though runs {', '.join(map(str, after))} after it were "
+                           "measured with it" if after else ""))
     cfg = final.config or session.config
     line = final.record(cfg.direction)
     if final.conflicts or final.segment_conflicts:

@@ -169,7 +169,7 @@ def _by_hand(final: dict[str, Any]) -> list[str]:
         return []
     return ["## Commits made by hand, not replayed", "",
             *(f"- `{e.get('commit')}` {_cell(str(e.get('subject') or ''))}" for e in hand), "",
-            "The keeps after each were measured with it; this branch lacks it.", ""]
+            "This branch lacks each; any keep made after one was measured with it.", ""]
 
 
 def _idea(run: Run) -> str:

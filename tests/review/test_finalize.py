@@ -432,10 +432,19 @@ def test_a_commit_made_by_hand_on_the_session_branch_is_named_not_replayed(
     assert done["runs"] == [2, 3, 4, 6]
     assert done["hand_commits"] == [{"commit": hand[:7], "subject": "hand: add NOTES.md"}]
     assert f"warning: commit {hand[:7]} (\"hand: add NOTES.md\") on the session branch is no " \
-        "kept run: it is not replayed" in res.err
+        "kept run: it is not replayed, though run 6 after it was measured with it\n" in res.err
     assert "NOTES.md" not in git(repo, "ls-tree", "--name-only", "autoresearch/s1-final")
     notes = (repo / ".auto" / "final.md").read_text()
     assert f"## Commits made by hand, not replayed\n\n- `{hand[:7]}` hand: add NOTES.md" in notes
+    assert "any keep made after one was measured with it" in notes
+    # One at the tip, no keep after it: nothing is said of keeps measured with it.
+    write(repo / "TODO.md", "next\n")
+    commit_all(repo, "hand: add TODO.md")
+    tip = git(repo, "rev-parse", "HEAD")
+    res = ar(repo, "finalize", "--samples", "0", "--force")
+    assert f"warning: commit {tip[:7]} (\"hand: add TODO.md\") on the session branch is no " \
+        "kept run: it is not replayed\n" in res.err
+    git(repo, "reset", "-q", "--hard", "HEAD^")
     # a keep that builds on a hand commit conflicts: the message names the hand commit
     write(repo / "value.txt", "65\n")
     commit_all(repo, "hand: value 65")
