@@ -173,6 +173,8 @@ class Rule:
     # better of the best kept number and HEAD's is the bar (:meth:`measure_head`)
     beside: bool = False
     head_samples: tuple[float, ...] = ()
+    # sequential, HEAD no kept run's commit: the pool measured other code than HEAD
+    other_code: bool = False
 
     @classmethod
     def of(cls, session: Session, *, baseline: bool = False, changed: bool = True) -> Rule:
@@ -209,7 +211,8 @@ class Rule:
         # then one each pair at most).
         most = cfg.samples_at_most + cfg.pairs_at_most + 1
         return cls("sequential", cfg.direction, tuple(comparison.pool), most,
-                   cfg.min_effect or 0.0, False, comparison, notes=notes)
+                   cfg.min_effect or 0.0, False, comparison, notes=notes,
+                   other_code=other is not None)
 
     def enough(self, samples: list[float]) -> bool:
         """Whether the samples so far decide (always False without a pool: take them all);
@@ -225,8 +228,11 @@ class Rule:
                 "no worktree of the incumbent was offered"
             if isinstance(got, str):
                 self.notes.append(f"{got}: this run was decided on the incumbent's earlier "
-                                  "samples alone, which a machine whose load moves makes "
-                                  "unreliable")
+                                  "samples alone, " + (
+                                      "which measured other code than HEAD (the last kept "
+                                      "run's): its verdict may mislead" if self.other_code
+                                      else "which a machine whose load moves makes "
+                                      "unreliable"))
                 self.comparison.pool_only()
             else:
                 self.comparison.add("incumbent", got)

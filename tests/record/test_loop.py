@@ -985,6 +985,30 @@ def test_a_regression_against_a_better_commit_by_hand_is_not_kept_on_old_samples
     assert ar(repo, "status", "--json").json()["warnings"] == []
 
 
+def test_a_commit_by_hand_whose_head_cannot_be_measured_beside_says_the_pool_was_other_code(
+        repo: Path, ar: Tool) -> None:
+    # The benchmark needs an ignored file the incumbent's worktree lacks: the run falls back
+    # on the last keep's samples, and its warning says they measured other code than HEAD,
+    # not only that a machine's load may move.
+    write(repo / ".gitignore", "need\n")
+    write(repo / "bench.sh", "#!/bin/sh\ncat need >/dev/null || exit 3\n"
+          "echo \"score: $(cat value.txt)\"\n", 0o755)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "a benchmark that needs an ignored file")
+    write(repo / "need", "x\n")
+    ar(repo, *start_args())
+    write(repo / "value.txt", "90\n")
+    ar(repo, "run", "-d", "better")
+    write(repo / "value.txt", "70\n")
+    git(repo, "commit", "-qam", "by hand")
+    write(repo / "value.txt", "80\n")
+    record = ar(repo, "run", "-d", "half of it undone", "--json").json()
+    said = [w for w in record["warnings"] if "gave no metric in its worktree" in w]
+    assert len(said) == 1 and said[0].endswith(
+        "this run was decided on the incumbent's earlier samples alone, which measured other "
+        "code than HEAD (the last kept run's): its verdict may mislead"), record["warnings"]
+
+
 @pytest.mark.parametrize("scope", [[], ["--scope", "value.txt"]])
 def test_a_shell_redirection_into_the_work_tree_is_no_part_of_the_experiment(
         repo: Path, ar: Tool, scope: list[str]) -> None:
