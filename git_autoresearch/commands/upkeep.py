@@ -245,7 +245,9 @@ def import_cmd(source: Path, output: Path | None, direction: str | None,
                    "repository, to start with its config.toml (--list-examples names them).")
 @click.option("--list-examples", is_flag=True, help="Name the bundled examples and exit.")
 def demo_cmd(directory: Path | None, example: str | None, list_examples: bool) -> None:
-    """Copy the bundled example project into DIRECTORY and run a whole session on it."""
+    """Copy the bundled example project into DIRECTORY (default: a new folder under the
+    temporary folder, autoresearch-demo-*, left for you to look at) and run a whole session
+    on it."""
     from ..lifecycle.demo import copy_example, example_names, run_demo
 
     if list_examples:
