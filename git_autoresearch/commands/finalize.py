@@ -87,7 +87,6 @@ def finalize_cmd(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bo
     from ..review.finalize import (
         choose,
         finalize,
-        hand_text,
         keeps,
         of_segment,
         off_branch,
@@ -117,13 +116,7 @@ def finalize_cmd(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bo
     final = finalize(session, chosen, dropped, split=split, checks_command=checks_command,
                      samples=samples, force=force, progress=_said, measure_progress=_sample,
                      every=every, where=where)
-    for commit in final.hand:
-        after = [k.number for k in chosen if session.repo.is_ancestor(commit[0], k.commit)]
-        warn(f"{hand_text([commit])} on the session branch is no kept run: it is not "
-             "replayed" + (f", though run {after[0]} after it was measured with it"
-                           if len(after) == 1 else
-                           f", though runs {', '.join(map(str, after))} after it were "
-                           "measured with it" if after else ""))
+    _warn_hand(session, final, chosen)
     cfg = final.config or session.config
     line = final.record(cfg.direction)
     if final.conflicts or final.segment_conflicts:
@@ -146,6 +139,20 @@ def finalize_cmd(drop: tuple[int, ...], only: tuple[int, ...], include_noise: bo
     for w in said:
         warn(w)
     _report(final, line, str(session.layout.final_notes), cfg.metric_unit, as_json)
+
+
+def _warn_hand(session: Any, final: Final, chosen: list[Any]) -> None:
+    """A warning for each commit made by hand among the keeps, which the final branch lacks,
+    naming the keeps replayed after it (measured with it)."""
+    from ..review.finalize import hand_text
+
+    for commit in final.hand:
+        after = [k.number for k in chosen if session.repo.is_ancestor(commit[0], k.commit)]
+        warn(f"{hand_text([commit])} on the session branch is no kept run: it is not "
+             "replayed" + (f", though run {after[0]} after it was measured with it"
+                           if len(after) == 1 else
+                           f", though runs {', '.join(map(str, after))} after it were "
+                           "measured with it" if after else ""))
 
 
 def _conflicts_text(final: Final) -> str:
