@@ -73,13 +73,14 @@ def bring(session: Session, paths: list[str], tree: Path) -> None:
             shutil.copy2(session.repo.top / path, target)
 
 
-def link_shared(session: Session, tree: Path) -> list[str]:
-    """Link each of the configuration's ``shared_paths`` into ``tree`` (a symbolic link to the
+def link_shared(session: Session, tree: Path, config: Config | None = None) -> list[str]:
+    """Link each of the ``shared_paths`` of ``config`` (the session's when None: an earlier
+    segment's keeps are measured with that segment's) into ``tree`` (a symbolic link to the
     work tree's); returns a note for each that is not: missing in the work tree, or present in
     the checkout (a tracked path: the incumbent's own is measured)."""
     notes = []
     top = session.repo.top
-    for rel in session.config.shared_paths:
+    for rel in (config or session.config).shared_paths:
         rel = rel.strip("/")
         source, target = top / rel, tree / rel
         if not source.exists():

@@ -201,7 +201,7 @@ def run_audit(session: Session, target: Target, samples: int = DEFAULT_SAMPLES,
         for side in SIDES:
             worktrees.add_detached(repo, trees[side], commits[side])
             bring(session, inputs, trees[side])
-            link_shared(session, trees[side])
+            link_shared(session, trees[side], config)
         env = run_environment(session, target.run, log)
         # (run 0: finalize's measurement of the final branch against its base)
         what = f"audit of run {target.run}" if target.run else "the final branch against its base"

@@ -651,7 +651,7 @@ def _checks(session: Session, tree: Path, cfg: Config) -> dict[str, Any]:
     commands name copied in; the outcome of :func:`measure.samples.run_checks` with the
     ``command``."""
     bring(session, untracked_inputs(session, cfg), tree)
-    link_shared(session, tree)
+    link_shared(session, tree, cfg)
     log = tree.parent / "checks.log"
     log.touch()
     with measuring(session.repo, cfg, "finalize's checks"):

@@ -456,3 +456,23 @@ def test_a_keep_of_an_earlier_segment_is_measured_with_that_segments_command(
     assert [(a["verdict"], a["direction"], a["samples"]) for a in done] == [
         ("confirmed", "lower", {"parent": [100, 100, 100], "commit": [80, 80, 80]})]
     assert audits(repo)[-1]["verdict"] == "confirmed"
+
+
+def test_a_keep_of_an_earlier_segment_gets_that_segments_shared_paths(
+        repo: Path, ar: Tool) -> None:
+    # Segment 0's benchmark reads the ignored folder cache/ (its shared path); segment 1's
+    # shares cache2/ instead: run 2 is audited with cache/ linked in, not a false crash.
+    write(repo / ".gitignore", "cache/\ncache2/\n")
+    write(repo / "cache" / "factor", "1\n")
+    write(repo / "cache2" / "factor", "2\n")
+    write(repo / "bench.sh", '#!/bin/sh\necho "score: $(( $(cat value.txt) * '
+          '$(cat cache/factor) ))"\n', 0o755)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "a benchmark that reads cache/")
+    ar(repo, *start_args("--shared-paths", "cache"))
+    write(repo / "value.txt", "80\n")
+    assert ar(repo, "run", "-d", "a gain", "--json").json()["status"] == "keep"
+    ar(repo, "start", "--new-segment", "--shared-paths", "cache2")
+    done = ar(repo, "audit", "2", "--samples", "3", "--json").json()["audits"]
+    assert [(a["verdict"], a["samples"]) for a in done] == [
+        ("confirmed", {"parent": [100, 100, 100], "commit": [80, 80, 80]})]
