@@ -134,9 +134,10 @@ def _status_lines(found: Status) -> list[str]:
         if brief:
             extra = ""
             if key == "best" and seg["improvement_pct"] is not None:
-                extra = f", {seg['improvement_pct']:+.2f}% vs baseline"
-                if not brief.get("audit"):  # (two runs' numbers, each taken under its load)
-                    extra += " as measured apart (audit measures both side by side)"
+                # (two runs' numbers, each taken under its load; an audit measures the best
+                # against its parent, which need not be the baseline)
+                extra = (f", {seg['improvement_pct']:+.2f}% vs baseline as measured apart "
+                         "(finalize measures them side by side)")
             if brief.get("audit"):
                 extra += f"; audit: {brief['audit'].get('verdict')}"
             lines.append(f"{key:<11} {number(brief['metric'])}{unit} (run {brief['run']}, "

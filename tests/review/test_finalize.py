@@ -161,12 +161,13 @@ def test_a_keep_an_audit_found_within_noise_is_left_out_unless_asked(repo: Path,
     ar(repo, "measure")
     ar(repo, "keep", "-d", "cosmetic", "--metric", "80")  # a keep by hand: run 6
     best = [ln for ln in ar(repo, "status").out.splitlines() if ln.startswith("best ")]
-    assert best[0].endswith("vs baseline as measured apart (audit measures both side by side)")
+    apart = "% vs baseline as measured apart (finalize measures them side by side)"
+    assert best[0].endswith(apart)
     assert ar(repo, "audit", "6", "--samples", "2", "--json").json()["audits"][0]["verdict"] \
         == "within noise"
+    # (the audit measured run 6 against its parent, not against the baseline)
     best = [ln for ln in ar(repo, "status").out.splitlines() if ln.startswith("best ")]
-    assert "(run 6, commit " in best[0] and best[0].endswith(
-        "% vs baseline; audit: within noise")
+    assert "(run 6, commit " in best[0] and best[0].endswith(f"{apart}; audit: within noise")
     done = ar(repo, "finalize", "--samples", "0", "--json")
     assert done.json()["runs"] == [2, 3, 4]
     assert done.json()["dropped"] == [{"run": 6, "why": "audit: within noise"}]
