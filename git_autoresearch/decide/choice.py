@@ -116,8 +116,11 @@ def _judged_keep(session: Session, result: Measurement) -> tuple[Measurement, st
             f"beats the best so far ({_best_text(best)}) by less than min_effect "
             f"({session.config.min_effect or 0:.2%})" if shy else
             f"does not beat the best so far ({_best_text(best)})")
-    else:
-        why = f"the {found.get('rule')} rule found this run {found.get('verdict')}"
+    else:  # (in the words of a discard's reason, its evidence left out)
+        said = result.reason_for("discard", session.config.min_effect or 0.0,
+                                 session.config.direction)
+        why = f"the {found.get('rule')} rule found this run " + (
+            said.split(": ")[0] if said else str(found.get("verdict")))
     return dataclasses.replace(result, decision={**found, "forced": True}), why
 
 

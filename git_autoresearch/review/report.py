@@ -352,6 +352,9 @@ def decision_text(run: Run) -> str:
         # (a keep by hand, an older record) "no gain" for one stopped against the
         # incumbent's earlier samples alone: not noise.
         reason = run.data.get("reason")
+        if isinstance(reason, str) and reason.startswith("kept by hand: "):
+            # (decide.choice: "kept by hand: the sequential rule found this run <its words>")
+            reason = reason.partition(" found this run ")[2]
         said = next((w for start, w in REASON_WORDS
                      if isinstance(reason, str) and reason.startswith(start)), None)
         word = said or ("no gain" if found.get("evidence") == "pool" else word)

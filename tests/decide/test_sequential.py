@@ -83,8 +83,10 @@ def test_keep_by_hand_wins_over_the_rule_and_is_recorded_as_forced(repo: Path,
     measured = ar(repo, "measure", "--json").json()
     assert (measured["status"], measured["decision"]["verdict"]) == ("discard", "worse")
     res = ar(repo, "keep", "-d", "kept anyway")
-    assert "the sequential rule found this run worse; kept because you asked" in res.err
+    assert "the sequential rule found this run worse (+20.0%); kept because you asked" in res.err
     record = runs(repo)[-1]
+    assert record["reason"] == "kept by hand: the sequential rule found this run worse (+20.0%)"
+    assert " worse +20.0%* " in ar(repo, "log").out
     assert record["status"] == "keep"
     assert (record["decision"]["verdict"], record["decision"]["forced"]) == ("worse", True)
     seg = ar(repo, "status", "--json").json()["segment"]
@@ -359,3 +361,15 @@ def test_the_run_table_words_a_discard_as_its_reason_does(reason: str, word: str
     found = {"verdict": "inconclusive", "relative": relative, "evidence": "fresh"}
     run = Run({"run": 5, "status": "discard", "decision": found, "reason": reason}, 5, 0)
     assert decision_text(run) == word
+
+
+def test_a_keep_by_hand_of_an_unproven_gain_is_worded_so(repo: Path, ar: Tool) -> None:
+    # (it was "no gain" in log: the words of any run stopped on the pool)
+    from git_autoresearch.ledger import Run
+    from git_autoresearch.review.report import decision_text
+
+    found = {"verdict": "inconclusive", "relative": -0.006, "evidence": "pool", "forced": True}
+    reason = ("kept by hand: the sequential rule found this run not shown to be better "
+              "(-0.6%)")
+    run = Run({"run": 5, "status": "keep", "decision": found, "reason": reason}, 5, 0)
+    assert decision_text(run) == "unproven -0.6%*"
