@@ -287,7 +287,7 @@ def apply_cmd(run_number: int, as_json: bool) -> None:
 def diff_cmd(runs: tuple[int, ...], stat: bool, name_only: bool, as_json: bool) -> None:
     """The code difference between two runs (keeps or attempts), or between a run and its
     parent (the commit it was tried on), with the metric's change in the header."""
-    from ..review.report import delta_pct, fmt
+    from ..review.report import delta_pct, fmt, metric_of
     from ..review.run_commits import run_commit
     from ..runtime.errors import UsageError
     from ..session.session import Session
@@ -321,9 +321,14 @@ def diff_cmd(runs: tuple[int, ...], stat: bool, name_only: bool, as_json: bool) 
         old_label = (f"run {found[0].run.number} ({found[0].run.status}, "
                      f"{fmt(found[0].run.metric)}) {old[:7]}")
         old_metric = found[0].run.metric
-    change = delta_pct(new_run.metric, old_metric)
+    segments = session.ledger.segments
+    # (no change between two runs of segments that measure differently: other metrics)
+    change = delta_pct(new_run.metric, old_metric) if len(found) == 1 or segments[
+        found[0].run.segment].measured_like(segments[new_run.segment]) else None
     text = repo.diff_text(old, new, stat=stat, name_only=name_only)
-    unit = f" {session.config.metric_unit}" if session.config.metric_unit else ""
+    _, said = metric_of(segments[new_run.segment], session.config.metric_name,
+                        session.config.metric_unit)
+    unit = f" {said}" if said else ""
     header = (f"# {old_label} -> run {new_run.number} ({new_run.status}, "
               f"{fmt(new_run.metric)}{unit}) {new[:7]}"
               + (f": {change:+.2f}%" if change is not None else ""))

@@ -283,9 +283,14 @@ def show_cmd(run_number: int, as_json: bool) -> None:
     links = retry_links(run, retried_by)
     if links:
         click.echo(links)
+    from ..review.report import metric_of
+
+    # (the run's segment's unit: an earlier segment may measure another metric)
+    _, unit = metric_of(session.ledger.segments[run.segment], session.config.metric_name,
+                        session.config.metric_unit)
     for line in audited:
         click.echo(f"audit {_when(line.get('timestamp'))}: "
-                   + "\n".join(audit_lines(line, session.config.metric_unit)))
+                   + "\n".join(audit_lines(line, unit)))
     for text in _touched_lines(run.data, found.aside_before):
         click.echo(text)
     if run.status == "crash" and run.data.get("tail"):

@@ -476,3 +476,26 @@ def test_a_keep_of_an_earlier_segment_gets_that_segments_shared_paths(
     done = ar(repo, "audit", "2", "--samples", "3", "--json").json()["audits"]
     assert [(a["verdict"], a["samples"]) for a in done] == [
         ("confirmed", {"parent": [100, 100, 100], "commit": [80, 80, 80]})]
+
+
+def test_show_and_diff_give_an_earlier_segments_runs_in_its_own_unit(repo: Path,
+                                                                      ar: Tool) -> None:
+    ar(repo, *start_args("--metric-unit", "ms"))
+    write(repo / "value.txt", "80\n")
+    assert ar(repo, "run", "-d", "a gain", "--json").json()["status"] == "keep"
+    ar(repo, "audit", "2", "--samples", "3")
+    write(repo / "bench2.sh", '#!/bin/sh\necho "score: $(( $(cat value.txt) * 2 ))"\n', 0o755)
+    git(repo, "add", "bench2.sh")
+    git(repo, "commit", "-q", "-m", "a second benchmark")
+    ar(repo, "start", "--new-segment", "--command", "sh bench2.sh", "--metric-unit", "ops",
+       "--direction", "higher")
+    write(repo / "value.txt", "90\n")
+    assert ar(repo, "run", "-d", "more", "--json").json()["status"] == "keep"
+    shown = ar(repo, "show", "2").out
+    assert "median 100 ms" in shown and " ops" not in shown, shown
+    assert ar(repo, "diff", "2").out.startswith("# its parent ")
+    assert "(keep, 80 ms)" in ar(repo, "diff", "2").out.splitlines()[0]
+    # Two runs of segments that measure differently: no change between them.
+    assert ar(repo, "diff", "2", "4", "--json").json()["change_pct"] is None
+    head = git(repo, "rev-parse", "--short=7", "HEAD")
+    assert ar(repo, "diff", "2", "4").out.splitlines()[0].endswith(f"(keep, 180 ops) {head}")
