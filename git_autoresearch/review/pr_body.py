@@ -39,15 +39,16 @@ def render(book: Ledger, final: dict[str, Any], *, goal: str, metric_name: str, 
     replayed = [r for r in final.get("replayed") or [] if r.get("outcome") == "applied"]
     segment = final.get("segment")
     onto = f", the baseline of segment {segment}," if isinstance(segment, int) else ""
+    covered = _covered(book, final)
     out = [f"# {goal}", "",
            f"Session `{session_id}`: {axis_label(metric_name, unit)}, {direction} is better. "
-           f"{len(book.runs)} runs; {len(replayed)} kept change(s) replayed onto "
+           f"{len(covered)} runs; {len(replayed)} kept change(s) replayed onto "
            f"`{final.get('base')}`{onto} as branch `{final.get('branch')}` "
            f"(`{final.get('commit')}`).", ""]
     segments = {run.number: segment for segment in book.segments for run in segment.runs}
     out += _result(final, u) + _kept(replayed, runs, segments, unit) + _left_out(final, runs)
     out += _by_hand(final)
-    out += _tried(book.runs) + _crashes(book.runs)
+    out += _tried(covered) + _crashes(covered)
     measure = [command, *([metric_command] if metric_command else [])]
     out += ["## Reproduce", "", "```sh", 'cd "$(git rev-parse --show-toplevel)"',
             "back=$(git symbolic-ref -q --short HEAD || git rev-parse HEAD)",
@@ -57,6 +58,18 @@ def render(book: Ledger, final: dict[str, Any], *, goal: str, metric_name: str, 
             'git checkout -q "$back"', "```", "",
             f"`{again}` measures both again, taking turns.", ""]
     return "\n".join(out)
+
+
+def _covered(book: Ledger, final: dict[str, Any]) -> list[Run]:
+    """The runs ``final`` speaks for: those of the segments from the one whose baseline is its
+    base (``segment``) to the last one a replayed keep was kept in (``finalize --segment N``:
+    segment N's alone); every run when the line does not say."""
+    segment, kept = final.get("segment"), [r.get("run") for r in final.get("replayed") or []]
+    found = [run.segment for run in book.runs if run.number in kept]
+    if not isinstance(segment, int) or isinstance(segment, bool):
+        return list(book.runs)
+    last = max([segment, *found])
+    return [run for run in book.runs if segment <= run.segment <= last]
 
 
 def _segment_paths(final: dict[str, Any]) -> list[str]:

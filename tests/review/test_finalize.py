@@ -307,6 +307,20 @@ def test_keeps_are_replayed_onto_the_baseline_of_their_segment(repo: Path, ar: T
     assert "`git autoresearch finalize --force --segment 0` measures both again" in notes
 
 
+def test_the_notes_of_one_segments_finalize_tell_of_that_segments_runs(repo: Path,
+                                                                        ar: Tool) -> None:
+    two_segments(repo, ar)
+    write(repo / "value.txt", "200\n")
+    assert ar(repo, "run", "-d", "a later idea, worse", "--json").json()["status"] == "discard"
+    ar(repo, "finalize", "--segment", "0", "--samples", "0")
+    notes = (repo / ".auto" / "final.md").read_text()
+    assert "a later idea, worse" not in notes
+    assert "2 runs; 1 kept change(s) replayed onto" in notes  # (runs 1 and 2: segment 0)
+    ar(repo, "finalize", "--segment", "1", "--samples", "0", "--force")
+    notes = (repo / ".auto" / "final.md").read_text()
+    assert "a later idea, worse" in notes and "3 runs; 1 kept change(s)" in notes
+
+
 def test_segment_and_only_are_checked(repo: Path, ar: Tool) -> None:
     two_segments(repo, ar)
     assert ar(repo, "finalize", "--segment", "2", expect=2).err == (
