@@ -156,18 +156,21 @@ def _warn_hand(session: Any, final: Final, chosen: list[Any]) -> None:
 
 
 def _conflicts_text(final: Final) -> str:
-    """The refusal of a replay that conflicted: each conflict with its paths, and the commits
-    made by hand that were not replayed (a keep that builds on one conflicts)."""
+    """The refusal of a replay that conflicted: each conflict with its paths, and the runs
+    left out and commits made by hand that were not replayed (a keep that builds on one
+    conflicts)."""
     message = "; ".join([*(f"segment {r.segment}'s commit {r.source[:7]} conflicts in "
                            f"{paths_text(r.paths)}" for r in final.segment_conflicts),
                          *(f"run {r.keep.number} conflicts in {paths_text(r.paths)}"
                            for r in final.conflicts)])
     message = (f"{message}: no branch was made (leave them out with --drop, or replay only "
                "some with --only)")
-    if final.hand:
-        listed = ", ".join(oid[:7] for oid, _ in final.hand[:5])
-        message += (f"; commits made by hand are not replayed ({listed}"
-                    f"{', ...' if len(final.hand) > 5 else ''}): a keep that builds on one "
+    lacking = [f"{what} ({', '.join(names[:5])}{', ...' if len(names) > 5 else ''})"
+               for what, names in (("runs left out", [str(n) for n, _ in final.dropped]),
+                                   ("commits made by hand", [o[:7] for o, _ in final.hand]))
+               if names]
+    if lacking:
+        message += (f"; {' and '.join(lacking)} are not replayed: a keep that builds on one "
                     "conflicts")
     return message
 

@@ -85,7 +85,8 @@ def test_a_conflict_is_named_run_by_run_and_no_branch_is_made(repo: Path, ar: To
     res = ar(repo, "finalize", "--drop", "2", "--samples", "0", expect=3)
     assert res.err == ("  run 3: applied\n  run 4: conflict (value.txt)\n"
                        "git autoresearch: run 4 conflicts in value.txt: no branch was made "
-                       "(leave them out with --drop, or replay only some with --only)\n")
+                       "(leave them out with --drop, or replay only some with --only); runs "
+                       "left out (2) are not replayed: a keep that builds on one conflicts\n")
     assert git(repo, "branch", "--list", "autoresearch/s1-final") == ""
     assert snapshot(repo) == before
     assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
@@ -467,7 +468,11 @@ def test_a_commit_made_by_hand_on_the_session_branch_is_named_not_replayed(
     ar(repo, "run", "-d", "lower it from 65")
     err = ar(repo, "finalize", "--samples", "0", "--force", expect=3).err
     assert "run 7 conflicts in value.txt: no branch was made" in err
-    assert f"commits made by hand are not replayed ({hand[:7]}, " in err
+    assert f"; commits made by hand ({hand[:7]}, " in err
+    assert ") are not replayed: a keep that builds on one conflicts\n" in err
+    # Runs left out are named too: a keep can build on one of them as well.
+    err = ar(repo, "finalize", "--samples", "0", "--force", "--drop", "6", expect=3).err
+    assert "; runs left out (6) and commits made by hand (" in err
 
 
 def test_keeps_that_replay_to_nothing_are_refused(repo: Path, ar: Tool) -> None:
