@@ -414,9 +414,9 @@ def table(rows: list[tuple[Run, Segment]], width: int = 100,
     decided = [decision_text(run) for run, _ in rows]
     if any(text != "-" for text in decided):
         said = [f"{word}: {meaning}" for word, meaning in WORD_MEANINGS.items()
-                if word in ("noise", "probe") or any(t.startswith(word) for t in decided)]
-        out.append("decision: the rule's verdict against the incumbent and the effect ("
-                   + "; ".join(said) + ")" +
+                if any(t.startswith(word) for t in decided)]
+        out.append("decision: the rule's verdict against the incumbent and the effect"
+                   + (f" ({'; '.join(said)})" if said else "") +
                    ("; * kept by hand against it" if any(t.endswith("*") for t in decided)
                     else ""))
     if marked:

@@ -255,7 +255,7 @@ def test_log_and_the_dashboard_show_each_decision(repo: Path, ar: Tool) -> None:
     lines = {line.split()[0]: line for line in table.splitlines() if line.split()[0].isdigit()}
     assert " baseline " in lines["1"] and " better -" in lines["2"]
     assert " no gain +" in lines["3"] and " probe " in lines["4"]
-    assert "(noise: within noise; no gain: not better; probe: no change)" in table
+    assert "(no gain: not better; probe: no change); * kept by hand against it" in table
     assert "no gain +" in lines["5"] and "%* " in lines["5"]  # forced
     assert "* kept by hand against it" in table
     assert ar(repo, "log", "--json").json()["runs"][-1]["decision"]["forced"] is True
