@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+import textwrap
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -210,7 +211,9 @@ def _run_line(run: Run) -> str:
     notes = "; ".join(f"{k}: {one_line(str(v))[:160]}" for k, v in asi.items()
                       if v not in (None, ""))[:300]
     reason = run.data.get("reason")
-    extra = f" [{one_line(str(reason))[:120]}]" if reason else ""
+    # (cut at a word, marked: a reason's figures must not be cut in two)
+    extra = f" [{textwrap.shorten(one_line(str(reason)), 120, placeholder=' …')}]" \
+        if reason else ""
     return _cap(f"- run {run.number} {run.status} {fmt(run.metric)}: "
                 f"{one_line(run.description)[:200]}{extra}"
                 + (f" ({notes})" if notes else ""), 400)

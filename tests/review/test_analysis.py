@@ -588,3 +588,16 @@ def test_status_names_a_metric_named_by_its_unit_once(repo: Path, ar: Tool) -> N
     assert "metric      ms, lower is better" in lines
     write(ledger, json.dumps({**header, "metricUnit": "s"}) + "\n" + json.dumps(run) + "\n")
     assert "metric      ms in s, lower is better" in ar(repo, "status").out.splitlines()
+
+
+def test_the_summary_cuts_a_long_reason_at_a_word_and_marks_it() -> None:
+    from git_autoresearch.ledger import Run
+    from git_autoresearch.review.analysis import _run_line
+
+    reason = ("not shown to be better (-15.7%): 16 sample(s) against the incumbent's earlier "
+              "samples and one of it taken now (10.088); stopped early")
+    line = _run_line(Run({"run": 5, "status": "discard", "metric": 13.2, "description": "d",
+                          "reason": reason}, 5, 0))
+    shown = line[line.index("[") + 1:line.index("]")]
+    assert shown.endswith(" …") and reason.startswith(shown.removesuffix(" …"))
+    assert len(shown) <= 120 and reason[len(shown) - 2] == " "  # (cut between words)
