@@ -132,7 +132,12 @@ def render(book: Ledger, *, goal: str, metric_name: str, unit: str, session_id: 
     audited = audits(book)
     final = latest_final(book)
     if final is not None:
-        cards.insert(0, _final_card(final, u))
+        # (in the unit of the segment its keeps were last measured in: finalize --segment N)
+        kept = [e.get("run") for e in final.get("replayed") or [] if isinstance(e, dict)]
+        last = max([run.segment for run in book.runs if run.number in kept],
+                   default=book.current.index)
+        _, said = metric_of(book.segments[last], metric_name, unit)
+        cards.insert(0, _final_card(final, f" {said}" if said else ""))
     marks = _final_marks(final)
     retried_by = retries(book.runs)
     rows = [(run.number, _row(segment, run, audited.get(run.number), marks.get(run.number, ""),

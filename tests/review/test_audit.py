@@ -499,3 +499,7 @@ def test_show_and_diff_give_an_earlier_segments_runs_in_its_own_unit(repo: Path,
     assert ar(repo, "diff", "2", "4", "--json").json()["change_pct"] is None
     head = git(repo, "rev-parse", "--short=7", "HEAD")
     assert ar(repo, "diff", "2", "4").out.splitlines()[0].endswith(f"(keep, 180 ops) {head}")
+    # The dashboard's card of a finalize of segment 0: in segment 0's unit.
+    ar(repo, "finalize", "--segment", "0", "--samples", "2")
+    ar(repo, "dashboard", "-o", "page.html")
+    assert "final minus base -20 ms" in (repo / "page.html").read_text()
