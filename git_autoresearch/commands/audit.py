@@ -51,7 +51,7 @@ def audit_cmd(run_numbers: tuple[int, ...], samples: int, as_json: bool) -> None
         audit = run_audit(session, target, samples, progress=_said, config=cfg)
         for w in record(session, audit):
             warn(w)
-        line = audit.record(cfg.direction)
+        line = audit.record(cfg.direction, (cfg.metric_name, cfg.metric_unit))
         done.append(line)
         if not as_json:
             for text in audit_lines(line, cfg.metric_unit):

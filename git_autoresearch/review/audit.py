@@ -81,15 +81,19 @@ class Audit:
     tail: str | None = None
     timestamp: int = 0
 
-    def record(self, direction: str) -> dict[str, Any]:
-        """The ledger line: epoch milliseconds, 7-character commits as run records write them.
-        The run is ``audited_run``, not ``run``: like the hook and stopped lines, an event
-        carries no ``run`` field, so that no reader of the format (pi-autoresearch's among
-        them) can take it for a run record."""
+    def record(self, direction: str, metric: tuple[str, str] | None = None
+               ) -> dict[str, Any]:
+        """The ledger line: epoch milliseconds, 7-character commits as run records write them;
+        ``metric``, the ``(name, unit)`` of the segment the run was kept in, the effect's
+        (``metric_name``, ``metric_unit``). The run is ``audited_run``, not ``run``: like the
+        hook and stopped lines, an event carries no ``run`` field, so that no reader of the
+        format (pi-autoresearch's among them) can take it for a run record."""
         out: dict[str, Any] = {
             "type": "audit", "timestamp": self.timestamp, "audited_run": self.target.run,
             "commit": self.target.commit[:7], "parent": self.target.parent[:7],
-            "direction": direction, "verdict": self.verdict,
+            "direction": direction,
+            **({"metric_name": metric[0], "metric_unit": metric[1]} if metric else {}),
+            "verdict": self.verdict,
             "samples": {side: [json_number(v) for v in values]
                         for side, values in self.samples.items()},
             **effect_json(self.effect),
@@ -259,8 +263,8 @@ def record(session: Session, audit: Audit) -> list[str]:
     lost = f"the audit of run {audit.target.run} ({audit.verdict}) was not recorded"
     try:
         with session.lock("audit"):
-            session.append([audit.record(
-                segment_config(session, segment_of(session, audit.target.run)).direction)])
+            cfg = segment_config(session, segment_of(session, audit.target.run))
+            session.append([audit.record(cfg.direction, (cfg.metric_name, cfg.metric_unit))])
             return session.mirror_state(f"audit of run {audit.target.run}")
     except WriteFailed as exc:
         raise Refused(f"{exc.message}; {lost}") from None

@@ -493,6 +493,10 @@ def test_show_and_diff_give_an_earlier_segments_runs_in_its_own_unit(repo: Path,
     assert ar(repo, "run", "-d", "more", "--json").json()["status"] == "keep"
     shown = ar(repo, "show", "2").out
     assert "median 100 ms" in shown and " ops" not in shown, shown
+    # Each audit line says the metric its effect is in, whatever segment is current.
+    again = ar(repo, "audit", "2", "--samples", "2", "--json").json()
+    assert (again["metric_unit"], again["audits"][0]["metric_unit"]) == ("ops", "ms")
+    assert [(a["metric_name"], a["metric_unit"]) for a in audits(repo)] == [("score", "ms")] * 2
     assert ar(repo, "diff", "2").out.startswith("# its parent ")
     assert "(keep, 80 ms)" in ar(repo, "diff", "2").out.splitlines()[0]
     # Two runs of segments that measure differently: no change between them.
