@@ -349,18 +349,29 @@ class Repo:
     def worktree_paths(self) -> list[Path]:
         """The work trees of this repository that exist on disk, this one first (``git
         worktree list --porcelain -z``: records of ``key value`` fields), but for the
-        tool's own worktrees in its scratch folders (the incumbent's, an audit's), which lie
-        inside the git directory."""
+        tool's own worktrees in its scratch folders (the incumbent's, an audit's:
+        :func:`in_scratch`)."""
         res = self.run("worktree", "list", "--porcelain", "-z", allow_non_zero=True)
         found = [self.top]
-        ours = self.common_dir.resolve()
         for field in split_z(res.stdout) if res.returncode == 0 else []:
             key, _, value = field.partition(" ")
             if key == "worktree" and Path(value).is_dir() \
                     and Path(value).resolve() != self.top.resolve() \
-                    and not Path(value).resolve().is_relative_to(ours):
+                    and not self.in_scratch(Path(value)):
                 found.append(Path(value))
         return found
+
+    def in_scratch(self, path: Path) -> bool:
+        """Whether ``path`` lies in a scratch folder of the tool's: ``autoresearch/`` of the
+        git directory, or of a linked worktree's (``worktrees/<name>/autoresearch/``). A
+        worktree a user keeps inside the git directory (beside a bare repository's records)
+        is not in one."""
+        try:
+            parts = path.resolve().relative_to(self.common_dir.resolve()).parts
+        except ValueError:
+            return False
+        return parts[:1] == ("autoresearch",) \
+            or (parts[:1] == ("worktrees",) and parts[2:3] == ("autoresearch",))
 
     def remotes(self) -> list[str]:
         """The names of the configured remotes (``git remote``: one name a line), sorted."""

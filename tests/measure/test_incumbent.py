@@ -453,3 +453,15 @@ def test_status_names_a_machine_moving_either_way(repo: Path, ar: Tool, tmp_path
     assert "runs measure it beside the candidate" in text
     done = neutral(repo, ar, 1)[0]
     assert any(f"the machine got {machine}?" in w for w in done["warnings"])  # type: ignore[attr-defined]
+
+
+def test_the_work_trees_searched_for_sessions_leave_out_the_kept_worktree_alone(
+        repo: Path, ar: Tool) -> None:
+    # A worktree a user keeps inside the git directory (as beside a bare repository's
+    # records) is still one of the work trees; the tool's own are not.
+    from git_autoresearch.git import Repo
+
+    a_kept_gain(repo, ar)
+    git(repo, "worktree", "add", "-q", "--detach", str(repo / ".git" / "mine"))
+    assert Repo.discover(repo).worktree_paths() == [repo, repo / ".git" / "mine"]
+    assert [s["id"] for s in ar(repo, "sessions", "--json").json()["sessions"]] == ["s1"]
