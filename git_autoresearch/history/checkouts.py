@@ -9,7 +9,7 @@ import os
 import shutil
 from pathlib import Path
 
-from ..git import worktrees
+from ..git import Repo, worktrees
 from ..ledger.jsontext import is_whole
 from ..measure.runner import process_alive
 from ..runtime import signals
@@ -52,15 +52,56 @@ def untracked_inputs(session: Session, config: Config | None = None) -> list[str
     work tree (relative, or absolute) that git does not track: a ``.auto/measure.sh`` (never
     committed) or an ignored data file, which a checkout of a commit lacks. A tracked file is
     never among them: a keep that deleted it must be measured without it."""
+    return inputs_of(session.repo, config or session.config)
+
+
+def inputs_of(repo: Repo, cfg: Config) -> list[str]:
+    """:func:`untracked_inputs` of ``cfg`` in ``repo``'s work tree."""
     from ..session.command_files import named_paths
 
-    cfg, repo = config or session.config, session.repo
     named = [path for command in (cfg.command, cfg.metric_command)
              for path in named_paths(repo, command or "") if (repo.top / path).is_file()]
     if not named:
         return []
     tracked = set(repo.ls_files())
     return [path for path in dict.fromkeys(named) if path not in tracked]
+
+
+def input_digests(repo: Repo, cfg: Config) -> dict[str, str]:
+    """The ``sha256:<hex>`` digest of each of :func:`inputs_of` (path -> digest): what a
+    segment's header records, so that its keeps are not measured later with other bytes."""
+    from ..session.config import file_hash
+
+    found = {}
+    for path in inputs_of(repo, cfg):
+        try:
+            found[path] = file_hash((repo.top / path).read_bytes())
+        except OSError:
+            continue
+    return found
+
+
+def check_inputs(session: Session, number: int, segment: int) -> None:
+    """Refuse (exit 3) to measure run ``number`` of ``segment`` when a file its commands named
+    that git does not track (a ``.auto/measure.sh``) has changed since the segment began, as
+    its header's ``inputs`` digests say: the keep cannot be measured as it was kept. Nothing
+    is checked for the current segment, or a header that records no digests."""
+    if segment == session.segment.index:
+        return
+    from ..runtime.errors import Refused
+    from ..session.config import file_hash
+
+    recorded = (session.ledger.segments[segment].header or {}).get("inputs")
+    for path, digest in (recorded.items() if isinstance(recorded, dict) else ()):
+        try:
+            now = file_hash((session.repo.top / path).read_bytes())
+        except OSError:
+            now = None
+        if now != digest:
+            raise Refused(f"run {number} was measured with {path} as it was when segment "
+                          f"{segment} began, and it has "
+                          f"{'changed' if now else 'gone'} since: it cannot be measured as "
+                          "it was kept (put that version back to measure it)")
 
 
 def bring(session: Session, paths: list[str], tree: Path) -> None:

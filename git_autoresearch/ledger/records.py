@@ -77,11 +77,8 @@ def run_record(run: int, commit: str, metric: int | float | None, metrics: dict[
 
 
 
-class ConfigHeader(TypedDict):
-    """The ledger line that opens a segment (gitautoresearch-files(5)): pi-autoresearch's ``name``,
-    ``metricName``, ``metricUnit`` and ``bestDirection``, then ours; built by
-    :func:`config_header`. (A TypedDict, not a dataclass: every command imports this module,
-    and defining a dataclass costs start-up time.)"""
+class _Header(TypedDict):
+    """The keys every segment header has (:class:`ConfigHeader`)."""
 
     type: str
     name: str
@@ -97,15 +94,30 @@ class ConfigHeader(TypedDict):
     timestamp: int
 
 
+class ConfigHeader(_Header, total=False):
+    """The ledger line that opens a segment (gitautoresearch-files(5)): pi-autoresearch's ``name``,
+    ``metricName``, ``metricUnit`` and ``bestDirection``, then ours; built by
+    :func:`config_header`. (A TypedDict, not a dataclass: every command imports this module,
+    and defining a dataclass costs start-up time.) ``inputs`` only when the commands name
+    files git does not track."""
+
+    inputs: dict[str, str]
+
+
 def config_header(*, name: str, metric_name: str, metric_unit: str, direction: str,
                   config_hash: str, session_id: str, config: dict[str, Any], base_commit: str,
-                  no_baseline: bool) -> ConfigHeader:
+                  no_baseline: bool, inputs: dict[str, str] | None = None) -> ConfigHeader:
     """A segment's header line, keys in the order every version wrote: the goal (``name``),
     the metric and its ``direction`` (``lower``/``higher``), the SHA-256 of ``config.toml``'s
     bytes (``sha256:<hex>``), the session id, this format's :data:`VERSION`, the
     configuration's keys as written, the commit the segment starts from, whether its baseline
-    was skipped, and now (:func:`now_ms`, epoch milliseconds)."""
-    return {"type": "config", "name": name, "metricName": metric_name,
-            "metricUnit": metric_unit, "bestDirection": direction, "config_hash": config_hash,
-            "session_id": session_id, "version": VERSION, "config": config,
-            "base_commit": base_commit, "no_baseline": no_baseline, "timestamp": now_ms()}
+    was skipped, and now (:func:`now_ms`, epoch milliseconds); then, when the commands name
+    files git does not track, their ``inputs`` digests (path -> ``sha256:<hex>``)."""
+    header: ConfigHeader = {
+        "type": "config", "name": name, "metricName": metric_name, "metricUnit": metric_unit,
+        "bestDirection": direction, "config_hash": config_hash, "session_id": session_id,
+        "version": VERSION, "config": config, "base_commit": base_commit,
+        "no_baseline": no_baseline, "timestamp": now_ms()}
+    if inputs:
+        header["inputs"] = inputs
+    return header

@@ -593,7 +593,7 @@ def _new_segment_files(repo: Repo, layout: Layout, cfg: Config, head: str, opts:
     """Write a new segment's configuration and ledger header; returns the session and the
     warnings of its state-ref mirror."""
     data = write_config(layout.config, cfg)
-    ledger_mod.append(layout.ledger, [segment_header(cfg, data, head, opts.no_baseline)])
+    ledger_mod.append(layout.ledger, [segment_header(repo, cfg, data, head, opts.no_baseline)])
     write_prompt(repo, layout, cfg, head, scripts)
     layout.pending.unlink(missing_ok=True)
     session = Session(repo, cfg, data, ledger_mod.read(layout.ledger))

@@ -59,13 +59,18 @@ def goal_slug(goal: str) -> str:
     return slug.strip("-") or "session"
 
 
-def segment_header(cfg: Config, data: bytes, head: str, no_baseline: bool) -> ConfigHeader:
+def segment_header(repo: Repo, cfg: Config, data: bytes, head: str,
+                   no_baseline: bool) -> ConfigHeader:
     """The ledger line that opens a segment of ``cfg`` (``data``: the bytes of its
-    ``config.toml``) from commit ``head``."""
+    ``config.toml``) from commit ``head``, with the digests of the files its commands name
+    that git does not track (:func:`history.checkouts.input_digests`)."""
+    from ..history.checkouts import input_digests
+
     return config_header(name=cfg.goal, metric_name=cfg.metric_name,
                          metric_unit=cfg.metric_unit, direction=cfg.direction,
                          config_hash=file_hash(data), session_id=cfg.session_id,
-                         config=cfg.to_dict(), base_commit=head, no_baseline=no_baseline)
+                         config=cfg.to_dict(), base_commit=head, no_baseline=no_baseline,
+                         inputs=input_digests(repo, cfg))
 
 
 def write_prompt(repo: Repo, layout: Layout, cfg: Config, head: str,
@@ -202,7 +207,7 @@ def _make_session(repo: Repo, layout: Layout, intent: StartIntent,
     # Ours, once: a ledger imported or written by pi-autoresearch has a header of its own,
     # and its runs stay before the session's first segment.
     if not has_our_header(ledger_mod.read_bytes(layout.ledger)):
-        header = segment_header(cfg, data, intent.head, intent.no_baseline)
+        header = segment_header(repo, cfg, data, intent.head, intent.no_baseline)
         ledger_mod.append(layout.ledger, [header])
     checkpoint("start:after-ledger")
     write_prompt(repo, layout, cfg, intent.head, scripts)

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..decide import rules as decision
 from ..git import worktrees
-from ..history.checkouts import bring, link_shared, sweep, untracked_inputs
+from ..history.checkouts import bring, check_inputs, link_shared, sweep, untracked_inputs
 from ..history.refs import session_branch
 from ..history.trailers import read_trailers, recorded_keeps
 from ..ledger import Ledger, Run, json_number, now_ms
@@ -191,6 +191,8 @@ def run_audit(session: Session, target: Target, samples: int = DEFAULT_SAMPLES,
     if samples < 1:
         raise ValueError(f"an audit needs at least one sample a side, not {samples}")
     repo = session.repo
+    if target.run:  # (a keep of an earlier segment: measured with that segment's files)
+        check_inputs(session, target.run, segment_of(session, target.run))
     sweep(session, FOLDER_PREFIX, SIDES)
     folder = repo.scratch / f"{FOLDER_PREFIX}{os.getpid()}"
     trees = {side: folder / side for side in SIDES}

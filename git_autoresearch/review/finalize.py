@@ -36,7 +36,7 @@ from typing import Any
 from ..git import ABSENT, GitError, worktrees
 from ..git.worktrees import APPLIED, CONFLICT, Picked, cherry_pick, reset
 from ..git.worktrees import head as replay_head  # (the replay worktree's HEAD)
-from ..history.checkouts import bring, link_shared, sweep, untracked_inputs
+from ..history.checkouts import bring, check_inputs, link_shared, sweep, untracked_inputs
 from ..history.refs import final_branch, session_branch, split_branch
 from ..history.trailers import read_trailers, recorded_keeps
 from ..history.trailers import segment_commits as trailer_segment_commits
@@ -239,6 +239,8 @@ def replay_base(session: Session, chosen: list[Keep], every: list[Keep], *,
                                    kept | {c for c, _ in every_swap})))
     if measuring:
         _refuse_missing_inputs(session, base)
+        last = max(chosen, key=lambda k: (k.run.segment, k.number))
+        check_inputs(session, last.number, segments[-1])
     return base
 
 

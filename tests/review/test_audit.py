@@ -507,3 +507,28 @@ def test_show_and_diff_give_an_earlier_segments_runs_in_its_own_unit(repo: Path,
     ar(repo, "finalize", "--segment", "0", "--samples", "2")
     ar(repo, "dashboard", "-o", "page.html")
     assert "final minus base -20 ms" in (repo / "page.html").read_text()
+
+
+def test_an_earlier_segment_measured_by_an_untracked_script_since_changed_is_refused(
+        repo: Path, ar: Tool) -> None:
+    # Segment 0 measured with .auto/measure.sh (never committed); the user rewrote it for
+    # segment 1: run 2 cannot be measured as it was kept, which audit and finalize say
+    # before measuring (a false crash before), recording nothing.
+    write(repo / ".auto" / "measure.sh", 'echo "score: $(cat value.txt)"\n')
+    ar(repo, *[a if a != "sh bench.sh" else "sh .auto/measure.sh" for a in start_args()],
+       "--force")
+    write(repo / "value.txt", "70\n")
+    assert ar(repo, "run", "-d", "gain", "--json").json()["status"] == "keep"
+    ar(repo, "start", "--new-segment", "--max-samples", "8")
+    # Unchanged: audited as kept.
+    line = ar(repo, "audit", "2", "--samples", "1", "--json").json()["audits"][0]
+    assert line["samples"] == {"parent": [100], "commit": [70]}
+    write(repo / ".auto" / "measure.sh", 'echo "other: $(cat value.txt)"\n')
+    ar(repo, "start", "--new-segment", "--metric-pattern", r"other: (\S+)")
+    before = audits(repo)
+    for args in (["audit", "2", "--samples", "1"], ["finalize", "--segment", "0", "--force"]):
+        err = ar(repo, *args, expect=3).err
+        assert err.endswith("git autoresearch: run 2 was measured with .auto/measure.sh as it was "
+                       "when segment 0 began, and it has changed since: it cannot be measured "
+                       "as it was kept (put that version back to measure it)\n"), err
+    assert audits(repo) == before
