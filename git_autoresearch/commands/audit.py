@@ -31,6 +31,7 @@ def audit_cmd(run_numbers: tuple[int, ...], samples: int, as_json: bool) -> None
     touched; say whether the keep is confirmed, within noise or a regression, with its effect
     and interval, and record an audit line in the ledger. Default: every kept run of the
     current segment after its baseline."""
+    from ..history.checkouts import check_inputs
     from ..review.audit import record, run_audit, segment_config, segment_of, targets
     from ..session.session import Session
 
@@ -44,6 +45,8 @@ def audit_cmd(run_numbers: tuple[int, ...], samples: int, as_json: bool) -> None
     if not found:
         warn("no committed keep after the baseline in the current segment: nothing to audit")
     for target in found:
+        # (refused before it is announced: a keep of an earlier segment whose files changed)
+        check_inputs(session, target.run, segment_of(session, target.run))
         click.echo(f"auditing run {target.run}: {target.commit[:7]} against its parent "
                    f"{target.parent[:7]}, {samples} sample(s) each", err=True)
         # (measured, and judged, as its own segment measured: a keep of an earlier one too)

@@ -67,15 +67,22 @@ def inputs_of(repo: Repo, cfg: Config) -> list[str]:
     return [path for path in dict.fromkeys(named) if path not in tracked]
 
 
+# The largest file :func:`input_digests` reads (a script, a configuration), in bytes: a data
+# file the command names can be gigabytes, which every start would read.
+INPUT_DIGEST_LIMIT = 16 << 20
+
+
 def input_digests(repo: Repo, cfg: Config) -> dict[str, str]:
-    """The ``sha256:<hex>`` digest of each of :func:`inputs_of` (path -> digest): what a
-    segment's header records, so that its keeps are not measured later with other bytes."""
+    """The ``sha256:<hex>`` digest of each of :func:`inputs_of` up to
+    :data:`INPUT_DIGEST_LIMIT` bytes (path -> digest): what a segment's header records, so that
+    its keeps are not measured later with other bytes."""
     from ..session.config import file_hash
 
     found = {}
     for path in inputs_of(repo, cfg):
         try:
-            found[path] = file_hash((repo.top / path).read_bytes())
+            if (repo.top / path).stat().st_size <= INPUT_DIGEST_LIMIT:
+                found[path] = file_hash((repo.top / path).read_bytes())
         except OSError:
             continue
     return found

@@ -528,7 +528,25 @@ def test_an_earlier_segment_measured_by_an_untracked_script_since_changed_is_ref
     before = audits(repo)
     for args in (["audit", "2", "--samples", "1"], ["finalize", "--segment", "0", "--force"]):
         err = ar(repo, *args, expect=3).err
-        assert err.endswith("git autoresearch: run 2 was measured with .auto/measure.sh as it was "
+        assert err == ("git autoresearch: run 2 was measured with .auto/measure.sh as it was "
                        "when segment 0 began, and it has changed since: it cannot be measured "
                        "as it was kept (put that version back to measure it)\n"), err
     assert audits(repo) == before
+
+
+def test_a_segment_header_records_the_digests_of_small_untracked_inputs_only(
+        repo: Path, ar: Tool) -> None:
+    # The script and a small ignored data file are recorded; a data file of 17 MiB is not
+    # read at every start.
+    write(repo / ".gitignore", "data/\n")
+    write(repo / "data" / "small", "1\n")
+    (repo / "data" / "big").write_bytes(b"\0" * (17 << 20))
+    write(repo / ".auto" / "measure.sh", 'cat data/small data/big >/dev/null\n'
+          'echo "score: $(cat value.txt)"\n')
+    git(repo, "add", ".gitignore")
+    git(repo, "commit", "-q", "-m", "ignore data")
+    ar(repo, *[a if a != "sh bench.sh" else "sh .auto/measure.sh data/small data/big"
+               for a in start_args()], "--force")
+    header = next(line for line in ledger_lines(repo) if line.get("type") == "config")
+    assert sorted(header["inputs"]) == [".auto/measure.sh", "data/small"]
+    assert all(v.startswith("sha256:") and len(v) == 71 for v in header["inputs"].values())
