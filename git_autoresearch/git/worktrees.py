@@ -56,8 +56,8 @@ def _add_submodules(repo: Repo, path: Path, commit: str) -> None:
 def move_detached(repo: Repo, path: Path, commit: str) -> None:
     """Make the linked worktree at ``path`` (one :func:`add_detached` made, kept between
     uses) what a new checkout of ``commit`` would be: HEAD, index and tracked files at
-    ``commit`` (``git reset --hard``), and no untracked or ignored file left (``git clean
-    -ffdx``, which removes a symbolic link without following it). Only the files that differ
+    ``commit`` (``git reset --hard``), and no untracked or ignored file left (each removed,
+    a symbolic link without following it). Only the files that differ
     are written, where :func:`add_detached` writes every one. Raises :class:`GitError` when it
     cannot: ``path`` is not a worktree of this repository (a copied or moved repository), or
     git refuses (a lock a killed git left); the caller then removes it and makes it anew."""
@@ -69,7 +69,15 @@ def move_detached(repo: Repo, path: Path, commit: str) -> None:
         raise GitError(["git", "worktree", "move-detached", str(path)], 128, b"",
                        f"fatal: a worktree of {common}, not of {repo.common_dir}".encode())
     _git(path, ("reset", "--hard", "--quiet", commit))
-    _git(path, ("clean", "-ffdxq"))
+    # What git does not track there, ignored files and folders as one entry each (``git
+    # ls-files --others --directory``, no exclude rules: nothing is ignored), removed by us:
+    # a symbolic link unlinked, never followed.
+    for name in split_z(_git(path, ("ls-files", "--others", "--directory", "-z")).stdout):
+        left = path / name.rstrip("/")
+        if left.is_dir() and not left.is_symlink():
+            remove_folder(left)
+        else:
+            left.unlink(missing_ok=True)
 
 
 def forget_copies(repo: Repo, path: Path) -> None:
