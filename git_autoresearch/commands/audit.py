@@ -45,16 +45,17 @@ def audit_cmd(run_numbers: tuple[int, ...], samples: int, as_json: bool) -> None
     if not found:
         warn("no committed keep after the baseline in the current segment: nothing to audit")
     for target in found:
-        # (refused before it is announced: a keep of an earlier segment whose files changed)
-        check_inputs(session, target.run, segment_of(session, target.run))
+        # Measured, and judged, as its own segment measured (a keep of an earlier one too),
+        # and refused before it is announced when that segment's files changed since.
+        segment = segment_of(session, target.run)
+        check_inputs(session, target.run, segment)
         click.echo(f"auditing run {target.run}: {target.commit[:7]} against its parent "
                    f"{target.parent[:7]}, {samples} sample(s) each", err=True)
-        # (measured, and judged, as its own segment measured: a keep of an earlier one too)
-        cfg = segment_config(session, segment_of(session, target.run))
+        cfg = segment_config(session, segment)
         audit = run_audit(session, target, samples, progress=_said, config=cfg)
-        for w in record(session, audit):
-            warn(w)
         line = audit.record(cfg.direction, (cfg.metric_name, cfg.metric_unit))
+        for w in record(session, audit, line):
+            warn(w)
         done.append(line)
         if not as_json:
             for text in audit_lines(line, cfg.metric_unit):

@@ -147,11 +147,8 @@ class IncumbentTree:
             return False
         folder = self.session.repo.scratch / KEPT
         folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
+        fd = _lock(folder, os.O_CREAT)
+        if fd is None:
             return False
         self.held, self.folder, self.tree = fd, folder, folder / TREE
         _clear_beside(folder)
@@ -198,17 +195,30 @@ def remove_kept(repo: Repo) -> str | None:
 
     folder = repo.scratch / KEPT
     try:
-        fd = os.open(folder / LOCK, os.O_RDWR | os.O_CLOEXEC)
+        fd = _lock(folder)
     except OSError:  # (none was ever made here)
         return None
+    if fd is None:
+        return (f"the incumbent's worktree {folder / TREE} was left: a measurement is using "
+                f"it (git worktree remove --force {folder / TREE}, once it is done)")
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         with signals.deferred():
             worktrees.remove(repo, folder / TREE)
             _clear_beside(folder)
-    except BlockingIOError:
-        return (f"the incumbent's worktree {folder / TREE} was left: a measurement is using "
-                f"it (git worktree remove --force {folder / TREE}, once it is done)")
     finally:
         os.close(fd)
     return None
+
+
+def _lock(folder: Path, create: int = 0) -> int | None:
+    """The kept worktree's lock (an exclusive ``flock`` on ``folder``'s ``lock``, never
+    waiting), as an open file descriptor that holds it; None when another process holds it.
+    ``create``: ``os.O_CREAT`` to make the file. Raises :class:`OSError` when it cannot be
+    opened."""
+    fd = os.open(folder / LOCK, os.O_RDWR | os.O_CLOEXEC | create, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..decide import rules as decision
 from ..git import worktrees
-from ..history.checkouts import bring, check_inputs, link_shared, sweep, untracked_inputs
+from ..history.checkouts import bring, link_shared, sweep, untracked_inputs
 from ..history.refs import session_branch
 from ..history.trailers import read_trailers, recorded_keeps
 from ..ledger import Ledger, Run, json_number, now_ms
@@ -191,8 +191,6 @@ def run_audit(session: Session, target: Target, samples: int = DEFAULT_SAMPLES,
     if samples < 1:
         raise ValueError(f"an audit needs at least one sample a side, not {samples}")
     repo = session.repo
-    if target.run:  # (a keep of an earlier segment: measured with that segment's files)
-        check_inputs(session, target.run, segment_of(session, target.run))
     sweep(session, FOLDER_PREFIX, SIDES)
     folder = repo.scratch / f"{FOLDER_PREFIX}{os.getpid()}"
     trees = {side: folder / side for side in SIDES}
@@ -258,15 +256,15 @@ def judge(target: Target, values: dict[str, list[float]], direction: str) -> Aud
                  ruled.p_worse, timestamp=now_ms())
 
 
-def record(session: Session, audit: Audit) -> list[str]:
-    """Append ``audit``'s line to the ledger under the session lock and mirror the session
-    files on the state ref; returns the mirror's warnings. Refuses (exit 3) when the lock is
-    held too long or the ledger cannot be written, saying the verdict that was not recorded."""
+def record(session: Session, audit: Audit, line: dict[str, Any]) -> list[str]:
+    """Append ``audit``'s ``line`` (:meth:`Audit.record`) to the ledger under the session
+    lock and mirror the session files on the state ref; returns the mirror's warnings.
+    Refuses (exit 3) when the lock is held too long or the ledger cannot be written, saying
+    the verdict that was not recorded."""
     lost = f"the audit of run {audit.target.run} ({audit.verdict}) was not recorded"
     try:
         with session.lock("audit"):
-            cfg = segment_config(session, segment_of(session, audit.target.run))
-            session.append([audit.record(cfg.direction, (cfg.metric_name, cfg.metric_unit))])
+            session.append([line])
             return session.mirror_state(f"audit of run {audit.target.run}")
     except WriteFailed as exc:
         raise Refused(f"{exc.message}; {lost}") from None

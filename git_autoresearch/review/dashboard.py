@@ -21,6 +21,7 @@ from .report import (
     effect_of,
     fmt,
     interval_level,
+    last_replayed_segment,
     linked_description,
     measured_by,
     metric_of,
@@ -133,10 +134,9 @@ def render(book: Ledger, *, goal: str, metric_name: str, unit: str, session_id: 
     final = latest_final(book)
     if final is not None:
         # (in the unit of the segment its keeps were last measured in: finalize --segment N)
-        kept = [e.get("run") for e in final.get("replayed") or [] if isinstance(e, dict)]
-        last = max([run.segment for run in book.runs if run.number in kept],
-                   default=book.current.index)
-        _, said = metric_of(book.segments[last], metric_name, unit)
+        last = last_replayed_segment(book, final)
+        _, said = metric_of(book.segments[book.current.index if last is None else last],
+                            metric_name, unit)
         cards.insert(0, _final_card(final, f" {said}" if said else ""))
     marks = _final_marks(final)
     retried_by = retries(book.runs)

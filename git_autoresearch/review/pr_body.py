@@ -8,7 +8,15 @@ from typing import Any
 from ..ledger import Ledger, Run, Segment
 from ..ledger.stats import median
 from .plot import axis_label
-from .report import decision_text, effect_of, fmt, interval_level, metric_of, one_line
+from .report import (
+    decision_text,
+    effect_of,
+    fmt,
+    interval_level,
+    last_replayed_segment,
+    metric_of,
+    one_line,
+)
 
 
 def _cell(text: str) -> str:
@@ -64,11 +72,10 @@ def _covered(book: Ledger, final: dict[str, Any]) -> list[Run]:
     """The runs ``final`` speaks for: those of the segments from the one whose baseline is its
     base (``segment``) to the last one a replayed keep was kept in (``finalize --segment N``:
     segment N's alone); every run when the line does not say."""
-    segment, kept = final.get("segment"), [r.get("run") for r in final.get("replayed") or []]
-    found = [run.segment for run in book.runs if run.number in kept]
+    segment = final.get("segment")
     if not isinstance(segment, int) or isinstance(segment, bool):
         return list(book.runs)
-    last = max([segment, *found])
+    last = max(segment, last_replayed_segment(book, final) or segment)
     return [run for run in book.runs if segment <= run.segment <= last]
 
 

@@ -511,6 +511,13 @@ def segment_list(indices: list[int]) -> str:
     return "segments " + ", ".join(str(i) for i in indices)
 
 
+def last_replayed_segment(book: Ledger, final: Mapping[str, Any]) -> int | None:
+    """The last segment a keep that ``final`` (a ``{"type": "final"}`` line) replayed was kept
+    in: the one its keeps were measured as; None when it names no run of ``book``."""
+    kept = {e.get("run") for e in final.get("replayed") or [] if isinstance(e, dict)}
+    return max((run.segment for run in book.runs if run.number in kept), default=None)
+
+
 def metric_of(segment: Segment, name: str, unit: str) -> tuple[str, str]:
     """The name and unit of ``segment``'s metric as its header records them (``metricName``,
     ``metricUnit``); ``name`` and ``unit`` (the configuration's) where it records none."""
