@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -41,15 +42,47 @@ def remote_refs(remote: Path) -> dict[str, str]:
 
 
 @pytest.fixture
-def machines(repo: Path, ar: Tool, tmp_path: Path) -> tuple[Path, Path, Path]:
+def machines(repo: Path, ar: Tool, tmp_path: Path,
+             tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     """Session s1 (score = value.txt + extra.txt, strict rule) started in ``repo`` (machine
     a), shared through a bare remote: a joined as worker ma, which sends it; a clone b joined
     as mb. Returns (a, b, remote)."""
-    return make_machines(repo, ar, tmp_path, "--decision", "strict")
+    return make_machines(repo, ar, tmp_path, tmp_path_factory, "--decision", "strict")
 
 
-def make_machines(repo: Path, ar: Tool, tmp_path: Path, *start: str) -> tuple[Path, Path, Path]:
-    """The ``machines`` fixture's session, started with the ``start`` options."""
+# The layouts make_machines built in this test process, by their start options: each test gets
+# a copy (building one starts about 30 git processes, and most of this file's tests begin with
+# one).
+LAYOUTS: dict[tuple[str, ...], Path] = {}
+
+
+def make_machines(repo: Path, ar: Tool, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory,
+                  *start: str) -> tuple[Path, Path, Path]:
+    """The ``machines`` fixture's session, started with the ``start`` options, in ``tmp_path``
+    (``repo`` is its ``project``): a copy of the layout built once, whose remote URLs and
+    workers' records of their own folder are then pointed at the copy, the only places the
+    layout names its folder (besides the reflogs)."""
+    layout = LAYOUTS.get(start)
+    if layout is None:
+        layout = tmp_path_factory.mktemp("machines")
+        shutil.copytree(repo, layout / "project", symlinks=True)
+        build_machines(layout / "project", ar, layout, *start)
+        LAYOUTS[start] = layout
+    shutil.rmtree(repo)
+    for name in ("project", "b", "remote.git"):
+        shutil.copytree(layout / name, tmp_path / name, symlinks=True)
+    remote = tmp_path / "remote.git"
+    for clone in (repo, tmp_path / "b"):
+        git(clone, "remote", "set-url", "origin", str(remote))
+        record = clone / ".git" / "autoresearch" / "worker.json"
+        data = json.loads(record.read_text())
+        assert data["main"] == str(layout / clone.name)
+        record.write_text(json.dumps({**data, "main": str(clone)}))
+    return repo, tmp_path / "b", remote
+
+
+def build_machines(repo: Path, ar: Tool, tmp_path: Path, *start: str) -> None:
+    """:func:`make_machines`'s layout, built in ``tmp_path`` from ``repo`` (its project)."""
     write(repo / "extra.txt", "100\n")
     write(repo / "bench.sh", "#!/bin/sh\necho \"score: $(( $(cat value.txt) + "
           "$(cat extra.txt) ))\"\n", 0o755)
@@ -69,7 +102,6 @@ def make_machines(repo: Path, ar: Tool, tmp_path: Path, *start: str) -> tuple[Pa
     assert joined["notes"] == ["restored .auto/config.toml", "restored .auto/prompt.md",
                                "restored .auto/log.jsonl"]
     assert git(b, "symbolic-ref", "--short", "HEAD") == "autoresearch-workers/s1/mb"
-    return repo, b, remote
 
 
 def test_two_machines_share_one_session_through_a_remote(
@@ -776,12 +808,13 @@ def test_an_attempt_ref_a_kill_kept_from_the_remote_is_sent_by_the_next_sync(
 
 @pytest.mark.parametrize("rule", ["strict", "sequential"])
 def test_a_run_is_decided_against_the_incumbent_the_remote_holds_then(
-        repo: Path, ar: Tool, tmp_path: Path, rule: str) -> None:
+        repo: Path, ar: Tool, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory,
+        rule: str) -> None:
     """a measured its candidate on the old incumbent; b kept meanwhile: before a decides, it
     reads the remote's tip again, replays its candidate onto b's keep, measures it there and
     decides against b's keep (its samples the pool), never against the incumbent that is
     gone; for a discard as for a keep."""
-    a, b, remote = make_machines(repo, ar, tmp_path, "--decision", rule)
+    a, b, remote = make_machines(repo, ar, tmp_path, tmp_path_factory, "--decision", rule)
     for extra, value, verdict in (("150", "90", "discard"), ("50", "80", "keep")):
         go = tmp_path / "go"
         go.unlink(missing_ok=True)
