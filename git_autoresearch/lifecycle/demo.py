@@ -21,7 +21,7 @@ from ..runtime.errors import Refused, UsageError
 from ..runtime.resources import data_path
 from ..session.config import parse_toml
 
-DEMO_TIMEOUT_SECONDS = 4
+DEMO_TIMEOUT_SECONDS = 2
 
 
 def _tool(*args: str) -> list[str]:
