@@ -162,7 +162,8 @@ class Result:
 
 @dataclass(frozen=True)
 class StatusEntry:
-    """One line of ``git status --porcelain=v1 -z --no-renames``: index and worktree codes."""
+    """One entry of ``git status --porcelain -z --no-renames``: its index and worktree codes as
+    version 1 writes them ("?" and "!" twice for untracked and ignored paths), and its path."""
 
     index: str
     worktree: str
@@ -175,6 +176,15 @@ class StatusEntry:
     @property
     def ignored(self) -> bool:
         return self.index == "!"
+
+
+class Status(list[StatusEntry]):
+    """``git status``'s entries, and where HEAD was as git listed them: ``commit``, its
+    commit id (None on an unborn branch), and ``branch``, the short name of the branch
+    checked out (None on a detached HEAD)."""
+
+    commit: str | None = None
+    branch: str | None = None
 
 
 # A command line holds about 2 MB in all (ARG_MAX); a list of paths longer than this many bytes

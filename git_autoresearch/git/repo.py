@@ -20,6 +20,7 @@ from .process import (
     GitError,
     NotStaged,
     Result,
+    Status,
     StatusEntry,
     clock,
     config_bool,
@@ -402,25 +403,49 @@ class Repo:
 
     # --- work tree ----------------------------------------------------------------------------
 
-    def status(self) -> list[StatusEntry]:
+    def status(self) -> Status:
         """Every changed tracked path, every untracked non-ignored file, and every ignored file
-        or folder (one entry ending in ``/`` for an ignored folder, code ``!``).
+        or folder (one entry ending in ``/`` for an ignored folder, code ``!``), with where
+        HEAD was as git listed them (``git status --porcelain=v2 --branch``: its
+        ``branch.oid`` and ``branch.head`` headers; the entries' codes as version 1 gives
+        them, a space for version 2's ``.``).
 
         Renames are reported as a deletion and an addition (``--no-renames``). A submodule is
         changed when its commit or its tracked files are, whatever the configuration says, but
         not for untracked files inside it (``--ignore-submodules=untracked``): they are no
         change of this repository's (a benchmark's ``__pycache__`` there, say).
         """
-        res = self.run("status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=all",
-                       "--ignored=matching", "--ignore-submodules=untracked")
-        entries = []
-        for item in res.stdout.split(b"\0"):
-            if len(item) < 4:
+        res = self.run("status", "--porcelain=v2", "-z", "--branch", "--no-ahead-behind",
+                       "--no-renames", "--untracked-files=all", "--ignored=matching",
+                       "--ignore-submodules=untracked")
+        status = Status()
+        items = iter(res.stdout.split(b"\0"))
+        for item in items:
+            kind = item[:2]
+            if kind in (b"? ", b"! "):
+                code = kind[:1].decode("ascii") * 2
+                path = item[2:]
+            elif kind in (b"1 ", b"2 ", b"u "):
+                # 1 XY sub mH mI mW hH hI path; u (unmerged) has three more fields; 2 (a
+                # rename, which --no-renames rules out) has a score, then its old path.
+                fields = item.split(b" ", {b"1 ": 8, b"2 ": 9, b"u ": 10}[kind])
+                code = fields[1].decode("ascii").replace(".", " ")
+                path = fields[-1]
+                if kind == b"2 ":
+                    next(items, None)
+            elif item.startswith(b"# branch.oid "):
+                oid = item[len(b"# branch.oid "):].decode("ascii")
+                status.commit = None if oid == "(initial)" else oid
                 continue
-            code = item[:2].decode("ascii")
-            entries.append(StatusEntry(code[0], code[1],
-                                       item[3:].decode("utf-8", "surrogateescape")))
-        return entries
+            elif item.startswith(b"# branch.head "):
+                name = item[len(b"# branch.head "):].decode("utf-8", "surrogateescape")
+                status.branch = None if name == "(detached)" else name
+                continue
+            else:
+                continue
+            status.append(StatusEntry(code[0], code[1],
+                                      path.decode("utf-8", "surrogateescape")))
+        return status
 
     def untracked(self) -> list[str]:
         """Untracked, non-ignored files (``git ls-files -o --exclude-standard -z``)."""

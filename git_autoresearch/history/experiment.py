@@ -53,6 +53,10 @@ class Changes:
     # the experiment began (``run --json > out.json``): never touched; an untracked one is
     # among ``preexisting``, a tracked one in no list but this.
     outputs: list[str] = field(default_factory=list)
+    # Where HEAD was as the work tree was listed: its commit and the short name of its branch
+    # (None on a detached HEAD), for the record to find HEAD where its run was measured.
+    head: str | None = None
+    branch: str | None = None
 
     def changed(self) -> list[str]:
         return [*self.tracked, *self.created]
@@ -94,7 +98,9 @@ def survey(repo: Repo, before: Snapshot | None) -> Changes:
     """Classify the work tree against HEAD. ``before`` is the snapshot taken when the experiment
     began; None (unknown) treats every untracked file as preexisting."""
     changes = Changes()
-    for entry in repo.status():
+    status = repo.status()
+    changes.head, changes.branch = status.commit, status.branch
+    for entry in status:
         if entry.ignored:
             changes.ignored.append(entry.path)
             continue

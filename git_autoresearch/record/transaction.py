@@ -97,6 +97,28 @@ def record(session: Session, status: str, description: str, *, result: Measureme
                        origin=origin)
 
 
+def _check_head(session: Session, head: str, changes: Changes) -> None:
+    """Refuse (exit 3) when HEAD is not where the run was measured: ``head`` on the session's
+    branch (a worker's own), as ``changes`` found it. A switch, a checkout or a commit made by
+    hand while the run measured would have a keep committed on another branch, or a revert
+    undo the change against a commit it was not measured on."""
+    if changes.head is None:
+        return  # (git said nothing of HEAD)
+    wanted = session.branch
+    if changes.branch != wanted:
+        where = f"branch {changes.branch}" if changes.branch else "a detached HEAD"
+        raise Refused(f"HEAD moved to {where} while the run measured (a switch or checkout "
+                      "by hand?): nothing was recorded, and the change is in the work tree "
+                      f"as git left it; go back with git switch --merge {wanted}, then record "
+                      "it (git autoresearch keep or discard: its measurement is kept) or run "
+                      "again")
+    if changes.head != head:
+        raise Refused(f"HEAD moved from {head[:7]} to {changes.head[:7]} while the run "
+                      "measured (a commit made by hand?): nothing was recorded; the run "
+                      f"measured {head[:7]} with the change, which that commit may hold: run "
+                      "again to measure HEAD as it is now")
+
+
 def _record(session: Session, status: str, description: str, *, result: Measurement | None,
             asi: Mapping[str, Any] | None, hooks: Sequence[Mapping[str, Any]] | None,
             baseline: bool, given: Measurement | None, force: bool, reason: str | None,
@@ -113,6 +135,7 @@ def _record(session: Session, status: str, description: str, *, result: Measurem
     number = session.reserve_run() if session.remote else session.next_run()
     session.check_not_joined_elsewhere()
     changes = session.changes()
+    _check_head(session, head, changes)
     warnings: list[str] = []
     status, chosen, measured = _settle(session, status, result, given, force, changes, warnings)
     if status == "keep" and not baseline:

@@ -33,6 +33,8 @@ EXIT_CODES: list[tuple[str, str, tuple[str, ...]]] = [
         "not a git repository, a current folder that was removed (a shell left in a deleted "
         "build folder: the current folder no longer exists), no session",
         "an edited configuration, a merge or rebase in progress, HEAD not on the session branch",
+        "HEAD moved while a run measured (switched, detached or committed by hand): nothing "
+        "recorded",
         "the lock held too long by another command (GIT_AUTORESEARCH_LOCK_WAIT seconds, "
         "default 60)",
         "a lock file of git's (index.lock, HEAD.lock, packed-refs.lock, the session branch's, "

@@ -79,9 +79,7 @@ def check_branch(session: Session) -> None:
     """Refuse (exit 3) when the work tree is not on the session branch, saying why and how
     to get there (a missing branch, another worktree, uncommitted changes to carry over)."""
     branch = session.repo.branch_at_discovery
-    wanted = session_branch(session.config.session_id)
-    if session.worker is not None:  # a worker works on its own branch
-        wanted = worker_branch(session.config.session_id, session.worker.name)
+    wanted = session.branch  # (a worker works on its own branch)
     if branch != wanted:
         session.check_not_joined_elsewhere()  # (a pulled clone: a join, not a switch, helps)
         where = f"branch {branch}" if branch else "a detached HEAD"

@@ -17,7 +17,7 @@ from .. import ledger as ledger_mod
 from ..git import GitError, Repo
 from ..git.repo import recording_locks
 from ..history.experiment import Changes, load_snapshot, survey
-from ..history.refs import attempts_prefix, session_branch, state_ref
+from ..history.refs import attempts_prefix, session_branch, state_ref, worker_branch
 from ..history.refs import namespace as ref_namespace
 from ..ledger import Ledger, Segment, now_ms
 from ..ledger.cache import cache_path, parse_cached, read_cached
@@ -193,6 +193,13 @@ class Session:
         """The run this session's keep made ``commit`` for (``history.trailers.kept_at``),
         kept for the commands after this one, or ``read()``."""
         return self.commit_fact(commit, "kept_at " + self.config.session_id, read)
+
+    @property
+    def branch(self) -> str:
+        """The branch this work tree records on: the session branch, or a worker's own."""
+        if self.worker is not None:
+            return worker_branch(self.config.session_id, self.worker.name)
+        return session_branch(self.config.session_id)
 
     def head(self) -> str:
         """HEAD's commit id, asked of git once and then kept up to date by :meth:`moved_head`."""

@@ -1466,3 +1466,58 @@ def test_hash_files_gives_the_ids_git_would_record(repo: Path, tmp_path: Path) -
     unwritten = subprocess.run(["git", "cat-file", "-e", found["a.crlf"]], cwd=repo)
     assert unwritten.returncode != 0, "nothing is written"
     assert hash_files(top, []) == {}
+
+
+def _status_v1(top: Path) -> list[tuple[str, str, str]]:
+    """The entries version 1 of ``git status --porcelain`` gives, as (index, worktree, path):
+    the reading :meth:`Repo.status` must agree with."""
+    out = subprocess.run(["git", "status", "--porcelain=v1", "-z", "--no-renames",
+                          "--untracked-files=all", "--ignored=matching",
+                          "--ignore-submodules=untracked"], cwd=top, capture_output=True,
+                         check=True).stdout
+    return [(item[:1].decode(), item[1:2].decode(), item[3:].decode("utf-8", "surrogateescape"))
+            for item in out.split(b"\0") if len(item) >= 4]
+
+
+def test_status_gives_version_1s_entries_and_where_head_was(repo: Path) -> None:
+    """Repo.status reads version 2 of ``git status --porcelain``, for the commit and branch
+    of HEAD it lists them at: its entries are version 1's (codes and paths alike) for a
+    staged edit, an unstaged one, a deletion, a mode change, an intent to add, an unmerged
+    path, untracked names with a space, a newline and a byte that is not UTF-8, and an
+    ignored folder; ``commit`` and ``branch`` are HEAD's, None on a detached HEAD's branch
+    and on an unborn branch's commit."""
+    top = repo
+    write(top / "conflict.txt", "base\n")
+    git(top, "add", "conflict.txt")
+    git(top, "commit", "-q", "-m", "base")
+    git(top, "switch", "-q", "-c", "side")
+    write(top / "conflict.txt", "side\n")
+    git(top, "commit", "-q", "-am", "side")
+    git(top, "switch", "-q", "main")
+    write(top / "conflict.txt", "main\n")
+    git(top, "commit", "-q", "-am", "main")
+    subprocess.run(["git", "merge", "-q", "side"], cwd=top, capture_output=True)
+    write(top / "value.txt", "1\n")
+    git(top, "add", "value.txt")
+    write(top / "src" / "lib.py", "changed\n")
+    (top / "README.md").unlink()
+    (top / "bench.sh").chmod(0o644)
+    write(top / "new.py", "x\n")
+    git(top, "add", "-N", "new.py")
+    write(top / "with space.txt", "x\n")
+    write(top / "line\nbreak.txt", "x\n")
+    (top / os.fsdecode(b"bad\xff.txt")).write_text("x\n")
+    write(top / ".gitignore", "build/\n")
+    write(top / "build" / "out.o", "x\n")
+    status = Repo.discover(top).status()
+    assert sorted((e.index, e.worktree, e.path) for e in status) == sorted(_status_v1(top))
+    assert {e.path for e in status} >= {"conflict.txt", "line\nbreak.txt", "build/",
+                                        os.fsdecode(b"bad\xff.txt"), "new.py"}
+    assert (status.commit, status.branch) == (git(top, "rev-parse", "HEAD"), "main")
+    git(top, "reset", "-q", "--hard")
+    git(top, "checkout", "-q", "--detach")
+    status = Repo.discover(top).status()
+    assert (status.commit, status.branch) == (git(top, "rev-parse", "HEAD"), None)
+    git(top, "switch", "-q", "--orphan", "fresh")
+    status = Repo.discover(top).status()
+    assert (status.commit, status.branch) == (None, "fresh")

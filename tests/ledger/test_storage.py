@@ -721,7 +721,7 @@ def test_a_disk_that_fills_during_the_measurement_says_the_state(tmp_path: Path,
     problem, _, state = res.stderr.partition("; nothing was recorded")
     assert problem in (f"git autoresearch: cannot write {pending}: No space left on device",
                        f"git autoresearch: the disk of {top / '.git'} is full: git could not "
-                       "write there (running 'git status --porcelain=v1')"), res.stderr
+                       "write there (running 'git status --porcelain=v2')"), res.stderr
     assert state == (", and the experiment is intact in the work tree: measure again once "
                      "there is room\n")
     assert (top / "value.txt").read_text() == "50\n"

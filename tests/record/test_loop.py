@@ -117,6 +117,48 @@ def test_a_discard_reverts_and_saves_what_changed_after_its_measurement_ended(
     assert git(repo, "show", f"{attempt}:src/lib.py") == "def f():\n    return 'late'"
 
 
+@pytest.mark.parametrize("value", ["90", "120"], ids=["keep", "discard"])
+@pytest.mark.parametrize("move", ["switch", "detach", "commit"])
+def test_a_run_whose_head_moved_while_it_measured_records_nothing(
+        repo: Path, ar: Tool, tmp_path: Path, move: str, value: str) -> None:
+    """HEAD moved by hand while a run measured (here while it paused at ``run:measured``):
+    switched to another branch, detached, or given a commit on the session branch. The run
+    is refused (exit 3), saying so: no keep is committed on the branch HEAD is on now (nor
+    on the session branch), no revert undoes the change against a commit it was not measured
+    on, no run is recorded, and the change stays where git put it."""
+    ar(repo, *start_args("--decision", "strict"))
+    git(repo, "branch", "other")
+    before = {ref: git(repo, "rev-parse", ref) for ref in ("autoresearch/s1", "other")}
+    lines = len(ledger_lines(repo))
+    write(repo / "value.txt", f"{value}\n")
+    go = tmp_path / "go"
+    paused = paused_at("run:measured", go, repo, "run", "-d", "the change")
+    if move == "switch":
+        git(repo, "switch", "-q", "other")
+    elif move == "detach":
+        git(repo, "checkout", "-q", "--detach")
+    else:
+        commit_all(repo, "by hand")
+    hand = git(repo, "rev-parse", "HEAD")
+    go.touch()
+    _, err = paused.communicate(timeout=60)
+    assert paused.returncode == 3, err
+    said = {"switch": "branch other", "detach": "a detached HEAD",
+            "commit": f"{before['autoresearch/s1'][:7]} to {hand[:7]}"}[move]
+    assert said in err and "while the run measured" in err and "nothing was recorded" in err, err
+    assert len(ledger_lines(repo)) == lines
+    assert git(repo, "rev-parse", "HEAD") == hand
+    assert git(repo, "rev-parse", "other") == before["other"]
+    if move != "commit":
+        assert git(repo, "rev-parse", "autoresearch/s1") == before["autoresearch/s1"]
+        assert (repo / "value.txt").read_text() == f"{value}\n"
+    assert not git(repo, "for-each-ref", "refs/autoresearch/s1/attempts/")
+    if move == "switch":  # back on the session branch, the run is recorded as it measured
+        git(repo, "switch", "-q", "--merge", "autoresearch/s1")
+        status = "keep" if value == "90" else "discard"
+        assert ar(repo, status, "-d", "the change", "--json").json()["metric"] == int(value)
+
+
 def test_a_run_lists_the_sessions_refs_once(repo: Path, ar: Tool) -> None:
     """One ``git for-each-ref`` over the session's refs a run, a keep and a discard alike,
     set-asides named all the same: its own set-aside (an out-of-scope edit) is named in the
