@@ -111,6 +111,12 @@ def _show_status(found: Status) -> None:
              "them all)")
 
 
+def _metric(value: float | None, unit: str) -> str:
+    """A run's metric and unit, ``-`` for none (a keep line written by another tool may
+    have none)."""
+    return "-" if value is None else f"{number(value)}{unit}"
+
+
 def _status_lines(found: Status) -> list[str]:
     """The human text of status, one line each, without the warnings."""
     from ..review.report import one_line
@@ -140,13 +146,13 @@ def _status_lines(found: Status) -> list[str]:
                          "(finalize measures them side by side)")
             if brief.get("audit"):
                 extra += f"; audit: {brief['audit'].get('verdict')}"
-            lines.append(f"{key:<11} {number(brief['metric'])}{unit} (run {brief['run']}, "
+            lines.append(f"{key:<11} {_metric(brief['metric'], unit)} (run {brief['run']}, "
                          f"commit {brief['commit'] or '-'}){extra}")
         else:
             lines.append(f"{key:<11} -")
     inc, best = seg.get("incumbent"), seg["best"]
     if inc and best and inc["run"] != best["run"]:
-        lines.append(f"incumbent   {number(inc['metric'])}{unit} (run {inc['run']}, commit "
+        lines.append(f"incumbent   {_metric(inc['metric'], unit)} (run {inc['run']}, commit "
                      f"{inc['commit'] or '-'}): the last keep, which the next run is compared "
                      "with")
     if found.noise is not None:
@@ -217,7 +223,7 @@ def _status_tail(found: Status, unit: str) -> list[str]:
     pending = found.pending
     if pending is not None:
         moved = pending.changed_since
-        shown = "-" if pending.metric is None else f"{number(pending.metric)}{unit}"
+        shown = _metric(pending.metric, unit)
         lines.append(f"pending     {shown}, measured and not yet recorded (the loop's decision: "
                      f"{pending.status})" if not moved else f"pending     {shown}, stale: "
                      f"{', '.join(moved[:STALE_SHOWN])}"

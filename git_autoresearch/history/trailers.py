@@ -497,7 +497,10 @@ def reconcile(repo: Repo, book: Ledger, branch: str, base: str | None,
         listed = repo.rev_list(f"{base}..{branch}" if base else branch)
         on_branch.update(oid[:7] for oid in listed)
     for number, commit in sorted(unsure.items()):
-        if commit not in on_branch:
+        if not commit:
+            problems.append(f"run {number} is recorded as kept with no commit (a line written "
+                            "by hand or by another tool?)")
+        elif commit not in on_branch:
             problems.append(f"run {number} is recorded as kept at {commit}, which is not on "
                             f"{branch}")
     return Reconciliation(problems)

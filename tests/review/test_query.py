@@ -933,3 +933,17 @@ def test_status_summary_and_log_give_a_metric_alike(repo: Path, ar: Tool) -> Non
         assert repr(run["metric"]) == repr(logged[run["run"]]), (key, run)
     gains = ar(repo, "analyze", "--json").json()
     assert "85.0" not in json.dumps(gains) and "90.0" not in json.dumps(gains)
+
+
+def test_a_keep_line_without_metric_or_commit_is_shown_not_fatal(repo: Path, ar: Tool) -> None:
+    """A keep line another tool (or a hand) appended with neither metric nor commit: status
+    shows that incumbent with "-" for both (it died on the missing metric), and doctor says
+    the keep names no commit (it said "kept at , which is not on ...")."""
+    ar(repo, *start_args("--decision", "strict"))
+    with (repo / ".auto" / "log.jsonl").open("a") as ledger:
+        ledger.write('{"run": 99, "status": "keep"}\n')
+    out = ar(repo, "status").out
+    assert "incumbent   - (run 99, commit -): the last keep" in out, out
+    said = ar(repo, "doctor", expect=None).out
+    assert "run 99 is recorded as kept with no commit" in said, said
+    assert "kept at ," not in said
