@@ -188,8 +188,11 @@ def _check_matches(repo: Repo, given: list[tuple[str, str]]) -> None:
     missing = set(unmatched([rule for _, rule in given], repo.top, names))
     for shown, rule in given:
         if rule in missing:
-            raise UsageError(f"{shown} matches no file in the work tree; fix it, or pass "
-                             "--allow-missing to keep it")
+            # (a backslash outside a bracket was read as /: a name holding one is a[\]b)
+            hint = (" (a backslash is read as /: name a file whose name holds one with "
+                    "a[\\]b.py)" if "\\" in shown and "\\" not in rule else "")
+            raise UsageError(f"{shown} matches no file in the work tree{hint}; fix it, or "
+                             "pass --allow-missing to keep it")
 
 
 def uncommitted(repo: Repo, bounds: Boundaries) -> tuple[list[str], list[str]]:

@@ -44,9 +44,28 @@ DEFAULT_PROTECTED = (
 )
 
 
+def slashes(rule: str) -> str:
+    """``rule`` with each backslash read as ``/``, but inside a bracket (``a[\\]b.py``, the
+    file ``a\\b.py``), where it is itself: a name may hold one, as git takes it."""
+    if "\\" not in rule:
+        return rule
+    out = []
+    i = 0
+    while i < len(rule):
+        end = rule.find("]", i + 1) if rule[i] == "[" else -1
+        if end != -1:
+            out.append(rule[i:end + 1])
+            i = end + 1
+            continue
+        out.append("/" if rule[i] == "\\" else rule[i])
+        i += 1
+    return "".join(out)
+
+
 def normalise(rule: str) -> str:
-    """A rule in canonical form: no ``./`` prefix, no trailing ``/``, ``/`` separators."""
-    rule = rule.replace("\\", "/").strip()
+    """A rule in canonical form: no ``./`` prefix, no trailing ``/``, ``/`` separators (a
+    backslash outside a bracket read as one: :func:`slashes`)."""
+    rule = slashes(rule).strip()
     while rule.startswith("./"):
         rule = rule[2:]
     return rule.rstrip("/")
@@ -59,7 +78,7 @@ def from_directory(entry: str, prefix: str, top: Path, *, what: str) -> str:
     ``src/value.txt``, ``../x`` is ``x`` and an absolute path inside the work tree is that path.
     ``what`` names the option in the error. Raises :class:`UsageError` for a path outside the
     work tree."""
-    raw = entry.replace("\\", "/").strip()
+    raw = slashes(entry).strip()
     if not raw:
         return raw
     if os.path.isabs(raw):

@@ -560,3 +560,27 @@ def test_a_bracket_in_a_path_rule_is_taken_as_git_takes_it(repo: Path, ar: Tool)
         write(repo / "value.txt", "90\n")
         record = ar(repo, "run", "-d", "in the bracketed folder", "--json").json()
     assert record["scope_violations"] == ["value.txt"]
+
+
+@pytest.mark.parametrize("where", ["option", "config"])
+def test_a_backslash_in_a_name_is_named_in_brackets(repo: Path, ar: Tool, tmp_path: Path,
+                                                    where: str) -> None:
+    """A backslash is read as ``/`` in a path rule, except inside a bracket, where it is a
+    backslash (as ``[*]`` is a star): ``a[\\]b.py`` names the file ``a\\b.py``, which git
+    takes as any other name, from the command line and from a --config file alike. A rule
+    with a backslash that matches nothing says how to name one."""
+    write(repo / "a\\b.py", "x = 1\n")
+    commit_all(repo, "a name with a backslash")
+    said = ar(repo, *start_args("--scope", "a\\b.py"), expect=2).err
+    assert "a[\\]b.py" in said, said
+    if where == "option":
+        ar(repo, *start_args("--decision", "strict", "--scope", "a[\\]b.py", "--scope",
+                             "value.txt"))
+    else:
+        write(tmp_path / "c.toml", 'scope = ["a[\\\\]b.py", "value.txt"]\n')
+        ar(repo, *start_args("--decision", "strict", "--config", str(tmp_path / "c.toml")))
+    write(repo / "a\\b.py", "x = 2\n")
+    write(repo / "value.txt", "90\n")
+    record = ar(repo, "run", "-d", "the backslashed file", "--json").json()
+    assert (record["status"], record["scope_violations"]) == ("keep", [])
+    assert git(repo, "show", "HEAD:a\\b.py") == "x = 2"
