@@ -224,6 +224,13 @@ class _Times:
         return self.found.get(commit)
 
 
+def _tsv_metric(status: str, metric: float | None) -> float | None:
+    """The metric a row's run records: ``0`` for a crash (pi-autoresearch's), none for any
+    other run without one (a discard or failed checks recorded with nothing measured, which
+    ``log --tsv`` writes as ``-``)."""
+    return 0 if status == "crash" else metric
+
+
 def _tsv_runs(path: Path, rows: list[Row], metric_column: str, source: str, times: _Times,
               numbers: list[int] | None = None,
               warnings: list[str] | None = None) -> list[RunRecord]:
@@ -255,10 +262,12 @@ def _tsv_runs(path: Path, rows: list[Row], metric_column: str, source: str, time
             description, suffix = split_metrics(description)
             metrics.update(suffix)
         commit = _cell(row, "commit")
+        if metric is None and status not in ("discard", "checks_failed"):
+            # (a keep, or a status read as one, is a number kept: without one, it failed)
+            status = "crash"
         record = run_record(numbers[index] if numbers else len(runs) + 1,
                             "" if commit in ("", "-") else commit[:7],
-                            0 if status == "crash" or metric is None else metric, metrics,
-                            status if metric is not None or status == "crash" else "crash",
+                            _tsv_metric(status, metric), metrics, status,
                             "" if description == "-" else description, times.of(commit), 0,
                             imported_from=source, source_row=extras)
         duration = _number(_cell(row, "duration_s"))

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES_DIR, Tool, git, ledger_lines, write
+from conftest import FIXTURES_DIR, Tool, git, ledger_lines, start_args, write
 
 KARPATHY = FIXTURES_DIR / "karpathy-results.tsv"
 LOOP_SEED = FIXTURES_DIR / "loop-seed-session"
@@ -173,6 +173,34 @@ def test_loop_seed_session_written_back_as_its_own_results_tsv(repo: Path, ar: T
         "6\t-\t490\tdiscard\t44\tInline small svgs\n")
     assert ar(repo, "log", "--tsv", "--status", "keep").out.count("stopped") == 0
     assert "stopped" not in ar(repo, "log", "--tsv", "--last", "2").out
+
+
+def test_runs_without_a_metric_come_back_with_their_status(repo: Path, ar: Tool,
+                                                          tmp_path: Path) -> None:
+    """A discard, and failed checks, recorded without a metric (``discard -d`` with nothing
+    measured; a crash) are written by ``log --tsv`` with ``-`` for the
+    metric, and ``import`` reads each back with its status and no metric, where it read every
+    such row as a crash. A keep without a metric cannot be one: it is read as a crash."""
+    ar(repo, *start_args("--decision", "strict"))
+    write(repo / "value.txt", "120\n")
+    ar(repo, "discard", "-d", "discarded by hand")
+    ar(repo, "crash", "-d", "it fell over")
+    write(tmp_path / "runs.tsv", ar(repo, "log", "--tsv").out)
+    assert "\t-\tdiscard\t" in (tmp_path / "runs.tsv").read_text()
+    back = tmp_path / "back"
+    back.mkdir()
+    git(back, "init", "-q")
+    ar(back, "import", str(tmp_path / "runs.tsv"))
+    assert [(r["status"], r["metric"]) for r in ar(back, "log", "--json").json()["runs"]] == [
+        ("keep", 100), ("discard", None), ("crash", None)]
+    write(tmp_path / "kept.tsv", "experiment\tcommit\tmetric\tstatus\tduration_s\t"
+          "description\n1\t-\t-\tkeep\t1\tno number\n2\t-\t-\tchecks_failed\t1\tred\n")
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q")
+    ar(other, "import", str(tmp_path / "kept.tsv"))
+    assert [(r["status"], r["metric"]) for r in ar(other, "log", "--json").json()["runs"]] == [
+        ("crash", None), ("checks_failed", None)]
 
 
 def test_our_stopped_event_is_a_stopped_row(repo: Path, ar: Tool, tmp_path: Path) -> None:
