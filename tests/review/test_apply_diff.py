@@ -135,3 +135,12 @@ def test_a_baseline_that_set_changes_aside_is_still_the_code_it_measured(repo: P
     assert out.splitlines()[0].startswith(f"# run 1 (keep, 100) {start[:7]} -> run 2 ")
     assert "\n-100\n+80\n" in out
     assert f"it measured {start[:7]}" in ar(repo, "show", "1").out
+
+
+def test_diffs_header_gives_the_unit_on_both_sides(repo: Path, ar: Tool) -> None:
+    """Both runs' metrics in diff's header carry the metric's unit (the first had none)."""
+    ar(repo, *start_args("--decision", "strict", "--metric-unit", "ms"))
+    write(repo / "value.txt", "80\n")
+    ar(repo, "run", "-d", "eighty")
+    header = ar(repo, "diff", "1", "2").out.splitlines()[0]
+    assert header.startswith("# run 1 (keep, 100 ms) ") and " -> run 2 (keep, 80 ms) " in header
