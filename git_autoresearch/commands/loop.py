@@ -112,7 +112,11 @@ def measure_cmd(as_json: bool) -> None:
         return
     print_steer("before", before)
     _print_measurement(result, session.config.metric_name)
-    click.echo(f"decision: {decision} (nothing recorded: keep or discard records it)")
+    probe = isinstance(result.decision, dict) and result.decision.get("verdict") == "no_change"
+    click.echo(f"decision: {decision} ("
+               + ("nothing in the scope changed, so this measured the incumbent again: a "
+                  "noise probe, never kept; " if probe else "")
+               + "nothing recorded: keep or discard records it)")
     for note in notes:
         warn(note)
 

@@ -189,7 +189,7 @@ def _stability_line(found: dict[str, Any]) -> str:
         said = f"the noise, from {noise['source']}, is {noise['relative_spread']:.1%}"
         said += f": {found['advice']}" if found.get("advice") else ""
     return (f"stability   {found['label']} (the last {found['keeps']} keeps spread "
-            f"{found['relative_mad']:.1%}; {said})")
+            f"{found['relative_mad']:.1%}, by their gains as by noise; {said})")
 
 
 def _worker_lines(found: Status) -> list[str]:

@@ -365,6 +365,15 @@ def test_measure_then_keep_and_discard(repo: Path, ar: Tool) -> None:
     assert (repo / "value.txt").read_text() == "80\n"
 
 
+def test_measure_of_no_change_says_it_is_a_noise_probe(repo: Path, ar: Tool) -> None:
+    """measure on a work tree that changed nothing in the scope says, as run does, that it
+    measured the incumbent again: a noise probe (its text said only "decision: discard")."""
+    ar(repo, *start_args("--decision", "strict"))
+    said = ar(repo, "measure").out
+    assert "decision: discard (nothing in the scope changed, so this measured the incumbent " \
+           "again: a noise probe, never kept; nothing recorded" in said, said
+
+
 def test_keep_refuses_failed_checks_unless_forced(repo: Path, ar: Tool) -> None:
     ar(repo, *start_args("--checks-command", "test ! -e src/bad.py"))
     write(repo / "value.txt", "50\n")

@@ -91,8 +91,8 @@ def test_steady_progress_is_not_read_as_noise(repo: Path, ar: Tool) -> None:
     assert found == {"label": "low", "relative_mad": 0.125, "keeps": 5, "noise": None,
                      "advice": None}
     line = next(ln for ln in ar(repo, "status").out.splitlines() if ln.startswith("stability"))
-    assert line == ("stability   low (the last 5 keeps spread 12.5%; nothing measures the "
-                    "noise yet: no repeat samples, no no-change runs)")
+    assert line == ("stability   low (the last 5 keeps spread 12.5%, by their gains as by "
+                    "noise; nothing measures the noise yet: no repeat samples, no no-change runs)")
 
 
 def test_repeat_samples_measure_the_noise(repo: Path, ar: Tool) -> None:
@@ -102,8 +102,8 @@ def test_repeat_samples_measure_the_noise(repo: Path, ar: Tool) -> None:
                      "noise": {"relative_spread": 0.0, "source": "repeat samples of 5 runs"},
                      "advice": None}
     line = next(ln for ln in ar(repo, "status").out.splitlines() if ln.startswith("stability"))
-    assert line == ("stability   low (the last 5 keeps spread 12.5%; the noise, from repeat "
-                    "samples of 5 runs, is 0.0%)")
+    assert line == ("stability   low (the last 5 keeps spread 12.5%, by their gains as by "
+                    "noise; the noise, from repeat samples of 5 runs, is 0.0%)")
 
 
 def test_noisy_repeat_samples_advise_more_runs(repo: Path, ar: Tool) -> None:
@@ -116,8 +116,9 @@ def test_noisy_repeat_samples_advise_more_runs(repo: Path, ar: Tool) -> None:
                      "noise": {"relative_spread": 0.125, "source": "repeat samples of 5 runs"},
                      "advice": "consider raising runs_per_experiment"}
     line = next(ln for ln in ar(repo, "status").out.splitlines() if ln.startswith("stability"))
-    assert line == ("stability   low (the last 5 keeps spread 12.5%; the noise, from repeat "
-                    "samples of 5 runs, is 12.5%: consider raising runs_per_experiment)")
+    assert line == ("stability   low (the last 5 keeps spread 12.5%, by their gains as by "
+                    "noise; the noise, from repeat samples of 5 runs, is 12.5%: consider raising "
+                    "runs_per_experiment)")
 
 
 def test_the_sequential_rules_noise_estimate_is_the_one_read(repo: Path, ar: Tool) -> None:
