@@ -259,6 +259,13 @@ class Session:
                 raise Refused(f"the start of session {self.config.session_id} was interrupted: "
                               "git autoresearch resume finishes it (git autoresearch start "
                               "--new-segment finishes it and measures the baseline)")
+            if header is not None and self.ledger.runs:
+                # (pi-autoresearch's init_experiment writes one: a segment is open, not lost)
+                raise Refused(f"the ledger {self.layout.ledger} ends in a segment opened by a "
+                              "configuration line another tool wrote (pi-autoresearch's "
+                              "init_experiment?), without this tool's configuration; git "
+                              "autoresearch start --new-segment opens one under "
+                              f"{AUTO}/config.toml after it")
             if self.repo.resolve(state_ref(self.config.session_id)):
                 raise Refused(f"the ledger {self.layout.ledger} is missing or lost its "
                               "configuration header; git autoresearch resume restores it from "

@@ -333,3 +333,26 @@ def test_the_best_of_tied_keeps_is_the_first_when_higher_is_better(repo: Path, a
     assert (best["run"], best["metric"]) == (2, 120)
     analyzed = ar(repo, "analyze", "--json").json()["best"]
     assert (analyzed["run"], analyzed["metric"]) == (2, 120)
+
+
+def test_a_peers_config_line_after_the_runs_names_the_way_on(repo: Path, ar: Tool) -> None:
+    """A configuration line another tool appended after the runs (pi-autoresearch's
+    init_experiment writes one) opens a segment without this tool's configuration. Every
+    command said "resume restores it", and resume and doctor --fix refused with the same
+    words: now they name start --new-segment, which opens a segment of the session's
+    configuration after it, and the loop goes on."""
+    ar(repo, *start_args("--decision", "strict"))
+    write(repo / "value.txt", "90\n")
+    ar(repo, "run", "-d", "first")
+    with (repo / ".auto" / "log.jsonl").open("a") as ledger:
+        ledger.write('{"type":"config","name":"re-init","metricName":"score","metricUnit":"",'
+                     '"bestDirection":"lower"}\n')
+    write(repo / "value.txt", "80\n")
+    for command in (["run", "-d", "next"], ["resume"], ["doctor", "--fix"]):
+        said = ar(repo, *command, expect=3).err
+        assert "another tool" in said and "start --new-segment" in said, said
+        assert "resume restores it" not in said, said
+    git(repo, "checkout", "--", "value.txt")
+    ar(repo, "start", "--new-segment")
+    write(repo / "value.txt", "80\n")
+    assert ar(repo, "run", "-d", "next", "--json").json()["status"] == "keep"
