@@ -97,26 +97,32 @@ def record(session: Session, status: str, description: str, *, result: Measureme
                        origin=origin)
 
 
-def _check_head(session: Session, head: str, changes: Changes) -> None:
+def _check_head(session: Session, head: str, changes: Changes, baseline: bool) -> None:
     """Refuse (exit 3) when HEAD is not where the run was measured: ``head`` on the session's
     branch (a worker's own), as ``changes`` found it. A switch, a checkout or a commit made by
     hand while the run measured would have a keep committed on another branch, or a revert
-    undo the change against a commit it was not measured on."""
+    undo the change against a commit it was not measured on. A ``baseline`` (start's) is
+    measured again by start --new-segment."""
     if changes.head is None:
         return  # (git said nothing of HEAD)
     wanted = session.branch
+    what = "the baseline" if baseline else "the run"
     if changes.branch != wanted:
         where = f"branch {changes.branch}" if changes.branch else "a detached HEAD"
-        raise Refused(f"HEAD moved to {where} while the run measured (a switch or checkout "
-                      "by hand?): nothing was recorded, and the change is in the work tree "
-                      f"as git left it; go back with git switch --merge {wanted}, then record "
-                      "it (git autoresearch keep or discard: its measurement is kept) or run "
-                      "again")
+        way = (f"git switch {wanted}, then git autoresearch start --new-segment measures the "
+               "baseline again" if baseline else
+               f"go back with git switch --merge {wanted}, then record it (git autoresearch "
+               "keep or discard: its measurement is kept) or run again")
+        raise Refused(f"HEAD moved to {where} while {what} measured (a switch or checkout "
+                      "by hand?): nothing was recorded, and the work tree is as git left it; "
+                      + way)
     if changes.head != head:
-        raise Refused(f"HEAD moved from {head[:7]} to {changes.head[:7]} while the run "
-                      "measured (a commit made by hand?): nothing was recorded; the run "
-                      f"measured {head[:7]} with the change, which that commit may hold: run "
-                      "again to measure HEAD as it is now")
+        way = ("git autoresearch start --new-segment measures the baseline of HEAD as it is "
+               "now" if baseline else
+               f"the run measured {head[:7]} with the change, which that commit may hold: "
+               "run again to measure HEAD as it is now")
+        raise Refused(f"HEAD moved from {head[:7]} to {changes.head[:7]} while {what} "
+                      "measured (a commit made by hand?): nothing was recorded; " + way)
 
 
 def _record(session: Session, status: str, description: str, *, result: Measurement | None,
@@ -135,7 +141,7 @@ def _record(session: Session, status: str, description: str, *, result: Measurem
     number = session.reserve_run() if session.remote else session.next_run()
     session.check_not_joined_elsewhere()
     changes = session.changes()
-    _check_head(session, head, changes)
+    _check_head(session, head, changes, baseline)
     warnings: list[str] = []
     status, chosen, measured = _settle(session, status, result, given, force, changes, warnings)
     if status == "keep" and not baseline:

@@ -159,6 +159,27 @@ def test_a_run_whose_head_moved_while_it_measured_records_nothing(
         assert ar(repo, status, "-d", "the change", "--json").json()["metric"] == int(value)
 
 
+def test_a_start_whose_head_moved_during_its_baseline_names_the_way_on(
+        repo: Path, ar: Tool) -> None:
+    """HEAD switched to another branch while start measured the baseline (here by the
+    benchmark itself): nothing is recorded, and the refusal names what measures it again,
+    start --new-segment back on the session branch (keep has no measurement to record)."""
+    git(repo, "branch", "other")
+    write(repo / "bench.sh", "#!/bin/sh\n[ -e ../switch-now ] && git switch -q other\n"
+          "echo \"score: $(cat value.txt)\"\n", 0o755)
+    commit_all(repo, "a benchmark that switches")
+    git(repo, "branch", "-f", "other")
+    write(repo.parent / "switch-now", "")
+    said = ar(repo, *start_args("--decision", "strict"), expect=3).err
+    assert "while the baseline measured" in said and "start --new-segment" in said, said
+    assert "keep or discard" not in said, said
+    assert not runs(repo)
+    (repo.parent / "switch-now").unlink()
+    git(repo, "switch", "-q", "autoresearch/s1")
+    ar(repo, "start", "--new-segment")
+    assert [r["status"] for r in runs(repo)] == ["keep"]
+
+
 def test_a_run_lists_the_sessions_refs_once(repo: Path, ar: Tool) -> None:
     """One ``git for-each-ref`` over the session's refs a run, a keep and a discard alike,
     set-asides named all the same: its own set-aside (an out-of-scope edit) is named in the
