@@ -22,6 +22,7 @@ from .common import (
 )
 
 if TYPE_CHECKING:
+    from ..ledger import Run
     from ..review.finalize import Final
     from ..session.session import Session
 
@@ -282,13 +283,16 @@ def apply_cmd(run_number: int, as_json: bool) -> None:
     click.echo('next: edit it further, then git autoresearch run -d "..."')
 
 
-def _unit_of(session: Session, segment: int) -> str:
-    """`` <unit>`` of the metric segment ``segment`` measured (empty when it has none)."""
-    from ..review.report import metric_of
+def _metric_of(session: Session, run: Run) -> str:
+    """``run``'s metric with the unit of the metric its segment measured, ``-`` alone for
+    none (a crash)."""
+    from ..review.report import fmt, metric_of
 
-    _, said = metric_of(session.ledger.segments[segment], session.config.metric_name,
+    if run.metric is None:
+        return "-"
+    _, said = metric_of(session.ledger.segments[run.segment], session.config.metric_name,
                         session.config.metric_unit)
-    return f" {said}" if said else ""
+    return f"{fmt(run.metric)} {said}" if said else fmt(run.metric)
 
 
 @click.command("diff", context_settings=CONTEXT, short_help="the code between two runs")
@@ -301,7 +305,7 @@ def _unit_of(session: Session, segment: int) -> str:
 def diff_cmd(runs: tuple[int, ...], stat: bool, name_only: bool, as_json: bool) -> None:
     """The code difference between two runs (keeps or attempts), or between a run and its
     parent (the commit it was tried on), with the metric's change in the header."""
-    from ..review.report import delta_pct, fmt
+    from ..review.report import delta_pct
     from ..review.run_commits import run_commit
     from ..runtime.errors import UsageError
     from ..session.session import Session
@@ -333,8 +337,7 @@ def diff_cmd(runs: tuple[int, ...], stat: bool, name_only: bool, as_json: bool) 
     else:
         old, new, new_run = str(found[0].commit), str(found[1].commit), found[1].run
         old_label = (f"run {found[0].run.number} ({found[0].run.status}, "
-                     f"{fmt(found[0].run.metric)}{_unit_of(session, found[0].run.segment)}) "
-                     f"{old[:7]}")
+                     f"{_metric_of(session, found[0].run)}) {old[:7]}")
         old_metric = found[0].run.metric
     segments = session.ledger.segments
     # (no change between two runs of segments that measure differently: other metrics)
@@ -342,7 +345,7 @@ def diff_cmd(runs: tuple[int, ...], stat: bool, name_only: bool, as_json: bool) 
         found[0].run.segment].measured_like(segments[new_run.segment]) else None
     text = repo.diff_text(old, new, stat=stat, name_only=name_only)
     header = (f"# {old_label} -> run {new_run.number} ({new_run.status}, "
-              f"{fmt(new_run.metric)}{_unit_of(session, new_run.segment)}) {new[:7]}"
+              f"{_metric_of(session, new_run)}) {new[:7]}"
               + (f": {change:+.2f}%" if change is not None else ""))
     if as_json:
         emit_json("diff", {"from": {"run": found[0].run.number if len(found) == 2 else None,

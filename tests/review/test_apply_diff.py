@@ -138,9 +138,14 @@ def test_a_baseline_that_set_changes_aside_is_still_the_code_it_measured(repo: P
 
 
 def test_diffs_header_gives_the_unit_on_both_sides(repo: Path, ar: Tool) -> None:
-    """Both runs' metrics in diff's header carry the metric's unit (the first had none)."""
+    """Both runs' metrics in diff's header carry the metric's unit (the first had none); a
+    run without one shows ``-`` alone."""
     ar(repo, *start_args("--decision", "strict", "--metric-unit", "ms"))
     write(repo / "value.txt", "80\n")
     ar(repo, "run", "-d", "eighty")
     header = ar(repo, "diff", "1", "2").out.splitlines()[0]
     assert header.startswith("# run 1 (keep, 100 ms) ") and " -> run 2 (keep, 80 ms) " in header
+    write(repo / "value.txt", "not a number\n")
+    ar(repo, "run", "-d", "a crash")
+    header = ar(repo, "diff", "2", "3").out.splitlines()[0]
+    assert " -> run 3 (crash, -) " in header, header
