@@ -13,6 +13,7 @@ from ..git import Repo, worktrees
 from ..ledger.jsontext import is_whole
 from ..measure.runner import process_alive
 from ..runtime import signals
+from ..runtime.scope import literal_path
 from ..session.config import Config
 from ..session.session import Session
 
@@ -128,8 +129,8 @@ def link_shared(session: Session, tree: Path, config: Config | None = None) -> l
     the checkout (a tracked path: the incumbent's own is measured)."""
     notes = []
     top = session.repo.top
-    for rel in (config or session.config).shared_paths:
-        rel = rel.strip("/")
+    for rule in (config or session.config).shared_paths:
+        rel = (literal_path(rule) or rule).strip("/")  # (da[\\]ta names da\\ta)
         source, target = top / rel, tree / rel
         if not source.exists():
             notes.append(f"shared path {rel} is not in the work tree: not linked into the "

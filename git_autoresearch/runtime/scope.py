@@ -62,6 +62,27 @@ def slashes(rule: str) -> str:
     return "".join(out)
 
 
+def literal_path(rule: str) -> str | None:
+    """The path ``rule`` names when it is a path, not a pattern: itself, with each character
+    written alone in brackets (``da[\\]ta``, ``a[*]b``) taken as that character; None when
+    it holds a ``*`` or ``?``, or a bracket of more than one character."""
+    out = []
+    i = 0
+    while i < len(rule):
+        c = rule[i]
+        if c in "*?":
+            return None
+        if c == "[":
+            if i + 2 >= len(rule) or rule[i + 2] != "]":
+                return None
+            out.append(rule[i + 1])
+            i += 3
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
 def normalise(rule: str) -> str:
     """A rule in canonical form: no ``./`` prefix, no trailing ``/``, ``/`` separators (a
     backslash outside a bracket read as one: :func:`slashes`)."""

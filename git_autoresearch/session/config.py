@@ -17,7 +17,7 @@ from typing import Any
 
 from ..runtime.digests import hexdigest
 from ..runtime.errors import UsageError
-from ..runtime.scope import check_rule
+from ..runtime.scope import check_rule, literal_path
 
 # ^[A-Za-z0-9_-]+$ (gitautoresearch-config(5)), with a letter or digit first so that no id
 # reads as an option.
@@ -203,7 +203,7 @@ class Config:
 
     def _check_paths(self) -> tuple[str, str] | None:
         for item in self.shared_paths if isinstance(self.shared_paths, list) else []:
-            if isinstance(item, str) and (any(c in item for c in "*?[") or not item.strip("/")
+            if isinstance(item, str) and (literal_path(item) is None or not item.strip("/")
                                           or item.startswith("/")):
                 return "shared_paths", f"'{item}' must be a path inside the repository, not a " \
                     "pattern"

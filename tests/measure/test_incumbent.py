@@ -227,6 +227,21 @@ def test_shared_paths_are_linked_into_the_incumbents_worktree(
     assert (repo / "data" / "scale").read_text() == "1\n"
 
 
+def test_a_shared_path_whose_name_holds_a_backslash_is_named_in_brackets(
+        repo: Path, ar: Tool) -> None:
+    """A shared path is a path, not a pattern, but one whose name holds a backslash (read as
+    ``/`` elsewhere) is named as in the other path keys, ``da[\\]ta`` for ``da\\ta``: it is
+    linked into the incumbent's worktree under its own name (it was refused as a pattern)."""
+    write(repo / ".gitignore", "da\\\\ta/\n")  # (gitignore(5) escapes a backslash)
+    write(repo / "da\\ta" / "scale", "1\n")
+    cycling(repo, "s=$(cat 'da\\ta/scale') || exit 3\n", "$s")
+    ar(repo, *start_args("--scope", "value.txt", "--shared-paths", "da[\\]ta"))
+    write(repo / "value.txt", "80\n")
+    first = ar(repo, "run", "-d", "a gain", "--json").json()
+    assert first["decision"]["incumbent_fresh"] and not first["warnings"], first["warnings"]
+    assert (kept(repo) / "da\\ta").is_symlink()
+
+
 def test_an_incumbent_that_cannot_be_measured_beside_falls_back_to_the_pool_and_says_so(
         repo: Path, ar: Tool, tmp_path: Path) -> None:
     # Without the shared data folder, the benchmark fails in the incumbent's worktree.
