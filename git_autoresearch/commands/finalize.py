@@ -306,7 +306,7 @@ def diff_cmd(runs: tuple[int, ...], stat: bool, name_only: bool, as_json: bool) 
     """The code difference between two runs (keeps or attempts), or between a run and its
     parent (the commit it was tried on), with the metric's change in the header."""
     from ..review.report import delta_pct
-    from ..review.run_commits import run_commit
+    from ..review.run_commits import missing_commit, run_commit
     from ..runtime.errors import UsageError
     from ..session.session import Session
 
@@ -322,7 +322,9 @@ def diff_cmd(runs: tuple[int, ...], stat: bool, name_only: bool, as_json: bool) 
              if one.commit is None and one.measured else one for one in found]
     for one in found:
         if one.commit is None:
+            missing = missing_commit(session, one.run, one.commit, one.measured)
             why = ("its attempt ref was deleted by git autoresearch gc" if one.collected
+                   else f"commit {missing} is not in this repository" if missing
                    else "the kept measurement changed nothing" if one.run.status == "keep"
                    else "it has no commit (no attempt ref recorded)")
             raise UsageError(f"run {one.run.number} has no commit to compare: {why}")

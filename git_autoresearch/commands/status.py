@@ -270,7 +270,7 @@ def show_cmd(run_number: int, as_json: bool) -> None:
     non-kept run), and the runs it retried or that retried it (run --retry)."""
 
     from ..review.report import audits, retries, retry_links
-    from ..review.run_commits import shown
+    from ..review.run_commits import missing_commit, shown
     from .audit import audit_lines
 
     session = open_warned()
@@ -304,13 +304,12 @@ def show_cmd(run_number: int, as_json: bool) -> None:
     if diff and found.diff_source == "record":
         click.echo(f"(commit {run.data.get('commit')}, named by the record's commit field: no "
                    "Autoresearch-Run trailer names this run)")
-    recorded = run.data.get("commit")
+    missing = None if diff or found.diff_source is not None else missing_commit(
+        session, run, found.diff_commit, found.measured)
     if diff:
         click.echo(diff, nl=False)
-    elif isinstance(recorded, str) and recorded.strip() and not found.measured \
-            and found.diff_source is None and not run.data.get("attempt_ref") \
-            and session.repo.resolve(recorded.strip()) is None:
-        click.echo(f"(no diff: commit {recorded.strip()} is not in this repository)")
+    elif missing:
+        click.echo(f"(no diff: commit {missing} is not in this repository)")
     elif run.status == "keep":
         click.echo("(no commit: the kept measurement changed nothing"
                    + (f"; it measured {found.measured})" if found.measured else ")"))

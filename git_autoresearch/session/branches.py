@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from ..git import Repo
+from ..git.objects import is_object_id
 from ..git.repo import likely_remote
 from ..history.refs import session_branch, worker_branch
 from ..runtime.errors import Refused
@@ -167,7 +168,8 @@ def merged_elsewhere(session: Session) -> bool:
 def _last_keep(session: Session) -> str | None:
     """The commit of the ledger's last keep (full id), None when there is none here."""
     kept = [r for r in session.ledger.runs if r.status == "keep" and r.data.get("commit")]
-    return session.repo.resolve(str(kept[-1].data["commit"])) if kept else None
+    recorded = str(kept[-1].data["commit"]).strip() if kept else ""
+    return session.repo.resolve(recorded) if is_object_id(recorded) else None
 
 
 def picked_into_head(session: Session) -> str | None:

@@ -149,3 +149,22 @@ def test_diffs_header_gives_the_unit_on_both_sides(repo: Path, ar: Tool) -> None
     ar(repo, "run", "-d", "a crash")
     header = ar(repo, "diff", "2", "3").out.splitlines()[0]
     assert " -> run 3 (crash, -) " in header, header
+
+
+def test_a_recorded_commit_is_an_object_id_never_a_revision(repo: Path, ar: Tool) -> None:
+    """A run line written by hand or another tool whose ``commit`` is a revision (``HEAD~1``)
+    is no commit of the run's: show and diff present none (they showed the commit it names),
+    and diff says, as show does, that a commit the line names is not in this repository
+    (it said the kept measurement changed nothing)."""
+    ar(repo, *start_args("--decision", "strict"))
+    write(repo / "value.txt", "90\n")
+    ar(repo, "run", "-d", "ninety")
+    with (repo / ".auto" / "log.jsonl").open("a") as ledger:
+        ledger.write('{"run": 3, "status": "keep", "metric": 45, "commit": "HEAD~1"}\n')
+        ledger.write('{"run": 4, "status": "keep", "metric": 40, "commit": "deadbee"}\n')
+    shown = ar(repo, "show", "3").out
+    assert "commit HEAD~1 is not in this repository" in shown, shown
+    said = ar(repo, "diff", "2", "3", expect=2).err
+    assert "run 3 has no commit to compare: commit HEAD~1 is not in this repository" in said
+    said = ar(repo, "diff", "2", "4", expect=2).err
+    assert "run 4 has no commit to compare: commit deadbee is not in this repository" in said
