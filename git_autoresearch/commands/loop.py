@@ -247,7 +247,7 @@ def _print_record(session: Any, record: Mapping[str, Any], previous_best: float 
             click.echo(f"  removed the files it created: {paths_text(removed)} (kept there"
                        f"{_restore_hint(str(record['attempt_ref']))})")
     decided = record.get("decision")
-    if isinstance(decided, dict) and decided.get("verdict") == "no_change":
+    if isinstance(decided, dict) and decided.get("verdict") == "no_change" and status != "keep":
         click.echo("  nothing in the scope changed, so this measured the incumbent again: a "
                    "noise probe, never kept (it feeds the noise estimate)")
     where = _saved_at(record)

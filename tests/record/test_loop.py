@@ -393,6 +393,8 @@ def test_measure_of_no_change_says_it_is_a_noise_probe(repo: Path, ar: Tool) -> 
     said = ar(repo, "measure").out
     assert "decision: discard (nothing in the scope changed, so this measured the incumbent " \
            "again: a noise probe, never kept; nothing recorded" in said, said
+    kept = ar(repo, "keep", "-d", "kept by hand all the same", "--force").out
+    assert "nothing to commit" in kept and "never kept" not in kept, kept
 
 
 def test_keep_refuses_failed_checks_unless_forced(repo: Path, ar: Tool) -> None:
