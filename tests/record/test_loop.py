@@ -153,6 +153,12 @@ def test_a_run_whose_head_moved_while_it_measured_records_nothing(
         assert git(repo, "rev-parse", "autoresearch/s1") == before["autoresearch/s1"]
         assert (repo / "value.txt").read_text() == f"{value}\n"
     assert not git(repo, "for-each-ref", "refs/autoresearch/s1/attempts/")
+    if move == "commit":  # the commit taken back, the next run records its change
+        assert f"git reset --soft {before['autoresearch/s1'][:7]}" in err, err
+        git(repo, "reset", "-q", "--soft", before["autoresearch/s1"])
+        done = ar(repo, "run", "-d", "the change again", "--json").json()
+        assert (done["status"], done["metric"]) == ("keep" if value == "90" else "discard",
+                                                    int(value))
     if move == "switch":  # back on the session branch, the run is recorded as it measured
         git(repo, "switch", "-q", "--merge", "autoresearch/s1")
         status = "keep" if value == "90" else "discard"
