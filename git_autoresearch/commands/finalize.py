@@ -286,19 +286,17 @@ def apply_cmd(run_number: int, as_json: bool) -> None:
 def _metric_of(session: Session, run: Run) -> str:
     """``run``'s metric with the unit of the metric its segment measured, ``-`` alone for
     none (a crash)."""
-    from ..review.report import fmt, metric_of
+    from ..review.report import fmt, unit_suffix
 
     if run.metric is None:
         return "-"
-    _, said = metric_of(session.ledger.segments[run.segment], session.config.metric_name,
-                        session.config.metric_unit)
-    return f"{fmt(run.metric)} {said}" if said else fmt(run.metric)
+    return fmt(run.metric) + unit_suffix(session.ledger.segments[run.segment],
+                                         session.config.metric_unit)
 
 
 @click.command("diff", context_settings=CONTEXT, short_help="the code between two runs")
 @click.argument("runs", metavar="RUN [RUN]", type=WHOLE, nargs=-1, required=True,
                 shell_complete=complete_runs)
-
 @click.option("--stat", is_flag=True, help="A diffstat instead of the patch.")
 @click.option("--name-only", is_flag=True, help="Only the names of the files that differ.")
 @json_option
@@ -322,7 +320,7 @@ def diff_cmd(runs: tuple[int, ...], stat: bool, name_only: bool, as_json: bool) 
              if one.commit is None and one.measured else one for one in found]
     for one in found:
         if one.commit is None:
-            missing = missing_commit(session, one.run, one.commit, one.measured)
+            missing = missing_commit(one.run, one.commit, one.measured)
             why = ("its attempt ref was deleted by git autoresearch gc" if one.collected
                    else f"commit {missing} is not in this repository" if missing
                    else "the kept measurement changed nothing" if one.run.status == "keep"

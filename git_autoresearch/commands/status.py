@@ -305,7 +305,7 @@ def show_cmd(run_number: int, as_json: bool) -> None:
         click.echo(f"(commit {run.data.get('commit')}, named by the record's commit field: no "
                    "Autoresearch-Run trailer names this run)")
     missing = None if diff or found.diff_source is not None else missing_commit(
-        session, run, found.diff_commit, found.measured)
+        run, found.diff_commit, found.measured)
     if diff:
         click.echo(diff, nl=False)
     elif missing:

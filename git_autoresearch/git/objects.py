@@ -367,10 +367,3 @@ def hash_files(repo: Repo, paths: Sequence[str]) -> dict[str, str]:
             p + "\n" for p in files).encode("utf-8", "surrogateescape")).text.split()
         found.update(zip(files, ids, strict=True))
     return found
-
-
-def is_object_id(recorded: str) -> bool:
-    """Whether a record's ``commit`` is a commit's object id, whole or abbreviated (4 to 64
-    hexadecimal digits), as runs record it: never a revision (``HEAD~1``) that git would
-    read as another commit."""
-    return 4 <= len(recorded) <= 64 and all(c in "0123456789abcdefABCDEF" for c in recorded)

@@ -47,25 +47,19 @@ def left_behind(session: Session, prefix: str) -> list[Path]:
             and not process_alive(int(pid))]
 
 
-def untracked_inputs(session: Session, config: Config | None = None) -> list[str]:
-    """The files the measurement command (and the metric command) of ``config`` (the
-    session's when None) name by a path inside the
-    work tree (relative, or absolute) that git does not track: a ``.auto/measure.sh`` (never
-    committed) or an ignored data file, which a checkout of a commit lacks. A tracked file is
-    never among them: a keep that deleted it must be measured without it."""
-    return inputs_of(session.repo, config or session.config)
-
-
-def inputs_of(repo: Repo, cfg: Config) -> list[str]:
-    """:func:`untracked_inputs` of ``cfg`` in ``repo``'s work tree."""
+def untracked_inputs(repo: Repo, cfg: Config) -> list[str]:
+    """The files the measurement command (and the metric command) of ``cfg`` name by a path
+    inside ``repo``'s work tree (relative, or absolute) that git does not track: a
+    ``.auto/measure.sh`` (never committed) or an ignored data file, which a checkout of a
+    commit lacks. A tracked file is never among them: a keep that deleted it must be measured
+    without it."""
     from ..session.command_files import named_paths
 
-    named = [path for command in (cfg.command, cfg.metric_command)
-             for path in named_paths(repo, command or "") if (repo.top / path).is_file()]
-    if not named:
-        return []
-    tracked = set(repo.ls_files())
-    return [path for path in dict.fromkeys(named) if path not in tracked]
+    named = list(dict.fromkeys(
+        path for command in (cfg.command, cfg.metric_command)
+        for path in named_paths(repo, command or "") if (repo.top / path).is_file()))
+    tracked = set(repo.indexed(named))
+    return [path for path in named if path not in tracked]
 
 
 # The largest file :func:`input_digests` reads (a script, a configuration), in bytes: a data
@@ -74,13 +68,13 @@ INPUT_DIGEST_LIMIT = 16 << 20
 
 
 def input_digests(repo: Repo, cfg: Config) -> dict[str, str]:
-    """The ``sha256:<hex>`` digest of each of :func:`inputs_of` up to
+    """The ``sha256:<hex>`` digest of each of :func:`untracked_inputs` up to
     :data:`INPUT_DIGEST_LIMIT` bytes (path -> digest): what a segment's header records, so that
     its keeps are not measured later with other bytes."""
     from ..session.config import file_hash
 
     found = {}
-    for path in inputs_of(repo, cfg):
+    for path in untracked_inputs(repo, cfg):
         try:
             if (repo.top / path).stat().st_size <= INPUT_DIGEST_LIMIT:
                 found[path] = file_hash((repo.top / path).read_bytes())

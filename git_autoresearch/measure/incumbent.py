@@ -101,7 +101,7 @@ class IncumbentTree:
             if not (self._take_kept() and self._move_kept()):
                 self.folder.mkdir(parents=True, exist_ok=True)
                 worktrees.add_detached(repo, self.tree, self.commit)
-            bring(session, untracked_inputs(session), self.tree)
+            bring(session, untracked_inputs(session.repo, session.config), self.tree)
         except GitError as exc:
             return f"the incumbent could not be checked out in a worktree: {exc}"
         except OSError as exc:

@@ -201,7 +201,7 @@ def run_audit(session: Session, target: Target, samples: int = DEFAULT_SAMPLES,
     log = folder / "run.log"
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        inputs = untracked_inputs(session, config)
+        inputs = untracked_inputs(session.repo, config)
         for side in SIDES:
             worktrees.add_detached(repo, trees[side], commits[side])
             bring(session, inputs, trees[side])

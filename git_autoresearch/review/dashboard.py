@@ -30,6 +30,7 @@ from .report import (
     segment_list,
     segment_summary,
     touched_paths,
+    unit_suffix,
     utf8_text,
 )
 
@@ -135,9 +136,8 @@ def render(book: Ledger, *, goal: str, metric_name: str, unit: str, session_id: 
     if final is not None:
         # (in the unit of the segment its keeps were last measured in: finalize --segment N)
         last = last_replayed_segment(book, final)
-        _, said = metric_of(book.segments[book.current.index if last is None else last],
-                            metric_name, unit)
-        cards.insert(0, _final_card(final, f" {said}" if said else ""))
+        cards.insert(0, _final_card(final, unit_suffix(
+            book.segments[book.current.index if last is None else last], unit)))
     marks = _final_marks(final)
     retried_by = retries(book.runs)
     rows = [(run.number, _row(segment, run, audited.get(run.number), marks.get(run.number, ""),
@@ -204,8 +204,7 @@ def _segments_table(book: Ledger, unit: str) -> str:
     unit; ``unit`` where its header records none) and improvement."""
     rows = []
     for segment in book.segments:
-        said = metric_of(segment, "", unit)[1]
-        u = f" {said}" if said else ""
+        u = unit_suffix(segment, unit)
         found = segment_summary(segment)
         base, best = found["baseline"], found["best"]
         alike = [s.index for s in book.alike(segment) if s is not segment and s.runs]

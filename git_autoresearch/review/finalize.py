@@ -652,7 +652,7 @@ def _checks(session: Session, tree: Path, cfg: Config) -> dict[str, Any]:
     time limit, the environment of a measurement of run 0), with the untracked inputs the
     commands name copied in; the outcome of :func:`measure.samples.run_checks` with the
     ``command``."""
-    bring(session, untracked_inputs(session, cfg), tree)
+    bring(session, untracked_inputs(session.repo, cfg), tree)
     link_shared(session, tree, cfg)
     log = tree.parent / "checks.log"
     log.touch()

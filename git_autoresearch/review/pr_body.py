@@ -14,8 +14,8 @@ from .report import (
     fmt,
     interval_level,
     last_replayed_segment,
-    metric_of,
     one_line,
+    unit_suffix,
 )
 
 
@@ -161,9 +161,8 @@ def _kept(replayed: list[dict[str, Any]], runs: dict[int, Run], segments: dict[i
             change = "- (another measurement)"
         elif before is not None and before.metric and run.metric is not None:
             change = f"{(run.metric - before.metric) / abs(before.metric) * 100:+.2f}%"
-        said = metric_of(segment, "", unit)[1]
         out.append(f"| {run.number} | `{str(entry.get('commit') or '')[:7]}` | "
-                   f"{fmt(run.metric)}{' ' + said if said else ''} | {change} | "
+                   f"{fmt(run.metric)}{unit_suffix(segment, unit)} | {change} | "
                    f"{_cell(decision_text(run))} | {_cell(run.description)} |")
         before = run if run.metric is not None else before
     return [*out, ""]

@@ -527,6 +527,13 @@ def metric_of(segment: Segment, name: str, unit: str) -> tuple[str, str]:
             said if isinstance(said, str) and isinstance(found, str) and found else unit)
 
 
+def unit_suffix(segment: Segment, unit: str) -> str:
+    """`` <unit>`` of ``segment``'s metric (:func:`metric_of`; ``unit``, the configuration's,
+    where its header records none), empty when it has none: for a number in its own unit."""
+    said = metric_of(segment, "", unit)[1]
+    return f" {said}" if said else ""
+
+
 def measured_by(segment: Segment, *, direction: bool = True) -> str:
     """How ``segment``'s metric was measured, for people: ``score from `sh bench.sh`
     (lower is better)`` (without the direction unless ``direction``), or ``score (its command

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..git.objects import is_object_id
+from ..git.repo import HEX_NAME
 from ..runtime.errors import UsageError
 
 if TYPE_CHECKING:
@@ -60,19 +60,16 @@ def same_commit(a: str, b: str) -> bool:
     return bool(a) and bool(b) and (a.startswith(b) or b.startswith(a))
 
 
-def missing_commit(session: Session, run: Run, commit: str | None,
-                   measured: str | None) -> str | None:
+def missing_commit(run: Run, commit: str | None, measured: str | None) -> str | None:
     """The ``commit`` ``run``'s record names when it is not in this repository (or is no
-    object id, ``HEAD~1``), for a run whose change is nowhere else: no ``commit`` found for
-    it, no attempt ref, no commit it was ``measured`` on; None otherwise."""
+    object id, ``HEAD~1``), for a run whose change is nowhere else: no ``commit``
+    (:func:`run_commit` found for it, which looked the record's up), no attempt ref, no
+    commit it was ``measured`` on; None otherwise."""
     recorded = run.data.get("commit")
     if commit is not None or measured or run.data.get("attempt_ref") \
             or not isinstance(recorded, str) or not recorded.strip():
         return None
-    recorded = recorded.strip()
-    if is_object_id(recorded) and session.repo.resolve(recorded) is not None:
-        return None
-    return recorded
+    return recorded.strip()
 
 
 def _record_commit(session: Session, run: Run) -> tuple[str | None, str | None]:
@@ -85,7 +82,7 @@ def _record_commit(session: Session, run: Run) -> tuple[str | None, str | None]:
     other commit that exists is the run's own (karpathy/autoresearch program.md:98 commits each
     experiment before running it)."""
     recorded = run.data.get("commit")
-    if not isinstance(recorded, str) or not is_object_id(recorded.strip()):
+    if not isinstance(recorded, str) or not HEX_NAME.fullmatch(recorded.strip()):
         return None, None
     commit = session.repo.resolve(recorded.strip())
     if commit is None:
@@ -212,7 +209,7 @@ def run_commits(session: Session) -> dict[int, RunCommit]:
             if r.status != "keep" and r.data.get("attempt_ref")}
     recorded = {r.number: r.data["commit"].strip() for r in runs
                 if isinstance(r.data.get("commit"), str)
-                and is_object_id(r.data["commit"].strip())}
+                and HEX_NAME.fullmatch(r.data["commit"].strip())}
     wanted = [*refs.values(), *(c for n, c in recorded.items() if n not in refs
                                 and n not in info)]
     resolved = resolve_many(repo, wanted)

@@ -6,8 +6,7 @@ from __future__ import annotations
 import os
 
 from ..git import Repo
-from ..git.objects import is_object_id
-from ..git.repo import likely_remote
+from ..git.repo import HEX_NAME, likely_remote
 from ..history.refs import session_branch, worker_branch
 from ..runtime.errors import Refused
 from .session import Session
@@ -169,7 +168,7 @@ def _last_keep(session: Session) -> str | None:
     """The commit of the ledger's last keep (full id), None when there is none here."""
     kept = [r for r in session.ledger.runs if r.status == "keep" and r.data.get("commit")]
     recorded = str(kept[-1].data["commit"]).strip() if kept else ""
-    return session.repo.resolve(recorded) if is_object_id(recorded) else None
+    return session.repo.resolve(recorded) if HEX_NAME.fullmatch(recorded) else None
 
 
 def picked_into_head(session: Session) -> str | None:
