@@ -81,9 +81,11 @@ def measure(session: Session, progress: Progress | None = None, *, pending: bool
         raise _not_measured(f"cannot write {exc.filename or session.layout.run_log}: "
                             f"{exc.strerror or exc.__class__.__name__}", scope_ref) from None
     bounds = session.bounds
+    far = rule.fresh_far_from_pool(result.samples)
     result = dataclasses.replace(
         result, head=session.head(), scope_ref=scope_ref, decision=rule.verdict(result),
-        slot=slot.record(), warnings=rule.notes, hooks=[dict(h) for h in hooks],
+        slot=slot.record(), warnings=rule.notes + ([far] if far else []),
+        hooks=[dict(h) for h in hooks],
         readonly_violations=[p for p in violations if bounds.is_readonly(p)],
         scope_violations=[p for p in violations if not bounds.is_readonly(p)])
     if pending:
@@ -148,6 +150,11 @@ def run_environment(session: Session, run: int, log: Path) -> dict[str, str]:
     ``AUTORESEARCH_SESSION``, ``AUTORESEARCH_RUN`` and ``AUTORESEARCH_RUN_LOG``."""
     return command_environment({"AUTORESEARCH_SESSION": session.config.session_id,
                                 "AUTORESEARCH_RUN": str(run), "AUTORESEARCH_RUN_LOG": str(log)})
+
+
+# How far (relative) the incumbent measured now must be from its earlier samples' median for
+# a run to warn that it may not measure its worktree's code (:meth:`Rule.fresh_far_from_pool`).
+FAR_FROM_POOL = 0.5
 
 
 @dataclass
@@ -257,6 +264,28 @@ class Rule:
         best = self.pool[0]
         if (head < best) if self.direction == "lower" else (head > best):
             self.pool = (head,)
+
+    def fresh_far_from_pool(self, samples: Sequence[float]) -> str | None:
+        """A warning when the incumbent measured beside the run is far from its earlier
+        samples (:data:`FAR_FROM_POOL` and five times their spread) and nearer the run's
+        ``samples``: the machine's speed moved that much, or the benchmark runs the work
+        tree's code wherever it is started (an editable install, an absolute path), and the
+        incumbent's worktree measured the candidate's code; None otherwise."""
+        fresh = self.comparison.fresh if self.comparison is not None else []
+        if not fresh or not samples or not self.pool:
+            return None
+        was, now, run = median(list(self.pool)), median(fresh), median(list(samples))
+        spread = 1.4826 * mad(list(self.pool))
+        if not was or abs(now - was) < max(FAR_FROM_POOL * abs(was), 5 * spread) \
+                or abs(now - run) >= abs(now - was):
+            return None
+        return (f"the incumbent measured now ({json_number(now)}) is far from its "
+                f"{len(self.pool)} earlier samples ({json_number(was)}) and near this run's "
+                f"({json_number(run)}): either the machine's speed moved that much, or the "
+                "benchmark does not measure the code of its worktree: does the benchmark run "
+                "the code of the folder it is started in? An editable install (pip install "
+                "-e) or an absolute path makes it run the work tree's code in the "
+                "incumbent's worktree too (import from the folder it runs in)")
 
     def verdict(self, result: Measurement) -> dict[str, Any] | None:
         """The ``decision`` object of the run record of ``result`` (None without a metric).

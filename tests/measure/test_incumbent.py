@@ -242,6 +242,26 @@ def test_a_shared_path_whose_name_holds_a_backslash_is_named_in_brackets(
     assert (kept(repo) / "da\\ta").is_symlink()
 
 
+def test_a_benchmark_that_reads_the_work_tree_by_its_path_is_warned_of(
+        repo: Path, ar: Tool) -> None:
+    """A benchmark that runs the work tree's code wherever it is started (an absolute path,
+    as an editable install's import path is) measures the candidate's code in the
+    incumbent's worktree too: the incumbent taken now lands far from its earlier samples and
+    beside the run's. The run says so, naming both causes (the machine's speed, or the
+    benchmark not running the folder it is started in); the decision stays the rule's."""
+    cycling(repo)  # (noisy: the rule measures the incumbent beside the run)
+    bench = (repo / "bench.sh").read_text()
+    write(repo / "bench.sh", bench.replace("$(cat value.txt)", f"$(cat '{repo}/value.txt')"))
+    commit_all(repo, "a benchmark that reads the work tree by its path")
+    ar(repo, *start_args("--scope", "value.txt"))
+    write(repo / "value.txt", "20\n")
+    done = ar(repo, "run", "-d", "five times less", "--json").json()
+    said = [w for w in done["warnings"] if "far from its" in w]
+    assert len(said) == 1, done["warnings"]
+    assert "does the benchmark run the code of the folder it is started in" in said[0]
+    assert "pip install -e" in said[0]
+
+
 def test_an_incumbent_that_cannot_be_measured_beside_falls_back_to_the_pool_and_says_so(
         repo: Path, ar: Tool, tmp_path: Path) -> None:
     # Without the shared data folder, the benchmark fails in the incumbent's worktree.
