@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -498,7 +498,12 @@ def _keep_pending(session: Session, result: Measurement, before: Changes) -> Mea
     try:
         after = session.changes()
         _outputs_set_apart(session, before, after)
-        result = dataclasses.replace(result, fingerprint=fingerprint(session, after))
+        # A commit made meanwhile holds what was measured: once taken back (git reset
+        # --soft), the work tree is the measured one again, and its paths are the change's.
+        committed = set(session.repo.changed_paths(result.head, after.head)) \
+            if result.head and after.head and after.head != result.head else set()
+        result = dataclasses.replace(result, fingerprint=fingerprint(session, after,
+                                                                     also=committed))
         session.repo.scratch.mkdir(parents=True, exist_ok=True)
         data = result.to_dict()
         data["config_hash"] = file_hash(session.config_bytes)
@@ -565,15 +570,15 @@ def _dropped_why(session: Session, data: dict[str, Any]) -> str | None:
     return None
 
 
-def fingerprint(session: Session, changes: Changes, *, only: set[str] | None = None
-                ) -> dict[str, str]:
-    """What the experiment's changes are now (``only``: those of these paths): path ->
-    ``<mode in octal>:<sha256>``, ``commit:<id>`` for a submodule, ``deleted`` or
-    ``unreadable``; a path renamed in case only (``Changes.case_renames``) is read under its
-    name on disk, which the value ends with."""
+def fingerprint(session: Session, changes: Changes, *, only: set[str] | None = None,
+                also: Collection[str] = ()) -> dict[str, str]:
+    """What the experiment's changes are now (``only``: those of these paths; ``also``: these
+    paths too, changed or not): path -> ``<mode in octal>:<sha256>``, ``commit:<id>`` for a
+    submodule, ``deleted`` or ``unreadable``; a path renamed in case only
+    (``Changes.case_renames``) is read under its name on disk, which the value ends with."""
     out = {}
     repo = session.repo
-    for rel in changes.changed():
+    for rel in sorted({*changes.changed(), *also}) if also else changes.changed():
         if session.bounds.is_protected(rel) or only is not None and rel not in only:
             continue
         if rel in changes.case_renames:

@@ -165,6 +165,32 @@ def test_a_run_whose_head_moved_while_it_measured_records_nothing(
         assert ar(repo, status, "-d", "the change", "--json").json()["metric"] == int(value)
 
 
+def test_a_commit_by_hand_while_the_benchmark_ran_taken_back_leaves_its_measurement(
+        repo: Path, ar: Tool) -> None:
+    """The change committed by hand while the benchmark ran (here by the benchmark itself):
+    once ``git reset --soft`` takes the commit back, as the refusal says, the work tree is
+    again what the run measured on the commit it measured it on, so the measurement is still
+    pending, not stale, and a keep records it."""
+    ar(repo, *start_args("--decision", "strict"))
+    write(repo / "bench.sh", "#!/bin/sh\n[ -e ../commit-now ] && git commit -qam 'by hand' "
+          "&& rm ../commit-now\necho \"score: $(cat value.txt)\"\n", 0o755)
+    git(repo, "update-index", "--chmod=+x", "bench.sh")
+    git(repo, "commit", "-qm", "a benchmark that commits", "--", "bench.sh")
+    ar(repo, "keep", "-d", "the benchmark", "--metric", "100")
+    start = git(repo, "rev-parse", "HEAD")
+    write(repo / "value.txt", "90\n")
+    write(repo.parent / "commit-now", "")
+    err = ar(repo, "run", "-d", "the change", expect=3).err
+    assert f"git reset --soft {start[:7]}" in err, err
+    git(repo, "reset", "-q", "--soft", start)
+    pending = ar(repo, "status", "--json").json()["pending"]
+    assert pending is not None and pending["changed_since"] == [], pending
+    assert (pending["metric"], pending["status"]) == (90, "keep")
+    done = ar(repo, "keep", "-d", "the change", "--json").json()
+    assert (done["status"], done["metric"]) == ("keep", 90)
+    assert git(repo, "show", "HEAD:value.txt") == "90"
+
+
 def test_a_start_whose_head_moved_during_its_baseline_names_the_way_on(
         repo: Path, ar: Tool) -> None:
     """HEAD switched to another branch while start measured the baseline (here by the
