@@ -120,9 +120,9 @@ def _check_head(session: Session, head: str, changes: Changes, baseline: bool) -
         way = ("git autoresearch start --new-segment measures the baseline of HEAD as it is "
                "now" if baseline else
                f"the run measured {head[:7]} with the change, which that commit may hold: "
-               f"git reset --soft {head[:7]} takes the commit back into the work tree for "
-               "the next run to measure and record (finalize replays only keeps), or run "
-               "again to measure HEAD as it is now")
+               f"git reset --soft {head[:7]} takes the commit back into the work tree, "
+               "where keep or discard records it with its measurement (finalize replays only "
+               "keeps), or run again to measure HEAD as it is now")
         raise Refused(f"HEAD moved from {head[:7]} to {changes.head[:7]} while {what} "
                       "measured (a commit made by hand?): nothing was recorded; " + way)
 
