@@ -28,6 +28,7 @@ from typing import Any
 
 from ..ledger import dumps
 from ..ledger.records import RunRecord, run_record
+from ..review.report import METRICS_SUFFIX, NO_METRICS
 from ..runtime.errors import Refused, UsageError
 
 STATUS_WORDS = {"keep": "keep", "kept": "keep", "discard": "discard", "discarded": "discard",
@@ -177,16 +178,16 @@ def _cell(row: Row, column: str) -> str:
     return (row.cells.get(column) or "").strip()
 
 
-# The secondary metrics a description ends with (the loop seed's SKILL, "Step 5", and what
-# ``log --tsv`` writes): `` [name=value, name=value]``.
-_SUFFIX = re.compile(r"\s*\[([^\[\]]*=[^\[\]]*)\]\s*$")
-
-
 def split_metrics(description: str) -> tuple[str, dict[str, int | float]]:
-    """A description without its ``[name=value, ...]`` suffix, and the metrics the suffix
-    held; the description unchanged and no metrics when it has no such suffix or one of its
-    values is not a finite number."""
-    found = _SUFFIX.search(description)
+    """A description without its ``[name=value, ...]`` suffix
+    (:data:`review.report.METRICS_SUFFIX`), and the metrics the suffix held; the description
+    unchanged and no metrics when it has no such suffix or one of its values is not a finite
+    number. An empty ``[]`` after such a suffix (``log --tsv``'s, on a run with no metrics)
+    is dropped, and the suffix before it left in the description."""
+    if description.endswith(NO_METRICS) \
+            and METRICS_SUFFIX.search(description[:-len(NO_METRICS)]):
+        return description[:-len(NO_METRICS)], {}
+    found = METRICS_SUFFIX.search(description)
     if not found:
         return description, {}
     metrics: dict[str, int | float] = {}

@@ -15,6 +15,11 @@ from ..ledger.jsontext import number_text
 from ..ledger.stats import mad, median
 
 TSV_COLUMNS = ("experiment", "commit", "metric", "status", "duration_s", "description")
+# The secondary metrics a description ends with in a results.tsv (the loop seed's SKILL,
+# "Step 5", and what :func:`tsv` writes): `` [name=value, name=value]``; a description of a
+# run with none that itself ends so is followed by an empty `` []``, which a reader drops.
+METRICS_SUFFIX = re.compile(r"\s*\[([^\[\]]*=[^\[\]]*)\]\s*$")
+NO_METRICS = " []"
 
 
 def fmt(value: float | None) -> str:
@@ -222,7 +227,8 @@ def tsv(rows: list[tuple[Run, Segment]], stops: list[dict[str, Any]] | None = No
     run's (less one in a session that counts from experiment 0, so that import reads it back
     as the same run); ``-`` for the commit of a non-kept run and the metric of a crash; numbers with
     every digit (:func:`ledger.jsontext.number_text`); secondary metrics appended to the description
-    as ``[name=value, ...]`` (the numeric ones, as the seed's ``METRIC`` lines are); a field
+    as ``[name=value, ...]`` (the numeric ones, as the seed's ``METRIC`` lines are; an empty
+    ``[]`` after a description with none that ends as such a suffix would); a field
     that begins with ``"`` quoted (:func:`_field`); each of ``stops`` (``stopped`` events,
     :func:`stops_among`) a ``stopped`` row before the run it stopped ahead of.
     ``git autoresearch import`` reads it back."""
@@ -244,6 +250,8 @@ def tsv(rows: list[tuple[Run, Segment]], stops: list[dict[str, Any]] | None = No
                    if as_number(v) is not None] if isinstance(metrics, dict) else []
         if numeric:
             desc += " [" + ", ".join(numeric) + "]"
+        elif METRICS_SUFFIX.search(desc):
+            desc = desc.rstrip() + NO_METRICS
         experiment = run.data.get("experiment")
         lines.append("\t".join([
             str(experiment) if isinstance(experiment, int) and not isinstance(experiment, bool)

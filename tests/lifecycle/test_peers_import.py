@@ -257,6 +257,34 @@ def test_log_tsv_keeps_every_digit(repo: Path, ar: Tool, tmp_path: Path) -> None
         1234567.25, {"rss_kb": 0.000123456789}, 12.3456789)
 
 
+def test_a_description_that_ends_like_a_metrics_suffix_round_trips(
+        repo: Path, ar: Tool, tmp_path: Path) -> None:
+    """A description that itself ends in ``[name=number]`` on a run with no secondary
+    metrics (where ``import`` would read that ending as the run's metrics, the seed's
+    convention, autoresearch-loop.SKILL.txt:136) is written by ``log --tsv`` with an empty
+    ``[]`` suffix after it, which ``import`` drops: the description and the metrics come back
+    as they were, as they do on a run with metrics, whose own suffix comes last."""
+    write(repo / ".auto" / "log.jsonl",
+          '{"type":"config","name":"g","metricName":"m","metricUnit":"","bestDirection":"lower"}\n'
+          '{"run":1,"commit":"abcdef0","metric":3,"metrics":{},"status":"keep",'
+          '"description":"cache [size=64]","timestamp":1,"segment":0,"confidence":null}\n'
+          '{"run":2,"commit":"abcdef1","metric":4,"metrics":{"rss":5},"status":"discard",'
+          '"description":"cache [size=128]","timestamp":2,"segment":0,"confidence":null}\n'
+          '{"run":3,"commit":"abcdef2","metric":4,"metrics":{},"status":"discard",'
+          '"description":"empty list []","timestamp":3,"segment":0,"confidence":null}\n')
+    out = ar(repo, "log", "--tsv").out
+    assert [line.split("\t")[5] for line in out.splitlines()[1:]] == [
+        "cache [size=64] []", "cache [size=128] [rss=5]", "empty list []"]
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q")
+    write(tmp_path / "r.tsv", out)
+    ar(other, "import", str(tmp_path / "r.tsv"))
+    assert [(r["description"], r["metrics"]) for r in ar(other, "log", "--json").json()["runs"]
+            ] == [("cache [size=64]", {}), ("cache [size=128]", {"rss": 5}),
+                  ("empty list []", {})]
+
+
 def test_log_tsv_quotes_a_description_that_begins_with_a_quote(repo: Path, ar: Tool,
                                                                tmp_path: Path) -> None:
     """pandas' ``read_csv(sep="\\t")`` (karpathy's analysis.ipynb:25) reads a field that
