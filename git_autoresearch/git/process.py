@@ -177,6 +177,16 @@ class StatusEntry:
     def ignored(self) -> bool:
         return self.index == "!"
 
+    @property
+    def unmerged(self) -> bool:
+        """Whether git left the path unmerged in the index: a conflict (git-status(1), "Short
+        Format": ``DD``, ``AU``, ``UD``, ``UA``, ``DU``, ``AA``, ``UU``)."""
+        return self.index + self.worktree in UNMERGED
+
+
+# The index and work tree codes of an unmerged path (git-status(1), "Short Format").
+UNMERGED = frozenset({"DD", "AU", "UD", "UA", "DU", "AA", "UU"})
+
 
 class Status(list[StatusEntry]):
     """``git status``'s entries, and where HEAD was as git listed them: ``commit``, its

@@ -57,6 +57,9 @@ class Changes:
     # (None on a detached HEAD), for the record to find HEAD where its run was measured.
     head: str | None = None
     branch: str | None = None
+    # Paths git left unmerged in the index (a conflict, its markers in the file): among
+    # ``tracked`` too.
+    unmerged: list[str] = field(default_factory=list)
 
     def changed(self) -> list[str]:
         return [*self.tracked, *self.created]
@@ -114,6 +117,8 @@ def survey(repo: Repo, before: Snapshot | None) -> Changes:
         if entry.untracked:
             (changes.preexisting if known else changes.created).append(entry.path)
             continue
+        if entry.unmerged:
+            changes.unmerged.append(entry.path)
         # "A" in the index column: staged, not in HEAD; in the work tree column: intent to add.
         new = entry.index == "A" or entry.worktree == "A"
         if new and before is not None and before.covers(entry.path):

@@ -235,6 +235,9 @@ def _examine(session: Session, fix: bool) -> Examination:
     exists, problem = branch_problem(session)
     if problem:
         exam.add(problem)
+    unmerged = session.unmerged_problem()
+    if unmerged:
+        exam.add(unmerged)
     exam.finished = finished(session)
     log = _check_trailers(session, exam, exists)
     _check_rewritten(session, exam, log, fix)

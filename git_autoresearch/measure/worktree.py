@@ -56,6 +56,7 @@ def measure(session: Session, progress: Progress | None = None, *, pending: bool
         session.preflight()
     number = session.reserve_run() if pending else session.next_run()
     changes = session.changes()
+    session.check_merged(changes)
     violations, scope_ref = _set_aside(session, number, changes)
     env = run_environment(session, number, session.layout.run_log)
     # What is left to measure once the set-aside is done: nothing makes the run a noise probe.

@@ -144,6 +144,7 @@ def _record(session: Session, status: str, description: str, *, result: Measurem
     session.check_not_joined_elsewhere()
     changes = session.changes()
     _check_head(session, head, changes, baseline)
+    session.check_merged(changes)
     warnings: list[str] = []
     status, chosen, measured = _settle(session, status, result, given, force, changes, warnings)
     if status == "keep" and not baseline:

@@ -137,7 +137,10 @@ def status(session: Session) -> Status:
         branch = session.repo.current_branch() or "HEAD"
     warnings = [*session.warnings, *_session_problems(session, branch)]
     pending = None if session.read_only else _pending(session)
-    readonly_changed = [] if session.read_only else session.readonly_changed()
+    changes = None if session.read_only else session.changes()
+    unmerged = None if changes is None else session.unmerged_problem(changes)
+    warnings.extend([unmerged] if unmerged else [])
+    readonly_changed = [] if changes is None else session.readonly_changed(changes)
     warnings.extend(f"readonly file {path} differs from HEAD: the next measurement undoes the "
                     "change (it is saved on a ref first)" for path in readonly_changed)
     incumbent = None

@@ -32,7 +32,8 @@ EXIT_CODES: list[tuple[str, str, tuple[str, ...]]] = [
           "run, and nothing was changed.", (
         "not a git repository, a current folder that was removed (a shell left in a deleted "
         "build folder: the current folder no longer exists), no session",
-        "an edited configuration, a merge or rebase in progress, HEAD not on the session branch",
+        "an edited configuration, a merge or rebase in progress, a conflict git left unmerged "
+        "in the index (a git switch --merge that conflicted), HEAD not on the session branch",
         "HEAD moved while a run measured (switched, detached or committed by hand): nothing "
         "recorded",
         "the lock held too long by another command (GIT_AUTORESEARCH_LOCK_WAIT seconds, "

@@ -710,6 +710,30 @@ class Session:
         bar = (self.config.min_effect or 0.0) * abs(best.metric)
         return self.segment.better(metric, best.metric) and abs(metric - best.metric) > bar
 
+    def unmerged_problem(self, changes: Changes | None = None) -> str | None:
+        """What is wrong when git left paths unmerged in the index (a ``git switch --merge``
+        or ``git apply --3way`` that conflicted: no merge is in progress, but the conflict
+        markers are in the files, which a measurement would measure and a keep commit), and
+        the way out; None when there are none. ``changes`` saves surveying the work tree."""
+        unmerged = (self.changes() if changes is None else changes).unmerged
+        if not unmerged:
+            return None
+        import shlex
+
+        named = " ".join(shlex.quote(p) for p in unmerged[:5]) + \
+            (" ..." if len(unmerged) > 5 else "")
+        return (f"{named} {'is' if len(unmerged) == 1 else 'are'} unmerged: git left a "
+                "conflict there (a git switch --merge, say), its markers in the file; resolve "
+                f"it and mark it resolved with git add {named}, or take HEAD's version with git "
+                f"restore --staged --worktree {named} (paths from the top of the work tree)")
+
+    def check_merged(self, changes: Changes) -> None:
+        """Refuse (exit 3) while ``changes`` holds paths git left unmerged
+        (:meth:`unmerged_problem`), before anything is measured or recorded."""
+        problem = self.unmerged_problem(changes)
+        if problem:
+            raise Refused(f"{problem}; nothing was measured or recorded")
+
     def preflight(self) -> None:
         """Refuse (exit 3) before anything changes when the ledger, the session folder, the
         scratch folder or git's own folders (the index, HEAD, refs and objects: a repository

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import Tool, git, runs, start_args, write
+from conftest import Tool, git, ledger_lines, runs, start_args, write
 
 from git_autoresearch.decide.rules import inconclusive_reason
 from git_autoresearch.git import Repo
@@ -175,6 +175,39 @@ def test_recording_during_a_merge_is_refused_before_anything_changes(repo: Path,
         res = ar(repo, command, "-d", "x", "--metric", "90", expect=3)
         assert res.err.strip().endswith("a merge is in progress; finish or abort it first")
     assert (repo / "value.txt").read_text() == "90\n" and len(runs(repo)) == 1
+
+
+def test_a_conflict_git_left_in_the_index_is_refused_before_anything_is_measured_or_recorded(
+        repo: Path, ar: Tool) -> None:
+    """``git switch --merge`` (as a refusal off the session branch advises) can conflict: git
+    then leaves the file with conflict markers and unmerged in the index, with no MERGE_HEAD.
+    No command measures the markers or commits them: run, measure, keep, discard and crash refuse
+    (exit 3), naming the file; nothing is recorded and the conflict stays as git left it;
+    status and doctor say so."""
+    ar(repo, *start_args("--decision", "strict"))
+    write(repo / "value.txt", "90\n")
+    ar(repo, "keep", "-d", "ninety", "--metric", "90")
+    git(repo, "switch", "-q", "main")
+    write(repo / "value.txt", "95\n")
+    git(repo, "switch", "-q", "--merge", "autoresearch/s1")
+    conflicted = (repo / "value.txt").read_text()
+    assert "<<<<<<<" in conflicted and git(repo, "status", "--porcelain") == "UU value.txt"
+    lines = len(ledger_lines(repo))
+    head = git(repo, "rev-parse", "HEAD")
+    for command in (["run", "-d", "x"], ["measure"], ["keep", "-d", "x", "--metric", "80"],
+                    ["discard", "-d", "x"], ["crash", "-d", "x"]):
+        said = ar(repo, *command, expect=3).err
+        assert said.count("\n") == 1 and "Traceback" not in said, said
+        assert "value.txt" in said and "conflict" in said and "git add" in said, said
+    assert len(ledger_lines(repo)) == lines and git(repo, "rev-parse", "HEAD") == head
+    assert (repo / "value.txt").read_text() == conflicted
+    assert git(repo, "status", "--porcelain") == "UU value.txt"
+    assert any("value.txt" in w and "conflict" in w
+               for w in ar(repo, "status", "--json").json()["warnings"])
+    assert "value.txt" in ar(repo, "doctor", expect=3).out
+    write(repo / "value.txt", "80\n")  # resolved, and marked so
+    git(repo, "add", "value.txt")
+    assert ar(repo, "run", "-d", "resolved", "--json").json()["status"] == "keep"
 
 
 def test_a_keep_against_a_failed_baseline_is_refused(repo: Path, ar: Tool) -> None:
