@@ -328,7 +328,9 @@ def run_cmd(description: str | None, asi_pairs: tuple[str, ...], asi_json: str |
         emit_json("run", _record_json(recorded.record,
                                       [*_recovered_steer(recovered), before.steer, after.steer],
                                       said_once(before.warnings, notes,
-                                                _violation_notes(recorded.record),
+                                                _violation_notes(
+                                                    recorded.record,
+                                                    recorded.outside_at_record),
                                                 after.warnings), after, recorded.removed))
         return
     _print_recovered(recovered)
@@ -515,7 +517,7 @@ def _record_command(status: str) -> Callable[..., None]:
                                                      done.previous_best)
         assert recorded is not None and after is not None
         notes = (done.notes + session.warnings + recovered.warnings + recorded.warnings
-                 + _violation_notes(recorded.record))
+                 + _violation_notes(recorded.record, recorded.outside_at_record))
         if as_json:
             emit_json("run", _record_json(recorded.record,
                                           [*_recovered_steer(recovered), after.steer],
@@ -577,16 +579,25 @@ def _restore_hint(where: str) -> str:
     return f"; git restore --source={ref} -- ':(top,literal)<path>' brings one back"
 
 
-def _violation_notes(record: Mapping[str, Any]) -> list[str]:
+def _violation_notes(record: Mapping[str, Any], at_record: Sequence[str] = ()) -> list[str]:
     """A warning for an agent when some of its changes were outside the scope, or changed
     what defines success (readonly files), and were reverted: where they are saved, and the
-    command that brings a file back."""
+    command that brings a file back. ``at_record``: those outside the scope that the attempt
+    ref saved as the run was recorded (``Recorded.outside_at_record``), not a set-aside
+    before measuring."""
     where = _saved_at(record)
     back = _restore_hint(where)
     notes = []
-    if record.get("scope_violations"):
+    late = set(at_record)
+    before = [p for p in record.get("scope_violations") or [] if p not in late]
+    if before:
         notes.append(f"reverted changes outside the scope: "
-                     f"{paths_text(record['scope_violations'])} (saved at {where}{back})")
+                     f"{paths_text(before)} (saved at {where}{back})")
+    if late:
+        ref = str(record.get("attempt_ref"))
+        notes.append(f"reverted changes outside the scope as the run was recorded: "
+                     f"{paths_text(sorted(late))} (saved at {ref}"
+                     f"{_restore_hint(ref)})")
     if record.get("readonly_violations"):
         notes.append(f"undid changes to readonly files, which define success: "
                      f"{paths_text(record['readonly_violations'])} (saved at {where}{back})")

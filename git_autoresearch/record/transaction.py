@@ -64,6 +64,9 @@ class Recorded:
     # besides those its violations name.
     removed: list[str] = field(default_factory=list)
     reverted: bool = True  # False: a revert that found nothing to put back
+    # The paths outside the scope that the attempt ref saved as the run was recorded (changed
+    # while it was measured, or with no measurement), not a set-aside before measuring.
+    outside_at_record: list[str] = field(default_factory=list)
 
 
 def record(session: Session, status: str, description: str, *, result: Measurement | None,
@@ -170,9 +173,12 @@ def _record(session: Session, status: str, description: str, *, result: Measurem
     if measured is not None and chosen is not measured:
         _carry_dropped(draft, measured)
     _name_set_asides(session, draft)
+    aside_before = set(draft["scope_violations"])
     # What defines success and changed since (or without) a measurement: put back too.
     draft["readonly_violations"] = sorted({*draft["readonly_violations"],
                                            *session.readonly_changed(changes)})
+    if status != "keep":
+        _name_reverted_outside(session, draft, changes)
     fit_record(draft)  # refused here, before anything changes, if it cannot fit
     untracked_after = sorted({*changes.preexisting, *changes.staged_preexisting, *changes.nested,
                               *(p for p in changes.created if session.bounds.is_protected(p))})
@@ -195,7 +201,8 @@ def _record(session: Session, status: str, description: str, *, result: Measurem
         if moved:
             warnings.append(moved)
     named = {*draft["scope_violations"], *draft["readonly_violations"]}
-    return Recorded(written, warnings, [p for p in removed if p not in named], reverted)
+    return Recorded(written, warnings, [p for p in removed if p not in named], reverted,
+                    [p for p in draft["scope_violations"] if p not in aside_before])
 
 
 def _settle(session: Session, status: str, result: Measurement | None,
@@ -298,6 +305,16 @@ def _name_set_asides(session: Session, draft: RunRecord) -> None:
                                         *(p for p in outside if not bounds.is_readonly(p))})
     draft["readonly_violations"] = sorted({*draft["readonly_violations"],
                                            *(p for p in outside if bounds.is_readonly(p))})
+
+
+def _name_reverted_outside(session: Session, draft: RunRecord, changes: Changes) -> None:
+    """A revert's changes outside the scope (made while the run was measured, or with no
+    measurement), which its attempt ref saves with the rest: named among the violations of
+    run record ``draft``, as a keep names those it sets aside as it commits."""
+    bounds = session.bounds
+    draft["scope_violations"] = sorted({*draft["scope_violations"], *(
+        p for p in changes.changed() if not bounds.is_protected(p)
+        and not bounds.in_scope(p) and not bounds.is_readonly(p))})
 
 
 def _apply(session: Session, intent: intents.Intent, draft: RunRecord, changes: Changes,

@@ -71,6 +71,40 @@ def test_run_discards_regression_and_keeps_attempt(repo: Path, ar: Tool) -> None
     assert "-100\n+120" in shown and "src/new.py" in shown
 
 
+@pytest.mark.parametrize("value", ["90", "120"], ids=["keep", "discard"])
+def test_a_file_outside_the_scope_edited_while_a_run_measured_is_named_where_it_is_saved(
+        repo: Path, ar: Tool, value: str) -> None:
+    """A tracked file outside the scope edited by hand while the benchmark ran (here by the
+    benchmark itself): a keep sets it aside, a discard's revert takes it with the rest. Either
+    way the record lists it in ``scope_violations`` and a warning names the ref that saved it
+    (the attempt ref, not the set-aside of the changes outside the scope before measuring)
+    and the command that brings it back, which does (a discard said nothing of it, and its
+    ``scope_violations`` was empty)."""
+    write(repo / "bench.sh", "#!/bin/sh\n[ -e ../edit-now ] && echo 'by hand' >> README.md "
+          "&& rm ../edit-now\necho \"score: $(cat value.txt)\"\n", 0o755)
+    commit_all(repo, "a benchmark that edits the README")
+    ar(repo, *start_args("--decision", "strict", "--scope", "value.txt"))
+    write(repo / "value.txt", f"{value}\n")
+    write(repo / "src" / "lib.py", "set aside before measuring\n")
+    write(repo.parent / "edit-now", "")
+    record = ar(repo, "run", "-d", "the change", "--json").json()
+    assert record["status"] == ("keep" if value == "90" else "discard")
+    assert record["scope_violations"] == ["README.md", "src/lib.py"]
+    ref = record["attempt_ref"]
+    assert ref == "refs/autoresearch/s1/attempts/2"
+    assert git(repo, "show", f"{ref}:README.md") == "project\nby hand"
+    notes = [w for w in record["warnings"] if w.startswith("reverted changes outside")]
+    aside = "refs/autoresearch/s1/scope/2"
+    assert notes == [
+        f"reverted changes outside the scope: src/lib.py (saved at {aside}; git restore "
+        f"--source={aside} -- ':(top,literal)<path>' brings one back)",
+        f"reverted changes outside the scope as the run was recorded: README.md (saved at "
+        f"{ref}; git restore --source={ref} -- ':(top,literal)<path>' brings one back)"]
+    assert (repo / "README.md").read_text() == "project\n"
+    git(repo, "restore", f"--source={ref}", "--", ":(top,literal)README.md")
+    assert (repo / "README.md").read_text() == "project\nby hand\n"
+
+
 def test_a_run_refuses_to_keep_what_changed_after_its_measurement_ended(
         repo: Path, ar: Tool, tmp_path: Path) -> None:
     """Files changed after the measurement ended and before the run is recorded (a process the
