@@ -183,6 +183,9 @@ class Rule:
     head_samples: tuple[float, ...] = ()
     # sequential, HEAD no kept run's commit: the pool measured other code than HEAD
     other_code: bool = False
+    # How many of the pool's first samples are a number given by hand (keep --metric), not
+    # measured: the incumbent's own, when it was kept so.
+    given: int = 0
 
     @classmethod
     def of(cls, session: Session, *, baseline: bool = False, changed: bool = True) -> Rule:
@@ -218,9 +221,15 @@ class Rule:
         # The comparison decides before this many samples of the candidate (its first stage,
         # then one each pair at most).
         most = cfg.samples_at_most + cfg.pairs_at_most + 1
+        last = incumbent[0]
+        # (a keep by hand records the number given as its one sample, and no duration; the
+        # comparison's pool is the full pool's most recent part, the incumbent's own first)
+        given = len(last.data.get("samples") or []) \
+            if last is not None and last.data.get("duration_s") is None else 0
+        given = max(0, given - (len(pool) - len(comparison.pool)))
         return cls("sequential", cfg.direction, tuple(comparison.pool), most,
                    cfg.min_effect or 0.0, False, comparison, notes=notes,
-                   other_code=other is not None)
+                   other_code=other is not None, given=given)
 
     def enough(self, samples: list[float]) -> bool:
         """Whether the samples so far decide (always False without a pool: take them all);
@@ -271,18 +280,20 @@ class Rule:
         samples (:data:`FAR_FROM_POOL` and five times their spread) and nearer the run's
         ``samples``: the machine's speed moved that much, or the benchmark runs the work
         tree's code wherever it is started (an editable install, an absolute path), and the
-        incumbent's worktree measured the candidate's code; None otherwise."""
+        incumbent's worktree measured the candidate's code; None otherwise. A number given by
+        hand (:attr:`given`) is no earlier sample here: only measured ones are."""
         fresh = self.comparison.fresh if self.comparison is not None else []
-        if not fresh or not samples or not self.pool:
+        measured = list(self.pool[self.given:])
+        if not fresh or not samples or not measured:
             return None
-        was, now, run = median(list(self.pool)), median(fresh), median(list(samples))
-        spread = 1.4826 * mad(list(self.pool))
+        was, now, run = median(measured), median(fresh), median(list(samples))
+        spread = 1.4826 * mad(measured)
         if not was or abs(now - was) < max(FAR_FROM_POOL * abs(was), 5 * spread) \
                 or abs(now - run) >= abs(now - was):
             return None
-        return (f"the incumbent measured now ({json_number(now)}) is far from its "
-                f"{len(self.pool)} earlier samples ({json_number(was)}) and near this run's "
-                f"({json_number(run)}): either the machine's speed moved that much, or the "
+        return (f"the incumbent measured now ({now:.6g}) is far from its "
+                f"{len(measured)} earlier samples ({was:.6g}) and near this run's "
+                f"({run:.6g}): either the machine's speed moved that much, or the "
                 "benchmark does not measure the code of its worktree: does the benchmark run "
                 "the code of the folder it is started in? An editable install (pip install "
                 "-e) or an absolute path makes it run the work tree's code in the "

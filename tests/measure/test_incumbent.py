@@ -262,6 +262,23 @@ def test_a_benchmark_that_reads_the_work_tree_by_its_path_is_warned_of(
     assert "pip install -e" in said[0]
 
 
+def test_an_incumbent_kept_with_a_number_given_by_hand_is_not_blamed_on_the_benchmark(
+        repo: Path, ar: Tool) -> None:
+    """An incumbent kept by hand with ``keep --metric`` (as a stop rule's message suggests)
+    has for its only sample the number given, not a measurement: the incumbent measured
+    beside the next run is far from it by nature, which is no sign that the benchmark runs
+    the work tree's code. No such warning; a measured pool still warns
+    (:func:`test_a_benchmark_that_reads_the_work_tree_by_its_path_is_warned_of`)."""
+    cycling(repo)
+    ar(repo, *start_args("--scope", "value.txt"))
+    write(repo / "value.txt", "90\n")
+    ar(repo, "keep", "-d", "given by hand", "--metric", "17.5")
+    write(repo / "value.txt", "85\n")
+    done = ar(repo, "run", "-d", "a small gain", "--json").json()
+    assert done["decision"]["incumbent_fresh"], done
+    assert not [w for w in done["warnings"] if "far from its" in w], done["warnings"]
+
+
 def test_an_incumbent_that_cannot_be_measured_beside_falls_back_to_the_pool_and_says_so(
         repo: Path, ar: Tool, tmp_path: Path) -> None:
     # Without the shared data folder, the benchmark fails in the incumbent's worktree.
