@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from conftest import Tool, git, ledger_lines, runs, start_args, write
 
 
@@ -237,6 +238,36 @@ def test_amend_of_the_last_keep(repo: Path, ar: Tool) -> None:
             + f',"commit_before_rewrite":"{before[3]}"}}'
     assert ar(repo, "doctor", "--json").json()["findings"] == []
     assert ledger_lines(repo)[0]["type"] == "config"
+
+
+@pytest.mark.parametrize("way", ["reset", "trailers"])
+def test_a_keep_reworded_without_its_trailers_names_the_way_back(repo: Path, ar: Tool,
+                                                                 way: str) -> None:
+    """``git commit --amend -m`` of the last keep drops its trailers: doctor (exit 3) and
+    status name the commit that holds the same change without them, and the two ways back
+    (they said only that the keep is not on the branch, and doctor stayed at exit 3 for the
+    rest of the session): ``git reset --soft`` to the kept commit, or the trailers put back
+    on the reworded commit, which doctor --fix then records. Either clears it."""
+    before = _session_with_keeps(repo, ar)
+    kept = git(repo, "rev-parse", before[3])
+    git(repo, "commit", "-q", "--amend", "-m", "value 80, reworded by hand")
+    reworded = git(repo, "rev-parse", "--short=7", "HEAD")
+    found = [f["problem"] for f in ar(repo, "doctor", "--json", expect=3).json()["findings"]]
+    said = (f"run 3 is recorded as kept at {before[3]}, which is not on autoresearch/s1: its "
+            f"commit {reworded} there holds the same change without its trailers (reworded by "
+            f"hand?); git reset --soft {before[3]} puts the kept commit back, or reword it "
+            f"keeping the trailer lines git show -s --format=%(trailers) {before[3]} prints "
+            "(git autoresearch doctor --fix then records it)")
+    assert found == [said], found
+    assert said in ar(repo, "status", "--json").json()["warnings"]
+    if way == "reset":
+        git(repo, "reset", "-q", "--soft", before[3])
+    else:
+        trailers = git(repo, "show", "-s", "--format=%(trailers)", kept)
+        git(repo, "commit", "-q", "--amend", "-m", f"value 80, reworded by hand\n\n{trailers}")
+        ar(repo, "doctor", "--fix")
+    assert ar(repo, "doctor", "--json").json()["findings"] == []
+    assert ar(repo, "status", "--json").json()["warnings"] == []
 
 
 def test_status_warns_when_a_pi_keep_is_on_no_branch(repo: Path, ar: Tool) -> None:
