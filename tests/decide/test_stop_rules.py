@@ -144,6 +144,12 @@ def test_failures_in_a_row_stop_the_loop(repo: Path, ar: Tool) -> None:
     assert [(e["rule"], e["reason"], e["next_run"], e["command"]) for e in stopped(repo)] == \
         [("max_failures_in_a_row", reason, 6, "measure")]
     assert f"stop rule   {reason}: the next run exits 4\n" in ar(repo, "status").out
+    # A discard recorded by hand ends the row, as run(1) says: the loop goes on.
+    ar(repo, "discard", "-d", "the last change, by hand")
+    assert ar(repo, "status", "--json").json()["stop_rule"] is None
+    assert not (repo / "fail-checks").exists()  # (the discard took it with the rest)
+    write(repo / "value.txt", "80\n")
+    assert ar(repo, "run", "-d", "on again", "--json").json()["status"] == "keep"
 
 
 def test_a_shell_loop_ends_by_itself_once_the_build_keeps_failing(repo: Path) -> None:
