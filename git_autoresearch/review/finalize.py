@@ -53,10 +53,9 @@ from ..session.command_files import script_paths
 from ..session.config import Config
 from ..session.session import Session
 from .audit import CRASH, Audit, Target, effect_json, run_audit, segment_config
-from .report import audits
+from .report import DROPPED_VERDICTS, audits
 
 FOLDER_PREFIX = "final-"  # <scratch>/final-<pid>: one finalize's worktree
-DROPPED_VERDICTS = ("within noise", "regression")  # an audit's words that drop a keep
 
 
 @dataclass(frozen=True)

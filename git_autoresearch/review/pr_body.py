@@ -9,6 +9,8 @@ from ..ledger import Ledger, Run, Segment
 from ..ledger.stats import median
 from .plot import axis_label
 from .report import (
+    DROPPED_VERDICTS,
+    audits,
     decision_text,
     effect_of,
     fmt,
@@ -54,7 +56,8 @@ def render(book: Ledger, final: dict[str, Any], *, goal: str, metric_name: str, 
            f"`{final.get('base')}`{onto} as branch `{final.get('branch')}` "
            f"(`{final.get('commit')}`).", ""]
     segments = {run.number: segment for segment in book.segments for run in segment.runs}
-    out += _result(final, u) + _kept(replayed, runs, segments, unit) + _left_out(final, runs)
+    out += _result(final, u) + _kept(replayed, runs, segments, unit, audits(book))
+    out += _left_out(final, runs)
     out += _by_hand(final)
     out += _tried(covered) + _crashes(covered)
     measure = [command, *([metric_command] if metric_command else [])]
@@ -143,13 +146,15 @@ def _result(final: dict[str, Any], u: str) -> list[str]:
 
 
 def _kept(replayed: list[dict[str, Any]], runs: dict[int, Run], segments: dict[int, Segment],
-          unit: str) -> list[str]:
+          unit: str, audited: dict[int, list[dict[str, Any]]]) -> list[str]:
     """The table of the kept changes replayed: each one's metric in its segment's unit
-    (``unit`` where the header records none), and its change against the keep before it, when
+    (``unit`` where the header records none), its change against the keep before it, when
     that one was measured alike (:meth:`Segment.measured_like`; ``- (another measurement)``
-    otherwise)."""
+    otherwise), and its latest audit's verdict (``audited``: :func:`report.audits`); below
+    it, the keeps replayed although an audit found them within noise or a regression."""
     out = ["## Kept changes", "", "| run | commit | metric | vs keep before | decision | "
-           "description |", "|---:|---|---:|---:|---|---|"]
+           "audit | description |", "|---:|---|---:|---:|---|---|---|"]
+    doubted: dict[str, list[int]] = {}
     before: Run | None = None
     for entry in replayed:
         run = runs.get(entry.get("run", -1))
@@ -161,11 +166,23 @@ def _kept(replayed: list[dict[str, Any]], runs: dict[int, Run], segments: dict[i
             change = "- (another measurement)"
         elif before is not None and before.metric and run.metric is not None:
             change = f"{(run.metric - before.metric) / abs(before.metric) * 100:+.2f}%"
+        verdict = str((audited.get(run.number) or [{}])[-1].get("verdict") or "-")
+        if verdict in DROPPED_VERDICTS:
+            doubted.setdefault(verdict, []).append(run.number)
         out.append(f"| {run.number} | `{str(entry.get('commit') or '')[:7]}` | "
                    f"{fmt(run.metric)}{unit_suffix(segment, unit)} | {change} | "
-                   f"{_cell(decision_text(run))} | {_cell(run.description)} |")
+                   f"{_cell(decision_text(run))} | {_cell(verdict)} | "
+                   f"{_cell(run.description)} |")
         before = run if run.metric is not None else before
-    return [*out, ""]
+    out.append("")
+    for verdict, numbers in doubted.items():
+        named = ", ".join(map(str, numbers[:-1])) + (" and " if len(numbers) > 1 else "") \
+            + str(numbers[-1])
+        out += [f"{'Runs' if len(numbers) > 1 else 'Run'} {named} "
+                f"{'were' if len(numbers) > 1 else 'was'} found "
+                f"{'a ' if verdict == 'regression' else ''}{verdict} by an audit and "
+                "replayed all the same (--include-noise or --only).", ""]
+    return out
 
 
 def _left_out(final: dict[str, Any], runs: dict[int, Run]) -> list[str]:

@@ -94,6 +94,8 @@ def touched(record: Any) -> list[str] | None:
     return None if found is None else list(found)
 
 
+# An audit's words that leave a keep out of finalize (unless --include-noise).
+DROPPED_VERDICTS = ("within noise", "regression")
 # An audited keep's mark in the run table, by the latest audit's verdict.
 AUDIT_MARKS = {"confirmed": "✓", "within noise": "~", "regression": "✗", "crash": "!",
                "too few samples": "?"}

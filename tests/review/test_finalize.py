@@ -177,8 +177,15 @@ def test_a_keep_an_audit_found_within_noise_is_left_out_unless_asked(repo: Path,
                "--json")
     assert again.json()["runs"] == [2, 4, 6]
     # The notes' command to measure again replays the same keeps: the options are given.
+    body = (repo / ".auto" / "final.md").read_text()
     assert "`git autoresearch finalize --force --drop 3 --include-noise` measures both again" \
-        in (repo / ".auto" / "final.md").read_text()
+        in body
+    # The reviewer reads that an audit found run 6 within noise, in its row and below the
+    # table (final.md said "better" for it and nothing of the audit).
+    row = next(line for line in body.splitlines() if line.startswith("| 6 |"))
+    assert "| within noise |" in row, row
+    assert "Run 6 was found within noise by an audit and replayed all the same " \
+        "(--include-noise or --only)." in body
 
 
 def test_unknown_runs_and_a_session_without_keeps_are_refused(repo: Path, ar: Tool) -> None:
