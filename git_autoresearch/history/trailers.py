@@ -502,22 +502,24 @@ def reconcile(repo: Repo, book: Ledger, branch: str, base: str | None,
                             "by hand or by another tool?)")
         elif commit not in on_branch:
             problems.append(f"run {number} is recorded as kept at {commit}, which is not on "
-                            f"{branch}" + _reworded(repo, commit, base, branch))
+                            f"{branch}" + _way_back(repo, commit, base, branch))
     return Reconciliation(problems)
 
 
-def _reworded(repo: Repo, commit: str, base: str | None, branch: str) -> str:
-    """The way back for a keep ``commit`` that is not on ``branch`` when a commit there holds
-    the same change (its tree, on its parent) without its trailers: reworded by hand (``git
-    commit --amend -m``, a rebase's reword), which drops them, and finalize with them. Empty
-    when no commit there does."""
+def _way_back(repo: Repo, commit: str, base: str | None, branch: str) -> str:
+    """The way back for a keep ``commit`` that is not on ``branch``: when a commit there holds
+    the same change (its tree, on its parent) without its trailers, reworded by hand (``git
+    commit --amend -m``, a rebase's reword), which drops them, and finalize with them; when
+    the branch was moved back past it (``git reset``), a fast-forward. Empty otherwise."""
     was = repo.log_fields(f"{commit}^!", ["%T", "%P"])
+    if not was:
+        return ""
     listed = repo.log_fields(f"{base}..{branch}" if base else branch, ["%H", "%T", "%P"])
-    if not was or not listed:
-        return ""
-    same = next((oid for oid, tree, parents in listed if [tree, parents] == was[0]), None)
+    same = next((oid for oid, tree, parents in listed or [] if [tree, parents] == was[0]), None)
     if same is None:
-        return ""
+        return (f": the branch was moved back past it by hand (git reset?); git merge "
+                f"--ff-only {commit} brings the keep back") \
+            if repo.is_ancestor(branch, commit) else ""
     return (f": its commit {same[:7]} there holds the same change without its trailers "
             f"(reworded by hand?); git reset --soft {commit} puts the kept commit back, or "
             f"reword it keeping the trailer lines git show -s --format=%(trailers) {commit} "

@@ -270,6 +270,23 @@ def test_a_keep_reworded_without_its_trailers_names_the_way_back(repo: Path, ar:
     assert ar(repo, "status", "--json").json()["warnings"] == []
 
 
+def test_a_keep_the_branch_was_reset_past_names_the_fast_forward_back(repo: Path,
+                                                                      ar: Tool) -> None:
+    """``git reset --hard HEAD~`` drops the last keep from the branch: doctor and status name
+    the fast-forward that brings it back (they said only that it is not on the branch), and
+    it does."""
+    before = _session_with_keeps(repo, ar)
+    git(repo, "reset", "-q", "--hard", "HEAD~")
+    said = (f"run 3 is recorded as kept at {before[3]}, which is not on autoresearch/s1: the "
+            "branch was moved back past it by hand (git reset?); git merge --ff-only "
+            f"{before[3]} brings the keep back")
+    assert [f["problem"] for f in ar(repo, "doctor", "--json", expect=3).json()["findings"]
+            ] == [said]
+    assert said in ar(repo, "status", "--json").json()["warnings"]
+    git(repo, "merge", "-q", "--ff-only", before[3])
+    assert ar(repo, "doctor", "--json").json()["findings"] == []
+
+
 def test_status_warns_when_a_pi_keep_is_on_no_branch(repo: Path, ar: Tool) -> None:
     """A pi-autoresearch session read in place, its keep amended afterwards: the record's
     commit (pi-autoresearch 1.6.2, extensions/pi-autoresearch/index.ts:2404) is on no branch
