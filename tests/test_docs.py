@@ -145,7 +145,7 @@ FOREIGN_OPTIONS = {
     "--grep", "--oneline", "--format", "--benchmark-json", "--export-json", "--no-verify",
     "--amend", "--global", "--user", "--editable", "--worktree", "--git-path", "--show-toplevel",
     "--local", "--hard", "--seed", "--merge", "--auto", "--filter", "--dependency", "--export",
-    "--detach", "--cached", "--soft", "--staged",
+    "--detach", "--cached", "--soft", "--staged", "--ff-only",
 }
 
 
