@@ -157,8 +157,12 @@ def _unrecorded_note(session: Session, then: str = STOPPED) -> str:
 
 def unrecorded_text(session: Session, then: str = STOPPED) -> str | None:
     """What to say of the changes in the work tree no run recorded (the paths the next run
-    would measure, up to three), and ``then`` what to do; None when there is none."""
+    would measure, up to three), and ``then`` what to do; a conflict git left unmerged there
+    instead, which no run measures (:meth:`Session.unmerged_problem`); None when there is
+    none."""
     changes = session.changes()
+    if changes.unmerged:
+        return session.unmerged_problem(changes)
     changed = [p for p in changes.changed() if not session.bounds.is_protected(p)]
     if not changed:
         return None

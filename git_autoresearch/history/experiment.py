@@ -57,9 +57,9 @@ class Changes:
     # (None on a detached HEAD), for the record to find HEAD where its run was measured.
     head: str | None = None
     branch: str | None = None
-    # Paths git left unmerged in the index (a conflict, its markers in the file): among
-    # ``tracked`` too.
-    unmerged: list[str] = field(default_factory=list)
+    # Paths git left unmerged in the index (a conflict), with their codes as git status
+    # --short gives them (``UU``, ``DU``, ...): among ``tracked`` too.
+    unmerged: dict[str, str] = field(default_factory=dict)
 
     def changed(self) -> list[str]:
         return [*self.tracked, *self.created]
@@ -118,7 +118,7 @@ def survey(repo: Repo, before: Snapshot | None) -> Changes:
             (changes.preexisting if known else changes.created).append(entry.path)
             continue
         if entry.unmerged:
-            changes.unmerged.append(entry.path)
+            changes.unmerged[entry.path] = entry.index + entry.worktree
         # "A" in the index column: staged, not in HEAD; in the work tree column: intent to add.
         new = entry.index == "A" or entry.worktree == "A"
         if new and before is not None and before.covers(entry.path):

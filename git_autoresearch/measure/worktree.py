@@ -515,7 +515,9 @@ def _keep_pending(session: Session, result: Measurement, before: Changes) -> Mea
         committed = set(session.repo.changed_paths(result.head, after.head)) \
             if result.head and after.head and after.head != result.head else set()
         result = dataclasses.replace(result, fingerprint=fingerprint(session, after,
-                                                                     also=committed))
+                                                                     also=committed),
+                                     warnings=[*result.warnings, *_head_moved(session, result,
+                                                                             after)])
         session.repo.scratch.mkdir(parents=True, exist_ok=True)
         data = result.to_dict()
         data["config_hash"] = file_hash(session.config_bytes)
@@ -523,6 +525,19 @@ def _keep_pending(session: Session, result: Measurement, before: Changes) -> Mea
     except (WriteFailed, DiskFull) as exc:  # a benchmark that filled the disk, say
         raise _not_measured(exc.message, result.scope_ref) from None
     return result
+
+
+def _head_moved(session: Session, result: Measurement, after: Changes) -> list[str]:
+    """A warning when HEAD moved while ``result`` was measured (``after``: the survey that
+    ended it): keep and discard use it only on the commit it was measured on, and how to get
+    back there."""
+    if not (result.head and after.head) or after.head == result.head:
+        return []
+    was, now = result.head[:7], after.head[:7]
+    way = (f"git switch --merge {session.branch} goes back" if after.branch != session.branch
+           else f"git reset --soft {was} takes back what was committed meanwhile")
+    return [f"HEAD moved from {was} to {now} while this measured (by hand?): keep and discard "
+            f"use the measurement only once HEAD is at {was} again ({way})"]
 
 
 def _not_measured(problem: str, scope_ref: str | None) -> Refused:
@@ -577,8 +592,11 @@ def _dropped_why(session: Session, data: dict[str, Any]) -> str | None:
     head, now = data.get("head"), session.head()
     if head != now:
         taken = f" on {head[:7]}" if isinstance(head, str) else ""
+        back = f"; git reset --soft {head[:7]} takes back what was committed since, where it " \
+            "counts again" if isinstance(head, str) and now is not None \
+            and session.repo.is_ancestor(head, now) else ""
         return (f"the measurement taken{taken} was dropped: HEAD moved since (to "
-                f"{session.repo.short(now)})")
+                f"{session.repo.short(now)}{back})")
     return None
 
 

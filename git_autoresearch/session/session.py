@@ -712,20 +712,29 @@ class Session:
 
     def unmerged_problem(self, changes: Changes | None = None) -> str | None:
         """What is wrong when git left paths unmerged in the index (a ``git switch --merge``
-        or ``git apply --3way`` that conflicted: no merge is in progress, but the conflict
-        markers are in the files, which a measurement would measure and a keep commit), and
-        the way out; None when there are none. ``changes`` saves surveying the work tree."""
+        or ``git apply --3way`` that conflicted: no merge is in progress, but a measurement
+        would measure the conflict and a keep commit it), and the ways out: mark it resolved,
+        or take HEAD's side (``git restore`` of HEAD's version; ``git rm`` of a path HEAD
+        does not have, for git restore refuses it); None when there are none. ``changes``
+        saves surveying the work tree."""
         unmerged = (self.changes() if changes is None else changes).unmerged
         if not unmerged:
             return None
         import shlex
 
-        named = " ".join(shlex.quote(p) for p in unmerged[:5]) + \
-            (" ..." if len(unmerged) > 5 else "")
-        return (f"{named} {'is' if len(unmerged) == 1 else 'are'} unmerged: git left a "
-                "conflict there (a git switch --merge, say), its markers in the file; resolve "
-                f"it and mark it resolved with git add {named}, or take HEAD's version with git "
-                f"restore --staged --worktree {named} (paths from the top of the work tree)")
+        def named(paths: list[str]) -> str:
+            return " ".join(shlex.quote(p) for p in paths[:5]) + \
+                (" ..." if len(paths) > 5 else "")
+
+        # (ours, HEAD's side, is the first letter: D deleted, or U with A added by them)
+        absent = [p for p, code in unmerged.items() if code in ("DU", "DD", "UA")]
+        present = [p for p in unmerged if p not in absent]
+        ways = ([f"git restore --staged --worktree {named(present)}"] if present else []) + \
+            ([f"git rm {named(absent)} (HEAD has no such file)"] if absent else [])
+        return (f"{named(list(unmerged))} {'is' if len(unmerged) == 1 else 'are'} unmerged: "
+                "git left a conflict there (a git switch --merge that conflicted, say); resolve "
+                "it and mark it resolved with git add (or git rm), or take HEAD's side with "
+                + " and ".join(ways) + " (paths from the top of the work tree)")
 
     def check_merged(self, changes: Changes) -> None:
         """Refuse (exit 3) while ``changes`` holds paths git left unmerged

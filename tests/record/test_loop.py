@@ -225,6 +225,31 @@ def test_a_commit_by_hand_while_the_benchmark_ran_taken_back_leaves_its_measurem
     assert git(repo, "show", "HEAD:value.txt") == "90"
 
 
+def test_a_measure_whose_head_moved_says_so_and_keep_names_the_way_back(
+        repo: Path, ar: Tool) -> None:
+    """The same commit by hand while ``measure`` ran: measure says HEAD moved and what brings
+    the measurement back (it said nothing of it), keep refuses naming ``git reset --soft``
+    too, and after it keep records the measurement."""
+    ar(repo, *start_args("--decision", "strict"))
+    write(repo / "bench.sh", "#!/bin/sh\n[ -e ../commit-now ] && git commit -qam 'by hand' "
+          "&& rm ../commit-now\necho \"score: $(cat value.txt)\"\n", 0o755)
+    git(repo, "update-index", "--chmod=+x", "bench.sh")
+    git(repo, "commit", "-qm", "a benchmark that commits", "--", "bench.sh")
+    ar(repo, "keep", "-d", "the benchmark", "--metric", "100")
+    start = git(repo, "rev-parse", "HEAD")
+    write(repo / "value.txt", "90\n")
+    write(repo.parent / "commit-now", "")
+    warnings = ar(repo, "measure", "--json").json()["warnings"]
+    hand = git(repo, "rev-parse", "HEAD")
+    assert any(f"HEAD moved from {start[:7]} to {hand[:7]} while this measured" in w
+               and f"git reset --soft {start[:7]}" in w for w in warnings), warnings
+    said = ar(repo, "keep", "-d", "the change", expect=3).err
+    assert f"git reset --soft {start[:7]}" in said, said
+    git(repo, "reset", "-q", "--soft", start)
+    done = ar(repo, "keep", "-d", "the change", "--json").json()
+    assert (done["status"], done["metric"], done["samples"]) == ("keep", 90, [90])
+
+
 def test_a_start_whose_head_moved_during_its_baseline_names_the_way_on(
         repo: Path, ar: Tool) -> None:
     """HEAD switched to another branch while start measured the baseline (here by the
@@ -1277,8 +1302,9 @@ def test_a_keep_after_head_moved_says_why_the_measurement_is_gone(repo: Path, ar
     git(repo, "commit", "-qam", "by hand")
     err = ar(repo, "keep", "-d", "k", expect=3).err
     assert err == (f"git autoresearch: nothing to keep: the measurement taken on {measured} was "
-                   f"dropped: HEAD moved since (to {git(repo, 'rev-parse', '--short', 'HEAD')})"
-                   "; run git autoresearch measure again, or pass --metric VALUE\n")
+                   f"dropped: HEAD moved since (to {git(repo, 'rev-parse', '--short', 'HEAD')}; "
+                   f"git reset --soft {measured} takes back what was committed since, where it "
+                   "counts again); run git autoresearch measure again, or pass --metric VALUE\n")
 
 
 def test_a_discard_of_no_change_does_not_say_it_reverted(repo: Path, ar: Tool) -> None:

@@ -183,7 +183,7 @@ def test_a_conflict_git_left_in_the_index_is_refused_before_anything_is_measured
     then leaves the file with conflict markers and unmerged in the index, with no MERGE_HEAD.
     No command measures the markers or commits them: run, measure, keep, discard and crash refuse
     (exit 3), naming the file; nothing is recorded and the conflict stays as git left it;
-    status and doctor say so."""
+    status, doctor and resume say so (resume said the next run measures it)."""
     ar(repo, *start_args("--decision", "strict"))
     write(repo / "value.txt", "90\n")
     ar(repo, "keep", "-d", "ninety", "--metric", "90")
@@ -205,9 +205,33 @@ def test_a_conflict_git_left_in_the_index_is_refused_before_anything_is_measured
     assert any("value.txt" in w and "conflict" in w
                for w in ar(repo, "status", "--json").json()["warnings"])
     assert "value.txt" in ar(repo, "doctor", expect=3).out
+    said = ar(repo, "resume", "--json").json()["warnings"]
+    assert any("value.txt is unmerged" in w for w in said), said
+    assert not any("the next run measures them" in w for w in said), said
     write(repo / "value.txt", "80\n")  # resolved, and marked so
     git(repo, "add", "value.txt")
     assert ar(repo, "run", "-d", "resolved", "--json").json()["status"] == "keep"
+
+
+def test_a_conflict_on_a_file_head_deleted_names_git_rm_to_take_heads_side(
+        repo: Path, ar: Tool) -> None:
+    """A file the session deleted and the other side edited is unmerged as "deleted by us"
+    (``DU``): HEAD has no such file, so ``git restore --staged --worktree`` fails on it ("path
+    is unmerged") where ``git rm`` takes HEAD's side; the refusal names that, and it works."""
+    ar(repo, *start_args("--decision", "strict"))
+    (repo / "README.md").unlink()
+    write(repo / "value.txt", "90\n")
+    ar(repo, "keep", "-d", "no README", "--metric", "90")
+    git(repo, "switch", "-q", "main")
+    write(repo / "README.md", "edited on main\n")
+    git(repo, "switch", "-q", "--merge", "autoresearch/s1")
+    assert git(repo, "status", "--porcelain") == "DU README.md"
+    said = ar(repo, "run", "-d", "x", expect=3).err
+    assert "git rm README.md" in said and "restore --staged --worktree README.md" not in said, \
+        said
+    git(repo, "rm", "-q", "README.md")
+    write(repo / "value.txt", "80\n")
+    assert ar(repo, "run", "-d", "on again", "--json").json()["status"] == "keep"
 
 
 def test_a_keep_against_a_failed_baseline_is_refused(repo: Path, ar: Tool) -> None:
