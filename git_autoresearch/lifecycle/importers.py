@@ -20,7 +20,6 @@ repository holding the file or in the current one, else None.
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +27,7 @@ from typing import Any
 
 from ..ledger import dumps
 from ..ledger.records import RunRecord, run_record
-from ..review.report import METRICS_SUFFIX, NO_METRICS
+from ..review.report import split_metrics, text_number
 from ..runtime.errors import Refused, UsageError
 
 STATUS_WORDS = {"keep": "keep", "kept": "keep", "discard": "discard", "discarded": "discard",
@@ -39,17 +38,6 @@ KARPATHY = "karpathy/autoresearch"
 LOOP_SEED = "autoresearch loop seed"
 # How karpathy's analysis.ipynb reads results.tsv, named in the warnings.
 PANDAS = "pandas' read_csv, as karpathy's analysis.ipynb calls it,"
-
-
-def _number(text: str) -> float | int | None:
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    if not math.isfinite(value):
-        return None
-    return int(value) if value == int(value) and "." not in text and "e" not in text.lower() \
-        else value
 
 
 def _text(path: Path) -> str:
@@ -178,28 +166,6 @@ def _cell(row: Row, column: str) -> str:
     return (row.cells.get(column) or "").strip()
 
 
-def split_metrics(description: str) -> tuple[str, dict[str, int | float]]:
-    """A description without its ``[name=value, ...]`` suffix
-    (:data:`review.report.METRICS_SUFFIX`), and the metrics the suffix held; the description
-    unchanged and no metrics when it has no such suffix or one of its values is not a finite
-    number. An empty ``[]`` after such a suffix (``log --tsv``'s, on a run with no metrics)
-    is dropped, and the suffix before it left in the description."""
-    if description.endswith(NO_METRICS) \
-            and METRICS_SUFFIX.search(description[:-len(NO_METRICS)]):
-        return description[:-len(NO_METRICS)], {}
-    found = METRICS_SUFFIX.search(description)
-    if not found:
-        return description, {}
-    metrics: dict[str, int | float] = {}
-    for item in found.group(1).split(","):
-        name, sep, value = item.rpartition("=")
-        number = _number(value.strip())
-        if not sep or not name.strip() or number is None:
-            return description, {}
-        metrics[name.strip()] = number
-    return description[:found.start()], metrics
-
-
 class _Times:
     """Committer times, in epoch milliseconds, of the commits rows name, looked up in the
     repository holding the file and in the current one (:meth:`Repo.commit_times`)."""
@@ -249,7 +215,7 @@ def _tsv_runs(path: Path, rows: list[Row], metric_column: str, source: str, time
                                 "written (read as a keep, as pi-autoresearch reads it)")
             status = word or "unknown"
         raw = _cell(row, metric_column)
-        metric = _number(raw)
+        metric = text_number(raw)
         if metric is None and status != "crash" and raw not in ("", "-"):
             raise UsageError(f"{path}:{row.line}: {metric_column} {raw!r} is not a finite "
                              "number")
@@ -258,7 +224,7 @@ def _tsv_runs(path: Path, rows: list[Row], metric_column: str, source: str, time
         metrics: dict[str, Any] = {
             k: n for k, v in extras.items()
             if k not in (metric_column, "experiment", "duration_s", "commit", "description")
-            and (n := _number((v or "").strip())) is not None}
+            and (n := text_number((v or "").strip())) is not None}
         if source == LOOP_SEED:
             description, suffix = split_metrics(description)
             metrics.update(suffix)
@@ -271,7 +237,7 @@ def _tsv_runs(path: Path, rows: list[Row], metric_column: str, source: str, time
                             _tsv_metric(status, metric), metrics, status,
                             "" if description == "-" else description, times.of(commit), 0,
                             imported_from=source, source_row=extras)
-        duration = _number(_cell(row, "duration_s"))
+        duration = text_number(_cell(row, "duration_s"))
         if duration is not None:
             record["duration_s"] = duration
         runs.append(record)
@@ -365,7 +331,7 @@ def _loop_seed_lines(path: Path, rows: list[Row], direction: str | None, times: 
                                      "experiment": experiment}
             description = _cell(row, "description")
             event["description"] = "" if description == "-" else description
-            duration = _number(_cell(row, "duration_s"))
+            duration = text_number(_cell(row, "duration_s"))
             if duration is not None:
                 event["duration_s"] = duration
             event.update(imported_from=LOOP_SEED, source_row=dict(row.cells))

@@ -202,6 +202,53 @@ def _tsv_number(value: Any) -> str:
     return "-" if number is None or not math.isfinite(number) else number_text(number)
 
 
+def text_number(text: str) -> float | int | None:
+    """The finite number ``text`` writes (an int when it has no ``.`` nor exponent), or
+    None."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    if not math.isfinite(value):
+        return None
+    return int(value) if value == int(value) and "." not in text and "e" not in text.lower() \
+        else value
+
+
+def split_metrics(description: str) -> tuple[str, dict[str, int | float]]:
+    """A results.tsv description without its ``[name=value, ...]`` suffix
+    (:data:`METRICS_SUFFIX`), and the metrics the suffix held; the description unchanged and
+    no metrics when it has no such suffix or one of its values is not a finite number. An
+    empty ``[]`` at the end (:data:`NO_METRICS`) is dropped when what it follows would be
+    read otherwise (:func:`tsv` writes it after such a description of a run with no
+    metrics), and that is left whole: so every description :func:`tsv` writes reads back."""
+    if description.endswith(NO_METRICS):
+        rest = description[:-len(NO_METRICS)]
+        if split_metrics(rest) != (rest, {}):
+            return rest, {}
+    found = METRICS_SUFFIX.search(description)
+    if not found:
+        return description, {}
+    metrics: dict[str, int | float] = {}
+    for item in found.group(1).split(","):
+        name, sep, value = item.rpartition("=")
+        number = text_number(value.strip())
+        if not sep or not name.strip() or number is None:
+            return description, {}
+        metrics[name.strip()] = number
+    return description[:found.start()], metrics
+
+
+def tsv_description(description: str, metrics: list[str]) -> str:
+    """A run's one-line ``description`` as :func:`tsv` writes it, its leading and trailing
+    spaces gone: with its secondary ``metrics`` (``name=value`` texts) as the suffix, or,
+    with none, an empty ``[]`` after it when :func:`split_metrics` would read it otherwise."""
+    text = description.strip()
+    if metrics:
+        return f"{text} [{', '.join(metrics)}]"
+    return text + NO_METRICS if split_metrics(text) != (text, {}) else text
+
+
 def _field(text: str) -> str:
     """``text`` as a field of the tab-separated file: quoted as CSV quotes (``"`` doubled)
     when it begins with a double quote, which pandas' ``read_csv`` (karpathy's
@@ -230,7 +277,8 @@ def tsv(rows: list[tuple[Run, Segment]], stops: list[dict[str, Any]] | None = No
     as the same run); ``-`` for the commit of a non-kept run and the metric of a crash; numbers with
     every digit (:func:`ledger.jsontext.number_text`); secondary metrics appended to the description
     as ``[name=value, ...]`` (the numeric ones, as the seed's ``METRIC`` lines are; an empty
-    ``[]`` after a description with none that ends as such a suffix would); a field
+    ``[]`` after a description with none that :func:`split_metrics` would read otherwise); a
+    field
     that begins with ``"`` quoted (:func:`_field`); each of ``stops`` (``stopped`` events,
     :func:`stops_among`) a ``stopped`` row before the run it stopped ahead of.
     ``git autoresearch import`` reads it back."""
@@ -246,14 +294,10 @@ def tsv(rows: list[tuple[Run, Segment]], stops: list[dict[str, Any]] | None = No
     for run, _ in rows:
         while pending and int(pending[0]["next_run"]) <= run.number:
             lines.append(_stop_row(pending.pop(0)))
-        desc = one_line(run.description)
         metrics = run.data.get("metrics") or {}
         numeric = [f"{one_line(str(k))}={_tsv_number(v)}" for k, v in metrics.items()
                    if as_number(v) is not None] if isinstance(metrics, dict) else []
-        if numeric:
-            desc += " [" + ", ".join(numeric) + "]"
-        elif METRICS_SUFFIX.search(desc):
-            desc = desc.rstrip() + NO_METRICS
+        desc = tsv_description(one_line(run.description), numeric)
         experiment = run.data.get("experiment")
         lines.append("\t".join([
             str(experiment) if isinstance(experiment, int) and not isinstance(experiment, bool)
@@ -262,7 +306,7 @@ def tsv(rows: list[tuple[Run, Segment]], stops: list[dict[str, Any]] | None = No
             "-" if run.metric is None else _tsv_number(run.metric),
             run.status,
             _tsv_number(run.data.get("duration_s")),
-            _field(desc.strip()) or "-",
+            _field(desc) or "-",
         ]))
     lines.extend(_stop_row(event) for event in pending)
     return "\n".join(lines) + "\n"

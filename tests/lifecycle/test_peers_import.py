@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 from conftest import FIXTURES_DIR, Tool, git, ledger_lines, start_args, write
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 KARPATHY = FIXTURES_DIR / "karpathy-results.tsv"
 LOOP_SEED = FIXTURES_DIR / "loop-seed-session"
@@ -271,10 +273,15 @@ def test_a_description_that_ends_like_a_metrics_suffix_round_trips(
           '{"run":2,"commit":"abcdef1","metric":4,"metrics":{"rss":5},"status":"discard",'
           '"description":"cache [size=128]","timestamp":2,"segment":0,"confidence":null}\n'
           '{"run":3,"commit":"abcdef2","metric":4,"metrics":{},"status":"discard",'
-          '"description":"empty list []","timestamp":3,"segment":0,"confidence":null}\n')
+          '"description":"empty list []","timestamp":3,"segment":0,"confidence":null}\n'
+          '{"run":4,"commit":"abcdef3","metric":4,"metrics":{},"status":"discard",'
+          '"description":"a [n=1] []","timestamp":4,"segment":0,"confidence":null}\n'
+          '{"run":5,"commit":"abcdef4","metric":4,"metrics":{"rss":6},"status":"discard",'
+          '"description":"b [n=1] [] []","timestamp":5,"segment":0,"confidence":null}\n')
     out = ar(repo, "log", "--tsv").out
     assert [line.split("\t")[5] for line in out.splitlines()[1:]] == [
-        "cache [size=64] []", "cache [size=128] [rss=5]", "empty list []"]
+        "cache [size=64] []", "cache [size=128] [rss=5]", "empty list []", "a [n=1] [] []",
+        "b [n=1] [] [] [rss=6]"]
     other = tmp_path / "other"
     other.mkdir()
     git(other, "init", "-q")
@@ -282,7 +289,22 @@ def test_a_description_that_ends_like_a_metrics_suffix_round_trips(
     ar(other, "import", str(tmp_path / "r.tsv"))
     assert [(r["description"], r["metrics"]) for r in ar(other, "log", "--json").json()["runs"]
             ] == [("cache [size=64]", {}), ("cache [size=128]", {"rss": 5}),
-                  ("empty list []", {})]
+                  ("empty list []", {}), ("a [n=1] []", {}), ("b [n=1] [] []", {"rss": 6})]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=" []=,n1xé.", max_size=16),
+       st.lists(st.sampled_from(["rss=5", "n=1", "t=0.5"]), max_size=2))
+def test_every_description_log_tsv_writes_reads_back(description: str, metrics: list[str]
+                                                     ) -> None:
+    """Whatever a description ends with (brackets, ``name=value`` texts, empty ``[]``), the
+    text ``log --tsv`` writes for it reads back as it was, its spaces at either end aside, with
+    the metrics written, and with none when none were."""
+    from git_autoresearch.review.report import split_metrics, text_number, tsv_description
+
+    back = split_metrics(tsv_description(description, metrics))
+    assert back == (description.strip(), {m.split("=")[0]: text_number(m.split("=")[1])
+                                          for m in metrics})
 
 
 def test_log_tsv_quotes_a_description_that_begins_with_a_quote(repo: Path, ar: Tool,
