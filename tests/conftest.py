@@ -236,6 +236,11 @@ def repo(tmp_path: Path) -> Path:
     return top
 
 
+# What a run's note of a set-aside file adds to the command that brings it back.
+TAKEN_AGAIN = ("(the next run takes it again unless it is committed on its own, or kept in "
+               ".auto/ or .gitignore)")
+
+
 def start_args(*extra: str) -> list[str]:
     """A start command line for the ``repo`` fixture: metric = the number in value.txt; the
     benchmark, bench.sh, is readonly because the command names it."""

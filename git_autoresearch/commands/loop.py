@@ -574,9 +574,12 @@ def _saved_at(record: Mapping[str, Any]) -> str:
 def _restore_hint(where: str) -> str:
     """How to bring back a file set aside at ``where`` (:func:`_saved_at`: one ref, or several
     joined by commas), from any folder of the work tree, whatever the file's name
-    (``:(top,literal)``: a path from the top, as the paths are listed, taken as it is)."""
+    (``:(top,literal)``: a path from the top, as the paths are listed, taken as it is), and
+    what keeps it from the next run's experiment."""
     ref = where if ", " not in where else "<ref>"
-    return f"; git restore --source={ref} -- ':(top,literal)<path>' brings one back"
+    return (f"; git restore --source={ref} -- ':(top,literal)<path>' brings one back (the next "
+            "run takes it again unless it is committed on its own, or kept in .auto/ or "
+            ".gitignore)")
 
 
 def _violation_notes(record: Mapping[str, Any], at_record: Sequence[str] = ()) -> list[str]:

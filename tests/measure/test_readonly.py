@@ -8,7 +8,7 @@ import json
 import os
 from pathlib import Path
 
-from conftest import Tool, commit_all, git, runs, start_args, write
+from conftest import TAKEN_AGAIN, Tool, commit_all, git, runs, start_args, write
 
 BENCH = "#!/bin/sh\necho \"score: $(cat value.txt)\"\n"
 CHEAT = "#!/bin/sh\necho 'score: 0'\n"
@@ -42,7 +42,7 @@ def test_benchmark_change_is_undone_measured_and_recorded(repo: Path, ar: Tool) 
     assert record["warnings"] == [
         f"undid changes to readonly files, which define success: bench.sh (saved at "
         f"{record['scope_ref']}; git restore --source={record['scope_ref']} -- "
-        "':(top,literal)<path>' brings one back)"]
+        f"':(top,literal)<path>' brings one back {TAKEN_AGAIN})"]
     assert runs(repo)[-1]["readonly_violations"] == ["bench.sh"]
     assert git(repo, "status", "--porcelain") == ""
 
@@ -54,7 +54,7 @@ def test_readonly_change_in_human_output_of_measure_and_run(repo: Path, ar: Tool
     assert "score = 100" in res.out
     assert "undid changes to readonly files, which define success: bench.sh (saved at " \
            "refs/autoresearch/s1/scope/2; git restore --source=refs/autoresearch/s1/scope/2 " \
-           "-- ':(top,literal)<path>' brings one back)" in res.err
+           f"-- ':(top,literal)<path>' brings one back {TAKEN_AGAIN})" in res.err
     write(repo / "bench.sh", CHEAT, 0o755)
     write(repo / "value.txt", "120\n")
     res = ar(repo, "run", "-d", "worse")
@@ -130,7 +130,7 @@ def test_discard_and_keep_without_measuring_record_readonly_changes(repo: Path, 
     assert record["warnings"] == ["undid changes to readonly files, which define success: "
                                   "bench.sh (saved at refs/autoresearch/s1/attempts/2; git "
                                   "restore --source=refs/autoresearch/s1/attempts/2 -- "
-                                  "':(top,literal)<path>' brings one back)"]
+                                  f"':(top,literal)<path>' brings one back {TAKEN_AGAIN})"]
     assert (repo / "bench.sh").read_text() == BENCH
     write(repo / "bench.sh", CHEAT, 0o755)
     write(repo / "value.txt", "7\n")
@@ -283,7 +283,7 @@ def test_a_new_segment_adds_readonly_paths(repo: Path, ar: Tool) -> None:
     assert measured["warnings"] == ["undid changes to readonly files, which define success: "
                                     "data/input.txt (saved at refs/autoresearch/s1/scope/3; git "
                                     "restore --source=refs/autoresearch/s1/scope/3 -- "
-                                    "':(top,literal)<path>' brings one back)"]
+                                    f"':(top,literal)<path>' brings one back {TAKEN_AGAIN})"]
     assert (repo / "data" / "input.txt").read_text() == "fixed\n"
 
 

@@ -9,7 +9,17 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Tool, commit_all, git, ledger_lines, paused_at, runs, start_args, write
+from conftest import (
+    TAKEN_AGAIN,
+    Tool,
+    commit_all,
+    git,
+    ledger_lines,
+    paused_at,
+    runs,
+    start_args,
+    write,
+)
 
 
 def test_start_records_baseline_on_new_branch(repo: Path, ar: Tool) -> None:
@@ -97,9 +107,10 @@ def test_a_file_outside_the_scope_edited_while_a_run_measured_is_named_where_it_
     aside = "refs/autoresearch/s1/scope/2"
     assert notes == [
         f"reverted changes outside the scope: src/lib.py (saved at {aside}; git restore "
-        f"--source={aside} -- ':(top,literal)<path>' brings one back)",
+        f"--source={aside} -- ':(top,literal)<path>' brings one back {TAKEN_AGAIN})",
         f"reverted changes outside the scope as the run was recorded: README.md (saved at "
-        f"{ref}; git restore --source={ref} -- ':(top,literal)<path>' brings one back)"]
+        f"{ref}; git restore --source={ref} -- ':(top,literal)<path>' brings one back "
+        f"{TAKEN_AGAIN})"]
     assert (repo / "README.md").read_text() == "project\n"
     git(repo, "restore", f"--source={ref}", "--", ":(top,literal)README.md")
     assert (repo / "README.md").read_text() == "project\nby hand\n"
@@ -1280,7 +1291,7 @@ def test_a_revert_names_the_files_it_removed(repo: Path, ar: Tool) -> None:
     out = ar(repo, "run", "-d", "worse").out
     assert '  removed the files it created: src/MY_NOTES.md, "src/top\\nnew.txt" (kept there; ' \
         "git restore --source=refs/autoresearch/s1/attempts/2 -- ':(top,literal)<path>' " \
-        "brings one back)\n" in out
+        f"brings one back {TAKEN_AGAIN})\n" in out
     assert not (repo / "src" / "MY_NOTES.md").exists()
     write(repo / "value.txt", "600\n")
     write(repo / "src" / "again.md", "x\n")

@@ -16,6 +16,7 @@ import pytest
 from conftest import (
     HOST_STEPS,
     REMOTE_STEPS,
+    TAKEN_AGAIN,
     TOOL,
     WORKER_STEPS,
     Tool,
@@ -109,7 +110,8 @@ def test_kill_during_the_set_aside_before_measuring(experiment: Path, ar: Tool, 
     assert record["scope_violations"] == ["README.md", "extra/a.txt", "extra/b.txt"]
     assert record["warnings"] == [
         f"reverted changes outside the scope: README.md, extra/a.txt, extra/b.txt (saved at "
-        f"{ref}; git restore --source={ref} -- ':(top,literal)<path>' brings one back)"]
+        f"{ref}; git restore --source={ref} -- ':(top,literal)<path>' brings one back "
+        f"{TAKEN_AGAIN})"]
     assert files_of(top, PRECIOUS) == precious
     assert ar(top, "doctor", "--json").json()["findings"] == []
 
