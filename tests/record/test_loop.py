@@ -210,21 +210,27 @@ def test_a_run_whose_head_moved_while_it_measured_records_nothing(
         assert ar(repo, status, "-d", "the change", "--json").json()["metric"] == int(value)
 
 
-def test_a_commit_by_hand_while_the_benchmark_ran_taken_back_leaves_its_measurement(
-        repo: Path, ar: Tool) -> None:
-    """The change committed by hand while the benchmark ran (here by the benchmark itself):
-    once ``git reset --soft`` takes the commit back, as the refusal says, the work tree is
-    again what the run measured on the commit it measured it on, so the measurement is still
-    pending, not stale, and a keep records it."""
+def _committing_by_hand(repo: Path, ar: Tool) -> str:
+    """A session (strict) whose benchmark commits the work tree by hand once, the next time
+    it runs, with value.txt changed to 90 for it to commit; returns the commit it begins on."""
     ar(repo, *start_args("--decision", "strict"))
     write(repo / "bench.sh", "#!/bin/sh\n[ -e ../commit-now ] && git commit -qam 'by hand' "
           "&& rm ../commit-now\necho \"score: $(cat value.txt)\"\n", 0o755)
     git(repo, "update-index", "--chmod=+x", "bench.sh")
     git(repo, "commit", "-qm", "a benchmark that commits", "--", "bench.sh")
     ar(repo, "keep", "-d", "the benchmark", "--metric", "100")
-    start = git(repo, "rev-parse", "HEAD")
     write(repo / "value.txt", "90\n")
     write(repo.parent / "commit-now", "")
+    return git(repo, "rev-parse", "HEAD")
+
+
+def test_a_commit_by_hand_while_the_benchmark_ran_taken_back_leaves_its_measurement(
+        repo: Path, ar: Tool) -> None:
+    """The change committed by hand while the benchmark ran (here by the benchmark itself):
+    once ``git reset --soft`` takes the commit back, as the refusal says, the work tree is
+    again what the run measured on the commit it measured it on, so the measurement is still
+    pending, not stale, and a keep records it."""
+    start = _committing_by_hand(repo, ar)
     err = ar(repo, "run", "-d", "the change", expect=3).err
     assert f"git reset --soft {start[:7]}" in err, err
     git(repo, "reset", "-q", "--soft", start)
@@ -241,15 +247,7 @@ def test_a_measure_whose_head_moved_says_so_and_keep_names_the_way_back(
     """The same commit by hand while ``measure`` ran: measure says HEAD moved and what brings
     the measurement back (it said nothing of it), keep refuses naming ``git reset --soft``
     too, and after it keep records the measurement."""
-    ar(repo, *start_args("--decision", "strict"))
-    write(repo / "bench.sh", "#!/bin/sh\n[ -e ../commit-now ] && git commit -qam 'by hand' "
-          "&& rm ../commit-now\necho \"score: $(cat value.txt)\"\n", 0o755)
-    git(repo, "update-index", "--chmod=+x", "bench.sh")
-    git(repo, "commit", "-qm", "a benchmark that commits", "--", "bench.sh")
-    ar(repo, "keep", "-d", "the benchmark", "--metric", "100")
-    start = git(repo, "rev-parse", "HEAD")
-    write(repo / "value.txt", "90\n")
-    write(repo.parent / "commit-now", "")
+    start = _committing_by_hand(repo, ar)
     warnings = ar(repo, "measure", "--json").json()["warnings"]
     hand = git(repo, "rev-parse", "HEAD")
     assert any(f"HEAD moved from {start[:7]} to {hand[:7]} while this measured" in w
