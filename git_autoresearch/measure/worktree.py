@@ -426,8 +426,9 @@ def unkept_head_note(session: Session,
                      ) -> str | None:
     """Why the incumbent's samples may not describe HEAD: HEAD is the commit of no kept run of
     the segment (a commit made by hand, or the branch moved), so they are the last kept run's,
-    which measured other code. None when HEAD is a kept run's commit, or nothing was kept.
-    ``incumbent``: :func:`incumbent_run`'s answer, when the caller has it."""
+    which measured other code. None when HEAD is a kept run's commit, holds the same code as
+    the last one's (a keep reworded by hand: its tree), or nothing was kept. ``incumbent``:
+    :func:`incumbent_run`'s answer, when the caller has it."""
     run, at_head = incumbent or incumbent_run(session)
     if run is None or at_head:
         return None
@@ -435,6 +436,15 @@ def unkept_head_note(session: Session,
         head = session.head()
     except Refused:  # a clone whose HEAD is unborn: nothing measured there yet
         return None
+    repo = session.repo
+    kept = str(run.data.get("commit") or "")
+    try:
+        head_tree = repo.head_tree_at_discovery if head == repo.head_at_discovery \
+            else repo.tree_of(head)
+        if kept and head_tree == repo.tree_of(kept):
+            return None
+    except GitError:  # (a commit no longer here: other code)
+        pass
     cfg = session.config
     then = ("a decision against them may mislead" if cfg.rule == "sequential"
             and cfg.pairs_at_most == 0 else "each run measures HEAD beside it until a keep")
