@@ -148,6 +148,31 @@ def survey(repo: Repo, before: Snapshot | None) -> Changes:
     return changes
 
 
+def unmerged_problem(unmerged: Mapping[str, str]) -> str | None:
+    """What is wrong when git left paths unmerged in the index (``unmerged``: path -> its
+    codes as ``git status --short`` gives them; a ``git switch --merge`` or ``git apply
+    --3way`` that conflicted: no merge is in progress, but a measurement would measure the
+    conflict and a keep commit it), and the ways out: mark it resolved, or take HEAD's side
+    (``git restore`` of HEAD's version; ``git rm`` of a path HEAD does not have, for git
+    restore refuses it); None when there are none."""
+    if not unmerged:
+        return None
+    import shlex
+
+    def named(paths: list[str]) -> str:
+        return " ".join(shlex.quote(p) for p in paths[:5]) + (" ..." if len(paths) > 5 else "")
+
+    # (ours, HEAD's side, is the first letter: D deleted, or U with A added by them)
+    absent = [p for p, code in unmerged.items() if code in ("DU", "DD", "UA")]
+    present = [p for p in unmerged if p not in absent]
+    ways = ([f"git restore --staged --worktree {named(present)}"] if present else []) + \
+        ([f"git rm {named(absent)} (HEAD has no such file)"] if absent else [])
+    return (f"{named(list(unmerged))} {'is' if len(unmerged) == 1 else 'are'} unmerged: git "
+            "left a conflict there (a git switch --merge that conflicted, say); resolve it and "
+            "mark it resolved with git add (or git rm), or take HEAD's side with "
+            + " and ".join(ways) + " (paths from the top of the work tree)")
+
+
 def own_outputs(top: Path) -> list[str]:
     """The files under the work tree ``top`` that this process's standard output and error
     are open on (a shell's redirection, ``> out.json``), as paths from the top with ``/``:

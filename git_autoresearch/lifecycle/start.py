@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import ledger as ledger_mod
 from ..git import Repo, current_folder
-from ..history.experiment import load_snapshot, save_snapshot, take_snapshot
+from ..history.experiment import load_snapshot, save_snapshot, take_snapshot, unmerged_problem
 from ..history.refs import namespace, session_branch, state_ref, worker_branch
 from ..hooks.payload import fire_stage
 from ..ledger.records import RunRecord
@@ -195,15 +195,19 @@ def _check_matches(repo: Repo, given: list[tuple[str, str]]) -> None:
                              "pass --allow-missing to keep it")
 
 
-def uncommitted(repo: Repo, bounds: Boundaries) -> tuple[list[str], list[str]]:
+def uncommitted(repo: Repo, bounds: Boundaries, unmerged: dict[str, str] | None = None
+                ) -> tuple[list[str], list[str]]:
     """The changed tracked paths and the untracked paths of the work tree (from ``git status``),
-    leaving out ignored and protected ones, each in git's order."""
+    leaving out ignored and protected ones, each in git's order; those git left unmerged
+    added to ``unmerged`` (path -> codes), when given."""
     tracked: list[str] = []
     untracked: list[str] = []
     for entry in repo.status():
         if entry.ignored or bounds.is_protected(entry.path):
             continue
         (untracked if entry.untracked else tracked).append(entry.path)
+        if unmerged is not None and entry.unmerged:
+            unmerged[entry.path] = entry.index + entry.worktree
     return tracked, untracked
 
 
@@ -495,7 +499,11 @@ def _refuse_dirty_tree(repo: Repo, layout: Layout, opts: StartOptions, bounds: B
     paths are left out."""
     from .segment_commit import segment_paths
 
-    tracked, untracked = uncommitted(repo, bounds)
+    unmerged: dict[str, str] = {}
+    tracked, untracked = uncommitted(repo, bounds, unmerged)
+    conflict = unmerged_problem(unmerged)
+    if conflict:
+        raise Refused(f"{conflict}; nothing was changed")
     swapped: list[str] = []
     hint = ""
     if opts.new_segment:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .. import ledger as ledger_mod
 from ..git import GitError, Repo
 from ..git.repo import recording_locks
-from ..history.experiment import Changes, load_snapshot, survey
+from ..history.experiment import Changes, load_snapshot, survey, unmerged_problem
 from ..history.refs import attempts_prefix, session_branch, state_ref, worker_branch
 from ..history.refs import namespace as ref_namespace
 from ..ledger import Ledger, Segment, now_ms
@@ -711,30 +711,9 @@ class Session:
         return self.segment.better(metric, best.metric) and abs(metric - best.metric) > bar
 
     def unmerged_problem(self, changes: Changes | None = None) -> str | None:
-        """What is wrong when git left paths unmerged in the index (a ``git switch --merge``
-        or ``git apply --3way`` that conflicted: no merge is in progress, but a measurement
-        would measure the conflict and a keep commit it), and the ways out: mark it resolved,
-        or take HEAD's side (``git restore`` of HEAD's version; ``git rm`` of a path HEAD
-        does not have, for git restore refuses it); None when there are none. ``changes``
-        saves surveying the work tree."""
-        unmerged = (self.changes() if changes is None else changes).unmerged
-        if not unmerged:
-            return None
-        import shlex
-
-        def named(paths: list[str]) -> str:
-            return " ".join(shlex.quote(p) for p in paths[:5]) + \
-                (" ..." if len(paths) > 5 else "")
-
-        # (ours, HEAD's side, is the first letter: D deleted, or U with A added by them)
-        absent = [p for p, code in unmerged.items() if code in ("DU", "DD", "UA")]
-        present = [p for p in unmerged if p not in absent]
-        ways = ([f"git restore --staged --worktree {named(present)}"] if present else []) + \
-            ([f"git rm {named(absent)} (HEAD has no such file)"] if absent else [])
-        return (f"{named(list(unmerged))} {'is' if len(unmerged) == 1 else 'are'} unmerged: "
-                "git left a conflict there (a git switch --merge that conflicted, say); resolve "
-                "it and mark it resolved with git add (or git rm), or take HEAD's side with "
-                + " and ".join(ways) + " (paths from the top of the work tree)")
+        """:func:`history.experiment.unmerged_problem` of the work tree (``changes`` saves
+        surveying it)."""
+        return unmerged_problem((self.changes() if changes is None else changes).unmerged)
 
     def check_merged(self, changes: Changes) -> None:
         """Refuse (exit 3) while ``changes`` holds paths git left unmerged

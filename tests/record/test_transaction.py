@@ -183,7 +183,8 @@ def test_a_conflict_git_left_in_the_index_is_refused_before_anything_is_measured
     then leaves the file with conflict markers and unmerged in the index, with no MERGE_HEAD.
     No command measures the markers or commits them: run, measure, keep, discard and crash refuse
     (exit 3), naming the file; nothing is recorded and the conflict stays as git left it;
-    status, doctor and resume say so (resume said the next run measures it)."""
+    status, doctor and resume say so (resume said the next run measures it), and start
+    --new-segment names it as such."""
     ar(repo, *start_args("--decision", "strict"))
     write(repo / "value.txt", "90\n")
     ar(repo, "keep", "-d", "ninety", "--metric", "90")
@@ -208,6 +209,8 @@ def test_a_conflict_git_left_in_the_index_is_refused_before_anything_is_measured
     said = ar(repo, "resume", "--json").json()["warnings"]
     assert any("value.txt is unmerged" in w for w in said), said
     assert not any("the next run measures them" in w for w in said), said
+    said = ar(repo, "start", "--new-segment", expect=3).err  # (commit it first, it said)
+    assert "value.txt is unmerged" in said and "commit or remove" not in said, said
     write(repo / "value.txt", "80\n")  # resolved, and marked so
     git(repo, "add", "value.txt")
     assert ar(repo, "run", "-d", "resolved", "--json").json()["status"] == "keep"
