@@ -160,13 +160,16 @@ def _finish_keep(session: Session, intent: Intent, number: int,
         from ..workers.replay import advance, tip
 
         landing = {**record, "commit": repo.short(head), "committed": committed}
+        now = tip(session)
         try:
-            if tip(session) == intent.head:  # killed between the commit and the advance
+            if now == intent.head:  # killed between the commit and the advance
                 advance(session, intent.head, head, landing)
             elif session.remote is not None:  # killed between the advance and the push
                 from ..workers.upstream import land
 
                 land(session, intent.head, head, landing)
+            elif now != head:  # killed before the advance, and another worker kept since
+                return _undo_unlanded(session, intent, number, str(head), now)
         except Refused as exc:
             if session.repo.head() != intent.head:  # not undone: the intent stays
                 raise
@@ -178,6 +181,22 @@ def _finish_keep(session: Session, intent: Intent, number: int,
     record.update({"commit": repo.short(head), "committed": committed})
     finished.append(append_run(session, record, intent.untracked_after, None, warnings))
     return f"finished the interrupted keep of run {number}{note}"
+
+
+def _undo_unlanded(session: Session, intent: Intent, number: int, head: str,
+                   now: str | None) -> str:
+    """A worker's keep ``head`` of run ``number``, killed before the session branch's
+    advance, which another worker moved to ``now`` since: it cannot go onto it (two keeps on
+    one incumbent), so it is undone here, the candidate left in the work tree for the next
+    run to replay and measure again, and nothing recorded."""
+    from ..workers.upstream import undo_keep
+
+    undo_keep(session, intent.head, head)
+    session.layout.intent.unlink(missing_ok=True)
+    moved = f" (now {session.repo.short(now)})" if now else ""
+    return (f"the interrupted keep of run {number} could not land: another worker kept on the "
+            f"session branch since{moved}; it was undone here, and the candidate is in the "
+            "work tree, to be measured again (git autoresearch run)")
 
 
 def _keep_moved(session: Session, intent: Intent, number: int, head: str, *, abandon: bool

@@ -126,7 +126,7 @@ def land(session: Session, old: str, new: str,
     branch here moved already) by an atomic push with a lease on ``old``; with ``record`` (the
     keep's run record), the worker's ledger ref holding it goes in the same push, so that no
     clone ever fetches the keep without its record. When the lease fails (another worker kept
-    first), the keep is undone here (:func:`_undo`: the candidate stays in the work tree,
+    first), the keep is undone here (:func:`undo_keep`: the candidate stays in the work tree,
     unstaged) and :class:`session.shared.IncumbentMoved` is raised naming the new incumbent; when
     ``new`` is on the remote's branch already (pushed by a command killed before it knew), it
     landed. When the remote cannot be reached, the keep is undone here too and
@@ -155,7 +155,7 @@ def land(session: Session, old: str, new: str,
         return
     refusal = remote_refusal(answer, said)  # its hooks or rules: no other clone's keep
     if refusal is None and not any(p.flag == "!" for p in answer):
-        _undo(session, old, new)
+        undo_keep(session, old, new)
         raise Refused(f"the keep could not be sent to {session.remote} (git push failed: is "
                       "it reachable and writable?); nothing was recorded, and the candidate "
                       "is in the work tree: measure it again once the remote can be reached")
@@ -163,7 +163,7 @@ def land(session: Session, old: str, new: str,
     if tip == new or is_ancestor(repo, new, tip):  # it landed (a push after a kill)
         follow_upstream(repo, sid, tip)
         return
-    _undo(session, old, new)
+    undo_keep(session, old, new)
     follow_upstream(repo, sid, tip)
     if refusal is not None:
         raise Refused(f"the keep could not land on {session.remote}: {refusal}; nothing was "
@@ -176,10 +176,11 @@ def land(session: Session, old: str, new: str,
     raise IncumbentMoved(old, tip, kept_between(session.repo, old, tip))
 
 
-def _undo(session: Session, old: str, new: str) -> None:
-    """Undo this clone's keep ``new`` on ``old`` that could not land: the index back to
-    ``old``, then the session branch, then HEAD (the worker branch), each by compare-and-swap;
-    the work tree keeps the candidate, unstaged."""
+def undo_keep(session: Session, old: str, new: str) -> None:
+    """Undo this worker's keep ``new`` on ``old`` that could not land (on the remote, or on
+    a session branch another worker moved meanwhile): the index back to ``old``, then the
+    session branch when it is at ``new``, then HEAD (the worker branch), each by
+    compare-and-swap; the work tree keeps the candidate, unstaged."""
     repo = session.repo
     index_to(repo, old)
     branch = f"refs/heads/{session_branch(session.config.session_id)}"

@@ -462,6 +462,34 @@ def test_a_workers_hook_lines_name_it(crew: tuple[Path, Path, Path], ar: Tool) -
     assert [(h["stage"], h["worker"]) for h in fired] == [("after", "w1")]
 
 
+def test_a_workers_keep_killed_before_its_advance_after_another_kept_is_undone(
+        crew: tuple[Path, Path, Path], ar: Tool) -> None:
+    """w1 killed between its keep commit and the session branch's advance, and w2 keeps
+    meanwhile: the session branch moved on, so w1's keep cannot go onto it. resume undoes it
+    (the candidate stays in w1's work tree, to be measured again: onto w2's keep, replayed),
+    where it recorded a keep on a commit off the session branch, beside w2's on the same
+    parent, which doctor then called a problem with no way out."""
+    main, w1, w2 = crew
+    base = git(main, "rev-parse", BRANCH)
+    write(w1 / "value.txt", "90\n")
+    killed = tool(w1, "run", "-d", "killed", env={"GIT_AUTORESEARCH_DIE_AT":
+                                                  "keep:before-advance"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    write(w2 / "extra.txt", "80\n")
+    assert ar(w2, "run", "-d", "w2 keeps", "--json").json()["status"] == "keep"
+    kept = git(main, "rev-parse", BRANCH)
+    done = ar(w1, "resume", "--json").json()
+    assert "could not land" in done["actions"][0] and "undone here" in done["actions"][0], done
+    assert git(w1, "rev-parse", "HEAD") == base
+    assert (w1 / "value.txt").read_text() == "90\n"
+    assert [(r["run"], r["status"]) for r in runs(main)] == [(1, "keep"), (3, "keep")]
+    assert ar(main, "doctor", "--json").json()["findings"] == []
+    again = ar(w1, "run", "-d", "value 90 again", "--json").json()
+    assert again["status"] == "keep" and again["replayed"]["from"] == base[:7], again
+    assert git(main, "rev-parse", f"{BRANCH}^") == kept
+    assert ar(main, "doctor", "--json").json()["findings"] == []
+
+
 def test_a_workers_interrupted_keep_is_finished_under_the_shared_lock(
         crew: tuple[Path, Path, Path], ar: Tool) -> None:
     """Finishing a worker's killed keep moves the session branch and writes the ledger, which
