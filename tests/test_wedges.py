@@ -206,12 +206,13 @@ def test_a_benchmark_that_leaves_a_daemon_does_not_wedge_later_runs(
                 pass
 
 
+@pytest.mark.parametrize("way", ["run", "doctor --fix"])
 def test_a_benchmark_left_running_by_a_killed_run_is_ended_by_the_next_measurement(
-        repo: Path, ar: Tool, tmp_path: Path) -> None:
+        repo: Path, ar: Tool, tmp_path: Path, way: str) -> None:
     """A run killed outright (SIGKILL: a harness's timeout) while its benchmark hangs leaves
     the benchmark's process group running, past its timeout, holding the slot's lock. status
     and doctor name it; the next measurement ends it and takes the slot, instead of waiting
-    for it for ever."""
+    for it for ever, and so does doctor --fix (doctor called it a person's to end)."""
     import os
     import signal
     import subprocess
@@ -239,13 +240,20 @@ def test_a_benchmark_left_running_by_a_killed_run_is_ended_by_the_next_measureme
         assert "main: left measuring by a killed command (run 2, slot 1): the next " \
             "measurement ends it" in ar(repo, "status").out
         doctor = ar(repo, "doctor", "--json", expect=3).json()["findings"]
-        assert any("whose command was killed" in f["problem"] for f in doctor), doctor
+        assert [f["fix"] for f in doctor if "whose command was killed" in f["problem"]] == [
+            "end the process group, as the next measurement would"], doctor
+        if way == "doctor --fix":
+            fixed = ar(repo, "doctor", "--fix", "--json").json()["findings"]
+            assert all(f["fixed"] for f in fixed), fixed
+            assert ar(repo, "doctor", "--json").json()["findings"] == []
         write(repo / "value.txt", "80\n")
         done = subprocess.run([sys.executable, "-m", "git_autoresearch", "run", "-d", "next",
                                "--json"], cwd=repo, capture_output=True, text=True, timeout=30)
         assert done.returncode == 0, done.stderr
         assert check_document(json.loads(done.stdout))["status"] == "keep"
-        assert f"process group {left}" in done.stderr and "ended" in done.stderr, done.stderr
+        if way == "run":
+            assert f"process group {left}" in done.stderr and "ended" in done.stderr, \
+                done.stderr
         stat = Path(f"/proc/{left}/stat")  # gone, or dead and not yet reaped by init
         assert not stat.exists() or stat.read_text().rpartition(")")[2].split()[0] == "Z"
     finally:

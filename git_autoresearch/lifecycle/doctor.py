@@ -154,6 +154,21 @@ def _git_locks(session: Session, exam: Examination) -> None:
                  f"(rm {path})")
 
 
+def _left_slots(session: Session, exam: Examination, fix: bool) -> None:
+    """Measurement slots held by what a measurement left running: a killed command's process
+    group, which ``--fix`` ends as the next measurement would; processes that left it, which
+    are a person's to end (the next measurement only takes the slot back)."""
+    from ..measure.runner import end_process_group
+    from ..measure.slots import left_slots
+
+    for text, group in left_slots(session.repo, session.config.session_id):
+        finding = exam.add(text, None if group is None else
+                           "end the process group, as the next measurement would")
+        if fix and group is not None:
+            end_process_group(group)
+            finding.fixed = True
+
+
 def _killed_outright(session: Session, exam: Examination, fix: bool) -> None:
     """A finding for what a command killed outright (SIGKILL) left: the worktree folder of a
     finalize, audit, measurement beside the incumbent or apply whose process is gone
@@ -210,10 +225,7 @@ def _git_garbage(session: Session, exam: Examination) -> None:
 def _examine(session: Session, fix: bool) -> Examination:
     exam = Examination()
     _git_locks(session, exam)
-    from ..measure.slots import left_slots
-
-    for left in left_slots(session.repo, session.config.session_id):
-        exam.add(left)
+    _left_slots(session, exam, fix)
     _killed_outright(session, exam, fix)
     linked = session.layout.linked()
     if linked:  # every command that records refuses it
@@ -232,6 +244,7 @@ def _examine(session: Session, fix: bool) -> Examination:
     saved_lines = _state_lines(session)
     restored = _check_malformed(session, exam, fix, saved_lines)
     _check_interrupted(session, exam, fix)
+    _check_replay(session, exam, fix)
     exists, problem = branch_problem(session)
     if problem:
         exam.add(problem)
@@ -413,6 +426,21 @@ def _check_interrupted(session: Session, exam: Examination, fix: bool) -> None:
         exam.warnings += recovered.warnings
         finding.fixed = recovered.note is not None
         finding.done = recovered.note
+
+
+def _check_replay(session: Session, exam: Examination, fix: bool) -> None:
+    """A worker's replay that was killed: finished (the candidate back in the work tree)."""
+    if session.worker is None:
+        return
+    from ..workers.replay import finish_interrupted_replay, interrupted_replay
+
+    said = interrupted_replay(session)
+    if said is None:
+        return
+    finding = exam.add(said, "finish it: the candidate back in the work tree")
+    if fix:
+        finding.done = finish_interrupted_replay(session)
+        finding.fixed = finding.done is not None
 
 
 def _check_trailers(session: Session, exam: Examination, exists: bool) -> list[TrailerCommit]:

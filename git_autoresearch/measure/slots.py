@@ -137,29 +137,30 @@ def held(repo: Repo, session_id: str) -> dict[int, dict[str, Any]]:
     return found
 
 
-def left_slots(repo: Repo, session_id: str) -> list[str]:
+def left_slots(repo: Repo, session_id: str) -> list[tuple[str, int | None]]:
     """A sentence for each slot held only by processes a measurement left running: the
     measured command's own process group, its command killed outright (:func:`orphaned`), or
     processes that left the group (:func:`left_running`); who holds it, and what clears it
     (the next measurement ends the group, or takes the slot back; ending the processes frees
-    it too). For ``status`` and ``doctor``."""
+    it too). Each with the process group the next measurement would end (None: processes it
+    leaves alone). For ``status`` and ``doctor``."""
     folder = slots_dir(repo, session_id)
-    out = []
+    out: list[tuple[str, int | None]] = []
     for index, holder in sorted(held(repo, session_id).items()):
         found = orphaned(holder or None, folder / str(index))
         if found is not None:
             group, members = found
-            out.append(f"measurement slot {index} is held by "
-                       f"{_orphan_text(holder, group, members)}: the next measurement ends it "
-                       f"(or end it now: kill -- -{group})")
+            out.append((f"measurement slot {index} is held by "
+                        f"{_orphan_text(holder, group, members)}: the next measurement ends it "
+                        f"(or end it now: kill -- -{group})", group))
             continue
         left = left_running(holder or None, folder / str(index))
         if left:
             pids = " ".join(str(pid) for pid, _ in left)
-            out.append(f"measurement slot {index} is held by {describe_left(left)}, left "
-                       f"running by an earlier measurement ({holder.get('what')}), not by a "
-                       "git-autoresearch command: the next measurement takes the slot back; "
-                       f"end the process if it disturbs the timings (kill {pids})")
+            out.append((f"measurement slot {index} is held by {describe_left(left)}, left "
+                        f"running by an earlier measurement ({holder.get('what')}), not by a "
+                        "git-autoresearch command: the next measurement takes the slot back; "
+                        f"end the process if it disturbs the timings (kill {pids})", None))
     return out
 
 

@@ -158,6 +158,11 @@ def status(session: Session) -> Status:
     if interrupted is not None:
         warnings.append(f"{interrupted.interrupted_text()}; the next recording command (or "
                         f"resume) {'finishes it' if interrupted.readable else 'sets it aside'}")
+    if session.worker is not None and not session.read_only:
+        from ..workers.replay import interrupted_replay
+
+        replay = interrupted_replay(session)
+        warnings.extend([f"{replay} (or resume)"] if replay else [])
     summary = segment_summary(session.segment)
     noise = _noise(session, incumbent)
     if summary["stability"] and noise and noise["relative_spread"] is not None:
@@ -337,7 +342,7 @@ def _session_problems(session: Session, branch: str) -> list[str]:
     if not session.read_only:
         from ..measure.slots import left_slots
 
-        problems += left_slots(session.repo, session.config.session_id)
+        problems += [text for text, _ in left_slots(session.repo, session.config.session_id)]
         problems += _lost_lines(session)
         problems += [f"git's lock file {lock} exists: a git process is at work here, or one was "
                      "killed and left it; recording commands wait a moment for it, then "

@@ -163,6 +163,22 @@ def _finish(session: Session, base: str, onto: str, tree: str, created: list[str
     leave_unstaged(repo, onto, tree)
 
 
+def interrupted_replay(session: Session) -> str | None:
+    """What a replay a kill interrupted left (its marker in the scratch folder): the
+    candidate on its replay ref, maybe not in the work tree, until the next command finishes
+    it (:func:`finish_interrupted_replay`); None when there is none."""
+    try:
+        data = json.loads((session.repo.scratch / REPLAY_FILE).read_bytes())
+        run, onto, ref = data["run"], str(data["onto"]), data["ref"]
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return "a replay record that cannot be read is in the scratch folder"
+    return (f"the replay of run {run}'s candidate onto {session.repo.short(onto)} was "
+            f"interrupted: the candidate is saved at {ref}, and may not be in the work tree "
+            "until the next command finishes the replay")
+
+
 def finish_interrupted_replay(session: Session) -> str | None:
     """Finish a replay a kill interrupted (its marker in the scratch folder); returns what was
     done, or None when there was none. When git refuses (the work tree changed since), the

@@ -462,6 +462,31 @@ def test_a_workers_hook_lines_name_it(crew: tuple[Path, Path, Path], ar: Tool) -
     assert [(h["stage"], h["worker"]) for h in fired] == [("after", "w1")]
 
 
+def test_an_interrupted_replay_is_named_by_status_and_doctor_and_fixed_by_doctor_fix(
+        crew: tuple[Path, Path, Path], ar: Tool) -> None:
+    """A worker killed mid-replay, its work tree already reverted: the candidate is only on
+    its replay ref until the next command finishes the replay. status and doctor say so,
+    naming the ref (doctor said "no problems found" while the edit was gone from the work
+    tree), and doctor --fix finishes it."""
+    main, w1, w2 = crew
+    write(w1 / "value.txt", "90\n")
+    ar(w1, "run", "-d", "value 90")
+    write(w2 / "README.md", "edited in w2\n")
+    killed = tool(w2, "run", "-d", "killed", env={"GIT_AUTORESEARCH_DIE_AT": "replay:reverted"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert (w2 / "README.md").read_text() == "project\n"
+    said = "the replay of run 3's candidate onto "
+    assert any(said in w and "refs/autoresearch/s1/replays/3" in w
+               for w in ar(w2, "status", "--json").json()["warnings"])
+    found = ar(w2, "doctor", "--json", expect=3).json()["findings"]
+    assert [f["fix"] for f in found if said in f["problem"]] == [
+        "finish it: the candidate back in the work tree"], found
+    fixed = ar(w2, "doctor", "--fix", "--json").json()["findings"]
+    assert all(f["fixed"] for f in fixed if f["fix"]), fixed
+    assert (w2 / "README.md").read_text() == "edited in w2\n"
+    assert ar(w2, "doctor", "--json").json()["findings"] == []
+
+
 def test_a_workers_keep_killed_before_its_advance_after_another_kept_is_undone(
         crew: tuple[Path, Path, Path], ar: Tool) -> None:
     """w1 killed between its keep commit and the session branch's advance, and w2 keeps
