@@ -222,7 +222,7 @@ def record_replaying(session: Session, status: str, description: str, *,
     naming the paths (the candidate saved at its attempt ref, as every discard's), and so is a
     candidate the incumbent kept outrunning. ``origin``: where the change came from (a
     retry's run, a queued candidate: every record names it)."""
-    from ..workers.replay import REPLAYS, conflict_reason, replay
+    from ..workers.replay import REPLAYS, carried, conflict_reason, replay
     from ..workers.upstream import sync
 
     for _ in range(REPLAYS + 1):
@@ -241,7 +241,7 @@ def record_replaying(session: Session, status: str, description: str, *,
             with session.shared("replay a candidate"):
                 outcome = replay(session, session.changes(), session.next_run(), moved.base,
                                  moved.tip, moved.kept)
-            replayed = outcome.record(session.repo)
+            replayed = carried(replayed, outcome.record(session.repo))
             if outcome.conflicts:  # its decision was against an incumbent that is gone
                 return record(session, "discard", description,
                               result=dataclasses.replace(result, decision=None), asi=asi,

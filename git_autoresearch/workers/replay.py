@@ -258,6 +258,18 @@ def catch_up(session: Session) -> Replayed | None:
                       kept_between(session.repo, head, now))
 
 
+def carried(before: Mapping[str, Any] | None, now: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``replayed`` object of a candidate replayed again (``now``: the last replay's,
+    :meth:`Replayed.record`) after the replays ``before`` (None: none): ``from`` the first
+    base, ``kept_meanwhile`` the runs kept over every hop, in order, and the rest the last
+    replay's (``onto``, ``saved_at``, ``conflicts``)."""
+    if not before:
+        return dict(now)
+    kept = list(before.get("kept_meanwhile") or [])
+    kept += [n for n in now.get("kept_meanwhile") or [] if n not in kept]
+    return {**now, "from": before.get("from", now.get("from")), "kept_meanwhile": kept}
+
+
 def conflict_reason(outcome: Replayed) -> str:
     """Why a candidate that could not be replayed is discarded."""
     runs = ", ".join(str(n) for n in outcome.kept) or "?"

@@ -4,6 +4,7 @@ and nothing lost when a worker is killed at any step of a keep or a replay."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -485,6 +486,30 @@ def test_an_interrupted_replay_is_named_by_status_and_doctor_and_fixed_by_doctor
     assert all(f["fixed"] for f in fixed if f["fix"]), fixed
     assert (w2 / "README.md").read_text() == "edited in w2\n"
     assert ar(w2, "doctor", "--json").json()["findings"] == []
+
+
+def test_a_candidate_replayed_twice_is_described_over_both_hops(
+        crew: tuple[Path, Path, Path], ar: Tool, tmp_path: Path) -> None:
+    """w2's candidate is replayed onto w1's keep before it is measured, and again onto w1's
+    next keep, made while it was measured: its record's ``replayed`` says where it was first
+    made (``from``) and every run kept meanwhile, as workers(7) says (it described the last
+    hop alone: ``from`` an incumbent in between, one run kept meanwhile)."""
+    main, w1, w2 = crew
+    base = git(main, "rev-parse", "--short=7", BRANCH)
+    write(w2 / "extra.txt", "80\n")
+    write(w1 / "value.txt", "90\n")
+    first = ar(w1, "run", "-d", "value 90", "--json").json()["run"]
+    go = tmp_path / "go"
+    paused = paused_at("run:measured", go, w2, "run", "-d", "w2's candidate", "--json")
+    write(w1 / "value.txt", "70\n")
+    second = ar(w1, "run", "-d", "value 70", "--json").json()
+    assert second["status"] == "keep", second
+    go.touch()
+    out, err = paused.communicate(timeout=60)
+    assert paused.returncode == 0, err
+    replayed = json.loads(out)["replayed"]
+    assert (replayed["from"], replayed["kept_meanwhile"], replayed["onto"]) == (
+        base, [first, second["run"]], second["commit"]), replayed
 
 
 def test_a_workers_keep_killed_before_its_advance_after_another_kept_is_undone(
