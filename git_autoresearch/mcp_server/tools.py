@@ -142,6 +142,16 @@ def result(outcome: Outcome) -> dict[str, Any]:
                  error_document(reason, outcome.exit_code))
 
 
+def described(description: str) -> str:
+    """A run's ``description``, which the command reads from its stdin (``-d -``); a usage
+    error (exit 2) of the server's own when it is empty, as the command's would be but
+    without the stdin the model never saw."""
+    if not description.strip():
+        raise Failed(error_document("the description is empty: say in one sentence what the "
+                                    "run tried", 2))
+    return description
+
+
 def annotated(asi: dict[str, str] | None, hypothesis: str | None) -> list[str]:
     """The options that give a run its annotations: ``asi``, with ``hypothesis`` among them."""
     annotations = {**(asi or {}), **({"hypothesis": hypothesis} if hypothesis else {})}
@@ -286,7 +296,7 @@ class Tools:
         metric, decision, committed, scope_violations, steer."""
         args = ["run", "-d", "-", "--json"] + ["--dry-run"] * dry_run + \
             annotated(asi, hypothesis)
-        return await self.measured(ctx, "run", args, wait_seconds, stdin=description)
+        return await self.measured(ctx, "run", args, wait_seconds, stdin=described(description))
 
     async def measure(self, ctx: Context, wait_seconds: Wait = WAIT_SECONDS) -> dict[str, Any]:
         """Measure the work tree and say what the loop would decide, recording nothing (git
@@ -328,7 +338,7 @@ class Tools:
         args = [status, "-d", "-", "--json"] + ["--force"] * force + \
             (["--metric", repr(metric)] if metric is not None else []) + \
             annotated(asi, hypothesis)
-        return await self.call(*args, stdin=description)
+        return await self.call(*args, stdin=described(description))
 
     async def status(self) -> dict[str, Any]:
         """Where the session stands (git autoresearch status): baseline, best, improvement,

@@ -262,6 +262,10 @@ async def test_errors_the_model_can_fix_are_tool_errors_with_the_commands_docume
     assert not (example.parent / "pwned").exists()
     unknown = error(await client.call_tool("collect", {"job": "run-9"}))
     assert (unknown["schema"], unknown["exit_code"]) == ("git-autoresearch:error/1", 2)
+    for tool_name, arguments in (("run_experiment", {}), ("record", {"status": "discard"})):
+        empty = error(await client.call_tool(tool_name, {**arguments, "description": " "}))
+        assert empty["exit_code"] == 2 and "stdin" not in empty["error"], empty  # (never seen)
+        assert "description is empty" in empty["error"], empty
     wrong = await client.call_tool("show_run", {"run": "three"})
     assert wrong.is_error
 
