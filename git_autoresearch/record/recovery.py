@@ -194,9 +194,11 @@ def _undo_unlanded(session: Session, intent: Intent, number: int, head: str,
     undo_keep(session, intent.head, head)
     session.layout.intent.unlink(missing_ok=True)
     moved = f" (now {session.repo.short(now)})" if now else ""
+    aside = (f"; what it set aside outside the scope is at {intent.ref}"
+             if intent.created or intent.tracked else "")
     return (f"the interrupted keep of run {number} could not land: another worker kept on the "
             f"session branch since{moved}; it was undone here, and the candidate is in the "
-            "work tree, to be measured again (git autoresearch run)")
+            f"work tree, to be measured again (git autoresearch run){aside}")
 
 
 def _keep_moved(session: Session, intent: Intent, number: int, head: str, *, abandon: bool
