@@ -40,6 +40,11 @@ from .common import (
 # --- measure / run -----------------------------------------------------------------------------
 
 
+# What a measurement of a work tree with no change in the scope was, for people.
+NOISE_PROBE = ("nothing in the scope changed, so this measured the incumbent again: a noise "
+               "probe, never kept")
+
+
 def _measurement_json(result: Measurement, status: str, session: Session) -> dict[str, Any]:
     """A measurement as ``measure --json`` and ``run --dry-run --json`` print it: what a run
     would record, in the run document's names: ``status`` (the loop's decision), ``decision``
@@ -113,9 +118,7 @@ def measure_cmd(as_json: bool) -> None:
     print_steer("before", before)
     _print_measurement(result, session.config.metric_name)
     probe = isinstance(result.decision, dict) and result.decision.get("verdict") == "no_change"
-    click.echo(f"decision: {decision} ("
-               + ("nothing in the scope changed, so this measured the incumbent again: a "
-                  "noise probe, never kept; " if probe else "")
+    click.echo(f"decision: {decision} (" + (f"{NOISE_PROBE}; " if probe else "")
                + "nothing recorded: keep or discard records it)")
     for note in notes:
         warn(note)
@@ -248,8 +251,7 @@ def _print_record(session: Any, record: Mapping[str, Any], previous_best: float 
                        f"{_restore_hint(str(record['attempt_ref']))})")
     decided = record.get("decision")
     if isinstance(decided, dict) and decided.get("verdict") == "no_change" and status != "keep":
-        click.echo("  nothing in the scope changed, so this measured the incumbent again: a "
-                   "noise probe, never kept (it feeds the noise estimate)")
+        click.echo(f"  {NOISE_PROBE} (it feeds the noise estimate)")
     where = _saved_at(record)
     if record.get("scope_violations"):
         click.echo("  reverted out-of-scope changes: " + paths_text(record["scope_violations"])

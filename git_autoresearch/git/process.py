@@ -196,6 +196,12 @@ class Status(list[StatusEntry]):
     commit: str | None = None
     branch: str | None = None
 
+    @property
+    def unmerged(self) -> dict[str, str]:
+        """The paths git left unmerged in the index (a conflict), with their codes as ``git
+        status --short`` gives them (``UU``, ``DU``, ...)."""
+        return {e.path: e.index + e.worktree for e in self if e.unmerged}
+
 
 # A command line holds about 2 MB in all (ARG_MAX); a list of paths longer than this many bytes
 # is never passed as arguments, but on stdin or as a whole listing that is filtered.

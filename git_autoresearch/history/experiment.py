@@ -102,7 +102,8 @@ def survey(repo: Repo, before: Snapshot | None) -> Changes:
     began; None (unknown) treats every untracked file as preexisting."""
     changes = Changes()
     status = repo.status()
-    changes.head, changes.branch = status.commit, status.branch
+    changes.head, changes.branch, changes.unmerged = status.commit, status.branch, \
+        status.unmerged
     for entry in status:
         if entry.ignored:
             changes.ignored.append(entry.path)
@@ -117,8 +118,6 @@ def survey(repo: Repo, before: Snapshot | None) -> Changes:
         if entry.untracked:
             (changes.preexisting if known else changes.created).append(entry.path)
             continue
-        if entry.unmerged:
-            changes.unmerged[entry.path] = entry.index + entry.worktree
         # "A" in the index column: staged, not in HEAD; in the work tree column: intent to add.
         new = entry.index == "A" or entry.worktree == "A"
         if new and before is not None and before.covers(entry.path):

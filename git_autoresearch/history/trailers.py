@@ -496,26 +496,31 @@ def reconcile(repo: Repo, book: Ledger, branch: str, base: str | None,
         # ask the branch's history itself, once.
         listed = repo.rev_list(f"{base}..{branch}" if base else branch)
         on_branch.update(oid[:7] for oid in listed)
+    commits: list[list[str]] | None = None  # (the branch's, with their trees: asked once)
     for number, commit in sorted(unsure.items()):
         if not commit:
             problems.append(f"run {number} is recorded as kept with no commit (a line written "
                             "by hand or by another tool?)")
         elif commit not in on_branch:
+            if commits is None:
+                commits = repo.log_fields(f"{base}..{branch}" if base else branch,
+                                          ["%H", "%T", "%P"]) or []
             problems.append(f"run {number} is recorded as kept at {commit}, which is not on "
-                            f"{branch}" + _way_back(repo, commit, base, branch))
+                            f"{branch}" + _way_back(repo, commit, branch, commits))
     return Reconciliation(problems)
 
 
-def _way_back(repo: Repo, commit: str, base: str | None, branch: str) -> str:
-    """The way back for a keep ``commit`` that is not on ``branch``: when a commit there holds
-    the same change (its tree, on its parent) without its trailers, reworded by hand (``git
-    commit --amend -m``, a rebase's reword), which drops them, and finalize with them; when
-    the branch was moved back past it (``git reset``), a fast-forward. Empty otherwise."""
+def _way_back(repo: Repo, commit: str, branch: str, commits: list[list[str]]) -> str:
+    """The way back for a keep ``commit`` that is not on ``branch`` (``commits``: the
+    branch's since the session's base, each ``[id, tree, parents]``): when a commit there
+    holds the same change (its tree, on its parent) without its trailers, reworded by hand
+    (``git commit --amend -m``, a rebase's reword), which drops them, and finalize with them;
+    when the branch was moved back past it (``git reset``), a fast-forward. Empty
+    otherwise."""
     was = repo.log_fields(f"{commit}^!", ["%T", "%P"])
     if not was:
         return ""
-    listed = repo.log_fields(f"{base}..{branch}" if base else branch, ["%H", "%T", "%P"])
-    same = next((oid for oid, tree, parents in listed or [] if [tree, parents] == was[0]), None)
+    same = next((oid for oid, tree, parents in commits if [tree, parents] == was[0]), None)
     if same is None:
         return (f": the branch was moved back past it by hand (git reset?); git merge "
                 f"--ff-only {commit} brings the keep back") \

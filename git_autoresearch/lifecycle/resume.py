@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from .. import ledger as ledger_mod
 from ..git import Repo, said
-from ..history.refs import session_branch, session_of_branch, worker_branch
+from ..history.refs import session_branch, session_of_branch
 from ..history.state_ref import forget as forget_state_cache
 from ..history.state_ref import lines_in_history
 from ..ledger import repairs
@@ -228,9 +228,7 @@ def resume(session_id: str | None = None, cwd: str | os.PathLike[str] | None = N
     actions = [finished] if finished else []
     actions += _repair_session_files(repo, layout, sid)
     session = Session.open(cwd)
-    wanted = session_branch(session.config.session_id)
-    if session.worker is not None:  # a worker's home is its own branch
-        wanted = worker_branch(session.config.session_id, session.worker.name)
+    wanted = session.branch  # (a worker's home is its own branch)
     if repo.current_branch() != wanted:
         done = finished_elsewhere(session) if session.worker is None else None
         if done is not None:

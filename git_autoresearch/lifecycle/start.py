@@ -46,6 +46,7 @@ from .start_intent import (
 )
 
 if TYPE_CHECKING:
+    from ..git.process import Status
     from ..hooks.user import HookReport
 
 # The end of the branch names finalize makes (refs.final_branch, refs.split_branch): a session
@@ -195,19 +196,17 @@ def _check_matches(repo: Repo, given: list[tuple[str, str]]) -> None:
                              "pass --allow-missing to keep it")
 
 
-def uncommitted(repo: Repo, bounds: Boundaries, unmerged: dict[str, str] | None = None
+def uncommitted(repo: Repo, bounds: Boundaries, status: Status | None = None
                 ) -> tuple[list[str], list[str]]:
-    """The changed tracked paths and the untracked paths of the work tree (from ``git status``),
-    leaving out ignored and protected ones, each in git's order; those git left unmerged
-    added to ``unmerged`` (path -> codes), when given."""
+    """The changed tracked paths and the untracked paths of the work tree (``status``: git's
+    listing of it, asked here when None), leaving out ignored and protected ones, each in
+    git's order."""
     tracked: list[str] = []
     untracked: list[str] = []
-    for entry in repo.status():
+    for entry in repo.status() if status is None else status:
         if entry.ignored or bounds.is_protected(entry.path):
             continue
         (untracked if entry.untracked else tracked).append(entry.path)
-        if unmerged is not None and entry.unmerged:
-            unmerged[entry.path] = entry.index + entry.worktree
     return tracked, untracked
 
 
@@ -499,11 +498,12 @@ def _refuse_dirty_tree(repo: Repo, layout: Layout, opts: StartOptions, bounds: B
     paths are left out."""
     from .segment_commit import segment_paths
 
-    unmerged: dict[str, str] = {}
-    tracked, untracked = uncommitted(repo, bounds, unmerged)
-    conflict = unmerged_problem(unmerged)
+    status = repo.status()
+    conflict = unmerged_problem({path: code for path, code in status.unmerged.items()
+                                 if not bounds.is_protected(path)})
     if conflict:
         raise Refused(f"{conflict}; nothing was changed")
+    tracked, untracked = uncommitted(repo, bounds, status)
     swapped: list[str] = []
     hint = ""
     if opts.new_segment:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from .. import ledger as ledger_mod
 from ..git import DiskFull, GitError, Repo
 from ..history.experiment import Changes, moved_out, revert, revert_targets, scope_violations
-from ..history.refs import scope_prefix, session_branch, worker_branch
+from ..history.refs import scope_prefix, session_branch
 from ..history.trailers import set_aside_message
 from ..ledger import json_number, now_ms
 from ..ledger.jsontext import is_whole, numbers
@@ -414,7 +414,7 @@ def incumbent_run(session: Session) -> tuple[ledger_mod.Run | None, bool]:
         head = ""
     sid = session.config.session_id
     branch = session_branch(sid)
-    own = worker_branch(sid, session.worker.name) if session.worker is not None else None
+    own = session.branch if session.worker is not None else None
     if session.repo.branch_at_discovery not in (branch, own):
         head = session.repo.resolve(f"refs/heads/{branch}") or head
     here = [r for r in kept if r.made(head)]

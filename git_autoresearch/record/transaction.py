@@ -23,6 +23,7 @@ from ..history.experiment import (
     refuse_missing_objects,
     revert,
     revert_targets,
+    scope_violations,
     snapshot_now,
 )
 from ..history.experiment import keep as git_keep
@@ -313,8 +314,7 @@ def _name_reverted_outside(session: Session, draft: RunRecord, changes: Changes)
     run record ``draft``, as a keep names those it sets aside as it commits."""
     bounds = session.bounds
     draft["scope_violations"] = sorted({*draft["scope_violations"], *(
-        p for p in changes.changed() if not bounds.is_protected(p)
-        and not bounds.in_scope(p) and not bounds.is_readonly(p))})
+        p for p in scope_violations(bounds, changes) if not bounds.is_readonly(p))})
 
 
 def _apply(session: Session, intent: intents.Intent, draft: RunRecord, changes: Changes,

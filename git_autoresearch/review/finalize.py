@@ -53,7 +53,7 @@ from ..session.command_files import script_paths
 from ..session.config import Config
 from ..session.session import Session
 from .audit import CRASH, Audit, Target, effect_json, run_audit, segment_config
-from .report import DROPPED_VERDICTS, audits
+from .report import DROPPED_VERDICTS, audits, latest_verdict
 
 FOLDER_PREFIX = "final-"  # <scratch>/final-<pid>: one finalize's worktree
 
@@ -375,7 +375,7 @@ def choose(session: Session, found: list[Keep], *, drop: list[int], only: list[i
     audited = audits(session.ledger)
     chosen, dropped = [], []
     for keep in found:
-        latest = (audited.get(keep.number) or [{}])[-1].get("verdict")
+        latest = latest_verdict(audited, keep.number)
         if only and keep.number not in only:
             dropped.append((keep.number, "not among --only"))
         elif keep.number in drop:

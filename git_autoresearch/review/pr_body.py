@@ -16,6 +16,7 @@ from .report import (
     fmt,
     interval_level,
     last_replayed_segment,
+    latest_verdict,
     one_line,
     unit_suffix,
 )
@@ -166,7 +167,7 @@ def _kept(replayed: list[dict[str, Any]], runs: dict[int, Run], segments: dict[i
             change = "- (another measurement)"
         elif before is not None and before.metric and run.metric is not None:
             change = f"{(run.metric - before.metric) / abs(before.metric) * 100:+.2f}%"
-        verdict = str((audited.get(run.number) or [{}])[-1].get("verdict") or "-")
+        verdict = latest_verdict(audited, run.number) or "-"
         if verdict in DROPPED_VERDICTS:
             doubted.setdefault(verdict, []).append(run.number)
         out.append(f"| {run.number} | `{str(entry.get('commit') or '')[:7]}` | "

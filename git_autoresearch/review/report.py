@@ -112,6 +112,14 @@ def audits(book: Ledger) -> dict[int, list[dict[str, Any]]]:
     return out
 
 
+def latest_verdict(audited: Mapping[int, list[dict[str, Any]]], number: int) -> str | None:
+    """The verdict of run ``number``'s latest audit (``audited``: :func:`audits`), None when
+    it has none."""
+    found = audited.get(number)
+    verdict = found[-1].get("verdict") if found else None
+    return verdict if isinstance(verdict, str) else None
+
+
 def audit_mark(found: list[dict[str, Any]] | None) -> str:
     """The mark of a run's latest audit (``✓``, ``~``, ``✗``, ``!``), or ``""`` when it has
     none."""
@@ -480,7 +488,7 @@ def table(rows: list[tuple[Run, Segment]], width: int = 100,
         out.append("audited (git autoresearch audit): ✓ confirmed, ~ within noise, "
                    "✗ regression, ! crashed"
                    + (", ? too few samples" if any(
-                       (audited.get(run.number) or [{}])[-1].get("verdict") == "too few samples"
+                       latest_verdict(audited, run.number) == "too few samples"
                        for run, _ in rows) else ""))
     return "\n".join(out) + "\n"
 

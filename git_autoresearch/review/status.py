@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ..history.experiment import Changes
     from ..hooks.user import HookReport
     from ..ledger import Run
     from ..lifecycle.resume import Picked
@@ -136,8 +137,8 @@ def status(session: Session) -> Status:
     if session.read_only:
         branch = session.repo.current_branch() or "HEAD"
     warnings = [*session.warnings, *_session_problems(session, branch)]
-    pending = None if session.read_only else _pending(session)
     changes = None if session.read_only else session.changes()
+    pending = None if changes is None else _pending(session, changes)
     unmerged = None if changes is None else session.unmerged_problem(changes)
     warnings.extend([unmerged] if unmerged else [])
     readonly_changed = [] if changes is None else session.readonly_changed(changes)
@@ -375,8 +376,9 @@ def _kept_off_branches(session: Session) -> list[str]:
             for number, commit in kept.items() if gone.get(commit)]
 
 
-def _pending(session: Session) -> Pending | None:
-    """The measurement waiting in the scratch folder, if any, with the loop's decision."""
+def _pending(session: Session, changes: Changes) -> Pending | None:
+    """The measurement waiting in the scratch folder, if any, with the loop's decision
+    (``changes``: the work tree, surveyed once for status)."""
     from ..ledger import json_metric
     from ..measure import worktree as pending_mod
 
@@ -386,7 +388,7 @@ def _pending(session: Session) -> Pending | None:
     return Pending(
         metric=json_metric(measured.metric),
         status=session.decide(measured), decision=measured.decision,
-        changed_since=pending_mod.changed_since(session, measured))
+        changed_since=pending_mod.changed_since(session, measured, changes))
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import os
 
 from ..git import Repo
 from ..git.repo import HEX_NAME, likely_remote
-from ..history.refs import session_branch, worker_branch
+from ..history.refs import session_branch
 from ..runtime.errors import Refused
 from .session import Session
 
@@ -126,8 +126,7 @@ def branch_problem(session: Session) -> tuple[bool, str | None]:
     trouble."""
     branch = session_branch(session.config.session_id)
     current = session.repo.branch_at_discovery
-    if session.worker is not None \
-            and current == worker_branch(session.config.session_id, session.worker.name):
+    if session.worker is not None and current == session.branch:
         return session.repo.resolve(branch) is not None, None  # a worker on its own branch
     if current != branch and session.repo.resolve(branch) is None:
         if merged_elsewhere(session):
